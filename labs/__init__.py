@@ -1,0 +1,1 @@
+"""Parallelism Labs: marimo lab notebooks on one physics engine (`labs.core`)."""

@@ -1,0 +1,184 @@
+"""Alpha-beta cost of collectives (Hockney; Thakur, Rabenseifner and Gropp 2005).
+
+A message of M bytes over N ranks, link bandwidth B (bytes/s, one way) and per-step latency
+alpha (seconds):
+
+    ring all-reduce      2(N-1) alpha + 2 (N-1)/N M / B
+    reduce-scatter       (N-1) alpha  +   (N-1)/N M / B      (all-gather the same)
+    all-to-all           (N-1) alpha  +   (N-1)/N M / B
+    broadcast (ring)     (N-1) alpha  +   M / B             (pipelined chain)
+    p2p                  alpha + M / B
+    tree all-reduce      2 log2(N) alpha + 2 (N-1)/N M / B  (double binary tree, NCCL)
+
+all-reduce = reduce-scatter + all-gather, in time and in bytes. The bandwidth term per rank
+saturates at 2M as N grows; the latency term keeps growing with N, which is where trees and
+hierarchical algorithms win for small messages.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from labs.core.validation import check_choice, check_positive
+
+ALGORITHMS = ("ring", "tree")
+OPS = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "broadcast", "p2p")
+
+
+@dataclass(frozen=True)
+class CollectiveCost:
+    """A collective's time split into its latency (alpha) and bandwidth (beta) terms."""
+
+    latency_s: float
+    bandwidth_s: float
+
+    @property
+    def total_s(self) -> float:
+        return self.latency_s + self.bandwidth_s
+
+    def __add__(self, other: "CollectiveCost") -> "CollectiveCost":
+        return CollectiveCost(self.latency_s + other.latency_s, self.bandwidth_s + other.bandwidth_s)
+
+    def scaled(self, k: float) -> "CollectiveCost":
+        return CollectiveCost(self.latency_s * k, self.bandwidth_s * k)
+
+
+ZERO_COST = CollectiveCost(0.0, 0.0)
+
+
+def _check(nbytes, n, bandwidth, latency, algorithm):
+    check_positive("nbytes", nbytes, allow_zero=True)
+    check_positive("n", n, integer=True)
+    check_positive("bandwidth", bandwidth)
+    check_positive("latency", latency, allow_zero=True)
+    check_choice("algorithm", algorithm, ALGORITHMS)
+
+
+def bytes_sent_per_rank(op: str, nbytes: float, n: int) -> float:
+    """Bytes each rank puts on the wire for one collective of `nbytes` (the message size)."""
+    check_choice("op", op, OPS)
+    check_positive("nbytes", nbytes, allow_zero=True)
+    check_positive("n", n, integer=True)
+    if op == "all_reduce":
+        return 2 * (n - 1) / n * nbytes
+    if op in ("reduce_scatter", "all_gather", "all_to_all"):
+        return (n - 1) / n * nbytes
+    return float(nbytes) if n > 1 else 0.0
+
+
+def _steps(op: str, n: int, algorithm: str) -> float:
+    if n == 1:
+        return 0.0
+    if algorithm == "tree":
+        depth = math.ceil(math.log2(n))
+        return 2 * depth if op == "all_reduce" else depth
+    return {"all_reduce": 2 * (n - 1), "p2p": 1}.get(op, n - 1)
+
+
+def collective_cost(op: str, nbytes: float, n: int, bandwidth: float, latency: float = 0.0, algorithm: str = "ring") -> CollectiveCost:
+    check_choice("op", op, OPS)
+    _check(nbytes, n, bandwidth, latency, algorithm)
+    if n == 1:
+        return ZERO_COST
+    return CollectiveCost(_steps(op, n, algorithm) * latency, bytes_sent_per_rank(op, nbytes, n) / bandwidth)
+
+
+def all_reduce_time(nbytes, n, bandwidth, latency=0.0, algorithm="ring") -> float:
+    return collective_cost("all_reduce", nbytes, n, bandwidth, latency, algorithm).total_s
+
+
+def reduce_scatter_time(nbytes, n, bandwidth, latency=0.0, algorithm="ring") -> float:
+    return collective_cost("reduce_scatter", nbytes, n, bandwidth, latency, algorithm).total_s
+
+
+def all_gather_time(nbytes, n, bandwidth, latency=0.0, algorithm="ring") -> float:
+    return collective_cost("all_gather", nbytes, n, bandwidth, latency, algorithm).total_s
+
+
+def all_to_all_time(nbytes, n, bandwidth, latency=0.0, algorithm="ring") -> float:
+    return collective_cost("all_to_all", nbytes, n, bandwidth, latency, algorithm).total_s
+
+
+def broadcast_time(nbytes, n, bandwidth, latency=0.0, algorithm="ring") -> float:
+    return collective_cost("broadcast", nbytes, n, bandwidth, latency, algorithm).total_s
+
+
+def p2p_time(nbytes, n=2, bandwidth=1.0, latency=0.0, algorithm="ring") -> float:
+    return collective_cost("p2p", nbytes, n, bandwidth, latency, algorithm).total_s
+
+
+def hierarchical_all_reduce_cost(
+    nbytes: float,
+    gpus_per_node: int,
+    nodes: int,
+    intra_bandwidth: float,
+    inter_bandwidth: float,
+    intra_latency: float = 0.0,
+    inter_latency: float = 0.0,
+) -> CollectiveCost:
+    """Reduce-scatter inside the node (NVLink), all-reduce of the 1/g shard across nodes with
+    every GPU on its own NIC (rails in parallel), all-gather inside the node."""
+    check_positive("gpus_per_node", gpus_per_node, integer=True)
+    check_positive("nodes", nodes, integer=True)
+    g = gpus_per_node
+    inside = collective_cost("reduce_scatter", nbytes, g, intra_bandwidth, intra_latency)
+    across = collective_cost("all_reduce", nbytes / g, nodes, inter_bandwidth, inter_latency)
+    return inside + across + inside
+
+
+def hierarchical_all_reduce_time(nbytes, gpus_per_node, nodes, intra_bandwidth, inter_bandwidth, intra_latency=0.0, inter_latency=0.0) -> float:
+    return hierarchical_all_reduce_cost(nbytes, gpus_per_node, nodes, intra_bandwidth, inter_bandwidth, intra_latency, inter_latency).total_s
+
+
+def busbw_from_algbw(op: str, algbw: float, n: int) -> float:
+    """nccl-tests' bus bandwidth (doc/PERFORMANCE.md): algbw x 2(n-1)/n for all-reduce,
+    x (n-1)/n for reduce-scatter, all-gather and all-to-all, x 1 for broadcast."""
+    check_choice("op", op, OPS)
+    return algbw * (bytes_sent_per_rank(op, 1.0, n) if n > 1 else 1.0)
+
+
+def algbw_from_busbw(op: str, busbw: float, n: int) -> float:
+    return busbw / (bytes_sent_per_rank(op, 1.0, n) if n > 1 else 1.0)
+
+
+@dataclass(frozen=True)
+class RingStep:
+    """One step of a ring all-reduce on n ranks and n chunks.
+
+    phase: "reduce-scatter" or "all-gather". sends[r] = chunk rank r sends to rank r+1.
+    holds[r][c] = how many ranks' contributions rank r's copy of chunk c now sums.
+    """
+
+    phase: str
+    index: int
+    sends: tuple[int, ...]
+    holds: tuple[tuple[int, ...], ...]
+    bytes_sent_per_rank: float
+
+
+def simulate_ring_all_reduce(n: int, nbytes: float = 1.0) -> list[RingStep]:
+    """Play a ring all-reduce step by step: n-1 reduce-scatter steps, then n-1 all-gather steps.
+
+    Each step every rank sends one chunk of nbytes/n to its right neighbour. After the
+    reduce-scatter, rank r holds the full sum of chunk (r+1) mod n; after the all-gather every
+    rank holds every full sum. The bytes add up to 2(n-1)/n nbytes per rank.
+    """
+    check_positive("n", n, integer=True)
+    check_positive("nbytes", nbytes, allow_zero=True)
+    holds = [[1] * n for _ in range(n)]
+    steps: list[RingStep] = []
+    chunk = nbytes / n
+    for k in range(n - 1):
+        sends = tuple((r - k) % n for r in range(n))
+        for r in range(n):
+            c = sends[r]
+            holds[(r + 1) % n][c] += holds[r][c]
+        steps.append(RingStep("reduce-scatter", k, sends, tuple(map(tuple, holds)), chunk))
+    for k in range(n - 1):
+        sends = tuple((r + 1 - k) % n for r in range(n))
+        for r in range(n):
+            c = sends[r]
+            holds[(r + 1) % n][c] = holds[r][c]
+        steps.append(RingStep("all-gather", k, sends, tuple(map(tuple, holds)), chunk))
+    return steps

@@ -1,0 +1,214 @@
+"""GPUs, links and clusters: the hardware catalog.
+
+Every value carries its source. Units are SI inside the engine: FLOP/s, bytes, bytes/s,
+seconds. A link's bandwidth is one-way, per GPU (or per NIC port), unless its name says
+otherwise. "Efficiency" turns a line rate into what NCCL or a kernel actually achieves and
+is matched to a measurement named beside it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from labs.core.validation import check_positive, check_fraction, unknown_key_error
+
+GB = 1e9
+
+
+@dataclass(frozen=True)
+class Link:
+    """One class of wire: NVLink, PCIe, an InfiniBand or RoCE port."""
+
+    name: str
+    bandwidth_bytes_per_s: float  # one-way line rate per GPU (NVLink) or per port (NIC)
+    latency_s: float  # per hop of a ring step, NCCL's own cost model
+    efficiency: float  # achieved / line rate for large collectives
+    source: str
+
+    def __post_init__(self):
+        check_positive("bandwidth_bytes_per_s", self.bandwidth_bytes_per_s)
+        check_positive("latency_s", self.latency_s, allow_zero=True)
+        check_fraction("efficiency", self.efficiency)
+
+    @property
+    def effective_bytes_per_s(self) -> float:
+        return self.bandwidth_bytes_per_s * self.efficiency
+
+
+@dataclass(frozen=True)
+class GPU:
+    """An accelerator: dense peaks (no sparsity), memory, and what kernels achieve on it."""
+
+    name: str
+    bf16_flops: float  # dense BF16 tensor-core peak, FLOP/s
+    fp8_flops: float  # dense FP8 peak, FLOP/s (0 where the chip has none)
+    hbm_bytes: float
+    hbm_bytes_per_s: float
+    nvlink: str  # key into LINKS of the GPU's own NVLink generation
+    matmul_efficiency: float  # fraction of bf16 peak a transformer layer's GEMMs reach
+    hbm_efficiency: float  # fraction of HBM bandwidth a streaming kernel reaches
+    confirmed: bool
+    source: str
+
+    def __post_init__(self):
+        for name in ("bf16_flops", "hbm_bytes", "hbm_bytes_per_s"):
+            check_positive(name, getattr(self, name))
+        check_positive("fp8_flops", self.fp8_flops, allow_zero=True)
+        check_fraction("matmul_efficiency", self.matmul_efficiency)
+        check_fraction("hbm_efficiency", self.hbm_efficiency)
+
+
+# NCCL's cost model, src/graph/tuning.cc (hwLat, Ring / Simple protocol, microseconds per
+# ring step): NVLink 3.4, PCIe 5.7, network 9.6; baseLat Ring/Simple 8.4 per call.
+NCCL_BASE_LATENCY_S = 8.4e-6
+_NVLINK_HOP_S = 3.4e-6
+_PCIE_HOP_S = 5.7e-6
+_NET_HOP_S = 9.6e-6
+
+LINKS: dict[str, Link] = {
+    "nvlink3": Link(
+        "NVLink 3 (A100)", 300 * GB, _NVLINK_HOP_S, 230 / 300,
+        "A100 datasheet: 600 GB/s total = 12 links x 25 GB/s each way. Efficiency: NCCL "
+        "all-reduce busbw ~230 GB/s on 8x A100 (sjeaugey, NVIDIA/nccl-tests #149).",
+    ),
+    "nvlink4": Link(
+        "NVLink 4 (H100/H200)", 450 * GB, _NVLINK_HOP_S, 370 / 450,
+        "H100 datasheet: 900 GB/s total = 450 GB/s each way (18 links). Efficiency: NCCL ring "
+        "all-reduce busbw ~370 GB/s on 8x H100 (NVIDIA/nccl-tests #212); NVLS reaches ~480.",
+    ),
+    "nvlink5": Link(
+        "NVLink 5 (B200, unconfirmed)", 900 * GB, _NVLINK_HOP_S, 370 / 450,
+        "Blackwell whitepaper: 18 links x 50 GB/s each way = 900 GB/s (1.8 TB/s total). "
+        "Efficiency assumed equal to NVLink 4's measured ratio: no public busbw stored.",
+    ),
+    "pcie4": Link(
+        "PCIe Gen4 x16", 32 * GB, _PCIE_HOP_S, 0.80,
+        "PCIe 4.0 x16: 64 GB/s bidirectional, ~32 GB/s each way (A100 datasheet). Efficiency "
+        "0.8: 128b/130b coding plus TLP headers leave ~25 GB/s in practice.",
+    ),
+    "pcie5": Link(
+        "PCIe Gen5 x16", 64 * GB, _PCIE_HOP_S, 0.80,
+        "PCIe 5.0 x16: 128 GB/s bidirectional (H100 datasheet), 64 GB/s each way; "
+        "efficiency as for Gen4.",
+    ),
+    "ib-hdr": Link(
+        "InfiniBand HDR 200 Gb/s", 25 * GB, _NET_HOP_S, 0.85,
+        "HDR = 200 Gb/s = 25 GB/s per port. Efficiency: 3 nodes x 4 HDR A100, NCCL busbw "
+        "84.8 GB/s of 100 theoretical (NVIDIA/nccl-tests #119).",
+    ),
+    "ib-ndr": Link(
+        "InfiniBand NDR 400 Gb/s", 50 * GB, _NET_HOP_S, 47 / 50,
+        "NDR = 400 Gb/s = 50 GB/s per port. Efficiency: NCCL reaches 46-49 GB/s per NDR NIC "
+        "(NVIDIA staff, NVIDIA/nccl-tests #290 and #267).",
+    ),
+    "ib-xdr": Link(
+        "InfiniBand XDR 800 Gb/s (unconfirmed)", 100 * GB, _NET_HOP_S, 47 / 50,
+        "XDR = 800 Gb/s = 100 GB/s per port; efficiency assumed equal to NDR's.",
+    ),
+    "roce-400": Link(
+        "RoCE 400 Gb/s", 50 * GB, _NET_HOP_S, 47 / 50,
+        "400 Gb/s per GPU as on Meta's Llama 3 cluster (arXiv:2407.21783 Sec. 3.3.1); "
+        "efficiency assumed equal to NDR's at the same line rate.",
+    ),
+}
+
+_A100_SRC = "NVIDIA A100 80GB SXM datasheet: 312 TFLOP/s BF16 dense, 80 GB HBM2e, 2,039 GB/s."
+_H100_SRC = (
+    "NVIDIA H100 SXM datasheet: 989.4 TFLOP/s BF16 dense (1,979 is the sparse figure), "
+    "1,979 FP8 dense, 80 GB HBM3, 3.35 TB/s."
+)
+# Matmul efficiency of a transformer layer on A100, 0.75: fitted to the two timings of
+# Korthikanti et al. 2022 Table 4 (22B layer, TP=8: forward 7.7 ms, backward 11.9 ms) with
+# the layer model of labs.core.perf (GEMMs at this efficiency, element-wise work at HBM speed,
+# TP all-reduces at measured busbw). See tests/test_layer_timing.py.
+# H100, 0.60: the same layer-level ratio to cuBLAS large-GEMM efficiency (A100 ~0.9 of peak,
+# H100 ~0.72 of its 989 TFLOP/s boost-clock peak under sustained load) gives 0.75 * 0.72 / 0.9.
+_HBM_EFF = 0.90  # STREAM-triad class kernels reach ~90% of HBM peak on A100 and H100.
+
+GPUS: dict[str, GPU] = {
+    "a100-sxm-80gb": GPU(
+        "A100-SXM-80GB", 312e12, 0.0, 80 * GB, 2039 * GB, "nvlink3", 0.75, _HBM_EFF, True,
+        _A100_SRC,
+    ),
+    "a100-pcie-80gb": GPU(
+        "A100-PCIe-80GB", 312e12, 0.0, 80 * GB, 1935 * GB, "nvlink3", 0.75, _HBM_EFF, True,
+        "NVIDIA A100 80GB PCIe datasheet: 312 TFLOP/s BF16 dense, 80 GB HBM2e, 1,935 GB/s.",
+    ),
+    "h100-sxm": GPU(
+        "H100-SXM", 989.4e12, 1979e12, 80 * GB, 3350 * GB, "nvlink4", 0.60, _HBM_EFF, True,
+        _H100_SRC,
+    ),
+    "h200-sxm": GPU(
+        "H200-SXM", 989.4e12, 1979e12, 141 * GB, 4800 * GB, "nvlink4", 0.60, _HBM_EFF, True,
+        "NVIDIA H200 product page: H100 compute, 141 GB HBM3e, 4.8 TB/s.",
+    ),
+    "b200": GPU(
+        "B200 (unconfirmed)", 2.25e15, 4.5e15, 180 * GB, 7700 * GB, "nvlink5", 0.60, _HBM_EFF,
+        False,
+        "HGX B200 spec page as transcribed (unconfirmed): 2.25 PFLOP/s BF16 dense, 4.5 FP8 "
+        "dense, 180 GB, 7.7 TB/s; other sources quote 192 GB and 8 TB/s. Matmul efficiency "
+        "assumed equal to H100's.",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """Nodes of `gpus_per_node` GPUs joined by `intra` inside a node and `inter` across."""
+
+    gpu: GPU
+    gpus_per_node: int = 8
+    nodes: int = 1
+    intra: Link = field(default_factory=lambda: LINKS["nvlink4"])
+    inter: Link = field(default_factory=lambda: LINKS["ib-ndr"])
+    nics_per_node: int | None = None  # rails; None means one NIC per GPU
+    name: str = "custom"
+
+    def __post_init__(self):
+        if not isinstance(self.gpu, GPU):
+            raise ValueError(f"gpu must be a GPU from labs.core.hardware.GPUS, got {self.gpu!r}")
+        check_positive("gpus_per_node", self.gpus_per_node, integer=True)
+        check_positive("nodes", self.nodes, integer=True)
+        if self.nics_per_node is not None:
+            check_positive("nics_per_node", self.nics_per_node, integer=True)
+
+    @property
+    def gpus(self) -> int:
+        return self.gpus_per_node * self.nodes
+
+    @property
+    def rails(self) -> int:
+        return self.gpus_per_node if self.nics_per_node is None else self.nics_per_node
+
+    @property
+    def inter_bytes_per_s_per_gpu(self) -> float:
+        """NIC bandwidth one GPU can use when every GPU of the node talks at once."""
+        return self.inter.effective_bytes_per_s * min(1.0, self.rails / self.gpus_per_node)
+
+    @classmethod
+    def get(cls, key: str, nodes: int = 1, **overrides) -> "Cluster":
+        if key not in CLUSTERS:
+            raise unknown_key_error("cluster", key, CLUSTERS)
+        return replace(CLUSTERS[key], nodes=nodes, **overrides)
+
+    def with_fabric(self, inter_key: str) -> "Cluster":
+        """The same cluster with another inter-node link (a key of LINKS)."""
+        if inter_key not in LINKS:
+            raise unknown_key_error("inter", inter_key, LINKS)
+        return replace(self, inter=LINKS[inter_key])
+
+
+CLUSTERS: dict[str, Cluster] = {
+    # Selene: DGX A100 with 8 x ConnectX-6 HDR 200 Gb/s compute NICs per node
+    # (Narayanan et al. 2021 Sec. 5; DGX A100 user guide).
+    "dgx-a100": Cluster(GPUS["a100-sxm-80gb"], 8, 1, LINKS["nvlink3"], LINKS["ib-hdr"], None, "dgx-a100"),
+    # DGX H100: 8 x ConnectX-7 at 400 Gb/s, one per GPU, rail-optimised (DGX BasePOD RA).
+    "dgx-h100": Cluster(GPUS["h100-sxm"], 8, 1, LINKS["nvlink4"], LINKS["ib-ndr"], None, "dgx-h100"),
+    "dgx-h200": Cluster(GPUS["h200-sxm"], 8, 1, LINKS["nvlink4"], LINKS["ib-ndr"], None, "dgx-h200"),
+    # Grand Teton, Llama 3's server: 8 H100 on NVLink, 400 Gb/s RoCE per GPU (arXiv:2407.21783).
+    "meta-h100-roce": Cluster(GPUS["h100-sxm"], 8, 1, LINKS["nvlink4"], LINKS["roce-400"], None, "meta-h100-roce"),
+    # DGX B200 (unconfirmed GPU figures): 8 x ConnectX-7 400 Gb/s.
+    "dgx-b200": Cluster(GPUS["b200"], 8, 1, LINKS["nvlink5"], LINKS["ib-ndr"], None, "dgx-b200"),
+    # A PCIe server: 8 x A100 PCIe, no NVLink bridges, 2 HDR NICs per node.
+    "pcie-a100": Cluster(GPUS["a100-pcie-80gb"], 8, 1, LINKS["pcie4"], LINKS["ib-hdr"], 2, "pcie-a100"),
+}

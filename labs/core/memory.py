@@ -1,0 +1,128 @@
+"""Per-GPU memory: model state under ZeRO 0-3 and activations under TP, SP and recompute.
+
+Model state: mixed-precision Adam keeps 16 bytes per parameter, 2 (bf16 weights) + 2 (bf16
+gradients) + 12 (fp32 master weights, Adam m and v). ZeRO (Rajbhandari et al. 2020, Table 1)
+shards the optimizer state (stage 1), then the gradients (2), then the weights (3) over the
+data-parallel group. ZeRO never shards activations.
+
+Activations: Korthikanti et al. 2022 (arXiv:2205.05198) Sec. 4, bytes per transformer layer
+per micro-batch with 16-bit activations and 1-byte dropout masks (s sequence, b micro-batch,
+h hidden, a heads, t tensor-parallel degree).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from labs.core.validation import check_choice, check_positive
+
+WEIGHT_BYTES = 2  # bf16 weights
+GRAD_BYTES = 2  # bf16 gradients
+OPTIMIZER_BYTES = 12  # fp32 master weights + Adam m + Adam v
+BYTES_PER_PARAM = WEIGHT_BYTES + GRAD_BYTES + OPTIMIZER_BYTES
+ZERO_STAGES = (0, 1, 2, 3)
+RECOMPUTE_MODES = ("none", "selective", "full")
+SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2")
+
+
+@dataclass(frozen=True)
+class MemoryBreakdown:
+    """Bytes on one GPU. `buffers` is the stated margin for the allocator and NCCL."""
+
+    weights: float
+    gradients: float
+    optimizer: float
+    activations: float
+    buffers: float = 0.0
+
+    @property
+    def model_state(self) -> float:
+        return self.weights + self.gradients + self.optimizer
+
+    @property
+    def total(self) -> float:
+        return self.model_state + self.activations + self.buffers
+
+    def as_dict(self) -> dict[str, float]:
+        return {
+            "weights": self.weights,
+            "gradients": self.gradients,
+            "optimizer": self.optimizer,
+            "activations": self.activations,
+            "buffers": self.buffers,
+        }
+
+    def largest_term(self) -> str:
+        terms = self.as_dict()
+        return max(terms, key=terms.get)
+
+
+def model_state_split(params: float, zero_stage: int, dp: int, offload: bool = False) -> tuple[float, float, float]:
+    """(weights, gradients, optimizer) bytes per GPU; `params` is what this rank's TP x PP shard holds.
+
+    offload=True keeps the optimizer state (and the fp32 master copy) in CPU memory.
+    """
+    check_positive("params", params, allow_zero=True)
+    check_choice("zero_stage", zero_stage, ZERO_STAGES)
+    check_positive("dp", dp, integer=True)
+    weights = WEIGHT_BYTES * params / (dp if zero_stage >= 3 else 1)
+    gradients = GRAD_BYTES * params / (dp if zero_stage >= 2 else 1)
+    optimizer = OPTIMIZER_BYTES * params / (dp if zero_stage >= 1 else 1)
+    return weights, gradients, 0.0 if offload else optimizer
+
+
+def model_state_bytes(params: float, zero_stage: int, dp: int, offload: bool = False) -> float:
+    """16 Psi, (4 + 12/N) Psi, (2 + 14/N) Psi, 16 Psi / N for stages 0-3 (ZeRO Table 1)."""
+    return sum(model_state_split(params, zero_stage, dp, offload))
+
+
+def activation_bytes_per_layer(
+    seq_len: int,
+    micro_batch: int,
+    hidden: int,
+    heads: int,
+    tp: int = 1,
+    sequence_parallel: bool = False,
+    recompute: str = "none",
+) -> float:
+    """Korthikanti et al. 2022: bytes one transformer layer keeps for one micro-batch.
+
+    none:      sbh(10 + 24/t + 5as/(ht))  (t = 1: sbh(34 + 5as/h))
+    +SP:       sbh(34 + 5as/h) / t
+    selective: the 5as/h attention term is recomputed: sbh(10 + 24/t), with SP 34 sbh / t
+    full:      only the layer input, 2 sbh (2 sbh / t when SP shards it)
+    """
+    for name, value in (("seq_len", seq_len), ("micro_batch", micro_batch), ("hidden", hidden), ("heads", heads), ("tp", tp)):
+        check_positive(name, value, integer=True)
+    check_choice("recompute", recompute, RECOMPUTE_MODES)
+    s, b, h, a, t = seq_len, micro_batch, hidden, heads, tp
+    sbh = s * b * h
+    if recompute == "full":
+        return 2 * sbh / (t if sequence_parallel else 1)
+    attention = 0.0 if recompute == "selective" else 5 * a * s / h
+    if sequence_parallel:
+        return sbh * (34 + attention) / t
+    return sbh * (10 + 24 / t + attention / t)
+
+
+def in_flight_microbatches(schedule: str, p: int, m: int, v: int = 1, stage: int = 0) -> float:
+    """Micro-batches whose activations stage `stage` holds at its peak, in units of one
+    micro-batch through that stage's L/p layers.
+
+    GPipe holds all m. 1F1B and ZB-H1 hold at most p - stage (the first stage: min(m, p)).
+    Interleaved 1F1B holds p (1 + (p-1)/(p v)) on the first stage (Korthikanti Sec. 4.2.3).
+    ZB-H2 holds up to 2p - 1 (Qi et al. 2024 Table 2).
+    """
+    check_choice("schedule", schedule, SCHEDULES)
+    for name, value in (("p", p), ("m", m), ("v", v)):
+        check_positive(name, value, integer=True)
+    if not 0 <= stage < p:
+        raise ValueError(f"stage must be in [0, {p - 1}], got {stage}")
+    if schedule == "gpipe":
+        return float(m)
+    if schedule == "zb-h2":
+        return float(min(m, 2 * (p - stage) - 1))
+    held = float(min(m, p - stage))
+    if schedule == "interleaved" and m >= p:
+        held *= 1 + (p - 1) / (p * v)
+    return held
