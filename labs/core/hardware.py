@@ -121,8 +121,10 @@ _H100_SRC = (
 # Korthikanti et al. 2022 Table 4 (22B layer, TP=8: forward 7.7 ms, backward 11.9 ms) with
 # the layer model of labs.core.perf (GEMMs at this efficiency, element-wise work at HBM speed,
 # TP all-reduces at measured busbw). See tests/test_layer_timing.py.
-# H100, 0.60: the same layer-level ratio to cuBLAS large-GEMM efficiency (A100 ~0.9 of peak,
-# H100 ~0.72 of its 989 TFLOP/s boost-clock peak under sustained load) gives 0.75 * 0.72 / 0.9.
+# Other GPUs keep A100's ratio of layer-level to best-case GEMM efficiency, 0.75 / 0.869, where
+# 0.869 and 0.803 are the Maximum Achievable Matmul FLOPS measured on A100 SXM (271.2 of 312)
+# and H100 SXM (794.5 of 989) (stas00/ml-engineering, compute/accelerator/README.md, MAMF
+# table): H100 0.75 * 0.803 / 0.869 = 0.69.
 _HBM_EFF = 0.90  # STREAM-triad class kernels reach ~90% of HBM peak on A100 and H100.
 
 GPUS: dict[str, GPU] = {

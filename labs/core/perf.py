@@ -1,0 +1,377 @@
+"""A training step: `Plan` in, `Estimate` out (memory, step time, MFU/HFU, bubble, warnings).
+
+step time = pipeline compute with its bubble
+          + TP (and CP) communication on the critical path
+          + exposed PP send/recv
+          + exposed DP / ZeRO communication after overlap
+          + the optimizer step
+
+A layer's time on one GPU is its GEMMs at the GPU's matmul efficiency, plus its element-wise
+work (norms, dropout, GeLU, softmax) streaming through HBM, plus its TP all-reduces (Megatron:
+two in forward, two in backward, on the critical path). The element-wise traffic is
+ELEMENTWISE_TRAFFIC x the activation bytes the layer writes (Korthikanti's formula). That and
+the A100 matmul efficiency come from one measurement, Korthikanti et al. 2022 Table 4 (a 22B
+layer at TP=8); everything end-to-end is then a prediction, checked in tests/.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from labs.core.collectives import CollectiveCost, ZERO_COST
+from labs.core.hardware import Cluster
+from labs.core.memory import MemoryBreakdown, activation_bytes_per_layer, in_flight_microbatches, model_state_split
+from labs.core.models import Model
+from labs.core.pipeline import OpCosts, bubble_fraction as pipeline_bubble
+from labs.core.topology import DP_ALGORITHMS, group_cost, link_bandwidth_for, ranks_per_node
+from labs.core.validation import check_choice, check_positive
+
+ZERO_STAGES = (0, 1, 2, 3)
+RECOMPUTE_MODES = ("none", "selective", "full")
+PLAN_SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1")
+ACTIVATION_BYTES = 2  # bf16 activations sent between TP ranks and pipeline stages
+GRAD_REDUCE_BYTES = 2  # bf16 gradients in the data-parallel reduction
+
+# HBM bytes the element-wise ops move per pass, per byte of activations the layer writes.
+# From Korthikanti Table 4 (22B layer, TP=8, A100): forward 7.7 ms and backward 11.9 ms share
+# the same element-wise work, so their difference is one forward's GEMMs (4.2 ms -> matmul
+# efficiency 0.75); the rest of the forward, after two all-reduces of 101 MB at 230 GB/s busbw
+# (1.64 ms), is 1.86 ms of HBM traffic = 2.6 x the 1.33 GB that formula says the layer writes.
+ELEMENTWISE_TRAFFIC = 2.6
+# Megatron-LM's mixed-precision Adam step moves, per parameter it updates: zero the fp32 main
+# gradient (4), read it for the global norm (4), Adam reads master, m, v, gradient and writes
+# master, m, v (28), then copies the master into the bf16 weight (4 + 2) = 42 bytes.
+OPTIMIZER_BYTES_PER_PARAM = 42
+# ZeRO-3 gathers and scatters run beside compute, but not all of them: half of the compute time
+# hides them. Supported by Narayanan et al. 2021 Table 2 (ZeRO-3, 174.6B on 384 A100s:
+# 144 TFLOP/s); with no overlap the engine gives 110, with full overlap 214.
+ZERO3_OVERLAP = 0.5
+# Allocator fragmentation and the CUDA context + NCCL buffers, on top of the computed terms.
+ALLOCATOR_MARGIN = 0.05
+RUNTIME_RESERVED_BYTES = 1.0e9
+# Megatron-LM's DDP bucket: max(40M, 1M x dp) parameters (DistributedDataParallelConfig).
+MEGATRON_BUCKET_PARAMS = 40_000_000
+LARGE_BUBBLE = 0.10
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A parallel layout and its training settings. Validated against a model and a cluster
+    by `estimate()`; the checks that need neither run here."""
+
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    micro_batch: int = 1
+    global_batch: int = 1
+    zero_stage: int = 0
+    recompute: str = "none"
+    sequence_parallel: bool = False
+    schedule: str = "1f1b"
+    virtual_stages: int = 1
+    cp: int = 1
+    flash_attention: bool = False  # attention scores never reach HBM (Dao et al. 2022)
+    dp_algorithm: str = "ring"  # "ring", "tree" or "hierarchical"; see labs.core.topology
+    dp_overlap: bool = True  # gradient reduction overlaps the last micro-batch's backward
+    pp_overlap: bool = True  # steady-state send/recv hidden behind compute (Megatron-LM 2021: blocking)
+    bucket_bytes: float | None = None  # None: Megatron's bucket, max(40M, 1M x dp) parameters
+
+    def __post_init__(self):
+        for name in ("tp", "pp", "dp", "micro_batch", "global_batch", "virtual_stages", "cp"):
+            check_positive(name, getattr(self, name), integer=True)
+        check_choice("zero_stage", self.zero_stage, ZERO_STAGES)
+        check_choice("recompute", self.recompute, RECOMPUTE_MODES)
+        check_choice("schedule", self.schedule, PLAN_SCHEDULES)
+        check_choice("dp_algorithm", self.dp_algorithm, DP_ALGORITHMS)
+        if self.bucket_bytes is not None:
+            check_positive("bucket_bytes", self.bucket_bytes)
+        if self.virtual_stages > 1 and self.schedule != "interleaved":
+            raise ValueError(f"virtual_stages must be 1 unless schedule='interleaved', got {self.virtual_stages} with schedule={self.schedule!r}")
+        if self.global_batch % (self.micro_batch * self.dp):
+            raise ValueError(
+                f"global_batch must be a multiple of micro_batch x dp = {self.micro_batch * self.dp}, got {self.global_batch}"
+            )
+        if self.schedule == "interleaved" and self.pp > 1 and self.microbatches % self.pp:
+            raise ValueError(f"global_batch / (micro_batch x dp) = {self.microbatches} micro-batches must be a multiple of pp={self.pp} for the interleaved schedule")
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.pp * self.dp * self.cp
+
+    @property
+    def microbatches(self) -> int:
+        """m: micro-batches each pipeline runs per step."""
+        return self.global_batch // (self.micro_batch * self.dp)
+
+    def as_dict(self) -> dict:
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+
+
+def validate(model: Model, cluster: Cluster, plan: Plan) -> None:
+    """Raise ValueError naming the field when the plan does not fit this model and cluster."""
+    if plan.gpus != cluster.gpus:
+        raise ValueError(
+            f"tp x pp x dp x cp = {plan.tp} x {plan.pp} x {plan.dp} x {plan.cp} = {plan.gpus} must equal the cluster's "
+            f"{cluster.gpus} GPUs (e.g. dp = {cluster.gpus / (plan.tp * plan.pp * plan.cp):g})"
+        )
+    if model.heads % plan.tp:
+        raise ValueError(f"tp must divide the model's {model.heads} heads, got tp={plan.tp}")
+    if model.layers % (plan.pp * plan.virtual_stages):
+        raise ValueError(
+            f"pp x virtual_stages must divide the model's {model.layers} layers, got {plan.pp} x {plan.virtual_stages}"
+        )
+    if model.seq_len % plan.cp:
+        raise ValueError(f"cp must divide seq_len={model.seq_len}, got cp={plan.cp}")
+
+
+@dataclass(frozen=True)
+class TimeBreakdown:
+    """Seconds per training step. `dp_comm` is the exposed part only."""
+
+    compute: float
+    bubble: float
+    tp_comm: float
+    pp_comm: float
+    dp_comm: float
+    optimizer: float
+
+    @property
+    def total(self) -> float:
+        return self.compute + self.bubble + self.tp_comm + self.pp_comm + self.dp_comm + self.optimizer
+
+    def as_dict(self) -> dict[str, float]:
+        return {k: getattr(self, k) for k in ("compute", "bubble", "tp_comm", "pp_comm", "dp_comm", "optimizer")}
+
+
+@dataclass(frozen=True)
+class Estimate:
+    model: Model
+    cluster: Cluster
+    plan: Plan
+    fits: bool
+    memory: MemoryBreakdown
+    time: TimeBreakdown
+    bubble_fraction: float  # idle share of the pipeline's wall time
+    model_flops_per_step: float
+    hardware_flops_per_step: float
+    dp_comm_cost: CollectiveCost  # whole step's DP/ZeRO communication before overlap
+    dp_exposed_latency_s: float  # the part of time.dp_comm that is latency (alpha) terms
+    comm_bytes_per_gpu: dict[str, float]  # bytes each GPU sends per step, by axis
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def step_time_s(self) -> float:
+        return self.time.total
+
+    @property
+    def model_tflops_per_gpu(self) -> float:
+        return self.model_flops_per_step / self.step_time_s / self.cluster.gpus / 1e12
+
+    @property
+    def hardware_tflops_per_gpu(self) -> float:
+        return self.hardware_flops_per_step / self.step_time_s / self.cluster.gpus / 1e12
+
+    @property
+    def mfu(self) -> float:
+        return self.model_tflops_per_gpu * 1e12 / self.cluster.gpu.bf16_flops
+
+    @property
+    def hfu(self) -> float:
+        return self.hardware_tflops_per_gpu * 1e12 / self.cluster.gpu.bf16_flops
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.plan.global_batch * self.model.seq_len / self.step_time_s
+
+    def days_to_train(self, tokens: float) -> float:
+        return tokens / self.tokens_per_s / 86400
+
+    @property
+    def dp_exposed_bandwidth_s(self) -> float:
+        return self.time.dp_comm - self.dp_exposed_latency_s
+
+
+def _layer_times(model: Model, cluster: Cluster, plan: Plan) -> tuple[float, float, float]:
+    """(compute forward, compute backward, TP/CP communication) for one layer, one micro-batch,
+    on one GPU. Backward includes what recomputation redoes."""
+    gpu = cluster.gpu
+    s, b, h, t = model.seq_len // plan.cp, plan.micro_batch, model.hidden, plan.tp
+    matmul_rate = gpu.bf16_flops * gpu.matmul_efficiency
+    hbm_rate = gpu.hbm_bytes_per_s * gpu.hbm_efficiency
+    gemm_fwd = plan.micro_batch * _layer_forward_flops(model, s, plan.cp) / t / matmul_rate
+    attention_gemm = b * 4 * s * model.seq_len * h / t / matmul_rate
+    written = activation_bytes_per_layer(s, b, h, model.heads, t, plan.sequence_parallel, "selective" if plan.flash_attention else "none")
+    attention_written = 0.0 if plan.flash_attention else b * 5 * model.heads * s * s / t
+    elementwise = ELEMENTWISE_TRAFFIC * written / hbm_rate
+    fwd = gemm_fwd + elementwise
+    bwd = 2 * gemm_fwd + elementwise
+
+    tp_stride = 1
+    activation = b * s * h * ACTIVATION_BYTES
+    tp_allreduce = group_cost("all_reduce", activation, cluster, t, tp_stride, "ring").total_s
+    comm_fwd = 2 * tp_allreduce
+    comm_bwd = 2 * tp_allreduce
+    if plan.cp > 1:
+        kv = 2 * b * model.seq_len * model.kv_dim / t * ACTIVATION_BYTES
+        comm_fwd += group_cost("all_gather", kv, cluster, plan.cp, t, "ring").total_s
+        comm_bwd += group_cost("reduce_scatter", kv, cluster, plan.cp, t, "ring").total_s
+    if plan.recompute == "full":
+        bwd += fwd
+        comm_bwd += comm_fwd
+    elif plan.recompute == "selective" and not plan.flash_attention:
+        bwd += attention_gemm + ELEMENTWISE_TRAFFIC * attention_written / hbm_rate
+    return fwd, bwd, comm_fwd + comm_bwd
+
+
+def _layer_forward_flops(model: Model, tokens: int, cp: int) -> float:
+    """Forward FLOPs of one layer for one sequence's share of `tokens` tokens under CP."""
+    return 2 * tokens * model.layer_matmul_params + 4 * tokens * model.seq_len * model.hidden
+
+
+def _memory(model: Model, cluster: Cluster, plan: Plan) -> MemoryBreakdown:
+    layers_per_stage = model.layers // plan.pp
+    stage_params = layers_per_stage * model.layer_params + model.vocab * model.hidden
+    if plan.pp == 1:
+        stage_params = model.params
+    weights, grads, optimizer = model_state_split(stage_params / plan.tp, plan.zero_stage, plan.dp * plan.cp)
+    recompute = plan.recompute
+    if plan.flash_attention and recompute == "none":
+        recompute = "selective"  # the s x s scores are never stored
+    per_layer = activation_bytes_per_layer(model.seq_len // plan.cp, plan.micro_batch, model.hidden, model.heads, plan.tp, plan.sequence_parallel, recompute)
+    held = in_flight_microbatches(plan.schedule, plan.pp, plan.microbatches, plan.virtual_stages)
+    activations = per_layer * layers_per_stage * held
+    if recompute == "full":  # one layer's full working set while it is recomputed
+        activations += activation_bytes_per_layer(model.seq_len // plan.cp, plan.micro_batch, model.hidden, model.heads, plan.tp, plan.sequence_parallel, "none")
+    if plan.pp == 1:  # fp32 logits for the loss, on the one stage
+        activations += plan.micro_batch * model.seq_len // plan.cp * model.vocab * 4 / plan.tp
+    computed = weights + grads + optimizer + activations
+    return MemoryBreakdown(weights, grads, optimizer, activations, ALLOCATOR_MARGIN * computed + RUNTIME_RESERVED_BYTES)
+
+
+def _dp_comm(model: Model, cluster: Cluster, plan: Plan, params_per_gpu: float) -> tuple[CollectiveCost, CollectiveCost, float]:
+    """(cost overlappable with backward, cost on the critical path, bytes sent per GPU)."""
+    n = plan.dp * plan.cp
+    if n == 1:
+        return ZERO_COST, ZERO_COST, 0.0
+    stride = plan.tp
+    grads = params_per_gpu * GRAD_REDUCE_BYTES
+    bucket = plan.bucket_bytes or max(MEGATRON_BUCKET_PARAMS, 1_000_000 * plan.dp) * GRAD_REDUCE_BYTES
+    calls = max(1, math.ceil(grads / bucket))
+
+    def cost(op, nbytes, k=1):
+        one = group_cost(op, nbytes / calls, cluster, n, stride, plan.dp_algorithm)
+        return one.scaled(calls * k)
+
+    if plan.zero_stage == 0:
+        reduce, gather = cost("all_reduce", grads), ZERO_COST
+        sent = 2 * (n - 1) / n * grads
+    elif plan.zero_stage in (1, 2):
+        reduce, gather = cost("reduce_scatter", grads), cost("all_gather", grads)
+        sent = 2 * (n - 1) / n * grads
+    else:  # ZeRO-3: gather the weights for every micro-batch's forward and backward
+        m = plan.microbatches
+        reduce = cost("reduce_scatter", grads) + cost("all_gather", grads, 2 * m)
+        gather = ZERO_COST
+        sent = (2 * m + 1) * (n - 1) / n * grads
+    return reduce, gather, sent
+
+
+def estimate(model: Model, cluster: Cluster, plan: Plan) -> Estimate:
+    """Memory, time and utilisation of one training step of `model` on `cluster` under `plan`."""
+    validate(model, cluster, plan)
+    gpu = cluster.gpu
+    m, p, v = plan.microbatches, plan.pp, plan.virtual_stages
+    layers_per_stage = model.layers // p
+
+    fwd, bwd, tp_comm = _layer_times(model, cluster, plan)
+    logits = plan.micro_batch * model.logits_forward_flops() / plan.cp / plan.tp / (gpu.bf16_flops * gpu.matmul_efficiency)
+    stage_fwd = layers_per_stage * fwd + logits
+    stage_bwd = layers_per_stage * bwd + 2 * logits
+    stage_tp = layers_per_stage * tp_comm
+    per_microbatch = stage_fwd + stage_bwd + stage_tp
+    if plan.schedule == "zb-h1":
+        costs = OpCosts(stage_fwd, stage_bwd / 2, stage_bwd / 2)
+    else:
+        costs = OpCosts(stage_fwd, stage_bwd, 1e-30)
+    bubble = pipeline_bubble(p, m, plan.schedule, v, "total", costs) if p > 1 else 0.0
+    pipeline_time = m * per_microbatch / (1 - bubble)
+
+    # Pipeline send/recv: Megatron's scatter-gather sends 1/t of the activation per NIC and
+    # all-gathers it over NVLink. The fill and drain chains of 2(p-1) v hops are always exposed;
+    # without overlap every micro-batch's two exchanges per stage are too.
+    pp_bytes = plan.micro_batch * model.seq_len // plan.cp * model.hidden * ACTIVATION_BYTES
+    pp_comm = 0.0
+    pp_sent = 0.0
+    if p > 1:
+        stride = plan.tp * plan.cp * plan.dp
+        crosses_node = stride >= cluster.gpus_per_node
+        link = cluster.inter_bytes_per_s_per_gpu if crosses_node else cluster.intra.effective_bytes_per_s
+        latency = cluster.inter.latency_s if crosses_node else cluster.intra.latency_s
+        hop = latency + pp_bytes / plan.tp / link
+        if crosses_node and plan.tp > 1:
+            hop += group_cost("all_gather", pp_bytes, cluster, plan.tp, 1).total_s
+        pp_comm = 2 * (p - 1) * v * hop + (0.0 if plan.pp_overlap else 2 * m * v * hop)
+        pp_sent = 2 * m * v * pp_bytes / plan.tp
+
+    stage_params = layers_per_stage * model.layer_params + (model.vocab * model.hidden if p > 1 else model.params - model.layers * model.layer_params)
+    params_per_gpu = stage_params / plan.tp
+    reduce, gather, dp_sent = _dp_comm(model, cluster, plan, params_per_gpu)
+    if plan.zero_stage == 3:
+        window = ZERO3_OVERLAP * pipeline_time if plan.dp_overlap else 0.0
+    else:
+        window = stage_bwd if plan.dp_overlap else 0.0
+    last_bucket = reduce.total_s / max(1, math.ceil(params_per_gpu * GRAD_REDUCE_BYTES / (plan.bucket_bytes or max(MEGATRON_BUCKET_PARAMS, 1_000_000 * plan.dp) * GRAD_REDUCE_BYTES)))
+    exposed_reduce = max(reduce.total_s - window, last_bucket if plan.dp_overlap else reduce.total_s) if reduce.total_s else 0.0
+    dp_exposed = exposed_reduce + gather.total_s
+    total_dp = reduce + gather
+    latency_share = total_dp.latency_s / total_dp.total_s if total_dp.total_s else 0.0
+
+    updated = params_per_gpu / (plan.dp * plan.cp if plan.zero_stage >= 1 else 1)
+    optimizer = updated * OPTIMIZER_BYTES_PER_PARAM / (gpu.hbm_bytes_per_s * gpu.hbm_efficiency)
+
+    time = TimeBreakdown(
+        compute=m * (stage_fwd + stage_bwd),
+        bubble=pipeline_time - m * per_microbatch,
+        tp_comm=m * stage_tp,
+        pp_comm=pp_comm,
+        dp_comm=dp_exposed,
+        optimizer=optimizer,
+    )
+    memory = _memory(model, cluster, plan)
+    fits = memory.total <= gpu.hbm_bytes
+    tokens = plan.global_batch
+    model_flops = tokens * model.model_flops_per_sequence()
+    hw_recompute = "selective" if (plan.flash_attention and plan.recompute == "none") else plan.recompute
+    hardware_flops = tokens * model.hardware_flops_per_sequence(hw_recompute)
+    tp_sent = m * layers_per_stage * (8 if plan.recompute != "full" else 12) * (plan.tp - 1) / plan.tp * plan.micro_batch * model.seq_len // plan.cp * model.hidden * ACTIVATION_BYTES if plan.tp > 1 else 0.0
+    warnings = _warnings(model, cluster, plan, memory, fits, bubble, dp_exposed, time.total)
+    return Estimate(
+        model, cluster, plan, fits, memory, time, bubble, model_flops, hardware_flops,
+        total_dp, dp_exposed * latency_share,
+        {"tp": tp_sent, "pp": pp_sent, "dp": dp_sent},
+        tuple(warnings),
+    )
+
+
+def _warnings(model, cluster, plan, memory, fits, bubble, dp_exposed, step) -> list[str]:
+    out = []
+    if plan.tp > cluster.gpus_per_node:
+        fast = cluster.intra.bandwidth_bytes_per_s / 1e9
+        slow = cluster.inter.bandwidth_bytes_per_s * min(1.0, cluster.rails / cluster.gpus_per_node) / 1e9
+        out.append(
+            f"TP={plan.tp} spans nodes of {cluster.gpus_per_node} GPUs: its per-layer all-reduces leave "
+            f"{cluster.intra.name} ({fast:.0f} GB/s per GPU each way) for {cluster.inter.name} "
+            f"({slow:.0f} GB/s), {fast / slow:.0f}x less bandwidth"
+        )
+    if not fits:
+        term = memory.largest_term()
+        out.append(
+            f"Out of memory: {memory.total / 1e9:.1f} GB per GPU > {cluster.gpu.hbm_bytes / 1e9:.0f} GB; "
+            f"largest term is {term} ({memory.as_dict()[term] / 1e9:.1f} GB)"
+        )
+    if bubble > LARGE_BUBBLE:
+        out.append(f"Pipeline bubble is {bubble:.0%} of the step (pp={plan.pp}, {plan.microbatches} micro-batches)")
+    if dp_exposed > 0.2 * step:
+        out.append(f"Data-parallel communication leaves {dp_exposed / step:.0%} of the step exposed")
+    return out
