@@ -9,6 +9,7 @@ Bubble, p stages, m micro-batches (Narayanan et al. 2021 Sec. 2.2; Qi et al. 202
     GPipe, 1F1B        (p-1)/m against the ideal time, (p-1)/(m+p-1) of the total time
     interleaved, v     (p-1)/(v m) against ideal, v times the p2p traffic
     ZB-H1              idle (p-1)(T_F + T_B - T_W) per stage; (p-1)/(3m) of ideal if T_F=T_B=T_W
+                       (for m >= p; with fewer micro-batches there is no steady state to fill)
     ZB-H2              idle (p-1)(T_F + T_B - 2 T_W); zero when T_F=T_B=T_W, at ~2x memory
 """
 

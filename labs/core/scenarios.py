@@ -1,0 +1,54 @@
+"""The labs' scenarios: stated settings, in one place, so a lab, its tests and the grader agree.
+
+Act I of the flagship lab: a 7B model (Llama 2 7B's architecture at 2,048 tokens) trained with
+data parallelism on DGX H100 nodes (NDR 400 Gb/s, one NIC per GPU), ZeRO-1 (plain DP needs
+16 bytes x 6.7B = 108 GB per GPU), flash attention, micro-batch 1, a flat ring all-reduce
+overlapped with the last micro-batch's backward, and a global batch of 512 sequences (1M tokens).
+Act II: GPT-3 175B on 128 DGX H100 nodes, global batch 1,536 (Brown et al. 2020).
+"""
+
+from __future__ import annotations
+
+from labs.core.hardware import Cluster
+from labs.core.models import Model
+from labs.core.perf import Estimate, Plan, estimate
+
+DP_WALL_GPUS = (8, 64, 512)
+DP_WALL_GLOBAL_BATCH = 512
+DP_WALL_SEQ_LEN = 2048
+
+
+def dp_wall_model(params_b: int = 7) -> Model:
+    base = {7: "llama2-7b", 13: "llama2-13b", 70: "llama2-70b"}.get(params_b)
+    if base is None:
+        raise ValueError(f"params_b must be one of 7, 13, 70; got {params_b!r}")
+    return Model.get(base, seq_len=DP_WALL_SEQ_LEN)
+
+
+def dp_wall_estimate(
+    gpus: int,
+    global_batch: int = DP_WALL_GLOBAL_BATCH,
+    fixed_per_gpu: bool = False,
+    fabric: str = "ib-ndr",
+    algorithm: str = "ring",
+    overlap: bool = True,
+    params_b: int = 7,
+) -> Estimate:
+    """One point of Act I: data parallelism over `gpus` H100s. With fixed_per_gpu the global
+    batch grows with the GPUs (global_batch is then what 8 GPUs would use)."""
+    if gpus % 8:
+        raise ValueError(f"gpus must be a multiple of 8 (whole DGX nodes), got {gpus}")
+    batch = global_batch * gpus // 8 if fixed_per_gpu else global_batch
+    cluster = Cluster.get("dgx-h100", nodes=gpus // 8).with_fabric(fabric)
+    plan = Plan(dp=gpus, micro_batch=1, global_batch=batch, zero_stage=1, flash_attention=True, dp_algorithm=algorithm, dp_overlap=overlap)
+    return estimate(dp_wall_model(params_b), cluster, plan)
+
+
+DESIGN_MODEL = "gpt3-175b"
+DESIGN_CLUSTER = "dgx-h100"
+DESIGN_NODES = 128
+DESIGN_GLOBAL_BATCH = 1536
+
+
+def design_inputs() -> tuple[Model, Cluster]:
+    return Model.get(DESIGN_MODEL), Cluster.get(DESIGN_CLUSTER, nodes=DESIGN_NODES)

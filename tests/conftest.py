@@ -1,0 +1,19 @@
+import json
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).parent / "data"
+
+
+@pytest.fixture(scope="session")
+def published():
+    rows = json.loads((DATA / "published_numbers.json").read_text())
+    return {row["id"]: row for row in rows}
+
+
+def report(label: str, predicted: float, expected: float) -> float:
+    """Print one comparison line (pytest -s shows them) and return the relative error."""
+    error = predicted / expected - 1 if expected else predicted
+    print(f"{label:50s} engine {predicted:12.4g}  reference {expected:12.4g}  error {error:+.2%}")
+    return error
