@@ -1,0 +1,129 @@
+"""What each lab step's outcome is, computed from the step's recorded inputs.
+
+The labs call these to show and save outcomes; `python -m labs.grade` calls the same functions
+to recompute them, so a stored outcome or "correct" flag is never trusted. Each prediction
+option carries a claim that the engine checks: the right option is the one whose claim holds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from labs.core.perf import Plan, estimate
+from labs.core.scenarios import DESIGN_GLOBAL_BATCH, DP_WALL_GPUS, design_inputs, dp_wall_estimate
+from labs.core.search import sweep
+
+
+@dataclass(frozen=True)
+class Option:
+    key: str
+    label: str
+
+
+# ---- Flagship lab, Act I: why does MFU fall? ---------------------------------------------
+ACT1_OPTIONS = (
+    Option("A", "All-reduce bytes per GPU grow with the number of GPUs, so communication swamps compute"),
+    Option("B", "Each GPU's share of the fixed batch shrinks while its ring traffic stays about 2x the gradients, and past one node that traffic crosses a NIC instead of NVLink"),
+    Option("C", "Per-message latency (NCCL software overhead) dominates the all-reduce at scale"),
+    Option("D", "The global batch got too large, so every step does less useful work"),
+)
+
+
+def act1_facts(inputs: dict | None = None) -> dict:
+    """The numbers that decide Act I's options, for the stakeholder's scenario."""
+    small, large = (dp_wall_estimate(n) for n in (DP_WALL_GPUS[0], DP_WALL_GPUS[-1]))
+    return {
+        "bytes_ratio": large.comm_bytes_per_gpu["dp"] / small.comm_bytes_per_gpu["dp"],
+        "compute_ratio": large.time.compute / small.time.compute,
+        "latency_share": large.dp_exposed_latency_s / large.time.dp_comm if large.time.dp_comm else 0.0,
+        "exposed_over_compute": large.time.dp_comm / large.time.compute,
+        "nvlink_gbs": small.cluster.intra.effective_bytes_per_s / 1e9,
+        "nic_gbs": large.cluster.inter_bytes_per_s_per_gpu / 1e9,
+        "mfu": [dp_wall_estimate(n).mfu for n in DP_WALL_GPUS],
+    }
+
+
+ACT1_CLAIMS: dict[str, Callable[[dict], bool]] = {
+    "A": lambda f: f["bytes_ratio"] > 1.5,
+    "B": lambda f: f["bytes_ratio"] < 1.5 and f["compute_ratio"] < 0.1 and f["nic_gbs"] < f["nvlink_gbs"] / 2,
+    "C": lambda f: f["latency_share"] > 0.5,
+    "D": lambda f: False,  # the global batch is the same at every scale in this scenario
+}
+
+
+def act1_outcomes(inputs: dict, predictions: dict) -> dict:
+    est = dp_wall_estimate(
+        int(inputs["gpus"]), int(inputs["global_batch"]), bool(inputs["fixed_per_gpu"]),
+        inputs["fabric"], inputs["algorithm"], bool(inputs["overlap"]), int(inputs.get("params_b", 7)),
+    )
+    facts = act1_facts()
+    right = [k for k, claim in ACT1_CLAIMS.items() if claim(facts)]
+    return {
+        "mfu": est.mfu,
+        "step_time_s": est.step_time_s,
+        "dp_comm_exposed_s": est.time.dp_comm,
+        "correct_option": right[0] if right else None,
+        "prediction_correct": predictions.get("cause") in right,
+    }
+
+
+# ---- Flagship lab, Act II: which design for GPT-3 175B on 1024 H100s? ------------------------
+_DESIGN_COMMON = dict(global_batch=DESIGN_GLOBAL_BATCH, zero_stage=1, recompute="selective", flash_attention=True)
+ACT2_DESIGNS: dict[str, Plan] = {
+    "A": Plan(tp=16, pp=8, dp=8, micro_batch=1, sequence_parallel=True, **_DESIGN_COMMON),
+    "B": Plan(tp=1, pp=32, dp=32, micro_batch=1, **_DESIGN_COMMON),
+    "C": Plan(tp=8, pp=8, dp=16, micro_batch=1, sequence_parallel=True, **_DESIGN_COMMON),
+    "D": Plan(tp=8, pp=32, dp=4, micro_batch=4, sequence_parallel=True, **_DESIGN_COMMON),
+}
+ACT2_LABELS = {
+    "A": "TP=16 x PP=8 x DP=8: wide tensor parallelism, fewer pipeline stages",
+    "B": "TP=1 x PP=32 x DP=32: pipeline only, no tensor parallelism",
+    "C": "TP=8 x PP=8 x DP=16: tensor parallel inside each node, pipeline across nodes",
+    "D": "TP=8 x PP=32 x DP=4, micro-batch 4: a deep pipeline, three layers a stage",
+}
+ACT2_OPTIONS = tuple(Option(k, v) for k, v in ACT2_LABELS.items())
+
+
+def act2_option_estimates() -> dict:
+    model, cluster = design_inputs()
+    return {key: estimate(model, cluster, plan) for key, plan in ACT2_DESIGNS.items()}
+
+
+def act2_best_option() -> str:
+    """The design whose plan fits and reaches the highest MFU."""
+    ests = act2_option_estimates()
+    return max((k for k, e in ests.items() if e.fits), key=lambda k: ests[k].mfu)
+
+
+def plan_from_inputs(inputs: dict) -> Plan:
+    fields = set(Plan.__dataclass_fields__)
+    unknown = set(inputs) - fields
+    if unknown:
+        raise ValueError(f"unknown plan field(s) {sorted(unknown)}")
+    return Plan(**inputs)
+
+
+def act2_outcomes(inputs: dict, predictions: dict) -> dict:
+    model, cluster = design_inputs()
+    est = estimate(model, cluster, plan_from_inputs(inputs))
+    return {
+        "fits": est.fits,
+        "mfu": est.mfu,
+        "bubble_fraction": est.bubble_fraction,
+        "memory_gb": est.memory.total / 1e9,
+        "step_time_s": est.step_time_s,
+        "correct_option": act2_best_option(),
+        "prediction_correct": predictions.get("design") == act2_best_option(),
+    }
+
+
+def best_design(**fixed):
+    model, cluster = design_inputs()
+    return sweep(model, cluster, global_batch=DESIGN_GLOBAL_BATCH, flash_attention=True, **fixed).iloc[0]
+
+
+OUTCOMES: dict[tuple[str, str], Callable[[dict, dict], dict]] = {
+    ("05_parallelism", "act1"): act1_outcomes,
+    ("05_parallelism", "act2"): act2_outcomes,
+}
