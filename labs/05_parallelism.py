@@ -1,0 +1,637 @@
+import marimo
+
+__generated_with = "0.25.2"
+app = marimo.App(
+    width="medium",
+    app_title="Lab 05: The data-parallel wall and the 3D design",
+)
+
+with app.setup:
+    import marimo as mo
+
+    from labs.core import ENGINE_VERSION
+    from labs.core import charts, ui
+    from labs.core.collectives import bytes_sent_per_rank
+    from labs.core.hardware import LINKS
+    from labs.core.outcomes import (
+        ACT1_OPTIONS,
+        ACT2_DESIGNS,
+        ACT2_OPTIONS,
+        act1_facts,
+        act1_outcomes,
+        act2_best_option,
+        act2_option_estimates,
+        act2_outcomes,
+        best_design,
+    )
+    from labs.core.perf import Plan, estimate
+    from labs.core.pipeline import bubble_fraction, timeline
+    from labs.core.scenarios import (
+        DESIGN_GLOBAL_BATCH,
+        DP_WALL_GLOBAL_BATCH,
+        DP_WALL_GPUS,
+        design_inputs,
+        dp_wall_estimate,
+        dp_wall_model,
+    )
+    from labs.core.state import DesignLedger, LedgerRecovered
+
+    LAB = "05_parallelism"
+    GPU_STEPS = [8, 16, 32, 64, 128, 256, 512, 1024]
+    FABRICS = {"InfiniBand NDR 400 Gb/s": "ib-ndr", "InfiniBand HDR 200 Gb/s": "ib-hdr", "RoCE 400 Gb/s": "roce-400"}
+    ALGORITHMS = {"flat ring": "ring", "tree": "tree", "hierarchical (rails in parallel)": "hierarchical"}
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    # Lab 05 · The data-parallel wall and the 3D design
+
+    Why does adding GPUs to a data-parallel job make each GPU less useful, and how do the
+    people who train 175B-parameter models lay out tensor, pipeline and data parallelism on
+    a thousand GPUs? Two acts, about 40 minutes. Every number on this page comes from the
+    engine in `labs/core`; change a slider and it is recomputed.
+
+    **Before you start:** Narayanan et al. 2021, *Efficient Large-Scale Language Model
+    Training on GPU Clusters Using Megatron-LM*, Sections 2-3; the ring all-reduce in
+    Thakur, Rabenseifner and Gropp 2005 (or any NCCL talk); Korthikanti et al. 2022 on
+    activation memory.
+    """)
+    return
+
+
+@app.cell
+def _():
+    student_input = mo.ui.text(label="Your name or student id (goes into your design ledger)", full_width=True)
+    student_input
+    return (student_input,)
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## Act I · The data-parallel wall
+    """)
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    _mfu = act1_facts()["mfu"]
+    _model = dp_wall_model()
+    ui.stakeholder_message(
+        "Training infrastructure lead",
+        f"We train a {_model.params / 1e9:.1f}B-parameter model with plain data parallelism on DGX H100 "
+        f"nodes, {DP_WALL_GLOBAL_BATCH} sequences of {_model.seq_len} tokens per step. MFU was "
+        f"**{_mfu[0]:.0%} on {DP_WALL_GPUS[0]} GPUs**, **{_mfu[1]:.0%} on {DP_WALL_GPUS[1]}** and "
+        f"**{_mfu[2]:.0%} on {DP_WALL_GPUS[2]}**. Same model, same batch, more GPUs, and each one "
+        "does less. Before I buy more nodes: why?",
+    )
+    return
+
+
+@app.cell
+def _():
+    act1_question = ui.prediction_question(f"Why does MFU fall from {DP_WALL_GPUS[0]} to {DP_WALL_GPUS[-1]} GPUs?", ACT1_OPTIONS)
+    act1_question
+    return (act1_question,)
+
+
+@app.cell
+def _():
+    gpus_slider = mo.ui.slider(steps=GPU_STEPS, value=64, label="GPUs (data-parallel degree)", show_value=True)
+    return (gpus_slider,)
+
+
+@app.cell
+def _():
+    model_dropdown = mo.ui.dropdown(options={"7B": 7, "13B": 13, "70B": 70}, value="7B", label="Model size")
+    return (model_dropdown,)
+
+
+@app.cell
+def _():
+    batch_dropdown = mo.ui.dropdown(options={"512 sequences": 512, "1024 sequences": 1024, "2048 sequences": 2048}, value="512 sequences", label="Global batch (at 8 GPUs in fixed per-GPU mode)")
+    return (batch_dropdown,)
+
+
+@app.cell
+def _():
+    scaling_radio = mo.ui.radio(options={"fixed global batch (strong scaling)": False, "fixed per-GPU batch (weak scaling)": True}, value="fixed global batch (strong scaling)", label="Scaling mode")
+    return (scaling_radio,)
+
+
+@app.cell
+def _():
+    fabric_dropdown = mo.ui.dropdown(options=FABRICS, value="InfiniBand NDR 400 Gb/s", label="Fabric across nodes")
+    return (fabric_dropdown,)
+
+
+@app.cell
+def _():
+    algorithm_dropdown = mo.ui.dropdown(options=ALGORITHMS, value="flat ring", label="All-reduce algorithm")
+    return (algorithm_dropdown,)
+
+
+@app.cell
+def _():
+    overlap_checkbox = mo.ui.checkbox(value=True, label="Overlap the all-reduce with the last backward pass")
+    return (overlap_checkbox,)
+
+
+@app.cell
+def _(
+    act1_question,
+    algorithm_dropdown,
+    batch_dropdown,
+    fabric_dropdown,
+    gpus_slider,
+    model_dropdown,
+    overlap_checkbox,
+    scaling_radio,
+):
+    ui.prediction_gate(act1_question, "the Act I instruments")
+    mo.vstack(
+        [
+            mo.md("### Instruments"),
+            mo.hstack([gpus_slider, model_dropdown, batch_dropdown], justify="start", wrap=True),
+            scaling_radio,
+            mo.hstack([fabric_dropdown, algorithm_dropdown, overlap_checkbox], justify="start", wrap=True),
+        ]
+    )
+    return
+
+
+@app.cell
+def _(
+    act1_question,
+    algorithm_dropdown,
+    batch_dropdown,
+    fabric_dropdown,
+    gpus_slider,
+    model_dropdown,
+    overlap_checkbox,
+    scaling_radio,
+):
+    mo.stop(act1_question.value is None)
+    act1_inputs = dict(
+        gpus=gpus_slider.value,
+        global_batch=batch_dropdown.value,
+        fixed_per_gpu=scaling_radio.value,
+        fabric=fabric_dropdown.value,
+        algorithm=algorithm_dropdown.value,
+        overlap=overlap_checkbox.value,
+        params_b=model_dropdown.value,
+    )
+    act1_curve = dp_wall_curve(act1_inputs)
+    try:
+        act1_current = dp_wall_estimate(**act1_inputs)
+        act1_error = None
+    except ValueError as _err:
+        act1_current, act1_error = None, str(_err)
+    return act1_current, act1_curve, act1_error, act1_inputs
+
+
+@app.cell
+def _(act1_current, act1_curve, act1_error, act1_inputs):
+    mo.stop(act1_current is None, ui.failure_banner([f"Invalid setting: {act1_error}. Every GPU needs at least one whole sequence."]))
+    _story = {"stakeholder's runs": (DP_WALL_GPUS, act1_facts()["mfu"])}
+    _marked = _story if (act1_inputs["params_b"], act1_inputs["global_batch"]) == (7, DP_WALL_GLOBAL_BATCH) else {}
+    _cur = act1_current
+    _grad = bytes_sent_per_rank("all_reduce", 1.0, _cur.cluster.gpus)
+    mo.vstack(
+        [
+            ui.metric_cards(
+                {
+                    "MFU": f"{_cur.mfu:.1%}",
+                    "step time": f"{_cur.step_time_s * 1e3:.0f} ms",
+                    "compute": f"{_cur.time.compute * 1e3:.0f} ms",
+                    "exposed all-reduce": f"{_cur.time.dp_comm * 1e3:.0f} ms",
+                    "ring traffic per GPU": f"{_cur.comm_bytes_per_gpu['dp'] / 1e9:.1f} GB ({_grad:.2f} x grads)",
+                }
+            ),
+            charts.mfu_vs_gpus({"engine": act1_curve}, _marked, _cur),
+            mo.hstack([charts.dp_step_stack(act1_curve), charts.comm_compute_ratio(act1_curve)], widths="equal"),
+        ]
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(act1_question):
+    mo.stop(act1_question.value is None)
+    _f = act1_facts()
+    _correct = act1_outcomes(dict(gpus=64, global_batch=DP_WALL_GLOBAL_BATCH, fixed_per_gpu=False, fabric="ib-ndr", algorithm="ring", overlap=True), {})["correct_option"]
+    _large = dp_wall_estimate(DP_WALL_GPUS[-1])
+    ui.reveal(
+        act1_question.value,
+        _correct,
+        {
+            "A": f"Ring traffic per GPU is 2(N-1)/N of the gradients: it grows only {_f['bytes_ratio']:.2f}x from {DP_WALL_GPUS[0]} to {DP_WALL_GPUS[-1]} GPUs.",
+            "B": f"Each GPU's compute falls to {_f['compute_ratio']:.1%} of what it was, while its traffic stays put and now crosses a NIC at {_f['nic_gbs']:.0f} GB/s instead of NVLink at {_f['nvlink_gbs']:.0f} GB/s. At {DP_WALL_GPUS[-1]} GPUs the exposed all-reduce is {_f['exposed_over_compute']:.1f}x the compute.",
+            "C": f"Latency (alpha) terms are {_f['latency_share']:.0%} of the exposed all-reduce at {DP_WALL_GPUS[-1]} GPUs with Megatron-sized buckets: real, but not the main cost. Shrink the buckets and watch it grow.",
+            "D": f"The global batch is {DP_WALL_GLOBAL_BATCH} sequences at every scale here; useful work per step is constant, {_large.model_flops_per_step / 1e15:.0f} PFLOP.",
+        },
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    _b = LINKS["ib-ndr"]
+    ui.math_peek(
+        "The equations behind Act I",
+        rf"""
+    Ring all-reduce of $M$ bytes over $N$ GPUs, per-step latency $\alpha$, link bandwidth $B$:
+
+    $$T_{{ring}} = 2(N-1)\,\alpha + 2\,\frac{{N-1}}{{N}}\,\frac{{M}}{{B}}$$
+
+    The second term tends to $2M/B$: each GPU sends about twice the gradients whatever $N$ is.
+    The first grows with $N$. A flat ring is only as fast as its slowest hop; past one node that
+    is a NIC ({_b.name}: {_b.bandwidth_bytes_per_s / 1e9:.0f} GB/s line rate,
+    {_b.effective_bytes_per_s / 1e9:.0f} GB/s achieved). A hierarchical all-reduce reduces
+    inside the node first and sends only $M/g$ across, on all $g$ NICs at once.
+
+    With a fixed global batch $G$, compute per GPU is $\propto G/N$ and
+
+    $$\text{{MFU}} = \frac{{\text{{model FLOPs}}}}{{T_{{step}}\cdot N\cdot \text{{peak}}}},\quad
+    T_{{step}} = T_{{compute}} + \max(T_{{ring}} - T_{{overlap}},\ T_{{last\ bucket}}) + T_{{optimizer}}$$
+
+    where the overlap window is the backward pass of the last micro-batch.
+    """,
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(act1_question):
+    mo.stop(act1_question.value is None)
+    _n = DP_WALL_GPUS[-1]
+    _ring = dp_wall_estimate(_n)
+    _no_overlap = dp_wall_estimate(_n, overlap=False)
+    _hier = dp_wall_estimate(_n, algorithm="hierarchical")
+    _weak = dp_wall_estimate(_n, fixed_per_gpu=True)
+    mo.md(
+        f"""
+    ### Reflection: buckets, overlap, and what actually helps
+
+    At {_n} GPUs the engine gives **{_ring.mfu:.1%}** MFU with overlap, **{_no_overlap.mfu:.1%}**
+    without it: overlap can only hide the all-reduce behind the backward pass that is left, and
+    with a fixed global batch that pass shrinks with every GPU you add. Reducing inside the node
+    first (hierarchical) gives **{_hier.mfu:.1%}**; growing the batch with the GPUs (weak
+    scaling) gives **{_weak.mfu:.1%}**. Which of these would you ask the stakeholder for, and
+    what does each cost them (convergence, a software change, nothing)?
+    """
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## Act II · Designing the 3D layout
+    """)
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    _model, _cluster = design_inputs()
+    ui.stakeholder_message(
+        "Head of pre-training",
+        f"We have {_cluster.nodes} DGX H100 nodes ({_cluster.gpus} GPUs, {_cluster.gpu.hbm_bytes / 1e9:.0f} GB each) "
+        f"for {_model.name} ({_model.params / 1e9:.1f}B parameters, {_model.layers} layers), global batch "
+        f"{DESIGN_GLOBAL_BATCH} sequences of {_model.seq_len} tokens. It must fit, the pipeline bubble must be small, "
+        "and I want the highest MFU. Which layout?",
+    )
+    return
+
+
+@app.cell
+def _():
+    act2_question = ui.prediction_question("Which layout trains fastest while fitting in memory?", ACT2_OPTIONS)
+    act2_question
+    return (act2_question,)
+
+
+@app.cell
+def _():
+    tp_dropdown = mo.ui.dropdown(options=[str(t) for t in divisor_choices()["tp"]], value="8", label="TP (tensor parallel)")
+    return (tp_dropdown,)
+
+
+@app.cell
+def _():
+    pp_dropdown = mo.ui.dropdown(options=[str(p) for p in divisor_choices()["pp"]], value="8", label="PP (pipeline stages)")
+    return (pp_dropdown,)
+
+
+@app.cell
+def _():
+    microbatch_dropdown = mo.ui.dropdown(options=["1", "2", "4", "8"], value="1", label="Micro-batch (sequences)")
+    return (microbatch_dropdown,)
+
+
+@app.cell
+def _():
+    zero_dropdown = mo.ui.dropdown(options={"0 (none)": 0, "1 (optimizer)": 1, "2 (+gradients)": 2, "3 (+weights)": 3}, value="1 (optimizer)", label="ZeRO stage")
+    return (zero_dropdown,)
+
+
+@app.cell
+def _():
+    recompute_dropdown = mo.ui.dropdown(options=["none", "selective", "full"], value="selective", label="Activation recompute")
+    return (recompute_dropdown,)
+
+
+@app.cell
+def _():
+    sp_checkbox = mo.ui.checkbox(value=True, label="Sequence parallel")
+    return (sp_checkbox,)
+
+
+@app.cell
+def _():
+    schedule_dropdown = mo.ui.dropdown(options={"1F1B": "1f1b", "interleaved 1F1B": "interleaved", "GPipe": "gpipe", "ZB-H1": "zb-h1"}, value="1F1B", label="Pipeline schedule")
+    return (schedule_dropdown,)
+
+
+@app.cell
+def _():
+    v_slider = mo.ui.slider(steps=[2, 3, 4, 6], value=2, label="Chunks per stage (interleaved only)", show_value=True)
+    return (v_slider,)
+
+
+@app.cell
+def _(
+    act2_question,
+    microbatch_dropdown,
+    pp_dropdown,
+    recompute_dropdown,
+    schedule_dropdown,
+    sp_checkbox,
+    tp_dropdown,
+    v_slider,
+    zero_dropdown,
+):
+    ui.prediction_gate(act2_question, "the Act II instruments")
+    mo.vstack(
+        [
+            mo.md("### Instruments"),
+            mo.hstack([tp_dropdown, pp_dropdown, microbatch_dropdown, zero_dropdown], justify="start", wrap=True),
+            mo.hstack([recompute_dropdown, sp_checkbox, schedule_dropdown, v_slider], justify="start", wrap=True),
+        ]
+    )
+    return
+
+
+@app.cell
+def _(
+    act2_question,
+    microbatch_dropdown,
+    pp_dropdown,
+    recompute_dropdown,
+    schedule_dropdown,
+    sp_checkbox,
+    tp_dropdown,
+    v_slider,
+    zero_dropdown,
+):
+    mo.stop(act2_question.value is None)
+    _model, _cluster = design_inputs()
+    _tp, _pp = int(tp_dropdown.value), int(pp_dropdown.value)
+    act2_inputs = dict(
+        tp=_tp,
+        pp=_pp,
+        dp=_cluster.gpus // (_tp * _pp),
+        micro_batch=int(microbatch_dropdown.value),
+        global_batch=DESIGN_GLOBAL_BATCH,
+        zero_stage=zero_dropdown.value,
+        recompute=recompute_dropdown.value,
+        sequence_parallel=sp_checkbox.value and _tp > 1,
+        schedule=schedule_dropdown.value,
+        virtual_stages=v_slider.value if schedule_dropdown.value == "interleaved" else 1,
+        flash_attention=True,
+    )
+    try:
+        act2_estimate = estimate(_model, _cluster, Plan(**act2_inputs))
+        act2_error = None
+    except ValueError as _err:
+        act2_estimate, act2_error = None, str(_err)
+    return act2_error, act2_estimate, act2_inputs
+
+
+@app.cell
+def _(act2_error, act2_estimate):
+    mo.stop(act2_estimate is None, ui.failure_banner([f"Invalid layout: {act2_error}"]))
+    _e = act2_estimate
+    _preview_m = min(_e.plan.microbatches, 4 * _e.plan.pp)
+    _tl = timeline(_e.plan.pp, _preview_m * (1 if _e.plan.schedule != "interleaved" else 1), _e.plan.schedule, _e.plan.virtual_stages) if _e.plan.pp > 1 and (_e.plan.schedule != "interleaved" or _preview_m % _e.plan.pp == 0) else None
+    _items = [
+        ui.failure_banner(_e.warnings),
+        ui.metric_cards(
+            {
+                "MFU": f"{_e.mfu:.1%}",
+                "tokens / s": f"{_e.tokens_per_s / 1e3:,.0f} k",
+                "step time": f"{_e.step_time_s:.2f} s",
+                "bubble (of the step)": f"{_e.bubble_fraction:.1%}",
+                "memory per GPU": f"{_e.memory.total / 1e9:.1f} GB",
+                "fits": "yes" if _e.fits else "no",
+            }
+        ),
+        charts.memory_bar(_e),
+        charts.time_breakdown_bar(_e),
+        mo.md(
+            f"Bubble: {_e.bubble_fraction:.1%} of the step's wall time with p = {_e.plan.pp}, m = {_e.plan.microbatches} "
+            f"micro-batches, v = {_e.plan.virtual_stages} (the same bubble is "
+            f"{bubble_fraction(_e.plan.pp, _e.plan.microbatches, _e.plan.schedule, _e.plan.virtual_stages, 'ideal'):.1%} "
+            "of the bubble-free time, the convention Megatron prints)."
+        ),
+    ]
+    if _tl is not None:
+        _items.append(charts.timeline_figure(_tl, f"The schedule for the first {_preview_m} micro-batches"))
+    mo.vstack([i for i in _items if i is not None])
+    return
+
+
+@app.cell
+def _():
+    submit_button = mo.ui.run_button(label="Submit my design to the ledger")
+    return (submit_button,)
+
+
+@app.cell
+def _(
+    act1_inputs,
+    act1_question,
+    act2_estimate,
+    act2_inputs,
+    act2_question,
+    student_input,
+    submit_button,
+):
+    mo.stop(act2_question.value is None)
+    ledger = DesignLedger(student_input.value.strip() or None)
+    submitted = None
+    _note = ""
+    if submit_button.value:
+        try:
+            ledger.load()
+        except LedgerRecovered as _err:
+            _note = f"⚠ {_err}"
+        ledger.save_step(LAB, "act1", act1_inputs, {"cause": act1_question.value}, act1_outcomes(act1_inputs, {"cause": act1_question.value}))
+        if act2_estimate is not None:
+            ledger.save_step(LAB, "act2", act2_inputs, {"design": act2_question.value}, act2_outcomes(act2_inputs, {"design": act2_question.value}))
+        submitted = ledger.load()
+        _note = _note or f"Saved to `{ledger.path}` at {submitted['updated']}."
+    ui.submit_row(submit_button, ledger_bytes(ledger), f"{ledger.path.stem}.json", _note)
+    return (submitted,)
+
+
+@app.cell
+def _(act2_estimate, submitted):
+    mo.stop(submitted is None or act2_estimate is None)
+    _best = best_design()
+    _yours = act2_estimate
+    mo.md(
+        f"""
+    ### The engine's best plan beside yours
+
+    | | yours | engine's best |
+    |---|---|---|
+    | layout | TP {_yours.plan.tp} x PP {_yours.plan.pp} x DP {_yours.plan.dp} | TP {_best.tp} x PP {_best.pp} x DP {_best.dp} |
+    | micro-batch, ZeRO, recompute | {_yours.plan.micro_batch}, {_yours.plan.zero_stage}, {_yours.plan.recompute} | {_best.micro_batch}, {_best.zero_stage}, {_best.recompute} |
+    | schedule | {_yours.plan.schedule} (v={_yours.plan.virtual_stages}) | {_best.schedule} (v={_best.virtual_stages}) |
+    | MFU | {_yours.mfu:.1%} | {_best.mfu:.1%} |
+    | bubble | {_yours.bubble_fraction:.1%} | {_best.bubble_fraction:.1%} |
+    | memory per GPU | {_yours.memory.total / 1e9:.1f} GB | {_best.memory_bytes / 1e9:.1f} GB |
+
+    The best plan keeps every tensor-parallel group inside one NVLink domain, uses just enough
+    pipeline stages for the weights and activations to fit, and gives each pipeline enough
+    micro-batches that the bubble is a few percent.
+    """
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(act2_question):
+    mo.stop(act2_question.value is None)
+    _ests = act2_option_estimates()
+    _best = act2_best_option()
+
+    def _say(key):
+        _e = _ests[key]
+        _fit = "fits" if _e.fits else f"does not fit ({_e.memory.total / 1e9:.0f} GB per GPU)"
+        _warn = f" {_e.warnings[0]}." if _e.warnings else ""
+        return f"MFU {_e.mfu:.1%}, bubble {_e.bubble_fraction:.0%}, {_fit}.{_warn}"
+
+    ui.reveal(act2_question.value, _best, {k: _say(k) for k in ACT2_DESIGNS})
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    _model, _cluster = design_inputs()
+    _h, _s = _model.hidden, _model.seq_len
+    ui.math_peek(
+        "The equations behind Act II",
+        rf"""
+    **Memory per GPU** with $\Psi$ parameters in this GPU's TP x PP shard and ZeRO over $N_{{dp}}$:
+    weights $2\Psi$, gradients $2\Psi$, optimizer $12\Psi$ (divided by $N_{{dp}}$ from stages 3, 2, 1),
+    plus activations $L/p$ layers x in-flight micro-batches x per-layer bytes
+    (Korthikanti et al. 2022: $34\,sbh/t$ with sequence parallelism and selective recompute).
+
+    **Bubble** (GPipe, 1F1B) with $p$ stages and $m$ micro-batches: $\frac{{p-1}}{{m+p-1}}$ of the
+    wall time, $\frac{{p-1}}{{m}}$ of the bubble-free time; interleaving with $v$ chunks divides it by $v$.
+
+    **TP traffic**: two all-reduces of $b\,s\,h$ activations per layer forward, two backward
+    ({_s} x {_h} x 2 bytes = {_s * _h * 2 / 1e6:.0f} MB per sequence per all-reduce for this model), on the critical path.
+    """,
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(act2_question):
+    mo.stop(act2_question.value is None)
+    _model, _cluster = design_inputs()
+    _inside = estimate(_model, _cluster, ACT2_DESIGNS["C"])
+    _across = estimate(_model, _cluster, ACT2_DESIGNS["A"])
+    mo.md(
+        f"""
+    ### Reflection: why TP stays inside a node
+
+    With TP = {_inside.plan.tp} each step spends **{_inside.time.tp_comm:.2f} s** on tensor-parallel
+    all-reduces over {_cluster.intra.name}; with TP = {_across.plan.tp} the same all-reduces cross
+    {_cluster.inter.name} and take **{_across.time.tp_comm:.2f} s**. TP talks every layer, twice each
+    way, and nothing can overlap it; pipeline stages talk once per micro-batch per boundary, and data
+    parallelism once per step. Put the chattiest axis on the fastest wire.
+    """
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## Key takeaways
+
+    - Ring all-reduce traffic per GPU saturates at twice the gradients; what shrinks as you add
+      GPUs under a fixed batch is the compute it has to hide behind.
+    - Past one node, the slowest hop of a flat ring is a NIC; hierarchical algorithms send only a
+      shard across nodes, on every NIC at once.
+    - Tensor parallelism inside the node, pipeline parallelism across nodes, data parallelism for
+      the rest, and ZeRO or recompute to make it fit.
+
+    **Next:** Lab 06 (ZeRO sweep) takes the 16 bytes per parameter apart; Lab 07 (pipeline
+    visualizer) draws the schedules behind the bubble you just measured.
+    """)
+    return
+
+
+@app.cell
+def _(act1_question, act2_estimate, act2_question, submitted):
+    ui.hud(
+        {
+            "engine": ENGINE_VERSION,
+            "Act I prediction": act1_question.value or "—",
+            "Act II prediction": act2_question.value or "—",
+            "design": f"TP{act2_estimate.plan.tp}·PP{act2_estimate.plan.pp}·DP{act2_estimate.plan.dp}" if act2_estimate is not None else "—",
+            "MFU": f"{act2_estimate.mfu:.1%}" if act2_estimate is not None else "—",
+            "fits": ("yes" if act2_estimate.fits else "no") if act2_estimate is not None else "—",
+            "ledger": "saved" if submitted else "not submitted",
+        }
+    )
+    return
+
+
+@app.function
+def dp_wall_curve(inputs: dict) -> list:
+    """Act I at every GPU count of the slider where the batch splits into whole sequences."""
+    settings = {k: v for k, v in inputs.items() if k != "gpus"}
+    return [dp_wall_estimate(n, **settings) for n in GPU_STEPS if settings["fixed_per_gpu"] or n <= settings["global_batch"]]
+
+
+@app.function
+def divisor_choices() -> dict:
+    """TP and PP values that divide the GPUs (and the heads or the layers)."""
+    model, cluster = design_inputs()
+    n = cluster.gpus
+    return {
+        "tp": [t for t in range(1, 65) if n % t == 0 and model.heads % t == 0],
+        "pp": [p for p in range(1, 65) if n % p == 0 and model.layers % p == 0],
+    }
+
+
+@app.function
+def ledger_bytes(ledger) -> bytes:
+    """The ledger to download; an unreadable file is reported by load(), not hidden here."""
+    try:
+        return ledger.export()
+    except LedgerRecovered:
+        return ledger.export()
+
+
+if __name__ == "__main__":
+    app.run()

@@ -1,0 +1,100 @@
+"""Plotly figure builders: engine results in, go.Figure out. No physics here."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from labs.core.perf import Estimate
+from labs.core.pipeline import Timeline
+from labs.core.style import COLORS, TERM_COLORS, apply_plotly_theme
+
+GB = 1e9
+
+
+def mfu_vs_gpus(curves: dict[str, Sequence[Estimate]], marked: dict[str, tuple[Sequence[int], Sequence[float]]] | None = None, current: Estimate | None = None, node_size: int = 8) -> go.Figure:
+    """MFU against GPU count (log x) for named series of estimates; `marked` adds points."""
+    fig = go.Figure()
+    for (name, ests), color in zip(curves.items(), (COLORS["blue"], COLORS["green"], COLORS["purple"])):
+        fig.add_scatter(x=[e.cluster.gpus for e in ests], y=[100 * e.mfu for e in ests], name=name, mode="lines+markers", line=dict(color=color, width=3))
+    for name, (xs, ys) in (marked or {}).items():
+        fig.add_scatter(x=list(xs), y=[100 * y for y in ys], name=name, mode="markers", marker=dict(symbol="x", size=14, color=COLORS["orange"], line=dict(width=3)))
+    if current is not None:
+        fig.add_scatter(x=[current.cluster.gpus], y=[100 * current.mfu], name="your setting", mode="markers", marker=dict(symbol="diamond", size=16, color=COLORS["red"]))
+    fig.add_vline(x=node_size, line=dict(dash="dot", color=COLORS["muted"]), annotation_text="one node", annotation_position="top right")
+    fig.update_layout(height=380, xaxis=dict(type="log", title="GPUs (data-parallel)", tickvals=[8, 16, 32, 64, 128, 256, 512, 1024]), yaxis=dict(title="MFU (%)", rangemode="tozero"))
+    return apply_plotly_theme(fig)
+
+
+def dp_step_stack(ests: Sequence[Estimate]) -> go.Figure:
+    """Stacked step time per GPU count: compute, exposed bandwidth term, exposed latency term, rest."""
+    x = [str(e.cluster.gpus) for e in ests]
+    parts = {
+        "compute": [e.time.compute for e in ests],
+        "dp_bandwidth": [e.dp_exposed_bandwidth_s for e in ests],
+        "dp_latency": [e.dp_exposed_latency_s for e in ests],
+        "optimizer_step": [e.time.optimizer for e in ests],
+    }
+    names = {"compute": "compute", "dp_bandwidth": "exposed all-reduce: bandwidth term", "dp_latency": "exposed all-reduce: latency term", "optimizer_step": "optimizer step"}
+    fig = go.Figure()
+    for key, values in parts.items():
+        fig.add_bar(x=x, y=[1e3 * v for v in values], name=names[key], marker_color=TERM_COLORS[key])
+    fig.update_layout(barmode="stack", height=360, xaxis_title="GPUs", yaxis_title="step time (ms)")
+    return apply_plotly_theme(fig)
+
+
+def comm_compute_ratio(ests: Sequence[Estimate]) -> go.Figure:
+    """All-reduce time (before overlap) over compute time, log-log."""
+    fig = go.Figure()
+    fig.add_scatter(x=[e.cluster.gpus for e in ests], y=[e.dp_comm_cost.total_s / e.time.compute for e in ests], mode="lines+markers", name="all-reduce / compute", line=dict(color=COLORS["red"], width=3))
+    fig.add_hline(y=1, line=dict(dash="dash", color=COLORS["muted"]), annotation_text="communication = compute")
+    fig.update_layout(height=320, xaxis=dict(type="log", title="GPUs"), yaxis=dict(type="log", title="ratio"))
+    return apply_plotly_theme(fig)
+
+
+def memory_bar(est: Estimate) -> go.Figure:
+    """Per-GPU memory, stacked by term, against the GPU's HBM."""
+    fig = go.Figure()
+    for term, value in est.memory.as_dict().items():
+        fig.add_bar(x=[value / GB], y=["per GPU"], orientation="h", name=term, marker_color=TERM_COLORS[term], hovertemplate=f"{term}: %{{x:.1f}} GB<extra></extra>")
+    hbm = est.cluster.gpu.hbm_bytes / GB
+    fig.add_vline(x=hbm, line=dict(color=COLORS["red"], width=3), annotation_text=f"{hbm:.0f} GB HBM")
+    fig.update_layout(barmode="stack", height=220, xaxis=dict(title="GB", range=[0, max(hbm, est.memory.total / GB) * 1.08]))
+    return apply_plotly_theme(fig)
+
+
+def time_breakdown_bar(est: Estimate) -> go.Figure:
+    """Where one step's time goes."""
+    names = {"compute": "compute", "bubble": "pipeline bubble", "tp_comm": "TP communication", "pp_comm": "PP send/recv", "dp_comm": "exposed DP/ZeRO", "optimizer": "optimizer step"}
+    fig = go.Figure()
+    for key, value in est.time.as_dict().items():
+        color = TERM_COLORS["optimizer_step" if key == "optimizer" else key]
+        fig.add_bar(x=[value], y=["step"], orientation="h", name=names[key], marker_color=color, hovertemplate=f"{names[key]}: %{{x:.2f}} s<extra></extra>")
+    fig.update_layout(barmode="stack", height=200, xaxis_title="seconds per step")
+    return apply_plotly_theme(fig)
+
+
+OP_COLORS = {"F": COLORS["blue"], "B": COLORS["orange"], "W": COLORS["green"]}
+
+
+def timeline_figure(t: Timeline, title: str | None = None, until: float | None = None) -> go.Figure:
+    """One row per stage, one box per op coloured by kind, shade by micro-batch; gaps are idle.
+    `until` draws only what has started by then (for playing the schedule forward)."""
+    fig = go.Figure()
+    keep = np.ones(len(t.op), dtype=bool) if until is None else t.start < until
+    shade = 0.45 + 0.55 * (1 - t.microbatch / max(1, t.m - 1))
+    for op in ("F", "B", "W"):
+        sel = keep & (t.op == op)
+        if not sel.any():
+            continue
+        end = t.end[sel] if until is None else np.minimum(t.end[sel], until)
+        fig.add_bar(
+            y=[f"stage {s}" for s in t.stage[sel]], x=end - t.start[sel], base=t.start[sel], orientation="h",
+            name={"F": "forward", "B": "backward", "W": "weight grad"}[op], marker=dict(color=OP_COLORS[op], opacity=1.0, line=dict(width=0.5, color="white")),
+            marker_opacity=shade[sel], customdata=np.stack([t.microbatch[sel], t.chunk[sel]], axis=1),
+            hovertemplate="micro-batch %{customdata[0]}, chunk %{customdata[1]}<extra></extra>",
+        )
+    fig.update_layout(barmode="overlay", height=120 + 28 * min(t.p, 32), title=title, xaxis=dict(title="time (one forward = 1)", range=[0, t.makespan * 1.01]), yaxis=dict(autorange="reversed"))
+    return apply_plotly_theme(fig)

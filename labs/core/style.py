@@ -1,0 +1,65 @@
+"""One look for every lab: a named palette (Okabe-Ito, colour-blind safe), CSS, a Plotly theme
+with fonts large enough for a projector. The seed notebooks' names (COLORS["BlueLine"], ...)
+keep working."""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+# Okabe & Ito (2008) palette, plus neutrals.
+COLORS = {
+    "blue": "#0072B2",
+    "orange": "#E69F00",
+    "green": "#009E73",
+    "red": "#D55E00",
+    "purple": "#CC79A7",
+    "sky": "#56B4E9",
+    "yellow": "#F0E442",
+    "ink": "#1f2933",
+    "muted": "#5f6b7a",
+    "grid": "#e4e7eb",
+    "surface": "#ffffff",
+    "panel": "#f5f7fa",
+}
+# Names used by the seed notebooks.
+COLORS.update({
+    "BlueLine": COLORS["blue"], "BlueL": "#e6f1f8", "GreenLine": COLORS["green"], "GreenL": "#e6f5f0",
+    "OrangeLine": COLORS["orange"], "OrangeL": "#fdf3e0", "RedLine": COLORS["red"], "RedL": "#fbebe3",
+    "Cloud": COLORS["sky"], "Surface0": COLORS["surface"], "Surface1": COLORS["panel"],
+    "Text": COLORS["ink"], "TextMuted": COLORS["muted"], "Border": COLORS["grid"],
+})
+
+# Stacked memory and time terms keep one colour each across every chart.
+TERM_COLORS = {
+    "weights": COLORS["blue"], "gradients": COLORS["sky"], "optimizer": COLORS["purple"],
+    "activations": COLORS["orange"], "buffers": COLORS["muted"],
+    "compute": COLORS["blue"], "bubble": COLORS["yellow"], "tp_comm": COLORS["purple"],
+    "pp_comm": COLORS["sky"], "dp_comm": COLORS["red"], "optimizer_step": COLORS["green"],
+    "dp_bandwidth": COLORS["red"], "dp_latency": COLORS["orange"],
+}
+
+LAB_CSS = """
+<style>
+.lab-hud { font-family: ui-monospace, monospace; font-size: 0.9rem; padding: 0.5rem 0.8rem;
+  border-radius: 6px; background: #f5f7fa; border: 1px solid #e4e7eb; }
+.lab-card { display: inline-block; min-width: 9rem; padding: 0.6rem 0.9rem; margin: 0.2rem;
+  border-radius: 8px; border: 1px solid #e4e7eb; background: #fff; }
+.lab-card .value { font-size: 1.6rem; font-weight: 600; color: #1f2933; }
+.lab-card .label { font-size: 0.8rem; color: #5f6b7a; }
+.lab-message { border-left: 4px solid #0072B2; background: #e6f1f8; padding: 0.8rem 1rem; border-radius: 4px; }
+</style>
+"""
+
+
+def apply_plotly_theme(fig: go.Figure) -> go.Figure:
+    fig.update_layout(
+        template="plotly_white",
+        font=dict(family="Inter, Helvetica, Arial, sans-serif", size=15, color=COLORS["ink"]),
+        colorway=[COLORS[k] for k in ("blue", "orange", "green", "red", "purple", "sky", "yellow")],
+        margin=dict(l=60, r=20, t=50, b=55),
+        legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0),
+        hoverlabel=dict(font_size=14),
+    )
+    fig.update_xaxes(gridcolor=COLORS["grid"], zeroline=False)
+    fig.update_yaxes(gridcolor=COLORS["grid"], zeroline=False)
+    return fig
