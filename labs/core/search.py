@@ -34,7 +34,13 @@ def _as_list(value):
 
 
 def plan_space(model: Model, cluster: Cluster, global_batch: int, **fixed) -> pd.DataFrame:
-    """Every plan that passes Plan and validate(), as columns (no estimates yet)."""
+    """Every plan that passes Plan and validate(), as a DataFrame (no estimates yet)."""
+    return pd.DataFrame(_space(model, cluster, global_batch, **fixed))
+
+
+def _space(model: Model, cluster: Cluster, global_batch: int, **fixed) -> dict[str, np.ndarray]:
+    """The plan space as numpy columns: a product of the choices, filtered by the same rules
+    Plan and validate() apply."""
     unknown = set(fixed) - set(SWEPT) - set(FIXED_ONLY) - {"dp"}
     if unknown:
         raise ValueError(f"unknown Plan field(s) {sorted(unknown)}; sweepable: {', '.join(SWEPT + FIXED_ONLY + ('dp',))}")
@@ -53,34 +59,41 @@ def plan_space(model: Model, cluster: Cluster, global_batch: int, **fixed) -> pd
     for name in SWEPT:
         if name in fixed:
             choices[name] = _as_list(fixed[name])
-    rows = []
-    for tp, pp, cp in itertools.product(choices["tp"], choices["pp"], choices["cp"]):
-        if n % (tp * pp * cp):
-            continue
-        dp = n // (tp * pp * cp)
-        if "dp" in fixed and dp not in _as_list(fixed["dp"]):
-            continue
-        if model.seq_len % cp:
-            continue
-        for mb, zero, rc, sp, sched, v in itertools.product(
-            choices["micro_batch"], choices["zero_stage"], choices["recompute"],
-            choices["sequence_parallel"], choices["schedule"], choices["virtual_stages"],
-        ):
-            if global_batch % (mb * dp) or (sp and tp == 1):
-                continue
-            m = global_batch // (mb * dp)
-            if sched == "interleaved":
-                if v < 2 or pp < 2 or m % pp or model.layers % (pp * v):
-                    continue
-            elif v != 1:
-                continue
-            if pp == 1 and sched != "1f1b":
-                continue
-            rows.append((tp, pp, dp, cp, mb, zero, rc, sp, sched, v))
-    cols = ["tp", "pp", "dp", "cp", "micro_batch", "zero_stage", "recompute", "sequence_parallel", "schedule", "virtual_stages"]
-    frame = pd.DataFrame(rows, columns=cols)
-    frame["global_batch"] = global_batch
-    return frame
+    for name in ("recompute", "schedule"):
+        allowed = RECOMPUTE if name == "recompute" else SCHEDULE
+        bad = [c for c in choices[name] if c not in allowed]
+        if bad:
+            raise ValueError(f"{name} must be among {allowed}, got {bad}")
+    codes = {
+        "recompute": [RECOMPUTE.index(c) for c in choices["recompute"]],
+        "schedule": [SCHEDULE.index(c) for c in choices["schedule"]],
+    }
+    names = list(SWEPT)
+    axes = [np.asarray(codes.get(k, choices[k]), dtype=np.int64) for k in names]
+    grid = dict(zip(names, (a.ravel() for a in np.meshgrid(*axes, indexing="ij"))))
+    tp, pp, cp, mb, v, sched = (grid[k] for k in ("tp", "pp", "cp", "micro_batch", "virtual_stages", "schedule"))
+    size = tp * pp * cp
+    dp = np.where(n % size == 0, n // size, 0)
+    ok = (dp > 0) & (model.seq_len % cp == 0)
+    ok &= ~((grid["sequence_parallel"] == 1) & (tp == 1))
+    ok &= (dp > 0) & (global_batch % np.maximum(mb * dp, 1) == 0)
+    m = np.where(ok, global_batch // np.maximum(mb * dp, 1), 0)
+    interleaved = sched == SCHEDULE.index("interleaved")
+    ok &= np.where(interleaved, (v >= 2) & (pp >= 2) & (m % np.maximum(pp, 1) == 0) & (model.layers % (pp * v) == 0), v == 1)
+    ok &= (pp > 1) | (sched == SCHEDULE.index("1f1b"))
+    if "dp" in fixed:
+        ok &= np.isin(dp, _as_list(fixed["dp"]))
+    return {
+        "tp": tp[ok], "pp": pp[ok], "dp": dp[ok], "cp": cp[ok], "micro_batch": mb[ok],
+        "zero_stage": grid["zero_stage"][ok],
+        "recompute": np.asarray(RECOMPUTE, dtype=object)[grid["recompute"][ok]],
+        "sequence_parallel": grid["sequence_parallel"][ok].astype(bool),
+        "schedule": np.asarray(SCHEDULE, dtype=object)[sched[ok]],
+        "virtual_stages": v[ok],
+        "global_batch": np.full(int(ok.sum()), global_batch),
+        "_recompute_code": grid["recompute"][ok],
+        "_schedule_code": sched[ok],
+    }
 
 
 def _group_cost(op: str, nbytes, cluster: Cluster, n, stride, algorithm: str):
@@ -128,15 +141,16 @@ def _group_cost(op: str, nbytes, cluster: Cluster, n, stride, algorithm: str):
     return np.where(active, lat + NCCL_BASE_LATENCY_S, 0.0), np.where(active, bw, 0.0)
 
 
-def evaluate(model: Model, cluster: Cluster, frame: pd.DataFrame, flash_attention=False, dp_algorithm="ring", dp_overlap=True, pp_overlap=True, bucket_bytes=None) -> pd.DataFrame:
-    """The Estimate's numbers for every row of a plan space, in one numpy pass."""
+def evaluate(model: Model, cluster: Cluster, frame, flash_attention=False, dp_algorithm="ring", dp_overlap=True, pp_overlap=True, bucket_bytes=None) -> dict[str, np.ndarray]:
+    """The Estimate's numbers for every row of a plan space (columns from _space or a
+    DataFrame), in one numpy pass; returns the plan columns plus the results."""
     gpu = cluster.gpu
-    f = {c: frame[c].to_numpy() for c in frame.columns}
+    f = {c: np.asarray(frame[c]) for c in (frame.columns if isinstance(frame, pd.DataFrame) else frame)}
     tp, pp, dp, cp, b = (f[k].astype(float) for k in ("tp", "pp", "dp", "cp", "micro_batch"))
     zero, v = f["zero_stage"], f["virtual_stages"].astype(float)
-    rc = f["recompute"]
+    rc = f["_recompute_code"] if "_recompute_code" in f else pd.Categorical(f["recompute"], categories=RECOMPUTE).codes
     sp = f["sequence_parallel"].astype(bool)
-    sched = f["schedule"]
+    sched = f["_schedule_code"] if "_schedule_code" in f else pd.Categorical(f["schedule"], categories=SCHEDULE).codes
     gb = f["global_batch"].astype(float)
     m = gb / (b * dp)
     h, a, L, V = model.hidden, model.heads, model.layers, model.vocab
@@ -160,8 +174,8 @@ def evaluate(model: Model, cluster: Cluster, frame: pd.DataFrame, flash_attentio
     rs = sum(_group_cost("reduce_scatter", kv, cluster, cp, tp, "ring"))
     comm_fwd = comm_fwd + ag
     comm_bwd = comm_bwd + rs
-    full = rc == "full"
-    selective = (rc == "selective") & (not flash_attention)
+    full = rc == RECOMPUTE.index("full")
+    selective = (rc == RECOMPUTE.index("selective")) & (not flash_attention)
     attention_gemm = b * 4 * s * model.seq_len * h / tp / matmul_rate
     attention_written = 0.0 if flash_attention else b * 5 * a * s * s / tp
     bwd = np.where(full, bwd + fwd, np.where(selective, bwd + attention_gemm + perf.ELEMENTWISE_TRAFFIC * attention_written / hbm_rate, bwd))
@@ -175,7 +189,7 @@ def evaluate(model: Model, cluster: Cluster, frame: pd.DataFrame, flash_attentio
     stage_tp = layers * tp_comm
     per_mb = stage_fwd + stage_bwd + stage_tp
     work = stage_fwd + stage_bwd
-    zb = sched == "zb-h1"
+    zb = sched == SCHEDULE.index("zb-h1")
     idle = np.where(zb, (pp - 1) * stage_fwd, (pp - 1) * work / v)
     bubble = np.where(pp > 1, idle / (m * work + idle), 0.0)
     pipeline_time = m * per_mb / (1 - bubble)
@@ -219,27 +233,26 @@ def evaluate(model: Model, cluster: Cluster, frame: pd.DataFrame, flash_attentio
     weights = WEIGHT_BYTES * params / np.where(zero >= 3, n, 1)
     gradients = GRAD_BYTES * params / np.where(zero >= 2, n, 1)
     opt_state = OPTIMIZER_BYTES * params / np.where(zero >= 1, n, 1)
-    mem_rc = np.where((rc == "none") & flash_attention, "selective", rc)
-    attn_mem = np.where(mem_rc == "selective", 0.0, 5 * a * s / h)
+    mem_rc = np.where((rc == RECOMPUTE.index("none")) & flash_attention, RECOMPUTE.index("selective"), rc)
+    attn_mem = np.where(mem_rc == RECOMPUTE.index("selective"), 0.0, 5 * a * s / h)
     per_layer = np.where(sp, s * b * h * (34 + attn_mem) / tp, s * b * h * (10 + 24 / tp + attn_mem / tp))
-    per_layer = np.where(mem_rc == "full", 2 * s * b * h / np.where(sp, tp, 1), per_layer)
+    per_layer = np.where(mem_rc == RECOMPUTE.index("full"), 2 * s * b * h / np.where(sp, tp, 1), per_layer)
     held = np.minimum(m, pp)
-    held = np.where((sched == "interleaved") & (m >= pp), held * (1 + (pp - 1) / (pp * v)), held)
-    held = np.where(sched == "gpipe", m, held)
+    held = np.where((sched == SCHEDULE.index("interleaved")) & (m >= pp), held * (1 + (pp - 1) / (pp * v)), held)
+    held = np.where(sched == SCHEDULE.index("gpipe"), m, held)
     activations = per_layer * layers * held
     working = np.where(sp, s * b * h * (34 + 5 * a * s / h) / tp, s * b * h * (10 + 24 / tp + 5 * a * s / (h * tp)))
-    activations = activations + np.where(mem_rc == "full", working, 0.0)
+    activations = activations + np.where(mem_rc == RECOMPUTE.index("full"), working, 0.0)
     activations = activations + np.where(pp == 1, b * s * V * 4 / tp, 0.0)
     computed = weights + gradients + opt_state + activations
     memory = computed * (1 + perf.ALLOCATOR_MARGIN) + perf.RUNTIME_RESERVED_BYTES
 
     model_flops = gb * model.model_flops_per_sequence()
-    hw = {r: model.hardware_flops_per_sequence(r) for r in RECOMPUTE}
-    hw_rc = np.where((rc == "none") & flash_attention, "selective", rc)
-    hardware_flops = gb * np.select([hw_rc == r for r in RECOMPUTE], [hw[r] for r in RECOMPUTE])
+    hw = np.array([model.hardware_flops_per_sequence(r) for r in RECOMPUTE])
+    hardware_flops = gb * hw[mem_rc]
     gpus = cluster.gpus
-    out = frame.copy()
-    out["flash_attention"] = flash_attention
+    out = {k: v for k, v in f.items() if not k.startswith("_")}
+    out["flash_attention"] = np.full(len(step), flash_attention)
     out["fits"] = memory <= gpu.hbm_bytes
     out["memory_bytes"] = memory
     out["step_time_s"] = step
@@ -255,16 +268,15 @@ def evaluate(model: Model, cluster: Cluster, frame: pd.DataFrame, flash_attentio
     return out
 
 
-def _pareto(frame: pd.DataFrame) -> np.ndarray:
+def _pareto(fits: np.ndarray, step: np.ndarray, memory: np.ndarray) -> np.ndarray:
     """Plans that fit and that no other fitting plan beats on both memory and step time."""
-    front = np.zeros(len(frame), dtype=bool)
-    fit = frame.index[frame["fits"].to_numpy()]
-    if len(fit) == 0:
+    front = np.zeros(len(step), dtype=bool)
+    idx = np.flatnonzero(fits)
+    if len(idx) == 0:
         return front
-    sub = frame.loc[fit].sort_values(["step_time_s", "memory_bytes"])
-    best_memory = np.minimum.accumulate(sub["memory_bytes"].to_numpy())
-    keep = np.concatenate([[True], sub["memory_bytes"].to_numpy()[1:] < best_memory[:-1]])
-    front[frame.index.get_indexer(sub.index[keep])] = True
+    idx = idx[np.lexsort((memory[idx], step[idx]))]
+    best_before = np.minimum.accumulate(np.concatenate([[np.inf], memory[idx][:-1]]))
+    front[idx[memory[idx] < best_before]] = True
     return front
 
 
@@ -273,13 +285,13 @@ def sweep(model: Model, cluster: Cluster, global_batch: int, **fixed) -> pd.Data
     names, sorted best first (fitting plans by step time, then the rest); `pareto` marks the
     memory-vs-time front. Any Plan field in `fixed` (a value or a list) restricts the space."""
     options = {k: fixed.pop(k) for k in FIXED_ONLY if k in fixed}
-    frame = plan_space(model, cluster, global_batch, **fixed)
-    if frame.empty:
+    space = _space(model, cluster, global_batch, **fixed)
+    if len(space["tp"]) == 0:
         raise ValueError(f"no valid plan for {model.name} on {cluster.gpus} GPUs with global_batch={global_batch} and {fixed}")
-    out = evaluate(model, cluster, frame, **options)
-    out["pareto"] = _pareto(out)
-    out = out.sort_values(["fits", "step_time_s"], ascending=[False, True], kind="stable").reset_index(drop=True)
-    return out
+    out = evaluate(model, cluster, space, **options)
+    out["pareto"] = _pareto(out["fits"], out["step_time_s"], out["memory_bytes"])
+    order = np.lexsort((out["step_time_s"], ~out["fits"]))
+    return pd.DataFrame({k: v[order] for k, v in out.items()})
 
 
 def row_plan(row) -> perf.Plan:

@@ -1,0 +1,87 @@
+"""Helpers for driving a lab in a real browser: `marimo run` on 127.0.0.1 and Debian's
+Chromium through Playwright. Used by tests/test_browser.py and scripts/screenshots.py."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
+]
+
+
+def chromium_path() -> str | None:
+    for candidate in (os.environ.get("CHROMIUM"), "/usr/bin/chromium", shutil.which("chromium"), shutil.which("chromium-browser")):
+        if candidate and Path(candidate).exists():
+            return candidate
+    return None
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def marimo_run(lab: str, env: dict | None = None, timeout: float = 90.0):
+    """Serve a lab with `marimo run` on 127.0.0.1 and yield its URL."""
+    port = free_port()
+    cmd = [sys.executable, "-m", "marimo", "run", str(ROOT / "labs" / lab), "--host", "127.0.0.1", "--port", str(port), "--headless", "--no-token"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + timeout
+        while True:
+            try:
+                urllib.request.urlopen(url, timeout=2)
+                break
+            except OSError:
+                if proc.poll() is not None or time.time() > deadline:
+                    out = proc.stdout.read().decode(errors="replace") if proc.stdout else ""
+                    raise RuntimeError(f"marimo run did not come up on {url}:\n{out[-3000:]}")
+                time.sleep(0.3)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@contextlib.contextmanager
+def browser_page(downloads: Path | None = None, width: int = 1400, height: int = 1000):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS, headless=True)
+        context = browser.new_context(viewport={"width": width, "height": height}, accept_downloads=True)
+        page = context.new_page()
+        page.set_default_timeout(60_000)
+        try:
+            yield page
+        finally:
+            context.close()
+            browser.close()
+
+
+def choose(page, option_text: str) -> None:
+    """Click the radio option whose label starts with `option_text`."""
+    page.get_by_text(option_text, exact=False).first.click()
+
+
+def metric(page, label: str) -> str:
+    """The value shown on the metric card with this label."""
+    card = page.locator(".lab-card", has=page.locator(".label", has_text=label)).first
+    return card.locator(".value").inner_text()

@@ -1,0 +1,66 @@
+"""End to end in a real browser: the lock shows, answering unlocks the instruments, a slider
+moves the chart, submitting and downloading gives a ledger that validates."""
+
+import json
+import os
+
+import jsonschema
+import pytest
+
+from browser import browser_page, chromium_path, choose, marimo_run, metric
+from labs.core.outcomes import ACT1_OPTIONS, ACT2_OPTIONS
+from labs.core.scenarios import dp_wall_estimate
+from labs.core.state import load_schema
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module", autouse=True)
+def need_chromium():
+    if chromium_path() is None:
+        message = "Debian's chromium is not installed (apt-get install chromium)"
+        if os.environ.get("CI"):
+            pytest.fail(message + "; CI must run the browser tests")
+        pytest.skip(message)
+
+
+def test_flagship_lab_end_to_end(tmp_path):
+    ledgers = tmp_path / "ledgers"
+    with marimo_run("05_parallelism.py", env={"LABS_LEDGER_DIR": str(ledgers)}) as url, browser_page() as page:
+        page.goto(url)
+        page.get_by_text("Commit to a prediction above to unlock the Act I instruments").wait_for()
+        assert page.locator(".lab-card").count() == 0
+
+        choose(page, f"B) {ACT1_OPTIONS[1].label[:40]}")
+        page.get_by_text("exposed all-reduce").first.wait_for()
+        before = metric(page, "MFU")
+        assert before == f"{dp_wall_estimate(64).mfu:.1%}"
+        chart = page.locator(".js-plotly-plot").first
+        chart.wait_for()
+        points_before = chart.evaluate("el => JSON.stringify(el.data.map(t => [t.x, t.y]))")
+
+        slider = page.get_by_role("slider").first
+        slider.focus()
+        slider.press("ArrowRight")
+        slider.press("ArrowRight")
+        page.locator(".lab-card .value", has_text=f"{dp_wall_estimate(256).mfu:.1%}").first.wait_for()
+        after = metric(page, "MFU")
+        assert after == f"{dp_wall_estimate(256).mfu:.1%}" and after != before
+        points_after = page.locator(".js-plotly-plot").first.evaluate("el => JSON.stringify(el.data.map(t => [t.x, t.y]))")
+        assert points_after != points_before
+
+        page.get_by_label("Your name or student id (goes into your design ledger)").fill("browser student")
+        page.keyboard.press("Enter")
+        choose(page, f"C) {ACT2_OPTIONS[2].label[:40]}")
+        page.get_by_role("button", name="Submit my design to the ledger").click()
+        page.get_by_text("Saved to").first.wait_for()
+        with page.expect_download() as info:
+            page.get_by_text("Download ledger").first.click()
+        path = tmp_path / "downloaded.json"
+        info.value.save_as(path)
+
+    doc = json.loads(path.read_text())
+    jsonschema.validate(doc, load_schema())
+    assert doc["student"] == "browser student"
+    assert doc["labs"]["05_parallelism"]["act2"]["inputs"]["tp"] == 8
+    assert doc["labs"]["05_parallelism"]["act1"]["inputs"]["gpus"] == 256
