@@ -30,14 +30,16 @@ with app.setup:
         DESIGN_GLOBAL_BATCH,
         DP_WALL_GLOBAL_BATCH,
         DP_WALL_GPUS,
+        GPU_STEPS_DEFAULT,
         design_inputs,
+        dp_wall_curve,
         dp_wall_estimate,
         dp_wall_model,
     )
     from labs.core.state import DesignLedger, LedgerRecovered
 
     LAB = "05_parallelism"
-    GPU_STEPS = [8, 16, 32, 64, 128, 256, 512, 1024]
+    GPU_STEPS = list(GPU_STEPS_DEFAULT)
     FABRICS = {"InfiniBand NDR 400 Gb/s": "ib-ndr", "InfiniBand HDR 200 Gb/s": "ib-hdr", "RoCE 400 Gb/s": "roce-400"}
     ALGORITHMS = {"flat ring": "ring", "tree": "tree", "hierarchical (rails in parallel)": "hierarchical"}
 
@@ -604,13 +606,6 @@ def _(act1_question, act2_estimate, act2_question, submitted):
         }
     )
     return
-
-
-@app.function
-def dp_wall_curve(inputs: dict) -> list:
-    """Act I at every GPU count of the slider where the batch splits into whole sequences."""
-    settings = {k: v for k, v in inputs.items() if k != "gpus"}
-    return [dp_wall_estimate(n, **settings) for n in GPU_STEPS if settings["fixed_per_gpu"] or n <= settings["global_batch"]]
 
 
 @app.function

@@ -70,6 +70,14 @@ def test_gpt3_design_sensible_plan_beats_pipeline_only():
     assert good.mfu > pipeline_only.mfu or not pipeline_only.fits
 
 
+def test_uneven_stages_run_at_the_heaviest_stage():
+    model, cluster = Model.get("llama3-405b"), Cluster.get("dgx-h100", nodes=2048)
+    est = estimate(model, cluster, Plan(tp=8, pp=16, dp=128, micro_batch=1, global_batch=2048, zero_stage=1, sequence_parallel=True, flash_attention=True, schedule="interleaved", virtual_stages=2))
+    assert any("heaviest stage holds 8 layers" in w for w in est.warnings)
+    even = estimate(model.__class__(**{**model.__dict__, "layers": 128}), cluster, est.plan)
+    assert est.step_time_s == pytest.approx(even.step_time_s, rel=0.02)
+
+
 def test_oom_warning_names_the_term():
     model, cluster = design_inputs()
     est = estimate(model, cluster, Plan(tp=8, pp=1, dp=128, micro_batch=1, global_batch=1536))
@@ -94,7 +102,7 @@ def test_recommended_plans_are_sensible(key, nodes, batch):
 @pytest.mark.parametrize("field, nodes, plan", [
     ("tp x pp x dp", 1, Plan(tp=8, pp=8, dp=8, global_batch=64)),
     ("tp must divide", 1, Plan(tp=8, pp=1, dp=1, global_batch=1)),
-    ("pp x virtual_stages", 7, Plan(tp=8, pp=7, dp=1, global_batch=7)),
+    ("pp x virtual_stages", 16, Plan(tp=1, pp=128, dp=1, global_batch=128)),
 ])
 def test_invalid_layout_names_the_field(field, nodes, plan):
     model = Model.get("gpt3-175b", heads=12 if field == "tp must divide" else 96, hidden=12288)

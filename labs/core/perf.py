@@ -117,9 +117,9 @@ def validate(model: Model, cluster: Cluster, plan: Plan) -> None:
         )
     if model.heads % plan.tp:
         raise ValueError(f"tp must divide the model's {model.heads} heads, got tp={plan.tp}")
-    if model.layers % (plan.pp * plan.virtual_stages):
+    if plan.pp * plan.virtual_stages > model.layers:
         raise ValueError(
-            f"pp x virtual_stages must divide the model's {model.layers} layers, got {plan.pp} x {plan.virtual_stages}"
+            f"pp x virtual_stages must not exceed the model's {model.layers} layers, got {plan.pp} x {plan.virtual_stages}"
         )
     if model.seq_len % plan.cp:
         raise ValueError(f"cp must divide seq_len={model.seq_len}, got cp={plan.cp}")
@@ -229,8 +229,15 @@ def _layer_forward_flops(model: Model, tokens: int, cp: int) -> float:
     return 2 * tokens * model.layer_matmul_params + 4 * tokens * model.seq_len * model.hidden
 
 
+def stage_layers(model: Model, plan: Plan) -> int:
+    """Layers on the heaviest pipeline stage. When pp x v does not divide the layers, some
+    stages hold one layer more (Megatron-Core places the remainder; Llama 3 405B ran 126
+    layers on 16 stages) and the heaviest one sets the pace."""
+    return math.ceil(model.layers / (plan.pp * plan.virtual_stages)) * plan.virtual_stages
+
+
 def _memory(model: Model, cluster: Cluster, plan: Plan) -> MemoryBreakdown:
-    layers_per_stage = model.layers // plan.pp
+    layers_per_stage = stage_layers(model, plan)
     stage_params = layers_per_stage * model.layer_params + model.vocab * model.hidden
     if plan.pp == 1:
         stage_params = model.params
@@ -282,7 +289,7 @@ def estimate(model: Model, cluster: Cluster, plan: Plan) -> Estimate:
     validate(model, cluster, plan)
     gpu = cluster.gpu
     m, p, v = plan.microbatches, plan.pp, plan.virtual_stages
-    layers_per_stage = model.layers // p
+    layers_per_stage = stage_layers(model, plan)
 
     fwd, bwd, tp_comm = _layer_times(model, cluster, plan)
     logits = plan.micro_batch * model.logits_forward_flops() / plan.cp / plan.tp / (gpu.bf16_flops * gpu.matmul_efficiency)
@@ -370,6 +377,9 @@ def _warnings(model, cluster, plan, memory, fits, bubble, dp_exposed, step) -> l
             f"Out of memory: {memory.total / 1e9:.1f} GB per GPU > {cluster.gpu.hbm_bytes / 1e9:.0f} GB; "
             f"largest term is {term} ({memory.as_dict()[term] / 1e9:.1f} GB)"
         )
+    if model.layers % (plan.pp * plan.virtual_stages):
+        heavy = stage_layers(model, plan)
+        out.append(f"{model.layers} layers do not split evenly over pp x v = {plan.pp * plan.virtual_stages}: the heaviest stage holds {heavy} layers and sets the pace")
     if bubble > LARGE_BUBBLE:
         out.append(f"Pipeline bubble is {bubble:.0%} of the step (pp={plan.pp}, {plan.microbatches} micro-batches)")
     if dp_exposed > 0.2 * step:

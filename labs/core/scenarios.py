@@ -14,6 +14,7 @@ from labs.core.models import Model
 from labs.core.perf import Estimate, Plan, estimate
 
 DP_WALL_GPUS = (8, 64, 512)
+GPU_STEPS_DEFAULT = (8, 16, 32, 64, 128, 256, 512, 1024)
 DP_WALL_GLOBAL_BATCH = 512
 DP_WALL_SEQ_LEN = 2048
 
@@ -42,6 +43,13 @@ def dp_wall_estimate(
     cluster = Cluster.get("dgx-h100", nodes=gpus // 8).with_fabric(fabric)
     plan = Plan(dp=gpus, micro_batch=1, global_batch=batch, zero_stage=1, flash_attention=True, dp_algorithm=algorithm, dp_overlap=overlap)
     return estimate(dp_wall_model(params_b), cluster, plan)
+
+
+def dp_wall_curve(inputs: dict) -> list[Estimate]:
+    """Act I at every GPU count of the lab's slider where the batch splits into whole
+    sequences; `inputs` holds dp_wall_estimate's arguments (its "gpus" is ignored)."""
+    settings = {k: v for k, v in inputs.items() if k != "gpus"}
+    return [dp_wall_estimate(n, **settings) for n in GPU_STEPS_DEFAULT if settings.get("fixed_per_gpu") or n <= settings.get("global_batch", DP_WALL_GLOBAL_BATCH)]
 
 
 DESIGN_MODEL = "gpt3-175b"

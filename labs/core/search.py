@@ -47,7 +47,7 @@ def _space(model: Model, cluster: Cluster, global_batch: int, **fixed) -> dict[s
     n = cluster.gpus
     choices = {
         "tp": [t for t in _divisors(n) if model.heads % t == 0],
-        "pp": [p for p in _divisors(n) if model.layers % p == 0],
+        "pp": [p for p in _divisors(n) if p <= model.layers],
         "cp": [1],
         "micro_batch": [1, 2, 4, 8],
         "zero_stage": [0, 1, 2, 3],
@@ -79,7 +79,7 @@ def _space(model: Model, cluster: Cluster, global_batch: int, **fixed) -> dict[s
     ok &= (dp > 0) & (global_batch % np.maximum(mb * dp, 1) == 0)
     m = np.where(ok, global_batch // np.maximum(mb * dp, 1), 0)
     interleaved = sched == SCHEDULE.index("interleaved")
-    ok &= np.where(interleaved, (v >= 2) & (pp >= 2) & (m % np.maximum(pp, 1) == 0) & (model.layers % (pp * v) == 0), v == 1)
+    ok &= np.where(interleaved, (v >= 2) & (pp >= 2) & (m % np.maximum(pp, 1) == 0) & (pp * v <= model.layers), v == 1)
     ok &= (pp > 1) | (sched == SCHEDULE.index("1f1b"))
     if "dp" in fixed:
         ok &= np.isin(dp, _as_list(fixed["dp"]))
@@ -182,7 +182,7 @@ def evaluate(model: Model, cluster: Cluster, frame, flash_attention=False, dp_al
     comm_bwd = np.where(full, comm_bwd + comm_fwd, comm_bwd)
     tp_comm = comm_fwd + comm_bwd
 
-    layers = L / pp
+    layers = np.ceil(L / (pp * v)) * v  # the heaviest stage, as perf.stage_layers
     logits = b * model.logits_forward_flops() / cp / tp / matmul_rate
     stage_fwd = layers * fwd + logits
     stage_bwd = layers * bwd + 2 * logits
