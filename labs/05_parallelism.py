@@ -428,7 +428,8 @@ def _(act2_error, act2_estimate):
     mo.stop(act2_estimate is None, ui.failure_banner([f"Invalid layout: {act2_error}"]))
     _e = act2_estimate
     _preview_m = min(_e.plan.microbatches, 4 * _e.plan.pp)
-    _tl = timeline(_e.plan.pp, _preview_m * (1 if _e.plan.schedule != "interleaved" else 1), _e.plan.schedule, _e.plan.virtual_stages) if _e.plan.pp > 1 and (_e.plan.schedule != "interleaved" or _preview_m % _e.plan.pp == 0) else None
+    # Interleaving needs m to be a multiple of p; the plan's m is, and so is 4p.
+    _tl = timeline(_e.plan.pp, _preview_m, _e.plan.schedule, _e.plan.virtual_stages) if _e.plan.pp > 1 else None
     _items = [
         ui.failure_banner(_e.warnings),
         ui.metric_cards(
@@ -476,17 +477,17 @@ def _(
     ledger = DesignLedger(student_input.value.strip() or None)
     submitted = None
     _note = ""
+    try:
+        ledger.load()
+    except LedgerRecovered as _err:
+        _note = f"⚠ {_err}"
     if submit_button.value:
-        try:
-            ledger.load()
-        except LedgerRecovered as _err:
-            _note = f"⚠ {_err}"
         ledger.save_step(LAB, "act1", act1_inputs, {"cause": act1_question.value}, act1_outcomes(act1_inputs, {"cause": act1_question.value}))
         if act2_estimate is not None:
             ledger.save_step(LAB, "act2", act2_inputs, {"design": act2_question.value}, act2_outcomes(act2_inputs, {"design": act2_question.value}))
         submitted = ledger.load()
         _note = _note or f"Saved to `{ledger.path}` at {submitted['updated']}."
-    ui.submit_row(submit_button, ledger_bytes(ledger), f"{ledger.path.stem}.json", _note)
+    ui.submit_row(submit_button, ledger.export(), f"{ledger.path.stem}.json", _note)
     return (submitted,)
 
 
@@ -617,15 +618,6 @@ def divisor_choices() -> dict:
         "tp": [t for t in range(1, 65) if n % t == 0 and model.heads % t == 0],
         "pp": [p for p in range(1, 65) if n % p == 0 and model.layers % p == 0],
     }
-
-
-@app.function
-def ledger_bytes(ledger) -> bytes:
-    """The ledger to download; an unreadable file is reported by load(), not hidden here."""
-    try:
-        return ledger.export()
-    except LedgerRecovered:
-        return ledger.export()
 
 
 if __name__ == "__main__":
