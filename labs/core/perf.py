@@ -199,7 +199,7 @@ def _layer_times(model: Model, cluster: Cluster, plan: Plan) -> tuple[float, flo
     s, b, h, t = model.seq_len // plan.cp, plan.micro_batch, model.hidden, plan.tp
     matmul_rate = gpu.bf16_flops * gpu.matmul_efficiency
     hbm_rate = gpu.hbm_bytes_per_s * gpu.hbm_efficiency
-    gemm_fwd = plan.micro_batch * _layer_forward_flops(model, s, plan.cp) / t / matmul_rate
+    gemm_fwd = plan.micro_batch * _layer_forward_flops(model, s) / t / matmul_rate
     attention_gemm = b * 4 * s * model.seq_len * h / t / matmul_rate
     written = activation_bytes_per_layer(s, b, h, model.heads, t, plan.sequence_parallel, "selective" if plan.flash_attention else "none")
     attention_written = 0.0 if plan.flash_attention else b * 5 * model.heads * s * s / t
@@ -224,8 +224,8 @@ def _layer_times(model: Model, cluster: Cluster, plan: Plan) -> tuple[float, flo
     return fwd, bwd, comm_fwd + comm_bwd
 
 
-def _layer_forward_flops(model: Model, tokens: int, cp: int) -> float:
-    """Forward FLOPs of one layer for one sequence's share of `tokens` tokens under CP."""
+def _layer_forward_flops(model: Model, tokens: int) -> float:
+    """Forward FLOPs of one layer for `tokens` of a sequence (its CP share), attending to all of it."""
     return 2 * tokens * model.layer_matmul_params + 4 * tokens * model.seq_len * model.hidden
 
 
@@ -256,15 +256,15 @@ def _memory(model: Model, cluster: Cluster, plan: Plan) -> MemoryBreakdown:
     return MemoryBreakdown(weights, grads, optimizer, activations, ALLOCATOR_MARGIN * computed + RUNTIME_RESERVED_BYTES)
 
 
-def _dp_comm(model: Model, cluster: Cluster, plan: Plan, params_per_gpu: float) -> tuple[CollectiveCost, CollectiveCost, float]:
-    """(cost overlappable with backward, cost on the critical path, bytes sent per GPU)."""
+def _dp_comm(model: Model, cluster: Cluster, plan: Plan, params_per_gpu: float) -> tuple[CollectiveCost, CollectiveCost, float, int]:
+    """(cost overlappable with backward, cost on the critical path, bytes sent per GPU, buckets)."""
     n = plan.dp * plan.cp
-    if n == 1:
-        return ZERO_COST, ZERO_COST, 0.0
     stride = plan.tp
     grads = params_per_gpu * GRAD_REDUCE_BYTES
     bucket = plan.bucket_bytes or max(MEGATRON_BUCKET_PARAMS, 1_000_000 * plan.dp) * GRAD_REDUCE_BYTES
     calls = max(1, math.ceil(grads / bucket))
+    if n == 1:
+        return ZERO_COST, ZERO_COST, 0.0, calls
 
     def cost(op, nbytes, k=1):
         one = group_cost(op, nbytes / calls, cluster, n, stride, plan.dp_algorithm)
@@ -281,7 +281,7 @@ def _dp_comm(model: Model, cluster: Cluster, plan: Plan, params_per_gpu: float) 
         reduce = cost("reduce_scatter", grads) + cost("all_gather", grads, 2 * m)
         gather = ZERO_COST
         sent = (2 * m + 1) * (n - 1) / n * grads
-    return reduce, gather, sent
+    return reduce, gather, sent, calls
 
 
 def estimate(model: Model, cluster: Cluster, plan: Plan) -> Estimate:
@@ -323,12 +323,12 @@ def estimate(model: Model, cluster: Cluster, plan: Plan) -> Estimate:
 
     stage_params = layers_per_stage * model.layer_params + (model.vocab * model.hidden if p > 1 else model.params - model.layers * model.layer_params)
     params_per_gpu = stage_params / plan.tp
-    reduce, gather, dp_sent = _dp_comm(model, cluster, plan, params_per_gpu)
+    reduce, gather, dp_sent, buckets = _dp_comm(model, cluster, plan, params_per_gpu)
     if plan.zero_stage == 3:
         window = ZERO3_OVERLAP * pipeline_time if plan.dp_overlap else 0.0
     else:
         window = stage_bwd if plan.dp_overlap else 0.0
-    last_bucket = reduce.total_s / max(1, math.ceil(params_per_gpu * GRAD_REDUCE_BYTES / (plan.bucket_bytes or max(MEGATRON_BUCKET_PARAMS, 1_000_000 * plan.dp) * GRAD_REDUCE_BYTES)))
+    last_bucket = reduce.total_s / buckets
     exposed_reduce = max(reduce.total_s - window, last_bucket if plan.dp_overlap else reduce.total_s) if reduce.total_s else 0.0
     dp_exposed = exposed_reduce + gather.total_s
     total_dp = reduce + gather
