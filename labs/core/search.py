@@ -64,22 +64,27 @@ def _space(model: Model, cluster: Cluster, global_batch: int, **fixed) -> dict[s
         bad = [c for c in choices[name] if c not in allowed]
         if bad:
             raise ValueError(f"{name} must be among {allowed}, got {bad}")
-    codes = {
-        "recompute": [RECOMPUTE.index(c) for c in choices["recompute"]],
-        "schedule": [SCHEDULE.index(c) for c in choices["schedule"]],
-    }
-    names = list(SWEPT)
-    axes = [np.asarray(codes.get(k, choices[k]), dtype=np.int64) for k in names]
-    grid = dict(zip(names, (a.ravel() for a in np.meshgrid(*axes, indexing="ij"))))
-    tp, pp, cp, mb, v, sched = (grid[k] for k in ("tp", "pp", "cp", "micro_batch", "virtual_stages", "schedule"))
-    size = tp * pp * cp
-    dp = np.where(n % size == 0, n // size, 0)
-    ok = (dp > 0) & (model.seq_len % cp == 0)
-    ok &= ~((grid["sequence_parallel"] == 1) & (tp == 1))
-    ok &= (dp > 0) & (global_batch % np.maximum(mb * dp, 1) == 0)
-    m = np.where(ok, global_batch // np.maximum(mb * dp, 1), 0)
-    interleaved = sched == SCHEDULE.index("interleaved")
-    ok &= np.where(interleaved, (v >= 2) & (pp >= 2) & (m % np.maximum(pp, 1) == 0) & (pp * v <= model.layers), v == 1)
+    # Stage 1: layouts whose degrees multiply to the GPUs. Stage 2: their product with the
+    # other settings, pairing each schedule only with the chunk counts it accepts.
+    t, p, c = (a.ravel() for a in np.meshgrid(choices["tp"], choices["pp"], choices["cp"], indexing="ij"))
+    fits_gpus = (n % (t * p * c) == 0) & (model.seq_len % c == 0)
+    layouts = np.flatnonzero(fits_gpus)
+    interleaved_code = SCHEDULE.index("interleaved")
+    sched_v = [(SCHEDULE.index(s), v) for s in choices["schedule"] for v in choices["virtual_stages"] if (v >= 2) == (s == "interleaved")]
+    sched_v = np.array(sched_v, dtype=np.int64).reshape(-1, 2)
+    rc_codes = np.array([RECOMPUTE.index(x) for x in choices["recompute"]], dtype=np.int64)
+    li, mb, zero, rc, sp, sv = (a.ravel() for a in np.meshgrid(
+        layouts, np.asarray(choices["micro_batch"]), np.asarray(choices["zero_stage"]), rc_codes,
+        np.asarray(choices["sequence_parallel"], dtype=np.int64), np.arange(len(sched_v)), indexing="ij"))
+    tp, pp, cp = t[li], p[li], c[li]
+    sched, v = sched_v[sv, 0], sched_v[sv, 1]
+    grid = {"zero_stage": zero, "recompute": rc, "sequence_parallel": sp}
+    dp = n // (tp * pp * cp)
+    ok = ~((sp == 1) & (tp == 1))
+    ok &= global_batch % (mb * dp) == 0
+    m = global_batch // (mb * dp)
+    interleaved = sched == interleaved_code
+    ok &= ~interleaved | ((pp >= 2) & (m % pp == 0) & (pp * v <= model.layers))
     ok &= (pp > 1) | (sched == SCHEDULE.index("1f1b"))
     if "dp" in fixed:
         ok &= np.isin(dp, _as_list(fixed["dp"]))
