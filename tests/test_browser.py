@@ -64,3 +64,34 @@ def test_flagship_lab_end_to_end(tmp_path):
     assert doc["student"] == "browser student"
     assert doc["labs"]["05_parallelism"]["act2"]["inputs"]["tp"] == 8
     assert doc["labs"]["05_parallelism"]["act1"]["inputs"]["gpus"] == 256
+
+
+def test_pipeline_lab_end_to_end(tmp_path):
+    from labs.core.outcomes import UTILISATION_OPTIONS
+
+    with marimo_run("07_pipeline_visualizer.py", env={"LABS_LEDGER_DIR": str(tmp_path)}) as url, browser_page() as page:
+        page.goto(url)
+        page.get_by_text("Commit to a prediction above to unlock the timelines").wait_for()
+        choose(page, f"C) {UTILISATION_OPTIONS[2].label}")
+        chart = page.locator(".js-plotly-plot").first
+        chart.wait_for()
+        before = chart.evaluate("el => JSON.stringify(el.data.map(t => t.base))")
+        slider = page.get_by_role("slider").nth(1)  # micro-batches
+        slider.focus()
+        slider.press("ArrowRight")
+        for _ in range(100):  # the chart is re-rendered: poll its data until it differs
+            page.wait_for_timeout(200)
+            plot = page.locator(".js-plotly-plot").first
+            if plot.count() and plot.evaluate("el => JSON.stringify((el.data || []).map(t => t.base))") not in (before, "[]"):
+                break
+        else:
+            pytest.fail("moving the micro-batch slider did not change the timeline")
+        page.get_by_role("button", name="Submit to the ledger").click()
+        page.get_by_text("Saved to").first.wait_for()
+        with page.expect_download() as info:
+            page.get_by_text("Download ledger").first.click()
+        path = tmp_path / "downloaded.json"
+        info.value.save_as(path)
+    doc = json.loads(path.read_text())
+    jsonschema.validate(doc, load_schema())
+    assert doc["labs"]["07_pipeline_visualizer"]["pipeline"]["inputs"]["m"] == 16

@@ -85,16 +85,21 @@ def timeline_figure(t: Timeline, title: str | None = None, until: float | None =
     fig = go.Figure()
     keep = np.ones(len(t.op), dtype=bool) if until is None else t.start < until
     shade = 0.45 + 0.55 * (1 - t.microbatch / max(1, t.m - 1))
+    detailed = len(t.op) <= 5000  # per-box shading and hover only where a reader can see boxes
     for op in ("F", "B", "W"):
         sel = keep & (t.op == op)
         if not sel.any():
             continue
         end = t.end[sel] if until is None else np.minimum(t.end[sel], until)
         fig.add_bar(
-            y=[f"stage {s}" for s in t.stage[sel]], x=end - t.start[sel], base=t.start[sel], orientation="h",
-            name={"F": "forward", "B": "backward", "W": "weight grad"}[op], marker=dict(color=OP_COLORS[op], opacity=1.0, line=dict(width=0.5, color="white")),
-            marker_opacity=shade[sel], customdata=np.stack([t.microbatch[sel], t.chunk[sel]], axis=1),
-            hovertemplate="micro-batch %{customdata[0]}, chunk %{customdata[1]}<extra></extra>",
+            y=t.stage[sel], x=end - t.start[sel], base=t.start[sel], orientation="h",
+            name={"F": "forward", "B": "backward", "W": "weight grad"}[op],
+            marker=dict(color=OP_COLORS[op], opacity=shade[sel] if detailed else 0.9, line=dict(width=0.5 if detailed else 0, color="white")),
+            customdata=np.stack([t.microbatch[sel], t.chunk[sel]], axis=1) if detailed else None,
+            hovertemplate="micro-batch %{customdata[0]}, chunk %{customdata[1]}<extra></extra>" if detailed else None,
+            hoverinfo=None if detailed else "skip",
         )
-    fig.update_layout(barmode="overlay", height=120 + 28 * min(t.p, 32), title=title, xaxis=dict(title="time (one forward = 1)", range=[0, t.makespan * 1.01]), yaxis=dict(autorange="reversed"))
-    return apply_plotly_theme(fig)
+    fig.update_layout(barmode="overlay", height=140 + 28 * min(t.p, 32), title=title, xaxis=dict(title="time (one forward = 1)", range=[0, t.makespan * 1.01]),
+                      yaxis=dict(autorange="reversed", title="stage", tickmode="array", tickvals=list(range(0, t.p, max(1, t.p // 16)))))
+    apply_plotly_theme(fig)
+    return fig.update_layout(margin=dict(t=95), legend=dict(y=1.0, yanchor="bottom"), title=dict(y=0.98, yanchor="top"))

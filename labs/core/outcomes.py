@@ -127,3 +127,50 @@ OUTCOMES: dict[tuple[str, str], Callable[[dict, dict], dict]] = {
     ("05_parallelism", "act1"): act1_outcomes,
     ("05_parallelism", "act2"): act2_outcomes,
 }
+
+
+# ---- Lab 07, pipeline visualizer -------------------------------------------------------------
+UTILISATION_OPTIONS = (Option("A", "50%"), Option("B", "67%"), Option("C", "80%"), Option("D", "89%"))
+UTILISATION_VALUES = {"A": 0.50, "B": 2 / 3, "C": 0.80, "D": 8 / 9}
+SEED_P, SEED_M = 2, 4  # seeds/001 week 24: two stages, four micro-batches
+BUBBLE_TARGET, DEEP_P = 0.05, 16
+MICROBATCH_OPTIONS = (Option("A", "32"), Option("B", "96"), Option("C", "288"), Option("D", "1024"))
+
+
+def seed_utilisation() -> float:
+    """Utilisation of the seed's pipeline, counted on its generated 1F1B timeline."""
+    from labs.core.pipeline import timeline
+
+    return 1 - timeline(SEED_P, SEED_M, "1f1b").bubble_fraction("total")
+
+
+def utilisation_answer() -> str:
+    measured = seed_utilisation()
+    return min(UTILISATION_VALUES, key=lambda k: abs(UTILISATION_VALUES[k] - measured))
+
+
+def microbatch_answer() -> str:
+    """The fewest micro-batches among the options that keep a 16-stage 1F1B bubble under 5% of
+    the wall time."""
+    from labs.core.pipeline import bubble_fraction
+
+    ok = [o for o in MICROBATCH_OPTIONS if bubble_fraction(DEEP_P, int(o.label), "1f1b", 1, "total") < BUBBLE_TARGET]
+    return min(ok, key=lambda o: int(o.label)).key
+
+
+def pipeline_outcomes(inputs: dict, predictions: dict) -> dict:
+    from labs.core.pipeline import OpCosts, bubble_fraction, timeline
+
+    p, m, v = int(inputs["p"]), int(inputs["m"]), int(inputs.get("v", 1))
+    costs = OpCosts(float(inputs["tf"]), float(inputs["tb"]), float(inputs["tw"]))
+    t = timeline(p, m, inputs["schedule"], v, costs)
+    return {
+        "bubble_measured": t.bubble_fraction("total"),
+        "bubble_formula": bubble_fraction(p, m, inputs["schedule"], v, "total", costs),
+        "peak_in_flight_stage0": float(t.peak_in_flight()[0]),
+        "utilisation_correct": predictions.get("utilisation") == utilisation_answer(),
+        "microbatches_correct": predictions.get("microbatches") == microbatch_answer(),
+    }
+
+
+OUTCOMES[("07_pipeline_visualizer", "pipeline")] = pipeline_outcomes

@@ -227,12 +227,14 @@ def _zero_bubble_timeline(p: int, m: int, c: OpCosts) -> Timeline:
         return done[dep] + (c.comm if dep[2] != s else 0.0)
 
     def candidate(s: int):
-        times = {op: arrival(s, op) for op in ("B", "F", "W")}  # in order of priority
-        times = {op: t for op, t in times.items() if t is not None}
-        if not times:
+        b, f, w = arrival(s, "B"), arrival(s, "F"), arrival(s, "W")
+        ready = [t for t in (b, f, w) if t is not None]
+        if not ready:
             return None
-        start = max(free[s], min(times.values()))
-        return start, s, next(op for op, t in times.items() if t <= start)
+        start = max(free[s], min(ready))
+        for op, t in (("B", b), ("F", f), ("W", w)):  # in order of priority
+            if t is not None and t <= start:
+                return start, s, op
 
     version = [0] * p
     heap = []
