@@ -36,7 +36,6 @@ with app.setup:
         dp_wall_estimate,
         dp_wall_model,
     )
-    from labs.core.state import DesignLedger, LedgerRecovered
 
     LAB = "05_parallelism"
     GPU_STEPS = list(GPU_STEPS_DEFAULT)
@@ -474,20 +473,14 @@ def _(
     submit_button,
 ):
     mo.stop(act2_question.value is None)
-    ledger = DesignLedger(student_input.value.strip() or None)
-    submitted = None
-    _note = ""
-    try:
-        ledger.load()
-    except LedgerRecovered as _err:
-        _note = f"⚠ {_err}"
-    if submit_button.value:
-        ledger.save_step(LAB, "act1", act1_inputs, {"cause": act1_question.value}, act1_outcomes(act1_inputs, {"cause": act1_question.value}))
+
+    def _steps():
+        yield LAB, "act1", act1_inputs, {"cause": act1_question.value}, act1_outcomes(act1_inputs, {"cause": act1_question.value})
         if act2_estimate is not None:
-            ledger.save_step(LAB, "act2", act2_inputs, {"design": act2_question.value}, act2_outcomes(act2_inputs, {"design": act2_question.value}))
-        submitted = ledger.load()
-        _note = _note or f"Saved to `{ledger.path}` at {submitted['updated']}."
-    ui.submit_row(submit_button, ledger.export(), f"{ledger.path.stem}.json", _note)
+            yield LAB, "act2", act2_inputs, {"design": act2_question.value}, act2_outcomes(act2_inputs, {"design": act2_question.value})
+
+    _view, submitted = ui.submit_to_ledger(student_input.value, submit_button, _steps)
+    _view
     return (submitted,)
 
 

@@ -30,7 +30,6 @@ with app.setup:
     from labs.core.pipeline import OpCosts, bubble_fraction, timeline
     from labs.core.outcomes import ACT2_DESIGNS
     from labs.core.scenarios import design_inputs
-    from labs.core.state import DesignLedger, LedgerRecovered
 
     LAB = "07_pipeline_visualizer"
     SCHEDULE_NAMES = {"GPipe": "gpipe", "1F1B": "1f1b", "interleaved 1F1B": "interleaved", "ZB-H1": "zb-h1"}
@@ -339,19 +338,11 @@ def _(
     utilisation_question,
 ):
     mo.stop(utilisation_question.value is None)
-    ledger = DesignLedger(student_input.value.strip() or None)
-    submitted = None
-    _note = ""
-    try:
-        ledger.load()
-    except LedgerRecovered as _err:
-        _note = f"⚠ {_err}"
-    if submit_button.value:
-        _pred = {"utilisation": utilisation_question.value, "microbatches": microbatch_question.value}
-        ledger.save_step(LAB, "pipeline", pipeline_inputs, _pred, pipeline_outcomes(pipeline_inputs, _pred))
-        submitted = ledger.load()
-        _note = _note or f"Saved to `{ledger.path}` at {submitted['updated']}."
-    ui.submit_row(submit_button, ledger.export(), f"{ledger.path.stem}.json", _note)
+    _pred = {"utilisation": utilisation_question.value, "microbatches": microbatch_question.value}
+    _view, submitted = ui.submit_to_ledger(
+        student_input.value, submit_button, lambda: [(LAB, "pipeline", pipeline_inputs, _pred, pipeline_outcomes(pipeline_inputs, _pred))]
+    )
+    _view
     return (submitted,)
 
 

@@ -85,3 +85,13 @@ def metric(page, label: str) -> str:
     """The value shown on the metric card with this label."""
     card = page.locator(".lab-card", has=page.locator(".label", has_text=label)).first
     return card.locator(".value").inner_text()
+
+
+def submit_and_download(page, button: str, path: Path) -> Path:
+    """Press the lab's submit button, wait for the save, download the ledger to `path`."""
+    page.get_by_role("button", name=button).click()
+    page.get_by_text("Saved to").first.wait_for()
+    with page.expect_download() as info:
+        page.get_by_text("Download ledger").first.click()
+    info.value.save_as(path)
+    return path

@@ -12,6 +12,13 @@ def published():
     return {row["id"]: row for row in rows}
 
 
+@pytest.fixture
+def ledger_dir(tmp_path, monkeypatch):
+    """Point every DesignLedger of the test at a fresh folder."""
+    monkeypatch.setenv("LABS_LEDGER_DIR", str(tmp_path))
+    return tmp_path
+
+
 def report(label: str, predicted: float, expected: float) -> float:
     """Print one comparison line (pytest -s shows them) and return the relative error."""
     error = predicted / expected - 1 if expected else predicted

@@ -7,7 +7,7 @@ import os
 import jsonschema
 import pytest
 
-from browser import browser_page, chromium_path, choose, marimo_run, metric
+from browser import browser_page, chromium_path, choose, marimo_run, metric, submit_and_download
 from labs.core.outcomes import ACT1_OPTIONS, ACT2_OPTIONS
 from labs.core.scenarios import dp_wall_estimate
 from labs.core.state import load_schema
@@ -52,12 +52,7 @@ def test_flagship_lab_end_to_end(tmp_path):
         page.get_by_label("Your name or student id (goes into your design ledger)").fill("browser student")
         page.keyboard.press("Enter")
         choose(page, f"C) {ACT2_OPTIONS[2].label[:40]}")
-        page.get_by_role("button", name="Submit my design to the ledger").click()
-        page.get_by_text("Saved to").first.wait_for()
-        with page.expect_download() as info:
-            page.get_by_text("Download ledger").first.click()
-        path = tmp_path / "downloaded.json"
-        info.value.save_as(path)
+        path = submit_and_download(page, "Submit my design to the ledger", tmp_path / "downloaded.json")
 
     doc = json.loads(path.read_text())
     jsonschema.validate(doc, load_schema())
@@ -86,12 +81,7 @@ def test_pipeline_lab_end_to_end(tmp_path):
                 break
         else:
             pytest.fail("moving the micro-batch slider did not change the timeline")
-        page.get_by_role("button", name="Submit to the ledger").click()
-        page.get_by_text("Saved to").first.wait_for()
-        with page.expect_download() as info:
-            page.get_by_text("Download ledger").first.click()
-        path = tmp_path / "downloaded.json"
-        info.value.save_as(path)
+        path = submit_and_download(page, "Submit to the ledger", tmp_path / "downloaded.json")
     doc = json.loads(path.read_text())
     jsonschema.validate(doc, load_schema())
     assert doc["labs"]["07_pipeline_visualizer"]["pipeline"]["inputs"]["m"] == 16

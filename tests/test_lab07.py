@@ -2,6 +2,8 @@
 
 import pytest
 
+pytestmark = pytest.mark.usefixtures("ledger_dir")
+
 from labs.core.outcomes import MICROBATCH_OPTIONS, UTILISATION_OPTIONS, microbatch_answer, utilisation_answer
 from labs.core.pipeline import bubble_fraction
 from test_notebooks import LABS, Pressed, answered, load_app, text_of
@@ -12,12 +14,6 @@ LAB07 = next(p for p in LABS if p.name == "07_pipeline_visualizer.py")
 @pytest.fixture(scope="module")
 def app():
     return load_app(LAB07)
-
-
-@pytest.fixture(autouse=True)
-def ledger_dir(tmp_path, monkeypatch):
-    monkeypatch.setenv("LABS_LEDGER_DIR", str(tmp_path))
-    return tmp_path
 
 
 def test_locked_by_default(app):

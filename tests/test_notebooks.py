@@ -10,6 +10,8 @@ from pathlib import Path
 import marimo as mo
 import pytest
 
+pytestmark = pytest.mark.usefixtures("ledger_dir")
+
 from labs.core.outcomes import ACT1_OPTIONS, ACT2_OPTIONS, act1_facts, act1_outcomes, act2_best_option
 from labs.core.scenarios import DP_WALL_GLOBAL_BATCH, dp_wall_estimate
 from labs.core.state import load_schema
@@ -51,12 +53,6 @@ def text_of(outputs) -> str:
 @pytest.fixture(scope="module")
 def app():
     return load_app(FLAGSHIP)
-
-
-@pytest.fixture(autouse=True)
-def ledger_dir(tmp_path, monkeypatch):
-    monkeypatch.setenv("LABS_LEDGER_DIR", str(tmp_path))
-    return tmp_path
 
 
 def test_locked_by_default(app):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import marimo as mo
 
+from labs.core.state import DesignLedger, LedgerRecovered
 from labs.core.style import LAB_CSS
 
 
@@ -73,6 +74,26 @@ def hud(items: dict[str, str]) -> mo.Html:
     return mo.Html(f'{LAB_CSS}<div class="lab-hud">{body}</div>')
 
 
-def submit_row(button: mo.ui.run_button, ledger_bytes: bytes, filename: str, status: str = "") -> mo.Html:
-    """The explicit submit button beside a download of the ledger."""
-    return mo.hstack([button, mo.download(data=ledger_bytes, filename=filename, mimetype="application/json", label="Download ledger"), mo.md(status)], justify="start", align="center")
+def submit_to_ledger(student: str, button, steps) -> tuple[mo.Html, dict | None]:
+    """The explicit submit button beside a download of the student's ledger.
+
+    `steps()` returns (lab, step, inputs, predictions, outcomes) tuples; it runs only when the
+    button was pressed, so nothing is saved (or recomputed) on a slider move. Returns the row
+    to show and the saved document (None when nothing was submitted). A ledger that could not be
+    read is moved aside by DesignLedger and reported here.
+
+    >>> view, saved = submit_to_ledger("ada", submit_button, lambda: [("05_parallelism", "act1", {...}, {...}, {...})])
+    """
+    ledger = DesignLedger(student.strip() or None)
+    note, saved = "", None
+    try:
+        ledger.load()
+    except LedgerRecovered as err:
+        note = f"⚠ {err}"
+    if button.value:
+        for lab, step, inputs, predictions, outcomes in steps():
+            ledger.save_step(lab, step, inputs, predictions, outcomes)
+        saved = ledger.load()
+        note = note or f"Saved to `{ledger.path}` at {saved['updated']}."
+    download = mo.download(data=ledger.export(), filename=f"{ledger.path.stem}.json", mimetype="application/json", label="Download ledger")
+    return mo.hstack([button, download, mo.md(note)], justify="start", align="center"), saved
