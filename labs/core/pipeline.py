@@ -202,29 +202,30 @@ def _zero_bubble_timeline(p: int, m: int, c: OpCosts) -> Timeline:
     stage would otherwise idle. When a stage is free it runs a ready B first (it is on the
     critical path back to stage 0), else a ready F, else a W."""
     duration = {"F": c.tf, "B": c.tb, "W": c.tw}
-    nxt = [{"F": 0, "B": 0, "W": 0} for _ in range(p)]
-    done: dict[tuple[str, int, int], float] = {}
+    nxt = {op: [0] * p for op in OPS}
+    done = {op: [[None] * m for _ in range(p)] for op in OPS}  # end time of op, micro-batch, stage
     free = [0.0] * p
+    comm = c.comm
 
     def arrival(s: int, op: str):
-        i = nxt[s][op]
+        i = nxt[op][s]
         if i >= m:
             return None
         if op == "F":
-            if i - nxt[s]["B"] >= p - s:
+            if i - nxt["B"][s] >= p - s:
                 return None
             if s == 0:
                 return 0.0
-            dep = ("F", i, s - 1)
-        elif op == "B":
-            if ("F", i, s) not in done:
+            t = done["F"][s - 1][i]
+            return None if t is None else t + comm
+        if op == "B":
+            if done["F"][s][i] is None:
                 return None
-            dep = ("B", i, s + 1) if s < p - 1 else ("F", i, s)
-        else:
-            dep = ("B", i, s)
-        if dep not in done:
-            return None
-        return done[dep] + (c.comm if dep[2] != s else 0.0)
+            if s == p - 1:
+                return done["F"][s][i]
+            t = done["B"][s + 1][i]
+            return None if t is None else t + comm
+        return done["B"][s][i]
 
     def candidate(s: int):
         b, f, w = arrival(s, "B"), arrival(s, "F"), arrival(s, "W")
@@ -247,13 +248,14 @@ def _zero_bubble_timeline(p: int, m: int, c: OpCosts) -> Timeline:
         start, s, ver, op = heapq.heappop(heap)
         if ver != version[s]:
             continue
-        i = nxt[s][op]
+        i = nxt[op][s]
         end = start + duration[op]
-        done[(op, i, s)] = end
+        done[op][s][i] = end
         free[s] = end
-        nxt[s][op] += 1
+        nxt[op][s] += 1
         out.append((s, i, 0, op, start, end))
-        for t in (s - 1, s, s + 1):
+        fed = s + 1 if op == "F" else s - 1 if op == "B" else s  # the stage this op unblocks
+        for t in {s, fed}:
             if 0 <= t < p:
                 version[t] += 1
                 cand = candidate(t)
