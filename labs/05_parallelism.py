@@ -17,6 +17,7 @@ with app.setup:
         ACT1_OPTIONS,
         ACT2_DESIGNS,
         ACT2_OPTIONS,
+        act1_correct_option,
         act1_facts,
         act1_outcomes,
         act2_best_option,
@@ -222,7 +223,7 @@ def _(act1_current, act1_curve, act1_error, act1_inputs):
 def _(act1_question):
     mo.stop(act1_question.value is None)
     _f = act1_facts()
-    _correct = act1_outcomes(dict(gpus=64, global_batch=DP_WALL_GLOBAL_BATCH, fixed_per_gpu=False, fabric="ib-ndr", algorithm="ring", overlap=True), {})["correct_option"]
+    _correct = act1_correct_option()
     _large = dp_wall_estimate(DP_WALL_GPUS[-1])
     ui.reveal(
         act1_question.value,

@@ -14,6 +14,7 @@ with app.setup:
     from labs.core import charts, ui
     from labs.core.memory import activation_bytes_per_layer, in_flight_microbatches
     from labs.core.outcomes import (
+        ACT2_DESIGNS,
         BUBBLE_TARGET,
         DEEP_P,
         MICROBATCH_OPTIONS,
@@ -28,7 +29,6 @@ with app.setup:
     )
     from labs.core.perf import estimate
     from labs.core.pipeline import OpCosts, bubble_fraction, timeline
-    from labs.core.outcomes import ACT2_DESIGNS
     from labs.core.scenarios import design_inputs
 
     LAB = "07_pipeline_visualizer"

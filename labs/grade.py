@@ -9,7 +9,6 @@ a ledger is executed; the only file written is the --csv output.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from pathlib import Path
@@ -17,14 +16,10 @@ from pathlib import Path
 import pandas as pd
 
 from labs.core.outcomes import OUTCOMES
-from labs.core.state import validate_document
+from labs.core.state import parse_document
 
 MAX_BYTES = 10_000_000  # a ledger is a few KB; anything this large is not one
 TOLERANCE = 1e-6
-
-
-def _reject_constant(name):
-    raise ValueError(f"{name} is not a finite number")
 
 
 def read_ledger(path: Path) -> dict:
@@ -33,13 +28,7 @@ def read_ledger(path: Path) -> dict:
         raise ValueError("empty file")
     if size > MAX_BYTES:
         raise ValueError(f"{size} bytes is larger than any ledger ({MAX_BYTES} max)")
-    text = path.read_bytes().decode("utf-8")
-    try:
-        doc = json.loads(text, parse_constant=_reject_constant)
-    except RecursionError:
-        raise ValueError("nested too deeply to be a ledger") from None
-    validate_document(doc)
-    return doc
+    return parse_document(path.read_bytes())
 
 
 def _agrees(stored, fresh) -> bool:

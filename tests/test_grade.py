@@ -2,7 +2,6 @@
 
 import json
 
-import pytest
 
 from labs.core.outcomes import act1_outcomes, act2_outcomes
 from labs.core.state import DesignLedger

@@ -12,8 +12,8 @@ import pytest
 
 pytestmark = pytest.mark.usefixtures("ledger_dir")
 
-from labs.core.outcomes import ACT1_OPTIONS, ACT2_OPTIONS, act1_facts, act1_outcomes, act2_best_option
-from labs.core.scenarios import DP_WALL_GLOBAL_BATCH, dp_wall_estimate
+from labs.core.outcomes import ACT1_OPTIONS, ACT2_OPTIONS, act1_correct_option, act1_facts, act2_best_option
+from labs.core.scenarios import dp_wall_estimate
 from labs.core.state import load_schema
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -78,7 +78,7 @@ def test_unlocked_instruments_match_the_engine(app):
 @pytest.mark.parametrize("key", [o.key for o in ACT1_OPTIONS])
 def test_act1_feedback_agrees_with_the_engine(app, key):
     outputs, _ = app.run(defs={"act1_question": answered(ACT1_OPTIONS, key)})
-    correct = act1_outcomes(dict(gpus=64, global_batch=DP_WALL_GLOBAL_BATCH, fixed_per_gpu=False, fabric="ib-ndr", algorithm="ring", overlap=True), {})["correct_option"]
+    correct = act1_correct_option()
     text = text_of(outputs)
     assert ("**Right.**" in text or "Right." in text) == (key == correct)
 

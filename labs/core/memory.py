@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from labs.core.models import RECOMPUTE_MODES
+from labs.core.pipeline import SCHEDULES
 from labs.core.validation import check_choice, check_positive
 
 WEIGHT_BYTES = 2  # bf16 weights
@@ -21,8 +23,6 @@ GRAD_BYTES = 2  # bf16 gradients
 OPTIMIZER_BYTES = 12  # fp32 master weights + Adam m + Adam v
 BYTES_PER_PARAM = WEIGHT_BYTES + GRAD_BYTES + OPTIMIZER_BYTES
 ZERO_STAGES = (0, 1, 2, 3)
-RECOMPUTE_MODES = ("none", "selective", "full")
-SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2")
 
 
 @dataclass(frozen=True)

@@ -52,19 +52,24 @@ ACT1_CLAIMS: dict[str, Callable[[dict], bool]] = {
 }
 
 
+def act1_correct_option() -> str | None:
+    """The option whose claim the engine's numbers bear out."""
+    facts = act1_facts()
+    return next((k for k, claim in ACT1_CLAIMS.items() if claim(facts)), None)
+
+
 def act1_outcomes(inputs: dict, predictions: dict) -> dict:
     est = dp_wall_estimate(
         int(inputs["gpus"]), int(inputs["global_batch"]), bool(inputs["fixed_per_gpu"]),
         inputs["fabric"], inputs["algorithm"], bool(inputs["overlap"]), int(inputs.get("params_b", 7)),
     )
-    facts = act1_facts()
-    right = [k for k, claim in ACT1_CLAIMS.items() if claim(facts)]
+    correct = act1_correct_option()
     return {
         "mfu": est.mfu,
         "step_time_s": est.step_time_s,
         "dp_comm_exposed_s": est.time.dp_comm,
-        "correct_option": right[0] if right else None,
-        "prediction_correct": predictions.get("cause") in right,
+        "correct_option": correct,
+        "prediction_correct": correct is not None and predictions.get("cause") == correct,
     }
 
 

@@ -21,14 +21,12 @@ from dataclasses import dataclass, field
 
 from labs.core.collectives import CollectiveCost, ZERO_COST
 from labs.core.hardware import Cluster
-from labs.core.memory import MemoryBreakdown, activation_bytes_per_layer, in_flight_microbatches, model_state_split
-from labs.core.models import Model
+from labs.core.memory import ZERO_STAGES, MemoryBreakdown, activation_bytes_per_layer, in_flight_microbatches, model_state_split
+from labs.core.models import RECOMPUTE_MODES, Model
 from labs.core.pipeline import OpCosts, bubble_fraction as pipeline_bubble
-from labs.core.topology import DP_ALGORITHMS, group_cost, link_bandwidth_for, ranks_per_node
+from labs.core.topology import DP_ALGORITHMS, group_cost
 from labs.core.validation import check_choice, check_positive
 
-ZERO_STAGES = (0, 1, 2, 3)
-RECOMPUTE_MODES = ("none", "selective", "full")
 PLAN_SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1")
 ACTIVATION_BYTES = 2  # bf16 activations sent between TP ranks and pipeline stages
 GRAD_REDUCE_BYTES = 2  # bf16 gradients in the data-parallel reduction
@@ -207,9 +205,8 @@ def _layer_times(model: Model, cluster: Cluster, plan: Plan) -> tuple[float, flo
     fwd = gemm_fwd + elementwise
     bwd = 2 * gemm_fwd + elementwise
 
-    tp_stride = 1
     activation = b * s * h * ACTIVATION_BYTES
-    tp_allreduce = group_cost("all_reduce", activation, cluster, t, tp_stride, "ring").total_s
+    tp_allreduce = group_cost("all_reduce", activation, cluster, t, 1, "ring").total_s  # TP ranks are adjacent
     comm_fwd = 2 * tp_allreduce
     comm_bwd = 2 * tp_allreduce
     if plan.cp > 1:
@@ -236,15 +233,24 @@ def stage_layers(model: Model, plan: Plan) -> int:
     return math.ceil(model.layers / (plan.pp * plan.virtual_stages)) * plan.virtual_stages
 
 
+def stage_params(model: Model, plan: Plan) -> float:
+    """Parameters on the heaviest stage before TP: its layers plus an embedding (the first
+    stage's input embedding or the last stage's output layer); the whole model when pp = 1."""
+    if plan.pp == 1:
+        return float(model.params)
+    return stage_layers(model, plan) * model.layer_params + model.vocab * model.hidden
+
+
+def stored_recompute(plan: Plan) -> str:
+    """The recompute mode whose activations are kept: flash attention never stores the s x s
+    scores, which is what selective recompute saves too."""
+    return "selective" if plan.flash_attention and plan.recompute == "none" else plan.recompute
+
+
 def _memory(model: Model, cluster: Cluster, plan: Plan) -> MemoryBreakdown:
     layers_per_stage = stage_layers(model, plan)
-    stage_params = layers_per_stage * model.layer_params + model.vocab * model.hidden
-    if plan.pp == 1:
-        stage_params = model.params
-    weights, grads, optimizer = model_state_split(stage_params / plan.tp, plan.zero_stage, plan.dp * plan.cp)
-    recompute = plan.recompute
-    if plan.flash_attention and recompute == "none":
-        recompute = "selective"  # the s x s scores are never stored
+    weights, grads, optimizer = model_state_split(stage_params(model, plan) / plan.tp, plan.zero_stage, plan.dp * plan.cp)
+    recompute = stored_recompute(plan)
     per_layer = activation_bytes_per_layer(model.seq_len // plan.cp, plan.micro_batch, model.hidden, model.heads, plan.tp, plan.sequence_parallel, recompute)
     held = in_flight_microbatches(plan.schedule, plan.pp, plan.microbatches, plan.virtual_stages)
     activations = per_layer * layers_per_stage * held
@@ -321,8 +327,7 @@ def estimate(model: Model, cluster: Cluster, plan: Plan) -> Estimate:
         pp_comm = 2 * (p - 1) * v * hop + (0.0 if plan.pp_overlap else 2 * m * v * hop)
         pp_sent = 2 * m * v * pp_bytes / plan.tp
 
-    stage_params = layers_per_stage * model.layer_params + (model.vocab * model.hidden if p > 1 else model.params - model.layers * model.layer_params)
-    params_per_gpu = stage_params / plan.tp
+    params_per_gpu = stage_params(model, plan) / plan.tp
     reduce, gather, dp_sent, buckets = _dp_comm(model, cluster, plan, params_per_gpu)
     if plan.zero_stage == 3:
         window = ZERO3_OVERLAP * pipeline_time if plan.dp_overlap else 0.0
@@ -347,10 +352,9 @@ def estimate(model: Model, cluster: Cluster, plan: Plan) -> Estimate:
     )
     memory = _memory(model, cluster, plan)
     fits = memory.total <= gpu.hbm_bytes
-    tokens = plan.global_batch
-    model_flops = tokens * model.model_flops_per_sequence()
-    hw_recompute = "selective" if (plan.flash_attention and plan.recompute == "none") else plan.recompute
-    hardware_flops = tokens * model.hardware_flops_per_sequence(hw_recompute)
+    sequences = plan.global_batch
+    model_flops = sequences * model.model_flops_per_sequence()
+    hardware_flops = sequences * model.hardware_flops_per_sequence(stored_recompute(plan))
     tp_sent = m * layers_per_stage * (8 if plan.recompute != "full" else 12) * (plan.tp - 1) / plan.tp * plan.micro_batch * model.seq_len // plan.cp * model.hidden * ACTIVATION_BYTES if plan.tp > 1 else 0.0
     warnings = _warnings(model, cluster, plan, memory, fits, bubble, dp_exposed, time.total)
     return Estimate(

@@ -8,15 +8,13 @@ the same numbers (tests/test_search.py checks a random sample).
 
 from __future__ import annotations
 
-import itertools
-import math
 
 import numpy as np
 import pandas as pd
 
 from labs.core import perf
 from labs.core.hardware import NCCL_BASE_LATENCY_S, Cluster
-from labs.core.memory import BYTES_PER_PARAM, GRAD_BYTES, OPTIMIZER_BYTES, WEIGHT_BYTES
+from labs.core.memory import GRAD_BYTES, OPTIMIZER_BYTES, WEIGHT_BYTES
 from labs.core.models import Model
 
 SWEPT = ("tp", "pp", "cp", "micro_batch", "zero_stage", "recompute", "sequence_parallel", "schedule", "virtual_stages")
@@ -146,6 +144,12 @@ def _group_cost(op: str, nbytes, cluster: Cluster, n, stride, algorithm: str):
     return np.where(active, lat + NCCL_BASE_LATENCY_S, 0.0), np.where(active, bw, 0.0)
 
 
+def _activation_bytes(s, b, h, tp, sp, attention):
+    """Vectorised Korthikanti per-layer bytes (memory.activation_bytes_per_layer, recompute
+    none or selective): `attention` is the 5as/h term, 0 where it is not stored."""
+    return np.where(sp, s * b * h * (34 + attention) / tp, s * b * h * (10 + 24 / tp + attention / tp))
+
+
 def evaluate(model: Model, cluster: Cluster, frame, flash_attention=False, dp_algorithm="ring", dp_overlap=True, pp_overlap=True, bucket_bytes=None) -> dict[str, np.ndarray]:
     """The Estimate's numbers for every row of a plan space (columns from _space or a
     DataFrame), in one numpy pass; returns the plan columns plus the results."""
@@ -166,7 +170,7 @@ def evaluate(model: Model, cluster: Cluster, frame, flash_attention=False, dp_al
     # one layer, one micro-batch
     gemm_fwd = b * (2 * s * model.layer_matmul_params + 4 * s * model.seq_len * h) / tp / matmul_rate
     attn_term = 0.0 if flash_attention else 5 * a * s / h
-    written = np.where(sp, s * b * h * (34 + attn_term) / tp, s * b * h * (10 + 24 / tp + attn_term / tp))
+    written = _activation_bytes(s, b, h, tp, sp, attn_term)
     elementwise = perf.ELEMENTWISE_TRAFFIC * written / hbm_rate
     fwd = gemm_fwd + elementwise
     bwd = 2 * gemm_fwd + elementwise
@@ -240,13 +244,13 @@ def evaluate(model: Model, cluster: Cluster, frame, flash_attention=False, dp_al
     opt_state = OPTIMIZER_BYTES * params / np.where(zero >= 1, n, 1)
     mem_rc = np.where((rc == RECOMPUTE.index("none")) & flash_attention, RECOMPUTE.index("selective"), rc)
     attn_mem = np.where(mem_rc == RECOMPUTE.index("selective"), 0.0, 5 * a * s / h)
-    per_layer = np.where(sp, s * b * h * (34 + attn_mem) / tp, s * b * h * (10 + 24 / tp + attn_mem / tp))
+    per_layer = _activation_bytes(s, b, h, tp, sp, attn_mem)
     per_layer = np.where(mem_rc == RECOMPUTE.index("full"), 2 * s * b * h / np.where(sp, tp, 1), per_layer)
     held = np.minimum(m, pp)
     held = np.where((sched == SCHEDULE.index("interleaved")) & (m >= pp), held * (1 + (pp - 1) / (pp * v)), held)
     held = np.where(sched == SCHEDULE.index("gpipe"), m, held)
     activations = per_layer * layers * held
-    working = np.where(sp, s * b * h * (34 + 5 * a * s / h) / tp, s * b * h * (10 + 24 / tp + 5 * a * s / (h * tp)))
+    working = _activation_bytes(s, b, h, tp, sp, 5 * a * s / h)
     activations = activations + np.where(mem_rc == RECOMPUTE.index("full"), working, 0.0)
     activations = activations + np.where(pp == 1, b * s * V * 4 / tp, 0.0)
     computed = weights + gradients + opt_state + activations

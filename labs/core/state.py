@@ -69,6 +69,17 @@ def validate_document(doc: dict) -> None:
     _finite(doc)
 
 
+def parse_document(raw: bytes) -> dict:
+    """Bytes to a validated ledger document, or ValueError saying why not. Refuses NaN and
+    infinities and nesting too deep to be a ledger; executes nothing."""
+    try:
+        doc = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+    except RecursionError:
+        raise ValueError("nested too deeply to be a ledger") from None
+    validate_document(doc)
+    return doc
+
+
 def safe_name(student: str) -> str:
     cleaned = _SAFE.sub("_", student).strip("._") or "student"
     return cleaned[:80]
@@ -94,11 +105,8 @@ class DesignLedger:
     def _read(self) -> dict:
         if not self.path.exists():
             return self._empty()
-        raw = self.path.read_bytes()
         try:
-            doc = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
-            validate_document(doc)
-            return doc
+            return parse_document(self.path.read_bytes())
         except (ValueError, UnicodeDecodeError) as err:
             moved = self.path.with_name(f"{self.path.stem}.corrupt-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}.json")
             os.replace(self.path, moved)

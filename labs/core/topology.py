@@ -61,8 +61,3 @@ def _hierarchical(op: str, nbytes: float, g: int, nodes: int, cluster: Cluster) 
         return inside + across + inside
     return inside + across
 
-
-def link_bandwidth_for(cluster: Cluster, n: int, stride: int) -> float:
-    """Per-GPU bandwidth of the slowest hop of a group (what a flat ring runs at)."""
-    g = ranks_per_node(cluster, n, stride)
-    return cluster.intra.effective_bytes_per_s if math.ceil(n / g) == 1 else cluster.inter_bytes_per_s_per_gpu
