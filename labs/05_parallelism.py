@@ -515,7 +515,7 @@ def _(act2_estimate, submitted):
 def _(act2_question):
     mo.stop(act2_question.value is None)
     _ests = act2_option_estimates()
-    _best = act2_best_option()
+    _best = act2_best_option(_ests)
 
     def _say(key):
         _e = _ests[key]

@@ -95,9 +95,9 @@ def act2_option_estimates() -> dict:
     return {key: estimate(model, cluster, plan) for key, plan in ACT2_DESIGNS.items()}
 
 
-def act2_best_option() -> str:
-    """The design whose plan fits and reaches the highest MFU."""
-    ests = act2_option_estimates()
+def act2_best_option(ests: dict | None = None) -> str:
+    """The design whose plan fits and reaches the highest MFU (from `ests` when given)."""
+    ests = ests or act2_option_estimates()
     return max((k for k, e in ests.items() if e.fits), key=lambda k: ests[k].mfu)
 
 
@@ -112,14 +112,15 @@ def plan_from_inputs(inputs: dict) -> Plan:
 def act2_outcomes(inputs: dict, predictions: dict) -> dict:
     model, cluster = design_inputs()
     est = estimate(model, cluster, plan_from_inputs(inputs))
+    best = act2_best_option()
     return {
         "fits": est.fits,
         "mfu": est.mfu,
         "bubble_fraction": est.bubble_fraction,
         "memory_gb": est.memory.total / 1e9,
         "step_time_s": est.step_time_s,
-        "correct_option": act2_best_option(),
-        "prediction_correct": predictions.get("design") == act2_best_option(),
+        "correct_option": best,
+        "prediction_correct": predictions.get("design") == best,
     }
 
 
