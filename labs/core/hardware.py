@@ -58,6 +58,23 @@ class GPU:
         check_fraction("hbm_efficiency", self.hbm_efficiency)
 
 
+@dataclass(frozen=True)
+class Host:
+    """A node's CPUs and their memory, where ZeRO-Offload keeps the optimizer state."""
+
+    name: str
+    memory_bytes: float  # DRAM of the whole node
+    memory_bytes_per_s: float  # peak DRAM bandwidth of the whole node (all sockets)
+    memory_efficiency: float  # fraction a streaming kernel (CPU Adam) reaches
+    pcie: str  # key into LINKS of each GPU's link to the host
+    source: str
+
+    def __post_init__(self):
+        check_positive("memory_bytes", self.memory_bytes)
+        check_positive("memory_bytes_per_s", self.memory_bytes_per_s)
+        check_fraction("memory_efficiency", self.memory_efficiency)
+
+
 # NCCL's cost model, src/graph/tuning.cc (hwLat, Ring / Simple protocol, microseconds per
 # ring step): NVLink 3.4, PCIe 5.7, network 9.6; baseLat Ring/Simple 8.4 per call.
 NCCL_BASE_LATENCY_S = 8.4e-6
@@ -158,6 +175,29 @@ GPUS: dict[str, GPU] = {
 }
 
 
+# STREAM triad on two-socket Xeon and EPYC servers reaches ~70-80% of the DRAM peak; 0.7 keeps
+# the low end because CPU Adam also converts precisions as it streams.
+_DRAM_EFF = 0.7
+
+HOSTS: dict[str, Host] = {
+    "dgx-a100": Host(
+        "2x AMD EPYC 7742, 1 TB DDR4", 1024 * GB, 2 * 8 * 25.6 * GB, _DRAM_EFF, "pcie4",
+        "DGX A100 user guide: 2x EPYC 7742, 1 TB (2 TB option); each socket 8 channels of "
+        "DDR4-3200 = 204.8 GB/s. GPUs on PCIe Gen4 x16.",
+    ),
+    "dgx-h100": Host(
+        "2x Xeon Platinum 8480C, 2 TB DDR5", 2048 * GB, 2 * 8 * 38.4 * GB, _DRAM_EFF, "pcie5",
+        "DGX H100 user guide: 2x Xeon Platinum 8480C, 2 TB; each socket 8 channels of "
+        "DDR5-4800 = 307.2 GB/s. GPUs on PCIe Gen5 x16.",
+    ),
+    "dgx-b200": Host(
+        "2x Xeon Platinum 8570, 2 TB DDR5 (unconfirmed)", 2048 * GB, 2 * 8 * 44.8 * GB, _DRAM_EFF, "pcie5",
+        "DGX B200 spec page as transcribed (unconfirmed): 2x Xeon Platinum 8570, 2 TB (4 TB "
+        "option); 8 channels of DDR5-5600 per socket = 358.4 GB/s.",
+    ),
+}
+
+
 @dataclass(frozen=True)
 class Cluster:
     """Nodes of `gpus_per_node` GPUs joined by `intra` inside a node and `inter` across."""
@@ -169,6 +209,7 @@ class Cluster:
     inter: Link = field(default_factory=lambda: LINKS["ib-ndr"])
     nics_per_node: int | None = None  # rails; None means one NIC per GPU
     name: str = "custom"
+    host: Host = field(default_factory=lambda: HOSTS["dgx-h100"])
 
     def __post_init__(self):
         if not isinstance(self.gpu, GPU):
@@ -191,6 +232,15 @@ class Cluster:
         """NIC bandwidth one GPU can use when every GPU of the node talks at once."""
         return self.inter.effective_bytes_per_s * min(1.0, self.rails / self.gpus_per_node)
 
+    @property
+    def host_link(self) -> Link:
+        return LINKS[self.host.pcie]
+
+    @property
+    def host_bytes_per_s_per_gpu(self) -> float:
+        """DRAM bandwidth one GPU's CPU optimizer can stream when all GPUs of the node do."""
+        return self.host.memory_bytes_per_s * self.host.memory_efficiency / self.gpus_per_node
+
     @classmethod
     def get(cls, key: str, nodes: int = 1, **overrides) -> "Cluster":
         if key not in CLUSTERS:
@@ -207,14 +257,16 @@ class Cluster:
 CLUSTERS: dict[str, Cluster] = {
     # Selene: DGX A100 with 8 x ConnectX-6 HDR 200 Gb/s compute NICs per node
     # (Narayanan et al. 2021 Sec. 5; DGX A100 user guide).
-    "dgx-a100": Cluster(GPUS["a100-sxm-80gb"], 8, 1, LINKS["nvlink3"], LINKS["ib-hdr"], None, "dgx-a100"),
+    "dgx-a100": Cluster(GPUS["a100-sxm-80gb"], 8, 1, LINKS["nvlink3"], LINKS["ib-hdr"], None, "dgx-a100", HOSTS["dgx-a100"]),
     # DGX H100: 8 x ConnectX-7 at 400 Gb/s, one per GPU, rail-optimised (DGX BasePOD RA).
     "dgx-h100": Cluster(GPUS["h100-sxm"], 8, 1, LINKS["nvlink4"], LINKS["ib-ndr"], None, "dgx-h100"),
+    # DGX H200: the DGX H100 chassis and host (2x Xeon 8480C, 2 TB) with H200 GPUs.
     "dgx-h200": Cluster(GPUS["h200-sxm"], 8, 1, LINKS["nvlink4"], LINKS["ib-ndr"], None, "dgx-h200"),
-    # Grand Teton, Llama 3's server: 8 H100 on NVLink, 400 Gb/s RoCE per GPU (arXiv:2407.21783).
+    # Grand Teton, Llama 3's server: 8 H100 on NVLink, 400 Gb/s RoCE per GPU (arXiv:2407.21783);
+    # its host is assumed equal to DGX H100's.
     "meta-h100-roce": Cluster(GPUS["h100-sxm"], 8, 1, LINKS["nvlink4"], LINKS["roce-400"], None, "meta-h100-roce"),
     # DGX B200 (unconfirmed GPU figures): 8 x ConnectX-7 400 Gb/s.
-    "dgx-b200": Cluster(GPUS["b200"], 8, 1, LINKS["nvlink5"], LINKS["ib-ndr"], None, "dgx-b200"),
+    "dgx-b200": Cluster(GPUS["b200"], 8, 1, LINKS["nvlink5"], LINKS["ib-ndr"], None, "dgx-b200", HOSTS["dgx-b200"]),
     # A PCIe server: 8 x A100 PCIe, no NVLink bridges, 2 HDR NICs per node.
-    "pcie-a100": Cluster(GPUS["a100-pcie-80gb"], 8, 1, LINKS["pcie4"], LINKS["ib-hdr"], 2, "pcie-a100"),
+    "pcie-a100": Cluster(GPUS["a100-pcie-80gb"], 8, 1, LINKS["pcie4"], LINKS["ib-hdr"], 2, "pcie-a100", HOSTS["dgx-a100"]),
 }

@@ -26,6 +26,34 @@ ZERO_STAGES = (0, 1, 2, 3)
 
 
 @dataclass(frozen=True)
+class OptimizerState:
+    """What Adam keeps per parameter besides the bf16 weights and gradients."""
+
+    label: str
+    bytes_per_param: float
+    source: str
+
+
+# The fp32 master copy stays in every recipe; only the moments change precision.
+OPTIMIZER_STATES: dict[str, OptimizerState] = {
+    "fp32": OptimizerState(
+        "fp32 master, m, v", 12,
+        "Rajbhandari et al. 2020 (arXiv:1910.02054) Sec. 3.1: K = 12 for mixed-precision Adam.",
+    ),
+    "bf16-moments": OptimizerState(
+        "fp32 master, bf16 m and v", 8,
+        "DeepSeek-V3 technical report (arXiv:2412.19437) Sec. 3.3.2: AdamW moments tracked in "
+        "BF16, master weights kept in FP32: 4 + 2 + 2.",
+    ),
+    "8bit": OptimizerState(
+        "fp32 master, 8-bit m and v", 6,
+        "Dettmers et al. 2022, 8-bit Optimizers via Block-wise Quantization (arXiv:2110.02861): "
+        "one byte per moment, plus one fp32 scale per 2,048-value block (0.004 B, left out): 4 + 1 + 1.",
+    ),
+}
+
+
+@dataclass(frozen=True)
 class MemoryBreakdown:
     """Bytes on one GPU. `buffers` is the stated margin for the allocator and NCCL."""
 
@@ -57,23 +85,42 @@ class MemoryBreakdown:
         return max(terms, key=terms.get)
 
 
-def model_state_split(params: float, zero_stage: int, dp: int, offload: bool = False) -> tuple[float, float, float]:
+def optimizer_state(name: str) -> OptimizerState:
+    check_choice("optimizer_state", name, OPTIMIZER_STATES)
+    return OPTIMIZER_STATES[name]
+
+
+def model_state_split(params: float, zero_stage: int, dp: int, offload: bool = False, optimizer: str = "fp32") -> tuple[float, float, float]:
     """(weights, gradients, optimizer) bytes per GPU; `params` is what this rank's TP x PP shard holds.
 
-    offload=True keeps the optimizer state (and the fp32 master copy) in CPU memory.
+    offload=True is ZeRO-Offload (Ren et al. 2021, arXiv:2101.06840, Sec. 4): each rank's
+    gradient shard and optimizer state live in CPU memory and the CPU runs Adam; the GPU keeps
+    the bf16 weights. It needs a ZeRO stage that shards the optimizer (1 or more). Under stage 1
+    the full gradient buffer still accumulates on the GPU before its shard is copied out; from
+    stage 2 gradients stream out bucket by bucket.
     """
     check_positive("params", params, allow_zero=True)
     check_choice("zero_stage", zero_stage, ZERO_STAGES)
     check_positive("dp", dp, integer=True)
+    state = optimizer_state(optimizer)
+    if offload and zero_stage == 0:
+        raise ValueError("offload needs zero_stage >= 1: the optimizer state it moves is each rank's ZeRO shard, got zero_stage=0")
     weights = WEIGHT_BYTES * params / (dp if zero_stage >= 3 else 1)
     gradients = GRAD_BYTES * params / (dp if zero_stage >= 2 else 1)
-    optimizer = OPTIMIZER_BYTES * params / (dp if zero_stage >= 1 else 1)
-    return weights, gradients, 0.0 if offload else optimizer
+    optimizer_bytes = state.bytes_per_param * params / (dp if zero_stage >= 1 else 1)
+    if offload:
+        return weights, gradients if zero_stage == 1 else 0.0, 0.0
+    return weights, gradients, optimizer_bytes
 
 
-def model_state_bytes(params: float, zero_stage: int, dp: int, offload: bool = False) -> float:
+def model_state_bytes(params: float, zero_stage: int, dp: int, offload: bool = False, optimizer: str = "fp32") -> float:
     """16 Psi, (4 + 12/N) Psi, (2 + 14/N) Psi, 16 Psi / N for stages 0-3 (ZeRO Table 1)."""
-    return sum(model_state_split(params, zero_stage, dp, offload))
+    return sum(model_state_split(params, zero_stage, dp, offload, optimizer))
+
+
+def offloaded_bytes(params: float, dp: int, optimizer: str = "fp32") -> float:
+    """CPU memory one rank's ZeRO-Offload shard takes: bf16 gradients and the optimizer state."""
+    return (GRAD_BYTES + optimizer_state(optimizer).bytes_per_param) * params / dp
 
 
 def activation_bytes_per_layer(

@@ -21,7 +21,19 @@ from dataclasses import dataclass, field
 
 from labs.core.collectives import CollectiveCost, ZERO_COST
 from labs.core.hardware import Cluster
-from labs.core.memory import ZERO_STAGES, MemoryBreakdown, activation_bytes_per_layer, in_flight_microbatches, model_state_split
+from labs.core.memory import (
+    GRAD_BYTES,
+    OPTIMIZER_BYTES,
+    OPTIMIZER_STATES,
+    WEIGHT_BYTES,
+    ZERO_STAGES,
+    MemoryBreakdown,
+    activation_bytes_per_layer,
+    in_flight_microbatches,
+    model_state_split,
+    offloaded_bytes,
+    optimizer_state,
+)
 from labs.core.models import RECOMPUTE_MODES, Model
 from labs.core.pipeline import OpCosts, bubble_fraction as pipeline_bubble
 from labs.core.topology import DP_ALGORITHMS, group_cost
@@ -41,6 +53,9 @@ ELEMENTWISE_TRAFFIC = 2.6
 # gradient (4), read it for the global norm (4), Adam reads master, m, v, gradient and writes
 # master, m, v (28), then copies the master into the bf16 weight (4 + 2) = 42 bytes.
 OPTIMIZER_BYTES_PER_PARAM = 42
+# CPU Adam (ZeRO-Offload) streams, per parameter of its shard: the bf16 gradient in (2), the
+# master weight and both moments read and written (2 x 12 in fp32), the bf16 weight out (2).
+CPU_ADAM_BYTES_PER_PARAM = GRAD_BYTES + 2 * OPTIMIZER_BYTES + WEIGHT_BYTES
 # ZeRO-3 gathers and scatters run beside compute, but not all of them: half of the compute time
 # hides them. Supported by Narayanan et al. 2021 Table 2 (ZeRO-3, 174.6B on 384 A100s:
 # 144 TFLOP/s); with no overlap the engine gives 110, with full overlap 214.
@@ -74,6 +89,8 @@ class Plan:
     dp_overlap: bool = True  # gradient reduction overlaps the last micro-batch's backward
     pp_overlap: bool = True  # steady-state send/recv hidden behind compute (Megatron-LM 2021: blocking)
     bucket_bytes: float | None = None  # None: Megatron's bucket, max(40M, 1M x dp) parameters
+    optimizer_state: str = "fp32"  # a key of labs.core.memory.OPTIMIZER_STATES
+    offload_optimizer: bool = False  # ZeRO-Offload: gradients shard, optimizer state and Adam on the CPU
 
     def __post_init__(self):
         for name in ("tp", "pp", "dp", "micro_batch", "global_batch", "virtual_stages", "cp"):
@@ -82,6 +99,9 @@ class Plan:
         check_choice("recompute", self.recompute, RECOMPUTE_MODES)
         check_choice("schedule", self.schedule, PLAN_SCHEDULES)
         check_choice("dp_algorithm", self.dp_algorithm, DP_ALGORITHMS)
+        check_choice("optimizer_state", self.optimizer_state, OPTIMIZER_STATES)
+        if self.offload_optimizer and self.zero_stage == 0:
+            raise ValueError("offload_optimizer needs zero_stage >= 1 (each rank offloads its ZeRO shard), got zero_stage=0")
         if self.bucket_bytes is not None:
             check_positive("bucket_bytes", self.bucket_bytes)
         if self.virtual_stages > 1 and self.schedule != "interleaved":
@@ -133,13 +153,14 @@ class TimeBreakdown:
     pp_comm: float
     dp_comm: float
     optimizer: float
+    offload: float = 0.0  # exposed PCIe copies and CPU Adam under ZeRO-Offload
 
     @property
     def total(self) -> float:
-        return self.compute + self.bubble + self.tp_comm + self.pp_comm + self.dp_comm + self.optimizer
+        return self.compute + self.bubble + self.tp_comm + self.pp_comm + self.dp_comm + self.optimizer + self.offload
 
     def as_dict(self) -> dict[str, float]:
-        return {k: getattr(self, k) for k in ("compute", "bubble", "tp_comm", "pp_comm", "dp_comm", "optimizer")}
+        return {k: getattr(self, k) for k in ("compute", "bubble", "tp_comm", "pp_comm", "dp_comm", "optimizer", "offload")}
 
 
 @dataclass(frozen=True)
@@ -247,15 +268,20 @@ def stored_recompute(plan: Plan) -> str:
     return "selective" if plan.flash_attention and plan.recompute == "none" else plan.recompute
 
 
-def _memory(model: Model, cluster: Cluster, plan: Plan) -> MemoryBreakdown:
+def memory_breakdown(model: Model, plan: Plan) -> MemoryBreakdown:
+    """Bytes on the busiest GPU (the first pipeline stage): model state under the plan's ZeRO
+    stage, activations under its TP/SP/recompute and schedule, and the allocator margin."""
     layers_per_stage = stage_layers(model, plan)
-    weights, grads, optimizer = model_state_split(stage_params(model, plan) / plan.tp, plan.zero_stage, plan.dp * plan.cp)
+    weights, grads, optimizer = model_state_split(
+        stage_params(model, plan) / plan.tp, plan.zero_stage, plan.dp * plan.cp, plan.offload_optimizer, plan.optimizer_state
+    )
     recompute = stored_recompute(plan)
     per_layer = activation_bytes_per_layer(model.seq_len // plan.cp, plan.micro_batch, model.hidden, model.heads, plan.tp, plan.sequence_parallel, recompute)
     held = in_flight_microbatches(plan.schedule, plan.pp, plan.microbatches, plan.virtual_stages)
     activations = per_layer * layers_per_stage * held
     if recompute == "full":  # one layer's full working set while it is recomputed
-        activations += activation_bytes_per_layer(model.seq_len // plan.cp, plan.micro_batch, model.hidden, model.heads, plan.tp, plan.sequence_parallel, "none")
+        working = "selective" if plan.flash_attention else "none"
+        activations += activation_bytes_per_layer(model.seq_len // plan.cp, plan.micro_batch, model.hidden, model.heads, plan.tp, plan.sequence_parallel, working)
     if plan.pp == 1:  # fp32 logits for the loss, on the one stage
         activations += plan.micro_batch * model.seq_len // plan.cp * model.vocab * 4 / plan.tp
     computed = weights + grads + optimizer + activations
@@ -276,17 +302,23 @@ def _dp_comm(model: Model, cluster: Cluster, plan: Plan, params_per_gpu: float) 
         one = group_cost(op, nbytes / calls, cluster, n, stride, plan.dp_algorithm)
         return one.scaled(calls * k)
 
+    # Sharded gradients cannot accumulate locally: from ZeRO-2 on, every micro-batch's gradients
+    # are reduce-scattered as its backward produces them (DeepSpeed's stage-2 backward hooks);
+    # ZeRO-1 accumulates the full gradient and reduces once per step.
+    m = plan.microbatches
     if plan.zero_stage == 0:
         reduce, gather = cost("all_reduce", grads), ZERO_COST
         sent = 2 * (n - 1) / n * grads
-    elif plan.zero_stage in (1, 2):
+    elif plan.zero_stage == 1:
         reduce, gather = cost("reduce_scatter", grads), cost("all_gather", grads)
         sent = 2 * (n - 1) / n * grads
+    elif plan.zero_stage == 2:
+        reduce, gather = cost("reduce_scatter", grads, m), cost("all_gather", grads)
+        sent = (m + 1) * (n - 1) / n * grads
     else:  # ZeRO-3: gather the weights for every micro-batch's forward and backward
-        m = plan.microbatches
-        reduce = cost("reduce_scatter", grads) + cost("all_gather", grads, 2 * m)
+        reduce = cost("reduce_scatter", grads, m) + cost("all_gather", grads, 2 * m)
         gather = ZERO_COST
-        sent = (2 * m + 1) * (n - 1) / n * grads
+        sent = 3 * m * (n - 1) / n * grads
     return reduce, gather, sent, calls
 
 
@@ -331,6 +363,8 @@ def estimate(model: Model, cluster: Cluster, plan: Plan) -> Estimate:
     reduce, gather, dp_sent, buckets = _dp_comm(model, cluster, plan, params_per_gpu)
     if plan.zero_stage == 3:
         window = ZERO3_OVERLAP * pipeline_time if plan.dp_overlap else 0.0
+    elif plan.zero_stage == 2:  # each micro-batch's backward hides its own reduce-scatter
+        window = m * stage_bwd if plan.dp_overlap else 0.0
     else:
         window = stage_bwd if plan.dp_overlap else 0.0
     last_bucket = reduce.total_s / buckets
@@ -340,7 +374,9 @@ def estimate(model: Model, cluster: Cluster, plan: Plan) -> Estimate:
     latency_share = total_dp.latency_s / total_dp.total_s if total_dp.total_s else 0.0
 
     updated = params_per_gpu / (plan.dp * plan.cp if plan.zero_stage >= 1 else 1)
-    optimizer = updated * OPTIMIZER_BYTES_PER_PARAM / (gpu.hbm_bytes_per_s * gpu.hbm_efficiency)
+    state_saving = 2 * (OPTIMIZER_BYTES - optimizer_state(plan.optimizer_state).bytes_per_param)  # moments read and written
+    optimizer = 0.0 if plan.offload_optimizer else updated * (OPTIMIZER_BYTES_PER_PARAM - state_saving) / (gpu.hbm_bytes_per_s * gpu.hbm_efficiency)
+    offload, pcie_sent = _offload_time(cluster, plan, updated, stage_bwd) if plan.offload_optimizer else (0.0, 0.0)
 
     time = TimeBreakdown(
         compute=m * (stage_fwd + stage_bwd),
@@ -349,8 +385,9 @@ def estimate(model: Model, cluster: Cluster, plan: Plan) -> Estimate:
         pp_comm=pp_comm,
         dp_comm=dp_exposed,
         optimizer=optimizer,
+        offload=offload,
     )
-    memory = _memory(model, cluster, plan)
+    memory = memory_breakdown(model, plan)
     fits = memory.total <= gpu.hbm_bytes
     sequences = plan.global_batch
     model_flops = sequences * model.model_flops_per_sequence()
@@ -360,13 +397,36 @@ def estimate(model: Model, cluster: Cluster, plan: Plan) -> Estimate:
     return Estimate(
         model, cluster, plan, fits, memory, time, bubble, model_flops, hardware_flops,
         total_dp, dp_exposed * latency_share,
-        {"tp": tp_sent, "pp": pp_sent, "dp": dp_sent},
+        {"tp": tp_sent, "pp": pp_sent, "dp": dp_sent, "pcie": pcie_sent},
         tuple(warnings),
     )
 
 
+def _offload_time(cluster: Cluster, plan: Plan, shard_params: float, backward_s: float) -> tuple[float, float]:
+    """(exposed seconds, PCIe bytes) of ZeRO-Offload for one step (Ren et al. 2021 Sec. 4-5).
+
+    The bf16 gradient shard goes down to the host while the last backward runs (hidden up to
+    that backward's length); the CPU then runs Adam over the shard, streaming host DRAM; the
+    updated bf16 weights come back up before the next forward. The last two are exposed.
+    """
+    pcie = cluster.host_link.effective_bytes_per_s
+    down = GRAD_BYTES * shard_params / pcie
+    state_saving = 2 * (OPTIMIZER_BYTES - optimizer_state(plan.optimizer_state).bytes_per_param)
+    cpu_adam = shard_params * (CPU_ADAM_BYTES_PER_PARAM - state_saving) / cluster.host_bytes_per_s_per_gpu
+    up = WEIGHT_BYTES * shard_params / pcie
+    exposed_down = max(0.0, down - backward_s) if plan.dp_overlap else down
+    return exposed_down + cpu_adam + up, (GRAD_BYTES + WEIGHT_BYTES) * shard_params
+
+
 def _warnings(model, cluster, plan, memory, fits, bubble, dp_exposed, step) -> list[str]:
     out = []
+    if plan.offload_optimizer:
+        host = offloaded_bytes(stage_params(model, plan) / plan.tp, plan.dp * plan.cp, plan.optimizer_state) * cluster.gpus_per_node
+        if host > cluster.host.memory_bytes:
+            out.append(
+                f"Offloaded state needs {host / 1e9:,.0f} GB of CPU memory per node, more than the host's "
+                f"{cluster.host.memory_bytes / 1e9:,.0f} GB"
+            )
     if plan.tp > cluster.gpus_per_node:
         fast = cluster.intra.bandwidth_bytes_per_s / 1e9
         slow = cluster.inter.bandwidth_bytes_per_s * min(1.0, cluster.rails / cluster.gpus_per_node) / 1e9

@@ -224,10 +224,11 @@ def evaluate(model: Model, cluster: Cluster, frame, flash_attention=False, dp_al
     rsg = np.array(_group_cost("reduce_scatter", grads / calls, cluster, n, tp, dp_algorithm)) * calls
     agg = np.array(_group_cost("all_gather", grads / calls, cluster, n, tp, dp_algorithm)) * calls
     z0, z12, z3 = zero == 0, (zero == 1) | (zero == 2), zero == 3
-    reduce = np.where(z0, ar, np.where(z12, rsg, rsg + 2 * m * agg))
+    z1, z2 = zero == 1, zero == 2
+    reduce = np.where(z0, ar, np.where(z1, rsg, np.where(z2, m * rsg, m * rsg + 2 * m * agg)))
     gather = np.where(z12, agg, 0.0)
     reduce_t, gather_t = reduce.sum(0), gather.sum(0)
-    window = np.where(z3, perf.ZERO3_OVERLAP * pipeline_time, stage_bwd) if dp_overlap else 0.0
+    window = np.where(z3, perf.ZERO3_OVERLAP * pipeline_time, np.where(z2, m * stage_bwd, stage_bwd)) if dp_overlap else 0.0
     last_bucket = reduce_t / calls
     exposed = np.where(reduce_t > 0, np.maximum(reduce_t - window, last_bucket if dp_overlap else reduce_t), 0.0)
     dp_exposed = np.where(n > 1, exposed + gather_t, 0.0)
@@ -250,7 +251,7 @@ def evaluate(model: Model, cluster: Cluster, frame, flash_attention=False, dp_al
     held = np.where((sched == SCHEDULE.index("interleaved")) & (m >= pp), held * (1 + (pp - 1) / (pp * v)), held)
     held = np.where(sched == SCHEDULE.index("gpipe"), m, held)
     activations = per_layer * layers * held
-    working = _activation_bytes(s, b, h, tp, sp, 5 * a * s / h)
+    working = _activation_bytes(s, b, h, tp, sp, attn_term)
     activations = activations + np.where(mem_rc == RECOMPUTE.index("full"), working, 0.0)
     activations = activations + np.where(pp == 1, b * s * V * 4 / tp, 0.0)
     computed = weights + gradients + opt_state + activations
