@@ -4,7 +4,7 @@ import pytest
 
 from conftest import report
 from labs.core import Cluster, Model, Plan, estimate, sweep
-from labs.core.calibration import public_runs
+from labs.core.calibration import TABLE2_GPUS, TABLE2_PUBLISHED, TABLE2_SCHEMES, public_runs, table2_estimate
 from labs.core.scenarios import DP_WALL_GPUS, design_inputs, dp_wall_estimate
 
 RUNS = public_runs()
@@ -23,15 +23,18 @@ def test_all_public_rows_are_covered(published):
     assert len(RUNS) == sum(1 for r in published.values() if r["kind"] in kinds) == 9
 
 
-def test_table2_lesson_zero3_collapses_at_1536_gpus():
-    """Narayanan 2021 Table 2: on 1536 A100s over HDR, ZeRO-3 without model parallelism gets
-    44 TFLOP/s per GPU against 141 for TP x PP, a factor 3.2."""
-    model, cluster = Model.get("gpt3-175b"), Cluster.get("dgx-a100", nodes=192)
-    zero3 = estimate(model, cluster, Plan(dp=1536, micro_batch=1, global_batch=1536, zero_stage=3, recompute="full"))
-    ptdp = estimate(model, cluster, Plan(tp=8, pp=12, dp=16, micro_batch=1, global_batch=1536, recompute="full", dp_overlap=False, pp_overlap=False))
-    ratio = ptdp.hardware_tflops_per_gpu / zero3.hardware_tflops_per_gpu
-    report("PTD-P / ZeRO-3 at 1536 GPUs", ratio, 141 / 44)
-    assert ratio > 2.5
+def test_table2_zero3_collapse_across_scales():
+    """Narayanan 2021 Table 2 at 384, 768 and 1536 A100s over HDR: ZeRO-3 without model
+    parallelism falls 144 -> 88 -> 44 TFLOP/s per GPU while TP x PP holds 153 -> 149 -> 141.
+    Only the 384-GPU rows calibrate anything (ZERO3_OVERLAP); the larger scales are predictions.
+    The engine must reproduce the collapse: ZeRO-3 falls at least 2.5x from 384 to 1536 GPUs,
+    PTD-P loses under 15%, and at 1536 PTD-P is ahead by more than 2.5x (paper: 3.2x)."""
+    got = {(s, n): table2_estimate(s, n).hardware_tflops_per_gpu for s in TABLE2_SCHEMES for n in TABLE2_GPUS}
+    for key, value in got.items():
+        report(f"Table 2 {key[0]} at {key[1]} GPUs", value, TABLE2_PUBLISHED[key])
+    assert got[("ZeRO-3", 384)] / got[("ZeRO-3", 1536)] > 2.5
+    assert got[("PTD-P", 1536)] / got[("PTD-P", 384)] > 0.85
+    assert report("PTD-P / ZeRO-3 at 1536 GPUs", got[("PTD-P", 1536)] / got[("ZeRO-3", 1536)], 141 / 44) > -0.25
 
 
 def test_act1_story_fixed_global_batch():

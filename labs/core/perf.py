@@ -369,7 +369,11 @@ def estimate(model: Model, cluster: Cluster, plan: Plan) -> Estimate:
         window = stage_bwd if plan.dp_overlap else 0.0
     last_bucket = reduce.total_s / buckets
     exposed_reduce = max(reduce.total_s - window, last_bucket if plan.dp_overlap else reduce.total_s) if reduce.total_s else 0.0
-    dp_exposed = exposed_reduce + gather.total_s
+    # ZeRO-1/2 gather the updated weights bucket by bucket ahead of the next step's first
+    # forward (Megatron-LM --overlap-param-gather): only the first bucket waits in full.
+    first_bucket = gather.total_s / buckets
+    exposed_gather = max(gather.total_s - stage_fwd, first_bucket) if plan.dp_overlap and gather.total_s else gather.total_s
+    dp_exposed = exposed_reduce + exposed_gather
     total_dp = reduce + gather
     latency_share = total_dp.latency_s / total_dp.total_s if total_dp.total_s else 0.0
 

@@ -231,7 +231,8 @@ def evaluate(model: Model, cluster: Cluster, frame, flash_attention=False, dp_al
     window = np.where(z3, perf.ZERO3_OVERLAP * pipeline_time, np.where(z2, m * stage_bwd, stage_bwd)) if dp_overlap else 0.0
     last_bucket = reduce_t / calls
     exposed = np.where(reduce_t > 0, np.maximum(reduce_t - window, last_bucket if dp_overlap else reduce_t), 0.0)
-    dp_exposed = np.where(n > 1, exposed + gather_t, 0.0)
+    exposed_gather = np.where(gather_t > 0, np.maximum(gather_t - stage_fwd, gather_t / calls), 0.0) if dp_overlap else gather_t
+    dp_exposed = np.where(n > 1, exposed + exposed_gather, 0.0)
     total_dp = reduce_t + gather_t
     latency_share = np.where(total_dp > 0, (reduce[0] + gather[0]) / np.where(total_dp > 0, total_dp, 1), 0.0)
 

@@ -1,0 +1,161 @@
+"""ZeRO in numbers for Lab 06: what each stage keeps on a GPU, what it sends, what fitting costs.
+
+Everything here is pure data parallelism (tp = pp = 1) built from `labs.core.perf`: the same
+memory_breakdown() and estimate() the other labs use, with the student's activation settings.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from labs.core.hardware import GPUS, Cluster
+from labs.core.memory import ZERO_STAGES, MemoryBreakdown, model_state_bytes
+from labs.core.models import Model
+from labs.core.perf import Estimate, Plan, estimate, memory_breakdown
+from labs.core.validation import check_choice, check_positive
+
+WALL_MODELS = ("llama2-7b", "llama2-70b", "gpt3-175b", "llama3-405b")
+WALL_GPUS = ("h100-sxm", "h200-sxm", "b200")
+SWEEP_MODELS = ("seed-100m", "llama2-7b", "llama2-13b", "llama2-70b", "gpt3-175b", "llama3-405b")
+SWEEP_GPUS = ("a100-sxm-80gb", "h100-sxm", "h200-sxm", "b200")
+DP_SIZES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+# The DGX server each GPU comes in: its NVLink, NICs and host.
+GPU_CLUSTER = {"a100-sxm-80gb": "dgx-a100", "h100-sxm": "dgx-h100", "h200-sxm": "dgx-h200", "b200": "dgx-b200"}
+
+
+@dataclass(frozen=True)
+class Activations:
+    """What sets the activation memory of pure data parallelism: one micro-batch through every layer."""
+
+    micro_batch: int = 1
+    seq_len: int = 4096
+    recompute: str = "selective"
+    flash_attention: bool = True
+
+    def __post_init__(self):
+        check_positive("micro_batch", self.micro_batch, integer=True)
+        check_positive("seq_len", self.seq_len, integer=True)
+
+
+def sized(model_key: str, act: Activations) -> Model:
+    """The catalog model trained at the chosen sequence length."""
+    return Model.get(model_key, seq_len=act.seq_len)
+
+
+def dp_plan(dp: int, zero_stage: int, act: Activations, optimizer: str = "fp32", offload: bool = False, microbatches: int = 1) -> Plan:
+    """Pure data parallelism over dp GPUs, each running `microbatches` micro-batches per step."""
+    check_positive("microbatches", microbatches, integer=True)
+    return Plan(
+        dp=dp, micro_batch=act.micro_batch, global_batch=act.micro_batch * dp * microbatches, zero_stage=zero_stage,
+        recompute=act.recompute, flash_attention=act.flash_attention, optimizer_state=optimizer, offload_optimizer=offload,
+    )
+
+
+def dp_memory(model_key: str, dp: int, zero_stage: int, act: Activations, optimizer: str = "fp32", offload: bool = False) -> MemoryBreakdown:
+    return memory_breakdown(sized(model_key, act), dp_plan(dp, zero_stage, act, optimizer, offload))
+
+
+def memory_wall(act: Activations, models=WALL_MODELS) -> dict[str, MemoryBreakdown]:
+    """Per-GPU memory under plain data parallelism (the same at any number of GPUs)."""
+    return {key: dp_memory(key, 1, 0, act) for key in models}
+
+
+def memory_curves(model_key: str, act: Activations, optimizer: str = "fp32", offload: bool = False, dps=DP_SIZES) -> dict[int, list[MemoryBreakdown]]:
+    """Per-GPU memory against data-parallel size for each ZeRO stage. Offload needs a stage
+    that shards the optimizer, so stage 0 is always shown without it."""
+    return {
+        stage: [dp_memory(model_key, n, stage, act, optimizer, offload and stage > 0) for n in dps]
+        for stage in ZERO_STAGES
+    }
+
+
+def fewest_gpus(model_key: str, gpu_key: str, zero_stage: int, act: Activations, optimizer: str = "fp32", offload: bool = False, limit: int = 1 << 16) -> int | None:
+    """The smallest data-parallel size at which one GPU's memory fits its HBM; None when even
+    `limit` GPUs do not (what stays on every GPU, activations and unsharded state, is too big)."""
+    check_choice("gpu", gpu_key, GPUS)
+    hbm = GPUS[gpu_key].hbm_bytes
+
+    def fits(n: int) -> bool:
+        return dp_memory(model_key, n, zero_stage, act, optimizer, offload).total <= hbm
+
+    if not fits(limit):
+        return None
+    lo, hi = 1, limit  # memory never grows with n, so the first fit is found by bisection
+    while lo < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if fits(mid) else (mid + 1, hi)
+    return lo
+
+
+def dp_cluster(gpu_key: str, gpus: int, placement: str = "packed") -> Cluster:
+    """`gpus` GPUs of the chosen kind: "packed" fills 8-GPU servers (NVLink inside, NICs
+    between); "spread" puts each GPU in its own server, so every byte crosses a NIC."""
+    check_choice("gpu", gpu_key, GPU_CLUSTER)
+    check_choice("placement", placement, ("packed", "spread"))
+    key = GPU_CLUSTER[gpu_key]
+    if placement == "spread":
+        return Cluster.get(key, nodes=gpus, gpus_per_node=1)
+    per_node = Cluster.get(key).gpus_per_node
+    if gpus <= per_node:
+        return Cluster.get(key, nodes=1, gpus_per_node=gpus)
+    if gpus % per_node:
+        raise ValueError(f"gpus must be a multiple of {per_node} (whole servers) above one server, got {gpus}")
+    return Cluster.get(key, nodes=gpus // per_node)
+
+
+def dp_estimate(model_key: str, gpu_key: str, dp: int, zero_stage: int, act: Activations, optimizer: str = "fp32", offload: bool = False, microbatches: int = 1, placement: str = "packed") -> Estimate:
+    return estimate(sized(model_key, act), dp_cluster(gpu_key, dp, placement), dp_plan(dp, zero_stage, act, optimizer, offload, microbatches))
+
+
+def stage_costs(model_key: str, gpu_key: str, dp: int, act: Activations, microbatches: int = 1, placement: str = "packed") -> dict[int, Estimate]:
+    """One estimate per ZeRO stage for the same model, GPUs and batch."""
+    return {stage: dp_estimate(model_key, gpu_key, dp, stage, act, microbatches=microbatches, placement=placement) for stage in ZERO_STAGES}
+
+
+def traffic_ratio(zero_stage: int, over_stage: int, microbatches: int, dp: int = 8) -> float:
+    """Bytes each GPU sends per step under one stage over another (the model drops out)."""
+    act = Activations(seq_len=1024)
+    sent = {s: dp_estimate("seed-100m", "h100-sxm", dp, s, act, microbatches=microbatches).comm_bytes_per_gpu["dp"] for s in (zero_stage, over_stage)}
+    return sent[zero_stage] / sent[over_stage]
+
+
+# ---- the seed milestones, as the student checks them ------------------------------------
+@dataclass(frozen=True)
+class Milestone:
+    claim: str
+    where: str  # which instrument setting shows it
+    stated_gb: float
+    engine_gb: float
+
+    @property
+    def error(self) -> float:
+        return self.engine_gb / self.stated_gb - 1
+
+    @property
+    def holds(self) -> bool:
+        return abs(self.error) <= 0.05
+
+
+def seed_milestones() -> list[Milestone]:
+    """Model-state figures from the seed course notes (week 22) and the distributed-training
+    page, each recomputed from ZeRO's per-stage formulas."""
+    gb = 1e9
+    return [
+        Milestone("100M parameters on 2 GPUs, DDP", "100M, DP 2, ZeRO-0", 1.6, model_state_bytes(100e6, 0, 2) / gb),
+        Milestone("100M parameters on 2 GPUs, ZeRO-2", "100M, DP 2, ZeRO-2", 0.9, model_state_bytes(100e6, 2, 2) / gb),
+        Milestone("100M parameters on 2 GPUs, FSDP (ZeRO-3)", "100M, DP 2, ZeRO-3", 0.8, model_state_bytes(100e6, 3, 2) / gb),
+        Milestone("10B parameters, DDP, per GPU", "any DP size, ZeRO-0", 160, model_state_bytes(10e9, 0, 8) / gb),
+        Milestone("10B parameters, FSDP on 8 GPUs", "DP 8, ZeRO-3", 20, model_state_bytes(10e9, 3, 8) / gb),
+        Milestone("70B parameters: the whole training state", "DP 1, ZeRO-0", 1120, model_state_bytes(70e9, 0, 1) / gb),
+        Milestone("70B parameters, ZeRO-3 on 8 GPUs", "70B, DP 8, ZeRO-3", 140, model_state_bytes(70e9, 3, 8) / gb),
+    ]
+
+
+def ceil_to_servers(gpus: int, per_node: int = 8) -> int:
+    """GPUs rounded up to whole servers."""
+    return per_node * math.ceil(gpus / per_node)
+
+
+def with_gpu(cluster: Cluster, gpu_key: str) -> Cluster:
+    return replace(cluster, gpu=GPUS[gpu_key])
