@@ -178,6 +178,7 @@ class Estimate:
     dp_exposed_latency_s: float  # the part of time.dp_comm that is latency (alpha) terms
     comm_bytes_per_gpu: dict[str, float]  # bytes each GPU sends per step, by axis
     warnings: tuple[str, ...] = field(default_factory=tuple)
+    offload: OffloadCost | None = None  # ZeRO-Offload's copies and CPU Adam, when the plan offloads
 
     @property
     def step_time_s(self) -> float:
@@ -380,7 +381,7 @@ def estimate(model: Model, cluster: Cluster, plan: Plan) -> Estimate:
     updated = params_per_gpu / (plan.dp * plan.cp if plan.zero_stage >= 1 else 1)
     state_saving = 2 * (OPTIMIZER_BYTES - optimizer_state(plan.optimizer_state).bytes_per_param)  # moments read and written
     optimizer = 0.0 if plan.offload_optimizer else updated * (OPTIMIZER_BYTES_PER_PARAM - state_saving) / (gpu.hbm_bytes_per_s * gpu.hbm_efficiency)
-    offload, pcie_sent = _offload_time(cluster, plan, updated, stage_bwd) if plan.offload_optimizer else (0.0, 0.0)
+    offload_cost = _offload_cost(model, cluster, plan, updated, stage_bwd) if plan.offload_optimizer else None
 
     time = TimeBreakdown(
         compute=m * (stage_fwd + stage_bwd),
@@ -389,7 +390,7 @@ def estimate(model: Model, cluster: Cluster, plan: Plan) -> Estimate:
         pp_comm=pp_comm,
         dp_comm=dp_exposed,
         optimizer=optimizer,
-        offload=offload,
+        offload=offload_cost.exposed_s if offload_cost else 0.0,
     )
     memory = memory_breakdown(model, plan)
     fits = memory.total <= gpu.hbm_bytes
@@ -397,35 +398,46 @@ def estimate(model: Model, cluster: Cluster, plan: Plan) -> Estimate:
     model_flops = sequences * model.model_flops_per_sequence()
     hardware_flops = sequences * model.hardware_flops_per_sequence(stored_recompute(plan))
     tp_sent = m * layers_per_stage * (8 if plan.recompute != "full" else 12) * (plan.tp - 1) / plan.tp * plan.micro_batch * model.seq_len // plan.cp * model.hidden * ACTIVATION_BYTES if plan.tp > 1 else 0.0
-    warnings = _warnings(model, cluster, plan, memory, fits, bubble, dp_exposed, time.total)
+    warnings = _warnings(model, cluster, plan, memory, fits, bubble, dp_exposed, time.total, offload_cost)
     return Estimate(
         model, cluster, plan, fits, memory, time, bubble, model_flops, hardware_flops,
         total_dp, dp_exposed * latency_share,
-        {"tp": tp_sent, "pp": pp_sent, "dp": dp_sent, "pcie": pcie_sent},
+        {"tp": tp_sent, "pp": pp_sent, "dp": dp_sent, "pcie": offload_cost.pcie_bytes if offload_cost else 0.0},
         tuple(warnings),
+        offload_cost,
     )
 
 
-def _offload_time(cluster: Cluster, plan: Plan, shard_params: float, backward_s: float) -> tuple[float, float]:
-    """(exposed seconds, PCIe bytes) of ZeRO-Offload for one step (Ren et al. 2021 Sec. 4-5).
+@dataclass(frozen=True)
+class OffloadCost:
+    """One step of ZeRO-Offload on one GPU (Ren et al. 2021 Sec. 4-5). The bf16 gradient
+    shard goes down to the host while the last backward runs (hidden up to that backward's
+    length); the CPU then runs Adam over the shard, streaming host DRAM; the updated bf16
+    weights come back up before the next forward. The last two are exposed."""
 
-    The bf16 gradient shard goes down to the host while the last backward runs (hidden up to
-    that backward's length); the CPU then runs Adam over the shard, streaming host DRAM; the
-    updated bf16 weights come back up before the next forward. The last two are exposed.
-    """
+    down_s: float
+    cpu_adam_s: float
+    up_s: float
+    exposed_s: float
+    pcie_bytes: float
+    host_bytes_per_node: float  # CPU memory the node's ranks keep offloaded
+
+
+def _offload_cost(model: Model, cluster: Cluster, plan: Plan, shard_params: float, backward_s: float) -> OffloadCost:
     pcie = cluster.host_link.effective_bytes_per_s
     down = GRAD_BYTES * shard_params / pcie
     state_saving = 2 * (OPTIMIZER_BYTES - optimizer_state(plan.optimizer_state).bytes_per_param)
     cpu_adam = shard_params * (CPU_ADAM_BYTES_PER_PARAM - state_saving) / cluster.host_bytes_per_s_per_gpu
     up = WEIGHT_BYTES * shard_params / pcie
     exposed_down = max(0.0, down - backward_s) if plan.dp_overlap else down
-    return exposed_down + cpu_adam + up, (GRAD_BYTES + WEIGHT_BYTES) * shard_params
+    host = offloaded_bytes(stage_params(model, plan) / plan.tp, plan.dp * plan.cp, plan.optimizer_state) * cluster.gpus_per_node
+    return OffloadCost(down, cpu_adam, up, exposed_down + cpu_adam + up, (GRAD_BYTES + WEIGHT_BYTES) * shard_params, host)
 
 
-def _warnings(model, cluster, plan, memory, fits, bubble, dp_exposed, step) -> list[str]:
+def _warnings(model, cluster, plan, memory, fits, bubble, dp_exposed, step, offload) -> list[str]:
     out = []
-    if plan.offload_optimizer:
-        host = offloaded_bytes(stage_params(model, plan) / plan.tp, plan.dp * plan.cp, plan.optimizer_state) * cluster.gpus_per_node
+    if offload:
+        host = offload.host_bytes_per_node
         if host > cluster.host.memory_bytes:
             out.append(
                 f"Offloaded state needs {host / 1e9:,.0f} GB of CPU memory per node, more than the host's "
