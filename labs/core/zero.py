@@ -6,8 +6,7 @@ memory_breakdown() and estimate() the other labs use, with the student's activat
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from labs.core.hardware import GPUS, Cluster
 from labs.core.memory import ZERO_STAGES, MemoryBreakdown, model_state_bytes
@@ -120,6 +119,12 @@ def traffic_ratio(zero_stage: int, over_stage: int, microbatches: int, dp: int =
     return sent[zero_stage] / sent[over_stage]
 
 
+# The claim the stakeholder forwards: seeds/002 ("ZeRO-3 + activation checkpointing: now
+# per-GPU sits around ~50-60 GB") for a 70B model on one 8-GPU server.
+VENDOR_CLAIM_GB = (50, 60)
+VENDOR_CLAIM_GPUS = 8
+
+
 # ---- the seed milestones, as the student checks them ------------------------------------
 @dataclass(frozen=True)
 class Milestone:
@@ -150,12 +155,3 @@ def seed_milestones() -> list[Milestone]:
         Milestone("70B parameters: the whole training state", "DP 1, ZeRO-0", 1120, model_state_bytes(70e9, 0, 1) / gb),
         Milestone("70B parameters, ZeRO-3 on 8 GPUs", "70B, DP 8, ZeRO-3", 140, model_state_bytes(70e9, 3, 8) / gb),
     ]
-
-
-def ceil_to_servers(gpus: int, per_node: int = 8) -> int:
-    """GPUs rounded up to whole servers."""
-    return per_node * math.ceil(gpus / per_node)
-
-
-def with_gpu(cluster: Cluster, gpu_key: str) -> Cluster:
-    return replace(cluster, gpu=GPUS[gpu_key])
