@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from labs.core.memory import MemoryBreakdown
 from labs.core.perf import Estimate
 from labs.core.pipeline import Timeline
 from labs.core.style import COLORS, TERM_COLORS, apply_plotly_theme
@@ -105,3 +106,68 @@ def timeline_figure(t: Timeline, title: str | None = None, until: float | None =
                       yaxis=dict(autorange="reversed", title="stage", tickmode="array", tickvals=list(range(0, t.p, max(1, t.p // 16)))))
     apply_plotly_theme(fig)
     return fig.update_layout(margin=dict(t=95), legend=dict(y=1.0, yanchor="bottom"), title=dict(y=0.98, yanchor="top"))
+
+
+MEMORY_TERMS = {"weights": "bf16 weights", "gradients": "bf16 gradients", "optimizer": "optimizer state", "activations": "activations", "buffers": "allocator + runtime"}
+
+
+def _hbm_lines(fig: go.Figure, hbm: Sequence[tuple[str, float, bool]]) -> None:
+    """Horizontal lines at each GPU's HBM: (label, bytes, confirmed); unconfirmed ones dashed."""
+    for label, nbytes, confirmed in hbm:
+        fig.add_hline(
+            y=nbytes / GB, line=dict(color=COLORS["red"], width=2, dash="solid" if confirmed else "dash"),
+            annotation_text=f"{label} {nbytes / GB:.0f} GB" + ("" if confirmed else " (unconfirmed)"), annotation_position="top left",
+        )
+
+
+def memory_wall(wall: dict[str, MemoryBreakdown], hbm: Sequence[tuple[str, float, bool]]) -> go.Figure:
+    """One stacked bar per model: what one GPU holds under plain data parallelism."""
+    fig = go.Figure()
+    names = list(wall)
+    for term, label in MEMORY_TERMS.items():
+        fig.add_bar(x=names, y=[wall[n].as_dict()[term] / GB for n in names], name=label, marker_color=TERM_COLORS[term], hovertemplate=f"{label}: %{{y:,.0f}} GB<extra></extra>")
+    fig.add_scatter(x=names, y=[wall[n].total / GB for n in names], mode="text", text=[f"{wall[n].total / GB:,.0f} GB" for n in names], textposition="top center", showlegend=False, hoverinfo="skip")
+    _hbm_lines(fig, hbm)
+    fig.update_layout(barmode="stack", height=420, yaxis=dict(type="log", title="GB per GPU (log)"), xaxis_title="model, plain data parallelism")
+    return apply_plotly_theme(fig)
+
+
+STAGE_COLORS = (COLORS["red"], COLORS["orange"], COLORS["green"], COLORS["blue"])
+
+
+def zero_sweep(dps: Sequence[int], curves: dict[int, Sequence[MemoryBreakdown]], hbm: Sequence[tuple[str, float, bool]], current: tuple[int, float] | None = None) -> go.Figure:
+    """Per-GPU memory against data-parallel size (log-log), one line per ZeRO stage, with the
+    activations every stage keeps drawn as the floor none of them can go below."""
+    fig = go.Figure()
+    for stage, points in curves.items():
+        fig.add_scatter(x=list(dps), y=[p.total / GB for p in points], name=f"ZeRO-{stage}", mode="lines+markers", line=dict(color=STAGE_COLORS[stage], width=3),
+                        hovertemplate=f"ZeRO-{stage}, DP %{{x}}: %{{y:,.1f}} GB<extra></extra>")
+    floor = next(iter(curves.values()))
+    fig.add_scatter(x=list(dps), y=[(p.activations) / GB for p in floor], name="activations (not sharded)", mode="lines", line=dict(color=TERM_COLORS["activations"], width=2, dash="dot"))
+    if current is not None:
+        fig.add_scatter(x=[current[0]], y=[current[1] / GB], name="your setting", mode="markers", marker=dict(symbol="diamond", size=16, color=COLORS["ink"]))
+    _hbm_lines(fig, hbm)
+    fig.update_layout(height=440, xaxis=dict(type="log", title="data-parallel GPUs", tickvals=list(dps)), yaxis=dict(type="log", title="GB per GPU (log)"))
+    return apply_plotly_theme(fig)
+
+
+def stage_step_times(costs: dict[str, dict[int, Estimate]]) -> go.Figure:
+    """Step time per ZeRO stage for each placement, split into compute and the rest."""
+    fig = go.Figure()
+    for (placement, ests), color in zip(costs.items(), (COLORS["blue"], COLORS["red"])):
+        stages = [f"ZeRO-{s}" for s in ests]
+        fig.add_bar(x=stages, y=[e.step_time_s for e in ests.values()], name=placement, marker_color=color,
+                    customdata=[[e.time.dp_comm, e.comm_bytes_per_gpu["dp"] / GB] for e in ests.values()],
+                    hovertemplate="%{x}: %{y:.2f} s per step<br>exposed ZeRO/DP comm %{customdata[0]:.2f} s<br>%{customdata[1]:.1f} GB sent per GPU<extra></extra>")
+    fig.update_layout(barmode="group", height=360, yaxis_title="seconds per step")
+    return apply_plotly_theme(fig)
+
+
+def published_vs_engine(gpus: Sequence[int], series: dict[str, tuple[Sequence[float], Sequence[float]]]) -> go.Figure:
+    """TFLOP/s per GPU against GPU count: the paper's points and the engine's line, per scheme."""
+    fig = go.Figure()
+    for (name, (paper, engine)), color in zip(series.items(), (COLORS["red"], COLORS["blue"])):
+        fig.add_scatter(x=list(gpus), y=list(engine), name=f"{name}, engine", mode="lines+markers", line=dict(color=color, width=3))
+        fig.add_scatter(x=list(gpus), y=list(paper), name=f"{name}, paper", mode="markers", marker=dict(symbol="x", size=14, color=color, line=dict(width=3)))
+    fig.update_layout(height=380, xaxis=dict(type="log", title="A100 GPUs", tickvals=list(gpus)), yaxis=dict(title="TFLOP/s per GPU", rangemode="tozero"))
+    return apply_plotly_theme(fig)

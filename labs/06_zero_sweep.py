@@ -1,0 +1,591 @@
+import marimo
+
+__generated_with = "0.25.2"
+app = marimo.App(
+    width="medium",
+    app_title="Lab 06: ZeRO sweep, where the 16 bytes per parameter go",
+)
+
+with app.setup:
+    import marimo as mo
+    import pandas as pd
+
+    from labs.core import ENGINE_VERSION
+    from labs.core import charts, ui
+    from labs.core.calibration import TABLE2_GPUS, TABLE2_PUBLISHED, TABLE2_SCHEMES, table2_estimate, table2_plan
+    from labs.core.hardware import GPUS, Cluster
+    from labs.core.memory import BYTES_PER_PARAM, OPTIMIZER_STATES, ZERO_STAGES
+    from labs.core.perf import CPU_ADAM_BYTES_PER_PARAM
+    from labs.core.models import MODELS, RECOMPUTE_MODES
+    from labs.core.outcomes import (
+        FIT_ACTIVATIONS,
+        FIT_GPU,
+        FIT_MODEL,
+        FIT_OPTIONS,
+        FIT_RANGES,
+        FIT_STAGE,
+        ZERO2_ACCUMULATION,
+        ZERO2_OPTIONS,
+        fit_answer,
+        fit_fewest,
+        zero2_answer,
+        zero2_facts,
+        zero_sweep_outcomes,
+    )
+    from labs.core.zero import (
+        DP_SIZES,
+        SWEEP_GPUS,
+        SWEEP_MODELS,
+        VENDOR_CLAIM_GB,
+        VENDOR_CLAIM_GPUS,
+        WALL_GPUS,
+        WALL_MODELS,
+        Activations,
+        dp_estimate,
+        dp_memory,
+        fewest_gpus,
+        memory_curves,
+        memory_wall,
+        seed_milestones,
+        stage_costs,
+        traffic_ratio,
+    )
+
+    LAB = "06_zero_sweep"
+    GB = 1e9
+    MODEL_CHOICES = {MODELS[k].name: k for k in SWEEP_MODELS}
+    GPU_CHOICES = {GPUS[k].name: k for k in SWEEP_GPUS}
+    OPTIMIZER_CHOICES = {v.label: k for k, v in OPTIMIZER_STATES.items()}
+    STAGE_CHOICES = {f"ZeRO-{s}": s for s in ZERO_STAGES}
+    WALL_HBM = [(GPUS[k].name.split(" ")[0], GPUS[k].hbm_bytes, GPUS[k].confirmed) for k in WALL_GPUS]
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(rf"""
+    # Lab 06 · ZeRO sweep: where the {BYTES_PER_PARAM} bytes per parameter go
+
+    Before any question of speed: will the model fit, and what does fitting cost? Mixed-precision
+    Adam keeps {BYTES_PER_PARAM} bytes for every parameter, and data parallelism copies all of them onto every
+    GPU. ZeRO shards those bytes across the data-parallel GPUs in three stages; this lab measures
+    what each stage saves, what it does not save, and what it sends over the wires. About 30 minutes.
+
+    **Before you start:** Rajbhandari et al. 2020, *ZeRO: Memory Optimizations Toward Training
+    Trillion Parameter Models*, Sections 1-5 and Table 1; Ren et al. 2021, *ZeRO-Offload*,
+    Sections 3-4; Narayanan et al. 2021, Section 5.3 and Table 2; Korthikanti et al. 2022, Section 4
+    (activation memory).
+    """)
+    return
+
+
+@app.cell
+def _():
+    student_input = mo.ui.text(label="Your name or student id (goes into your design ledger)", full_width=True)
+    student_input
+    return (student_input,)
+
+
+@app.cell(hide_code=True)
+def _():
+    _ddp = dp_memory(FIT_MODEL, VENDOR_CLAIM_GPUS, 0, FIT_ACTIVATIONS)
+    ui.stakeholder_message(
+        "Fine-tuning lead",
+        f"Our {MODELS[FIT_MODEL].name} job dies on one DGX H100 under plain data parallelism: it asks for "
+        f"**{_ddp.total / GB:,.0f} GB** per GPU and each has {GPUS[FIT_GPU].hbm_bytes / GB:.0f}. A vendor tells us to switch on "
+        f"ZeRO-3 with activation checkpointing and it will run on the same {VENDOR_CLAIM_GPUS} GPUs at "
+        f"{VENDOR_CLAIM_GB[0]}-{VENDOR_CLAIM_GB[1]} GB each. How many H100s do we really need, and what will the sharding "
+        "cost us on the network?",
+    )
+    return
+
+
+@app.cell
+def _():
+    fit_question = ui.prediction_question(
+        f"With ZeRO-3, micro-batch {FIT_ACTIVATIONS.micro_batch}, {FIT_ACTIVATIONS.seq_len} tokens and full activation "
+        f"checkpointing, what is the fewest number of H100s ({GPUS[FIT_GPU].hbm_bytes / GB:.0f} GB) on which {MODELS[FIT_MODEL].name} fits, activations included?",
+        FIT_OPTIONS,
+    )
+    fit_question
+    return (fit_question,)
+
+
+@app.cell
+def _():
+    zero2_question = ui.prediction_question(
+        "What does ZeRO-2 cost in communication over ZeRO-1?",
+        ZERO2_OPTIONS,
+    )
+    zero2_question
+    return (zero2_question,)
+
+
+@app.cell
+def _():
+    model_pick = mo.ui.dropdown(options=MODEL_CHOICES, value=MODELS[FIT_MODEL].name, label="Model")
+    return (model_pick,)
+
+
+@app.cell
+def _():
+    gpu_pick = mo.ui.dropdown(options=GPU_CHOICES, value=GPUS[FIT_GPU].name, label="GPU")
+    return (gpu_pick,)
+
+
+@app.cell
+def _():
+    optimizer_pick = mo.ui.dropdown(options=OPTIMIZER_CHOICES, value=OPTIMIZER_STATES["fp32"].label, label="Optimizer state")
+    return (optimizer_pick,)
+
+
+@app.cell
+def _():
+    micro_batch_slider = mo.ui.slider(steps=[1, 2, 4, 8], value=FIT_ACTIVATIONS.micro_batch, label="Micro-batch (sequences)", show_value=True)
+    return (micro_batch_slider,)
+
+
+@app.cell
+def _():
+    seq_slider = mo.ui.slider(steps=[1024, 2048, 4096, 8192, 16384, 32768], value=FIT_ACTIVATIONS.seq_len, label="Sequence length", show_value=True)
+    return (seq_slider,)
+
+
+@app.cell
+def _():
+    recompute_pick = mo.ui.dropdown(options=list(RECOMPUTE_MODES), value=FIT_ACTIVATIONS.recompute, label="Activation recompute")
+    return (recompute_pick,)
+
+
+@app.cell
+def _():
+    flash_box = mo.ui.checkbox(value=FIT_ACTIVATIONS.flash_attention, label="Flash attention (no s x s scores kept)")
+    return (flash_box,)
+
+
+@app.cell
+def _():
+    offload_box = mo.ui.checkbox(value=False, label="Offload optimizer state to CPU (ZeRO-Offload)")
+    return (offload_box,)
+
+
+@app.cell
+def _():
+    dp_slider = mo.ui.slider(steps=list(DP_SIZES), value=8, label="Data-parallel GPUs", show_value=True)
+    return (dp_slider,)
+
+
+@app.cell
+def _():
+    stage_pick = mo.ui.radio(options=STAGE_CHOICES, value=f"ZeRO-{FIT_STAGE}", label="ZeRO stage", inline=True)
+    return (stage_pick,)
+
+
+@app.cell
+def _():
+    accumulation_slider = mo.ui.slider(steps=[1, 2, 4, 8, 16], value=1, label="Micro-batches per step (gradient accumulation)", show_value=True)
+    return (accumulation_slider,)
+
+
+@app.cell
+def _(
+    accumulation_slider,
+    dp_slider,
+    fit_question,
+    flash_box,
+    gpu_pick,
+    micro_batch_slider,
+    model_pick,
+    offload_box,
+    optimizer_pick,
+    recompute_pick,
+    seq_slider,
+    stage_pick,
+):
+    ui.prediction_gate(fit_question, "the memory instruments")
+    mo.vstack(
+        [
+            mo.md("### Instruments"),
+            mo.hstack([model_pick, gpu_pick, optimizer_pick], justify="start", wrap=True),
+            mo.hstack([micro_batch_slider, seq_slider, recompute_pick, flash_box], justify="start", wrap=True),
+            mo.hstack([dp_slider, stage_pick, offload_box], justify="start", wrap=True),
+            mo.hstack([accumulation_slider], justify="start"),
+        ]
+    )
+    return
+
+
+@app.cell
+def _(
+    accumulation_slider,
+    dp_slider,
+    fit_question,
+    flash_box,
+    gpu_pick,
+    micro_batch_slider,
+    model_pick,
+    offload_box,
+    optimizer_pick,
+    recompute_pick,
+    seq_slider,
+    stage_pick,
+):
+    mo.stop(fit_question.value is None)
+    sweep_inputs = {
+        "model": model_pick.value, "gpu": gpu_pick.value, "optimizer_state": optimizer_pick.value,
+        "micro_batch": micro_batch_slider.value, "seq_len": seq_slider.value, "recompute": recompute_pick.value,
+        "flash_attention": flash_box.value, "offload": offload_box.value, "dp": dp_slider.value,
+        "zero_stage": stage_pick.value, "microbatches": accumulation_slider.value,
+    }
+    act = Activations(micro_batch_slider.value, seq_slider.value, recompute_pick.value, flash_box.value)
+    sweep_offload = offload_box.value and stage_pick.value > 0
+    sweep_curves = memory_curves(model_pick.value, act, optimizer_pick.value, offload_box.value)
+    sweep_estimate = dp_estimate(model_pick.value, gpu_pick.value, dp_slider.value, stage_pick.value, act, optimizer_pick.value, sweep_offload, accumulation_slider.value)
+    sweep_fewest = fewest_gpus(model_pick.value, gpu_pick.value, stage_pick.value, act, optimizer_pick.value, sweep_offload)
+    return act, sweep_curves, sweep_estimate, sweep_fewest, sweep_inputs, sweep_offload
+
+
+@app.cell(hide_code=True)
+def _(act):
+    _wall = memory_wall(act)
+    _named = {MODELS[k].name: m for k, m in _wall.items()}
+    _small = _wall[WALL_MODELS[0]]
+    mo.vstack(
+        [
+            mo.md(
+                f"""
+    ## 1 · The memory wall
+
+    What one GPU holds under plain data parallelism, at your activation settings (micro-batch {act.micro_batch},
+    {act.seq_len} tokens, recompute *{act.recompute}*). The number of GPUs does not appear: every GPU holds all of it.
+    Even the smallest model here needs **{_small.total / GB:,.0f} GB**, of which {_small.optimizer / GB:,.0f} GB is
+    optimizer state that each GPU only ever uses for its own update.
+    """
+            ),
+            charts.memory_wall(_named, WALL_HBM),
+        ]
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(act, gpu_pick, model_pick, sweep_curves, sweep_estimate, sweep_fewest, sweep_inputs, sweep_offload):
+    _gpu = GPUS[gpu_pick.value]
+    _mem = sweep_estimate.memory
+    _fewest = f"{sweep_fewest:,}" if sweep_fewest else "none"
+    _why = [] if sweep_estimate.fits else [
+        f"Out of memory: {_mem.total / GB:,.1f} GB per GPU > {_gpu.hbm_bytes / GB:.0f} GB on {_gpu.name}. "
+        f"Model state {_mem.model_state / GB:,.1f} GB, activations {_mem.activations / GB:,.1f} GB."
+        + ("" if sweep_fewest else f" Activations and unsharded state alone exceed the HBM: no DP size fits {MODELS[model_pick.value].name} at ZeRO-{sweep_inputs['zero_stage']}.")
+    ]
+    mo.vstack(
+        [
+            mo.md(
+                f"""
+    ## 2 · The sweep: per-GPU memory against data-parallel size
+
+    {MODELS[model_pick.value].name} on {_gpu.name}, optimizer state *{OPTIMIZER_STATES[sweep_inputs['optimizer_state']].label}*
+    {"with the optimizer offloaded to the CPU" if sweep_offload else ""}. Each line is model state plus the activations of one
+    micro-batch through all {MODELS[model_pick.value].layers} layers; the dotted line is those activations alone.
+    """
+            ),
+            charts.zero_sweep(DP_SIZES, sweep_curves, [(_gpu.name, _gpu.hbm_bytes, _gpu.confirmed)], (sweep_inputs["dp"], _mem.total)),
+            ui.metric_cards(
+                {
+                    "per-GPU memory": f"{_mem.total / GB:,.1f} GB",
+                    "fits": "yes" if sweep_estimate.fits else "no",
+                    "model state": f"{_mem.model_state / GB:,.1f} GB",
+                    "activations": f"{_mem.activations / GB:,.1f} GB",
+                    f"fewest {_gpu.name.split(' ')[0]}s at ZeRO-{sweep_inputs['zero_stage']}": _fewest,
+                }
+            ),
+            ui.failure_banner(_why) or mo.md(""),
+            charts.memory_bar(sweep_estimate),
+        ]
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(fit_question):
+    mo.stop(fit_question.value is None)
+    _n = fit_fewest()
+    _at = {n: dp_memory(FIT_MODEL, n, FIT_STAGE, FIT_ACTIVATIONS).total / GB for n in (8, _n - 1, _n)}
+    _selective = Activations(FIT_ACTIVATIONS.micro_batch, FIT_ACTIVATIONS.seq_len, "selective", FIT_ACTIVATIONS.flash_attention)
+    _selective_act = dp_memory(FIT_MODEL, 1024, FIT_STAGE, _selective).activations / GB
+    _explain = {
+        "A": f"on 8 H100s each GPU needs {_at[8]:,.0f} GB: the sharded model state alone is {BYTES_PER_PARAM} bytes x {MODELS[FIT_MODEL].params / 1e9:.0f}B / 8.",
+        "B": f"the engine's fewest is {_n}: {_at[_n]:.1f} GB per GPU, against {_at[_n - 1]:.1f} GB on {_n - 1}.",
+        "C": f"{FIT_RANGES['C'][0]} or more GPUs fit, but {_n} already do.",
+        "D": f"with full checkpointing it fits on {_n}. Without it (selective recompute) activations alone are {_selective_act:.0f} GB per GPU at any DP size, and then no number fits.",
+    }
+    ui.reveal(fit_question.value, fit_answer(_n), _explain)
+    return
+
+
+@app.cell(hide_code=True)
+def _(accumulation_slider, act, gpu_pick, model_pick, zero2_question):
+    ui.prediction_gate(zero2_question, "the communication instruments")
+    _m = accumulation_slider.value
+    costs = {
+        "8 GPUs in one server (NVLink)": stage_costs(model_pick.value, gpu_pick.value, 8, act, _m, "packed"),
+        "8 servers, one GPU each (NICs)": stage_costs(model_pick.value, gpu_pick.value, 8, act, _m, "spread"),
+    }
+    _rows = []
+    for _placement, _ests in costs.items():
+        _base = _ests[0].comm_bytes_per_gpu["dp"]
+        for _stage, _e in _ests.items():
+            _rows.append(
+                {
+                    "placement": _placement,
+                    "stage": f"ZeRO-{_stage}",
+                    "GB sent per GPU per step": f"{_e.comm_bytes_per_gpu['dp'] / GB:,.1f}",
+                    "x plain DP": f"{_e.comm_bytes_per_gpu['dp'] / _base:.2f}",
+                    "exposed comm (s)": f"{_e.time.dp_comm:.2f}",
+                    "step (s)": f"{_e.step_time_s:.2f}",
+                    "MFU": f"{_e.mfu:.1%}",
+                    "fits": "yes" if _e.fits else f"no ({_e.memory.total / GB:,.0f} GB)",
+                }
+            )
+    mo.vstack(
+        [
+            mo.md(
+                f"""
+    ## 3 · What fitting costs
+
+    The same {MODELS[model_pick.value].name} step on 8 {GPUS[gpu_pick.value].name} GPUs, {_m} micro-batch(es) of
+    {act.micro_batch} per GPU per step, under each stage: once inside one server on NVLink, once spread over 8
+    servers so every byte crosses a NIC. Move the accumulation slider and watch ZeRO-2 and ZeRO-3's bytes.
+    """
+            ),
+            charts.stage_step_times(costs),
+            mo.ui.table(pd.DataFrame(_rows), selection=None, page_size=8),
+        ]
+    )
+    return (costs,)
+
+
+@app.cell(hide_code=True)
+def _(zero2_question):
+    mo.stop(zero2_question.value is None)
+    _f = zero2_facts()
+    _z3 = traffic_ratio(3, 0, 1)
+    ui.reveal(
+        zero2_question.value,
+        zero2_answer(),
+        {
+            "A": f"at one micro-batch ZeRO-2 sends {_f['one']:.2f}x ZeRO-1's bytes (a reduce-scatter and an all-gather, like ZeRO-1). "
+            f"Its gradients are sharded, so they cannot accumulate locally: at {ZERO2_ACCUMULATION} micro-batches per step it sends {_f['accumulated']:.2f}x.",
+            "B": f"the all-gather moves the updated weights, once, in ZeRO-1 too: the ratio is {_f['one']:.2f}x at one micro-batch.",
+            "C": f"{_z3:.2f}x is ZeRO-3's premium over plain DP, for re-gathering the weights in the backward pass.",
+            "D": "each GPU sends (N-1)/N of the gradient bytes in a reduce-scatter whether or not it keeps the full gradient afterwards.",
+        },
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    _engine = {(s, n): table2_estimate(s, n).hardware_tflops_per_gpu for s in TABLE2_SCHEMES for n in TABLE2_GPUS}
+    _series = {s: ([TABLE2_PUBLISHED[(s, n)] for n in TABLE2_GPUS], [_engine[(s, n)] for n in TABLE2_GPUS]) for s in TABLE2_SCHEMES}
+    _lo, _hi = TABLE2_GPUS[0], TABLE2_GPUS[-1]
+    _z = "ZeRO-3"
+    _ptdp = table2_plan("PTD-P", _hi)
+    _run = table2_estimate(_z, _hi)
+    mo.vstack(
+        [
+            mo.md(
+                f"""
+    ### At scale: ZeRO-3 without model parallelism collapses over HDR
+
+    Narayanan et al. 2021 Table 2 trained {_run.model.name} with a fixed batch of {_ptdp.global_batch} sequences on A100s joined by
+    {_run.cluster.inter.name}. ZeRO-3 fell from {TABLE2_PUBLISHED[(_z, _lo)]:.0f} to {TABLE2_PUBLISHED[(_z, _hi)]:.0f} TFLOP/s per
+    GPU between {_lo} and {_hi} GPUs; the engine, from the same inputs, gives {_engine[(_z, _lo)]:.0f} to {_engine[(_z, _hi)]:.0f}.
+    Each GPU's share of the batch shrinks to one micro-batch while it still gathers all the weights twice and
+    scatters their gradients once per step. TP {_ptdp.tp} x PP {_ptdp.pp} keeps its weights in place and holds
+    {_engine[('PTD-P', _hi)]:.0f} (paper {TABLE2_PUBLISHED[('PTD-P', _hi)]:.0f}).
+    """
+            ),
+            charts.published_vs_engine(TABLE2_GPUS, _series),
+        ]
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(accumulation_slider, act, dp_slider, gpu_pick, model_pick, optimizer_pick, stage_pick):
+    _stage = max(1, stage_pick.value)
+    _args = (model_pick.value, gpu_pick.value, dp_slider.value, _stage, act, optimizer_pick.value)
+    _on_gpu = dp_estimate(*_args, False, accumulation_slider.value)
+    _off = dp_estimate(*_args, True, accumulation_slider.value)
+    _o = _off.offload
+    _host = _off.cluster.host
+    _table = pd.DataFrame(
+        [
+            {"": "per-GPU memory", "on the GPU": f"{_on_gpu.memory.total / GB:,.1f} GB", "offloaded": f"{_off.memory.total / GB:,.1f} GB"},
+            {"": "fits", "on the GPU": "yes" if _on_gpu.fits else "no", "offloaded": "yes" if _off.fits else "no"},
+            {"": "CPU memory per server", "on the GPU": "—", "offloaded": f"{_o.host_bytes_per_node / GB:,.0f} of {_host.memory_bytes / GB:,.0f} GB"},
+            {"": "PCIe bytes per GPU per step", "on the GPU": "—", "offloaded": f"{_o.pcie_bytes / GB:,.1f} GB"},
+            {"": "gradients down / CPU Adam / weights up", "on the GPU": "—", "offloaded": f"{_o.down_s:.2f} / {_o.cpu_adam_s:.2f} / {_o.up_s:.2f} s"},
+            {"": "optimizer step on the GPU", "on the GPU": f"{_on_gpu.time.optimizer:.3f} s", "offloaded": "—"},
+            {"": "step time", "on the GPU": f"{_on_gpu.step_time_s:.2f} s", "offloaded": f"{_off.step_time_s:.2f} s"},
+            {"": "MFU", "on the GPU": f"{_on_gpu.mfu:.1%}", "offloaded": f"{_off.mfu:.1%}"},
+        ]
+    )
+    mo.vstack(
+        [
+            mo.md(
+                f"""
+    ## 4 · Offload: the optimizer state in CPU memory
+
+    ZeRO-{_stage} on {dp_slider.value} GPUs{"" if stage_pick.value else " (offload needs a sharded optimizer, so ZeRO-1 stands in for ZeRO-0)"}.
+    The CPU ({_host.name}) runs Adam on each GPU's shard, streaming its DRAM, and {_off.cluster.host_link.name} carries
+    the gradients down and the new weights up. The copies are cheap next to the CPU's pass over the optimizer state,
+    which is why offload pays only when a step is long: more micro-batches per step amortise it.
+    """
+            ),
+            mo.ui.table(_table, selection=None),
+            ui.failure_banner(_off.warnings),
+        ]
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(accumulation_slider, act, model_pick, sweep_curves):
+    _name = MODELS[model_pick.value].name
+    _z3 = sweep_curves[3]
+    _dp0 = sweep_curves[0]
+    _m = accumulation_slider.value
+    _vendor = dp_memory(FIT_MODEL, VENDOR_CLAIM_GPUS, 3, FIT_ACTIVATIONS)
+    _myths = pd.DataFrame(
+        [
+            {
+                "what people say": "ZeRO shards activations",
+                "what the engine says": f"{_name}, ZeRO-3: activations {_z3[DP_SIZES.index(8)].activations / GB:,.1f} GB per GPU on 8 GPUs and "
+                f"{_z3[-1].activations / GB:,.1f} GB on {DP_SIZES[-1]}. Only model state is sharded.",
+            },
+            {
+                "what people say": "ZeRO-3 costs 2x the communication of DDP",
+                "what the engine says": f"{traffic_ratio(3, 0, 1):.2f}x at one micro-batch per step (two all-gathers and a reduce-scatter against an "
+                f"all-reduce); at your {_m} micro-batch(es) per step, {traffic_ratio(3, 0, _m):.2f}x, because the weights are gathered for every micro-batch.",
+            },
+            {
+                "what people say": "Adding GPUs reduces memory under plain DP",
+                "what the engine says": f"{_name}, ZeRO-0: {_dp0[0].total / GB:,.1f} GB per GPU on 1 GPU and {_dp0[-1].total / GB:,.1f} GB on {DP_SIZES[-1]}.",
+            },
+            {
+                "what people say": f"ZeRO-3 + checkpointing fits {MODELS[FIT_MODEL].name} on {VENDOR_CLAIM_GPUS} GPUs at {VENDOR_CLAIM_GB[0]}-{VENDOR_CLAIM_GB[1]} GB",
+                "what the engine says": f"the sharded model state alone is {_vendor.model_state / GB:,.0f} GB per GPU; with activations {_vendor.total / GB:,.0f} GB.",
+            },
+        ]
+    )
+    mo.vstack([mo.md("## 5 · Myths, with numbers"), mo.ui.table(_myths, selection=None)])
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    _rows = [
+        {
+            "milestone": m.claim,
+            "stated": f"{m.stated_gb:,.1f} GB",
+            "engine": f"{m.engine_gb:,.2f} GB",
+            "error": f"{m.error:+.1%}",
+            "holds": "✔" if m.holds else "✘",
+            "see it with": m.where,
+        }
+        for m in seed_milestones()
+    ]
+    mo.vstack(
+        [
+            mo.md(
+                "## 6 · Milestones to verify\n\nModel state only (no activations), from the course notes. Set the instruments "
+                "to the last column's setting and read the model-state card."
+            ),
+            mo.ui.table(pd.DataFrame(_rows), selection=None),
+        ]
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    ui.math_peek(
+        "The equations behind the sweep",
+        r"""
+    Model state per GPU, $\Psi$ parameters, $N$ data-parallel GPUs, $K$ optimizer bytes ($K = 12$ for fp32 Adam):
+
+    | stage | shards | bytes per GPU |
+    |---|---|---|
+    | 0 | nothing | $(2 + 2 + K)\,\Psi$ |
+    | 1 | optimizer state | $(2 + 2 + K/N)\,\Psi$ |
+    | 2 | + gradients | $(2 + (2 + K)/N)\,\Psi$ |
+    | 3 | + weights | $(2 + 2 + K)\,\Psi / N$ |
+
+    Activations per layer and micro-batch (Korthikanti et al. 2022): $sbh(34 + 5as/h)$ without recompute,
+    $34\,sbh$ with selective recompute or flash attention, $2\,sbh$ with full recompute. ZeRO divides none of them.
+
+    Bytes each GPU sends per step, $G = 2\Psi$ bf16 gradient bytes, $m$ micro-batches per step:
+    DP and ZeRO-1 $2\frac{N-1}{N}G$; ZeRO-2 $(m+1)\frac{N-1}{N}G$; ZeRO-3 $3m\frac{N-1}{N}G$.
+
+    ZeRO-Offload per step: $2\Psi/N$ bytes down and $2\Psi/N$ up over PCIe, and a CPU Adam pass that streams
+    about $%d\,\Psi/N$ bytes of host DRAM.
+    """ % CPU_ADAM_BYTES_PER_PARAM,
+    )
+    return
+
+
+@app.cell
+def _():
+    submit_button = mo.ui.run_button(label="Submit to the ledger")
+    return (submit_button,)
+
+
+@app.cell
+def _(fit_question, student_input, submit_button, sweep_inputs, zero2_question):
+    mo.stop(fit_question.value is None)
+    _pred = {"fit": fit_question.value, "zero2": zero2_question.value}
+    _view, submitted = ui.submit_to_ledger(
+        student_input.value, submit_button, lambda: [(LAB, "sweep", sweep_inputs, _pred, zero_sweep_outcomes(sweep_inputs, _pred))]
+    )
+    _view
+    return (submitted,)
+
+
+@app.cell(hide_code=True)
+def _():
+    _server = Cluster.get("dgx-h100")
+    _cliff = _server.intra.effective_bytes_per_s / _server.inter_bytes_per_s_per_gpu
+    mo.md(rf"""
+    ## Key takeaways
+
+    - Mixed-precision Adam keeps {BYTES_PER_PARAM} bytes per parameter; plain data parallelism keeps all of them on every GPU.
+    - ZeRO-1 and ZeRO-2 shard the optimizer state and gradients at the traffic of plain DP (per micro-batch, for ZeRO-2);
+      ZeRO-3 shards the weights too for {traffic_ratio(3, 0, 1):.1f}x the traffic per micro-batch.
+    - ZeRO never touches activations: past a point, only checkpointing, smaller micro-batches, or tensor and
+      sequence parallelism bring a model under the HBM line.
+    - On a DGX H100, a GPU's NIC carries {_cliff:.0f}x less than its NVLink in practice: ZeRO-3's gathers over the network
+      are why large models keep their weights still with tensor and pipeline parallelism inside fast domains.
+
+    **Next:** Lab 07 (the pipeline bubble) and Lab 05, Act II (the 3D design for GPT-3 175B).
+    """)
+    return
+
+
+@app.cell
+def _(fit_question, submitted, sweep_estimate, sweep_inputs, zero2_question):
+    ui.hud(
+        {
+            "engine": ENGINE_VERSION,
+            "fit prediction": fit_question.value or "—",
+            "ZeRO-2 prediction": zero2_question.value or "—",
+            "setting": f"{MODELS[sweep_inputs['model']].name}, ZeRO-{sweep_inputs['zero_stage']}, DP {sweep_inputs['dp']}" if fit_question.value else "—",
+            "memory": f"{sweep_estimate.memory.total / GB:,.1f} GB" if fit_question.value else "—",
+            "ledger": "saved" if submitted else "not submitted",
+        }
+    )
+    return
+
+
+if __name__ == "__main__":
+    app.run()
