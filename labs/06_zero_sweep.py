@@ -327,8 +327,8 @@ def _(accumulation_slider, act, gpu_pick, model_pick, zero2_question):
     ui.prediction_gate(zero2_question, "the communication instruments")
     _m = accumulation_slider.value
     costs = {
-        "8 GPUs in one server (NVLink)": stage_costs(model_pick.value, gpu_pick.value, 8, act, _m, "packed"),
-        "8 servers, one GPU each (NICs)": stage_costs(model_pick.value, gpu_pick.value, 8, act, _m, "spread"),
+        "one server (NVLink)": stage_costs(model_pick.value, gpu_pick.value, 8, act, _m, "packed"),
+        "8 servers (NICs)": stage_costs(model_pick.value, gpu_pick.value, 8, act, _m, "spread"),
     }
     _rows = []
     for _placement, _ests in costs.items():
@@ -444,7 +444,7 @@ def _(accumulation_slider, act, dp_slider, gpu_pick, model_pick, optimizer_pick,
     """
             ),
             mo.ui.table(_table, selection=None),
-            ui.failure_banner(_off.warnings),
+            ui.failure_banner(_off.warnings) or mo.md(""),
         ]
     )
     return
@@ -457,29 +457,27 @@ def _(accumulation_slider, act, model_pick, sweep_curves):
     _dp0 = sweep_curves[0]
     _m = accumulation_slider.value
     _vendor = dp_memory(FIT_MODEL, VENDOR_CLAIM_GPUS, 3, FIT_ACTIVATIONS)
-    _myths = pd.DataFrame(
-        [
-            {
-                "what people say": "ZeRO shards activations",
-                "what the engine says": f"{_name}, ZeRO-3: activations {_z3[DP_SIZES.index(8)].activations / GB:,.1f} GB per GPU on 8 GPUs and "
-                f"{_z3[-1].activations / GB:,.1f} GB on {DP_SIZES[-1]}. Only model state is sharded.",
-            },
-            {
-                "what people say": "ZeRO-3 costs 2x the communication of DDP",
-                "what the engine says": f"{traffic_ratio(3, 0, 1):.2f}x at one micro-batch per step (two all-gathers and a reduce-scatter against an "
-                f"all-reduce); at your {_m} micro-batch(es) per step, {traffic_ratio(3, 0, _m):.2f}x, because the weights are gathered for every micro-batch.",
-            },
-            {
-                "what people say": "Adding GPUs reduces memory under plain DP",
-                "what the engine says": f"{_name}, ZeRO-0: {_dp0[0].total / GB:,.1f} GB per GPU on 1 GPU and {_dp0[-1].total / GB:,.1f} GB on {DP_SIZES[-1]}.",
-            },
-            {
-                "what people say": f"ZeRO-3 + checkpointing fits {MODELS[FIT_MODEL].name} on {VENDOR_CLAIM_GPUS} GPUs at {VENDOR_CLAIM_GB[0]}-{VENDOR_CLAIM_GB[1]} GB",
-                "what the engine says": f"the sharded model state alone is {_vendor.model_state / GB:,.0f} GB per GPU; with activations {_vendor.total / GB:,.0f} GB.",
-            },
-        ]
-    )
-    mo.vstack([mo.md("## 5 · Myths, with numbers"), mo.ui.table(_myths, selection=None)])
+    _myths = [
+        (
+            "ZeRO shards activations.",
+            f"{_name}, ZeRO-3: activations {_z3[DP_SIZES.index(8)].activations / GB:,.1f} GB per GPU on 8 GPUs and "
+            f"{_z3[-1].activations / GB:,.1f} GB on {DP_SIZES[-1]}. Only model state is sharded.",
+        ),
+        (
+            "ZeRO-3 costs 2x the communication of DDP.",
+            f"{traffic_ratio(3, 0, 1):.2f}x at one micro-batch per step (two all-gathers and a reduce-scatter against one "
+            f"all-reduce); at your {_m} micro-batch(es) per step, {traffic_ratio(3, 0, _m):.2f}x, because the weights are gathered for every micro-batch.",
+        ),
+        (
+            "Adding GPUs reduces memory under plain DP.",
+            f"{_name}, ZeRO-0: {_dp0[0].total / GB:,.1f} GB per GPU on 1 GPU and {_dp0[-1].total / GB:,.1f} GB on {DP_SIZES[-1]}.",
+        ),
+        (
+            f"ZeRO-3 with checkpointing fits {MODELS[FIT_MODEL].name} on {VENDOR_CLAIM_GPUS} GPUs at {VENDOR_CLAIM_GB[0]}-{VENDOR_CLAIM_GB[1]} GB.",
+            f"The sharded model state alone is {_vendor.model_state / GB:,.0f} GB per GPU; with activations, {_vendor.total / GB:,.0f} GB.",
+        ),
+    ]
+    mo.md("## 5 · Myths, with numbers\n\n" + "\n".join(f"- *\"{_said}\"* **Engine:** {_fact}" for _said, _fact in _myths))
     return
 
 

@@ -111,12 +111,15 @@ def timeline_figure(t: Timeline, title: str | None = None, until: float | None =
 MEMORY_TERMS = {"weights": "bf16 weights", "gradients": "bf16 gradients", "optimizer": "optimizer state", "activations": "activations", "buffers": "allocator + runtime"}
 
 
-def _hbm_lines(fig: go.Figure, hbm: Sequence[tuple[str, float, bool]]) -> None:
-    """Horizontal lines at each GPU's HBM: (label, bytes, confirmed); unconfirmed ones dashed."""
+def _hbm_lines(fig: go.Figure, hbm: Sequence[tuple[str, float, bool]], log_axis: bool = True) -> None:
+    """Horizontal lines at each GPU's HBM: (label, bytes, confirmed); unconfirmed ones dashed.
+    On a log axis Plotly places the line in data units but its annotation in log10 units."""
     for label, nbytes, confirmed in hbm:
-        fig.add_hline(
-            y=nbytes / GB, line=dict(color=COLORS["red"], width=2, dash="solid" if confirmed else "dash"),
-            annotation_text=f"{label} {nbytes / GB:.0f} GB" + ("" if confirmed else " (unconfirmed)"), annotation_position="top left",
+        value = nbytes / GB
+        fig.add_hline(y=value, line=dict(color=COLORS["red"], width=2, dash="solid" if confirmed else "dash"))
+        fig.add_annotation(
+            x=1, xref="paper", xanchor="right", y=np.log10(value) if log_axis else value, yanchor="bottom", showarrow=False,
+            text=f"{label} {value:.0f} GB" + ("" if confirmed else " (unconfirmed)"), font=dict(color=COLORS["red"], size=13),
         )
 
 
@@ -127,8 +130,8 @@ def memory_wall(wall: dict[str, MemoryBreakdown], hbm: Sequence[tuple[str, float
     for term, label in MEMORY_TERMS.items():
         fig.add_bar(x=names, y=[wall[n].as_dict()[term] / GB for n in names], name=label, marker_color=TERM_COLORS[term], hovertemplate=f"{label}: %{{y:,.0f}} GB<extra></extra>")
     fig.add_scatter(x=names, y=[wall[n].total / GB for n in names], mode="text", text=[f"{wall[n].total / GB:,.0f} GB" for n in names], textposition="top center", showlegend=False, hoverinfo="skip")
-    _hbm_lines(fig, hbm)
-    fig.update_layout(barmode="stack", height=420, yaxis=dict(type="log", title="GB per GPU (log)"), xaxis_title="model, plain data parallelism")
+    _hbm_lines(fig, hbm, log_axis=False)
+    fig.update_layout(barmode="stack", height=420, yaxis=dict(title="GB per GPU"), xaxis_title="model, plain data parallelism")
     return apply_plotly_theme(fig)
 
 
@@ -168,6 +171,6 @@ def published_vs_engine(gpus: Sequence[int], series: dict[str, tuple[Sequence[fl
     fig = go.Figure()
     for (name, (paper, engine)), color in zip(series.items(), (COLORS["red"], COLORS["blue"])):
         fig.add_scatter(x=list(gpus), y=list(engine), name=f"{name}, engine", mode="lines+markers", line=dict(color=color, width=3))
-        fig.add_scatter(x=list(gpus), y=list(paper), name=f"{name}, paper", mode="markers", marker=dict(symbol="x", size=14, color=color, line=dict(width=3)))
+        fig.add_scatter(x=list(gpus), y=list(paper), name=f"{name}, paper", mode="markers", marker=dict(symbol="x", size=14, color=color, line=dict(width=1, color=color)))
     fig.update_layout(height=380, xaxis=dict(type="log", title="A100 GPUs", tickvals=list(gpus)), yaxis=dict(title="TFLOP/s per GPU", rangemode="tozero"))
     return apply_plotly_theme(fig)

@@ -147,11 +147,11 @@ def seed_milestones() -> list[Milestone]:
     page, each recomputed from ZeRO's per-stage formulas."""
     gb = 1e9
     return [
-        Milestone("100M parameters on 2 GPUs, DDP", "100M, DP 2, ZeRO-0", 1.6, model_state_bytes(100e6, 0, 2) / gb),
-        Milestone("100M parameters on 2 GPUs, ZeRO-2", "100M, DP 2, ZeRO-2", 0.9, model_state_bytes(100e6, 2, 2) / gb),
-        Milestone("100M parameters on 2 GPUs, FSDP (ZeRO-3)", "100M, DP 2, ZeRO-3", 0.8, model_state_bytes(100e6, 3, 2) / gb),
-        Milestone("10B parameters, DDP, per GPU", "any DP size, ZeRO-0", 160, model_state_bytes(10e9, 0, 8) / gb),
-        Milestone("10B parameters, FSDP on 8 GPUs", "DP 8, ZeRO-3", 20, model_state_bytes(10e9, 3, 8) / gb),
-        Milestone("70B parameters: the whole training state", "DP 1, ZeRO-0", 1120, model_state_bytes(70e9, 0, 1) / gb),
-        Milestone("70B parameters, ZeRO-3 on 8 GPUs", "70B, DP 8, ZeRO-3", 140, model_state_bytes(70e9, 3, 8) / gb),
+        Milestone("100M parameters on 2 GPUs, DDP", "Seed 100M (98M parameters), DP 2, ZeRO-0", 1.6, model_state_bytes(100e6, 0, 2) / gb),
+        Milestone("100M parameters on 2 GPUs, ZeRO-2", "Seed 100M, DP 2, ZeRO-2", 0.9, model_state_bytes(100e6, 2, 2) / gb),
+        Milestone("100M parameters on 2 GPUs, FSDP (ZeRO-3)", "Seed 100M, DP 2, ZeRO-3", 0.8, model_state_bytes(100e6, 3, 2) / gb),
+        Milestone("10B parameters, DDP, per GPU", "the formula (no 10B model in the catalog)", 160, model_state_bytes(10e9, 0, 8) / gb),
+        Milestone("10B parameters, FSDP on 8 GPUs", "the formula", 20, model_state_bytes(10e9, 3, 8) / gb),
+        Milestone("70B parameters: the whole training state", "Llama 2 70B (69B parameters), DP 1, ZeRO-0", 1120, model_state_bytes(70e9, 0, 1) / gb),
+        Milestone("70B parameters, ZeRO-3 on 8 GPUs", "Llama 2 70B, DP 8, ZeRO-3", 140, model_state_bytes(70e9, 3, 8) / gb),
     ]
