@@ -1,7 +1,8 @@
-"""Take the README's screenshots of the flagship lab: `python scripts/screenshots.py`.
+"""Take the README's screenshots: `python scripts/screenshots.py`.
 
-Serves labs/05_parallelism.py with `marimo run`, answers both predictions in Chromium and
-saves assets/lab05_act1.png and assets/lab05_act2.png."""
+Serves labs/05_parallelism.py and labs/06_zero_sweep.py with `marimo run`, answers their
+predictions in Chromium and saves assets/lab05_act1.png, assets/lab05_act2.png and
+assets/lab06.png."""
 
 import sys
 import tempfile
@@ -12,7 +13,22 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from browser import browser_page, choose, marimo_run  # noqa: E402
 
-from labs.core.outcomes import ACT1_OPTIONS, ACT2_OPTIONS  # noqa: E402
+from labs.core.outcomes import ACT1_OPTIONS, ACT2_OPTIONS, FIT_OPTIONS  # noqa: E402
+
+
+def zero_sweep() -> None:
+    with tempfile.TemporaryDirectory() as ledgers, marimo_run("06_zero_sweep.py", env={"LABS_LEDGER_DIR": ledgers}) as url, browser_page(width=1300, height=1500) as page:
+        page.goto(url)
+        choose(page, f"B) {FIT_OPTIONS[1].label}")
+        page.get_by_text("The sweep: per-GPU memory").first.wait_for()
+        slider = page.get_by_role("slider").nth(2)  # data-parallel GPUs: 8 -> 32
+        slider.focus()
+        slider.press("ArrowRight")
+        slider.press("ArrowRight")
+        page.wait_for_timeout(2500)
+        page.get_by_text("2 · The sweep").first.evaluate("el => el.scrollIntoView({block: 'start'})")
+        page.wait_for_timeout(800)
+        page.screenshot(path=str(ROOT / "assets" / "lab06.png"))
 
 
 def main() -> None:
@@ -30,7 +46,8 @@ def main() -> None:
         page.get_by_text("Act II · Designing the 3D layout").first.scroll_into_view_if_needed()
         page.evaluate("window.scrollBy(0, -20)")
         page.screenshot(path=str(ROOT / "assets" / "lab05_act2.png"))
-    print("wrote assets/lab05_act1.png and assets/lab05_act2.png")
+    zero_sweep()
+    print("wrote assets/lab05_act1.png, assets/lab05_act2.png and assets/lab06.png")
 
 
 if __name__ == "__main__":

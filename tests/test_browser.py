@@ -85,3 +85,38 @@ def test_pipeline_lab_end_to_end(tmp_path):
     doc = json.loads(path.read_text())
     jsonschema.validate(doc, load_schema())
     assert doc["labs"]["07_pipeline_visualizer"]["pipeline"]["inputs"]["m"] == 16
+
+
+def test_zero_sweep_lab_end_to_end(tmp_path):
+    """Lab 06: the lock holds, answering unlocks the sweep, moving the DP slider moves the
+    marker and the memory card to the engine's value, submit and download give a valid ledger."""
+    from labs.core.outcomes import FIT_ACTIVATIONS, FIT_MODEL, FIT_OPTIONS, FIT_STAGE, ZERO2_OPTIONS
+    from labs.core.zero import dp_memory
+
+    with marimo_run("06_zero_sweep.py", env={"LABS_LEDGER_DIR": str(tmp_path)}) as url, browser_page() as page:
+        page.goto(url)
+        page.get_by_text("Commit to a prediction above to unlock the memory instruments").wait_for()
+        assert page.locator(".lab-card").count() == 0
+        choose(page, f"B) {FIT_OPTIONS[1].label}")
+        at8 = f"{dp_memory(FIT_MODEL, 8, FIT_STAGE, FIT_ACTIVATIONS).total / 1e9:,.1f} GB"
+        page.locator(".lab-card .value", has_text=at8).first.wait_for()
+        assert metric(page, "per-GPU memory") == at8 and metric(page, "fits") == "no"
+
+        slider = page.get_by_role("slider").nth(2)  # micro-batch, sequence length, then data-parallel GPUs
+        slider.focus()
+        slider.press("ArrowRight")
+        slider.press("ArrowRight")  # 8 -> 16 -> 32
+        at32 = f"{dp_memory(FIT_MODEL, 32, FIT_STAGE, FIT_ACTIVATIONS).total / 1e9:,.1f} GB"
+        page.locator(".lab-card .value", has_text=at32).first.wait_for()
+        assert metric(page, "fits") == "yes"
+        marker = page.locator(".js-plotly-plot").nth(1).evaluate("el => el.data.find(t => t.name === 'your setting').x[0]")
+        assert marker == 32
+
+        choose(page, f"A) {ZERO2_OPTIONS[0].label[:40]}")
+        page.get_by_text("What fitting costs").first.wait_for()
+        path = submit_and_download(page, "Submit to the ledger", tmp_path / "downloaded.json")
+    doc = json.loads(path.read_text())
+    jsonschema.validate(doc, load_schema())
+    step = doc["labs"]["06_zero_sweep"]["sweep"]
+    assert step["inputs"]["dp"] == 32 and step["outcomes"]["fits"] is True
+    assert step["predictions"] == {"fit": "B", "zero2": "A"}

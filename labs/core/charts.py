@@ -135,7 +135,7 @@ def memory_wall(wall: dict[str, MemoryBreakdown], hbm: Sequence[tuple[str, float
     return apply_plotly_theme(fig)
 
 
-STAGE_COLORS = (COLORS["red"], COLORS["orange"], COLORS["green"], COLORS["blue"])
+STAGE_COLORS = (COLORS["purple"], COLORS["orange"], COLORS["green"], COLORS["blue"])  # red is kept for HBM lines
 
 
 def zero_sweep(dps: Sequence[int], curves: dict[int, Sequence[MemoryBreakdown]], hbm: Sequence[tuple[str, float, bool]], current: tuple[int, float] | None = None) -> go.Figure:
