@@ -74,3 +74,24 @@ def test_bad_inputs_in_a_step_are_reported_not_raised(tmp_path):
     ledger.save_step("05_parallelism", "act2", {"tp": 3, "pp": 1, "dp": 1, "global_batch": 1, "__import__": "os"}, {}, {})
     table, _ = grade([str(tmp_path)])
     assert table.status.iloc[0].startswith("invalid inputs")
+
+
+def test_zero_sweep_step_is_regraded(tmp_path):
+    """Lab 06's step is recomputed from its inputs; a faked fit flag and a typed-in memory are caught."""
+    from labs.core.outcomes import fit_answer, zero2_answer, zero_sweep_outcomes
+
+    inputs = dict(model="llama2-70b", gpu="h100-sxm", optimizer_state="fp32", micro_batch=1, seq_len=4096, recompute="full",
+                  flash_attention=True, offload=False, dp=8, zero_stage=3, microbatches=1)
+    predictions = {"fit": "A", "zero2": zero2_answer()}
+    ledger = DesignLedger("zoe", tmp_path)
+    outcomes = zero_sweep_outcomes(inputs, predictions)
+    assert outcomes["fits"] is False and outcomes["fit_correct"] is (fit_answer() == "A")
+    ledger.save_step("06_zero_sweep", "sweep", inputs, predictions, outcomes)
+    table, problems = grade([str(tmp_path)])
+    assert not problems and list(table.status) == ["ok"]
+
+    doc = json.loads(ledger.path.read_text())
+    doc["labs"]["06_zero_sweep"]["sweep"]["outcomes"].update(fits=True, memory_gb=60.0)
+    ledger.path.write_text(json.dumps(doc))
+    table, _ = grade([str(tmp_path)])
+    assert "fits" in table.status.iloc[0] and "memory_gb" in table.status.iloc[0]
