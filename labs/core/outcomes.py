@@ -13,7 +13,7 @@ from typing import Callable
 from labs.core.perf import Plan, estimate
 from labs.core.scenarios import DESIGN_GLOBAL_BATCH, DP_WALL_GPUS, design_inputs, dp_wall_estimate
 from labs.core.search import sweep
-from labs.core.zero import Activations, dp_estimate, dp_memory, fewest_gpus, traffic_ratio
+from labs.core.zero import Activations, dp_estimate, fewest_gpus, traffic_ratio
 
 
 @dataclass(frozen=True)
@@ -242,10 +242,9 @@ def zero_sweep_outcomes(inputs: dict, predictions: dict) -> dict:
         raise ValueError(f"06_zero_sweep inputs lack {missing}")
     act = Activations(int(inputs["micro_batch"]), int(inputs["seq_len"]), inputs["recompute"], bool(inputs["flash_attention"]))
     stage, dp, offload = int(inputs["zero_stage"]), int(inputs["dp"]), bool(inputs["offload"]) and int(inputs["zero_stage"]) > 0
-    memory = dp_memory(inputs["model"], dp, stage, act, inputs["optimizer_state"], offload)
     est = dp_estimate(inputs["model"], inputs["gpu"], dp, stage, act, inputs["optimizer_state"], offload, int(inputs["microbatches"]))
     return {
-        "memory_gb": memory.total / 1e9,
+        "memory_gb": est.memory.total / 1e9,
         "fits": est.fits,
         "fewest_gpus": fewest_gpus(inputs["model"], inputs["gpu"], stage, act, inputs["optimizer_state"], offload),
         "dp_bytes_per_gpu": est.comm_bytes_per_gpu["dp"],

@@ -379,8 +379,7 @@ def estimate(model: Model, cluster: Cluster, plan: Plan) -> Estimate:
     latency_share = total_dp.latency_s / total_dp.total_s if total_dp.total_s else 0.0
 
     updated = params_per_gpu / (plan.dp * plan.cp if plan.zero_stage >= 1 else 1)
-    state_saving = 2 * (OPTIMIZER_BYTES - optimizer_state(plan.optimizer_state).bytes_per_param)  # moments read and written
-    optimizer = 0.0 if plan.offload_optimizer else updated * (OPTIMIZER_BYTES_PER_PARAM - state_saving) / (gpu.hbm_bytes_per_s * gpu.hbm_efficiency)
+    optimizer = 0.0 if plan.offload_optimizer else updated * (OPTIMIZER_BYTES_PER_PARAM - _narrow_state_saving(plan)) / (gpu.hbm_bytes_per_s * gpu.hbm_efficiency)
     offload_cost = _offload_cost(model, cluster, plan, updated, stage_bwd) if plan.offload_optimizer else None
 
     time = TimeBreakdown(
@@ -408,6 +407,12 @@ def estimate(model: Model, cluster: Cluster, plan: Plan) -> Estimate:
     )
 
 
+def _narrow_state_saving(plan: Plan) -> float:
+    """Bytes per parameter an Adam step streams less when the optimizer state is narrower than
+    fp32's 12: the state is read and written once each."""
+    return 2 * (OPTIMIZER_BYTES - optimizer_state(plan.optimizer_state).bytes_per_param)
+
+
 @dataclass(frozen=True)
 class OffloadCost:
     """One step of ZeRO-Offload on one GPU (Ren et al. 2021 Sec. 4-5). The bf16 gradient
@@ -426,8 +431,7 @@ class OffloadCost:
 def _offload_cost(model: Model, cluster: Cluster, plan: Plan, shard_params: float, backward_s: float) -> OffloadCost:
     pcie = cluster.host_link.effective_bytes_per_s
     down = GRAD_BYTES * shard_params / pcie
-    state_saving = 2 * (OPTIMIZER_BYTES - optimizer_state(plan.optimizer_state).bytes_per_param)
-    cpu_adam = shard_params * (CPU_ADAM_BYTES_PER_PARAM - state_saving) / cluster.host_bytes_per_s_per_gpu
+    cpu_adam = shard_params * (CPU_ADAM_BYTES_PER_PARAM - _narrow_state_saving(plan)) / cluster.host_bytes_per_s_per_gpu
     up = WEIGHT_BYTES * shard_params / pcie
     exposed_down = max(0.0, down - backward_s) if plan.dp_overlap else down
     host = offloaded_bytes(stage_params(model, plan) / plan.tp, plan.dp * plan.cp, plan.optimizer_state) * cluster.gpus_per_node
