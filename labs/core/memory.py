@@ -118,9 +118,10 @@ def model_state_bytes(params: float, zero_stage: int, dp: int, offload: bool = F
     return sum(model_state_split(params, zero_stage, dp, offload, optimizer))
 
 
-def offloaded_bytes(params: float, dp: int, optimizer: str = "fp32") -> float:
-    """CPU memory one rank's ZeRO-Offload shard takes: bf16 gradients and the optimizer state."""
-    return (GRAD_BYTES + optimizer_state(optimizer).bytes_per_param) * params / dp
+def offloaded_bytes(shard_params: float, optimizer: str = "fp32") -> float:
+    """CPU memory one rank's ZeRO-Offload shard of `shard_params` parameters takes: bf16
+    gradients and the optimizer state."""
+    return (GRAD_BYTES + optimizer_state(optimizer).bytes_per_param) * shard_params
 
 
 def activation_bytes_per_layer(

@@ -380,7 +380,7 @@ def estimate(model: Model, cluster: Cluster, plan: Plan) -> Estimate:
 
     updated = params_per_gpu / (plan.dp * plan.cp if plan.zero_stage >= 1 else 1)
     optimizer = 0.0 if plan.offload_optimizer else updated * (OPTIMIZER_BYTES_PER_PARAM - _narrow_state_saving(plan)) / (gpu.hbm_bytes_per_s * gpu.hbm_efficiency)
-    offload_cost = _offload_cost(model, cluster, plan, updated, stage_bwd) if plan.offload_optimizer else None
+    offload_cost = _offload_cost(cluster, plan, updated, stage_bwd) if plan.offload_optimizer else None
 
     time = TimeBreakdown(
         compute=m * (stage_fwd + stage_bwd),
@@ -428,13 +428,13 @@ class OffloadCost:
     host_bytes_per_node: float  # CPU memory the node's ranks keep offloaded
 
 
-def _offload_cost(model: Model, cluster: Cluster, plan: Plan, shard_params: float, backward_s: float) -> OffloadCost:
+def _offload_cost(cluster: Cluster, plan: Plan, shard_params: float, backward_s: float) -> OffloadCost:
     pcie = cluster.host_link.effective_bytes_per_s
     down = GRAD_BYTES * shard_params / pcie
     cpu_adam = shard_params * (CPU_ADAM_BYTES_PER_PARAM - _narrow_state_saving(plan)) / cluster.host_bytes_per_s_per_gpu
     up = WEIGHT_BYTES * shard_params / pcie
     exposed_down = max(0.0, down - backward_s) if plan.dp_overlap else down
-    host = offloaded_bytes(stage_params(model, plan) / plan.tp, plan.dp * plan.cp, plan.optimizer_state) * cluster.gpus_per_node
+    host = offloaded_bytes(shard_params, plan.optimizer_state) * cluster.gpus_per_node
     return OffloadCost(down, cpu_adam, up, exposed_down + cpu_adam + up, (GRAD_BYTES + WEIGHT_BYTES) * shard_params, host)
 
 
