@@ -153,29 +153,6 @@ def _(
     scaling_radio,
 ):
     ui.prediction_gate(act1_question, "the Act I instruments")
-    mo.vstack(
-        [
-            mo.md("### Instruments"),
-            mo.hstack([gpus_slider, model_dropdown, batch_dropdown], justify="start", wrap=True),
-            scaling_radio,
-            mo.hstack([fabric_dropdown, algorithm_dropdown, overlap_checkbox], justify="start", wrap=True),
-        ]
-    )
-    return
-
-
-@app.cell
-def _(
-    act1_question,
-    algorithm_dropdown,
-    batch_dropdown,
-    fabric_dropdown,
-    gpus_slider,
-    model_dropdown,
-    overlap_checkbox,
-    scaling_radio,
-):
-    mo.stop(act1_question.value is None)
     act1_inputs = dict(
         gpus=gpus_slider.value,
         global_batch=batch_dropdown.value,
@@ -191,6 +168,14 @@ def _(
         act1_error = None
     except ValueError as _err:
         act1_current, act1_error = None, str(_err)
+    mo.vstack(
+        [
+            mo.md("### Instruments"),
+            mo.hstack([gpus_slider, model_dropdown, batch_dropdown], justify="start", wrap=True),
+            scaling_radio,
+            mo.hstack([fabric_dropdown, algorithm_dropdown, overlap_checkbox], justify="start", wrap=True),
+        ]
+    )
     return act1_current, act1_curve, act1_error, act1_inputs
 
 
@@ -377,29 +362,6 @@ def _(
     zero_dropdown,
 ):
     ui.prediction_gate(act2_question, "the Act II instruments")
-    mo.vstack(
-        [
-            mo.md("### Instruments"),
-            mo.hstack([tp_dropdown, pp_dropdown, microbatch_dropdown, zero_dropdown], justify="start", wrap=True),
-            mo.hstack([recompute_dropdown, sp_checkbox, schedule_dropdown, v_slider], justify="start", wrap=True),
-        ]
-    )
-    return
-
-
-@app.cell
-def _(
-    act2_question,
-    microbatch_dropdown,
-    pp_dropdown,
-    recompute_dropdown,
-    schedule_dropdown,
-    sp_checkbox,
-    tp_dropdown,
-    v_slider,
-    zero_dropdown,
-):
-    mo.stop(act2_question.value is None)
     _model, _cluster = design_inputs()
     _tp, _pp = int(tp_dropdown.value), int(pp_dropdown.value)
     act2_inputs = dict(
@@ -420,6 +382,13 @@ def _(
         act2_error = None
     except ValueError as _err:
         act2_estimate, act2_error = None, str(_err)
+    mo.vstack(
+        [
+            mo.md("### Instruments"),
+            mo.hstack([tp_dropdown, pp_dropdown, microbatch_dropdown, zero_dropdown], justify="start", wrap=True),
+            mo.hstack([recompute_dropdown, sp_checkbox, schedule_dropdown, v_slider], justify="start", wrap=True),
+        ]
+    )
     return act2_error, act2_estimate, act2_inputs
 
 

@@ -202,34 +202,6 @@ def _(
     stage_pick,
 ):
     ui.prediction_gate(fit_question, "the memory instruments")
-    mo.vstack(
-        [
-            mo.md("### Instruments"),
-            mo.hstack([model_pick, gpu_pick, optimizer_pick], justify="start", wrap=True),
-            mo.hstack([micro_batch_slider, seq_slider, recompute_pick, flash_box], justify="start", wrap=True),
-            mo.hstack([dp_slider, stage_pick, offload_box], justify="start", wrap=True),
-            mo.hstack([accumulation_slider], justify="start"),
-        ]
-    )
-    return
-
-
-@app.cell
-def _(
-    accumulation_slider,
-    dp_slider,
-    fit_question,
-    flash_box,
-    gpu_pick,
-    micro_batch_slider,
-    model_pick,
-    offload_box,
-    optimizer_pick,
-    recompute_pick,
-    seq_slider,
-    stage_pick,
-):
-    mo.stop(fit_question.value is None)
     sweep_inputs = {
         "model": model_pick.value, "gpu": gpu_pick.value, "optimizer_state": optimizer_pick.value,
         "micro_batch": micro_batch_slider.value, "seq_len": seq_slider.value, "recompute": recompute_pick.value,
@@ -241,6 +213,15 @@ def _(
     sweep_curves = memory_curves(model_pick.value, act, optimizer_pick.value, offload_box.value)
     sweep_estimate = dp_estimate(model_pick.value, gpu_pick.value, dp_slider.value, stage_pick.value, act, optimizer_pick.value, sweep_offload, accumulation_slider.value)
     sweep_fewest = fewest_gpus(model_pick.value, gpu_pick.value, stage_pick.value, act, optimizer_pick.value, sweep_offload)
+    mo.vstack(
+        [
+            mo.md("### Instruments"),
+            mo.hstack([model_pick, gpu_pick, optimizer_pick], justify="start", wrap=True),
+            mo.hstack([micro_batch_slider, seq_slider, recompute_pick, flash_box], justify="start", wrap=True),
+            mo.hstack([dp_slider, stage_pick, offload_box], justify="start", wrap=True),
+            mo.hstack([accumulation_slider], justify="start"),
+        ]
+    )
     return act, sweep_curves, sweep_estimate, sweep_fewest, sweep_inputs, sweep_offload
 
 
