@@ -16,7 +16,7 @@ def make_class(folder: str) -> None:
     rng = random.Random(5)
     for i in range(STUDENTS):
         ledger = DesignLedger(f"student{i:03d}", folder)
-        a1 = dict(gpus=rng.choice([8, 64, 512]), global_batch=512, fixed_per_gpu=False, fabric="ib-ndr", algorithm=rng.choice(["ring", "hierarchical"]), overlap=True, params_b=7)
+        a1 = dict(gpus=rng.choice([8, 64, 512]), global_batch=512, fixed_per_gpu=False, fabric="ib-ndr", algorithm=rng.choice(["ring", "nvls"]), overlap=True, params_b=7)
         p1 = {"cause": rng.choice([o.key for o in ACT1_OPTIONS])}
         a2 = ACT2_DESIGNS[rng.choice(list(ACT2_DESIGNS))].as_dict()
         p2 = {"design": rng.choice(list(ACT2_DESIGNS))}

@@ -41,7 +41,7 @@ with app.setup:
     LAB = "05_parallelism"
     GPU_STEPS = list(GPU_STEPS_DEFAULT)
     FABRICS = {"InfiniBand NDR 400 Gb/s": "ib-ndr", "InfiniBand HDR 200 Gb/s": "ib-hdr", "RoCE 400 Gb/s": "roce-400"}
-    ALGORITHMS = {"flat ring": "ring", "tree": "tree", "hierarchical (rails in parallel)": "hierarchical"}
+    ALGORITHMS = {"ring": "ring", "tree": "tree", "NVLS (NVLink SHARP)": "nvls"}
 
 
 @app.cell(hide_code=True)
@@ -131,7 +131,7 @@ def _():
 
 @app.cell
 def _():
-    algorithm_dropdown = mo.ui.dropdown(options=ALGORITHMS, value="flat ring", label="All-reduce algorithm")
+    algorithm_dropdown = mo.ui.dropdown(options=ALGORITHMS, value="ring", label="All-reduce algorithm")
     return (algorithm_dropdown,)
 
 
@@ -215,7 +215,7 @@ def _(act1_question):
         _correct,
         {
             "A": f"Ring traffic per GPU is 2(N-1)/N of the gradients: it grows only {_f['bytes_ratio']:.2f}x from {DP_WALL_GPUS[0]} to {DP_WALL_GPUS[-1]} GPUs.",
-            "B": f"Each GPU's compute falls to {_f['compute_ratio']:.1%} of what it was, while its traffic stays put and now crosses a NIC at {_f['nic_gbs']:.0f} GB/s instead of NVLink at {_f['nvlink_gbs']:.0f} GB/s. At {DP_WALL_GPUS[-1]} GPUs the exposed all-reduce is {_f['exposed_over_compute']:.1f}x the compute.",
+            "B": f"Each GPU's compute falls to {_f['compute_ratio']:.1%} of what it was while its traffic stays put, so the exposed all-reduce grows {_f['exposed_growth']:.0f}x and reaches {_f['exposed_over_compute']:.0%} of the compute at {DP_WALL_GPUS[-1]} GPUs. Crossing nodes is not the culprit: NCCL runs one ring per rail, so the ring crosses every node boundary on all of the node's NICs at once, {_f['across_nodes_gbs']:.0f} GB/s of bus bandwidth against {_f['nvlink_gbs']:.0f} GB/s inside one node (one NIC alone: {_f['one_nic_gbs']:.0f} GB/s).",
             "C": f"Latency (alpha) terms are {_f['latency_share']:.0%} of the exposed all-reduce at {DP_WALL_GPUS[-1]} GPUs with Megatron-sized buckets: real, but not the main cost. Shrink the buckets and watch it grow.",
             "D": f"The global batch is {DP_WALL_GLOBAL_BATCH} sequences at every scale here; useful work per step is constant, {_large.model_flops_per_step / 1e15:.0f} PFLOP.",
         },
@@ -234,10 +234,11 @@ def _():
     $$T_{{ring}} = 2(N-1)\,\alpha + 2\,\frac{{N-1}}{{N}}\,\frac{{M}}{{B}}$$
 
     The second term tends to $2M/B$: each GPU sends about twice the gradients whatever $N$ is.
-    The first grows with $N$. A flat ring is only as fast as its slowest hop; past one node that
-    is a NIC ({_b.name}: {_b.bandwidth_bytes_per_s / 1e9:.0f} GB/s line rate,
-    {_b.effective_bytes_per_s / 1e9:.0f} GB/s achieved). A hierarchical all-reduce reduces
-    inside the node first and sends only $M/g$ across, on all $g$ NICs at once.
+    The first grows with $N$. Across nodes NCCL runs one ring per channel and crosses each node
+    boundary on a different NIC (rails): a ring over whole nodes of $G$ GPUs has all $G$ NICs,
+    $B pprox \min(G\,B_{{NIC}},\ B_{{NVLink}})$ with $B_{{NIC}}$ = {_b.effective_bytes_per_s / 1e9:.0f} GB/s
+    achieved on {_b.name} ({_b.bandwidth_bytes_per_s / 1e9:.0f} GB/s line rate). A group with one
+    member per node (data parallelism behind TP = 8) has one NIC: that is where the cliff is.
 
     With a fixed global batch $G$, compute per GPU is $\propto G/N$ and
 
@@ -256,7 +257,7 @@ def _(act1_question):
     _n = DP_WALL_GPUS[-1]
     _ring = dp_wall_estimate(_n)
     _no_overlap = dp_wall_estimate(_n, overlap=False)
-    _hier = dp_wall_estimate(_n, algorithm="hierarchical")
+    _nvls = dp_wall_estimate(_n, algorithm="nvls")
     _weak = dp_wall_estimate(_n, fixed_per_gpu=True)
     mo.md(
         f"""
@@ -264,8 +265,9 @@ def _(act1_question):
 
     At {_n} GPUs the engine gives **{_ring.mfu:.1%}** MFU with overlap, **{_no_overlap.mfu:.1%}**
     without it: overlap can only hide the all-reduce behind the backward pass that is left, and
-    with a fixed global batch that pass shrinks with every GPU you add. Reducing inside the node
-    first (hierarchical) gives **{_hier.mfu:.1%}**; growing the batch with the GPUs (weak
+    with a fixed global batch that pass shrinks with every GPU you add. Letting the NVLink switch
+    do the reduction (NVLS) gives **{_nvls.mfu:.1%}**: across nodes the NICs, not NVLink, set the
+    pace. Growing the batch with the GPUs (weak
     scaling) gives **{_weak.mfu:.1%}**. Which of these would you ask the stakeholder for, and
     what does each cost them (convergence, a software change, nothing)?
     """
@@ -545,8 +547,9 @@ def _():
 
     - Ring all-reduce traffic per GPU saturates at twice the gradients; what shrinks as you add
       GPUs under a fixed batch is the compute it has to hide behind.
-    - Past one node, the slowest hop of a flat ring is a NIC; hierarchical algorithms send only a
-      shard across nodes, on every NIC at once.
+    - Past one node a data-parallel ring runs on every NIC of the node at once (one ring per
+      rail), so it keeps close to NVLink's bandwidth; the cliff is a per-layer collective (TP)
+      that spans nodes, or a group with one member per node.
     - Tensor parallelism inside the node, pipeline parallelism across nodes, data parallelism for
       the rest, and ZeRO or recompute to make it fit.
 

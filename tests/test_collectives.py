@@ -5,7 +5,7 @@ import pytest
 from conftest import report
 from labs.core.collectives import (
     algbw_from_busbw, all_gather_time, all_reduce_time, bytes_sent_per_rank, busbw_from_algbw,
-    hierarchical_all_reduce_time, reduce_scatter_time, simulate_ring_all_reduce,
+    reduce_scatter_time, simulate_ring_all_reduce,
 )
 from labs.core.models import Model
 
@@ -37,12 +37,6 @@ def test_tree_latency_grows_with_log_n():
     ring = all_reduce_time(small, 1024, 50e9, 10e-6, "ring")
     tree = all_reduce_time(small, 1024, 50e9, 10e-6, "tree")
     assert report("tree/ring latency at 1024 ranks", tree / ring, 20 / 2046) == pytest.approx(0, abs=0.01)
-
-
-def test_hierarchical_moves_inter_node_traffic_in_parallel():
-    flat = all_reduce_time(10e9, 64, 46e9)
-    hier = hierarchical_all_reduce_time(10e9, 8, 8, 370e9, 46e9)
-    assert hier < flat / 3
 
 
 def test_busbw_definition_from_nccl_tests():

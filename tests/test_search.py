@@ -8,7 +8,7 @@ from labs.core.search import row_plan
 
 CASES = [
     ("gpt3-175b", "dgx-h100", 128, 1536, {"flash_attention": True}),
-    ("gpt3-175b", "dgx-a100", 48, 1536, {"dp_algorithm": "hierarchical"}),
+    ("gpt3-175b", "dgx-a100", 48, 1536, {"dp_algorithm": "tree", "flash_attention": False}),
     ("llama3-70b", "dgx-h100", 8, 128, {"flash_attention": True, "dp_overlap": False}),
     ("llama2-7b", "dgx-h100", 8, 64, {}),
 ]
@@ -24,9 +24,6 @@ def test_vectorised_rows_equal_estimate(key, cluster_key, nodes, batch, fixed):
     for i in rng.choice(len(df), size=min(150, len(df)), replace=False):
         row = df.iloc[i]
         plan = row_plan(row)
-        for name in ("dp_algorithm", "dp_overlap"):
-            if name in fixed:
-                plan = plan.__class__(**{**plan.as_dict(), name: fixed[name]})
         est = estimate(model, cluster, plan)
         got = dict(step_time_s=est.step_time_s, memory_bytes=est.memory.total, mfu=est.mfu, hfu=est.hfu,
                    bubble_fraction=est.bubble_fraction, model_tflops_per_gpu=est.model_tflops_per_gpu)

@@ -11,8 +11,8 @@ alpha (seconds):
     tree all-reduce      2 log2(N) alpha + 2 (N-1)/N M / B  (double binary tree, NCCL)
 
 all-reduce = reduce-scatter + all-gather, in time and in bytes. The bandwidth term per rank
-saturates at 2M as N grows; the latency term keeps growing with N, which is where trees and
-hierarchical algorithms win for small messages.
+saturates at 2M as N grows; the latency term keeps growing with N, which is where trees win for
+small messages. Where a group's ranks sit (NVLink, rails, pods) is labs.core.topology's business.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from labs.core.validation import check_choice, check_positive
 
 ALGORITHMS = ("ring", "tree")
+MAX_SIMULATED_RANKS = 64  # the simulator keeps n x n sums per step, 2(n-1) steps: n^3 grows fast
 OPS = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "broadcast", "p2p")
 
 
@@ -48,7 +49,7 @@ ZERO_COST = CollectiveCost(0.0, 0.0)
 
 
 def _check(nbytes, n, bandwidth, latency, algorithm):
-    check_positive("nbytes", nbytes, allow_zero=True)
+    check_positive("nbytes", nbytes, allow_zero=True, maximum=1e18)
     check_positive("n", n, integer=True)
     check_positive("bandwidth", bandwidth)
     check_positive("latency", latency, allow_zero=True)
@@ -106,29 +107,6 @@ def broadcast_time(nbytes, n, bandwidth, latency=0.0, algorithm="ring") -> float
 
 def p2p_time(nbytes, n=2, bandwidth=1.0, latency=0.0, algorithm="ring") -> float:
     return collective_cost("p2p", nbytes, n, bandwidth, latency, algorithm).total_s
-
-
-def hierarchical_all_reduce_cost(
-    nbytes: float,
-    gpus_per_node: int,
-    nodes: int,
-    intra_bandwidth: float,
-    inter_bandwidth: float,
-    intra_latency: float = 0.0,
-    inter_latency: float = 0.0,
-) -> CollectiveCost:
-    """Reduce-scatter inside the node (NVLink), all-reduce of the 1/g shard across nodes with
-    every GPU on its own NIC (rails in parallel), all-gather inside the node."""
-    check_positive("gpus_per_node", gpus_per_node, integer=True)
-    check_positive("nodes", nodes, integer=True)
-    g = gpus_per_node
-    inside = collective_cost("reduce_scatter", nbytes, g, intra_bandwidth, intra_latency)
-    across = collective_cost("all_reduce", nbytes / g, nodes, inter_bandwidth, inter_latency)
-    return inside + across + inside
-
-
-def hierarchical_all_reduce_time(nbytes, gpus_per_node, nodes, intra_bandwidth, inter_bandwidth, intra_latency=0.0, inter_latency=0.0) -> float:
-    return hierarchical_all_reduce_cost(nbytes, gpus_per_node, nodes, intra_bandwidth, inter_bandwidth, intra_latency, inter_latency).total_s
 
 
 def busbw_from_algbw(op: str, algbw: float, n: int) -> float:

@@ -24,11 +24,13 @@ class Link:
     latency_s: float  # per hop of a ring step, NCCL's own cost model
     efficiency: float  # achieved / line rate for large collectives
     source: str
+    nvls_bytes_per_s: float = 0.0  # NVLink SHARP all-reduce busbw where the switch reduces (0: none)
 
     def __post_init__(self):
         check_positive("bandwidth_bytes_per_s", self.bandwidth_bytes_per_s)
         check_positive("latency_s", self.latency_s, allow_zero=True)
         check_fraction("efficiency", self.efficiency)
+        check_positive("nvls_bytes_per_s", self.nvls_bytes_per_s, allow_zero=True)
 
     @property
     def effective_bytes_per_s(self) -> float:
@@ -45,17 +47,22 @@ class GPU:
     hbm_bytes: float
     hbm_bytes_per_s: float
     nvlink: str  # key into LINKS of the GPU's own NVLink generation
-    matmul_efficiency: float  # fraction of bf16 peak a transformer layer's GEMMs reach
+    mamf_flops: float  # best-shape bf16 GEMM FLOP/s measured on the part (Maximum Achievable Matmul FLOPS)
+    attention_efficiency: float  # fraction of bf16 peak a fused flash-attention kernel reaches
+    sms: int  # streaming multiprocessors: communication kernels take some of them
     hbm_efficiency: float  # fraction of HBM bandwidth a streaming kernel reaches
     confirmed: bool
     source: str
 
     def __post_init__(self):
-        for name in ("bf16_flops", "hbm_bytes", "hbm_bytes_per_s"):
+        for name in ("bf16_flops", "hbm_bytes", "hbm_bytes_per_s", "mamf_flops"):
             check_positive(name, getattr(self, name))
         check_positive("fp8_flops", self.fp8_flops, allow_zero=True)
-        check_fraction("matmul_efficiency", self.matmul_efficiency)
+        check_positive("sms", self.sms, integer=True)
+        check_fraction("attention_efficiency", self.attention_efficiency)
         check_fraction("hbm_efficiency", self.hbm_efficiency)
+        if self.mamf_flops > self.bf16_flops:
+            raise ValueError(f"mamf_flops must not exceed bf16_flops ({self.bf16_flops:g}), got {self.mamf_flops:g}")
 
 
 @dataclass(frozen=True)
@@ -91,7 +98,9 @@ LINKS: dict[str, Link] = {
     "nvlink4": Link(
         "NVLink 4 (H100/H200)", 450 * GB, _NVLINK_HOP_S, 370 / 450,
         "H100 datasheet: 900 GB/s total = 450 GB/s each way (18 links). Efficiency: NCCL ring "
-        "all-reduce busbw ~370 GB/s on 8x H100 (NVIDIA/nccl-tests #212); NVLS reaches ~480.",
+        "all-reduce busbw ~370 GB/s on 8x H100 (NVIDIA/nccl-tests #212, nccl #1455). NVLS: ~480 "
+        "busbw at GB messages (nccl-tests #212, #290: 476; Azure ND H100 v5: 478.9 at 8 GB).",
+        480 * GB,
     ),
     "nvlink5": Link(
         "NVLink 5 (B200, unconfirmed)", 900 * GB, _NVLINK_HOP_S, 370 / 450,
@@ -134,42 +143,38 @@ _H100_SRC = (
     "NVIDIA H100 SXM datasheet: 989.4 TFLOP/s BF16 dense (1,979 is the sparse figure), "
     "1,979 FP8 dense, 80 GB HBM3, 3.35 TB/s."
 )
-# Matmul efficiency of a transformer layer on A100, 0.75: fitted to the two timings of
-# Korthikanti et al. 2022 Table 4 (22B layer, TP=8: forward 7.7 ms, backward 11.9 ms) with
-# the layer model of labs.core.perf (GEMMs at this efficiency, element-wise work at HBM speed,
-# TP all-reduces at measured busbw). See tests/test_layer_timing.py.
-# Other GPUs keep A100's ratio of layer-level to large-GEMM efficiency, 0.75 / 0.9 (cuBLAS
-# reaches ~90% of A100's peak on large BF16 GEMMs). H100's 989 TFLOP/s is a boost-clock peak
-# that a 700 W part does not hold under sustained GEMM load; ~0.72 of it is what long runs keep,
-# so H100 = 0.75 * 0.72 / 0.9 = 0.60. The burst figure (Maximum Achievable Matmul FLOPS, 794.5 of
-# 989 on H100 vs 271.2 of 312 on A100, stas00/ml-engineering) would give 0.69; with it the engine
-# puts GPT-3 175B at TP4 PP8 on H100 at 55% MFU, against the 47% Megatron-Core reports, with
-# 0.60 at 49%. H200 and B200 (no measurement stored) are assumed equal to H100.
-_H100_LAYER_MATMUL_EFF = 0.75 * 0.72 / 0.9
+# Measured best-shape bf16 GEMMs, stas00/ml-engineering compute/accelerator/README.md (MAMF table,
+# mean of 100 iterations): A100 SXM 271.2 of 312 TFLOP/s, H100 SXM 794.5 of 989 ("H200 is the
+# same"), B200 SXM 1745 of 2250; A100 PCIe 252.9. labs.core.gemm turns these into a layer's GEMM
+# time by shape. Fused flash attention: FlashAttention-2 reaches 50-73% of A100's peak (Dao 2023,
+# arXiv:2307.08691, Sec. 4.1), so 0.6; on H100 FlashAttention-2 reaches ~35% and FlashAttention-3
+# 75% in the forward pass (Shah et al. 2024, arXiv:2407.08608), with cuDNN/TE fused attention
+# between them: 0.5. SM counts: A100 108, H100/H200 132 (NVIDIA architecture whitepapers), B200
+# 148 (unconfirmed).
 _HBM_EFF = 0.90  # STREAM-triad class kernels reach ~90% of HBM peak on A100 and H100.
 
 GPUS: dict[str, GPU] = {
     "a100-sxm-80gb": GPU(
-        "A100-SXM-80GB", 312e12, 0.0, 80 * GB, 2039 * GB, "nvlink3", 0.75, _HBM_EFF, True,
+        "A100-SXM-80GB", 312e12, 0.0, 80 * GB, 2039 * GB, "nvlink3", 271.2e12, 0.6, 108, _HBM_EFF, True,
         _A100_SRC,
     ),
     "a100-pcie-80gb": GPU(
-        "A100-PCIe-80GB", 312e12, 0.0, 80 * GB, 1935 * GB, "nvlink3", 0.75, _HBM_EFF, True,
+        "A100-PCIe-80GB", 312e12, 0.0, 80 * GB, 1935 * GB, "nvlink3", 252.9e12, 0.6, 108, _HBM_EFF, True,
         "NVIDIA A100 80GB PCIe datasheet: 312 TFLOP/s BF16 dense, 80 GB HBM2e, 1,935 GB/s.",
     ),
     "h100-sxm": GPU(
-        "H100-SXM", 989.4e12, 1979e12, 80 * GB, 3350 * GB, "nvlink4", _H100_LAYER_MATMUL_EFF, _HBM_EFF, True,
+        "H100-SXM", 989.4e12, 1979e12, 80 * GB, 3350 * GB, "nvlink4", 794.5e12, 0.5, 132, _HBM_EFF, True,
         _H100_SRC,
     ),
     "h200-sxm": GPU(
-        "H200-SXM", 989.4e12, 1979e12, 141 * GB, 4800 * GB, "nvlink4", _H100_LAYER_MATMUL_EFF, _HBM_EFF, True,
+        "H200-SXM", 989.4e12, 1979e12, 141 * GB, 4800 * GB, "nvlink4", 794.5e12, 0.5, 132, _HBM_EFF, True,
         "NVIDIA H200 product page: H100 compute, 141 GB HBM3e, 4.8 TB/s.",
     ),
     "b200": GPU(
-        "B200 (unconfirmed)", 2.25e15, 4.5e15, 180 * GB, 7700 * GB, "nvlink5", _H100_LAYER_MATMUL_EFF, _HBM_EFF,
+        "B200 (unconfirmed)", 2.25e15, 4.5e15, 180 * GB, 7700 * GB, "nvlink5", 1745e12, 0.5, 148, _HBM_EFF,
         False,
         "HGX B200 spec page as transcribed (unconfirmed): 2.25 PFLOP/s BF16 dense, 4.5 FP8 "
-        "dense, 180 GB, 7.7 TB/s; other sources quote 192 GB and 8 TB/s. Matmul efficiency "
+        "dense, 180 GB, 7.7 TB/s; other sources quote 192 GB and 8 TB/s. Attention efficiency "
         "assumed equal to H100's.",
     ),
 }
@@ -210,14 +215,26 @@ class Cluster:
     nics_per_node: int | None = None  # rails; None means one NIC per GPU
     name: str = "custom"
     host: Host = field(default_factory=lambda: HOSTS["dgx-h100"])
+    pod_gpus: int | None = None  # GPUs under one full-bisection tier; None: the whole cluster
+    oversubscription: float = 1.0  # above a pod, each NIC's share of the upper tier is 1/this
 
     def __post_init__(self):
         if not isinstance(self.gpu, GPU):
             raise ValueError(f"gpu must be a GPU from labs.core.hardware.GPUS, got {self.gpu!r}")
-        check_positive("gpus_per_node", self.gpus_per_node, integer=True)
-        check_positive("nodes", self.nodes, integer=True)
+        for name in ("intra", "inter"):
+            if not isinstance(getattr(self, name), Link):
+                raise ValueError(f"{name} must be a Link from labs.core.hardware.LINKS, got {getattr(self, name)!r}")
+        if not isinstance(self.host, Host):
+            raise ValueError(f"host must be a Host from labs.core.hardware.HOSTS, got {self.host!r}")
+        check_positive("gpus_per_node", self.gpus_per_node, integer=True, maximum=1024)
+        check_positive("nodes", self.nodes, integer=True, maximum=1 << 17)
         if self.nics_per_node is not None:
-            check_positive("nics_per_node", self.nics_per_node, integer=True)
+            check_positive("nics_per_node", self.nics_per_node, integer=True, maximum=1024)
+        if self.pod_gpus is not None:
+            check_positive("pod_gpus", self.pod_gpus, integer=True)
+        check_positive("oversubscription", self.oversubscription, maximum=1024)
+        if self.oversubscription < 1:
+            raise ValueError(f"oversubscription must be >= 1 (1 is full bisection), got {self.oversubscription!r}")
 
     @property
     def gpus(self) -> int:
@@ -243,13 +260,16 @@ class Cluster:
 
     @classmethod
     def get(cls, key: str, nodes: int = 1, **overrides) -> "Cluster":
-        if key not in CLUSTERS:
+        if not isinstance(key, str) or key not in CLUSTERS:
             raise unknown_key_error("cluster", key, CLUSTERS)
+        unknown = set(overrides) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise ValueError(f"unknown Cluster field(s) {sorted(unknown)}")
         return replace(CLUSTERS[key], nodes=nodes, **overrides)
 
     def with_fabric(self, inter_key: str) -> "Cluster":
         """The same cluster with another inter-node link (a key of LINKS)."""
-        if inter_key not in LINKS:
+        if not isinstance(inter_key, str) or inter_key not in LINKS:
             raise unknown_key_error("inter", inter_key, LINKS)
         return replace(self, inter=LINKS[inter_key])
 
@@ -264,7 +284,8 @@ CLUSTERS: dict[str, Cluster] = {
     "dgx-h200": Cluster(GPUS["h200-sxm"], 8, 1, LINKS["nvlink4"], LINKS["ib-ndr"], None, "dgx-h200"),
     # Grand Teton, Llama 3's server: 8 H100 on NVLink, 400 Gb/s RoCE per GPU (arXiv:2407.21783);
     # its host is assumed equal to DGX H100's.
-    "meta-h100-roce": Cluster(GPUS["h100-sxm"], 8, 1, LINKS["nvlink4"], LINKS["roce-400"], None, "meta-h100-roce"),
+    # Pods of 3,072 GPUs at full bisection, 1:7 oversubscribed above (Sec. 3.3.1).
+    "meta-h100-roce": Cluster(GPUS["h100-sxm"], 8, 1, LINKS["nvlink4"], LINKS["roce-400"], None, "meta-h100-roce", pod_gpus=3072, oversubscription=7.0),
     # DGX B200 (unconfirmed GPU figures): 8 x ConnectX-7 400 Gb/s.
     "dgx-b200": Cluster(GPUS["b200"], 8, 1, LINKS["nvlink5"], LINKS["ib-ndr"], None, "dgx-b200", HOSTS["dgx-b200"]),
     # A PCIe server: 8 x A100 PCIe, no NVLink bridges, 2 HDR NICs per node.

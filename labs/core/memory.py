@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from labs.core.models import RECOMPUTE_MODES
 from labs.core.pipeline import SCHEDULES
 from labs.core.validation import check_choice, check_positive
@@ -105,12 +107,19 @@ def model_state_split(params: float, zero_stage: int, dp: int, offload: bool = F
     state = optimizer_state(optimizer)
     if offload and zero_stage == 0:
         raise ValueError("offload needs zero_stage >= 1: the optimizer state it moves is each rank's ZeRO shard, got zero_stage=0")
-    weights = WEIGHT_BYTES * params / (dp if zero_stage >= 3 else 1)
-    gradients = GRAD_BYTES * params / (dp if zero_stage >= 2 else 1)
-    optimizer_bytes = state.bytes_per_param * params / (dp if zero_stage >= 1 else 1)
-    if offload:
-        return weights, gradients if zero_stage == 1 else 0.0, 0.0
-    return weights, gradients, optimizer_bytes
+    return tuple(float(x) for x in model_state_columns(params, zero_stage, dp, offload, state.bytes_per_param, GRAD_BYTES))
+
+
+def model_state_columns(params, zero_stage, dp, offload, optimizer_bytes, grad_bytes):
+    """(weights, gradients, optimizer) bytes per GPU over numpy columns; grad_bytes is 2 for
+    bf16 gradients, 4 for fp32 main gradients (Megatron's bf16 default)."""
+    zero_stage = np.asarray(zero_stage)
+    dp = np.asarray(dp, dtype=float)
+    weights = WEIGHT_BYTES * params / np.where(zero_stage >= 3, dp, 1.0)
+    gradients = grad_bytes * params / np.where(zero_stage >= 2, dp, 1.0)
+    optimizer = optimizer_bytes * params / np.where(zero_stage >= 1, dp, 1.0)
+    gradients = np.where(offload & (zero_stage >= 2), 0.0, gradients)
+    return weights, gradients, np.where(offload, 0.0, optimizer)
 
 
 def model_state_bytes(params: float, zero_stage: int, dp: int, offload: bool = False, optimizer: str = "fp32") -> float:
@@ -143,14 +152,16 @@ def activation_bytes_per_layer(
     for name, value in (("seq_len", seq_len), ("micro_batch", micro_batch), ("hidden", hidden), ("heads", heads), ("tp", tp)):
         check_positive(name, value, integer=True)
     check_choice("recompute", recompute, RECOMPUTE_MODES)
-    s, b, h, a, t = seq_len, micro_batch, hidden, heads, tp
+    return float(activation_columns(seq_len, micro_batch, hidden, heads, tp, sequence_parallel, RECOMPUTE_MODES.index(recompute)))
+
+
+def activation_columns(s, b, h, a, t, sp, recompute_code):
+    """activation_bytes_per_layer over numpy columns (recompute_code indexes RECOMPUTE_MODES)."""
+    s, b, t = (np.asarray(x, dtype=float) for x in (s, b, t))
     sbh = s * b * h
-    if recompute == "full":
-        return 2 * sbh / (t if sequence_parallel else 1)
-    attention = 0.0 if recompute == "selective" else 5 * a * s / h
-    if sequence_parallel:
-        return sbh * (34 + attention) / t
-    return sbh * (10 + 24 / t + attention / t)
+    attention = np.where(recompute_code == RECOMPUTE_MODES.index("none"), 5 * a * s / h, 0.0)
+    kept = np.where(sp, sbh * (34 + attention) / t, sbh * (10 + 24 / t + attention / t))
+    return np.where(recompute_code == RECOMPUTE_MODES.index("full"), 2 * sbh / np.where(sp, t, 1.0), kept)
 
 
 def in_flight_microbatches(schedule: str, p: int, m: int, v: int = 1, stage: int = 0) -> float:
@@ -166,11 +177,13 @@ def in_flight_microbatches(schedule: str, p: int, m: int, v: int = 1, stage: int
         check_positive(name, value, integer=True)
     if not 0 <= stage < p:
         raise ValueError(f"stage must be in [0, {p - 1}], got {stage}")
-    if schedule == "gpipe":
-        return float(m)
-    if schedule == "zb-h2":
-        return float(min(m, 2 * (p - stage) - 1))
-    held = float(min(m, p - stage))
-    if schedule == "interleaved" and m >= p:
-        held *= 1 + (p - 1) / (p * v)
-    return held
+    return float(in_flight_columns(SCHEDULES.index(schedule), p, m, v, stage))
+
+
+def in_flight_columns(schedule_code, p, m, v, stage=0):
+    """in_flight_microbatches over numpy columns (schedule_code indexes SCHEDULES)."""
+    p, m, v = (np.asarray(x, dtype=float) for x in (p, m, v))
+    held = np.minimum(m, p - stage)
+    held = np.where((schedule_code == SCHEDULES.index("interleaved")) & (m >= p), held * (1 + (p - 1) / (p * v)), held)
+    held = np.where(schedule_code == SCHEDULES.index("zb-h2"), np.minimum(m, 2 * (p - stage) - 1), held)
+    return np.where(schedule_code == SCHEDULES.index("gpipe"), m, held)

@@ -13,6 +13,7 @@ from typing import Callable
 from labs.core.perf import Plan, estimate
 from labs.core.scenarios import DESIGN_GLOBAL_BATCH, DP_WALL_GPUS, design_inputs, dp_wall_estimate
 from labs.core.search import sweep
+from labs.core.topology import bus_bandwidth
 from labs.core.zero import Activations, dp_estimate, fewest_gpus, traffic_ratio
 
 
@@ -25,7 +26,7 @@ class Option:
 # ---- Flagship lab, Act I: why does MFU fall? ---------------------------------------------
 ACT1_OPTIONS = (
     Option("A", "All-reduce bytes per GPU grow with the number of GPUs, so communication swamps compute"),
-    Option("B", "Each GPU's share of the fixed batch shrinks while its ring traffic stays about 2x the gradients, and past one node that traffic crosses a NIC instead of NVLink"),
+    Option("B", "Each GPU's share of the fixed batch shrinks, so less backward pass is left to hide a ring traffic that stays about 2x the gradients"),
     Option("C", "Per-message latency (NCCL software overhead) dominates the all-reduce at scale"),
     Option("D", "The global batch got too large, so every step does less useful work"),
 )
@@ -39,15 +40,17 @@ def act1_facts(inputs: dict | None = None) -> dict:
         "compute_ratio": large.time.compute / small.time.compute,
         "latency_share": large.dp_exposed_latency_s / large.time.dp_comm if large.time.dp_comm else 0.0,
         "exposed_over_compute": large.time.dp_comm / large.time.compute,
-        "nvlink_gbs": small.cluster.intra.effective_bytes_per_s / 1e9,
-        "nic_gbs": large.cluster.inter_bytes_per_s_per_gpu / 1e9,
+        "nvlink_gbs": bus_bandwidth("all_reduce", 1e9, small.cluster, DP_WALL_GPUS[0]) / 1e9,
+        "across_nodes_gbs": bus_bandwidth("all_reduce", 1e9, large.cluster, DP_WALL_GPUS[-1]) / 1e9,
+        "one_nic_gbs": large.cluster.inter.effective_bytes_per_s / 1e9,
+        "exposed_growth": large.time.dp_comm / max(small.time.dp_comm, 1e-12),
         "mfu": [dp_wall_estimate(n).mfu for n in DP_WALL_GPUS],
     }
 
 
 ACT1_CLAIMS: dict[str, Callable[[dict], bool]] = {
     "A": lambda f: f["bytes_ratio"] > 1.5,
-    "B": lambda f: f["bytes_ratio"] < 1.5 and f["compute_ratio"] < 0.1 and f["nic_gbs"] < f["nvlink_gbs"] / 2,
+    "B": lambda f: f["bytes_ratio"] < 1.5 and f["compute_ratio"] < 0.1 and f["exposed_growth"] > 2,
     "C": lambda f: f["latency_share"] > 0.5,
     "D": lambda f: False,  # the global batch is the same at every scale in this scenario
 }

@@ -1,17 +1,8 @@
 """A training step: `Plan` in, `Estimate` out (memory, step time, MFU/HFU, bubble, warnings).
 
-step time = pipeline compute with its bubble
-          + TP (and CP) communication on the critical path
-          + exposed PP send/recv
-          + exposed DP / ZeRO communication after overlap
-          + the optimizer step
-
-A layer's time on one GPU is its GEMMs at the GPU's matmul efficiency, plus its element-wise
-work (norms, dropout, GeLU, softmax) streaming through HBM, plus its TP all-reduces (Megatron:
-two in forward, two in backward, on the critical path). The element-wise traffic is
-ELEMENTWISE_TRAFFIC x the activation bytes the layer writes (Korthikanti's formula). That and
-the A100 matmul efficiency come from one measurement, Korthikanti et al. 2022 Table 4 (a 22B
-layer at TP=8); everything end-to-end is then a prediction, checked in tests/.
+The physics lives in labs.core.step, written once over numpy columns; `estimate()` runs it on
+one plan and wraps the numbers in an `Estimate`, `sweep()` (labs.core.search) on every plan.
+`Plan.for_era(...)` fills the defaults of a published run's software (labs.core.eras).
 """
 
 from __future__ import annotations
@@ -19,53 +10,45 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from labs.core.collectives import CollectiveCost, ZERO_COST
-from labs.core.hardware import Cluster
-from labs.core.memory import (
-    GRAD_BYTES,
-    OPTIMIZER_BYTES,
-    OPTIMIZER_STATES,
-    WEIGHT_BYTES,
-    ZERO_STAGES,
-    MemoryBreakdown,
-    activation_bytes_per_layer,
-    in_flight_microbatches,
-    model_state_split,
-    offloaded_bytes,
-    optimizer_state,
-)
+import numpy as np
+
+from labs.core.collectives import CollectiveCost
+from labs.core.eras import ERA_FIELDS, check_plan_in_era, get_era
+from labs.core.hardware import GPUS, Cluster
+from labs.core.memory import OPTIMIZER_STATES, ZERO_STAGES, MemoryBreakdown, optimizer_state
 from labs.core.models import RECOMPUTE_MODES, Model
-from labs.core.pipeline import OpCosts, bubble_fraction as pipeline_bubble
-from labs.core.topology import DP_ALGORITHMS, group_cost
-from labs.core.validation import check_choice, check_positive
+from labs.core.pipeline import SCHEDULES
+from labs.core.step import CPU_ADAM_BYTES_PER_PARAM, evaluate
+from labs.core.topology import DP_ALGORITHMS, check_algorithm
+from labs.core.validation import check_bool, check_choice, check_positive
 
 PLAN_SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1")
-ACTIVATION_BYTES = 2  # bf16 activations sent between TP ranks and pipeline stages
-GRAD_REDUCE_BYTES = 2  # bf16 gradients in the data-parallel reduction
-
-# HBM bytes the element-wise ops move per pass, per byte of activations the layer writes.
-# From Korthikanti Table 4 (22B layer, TP=8, A100): forward 7.7 ms and backward 11.9 ms share
-# the same element-wise work, so their difference is one forward's GEMMs (4.2 ms -> matmul
-# efficiency 0.75); the rest of the forward, after two all-reduces of 101 MB at 230 GB/s busbw
-# (1.64 ms), is 1.86 ms of HBM traffic = 2.6 x the 1.33 GB that formula says the layer writes.
-ELEMENTWISE_TRAFFIC = 2.6
-# Megatron-LM's mixed-precision Adam step moves, per parameter it updates: zero the fp32 main
-# gradient (4), read it for the global norm (4), Adam reads master, m, v, gradient and writes
-# master, m, v (28), then copies the master into the bf16 weight (4 + 2) = 42 bytes.
-OPTIMIZER_BYTES_PER_PARAM = 42
-# CPU Adam (ZeRO-Offload) streams, per parameter of its shard: the bf16 gradient in (2), the
-# master weight and both moments read and written (2 x 12 in fp32), the bf16 weight out (2).
-CPU_ADAM_BYTES_PER_PARAM = GRAD_BYTES + 2 * OPTIMIZER_BYTES + WEIGHT_BYTES
-# ZeRO-3 gathers and scatters run beside compute, but not all of them: half of the compute time
-# hides them. Supported by Narayanan et al. 2021 Table 2 (ZeRO-3, 174.6B on 384 A100s:
-# 144 TFLOP/s); with no overlap the engine gives 110, with full overlap 214.
-ZERO3_OVERLAP = 0.5
-# Allocator fragmentation and the CUDA context + NCCL buffers, on top of the computed terms.
-ALLOCATOR_MARGIN = 0.05
-RUNTIME_RESERVED_BYTES = 1.0e9
-# Megatron-LM's DDP bucket: max(40M, 1M x dp) parameters (DistributedDataParallelConfig).
-MEGATRON_BUCKET_PARAMS = 40_000_000
+GRAD_REDUCE_DTYPES = ("bf16", "fp32")
 LARGE_BUBBLE = 0.10
+__all__ = ["Plan", "Estimate", "TimeBreakdown", "OffloadCost", "estimate", "validate", "memory_breakdown", "plan_columns", "CPU_ADAM_BYTES_PER_PARAM"]
+
+
+_COUNT_LIMITS = {"tp": 1 << 20, "pp": 1 << 20, "dp": 1 << 20, "cp": 1 << 20, "virtual_stages": 1 << 10, "micro_batch": 1 << 20, "global_batch": 1 << 31}
+_FLAGS = ("sequence_parallel", "flash_attention", "dp_overlap", "pp_overlap", "offload_optimizer", "tp_comm_overlap")
+_CHOICES = {
+    "zero_stage": ZERO_STAGES, "recompute": RECOMPUTE_MODES, "schedule": PLAN_SCHEDULES, "dp_algorithm": DP_ALGORITHMS,
+    "optimizer_state": tuple(OPTIMIZER_STATES), "grad_reduce_dtype": GRAD_REDUCE_DTYPES,
+}
+
+
+def check_plan_field(name: str, value) -> None:
+    """The checks of one Plan field on its own (Plan and sweep() both call it)."""
+    if name in _COUNT_LIMITS:
+        check_positive(name, value, integer=True, maximum=_COUNT_LIMITS[name])
+    elif name in _FLAGS:
+        check_bool(name, value)
+    elif name in _CHOICES:
+        check_choice(name, value, _CHOICES[name])
+    elif name == "bucket_bytes":
+        if value is not None:
+            check_positive("bucket_bytes", value, maximum=1e15)
+    else:
+        raise ValueError(f"unknown Plan field {name!r}")
 
 
 @dataclass(frozen=True)
@@ -84,26 +67,25 @@ class Plan:
     schedule: str = "1f1b"
     virtual_stages: int = 1
     cp: int = 1
-    flash_attention: bool = False  # attention scores never reach HBM (Dao et al. 2022)
-    dp_algorithm: str = "ring"  # "ring", "tree" or "hierarchical"; see labs.core.topology
-    dp_overlap: bool = True  # gradient reduction overlaps the last micro-batch's backward
+    flash_attention: bool = True  # attention scores never reach HBM (Dao et al. 2022); off in the 2021 eras
+    dp_algorithm: str = "ring"  # "ring", "tree" or "nvls"; see labs.core.topology
+    dp_overlap: bool = True  # gradient reduction overlaps the backward (Megatron-LM 2021: after it)
     pp_overlap: bool = True  # steady-state send/recv hidden behind compute (Megatron-LM 2021: blocking)
     bucket_bytes: float | None = None  # None: Megatron's bucket, max(40M, 1M x dp) parameters
     optimizer_state: str = "fp32"  # a key of labs.core.memory.OPTIMIZER_STATES
     offload_optimizer: bool = False  # ZeRO-Offload: gradients shard, optimizer state and Adam on the CPU
+    tp_comm_overlap: bool = False  # TE userbuffers: TP collectives pipelined with the GEMMs (needs SP)
+    grad_reduce_dtype: str = "bf16"  # "fp32": Megatron's bf16 default, fp32 main grads reduced in fp32
 
     def __post_init__(self):
-        for name in ("tp", "pp", "dp", "micro_batch", "global_batch", "virtual_stages", "cp"):
-            check_positive(name, getattr(self, name), integer=True)
-        check_choice("zero_stage", self.zero_stage, ZERO_STAGES)
-        check_choice("recompute", self.recompute, RECOMPUTE_MODES)
-        check_choice("schedule", self.schedule, PLAN_SCHEDULES)
-        check_choice("dp_algorithm", self.dp_algorithm, DP_ALGORITHMS)
-        check_choice("optimizer_state", self.optimizer_state, OPTIMIZER_STATES)
+        for name in self.__dataclass_fields__:
+            check_plan_field(name, getattr(self, name))
         if self.offload_optimizer and self.zero_stage == 0:
             raise ValueError("offload_optimizer needs zero_stage >= 1 (each rank offloads its ZeRO shard), got zero_stage=0")
+        if self.tp_comm_overlap and not self.sequence_parallel:
+            raise ValueError("tp_comm_overlap needs sequence_parallel=True (Megatron-LM asserts it: the overlap pipelines SP's all-gathers and reduce-scatters)")
         if self.bucket_bytes is not None:
-            check_positive("bucket_bytes", self.bucket_bytes)
+            check_positive("bucket_bytes", self.bucket_bytes, maximum=1e15)
         if self.virtual_stages > 1 and self.schedule != "interleaved":
             raise ValueError(f"virtual_stages must be 1 unless schedule='interleaved', got {self.virtual_stages} with schedule={self.schedule!r}")
         if self.global_batch % (self.micro_batch * self.dp):
@@ -112,6 +94,21 @@ class Plan:
             )
         if self.schedule == "interleaved" and self.pp > 1 and self.microbatches % self.pp:
             raise ValueError(f"global_batch / (micro_batch x dp) = {self.microbatches} micro-batches must be a multiple of pp={self.pp} for the interleaved schedule")
+
+    @classmethod
+    def for_era(cls, era: str | None, **fields) -> "Plan":
+        """A plan with the era's defaults for every field not given; a value the era's
+        software did not have is refused, naming the field and the era."""
+        spec = get_era(era)
+        if spec is None:
+            return cls(**fields)
+        values = {**spec.defaults(), **fields}
+        if values["schedule"] == "interleaved" and ("schedule" not in fields and (fields.get("virtual_stages", 1) == 1 or fields.get("pp", 1) < spec.interleave_min_pp)):
+            values["schedule"] = "1f1b"
+        if values["tp_comm_overlap"] and not values["sequence_parallel"]:
+            values["tp_comm_overlap"] = "tp_comm_overlap" in fields
+        check_plan_in_era(spec, values)
+        return cls(**values)
 
     @property
     def gpus(self) -> int:
@@ -128,6 +125,9 @@ class Plan:
 
 def validate(model: Model, cluster: Cluster, plan: Plan) -> None:
     """Raise ValueError naming the field when the plan does not fit this model and cluster."""
+    for name, value, kind in (("model", model, Model), ("cluster", cluster, Cluster), ("plan", plan, Plan)):
+        if not isinstance(value, kind):
+            raise ValueError(f"{name} must be a {kind.__name__}, got {value!r}")
     if plan.gpus != cluster.gpus:
         raise ValueError(
             f"tp x pp x dp x cp = {plan.tp} x {plan.pp} x {plan.dp} x {plan.cp} = {plan.gpus} must equal the cluster's "
@@ -141,6 +141,21 @@ def validate(model: Model, cluster: Cluster, plan: Plan) -> None:
         )
     if model.seq_len % plan.cp:
         raise ValueError(f"cp must divide seq_len={model.seq_len}, got cp={plan.cp}")
+    check_algorithm(cluster, plan.dp_algorithm)
+
+
+def plan_columns(plan: Plan) -> dict:
+    """The plan as the step model's columns (labs.core.step.evaluate)."""
+    return {
+        "tp": plan.tp, "pp": plan.pp, "dp": plan.dp, "cp": plan.cp, "micro_batch": plan.micro_batch,
+        "global_batch": plan.global_batch, "zero_stage": plan.zero_stage,
+        "recompute": RECOMPUTE_MODES.index(plan.recompute), "sequence_parallel": plan.sequence_parallel,
+        "schedule": SCHEDULES.index(plan.schedule), "virtual_stages": plan.virtual_stages,
+        "flash_attention": plan.flash_attention, "tp_comm_overlap": plan.tp_comm_overlap,
+        "grad_fp32": plan.grad_reduce_dtype == "fp32", "dp_overlap": plan.dp_overlap, "pp_overlap": plan.pp_overlap,
+        "bucket_bytes": plan.bucket_bytes or 0.0, "optimizer_bytes": optimizer_state(plan.optimizer_state).bytes_per_param,
+        "offload": plan.offload_optimizer,
+    }
 
 
 @dataclass(frozen=True)
@@ -212,205 +227,47 @@ class Estimate:
         return self.time.dp_comm - self.dp_exposed_latency_s
 
 
-def _layer_times(model: Model, cluster: Cluster, plan: Plan) -> tuple[float, float, float]:
-    """(compute forward, compute backward, TP/CP communication) for one layer, one micro-batch,
-    on one GPU. Backward includes what recomputation redoes."""
-    gpu = cluster.gpu
-    s, b, h, t = model.seq_len // plan.cp, plan.micro_batch, model.hidden, plan.tp
-    matmul_rate = gpu.bf16_flops * gpu.matmul_efficiency
-    hbm_rate = gpu.hbm_bytes_per_s * gpu.hbm_efficiency
-    gemm_fwd = plan.micro_batch * _layer_forward_flops(model, s) / t / matmul_rate
-    attention_gemm = b * 4 * s * model.seq_len * h / t / matmul_rate
-    written = activation_bytes_per_layer(s, b, h, model.heads, t, plan.sequence_parallel, "selective" if plan.flash_attention else "none")
-    attention_written = 0.0 if plan.flash_attention else b * 5 * model.heads * s * s / t
-    elementwise = ELEMENTWISE_TRAFFIC * written / hbm_rate
-    fwd = gemm_fwd + elementwise
-    bwd = 2 * gemm_fwd + elementwise
-
-    activation = b * s * h * ACTIVATION_BYTES
-    tp_allreduce = group_cost("all_reduce", activation, cluster, t, 1, "ring").total_s  # TP ranks are adjacent
-    comm_fwd = 2 * tp_allreduce
-    comm_bwd = 2 * tp_allreduce
-    if plan.cp > 1:
-        kv = 2 * b * model.seq_len * model.kv_dim / t * ACTIVATION_BYTES
-        comm_fwd += group_cost("all_gather", kv, cluster, plan.cp, t, "ring").total_s
-        comm_bwd += group_cost("reduce_scatter", kv, cluster, plan.cp, t, "ring").total_s
-    if plan.recompute == "full":
-        bwd += fwd
-        comm_bwd += comm_fwd
-    elif plan.recompute == "selective" and not plan.flash_attention:
-        bwd += attention_gemm + ELEMENTWISE_TRAFFIC * attention_written / hbm_rate
-    return fwd, bwd, comm_fwd + comm_bwd
-
-
-def _layer_forward_flops(model: Model, tokens: int) -> float:
-    """Forward FLOPs of one layer for `tokens` of a sequence (its CP share), attending to all of it."""
-    return 2 * tokens * model.layer_matmul_params + 4 * tokens * model.seq_len * model.hidden
+def _run(model: Model, cluster: Cluster, plan: Plan) -> dict[str, float]:
+    out = evaluate(model, cluster, {k: np.asarray([v]) for k, v in plan_columns(plan).items()}, plan.dp_algorithm)
+    return {k: float(v[0]) for k, v in out.items()}
 
 
 def stage_layers(model: Model, plan: Plan) -> int:
-    """Layers on the heaviest pipeline stage. When pp x v does not divide the layers, some
-    stages hold one layer more (Megatron-Core places the remainder; Llama 3 405B ran 126
-    layers on 16 stages) and the heaviest one sets the pace."""
+    """Layers on the heaviest pipeline stage (some hold one more when pp x v does not divide L)."""
     return math.ceil(model.layers / (plan.pp * plan.virtual_stages)) * plan.virtual_stages
-
-
-def stage_params(model: Model, plan: Plan) -> float:
-    """Parameters on the heaviest stage before TP: its layers plus an embedding (the first
-    stage's input embedding or the last stage's output layer); the whole model when pp = 1."""
-    if plan.pp == 1:
-        return float(model.params)
-    return stage_layers(model, plan) * model.layer_params + model.vocab * model.hidden
-
-
-def stored_recompute(plan: Plan) -> str:
-    """The recompute mode whose activations are kept: flash attention never stores the s x s
-    scores, which is what selective recompute saves too."""
-    return "selective" if plan.flash_attention and plan.recompute == "none" else plan.recompute
 
 
 def memory_breakdown(model: Model, plan: Plan) -> MemoryBreakdown:
     """Bytes on the busiest GPU (the first pipeline stage): model state under the plan's ZeRO
     stage, activations under its TP/SP/recompute and schedule, and the allocator margin."""
-    layers_per_stage = stage_layers(model, plan)
-    weights, grads, optimizer = model_state_split(
-        stage_params(model, plan) / plan.tp, plan.zero_stage, plan.dp * plan.cp, plan.offload_optimizer, plan.optimizer_state
-    )
-    recompute = stored_recompute(plan)
-    per_layer = activation_bytes_per_layer(model.seq_len // plan.cp, plan.micro_batch, model.hidden, model.heads, plan.tp, plan.sequence_parallel, recompute)
-    held = in_flight_microbatches(plan.schedule, plan.pp, plan.microbatches, plan.virtual_stages)
-    activations = per_layer * layers_per_stage * held
-    if recompute == "full":  # one layer's full working set while it is recomputed
-        working = "selective" if plan.flash_attention else "none"
-        activations += activation_bytes_per_layer(model.seq_len // plan.cp, plan.micro_batch, model.hidden, model.heads, plan.tp, plan.sequence_parallel, working)
-    if plan.pp == 1:  # fp32 logits for the loss, on the one stage
-        activations += plan.micro_batch * model.seq_len // plan.cp * model.vocab * 4 / plan.tp
-    computed = weights + grads + optimizer + activations
-    return MemoryBreakdown(weights, grads, optimizer, activations, ALLOCATOR_MARGIN * computed + RUNTIME_RESERVED_BYTES)
+    check_positive("gpus", plan.gpus, integer=True, maximum=1 << 17)
+    cluster = Cluster(GPUS["h100-sxm"], gpus_per_node=1, nodes=plan.gpus)  # memory does not depend on the wires
+    validate(model, cluster, plan)
+    return _memory(_run(model, cluster, plan))
 
 
-def _dp_comm(model: Model, cluster: Cluster, plan: Plan, params_per_gpu: float) -> tuple[CollectiveCost, CollectiveCost, float, int]:
-    """(cost overlappable with backward, cost on the critical path, bytes sent per GPU, buckets)."""
-    n = plan.dp * plan.cp
-    stride = plan.tp
-    grads = params_per_gpu * GRAD_REDUCE_BYTES
-    bucket = plan.bucket_bytes or max(MEGATRON_BUCKET_PARAMS, 1_000_000 * plan.dp) * GRAD_REDUCE_BYTES
-    calls = max(1, math.ceil(grads / bucket))
-    if n == 1:
-        return ZERO_COST, ZERO_COST, 0.0, calls
-
-    def cost(op, nbytes, k=1):
-        one = group_cost(op, nbytes / calls, cluster, n, stride, plan.dp_algorithm)
-        return one.scaled(calls * k)
-
-    # Sharded gradients cannot accumulate locally: from ZeRO-2 on, every micro-batch's gradients
-    # are reduce-scattered as its backward produces them (DeepSpeed's stage-2 backward hooks);
-    # ZeRO-1 accumulates the full gradient and reduces once per step.
-    m = plan.microbatches
-    if plan.zero_stage == 0:
-        reduce, gather = cost("all_reduce", grads), ZERO_COST
-        sent = 2 * (n - 1) / n * grads
-    elif plan.zero_stage == 1:
-        reduce, gather = cost("reduce_scatter", grads), cost("all_gather", grads)
-        sent = 2 * (n - 1) / n * grads
-    elif plan.zero_stage == 2:
-        reduce, gather = cost("reduce_scatter", grads, m), cost("all_gather", grads)
-        sent = (m + 1) * (n - 1) / n * grads
-    else:  # ZeRO-3: gather the weights for every micro-batch's forward and backward
-        reduce = cost("reduce_scatter", grads, m) + cost("all_gather", grads, 2 * m)
-        gather = ZERO_COST
-        sent = 3 * m * (n - 1) / n * grads
-    return reduce, gather, sent, calls
+def _memory(r: dict) -> MemoryBreakdown:
+    return MemoryBreakdown(r["weights_bytes"], r["gradients_bytes"], r["optimizer_bytes"], r["activations_bytes"], r["buffers_bytes"])
 
 
 def estimate(model: Model, cluster: Cluster, plan: Plan) -> Estimate:
     """Memory, time and utilisation of one training step of `model` on `cluster` under `plan`."""
     validate(model, cluster, plan)
-    gpu = cluster.gpu
-    m, p, v = plan.microbatches, plan.pp, plan.virtual_stages
-    layers_per_stage = stage_layers(model, plan)
-
-    fwd, bwd, tp_comm = _layer_times(model, cluster, plan)
-    logits = plan.micro_batch * model.logits_forward_flops() / plan.cp / plan.tp / (gpu.bf16_flops * gpu.matmul_efficiency)
-    stage_fwd = layers_per_stage * fwd + logits
-    stage_bwd = layers_per_stage * bwd + 2 * logits
-    stage_tp = layers_per_stage * tp_comm
-    per_microbatch = stage_fwd + stage_bwd + stage_tp
-    if plan.schedule == "zb-h1":
-        costs = OpCosts(stage_fwd, stage_bwd / 2, stage_bwd / 2)
-    else:
-        costs = OpCosts(stage_fwd, stage_bwd, 1e-30)
-    bubble = pipeline_bubble(p, m, plan.schedule, v, "total", costs) if p > 1 else 0.0
-    pipeline_time = m * per_microbatch / (1 - bubble)
-
-    # Pipeline send/recv: Megatron's scatter-gather sends 1/t of the activation per NIC and
-    # all-gathers it over NVLink. The fill and drain chains of 2(p-1) v hops are always exposed;
-    # without overlap every micro-batch's two exchanges per stage are too.
-    pp_bytes = plan.micro_batch * model.seq_len // plan.cp * model.hidden * ACTIVATION_BYTES
-    pp_comm = 0.0
-    pp_sent = 0.0
-    if p > 1:
-        stride = plan.tp * plan.cp * plan.dp
-        crosses_node = stride >= cluster.gpus_per_node
-        link = cluster.inter_bytes_per_s_per_gpu if crosses_node else cluster.intra.effective_bytes_per_s
-        latency = cluster.inter.latency_s if crosses_node else cluster.intra.latency_s
-        hop = latency + pp_bytes / plan.tp / link
-        if crosses_node and plan.tp > 1:
-            hop += group_cost("all_gather", pp_bytes, cluster, plan.tp, 1).total_s
-        pp_comm = 2 * (p - 1) * v * hop + (0.0 if plan.pp_overlap else 2 * m * v * hop)
-        pp_sent = 2 * m * v * pp_bytes / plan.tp
-
-    params_per_gpu = stage_params(model, plan) / plan.tp
-    reduce, gather, dp_sent, buckets = _dp_comm(model, cluster, plan, params_per_gpu)
-    if plan.zero_stage == 3:
-        window = ZERO3_OVERLAP * pipeline_time if plan.dp_overlap else 0.0
-    elif plan.zero_stage == 2:  # each micro-batch's backward hides its own reduce-scatter
-        window = m * stage_bwd if plan.dp_overlap else 0.0
-    else:
-        window = stage_bwd if plan.dp_overlap else 0.0
-    last_bucket = reduce.total_s / buckets
-    exposed_reduce = max(reduce.total_s - window, last_bucket if plan.dp_overlap else reduce.total_s) if reduce.total_s else 0.0
-    # ZeRO-1/2 gather the updated weights bucket by bucket ahead of the next step's first
-    # forward (Megatron-LM --overlap-param-gather): only the first bucket waits in full.
-    first_bucket = gather.total_s / buckets
-    exposed_gather = max(gather.total_s - stage_fwd, first_bucket) if plan.dp_overlap and gather.total_s else gather.total_s
-    dp_exposed = exposed_reduce + exposed_gather
-    total_dp = reduce + gather
-    latency_share = total_dp.latency_s / total_dp.total_s if total_dp.total_s else 0.0
-
-    updated = params_per_gpu / (plan.dp * plan.cp if plan.zero_stage >= 1 else 1)
-    optimizer = 0.0 if plan.offload_optimizer else updated * (OPTIMIZER_BYTES_PER_PARAM - _narrow_state_saving(plan)) / (gpu.hbm_bytes_per_s * gpu.hbm_efficiency)
-    offload_cost = _offload_cost(cluster, plan, updated, stage_bwd) if plan.offload_optimizer else None
-
-    time = TimeBreakdown(
-        compute=m * (stage_fwd + stage_bwd),
-        bubble=pipeline_time - m * per_microbatch,
-        tp_comm=m * stage_tp,
-        pp_comm=pp_comm,
-        dp_comm=dp_exposed,
-        optimizer=optimizer,
-        offload=offload_cost.exposed_s if offload_cost else 0.0,
-    )
-    memory = memory_breakdown(model, plan)
-    fits = memory.total <= gpu.hbm_bytes
-    sequences = plan.global_batch
-    model_flops = sequences * model.model_flops_per_sequence()
-    hardware_flops = sequences * model.hardware_flops_per_sequence(stored_recompute(plan))
-    tp_sent = m * layers_per_stage * (8 if plan.recompute != "full" else 12) * (plan.tp - 1) / plan.tp * plan.micro_batch * model.seq_len // plan.cp * model.hidden * ACTIVATION_BYTES if plan.tp > 1 else 0.0
-    warnings = _warnings(model, cluster, plan, memory, fits, bubble, dp_exposed, time.total, offload_cost)
+    r = _run(model, cluster, plan)
+    time = TimeBreakdown(r["compute_s"], r["bubble_s"], r["tp_comm_s"], r["pp_comm_s"], r["dp_comm_s"], r["optimizer_s"], r["offload_s"])
+    memory = _memory(r)
+    fits = memory.total <= cluster.gpu.hbm_bytes
+    offload = None
+    if plan.offload_optimizer:
+        offload = OffloadCost(r["offload_down_s"], r["cpu_adam_s"], r["offload_up_s"], r["offload_s"], r["pcie_bytes"], r["host_bytes_per_node"])
+    dp_cost = CollectiveCost(r["dp_latency_s"], r["dp_total_s"] - r["dp_latency_s"])
+    warnings = _warnings(model, cluster, plan, memory, fits, r["bubble_fraction"], r["dp_comm_s"], time.total, offload)
     return Estimate(
-        model, cluster, plan, fits, memory, time, bubble, model_flops, hardware_flops,
-        total_dp, dp_exposed * latency_share,
-        {"tp": tp_sent, "pp": pp_sent, "dp": dp_sent, "pcie": offload_cost.pcie_bytes if offload_cost else 0.0},
-        tuple(warnings),
-        offload_cost,
+        model, cluster, plan, fits, memory, time, r["bubble_fraction"], r["model_flops"], r["hardware_flops"],
+        dp_cost, r["dp_exposed_latency_s"],
+        {"tp": r["tp_bytes"], "pp": r["pp_bytes"], "dp": r["dp_bytes"], "pcie": r["pcie_bytes"]},
+        tuple(warnings), offload,
     )
-
-
-def _narrow_state_saving(plan: Plan) -> float:
-    """Bytes per parameter an Adam step streams less when the optimizer state is narrower than
-    fp32's 12: the state is read and written once each."""
-    return 2 * (OPTIMIZER_BYTES - optimizer_state(plan.optimizer_state).bytes_per_param)
 
 
 @dataclass(frozen=True)
@@ -426,16 +283,6 @@ class OffloadCost:
     exposed_s: float
     pcie_bytes: float
     host_bytes_per_node: float  # CPU memory the node's ranks keep offloaded
-
-
-def _offload_cost(cluster: Cluster, plan: Plan, shard_params: float, backward_s: float) -> OffloadCost:
-    pcie = cluster.host_link.effective_bytes_per_s
-    down = GRAD_BYTES * shard_params / pcie
-    cpu_adam = shard_params * (CPU_ADAM_BYTES_PER_PARAM - _narrow_state_saving(plan)) / cluster.host_bytes_per_s_per_gpu
-    up = WEIGHT_BYTES * shard_params / pcie
-    exposed_down = max(0.0, down - backward_s) if plan.dp_overlap else down
-    host = offloaded_bytes(shard_params, plan.optimizer_state) * cluster.gpus_per_node
-    return OffloadCost(down, cpu_adam, up, exposed_down + cpu_adam + up, (GRAD_BYTES + WEIGHT_BYTES) * shard_params, host)
 
 
 def _warnings(model, cluster, plan, memory, fits, bubble, dp_exposed, step, offload) -> list[str]:

@@ -26,6 +26,7 @@ SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2")
 CONVENTIONS = ("total", "ideal")
 OPS = ("F", "B", "W")
 TIMELINE_SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1")  # ZB-H2: closed form only
+MAX_TIMELINE_OPS = 200_000  # p x m x v forward ops: a few seconds to generate, still drawable
 
 
 @dataclass(frozen=True)
@@ -55,20 +56,26 @@ def _check(p, m, schedule, v):
         raise ValueError(f"m must be a multiple of p={p} for the interleaved schedule, got m={m}")
 
 
+def idle_time(p, m, schedule_code, v, tf, tb, tw):
+    """Idle time per stage of a pipeline (array-valued: every argument may be a column).
+    schedule_code indexes SCHEDULES; tb and tw are the input- and weight-gradient passes (other
+    schedules run them as one backward of tb + tw). The closed forms of the module docstring."""
+    p = np.asarray(p, dtype=float)
+    code = np.asarray(schedule_code)
+    zb1 = (p - 1) * (tf + tb - tw)
+    zb2 = (p - 1) * np.maximum(0.0, tf + tb - 2 * tw)
+    plain = (p - 1) * (tf + tb + tw) / v
+    return np.where(code == SCHEDULES.index("zb-h1"), zb1, np.where(code == SCHEDULES.index("zb-h2"), zb2, plain))
+
+
 def bubble_fraction(p: int, m: int, schedule: str = "1f1b", v: int = 1, convention: str = "total", costs: OpCosts | None = None) -> float:
     """Idle share of a pipeline, closed form. convention='total': of the wall time;
     'ideal': relative to the bubble-free time m (T_F + T_B + T_W)."""
     _check(p, m, schedule, v)
     check_choice("convention", convention, CONVENTIONS)
     c = costs or OpCosts()
-    work = c.tf + c.tb + c.tw
-    if schedule == "zb-h1":
-        idle = (p - 1) * (c.tf + c.tb - c.tw)
-    elif schedule == "zb-h2":
-        idle = (p - 1) * max(0.0, c.tf + c.tb - 2 * c.tw)
-    else:
-        idle = (p - 1) * work / v
-    ideal = m * work
+    idle = float(idle_time(p, m, SCHEDULES.index(schedule), v, c.tf, c.tb, c.tw))
+    ideal = m * (c.tf + c.tb + c.tw)
     return idle / ideal if convention == "ideal" else idle / (ideal + idle)
 
 
@@ -152,6 +159,8 @@ def timeline(p: int, m: int, schedule: str = "1f1b", v: int = 1, costs: OpCosts 
     """Play the schedule: each op starts when its stage is free and its inputs have arrived."""
     _check(p, m, schedule, v)
     check_choice("schedule", schedule, TIMELINE_SCHEDULES)
+    if p * m * v > MAX_TIMELINE_OPS:
+        raise ValueError(f"m x p x v must be at most {MAX_TIMELINE_OPS:,} ops to draw as a timeline, got m={m}, p={p}, v={v}")
     c = costs or OpCosts()
     if schedule == "zb-h1":
         return _zero_bubble_timeline(p, m, c)

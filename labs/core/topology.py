@@ -1,63 +1,112 @@
-"""Collectives on a real cluster: which links a group of ranks crosses, and what that costs.
+"""Where a group's collective runs, and what it costs: NVLink, rails, pods.
 
 Ranks are numbered tensor-parallel fastest, then context, then data, then pipeline (Megatron's
-order), so a group whose members sit `stride` ranks apart packs gpus_per_node / stride of them
-into a node. A group inside one node runs on NVLink (or PCIe). A group across nodes runs one of:
+order), so a group whose members sit `stride` ranks apart packs g = G / stride of them into a
+node of G GPUs (one when stride >= G).
 
-- "ring": one flat ring; its slowest hop is a NIC, so the bandwidth term runs at one NIC's
-  speed per GPU. Latency follows NCCL's model: NVLink steps inside nodes, network steps across.
-- "tree": the same bandwidth, latency growing with log2 of the group instead of its size.
-- "hierarchical": reduce-scatter on NVLink, all-reduce of the 1/g shard across nodes with every
-  GPU on its own NIC (rails in parallel), all-gather on NVLink.
+- Inside one node a group runs on NVLink at NCCL's measured bus bandwidth.
+- Across nodes NCCL runs one ring per channel and crosses each node boundary on a different NIC
+  (rails). With every group of the node communicating at once, a group with g members per node
+  owns g/G of the node's NICs: on a rail-optimised DGX (one NIC per GPU) that is g NICs, so a
+  ring over whole nodes moves about 8 x 47 GB/s of bus bandwidth, capped by NVLink's, and a group
+  with one member per node (DP behind TP=8) has one NIC. Evidence: nccl-tests #119 (3 nodes x
+  4 HDR: 84.8 of 100 GB/s), #309 (2 x 8 H100 with 8 NDR NICs: up to ~400 GB/s), #283 (1,984
+  H200s: ~350 GB/s); tests/data/nccl_busbw.json.
+- A group spanning more GPUs than a pod crosses the oversubscribed tier above it: its NIC share
+  runs at 1/oversubscription (Llama 3: 3,072-GPU pods, 1:7 above; arXiv:2407.21783 Sec. 3.3.1).
+
+Algorithms: "ring" (NCCL's default for large messages), "tree" (same bandwidth, latency growing
+with log2 of the group), "nvls" (NVLink SHARP: the switch reduces, ~480 instead of ~370 GB/s of
+busbw on 8 H100s, nccl-tests #212; only on NVLink generations that have it). The latency
+(alpha) term is NCCL's own cost model, so small messages reach a fraction of peak busbw as in the
+nccl-tests curves. Everything here is array-valued: scalars and numpy columns broadcast.
 """
 
 from __future__ import annotations
 
-import math
+import numpy as np
 
-from labs.core.collectives import CollectiveCost, ZERO_COST, collective_cost
+from labs.core.collectives import CollectiveCost
 from labs.core.hardware import NCCL_BASE_LATENCY_S, Cluster
-from labs.core.validation import check_choice
+from labs.core.validation import check_choice, check_positive
 
-DP_ALGORITHMS = ("ring", "tree", "hierarchical")
+DP_ALGORITHMS = ("ring", "tree", "nvls")
+_REDUCTIONS = ("all_reduce", "reduce_scatter", "all_gather")
+# Ring steps per member for each op: all-reduce is a reduce-scatter then an all-gather.
+_RING_SHARE = {"all_reduce": 2.0, "reduce_scatter": 1.0, "all_gather": 1.0, "all_to_all": 1.0}
 
 
-def ranks_per_node(cluster: Cluster, n: int, stride: int) -> int:
+def members_per_node(cluster: Cluster, n, stride):
     """How many members of a group of n ranks, `stride` apart, share one node."""
-    per_node = max(1, cluster.gpus_per_node // stride) if stride < cluster.gpus_per_node else 1
-    return min(n, per_node)
+    gpn = cluster.gpus_per_node
+    stride = np.asarray(stride, dtype=float)
+    packed = np.where(stride < gpn, np.maximum(1.0, np.floor(gpn / np.maximum(stride, 1.0))), 1.0)
+    return np.minimum(np.asarray(n, dtype=float), packed)
+
+
+def group_bus_bandwidth(cluster: Cluster, n, stride, algorithm: str = "ring", op: str = "all_reduce"):
+    """Bus bandwidth (bytes/s) one collective of the group reaches at large message sizes."""
+    n = np.asarray(n, dtype=float)
+    g = members_per_node(cluster, n, stride)
+    nodes = np.ceil(n / g)
+    intra = cluster.intra.effective_bytes_per_s
+    if algorithm == "nvls" and op in _REDUCTIONS and cluster.intra.nvls_bytes_per_s:
+        intra = cluster.intra.nvls_bytes_per_s
+    nics = cluster.rails * g / cluster.gpus_per_node
+    span = n * np.asarray(stride, dtype=float)
+    tier = np.where(span > cluster.pod_gpus, 1.0 / cluster.oversubscription, 1.0) if cluster.pod_gpus else 1.0
+    across = np.minimum(intra, nics * cluster.inter.effective_bytes_per_s * tier)
+    return np.where(nodes > 1, across, intra)
+
+
+def collective_columns(op: str, nbytes, cluster: Cluster, n, stride=1, algorithm: str = "ring"):
+    """(latency seconds, bandwidth seconds) of one collective of `nbytes` over groups of n ranks
+    spaced `stride` apart; every argument but op, cluster and algorithm may be an array."""
+    n = np.asarray(n, dtype=float)
+    nbytes = np.asarray(nbytes, dtype=float)
+    if op == "p2p":
+        g = members_per_node(cluster, 2, stride)
+        bw = np.where(g >= 2, cluster.intra.effective_bytes_per_s, cluster.inter.effective_bytes_per_s * min(1.0, cluster.rails / cluster.gpus_per_node))
+        lat = np.where(g >= 2, cluster.intra.latency_s, cluster.inter.latency_s)
+        active = nbytes > 0
+        return np.where(active, lat, 0.0), np.where(active, nbytes / bw, 0.0)
+    share = _RING_SHARE[op]
+    g = members_per_node(cluster, n, stride)
+    nodes = np.ceil(n / g)
+    busbw = group_bus_bandwidth(cluster, n, stride, algorithm, op)
+    bandwidth = share * (n - 1) / np.maximum(n, 1.0) * nbytes / busbw
+    if algorithm == "tree":
+        latency = share * np.ceil(np.log2(np.maximum(n, 1.0))) * np.where(nodes > 1, cluster.inter.latency_s, cluster.intra.latency_s)
+    else:
+        network_steps = share * (nodes - 1)
+        latency = (share * (n - 1) - network_steps) * cluster.intra.latency_s + network_steps * cluster.inter.latency_s
+    active = (n > 1) & (nbytes > 0)
+    return np.where(active, latency + NCCL_BASE_LATENCY_S, 0.0), np.where(active, bandwidth, 0.0)
+
+
+def check_algorithm(cluster: Cluster, algorithm: str) -> None:
+    check_choice("dp_algorithm", algorithm, DP_ALGORITHMS)
+    if algorithm == "nvls" and not cluster.intra.nvls_bytes_per_s:
+        raise ValueError(f"dp_algorithm='nvls' needs NVLink SHARP, which {cluster.intra.name} does not have; use 'ring' or 'tree'")
 
 
 def group_cost(op: str, nbytes: float, cluster: Cluster, n: int, stride: int = 1, algorithm: str = "ring") -> CollectiveCost:
     """One collective of `nbytes` over a group of n ranks spaced `stride` apart."""
-    check_choice("algorithm", algorithm, DP_ALGORITHMS)
-    if n <= 1 or nbytes == 0:
-        return ZERO_COST
-    g = ranks_per_node(cluster, n, stride)
-    nodes = math.ceil(n / g)
-    base = CollectiveCost(NCCL_BASE_LATENCY_S, 0.0)
-    intra, inter_bw, inter_lat = cluster.intra, cluster.inter_bytes_per_s_per_gpu, cluster.inter.latency_s
-    if nodes == 1:
-        tree_or_ring = "tree" if algorithm == "tree" else "ring"
-        return base + collective_cost(op, nbytes, n, intra.effective_bytes_per_s, intra.latency_s, tree_or_ring)
-    if algorithm == "hierarchical" and op in ("all_reduce", "reduce_scatter", "all_gather") and g > 1:
-        return base + _hierarchical(op, nbytes, g, nodes, cluster)
-    flat = collective_cost(op, nbytes, n, inter_bw, 0.0, "tree" if algorithm == "tree" else "ring")
-    if algorithm == "tree":
-        latency = 2 * math.ceil(math.log2(n)) * inter_lat
-    else:
-        network_steps = {"all_reduce": 2 * (nodes - 1), "p2p": 1}.get(op, nodes - 1)
-        all_steps = {"all_reduce": 2 * (n - 1), "p2p": 1}.get(op, n - 1)
-        latency = (all_steps - network_steps) * intra.latency_s + network_steps * inter_lat
-    return base + CollectiveCost(latency, flat.bandwidth_s)
+    check_choice("op", op, tuple(_RING_SHARE) + ("p2p",))
+    check_positive("nbytes", nbytes, allow_zero=True)
+    check_positive("n", n, integer=True)
+    check_positive("stride", stride, integer=True)
+    check_algorithm(cluster, algorithm)
+    if n > 1 << 20:
+        raise ValueError(f"n must be at most {1 << 20} ranks, got {n}")
+    latency, bandwidth = collective_columns(op, nbytes, cluster, n, stride, algorithm)
+    return CollectiveCost(float(latency), float(bandwidth))
 
 
-def _hierarchical(op: str, nbytes: float, g: int, nodes: int, cluster: Cluster) -> CollectiveCost:
-    intra_bw, intra_lat = cluster.intra.effective_bytes_per_s, cluster.intra.latency_s
-    inter_bw, inter_lat = cluster.inter_bytes_per_s_per_gpu, cluster.inter.latency_s
-    inside = collective_cost("reduce_scatter", nbytes, g, intra_bw, intra_lat)
-    across = collective_cost(op, nbytes / g, nodes, inter_bw, inter_lat)
-    if op == "all_reduce":
-        return inside + across + inside
-    return inside + across
-
+def bus_bandwidth(op: str, nbytes: float, cluster: Cluster, n: int, stride: int = 1, algorithm: str = "ring") -> float:
+    """nccl-tests' busbw (doc/PERFORMANCE.md) the model predicts for one collective: the bytes
+    each rank moves over the time it takes."""
+    cost = group_cost(op, nbytes, cluster, n, stride, algorithm)
+    if cost.total_s == 0:
+        return 0.0
+    return _RING_SHARE[op] * (n - 1) / n * nbytes / cost.total_s

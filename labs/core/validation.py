@@ -1,20 +1,27 @@
-"""Input checks shared by the engine: every error names the field and what is allowed."""
+"""Input checks, applied once where input enters the engine: every error names the field and
+what is allowed, so inner functions can trust their arguments."""
 
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Iterable
 
+# Sizes beyond any machine or batch that exists: refusing them keeps every product finite.
+MAX_COUNT = 1 << 31
 
-def check_positive(name: str, value, *, integer: bool = False, allow_zero: bool = False) -> None:
+
+def check_positive(name: str, value, *, integer: bool = False, allow_zero: bool = False, maximum: float | None = None) -> None:
     kind = "a whole number" if integer else "a number"
     bound = ">= 0" if allow_zero else "> 0"
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"{name} must be {kind} {bound}, got {value!r}")
-    if integer and int(value) != value:
+    allowed = numbers.Integral if integer else numbers.Real
+    if isinstance(value, bool) or not isinstance(value, allowed):
         raise ValueError(f"{name} must be {kind} {bound}, got {value!r}")
     if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
         raise ValueError(f"{name} must be {kind} {bound}, got {value!r}")
+    limit = maximum if maximum is not None else (MAX_COUNT if integer else None)
+    if limit is not None and value > limit:
+        raise ValueError(f"{name} must be at most {limit:g}, got {value!r}")
 
 
 def check_fraction(name: str, value) -> None:
@@ -23,9 +30,18 @@ def check_fraction(name: str, value) -> None:
         raise ValueError(f"{name} must be in (0, 1], got {value!r}")
 
 
+def check_bool(name: str, value) -> None:
+    if not isinstance(value, (bool,)) and type(value).__name__ != "bool_":
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+
+
 def check_choice(name: str, value, allowed: Iterable) -> None:
     allowed = tuple(allowed)
-    if value not in allowed:
+    try:
+        ok = value in allowed and not (isinstance(value, bool) and not any(a is value for a in allowed))
+    except TypeError:  # unhashable or incomparable values
+        ok = False
+    if not ok:
         raise ValueError(f"{name} must be one of {', '.join(map(repr, allowed))}; got {value!r}")
 
 

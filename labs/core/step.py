@@ -1,0 +1,258 @@
+"""The one step model: a training step's time and memory, over numpy columns.
+
+`estimate()` evaluates one plan through `evaluate` (columns of length one) and `sweep()` evaluates
+the whole plan space through it; no formula of the step exists anywhere else.
+
+step time = pipeline compute with its bubble
+          + exposed TP (and CP) communication
+          + exposed PP send/recv
+          + exposed DP / ZeRO communication
+          + the optimizer step (or ZeRO-Offload's copies and CPU Adam)
+
+One layer, one micro-batch, one GPU:
+- GEMMs by shape (labs.core.gemm): QKV, attention projection, FFN in (gate and up for SwiGLU),
+  FFN out; backward runs each twice (input and weight gradients).
+- Attention core: without flash attention, two batched GEMMs per head plus the s x s softmax and
+  dropout through HBM; with it, one fused kernel doing the causal half of the work.
+- Element-wise work streams ELEMENTWISE_TRAFFIC x the activation bytes the layer writes
+  (Korthikanti's count) through HBM.
+- TP: two collectives of b s h activations per pass (all-reduces, or all-gather + reduce-scatter
+  under SP). Megatron-LM 2021-22 ran them on the critical path; with tp_comm_overlap
+  (Transformer Engine userbuffers, inside an NVLink domain, with SP) the all-gathers hide behind
+  their GEMMs by ring exchange, the pipelined reduce-scatters expose one of TP_OVERLAP_SPLITS
+  chunks, and the overlapped GEMMs lose TP_OVERLAP_SMS of the GPU's SMs (TE's defaults,
+  transformer_engine/pytorch/module/base.py initialize_ub; NeMo communication_overlap.rst).
+MFU counts model FLOPs the Megatron way (all of attention's s^2 work); HFU adds recomputation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from labs.core.gemm import flash_attention_time, gemm_time
+from labs.core.hardware import Cluster
+from labs.core.memory import GRAD_BYTES, OPTIMIZER_BYTES, WEIGHT_BYTES, activation_columns, in_flight_columns, model_state_columns
+from labs.core.models import RECOMPUTE_MODES, Model
+from labs.core.pipeline import SCHEDULES, idle_time
+from labs.core.topology import collective_columns
+
+ACTIVATION_BYTES = 2  # bf16 activations sent between TP ranks and pipeline stages
+# HBM bytes the element-wise ops move per pass, per byte of activations the layer writes. Fitted
+# with labs.core.gemm.LAYER_GEMM_SHARE on Korthikanti Table 4's baseline row (forward 7.7 ms,
+# backward 11.9 ms): labs.core.calibration.fit_layer_constants.
+ELEMENTWISE_TRAFFIC = 2.2
+# Megatron-LM's mixed-precision Adam step moves, per parameter it updates: zero the fp32 main
+# gradient (4), read it for the global norm (4), Adam reads master, m, v, gradient and writes
+# master, m, v (28), then copies the master into the bf16 weight (4 + 2) = 42 bytes.
+OPTIMIZER_BYTES_PER_PARAM = 42
+# CPU Adam (ZeRO-Offload) streams, per parameter of its shard: the bf16 gradient in (2), the
+# master weight and both moments read and written (2 x 12 in fp32), the bf16 weight out (2).
+CPU_ADAM_BYTES_PER_PARAM = GRAD_BYTES + 2 * OPTIMIZER_BYTES + WEIGHT_BYTES
+# Allocator fragmentation and the CUDA context + NCCL buffers, on top of the computed terms.
+ALLOCATOR_MARGIN = 0.05
+RUNTIME_RESERVED_BYTES = 1.0e9
+# Megatron-LM's DDP bucket: max(40M, 1M x dp) parameters (DistributedDataParallelConfig).
+MEGATRON_BUCKET_PARAMS = 40_000_000
+# Transformer Engine userbuffers defaults: pipelined reduce-scatter in 4 chunks on 16 SMs, bulk
+# overlaps on 16 SMs with set_sm_margin (the GEMM runs on the rest); ring-exchange all-gathers on
+# the copy engines. About half the layer's GEMM time runs beside a communication kernel (forward
+# proj and fc2, backward QKV and fc1 dgrad/wgrad).
+TP_OVERLAP_SPLITS = 4
+TP_OVERLAP_SMS = 16
+TP_OVERLAPPED_GEMM_SHARE = 0.5
+# DeepSpeed ZeRO-3 (2021) gathers each submodule's weights on its own (stage3 hooks per
+# nn.Module): the four linear layers of a transformer layer, in forward and again in backward.
+ZERO3_GATHERS_PER_LAYER = 4
+
+_FULL, _SELECTIVE, _NONE = (RECOMPUTE_MODES.index(x) for x in ("full", "selective", "none"))
+
+
+def _col(c, key, dtype=float):
+    return np.asarray(c[key], dtype=dtype)
+
+
+def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "ring") -> dict[str, np.ndarray]:
+    """Every number of an Estimate for each row of the plan columns `c` (validated upstream).
+
+    c holds tp, pp, dp, cp, micro_batch, global_batch, zero_stage, recompute (code into
+    RECOMPUTE_MODES), sequence_parallel, schedule (code into SCHEDULES), virtual_stages,
+    flash_attention, tp_comm_overlap, grad_fp32, dp_overlap, pp_overlap, bucket_bytes (0: Megatron's),
+    optimizer_bytes (per parameter) and offload."""
+    gpu = cluster.gpu
+    tp, pp, dp, cp, b, gb, v = (_col(c, k) for k in ("tp", "pp", "dp", "cp", "micro_batch", "global_batch", "virtual_stages"))
+    zero, rc, sched = (_col(c, k, int) for k in ("zero_stage", "recompute", "schedule"))
+    sp, flash, tp_overlap, grad_fp32, dp_overlap, pp_overlap, offload = (
+        _col(c, k, bool) for k in ("sequence_parallel", "flash_attention", "tp_comm_overlap", "grad_fp32", "dp_overlap", "pp_overlap", "offload"))
+    bucket_bytes, opt_bytes = _col(c, "bucket_bytes"), _col(c, "optimizer_bytes")
+    m = gb / (b * dp)
+    h, a, L, V = model.hidden, model.heads, model.layers, model.vocab
+    s_full = float(model.seq_len)
+    s = s_full / cp
+    tokens = b * s
+    hbm_rate = gpu.hbm_bytes_per_s * gpu.hbm_efficiency
+    full = rc == _FULL
+
+    # ---- one layer, one micro-batch ----------------------------------------------------------
+    gemm_f = (gemm_time(gpu, tokens, (h + 2 * model.kv_dim) / tp, h)
+              + gemm_time(gpu, tokens, h, h / tp)
+              + gemm_time(gpu, tokens, model.ffn * (2 if model.gated_ffn else 1) / tp, h)
+              + gemm_time(gpu, tokens, h, model.ffn / tp))
+    head_dim = h / a
+    scores_f = gemm_time(gpu, s, s_full, head_dim, calls=2 * b * a / tp)
+    flash_f, flash_b = flash_attention_time(gpu, 0.5 * 4 * b * s * s_full * h / tp)
+    attn_f = np.where(flash, flash_f, scores_f)
+    attn_b = np.where(flash, flash_b, 2 * scores_f)
+    written = activation_columns(s, b, h, a, tp, sp, np.where(flash, _SELECTIVE, _NONE))
+    elementwise = ELEMENTWISE_TRAFFIC * written / hbm_rate
+    scores_elementwise = ELEMENTWISE_TRAFFIC * 5 * a * s * s_full * b / tp / hbm_rate
+    fwd = gemm_f + attn_f + elementwise
+    recompute = np.where(full, fwd, np.where((rc == _SELECTIVE) & ~flash, scores_f + scores_elementwise, 0.0))
+    layer_b = gemm_f + attn_b + elementwise + recompute  # input gradients, with what is re-run
+    layer_w = gemm_f  # weight gradients
+
+    act = tokens * h * ACTIVATION_BYTES
+    all_reduce = sum(collective_columns("all_reduce", act, cluster, tp, 1))
+    gather_scatter = sum(collective_columns("all_gather", act, cluster, tp, 1)) + sum(collective_columns("reduce_scatter", act, cluster, tp, 1))
+    tp_pass = 2 * np.where(sp, gather_scatter, all_reduce)
+    tp_total = tp_pass * (2 + full)
+    kv = 2 * b * s_full * model.kv_dim / tp * ACTIVATION_BYTES
+    cp_f = sum(collective_columns("all_gather", kv, cluster, cp, tp))
+    cp_b = sum(collective_columns("reduce_scatter", kv, cluster, cp, tp))
+    cp_total = cp_f + cp_b + np.where(full, cp_f, 0.0)
+    overlap = tp_overlap & sp & (tp > 1) & (tp <= cluster.gpus_per_node)
+    gemm_all = gemm_f * (3 + full)
+    contention = gemm_all * TP_OVERLAPPED_GEMM_SHARE * (gpu.sms / (gpu.sms - TP_OVERLAP_SMS) - 1)
+    tp_exposed = np.where(overlap, np.maximum(tp_total - gemm_all, 0.5 * tp_total / TP_OVERLAP_SPLITS) + contention, tp_total)
+    layer_comm = tp_exposed + cp_total
+
+    # ---- a pipeline stage ---------------------------------------------------------------------
+    layers = np.ceil(L / (pp * v)) * v  # the heaviest stage: some hold one layer more
+    logits = gemm_time(gpu, tokens, V / tp, h)
+    stage_f = layers * fwd + logits
+    stage_b = layers * layer_b + logits
+    stage_w = layers * layer_w + logits
+    stage_bwd = stage_b + stage_w
+    stage_comm = layers * layer_comm
+    per_mb = stage_f + stage_bwd + stage_comm
+    zb = (sched == SCHEDULES.index("zb-h1")) | (sched == SCHEDULES.index("zb-h2"))
+    idle = idle_time(pp, m, sched, v, stage_f, np.where(zb, stage_b, stage_bwd), np.where(zb, stage_w, 0.0))
+    work = stage_f + stage_bwd
+    bubble = np.where(pp > 1, idle / (m * work + idle), 0.0)
+    pipeline = m * per_mb / (1 - bubble)
+
+    # ---- pipeline send/recv: Megatron's scatter/gather sends 1/t per NIC, all-gathers on NVLink -
+    pp_bytes = tokens * h * ACTIVATION_BYTES
+    crosses = tp * cp * dp >= cluster.gpus_per_node
+    link = np.where(crosses, cluster.inter_bytes_per_s_per_gpu, cluster.intra.effective_bytes_per_s)
+    hop = np.where(crosses, cluster.inter.latency_s, cluster.intra.latency_s) + pp_bytes / tp / link
+    hop = hop + np.where(crosses & (tp > 1), sum(collective_columns("all_gather", pp_bytes, cluster, tp, 1)), 0.0)
+    pp_comm = np.where(pp > 1, 2 * (pp - 1) * v * hop + np.where(pp_overlap, 0.0, 2 * m * v * hop), 0.0)
+    pp_sent = np.where(pp > 1, 2 * m * v * pp_bytes / tp, 0.0)
+
+    # ---- data parallel / ZeRO -----------------------------------------------------------------
+    stage_params = np.where(pp > 1, layers * model.layer_params + V * h, float(model.params))
+    params = stage_params / tp
+    n = dp * cp
+    grad_bytes = np.where(grad_fp32, 4.0, 2.0)
+    grads = params * grad_bytes
+    weights_bytes = params * WEIGHT_BYTES
+    bucket = np.where(bucket_bytes > 0, bucket_bytes, np.maximum(MEGATRON_BUCKET_PARAMS, 1_000_000 * dp) * grad_bytes)
+    calls = np.maximum(1.0, np.ceil(grads / bucket))
+
+    def bucketed(op, nbytes, k):
+        lat, bw = collective_columns(op, nbytes / k, cluster, n, tp, dp_algorithm)
+        return lat * k, bw * k
+
+    ar, rs, ag = bucketed("all_reduce", grads, calls), bucketed("reduce_scatter", grads, calls), bucketed("all_gather", weights_bytes, calls)
+    module_calls = layers * ZERO3_GATHERS_PER_LAYER
+    module_ag = bucketed("all_gather", weights_bytes, module_calls)
+    z0, z1, z2, z3 = (zero == k for k in range(4))
+    # Sharded gradients cannot accumulate locally: from ZeRO-2 on every micro-batch's gradients
+    # are reduce-scattered as its backward produces them; ZeRO-1 reduces once per step.
+    reduce_lat = np.where(z0, ar[0], np.where(z1, rs[0], m * rs[0] + np.where(z3, 2 * m * module_ag[0], 0.0)))
+    reduce_bw = np.where(z0, ar[1], np.where(z1, rs[1], m * rs[1] + np.where(z3, 2 * m * module_ag[1], 0.0)))
+    gather_lat = np.where(z1 | z2, ag[0], 0.0)
+    gather_bw = np.where(z1 | z2, ag[1], 0.0)
+    reduce_t, gather_t = reduce_lat + reduce_bw, gather_lat + gather_bw
+    # What hides it: the last micro-batch's backward (ZeRO 0-1), every backward (ZeRO-2); the
+    # last bucket always waits. ZeRO-3 prefetches the next module's weights behind the current
+    # module's compute, pass by pass: a forward gathers, a backward gathers and reduce-scatters,
+    # and the first module gather of each pass waits.
+    window = np.where(z2, m * stage_bwd, stage_bwd)
+    plain = np.where(dp_overlap, np.maximum(reduce_t - window, reduce_t / calls), reduce_t)
+    gather_pass = module_ag[0] + module_ag[1]
+    first = gather_pass / module_calls
+    z3_forward = np.maximum(gather_pass - stage_f, first)
+    z3_backward = np.maximum(gather_pass + rs[0] + rs[1] - stage_bwd, first)
+    exposed_reduce = np.where(z3, np.where(dp_overlap, m * (z3_forward + z3_backward), reduce_t), plain)
+    # ZeRO-1/2 gather the updated weights bucket by bucket ahead of the next forward
+    # (Megatron-LM --overlap-param-gather): only the first bucket waits in full.
+    exposed_gather = np.where(dp_overlap, np.maximum(gather_t - stage_f, gather_t / calls), gather_t)
+    active = n > 1
+    dp_exposed = np.where(active, exposed_reduce + exposed_gather, 0.0)
+    dp_total = np.where(active, reduce_t + gather_t, 0.0)
+    dp_latency = np.where(active, reduce_lat + gather_lat, 0.0)
+    frac = (n - 1) / n
+    dp_sent = frac * np.where(z0, 2 * grads, np.where(z1, grads + weights_bytes, np.where(z2, m * grads + weights_bytes, m * (grads + 2 * weights_bytes))))
+
+    # ---- optimizer, or ZeRO-Offload -----------------------------------------------------------
+    updated = params / np.where(zero >= 1, n, 1.0)
+    narrow = 2 * (OPTIMIZER_BYTES - opt_bytes)  # a narrower state is read and written once each
+    optimizer = np.where(offload, 0.0, updated * (OPTIMIZER_BYTES_PER_PARAM - narrow) / hbm_rate)
+    pcie = cluster.host_link.effective_bytes_per_s
+    down = GRAD_BYTES * updated / pcie
+    cpu_adam = updated * (CPU_ADAM_BYTES_PER_PARAM - narrow) / cluster.host_bytes_per_s_per_gpu
+    up = WEIGHT_BYTES * updated / pcie
+    offload_exposed = np.where(offload, np.where(dp_overlap, np.maximum(0.0, down - stage_bwd), down) + cpu_adam + up, 0.0)
+
+    # ---- memory on the busiest GPU (the first stage) ------------------------------------------
+    w_mem, g_mem, o_mem = model_state_columns(params, zero, n, offload, opt_bytes, grad_bytes)
+    stored = np.where(flash & (rc == _NONE), _SELECTIVE, rc)
+    per_layer = activation_columns(s, b, h, a, tp, sp, stored)
+    held = in_flight_columns(sched, pp, m, v)
+    working = activation_columns(s, b, h, a, tp, sp, np.where(flash, _SELECTIVE, _NONE))
+    activations = per_layer * layers * held + np.where(stored == _FULL, working, 0.0)
+    activations = activations + np.where(pp == 1, b * s * V * 4 / tp, 0.0)  # fp32 logits, one stage
+    computed = w_mem + g_mem + o_mem + activations
+    buffers = ALLOCATOR_MARGIN * computed + RUNTIME_RESERVED_BYTES
+
+    step = pipeline + pp_comm + dp_exposed + optimizer + offload_exposed
+    hardware_per_sequence = np.array([model.hardware_flops_per_sequence(r) for r in RECOMPUTE_MODES])
+    tp_sent = np.where(tp > 1, m * layers * np.where(full, 12, 8) * (tp - 1) / tp * tokens * h * ACTIVATION_BYTES, 0.0)
+    return {
+        "step_time_s": step,
+        "compute_s": m * work,
+        "bubble_s": pipeline - m * per_mb,
+        "tp_comm_s": m * stage_comm,
+        "pp_comm_s": pp_comm,
+        "dp_comm_s": dp_exposed,
+        "optimizer_s": optimizer,
+        "offload_s": offload_exposed,
+        "bubble_fraction": bubble,
+        "stage_forward_s": stage_f,
+        "stage_backward_s": stage_bwd,
+        "dp_total_s": dp_total,
+        "dp_latency_s": dp_latency,
+        "dp_exposed_latency_s": dp_exposed * np.where(dp_total > 0, dp_latency / np.where(dp_total > 0, dp_total, 1.0), 0.0),
+        "weights_bytes": w_mem,
+        "gradients_bytes": g_mem,
+        "optimizer_bytes": o_mem,
+        "activations_bytes": activations,
+        "buffers_bytes": buffers,
+        "memory_bytes": computed + buffers,
+        "model_flops": gb * model.model_flops_per_sequence(),
+        "hardware_flops": gb * hardware_per_sequence[stored],
+        "tp_bytes": tp_sent,
+        "pp_bytes": pp_sent,
+        "dp_bytes": np.where(active, dp_sent, 0.0),
+        "pcie_bytes": np.where(offload, (GRAD_BYTES + WEIGHT_BYTES) * updated, 0.0),
+        "offload_down_s": np.where(offload, down, 0.0),
+        "offload_up_s": np.where(offload, up, 0.0),
+        "cpu_adam_s": np.where(offload, cpu_adam, 0.0),
+        "host_bytes_per_node": np.where(offload, (GRAD_BYTES + opt_bytes) * updated * cluster.gpus_per_node, 0.0),
+        "layer_forward_s": fwd,
+        "layer_backward_s": layer_b + layer_w,
+        "layer_comm_s": layer_comm,
+        "layers_per_stage": layers,
+        "microbatches": m,
+    }
