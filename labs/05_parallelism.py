@@ -41,7 +41,7 @@ with app.setup:
     LAB = "05_parallelism"
     GPU_STEPS = list(GPU_STEPS_DEFAULT)
     FABRICS = {"InfiniBand NDR 400 Gb/s": "ib-ndr", "InfiniBand HDR 200 Gb/s": "ib-hdr", "RoCE 400 Gb/s": "roce-400"}
-    ALGORITHMS = {"ring": "ring", "tree": "tree", "NVLS (NVLink SHARP)": "nvls"}
+    ALGORITHMS = {"ring": "ring", "tree": "tree", "NVLS (NVLink SHARP)": "nvls", "NCCL's choice": "auto"}
 
 
 @app.cell(hide_code=True)

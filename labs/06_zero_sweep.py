@@ -12,6 +12,7 @@ with app.setup:
 
     from labs.core import ENGINE_VERSION
     from labs.core import charts, ui
+    from labs.core.topology import bus_bandwidth
     from labs.core.calibration import TABLE2_GPUS, TABLE2_PUBLISHED, TABLE2_SCHEMES, table2_estimate, table2_plan
     from labs.core.hardware import GPUS, Cluster
     from labs.core.memory import BYTES_PER_PARAM, OPTIMIZER_STATES, ZERO_STAGES
@@ -372,18 +373,25 @@ def _():
     _z = "ZeRO-3"
     _ptdp = table2_plan("PTD-P", _hi)
     _run = table2_estimate(_z, _hi)
+    _ring = bus_bandwidth("all_reduce", 1e9, _run.cluster, _run.plan.dp)
     mo.vstack(
         [
             mo.md(
                 f"""
-    ### At scale: ZeRO-3 without model parallelism collapses over HDR
+    ### At scale: Megatron's ZeRO-3 collapse was software, not wires
 
     Narayanan et al. 2021 Table 2 trained {_run.model.name} with a fixed batch of {_ptdp.global_batch} sequences on A100s joined by
     {_run.cluster.inter.name}. ZeRO-3 fell from {TABLE2_PUBLISHED[(_z, _lo)]:.0f} to {TABLE2_PUBLISHED[(_z, _hi)]:.0f} TFLOP/s per
-    GPU between {_lo} and {_hi} GPUs; the engine, from the same inputs, gives {_engine[(_z, _lo)]:.0f} to {_engine[(_z, _hi)]:.0f}.
-    Each GPU's share of the batch shrinks to one micro-batch while it still gathers all the weights twice and
-    scatters their gradients once per step. TP {_ptdp.tp} x PP {_ptdp.pp} keeps its weights in place and holds
-    {_engine[('PTD-P', _hi)]:.0f} (paper {TABLE2_PUBLISHED[('PTD-P', _hi)]:.0f}).
+    GPU between {_lo} and {_hi} GPUs, while TP {_ptdp.tp} x PP {_ptdp.pp} held {TABLE2_PUBLISHED[('PTD-P', _lo)]:.0f} to
+    {TABLE2_PUBLISHED[('PTD-P', _hi)]:.0f} (engine: {_engine[('PTD-P', _lo)]:.0f} to {_engine[('PTD-P', _hi)]:.0f}).
+
+    The engine, from the same inputs, keeps ZeRO-3 at {_engine[(_z, _lo)]:.0f} to {_engine[(_z, _hi)]:.0f}. It charges every
+    per-module gather and reduce-scatter with its latency over all {_hi} ranks, but NCCL crosses each server boundary on all of
+    its NICs (one ring per rail, {_ring / 1e9:.0f} GB/s of bus bandwidth), so at {_hi} GPUs only
+    {_run.time.dp_comm:.1f} s of a {_run.step_time_s:.1f} s step is exposed communication. What the paper measured on top of the
+    wires was DeepSpeed 2021's software: Python hooks per module, parameter flattening copies, fp16 partition bookkeeping,
+    none of which the engine models. The lesson Megatron drew still holds: a layout that keeps the weights still
+    (TP inside the server, PP across) does not depend on that software keeping up.
     """
             ),
             charts.published_vs_engine(TABLE2_GPUS, _series),
@@ -543,8 +551,9 @@ def _():
       ZeRO-3 shards the weights too for {traffic_ratio(3, 0, 1):.1f}x the traffic per micro-batch.
     - ZeRO never touches activations: past a point, only checkpointing, smaller micro-batches, or tensor and
       sequence parallelism bring a model under the HBM line.
-    - On a DGX H100, a GPU's NIC carries {_cliff:.0f}x less than its NVLink in practice: ZeRO-3's gathers over the network
-      are why large models keep their weights still with tensor and pipeline parallelism inside fast domains.
+    - On a DGX H100 a GPU's own NIC carries {_cliff:.0f}x less than its NVLink: a group with one GPU per server (the
+      "spread" placement above, or data parallelism behind TP = 8) pays that, while a ring over whole servers crosses
+      on all of their NICs at once.
 
     **Next:** Lab 07 (the pipeline bubble) and Lab 05, Act II (the 3D design for GPT-3 175B).
     """)

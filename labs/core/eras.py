@@ -47,13 +47,13 @@ ERA_FIELDS = (
 F, T = False, True
 ERAS: dict[str, Era] = {
     #                       schedule                             min pp  recompute                        SP      flash   ZeRO          TP ovl  grads              DP ovl  PP ovl  DP algorithm
-    "megatron-2021": Era("megatron-2021", ("interleaved", "1f1b"), 3, ("full", "none"), (F,), (F,), (0,), (F,), ("bf16",), (F,), (F,), ("ring", "tree")),
-    "deepspeed-2021": Era("deepspeed-2021", ("1f1b",), 3, ("full", "none"), (F,), (F,), (0, 1, 2, 3), (F,), ("bf16",), (T, F), (F,), ("ring", "tree")),
-    "megatron-2022": Era("megatron-2022", ("interleaved", "1f1b"), 3, ("selective", "full", "none"), (T, F), (F,), (0,), (F,), ("bf16",), (F,), (F,), ("ring", "tree")),
-    "megatron-core-2024": Era("megatron-core-2024", ("interleaved", "1f1b"), 2, ("selective", "none", "full"), (T, F), (T, F), (1, 0), (T, F), ("fp32", "bf16"), (T, F), (T, F), ("ring", "tree", "nvls")),
+    "megatron-2021": Era("megatron-2021", ("interleaved", "1f1b"), 3, ("full", "none"), (F,), (F,), (0,), (F,), ("bf16",), (F,), (F,), ("auto", "ring", "tree")),
+    "deepspeed-2021": Era("deepspeed-2021", ("1f1b",), 3, ("full", "none"), (F,), (F,), (0, 1, 2, 3), (F,), ("bf16",), (T, F), (F,), ("auto", "ring", "tree")),
+    "megatron-2022": Era("megatron-2022", ("interleaved", "1f1b"), 3, ("selective", "full", "none"), (T, F), (F,), (0,), (F,), ("bf16",), (F,), (F,), ("auto", "ring", "tree")),
+    "megatron-core-2024": Era("megatron-core-2024", ("interleaved", "1f1b"), 2, ("selective", "none", "full"), (T, F), (T, F), (1, 0), (T, F), ("fp32", "bf16"), (T, F), (T, F), ("auto", "ring", "tree", "nvls")),
     # FSDP that keeps the gathered weights through the step (part 2's reshard_after_forward=False)
     # is ZeRO-2's memory and traffic: sharded gradients and optimizer, whole weights in the step.
-    "llama3-2024": Era("llama3-2024", ("interleaved", "1f1b"), 2, ("none", "selective", "full"), (T,), (T,), (2, 1), (F, T), ("fp32",), (T,), (T,), ("ring", "tree")),
+    "llama3-2024": Era("llama3-2024", ("interleaved", "1f1b"), 2, ("none", "selective", "full"), (T,), (T,), (2, 1), (F, T), ("fp32",), (T,), (T,), ("auto", "ring", "tree")),
 }
 ERA_NAMES = tuple(ERAS)
 

@@ -68,7 +68,7 @@ class Plan:
     virtual_stages: int = 1
     cp: int = 1
     flash_attention: bool = True  # attention scores never reach HBM (Dao et al. 2022); off in the 2021 eras
-    dp_algorithm: str = "ring"  # "ring", "tree" or "nvls"; see labs.core.topology
+    dp_algorithm: str = "auto"  # NCCL's choice, or "ring", "tree", "nvls"; see labs.core.topology
     dp_overlap: bool = True  # gradient reduction overlaps the backward (Megatron-LM 2021: after it)
     pp_overlap: bool = True  # steady-state send/recv hidden behind compute (Megatron-LM 2021: blocking)
     bucket_bytes: float | None = None  # None: Megatron's bucket, max(40M, 1M x dp) parameters

@@ -71,7 +71,7 @@ def _col(c, key, dtype=float):
     return np.asarray(c[key], dtype=dtype)
 
 
-def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "ring") -> dict[str, np.ndarray]:
+def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto") -> dict[str, np.ndarray]:
     """Every number of an Estimate for each row of the plan columns `c` (validated upstream).
 
     c holds tp, pp, dp, cp, micro_batch, global_batch, zero_stage, recompute (code into

@@ -15,9 +15,11 @@ node of G GPUs (one when stride >= G).
 - A group spanning more GPUs than a pod crosses the oversubscribed tier above it: its NIC share
   runs at 1/oversubscription (Llama 3: 3,072-GPU pods, 1:7 above; arXiv:2407.21783 Sec. 3.3.1).
 
-Algorithms: "ring" (NCCL's default for large messages), "tree" (same bandwidth, latency growing
-with log2 of the group), "nvls" (NVLink SHARP: the switch reduces, ~480 instead of ~370 GB/s of
-busbw on 8 H100s, nccl-tests #212; only on NVLink generations that have it). The latency
+Algorithms: "ring" (one ring per channel, latency growing with the group), "tree" (NCCL's double
+binary tree: the same bandwidth, latency growing with log2 of the group), "nvls" (NVLink SHARP:
+the switch reduces, ~480 instead of ~370 GB/s of busbw on 8 H100s, nccl-tests #212; only on
+NVLink generations that have it), and "auto", NCCL's own choice: whichever of these its cost
+model predicts fastest for the collective at hand (src/graph/tuning.cc). The latency
 (alpha) term is NCCL's own cost model, so small messages reach a fraction of peak busbw as in the
 nccl-tests curves. Everything here is array-valued: scalars and numpy columns broadcast.
 """
@@ -30,7 +32,7 @@ from labs.core.collectives import CollectiveCost
 from labs.core.hardware import NCCL_BASE_LATENCY_S, Cluster
 from labs.core.validation import check_choice, check_positive
 
-DP_ALGORITHMS = ("ring", "tree", "nvls")
+DP_ALGORITHMS = ("auto", "ring", "tree", "nvls")
 _REDUCTIONS = ("all_reduce", "reduce_scatter", "all_gather")
 # Ring steps per member for each op: all-reduce is a reduce-scatter then an all-gather.
 _RING_SHARE = {"all_reduce": 2.0, "reduce_scatter": 1.0, "all_gather": 1.0, "all_to_all": 1.0}
@@ -62,6 +64,12 @@ def group_bus_bandwidth(cluster: Cluster, n, stride, algorithm: str = "ring", op
 def collective_columns(op: str, nbytes, cluster: Cluster, n, stride=1, algorithm: str = "ring"):
     """(latency seconds, bandwidth seconds) of one collective of `nbytes` over groups of n ranks
     spaced `stride` apart; every argument but op, cluster and algorithm may be an array."""
+    if algorithm == "auto" and op != "p2p":
+        options = [collective_columns(op, nbytes, cluster, n, stride, a) for a in ("ring", "tree")]
+        if cluster.intra.nvls_bytes_per_s and op in _REDUCTIONS:
+            options.append(collective_columns(op, nbytes, cluster, n, stride, "nvls"))
+        pick = np.argmin(np.stack([np.broadcast_to(lat + bw, np.broadcast(lat, bw).shape) for lat, bw in options]), axis=0)
+        return np.choose(pick, [lat for lat, _ in options]), np.choose(pick, [bw for _, bw in options])
     n = np.asarray(n, dtype=float)
     nbytes = np.asarray(nbytes, dtype=float)
     if op == "p2p":
@@ -90,7 +98,7 @@ def check_algorithm(cluster: Cluster, algorithm: str) -> None:
         raise ValueError(f"dp_algorithm='nvls' needs NVLink SHARP, which {cluster.intra.name} does not have; use 'ring' or 'tree'")
 
 
-def group_cost(op: str, nbytes: float, cluster: Cluster, n: int, stride: int = 1, algorithm: str = "ring") -> CollectiveCost:
+def group_cost(op: str, nbytes: float, cluster: Cluster, n: int, stride: int = 1, algorithm: str = "auto") -> CollectiveCost:
     """One collective of `nbytes` over a group of n ranks spaced `stride` apart."""
     check_choice("op", op, tuple(_RING_SHARE) + ("p2p",))
     check_positive("nbytes", nbytes, allow_zero=True)
@@ -103,7 +111,7 @@ def group_cost(op: str, nbytes: float, cluster: Cluster, n: int, stride: int = 1
     return CollectiveCost(float(latency), float(bandwidth))
 
 
-def bus_bandwidth(op: str, nbytes: float, cluster: Cluster, n: int, stride: int = 1, algorithm: str = "ring") -> float:
+def bus_bandwidth(op: str, nbytes: float, cluster: Cluster, n: int, stride: int = 1, algorithm: str = "auto") -> float:
     """nccl-tests' busbw (doc/PERFORMANCE.md) the model predicts for one collective: the bytes
     each rank moves over the time it takes."""
     cost = group_cost(op, nbytes, cluster, n, stride, algorithm)
