@@ -148,3 +148,16 @@ def test_unknown_catalog_keys():
         Model.get("gpt5")
     with pytest.raises(ValueError, match="unknown cluster"):
         Cluster.get("dgx-z100")
+
+
+def test_validate_era_best_sits_at_or_somewhat_above_each_row():
+    """python -m labs.core.validate: within its era the sweep finds at least the published plan's
+    speed, and keeping the paper's recomputation it is at most 25% faster (no free lunches)."""
+    from labs.core.validate import calibration_table
+
+    for r in calibration_table():
+        if r["id"] in BEYOND_ENGINE:
+            continue
+        report(f"{r['id']} era best, same recompute", r["same_recompute"], r["published"])
+        assert r["era_best"] >= r["engine"] * 0.999
+        assert r["same_recompute"] <= 1.25 * r["published"]

@@ -35,6 +35,7 @@ class CalibrationRow:
     plan: Plan
     metric: str  # "hardware_tflops_per_gpu" or "model_tflops_per_gpu"
     published: float
+    era: str  # the software of the run: labs.core.eras
 
     def predict(self) -> Estimate:
         return estimate(self.model, self.cluster, self.plan)
@@ -108,11 +109,12 @@ def public_runs(path: Path = DATA) -> list[CalibrationRow]:
         if kind == "megatron_table1":
             model = Model(row["id"], i["layers"], i["hidden"], i["heads"], i["seq_len"], i["vocab"])
             plan = megatron2021_plan(i["layers"], tp=i["tp"], pp=i["pp"], dp=i["dp"], micro_batch=1, global_batch=i["global_batch"])
-            rows.append(CalibrationRow(row["id"], model, Cluster.get("dgx-a100", nodes=i["gpus"] // 8), plan, "hardware_tflops_per_gpu", o["tflops_per_gpu"]))
+            rows.append(CalibrationRow(row["id"], model, Cluster.get("dgx-a100", nodes=i["gpus"] // 8), plan, "hardware_tflops_per_gpu", o["tflops_per_gpu"], "megatron-2021"))
         elif kind == "megatron_table2":
             model = Model.get("gpt3-175b")
             plan = table2_plan(i["scheme"], i["gpus"], i["microbatch"])
-            rows.append(CalibrationRow(row["id"], model, Cluster.get("dgx-a100", nodes=i["gpus"] // 8), plan, "hardware_tflops_per_gpu", o["tflops_per_gpu"]))
+            era = "deepspeed-2021" if i["scheme"] == "ZeRO-3" else "megatron-2021"
+            rows.append(CalibrationRow(row["id"], model, Cluster.get("dgx-a100", nodes=i["gpus"] // 8), plan, "hardware_tflops_per_gpu", o["tflops_per_gpu"], era))
         elif kind == "korthikanti_table5":
             model = Model(row["id"], i["layers"], i["hidden"], i["heads"], i["seq_len"], i["vocab"])
             v = i.get("interleaved_stages") or 1
@@ -120,7 +122,7 @@ def public_runs(path: Path = DATA) -> list[CalibrationRow]:
                 "megatron-2022", tp=i["tp"], pp=i["pp"], dp=i["dp"], micro_batch=i["microbatch"], global_batch=i["global_batch"],
                 recompute="selective", sequence_parallel=True, schedule="interleaved" if v > 1 else "1f1b", virtual_stages=v,
             )
-            rows.append(CalibrationRow(row["id"], model, Cluster.get("dgx-a100", nodes=max(1, i["gpus"] // 8)), plan, "model_tflops_per_gpu", o["mfu_pct"] / 100 * i["peak_tflops"]))
+            rows.append(CalibrationRow(row["id"], model, Cluster.get("dgx-a100", nodes=max(1, i["gpus"] // 8)), plan, "model_tflops_per_gpu", o["mfu_pct"] / 100 * i["peak_tflops"], "megatron-2022"))
     return rows
 
 

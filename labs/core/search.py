@@ -197,11 +197,17 @@ def sweep(model: Model, cluster: Cluster, global_batch: int, era: str | None = N
 
 
 def row_plan(row) -> Plan:
-    """The Plan of one sweep row (a pandas Series or dict)."""
-    get = row.get if isinstance(row, dict) else row.__getitem__
-    ints = ("tp", "pp", "dp", "micro_batch", "global_batch", "zero_stage", "virtual_stages", "cp")
-    flags = ("sequence_parallel", "flash_attention", "tp_comm_overlap", "dp_overlap", "pp_overlap")
-    values = {k: int(get(k)) for k in ints}
-    values.update({k: bool(get(k)) for k in flags})
-    values.update({k: str(get(k)) for k in ("recompute", "schedule", "grad_reduce_dtype", "dp_algorithm", "optimizer_state")})
+    """The Plan of one sweep or plan_space row (a pandas Series or dict); a setting the row does
+    not carry keeps Plan's default."""
+    defaults = Plan().as_dict()
+    values = {}
+    for name, default in defaults.items():
+        value = row.get(name, default)
+        if isinstance(default, bool):
+            value = bool(value)
+        elif isinstance(default, int):
+            value = int(value)
+        elif isinstance(default, str):
+            value = str(value)
+        values[name] = value
     return Plan(**values)
