@@ -24,6 +24,12 @@ from labs.core.validation import check_choice, check_positive
 
 ALGORITHMS = ("ring", "tree")
 MAX_SIMULATED_RANKS = 64  # the simulator keeps n x n sums per step, 2(n-1) steps: n^3 grows fast
+# Bounds that keep every time and byte count finite: a message of at most an exabyte, a link of
+# at least a microbyte per second, a per-step latency of at most an hour.
+MAX_BYTES = 1e18
+MIN_BANDWIDTH = 1e-6
+MAX_BANDWIDTH = 1e18
+MAX_LATENCY_S = 3600.0
 OPS = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "broadcast", "p2p")
 
 
@@ -48,19 +54,29 @@ class CollectiveCost:
 ZERO_COST = CollectiveCost(0.0, 0.0)
 
 
+def _check_bandwidth(name, value):
+    check_positive(name, value, maximum=MAX_BANDWIDTH)
+    if value < MIN_BANDWIDTH:
+        raise ValueError(f"{name} must be at least {MIN_BANDWIDTH:g} bytes/s, got {value!r}")
+
+
 def _check(nbytes, n, bandwidth, latency, algorithm):
-    check_positive("nbytes", nbytes, allow_zero=True, maximum=1e18)
+    check_positive("nbytes", nbytes, allow_zero=True, maximum=MAX_BYTES)
     check_positive("n", n, integer=True)
-    check_positive("bandwidth", bandwidth)
-    check_positive("latency", latency, allow_zero=True)
+    _check_bandwidth("bandwidth", bandwidth)
+    check_positive("latency", latency, allow_zero=True, maximum=MAX_LATENCY_S)
     check_choice("algorithm", algorithm, ALGORITHMS)
 
 
 def bytes_sent_per_rank(op: str, nbytes: float, n: int) -> float:
     """Bytes each rank puts on the wire for one collective of `nbytes` (the message size)."""
     check_choice("op", op, OPS)
-    check_positive("nbytes", nbytes, allow_zero=True)
+    check_positive("nbytes", nbytes, allow_zero=True, maximum=MAX_BYTES)
     check_positive("n", n, integer=True)
+    return _bytes_sent(op, nbytes, n)
+
+
+def _bytes_sent(op: str, nbytes: float, n: int) -> float:
     if op == "all_reduce":
         return 2 * (n - 1) / n * nbytes
     if op in ("reduce_scatter", "all_gather", "all_to_all"):
@@ -82,7 +98,7 @@ def collective_cost(op: str, nbytes: float, n: int, bandwidth: float, latency: f
     _check(nbytes, n, bandwidth, latency, algorithm)
     if n == 1:
         return ZERO_COST
-    return CollectiveCost(_steps(op, n, algorithm) * latency, bytes_sent_per_rank(op, nbytes, n) / bandwidth)
+    return CollectiveCost(_steps(op, n, algorithm) * latency, _bytes_sent(op, nbytes, n) / bandwidth)
 
 
 def all_reduce_time(nbytes, n, bandwidth, latency=0.0, algorithm="ring") -> float:
@@ -112,12 +128,23 @@ def p2p_time(nbytes, n=2, bandwidth=1.0, latency=0.0, algorithm="ring") -> float
 def busbw_from_algbw(op: str, algbw: float, n: int) -> float:
     """nccl-tests' bus bandwidth (doc/PERFORMANCE.md): algbw x 2(n-1)/n for all-reduce,
     x (n-1)/n for reduce-scatter, all-gather and all-to-all, x 1 for broadcast."""
-    check_choice("op", op, OPS)
-    return algbw * (bytes_sent_per_rank(op, 1.0, n) if n > 1 else 1.0)
+    _check_busbw(op, "algbw", algbw, n)
+    return algbw * _bus_factor(op, n)
 
 
 def algbw_from_busbw(op: str, busbw: float, n: int) -> float:
-    return busbw / (bytes_sent_per_rank(op, 1.0, n) if n > 1 else 1.0)
+    _check_busbw(op, "busbw", busbw, n)
+    return busbw / _bus_factor(op, n)
+
+
+def _check_busbw(op, name, value, n):
+    check_choice("op", op, OPS)
+    check_positive(name, value, allow_zero=True, maximum=MAX_BANDWIDTH)
+    check_positive("n", n, integer=True)
+
+
+def _bus_factor(op: str, n: int) -> float:
+    return _bytes_sent(op, 1.0, n) if n > 1 else 1.0
 
 
 @dataclass(frozen=True)
@@ -142,8 +169,8 @@ def simulate_ring_all_reduce(n: int, nbytes: float = 1.0) -> list[RingStep]:
     reduce-scatter, rank r holds the full sum of chunk (r+1) mod n; after the all-gather every
     rank holds every full sum. The bytes add up to 2(n-1)/n nbytes per rank.
     """
-    check_positive("n", n, integer=True)
-    check_positive("nbytes", nbytes, allow_zero=True)
+    check_positive("n", n, integer=True, maximum=MAX_SIMULATED_RANKS)
+    check_positive("nbytes", nbytes, allow_zero=True, maximum=MAX_BYTES)
     holds = [[1] * n for _ in range(n)]
     steps: list[RingStep] = []
     chunk = nbytes / n

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from labs.core.validation import check_positive, check_fraction, unknown_key_error
+from labs.core.validation import check_positive, check_fraction, check_str, unknown_key_error
 
 GB = 1e9
 
@@ -226,6 +226,7 @@ class Cluster:
                 raise ValueError(f"{name} must be a Link from labs.core.hardware.LINKS, got {getattr(self, name)!r}")
         if not isinstance(self.host, Host):
             raise ValueError(f"host must be a Host from labs.core.hardware.HOSTS, got {self.host!r}")
+        check_str("name", self.name)
         check_positive("gpus_per_node", self.gpus_per_node, integer=True, maximum=1024)
         check_positive("nodes", self.nodes, integer=True, maximum=1 << 17)
         if self.nics_per_node is not None:

@@ -18,13 +18,14 @@ import numpy as np
 
 from labs.core.models import RECOMPUTE_MODES
 from labs.core.pipeline import SCHEDULES
-from labs.core.validation import check_choice, check_positive
+from labs.core.validation import check_bool, check_choice, check_positive
 
 WEIGHT_BYTES = 2  # bf16 weights
 GRAD_BYTES = 2  # bf16 gradients
 OPTIMIZER_BYTES = 12  # fp32 master weights + Adam m + Adam v
 BYTES_PER_PARAM = WEIGHT_BYTES + GRAD_BYTES + OPTIMIZER_BYTES
 ZERO_STAGES = (0, 1, 2, 3)
+MAX_PARAMS = 1e15  # a thousand times the largest model trained: keeps every byte count finite
 
 
 @dataclass(frozen=True)
@@ -101,10 +102,12 @@ def model_state_split(params: float, zero_stage: int, dp: int, offload: bool = F
     the full gradient buffer still accumulates on the GPU before its shard is copied out; from
     stage 2 gradients stream out bucket by bucket.
     """
-    check_positive("params", params, allow_zero=True)
+    check_positive("params", params, allow_zero=True, maximum=MAX_PARAMS)
     check_choice("zero_stage", zero_stage, ZERO_STAGES)
     check_positive("dp", dp, integer=True)
-    state = optimizer_state(optimizer)
+    check_bool("offload", offload)
+    check_choice("optimizer", optimizer, OPTIMIZER_STATES)
+    state = OPTIMIZER_STATES[optimizer]
     if offload and zero_stage == 0:
         raise ValueError("offload needs zero_stage >= 1: the optimizer state it moves is each rank's ZeRO shard, got zero_stage=0")
     return tuple(float(x) for x in model_state_columns(params, zero_stage, dp, offload, state.bytes_per_param, GRAD_BYTES))
@@ -130,7 +133,9 @@ def model_state_bytes(params: float, zero_stage: int, dp: int, offload: bool = F
 def offloaded_bytes(shard_params: float, optimizer: str = "fp32") -> float:
     """CPU memory one rank's ZeRO-Offload shard of `shard_params` parameters takes: bf16
     gradients and the optimizer state."""
-    return (GRAD_BYTES + optimizer_state(optimizer).bytes_per_param) * shard_params
+    check_positive("shard_params", shard_params, allow_zero=True, maximum=MAX_PARAMS)
+    check_choice("optimizer", optimizer, OPTIMIZER_STATES)
+    return (GRAD_BYTES + OPTIMIZER_STATES[optimizer].bytes_per_param) * shard_params
 
 
 def activation_bytes_per_layer(
@@ -151,6 +156,7 @@ def activation_bytes_per_layer(
     """
     for name, value in (("seq_len", seq_len), ("micro_batch", micro_batch), ("hidden", hidden), ("heads", heads), ("tp", tp)):
         check_positive(name, value, integer=True)
+    check_bool("sequence_parallel", sequence_parallel)
     check_choice("recompute", recompute, RECOMPUTE_MODES)
     return float(activation_columns(seq_len, micro_batch, hidden, heads, tp, sequence_parallel, RECOMPUTE_MODES.index(recompute)))
 
@@ -175,15 +181,46 @@ def in_flight_microbatches(schedule: str, p: int, m: int, v: int = 1, stage: int
     check_choice("schedule", schedule, SCHEDULES)
     for name, value in (("p", p), ("m", m), ("v", v)):
         check_positive(name, value, integer=True)
+    check_positive("stage", stage, integer=True, allow_zero=True)
     if not 0 <= stage < p:
         raise ValueError(f"stage must be in [0, {p - 1}], got {stage}")
     return float(in_flight_columns(SCHEDULES.index(schedule), p, m, v, stage))
 
 
-def in_flight_columns(schedule_code, p, m, v, stage=0):
-    """in_flight_microbatches over numpy columns (schedule_code indexes SCHEDULES)."""
-    p, m, v = (np.asarray(x, dtype=float) for x in (p, m, v))
+def in_flight_columns(schedule_code, p, m, v, stage=0, group=-1):
+    """in_flight_microbatches over numpy columns (schedule_code indexes SCHEDULES). Under
+    interleaving, rank r runs (p - r - 1) x 2 + (v - 1) x N warm-up chunks before its first
+    backward (Megatron-LM's schedule; N, the micro-batch group size, defaults to p), so it holds
+    ((p - r - 1) x 2 + (v - 1) x N + 1) / v micro-batches' worth of its layers: for r = 0 and
+    N = p that is p (1 + (p-1)/(p v)), Korthikanti's figure."""
+    p, m, v, stage = (np.asarray(x, dtype=float) for x in (p, m, v, stage))
+    n = np.where(np.asarray(group, dtype=float) > 0, group, p)
     held = np.minimum(m, p - stage)
-    held = np.where((schedule_code == SCHEDULES.index("interleaved")) & (m >= p), held * (1 + (p - 1) / (p * v)), held)
+    interleaved = np.minimum(m, ((p - stage - 1) * 2 + (v - 1) * n + 1) / v)
+    held = np.where((schedule_code == SCHEDULES.index("interleaved")) & (m >= p), interleaved, held)
     held = np.where(schedule_code == SCHEDULES.index("zb-h2"), np.minimum(m, 2 * (p - stage) - 1), held)
     return np.where(schedule_code == SCHEDULES.index("gpipe"), m, held)
+
+
+def layer_activation_columns(model, s, b, t, sp, recompute_code):
+    """Bytes one layer of `model` keeps per micro-batch, over numpy columns.
+
+    GPT layers (multi-head attention, 4h GeLU MLP, dropout): Korthikanti's formulas
+    (activation_columns). Llama-style layers (GQA, SwiGLU of width f, RMSNorm, no dropout),
+    counted tensor by tensor in bf16, per token:
+      replicated under TP, sharded by SP: the two RMSNorm inputs and the two GEMM inputs they
+        feed (QKV, FFN in), 4 x 2h
+      sharded by TP: Q (2h), K and V (2 x 2 kv), the attention output (2h), gate and up (2 x 2f),
+        the SwiGLU product that feeds the FFN out (2f); flash attention's softmax statistics
+        (fp32, 4 a); without flash attention the s x s softmax output, 2 a s
+    = s b (12h + 4 kv + 6f + 4a) / t with SP: 31.8 s b h / t for Llama 3 405B.
+    Selective recompute (or flash attention) drops the s x s term; full recompute keeps the layer
+    input only, 2 s b h (/ t with SP)."""
+    if not model.gated_ffn:
+        return activation_columns(s, b, model.hidden, model.heads, t, sp, recompute_code)
+    s, b, t = (np.asarray(x, dtype=float) for x in (s, b, t))
+    h, a, kv, f = model.hidden, model.heads, model.kv_dim, model.ffn
+    scores = np.where(recompute_code == RECOMPUTE_MODES.index("none"), 2 * a * s, 0.0)
+    per_token = 8 * h / np.where(sp, t, 1.0) + (4 * h + 4 * kv + 6 * f + 4 * a + scores) / t
+    kept = s * b * per_token
+    return np.where(recompute_code == RECOMPUTE_MODES.index("full"), 2 * s * b * h / np.where(sp, t, 1.0), kept)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from labs.core.validation import check_choice, check_positive, unknown_key_error
+from labs.core.validation import check_bool, check_choice, check_positive, check_str, unknown_key_error
 
 RECOMPUTE_MODES = ("none", "selective", "full")
 
@@ -31,6 +31,10 @@ class Model:
     source: str = ""
 
     def __post_init__(self):
+        check_str("name", self.name)
+        check_str("source", self.source)
+        for name in ("gated_ffn", "tied_embeddings"):
+            check_bool(name, getattr(self, name))
         for name in ("layers", "hidden", "heads", "seq_len", "vocab"):
             check_positive(name, getattr(self, name), integer=True)
         if self.ffn_hidden is not None:
@@ -44,8 +48,11 @@ class Model:
 
     @classmethod
     def get(cls, key: str, **overrides) -> "Model":
-        if key not in MODELS:
+        if not isinstance(key, str) or key not in MODELS:
             raise unknown_key_error("model", key, MODELS)
+        unknown = set(overrides) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise ValueError(f"unknown Model field(s) {sorted(unknown)}")
         return replace(MODELS[key], **overrides)
 
     @property

@@ -44,6 +44,12 @@ def check_plan_field(name: str, value) -> None:
         check_bool(name, value)
     elif name in _CHOICES:
         check_choice(name, value, _CHOICES[name])
+    elif name in ("first_stage_layers", "last_stage_layers"):
+        if value is not None:
+            check_positive(name, value, integer=True, allow_zero=True, maximum=1 << 20)
+    elif name == "microbatch_group_size":
+        if value is not None:
+            check_positive(name, value, integer=True, maximum=1 << 20)
     elif name == "bucket_bytes":
         if value is not None:
             check_positive("bucket_bytes", value, maximum=1e15)
@@ -76,6 +82,9 @@ class Plan:
     offload_optimizer: bool = False  # ZeRO-Offload: gradients shard, optimizer state and Adam on the CPU
     tp_comm_overlap: bool = False  # TE userbuffers: TP collectives pipelined with the GEMMs (needs SP)
     grad_reduce_dtype: str = "bf16"  # "fp32": Megatron's bf16 default, fp32 main grads reduced in fp32
+    first_stage_layers: int | None = None  # None: an even split; 0: the first stage holds only the embedding
+    last_stage_layers: int | None = None  # None: an even split; 0: the last stage holds only the output layer and loss
+    microbatch_group_size: int | None = None  # interleaving's N (Megatron's default: pp)
 
     def __post_init__(self):
         for name in self.__dataclass_fields__:
@@ -92,8 +101,13 @@ class Plan:
             raise ValueError(
                 f"global_batch must be a multiple of micro_batch x dp = {self.micro_batch * self.dp}, got {self.global_batch}"
             )
-        if self.schedule == "interleaved" and self.pp > 1 and self.microbatches % self.pp:
-            raise ValueError(f"global_batch / (micro_batch x dp) = {self.microbatches} micro-batches must be a multiple of pp={self.pp} for the interleaved schedule")
+        group = self.microbatch_group_size or self.pp
+        if self.schedule == "interleaved" and self.pp > 1 and self.microbatches % group:
+            raise ValueError(f"global_batch / (micro_batch x dp) = {self.microbatches} micro-batches must be a multiple of microbatch_group_size={group} (default pp) for the interleaved schedule")
+        if self.microbatch_group_size is not None and self.schedule != "interleaved":
+            raise ValueError(f"microbatch_group_size applies to the interleaved schedule only, got schedule={self.schedule!r}")
+        if (self.first_stage_layers is not None or self.last_stage_layers is not None) and self.pp < 2:
+            raise ValueError(f"first_stage_layers and last_stage_layers need pp >= 2, got pp={self.pp}")
 
     @classmethod
     def for_era(cls, era: str | None, **fields) -> "Plan":
@@ -135,10 +149,19 @@ def validate(model: Model, cluster: Cluster, plan: Plan) -> None:
         )
     if model.heads % plan.tp:
         raise ValueError(f"tp must divide the model's {model.heads} heads, got tp={plan.tp}")
-    if plan.pp * plan.virtual_stages > model.layers:
+    custom = plan.first_stage_layers is not None or plan.last_stage_layers is not None
+    if not custom and plan.pp * plan.virtual_stages > model.layers:
         raise ValueError(
-            f"pp x virtual_stages must not exceed the model's {model.layers} layers, got {plan.pp} x {plan.virtual_stages}"
+            f"pp x virtual_stages must not exceed the model's {model.layers} layers, got {plan.pp} x {plan.virtual_stages} "
+            "(give first_stage_layers / last_stage_layers for chunks that hold only the embedding or the loss)"
         )
+    if custom:
+        ends = (plan.first_stage_layers or 0) + (plan.last_stage_layers or 0)
+        given = [x for x in (plan.first_stage_layers, plan.last_stage_layers) if x is not None]
+        if plan.pp == 2 and len(given) == 2 and ends != model.layers:
+            raise ValueError(f"first_stage_layers + last_stage_layers must equal the model's {model.layers} layers at pp=2, got {ends}")
+        if sum(given) > model.layers - (plan.pp - 2) and plan.pp > 2:
+            raise ValueError(f"first_stage_layers + last_stage_layers = {sum(given)} leave fewer than one layer for each of the {plan.pp - 2} middle stages of {model.layers}")
     if model.seq_len % plan.cp:
         raise ValueError(f"cp must divide seq_len={model.seq_len}, got cp={plan.cp}")
     check_algorithm(cluster, plan.dp_algorithm)
@@ -155,6 +178,9 @@ def plan_columns(plan: Plan) -> dict:
         "grad_fp32": plan.grad_reduce_dtype == "fp32", "dp_overlap": plan.dp_overlap, "pp_overlap": plan.pp_overlap,
         "bucket_bytes": plan.bucket_bytes or 0.0, "optimizer_bytes": optimizer_state(plan.optimizer_state).bytes_per_param,
         "offload": plan.offload_optimizer,
+        "first_stage_layers": -1 if plan.first_stage_layers is None else plan.first_stage_layers,
+        "last_stage_layers": -1 if plan.last_stage_layers is None else plan.last_stage_layers,
+        "microbatch_group_size": -1 if plan.microbatch_group_size is None else plan.microbatch_group_size,
     }
 
 

@@ -27,6 +27,8 @@ CONVENTIONS = ("total", "ideal")
 OPS = ("F", "B", "W")
 TIMELINE_SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1")  # ZB-H2: closed form only
 MAX_TIMELINE_OPS = 200_000  # p x m x v forward ops: a few seconds to generate, still drawable
+MAX_TIMELINE_STAGES = 1024  # playing the schedule takes passes over every stage: ~p^2 steps
+MAX_OP_TIME = 1e12  # any unit; keeps m x p x (tf + tb + tw) finite
 
 
 @dataclass(frozen=True)
@@ -41,8 +43,16 @@ class OpCosts:
 
     def __post_init__(self):
         for name in ("tf", "tb", "tw"):
-            check_positive(name, getattr(self, name))
-        check_positive("comm", self.comm, allow_zero=True)
+            check_positive(name, getattr(self, name), maximum=MAX_OP_TIME)
+        check_positive("comm", self.comm, allow_zero=True, maximum=MAX_OP_TIME)
+
+
+def _check_costs(costs) -> "OpCosts":
+    if costs is None:
+        return OpCosts()
+    if not isinstance(costs, OpCosts):
+        raise ValueError(f"costs must be an OpCosts or None, got {costs!r}")
+    return costs
 
 
 def _check(p, m, schedule, v):
@@ -62,7 +72,7 @@ def idle_time(p, m, schedule_code, v, tf, tb, tw):
     schedules run them as one backward of tb + tw). The closed forms of the module docstring."""
     p = np.asarray(p, dtype=float)
     code = np.asarray(schedule_code)
-    zb1 = (p - 1) * (tf + tb - tw)
+    zb1 = (p - 1) * np.maximum(0.0, tf + tb - tw)
     zb2 = (p - 1) * np.maximum(0.0, tf + tb - 2 * tw)
     plain = (p - 1) * (tf + tb + tw) / v
     return np.where(code == SCHEDULES.index("zb-h1"), zb1, np.where(code == SCHEDULES.index("zb-h2"), zb2, plain))
@@ -73,7 +83,7 @@ def bubble_fraction(p: int, m: int, schedule: str = "1f1b", v: int = 1, conventi
     'ideal': relative to the bubble-free time m (T_F + T_B + T_W)."""
     _check(p, m, schedule, v)
     check_choice("convention", convention, CONVENTIONS)
-    c = costs or OpCosts()
+    c = _check_costs(costs)
     idle = float(idle_time(p, m, SCHEDULES.index(schedule), v, c.tf, c.tb, c.tw))
     ideal = m * (c.tf + c.tb + c.tw)
     return idle / ideal if convention == "ideal" else idle / (ideal + idle)
@@ -139,14 +149,18 @@ class Timeline:
         """Per stage, the most micro-batches (in whole-stage units) whose forward has run and
         whose backward has not finished: what the stage must keep activations for. (Zero-bubble
         W ops keep a smaller part alive longer; Qi et al. count it separately.)"""
+        fb = (self.op == "F") | (self.op == "B")
+        stage, t = self.stage[fb], self.end[fb]
+        delta = np.where(self.op[fb] == "F", 1.0, -1.0)
+        order = np.lexsort((delta, t, stage))  # by stage, then time; at equal times release first
+        stage, delta = stage[order], delta[order]
+        running = np.cumsum(delta)
+        first = np.flatnonzero(np.r_[True, stage[1:] != stage[:-1]])
+        before = np.r_[0.0, running][first]  # the running sum where each stage's events begin
+        level = running - np.repeat(before, np.diff(np.r_[first, len(stage)]))
         peaks = np.zeros(self.p)
-        for s in range(self.p):
-            sel = self.stage == s
-            t = np.concatenate([self.end[sel & (self.op == "F")], self.end[sel & (self.op == "B")]])
-            delta = np.concatenate([np.ones((sel & (self.op == "F")).sum()), -np.ones((sel & (self.op == "B")).sum())])
-            order = np.lexsort((delta, t))  # at equal times release before acquiring
-            peaks[s] = np.cumsum(delta[order]).max() / self.v
-        return peaks
+        peaks[stage[first]] = np.maximum.reduceat(level, first)
+        return peaks / self.v
 
     def rows(self) -> list[dict]:
         return [
@@ -159,9 +173,11 @@ def timeline(p: int, m: int, schedule: str = "1f1b", v: int = 1, costs: OpCosts 
     """Play the schedule: each op starts when its stage is free and its inputs have arrived."""
     _check(p, m, schedule, v)
     check_choice("schedule", schedule, TIMELINE_SCHEDULES)
+    if p > MAX_TIMELINE_STAGES:
+        raise ValueError(f"p must be at most {MAX_TIMELINE_STAGES} stages to play as a timeline, got p={p}")
     if p * m * v > MAX_TIMELINE_OPS:
         raise ValueError(f"m x p x v must be at most {MAX_TIMELINE_OPS:,} ops to draw as a timeline, got m={m}, p={p}, v={v}")
-    c = costs or OpCosts()
+    c = _check_costs(costs)
     if schedule == "zb-h1":
         return _zero_bubble_timeline(p, m, c)
     duration = {"F": c.tf / v, "B": (c.tb + c.tw) / v}

@@ -141,6 +141,7 @@ def _columns(space: dict, options: dict) -> dict:
         "bucket_bytes": np.full(rows, float(options["bucket_bytes"] or 0.0)),
         "optimizer_bytes": np.full(rows, float(optimizer_state(options["optimizer_state"]).bytes_per_param)),
         "offload": np.zeros(rows, dtype=bool),
+        "first_stage_layers": np.full(rows, -1), "last_stage_layers": np.full(rows, -1), "microbatch_group_size": np.full(rows, -1),
     }
 
 

@@ -31,7 +31,7 @@ import numpy as np
 
 from labs.core.gemm import flash_attention_time, gemm_time
 from labs.core.hardware import Cluster
-from labs.core.memory import GRAD_BYTES, OPTIMIZER_BYTES, WEIGHT_BYTES, activation_columns, in_flight_columns, model_state_columns
+from labs.core.memory import GRAD_BYTES, OPTIMIZER_BYTES, WEIGHT_BYTES, in_flight_columns, layer_activation_columns, model_state_columns
 from labs.core.models import RECOMPUTE_MODES, Model
 from labs.core.pipeline import SCHEDULES, idle_time
 from labs.core.topology import collective_columns
@@ -71,6 +71,27 @@ def _col(c, key, dtype=float):
     return np.asarray(c[key], dtype=dtype)
 
 
+def stage_layers(L, pp, v, first, last):
+    """(layers, holds the embedding, holds the output layer) for the first, a middle and the last
+    rank, stacked on a leading axis of 3. first/last < 0: that end takes the even share."""
+    pp = np.asarray(pp, dtype=float)
+    even = np.ceil(L / (pp * v)) * v
+    custom = (first >= 0) | (last >= 0)
+    f = np.where(first >= 0, first, np.where(pp == 2, L - np.maximum(last, 0), even))
+    e = np.where(last >= 0, last, np.where(pp == 2, L - f, even))
+    middle = np.where(custom, np.ceil((L - f - e) / np.maximum(pp - 2, 1)), even)
+    layers = np.stack([
+        np.where(pp == 1, L, np.where(custom, f, even)),
+        np.where(pp == 1, L, np.where(pp == 2, np.where(custom, e, even), middle)),
+        np.where(pp == 1, L, np.where(custom, e, even)),
+    ])
+    ones = np.ones_like(pp)
+    single = np.where(pp == 1, 1.0, 0.0)
+    first_rank = np.stack([ones, single, single])
+    last_rank = np.stack([single, np.where(pp <= 2, 1.0, 0.0), ones])
+    return layers, first_rank, last_rank
+
+
 def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto") -> dict[str, np.ndarray]:
     """Every number of an Estimate for each row of the plan columns `c` (validated upstream).
 
@@ -102,7 +123,7 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     flash_f, flash_b = flash_attention_time(gpu, 0.5 * 4 * b * s * s_full * h / tp)
     attn_f = np.where(flash, flash_f, scores_f)
     attn_b = np.where(flash, flash_b, 2 * scores_f)
-    written = activation_columns(s, b, h, a, tp, sp, np.where(flash, _SELECTIVE, _NONE))
+    written = layer_activation_columns(model, s, b, tp, sp, np.where(flash, _SELECTIVE, _NONE))
     elementwise = ELEMENTWISE_TRAFFIC * written / hbm_rate
     scores_elementwise = ELEMENTWISE_TRAFFIC * 5 * a * s * s_full * b / tp / hbm_rate
     fwd = gemm_f + attn_f + elementwise
@@ -125,14 +146,20 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     tp_exposed = np.where(overlap, np.maximum(tp_total - gemm_all, 0.5 * tp_total / TP_OVERLAP_SPLITS) + contention, tp_total)
     layer_comm = tp_exposed + cp_total
 
-    # ---- a pipeline stage ---------------------------------------------------------------------
-    layers = np.ceil(L / (pp * v)) * v  # the heaviest stage: some hold one layer more
+    # ---- pipeline stages: the first rank, a middle one and the last ------------------------------
+    # Layers per rank: an even split (the heaviest stage holds ceil(L / (p v)) per chunk), or the
+    # plan's first/last stage layers with the rest spread over the middle (Megatron-Core's
+    # --decoder-first/last-pipeline-num-layers; Llama 3 405B: 7 + 14 x 8 + 7 on 16 stages). The
+    # first rank also holds the input embedding, the last the output layer, logits and loss.
+    layers_r, first_r, last_r = stage_layers(L, pp, v, _col(c, "first_stage_layers"), _col(c, "last_stage_layers"))
     logits = gemm_time(gpu, tokens, V / tp, h)
-    stage_f = layers * fwd + logits
-    stage_b = layers * layer_b + logits
-    stage_w = layers * layer_w + logits
+    stage_f = layers_r * fwd + last_r * logits
+    stage_b = layers_r * layer_b + last_r * logits
+    stage_w = layers_r * layer_w + last_r * logits
+    stage_comm = layers_r * layer_comm
+    slowest = np.argmax(stage_f + stage_b + stage_w + stage_comm, axis=0)
+    stage_f, stage_b, stage_w, stage_comm = (np.take_along_axis(x, slowest[None], 0)[0] for x in (stage_f, stage_b, stage_w, stage_comm))
     stage_bwd = stage_b + stage_w
-    stage_comm = layers * layer_comm
     per_mb = stage_f + stage_bwd + stage_comm
     zb = (sched == SCHEDULES.index("zb-h1")) | (sched == SCHEDULES.index("zb-h2"))
     idle = idle_time(pp, m, sched, v, stage_f, np.where(zb, stage_b, stage_bwd), np.where(zb, stage_w, 0.0))
@@ -150,8 +177,12 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     pp_sent = np.where(pp > 1, 2 * m * v * pp_bytes / tp, 0.0)
 
     # ---- data parallel / ZeRO -----------------------------------------------------------------
-    stage_params = np.where(pp > 1, layers * model.layer_params + V * h, float(model.params))
-    params = stage_params / tp
+    # Parameters on each candidate rank; the whole model when pp = 1. DP/ZeRO traffic and the
+    # optimizer follow the rank with the most.
+    embed = V * h
+    rank_params = np.where(pp > 1, layers_r * model.layer_params + (first_r + last_r) * embed, float(model.params)) / tp
+    params = rank_params.max(axis=0)
+    layers = np.take_along_axis(layers_r, np.argmax(rank_params, axis=0)[None], 0)[0]
     n = dp * cp
     grad_bytes = np.where(grad_fp32, 4.0, 2.0)
     grads = params * grad_bytes
@@ -205,14 +236,19 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     up = WEIGHT_BYTES * updated / pcie
     offload_exposed = np.where(offload, np.where(dp_overlap, np.maximum(0.0, down - stage_bwd), down) + cpu_adam + up, 0.0)
 
-    # ---- memory on the busiest GPU (the first stage) ------------------------------------------
-    w_mem, g_mem, o_mem = model_state_columns(params, zero, n, offload, opt_bytes, grad_bytes)
+    # ---- memory on the busiest rank ------------------------------------------------------------
+    w_mem, g_mem, o_mem = model_state_columns(rank_params, zero, n, offload, opt_bytes, grad_bytes)
     stored = np.where(flash & (rc == _NONE), _SELECTIVE, rc)
-    per_layer = activation_columns(s, b, h, a, tp, sp, stored)
-    held = in_flight_columns(sched, pp, m, v)
-    working = activation_columns(s, b, h, a, tp, sp, np.where(flash, _SELECTIVE, _NONE))
-    activations = per_layer * layers * held + np.where(stored == _FULL, working, 0.0)
-    activations = activations + np.where(pp == 1, b * s * V * 4 / tp, 0.0)  # fp32 logits, one stage
+    per_layer = layer_activation_columns(model, s, b, tp, sp, stored)
+    rank_index = np.stack([np.zeros_like(pp), np.minimum(1.0, pp - 1), pp - 1])
+    held = in_flight_columns(sched, pp, m, v, rank_index, _col(c, "microbatch_group_size"))
+    working = layer_activation_columns(model, s, b, tp, sp, np.where(flash, _SELECTIVE, _NONE))
+    activations = per_layer * layers_r * held + np.where(stored == _FULL, working, 0.0)
+    activations = activations + last_r * b * s * V * 4 / tp  # fp32 logits of the micro-batch in flight
+    rank_total = w_mem + g_mem + o_mem + activations
+    busiest = np.argmax(rank_total, axis=0)
+    pick = lambda x: np.take_along_axis(np.broadcast_to(x, rank_total.shape), busiest[None], 0)[0]  # noqa: E731
+    w_mem, g_mem, o_mem, activations = (pick(x) for x in (w_mem, g_mem, o_mem, activations))
     computed = w_mem + g_mem + o_mem + activations
     buffers = ALLOCATOR_MARGIN * computed + RUNTIME_RESERVED_BYTES
 
@@ -254,5 +290,6 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
         "layer_backward_s": layer_b + layer_w,
         "layer_comm_s": layer_comm,
         "layers_per_stage": layers,
+        "busiest_rank": pick(rank_index),
         "microbatches": m,
     }

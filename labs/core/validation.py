@@ -30,16 +30,37 @@ def check_fraction(name: str, value) -> None:
         raise ValueError(f"{name} must be in (0, 1], got {value!r}")
 
 
+def _is_bool(value) -> bool:
+    return isinstance(value, bool) or type(value).__name__ == "bool_"
+
+
 def check_bool(name: str, value) -> None:
-    if not isinstance(value, (bool,)) and type(value).__name__ != "bool_":
+    if not _is_bool(value):
         raise ValueError(f"{name} must be True or False, got {value!r}")
+
+
+def check_str(name: str, value) -> None:
+    if not isinstance(value, str):
+        raise ValueError(f"{name} must be a string, got {value!r}")
+
+
+def _same_kind(a, b) -> bool:
+    """True when an allowed value `a` and a given value `b` are of one kind: both strings, both
+    booleans, both whole numbers, or neither (so 1.0 or True is not zero_stage 1)."""
+    if isinstance(a, str) or isinstance(b, str):
+        return isinstance(a, str) and isinstance(b, str)
+    if _is_bool(a) or _is_bool(b):
+        return _is_bool(a) and _is_bool(b)
+    if isinstance(a, numbers.Integral) or isinstance(b, numbers.Integral):
+        return isinstance(a, numbers.Integral) and isinstance(b, numbers.Integral)
+    return True
 
 
 def check_choice(name: str, value, allowed: Iterable) -> None:
     allowed = tuple(allowed)
     try:
-        ok = value in allowed and not (isinstance(value, bool) and not any(a is value for a in allowed))
-    except TypeError:  # unhashable or incomparable values
+        ok = any(_same_kind(a, value) and bool(a == value) for a in allowed)
+    except (TypeError, ValueError):  # incomparable values, arrays
         ok = False
     if not ok:
         raise ValueError(f"{name} must be one of {', '.join(map(repr, allowed))}; got {value!r}")

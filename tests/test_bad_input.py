@@ -1,0 +1,472 @@
+"""Bad input is refused where it enters, by name; valid input never gives NaN, inf, a negative or
+an MFU above 1.
+
+Every public function of the engine, and every fixed argument of sweep(), is fed bad values of
+each argument: counts that are zero, negative, fractional, floats, NaN, inf, huge, booleans,
+strings or None; byte sizes that are negative, NaN, inf or not numbers; unknown choices; flags
+that are not booleans; objects of the wrong kind. Each must raise ValueError whose message names
+the argument (never TypeError, ZeroDivisionError, OverflowError, KeyError, AttributeError or
+MemoryError). Sizes that cannot be built in reasonable time or memory are refused by name. Then
+random valid inputs must give finite, non-negative outputs and 0 < MFU <= HFU <= 1.
+
+Each bad value runs twice: a fixed list of the classic bad values (test_listed_*), and random
+draws from the same kind (test_random_*, hypothesis).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import re
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings, strategies as st
+
+from labs.core import collectives, memory, pipeline, topology
+from labs.core.eras import ERA_NAMES
+from labs.core.hardware import CLUSTERS, GPUS, HOSTS, LINKS, Cluster
+from labs.core.memory import OPTIMIZER_STATES, ZERO_STAGES
+from labs.core.models import MODELS, RECOMPUTE_MODES, Model
+from labs.core.perf import GRAD_REDUCE_DTYPES, PLAN_SCHEDULES, Plan, estimate
+from labs.core.pipeline import CONVENTIONS, SCHEDULES, TIMELINE_SCHEDULES, OpCosts
+from labs.core.search import sweep
+from labs.core.topology import DP_ALGORITHMS
+
+NAN, INF = float("nan"), float("inf")
+RANDOM = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+# ---- bad values by kind -------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Kind:
+    """Listed bad values, and a strategy drawing more of them."""
+
+    listed: tuple
+    strategy: st.SearchStrategy
+
+
+def _strict_member(value, allowed) -> bool:
+    """value is one of allowed, and of the same kind (1.0 and True are not zero_stage 1)."""
+    return any(type(value) is type(a) and value == a for a in allowed)
+
+
+def count(maximum: int = 1 << 31, extra: tuple = ()) -> Kind:
+    """A whole number >= 1 (at most `maximum`)."""
+    listed = (0, -1, 2.5, 4.0, NAN, INF, -INF, 1e308, True, False, "8", None, 2**70, maximum + 1, [8], np.float64(4.0), 8 + 0j) + extra
+    return Kind(listed, st.one_of(
+        st.sampled_from(listed),
+        st.integers(max_value=0),
+        st.integers(min_value=maximum + 1),
+        st.floats(),  # every float is wrong where a whole number is wanted
+        st.text(),
+    ))
+
+
+def optional_count(maximum: int = 1 << 31) -> Kind:
+    """A whole number >= 1, or None."""
+    kind = count(maximum)
+    return Kind(tuple(v for v in kind.listed if v is not None), kind.strategy.filter(lambda v: v is not None))
+
+
+def index(size: int) -> Kind:
+    """A whole number in [0, size)."""
+    listed = (-1, 2.5, 1.0, NAN, INF, "0", None, True, size, 2**70)
+    return Kind(listed, st.one_of(st.sampled_from(listed), st.integers(max_value=-1), st.integers(min_value=size), st.floats(), st.text()))
+
+
+def size(positive: bool = False, maximum: float = 1e300, minimum_ok: float = 0.0) -> Kind:
+    """A non-negative number of bytes (or seconds, or bytes/s); positive=True refuses 0 too."""
+    listed = (-1, -1.5, NAN, INF, -INF, 1e308, "x", "1e9", None, True, False, [1.0], 1j) + ((0, 0.0) if positive else ())
+    return Kind(listed, st.one_of(
+        st.sampled_from(listed),
+        st.floats(max_value=0.0, exclude_max=True),
+        st.floats(min_value=max(maximum, 1e300), exclude_min=True),
+        st.integers(max_value=-1),
+        st.text(),
+    ))
+
+
+def optional_size(positive: bool = False) -> Kind:
+    kind = size(positive)
+    return Kind(tuple(v for v in kind.listed if v is not None), kind.strategy.filter(lambda v: v is not None))
+
+
+def choice(allowed, extra: tuple = ()) -> Kind:
+    allowed = tuple(allowed)
+    listed = tuple(v for v in ("bogus", 7, None, True, False, 1.5, "", [], 1.0, "1", -1, 4, NAN) + extra if not _strict_member(v, allowed))
+    return Kind(listed, st.one_of(st.sampled_from(listed), st.text(), st.integers(), st.floats()).filter(lambda v: not _strict_member(v, allowed)))
+
+
+def flag() -> Kind:
+    listed = ("yes", "True", 2, 1, 0, None, 1.0, NAN, [], np.int64(1))
+    return Kind(listed, st.one_of(st.sampled_from(listed), st.text(), st.integers(), st.floats()))
+
+
+def obj(*wrong) -> Kind:
+    """An engine object (Model, Cluster, Plan, OpCosts, a GPU, a Link...): anything else is wrong."""
+    listed = (None, "x", 7, 1.5, {}, [], object()) + wrong
+    return Kind(listed, st.one_of(st.sampled_from(listed), st.text(), st.integers(), st.floats()))
+
+
+def text() -> Kind:
+    listed = (None, 7, 1.5, b"x", ["x"], True)
+    return Kind(listed, st.one_of(st.sampled_from(listed), st.integers(), st.floats(), st.binary()))
+
+
+# ---- the cases: one per (function, argument) ----------------------------------------------------
+@dataclass(frozen=True)
+class Case:
+    id: str
+    call: Callable[[Any], Any]  # takes the bad value
+    names: tuple[str, ...]  # the message must name one of these
+    kind: Kind
+
+    @property
+    def match(self) -> str:
+        return "|".join(rf"(?<![A-Za-z0-9]){re.escape(n)}(?![A-Za-z0-9])" for n in self.names)
+
+
+def _kw(fn, base: dict, arg: str):
+    return lambda value: fn(**{**base, arg: value})
+
+
+CASES: list[Case] = []
+
+
+def add(label: str, fn, base: dict, kinds: dict, names: dict | None = None):
+    for arg, kind in kinds.items():
+        CASES.append(Case(f"{label}-{arg}", _kw(fn, base, arg), (names or {}).get(arg, (arg,)), kind))
+
+
+H100 = Cluster.get("dgx-h100", 2)
+A100 = Cluster.get("dgx-a100", 2)
+LLAMA = Model.get("llama2-7b")
+NOT_A_CLUSTER = (GPUS["h100-sxm"], LLAMA, "dgx-h100")
+NOT_A_MODEL = (H100, "llama2-7b", Plan())
+
+# labs.core.collectives
+COLLECTIVE = dict(nbytes=1e6, n=8, bandwidth=1e11, latency=1e-6, algorithm="ring")
+COLLECTIVE_KINDS = dict(
+    nbytes=size(maximum=collectives.MAX_BYTES), n=count(), bandwidth=size(positive=True, maximum=collectives.MAX_BANDWIDTH),
+    latency=size(maximum=collectives.MAX_LATENCY_S), algorithm=choice(collectives.ALGORITHMS),
+)
+add("collective_cost", collectives.collective_cost, {"op": "all_reduce", **COLLECTIVE}, {"op": choice(collectives.OPS), **COLLECTIVE_KINDS})
+CASES.append(Case("collective_cost-bandwidth-tiny", lambda v: collectives.collective_cost("all_reduce", 1e18, 1 << 31, v), ("bandwidth",), Kind((1e-300, 5e-324), st.floats(min_value=5e-324, max_value=1e-7))))
+for _fn in (collectives.all_reduce_time, collectives.reduce_scatter_time, collectives.all_gather_time, collectives.all_to_all_time,
+            collectives.broadcast_time, collectives.p2p_time):
+    add(_fn.__name__, _fn, COLLECTIVE, COLLECTIVE_KINDS)
+add("bytes_sent_per_rank", collectives.bytes_sent_per_rank, dict(op="all_reduce", nbytes=1e6, n=8),
+    dict(op=choice(collectives.OPS), nbytes=size(maximum=collectives.MAX_BYTES), n=count()))
+for _n in (1, 8):  # n = 1 takes a shortcut: it must check its arguments all the same
+    add(f"busbw_from_algbw[n={_n}]", collectives.busbw_from_algbw, dict(op="all_reduce", algbw=1e11, n=_n),
+        dict(op=choice(collectives.OPS), algbw=size(maximum=collectives.MAX_BANDWIDTH)))
+    add(f"algbw_from_busbw[n={_n}]", collectives.algbw_from_busbw, dict(op="all_reduce", busbw=1e11, n=_n),
+        dict(op=choice(collectives.OPS), busbw=size(maximum=collectives.MAX_BANDWIDTH)))
+add("busbw_from_algbw", collectives.busbw_from_algbw, dict(op="all_reduce", algbw=1e11, n=8), dict(n=count()))
+add("algbw_from_busbw", collectives.algbw_from_busbw, dict(op="all_reduce", busbw=1e11, n=8), dict(n=count()))
+# n = 512 would keep 2 x 511 copies of a 512 x 512 table: refused by name.
+add("simulate_ring_all_reduce", collectives.simulate_ring_all_reduce, dict(n=8, nbytes=1e6),
+    dict(n=count(extra=(collectives.MAX_SIMULATED_RANKS + 1, 512, 100_000)), nbytes=size(maximum=collectives.MAX_BYTES)))
+
+# labs.core.topology
+GROUP = dict(op="all_reduce", nbytes=1e6, cluster=H100, n=16, stride=1, algorithm="auto")
+GROUP_KINDS = dict(
+    op=choice(("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "p2p")), nbytes=size(), cluster=obj(*NOT_A_CLUSTER),
+    n=count(extra=((1 << 20) + 1,)), stride=count(), algorithm=choice(DP_ALGORITHMS),
+)
+for _fn in (topology.group_cost, topology.bus_bandwidth):
+    add(_fn.__name__, _fn, GROUP, GROUP_KINDS, names={"algorithm": ("algorithm", "dp_algorithm")})
+    CASES.append(Case(f"{_fn.__name__}-algorithm-nvls-without-sharp", lambda v, f=_fn: f(**{**GROUP, "cluster": A100, "algorithm": v}), ("algorithm", "dp_algorithm"), Kind(("nvls",), st.just("nvls"))))
+
+# labs.core.pipeline
+PIPE = dict(p=4, m=8, schedule="1f1b", v=1)
+INTERLEAVED = dict(p=4, m=8, schedule="interleaved", v=2)
+PIPE_KINDS = dict(p=count(), m=count(), costs=obj((1.0, 1.0, 1.0), {"tf": 1.0}))
+add("bubble_fraction", pipeline.bubble_fraction, PIPE, {**PIPE_KINDS, "schedule": choice(SCHEDULES), "convention": choice(CONVENTIONS)})
+add("bubble_fraction[interleaved]", pipeline.bubble_fraction, INTERLEAVED, dict(v=count()))
+add("timeline", pipeline.timeline, PIPE, {**PIPE_KINDS, "schedule": choice(TIMELINE_SCHEDULES, extra=("zb-h2",))})
+add("timeline[interleaved]", pipeline.timeline, INTERLEAVED, dict(v=count()))
+add("peak_in_flight", pipeline.peak_in_flight, PIPE, dict(p=count(), m=count(), schedule=choice(TIMELINE_SCHEDULES)))
+add("peak_in_flight[interleaved]", pipeline.peak_in_flight, INTERLEAVED, dict(v=count()))
+add("OpCosts", OpCosts, {}, dict(tf=size(positive=True), tb=size(positive=True), tw=size(positive=True), comm=size()))
+add("Timeline.bubble_fraction", pipeline.timeline(**PIPE).bubble_fraction, {}, dict(convention=choice(CONVENTIONS)))
+
+# labs.core.memory
+STATE = dict(params=7e9, zero_stage=1, dp=8, offload=False, optimizer="fp32")
+STATE_KINDS = dict(params=size(), zero_stage=choice(ZERO_STAGES), dp=count(), offload=flag(), optimizer=choice(OPTIMIZER_STATES))
+add("model_state_bytes", memory.model_state_bytes, STATE, STATE_KINDS)
+add("model_state_split", memory.model_state_split, STATE, STATE_KINDS)
+add("activation_bytes_per_layer", memory.activation_bytes_per_layer,
+    dict(seq_len=4096, micro_batch=1, hidden=4096, heads=32, tp=1, sequence_parallel=False, recompute="none"),
+    dict(seq_len=count(), micro_batch=count(), hidden=count(), heads=count(), tp=count(), sequence_parallel=flag(), recompute=choice(RECOMPUTE_MODES)))
+add("in_flight_microbatches", memory.in_flight_microbatches, dict(schedule="1f1b", p=4, m=8, v=1, stage=0),
+    dict(schedule=choice(SCHEDULES), p=count(), m=count(), v=count(), stage=index(4)))
+add("offloaded_bytes", memory.offloaded_bytes, dict(shard_params=1e9, optimizer="fp32"), dict(shard_params=size(), optimizer=choice(OPTIMIZER_STATES)))
+add("optimizer_state", memory.optimizer_state, {}, dict(name=choice(OPTIMIZER_STATES)), names={"name": ("optimizer_state", "name")})
+
+# labs.core.models
+TINY = dict(name="tiny", layers=2, hidden=64, heads=4, seq_len=128, vocab=1000)
+add("Model", Model, TINY, dict(
+    name=text(), layers=count(), hidden=count(), heads=count(), seq_len=count(), vocab=count(), ffn_hidden=optional_count(),
+    kv_heads=optional_count(), gated_ffn=flag(), tied_embeddings=flag(), source=text(),
+))
+add("Model.get", Model.get, dict(key="llama2-7b"), dict(key=choice(MODELS, extra=NOT_A_MODEL)), names={"key": ("key", "model")})
+add("Model.get-override", Model.get, dict(key="llama2-7b"), dict(layers=count(), hidden=count(), gated_ffn=flag()))
+CASES.append(Case("Model.get-unknown-field", lambda v: Model.get("llama2-7b", **{v: 1}), ("bogus", "layer", "Layers"), Kind(("bogus", "layer", "Layers"), st.sampled_from(("bogus", "layer", "Layers")))))
+
+# labs.core.hardware
+add("Cluster", Cluster, dict(gpu=GPUS["h100-sxm"]), dict(
+    gpu=obj(LINKS["nvlink4"], "h100-sxm"), gpus_per_node=count(1024), nodes=count(1 << 17), intra=obj(GPUS["h100-sxm"], "nvlink4"),
+    inter=obj(HOSTS["dgx-h100"], "ib-ndr"), nics_per_node=optional_count(1024), name=text(), host=obj(LINKS["pcie5"], "dgx-h100"),
+    pod_gpus=optional_count(), oversubscription=Kind((0, 0.5, -1, NAN, INF, 1e308, 2**70, "x", None, True), st.one_of(st.floats(max_value=1.0, exclude_max=True), st.floats(min_value=1024, exclude_min=True), st.text())),
+))
+add("Cluster.get", Cluster.get, dict(key="dgx-h100", nodes=2), dict(key=choice(CLUSTERS, extra=NOT_A_CLUSTER), nodes=count(1 << 17)), names={"key": ("key", "cluster")})
+add("Cluster.get-override", Cluster.get, dict(key="dgx-h100", nodes=2), dict(gpus_per_node=count(1024), oversubscription=size(positive=True)))
+CASES.append(Case("Cluster.get-unknown-field", lambda v: Cluster.get("dgx-h100", **{v: 1}), ("bogus", "node", "Nodes"), Kind(("bogus", "node", "Nodes"), st.sampled_from(("bogus", "node", "Nodes")))))
+add("Cluster.with_fabric", H100.with_fabric, {}, dict(inter_key=choice(LINKS, extra=(LINKS["ib-ndr"],))), names={"inter_key": ("inter_key", "inter")})
+
+# labs.core.perf
+PLAN_KINDS = dict(
+    tp=count(1 << 20), pp=count(1 << 20), dp=count(1 << 20), cp=count(1 << 20), micro_batch=count(1 << 20), global_batch=count(),
+    virtual_stages=count(1 << 10), zero_stage=choice(ZERO_STAGES), recompute=choice(RECOMPUTE_MODES), schedule=choice(PLAN_SCHEDULES, extra=("zb-h2",)),
+    dp_algorithm=choice(DP_ALGORITHMS), optimizer_state=choice(OPTIMIZER_STATES), grad_reduce_dtype=choice(GRAD_REDUCE_DTYPES),
+    sequence_parallel=flag(), flash_attention=flag(), dp_overlap=flag(), pp_overlap=flag(), offload_optimizer=flag(), tp_comm_overlap=flag(),
+    bucket_bytes=optional_size(positive=True),
+)
+add("Plan", Plan, {}, PLAN_KINDS)
+add("Plan.for_era", Plan.for_era, dict(era="megatron-core-2024"), {"era": choice(ERA_NAMES), **PLAN_KINDS})
+add("Plan.for_era[None]", Plan.for_era, dict(era=None), PLAN_KINDS)
+# The era's default schedule is interleaved: deciding whether it applies reads pp.
+add("Plan.for_era[virtual_stages=2]", Plan.for_era, dict(era="megatron-core-2024", virtual_stages=2), dict(pp=count(1 << 20)))
+add("Plan.for_era[interleaved]", Plan.for_era, dict(era="megatron-2021", schedule="interleaved"), dict(pp=count(1 << 20)))
+CASES.append(Case("Plan.for_era-unknown-field", lambda v: Plan.for_era("megatron-core-2024", **{v: 1}), ("bogus", "layers", "TP"), Kind(("bogus", "layers", "TP"), st.sampled_from(("bogus", "layers", "TP")))))
+PLAN_8 = Plan(tp=8, global_batch=8)
+add("estimate", estimate, dict(model=LLAMA, cluster=Cluster.get("dgx-h100", 1), plan=PLAN_8),
+    dict(model=obj(*NOT_A_MODEL), cluster=obj(*NOT_A_CLUSTER), plan=obj(LLAMA, {"tp": 8}, PLAN_8.as_dict())))
+
+# labs.core.search: sweep's own arguments, then every fixed field, alone and inside a list
+SWEEP = dict(model=LLAMA, cluster=Cluster.get("dgx-h100", 1), global_batch=16)
+add("sweep", sweep, SWEEP, dict(model=obj(*NOT_A_MODEL), cluster=obj(*NOT_A_CLUSTER), global_batch=count(), era=choice(ERA_NAMES)))
+SWEPT_KINDS = {k: PLAN_KINDS[k] for k in ("tp", "pp", "cp", "micro_batch", "zero_stage", "recompute", "sequence_parallel", "schedule", "virtual_stages", "dp")}
+FIXED_KINDS = {k: PLAN_KINDS[k] for k in ("flash_attention", "dp_algorithm", "dp_overlap", "pp_overlap", "bucket_bytes", "tp_comm_overlap", "grad_reduce_dtype", "optimizer_state")}
+add("sweep-fixed", sweep, SWEEP, {**SWEPT_KINDS, **FIXED_KINDS})
+for _name, _kind in SWEPT_KINDS.items():
+    CASES.append(Case(f"sweep-fixed-{_name}-in-list", lambda v, n=_name: sweep(**SWEEP, **{n: [getattr(Plan(), n), v]}), (_name,), _kind))
+    CASES.append(Case(f"sweep-fixed-{_name}-empty", lambda v, n=_name: sweep(**SWEEP, **{n: v}), (_name,), Kind(([], (), set(), range(0)), st.just([]))))
+for _name in FIXED_KINDS:  # a fixed-only field takes one value, not a list
+    CASES.append(Case(f"sweep-fixed-{_name}-as-list", lambda v, n=_name: sweep(**SWEEP, **{n: v}), (_name,), Kind(([getattr(Plan(), _name)],), st.just([getattr(Plan(), _name)]))))
+CASES.append(Case("sweep-unknown-field", lambda v: sweep(**SWEEP, **{v: 1}), ("bogus", "offload_optimizer", "global_batch"), Kind(("bogus", "offload_optimizer", "global_batch"), st.sampled_from(("bogus",)))))
+CASES.append(Case("sweep-era-field", lambda v: sweep(**SWEEP, era="megatron-2021", **{v[0]: v[1]}), ("zero_stage", "flash_attention", "schedule"),
+                  Kind((("zero_stage", 1), ("flash_attention", True), ("schedule", "zb-h1")), st.sampled_from((("zero_stage", [1]), ("flash_attention", True))))))
+
+
+def _run(case: Case, value):
+    with pytest.raises(ValueError, match=case.match):
+        case.call(value)
+
+
+def _outcome(case: Case, value) -> str | None:
+    """None when the value is refused by name, else what happened instead."""
+    try:
+        case.call(value)
+    except ValueError as err:
+        return None if re.search(case.match, str(err)) else f"ValueError not naming {'/'.join(case.names)}: {err}"
+    except Exception as err:  # noqa: BLE001 - the point is to see which
+        return f"{type(err).__name__}: {err}"
+    return "no error"
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_listed_bad_values_are_refused_by_name(case):
+    failures = [f"{case.id}={v!r}: {what}" for v in case.kind.listed if (what := _outcome(case, v))]
+    assert not failures, "\n".join(failures)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+@RANDOM
+@given(data=st.data())
+def test_random_bad_values_are_refused_by_name(case, data):
+    _run(case, data.draw(case.kind.strategy, label=case.id))
+
+
+# ---- sizes that cannot be built are refused by name, quickly ------------------------------------
+@pytest.mark.parametrize("call, names", [
+    (lambda: pipeline.timeline(1024, 100_000), ("m", "p")),
+    (lambda: pipeline.timeline(100_000, 1), ("p",)),
+    (lambda: pipeline.timeline(2048, 2, "gpipe"), ("p",)),
+    (lambda: pipeline.timeline(4, 1 << 30, "interleaved", 1 << 20), ("m", "v")),
+    (lambda: pipeline.peak_in_flight(1024, 100_000), ("m", "p")),
+    (lambda: collectives.simulate_ring_all_reduce(512), ("n",)),
+    (lambda: collectives.simulate_ring_all_reduce(1 << 20), ("n",)),
+    # the plan space's product, before it is built: 10 layouts x 1000^4 x 8 schedules would be
+    # 8e13 rows, beyond any machine's address space
+    (lambda: sweep(**SWEEP, micro_batch=[1] * 1000, zero_stage=[0] * 1000, recompute=["none"] * 1000, sequence_parallel=[False] * 1000),
+     ("micro_batch", "zero_stage", "recompute", "sequence_parallel")),
+], ids=["timeline-p1024-m100000", "timeline-p100000", "timeline-p2048", "timeline-interleaved-huge", "peak_in_flight-huge",
+        "ring-simulator-512", "ring-simulator-1M", "sweep-plan-space-too-large"])
+def test_sizes_too_large_to_build_are_refused(call, names):
+    with pytest.raises(ValueError, match=Case("", call, names, count()).match):
+        call()
+
+
+def test_largest_timeline_is_built_in_bounded_time():
+    import time
+
+    start = time.perf_counter()
+    t = pipeline.timeline(pipeline.MAX_TIMELINE_STAGES, pipeline.MAX_TIMELINE_OPS // pipeline.MAX_TIMELINE_STAGES, "1f1b")
+    peaks = t.peak_in_flight()
+    assert len(peaks) == pipeline.MAX_TIMELINE_STAGES and peaks[0] == pipeline.MAX_TIMELINE_STAGES
+    assert time.perf_counter() - start < 20
+
+
+# ---- valid input: finite, non-negative outputs ---------------------------------------------------
+def finite_non_negative(label: str, value) -> None:
+    arr = np.asarray(value, dtype=float)
+    assert np.all(np.isfinite(arr)), f"{label} is not finite: {value!r}"
+    assert np.all(arr >= 0), f"{label} is negative: {value!r}"
+
+
+@RANDOM
+@given(st.sampled_from(collectives.OPS), st.floats(0, collectives.MAX_BYTES), st.integers(1, 1 << 31),
+       st.floats(collectives.MIN_BANDWIDTH, collectives.MAX_BANDWIDTH), st.floats(0, collectives.MAX_LATENCY_S), st.sampled_from(collectives.ALGORITHMS))
+def test_collectives_outputs_finite(op, nbytes, n, bandwidth, latency, algorithm):
+    cost = collectives.collective_cost(op, nbytes, n, bandwidth, latency, algorithm)
+    finite_non_negative("latency_s", cost.latency_s)
+    finite_non_negative("bandwidth_s", cost.bandwidth_s)
+    finite_non_negative("bytes_sent_per_rank", collectives.bytes_sent_per_rank(op, nbytes, n))
+    finite_non_negative("busbw", collectives.busbw_from_algbw(op, bandwidth, n))
+    finite_non_negative("algbw", collectives.algbw_from_busbw(op, bandwidth, n))
+
+
+@RANDOM
+@given(st.sampled_from(("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "p2p")), st.floats(0, 1e18),
+       st.sampled_from(sorted(CLUSTERS)), st.integers(1, 4096), st.integers(1, 1 << 20), st.integers(1, 1 << 20), st.sampled_from(DP_ALGORITHMS))
+def test_topology_outputs_finite(op, nbytes, key, nodes, n, stride, algorithm):
+    cluster = Cluster.get(key, nodes)
+    assume(algorithm != "nvls" or cluster.intra.nvls_bytes_per_s)
+    cost = topology.group_cost(op, nbytes, cluster, n, stride, algorithm)
+    finite_non_negative("latency_s", cost.latency_s)
+    finite_non_negative("bandwidth_s", cost.bandwidth_s)
+    try:
+        busbw = topology.bus_bandwidth(op, nbytes, cluster, n, stride, algorithm)
+    except ValueError as err:  # a busbw of p2p may be refused, by name
+        assert op == "p2p" and re.search(r"\bop\b", str(err)), err
+    else:
+        finite_non_negative("bus_bandwidth", busbw)
+
+
+costs = st.builds(OpCosts, st.floats(1e-6, 1e12), st.floats(1e-6, 1e12), st.floats(1e-6, 1e12), st.floats(0, 1e12))
+
+
+@RANDOM
+@given(st.integers(1, 1 << 31), st.integers(1, 1 << 31), st.sampled_from(SCHEDULES), st.integers(2, 64), st.sampled_from(CONVENTIONS), costs)
+def test_bubble_fraction_in_unit_interval(p, m, schedule, v, convention, c):
+    if schedule == "interleaved":
+        m = p * max(1, m // p)
+    else:
+        v = 1
+    b = pipeline.bubble_fraction(p, m, schedule, v, convention, c)
+    finite_non_negative("bubble_fraction", b)
+    assert convention == "ideal" or b < 1
+
+
+@RANDOM
+@given(st.integers(1, 12), st.integers(1, 24), st.sampled_from(TIMELINE_SCHEDULES), st.integers(2, 4), costs)
+def test_timeline_outputs_finite(p, m, schedule, v, c):
+    if schedule == "interleaved":
+        m = p * max(1, m // p)
+    else:
+        v = 1
+    t = pipeline.timeline(p, m, schedule, v, c)
+    finite_non_negative("start", t.start)
+    finite_non_negative("end", t.end)
+    finite_non_negative("idle_per_stage", t.idle_per_stage() + 1e-9 * t.makespan)
+    finite_non_negative("peak_in_flight", t.peak_in_flight())
+    for convention in CONVENTIONS:
+        finite_non_negative(f"bubble_fraction({convention})", t.bubble_fraction(convention))
+
+
+@RANDOM
+@given(st.floats(0, memory.MAX_PARAMS), st.sampled_from(ZERO_STAGES), st.integers(1, 1 << 31), st.booleans(), st.sampled_from(sorted(OPTIMIZER_STATES)),
+       st.integers(1, 1 << 20), st.integers(1, 1 << 20), st.sampled_from([64, 4096, 16384]), st.sampled_from([1, 8, 64]), st.integers(1, 64),
+       st.booleans(), st.sampled_from(RECOMPUTE_MODES))
+def test_memory_outputs_finite(params, zero_stage, dp, offload, optimizer, s, b, h, a, t, sp, recompute):
+    offload = offload and zero_stage >= 1
+    finite_non_negative("model_state_split", memory.model_state_split(params, zero_stage, dp, offload, optimizer))
+    finite_non_negative("model_state_bytes", memory.model_state_bytes(params, zero_stage, dp, offload, optimizer))
+    finite_non_negative("offloaded_bytes", memory.offloaded_bytes(params, optimizer))
+    finite_non_negative("activation_bytes_per_layer", memory.activation_bytes_per_layer(s, b, h, a, t, sp, recompute))
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+@st.composite
+def valid_plans(draw):
+    """A model, a cluster of 1-4 nodes and a plan that fits them (it may not fit in memory)."""
+    model = Model.get(draw(st.sampled_from(["llama2-7b", "llama3-8b", "seed-100m", "llama2-70b"])))
+    cluster = Cluster.get(draw(st.sampled_from(["dgx-h100", "dgx-a100", "pcie-a100"])), draw(st.integers(1, 4)))
+    n = cluster.gpus
+    tp = draw(st.sampled_from([t for t in _divisors(n) if model.heads % t == 0]))
+    cp = draw(st.sampled_from([c for c in _divisors(n // tp) if model.seq_len % c == 0 and c <= 4]))
+    pp = draw(st.sampled_from([p for p in _divisors(n // (tp * cp)) if p <= model.layers]))
+    dp = n // (tp * pp * cp)
+    schedule = draw(st.sampled_from(PLAN_SCHEDULES if pp > 1 else ("1f1b", "gpipe")))
+    v = draw(st.sampled_from([v for v in (2, 3, 4) if pp * v <= model.layers] or [1])) if schedule == "interleaved" else 1
+    if v == 1 and schedule == "interleaved":
+        schedule = "1f1b"
+    micro_batch = draw(st.sampled_from([1, 2, 4]))
+    m = pp * draw(st.integers(1, 8)) if schedule == "interleaved" else draw(st.integers(1, 32))
+    zero_stage = draw(st.sampled_from(ZERO_STAGES))
+    sp = tp > 1 and draw(st.booleans())
+    algorithms = [a for a in DP_ALGORITHMS if a != "nvls" or cluster.intra.nvls_bytes_per_s]
+    plan = Plan(
+        tp=tp, pp=pp, dp=dp, cp=cp, micro_batch=micro_batch, global_batch=m * micro_batch * dp, zero_stage=zero_stage,
+        recompute=draw(st.sampled_from(RECOMPUTE_MODES)), sequence_parallel=sp, schedule=schedule, virtual_stages=v,
+        flash_attention=draw(st.booleans()), dp_algorithm=draw(st.sampled_from(algorithms)), dp_overlap=draw(st.booleans()),
+        pp_overlap=draw(st.booleans()), bucket_bytes=draw(st.sampled_from([None, 1e6, 1e9])),
+        optimizer_state=draw(st.sampled_from(sorted(OPTIMIZER_STATES))), offload_optimizer=zero_stage >= 1 and draw(st.booleans()),
+        tp_comm_overlap=sp and draw(st.booleans()), grad_reduce_dtype=draw(st.sampled_from(GRAD_REDUCE_DTYPES)),
+    )
+    return model, cluster, plan
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(valid_plans())
+def test_estimate_outputs_finite_and_mfu_at_most_one(case):
+    model, cluster, plan = case
+    e = estimate(model, cluster, plan)
+    for name, value in {**e.memory.as_dict(), **e.time.as_dict(), **e.comm_bytes_per_gpu}.items():
+        finite_non_negative(name, value)
+    for name in ("bubble_fraction", "model_flops_per_step", "hardware_flops_per_step", "dp_exposed_latency_s", "step_time_s",
+                 "model_tflops_per_gpu", "hardware_tflops_per_gpu", "tokens_per_s", "mfu", "hfu"):
+        finite_non_negative(name, getattr(e, name))
+    finite_non_negative("dp_comm_cost", [e.dp_comm_cost.latency_s, e.dp_comm_cost.bandwidth_s])
+    assert e.dp_exposed_bandwidth_s >= -1e-12 * e.step_time_s
+    if e.offload is not None:
+        finite_non_negative("offload", [getattr(e.offload, f) for f in e.offload.__dataclass_fields__])
+    assert e.step_time_s > 0
+    assert e.bubble_fraction < 1
+    assert 0 < e.mfu <= e.hfu * (1 + 1e-12) and e.hfu <= 1, (e.mfu, e.hfu, plan)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(["llama2-7b", "seed-100m", "llama3-8b"]), st.sampled_from(["dgx-h100", "dgx-a100"]), st.integers(1, 4),
+       st.sampled_from([8, 16, 32, 64, 128, 96]), st.sampled_from((None,) + ERA_NAMES))
+def test_sweep_rows_finite_and_mfu_at_most_one(model_key, cluster_key, nodes, global_batch, era):
+    try:
+        rows = sweep(Model.get(model_key), Cluster.get(cluster_key, nodes), global_batch, era)
+    except ValueError as err:
+        assert "no valid plan" in str(err)
+        return
+    assert len(rows)
+    numeric = rows.select_dtypes(include=[np.number, bool])
+    for column in numeric.columns:
+        finite_non_negative(column, numeric[column].to_numpy(dtype=float))
+    assert (rows.step_time_s > 0).all()
+    assert (rows.bubble_fraction < 1).all()
+    assert (rows.mfu > 0).all() and (rows.mfu <= rows.hfu * (1 + 1e-12)).all() and (rows.hfu <= 1).all(), rows[["mfu", "hfu"]].max()
