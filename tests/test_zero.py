@@ -80,18 +80,25 @@ def test_zero_does_not_shard_activations():
 
 
 def test_plain_dp_memory_does_not_fall_with_more_gpus():
+    """ZeRO-0 keeps the whole model state on every GPU; only NCCL's communicator appears once
+    there is a group to talk to."""
     curve = memory_curves("llama2-7b", Activations())[0]
-    assert curve[0].total == curve[-1].total
+    assert curve[0].model_state == curve[-1].model_state
+    assert curve[-1].total >= curve[0].total
 
 
 def test_fewest_gpus_is_the_first_that_fits():
-    """70B, ZeRO-3, full recompute at 4096 tokens: 16 Psi / N + activations <= 80 GB. By hand,
-    1,104 GB / N + ~7 GB of activations + margin gives N between 16 and 18; the search must
-    return an N that fits with N - 1 not fitting."""
+    """70B, ZeRO-3, full recompute at 4096 tokens on H100s of 81,559 MiB (85.5e9 bytes):
+    16 Psi / N + activations + runtime <= HBM. By hand, 1,104 GB / N + ~7 GB of activations and
+    ~3 GB of context and NCCL buffers gives N between 14 and 16; the search must return an N
+    that fits with N - 1 not fitting."""
+    from labs.core.hardware import GPUS
+
+    hbm = GPUS["h100-sxm"].hbm_bytes
     n = fit_fewest()
-    report("fewest H100s for 70B ZeRO-3 (full recompute)", n, 17)
-    assert 16 <= n <= 18
-    assert dp_memory("llama2-70b", n, 3, FIT_ACTIVATIONS).total <= 80e9 < dp_memory("llama2-70b", n - 1, 3, FIT_ACTIVATIONS).total
+    report("fewest H100s for 70B ZeRO-3 (full recompute)", n, 1104e9 / (hbm - 10e9))
+    assert 14 <= n <= 16
+    assert dp_memory("llama2-70b", n, 3, FIT_ACTIVATIONS).total <= hbm < dp_memory("llama2-70b", n - 1, 3, FIT_ACTIVATIONS).total
 
 
 def test_without_checkpointing_no_number_of_gpus_fits_70b():

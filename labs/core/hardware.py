@@ -151,27 +151,34 @@ _H100_SRC = (
 # 75% in the forward pass (Shah et al. 2024, arXiv:2407.08608), with cuDNN/TE fused attention
 # between them: 0.5. SM counts: A100 108, H100/H200 132 (NVIDIA architecture whitepapers), B200
 # 148 (unconfirmed).
+# HBM as nvidia-smi reports it, in bytes (MiB x 2^20): A100 80GB 81,920 MiB (stas00/ml-engineering
+# debug.md), H100 80GB 81,559 MiB (wilicc/gpu-burn #114), H200 143,771 MiB (public nvidia-smi logs),
+# B200 183,359 MiB (NVIDIA/TensorRT-LLM #10278). The marketing "80 GB" is the rounded figure.
+_A100_HBM = 81_920 * 2**20
+_H100_HBM = 81_559 * 2**20
+_H200_HBM = 143_771 * 2**20
+_B200_HBM = 183_359 * 2**20
 _HBM_EFF = 0.90  # STREAM-triad class kernels reach ~90% of HBM peak on A100 and H100.
 
 GPUS: dict[str, GPU] = {
     "a100-sxm-80gb": GPU(
-        "A100-SXM-80GB", 312e12, 0.0, 80 * GB, 2039 * GB, "nvlink3", 271.2e12, 0.6, 108, _HBM_EFF, True,
+        "A100-SXM-80GB", 312e12, 0.0, _A100_HBM, 2039 * GB, "nvlink3", 271.2e12, 0.6, 108, _HBM_EFF, True,
         _A100_SRC,
     ),
     "a100-pcie-80gb": GPU(
-        "A100-PCIe-80GB", 312e12, 0.0, 80 * GB, 1935 * GB, "nvlink3", 252.9e12, 0.6, 108, _HBM_EFF, True,
+        "A100-PCIe-80GB", 312e12, 0.0, _A100_HBM, 1935 * GB, "nvlink3", 252.9e12, 0.6, 108, _HBM_EFF, True,
         "NVIDIA A100 80GB PCIe datasheet: 312 TFLOP/s BF16 dense, 80 GB HBM2e, 1,935 GB/s.",
     ),
     "h100-sxm": GPU(
-        "H100-SXM", 989.4e12, 1979e12, 80 * GB, 3350 * GB, "nvlink4", 794.5e12, 0.5, 132, _HBM_EFF, True,
+        "H100-SXM", 989.4e12, 1979e12, _H100_HBM, 3350 * GB, "nvlink4", 794.5e12, 0.5, 132, _HBM_EFF, True,
         _H100_SRC,
     ),
     "h200-sxm": GPU(
-        "H200-SXM", 989.4e12, 1979e12, 141 * GB, 4800 * GB, "nvlink4", 794.5e12, 0.5, 132, _HBM_EFF, True,
+        "H200-SXM", 989.4e12, 1979e12, _H200_HBM, 4800 * GB, "nvlink4", 794.5e12, 0.5, 132, _HBM_EFF, True,
         "NVIDIA H200 product page: H100 compute, 141 GB HBM3e, 4.8 TB/s.",
     ),
     "b200": GPU(
-        "B200 (unconfirmed)", 2.25e15, 4.5e15, 180 * GB, 7700 * GB, "nvlink5", 1745e12, 0.5, 148, _HBM_EFF,
+        "B200 (unconfirmed)", 2.25e15, 4.5e15, _B200_HBM, 7700 * GB, "nvlink5", 1745e12, 0.5, 148, _HBM_EFF,
         False,
         "HGX B200 spec page as transcribed (unconfirmed): 2.25 PFLOP/s BF16 dense, 4.5 FP8 "
         "dense, 180 GB, 7.7 TB/s; other sources quote 192 GB and 8 TB/s. Attention efficiency "

@@ -48,9 +48,24 @@ OPTIMIZER_BYTES_PER_PARAM = 42
 # CPU Adam (ZeRO-Offload) streams, per parameter of its shard: the bf16 gradient in (2), the
 # master weight and both moments read and written (2 x 12 in fp32), the bf16 weight out (2).
 CPU_ADAM_BYTES_PER_PARAM = GRAD_BYTES + 2 * OPTIMIZER_BYTES + WEIGHT_BYTES
-# Allocator fragmentation and the CUDA context + NCCL buffers, on top of the computed terms.
-ALLOCATOR_MARGIN = 0.05
-RUNTIME_RESERVED_BYTES = 1.0e9
+# The runtime's own memory, in parts:
+# - the driver and the CUDA context with lazily loaded kernels: an H100 80GB shows 81,559 MiB in
+#   nvidia-smi and 79.11 GiB to torch (gpu-burn #114), 0.54 GiB the driver keeps; the context and
+#   kernels took 0.47 GiB on an A100 with lazy loading, PyTorch 2.1 (stas00/ml-engineering
+#   training/performance/README.md): 1.01 GiB.
+CUDA_CONTEXT_BYTES = 1.01 * 2**30
+# - NCCL: 688 MB per process group of more than two GPUs (4 MB all-reduce, NVIDIA/nccl #964), one
+#   per parallel axis in use; NVLS buffers 16 channels x 2 x 128 KiB x 8 steps x 8 local ranks =
+#   256 MiB from NCCL 2.21 (src/transport/nvls.cc).
+NCCL_COMMUNICATOR_BYTES = 688 * 2**20
+NCCL_NVLS_BYTES = 256 * 2**20
+# - Transformer Engine userbuffers under tp_comm_overlap: 12 bf16 buffers of (s/cp x b, h)
+#   (transformer_engine/pytorch/module/base.py initialize_ub, the default configuration).
+TP_OVERLAP_BUFFERS = 12
+# - caching-allocator fragmentation: 15% on average across eight LLM trainings on A100 80GB
+#   (GMLake, ASPLOS 2024), charged on the activations, the memory the allocator churns
+#   (Megatron keeps weights, gradients and optimizer state in persistent contiguous buffers).
+FRAGMENTATION = 0.15
 # Megatron-LM's DDP bucket: max(40M, 1M x dp) parameters (DistributedDataParallelConfig).
 MEGATRON_BUCKET_PARAMS = 40_000_000
 # Transformer Engine userbuffers defaults: pipelined reduce-scatter in 4 chunks on 16 SMs, bulk
@@ -250,7 +265,10 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     pick = lambda x: np.take_along_axis(np.broadcast_to(x, rank_total.shape), busiest[None], 0)[0]  # noqa: E731
     w_mem, g_mem, o_mem, activations = (pick(x) for x in (w_mem, g_mem, o_mem, activations))
     computed = w_mem + g_mem + o_mem + activations
-    buffers = ALLOCATOR_MARGIN * computed + RUNTIME_RESERVED_BYTES
+    communicators = sum(np.where(x > 1, 1.0, 0.0) for x in (tp, pp, dp, cp))
+    nvls = float(bool(cluster.intra.nvls_bytes_per_s) and dp_algorithm in ("auto", "nvls"))
+    buffers = (CUDA_CONTEXT_BYTES + communicators * NCCL_COMMUNICATOR_BYTES + nvls * NCCL_NVLS_BYTES * np.where((tp > 1) | (dp > 1), 1.0, 0.0)
+               + np.where(overlap, TP_OVERLAP_BUFFERS * tokens * h * ACTIVATION_BYTES, 0.0) + FRAGMENTATION * activations)
 
     step = pipeline + pp_comm + dp_exposed + optimizer + offload_exposed
     hardware_per_sequence = np.array([model.hardware_flops_per_sequence(r) for r in RECOMPUTE_MODES])
