@@ -220,6 +220,12 @@ class Estimate:
     comm_bytes_per_gpu: dict[str, float]  # bytes each GPU sends per step, by axis
     warnings: tuple[str, ...] = field(default_factory=tuple)
     offload: OffloadCost | None = None  # ZeRO-Offload's copies and CPU Adam, when the plan offloads
+    busiest_rank: int = 0  # the pipeline rank whose memory is reported (the largest)
+
+    @property
+    def hbm_margin_bytes(self) -> float:
+        """HBM left on the busiest GPU (negative: over by that much)."""
+        return self.cluster.gpu.hbm_bytes - self.memory.total
 
     @property
     def step_time_s(self) -> float:
@@ -292,7 +298,7 @@ def estimate(model: Model, cluster: Cluster, plan: Plan) -> Estimate:
         model, cluster, plan, fits, memory, time, r["bubble_fraction"], r["model_flops"], r["hardware_flops"],
         dp_cost, r["dp_exposed_latency_s"],
         {"tp": r["tp_bytes"], "pp": r["pp_bytes"], "dp": r["dp_bytes"], "pcie": r["pcie_bytes"]},
-        tuple(warnings), offload,
+        tuple(warnings), offload, int(round(r["busiest_rank"])),
     )
 
 
