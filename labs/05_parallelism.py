@@ -514,7 +514,8 @@ def _():
     wall time, $\frac{{p-1}}{{m}}$ of the bubble-free time; interleaving with $v$ chunks divides it by $v$.
 
     **TP traffic**: two all-reduces of $b\,s\,h$ activations per layer forward, two backward
-    ({_s} x {_h} x 2 bytes = {_s * _h * 2 / 1e6:.0f} MB per sequence per all-reduce for this model), on the critical path.
+    ({_s} x {_h} x 2 bytes = {_s * _h * 2 / 1e6:.0f} MB per sequence per all-reduce for this model), on the critical path
+    unless Transformer Engine pipelines them with the GEMMs, which it can only inside the NVLink domain.
     """,
     )
     return
@@ -531,9 +532,13 @@ def _(act2_question):
     ### Reflection: why TP stays inside a node
 
     With TP = {_inside.plan.tp} each step spends **{_inside.time.tp_comm:.2f} s** on tensor-parallel
-    all-reduces over {_cluster.intra.name}; with TP = {_across.plan.tp} the same all-reduces cross
-    {_cluster.inter.name} and take **{_across.time.tp_comm:.2f} s**. TP talks every layer, twice each
-    way, and nothing can overlap it; pipeline stages talk once per micro-batch per boundary, and data
+    all-reduces over {_cluster.intra.name}; with TP = {_across.plan.tp} they take **{_across.time.tp_comm:.2f} s**.
+    A GPU's TP traffic per token does not shrink as the TP degree grows, while its share of the GEMMs
+    does; past the node the collectives also cross the NICs and pay network latency on every layer,
+    and Transformer Engine cannot hide them behind the GEMMs outside the NVLink domain. (Bandwidth
+    alone is not the cliff here: NCCL crosses the node on all {_cluster.rails} NICs at once, about
+    {_cluster.rails * _cluster.inter.effective_bytes_per_s / 1e9:.0f} GB/s against {_cluster.intra.effective_bytes_per_s / 1e9:.0f} GB/s of NVLink.)
+    TP talks every layer, twice each way; pipeline stages once per micro-batch per boundary; data
     parallelism once per step. Put the chattiest axis on the fastest wire.
     """
     )

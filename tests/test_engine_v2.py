@@ -133,3 +133,26 @@ def test_zb_h1_input_gradient_pass_includes_the_recomputed_forward():
     none, full = (estimate(model, cluster, Plan(recompute=r, **common)) for r in ("none", "full"))
     print(f"ZB-H1 bubble: no recompute {none.bubble_fraction:.3f}, full recompute {full.bubble_fraction:.3f}")
     assert full.bubble_fraction > 1.3 * none.bubble_fraction
+
+
+GEMM = json.loads((DATA / "gemm_microbenchmarks.json").read_text())
+
+
+@pytest.mark.parametrize("row", GEMM["mamf"], ids=[r["gpu"] for r in GEMM["mamf"]])
+def test_catalog_matmul_rate_is_the_measured_mamf(row):
+    gpu = GPUS[row["gpu"]]
+    assert gpu.mamf_flops == pytest.approx(row["tflops"] * 1e12)
+    assert abs(report(f"{row['gpu']} bf16 peak TFLOP/s", gpu.bf16_flops / 1e12, row["peak_tflops"])) < 0.01
+
+
+def test_gemm_size_curve_against_calculon_table():
+    """Square-ish GEMMs of 1, 16 and 128 GFLOP on A100, relative to the 128-GFLOP one."""
+    gpu = GPUS[GEMM["size_curve"]["gpu"]]
+
+    def eff(gflop):
+        k = round((gflop * 1e9 / 2) ** (1 / 3))
+        return gemm_efficiency(gpu, k, k, k)
+
+    for gflop, expected in GEMM["size_curve"]["relative_to_128_gflop"].items():
+        got = eff(float(gflop)) / eff(128.0)
+        assert abs(report(f"A100 GEMM efficiency at {gflop} GFLOP / at 128", got, expected)) < 0.10

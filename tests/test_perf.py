@@ -78,7 +78,7 @@ def test_tp_across_nodes_warns_with_the_real_bandwidths():
     model, cluster = design_inputs()
     est = estimate(model, cluster, Plan(tp=16, pp=8, dp=8, micro_batch=1, global_batch=1536, zero_stage=1, recompute="selective", sequence_parallel=True))
     text = " ".join(est.warnings)
-    assert "450 GB/s" in text and "50 GB/s" in text and "9x" in text
+    assert "TP=16 spans nodes" in text and "370 GB/s" in text and "8 InfiniBand NDR" in text and "47 GB/s each" in text
 
 
 def test_gpt3_design_sensible_plan_beats_pipeline_only():

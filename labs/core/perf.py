@@ -327,12 +327,12 @@ def _warnings(model, cluster, plan, memory, fits, bubble, dp_exposed, step, offl
                 f"{cluster.host.memory_bytes / 1e9:,.0f} GB"
             )
     if plan.tp > cluster.gpus_per_node:
-        fast = cluster.intra.bandwidth_bytes_per_s / 1e9
-        slow = cluster.inter.bandwidth_bytes_per_s * min(1.0, cluster.rails / cluster.gpus_per_node) / 1e9
+        nvlink = cluster.intra.effective_bytes_per_s / 1e9
+        nic = cluster.inter.effective_bytes_per_s / 1e9
         out.append(
-            f"TP={plan.tp} spans nodes of {cluster.gpus_per_node} GPUs: its per-layer all-reduces leave "
-            f"{cluster.intra.name} ({fast:.0f} GB/s per GPU each way) for {cluster.inter.name} "
-            f"({slow:.0f} GB/s), {fast / slow:.0f}x less bandwidth"
+            f"TP={plan.tp} spans nodes of {cluster.gpus_per_node} GPUs: its per-layer collectives leave {cluster.intra.name} "
+            f"({nvlink:.0f} GB/s of bus bandwidth) for the node's {cluster.rails} {cluster.inter.name} NICs ({nic:.0f} GB/s each), "
+            "pay network latency on every layer, and cannot be overlapped by Transformer Engine outside the NVLink domain"
         )
     if not fits:
         term = memory.largest_term()
