@@ -106,10 +106,22 @@ def test_oom_warning_names_the_term():
 
 def test_mfu_equals_model_flops_over_time_and_peak():
     model, cluster = design_inputs()
-    est = estimate(model, cluster, Plan(tp=8, pp=8, dp=16, micro_batch=1, global_batch=1536, zero_stage=1, recompute="full"))
+    est = estimate(model, cluster, Plan(tp=8, pp=8, dp=16, micro_batch=1, global_batch=1536, zero_stage=1, recompute="full", flash_attention=False))
     assert est.mfu == pytest.approx(est.model_flops_per_step / (est.step_time_s * cluster.gpus * cluster.gpu.bf16_flops))
+    # Without flash attention the counts are Narayanan's and Korthikanti's (labs.core.models).
+    assert est.model_flops_per_step == pytest.approx(1536 * model.model_flops_per_sequence())
     assert est.hfu / est.mfu == pytest.approx(model.hardware_flops_per_sequence("full") / model.model_flops_per_sequence())
     assert est.step_time_s == pytest.approx(sum(est.time.as_dict().values()))
+
+
+def test_long_context_mfu_stays_below_one():
+    """With flash attention MFU counts the causal half of the s^2 work, what the kernel does:
+    at 128K tokens attention dominates and MFU must still be a fraction of peak."""
+    model = Model.get("llama3-8b", seq_len=131072)
+    for key in ("dgx-a100", "dgx-h100"):
+        est = estimate(model, Cluster.get(key, nodes=1), Plan(tp=8, global_batch=1, sequence_parallel=True))
+        print(f"Llama 3 8B at 128K tokens on {key}: MFU {est.mfu:.1%}, HFU {est.hfu:.1%}")
+        assert 0 < est.mfu <= est.hfu <= 1
 
 
 @pytest.mark.parametrize("key, nodes, batch", [("gpt3-175b", 128, 1536), ("llama3-70b", 8, 128)])

@@ -29,10 +29,11 @@ __all__ = ["Plan", "Estimate", "TimeBreakdown", "OffloadCost", "estimate", "vali
 
 
 _COUNT_LIMITS = {"tp": 1 << 20, "pp": 1 << 20, "dp": 1 << 20, "cp": 1 << 20, "virtual_stages": 1 << 10, "micro_batch": 1 << 20, "global_batch": 1 << 31}
-_FLAGS = ("sequence_parallel", "flash_attention", "dp_overlap", "pp_overlap", "offload_optimizer", "tp_comm_overlap")
+_FLAGS = ("sequence_parallel", "flash_attention", "dp_overlap", "pp_overlap", "offload_optimizer", "tp_comm_overlap", "reshard_after_forward")
 _CHOICES = {
     "zero_stage": ZERO_STAGES, "recompute": RECOMPUTE_MODES, "schedule": PLAN_SCHEDULES, "dp_algorithm": DP_ALGORITHMS,
     "optimizer_state": tuple(OPTIMIZER_STATES), "grad_reduce_dtype": GRAD_REDUCE_DTYPES,
+    "cp_algorithm": ("ring", "all_gather"),
 }
 
 
@@ -47,7 +48,7 @@ def check_plan_field(name: str, value) -> None:
     elif name in ("first_stage_layers", "last_stage_layers"):
         if value is not None:
             check_positive(name, value, integer=True, allow_zero=True, maximum=1 << 20)
-    elif name == "microbatch_group_size":
+    elif name in ("microbatch_group_size", "shard_group_size"):
         if value is not None:
             check_positive(name, value, integer=True, maximum=1 << 20)
     elif name == "bucket_bytes":
@@ -85,6 +86,9 @@ class Plan:
     first_stage_layers: int | None = None  # None: an even split; 0: the first stage holds only the embedding
     last_stage_layers: int | None = None  # None: an even split; 0: the last stage holds only the output layer and loss
     microbatch_group_size: int | None = None  # interleaving's N (Megatron's default: pp)
+    reshard_after_forward: bool = True  # False with zero_stage=3: FSDP keeps the gathered weights through the step (Llama 3)
+    shard_group_size: int | None = None  # hybrid sharding: shard over this many of the dp x cp ranks, replicate across the rest
+    cp_algorithm: str = "ring"  # context parallelism: "ring" (TE, overlapped with attention) or "all_gather" (Llama 3)
 
     def __post_init__(self):
         for name in self.__dataclass_fields__:
@@ -106,6 +110,13 @@ class Plan:
             raise ValueError(f"global_batch / (micro_batch x dp) = {self.microbatches} micro-batches must be a multiple of microbatch_group_size={group} (default pp) for the interleaved schedule")
         if self.microbatch_group_size is not None and self.schedule != "interleaved":
             raise ValueError(f"microbatch_group_size applies to the interleaved schedule only, got schedule={self.schedule!r}")
+        if not self.reshard_after_forward and self.zero_stage != 3:
+            raise ValueError(f"reshard_after_forward=False needs zero_stage=3 (FSDP), got zero_stage={self.zero_stage}")
+        if self.shard_group_size is not None:
+            if self.zero_stage == 0:
+                raise ValueError("shard_group_size needs zero_stage >= 1: it is the group the ZeRO/FSDP state is sharded over")
+            if (self.dp * self.cp) % self.shard_group_size:
+                raise ValueError(f"shard_group_size must divide dp x cp = {self.dp * self.cp}, got {self.shard_group_size}")
         if (self.first_stage_layers is not None or self.last_stage_layers is not None) and self.pp < 2:
             raise ValueError(f"first_stage_layers and last_stage_layers need pp >= 2, got pp={self.pp}")
 
@@ -113,6 +124,11 @@ class Plan:
     def for_era(cls, era: str | None, **fields) -> "Plan":
         """A plan with the era's defaults for every field not given; a value the era's
         software did not have is refused, naming the field and the era."""
+        unknown = set(fields) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise ValueError(f"unknown Plan field(s) {sorted(unknown)}")
+        for name, value in fields.items():
+            check_plan_field(name, value)
         spec = get_era(era)
         if spec is None:
             return cls(**fields)
@@ -181,6 +197,9 @@ def plan_columns(plan: Plan) -> dict:
         "first_stage_layers": -1 if plan.first_stage_layers is None else plan.first_stage_layers,
         "last_stage_layers": -1 if plan.last_stage_layers is None else plan.last_stage_layers,
         "microbatch_group_size": -1 if plan.microbatch_group_size is None else plan.microbatch_group_size,
+        "reshard_after_forward": plan.reshard_after_forward,
+        "shard_group_size": -1 if plan.shard_group_size is None else plan.shard_group_size,
+        "cp_ring": plan.cp_algorithm == "ring",
     }
 
 
@@ -272,6 +291,8 @@ def stage_layers(model: Model, plan: Plan) -> int:
 def memory_breakdown(model: Model, plan: Plan) -> MemoryBreakdown:
     """Bytes on the busiest GPU (the first pipeline stage): model state under the plan's ZeRO
     stage, activations under its TP/SP/recompute and schedule, and the allocator margin."""
+    if not isinstance(plan, Plan):
+        raise ValueError(f"plan must be a Plan, got {plan!r}")
     check_positive("gpus", plan.gpus, integer=True, maximum=1 << 17)
     cluster = Cluster(GPUS["h100-sxm"], gpus_per_node=1, nodes=plan.gpus)  # memory does not depend on the wires
     validate(model, cluster, plan)

@@ -22,7 +22,7 @@ from labs.core.topology import check_algorithm
 from labs.core.validation import check_positive
 
 SWEPT = ("tp", "pp", "cp", "micro_batch", "zero_stage", "recompute", "sequence_parallel", "schedule", "virtual_stages")
-FIXED_ONLY = ("flash_attention", "dp_algorithm", "dp_overlap", "pp_overlap", "bucket_bytes", "tp_comm_overlap", "grad_reduce_dtype", "optimizer_state")
+FIXED_ONLY = ("flash_attention", "dp_algorithm", "dp_overlap", "pp_overlap", "bucket_bytes", "tp_comm_overlap", "grad_reduce_dtype", "optimizer_state", "cp_algorithm")
 DEFAULT_CHOICES = {
     "micro_batch": [1, 2, 4, 8],
     "zero_stage": [0, 1, 2, 3],
@@ -30,8 +30,12 @@ DEFAULT_CHOICES = {
     "sequence_parallel": [False, True],
     "schedule": list(PLAN_SCHEDULES),
     "virtual_stages": [1, 2, 3, 4, 6, 8],
-    "cp": [1],
+    "cp": [1, 2, 4, 8],
 }
+# The sweep offers context parallelism down to 4,096 tokens a rank: NVIDIA's H100 recipes use CP=2
+# at 8,192 tokens and none at 2,048 (NeMo model_configs_h100.csv). Shorter blocks run flash
+# attention less efficiently, which the engine does not model, so it does not offer them.
+MIN_TOKENS_PER_CP_RANK = 4096
 MAX_PLANS = 5_000_000
 
 
@@ -78,7 +82,7 @@ def _settings(cluster: Cluster, era, fixed: dict) -> tuple[dict, dict]:
                 check_plan_field(name, value.item() if isinstance(value, np.generic) else value)
                 if spec and name in ERA_FIELDS and value not in getattr(spec, name):
                     raise ValueError(f"{name}={value!r} is not available in era {spec.name!r}; it allows {getattr(spec, name)}")
-            choices[name] = values
+            choices[name] = list(dict.fromkeys(v.item() if isinstance(v, np.generic) else v for v in values))
     return choices, options
 
 
@@ -98,16 +102,20 @@ def _space(model: Model, cluster: Cluster, global_batch: int, choices: dict, spe
     tps = [t for t in choices.get("tp", _divisors(n)) if model.heads % t == 0]
     pps = [p for p in choices.get("pp", _divisors(n)) if p <= model.layers]
     t, p, c = (a.ravel() for a in np.meshgrid(np.asarray(tps, dtype=np.int64), np.asarray(pps, dtype=np.int64), np.asarray(choices["cp"], dtype=np.int64), indexing="ij"))
-    layouts = np.flatnonzero((n % (t * p * c) == 0) & (model.seq_len % c == 0))
+    cp_ok = (c == 1) | ((model.seq_len % c == 0) & (model.seq_len // c >= MIN_TOKENS_PER_CP_RANK))
+    if spec:
+        cp_ok &= c <= spec.max_cp
+    layouts = np.flatnonzero((n % (t * p * c) == 0) & cp_ok)
     interleaved_code = SCHEDULES.index("interleaved")
     sched_v = [(SCHEDULES.index(s), v) for s in choices["schedule"] for v in choices["virtual_stages"] if (v >= 2) == (s == "interleaved")]
     sched_v = np.array(sched_v, dtype=np.int64).reshape(-1, 2)
     rc_codes = np.array([RECOMPUTE_MODES.index(x) for x in choices["recompute"]], dtype=np.int64)
+    candidates = len(layouts) * len(choices["micro_batch"]) * len(choices["zero_stage"]) * len(rc_codes) * len(choices["sequence_parallel"]) * len(sched_v)
+    if candidates > MAX_PLANS:
+        raise ValueError(f"the plan space has {candidates:,} candidates, more than {MAX_PLANS:,}: fix some of tp, pp, micro_batch, virtual_stages")
     li, mb, zero, rc, sp, sv = (a.ravel() for a in np.meshgrid(
         layouts, np.asarray(choices["micro_batch"], dtype=np.int64), np.asarray(choices["zero_stage"], dtype=np.int64), rc_codes,
         np.asarray(choices["sequence_parallel"], dtype=bool), np.arange(len(sched_v)), indexing="ij"))
-    if len(li) > MAX_PLANS:
-        raise ValueError(f"the plan space has {len(li):,} candidates, more than {MAX_PLANS:,}: fix some of tp, pp, micro_batch, virtual_stages")
     tp, pp, cp = t[li], p[li], c[li]
     sched, v = sched_v[sv, 0], sched_v[sv, 1]
     dp = n // (tp * pp * cp)
@@ -142,6 +150,8 @@ def _columns(space: dict, options: dict) -> dict:
         "optimizer_bytes": np.full(rows, float(optimizer_state(options["optimizer_state"]).bytes_per_param)),
         "offload": np.zeros(rows, dtype=bool),
         "first_stage_layers": np.full(rows, -1), "last_stage_layers": np.full(rows, -1), "microbatch_group_size": np.full(rows, -1),
+        "reshard_after_forward": np.ones(rows, dtype=bool), "shard_group_size": np.full(rows, -1),
+        "cp_ring": np.full(rows, options["cp_algorithm"] == "ring"),
     }
 
 
@@ -179,6 +189,7 @@ def sweep(model: Model, cluster: Cluster, global_batch: int, era: str | None = N
         "dp_algorithm": np.full(len(step), options["dp_algorithm"], dtype=object),
         "dp_overlap": cols["dp_overlap"], "pp_overlap": cols["pp_overlap"],
         "optimizer_state": np.full(len(step), options["optimizer_state"], dtype=object),
+        "cp_algorithm": np.full(len(step), options["cp_algorithm"], dtype=object),
         "fits": out["memory_bytes"] <= cluster.gpu.hbm_bytes,
         "memory_bytes": out["memory_bytes"],
         "step_time_s": step,

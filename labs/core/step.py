@@ -86,6 +86,25 @@ def _col(c, key, dtype=float):
     return np.asarray(c[key], dtype=dtype)
 
 
+def flops_per_sequence(model: Model, rc, flash):
+    """(model FLOPs, hardware FLOPs) per sequence. Model FLOPs: forward + backward (3x forward)
+    of every GEMM and of attention's score and value products, 4 s^2 h per layer forward: all of
+    the square without flash attention (Megatron 2021-22's kernels computed it and masked half;
+    Korthikanti and Narayanan count it), the causal half with flash attention, which is what
+    a causal model needs and what the kernel does (counting the masked half would put MFU above
+    1 at long context). Hardware FLOPs add what is recomputed: full recompute, every layer's
+    forward; selective recompute without flash, Korthikanti's 12 L s^2 h; flash attention's own
+    backward, which recomputes the scores (half its forward)."""
+    s, L = float(model.seq_len), model.layers
+    attention = np.where(flash, 0.5, 1.0) * 4 * s * s * model.hidden
+    layer_forward = 2 * s * model.layer_matmul_params + attention
+    model_flops = 3 * (L * layer_forward + model.logits_forward_flops())
+    extra = np.where(rc == _FULL, L * layer_forward, 0.0)
+    extra = extra + np.where((rc == _SELECTIVE) & ~flash, 12 * L * s * s * model.hidden, 0.0)
+    extra = extra + np.where(flash, 0.5 * L * attention, 0.0)
+    return model_flops, model_flops + extra
+
+
 def stage_layers(L, pp, v, first, last):
     """(layers, holds the embedding, holds the output layer) for the first, a middle and the last
     rank, stacked on a leading axis of 3. first/last < 0: that end takes the even share."""
@@ -120,6 +139,10 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     sp, flash, tp_overlap, grad_fp32, dp_overlap, pp_overlap, offload = (
         _col(c, k, bool) for k in ("sequence_parallel", "flash_attention", "tp_comm_overlap", "grad_fp32", "dp_overlap", "pp_overlap", "offload"))
     bucket_bytes, opt_bytes = _col(c, "bucket_bytes"), _col(c, "optimizer_bytes")
+    cp_ring = _col(c, "cp_ring", bool)
+    # FSDP that keeps the gathered weights through the step (Llama 3: reshard_after_forward=False)
+    # has ZeRO-2's memory and traffic: sharded gradients and optimizer, one weight gather a step.
+    zero = np.where((zero == 3) & ~_col(c, "reshard_after_forward", bool), 2, zero)
     m = gb / (b * dp)
     h, a, L, V = model.hidden, model.heads, model.layers, model.vocab
     s_full = float(model.seq_len)
@@ -151,9 +174,19 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     gather_scatter = sum(collective_columns("all_gather", act, cluster, tp, 1)) + sum(collective_columns("reduce_scatter", act, cluster, tp, 1))
     tp_pass = 2 * np.where(sp, gather_scatter, all_reduce)
     tp_total = tp_pass * (2 + full)
+    # Context parallelism, causal load-balanced (each rank holds two mirrored chunks): either
+    # Transformer Engine's ring, passing K and V blocks to the next rank while attention runs on
+    # the current one (backward passes dK and dV too), or Llama 3's all-gather of K and V before
+    # attention (and a reduce-scatter of their gradients after), exposed.
+    kv_block = 2 * b * s * model.kv_dim / tp * ACTIVATION_BYTES
+    step_p2p = sum(collective_columns("p2p", kv_block, cluster, 2, tp))
+    ring_f = (cp - 1) * np.maximum(step_p2p - attn_f / cp, 0.0)
+    ring_b = (cp - 1) * np.maximum(2 * step_p2p - attn_b / cp, 0.0)
     kv = 2 * b * s_full * model.kv_dim / tp * ACTIVATION_BYTES
-    cp_f = sum(collective_columns("all_gather", kv, cluster, cp, tp))
-    cp_b = sum(collective_columns("reduce_scatter", kv, cluster, cp, tp))
+    gather_f = sum(collective_columns("all_gather", kv, cluster, cp, tp))
+    gather_b = sum(collective_columns("reduce_scatter", kv, cluster, cp, tp))
+    cp_f = np.where(cp > 1, np.where(cp_ring, ring_f, gather_f), 0.0)
+    cp_b = np.where(cp > 1, np.where(cp_ring, ring_b, gather_b), 0.0)
     cp_total = cp_f + cp_b + np.where(full, cp_f, 0.0)
     overlap = tp_overlap & sp & (tp > 1) & (tp <= cluster.gpus_per_node)
     gemm_all = gemm_f * (3 + full)
@@ -199,19 +232,27 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     params = rank_params.max(axis=0)
     layers = np.take_along_axis(layers_r, np.argmax(rank_params, axis=0)[None], 0)[0]
     n = dp * cp
+    # Hybrid sharding: the state is sharded over groups of `shard` ranks and replicated across the
+    # n / shard groups; the replicas all-reduce their gradient shard once a step.
+    shard_cols = _col(c, "shard_group_size")
+    shard = np.where(shard_cols > 0, shard_cols, n)
+    replicas = n / shard
     grad_bytes = np.where(grad_fp32, 4.0, 2.0)
     grads = params * grad_bytes
     weights_bytes = params * WEIGHT_BYTES
     bucket = np.where(bucket_bytes > 0, bucket_bytes, np.maximum(MEGATRON_BUCKET_PARAMS, 1_000_000 * dp) * grad_bytes)
     calls = np.maximum(1.0, np.ceil(grads / bucket))
 
-    def bucketed(op, nbytes, k):
-        lat, bw = collective_columns(op, nbytes / k, cluster, n, tp, dp_algorithm)
+    def bucketed(op, nbytes, k, group=n, stride=tp):
+        lat, bw = collective_columns(op, nbytes / k, cluster, group, stride, dp_algorithm)
         return lat * k, bw * k
 
-    ar, rs, ag = bucketed("all_reduce", grads, calls), bucketed("reduce_scatter", grads, calls), bucketed("all_gather", weights_bytes, calls)
+    ar = bucketed("all_reduce", grads, calls)
+    rs, ag = bucketed("reduce_scatter", grads, calls, shard), bucketed("all_gather", weights_bytes, calls, shard)
+    across = bucketed("all_reduce", grads / shard, calls, replicas, tp * shard)
+    rs = (rs[0] + across[0], rs[1] + across[1])
     module_calls = layers * ZERO3_GATHERS_PER_LAYER
-    module_ag = bucketed("all_gather", weights_bytes, module_calls)
+    module_ag = bucketed("all_gather", weights_bytes, module_calls, shard)
     z0, z1, z2, z3 = (zero == k for k in range(4))
     # Sharded gradients cannot accumulate locally: from ZeRO-2 on every micro-batch's gradients
     # are reduce-scattered as its backward produces them; ZeRO-1 reduces once per step.
@@ -238,11 +279,12 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     dp_exposed = np.where(active, exposed_reduce + exposed_gather, 0.0)
     dp_total = np.where(active, reduce_t + gather_t, 0.0)
     dp_latency = np.where(active, reduce_lat + gather_lat, 0.0)
-    frac = (n - 1) / n
-    dp_sent = frac * np.where(z0, 2 * grads, np.where(z1, grads + weights_bytes, np.where(z2, m * grads + weights_bytes, m * (grads + 2 * weights_bytes))))
+    frac, sfrac = (n - 1) / n, (shard - 1) / shard
+    replica_sent = 2 * (replicas - 1) / replicas * grads / shard
+    dp_sent = np.where(z0, 2 * frac * grads, sfrac * np.where(z1, grads + weights_bytes, np.where(z2, m * grads + weights_bytes, m * (grads + 2 * weights_bytes))) + np.where(z1, 1, m) * replica_sent)
 
     # ---- optimizer, or ZeRO-Offload -----------------------------------------------------------
-    updated = params / np.where(zero >= 1, n, 1.0)
+    updated = params / np.where(zero >= 1, shard, 1.0)
     narrow = 2 * (OPTIMIZER_BYTES - opt_bytes)  # a narrower state is read and written once each
     optimizer = np.where(offload, 0.0, updated * (OPTIMIZER_BYTES_PER_PARAM - narrow) / hbm_rate)
     pcie = cluster.host_link.effective_bytes_per_s
@@ -252,7 +294,9 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     offload_exposed = np.where(offload, np.where(dp_overlap, np.maximum(0.0, down - stage_bwd), down) + cpu_adam + up, 0.0)
 
     # ---- memory on the busiest rank ------------------------------------------------------------
-    w_mem, g_mem, o_mem = model_state_columns(rank_params, zero, n, offload, opt_bytes, grad_bytes)
+    w_mem, g_mem, o_mem = model_state_columns(rank_params, zero, shard, offload, opt_bytes, grad_bytes)
+    # ZeRO-3 holds the layer it computes and the one it prefetches, gathered.
+    w_mem = w_mem + np.where(zero == 3, 2 * model.layer_params / tp * WEIGHT_BYTES, 0.0)
     stored = np.where(flash & (rc == _NONE), _SELECTIVE, rc)
     per_layer = layer_activation_columns(model, s, b, tp, sp, stored)
     rank_index = np.stack([np.zeros_like(pp), np.minimum(1.0, pp - 1), pp - 1])
@@ -271,7 +315,7 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
                + np.where(overlap, TP_OVERLAP_BUFFERS * tokens * h * ACTIVATION_BYTES, 0.0) + FRAGMENTATION * activations)
 
     step = pipeline + pp_comm + dp_exposed + optimizer + offload_exposed
-    hardware_per_sequence = np.array([model.hardware_flops_per_sequence(r) for r in RECOMPUTE_MODES])
+    model_per_sequence, hardware_per_sequence = flops_per_sequence(model, rc, flash)
     tp_sent = np.where(tp > 1, m * layers * np.where(full, 12, 8) * (tp - 1) / tp * tokens * h * ACTIVATION_BYTES, 0.0)
     return {
         "step_time_s": step,
@@ -294,8 +338,8 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
         "activations_bytes": activations,
         "buffers_bytes": buffers,
         "memory_bytes": computed + buffers,
-        "model_flops": gb * model.model_flops_per_sequence(),
-        "hardware_flops": gb * hardware_per_sequence[stored],
+        "model_flops": gb * model_per_sequence,
+        "hardware_flops": gb * hardware_per_sequence,
         "tp_bytes": tp_sent,
         "pp_bytes": pp_sent,
         "dp_bytes": np.where(active, dp_sent, 0.0),

@@ -100,8 +100,10 @@ def check_algorithm(cluster: Cluster, algorithm: str) -> None:
 
 def group_cost(op: str, nbytes: float, cluster: Cluster, n: int, stride: int = 1, algorithm: str = "auto") -> CollectiveCost:
     """One collective of `nbytes` over a group of n ranks spaced `stride` apart."""
+    if not isinstance(cluster, Cluster):
+        raise ValueError(f"cluster must be a Cluster from labs.core.hardware, got {cluster!r}")
     check_choice("op", op, tuple(_RING_SHARE) + ("p2p",))
-    check_positive("nbytes", nbytes, allow_zero=True)
+    check_positive("nbytes", nbytes, allow_zero=True, maximum=1e18)
     check_positive("n", n, integer=True)
     check_positive("stride", stride, integer=True)
     check_algorithm(cluster, algorithm)
@@ -117,4 +119,6 @@ def bus_bandwidth(op: str, nbytes: float, cluster: Cluster, n: int, stride: int 
     cost = group_cost(op, nbytes, cluster, n, stride, algorithm)
     if cost.total_s == 0:
         return 0.0
+    if op == "p2p":  # nccl-tests: busbw = algbw for point-to-point
+        return nbytes / cost.total_s
     return _RING_SHARE[op] * (n - 1) / n * nbytes / cost.total_s
