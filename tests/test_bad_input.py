@@ -246,7 +246,7 @@ _PLAN_KINDS = dict(
     sequence_parallel=flag(), flash_attention=flag(), dp_overlap=flag(), pp_overlap=flag(), offload_optimizer=flag(), tp_comm_overlap=flag(),
     bucket_bytes=optional_size(positive=True), first_stage_layers=optional_count(1 << 20, allow_zero=True),
     last_stage_layers=optional_count(1 << 20, allow_zero=True), microbatch_group_size=optional_count(1 << 20),
-    reshard_after_forward=flag(), shard_group_size=optional_count(1 << 20), cp_algorithm=choice(("ring", "all_gather")),
+    reshard_after_forward=flag(), shard_group_size=optional_count(1 << 20), cp_algorithm=choice(("ring", "all_gather")), precision=choice(("bf16", "fp8")),
 )
 PLAN_KINDS = {k: v for k, v in _PLAN_KINDS.items() if k in Plan.__dataclass_fields__}
 add("Plan", Plan, {}, PLAN_KINDS)

@@ -36,6 +36,7 @@ class Era:
     dp_algorithm: tuple[str, ...]
     cp_algorithm: tuple[str, ...] = ("ring", "all_gather")
     max_cp: int = 1  # context parallelism came with Megatron-Core / TE (2024) and Llama 3
+    precision: tuple[str, ...] = ("bf16",)  # FP8 GEMMs: Transformer Engine on Hopper
 
     def defaults(self) -> dict:
         return {name: getattr(self, name)[0] for name in ERA_FIELDS}
@@ -43,7 +44,7 @@ class Era:
 
 ERA_FIELDS = (
     "schedule", "recompute", "sequence_parallel", "flash_attention", "zero_stage", "tp_comm_overlap",
-    "grad_reduce_dtype", "dp_overlap", "pp_overlap", "dp_algorithm", "cp_algorithm",
+    "grad_reduce_dtype", "dp_overlap", "pp_overlap", "dp_algorithm", "cp_algorithm", "precision",
 )
 
 F, T = False, True
@@ -52,7 +53,7 @@ ERAS: dict[str, Era] = {
     "megatron-2021": Era("megatron-2021", ("interleaved", "1f1b"), 3, ("full", "none"), (F,), (F,), (0,), (F,), ("bf16",), (F,), (F,), ("auto", "ring", "tree")),
     "deepspeed-2021": Era("deepspeed-2021", ("1f1b",), 3, ("full", "none"), (F,), (F,), (0, 1, 2, 3), (F,), ("bf16",), (T, F), (F,), ("auto", "ring", "tree")),
     "megatron-2022": Era("megatron-2022", ("interleaved", "1f1b"), 3, ("selective", "full", "none"), (T, F), (F,), (0,), (F,), ("bf16",), (F,), (F,), ("auto", "ring", "tree")),
-    "megatron-core-2024": Era("megatron-core-2024", ("interleaved", "1f1b"), 2, ("selective", "none", "full"), (T, F), (T, F), (1, 0), (T, F), ("fp32", "bf16"), (T, F), (T, F), ("auto", "ring", "tree", "nvls"), ("ring", "all_gather"), 8),
+    "megatron-core-2024": Era("megatron-core-2024", ("interleaved", "1f1b"), 2, ("selective", "none", "full"), (T, F), (T, F), (1, 0), (T, F), ("fp32", "bf16"), (T, F), (T, F), ("auto", "ring", "tree", "nvls"), ("ring", "all_gather"), 8, ("bf16", "fp8")),
     # FSDP that keeps the gathered weights through the step (part 2's reshard_after_forward=False)
     # is ZeRO-2's memory and traffic: sharded gradients and optimizer, whole weights in the step.
     "llama3-2024": Era("llama3-2024", ("interleaved", "1f1b"), 2, ("none", "selective", "full"), (T,), (T,), (2, 1), (F, T), ("fp32",), (T,), (T,), ("auto", "ring", "tree"), ("all_gather", "ring"), 16),

@@ -33,14 +33,15 @@ GEMM_FIXED_S = 2.7e-6
 FLASH_BACKWARD_OVER_FORWARD = 2.5  # FlashAttention-2 backward: 5 matmuls against the forward's 2
 
 
-def layer_gemm_rate(gpu: GPU) -> float:
-    """FLOP/s a transformer layer's large GEMMs sustain on this GPU."""
-    return gpu.mamf_flops * LAYER_GEMM_SHARE
+def layer_gemm_rate(gpu: GPU, fp8=False):
+    """FLOP/s a transformer layer's large GEMMs sustain on this GPU, in BF16 or FP8 (the same
+    share of each precision's measured best-shape rate)."""
+    return np.where(fp8, gpu.fp8_mamf_flops, gpu.mamf_flops) * LAYER_GEMM_SHARE
 
 
-def gemm_time(gpu: GPU, m, n, k, calls=1.0):
+def gemm_time(gpu: GPU, m, n, k, calls=1.0, fp8=False):
     """Seconds for `calls` GEMMs of shape (m, n, k) each; every argument may be a numpy column."""
-    return calls * (2.0 * m * n * k / layer_gemm_rate(gpu) + GEMM_FIXED_S)
+    return calls * (2.0 * m * n * k / layer_gemm_rate(gpu, fp8) + GEMM_FIXED_S)
 
 
 def gemm_efficiency(gpu: GPU, m, n, k):

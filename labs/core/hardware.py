@@ -53,6 +53,7 @@ class GPU:
     hbm_efficiency: float  # fraction of HBM bandwidth a streaming kernel reaches
     confirmed: bool
     source: str
+    fp8_mamf_flops: float = 0.0  # best-shape FP8 GEMM FLOP/s measured (0 where the chip has no FP8)
 
     def __post_init__(self):
         for name in ("bf16_flops", "hbm_bytes", "hbm_bytes_per_s", "mamf_flops"):
@@ -61,6 +62,9 @@ class GPU:
         check_positive("sms", self.sms, integer=True)
         check_fraction("attention_efficiency", self.attention_efficiency)
         check_fraction("hbm_efficiency", self.hbm_efficiency)
+        check_positive("fp8_mamf_flops", self.fp8_mamf_flops, allow_zero=True)
+        if self.fp8_mamf_flops > max(self.fp8_flops, 0.0) or (self.fp8_flops and not self.fp8_mamf_flops):
+            raise ValueError(f"fp8_mamf_flops must be measured and at most fp8_flops ({self.fp8_flops:g}), got {self.fp8_mamf_flops:g}")
         if self.mamf_flops > self.bf16_flops:
             raise ValueError(f"mamf_flops must not exceed bf16_flops ({self.bf16_flops:g}), got {self.mamf_flops:g}")
 
@@ -150,7 +154,8 @@ _H100_SRC = (
 # arXiv:2307.08691, Sec. 4.1), so 0.6; on H100 FlashAttention-2 reaches ~35% and FlashAttention-3
 # 75% in the forward pass (Shah et al. 2024, arXiv:2407.08608), with cuDNN/TE fused attention
 # between them: 0.5. SM counts: A100 108, H100/H200 132 (NVIDIA architecture whitepapers), B200
-# 148 (unconfirmed).
+# 148 (unconfirmed). FP8 (float8_e4m3fn) MAMF from the same table: H100 SXM 1402.6 of 1979, H200
+# SXM 1453.4 of 1979.
 # HBM as nvidia-smi reports it, in bytes (MiB x 2^20): A100 80GB 81,920 MiB (stas00/ml-engineering
 # debug.md), H100 80GB 81,559 MiB (wilicc/gpu-burn #114), H200 143,771 MiB (public nvidia-smi logs),
 # B200 183,359 MiB (NVIDIA/TensorRT-LLM #10278). The marketing "80 GB" is the rounded figure.
@@ -171,18 +176,19 @@ GPUS: dict[str, GPU] = {
     ),
     "h100-sxm": GPU(
         "H100-SXM", 989.4e12, 1979e12, _H100_HBM, 3350 * GB, "nvlink4", 794.5e12, 0.5, 132, _HBM_EFF, True,
-        _H100_SRC,
+        _H100_SRC, 1402.6e12,
     ),
     "h200-sxm": GPU(
         "H200-SXM", 989.4e12, 1979e12, _H200_HBM, 4800 * GB, "nvlink4", 794.5e12, 0.5, 132, _HBM_EFF, True,
-        "NVIDIA H200 product page: H100 compute, 141 GB HBM3e, 4.8 TB/s.",
+        "NVIDIA H200 product page: H100 compute, 141 GB HBM3e, 4.8 TB/s.", 1453.4e12,
     ),
     "b200": GPU(
         "B200 (unconfirmed)", 2.25e15, 4.5e15, _B200_HBM, 7700 * GB, "nvlink5", 1745e12, 0.5, 148, _HBM_EFF,
         False,
         "HGX B200 spec page as transcribed (unconfirmed): 2.25 PFLOP/s BF16 dense, 4.5 FP8 "
         "dense, 180 GB, 7.7 TB/s; other sources quote 192 GB and 8 TB/s. Attention efficiency "
-        "assumed equal to H100's.",
+        "assumed equal to H100's. FP8 MAMF assumed twice the BF16 one (no merged measurement).",
+        2 * 1745e12,
     ),
 }
 

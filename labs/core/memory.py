@@ -224,3 +224,12 @@ def layer_activation_columns(model, s, b, t, sp, recompute_code):
     per_token = 8 * h / np.where(sp, t, 1.0) + (4 * h + 4 * kv + 6 * f + 4 * a + scores) / t
     kept = s * b * per_token
     return np.where(recompute_code == RECOMPUTE_MODES.index("full"), 2 * s * b * h / np.where(sp, t, 1.0), kept)
+
+
+def fp8_activation_savings(model, s, b, t, sp):
+    """Bytes per layer and micro-batch that FP8 GEMMs save: Transformer Engine keeps the FP8
+    copy (1 byte) of a GEMM input that no other op needs in BF16: the QKV and FFN-in inputs (the
+    norm outputs) and the FFN-out input (GeLU output 4h for GPT, the SwiGLU product f for
+    Llama). The attention output stays: flash attention keeps it in BF16 for its backward."""
+    s, b, t = (np.asarray(x, dtype=float) for x in (s, b, t))
+    return s * b * (2 * model.hidden / np.where(sp, t, 1.0) + model.ffn / t)

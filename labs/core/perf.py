@@ -34,6 +34,7 @@ _CHOICES = {
     "zero_stage": ZERO_STAGES, "recompute": RECOMPUTE_MODES, "schedule": PLAN_SCHEDULES, "dp_algorithm": DP_ALGORITHMS,
     "optimizer_state": tuple(OPTIMIZER_STATES), "grad_reduce_dtype": GRAD_REDUCE_DTYPES,
     "cp_algorithm": ("ring", "all_gather"),
+    "precision": ("bf16", "fp8"),
 }
 
 
@@ -89,6 +90,7 @@ class Plan:
     reshard_after_forward: bool = True  # False with zero_stage=3: FSDP keeps the gathered weights through the step (Llama 3)
     shard_group_size: int | None = None  # hybrid sharding: shard over this many of the dp x cp ranks, replicate across the rest
     cp_algorithm: str = "ring"  # context parallelism: "ring" (TE, overlapped with attention) or "all_gather" (Llama 3)
+    precision: str = "bf16"  # "fp8": the layers' GEMMs in FP8 (Transformer Engine); MFU then against the FP8 peak
 
     def __post_init__(self):
         for name in self.__dataclass_fields__:
@@ -153,6 +155,10 @@ class Plan:
         return {name: getattr(self, name) for name in self.__dataclass_fields__}
 
 
+def peak_flops(gpu, precision: str) -> float:
+    return gpu.fp8_flops if precision == "fp8" else gpu.bf16_flops
+
+
 def validate(model: Model, cluster: Cluster, plan: Plan) -> None:
     """Raise ValueError naming the field when the plan does not fit this model and cluster."""
     for name, value, kind in (("model", model, Model), ("cluster", cluster, Cluster), ("plan", plan, Plan)):
@@ -181,6 +187,8 @@ def validate(model: Model, cluster: Cluster, plan: Plan) -> None:
     if model.seq_len % plan.cp:
         raise ValueError(f"cp must divide seq_len={model.seq_len}, got cp={plan.cp}")
     check_algorithm(cluster, plan.dp_algorithm)
+    if plan.precision == "fp8" and not cluster.gpu.fp8_mamf_flops:
+        raise ValueError(f"precision='fp8' needs FP8 tensor cores, which {cluster.gpu.name} does not have; use 'bf16'")
 
 
 def plan_columns(plan: Plan) -> dict:
@@ -200,6 +208,7 @@ def plan_columns(plan: Plan) -> dict:
         "reshard_after_forward": plan.reshard_after_forward,
         "shard_group_size": -1 if plan.shard_group_size is None else plan.shard_group_size,
         "cp_ring": plan.cp_algorithm == "ring",
+        "fp8": plan.precision == "fp8",
     }
 
 
@@ -260,11 +269,17 @@ class Estimate:
 
     @property
     def mfu(self) -> float:
-        return self.model_tflops_per_gpu * 1e12 / self.cluster.gpu.bf16_flops
+        return self.model_tflops_per_gpu * 1e12 / self.peak_flops
 
     @property
     def hfu(self) -> float:
-        return self.hardware_tflops_per_gpu * 1e12 / self.cluster.gpu.bf16_flops
+        return self.hardware_tflops_per_gpu * 1e12 / self.peak_flops
+
+    @property
+    def peak_flops(self) -> float:
+        """The dense peak MFU is measured against: BF16's, or FP8's for an FP8 plan (so FP8's
+        MFU is a fraction of what its tensor cores could do; its model TFLOP/s compare directly)."""
+        return peak_flops(self.cluster.gpu, self.plan.precision)
 
     @property
     def tokens_per_s(self) -> float:

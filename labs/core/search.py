@@ -15,14 +15,14 @@ from labs.core.eras import ERA_FIELDS, get_era
 from labs.core.hardware import Cluster
 from labs.core.memory import optimizer_state
 from labs.core.models import RECOMPUTE_MODES, Model
-from labs.core.perf import PLAN_SCHEDULES, Plan, check_plan_field
+from labs.core.perf import PLAN_SCHEDULES, Plan, check_plan_field, peak_flops
 from labs.core.pipeline import SCHEDULES
 from labs.core.step import evaluate
 from labs.core.topology import check_algorithm
 from labs.core.validation import check_positive
 
 SWEPT = ("tp", "pp", "cp", "micro_batch", "zero_stage", "recompute", "sequence_parallel", "schedule", "virtual_stages")
-FIXED_ONLY = ("flash_attention", "dp_algorithm", "dp_overlap", "pp_overlap", "bucket_bytes", "tp_comm_overlap", "grad_reduce_dtype", "optimizer_state", "cp_algorithm")
+FIXED_ONLY = ("flash_attention", "dp_algorithm", "dp_overlap", "pp_overlap", "bucket_bytes", "tp_comm_overlap", "grad_reduce_dtype", "optimizer_state", "cp_algorithm", "precision")
 DEFAULT_CHOICES = {
     "micro_batch": [1, 2, 4, 8],
     "zero_stage": [0, 1, 2, 3],
@@ -69,6 +69,8 @@ def _settings(cluster: Cluster, era, fixed: dict) -> tuple[dict, dict]:
                 raise ValueError(f"{name}={fixed[name]!r} is not available in era {spec.name!r}; it allows {getattr(spec, name)}")
             options[name] = fixed[name]
     check_algorithm(cluster, options["dp_algorithm"])
+    if options["precision"] == "fp8" and not cluster.gpu.fp8_mamf_flops:
+        raise ValueError(f"precision='fp8' needs FP8 tensor cores, which {cluster.gpu.name} does not have; use 'bf16'")
     choices = {name: list(values) for name, values in DEFAULT_CHOICES.items()}
     if spec:
         for name in ("zero_stage", "recompute", "sequence_parallel", "schedule"):
@@ -152,6 +154,7 @@ def _columns(space: dict, options: dict) -> dict:
         "first_stage_layers": np.full(rows, -1), "last_stage_layers": np.full(rows, -1), "microbatch_group_size": np.full(rows, -1),
         "reshard_after_forward": np.ones(rows, dtype=bool), "shard_group_size": np.full(rows, -1),
         "cp_ring": np.full(rows, options["cp_algorithm"] == "ring"),
+        "fp8": np.full(rows, options["precision"] == "fp8"),
     }
 
 
@@ -180,7 +183,7 @@ def sweep(model: Model, cluster: Cluster, global_batch: int, era: str | None = N
         raise ValueError(f"no valid plan for {model.name} on {cluster.gpus} GPUs with global_batch={global_batch} and {fixed}")
     cols = _columns(space, options)
     out = evaluate(model, cluster, cols, options["dp_algorithm"])
-    gpus, peak = cluster.gpus, cluster.gpu.bf16_flops
+    gpus, peak = cluster.gpus, peak_flops(cluster.gpu, options["precision"])
     step = out["step_time_s"]
     frame = {k: v for k, v in space.items() if not k.startswith("_")}
     frame.update({
@@ -190,6 +193,7 @@ def sweep(model: Model, cluster: Cluster, global_batch: int, era: str | None = N
         "dp_overlap": cols["dp_overlap"], "pp_overlap": cols["pp_overlap"],
         "optimizer_state": np.full(len(step), options["optimizer_state"], dtype=object),
         "cp_algorithm": np.full(len(step), options["cp_algorithm"], dtype=object),
+        "precision": np.full(len(step), options["precision"], dtype=object),
         "fits": out["memory_bytes"] <= cluster.gpu.hbm_bytes,
         "memory_bytes": out["memory_bytes"],
         "step_time_s": step,

@@ -31,7 +31,7 @@ import numpy as np
 
 from labs.core.gemm import flash_attention_time, gemm_time
 from labs.core.hardware import Cluster
-from labs.core.memory import GRAD_BYTES, OPTIMIZER_BYTES, WEIGHT_BYTES, in_flight_columns, layer_activation_columns, model_state_columns
+from labs.core.memory import GRAD_BYTES, OPTIMIZER_BYTES, WEIGHT_BYTES, fp8_activation_savings, in_flight_columns, layer_activation_columns, model_state_columns
 from labs.core.models import RECOMPUTE_MODES, Model
 from labs.core.pipeline import SCHEDULES, idle_time
 from labs.core.topology import collective_columns
@@ -140,6 +140,7 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
         _col(c, k, bool) for k in ("sequence_parallel", "flash_attention", "tp_comm_overlap", "grad_fp32", "dp_overlap", "pp_overlap", "offload"))
     bucket_bytes, opt_bytes = _col(c, "bucket_bytes"), _col(c, "optimizer_bytes")
     cp_ring = _col(c, "cp_ring", bool)
+    fp8 = _col(c, "fp8", bool)
     # FSDP that keeps the gathered weights through the step (Llama 3: reshard_after_forward=False)
     # has ZeRO-2's memory and traffic: sharded gradients and optimizer, one weight gather a step.
     zero = np.where((zero == 3) & ~_col(c, "reshard_after_forward", bool), 2, zero)
@@ -152,10 +153,17 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     full = rc == _FULL
 
     # ---- one layer, one micro-batch ----------------------------------------------------------
-    gemm_f = (gemm_time(gpu, tokens, (h + 2 * model.kv_dim) / tp, h)
-              + gemm_time(gpu, tokens, h, h / tp)
-              + gemm_time(gpu, tokens, model.ffn * (2 if model.gated_ffn else 1) / tp, h)
-              + gemm_time(gpu, tokens, h, model.ffn / tp))
+    ffn_in = model.ffn * (2 if model.gated_ffn else 1) / tp
+    gemm_f = (gemm_time(gpu, tokens, (h + 2 * model.kv_dim) / tp, h, fp8=fp8)
+              + gemm_time(gpu, tokens, h, h / tp, fp8=fp8)
+              + gemm_time(gpu, tokens, ffn_in, h, fp8=fp8)
+              + gemm_time(gpu, tokens, h, model.ffn / tp, fp8=fp8))
+    # FP8 (Transformer Engine's recipe): the layer's GEMMs run in FP8, each input cast first
+    # (read 2 bytes, write 1, and the amax reduction); attention, norms, the embedding and the
+    # output layer stay in BF16 (DeepSeek-V3 Sec. 3.3.1 keeps the same ones in higher precision).
+    gemm_inputs = tokens * (h + h / tp + h + model.ffn / tp)
+    fp8_casts = np.where(fp8, 3 * gemm_inputs / hbm_rate, 0.0)
+    gemm_f = gemm_f + fp8_casts
     head_dim = h / a
     scores_f = gemm_time(gpu, s, s_full, head_dim, calls=2 * b * a / tp)
     flash_f, flash_b = flash_attention_time(gpu, 0.5 * 4 * b * s * s_full * h / tp)
@@ -295,10 +303,13 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
 
     # ---- memory on the busiest rank ------------------------------------------------------------
     w_mem, g_mem, o_mem = model_state_columns(rank_params, zero, shard, offload, opt_bytes, grad_bytes)
-    # ZeRO-3 holds the layer it computes and the one it prefetches, gathered.
+    # ZeRO-3 holds the layer it computes and the one it prefetches, gathered; FP8 keeps a 1-byte
+    # copy of the layers' weights between micro-batches (Transformer Engine's FP8 weight cache).
     w_mem = w_mem + np.where(zero == 3, 2 * model.layer_params / tp * WEIGHT_BYTES, 0.0)
+    w_mem = w_mem + np.where(fp8, layers_r * model.layer_params / tp, 0.0)
     stored = np.where(flash & (rc == _NONE), _SELECTIVE, rc)
     per_layer = layer_activation_columns(model, s, b, tp, sp, stored)
+    per_layer = per_layer - np.where(fp8 & (stored != _FULL), fp8_activation_savings(model, s, b, tp, sp), 0.0)
     rank_index = np.stack([np.zeros_like(pp), np.minimum(1.0, pp - 1), pp - 1])
     held = in_flight_columns(sched, pp, m, v, rank_index, _col(c, "microbatch_group_size"))
     working = layer_activation_columns(model, s, b, tp, sp, np.where(flash, _SELECTIVE, _NONE))
