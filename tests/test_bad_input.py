@@ -247,6 +247,7 @@ _PLAN_KINDS = dict(
     bucket_bytes=optional_size(positive=True), first_stage_layers=optional_count(1 << 20, allow_zero=True),
     last_stage_layers=optional_count(1 << 20, allow_zero=True), microbatch_group_size=optional_count(1 << 20),
     reshard_after_forward=flag(), shard_group_size=optional_count(1 << 20), cp_algorithm=choice(("ring", "all_gather")), precision=choice(("bf16", "fp8")),
+    ep=count(1 << 20), capacity_factor=optional_size(positive=True), max_nodes_per_token=optional_count(1 << 20),
 )
 PLAN_KINDS = {k: v for k, v in _PLAN_KINDS.items() if k in Plan.__dataclass_fields__}
 add("Plan", Plan, {}, PLAN_KINDS)

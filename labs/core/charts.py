@@ -68,10 +68,10 @@ def memory_bar(est: Estimate) -> go.Figure:
 
 def time_breakdown_bar(est: Estimate) -> go.Figure:
     """Where one step's time goes."""
-    names = {"compute": "compute", "bubble": "pipeline bubble", "tp_comm": "TP communication", "pp_comm": "PP send/recv", "dp_comm": "exposed DP/ZeRO", "optimizer": "optimizer step", "offload": "offload (PCIe + CPU Adam)"}
+    names = {"compute": "compute", "bubble": "pipeline bubble", "tp_comm": "TP communication", "pp_comm": "PP send/recv", "dp_comm": "exposed DP/ZeRO", "optimizer": "optimizer step", "offload": "offload (PCIe + CPU Adam)", "ep_comm": "expert all-to-all"}
     fig = go.Figure()
     for key, value in est.time.as_dict().items():
-        if key == "offload" and not value:
+        if key in ("offload", "ep_comm") and not value:
             continue
         color = TERM_COLORS["optimizer_step" if key == "optimizer" else key]
         fig.add_bar(x=[value], y=["step"], orientation="h", name=names[key], marker_color=color, hovertemplate=f"{names[key]}: %{{x:.2f}} s<extra></extra>")

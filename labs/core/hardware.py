@@ -111,6 +111,11 @@ LINKS: dict[str, Link] = {
         "Blackwell whitepaper: 18 links x 50 GB/s each way = 900 GB/s (1.8 TB/s total). "
         "Efficiency assumed equal to NVLink 4's measured ratio: no public busbw stored.",
     ),
+    "nvlink4-h800": Link(
+        "NVLink 4 (H800, export-limited)", 200 * GB, _NVLINK_HOP_S, 160 / 200,
+        "H800: NVLink 400 GB/s bidirectional = 200 GB/s each way; DeepSeek-V3 (arXiv:2412.19437 Sec. 3.2.2) "
+        "measures about 160 GB/s (reference file hw_h800).",
+    ),
     "pcie4": Link(
         "PCIe Gen4 x16", 32 * GB, _PCIE_HOP_S, 0.80,
         "PCIe 4.0 x16: 64 GB/s bidirectional, ~32 GB/s each way (A100 datasheet). Efficiency "
@@ -181,6 +186,11 @@ GPUS: dict[str, GPU] = {
     "h200-sxm": GPU(
         "H200-SXM", 989.4e12, 1979e12, _H200_HBM, 4800 * GB, "nvlink4", 794.5e12, 0.5, 132, _HBM_EFF, True,
         "NVIDIA H200 product page: H100 compute, 141 GB HBM3e, 4.8 TB/s.", 1453.4e12,
+    ),
+    "h800-sxm": GPU(
+        "H800-SXM", 989.4e12, 1979e12, _H100_HBM, 3350 * GB, "nvlink4-h800", 794.5e12, 0.5, 132, _HBM_EFF, True,
+        "H800 SXM: the H100 SXM die and memory with NVLink cut to 400 GB/s bidirectional (reference file "
+        "hw_h800; DeepSeek-V3 Sec. 3.2.2). Matmul rates taken as H100's (same chip and clocks).", 1402.6e12,
     ),
     "b200": GPU(
         "B200 (unconfirmed)", 2.25e15, 4.5e15, _B200_HBM, 7700 * GB, "nvlink5", 1745e12, 0.5, 148, _HBM_EFF,
@@ -302,6 +312,9 @@ CLUSTERS: dict[str, Cluster] = {
     "meta-h100-roce": Cluster(GPUS["h100-sxm"], 8, 1, LINKS["nvlink4"], LINKS["roce-400"], None, "meta-h100-roce", pod_gpus=3072, oversubscription=7.0),
     # DGX B200 (unconfirmed GPU figures): 8 x ConnectX-7 400 Gb/s.
     "dgx-b200": Cluster(GPUS["b200"], 8, 1, LINKS["nvlink5"], LINKS["ib-ndr"], None, "dgx-b200", HOSTS["dgx-b200"]),
+    # DeepSeek-V3's cluster: 8 H800 per node on NVLink/NVSwitch, one 400 Gb/s IB NIC per GPU
+    # (arXiv:2412.19437 Sec. 3.1: "IB 50 GB/s"); host assumed equal to DGX H100's.
+    "h800-ib": Cluster(GPUS["h800-sxm"], 8, 1, LINKS["nvlink4-h800"], LINKS["ib-ndr"], None, "h800-ib"),
     # A PCIe server: 8 x A100 PCIe, no NVLink bridges, 2 HDR NICs per node.
     "pcie-a100": Cluster(GPUS["a100-pcie-80gb"], 8, 1, LINKS["pcie4"], LINKS["ib-hdr"], 2, "pcie-a100", HOSTS["dgx-a100"]),
 }

@@ -221,7 +221,12 @@ def layer_activation_columns(model, s, b, t, sp, recompute_code):
     s, b, t = (np.asarray(x, dtype=float) for x in (s, b, t))
     h, a, kv, f = model.hidden, model.heads, model.kv_dim, model.ffn
     scores = np.where(recompute_code == RECOMPUTE_MODES.index("none"), 2 * a * s, 0.0)
-    per_token = 8 * h / np.where(sp, t, 1.0) + (4 * h + 4 * kv + 6 * f + 4 * a + scores) / t
+    ffn = 6 * f
+    if model.experts:  # routed tokens keep their dispatched input and the experts' gate, up and product
+        k, fe = model.experts_per_token, model.expert_ffn
+        moe = k * (2 * h + 6 * fe) + 6 * model.shared_experts * fe + 4 * model.experts
+        ffn = (1 - model.moe_share) * 6 * f + model.moe_share * moe
+    per_token = 8 * h / np.where(sp, t, 1.0) + (4 * h + 4 * kv + ffn + 4 * a + scores) / t
     kept = s * b * per_token
     return np.where(recompute_code == RECOMPUTE_MODES.index("full"), 2 * s * b * h / np.where(sp, t, 1.0), kept)
 

@@ -29,6 +29,22 @@ class Model:
     gated_ffn: bool = False  # SwiGLU: three FFN matrices instead of two
     tied_embeddings: bool = True
     source: str = ""
+    # Mixture of experts (0 experts: dense). The first `dense_layers` layers keep the dense FFN
+    # of width ffn_hidden; the others route each token to experts_per_token of `experts` experts
+    # of width expert_ffn (gated), plus `shared_experts` every token goes through.
+    experts: int = 0
+    experts_per_token: int = 0
+    expert_ffn: int | None = None
+    shared_experts: int = 0
+    dense_layers: int = 0
+    # Multi-head latent attention (DeepSeek-V2/V3; kv_lora_rank > 0): Q through a rank-q_lora_rank
+    # bottleneck, K and V from a shared rank-kv_lora_rank latent plus a decoupled RoPE key;
+    # per-head query/key width qk_head_dim (of which qk_rope_dim is RoPE) and value width v_head_dim.
+    q_lora_rank: int = 0
+    kv_lora_rank: int = 0
+    qk_rope_dim: int = 0
+    qk_head_dim: int = 0
+    v_head_dim: int = 0
 
     def __post_init__(self):
         check_str("name", self.name)
@@ -45,6 +61,18 @@ class Model:
                 raise ValueError(f"kv_heads must divide heads ({self.heads}), got {self.kv_heads}")
         if self.hidden % self.heads:
             raise ValueError(f"heads must divide hidden ({self.hidden}), got {self.heads}")
+        for name in ("experts", "experts_per_token", "shared_experts", "dense_layers", "q_lora_rank", "kv_lora_rank", "qk_rope_dim", "qk_head_dim", "v_head_dim"):
+            check_positive(name, getattr(self, name), integer=True, allow_zero=True, maximum=1 << 20)
+        if self.experts:
+            if not 0 < self.experts_per_token <= self.experts:
+                raise ValueError(f"experts_per_token must be in 1..experts ({self.experts}), got {self.experts_per_token}")
+            check_positive("expert_ffn", self.expert_ffn, integer=True)
+            if not self.gated_ffn:
+                raise ValueError("experts are modelled as gated (SwiGLU) FFNs: set gated_ffn=True")
+            if self.dense_layers >= self.layers:
+                raise ValueError(f"dense_layers must be fewer than layers ({self.layers}), got {self.dense_layers}")
+        if self.kv_lora_rank and not (self.qk_head_dim > self.qk_rope_dim >= 0 and self.v_head_dim > 0):
+            raise ValueError("multi-head latent attention needs qk_head_dim > qk_rope_dim and v_head_dim > 0")
 
     @classmethod
     def get(cls, key: str, **overrides) -> "Model":
@@ -60,24 +88,77 @@ class Model:
         return self.ffn_hidden if self.ffn_hidden is not None else 4 * self.hidden
 
     @property
-    def kv_dim(self) -> int:
+    def kv_dim(self) -> float:
+        """Width of K (and of V) per token: kv heads x head width; for MLA, the decompressed
+        heads' mean of the key and value widths (what context parallelism exchanges)."""
+        if self.mla:
+            return self.heads * (self.qk_head_dim + self.v_head_dim) / 2
         kv = self.kv_heads if self.kv_heads is not None else self.heads
         return kv * (self.hidden // self.heads)
 
     @property
-    def layer_matmul_params(self) -> int:
-        """Weights of one layer's GEMMs: Q, K, V, O projections and the FFN."""
-        attention = 2 * self.hidden * self.hidden + 2 * self.hidden * self.kv_dim
-        ffn = (3 if self.gated_ffn else 2) * self.hidden * self.ffn
-        return attention + ffn
+    def mla(self) -> bool:
+        return self.kv_lora_rank > 0
 
     @property
-    def layer_params(self) -> int:
-        """Matmul weights plus biases and the two norms (GPT keeps biases; Llama has none)."""
+    def attention_params(self) -> int:
+        """Q, K, V and output projections (MLA: its down- and up-projections, biases left out)."""
+        h, a = self.hidden, self.heads
+        if self.mla:
+            q = h * self.q_lora_rank + self.q_lora_rank * a * self.qk_head_dim if self.q_lora_rank else h * a * self.qk_head_dim
+            kv = h * (self.kv_lora_rank + self.qk_rope_dim) + self.kv_lora_rank * a * (self.qk_head_dim - self.qk_rope_dim + self.v_head_dim)
+            return q + kv + a * self.v_head_dim * h
+        return 2 * h * h + 2 * h * self.kv_dim
+
+    @property
+    def score_dim(self) -> float:
+        """Width that makes a layer's attention core 4 s^2 score_dim FLOPs forward: the hidden
+        size for multi-head or grouped attention, a (qk + v head widths) / 2 for MLA."""
+        return self.heads * (self.qk_head_dim + self.v_head_dim) / 2 if self.mla else float(self.hidden)
+
+    @property
+    def dense_ffn_params(self) -> int:
+        return (3 if self.gated_ffn else 2) * self.hidden * self.ffn
+
+    @property
+    def expert_params(self) -> int:
+        """One routed or shared expert: a SwiGLU FFN of width expert_ffn."""
+        return 3 * self.hidden * (self.expert_ffn or 0)
+
+    @property
+    def moe_layers(self) -> int:
+        return self.layers - self.dense_layers if self.experts else 0
+
+    @property
+    def moe_share(self) -> float:
+        """Fraction of layers that are MoE (the engine treats layers as their average)."""
+        return self.moe_layers / self.layers
+
+    @property
+    def layer_expert_params(self) -> float:
+        """Routed-expert weights per layer, averaged over the layers: what expert parallelism shards."""
+        return self.moe_share * self.experts * self.expert_params
+
+    @property
+    def layer_matmul_params(self) -> float:
+        """Weights of one layer's GEMMs that a token goes through: attention and the FFN (for
+        MoE, the shared and the experts_per_token routed experts and the router), averaged over
+        the layers."""
+        dense = (1 - self.moe_share) * self.dense_ffn_params
+        moe = self.moe_share * ((self.experts_per_token + self.shared_experts) * self.expert_params + self.hidden * self.experts)
+        return self.attention_params + dense + moe
+
+    @property
+    def layer_params(self) -> float:
+        """All of a layer's weights, averaged over the layers: matmul weights (every expert),
+        biases and norms (GPT keeps biases; Llama and DeepSeek have none)."""
+        dense = (1 - self.moe_share) * self.dense_ffn_params
+        moe = self.moe_share * ((self.experts + self.shared_experts) * self.expert_params + self.hidden * self.experts)
+        weights = self.attention_params + dense + moe
         if self.gated_ffn:
-            return self.layer_matmul_params + 2 * self.hidden
+            return weights + 2 * self.hidden
         biases = 2 * self.hidden + self.kv_dim * 2 + self.ffn + self.hidden
-        return self.layer_matmul_params + biases + 4 * self.hidden
+        return weights + biases + 4 * self.hidden
 
     @property
     def embedding_params(self) -> int:
@@ -90,7 +171,7 @@ class Model:
     # FLOPs per sequence of seq_len tokens -------------------------------------------------
     def layer_forward_flops(self, tokens_per_sequence: int | None = None) -> float:
         s = self.seq_len if tokens_per_sequence is None else tokens_per_sequence
-        return 2 * s * self.layer_matmul_params + 4 * s * s * self.hidden
+        return 2 * s * self.layer_matmul_params + 4 * s * s * self.score_dim
 
     def logits_forward_flops(self) -> float:
         return 2 * self.seq_len * self.hidden * self.vocab
@@ -111,7 +192,7 @@ class Model:
         if recompute == "full":
             return model + self.layers * self.layer_forward_flops()
         if recompute == "selective":
-            return model + 12 * self.layers * self.seq_len**2 * self.hidden
+            return model + 12 * self.layers * self.seq_len**2 * self.score_dim
         return model
 
     def model_flops_per_iteration(self, global_batch: int) -> float:
@@ -132,6 +213,17 @@ MODELS: dict[str, Model] = {
     "llama3-405b": Model("Llama 3 405B", 126, 16384, 128, 8192, 128256, 53248, 8, True, False, _LLAMA3),
     # The seed curriculum's examples (seeds/001): a ~100M-parameter model and the
     # 12-layer d_model=512 model of the tensor-parallel milestone (batch 8, seq 512).
+    # DeepSeek-V3 (arXiv:2412.19437 Sec. 2 and 4.2; the released config.json): 61 layers, d=7168,
+    # 128 heads with MLA (q rank 1536, kv rank 512, qk 128 + 64 RoPE, v 128), the first 3 layers
+    # dense (FFN 18,432), then 256 routed experts of width 2,048, 8 a token, and 1 shared; vocab
+    # 129,280 untied; 4K tokens in pre-training. 671B parameters, 37B activated. The engine
+    # leaves out the multi-token-prediction module and treats MoE and dense layers as their average.
+    "deepseek-v3": Model(
+        "DeepSeek-V3", 61, 7168, 128, 4096, 129280, 18432, None, True, False,
+        "DeepSeek-AI 2024, DeepSeek-V3 Technical Report (arXiv:2412.19437) Sec. 2, 4.2; config.json",
+        experts=256, experts_per_token=8, expert_ffn=2048, shared_experts=1, dense_layers=3,
+        q_lora_rank=1536, kv_lora_rank=512, qk_rope_dim=64, qk_head_dim=192, v_head_dim=128,
+    ),
     "seed-100m": Model("Seed 100M", 12, 768, 12, 1024, 16384, source="seeds/001 week 22 milestone (a 100M-parameter model)"),
     "seed-12l-512": Model("Seed 12L d512", 12, 512, 8, 512, 32000, source="seeds/001 week 23 milestone (12 layers, d_model=512)"),
 }

@@ -28,7 +28,7 @@ LARGE_BUBBLE = 0.10
 __all__ = ["Plan", "Estimate", "TimeBreakdown", "OffloadCost", "estimate", "validate", "memory_breakdown", "plan_columns", "CPU_ADAM_BYTES_PER_PARAM"]
 
 
-_COUNT_LIMITS = {"tp": 1 << 20, "pp": 1 << 20, "dp": 1 << 20, "cp": 1 << 20, "virtual_stages": 1 << 10, "micro_batch": 1 << 20, "global_batch": 1 << 31}
+_COUNT_LIMITS = {"ep": 1 << 20, "tp": 1 << 20, "pp": 1 << 20, "dp": 1 << 20, "cp": 1 << 20, "virtual_stages": 1 << 10, "micro_batch": 1 << 20, "global_batch": 1 << 31}
 _FLAGS = ("sequence_parallel", "flash_attention", "dp_overlap", "pp_overlap", "offload_optimizer", "tp_comm_overlap", "reshard_after_forward")
 _CHOICES = {
     "zero_stage": ZERO_STAGES, "recompute": RECOMPUTE_MODES, "schedule": PLAN_SCHEDULES, "dp_algorithm": DP_ALGORITHMS,
@@ -49,7 +49,12 @@ def check_plan_field(name: str, value) -> None:
     elif name in ("first_stage_layers", "last_stage_layers"):
         if value is not None:
             check_positive(name, value, integer=True, allow_zero=True, maximum=1 << 20)
-    elif name in ("microbatch_group_size", "shard_group_size"):
+    elif name == "capacity_factor":
+        if value is not None:
+            check_positive(name, value, maximum=1024)
+            if value < 1:
+                raise ValueError(f"capacity_factor must be at least 1 (1: exactly the balanced load), got {value!r}")
+    elif name in ("microbatch_group_size", "shard_group_size", "max_nodes_per_token"):
         if value is not None:
             check_positive(name, value, integer=True, maximum=1 << 20)
     elif name == "bucket_bytes":
@@ -91,6 +96,9 @@ class Plan:
     shard_group_size: int | None = None  # hybrid sharding: shard over this many of the dp x cp ranks, replicate across the rest
     cp_algorithm: str = "ring"  # context parallelism: "ring" (TE, overlapped with attention) or "all_gather" (Llama 3)
     precision: str = "bf16"  # "fp8": the layers' GEMMs in FP8 (Transformer Engine); MFU then against the FP8 peak
+    ep: int = 1  # expert parallelism: routed experts split over this many of the dp x cp ranks
+    capacity_factor: float | None = None  # None: no token dropping (balanced routing); c: experts padded to c x balanced load
+    max_nodes_per_token: int | None = None  # node-limited routing (DeepSeek-V3: 4)
 
     def __post_init__(self):
         for name in self.__dataclass_fields__:
@@ -119,6 +127,8 @@ class Plan:
                 raise ValueError("shard_group_size needs zero_stage >= 1: it is the group the ZeRO/FSDP state is sharded over")
             if (self.dp * self.cp) % self.shard_group_size:
                 raise ValueError(f"shard_group_size must divide dp x cp = {self.dp * self.cp}, got {self.shard_group_size}")
+        if (self.dp * self.cp) % self.ep:
+            raise ValueError(f"ep must divide dp x cp = {self.dp * self.cp} (experts are spread over data-parallel ranks), got {self.ep}")
         if (self.first_stage_layers is not None or self.last_stage_layers is not None) and self.pp < 2:
             raise ValueError(f"first_stage_layers and last_stage_layers need pp >= 2, got pp={self.pp}")
 
@@ -187,6 +197,10 @@ def validate(model: Model, cluster: Cluster, plan: Plan) -> None:
     if model.seq_len % plan.cp:
         raise ValueError(f"cp must divide seq_len={model.seq_len}, got cp={plan.cp}")
     check_algorithm(cluster, plan.dp_algorithm)
+    if plan.ep > 1 and (not model.experts or model.experts % plan.ep):
+        raise ValueError(f"ep must divide the model's {model.experts} routed experts, got ep={plan.ep}")
+    if (plan.capacity_factor is not None or plan.max_nodes_per_token is not None) and not model.experts:
+        raise ValueError(f"capacity_factor and max_nodes_per_token apply to mixture-of-experts models; {model.name} is dense")
     if plan.precision == "fp8" and not cluster.gpu.fp8_mamf_flops:
         raise ValueError(f"precision='fp8' needs FP8 tensor cores, which {cluster.gpu.name} does not have; use 'bf16'")
 
@@ -209,6 +223,7 @@ def plan_columns(plan: Plan) -> dict:
         "shard_group_size": -1 if plan.shard_group_size is None else plan.shard_group_size,
         "cp_ring": plan.cp_algorithm == "ring",
         "fp8": plan.precision == "fp8",
+        "ep": plan.ep, "capacity_factor": plan.capacity_factor or 0.0, "max_nodes_per_token": plan.max_nodes_per_token or 0,
     }
 
 
@@ -223,13 +238,14 @@ class TimeBreakdown:
     dp_comm: float
     optimizer: float
     offload: float = 0.0  # exposed PCIe copies and CPU Adam under ZeRO-Offload
+    ep_comm: float = 0.0  # mixture-of-experts dispatch and combine all-to-alls
 
     @property
     def total(self) -> float:
-        return self.compute + self.bubble + self.tp_comm + self.pp_comm + self.dp_comm + self.optimizer + self.offload
+        return self.compute + self.bubble + self.tp_comm + self.pp_comm + self.dp_comm + self.optimizer + self.offload + self.ep_comm
 
     def as_dict(self) -> dict[str, float]:
-        return {k: getattr(self, k) for k in ("compute", "bubble", "tp_comm", "pp_comm", "dp_comm", "optimizer", "offload")}
+        return {k: getattr(self, k) for k in ("compute", "bubble", "tp_comm", "ep_comm", "pp_comm", "dp_comm", "optimizer", "offload")}
 
 
 @dataclass(frozen=True)
@@ -322,7 +338,7 @@ def estimate(model: Model, cluster: Cluster, plan: Plan) -> Estimate:
     """Memory, time and utilisation of one training step of `model` on `cluster` under `plan`."""
     validate(model, cluster, plan)
     r = _run(model, cluster, plan)
-    time = TimeBreakdown(r["compute_s"], r["bubble_s"], r["tp_comm_s"], r["pp_comm_s"], r["dp_comm_s"], r["optimizer_s"], r["offload_s"])
+    time = TimeBreakdown(r["compute_s"], r["bubble_s"], r["tp_comm_s"], r["pp_comm_s"], r["dp_comm_s"], r["optimizer_s"], r["offload_s"], r["ep_comm_s"])
     memory = _memory(r)
     fits = memory.total <= cluster.gpu.hbm_bytes
     offload = None

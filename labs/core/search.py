@@ -21,7 +21,7 @@ from labs.core.step import evaluate
 from labs.core.topology import check_algorithm
 from labs.core.validation import check_positive
 
-SWEPT = ("tp", "pp", "cp", "micro_batch", "zero_stage", "recompute", "sequence_parallel", "schedule", "virtual_stages")
+SWEPT = ("tp", "pp", "cp", "ep", "micro_batch", "zero_stage", "recompute", "sequence_parallel", "schedule", "virtual_stages")
 FIXED_ONLY = ("flash_attention", "dp_algorithm", "dp_overlap", "pp_overlap", "bucket_bytes", "tp_comm_overlap", "grad_reduce_dtype", "optimizer_state", "cp_algorithm", "precision")
 DEFAULT_CHOICES = {
     "micro_batch": [1, 2, 4, 8],
@@ -103,11 +103,14 @@ def _space(model: Model, cluster: Cluster, global_batch: int, choices: dict, spe
     n = cluster.gpus
     tps = [t for t in choices.get("tp", _divisors(n)) if model.heads % t == 0]
     pps = [p for p in choices.get("pp", _divisors(n)) if p <= model.layers]
-    t, p, c = (a.ravel() for a in np.meshgrid(np.asarray(tps, dtype=np.int64), np.asarray(pps, dtype=np.int64), np.asarray(choices["cp"], dtype=np.int64), indexing="ij"))
+    eps = choices.get("ep", [e for e in (1, 2, 4, 8, 16, 32, 64, 128, 256) if model.experts and model.experts % e == 0] or [1])
+    eps = [e for e in eps if e == 1 or (model.experts and model.experts % e == 0)]
+    t, p, c, e = (a.ravel() for a in np.meshgrid(*(np.asarray(x, dtype=np.int64) for x in (tps, pps, choices["cp"], eps or [0])), indexing="ij"))
     cp_ok = (c == 1) | ((model.seq_len % c == 0) & (model.seq_len // c >= MIN_TOKENS_PER_CP_RANK))
     if spec:
         cp_ok &= c <= spec.max_cp
-    layouts = np.flatnonzero((n % (t * p * c) == 0) & cp_ok)
+    fits_gpus = n % (t * p * c) == 0
+    layouts = np.flatnonzero(fits_gpus & cp_ok & (e > 0) & ((np.where(fits_gpus, n // (t * p * c), 1) * c) % np.maximum(e, 1) == 0))
     interleaved_code = SCHEDULES.index("interleaved")
     sched_v = [(SCHEDULES.index(s), v) for s in choices["schedule"] for v in choices["virtual_stages"] if (v >= 2) == (s == "interleaved")]
     sched_v = np.array(sched_v, dtype=np.int64).reshape(-1, 2)
@@ -118,7 +121,7 @@ def _space(model: Model, cluster: Cluster, global_batch: int, choices: dict, spe
     li, mb, zero, rc, sp, sv = (a.ravel() for a in np.meshgrid(
         layouts, np.asarray(choices["micro_batch"], dtype=np.int64), np.asarray(choices["zero_stage"], dtype=np.int64), rc_codes,
         np.asarray(choices["sequence_parallel"], dtype=bool), np.arange(len(sched_v)), indexing="ij"))
-    tp, pp, cp = t[li], p[li], c[li]
+    tp, pp, cp, ep = t[li], p[li], c[li], e[li]
     sched, v = sched_v[sv, 0], sched_v[sv, 1]
     dp = n // (tp * pp * cp)
     ok = ~(sp & (tp == 1))
@@ -130,7 +133,7 @@ def _space(model: Model, cluster: Cluster, global_batch: int, choices: dict, spe
     if "dp" in choices:
         ok &= np.isin(dp, choices["dp"])
     return {
-        "tp": tp[ok], "pp": pp[ok], "dp": dp[ok], "cp": cp[ok], "micro_batch": mb[ok], "zero_stage": zero[ok],
+        "tp": tp[ok], "pp": pp[ok], "dp": dp[ok], "cp": cp[ok], "ep": ep[ok], "micro_batch": mb[ok], "zero_stage": zero[ok],
         "recompute": np.asarray(RECOMPUTE_MODES, dtype=object)[rc[ok]], "sequence_parallel": sp[ok],
         "schedule": np.asarray(SCHEDULES, dtype=object)[sched[ok]], "virtual_stages": v[ok],
         "global_batch": np.full(int(ok.sum()), global_batch),
@@ -155,6 +158,7 @@ def _columns(space: dict, options: dict) -> dict:
         "reshard_after_forward": np.ones(rows, dtype=bool), "shard_group_size": np.full(rows, -1),
         "cp_ring": np.full(rows, options["cp_algorithm"] == "ring"),
         "fp8": np.full(rows, options["precision"] == "fp8"),
+        "ep": space["ep"], "capacity_factor": np.zeros(rows), "max_nodes_per_token": np.zeros(rows),
     }
 
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from labs.core.experts import all_to_all_time, ffn_forward_time
 from labs.core.gemm import flash_attention_time, gemm_time
 from labs.core.hardware import Cluster
 from labs.core.memory import GRAD_BYTES, OPTIMIZER_BYTES, WEIGHT_BYTES, fp8_activation_savings, in_flight_columns, layer_activation_columns, model_state_columns
@@ -86,6 +87,10 @@ def _col(c, key, dtype=float):
     return np.asarray(c[key], dtype=dtype)
 
 
+def _plus(a, b):
+    return a[0] + b[0], a[1] + b[1]
+
+
 def flops_per_sequence(model: Model, rc, flash):
     """(model FLOPs, hardware FLOPs) per sequence. Model FLOPs: forward + backward (3x forward)
     of every GEMM and of attention's score and value products, 4 s^2 h per layer forward: all of
@@ -96,11 +101,11 @@ def flops_per_sequence(model: Model, rc, flash):
     forward; selective recompute without flash, Korthikanti's 12 L s^2 h; flash attention's own
     backward, which recomputes the scores (half its forward)."""
     s, L = float(model.seq_len), model.layers
-    attention = np.where(flash, 0.5, 1.0) * 4 * s * s * model.hidden
+    attention = np.where(flash, 0.5, 1.0) * 4 * s * s * model.score_dim
     layer_forward = 2 * s * model.layer_matmul_params + attention
     model_flops = 3 * (L * layer_forward + model.logits_forward_flops())
     extra = np.where(rc == _FULL, L * layer_forward, 0.0)
-    extra = extra + np.where((rc == _SELECTIVE) & ~flash, 12 * L * s * s * model.hidden, 0.0)
+    extra = extra + np.where((rc == _SELECTIVE) & ~flash, 12 * L * s * s * model.score_dim, 0.0)
     extra = extra + np.where(flash, 0.5 * L * attention, 0.0)
     return model_flops, model_flops + extra
 
@@ -141,6 +146,7 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     bucket_bytes, opt_bytes = _col(c, "bucket_bytes"), _col(c, "optimizer_bytes")
     cp_ring = _col(c, "cp_ring", bool)
     fp8 = _col(c, "fp8", bool)
+    ep, capacity, max_nodes = _col(c, "ep"), _col(c, "capacity_factor"), _col(c, "max_nodes_per_token")
     # FSDP that keeps the gathered weights through the step (Llama 3: reshard_after_forward=False)
     # has ZeRO-2's memory and traffic: sharded gradients and optimizer, one weight gather a step.
     zero = np.where((zero == 3) & ~_col(c, "reshard_after_forward", bool), 2, zero)
@@ -153,20 +159,20 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     full = rc == _FULL
 
     # ---- one layer, one micro-batch ----------------------------------------------------------
-    ffn_in = model.ffn * (2 if model.gated_ffn else 1) / tp
-    gemm_f = (gemm_time(gpu, tokens, (h + 2 * model.kv_dim) / tp, h, fp8=fp8)
-              + gemm_time(gpu, tokens, h, h / tp, fp8=fp8)
-              + gemm_time(gpu, tokens, ffn_in, h, fp8=fp8)
-              + gemm_time(gpu, tokens, h, model.ffn / tp, fp8=fp8))
+    if model.mla:  # down- and up-projections in, the output projection out, as two GEMMs of equal weight
+        attention_gemms = gemm_time(gpu, tokens, model.attention_params / (2 * h) / tp, h, 2, fp8)
+    else:
+        attention_gemms = gemm_time(gpu, tokens, (h + 2 * model.kv_dim) / tp, h, fp8=fp8) + gemm_time(gpu, tokens, h, h / tp, fp8=fp8)
+    gemm_f = attention_gemms + ffn_forward_time(model, cluster, tokens, tp, ep, capacity, fp8)
     # FP8 (Transformer Engine's recipe): the layer's GEMMs run in FP8, each input cast first
     # (read 2 bytes, write 1, and the amax reduction); attention, norms, the embedding and the
     # output layer stay in BF16 (DeepSeek-V3 Sec. 3.3.1 keeps the same ones in higher precision).
     gemm_inputs = tokens * (h + h / tp + h + model.ffn / tp)
     fp8_casts = np.where(fp8, 3 * gemm_inputs / hbm_rate, 0.0)
     gemm_f = gemm_f + fp8_casts
-    head_dim = h / a
+    head_dim = model.score_dim / a
     scores_f = gemm_time(gpu, s, s_full, head_dim, calls=2 * b * a / tp)
-    flash_f, flash_b = flash_attention_time(gpu, 0.5 * 4 * b * s * s_full * h / tp)
+    flash_f, flash_b = flash_attention_time(gpu, 0.5 * 4 * b * s * s_full * model.score_dim / tp)
     attn_f = np.where(flash, flash_f, scores_f)
     attn_b = np.where(flash, flash_b, 2 * scores_f)
     written = layer_activation_columns(model, s, b, tp, sp, np.where(flash, _SELECTIVE, _NONE))
@@ -200,7 +206,9 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     gemm_all = gemm_f * (3 + full)
     contention = gemm_all * TP_OVERLAPPED_GEMM_SHARE * (gpu.sms / (gpu.sms - TP_OVERLAP_SMS) - 1)
     tp_exposed = np.where(overlap, np.maximum(tp_total - gemm_all, 0.5 * tp_total / TP_OVERLAP_SPLITS) + contention, tp_total)
-    layer_comm = tp_exposed + cp_total
+    a2a = all_to_all_time(model, cluster, tokens, tp, ep, max_nodes, np.where(fp8, 1.0, 2.0))
+    layer_a2a = a2a * (2 + full)  # dispatch + combine, forward and backward (and the re-run forward)
+    layer_comm = tp_exposed + cp_total + layer_a2a
 
     # ---- pipeline stages: the first rank, a middle one and the last ------------------------------
     # Layers per rank: an even split (the heaviest stage holds ceil(L / (p v)) per chunk), or the
@@ -215,6 +223,7 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     stage_comm = layers_r * layer_comm
     slowest = np.argmax(stage_f + stage_b + stage_w + stage_comm, axis=0)
     stage_f, stage_b, stage_w, stage_comm = (np.take_along_axis(x, slowest[None], 0)[0] for x in (stage_f, stage_b, stage_w, stage_comm))
+    layers_slowest = np.take_along_axis(layers_r, slowest[None], 0)[0]
     stage_bwd = stage_b + stage_w
     per_mb = stage_f + stage_bwd + stage_comm
     zb = (sched == SCHEDULES.index("zb-h1")) | (sched == SCHEDULES.index("zb-h2"))
@@ -236,9 +245,14 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     # Parameters on each candidate rank; the whole model when pp = 1. DP/ZeRO traffic and the
     # optimizer follow the rank with the most.
     embed = V * h
-    rank_params = np.where(pp > 1, layers_r * model.layer_params + (first_r + last_r) * embed, float(model.params)) / tp
+    expert_layer = model.layer_expert_params
+    rank_dense = np.where(pp > 1, layers_r * (model.layer_params - expert_layer) + (first_r + last_r) * embed, float(model.params) - L * expert_layer) / tp
+    rank_expert = layers_r * expert_layer / ep  # experts are split over EP ranks, not over TP
+    rank_params = rank_dense + rank_expert
+    heaviest = np.argmax(rank_params, axis=0)[None]
     params = rank_params.max(axis=0)
-    layers = np.take_along_axis(layers_r, np.argmax(rank_params, axis=0)[None], 0)[0]
+    dense_params, expert_params = (np.take_along_axis(x, heaviest, 0)[0] for x in (rank_dense, rank_expert))
+    layers = np.take_along_axis(layers_r, heaviest, 0)[0]
     n = dp * cp
     # Hybrid sharding: the state is sharded over groups of `shard` ranks and replicated across the
     # n / shard groups; the replicas all-reduce their gradient shard once a step.
@@ -246,8 +260,9 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     shard = np.where(shard_cols > 0, shard_cols, n)
     replicas = n / shard
     grad_bytes = np.where(grad_fp32, 4.0, 2.0)
-    grads = params * grad_bytes
-    weights_bytes = params * WEIGHT_BYTES
+    grads = dense_params * grad_bytes
+    weights_bytes = dense_params * WEIGHT_BYTES
+    expert_shard = np.maximum(shard / ep, 1.0)  # routed experts replicate over n / ep ranks only
     bucket = np.where(bucket_bytes > 0, bucket_bytes, np.maximum(MEGATRON_BUCKET_PARAMS, 1_000_000 * dp) * grad_bytes)
     calls = np.maximum(1.0, np.ceil(grads / bucket))
 
@@ -259,6 +274,13 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     rs, ag = bucketed("reduce_scatter", grads, calls, shard), bucketed("all_gather", weights_bytes, calls, shard)
     across = bucketed("all_reduce", grads / shard, calls, replicas, tp * shard)
     rs = (rs[0] + across[0], rs[1] + across[1])
+    # The routed experts' gradients reduce over the expert-data-parallel group (n / ep ranks,
+    # tp x ep apart), the rest over all n.
+    expert_grads, expert_weights = expert_params * grad_bytes, expert_params * WEIGHT_BYTES
+    ar = _plus(ar, bucketed("all_reduce", expert_grads, calls, n / ep, tp * ep))
+    rs = _plus(rs, bucketed("reduce_scatter", expert_grads, calls, expert_shard, tp * ep))
+    ag = _plus(ag, bucketed("all_gather", expert_weights, calls, expert_shard, tp * ep))
+    grads, weights_bytes = grads + expert_grads, weights_bytes + expert_weights
     module_calls = layers * ZERO3_GATHERS_PER_LAYER
     module_ag = bucketed("all_gather", weights_bytes, module_calls, shard)
     z0, z1, z2, z3 = (zero == k for k in range(4))
@@ -292,7 +314,7 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     dp_sent = np.where(z0, 2 * frac * grads, sfrac * np.where(z1, grads + weights_bytes, np.where(z2, m * grads + weights_bytes, m * (grads + 2 * weights_bytes))) + np.where(z1, 1, m) * replica_sent)
 
     # ---- optimizer, or ZeRO-Offload -----------------------------------------------------------
-    updated = params / np.where(zero >= 1, shard, 1.0)
+    updated = dense_params / np.where(zero >= 1, shard, 1.0) + expert_params / np.where(zero >= 1, expert_shard, 1.0)
     narrow = 2 * (OPTIMIZER_BYTES - opt_bytes)  # a narrower state is read and written once each
     optimizer = np.where(offload, 0.0, updated * (OPTIMIZER_BYTES_PER_PARAM - narrow) / hbm_rate)
     pcie = cluster.host_link.effective_bytes_per_s
@@ -302,11 +324,13 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     offload_exposed = np.where(offload, np.where(dp_overlap, np.maximum(0.0, down - stage_bwd), down) + cpu_adam + up, 0.0)
 
     # ---- memory on the busiest rank ------------------------------------------------------------
-    w_mem, g_mem, o_mem = model_state_columns(rank_params, zero, shard, offload, opt_bytes, grad_bytes)
+    dense_state = model_state_columns(rank_dense, zero, shard, offload, opt_bytes, grad_bytes)
+    expert_state = model_state_columns(rank_expert, zero, expert_shard, offload, opt_bytes, grad_bytes)
+    w_mem, g_mem, o_mem = (d + e for d, e in zip(dense_state, expert_state))
     # ZeRO-3 holds the layer it computes and the one it prefetches, gathered; FP8 keeps a 1-byte
     # copy of the layers' weights between micro-batches (Transformer Engine's FP8 weight cache).
     w_mem = w_mem + np.where(zero == 3, 2 * model.layer_params / tp * WEIGHT_BYTES, 0.0)
-    w_mem = w_mem + np.where(fp8, layers_r * model.layer_params / tp, 0.0)
+    w_mem = w_mem + np.where(fp8, rank_params, 0.0)
     stored = np.where(flash & (rc == _NONE), _SELECTIVE, rc)
     per_layer = layer_activation_columns(model, s, b, tp, sp, stored)
     per_layer = per_layer - np.where(fp8 & (stored != _FULL), fp8_activation_savings(model, s, b, tp, sp), 0.0)
@@ -332,7 +356,8 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
         "step_time_s": step,
         "compute_s": m * work,
         "bubble_s": pipeline - m * per_mb,
-        "tp_comm_s": m * stage_comm,
+        "tp_comm_s": m * stage_comm - m * layers_slowest * layer_a2a,
+        "ep_comm_s": m * layers_slowest * layer_a2a,
         "pp_comm_s": pp_comm,
         "dp_comm_s": dp_exposed,
         "optimizer_s": optimizer,
