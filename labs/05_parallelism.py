@@ -35,7 +35,9 @@ with app.setup:
         design_inputs,
         dp_wall_curve,
         dp_wall_estimate,
+        dp_comm_bound_tokens,
         dp_wall_model,
+        tp8_dp_ring,
     )
 
     LAB = "05_parallelism"
@@ -83,8 +85,9 @@ def _():
     _model = dp_wall_model()
     ui.stakeholder_message(
         "Training infrastructure lead",
-        f"We train a {_model.params / 1e9:.1f}B-parameter model with plain data parallelism on DGX H100 "
-        f"nodes, {DP_WALL_GLOBAL_BATCH} sequences of {_model.seq_len} tokens per step. MFU was "
+        f"We train a {_model.params / 1e9:.1f}B-parameter model with data parallelism (ZeRO-1) on DGX H100 "
+        f"nodes, {DP_WALL_GLOBAL_BATCH} sequences of {_model.seq_len} tokens per step; our framework all-reduces "
+        "the fp32 gradients once the backward pass is done. MFU was "
         f"**{_mfu[0]:.0%} on {DP_WALL_GPUS[0]} GPUs**, **{_mfu[1]:.0%} on {DP_WALL_GPUS[1]}** and "
         f"**{_mfu[2]:.0%} on {DP_WALL_GPUS[2]}**. Same model, same batch, more GPUs, and each one "
         "does less. Before I buy more nodes: why?",
@@ -137,8 +140,14 @@ def _():
 
 @app.cell
 def _():
-    overlap_checkbox = mo.ui.checkbox(value=True, label="Overlap the all-reduce with the last backward pass")
+    overlap_checkbox = mo.ui.checkbox(value=False, label="Overlap the gradient reduction with the backward pass")
     return (overlap_checkbox,)
+
+
+@app.cell
+def _():
+    grad_dropdown = mo.ui.dropdown(options={"fp32 (Megatron's bf16 default)": "fp32", "bf16": "bf16"}, value="fp32 (Megatron's bf16 default)", label="Gradients reduced in")
+    return (grad_dropdown,)
 
 
 @app.cell
@@ -148,6 +157,7 @@ def _(
     batch_dropdown,
     fabric_dropdown,
     gpus_slider,
+    grad_dropdown,
     model_dropdown,
     overlap_checkbox,
     scaling_radio,
@@ -161,6 +171,7 @@ def _(
         algorithm=algorithm_dropdown.value,
         overlap=overlap_checkbox.value,
         params_b=model_dropdown.value,
+        grad_reduce_dtype=grad_dropdown.value,
     )
     act1_curve = dp_wall_curve(act1_inputs)
     try:
@@ -173,7 +184,7 @@ def _(
             mo.md("### Instruments"),
             mo.hstack([gpus_slider, model_dropdown, batch_dropdown], justify="start", wrap=True),
             scaling_radio,
-            mo.hstack([fabric_dropdown, algorithm_dropdown, overlap_checkbox], justify="start", wrap=True),
+            mo.hstack([fabric_dropdown, algorithm_dropdown, grad_dropdown, overlap_checkbox], justify="start", wrap=True),
         ]
     )
     return act1_current, act1_curve, act1_error, act1_inputs
@@ -186,6 +197,14 @@ def _(act1_current, act1_curve, act1_error, act1_inputs):
     _marked = _story if (act1_inputs["params_b"], act1_inputs["global_batch"]) == (7, DP_WALL_GLOBAL_BATCH) else {}
     _cur = act1_current
     _grad = bytes_sent_per_rank("all_reduce", 1.0, _cur.cluster.gpus)
+    mo.stop(
+        not _cur.fits,
+        ui.failure_banner([
+            f"{_cur.model.name} does not fit: {_cur.memory.total / 1e9:,.0f} GB per GPU against {_cur.cluster.gpu.hbm_bytes / 1e9:.1f} GB "
+            f"(weights {_cur.memory.weights / 1e9:,.0f}, gradients {_cur.memory.gradients / 1e9:,.0f}, optimizer {_cur.memory.optimizer / 1e9:,.0f}, "
+            f"activations {_cur.memory.activations / 1e9:,.0f} GB). Data parallelism alone cannot train it on these GPUs: no MFU to show."
+        ]),
+    )
     mo.vstack(
         [
             ui.metric_cards(
@@ -215,9 +234,9 @@ def _(act1_question):
         _correct,
         {
             "A": f"Ring traffic per GPU is 2(N-1)/N of the gradients: it grows only {_f['bytes_ratio']:.2f}x from {DP_WALL_GPUS[0]} to {DP_WALL_GPUS[-1]} GPUs.",
-            "B": f"Each GPU's compute falls to {_f['compute_ratio']:.1%} of what it was while its traffic stays put, so the exposed all-reduce grows {_f['exposed_growth']:.0f}x and reaches {_f['exposed_over_compute']:.0%} of the compute at {DP_WALL_GPUS[-1]} GPUs. Crossing nodes is not the culprit: NCCL runs one ring per rail, so the ring crosses every node boundary on all of the node's NICs at once, {_f['across_nodes_gbs']:.0f} GB/s of bus bandwidth against {_f['nvlink_gbs']:.0f} GB/s inside one node (one NIC alone: {_f['one_nic_gbs']:.0f} GB/s).",
-            "C": f"Latency (alpha) terms are {_f['latency_share']:.0%} of the exposed all-reduce at {DP_WALL_GPUS[-1]} GPUs with Megatron-sized buckets: real, but not the main cost. Shrink the buckets and watch it grow.",
-            "D": f"The global batch is {DP_WALL_GLOBAL_BATCH} sequences at every scale here; useful work per step is constant, {_large.model_flops_per_step / 1e15:.0f} PFLOP.",
+            "B": f"Each GPU's compute falls to {_f['compute_ratio']:.1%} of what it was while the bytes it all-reduces grow only {_f['bytes_ratio']:.2f}x: at {DP_WALL_GPUS[-1]} GPUs the reduction takes {_f['exposed_over_compute']:.0%} of the compute time, where at {DP_WALL_GPUS[0]} it was a rounding error.",
+            "C": f"Latency (alpha) terms are {_f['latency_share']:.0%} of the all-reduce at {DP_WALL_GPUS[-1]} GPUs with Megatron-sized buckets: real, and growing with N, but not the main cost. Try NCCL's tree, which pays log2(N) steps instead of N.",
+            "D": f"NCCL runs one ring per rail, so a ring over whole nodes crosses every node boundary on all eight NICs at once: {_f['across_nodes_gbs']:.0f} GB/s of bus bandwidth at {DP_WALL_GPUS[-1]} GPUs against {_f['nvlink_gbs']:.0f} GB/s inside one node. One NIC alone ({_f['one_nic_gbs']:.0f} GB/s) is what a group with one GPU per node gets: data parallelism behind TP = 8.",
         },
     )
     return
@@ -245,7 +264,9 @@ def _():
     $$\text{{MFU}} = \frac{{\text{{model FLOPs}}}}{{T_{{step}}\cdot N\cdot \text{{peak}}}},\quad
     T_{{step}} = T_{{compute}} + \max(T_{{ring}} - T_{{overlap}},\ T_{{last\ bucket}}) + T_{{optimizer}}$$
 
-    where the overlap window is the backward pass of the last micro-batch.
+    where the overlap window is the backward pass of the last micro-batch (zero without overlap).
+    Setting compute equal to the reduction gives the tokens per GPU below which data parallelism
+    is communication bound: $T_{{compute}} \propto$ tokens per GPU, $T_{{ring}}$ is not.
     """,
     )
     return
@@ -256,20 +277,29 @@ def _(act1_question):
     mo.stop(act1_question.value is None)
     _n = DP_WALL_GPUS[-1]
     _ring = dp_wall_estimate(_n)
-    _no_overlap = dp_wall_estimate(_n, overlap=False)
-    _nvls = dp_wall_estimate(_n, algorithm="nvls")
+    _overlap = dp_wall_estimate(_n, overlap=True)
+    _bf16 = dp_wall_estimate(_n, grad_reduce_dtype="bf16")
+    _tree = dp_wall_estimate(_n, algorithm="tree")
     _weak = dp_wall_estimate(_n, fixed_per_gpu=True)
+    _whole, _behind_tp = tp8_dp_ring(_n)
     mo.md(
         f"""
-    ### Reflection: buckets, overlap, and what actually helps
+    ### Reflection: what walls data parallelism, and what helps
 
-    At {_n} GPUs the engine gives **{_ring.mfu:.1%}** MFU with overlap, **{_no_overlap.mfu:.1%}**
-    without it: overlap can only hide the all-reduce behind the backward pass that is left, and
-    with a fixed global batch that pass shrinks with every GPU you add. Letting the NVLink switch
-    do the reduction (NVLS) gives **{_nvls.mfu:.1%}**: across nodes the NICs, not NVLink, set the
-    pace. Growing the batch with the GPUs (weak
-    scaling) gives **{_weak.mfu:.1%}**. Which of these would you ask the stakeholder for, and
-    what does each cost them (convergence, a software change, nothing)?
+    At {_n} GPUs the stakeholder's setup gives **{_ring.mfu:.1%}** MFU. Overlapping the reduction
+    with the backward pass gives **{_overlap.mfu:.1%}** (it can only hide behind the backward that is
+    left, one micro-batch's here); reducing in bf16 instead of fp32, **{_bf16.mfu:.1%}**; NCCL's tree
+    instead of the ring, **{_tree.mfu:.1%}**; growing the batch with the GPUs (weak scaling),
+    **{_weak.mfu:.1%}**. Under the engine's conventions (a ring over whole nodes, no overlap) data
+    parallelism turns communication bound below about **{dp_comm_bound_tokens('bf16'):,.0f} tokens per
+    GPU** with bf16 gradients and {dp_comm_bound_tokens('fp32'):,.0f} with fp32 ones; the scaling book
+    puts the threshold near 2,500 on H100 under its own (bf16 gradients over the node's egress, no
+    overlap). Overlap bends it down; a bigger batch moves you away from it.
+
+    The NIC cliff is real elsewhere: a data-parallel ring over whole nodes runs at
+    **{_whole / 1e9:.0f} GB/s** of bus bandwidth, but behind TP = 8 each data-parallel group has one GPU
+    per node and crosses nodes on one NIC: **{_behind_tp / 1e9:.0f} GB/s**. Which of these would you
+    ask the stakeholder for, and what does each cost them (convergence, a software change, nothing)?
     """
     )
     return
@@ -551,7 +581,9 @@ def _():
     ## Key takeaways
 
     - Ring all-reduce traffic per GPU saturates at twice the gradients; what shrinks as you add
-      GPUs under a fixed batch is the compute it has to hide behind.
+      GPUs under a fixed batch is the compute it has to hide behind. Below a few thousand tokens
+      per GPU data parallelism is communication bound; overlap, bf16 gradients and a larger batch
+      push the wall back.
     - Past one node a data-parallel ring runs on every NIC of the node at once (one ring per
       rail), so it keeps close to NVLink's bandwidth; the cliff is a per-layer collective (TP)
       that spans nodes, or a group with one member per node.

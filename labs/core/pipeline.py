@@ -11,21 +11,45 @@ Bubble, p stages, m micro-batches (Narayanan et al. 2021 Sec. 2.2; Qi et al. 202
     ZB-H1              idle (p-1)(T_F + T_B - T_W) per stage; (p-1)/(3m) of ideal if T_F=T_B=T_W
                        (for m >= p; with fewer micro-batches there is no steady state to fill)
     ZB-H2              idle (p-1)(T_F + T_B - 2 T_W); zero when T_F=T_B=T_W, at ~2x memory
+                       (in each stage's own window: its ramp is outside it, see below)
+
+Point-to-point time (OpCosts.comm) as Qi et al. simulate it (sail-sg/zero-bubble-pipeline-
+parallelism, commit f68d387 "for arxiv paper", megatron/core/pipeline_parallel/efficiency.py,
+get_hand_schedule): every F waits for the previous stage's F plus one message, every B for the
+next stage's B plus one message; W needs only its own stage's B. Their Table 5 bubble rate is
+(cost - m(T_F + T_B + T_W)) / cost, cost the longest stage window, from a stage's first op to
+its last (Timeline.bubble_fraction(window="stage")). For 1F1B and ZB-H1 that is stage 0's
+window, the makespan; ZB-H2's parallelogram is measured per stage, because with the optimizer's
+post-validation each stage starts its next step as soon as it is done with this one. Counted on
+the timelines, with messages (m >= 2p, T_W <= min(T_F, T_B), and for ZB-H1 messages short
+against T_W, as at Table 5's profiled costs; efficiency.py asserts the ZB-H2 one):
+    ZB-H1              idle (p-1)(T_F + T_B - T_W + 4 T_comm) per stage window
+    ZB-H2              idle (p-1)(T_F + T_B - 2 T_W + 2 T_comm) per stage window
+    1F1B               grows with m: in the steady state each B waits for a round trip to the
+                       next stage (2 T_comm) that the stage's own F and B no longer cover
+The closed forms above (idle_time, bubble_fraction) stay without messages.
+
+op_costs_from_shape() derives T_F, T_B, T_W of a GPT stage from its shape (Qi et al. Table 1-2
+FLOPs and activation bytes, timed as labs.core.step times a layer) and T_comm from the
+activation message over a link.
 """
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass
 
 import numpy as np
 
-from labs.core.validation import check_choice, check_positive
+from labs.core.gemm import gemm_time, layer_gemm_rate
+from labs.core.hardware import GPUS, LINKS, NCCL_BASE_LATENCY_S
+from labs.core.validation import check_bool, check_choice, check_positive
 
 SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2")
 CONVENTIONS = ("total", "ideal")
 OPS = ("F", "B", "W")
-TIMELINE_SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1")  # ZB-H2: closed form only
+TIMELINE_SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2")
+WINDOWS = ("makespan", "stage")  # what a timeline's idle time is counted against
+ZB_WARMUP = {"zb-h1": 1, "zb-h2": 2}  # Qi et al.'s handcrafted schedules: warm-up F per later stage
 MAX_TIMELINE_OPS = 200_000  # p x m x v forward ops: a few seconds to generate, still drawable
 MAX_TIMELINE_STAGES = 1024  # playing the schedule takes passes over every stage: ~p^2 steps
 MAX_OP_TIME = 1e12  # any unit; keeps m x p x (tf + tb + tw) finite
@@ -93,6 +117,8 @@ def _stage_order(schedule: str, p: int, m: int, v: int, s: int) -> list[tuple[st
     """The op order of stage s as (op, micro-batch, chunk)."""
     if schedule == "gpipe":
         return [("F", i, 0) for i in range(m)] + [("B", i, 0) for i in range(m)]
+    if schedule in ZB_WARMUP:
+        return _zero_bubble_order(ZB_WARMUP[schedule], p, m, s)
     if schedule == "interleaved":
         total = m * v
         warmup = min((p - s - 1) * 2 + (v - 1) * p, total)
@@ -110,6 +136,26 @@ def _stage_order(schedule: str, p: int, m: int, v: int, s: int) -> list[tuple[st
     for i in range(total - warmup):
         order += [fwd[warmup + i], bwd[i]]
     order += bwd[total - warmup:]
+    return order
+
+
+def _zero_bubble_order(k: int, p: int, m: int, s: int) -> list[tuple[str, int, int]]:
+    """Qi et al.'s handcrafted ZB-H1 (k = 1) and ZB-H2 (k = 2), stage s (efficiency.py,
+    get_hand_schedule): k (p - 1 - s) warm-up forwards, then F, B and W in turn, each stage
+    holding back its first k s weight-gradient passes to fill the tail. ZB-H1 keeps 1F1B's
+    p - s micro-batches in flight; ZB-H2's extra warm-up forwards fill the bubble before the
+    first B (2p - 1 in flight on stage 0) and its W tail turns the trapezoid into a
+    parallelogram. With fewer micro-batches than the warm-up wants, the warm-up is cut to m."""
+    warmup = min(k * (p - 1 - s), m)
+    held = min(m, k * (p - 1) - warmup)  # W passes deferred to the tail (k s when m is large)
+    order = [("F", i, 0) for i in range(warmup)]
+    for i in range(m):
+        if warmup + i < m:
+            order.append(("F", warmup + i, 0))
+        order.append(("B", i, 0))
+        if i >= held:
+            order.append(("W", i - held, 0))
+    order += [("W", i, 0) for i in range(m - held, m)]
     return order
 
 
@@ -139,11 +185,26 @@ class Timeline:
     def idle_per_stage(self) -> np.ndarray:
         return self.makespan - self.busy_per_stage()
 
-    def bubble_fraction(self, convention: str = "total") -> float:
-        """Idle time counted on the timeline: of the total (p x makespan) or of the busy time."""
+    def stage_windows(self) -> np.ndarray:
+        """Per stage, the time from its first op's start to its last op's end."""
+        first = np.full(self.p, np.inf)
+        last = np.zeros(self.p)
+        np.minimum.at(first, self.stage, self.start)
+        np.maximum.at(last, self.stage, self.end)
+        return last - first
+
+    def bubble_fraction(self, convention: str = "total", window: str = "makespan") -> float:
+        """Idle time counted on the timeline: of the total (p x the step) or of the busy time.
+        window='makespan': every stage's step runs from 0 to the makespan. window='stage': the
+        step lasts the longest stage window (first op to last op of one stage), as Qi et al.
+        count it: a stage starts its next step when it is done with this one (their optimizer
+        post-validation), so ZB-H2's parallelogram tiles without its ramps."""
         check_choice("convention", convention, CONVENTIONS)
-        idle, busy = self.idle_per_stage().sum(), self.busy_per_stage().sum()
-        return float(idle / (self.p * self.makespan) if convention == "total" else idle / busy)
+        check_choice("window", window, WINDOWS)
+        step = self.makespan if window == "makespan" else float(self.stage_windows().max())
+        busy = self.busy_per_stage().sum()
+        idle = self.p * step - busy
+        return float(idle / (self.p * step) if convention == "total" else idle / busy)
 
     def peak_in_flight(self) -> np.ndarray:
         """Per stage, the most micro-batches (in whole-stage units) whose forward has run and
@@ -170,7 +231,8 @@ class Timeline:
 
 
 def timeline(p: int, m: int, schedule: str = "1f1b", v: int = 1, costs: OpCosts | None = None) -> Timeline:
-    """Play the schedule: each op starts when its stage is free and its inputs have arrived."""
+    """Play the schedule: each op starts when its stage is free and its inputs have arrived (an
+    input from another stage arrives costs.comm after the op that sent it ends)."""
     _check(p, m, schedule, v)
     check_choice("schedule", schedule, TIMELINE_SCHEDULES)
     if p > MAX_TIMELINE_STAGES:
@@ -178,9 +240,10 @@ def timeline(p: int, m: int, schedule: str = "1f1b", v: int = 1, costs: OpCosts 
     if p * m * v > MAX_TIMELINE_OPS:
         raise ValueError(f"m x p x v must be at most {MAX_TIMELINE_OPS:,} ops to draw as a timeline, got m={m}, p={p}, v={v}")
     c = _check_costs(costs)
-    if schedule == "zb-h1":
-        return _zero_bubble_timeline(p, m, c)
-    duration = {"F": c.tf / v, "B": (c.tb + c.tw) / v}
+    if schedule in ZB_WARMUP:  # the backward pass split: B (input gradients), then W
+        duration = {"F": c.tf, "B": c.tb, "W": c.tw}
+    else:
+        duration = {"F": c.tf / v, "B": (c.tb + c.tw) / v}
     last_virtual = p * v - 1
     orders = [_stage_order(schedule, p, m, v, s) for s in range(p)]
     done: dict[tuple[str, int, int], float] = {}  # (op, micro-batch, virtual stage) -> end time
@@ -221,77 +284,48 @@ def timeline(p: int, m: int, schedule: str = "1f1b", v: int = 1, costs: OpCosts 
     )
 
 
-def _zero_bubble_timeline(p: int, m: int, c: OpCosts) -> Timeline:
-    """ZB-H1 (Qi et al. 2024): F and B keep 1F1B's order and its limit of p - s micro-batches
-    waiting for their B on stage s; W is split off the backward pass and runs whenever the
-    stage would otherwise idle. When a stage is free it runs a ready B first (it is on the
-    critical path back to stage 0), else a ready F, else a W."""
-    duration = {"F": c.tf, "B": c.tb, "W": c.tw}
-    nxt = {op: [0] * p for op in OPS}
-    done = {op: [[None] * m for _ in range(p)] for op in OPS}  # end time of op, micro-batch, stage
-    free = [0.0] * p
-    comm = c.comm
+def op_costs_from_shape(hidden: int, heads: int, seq_len: int, micro_batch: int, layers: float = 1, gpu: str = "a100-sxm-80gb",
+                        link: str = "nvlink3", memory_bound: bool = True) -> OpCosts:
+    """T_F, T_B, T_W of one micro-batch through a stage of `layers` GPT layers (no tensor
+    parallelism, no recomputation, attention without flash, as in Qi et al.'s runs), and T_comm,
+    one activation message to the next stage, in seconds.
 
-    def arrival(s: int, op: str):
-        i = nxt[op][s]
-        if i >= m:
-            return None
-        if op == "F":
-            if i - nxt["B"][s] >= p - s:
-                return None
-            if s == 0:
-                return 0.0
-            t = done["F"][s - 1][i]
-            return None if t is None else t + comm
-        if op == "B":
-            if done["F"][s][i] is None:
-                return None
-            if s == p - 1:
-                return done["F"][s][i]
-            t = done["B"][s + 1][i]
-            return None if t is None else t + comm
-        return done["B"][s][i]
+    Qi et al. Table 2 counts per layer F = sbh(24h + 4s), B = sbh(24h + 8s), W = sbh(24h) FLOPs.
+    memory_bound=False times exactly those FLOPs at the layer GEMM rate (labs.core.gemm), so
+    F:B:W is Table 2's ratio. memory_bound=True times them as the step model does a layer: the
+    24h GEMMs by shape, the s x s score and value products as b a per-head GEMMs (B runs them
+    twice), and the element-wise work of F and of B streaming ELEMENTWISE_TRAFFIC x the bytes
+    the layer writes, Table 1's sb(34h + 5as), through HBM. W is GEMMs only: it has none of
+    the softmax, dropout, norm and GeLU traffic, so it runs well under T_F (0.58 T_F for Qi et
+    al.'s 1.5B stage, profiled 0.50) where Table 2's FLOPs alone say 0.93.
 
-    def candidate(s: int):
-        b, f, w = arrival(s, "B"), arrival(s, "F"), arrival(s, "W")
-        ready = [t for t in (b, f, w) if t is not None]
-        if not ready:
-            return None
-        start = max(free[s], min(ready))
-        for op, t in (("B", b), ("F", f), ("W", w)):  # in order of priority
-            if t is not None and t <= start:
-                return start, s, op
+    T_comm: the b s h activation in 2-byte values over one hop of `link` (a key of
+    labs.core.hardware.LINKS) at its NCCL rate, plus NCCL's base and per-hop latency."""
+    for name, value in (("hidden", hidden), ("heads", heads), ("seq_len", seq_len), ("micro_batch", micro_batch)):
+        check_positive(name, value, integer=True)
+    check_positive("layers", layers, maximum=1 << 20)
+    check_choice("gpu", gpu, GPUS)
+    check_choice("link", link, LINKS)
+    check_bool("memory_bound", memory_bound)
+    if hidden % heads:
+        raise ValueError(f"hidden must be a multiple of heads={heads}, got hidden={hidden}")
+    g, wire = GPUS[gpu], LINKS[link]
+    h, a, s, b = float(hidden), float(heads), float(seq_len), float(micro_batch)
+    tokens = s * b
+    if memory_bound:
+        from labs.core.step import ELEMENTWISE_TRAFFIC  # here: labs.core.step imports this module
 
-    version = [0] * p
-    heap = []
-    for s in range(p):
-        cand = candidate(s)
-        if cand:
-            heapq.heappush(heap, (cand[0], s, 0, cand[2]))
-    out = []
-    while heap:
-        start, s, ver, op = heapq.heappop(heap)
-        if ver != version[s]:
-            continue
-        i = nxt[op][s]
-        end = start + duration[op]
-        done[op][s][i] = end
-        free[s] = end
-        nxt[op][s] += 1
-        out.append((s, i, 0, op, start, end))
-        fed = s + 1 if op == "F" else s - 1 if op == "B" else s  # the stage this op unblocks
-        for t in {s, fed}:
-            if 0 <= t < p:
-                version[t] += 1
-                cand = candidate(t)
-                if cand:
-                    heapq.heappush(heap, (cand[0], t, version[t], cand[2]))
-    cols = list(zip(*out))
-    return Timeline(
-        p, m, 1, "zb-h1", c,
-        np.array(cols[0]), np.array(cols[1]), np.array(cols[2]), np.array(cols[3]),
-        np.array(cols[4], dtype=float), np.array(cols[5], dtype=float),
-    )
+        gemm = (gemm_time(g, tokens, 3 * h, h) + gemm_time(g, tokens, h, h)
+                + gemm_time(g, tokens, 4 * h, h) + gemm_time(g, tokens, h, 4 * h))
+        scores = gemm_time(g, s, s, h / a, calls=2 * b * a)
+        elementwise = ELEMENTWISE_TRAFFIC * s * b * (34 * h + 5 * a * s) / (g.hbm_bytes_per_s * g.hbm_efficiency)
+        tf, tb, tw = gemm + scores + elementwise, gemm + 2 * scores + elementwise, gemm
+    else:
+        rate = layer_gemm_rate(g)
+        sbh = s * b * h
+        tf, tb, tw = sbh * (24 * h + 4 * s) / rate, sbh * (24 * h + 8 * s) / rate, sbh * 24 * h / rate
+    comm = NCCL_BASE_LATENCY_S + wire.latency_s + 2 * tokens * h / wire.effective_bytes_per_s
+    return OpCosts(float(layers * tf), float(layers * tb), float(layers * tw), float(comm))
 
 
 def peak_in_flight(p: int, m: int, schedule: str = "1f1b", v: int = 1) -> np.ndarray:
