@@ -228,7 +228,6 @@ def _(act1_question):
     mo.stop(act1_question.value is None)
     _f = act1_facts()
     _correct = act1_correct_option()
-    _large = dp_wall_estimate(DP_WALL_GPUS[-1])
     ui.reveal(
         act1_question.value,
         _correct,

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from labs.core.collectives import CollectiveCost
-from labs.core.eras import ERA_FIELDS, check_plan_in_era, get_era
+from labs.core.eras import check_plan_in_era, get_era
 from labs.core.hardware import GPUS, Cluster
 from labs.core.memory import OPTIMIZER_STATES, ZERO_STAGES, MemoryBreakdown, optimizer_state
 from labs.core.models import RECOMPUTE_MODES, Model
@@ -312,6 +312,15 @@ class Estimate:
 def _run(model: Model, cluster: Cluster, plan: Plan) -> dict[str, float]:
     out = evaluate(model, cluster, {k: np.asarray([v]) for k, v in plan_columns(plan).items()}, plan.dp_algorithm)
     return {k: float(v[0]) for k, v in out.items()}
+
+
+def layer_times(hidden: int, heads: int, seq_len: int, micro_batch: int, gpu_key: str) -> dict[str, float]:
+    """One GPT layer's forward, input-gradient and weight-gradient seconds for one micro-batch on
+    one GPU without TP, flash attention or recomputation (the step model's layer terms)."""
+    model = Model("layer", 1, hidden, heads, seq_len, 1)
+    cluster = Cluster(GPUS[gpu_key], gpus_per_node=1, nodes=1)
+    r = _run(model, cluster, Plan(micro_batch=micro_batch, global_batch=micro_batch, flash_attention=False))
+    return {k: r[k] for k in ("layer_forward_s", "layer_input_grad_s", "layer_weight_grad_s")}
 
 
 def stage_layers(model: Model, plan: Plan) -> int:

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from labs.core.gemm import gemm_time, layer_gemm_rate
+from labs.core.gemm import layer_gemm_rate
 from labs.core.hardware import GPUS, LINKS, NCCL_BASE_LATENCY_S
 from labs.core.validation import check_bool, check_choice, check_positive
 
@@ -310,16 +310,13 @@ def op_costs_from_shape(hidden: int, heads: int, seq_len: int, micro_batch: int,
     if hidden % heads:
         raise ValueError(f"hidden must be a multiple of heads={heads}, got hidden={hidden}")
     g, wire = GPUS[gpu], LINKS[link]
-    h, a, s, b = float(hidden), float(heads), float(seq_len), float(micro_batch)
+    h, s, b = float(hidden), float(seq_len), float(micro_batch)
     tokens = s * b
-    if memory_bound:
-        from labs.core.step import ELEMENTWISE_TRAFFIC  # here: labs.core.step imports this module
+    if memory_bound:  # the step model's own layer (labs.core.step), one GPU, no TP
+        from labs.core.perf import layer_times  # here: labs.core.perf imports this module
 
-        gemm = (gemm_time(g, tokens, 3 * h, h) + gemm_time(g, tokens, h, h)
-                + gemm_time(g, tokens, 4 * h, h) + gemm_time(g, tokens, h, 4 * h))
-        scores = gemm_time(g, s, s, h / a, calls=2 * b * a)
-        elementwise = ELEMENTWISE_TRAFFIC * s * b * (34 * h + 5 * a * s) / (g.hbm_bytes_per_s * g.hbm_efficiency)
-        tf, tb, tw = gemm + scores + elementwise, gemm + 2 * scores + elementwise, gemm
+        layer = layer_times(hidden, heads, seq_len, micro_batch, gpu)
+        tf, tb, tw = layer["layer_forward_s"], layer["layer_input_grad_s"], layer["layer_weight_grad_s"]
     else:
         rate = layer_gemm_rate(g)
         sbh = s * b * h

@@ -250,7 +250,6 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     rank_expert = layers_r * expert_layer / ep  # experts are split over EP ranks, not over TP
     rank_params = rank_dense + rank_expert
     heaviest = np.argmax(rank_params, axis=0)[None]
-    params = rank_params.max(axis=0)
     dense_params, expert_params = (np.take_along_axis(x, heaviest, 0)[0] for x in (rank_dense, rank_expert))
     layers = np.take_along_axis(layers_r, heaviest, 0)[0]
     n = dp * cp
@@ -386,6 +385,8 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
         "host_bytes_per_node": np.where(offload, (GRAD_BYTES + opt_bytes) * updated * cluster.gpus_per_node, 0.0),
         "layer_forward_s": fwd,
         "layer_backward_s": layer_b + layer_w,
+        "layer_input_grad_s": layer_b,
+        "layer_weight_grad_s": layer_w,
         "layer_comm_s": layer_comm,
         "layers_per_stage": layers,
         "busiest_rank": pick(rank_index),
