@@ -80,12 +80,15 @@ def act1_outcomes(inputs: dict, predictions: dict) -> dict:
 
 
 # ---- Flagship lab, Act II: which design for GPT-3 175B on 1024 H100s? ------------------------
-_DESIGN_COMMON = dict(global_batch=DESIGN_GLOBAL_BATCH, zero_stage=1, recompute="selective", flash_attention=True)
+# Act II runs Megatron-Core 2024's software: flash attention, SP with TP overlap inside the NVLink
+# domain, fp32 gradient reduction, the distributed optimizer (ZeRO-1).
+DESIGN_ERA = "megatron-core-2024"
+_DESIGN_COMMON = dict(global_batch=DESIGN_GLOBAL_BATCH, zero_stage=1, recompute="selective", schedule="1f1b")
 ACT2_DESIGNS: dict[str, Plan] = {
-    "A": Plan(tp=16, pp=8, dp=8, micro_batch=1, sequence_parallel=True, **_DESIGN_COMMON),
-    "B": Plan(tp=1, pp=32, dp=32, micro_batch=1, **_DESIGN_COMMON),
-    "C": Plan(tp=8, pp=8, dp=16, micro_batch=1, sequence_parallel=True, **_DESIGN_COMMON),
-    "D": Plan(tp=8, pp=32, dp=4, micro_batch=4, sequence_parallel=True, **_DESIGN_COMMON),
+    "A": Plan.for_era(DESIGN_ERA, tp=16, pp=8, dp=8, micro_batch=1, **_DESIGN_COMMON),
+    "B": Plan.for_era(DESIGN_ERA, tp=1, pp=32, dp=32, micro_batch=1, sequence_parallel=False, tp_comm_overlap=False, **_DESIGN_COMMON),
+    "C": Plan.for_era(DESIGN_ERA, tp=8, pp=8, dp=16, micro_batch=1, **_DESIGN_COMMON),
+    "D": Plan.for_era(DESIGN_ERA, tp=8, pp=32, dp=4, micro_batch=4, **_DESIGN_COMMON),
 }
 ACT2_LABELS = {
     "A": "TP=16 x PP=8 x DP=8: wide tensor parallelism, fewer pipeline stages",
@@ -108,11 +111,8 @@ def act2_best_option(ests: dict | None = None) -> str:
 
 
 def plan_from_inputs(inputs: dict) -> Plan:
-    fields = set(Plan.__dataclass_fields__)
-    unknown = set(inputs) - fields
-    if unknown:
-        raise ValueError(f"unknown plan field(s) {sorted(unknown)}")
-    return Plan(**inputs)
+    """Act II's plan from its recorded inputs; fields not recorded take the era's defaults."""
+    return Plan.for_era(DESIGN_ERA, **inputs)
 
 
 def act2_outcomes(inputs: dict, predictions: dict) -> dict:
@@ -132,7 +132,7 @@ def act2_outcomes(inputs: dict, predictions: dict) -> dict:
 
 def best_design(**fixed):
     model, cluster = design_inputs()
-    return sweep(model, cluster, global_batch=DESIGN_GLOBAL_BATCH, flash_attention=True, **fixed).iloc[0]
+    return sweep(model, cluster, global_batch=DESIGN_GLOBAL_BATCH, era=DESIGN_ERA, **fixed).iloc[0]
 
 
 OUTCOMES: dict[tuple[str, str], Callable[[dict, dict], dict]] = {
