@@ -15,7 +15,7 @@ with app.setup:
     from labs.core.topology import bus_bandwidth
     from labs.core.calibration import TABLE2_GPUS, TABLE2_PUBLISHED, TABLE2_SCHEMES, table2_estimate, table2_plan
     from labs.core.hardware import GPUS, Cluster
-    from labs.core.memory import BYTES_PER_PARAM, OPTIMIZER_STATES, ZERO_STAGES
+    from labs.core.memory import BYTES_CONVENTIONS, BYTES_PER_PARAM, OPTIMIZER_STATES, ZERO_STAGES
     from labs.core.perf import CPU_ADAM_BYTES_PER_PARAM
     from labs.core.models import MODELS, RECOMPUTE_MODES
     from labs.core.outcomes import (
@@ -81,7 +81,7 @@ def _():
 
 @app.cell
 def _():
-    student_input = mo.ui.text(label="Your name or student id (goes into your design ledger)", full_width=True)
+    student_input = ui.student_identity()
     student_input
     return (student_input,)
 
@@ -92,7 +92,7 @@ def _():
     ui.stakeholder_message(
         "Fine-tuning lead",
         f"Our {MODELS[FIT_MODEL].name} job dies on one DGX H100 under plain data parallelism: it asks for "
-        f"**{_ddp.total / GB:,.0f} GB** per GPU and each has {GPUS[FIT_GPU].hbm_bytes / GB:.0f}. A vendor tells us to switch on "
+        f"**{_ddp.total / GB:,.0f} GB** per GPU and each has {GPUS[FIT_GPU].hbm_bytes / GB:.1f}. A vendor tells us to switch on "
         f"ZeRO-3 with activation checkpointing and it will run on the same {VENDOR_CLAIM_GPUS} GPUs at "
         f"{VENDOR_CLAIM_GB[0]}-{VENDOR_CLAIM_GB[1]} GB each. How many H100s do we really need, and what will the sharding "
         "cost us on the network?",
@@ -104,7 +104,7 @@ def _():
 def _():
     fit_question = ui.prediction_question(
         f"With ZeRO-3, micro-batch {FIT_ACTIVATIONS.micro_batch}, {FIT_ACTIVATIONS.seq_len} tokens and full activation "
-        f"checkpointing, what is the fewest number of H100s ({GPUS[FIT_GPU].hbm_bytes / GB:.0f} GB) on which {MODELS[FIT_MODEL].name} fits, activations included?",
+        f"checkpointing, what is the fewest number of H100s ({GPUS[FIT_GPU].hbm_bytes / 2**20:,.0f} MiB as nvidia-smi shows it, {GPUS[FIT_GPU].hbm_bytes / GB:.1f} GB) on which {MODELS[FIT_MODEL].name} fits, activations included?",
         FIT_OPTIONS,
     )
     fit_question
@@ -250,6 +250,31 @@ def _(act):
 
 
 @app.cell(hide_code=True)
+def _(model_pick):
+    _params = MODELS[model_pick.value].params
+    _rows = [
+        {"convention": name, "bytes / parameter": f"{c.bytes_per_param:g}", "what": c.parts,
+         f"{MODELS[model_pick.value].name}, one copy": f"{c.bytes_per_param * _params / GB:,.0f} GB", "source": c.source}
+        for name, c in BYTES_CONVENTIONS.items()
+    ]
+    mo.vstack(
+        [
+            mo.md(
+                f"""
+    ### Which bytes per parameter?
+
+    Papers and frameworks count differently, so their "bytes per parameter" differ. This lab uses
+    ZeRO's {BYTES_PER_PARAM}; Megatron's bf16 default keeps fp32 main gradients (18), and with its
+    distributed optimizer shards only the 12 bytes of Adam state (6 + 12/d).
+    """
+            ),
+            mo.ui.table(pd.DataFrame(_rows), selection=None, show_column_summaries=False, show_data_types=False),
+        ]
+    )
+    return
+
+
+@app.cell(hide_code=True)
 def _(act, gpu_pick, model_pick, sweep_curves, sweep_estimate, sweep_fewest, sweep_inputs, sweep_offload):
     _gpu = GPUS[gpu_pick.value]
     _mem = sweep_estimate.memory
@@ -340,7 +365,7 @@ def _(accumulation_slider, act, gpu_pick, model_pick, zero2_question):
     """
             ),
             charts.stage_step_times(costs),
-            mo.ui.table(pd.DataFrame(_rows), selection=None, page_size=8),
+            mo.ui.table(pd.DataFrame(_rows), selection=None, page_size=8, show_column_summaries=False, show_data_types=False),
         ]
     )
     return (costs,)
@@ -361,6 +386,23 @@ def _(zero2_question):
             "C": f"{_z3:.2f}x is ZeRO-3's premium over plain DP, for re-gathering the weights in the backward pass.",
             "D": "each GPU sends (N-1)/N of the gradient bytes in a reduce-scatter whether or not it keeps the full gradient afterwards.",
         },
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(zero2_question):
+    mo.stop(zero2_question.value is None)
+    mo.md(
+        r"""
+    **Whose choice is the per-micro-batch reduce-scatter?** DeepSpeed's stage 2 reduce-scatters
+    each micro-batch's gradients from its backward hooks, because a rank keeps only its shard.
+    PyTorch FSDP's `SHARD_GRAD_OP` (gradients and optimizer sharded, weights kept through the step)
+    does the same unless the accumulation steps run under `no_sync()`, which holds full gradients
+    until the last one. Megatron's distributed optimizer keeps a full fp32 gradient buffer,
+    accumulates into it and reduce-scatters once per step: ZeRO-1's traffic, at the price of the
+    unsharded gradients in memory.
+    """
     )
     return
 
@@ -432,7 +474,7 @@ def _(accumulation_slider, act, dp_slider, gpu_pick, model_pick, optimizer_pick,
     which is why offload pays only when a step is long: more micro-batches per step amortise it.
     """
             ),
-            mo.ui.table(_table, selection=None),
+            mo.ui.table(_table, selection=None, show_column_summaries=False, show_data_types=False),
             ui.failure_banner(_off.warnings) or mo.md(""),
         ]
     )
@@ -489,7 +531,7 @@ def _():
                 "## 6 · Milestones to verify\n\nModel state only (no activations), from the course notes. Set the instruments "
                 "to the last column's setting and read the model-state card."
             ),
-            mo.ui.table(pd.DataFrame(_rows), selection=None),
+            mo.ui.table(pd.DataFrame(_rows), selection=None, show_column_summaries=False, show_data_types=False),
         ]
     )
     return

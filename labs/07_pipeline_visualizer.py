@@ -54,7 +54,7 @@ def _():
 
 @app.cell
 def _():
-    student_input = mo.ui.text(label="Your name or student id (goes into your design ledger)", full_width=True)
+    student_input = ui.student_identity()
     student_input
     return (student_input,)
 
@@ -226,7 +226,7 @@ def _(pipeline_runs):
                 "**Counted on the timeline, and the closed form.** Activation memory is for GPT-3 175B layers "
                 "(TP 8, sequence parallel, selective recompute, micro-batch 1), $L/p$ layers a stage."
             ),
-            mo.ui.table(pd.DataFrame(_rows), selection=None),
+            mo.ui.table(pd.DataFrame(_rows), selection=None, show_column_summaries=False, show_data_types=False),
         ]
     )
     return
@@ -250,7 +250,7 @@ def _(p_slider):
     mo.vstack(
         [
             mo.md(f"### What each schedule pays for its bubble (p = {_p}, m = {_m})"),
-            mo.ui.table(pd.DataFrame(_rows), selection=None),
+            mo.ui.table(pd.DataFrame(_rows), selection=None, show_column_summaries=False, show_data_types=False),
             mo.md(
                 "GPipe and 1F1B idle the same; 1F1B holds p micro-batches instead of m. ZB-H2 removes the "
                 "bubble by holding nearly twice as many (Qi et al. 2024 Table 2); its timeline needs the "

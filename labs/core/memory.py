@@ -25,6 +25,27 @@ GRAD_BYTES = 2  # bf16 gradients
 OPTIMIZER_BYTES = 12  # fp32 master weights + Adam m + Adam v
 BYTES_PER_PARAM = WEIGHT_BYTES + GRAD_BYTES + OPTIMIZER_BYTES
 ZERO_STAGES = (0, 1, 2, 3)
+
+
+@dataclass(frozen=True)
+class BytesConvention:
+    """One way of counting the bytes a parameter costs in mixed-precision Adam training."""
+
+    bytes_per_param: float
+    parts: str
+    source: str
+
+
+# The conventions in use, each with its source: a lab says which one it uses (the engine's is
+# ZeRO's 16, and Megatron's 18 with fp32 gradient reduction).
+BYTES_CONVENTIONS: dict[str, BytesConvention] = {
+    "ZeRO": BytesConvention(16, "2 bf16 weights + 2 bf16 gradients + 12 fp32 master, m, v", "Rajbhandari et al. 2020 (arXiv:1910.02054) Sec. 3.1, K = 12"),
+    "Megatron bf16": BytesConvention(
+        18, "2 bf16 weights + 4 fp32 main gradients + 12 fp32 master, m, v (6 + 12/d with the distributed optimizer)",
+        "NVIDIA/Megatron-LM docs, distributed optimizer: 18 bytes per parameter, 6 + 12/d sharded"),
+    "MaxText": BytesConvention(12, "4 fp32 weights + 4 m + 4 v; bf16 copies made on the fly", "google/maxtext: fp32 parameters and Adam moments (weights cast to bf16 in the step)"),
+    "scaling book": BytesConvention(10, "2 bf16 weights + 4 m + 4 v (gradients not kept)", "jax-ml/scaling-book, training chapter: bf16 parameters with fp32 Adam state"),
+}
 MAX_PARAMS = 1e15  # a thousand times the largest model trained: keeps every byte count finite
 
 
