@@ -24,8 +24,11 @@ def mfu_vs_gpus(curves: dict[str, Sequence[Estimate]], marked: dict[str, tuple[S
         fig.add_scatter(x=list(xs), y=[100 * y for y in ys], name=name, mode="markers", marker=dict(symbol="x", size=14, color=COLORS["orange"], line=dict(width=3)))
     if current is not None:
         fig.add_scatter(x=[current.cluster.gpus], y=[100 * current.mfu], name="your setting", mode="markers", marker=dict(symbol="diamond", size=16, color=COLORS["red"]))
-    fig.add_vline(x=node_size, line=dict(dash="dot", color=COLORS["muted"]), annotation_text="one node", annotation_position="top right")
-    fig.update_layout(height=380, xaxis=dict(type="log", title="GPUs (data-parallel)", tickvals=[8, 16, 32, 64, 128, 256, 512, 1024]), yaxis=dict(title="MFU (%)", rangemode="tozero"))
+    fig.add_vline(x=node_size, line=dict(dash="dot", color=COLORS["muted"]))
+    # On a log axis an annotation's x is in log10 units (the line's is in data units).
+    fig.add_annotation(x=np.log10(node_size), xref="x", y=1, yref="paper", text="one node", showarrow=False, xanchor="left", yanchor="top")
+    ticks = [8, 16, 32, 64, 128, 256, 512, 1024]
+    fig.update_layout(height=380, xaxis=dict(type="log", title="GPUs (data-parallel)", tickvals=ticks, ticktext=[str(t) for t in ticks]), yaxis=dict(title="MFU (%)", rangemode="tozero"))
     return apply_plotly_theme(fig)
 
 
@@ -61,7 +64,7 @@ def memory_bar(est: Estimate) -> go.Figure:
     for term, value in est.memory.as_dict().items():
         fig.add_bar(x=[value / GB], y=["per GPU"], orientation="h", name=term, marker_color=TERM_COLORS[term], hovertemplate=f"{term}: %{{x:.1f}} GB<extra></extra>")
     hbm = est.cluster.gpu.hbm_bytes / GB
-    fig.add_vline(x=hbm, line=dict(color=COLORS["red"], width=3), annotation_text=f"{hbm:.0f} GB HBM")
+    fig.add_vline(x=hbm, line=dict(color=COLORS["red"], width=3), annotation_text=f"{hbm:.1f} GB HBM")
     fig.update_layout(barmode="stack", height=220, xaxis=dict(title="GB", range=[0, max(hbm, est.memory.total / GB) * 1.08]))
     return apply_plotly_theme(fig)
 
@@ -114,11 +117,12 @@ MEMORY_TERMS = {"weights": "bf16 weights", "gradients": "bf16 gradients", "optim
 def _hbm_lines(fig: go.Figure, hbm: Sequence[tuple[str, float, bool]], log_axis: bool = True) -> None:
     """Horizontal lines at each GPU's HBM: (label, bytes, confirmed); unconfirmed ones dashed.
     On a log axis Plotly places the line in data units but its annotation in log10 units."""
-    for label, nbytes, confirmed in hbm:
+    for i, (label, nbytes, confirmed) in enumerate(sorted(hbm, key=lambda item: item[1])):
         value = nbytes / GB
         fig.add_hline(y=value, line=dict(color=COLORS["red"], width=2, dash="solid" if confirmed else "dash"))
+        # Neighbouring capacities sit close on a log axis: stagger the labels along the line.
         fig.add_annotation(
-            x=1, xref="paper", xanchor="right", y=np.log10(value) if log_axis else value, yanchor="bottom", showarrow=False,
+            x=1 - 0.3 * i, xref="paper", xanchor="right", y=np.log10(value) if log_axis else value, yanchor="bottom", showarrow=False,
             text=f"{label} {value:.0f} GB" + ("" if confirmed else " (unconfirmed)"), font=dict(color=COLORS["red"], size=13),
         )
 
