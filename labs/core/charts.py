@@ -54,7 +54,8 @@ def comm_compute_ratio(ests: Sequence[Estimate]) -> go.Figure:
     fig = go.Figure()
     fig.add_scatter(x=[e.cluster.gpus for e in ests], y=[e.dp_comm_cost.total_s / e.time.compute for e in ests], mode="lines+markers", name="all-reduce / compute", line=dict(color=COLORS["red"], width=3))
     fig.add_hline(y=1, line=dict(dash="dash", color=COLORS["muted"]), annotation_text="communication = compute")
-    fig.update_layout(height=320, xaxis=dict(type="log", title="GPUs"), yaxis=dict(type="log", title="ratio"))
+    gpus = [e.cluster.gpus for e in ests]
+    fig.update_layout(height=320, xaxis=dict(type="log", title="GPUs", tickvals=gpus, ticktext=[str(g) for g in gpus]), yaxis=dict(type="log", title="ratio", dtick=1))
     return apply_plotly_theme(fig)
 
 
