@@ -19,6 +19,7 @@ from labs.core.charts import timeline_figure
 from labs.core.pipeline import timeline
 from labs.core.scenarios import DP_WALL_GLOBAL_BATCH, design_inputs, dp_wall_curve, dp_wall_estimate
 from labs.core import charts
+import plotly.io as pio
 from labs.core.zero import DP_SIZES, Activations, dp_estimate, fewest_gpus, memory_curves, stage_costs, traffic_ratio
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -82,6 +83,12 @@ def main() -> None:
     for schedule in ("1f1b", "zb-h1"):
         big = timed(lambda s: timeline_figure(timeline(64, 256, s)), [schedule])
         print(f"07_pipeline_visualizer 64 x 256 {schedule} timeline, built and drawn: {big * 1e3:.0f} ms; target 300 ms: {big / 0.3:.2f} of the budget")
+    t = timeline(64, 256, "interleaved", 4)
+    fig = timeline_figure(t)
+    bars = timed(lambda f: pio.to_json(charts.timeline_figure(t, raster=False)), [0])
+    step = timed(lambda f: pio.to_json(charts.play_marker(fig, t, f * t.makespan)), [0.5, 0.6, 0.7])
+    print(f"07_pipeline_visualizer play step at 64 x 256, v=4 (marker + figure JSON): {step * 1e3:.1f} ms; "
+          f"one box per op instead, rebuilt: {bars * 1e3:.0f} ms ({bars / step:.0f}x)")
     with tempfile.TemporaryDirectory() as out:
         start = time.perf_counter()
         subprocess.run([sys.executable, "-m", "marimo", "export", "html", str(ROOT / "labs" / "05_parallelism.py"), "-o", f"{out}/lab.html"], check=True, capture_output=True, cwd=ROOT)

@@ -67,7 +67,7 @@ def _():
 
 @app.cell
 def _():
-    student_input = mo.ui.text(label="Your name or student id (goes into your design ledger)", full_width=True)
+    student_input = ui.student_identity()
     student_input
     return (student_input,)
 
@@ -101,6 +101,19 @@ def _():
     act1_question = ui.prediction_question(f"Why does MFU fall from {DP_WALL_GPUS[0]} to {DP_WALL_GPUS[-1]} GPUs?", ACT1_OPTIONS)
     act1_question
     return (act1_question,)
+
+
+@app.cell
+def _():
+    act1_commit_buttons = ui.commit_buttons()
+    return (act1_commit_buttons,)
+
+
+@app.cell
+def _(act1_commit_buttons, act1_question, student_input):
+    _row, act1_committed = ui.commit_prediction(student_input.value, LAB, "cause", act1_question, act1_commit_buttons)
+    _row
+    return (act1_committed,)
 
 
 @app.cell
@@ -153,7 +166,7 @@ def _():
 
 @app.cell
 def _(
-    act1_question,
+    act1_committed,
     algorithm_dropdown,
     batch_dropdown,
     fabric_dropdown,
@@ -163,7 +176,7 @@ def _(
     overlap_checkbox,
     scaling_radio,
 ):
-    ui.prediction_gate(act1_question, "the Act I instruments")
+    ui.commitment_gate(act1_committed, "the Act I instruments")
     act1_inputs = dict(
         gpus=gpus_slider.value,
         global_batch=batch_dropdown.value,
@@ -225,12 +238,12 @@ def _(act1_current, act1_curve, act1_error, act1_inputs):
 
 
 @app.cell(hide_code=True)
-def _(act1_question):
-    mo.stop(act1_question.value is None)
+def _(act1_committed):
+    mo.stop(not act1_committed.made)
     _f = act1_facts()
     _correct = act1_correct_option()
     ui.reveal(
-        act1_question.value,
+        act1_committed.answer,
         _correct,
         {
             "A": f"Ring traffic per GPU is 2(N-1)/N of the gradients: it grows only {_f['bytes_ratio']:.2f}x from {DP_WALL_GPUS[0]} to {DP_WALL_GPUS[-1]} GPUs.",
@@ -243,7 +256,8 @@ def _(act1_question):
 
 
 @app.cell(hide_code=True)
-def _():
+def _(act1_committed):
+    mo.stop(not act1_committed.made)
     _b = LINKS["ib-ndr"]
     ui.math_peek(
         "The equations behind Act I",
@@ -273,8 +287,8 @@ def _():
 
 
 @app.cell(hide_code=True)
-def _(act1_question):
-    mo.stop(act1_question.value is None)
+def _(act1_committed):
+    mo.stop(not act1_committed.made)
     _n = DP_WALL_GPUS[-1]
     _ring = dp_wall_estimate(_n)
     _overlap = dp_wall_estimate(_n, overlap=True)
@@ -318,7 +332,7 @@ def _():
     _model, _cluster = design_inputs()
     ui.stakeholder_message(
         "Head of pre-training",
-        f"We have {_cluster.nodes} DGX H100 nodes ({_cluster.gpus} GPUs, {_cluster.gpu.hbm_bytes / 1e9:.0f} GB each) "
+        f"We have {_cluster.nodes} DGX H100 nodes ({_cluster.gpus} GPUs of {_cluster.gpu.hbm_bytes / 1e9:.1f} GB) "
         f"for {_model.name} ({_model.params / 1e9:.1f}B parameters, {_model.layers} layers), global batch "
         f"{DESIGN_GLOBAL_BATCH} sequences of {_model.seq_len} tokens. It must fit, the pipeline bubble must be small, "
         "and I want the highest MFU. Which layout?",
@@ -331,6 +345,19 @@ def _():
     act2_question = ui.prediction_question("Which layout trains fastest while fitting in memory?", ACT2_OPTIONS)
     act2_question
     return (act2_question,)
+
+
+@app.cell
+def _():
+    act2_commit_buttons = ui.commit_buttons()
+    return (act2_commit_buttons,)
+
+
+@app.cell
+def _(act2_commit_buttons, act2_question, student_input):
+    _row, act2_committed = ui.commit_prediction(student_input.value, LAB, "design", act2_question, act2_commit_buttons)
+    _row
+    return (act2_committed,)
 
 
 @app.cell
@@ -389,7 +416,7 @@ def _():
 
 @app.cell
 def _(
-    act2_question,
+    act2_committed,
     microbatch_dropdown,
     pp_dropdown,
     recompute_dropdown,
@@ -400,7 +427,7 @@ def _(
     v_slider,
     zero_dropdown,
 ):
-    ui.prediction_gate(act2_question, "the Act II instruments")
+    ui.commitment_gate(act2_committed, "the Act II instruments")
     _model, _cluster = design_inputs()
     _tp, _pp = int(tp_dropdown.value), int(pp_dropdown.value)
     act2_inputs = dict(
@@ -475,19 +502,19 @@ def _():
 @app.cell
 def _(
     act1_inputs,
-    act1_question,
+    act1_committed,
     act2_estimate,
     act2_inputs,
-    act2_question,
+    act2_committed,
     student_input,
     submit_button,
 ):
-    mo.stop(act2_question.value is None)
+    mo.stop(not act2_committed.made)
 
     def _steps():
-        yield LAB, "act1", act1_inputs, {"cause": act1_question.value}, act1_outcomes(act1_inputs, {"cause": act1_question.value})
+        yield LAB, "act1", act1_inputs, {"cause": act1_committed.answer}, act1_outcomes(act1_inputs, {"cause": act1_committed.answer})
         if act2_estimate is not None:
-            yield LAB, "act2", act2_inputs, {"design": act2_question.value}, act2_outcomes(act2_inputs, {"design": act2_question.value})
+            yield LAB, "act2", act2_inputs, {"design": act2_committed.answer}, act2_outcomes(act2_inputs, {"design": act2_committed.answer})
 
     _view, submitted = ui.submit_to_ledger(student_input.value, submit_button, _steps)
     _view
@@ -523,8 +550,8 @@ def _(act2_estimate, submitted):
 
 
 @app.cell(hide_code=True)
-def _(act2_question):
-    mo.stop(act2_question.value is None)
+def _(act2_committed):
+    mo.stop(not act2_committed.made)
     _ests = act2_option_estimates()
     _best = act2_best_option(_ests)
 
@@ -534,12 +561,13 @@ def _(act2_question):
         _warn = f" {_e.warnings[0]}." if _e.warnings else ""
         return f"MFU {_e.mfu:.1%}, bubble {_e.bubble_fraction:.0%}, {_fit}.{_warn}"
 
-    ui.reveal(act2_question.value, _best, {k: _say(k) for k in ACT2_DESIGNS})
+    ui.reveal(act2_committed.answer, _best, {k: _say(k) for k in ACT2_DESIGNS})
     return
 
 
 @app.cell(hide_code=True)
-def _():
+def _(act2_committed):
+    mo.stop(not act2_committed.made)
     _model, _cluster = design_inputs()
     _h, _s = _model.hidden, _model.seq_len
     ui.math_peek(
@@ -562,8 +590,8 @@ def _():
 
 
 @app.cell(hide_code=True)
-def _(act2_question):
-    mo.stop(act2_question.value is None)
+def _(act2_committed):
+    mo.stop(not act2_committed.made)
     _model, _cluster = design_inputs()
     _inside = estimate(_model, _cluster, ACT2_DESIGNS["C"])
     _across = estimate(_model, _cluster, ACT2_DESIGNS["A"])
@@ -586,7 +614,8 @@ def _(act2_question):
 
 
 @app.cell(hide_code=True)
-def _():
+def _(act2_committed):
+    mo.stop(not act2_committed.made)
     mo.md(r"""
     ## Key takeaways
 
@@ -607,12 +636,12 @@ def _():
 
 
 @app.cell
-def _(act1_question, act2_estimate, act2_question, submitted):
+def _(act1_committed, act2_estimate, act2_committed, submitted):
     ui.hud(
         {
             "engine": ENGINE_VERSION,
-            "Act I prediction": act1_question.value or "—",
-            "Act II prediction": act2_question.value or "—",
+            "Act I prediction": act1_committed.describe(),
+            "Act II prediction": act2_committed.describe(),
             "design": f"TP{act2_estimate.plan.tp}·PP{act2_estimate.plan.pp}·DP{act2_estimate.plan.dp}" if act2_estimate is not None else "—",
             "MFU": f"{act2_estimate.mfu:.1%}" if act2_estimate is not None else "—",
             "fits": ("yes" if act2_estimate.fits else "no") if act2_estimate is not None else "—",

@@ -113,12 +113,38 @@ def _():
 
 @app.cell
 def _():
+    fit_commit_buttons = ui.commit_buttons()
+    return (fit_commit_buttons,)
+
+
+@app.cell
+def _(fit_commit_buttons, fit_question, student_input):
+    _row, fit_committed = ui.commit_prediction(student_input.value, LAB, "fit", fit_question, fit_commit_buttons)
+    _row
+    return (fit_committed,)
+
+
+@app.cell
+def _():
     zero2_question = ui.prediction_question(
         "What does ZeRO-2 cost in communication over ZeRO-1?",
         ZERO2_OPTIONS,
     )
     zero2_question
     return (zero2_question,)
+
+
+@app.cell
+def _():
+    zero2_commit_buttons = ui.commit_buttons()
+    return (zero2_commit_buttons,)
+
+
+@app.cell
+def _(zero2_commit_buttons, zero2_question, student_input):
+    _row, zero2_committed = ui.commit_prediction(student_input.value, LAB, "zero2", zero2_question, zero2_commit_buttons)
+    _row
+    return (zero2_committed,)
 
 
 @app.cell
@@ -191,7 +217,7 @@ def _():
 def _(
     accumulation_slider,
     dp_slider,
-    fit_question,
+    fit_committed,
     flash_box,
     gpu_pick,
     micro_batch_slider,
@@ -202,7 +228,7 @@ def _(
     seq_slider,
     stage_pick,
 ):
-    ui.prediction_gate(fit_question, "the memory instruments")
+    ui.commitment_gate(fit_committed, "the memory instruments")
     sweep_inputs = {
         "model": model_pick.value, "gpu": gpu_pick.value, "optimizer_state": optimizer_pick.value,
         "micro_batch": micro_batch_slider.value, "seq_len": seq_slider.value, "recompute": recompute_pick.value,
@@ -313,8 +339,8 @@ def _(act, gpu_pick, model_pick, sweep_curves, sweep_estimate, sweep_fewest, swe
 
 
 @app.cell(hide_code=True)
-def _(fit_question):
-    mo.stop(fit_question.value is None)
+def _(fit_committed):
+    mo.stop(not fit_committed.made)
     _n = fit_fewest()
     _at = {n: dp_memory(FIT_MODEL, n, FIT_STAGE, FIT_ACTIVATIONS).total / GB for n in (8, _n - 1, _n)}
     _selective = Activations(FIT_ACTIVATIONS.micro_batch, FIT_ACTIVATIONS.seq_len, "selective", FIT_ACTIVATIONS.flash_attention)
@@ -325,13 +351,13 @@ def _(fit_question):
         "C": f"{FIT_RANGES['C'][0]} or more GPUs fit, but {_n} already do.",
         "D": f"with full checkpointing it fits on {_n}. Without it (selective recompute) activations alone are {_selective_act:.0f} GB per GPU at any DP size, and then no number fits.",
     }
-    ui.reveal(fit_question.value, fit_answer(_n), _explain)
+    ui.reveal(fit_committed.answer, fit_answer(_n), _explain)
     return
 
 
 @app.cell(hide_code=True)
-def _(accumulation_slider, act, gpu_pick, model_pick, zero2_question):
-    ui.prediction_gate(zero2_question, "the communication instruments")
+def _(accumulation_slider, act, gpu_pick, model_pick, zero2_committed):
+    ui.commitment_gate(zero2_committed, "the communication instruments")
     _m = accumulation_slider.value
     costs = {
         "one server (NVLink)": stage_costs(model_pick.value, gpu_pick.value, 8, act, _m, "packed"),
@@ -372,12 +398,12 @@ def _(accumulation_slider, act, gpu_pick, model_pick, zero2_question):
 
 
 @app.cell(hide_code=True)
-def _(zero2_question):
-    mo.stop(zero2_question.value is None)
+def _(zero2_committed):
+    mo.stop(not zero2_committed.made)
     _f = zero2_facts()
     _z3 = traffic_ratio(3, 0, 1)
     ui.reveal(
-        zero2_question.value,
+        zero2_committed.answer,
         zero2_answer(),
         {
             "A": f"at one micro-batch ZeRO-2 sends {_f['one']:.2f}x ZeRO-1's bytes (a reduce-scatter and an all-gather, like ZeRO-1). "
@@ -391,8 +417,8 @@ def _(zero2_question):
 
 
 @app.cell(hide_code=True)
-def _(zero2_question):
-    mo.stop(zero2_question.value is None)
+def _(zero2_committed):
+    mo.stop(not zero2_committed.made)
     mo.md(
         r"""
     **Whose choice is the per-micro-batch reduce-scatter?** DeepSpeed's stage 2 reduce-scatters
@@ -538,7 +564,8 @@ def _():
 
 
 @app.cell(hide_code=True)
-def _():
+def _(zero2_committed):
+    mo.stop(not zero2_committed.made)
     ui.math_peek(
         "The equations behind the sweep",
         r"""
@@ -571,9 +598,9 @@ def _():
 
 
 @app.cell
-def _(fit_question, student_input, submit_button, sweep_inputs, zero2_question):
-    mo.stop(fit_question.value is None)
-    _pred = {"fit": fit_question.value, "zero2": zero2_question.value}
+def _(fit_committed, student_input, submit_button, sweep_inputs, zero2_committed):
+    mo.stop(not fit_committed.made)
+    _pred = {"fit": fit_committed.answer, "zero2": zero2_committed.answer}
     _view, submitted = ui.submit_to_ledger(
         student_input.value, submit_button, lambda: [(LAB, "sweep", sweep_inputs, _pred, zero_sweep_outcomes(sweep_inputs, _pred))]
     )
@@ -582,7 +609,8 @@ def _(fit_question, student_input, submit_button, sweep_inputs, zero2_question):
 
 
 @app.cell(hide_code=True)
-def _():
+def _(zero2_committed):
+    mo.stop(not zero2_committed.made)
     _server = Cluster.get("dgx-h100")
     _cliff = _server.intra.effective_bytes_per_s / _server.inter_bytes_per_s_per_gpu
     mo.md(rf"""
@@ -603,14 +631,14 @@ def _():
 
 
 @app.cell
-def _(fit_question, submitted, sweep_estimate, sweep_inputs, zero2_question):
+def _(fit_committed, submitted, sweep_estimate, sweep_inputs, zero2_committed):
     ui.hud(
         {
             "engine": ENGINE_VERSION,
-            "fit prediction": fit_question.value or "—",
-            "ZeRO-2 prediction": zero2_question.value or "—",
-            "setting": f"{MODELS[sweep_inputs['model']].name}, ZeRO-{sweep_inputs['zero_stage']}, DP {sweep_inputs['dp']}" if fit_question.value else "—",
-            "memory": f"{sweep_estimate.memory.total / GB:,.1f} GB" if fit_question.value else "—",
+            "fit prediction": fit_committed.describe(),
+            "ZeRO-2 prediction": zero2_committed.describe(),
+            "setting": f"{MODELS[sweep_inputs['model']].name}, ZeRO-{sweep_inputs['zero_stage']}, DP {sweep_inputs['dp']}" if fit_committed.made else "—",
+            "memory": f"{sweep_estimate.memory.total / GB:,.1f} GB" if fit_committed.made else "—",
             "ledger": "saved" if submitted else "not submitted",
         }
     )

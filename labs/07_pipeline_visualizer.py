@@ -12,19 +12,27 @@ with app.setup:
 
     from labs.core import ENGINE_VERSION
     from labs.core import charts, ui
-    from labs.core.memory import activation_bytes_per_layer, in_flight_microbatches
     from labs.core.outcomes import (
         ACT2_DESIGNS,
         BUBBLE_TARGET,
+        COSTS_M_PER_STAGE,
         DEEP_P,
         MICROBATCH_OPTIONS,
         SEED_M,
         SEED_P,
         UTILISATION_OPTIONS,
         UTILISATION_VALUES,
+        activation_setting,
+        interleaving_rows,
         microbatch_answer,
+        microbatch_explanations,
         pipeline_outcomes,
+        run_report,
+        schedule_cost_rows,
         seed_utilisation,
+        stage_activation_bytes,
+        table5_profile,
+        table5_rows,
         utilisation_answer,
     )
     from labs.core.perf import estimate
@@ -32,7 +40,7 @@ with app.setup:
     from labs.core.scenarios import design_inputs
 
     LAB = "07_pipeline_visualizer"
-    SCHEDULE_NAMES = {"GPipe": "gpipe", "1F1B": "1f1b", "interleaved 1F1B": "interleaved", "ZB-H1": "zb-h1"}
+    SCHEDULE_NAMES = {"GPipe": "gpipe", "1F1B": "1f1b", "interleaved 1F1B": "interleaved", "ZB-H1": "zb-h1", "ZB-H2": "zb-h2"}
     SCHEDULE_LABELS = {v: k for k, v in SCHEDULE_NAMES.items()}
 
 
@@ -83,12 +91,39 @@ def _():
 
 @app.cell
 def _():
+    utilisation_commit_buttons = ui.commit_buttons()
+    return (utilisation_commit_buttons,)
+
+
+@app.cell
+def _(utilisation_commit_buttons, utilisation_question, student_input):
+    _row, utilisation_committed = ui.commit_prediction(student_input.value, LAB, "utilisation", utilisation_question, utilisation_commit_buttons)
+    _row
+    return (utilisation_committed,)
+
+
+@app.cell
+def _():
     microbatch_question = ui.prediction_question(
-        f"With {DEEP_P} stages and 1F1B, how many micro-batches keep the bubble under {BUBBLE_TARGET:.0%} of the wall time?",
+        f"With {DEEP_P} stages and 1F1B, how many micro-batches keep the bubble under {BUBBLE_TARGET:.0%} of the wall time "
+        f"(strictly below: a bubble of exactly {BUBBLE_TARGET:.1%} is not under)?",
         MICROBATCH_OPTIONS,
     )
     microbatch_question
     return (microbatch_question,)
+
+
+@app.cell
+def _():
+    microbatch_commit_buttons = ui.commit_buttons()
+    return (microbatch_commit_buttons,)
+
+
+@app.cell
+def _(microbatch_commit_buttons, microbatch_question, student_input):
+    _row, microbatch_committed = ui.commit_prediction(student_input.value, LAB, "microbatches", microbatch_question, microbatch_commit_buttons)
+    _row
+    return (microbatch_committed,)
 
 
 @app.cell
@@ -105,31 +140,31 @@ def _():
 
 @app.cell
 def _():
-    p_slider = mo.ui.slider(steps=[1, 2, 4, 8, 16, 32, 64], value=4, label="Stages p", show_value=True)
+    p_slider = mo.ui.slider(steps=[1, 2, 4, 8, 16, 32, 64], value=4, label="Stages p", show_value=True, debounce=True)
     return (p_slider,)
 
 
 @app.cell
 def _():
-    m_slider = mo.ui.slider(steps=[1, 2, 4, 8, 16, 32, 64, 128, 256], value=8, label="Micro-batches m", show_value=True)
+    m_slider = mo.ui.slider(steps=[1, 2, 4, 8, 16, 32, 64, 128, 256], value=8, label="Micro-batches m", show_value=True, debounce=True)
     return (m_slider,)
 
 
 @app.cell
 def _():
-    v_slider = mo.ui.slider(steps=[2, 3, 4], value=2, label="Chunks per stage v (interleaved)", show_value=True)
+    v_slider = mo.ui.slider(steps=[2, 3, 4], value=2, label="Chunks per stage v (interleaved)", show_value=True, debounce=True)
     return (v_slider,)
 
 
 @app.cell
 def _():
-    tb_slider = mo.ui.slider(start=0.5, stop=2.0, step=0.1, value=1.0, label="Backward-input time T_B / T_F", show_value=True)
+    tb_slider = mo.ui.slider(start=0.5, stop=2.0, step=0.1, value=1.0, label="Backward-input time T_B / T_F", show_value=True, debounce=True)
     return (tb_slider,)
 
 
 @app.cell
 def _():
-    tw_slider = mo.ui.slider(start=0.5, stop=2.0, step=0.1, value=1.0, label="Weight-gradient time T_W / T_F", show_value=True)
+    tw_slider = mo.ui.slider(start=0.5, stop=2.0, step=0.1, value=1.0, label="Weight-gradient time T_W / T_F", show_value=True, debounce=True)
     return (tw_slider,)
 
 
@@ -148,10 +183,10 @@ def _(
     schedule_b,
     tb_slider,
     tw_slider,
-    utilisation_question,
+    utilisation_committed,
     v_slider,
 ):
-    ui.prediction_gate(utilisation_question, "the timelines")
+    ui.commitment_gate(utilisation_committed, "the timelines")
     mo.vstack(
         [
             mo.md("### Instruments"),
@@ -171,10 +206,10 @@ def _(
     schedule_b,
     tb_slider,
     tw_slider,
-    utilisation_question,
+    utilisation_committed,
     v_slider,
 ):
-    mo.stop(utilisation_question.value is None)
+    mo.stop(not utilisation_committed.made)
     pipeline_inputs = dict(p=p_slider.value, m=m_slider.value, schedule=schedule_a.value, v=v_slider.value if schedule_a.value == "interleaved" else 1, tf=1.0, tb=tb_slider.value, tw=tw_slider.value)
     _costs = OpCosts(1.0, tb_slider.value, tw_slider.value)
     pipeline_runs = {}
@@ -189,84 +224,99 @@ def _(
 
 
 @app.cell
-def _(pipeline_errors, pipeline_runs, play_slider):
+def _(pipeline_runs):
+    timeline_figures = {
+        _name: charts.timeline_figure(_t, f"{SCHEDULE_LABELS[_name]}: p={_t.p}, m={_t.m}, v={_t.v}")
+        for _name, _t in pipeline_runs.items()
+    }
+    return (timeline_figures,)
+
+
+@app.cell
+def _(pipeline_errors, pipeline_runs, play_slider, timeline_figures):
     mo.stop(not pipeline_runs, ui.failure_banner(pipeline_errors))
     _figs = [
-        charts.timeline_figure(_t, f"{SCHEDULE_LABELS[_name]}: p={_t.p}, m={_t.m}, v={_t.v}", _t.makespan * play_slider.value / 100)
+        charts.play_marker(timeline_figures[_name], _t, _t.makespan * play_slider.value / 100)
         for _name, _t in pipeline_runs.items()
     ]
-    mo.vstack([ui.failure_banner(pipeline_errors)] + _figs) if pipeline_errors else mo.vstack(_figs)
-    return
+    _most = max(len(_t.op) for _t in pipeline_runs.values())
+    _note = mo.md(f"Over {charts.RASTER_OPS:,} ops a timeline is drawn as a raster of stage x time bins, each bin showing what fills most of it.") if _most > charts.RASTER_OPS else None
+    mo.vstack(([ui.failure_banner(pipeline_errors)] if pipeline_errors else []) + _figs + ([_note] if _note else []))
 
 
 @app.cell
 def _(pipeline_runs):
     mo.stop(not pipeline_runs)
-    _model, _cluster = design_inputs()
-    _per_layer = activation_bytes_per_layer(_model.seq_len, 1, _model.hidden, _model.heads, 8, True, "selective")
-    _rows = []
+    _rows, _zb = [], False
     for _name, _t in pipeline_runs.items():
-        _c = _t.costs
-        _peak = float(_t.peak_in_flight()[0])
+        _r = run_report(_t)
+        _no = "does not hold here"
+        _zb = _zb or _r["formula_total"] is None
         _rows.append(
             {
-                "schedule": _name,
-                "bubble, measured (of wall time)": f"{_t.bubble_fraction('total'):.1%}",
-                "bubble, formula (of wall time)": f"{bubble_fraction(_t.p, _t.m, _name, _t.v, 'total', _c):.1%}",
-                "bubble, measured (of ideal time)": f"{_t.bubble_fraction('ideal'):.1%}",
-                "bubble, formula (of ideal time)": f"{bubble_fraction(_t.p, _t.m, _name, _t.v, 'ideal', _c):.1%}",
-                "utilisation": f"{1 - _t.bubble_fraction('total'):.1%}",
-                "peak in flight, stage 0": f"{_peak:g}",
-                "GPT-3 activations on stage 0": f"{_per_layer * _model.layers / _t.p * _peak / 1e9:.1f} GB",
+                "schedule": SCHEDULE_LABELS[_name],
+                "bubble, counted (of wall time)": f"{_r['counted_total']:.1%}",
+                "bubble, formula (of wall time)": _no if _r["formula_total"] is None else f"{_r['formula_total']:.1%}",
+                "bubble, counted (of ideal time)": f"{_r['counted_ideal']:.1%}",
+                "bubble, formula (of ideal time)": _no if _r["formula_ideal"] is None else f"{_r['formula_ideal']:.1%}",
+                "bubble in stage windows (Qi et al.)": f"{_r['counted_stage']:.1%}",
+                "utilisation": f"{_r['utilisation']:.1%}",
+                "stage 0 holds (micro-batches)": f"{_r['held_stage0']:g}",
+                "GPT-3 activations on stage 0": f"{stage_activation_bytes(_t.p, _r['held_stage0']) / 1e9:.1f} GB",
             }
         )
     mo.vstack(
         [
             mo.md(
                 "**Counted on the timeline, and the closed form.** Activation memory is for GPT-3 175B layers "
-                "(TP 8, sequence parallel, selective recompute, micro-batch 1), $L/p$ layers a stage."
+                f"({activation_setting()}), $L/p$ layers a stage, from the engine's per-rank model "
+                "(`labs.core.memory`; interleaved warm-up $(p-1)\\cdot 2 + (v-1)\\cdot N$ chunks, micro-batch group $N = p$)."
             ),
-            mo.ui.table(pd.DataFrame(_rows), selection=None, show_column_summaries=False, show_data_types=False),
-        ]
-    )
-    return
-
-
-@app.cell(hide_code=True)
-def _(p_slider):
-    _p = p_slider.value
-    _model, _cluster = design_inputs()
-    _per_layer = activation_bytes_per_layer(_model.seq_len, 1, _model.hidden, _model.heads, 8, True, "selective")
-    _m = 4 * _p
-    _rows = [
-        {
-            "schedule": _name,
-            "micro-batches held by stage 0": f"{in_flight_microbatches(_key, _p, _m, 2 if _key == 'interleaved' else 1):g}",
-            "GPT-3 activations on stage 0": f"{_per_layer * _model.layers / _p * in_flight_microbatches(_key, _p, _m, 2 if _key == 'interleaved' else 1) / 1e9:.1f} GB",
-            "bubble with T_F = T_B = T_W": f"{bubble_fraction(_p, _m, _key, 2 if _key == 'interleaved' else 1, 'total'):.1%}",
-        }
-        for _name, _key in [("GPipe", "gpipe"), ("1F1B", "1f1b"), ("interleaved, v=2", "interleaved"), ("ZB-H1", "zb-h1"), ("ZB-H2", "zb-h2")]
-    ]
-    mo.vstack(
-        [
-            mo.md(f"### What each schedule pays for its bubble (p = {_p}, m = {_m})"),
             mo.ui.table(pd.DataFrame(_rows), selection=None, show_column_summaries=False, show_data_types=False),
             mo.md(
-                "GPipe and 1F1B idle the same; 1F1B holds p micro-batches instead of m. ZB-H2 removes the "
-                "bubble by holding nearly twice as many (Qi et al. 2024 Table 2); its timeline needs the "
-                "paper's handcrafted schedule, so it appears here as a formula only."
-            ),
+                "The zero-bubble closed forms assume W can fill the drain: $m \\ge p$ (ZB-H2: $2p$) and "
+                "$T_W \\le \\min(T_F, T_B)$. Outside that, W has too little to fill and the timeline idles more than "
+                "they say, so they are not shown."
+            ) if _zb else None,
         ]
     )
-    return
 
 
 @app.cell(hide_code=True)
-def _(utilisation_question):
-    mo.stop(utilisation_question.value is None)
+def _(microbatch_committed, p_slider, utilisation_committed):
+    ui.commitment_gate(utilisation_committed, "what each schedule pays")
+    ui.commitment_gate(microbatch_committed, "what each schedule pays")
+    _cost = schedule_cost_rows(p_slider.value)
+    _rows = [
+        {
+            "schedule": _r["label"],
+            "micro-batches held by stage 0": f"{_r['held_stage0']:g}",
+            "GPT-3 activations on stage 0": f"{_r['activation_bytes'] / 1e9:.1f} GB",
+            "bubble with T_F = T_B = T_W": f"{_r['bubble']:.1%}",
+        }
+        for _r in _cost
+    ]
+    _one, _zb2 = _cost[1], _cost[4]
+    mo.vstack(
+        [
+            mo.md(f"### What each schedule pays for its bubble (p = {p_slider.value}, m = {COSTS_M_PER_STAGE} x p = {_one['m']})"),
+            mo.ui.table(pd.DataFrame(_rows), selection=None, show_column_summaries=False, show_data_types=False),
+            mo.md(
+                f"GPipe and 1F1B idle the same; 1F1B holds p micro-batches instead of m. ZB-H2 idles nothing inside each "
+                f"stage's window when $T_W = T_F = T_B$, by holding {_zb2['held_stage0']:g} micro-batches instead of "
+                f"{_one['held_stage0']:g} (Qi et al. 2024 Table 2); its fill ramp lies outside the window, because each stage "
+                "starts its next step as soon as it is done with this one. Pick ZB-H2 in the schedule menus to draw it."
+            ),
+        ]
+    )
+
+
+@app.cell(hide_code=True)
+def _(utilisation_committed):
+    mo.stop(not utilisation_committed.made)
     _measured = seed_utilisation()
     ui.reveal(
-        utilisation_question.value,
+        utilisation_committed.answer,
         utilisation_answer(),
         {
             k: f"{v:.0%}: " + ("what the timeline measures, m/(m+p-1)." if k == utilisation_answer() else f"the timeline measures {_measured:.0%}.")
@@ -277,13 +327,85 @@ def _(utilisation_question):
 
 
 @app.cell(hide_code=True)
-def _(microbatch_question):
-    ui.prediction_gate(microbatch_question, "the answer on deep pipelines")
-    _answer = microbatch_answer()
-    ui.reveal(
-        microbatch_question.value,
-        _answer,
-        {o.key: f"m = {o.label}: bubble {bubble_fraction(DEEP_P, int(o.label), '1f1b', 1, 'total'):.1%} of the wall time." for o in MICROBATCH_OPTIONS},
+def _(microbatch_committed):
+    ui.commitment_gate(microbatch_committed, "the answer on deep pipelines")
+    ui.reveal(microbatch_committed.answer, microbatch_answer(), microbatch_explanations())
+    return
+
+
+@app.cell(hide_code=True)
+def _(microbatch_committed, utilisation_committed):
+    ui.commitment_gate(utilisation_committed, "how deep pipelines are run")
+    ui.commitment_gate(microbatch_committed, "how deep pipelines are run")
+    _rows = interleaving_rows()
+    _one = _rows[0]
+    _table = [
+        {
+            "chunks per stage v": _r["v"],
+            "fewest m (formula)": _r["fewest_m_formula"],
+            "fewest m the schedule runs": _r["fewest_m_runs"],
+            "bubble counted there": f"{_r['bubble_counted']:.2%}",
+            "m saved against 1F1B": f"{_one['fewest_m_runs'] / _r['fewest_m_runs']:.2f}x",
+            "stage 0 holds (micro-batches)": f"{_r['held_stage0']:g}",
+            "p2p messages per stage and step": _r["p2p_messages"],
+        }
+        for _r in _rows
+    ]
+    mo.vstack(
+        [
+            mo.md(
+                f"### Deep pipelines are run interleaved\n\n"
+                f"No one runs {DEEP_P} stages of plain 1F1B with {_one['fewest_m_runs']} micro-batches: the global batch "
+                "would be too big. Megatron-LM runs deep pipelines interleaved (NVIDIA's 175B recipe on H100 is TP 4, PP 8, "
+                "v = 6): each stage holds v chunks of layers, the bubble's stage-steps shrink by v, and so does the number of "
+                f"micro-batches needed, rounded up to a multiple of p = {DEEP_P} (the schedule plays micro-batches in "
+                "groups of p). It costs v times the point-to-point messages, and more activations held on stage 0 "
+                "while the first backward waits."
+            ),
+            mo.ui.table(pd.DataFrame(_table), selection=None, show_column_summaries=False, show_data_types=False),
+        ]
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(microbatch_committed, utilisation_committed):
+    ui.commitment_gate(utilisation_committed, "the published bubble rates")
+    ui.commitment_gate(microbatch_committed, "the published bubble rates")
+    _prof = table5_profile()
+    _rows = table5_rows()
+    _table = [
+        {
+            "m": _r["m"],
+            "schedule": _r["schedule"],
+            "formula, no messages": f"{_r['formula']:.2%}",
+            "timeline with messages (engine)": f"{_r['counted']:.2%}",
+            "Qi et al. Table 5": f"{_r['paper']:.2%}",
+            "idle per stage": f"{_r['idle_per_stage_ms']:.0f} ms",
+        }
+        for _r in _rows
+    ]
+    _h2 = [_r for _r in _rows if _r["schedule"] == "ZB-H2"]
+    _first = _h2[0]
+    mo.vstack(
+        [
+            mo.md(
+                f"""
+    ### The formulas beside Qi et al.'s measured bubble rates
+
+    Qi et al. 2024 Table 5 profiles a {_prof['inputs']['model']} model on p = {_prof['inputs']['pp']} A100 stages:
+    $T_F$ = {_first['tf_ms']:.1f} ms, $T_B$ = {_first['tb_ms']:.1f} ms, $T_W$ = {_first['tw_ms']:.1f} ms and
+    {_first['comm_ms']:.2f} to {_h2[-1]['comm_ms']:.2f} ms per message. The engine plays their handcrafted schedules with
+    those times and counts the idle time in each stage's window, as the paper does: it gives the published rates.
+
+    **ZB-H2 is not bubble-free there:** {", ".join(f"{_r['paper']:.2%} at m = {_r['m']}" for _r in _h2)}. Its closed form
+    $(p-1)(T_F+T_B-2T_W)$ is zero only when $T_W \\ge (T_F+T_B)/2$; the profiled $T_W$ is
+    {_first['tw_ms'] / _first['tf_ms']:.2f} $T_F$, so each stage still idles {_first['idle_per_stage_ms']:.0f} ms a step
+    at m = {_first['m']}, messages included.
+    """
+            ),
+            mo.ui.table(pd.DataFrame(_table), selection=None, show_column_summaries=False, show_data_types=False),
+        ]
     )
     return
 
@@ -307,7 +429,9 @@ def _():
 
 
 @app.cell(hide_code=True)
-def _():
+def _(microbatch_committed, utilisation_committed):
+    ui.commitment_gate(utilisation_committed, "the equations")
+    ui.commitment_gate(microbatch_committed, "the equations")
     ui.math_peek(
         "The equations behind the bubble",
         r"""
@@ -317,7 +441,10 @@ def _():
     Interleaved 1F1B with $v$ chunks per stage: $\frac{p-1}{v\,m}$ of the ideal time, for $v$ times the
     point-to-point messages.
 
-    ZB-H1: $(p-1)(T_F+T_B-T_W)$ idle; ZB-H2: $(p-1)(T_F+T_B-2T_W)$, zero when $T_W \ge (T_F+T_B)/2$.
+    ZB-H1: $(p-1)(T_F+T_B-T_W)$ idle; ZB-H2: $(p-1)(T_F+T_B-2T_W)$ in each stage's window, zero when
+    $T_W \ge (T_F+T_B)/2$. Both hold for $T_W \le \min(T_F, T_B)$ and enough micro-batches ($m \ge p$, ZB-H2
+    $m \ge 2p$); with point-to-point time $T_{comm}$ Qi et al.'s schedules idle $(p-1)(T_F+T_B-T_W+4T_{comm})$ and
+    $(p-1)(T_F+T_B-2T_W+2T_{comm})$.
     """,
     )
     return
@@ -331,14 +458,14 @@ def _():
 
 @app.cell
 def _(
-    microbatch_question,
+    microbatch_committed,
     pipeline_inputs,
     student_input,
     submit_button,
-    utilisation_question,
+    utilisation_committed,
 ):
-    mo.stop(utilisation_question.value is None)
-    _pred = {"utilisation": utilisation_question.value, "microbatches": microbatch_question.value}
+    mo.stop(not utilisation_committed.made)
+    _pred = {"utilisation": utilisation_committed.answer, "microbatches": microbatch_committed.answer}
     _view, submitted = ui.submit_to_ledger(
         student_input.value, submit_button, lambda: [(LAB, "pipeline", pipeline_inputs, _pred, pipeline_outcomes(pipeline_inputs, _pred))]
     )
@@ -347,13 +474,18 @@ def _(
 
 
 @app.cell(hide_code=True)
-def _():
+def _(microbatch_committed, utilisation_committed):
+    ui.commitment_gate(utilisation_committed, "the key takeaways")
+    ui.commitment_gate(microbatch_committed, "the key takeaways")
     mo.md(r"""
     ## Key takeaways
 
     - The bubble is a fill-and-drain cost: $p-1$ stage-steps out of $m+p-1$. Only more micro-batches,
       more chunks, or splitting the backward pass shrink it.
     - 1F1B does not idle less than GPipe; it holds $p$ micro-batches of activations instead of $m$.
+    - Deep pipelines run interleaved: $v$ chunks per stage divide the micro-batches needed by about $v$.
+    - Zero-bubble schedules fill the drain with weight-gradient passes, as far as $T_W$ reaches: at
+      Qi et al.'s profiled times ZB-H2 still idles.
     - Pipeline parallelism sends megabytes per micro-batch; that is why it is the axis that crosses nodes.
 
     **Back to:** Lab 05, Act II, where the bubble enters the step time of a 175B model.
@@ -362,13 +494,13 @@ def _():
 
 
 @app.cell
-def _(microbatch_question, pipeline_runs, submitted, utilisation_question):
+def _(microbatch_committed, pipeline_runs, submitted, utilisation_committed):
     ui.hud(
         {
             "engine": ENGINE_VERSION,
-            "utilisation prediction": utilisation_question.value or "—",
-            "micro-batch prediction": microbatch_question.value or "—",
-            "bubbles": ", ".join(f"{k} {t.bubble_fraction():.1%}" for k, t in pipeline_runs.items()) if utilisation_question.value else "—",
+            "utilisation prediction": utilisation_committed.describe(),
+            "micro-batch prediction": microbatch_committed.describe(),
+            "bubbles": ", ".join(f"{k} {t.bubble_fraction():.1%}" for k, t in pipeline_runs.items()) if utilisation_committed.made else "—",
             "ledger": "saved" if submitted else "not submitted",
         }
     )

@@ -1,118 +1,446 @@
-"""`python -m labs.grade <folder or files> [--csv out.csv] [--strict]`
+"""`python -m labs.grade <folder or files> [--csv out.csv] [--strict] [--roster roster.csv]`
 
-Reads every ledger, validates it against assets/ledger.schema.json, recomputes each step's
-outcomes from its stored inputs with the engine, and flags stored outcomes that disagree
-(tampering, or an older engine). Malformed files are reported by name and skipped. Nothing in
-a ledger is executed; the only file written is the --csv output.
+Reads every ledger, validates it against the ledger schema, recomputes each step's outcomes
+from its stored inputs with the engine, and grades each question by the student's committed
+(first) prediction. Every file and every step is graded on its own: a file that cannot be read
+or a step the engine refuses is reported with its file, lab and step, and grading goes on.
+Flags, each in its own column and left out of the summary's averages: a stored outcome that
+disagrees with the engine (tampered, or an older engine), predictions changed after their
+commit, and identity problems (one student id in several files, a file named for another id,
+an id missing from the roster). Nothing in a ledger is executed; the only file written is --csv.
+Exit status 0, or with --strict 1 when any file was unreadable or any row is flagged or in error.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import math
+import numbers
+import os
+import re
+import stat
 import sys
+import typing
+import unicodedata
+from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import pandas as pd
 
-from labs.core.outcomes import OUTCOMES
-from labs.core.state import parse_document
+from labs.core.hardware import GPUS, LINKS
+from labs.core.models import MODELS
+from labs.core.outcomes import OUTCOMES, SWEEP_FIELDS
+from labs.core.perf import Plan, check_plan_field
+from labs.core.pipeline import MAX_TIMELINE_OPS, SCHEDULES
+from labs.core.scenarios import dp_wall_estimate
+from labs.core.state import MAX_LEDGER_BYTES, Roster, normalise_student, parse_document, student_hash
+from labs.core.validation import MAX_COUNT, check_bool, check_choice, check_positive, check_str
 
-MAX_BYTES = 10_000_000  # a ledger is a few KB; anything this large is not one
+MAX_BYTES = MAX_LEDGER_BYTES
 TOLERANCE = 1e-6
+MAX_TEXT = 100  # characters of a string input
+FLOAT_RANGE = (1e-9, 1e15)  # a finite float input is 0 or within this range in magnitude
+BASE_COLUMNS = ["file", "student", "lab", "step", "saved", "status", "tampered", "identity", "changes", "right", "judged", "skipped", "answers_from"]
 
 
+# ---- what each step's inputs may be -------------------------------------------------------
+def _integer(name, value):
+    check_positive(name, value, integer=True, maximum=MAX_COUNT)
+
+
+def _real(name, value):
+    check_positive(name, value, maximum=FLOAT_RANGE[1])
+    if value < FLOAT_RANGE[0]:
+        raise ValueError(f"{name} must be at least {FLOAT_RANGE[0]:g}, got {value!r}")
+
+
+def _text(name, value):
+    check_str(name, value)
+    if len(value) > MAX_TEXT:
+        raise ValueError(f"{name} is longer than {MAX_TEXT} characters")
+
+
+def _plan(field: str) -> Callable:
+    return lambda name, value: check_plan_field(field, value)
+
+
+def _choice(options) -> Callable:
+    return lambda name, value: (_text(name, value), check_choice(name, value, options))
+
+
+def _scalar(name, value):
+    """What any input must be before anything else: a bool, a bounded number, short text or null."""
+    if value is None or isinstance(value, bool):
+        return
+    if isinstance(value, numbers.Integral):
+        if abs(value) > MAX_COUNT:
+            raise ValueError(f"{name} must be at most {MAX_COUNT:g} in size, got a number of {len(str(abs(value)))} digits")
+    elif isinstance(value, float):
+        if not math.isfinite(value) or (value != 0 and not FLOAT_RANGE[0] <= abs(value) <= FLOAT_RANGE[1]):
+            raise ValueError(f"{name} must be 0 or between {FLOAT_RANGE[0]:g} and {FLOAT_RANGE[1]:g} in size, got {value!r}")
+    elif isinstance(value, str):
+        _text(name, value)
+    else:
+        raise ValueError(f"{name} must be a number, true/false or text, got {type(value).__name__}")
+
+
+@dataclass(frozen=True)
+class StepSpec:
+    """The inputs a step may hold (each with its check), those it must hold, the prediction
+    questions and the outcome that judges each, and an optional check across fields."""
+
+    fields: dict[str, Callable]
+    required: tuple[str, ...]
+    questions: dict[str, str]
+    across: Callable[[dict], None] | None = None
+
+    def check(self, inputs: dict) -> None:
+        unknown = sorted(set(inputs) - set(self.fields))
+        if unknown:
+            shown = ", ".join(repr(k[:40]) for k in unknown[:5])
+            raise ValueError(f"{len(unknown)} unknown input(s): {shown}{' ...' if len(unknown) > 5 else ''}")
+        missing = [k for k in self.required if k not in inputs]
+        if missing:
+            raise ValueError(f"missing input(s) {missing}")
+        for name, value in inputs.items():
+            _scalar(name, value)
+            self.fields[name](name, value)
+        if self.across is not None:
+            self.across(inputs)
+
+
+def _act1_spec() -> StepSpec:
+    """Lab 05 Act I's inputs are dp_wall_estimate's arguments, checked as the Plan checks the
+    fields they become (gpus is the DP size, algorithm the DP algorithm...)."""
+    import inspect
+
+    plan_field = {"gpus": "dp", "global_batch": "global_batch", "algorithm": "dp_algorithm", "overlap": "dp_overlap", "grad_reduce_dtype": "grad_reduce_dtype"}
+    by_type = {int: _integer, bool: lambda n, v: check_bool(n, v), str: _text, float: _real}
+    hints = typing.get_type_hints(dp_wall_estimate)
+    fields, required = {}, []
+    for name, param in inspect.signature(dp_wall_estimate).parameters.items():
+        if name in plan_field:
+            fields[name] = _plan(plan_field[name])
+        elif name == "fabric":
+            fields[name] = _choice(LINKS)
+        else:
+            fields[name] = by_type.get(hints.get(name), _scalar)
+        if param.default is inspect.Parameter.empty:
+            required.append(name)
+    return StepSpec(fields, tuple(required), {"cause": "prediction_correct"})
+
+
+def _timeline_size(inputs: dict) -> None:
+    p, m, v = inputs["p"], inputs["m"], inputs.get("v", 1)
+    if p * m * v > MAX_TIMELINE_OPS:
+        raise ValueError(f"p x m x v must be at most {MAX_TIMELINE_OPS:,} (the engine's timeline limit), got {p} x {m} x {v}")
+
+
+SPECS: dict[tuple[str, str], StepSpec] = {
+    ("05_parallelism", "act1"): _act1_spec(),
+    ("05_parallelism", "act2"): StepSpec({f.name: _plan(f.name) for f in dataclasses.fields(Plan)}, (), {"design": "prediction_correct"}),
+    ("06_zero_sweep", "sweep"): StepSpec(
+        {
+            "model": _choice(MODELS), "gpu": _choice(GPUS), "optimizer_state": _plan("optimizer_state"), "micro_batch": _plan("micro_batch"),
+            "seq_len": _integer, "recompute": _plan("recompute"), "flash_attention": _plan("flash_attention"), "offload": lambda n, v: check_bool(n, v),
+            "dp": _plan("dp"), "zero_stage": _plan("zero_stage"), "microbatches": _integer,
+        },
+        tuple(SWEEP_FIELDS),
+        {"fit": "fit_correct", "zero2": "zero2_correct"},
+    ),
+    ("07_pipeline_visualizer", "pipeline"): StepSpec(
+        {"p": _integer, "m": _integer, "v": _integer, "schedule": _choice(SCHEDULES), "tf": _real, "tb": _real, "tw": _real},
+        ("p", "m", "schedule", "tf", "tb", "tw"),
+        {"utilisation": "utilisation_correct", "microbatches": "microbatches_correct"},
+        _timeline_size,
+    ),
+}
+
+
+# ---- reading ------------------------------------------------------------------------------
 def read_ledger(path: Path) -> dict:
-    size = path.stat().st_size
-    if size == 0:
+    """A validated ledger from a plain file; refuses symlinks, FIFOs and devices, and files
+    larger than any ledger, before reading them."""
+    info = os.lstat(path)
+    if stat.S_ISLNK(info.st_mode):
+        raise ValueError("a symlink; not followed")
+    if not stat.S_ISREG(info.st_mode):
+        raise ValueError("not a regular file")
+    if info.st_size == 0:
         raise ValueError("empty file")
-    if size > MAX_BYTES:
-        raise ValueError(f"{size} bytes is larger than any ledger ({MAX_BYTES} max)")
-    return parse_document(path.read_bytes())
-
-
-def _agrees(stored, fresh) -> bool:
-    if isinstance(fresh, float) and isinstance(stored, (int, float)) and not isinstance(stored, bool):
-        return math.isclose(stored, fresh, rel_tol=TOLERANCE, abs_tol=TOLERANCE)
-    return stored == fresh
-
-
-def grade_document(doc: dict, source: str) -> list[dict]:
-    rows = []
-    for lab, steps in doc["labs"].items():
-        for step, entry in steps.items():
-            row = {"file": source, "student": doc["student"], "lab": lab, "step": step, "saved": entry["saved"]}
-            row.update({f"input.{k}": v for k, v in entry["inputs"].items()})
-            row.update({f"prediction.{k}": v for k, v in entry["predictions"].items()})
-            recompute = OUTCOMES.get((lab, step))
-            if recompute is None:
-                row["status"] = "not graded (no engine check for this step)"
-                rows.append(row)
-                continue
-            try:
-                fresh = recompute(entry["inputs"], entry["predictions"])
-            except (ValueError, KeyError, TypeError) as err:
-                row["status"] = f"invalid inputs: {err}"
-                rows.append(row)
-                continue
-            mismatched = [k for k, v in entry["outcomes"].items() if k in fresh and not _agrees(v, fresh[k])]
-            row.update({k: v for k, v in fresh.items()})
-            row["status"] = "ok" if not mismatched else f"stored outcome disagrees with the engine: {', '.join(sorted(mismatched))}"
-            rows.append(row)
-    return rows
+    if info.st_size > MAX_BYTES:
+        raise ValueError(f"{info.st_size:,} bytes is larger than any ledger ({MAX_BYTES:,} max)")
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise ValueError("not a regular file")
+        raw = handle.read(MAX_BYTES + 1)
+    return parse_document(raw)
 
 
 def collect(paths: list[str]) -> list[Path]:
+    """Ledger files named or found below the folders named; symlinked folders are not entered."""
     files = []
     for p in map(Path, paths):
-        files.extend(sorted(p.rglob("*.json")) if p.is_dir() else [p])
+        if p.is_dir() and not p.is_symlink():
+            for folder, dirs, names in os.walk(p, followlinks=False):
+                dirs.sort()
+                files.extend(Path(folder) / n for n in sorted(names) if n.endswith(".json"))
+        else:
+            files.append(p)
     return files
 
 
-def grade(paths: list[str]) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
+# ---- grading ------------------------------------------------------------------------------
+def _agrees(stored, fresh) -> bool:
+    if isinstance(fresh, float) and isinstance(stored, (int, float)) and not isinstance(stored, bool):
+        return math.isclose(stored, fresh, rel_tol=TOLERANCE, abs_tol=TOLERANCE)
+    return type(stored) is type(fresh) and stored == fresh if isinstance(fresh, bool) else stored == fresh
+
+
+class _Engine:
+    """The outcome functions, with results remembered by their exact inputs (a class's ledgers
+    repeat the same slider settings many times)."""
+
+    def __init__(self, limit: int = 20_000):
+        self.cache: dict[str, dict] = {}
+        self.limit = limit
+
+    def __call__(self, key: tuple[str, str], inputs: dict, predictions: dict) -> dict:
+        token = json.dumps([key, inputs, predictions], sort_keys=True)
+        if token not in self.cache:
+            if len(self.cache) >= self.limit:
+                self.cache.clear()
+            self.cache[token] = OUTCOMES[key](dict(inputs), dict(predictions))
+        return self.cache[token]
+
+
+def _error(err: BaseException) -> str:
+    text = f"{type(err).__name__}: {err}"
+    return " ".join(text.split())[:300]
+
+
+def grade_step(doc: dict, lab: str, step: str, entry: dict, source: str, engine: _Engine) -> dict:
+    row = {"file": source, "student": doc["student"], "lab": lab, "step": step, "saved": entry["saved"], "tampered": False, "changes": 0, "skipped": 0}
+    spec = SPECS.get((lab, step))
+    if spec is None or (lab, step) not in OUTCOMES:
+        row["status"] = "not graded (no engine check for this step)"
+        return row
+    inputs, stored_predictions = entry["inputs"], entry["predictions"]
+    try:
+        spec.check(inputs)
+        for q in stored_predictions:
+            if q not in spec.questions:
+                raise ValueError(f"unknown prediction {q[:40]!r}")
+            if stored_predictions[q] is not None:
+                _text(f"prediction {q}", stored_predictions[q])
+    except ValueError as err:
+        row["status"] = f"invalid inputs: {_error(err)[len('ValueError: '):]}"
+        return row
+    row.update({f"input.{k}": v for k, v in inputs.items()})
+
+    commits = doc.get("predictions", {}).get(lab, {})
+    answers, from_commit = {}, []
+    for q in spec.questions:
+        record = commits.get(q)
+        if record is not None:
+            answers[q] = record["answer"]
+            row["changes"] += len(record["changes"])
+            from_commit.append(q)
+        else:
+            answers[q] = stored_predictions.get(q)
+    row["answers_from"] = "commit" if len(from_commit) == len(spec.questions) else ("step" if not from_commit else "commit+step")
+
+    try:
+        fresh = engine((lab, step), inputs, stored_predictions)  # what the lab showed: the tamper check
+        graded = fresh if all(answers[q] == stored_predictions.get(q) for q in spec.questions) else engine((lab, step), inputs, {k: v for k, v in answers.items() if v is not None})
+    except Exception as err:  # noqa: BLE001 - one step's failure must not stop the class
+        row["status"] = f"engine error: {_error(err)}"
+        return row
+    row.update({k: v for k, v in fresh.items() if k not in spec.questions.values()})
+    row["right"] = row["judged"] = 0
+    for q, outcome in spec.questions.items():
+        row[f"answer.{q}"] = "skipped" if answers[q] is None else answers[q]
+        if answers[q] is None:
+            row[outcome] = None
+            row["skipped"] += 1
+        else:
+            row[outcome] = bool(graded.get(outcome))
+            row["judged"] += 1
+            row["right"] += row[outcome]
+    mismatched = sorted(k for k, v in entry["outcomes"].items() if k in fresh and not _agrees(v, fresh[k]))
+    row["tampered"] = bool(mismatched)
+    row["status"] = "ok" if not mismatched else f"stored outcome disagrees with the engine: {', '.join(mismatched)}"
+    return row
+
+
+def grade_document(doc: dict, source: str, engine: _Engine | None = None) -> list[dict]:
+    engine = engine or _Engine()
+    rows = []
+    for lab, steps in doc["labs"].items():
+        for step, entry in steps.items():
+            try:
+                rows.append(grade_step(doc, lab, step, entry, source, engine))
+            except Exception as err:  # noqa: BLE001
+                rows.append({"file": source, "student": doc["student"], "lab": lab, "step": step, "status": f"grader error: {_error(err)}"})
+    return rows
+
+
+_HASH_IN_NAME = re.compile(r"-([0-9a-f]{10})(?![0-9a-f])")
+
+
+def _identity_flags(rows: list[dict], roster: Roster | None) -> None:
+    files_of = defaultdict(set)
+    for row in rows:
+        files_of[row["student"]].add(row["file"])
+    for row in rows:
+        flags = []
+        try:
+            canonical = normalise_student(row["student"])
+            if canonical != row["student"]:
+                flags.append("id not normalised")
+        except ValueError as err:
+            canonical = None
+            flags.append(f"invalid id ({err})")
+        hashes = _HASH_IN_NAME.findall(Path(row["file"]).name)
+        if canonical is not None and hashes and student_hash(canonical) not in hashes:
+            flags.append("file named for another id")
+        others = sorted(files_of[row["student"]] - {row["file"]})
+        if others:
+            flags.append(f"same id in {len(others)} other file(s): {', '.join(Path(o).name for o in others[:3])}")
+        if roster is not None and (canonical is None or canonical not in roster):
+            flags.append("not on the roster")
+        row["identity"] = "; ".join(flags)
+
+
+def grade(paths: list[str], roster: Roster | None = None) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
     rows, problems = [], []
+    engine = _Engine()
     for path in collect(paths):
+        if ".corrupt-" in path.name:
+            problems.append((str(path), "a copy the lab moved aside as unreadable; not graded"))
+            continue
         try:
             doc = read_ledger(path)
-        except (ValueError, UnicodeDecodeError, OSError) as err:
-            problems.append((str(path), str(err).splitlines()[0][:300]))
+        except Exception as err:  # noqa: BLE001 - one file must not stop the class
+            problems.append((str(path), (str(err).splitlines() or [type(err).__name__])[0][:300]))
             continue
-        rows.extend(grade_document(doc, str(path)))
-    return pd.DataFrame(rows), problems
+        try:
+            rows.extend(grade_document(doc, str(path), engine))
+        except Exception as err:  # noqa: BLE001
+            problems.append((str(path), f"grader error: {_error(err)}"))
+    _identity_flags(rows, roster)
+    table = pd.DataFrame(rows)
+    if not table.empty:
+        table = table.reindex(columns=BASE_COLUMNS + [c for c in table.columns if c not in BASE_COLUMNS])
+    return table, problems
+
+
+# ---- reporting ----------------------------------------------------------------------------
+def _flagged(table: pd.DataFrame) -> pd.Series:
+    return table["tampered"].fillna(False).astype(bool) | table["identity"].fillna("").ne("") | table["changes"].fillna(0).gt(0)
+
+
+def _needs_attention(table: pd.DataFrame) -> pd.Series:
+    """Rows --strict fails on: tampered, an identity flag, or an input or engine error (a changed
+    prediction is graded by its commit, and a step without an engine check is only listed)."""
+    graded = ~table["status"].fillna("").str.startswith("not graded")
+    return table["tampered"].fillna(False).astype(bool) | table["identity"].fillna("").ne("") | (graded & ~table["status"].eq("ok"))
+
+
+def _outcome_columns(table: pd.DataFrame) -> list[str]:
+    return [c for c in dict.fromkeys(o for spec in SPECS.values() for o in spec.questions.values()) if c in table]
+
+
+def scores(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per student and file: each lab's right answers out of the judged ones (skipped
+    questions are counted apart, never as wrong; "error" when no step of the lab could be
+    graded), and the flags."""
+    if table.empty:
+        return pd.DataFrame()
+    t = table.assign(
+        right=table["right"].fillna(0).astype(int), judged=table["judged"].fillna(0).astype(int), skipped=table["skipped"].fillna(0).astype(int),
+        errors=(~table["status"].eq("ok") & ~table["status"].fillna("").str.startswith(("stored", "not graded"))).astype(int),
+        name=table["file"].map(lambda f: Path(f).name),
+    )
+    per_lab = t.groupby(["student", "name", "lab"], sort=True)[["right", "judged", "skipped", "errors"]].sum()
+    text = [
+        ("error" if r.errors and not r.judged else f"{r.right}/{r.judged}") + (f" ({r.skipped} skipped)" if r.skipped else "")
+        for r in per_lab.itertuples()
+    ]
+    grid = pd.Series(text, index=per_lab.index).unstack("lab").fillna("")
+    flags = t.groupby(["student", "name"], sort=True).agg(
+        tampered=("tampered", lambda s: "yes" if s.fillna(False).astype(bool).any() else ""),
+        changed=("changes", lambda s: int(s.fillna(0).sum())),
+        identity=("identity", lambda s: "; ".join(sorted(set(s.fillna("")) - {""}))),
+    )
+    out = grid.join(flags).reset_index().rename(columns={"name": "file"})
+    return out
 
 
 def summary(table: pd.DataFrame) -> pd.DataFrame:
-    if table.empty or "prediction_correct" not in table:
+    """Per lab and step: students, rows left out for a flag, and the share of right predictions
+    (per question, skipped ones not counted) over the rows without a flag."""
+    if table.empty:
         return pd.DataFrame()
-    graded = table[table["prediction_correct"].notna()]
-    return graded.groupby(["lab", "step"]).agg(
-        students=("student", "nunique"),
-        right_predictions=("prediction_correct", "mean"),
-        median_mfu=("mfu", "median"),
-    )
+    clean = table[~_flagged(table) & table["status"].eq("ok")]
+    outcome_cols = _outcome_columns(table)
+    out = []
+    for (lab, step), group in table.groupby(["lab", "step"], sort=True):
+        mine = clean[(clean.lab == lab) & (clean.step == step)]
+        row = {"lab": lab, "step": step, "students": group["student"].nunique(), "flagged (left out)": int(_flagged(group).sum())}
+        for col in outcome_cols:
+            judged = mine[col].dropna() if col in mine else pd.Series(dtype=object)
+            if len(judged):
+                row[f"right {col.removesuffix('_correct')}"] = f"{judged.astype(bool).mean():.0%} of {len(judged)}"
+        if "mfu" in mine and mine["mfu"].notna().any():
+            row["median mfu"] = f"{pd.to_numeric(mine['mfu'], errors='coerce').median():.1%}"
+        out.append(row)
+    return pd.DataFrame(out).fillna("")
+
+
+def shown(value, width: int = 40) -> str:
+    """Text safe for a terminal: control characters escaped, long values cut."""
+    text = "".join(c if not unicodedata.category(c).startswith("C") else c.encode("unicode_escape").decode() for c in str(value))
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _csv_safe(value):
+    """Keep a spreadsheet from running a cell as a formula."""
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + value
+    return value
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m labs.grade", description=__doc__.splitlines()[0])
     parser.add_argument("paths", nargs="+", help="ledger files or folders of them")
     parser.add_argument("--csv", help="write the per-step table here")
-    parser.add_argument("--strict", action="store_true", help="exit 1 if any file is malformed or any outcome disagrees")
+    parser.add_argument("--roster", help="CSV with columns student,code: flag ledgers whose id is not on it")
+    parser.add_argument("--strict", action="store_true", help="exit 1 if any file is unreadable or any row is flagged or in error")
     args = parser.parse_args(argv)
-    table, problems = grade(args.paths)
+    roster = Roster.load(args.roster) if args.roster else None
+    table, problems = grade(args.paths, roster)
     for name, why in problems:
-        print(f"skipped {name}: {why}", file=sys.stderr)
+        print(f"not graded {shown(name, 200)}: {shown(why, 300)}", file=sys.stderr)
+    for _, row in table[~table["status"].isin(["ok"])].iterrows() if not table.empty else []:
+        print(f"{shown(row['file'], 200)} {shown(row['lab'])}/{shown(row['step'])}: {shown(row['status'], 300)}", file=sys.stderr)
     if table.empty:
         print("no gradable ledgers found")
     else:
-        cols = [c for c in ("student", "lab", "step", "prediction_correct", "mfu", "fits", "status") if c in table]
-        with pd.option_context("display.width", 200, "display.max_columns", 20, "display.max_colwidth", 60):
-            print(table[cols].to_string(index=False))
+        with pd.option_context("display.width", 250, "display.max_columns", 30, "display.max_colwidth", 60, "display.max_rows", None):
+            print(scores(table).map(shown).to_string(index=False))
             print()
-            print(summary(table).to_string())
+            print(summary(table).to_string(index=False))
     if args.csv:
-        table.to_csv(args.csv, index=False)
-    flagged = (~table["status"].eq("ok")).any() if not table.empty else False
-    return 1 if args.strict and (problems or flagged) else 0
+        table.map(_csv_safe).to_csv(args.csv, index=False)
+    bad = 0 if table.empty else int(_needs_attention(table).sum())
+    print(f"{len(problems)} file(s) not graded, {bad} row(s) flagged or in error" + ("" if args.strict else " (--strict: exit 1 when any)"), file=sys.stderr)
+    return 1 if args.strict and (problems or bad) else 0
 
 
 if __name__ == "__main__":

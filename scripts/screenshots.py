@@ -19,7 +19,7 @@ from labs.core.outcomes import ACT1_OPTIONS, ACT2_OPTIONS, FIT_OPTIONS  # noqa: 
 def zero_sweep() -> None:
     with tempfile.TemporaryDirectory() as ledgers, marimo_run("06_zero_sweep.py", env={"LABS_LEDGER_DIR": ledgers}) as url, browser_page(width=1300, height=1500) as page:
         page.goto(url)
-        choose(page, f"B) {FIT_OPTIONS[1].label}")
+        choose(page, f"B) {FIT_OPTIONS[1].label}", commit=0)
         page.get_by_text("The sweep: per-GPU memory").first.wait_for()
         slider = page.get_by_role("slider").nth(2)  # data-parallel GPUs: 8 -> 32
         slider.focus()
@@ -34,13 +34,13 @@ def zero_sweep() -> None:
 def main() -> None:
     with tempfile.TemporaryDirectory() as ledgers, marimo_run("05_parallelism.py", env={"LABS_LEDGER_DIR": ledgers}) as url, browser_page(width=1300, height=1500) as page:
         page.goto(url)
-        choose(page, f"B) {ACT1_OPTIONS[1].label[:40]}")
+        choose(page, f"B) {ACT1_OPTIONS[1].label[:40]}", commit=0)
         page.get_by_text("exposed all-reduce").first.wait_for()
         page.wait_for_timeout(1500)
         page.get_by_text("Instruments").first.scroll_into_view_if_needed()
         page.get_by_text("Act I · The data-parallel wall").first.scroll_into_view_if_needed()
         page.screenshot(path=str(ROOT / "assets" / "lab05_act1.png"))
-        choose(page, f"C) {ACT2_OPTIONS[2].label[:40]}")
+        choose(page, f"C) {ACT2_OPTIONS[2].label[:40]}", commit=1)
         page.get_by_text("memory per GPU").first.wait_for()
         page.wait_for_timeout(1500)
         page.get_by_text("Act II · Designing the 3D layout").first.scroll_into_view_if_needed()

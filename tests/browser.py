@@ -76,9 +76,12 @@ def browser_page(downloads: Path | None = None, width: int = 1400, height: int =
             browser.close()
 
 
-def choose(page, option_text: str) -> None:
-    """Click the radio option whose label starts with `option_text`."""
+def choose(page, option_text: str, commit: int | None = None) -> None:
+    """Click the radio option whose label starts with `option_text`; with `commit`, then press
+    the page's commit-th "Commit my prediction" button (0 for the first question)."""
     page.get_by_text(option_text, exact=False).first.click()
+    if commit is not None:
+        page.get_by_role("button", name="Commit my prediction").nth(commit).click()
 
 
 def metric(page, label: str) -> str:

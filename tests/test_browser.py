@@ -28,10 +28,15 @@ def test_flagship_lab_end_to_end(tmp_path):
     ledgers = tmp_path / "ledgers"
     with marimo_run("05_parallelism.py", env={"LABS_LEDGER_DIR": str(ledgers)}) as url, browser_page() as page:
         page.goto(url)
-        page.get_by_text("Commit to a prediction above to unlock the Act I instruments").wait_for()
+        page.get_by_text("Commit to a prediction above (or skip it) to unlock the Act I instruments").wait_for()
         assert page.locator(".lab-card").count() == 0
+        page.get_by_label("Your name or student id (goes into your design ledger)").fill("browser student")
+        page.keyboard.press("Enter")
 
         choose(page, f"B) {ACT1_OPTIONS[1].label[:40]}")
+        page.wait_for_timeout(300)
+        assert page.locator(".lab-card").count() == 0  # choosing is not committing
+        page.get_by_role("button", name="Commit my prediction").first.click()
         page.get_by_text("exposed all-reduce").first.wait_for()
         before = metric(page, "MFU")
         assert before == f"{dp_wall_estimate(64).mfu:.1%}"
@@ -49,9 +54,10 @@ def test_flagship_lab_end_to_end(tmp_path):
         points_after = page.locator(".js-plotly-plot").first.evaluate("el => JSON.stringify(el.data.map(t => [t.x, t.y]))")
         assert points_after != points_before
 
-        page.get_by_label("Your name or student id (goes into your design ledger)").fill("browser student")
-        page.keyboard.press("Enter")
-        choose(page, f"C) {ACT2_OPTIONS[2].label[:40]}")
+        # Change the Act I answer after the reveal: recorded as a change, the first one stays.
+        choose(page, f"D) {ACT1_OPTIONS[3].label[:40]}", commit=0)
+        page.get_by_text("Later answers are recorded as changes").first.wait_for()
+        choose(page, f"C) {ACT2_OPTIONS[2].label[:40]}", commit=1)
         path = submit_and_download(page, "Submit my design to the ledger", tmp_path / "downloaded.json")
 
     doc = json.loads(path.read_text())
@@ -59,6 +65,9 @@ def test_flagship_lab_end_to_end(tmp_path):
     assert doc["student"] == "browser student"
     assert doc["labs"]["05_parallelism"]["act2"]["inputs"]["tp"] == 8
     assert doc["labs"]["05_parallelism"]["act1"]["inputs"]["gpus"] == 256
+    cause = doc["predictions"]["05_parallelism"]["cause"]
+    assert cause["answer"] == "B" and [c["answer"] for c in cause["changes"]] == ["D"]
+    assert doc["labs"]["05_parallelism"]["act1"]["predictions"] == {"cause": "B"}
 
 
 def test_pipeline_lab_end_to_end(tmp_path):
@@ -66,8 +75,8 @@ def test_pipeline_lab_end_to_end(tmp_path):
 
     with marimo_run("07_pipeline_visualizer.py", env={"LABS_LEDGER_DIR": str(tmp_path)}) as url, browser_page() as page:
         page.goto(url)
-        page.get_by_text("Commit to a prediction above to unlock the timelines").wait_for()
-        choose(page, f"C) {UTILISATION_OPTIONS[2].label}")
+        page.get_by_text("Commit to a prediction above (or skip it) to unlock the timelines").wait_for()
+        choose(page, f"C) {UTILISATION_OPTIONS[2].label}", commit=0)
         chart = page.locator(".js-plotly-plot").first
         chart.wait_for()
         before = chart.evaluate("el => JSON.stringify(el.data.map(t => t.base))")
@@ -95,9 +104,9 @@ def test_zero_sweep_lab_end_to_end(tmp_path):
 
     with marimo_run("06_zero_sweep.py", env={"LABS_LEDGER_DIR": str(tmp_path)}) as url, browser_page() as page:
         page.goto(url)
-        page.get_by_text("Commit to a prediction above to unlock the memory instruments").wait_for()
+        page.get_by_text("Commit to a prediction above (or skip it) to unlock the memory instruments").wait_for()
         assert page.locator(".lab-card").count() == 0
-        choose(page, f"B) {FIT_OPTIONS[1].label}")
+        choose(page, f"B) {FIT_OPTIONS[1].label}", commit=0)
         at8 = f"{dp_memory(FIT_MODEL, 8, FIT_STAGE, FIT_ACTIVATIONS).total / 1e9:,.1f} GB"
         page.locator(".lab-card .value", has_text=at8).first.wait_for()
         assert metric(page, "per-GPU memory") == at8 and metric(page, "fits") == "no"
@@ -112,7 +121,7 @@ def test_zero_sweep_lab_end_to_end(tmp_path):
         marker = page.locator(".js-plotly-plot").nth(1).evaluate("el => el.data.find(t => t.name === 'your setting').x[0]")
         assert marker == 32
 
-        choose(page, f"A) {ZERO2_OPTIONS[0].label[:40]}")
+        choose(page, f"A) {ZERO2_OPTIONS[0].label[:40]}", commit=1)
         page.get_by_text("What fitting costs").first.wait_for()
         path = submit_and_download(page, "Submit to the ledger", tmp_path / "downloaded.json")
     doc = json.loads(path.read_text())

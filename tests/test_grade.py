@@ -1,79 +1,252 @@
-"""The grader: a valid class, a tampered ledger, and every kind of malformed file."""
+"""The grader: a valid class, committed predictions, tampering, identity, and every kind of hostile
+file and input, none of which may stop the grading of the others."""
 
+import csv
 import json
+import os
 
 
-from labs.core.outcomes import act1_outcomes, act2_outcomes
-from labs.core.state import DesignLedger
-from labs.grade import grade, main
+from labs.core import state
+from labs.core.outcomes import act1_correct_option, act1_outcomes, act2_best_option, act2_outcomes, pipeline_outcomes
+from labs.core.pipeline import MAX_TIMELINE_OPS
+from labs.core.state import DesignLedger, Roster
+from labs.grade import grade, main, shown
 
 ACT1_INPUTS = dict(gpus=64, global_batch=512, fixed_per_gpu=False, fabric="ib-ndr", algorithm="ring", overlap=True, params_b=7)
 ACT2_INPUTS = dict(tp=8, pp=8, dp=16, micro_batch=1, global_batch=1536, zero_stage=1, recompute="selective", sequence_parallel=True, flash_attention=True)
+PIPE_INPUTS = dict(p=4, m=8, schedule="1f1b", v=1, tf=1.0, tb=2.0, tw=1.0)
+RIGHT1, RIGHT2 = act1_correct_option(), act2_best_option()
+WRONG1, WRONG2 = next(k for k in "ABCD" if k != RIGHT1), next(k for k in "ABCD" if k != RIGHT2)
 
 
-def write_student(folder, name, cause="B", design="C"):
+def write_student(folder, name, cause=RIGHT1, design=RIGHT2):
     ledger = DesignLedger(name, folder)
     ledger.save_step("05_parallelism", "act1", ACT1_INPUTS, {"cause": cause}, act1_outcomes(ACT1_INPUTS, {"cause": cause}))
     ledger.save_step("05_parallelism", "act2", ACT2_INPUTS, {"design": design}, act2_outcomes(ACT2_INPUTS, {"design": design}))
     return ledger.path
 
 
-def test_valid_class_is_graded_and_summarised(tmp_path, capsys):
+def hostile(folder, name, lab, step, inputs, predictions=None):
+    """A ledger written as a student could hand it in: any inputs, through the same schema."""
+    doc = {"schema_version": 1, "student": name, "engine_version": "0", "created": "t", "updated": "t",
+           "labs": {lab: {step: {"saved": "t", "inputs": inputs, "predictions": predictions or {}, "outcomes": {}}}}}
+    path = folder / state.ledger_filename(name)
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_valid_class_is_graded_scored_and_summarised(tmp_path, capsys):
     write_student(tmp_path, "ann")
-    write_student(tmp_path, "bob", cause="A", design="A")
+    write_student(tmp_path, "bob", cause=WRONG1, design=WRONG2)
     table, problems = grade([str(tmp_path)])
     assert not problems and len(table) == 4 and set(table.status) == {"ok"}
     right = table.set_index(["student", "step"])["prediction_correct"]
     assert right[("ann", "act1")] and right[("ann", "act2")] and not right[("bob", "act1")] and not right[("bob", "act2")]
     assert main([str(tmp_path), "--csv", str(tmp_path / "out.csv"), "--strict"]) == 0
-    assert (tmp_path / "out.csv").read_text().count("\n") == 5
+    out = capsys.readouterr().out
+    assert "05_parallelism" in out and "2/2" in out and "0/2" in out
+    assert "50% of 2" in out  # the summary's share of right predictions over the two clean rows
+    with open(tmp_path / "out.csv") as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) == 4 and {r["student"] for r in rows} == {"ann", "bob"}
 
 
-def test_tampered_outcome_is_flagged(tmp_path):
-    path = write_student(tmp_path, "eve", cause="A")
+def test_every_lab_has_a_score_in_the_terminal_table(tmp_path, capsys):
+    from labs.core.outcomes import fit_answer, zero2_answer, zero_sweep_outcomes
+
+    ledger = DesignLedger("cam", tmp_path)
+    sweep = dict(model="llama2-70b", gpu="h100-sxm", optimizer_state="fp32", micro_batch=1, seq_len=4096, recompute="full",
+                 flash_attention=True, offload=False, dp=8, zero_stage=3, microbatches=1)
+    preds = {"fit": fit_answer(), "zero2": zero2_answer()}
+    ledger.save_step("06_zero_sweep", "sweep", sweep, preds, zero_sweep_outcomes(sweep, preds))
+    pipe_preds = {"utilisation": "A", "microbatches": "A"}
+    ledger.save_step("07_pipeline_visualizer", "pipeline", PIPE_INPUTS, pipe_preds, pipeline_outcomes(PIPE_INPUTS, pipe_preds))
+    ledger.save_step("05_parallelism", "act1", ACT1_INPUTS, {"cause": RIGHT1}, act1_outcomes(ACT1_INPUTS, {"cause": RIGHT1}))
+    assert main([str(tmp_path)]) == 0
+    header, row = capsys.readouterr().out.splitlines()[:2]
+    assert "05_parallelism" in header and "06_zero_sweep" in header and "07_pipeline_visualizer" in header
+    pipe_right = sum(pipeline_outcomes(PIPE_INPUTS, pipe_preds)[k] for k in ("utilisation_correct", "microbatches_correct"))
+    assert row.split()[2:5] == ["1/1", "2/2", f"{pipe_right}/2"]
+
+
+def test_tampered_outcome_is_flagged_and_left_out_of_the_averages(tmp_path, capsys):
+    write_student(tmp_path, "ann")
+    path = write_student(tmp_path, "eve", cause=WRONG1)
     doc = json.loads(path.read_text())
     doc["labs"]["05_parallelism"]["act1"]["outcomes"]["prediction_correct"] = True
     doc["labs"]["05_parallelism"]["act2"]["outcomes"]["mfu"] = 0.99
     path.write_text(json.dumps(doc))
-    table, _ = grade([str(path)])
-    status = dict(zip(table.step, table.status))
-    assert "prediction_correct" in status["act1"] and "mfu" in status["act2"]
-    assert main([str(path), "--strict"]) == 1
+    table, _ = grade([str(tmp_path)])
+    eve = table[table.student == "eve"].set_index("step")
+    assert "prediction_correct" in eve.status["act1"] and "mfu" in eve.status["act2"] and eve.tampered.all()
+    assert main([str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "100% of 1" in out  # act1: only ann's clean row is averaged
+    assert main([str(tmp_path), "--strict"]) == 1
 
 
+# ---- committed predictions -------------------------------------------------------------------
+def test_the_committed_answer_is_graded_and_changes_are_counted(tmp_path):
+    ledger = DesignLedger("cy", tmp_path)
+    ledger.commit_prediction("05_parallelism", "cause", RIGHT1)
+    ledger.commit_prediction("05_parallelism", "cause", WRONG1)  # changed after the reveal
+    ledger.commit_prediction("05_parallelism", "design", WRONG2)
+    ledger.commit_prediction("05_parallelism", "design", RIGHT2)
+    ledger.save_step("05_parallelism", "act1", ACT1_INPUTS, {"cause": WRONG1}, act1_outcomes(ACT1_INPUTS, {"cause": WRONG1}))
+    ledger.save_step("05_parallelism", "act2", ACT2_INPUTS, {"design": RIGHT2}, act2_outcomes(ACT2_INPUTS, {"design": RIGHT2}))
+    table, _ = grade([str(tmp_path)])
+    rows = table.set_index("step")
+    assert list(rows.status) == ["ok", "ok"] and not rows.tampered.any()  # stored outcomes match what the lab showed
+    assert rows.loc["act1", "answer.cause"] == RIGHT1 and rows.loc["act1", "prediction_correct"] == True  # noqa: E712
+    assert rows.loc["act2", "answer.design"] == WRONG2 and rows.loc["act2", "prediction_correct"] == False  # noqa: E712
+    assert list(rows.changes) == [1, 1] and set(rows.answers_from) == {"commit"}
+
+
+def test_a_skipped_prediction_is_skipped_not_wrong(tmp_path, capsys):
+    ledger = DesignLedger("dee", tmp_path)
+    ledger.commit_prediction("05_parallelism", "cause", None)
+    ledger.save_step("05_parallelism", "act1", ACT1_INPUTS, {"cause": None}, act1_outcomes(ACT1_INPUTS, {"cause": None}))
+    table, _ = grade([str(tmp_path)])
+    row = table.iloc[0]
+    assert row["answer.cause"] == "skipped" and row["prediction_correct"] is None and row["skipped"] == 1 and row["status"] == "ok"
+    main([str(tmp_path)])
+    assert "0/0 (1 skipped)" in capsys.readouterr().out
+
+
+# ---- identity --------------------------------------------------------------------------------
+def test_duplicate_and_mismatched_identities_are_flagged(tmp_path):
+    alice = write_student(tmp_path, "alice")
+    copy = tmp_path / "handed_in_again.json"
+    copy.write_bytes(alice.read_bytes())
+    bob = write_student(tmp_path, "bob")
+    doc = json.loads(bob.read_text())
+    doc["student"] = "mallory"  # bob's file now claims to be mallory's
+    bob.write_text(json.dumps(doc))
+    write_student(tmp_path, "carol")
+    table, _ = grade([str(tmp_path)])
+    flags = table.groupby("file")["identity"].first()
+    assert "same id in 1 other file(s): handed_in_again.json" in flags[str(alice)]
+    assert "same id in 1 other file(s)" in flags[str(copy)]
+    assert flags[str(bob)] == "file named for another id"
+    assert flags[str(tmp_path / state.ledger_filename("carol"))] == ""
+    assert main([str(tmp_path), "--strict"]) == 1
+
+
+def test_roster_flags_ids_that_are_not_on_it(tmp_path):
+    write_student(tmp_path / "in", "ann")
+    write_student(tmp_path / "in", "zed")
+    roster = tmp_path / "roster.csv"
+    roster.write_text("student,code\nann,4821-ax\n")
+    table, _ = grade([str(tmp_path / "in")], Roster.load(roster))
+    assert dict(table.groupby("student").identity.first()) == {"ann": "", "zed": "not on the roster"}
+
+
+def test_names_are_escaped_in_the_terminal(tmp_path, capsys):
+    evil = "eve\x1b[2J\rroot"
+    doc_path = write_student(tmp_path, "plain")
+    doc = json.loads(doc_path.read_text())
+    doc["student"] = evil
+    doc_path.write_text(json.dumps(doc))
+    main([str(tmp_path), "--csv", str(tmp_path / "g.csv")])
+    out = capsys.readouterr()
+    assert "\x1b" not in out.out + out.err and "\r" not in out.out + out.err
+    assert shown(evil) in out.out and "invalid id" in out.out
+    assert shown("=HYPERLINK(1)") == "=HYPERLINK(1)" and "'=" in _csv_cell(tmp_path, "=cmd|' /C calc'!A0")
+
+
+def _csv_cell(tmp_path, student):
+    folder = tmp_path / "csvcheck"
+    write_student(folder, student)
+    main([str(folder), "--csv", str(folder / "g.csv")])
+    return (folder / "g.csv").read_text()
+
+
+# ---- hostile files and inputs ------------------------------------------------------------------
+HEAD = '{"schema_version": 1, "student": "x", "engine_version": "0", "created": "", "updated": "", '
 MALFORMED = {
     "truncated.json": b'{"schema_version": 1, "student": "x", "labs": {',
     "wrong_types.json": json.dumps({"schema_version": 1, "student": 5, "engine_version": "0", "created": "", "updated": "", "labs": []}).encode(),
-    "nan.json": b'{"schema_version": 1, "student": "x", "engine_version": "0", "created": "", "updated": "", "labs": {"a": {"b": {"saved": "", "inputs": {"x": NaN}, "predictions": {}, "outcomes": {}}}}}',
-    "huge_number.json": b'{"schema_version": 1, "student": "x", "engine_version": "0", "created": "", "updated": "", "labs": {"a": {"b": {"saved": "", "inputs": {"x": 1e999}, "predictions": {}, "outcomes": {}}}}}',
+    "nan.json": (HEAD + '"labs": {"a": {"b": {"saved": "", "inputs": {"x": NaN}, "predictions": {}, "outcomes": {}}}}}').encode(),
+    "infinity.json": (HEAD + '"labs": {"a": {"b": {"saved": "", "inputs": {"x": Infinity}, "predictions": {}, "outcomes": {}}}}}').encode(),
+    "huge_number.json": (HEAD + '"labs": {"a": {"b": {"saved": "", "inputs": {"x": 1e999}, "predictions": {}, "outcomes": {}}}}}').encode(),
     "deep.json": b"[" * 100000 + b"]" * 100000,
     "empty.json": b"",
     "latin1.json": '{"student": "Jos\xe9"}'.encode("latin-1"),
+    "future.json": json.dumps({"schema_version": 7, "student": "x", "labs": {}}).encode(),
+    "duplicate_keys.json": (HEAD + '"labs": {}, "labs": {}}').encode(),
+    "many_keys.json": json.dumps({"schema_version": 1, "student": "k", "engine_version": "0", "created": "", "updated": "",
+                                  "labs": {"05_parallelism": {"act2": {"saved": "", "inputs": {f"k{i}": i for i in range(40000)}, "predictions": {}, "outcomes": {}}}}}).encode(),
 }
 
 
-def test_malformed_files_are_reported_and_skipped(tmp_path, capsys):
+def test_hostile_files_are_named_and_the_rest_graded(tmp_path, capsys):
     for name, content in MALFORMED.items():
         (tmp_path / name).write_bytes(content)
     (tmp_path / "big.json").write_bytes(b" " * 100_000_000)
+    (tmp_path / "link.json").symlink_to(tmp_path / "truncated.json")
+    os.mkfifo(tmp_path / "fifo.json")  # opening it for reading would block forever
+    (tmp_path / "loop").symlink_to(tmp_path)  # a symlinked folder is not entered
     good = write_student(tmp_path / "class", "../../x")
-    assert good.parent == tmp_path / "class" and good.name == "x.ledger.json"
+    assert good.parent == tmp_path / "class"
     table, problems = grade([str(tmp_path)])
-    assert {p.split("/")[-1] for p, _ in problems} == set(MALFORMED) | {"big.json"}
-    assert set(table.student) == {"../../x"}
+    named = {p.split("/")[-1]: why for p, why in problems}
+    assert set(named) == set(MALFORMED) | {"big.json", "link.json", "fifo.json"}
+    assert "symlink" in named["link.json"] and "regular" in named["fifo.json"] and "newer" in named["future.json"]
+    assert "duplicate key" in named["duplicate_keys.json"] and "more than 200" in named["many_keys.json"]
+    assert set(table.student) == {"../../x"} and set(table.status) == {"ok"}
     assert main([str(tmp_path)]) == 0
     assert main([str(tmp_path), "--strict"]) == 1
     err = capsys.readouterr().err
     for name in MALFORMED:
         assert name in err
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(list(MALFORMED) + ["big.json", "class"])
 
 
-def test_bad_inputs_in_a_step_are_reported_not_raised(tmp_path):
-    ledger = DesignLedger("mallory", tmp_path)
-    ledger.save_step("05_parallelism", "act2", {"tp": 3, "pp": 1, "dp": 1, "global_batch": 1, "__import__": "os"}, {}, {})
-    table, _ = grade([str(tmp_path)])
-    assert table.status.iloc[0].startswith("invalid inputs")
+HOSTILE_STEPS = {
+    "global_batch_10e400": ("05_parallelism", "act1", {**ACT1_INPUTS, "global_batch": 10**400}, "global_batch must be at most"),
+    "gpus_huge": ("05_parallelism", "act1", {**ACT1_INPUTS, "gpus": 2**70}, "must be at most"),
+    "gpus_as_text": ("05_parallelism", "act1", {**ACT1_INPUTS, "gpus": "64"}, "dp must be a whole number"),
+    "gpus_fraction": ("05_parallelism", "act1", {**ACT1_INPUTS, "gpus": 4.5}, "dp must be a whole number"),
+    "bucket_tiny": ("05_parallelism", "act2", {**ACT2_INPUTS, "bucket_bytes": 5e-324}, "bucket_bytes must be 0 or between"),
+    "plan_huge": ("05_parallelism", "act2", {**ACT2_INPUTS, "micro_batch": 10**300}, "must be at most"),
+    "unknown_field": ("05_parallelism", "act2", {**ACT2_INPUTS, "__import__": "os"}, "1 unknown input(s): '__import__'"),
+    "sweep_huge": ("06_zero_sweep", "sweep", dict(model="llama2-70b", gpu="h100-sxm", optimizer_state="fp32", micro_batch=1, seq_len=10**400, recompute="full",
+                   flash_attention=True, offload=False, dp=8, zero_stage=3, microbatches=1), "seq_len must be at most"),
+    "sweep_missing": ("06_zero_sweep", "sweep", {"model": "llama2-70b"}, "missing input(s)"),
+    "pipeline_huge": ("07_pipeline_visualizer", "pipeline", {**PIPE_INPUTS, "p": 1024, "m": 100000}, f"at most {MAX_TIMELINE_OPS:,}"),
+    "pipeline_list": ("07_pipeline_visualizer", "pipeline", {**PIPE_INPUTS, "m": [1, 2]}, "must be a number"),
+    "prediction_object": ("07_pipeline_visualizer", "pipeline", PIPE_INPUTS, "prediction utilisation must be a string"),
+}
+
+
+def test_hostile_inputs_are_refused_step_by_step(tmp_path):
+    for name, (lab, step, inputs, _) in HOSTILE_STEPS.items():
+        preds = {"utilisation": {"nested": 1}} if name == "prediction_object" else {}
+        hostile(tmp_path, name, lab, step, inputs, preds)
+    zb = hostile(tmp_path, "zero_bubble_slider", "07_pipeline_visualizer", "pipeline", dict(p=8, m=1, schedule="zb-h1", v=1, tf=1.0, tb=0.5, tw=2.0))
+    write_student(tmp_path, "honest")
+    table, problems = grade([str(tmp_path)])
+    assert not problems
+    status = table.groupby("student").status.first()
+    for name, (*_, why) in HOSTILE_STEPS.items():
+        assert status[name].startswith("invalid inputs") and why in status[name], (name, status[name])
+    assert status["zero_bubble_slider"] == "ok" or status["zero_bubble_slider"].startswith("engine error"), zb
+    assert set(table[table.student == "honest"].status) == {"ok"}
+    input_columns = {c for c in table.columns if c.startswith("input.")}
+    assert not any("k1" in c or "__import__" in c for c in input_columns)
+
+
+def test_an_engine_failure_in_one_step_is_reported_and_grading_goes_on(tmp_path, monkeypatch):
+    from labs import grade as grader
+
+    def explode(inputs, predictions):
+        raise ZeroDivisionError("division by zero")
+
+    monkeypatch.setitem(grader.OUTCOMES, ("07_pipeline_visualizer", "pipeline"), explode)
+    hostile(tmp_path, "pip", "07_pipeline_visualizer", "pipeline", PIPE_INPUTS)
+    write_student(tmp_path, "honest")
+    table, problems = grade([str(tmp_path)])
+    status = table.groupby("student").status.first()
+    assert status["pip"] == "engine error: ZeroDivisionError: division by zero" and status["honest"] == "ok"
 
 
 def test_zero_sweep_step_is_regraded(tmp_path):
@@ -95,3 +268,12 @@ def test_zero_sweep_step_is_regraded(tmp_path):
     ledger.path.write_text(json.dumps(doc))
     table, _ = grade([str(tmp_path)])
     assert "fits" in table.status.iloc[0] and "memory_gb" in table.status.iloc[0]
+
+
+def test_csv_has_a_fixed_set_of_columns(tmp_path):
+    write_student(tmp_path / "a", "ann")
+    hostile(tmp_path / "a", "extra", "05_parallelism", "act2", {**ACT2_INPUTS, **{f"x{i}": 1 for i in range(150)}})
+    write_student(tmp_path / "b", "ann")
+    first, _ = grade([str(tmp_path / "a")])
+    second, _ = grade([str(tmp_path / "b")])
+    assert list(first.columns) == list(second.columns)

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.usefixtures("ledger_dir")
 
 from labs.core.outcomes import ACT1_OPTIONS, ACT2_OPTIONS, act1_correct_option, act1_facts, act2_best_option
 from labs.core.scenarios import dp_wall_estimate
-from labs.core.state import load_schema
+from labs.core.state import DesignLedger, load_schema
 
 ROOT = Path(__file__).resolve().parents[1]
 LABS = sorted((ROOT / "labs").glob("[0-9][0-9]_*.py"))
@@ -30,6 +30,22 @@ def load_app(path: Path):
 
 def answered(options, key):
     return mo.ui.radio(options={f"{o.key}) {o.label}": o.key for o in options}, value=next(f"{o.key}) {o.label}" for o in options if o.key == key))
+
+
+class Commit:
+    """Stands in for a lab's [commit, skip] buttons with one of them pressed."""
+
+    def __init__(self, skip: bool = False):
+        self.value = [not skip, skip]
+
+    def _mime_(self):
+        return "text/plain", "committed"
+
+
+def committed(prefix: str, options, key: str | None) -> dict:
+    """defs that answer a lab's prediction `prefix` with `key` and press commit (None: skip)."""
+    radio = answered(options, key) if key else mo.ui.radio(options={f"{o.key}) {o.label}": o.key for o in options})
+    return {f"{prefix}_question": radio, f"{prefix}_commit_buttons": Commit(skip=key is None)}
 
 
 class Pressed:
@@ -70,14 +86,14 @@ def test_stakeholder_figures_are_the_engines(app):
 
 
 def test_unlocked_instruments_match_the_engine(app):
-    _, defs = app.run(defs={"act1_question": answered(ACT1_OPTIONS, "B"), "gpus_slider": mo.ui.slider(steps=[8, 64, 512], value=512)})
+    _, defs = app.run(defs={**committed("act1", ACT1_OPTIONS, "B"), "gpus_slider": mo.ui.slider(steps=[8, 64, 512], value=512)})
     assert defs["act1_current"].mfu == pytest.approx(dp_wall_estimate(512).mfu)
     assert [e.cluster.gpus for e in defs["act1_curve"]] == [8, 16, 32, 64, 128, 256, 512]  # 1024 GPUs cannot split 512 sequences
 
 
 @pytest.mark.parametrize("key", [o.key for o in ACT1_OPTIONS])
 def test_act1_feedback_agrees_with_the_engine(app, key):
-    outputs, _ = app.run(defs={"act1_question": answered(ACT1_OPTIONS, key)})
+    outputs, _ = app.run(defs={**committed("act1", ACT1_OPTIONS, key)})
     correct = act1_correct_option()
     text = text_of(outputs)
     assert ("**Right.**" in text or "Right." in text) == (key == correct)
@@ -86,7 +102,7 @@ def test_act1_feedback_agrees_with_the_engine(app, key):
 @pytest.mark.parametrize("key", [o.key for o in ACT2_OPTIONS])
 def test_act2_feedback_agrees_with_the_engine(app, key):
     # Act I answered wrongly, so any "Right." on the page is Act II's verdict.
-    outputs, defs = app.run(defs={"act2_question": answered(ACT2_OPTIONS, key), "act1_question": answered(ACT1_OPTIONS, "A")})
+    outputs, defs = app.run(defs={**committed("act2", ACT2_OPTIONS, key), **committed("act1", ACT1_OPTIONS, "A")})
     text = text_of(outputs)
     assert ("Right." in text) == (key == act2_best_option())
     assert (f"engine says {act2_best_option()}" in text) == (key != act2_best_option())
@@ -95,8 +111,8 @@ def test_act2_feedback_agrees_with_the_engine(app, key):
 
 def test_submit_writes_both_steps_to_a_valid_ledger(app, ledger_dir):
     _, defs = app.run(defs={
-        "act1_question": answered(ACT1_OPTIONS, "B"),
-        "act2_question": answered(ACT2_OPTIONS, "C"),
+        **committed("act1", ACT1_OPTIONS, "B"),
+        **committed("act2", ACT2_OPTIONS, "C"),
         "student_input": mo.ui.text(value="headless tester"),
         "submit_button": Pressed(),
     })
@@ -105,13 +121,47 @@ def test_submit_writes_both_steps_to_a_valid_ledger(app, ledger_dir):
     assert steps["act1"]["outcomes"]["prediction_correct"] is True
     assert steps["act2"]["inputs"]["tp"] == 8 and steps["act2"]["outcomes"]["fits"] is True
     import jsonschema
-    saved = json.loads((ledger_dir / "headless_tester.ledger.json").read_text())
+    saved = json.loads(DesignLedger("headless tester", ledger_dir).path.read_text())
     jsonschema.validate(saved, load_schema())
 
 
-def test_no_submit_no_ledger(app, ledger_dir):
-    app.run(defs={"act1_question": answered(ACT1_OPTIONS, "B"), "act2_question": answered(ACT2_OPTIONS, "C")})
-    assert not list(ledger_dir.glob("*.ledger.json"))
+def test_commit_records_the_prediction_and_submit_the_design(app, ledger_dir):
+    """Committing writes the answer and its time to the ledger at once; no design step is saved
+    until the submit button is pressed."""
+    app.run(defs={**committed("act1", ACT1_OPTIONS, "B"), **committed("act2", ACT2_OPTIONS, "C")})
+    doc = DesignLedger(None, ledger_dir).load()
+    assert doc["predictions"]["05_parallelism"]["cause"]["answer"] == "B"
+    assert doc["predictions"]["05_parallelism"]["design"]["answer"] == "C"
+    assert doc["labs"] == {}
+
+
+def test_committed_answer_survives_a_change(app, ledger_dir):
+    """A second commit with another answer is recorded as a change; the reveal and the saved
+    outcome keep judging the first commitment."""
+    app.run(defs=committed("act1", ACT1_OPTIONS, "B"))
+    outputs, defs = app.run(defs=committed("act1", ACT1_OPTIONS, "D"))
+    record = DesignLedger(None, ledger_dir).committed("05_parallelism", "cause")
+    assert record["answer"] == "B" and [c["answer"] for c in record["changes"]] == ["D"]
+    assert defs["act1_committed"].answer == "B"
+    text = text_of(outputs)
+    assert "Right." in text and "Later answers are recorded as changes: D" in text
+
+
+def test_skipped_prediction_is_recorded_as_skipped(app, ledger_dir):
+    outputs, defs = app.run(defs=committed("act1", ACT1_OPTIONS, None))
+    assert DesignLedger(None, ledger_dir).committed("05_parallelism", "cause")["answer"] is None
+    assert defs["act1_committed"].skipped and "You skipped this prediction" in text_of(outputs)
+    assert "act1_current" in defs  # skipping opens the instruments too
+
+
+def test_nothing_gives_the_answer_away_before_the_commit(app):
+    """Choosing an option without committing unlocks nothing: no reveal, no equations, no
+    takeaways, no instruments."""
+    outputs, defs = app.run(defs={"act1_question": answered(ACT1_OPTIONS, "B"), "act2_question": answered(ACT2_OPTIONS, "C")})
+    text = text_of(outputs)
+    for hidden in ("engine says", "Right.", "Key takeaways", "The equations behind", "Reflection"):
+        assert hidden not in text
+    assert "act1_current" not in defs and "act2_estimate" not in defs
 
 
 @pytest.mark.parametrize("lab", LABS, ids=[p.name for p in LABS])

@@ -84,32 +84,97 @@ def time_breakdown_bar(est: Estimate) -> go.Figure:
 
 
 OP_COLORS = {"F": COLORS["blue"], "B": COLORS["orange"], "W": COLORS["green"]}
+OP_NAMES = {"F": "forward", "B": "backward", "W": "weight grad"}
+RASTER_OPS = 2000  # above this many ops a timeline is drawn as one raster (one SVG shape per op is ~0.1-0.4 ms in Chromium)
+RASTER_MAX_BINS = 4096  # time bins of the raster at most: finer than any plot is wide
+IDLE_COLOR = COLORS["surface"]
 
 
-def timeline_figure(t: Timeline, title: str | None = None, until: float | None = None) -> go.Figure:
-    """One row per stage, one box per op coloured by kind, shade by micro-batch; gaps are idle.
-    `until` draws only what has started by then (for playing the schedule forward)."""
-    fig = go.Figure()
-    keep = np.ones(len(t.op), dtype=bool) if until is None else t.start < until
-    shade = 0.45 + 0.55 * (1 - t.microbatch / max(1, t.m - 1))
-    detailed = len(t.op) <= 5000  # per-box shading and hover only where a reader can see boxes
+def timeline_raster(t: Timeline, bins: int | None = None) -> tuple[np.ndarray, float]:
+    """The timeline as a stage x time-bin grid of codes (0 idle, 1 F, 2 B, 3 W) and the bin
+    width. By default two bins to the shortest op (at most RASTER_MAX_BINS). Each bin takes
+    what fills most of it, by time covered, so an op shorter than a bin is not dropped and idle
+    shows only where a stage is idle for most of a bin."""
+    if bins is None:
+        shortest = float((t.end - t.start).min())
+        bins = int(min(RASTER_MAX_BINS, max(64, np.ceil(2 * t.makespan / shortest))))
+    width = t.makespan / bins
+    span = 2 * t.makespan + 1  # one stage's times never reach the next stage's offset
+    edges = np.arange(t.p)[:, None] * span + np.linspace(0.0, t.makespan, bins + 1)[None, :]
+    cover = [np.full((t.p, bins), width)]
     for op in ("F", "B", "W"):
-        sel = keep & (t.op == op)
+        sel = t.op == op
+        if not sel.any():
+            cover.append(np.zeros((t.p, bins)))
+            continue
+        start = t.stage[sel] * span + t.start[sel]
+        order = np.argsort(start, kind="stable")
+        start, dur = start[order], (t.end[sel] - t.start[sel])[order]
+        done = np.r_[0.0, np.cumsum(dur)]
+        i = np.searchsorted(start, edges, side="right") - 1  # the last op starting at or before each edge
+        # time covered by this kind of op from the first stage's 0 up to each edge
+        covered = np.where(i >= 0, done[np.maximum(i, 0)] + np.minimum(edges - start[np.maximum(i, 0)], dur[np.maximum(i, 0)]), 0.0)
+        cover.append(np.diff(covered, axis=1))
+    cover[0] = cover[0] - cover[1] - cover[2] - cover[3]  # idle
+    return np.argmax(np.stack(cover), axis=0).astype(np.uint8), width
+
+
+def _timeline_bars(fig: go.Figure, t: Timeline) -> None:
+    """One box per op, coloured by kind and shaded by micro-batch, with hover."""
+    shade = 0.45 + 0.55 * (1 - t.microbatch / max(1, t.m - 1))
+    for op in ("F", "B", "W"):
+        sel = t.op == op
         if not sel.any():
             continue
-        end = t.end[sel] if until is None else np.minimum(t.end[sel], until)
         fig.add_bar(
-            y=t.stage[sel], x=end - t.start[sel], base=t.start[sel], orientation="h",
-            name={"F": "forward", "B": "backward", "W": "weight grad"}[op],
-            marker=dict(color=OP_COLORS[op], opacity=shade[sel] if detailed else 0.9, line=dict(width=0.5 if detailed else 0, color="white")),
-            customdata=np.stack([t.microbatch[sel], t.chunk[sel]], axis=1) if detailed else None,
-            hovertemplate="micro-batch %{customdata[0]}, chunk %{customdata[1]}<extra></extra>" if detailed else None,
-            hoverinfo=None if detailed else "skip",
+            y=t.stage[sel], x=t.end[sel] - t.start[sel], base=t.start[sel], orientation="h", name=OP_NAMES[op],
+            marker=dict(color=OP_COLORS[op], opacity=shade[sel], line=dict(width=0.5, color="white")),
+            customdata=np.stack([t.microbatch[sel], t.chunk[sel]], axis=1),
+            hovertemplate="micro-batch %{customdata[0]}, chunk %{customdata[1]}<extra></extra>",
         )
+
+
+def _timeline_heatmap(fig: go.Figure, t: Timeline) -> None:
+    """The raster as one heatmap trace, with legend entries for the op kinds."""
+    z, width = timeline_raster(t)
+    colors = [IDLE_COLOR, OP_COLORS["F"], OP_COLORS["B"], OP_COLORS["W"]]
+    scale = [[edge, c] for k, c in enumerate(colors) for edge in (k / 4, (k + 1) / 4)]
+    fig.add_heatmap(z=z, x0=width / 2, dx=width, y0=0, dy=1, zmin=-0.5, zmax=3.5, colorscale=scale, showscale=False,
+                    zsmooth=False, hovertemplate="stage %{y}, time %{x:.1f}<extra></extra>", name="ops")
+    for op in ("F", "B", "W"):
+        if (t.op == op).any():
+            fig.add_scatter(x=[None], y=[None], mode="markers", marker=dict(symbol="square", size=12, color=OP_COLORS[op]), name=OP_NAMES[op])
+
+
+def timeline_figure(t: Timeline, title: str | None = None, until: float | None = None, raster: bool | None = None) -> go.Figure:
+    """One row per stage, ops coloured by kind; gaps are idle. Up to RASTER_OPS ops one box per
+    op (shaded by micro-batch, with hover); above, one raster of stage x time bins
+    (timeline_raster), which a browser draws as one image. raster=True/False forces either.
+    `until` marks how far the schedule has played (play_marker)."""
+    fig = go.Figure()
+    if raster if raster is not None else len(t.op) > RASTER_OPS:
+        _timeline_heatmap(fig, t)
+    else:
+        _timeline_bars(fig, t)
     fig.update_layout(barmode="overlay", height=140 + 28 * min(t.p, 32), title=title, xaxis=dict(title="time (one forward = 1)", range=[0, t.makespan * 1.01]),
-                      yaxis=dict(autorange="reversed", title="stage", tickmode="array", tickvals=list(range(0, t.p, max(1, t.p // 16)))))
-    apply_plotly_theme(fig)
-    return fig.update_layout(margin=dict(t=95), legend=dict(y=1.0, yanchor="bottom"), title=dict(y=0.98, yanchor="top"))
+                      yaxis=dict(autorange="reversed", title="stage", tickmode="array", tickvals=list(range(0, t.p, max(1, t.p // 16))), range=None),
+                      margin=dict(t=95), legend=dict(y=1.0, yanchor="bottom"), title_y=0.98, title_yanchor="top")
+    fig = apply_plotly_theme(fig)
+    return play_marker(fig, t, until) if until is not None else fig
+
+
+def play_marker(fig: go.Figure, t: Timeline, until: float | None) -> go.Figure:
+    """Set (replacing the figure's shapes) a line at `until` and a veil over what runs after
+    it: how far the schedule has played. The ops stay drawn, so moving the marker sends shapes,
+    not a new drawing. None or the makespan: no marker."""
+    shapes = []
+    if until is not None and until < t.makespan:
+        shapes = [
+            dict(type="rect", xref="x", yref="paper", x0=until, x1=t.makespan * 1.01, y0=0, y1=1, fillcolor="white", opacity=0.8, line=dict(width=0), layer="above"),
+            dict(type="line", xref="x", yref="paper", x0=until, x1=until, y0=0, y1=1, line=dict(color=COLORS["ink"], width=2)),
+        ]
+    fig.layout.shapes = shapes
+    return fig
 
 
 MEMORY_TERMS = {"weights": "bf16 weights", "gradients": "bf16 gradients", "optimizer": "optimizer state", "activations": "activations", "buffers": "allocator + runtime"}

@@ -7,7 +7,9 @@ option carries a claim that the engine checks: the right option is the one whose
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 from labs.core.perf import Plan, estimate
@@ -147,6 +149,10 @@ UTILISATION_VALUES = {"A": 0.50, "B": 2 / 3, "C": 0.80, "D": 8 / 9}
 SEED_P, SEED_M = 2, 4  # seeds/001 week 24: two stages, four micro-batches
 BUBBLE_TARGET, DEEP_P = 0.05, 16
 MICROBATCH_OPTIONS = (Option("A", "32"), Option("B", "96"), Option("C", "288"), Option("D", "1024"))
+INTERLEAVE_CHUNKS = (1, 2, 4)  # v for "deep pipelines run interleaved"
+TABLE5_PROFILE = "zb_t5_profiled_1.5B"  # tests/data/zero_bubble.json
+TABLE5_SCHEDULES = (("1f1b", "1F1B"), ("zb-h1", "ZB-H1"), ("zb-h2", "ZB-H2"))
+_DATA = Path(__file__).resolve().parents[2] / "tests" / "data"
 
 
 def seed_utilisation() -> float:
@@ -161,13 +167,210 @@ def utilisation_answer() -> str:
     return min(UTILISATION_VALUES, key=lambda k: abs(UTILISATION_VALUES[k] - measured))
 
 
-def microbatch_answer() -> str:
-    """The fewest micro-batches among the options that keep a 16-stage 1F1B bubble under 5% of
-    the wall time."""
+def under_target(bubble: float, target: float = BUBBLE_TARGET) -> bool:
+    """"Under 5%" means strictly below: a bubble of exactly 5.0% is not under."""
+    return bubble < target
+
+
+def share_against(x: float, target: float = BUBBLE_TARGET) -> str:
+    """x as a percentage with as many decimals as it takes to show which side of `target` it is
+    on (4.95%, not a 5.0% that is under 5%); exactly the target prints as the target."""
+    for digits in range(1, 7):
+        shown = round(100 * x, digits)
+        if x == target or (shown < round(100 * target, digits)) == under_target(x, target) and shown != round(100 * target, digits):
+            return f"{100 * x:.{digits}f}%"
+    return f"{100 * x:.6f}%"
+
+
+def microbatch_bubbles(p: int = DEEP_P, options=MICROBATCH_OPTIONS) -> dict[str, float]:
+    """Each option's 1F1B bubble, of the wall time, at p stages."""
     from labs.core.pipeline import bubble_fraction
 
-    ok = [o for o in MICROBATCH_OPTIONS if bubble_fraction(DEEP_P, int(o.label), "1f1b", 1, "total") < BUBBLE_TARGET]
-    return min(ok, key=lambda o: int(o.label)).key
+    return {o.key: bubble_fraction(p, int(o.label), "1f1b", 1, "total") for o in options}
+
+
+def microbatch_answer(p: int = DEEP_P, target: float = BUBBLE_TARGET, options=MICROBATCH_OPTIONS) -> str | None:
+    """The fewest micro-batches among the options that keep a p-stage 1F1B bubble strictly under
+    `target` of the wall time (None if none does)."""
+    bubbles = microbatch_bubbles(p, options)
+    ok = [o for o in options if under_target(bubbles[o.key], target)]
+    return min(ok, key=lambda o: int(o.label)).key if ok else None
+
+
+def microbatch_explanations(p: int = DEEP_P, target: float = BUBBLE_TARGET, options=MICROBATCH_OPTIONS) -> dict[str, str]:
+    """The reveal's line for each option: its bubble, printed so that its side of the target shows."""
+    bubbles, answer = microbatch_bubbles(p, options), microbatch_answer(p, target, options)
+    lines = {}
+    for o in options:
+        b = bubbles[o.key]
+        if o.key == answer:
+            verdict = f"under {target:.0%}, the fewest of the options that are."
+        elif under_target(b, target):
+            verdict = f"under {target:.0%}, but more micro-batches than needed (a bigger global batch, or smaller micro-batches)."
+        else:
+            verdict = f"not under {target:.0%}."
+        lines[o.key] = f"m = {o.label}: bubble {share_against(b, target)} of the wall time, {verdict}"
+    return lines
+
+
+def fewest_microbatches(p: int, v: int = 1, target: float = BUBBLE_TARGET, multiple_of_p: bool = False, limit: int = 1 << 20) -> int:
+    """The fewest micro-batches whose closed-form bubble (of the wall time) is strictly under
+    `target`: 1F1B for v = 1, interleaved with v chunks otherwise; multiple_of_p: only m the
+    interleaved schedule runs (a multiple of p)."""
+    from labs.core.pipeline import bubble_fraction
+
+    schedule = "interleaved" if v > 1 else "1f1b"
+    step = p if multiple_of_p or (v > 1 and p > 1) else 1
+    m = step
+    while m <= limit:
+        if under_target(bubble_fraction(p, m, schedule, v, "total"), target):
+            return m
+        m += step
+    raise ValueError(f"no m up to {limit} brings p={p}, v={v} under {target:.0%}")
+
+
+def interleaving_rows(p: int = DEEP_P, target: float = BUBBLE_TARGET, chunks=INTERLEAVE_CHUNKS) -> list[dict]:
+    """Deep pipelines run interleaved: per v, the fewest micro-batches under the target (by the
+    closed form, then the fewest the schedule runs), the bubble counted on that timeline, and
+    the stage-0 activations held (in micro-batches' worth of its layers, labs.core.memory)."""
+    from labs.core.pipeline import timeline
+
+    rows = []
+    for v in chunks:
+        schedule = "interleaved" if v > 1 else "1f1b"
+        formula_m = fewest_microbatches(p, v, target, multiple_of_p=False) if v == 1 else _fewest_any_m(p, v, target)
+        runs_m = fewest_microbatches(p, v, target, multiple_of_p=v > 1)
+        t = timeline(p, runs_m, schedule, v)
+        rows.append({
+            "v": v, "schedule": schedule, "fewest_m_formula": formula_m, "fewest_m_runs": runs_m,
+            "bubble_counted": t.bubble_fraction("total"), "held_stage0": stage0_in_flight(schedule, p, runs_m, v),
+            "p2p_messages": 2 * v * runs_m,  # per stage boundary and step: one activation and one gradient per chunk pass
+        })
+    return rows
+
+
+def _fewest_any_m(p: int, v: int, target: float) -> int:
+    """The fewest m, any integer, under the interleaved closed form (p - 1)/v of idle stage-steps."""
+    from labs.core.pipeline import OpCosts, idle_time
+
+    c = OpCosts()
+    idle = float(idle_time(p, 1, 2, v, c.tf, c.tb, c.tw))  # schedule code 2: interleaved
+    m = 1
+    while not under_target(idle / (m * (c.tf + c.tb + c.tw) + idle), target):
+        m += 1
+    return m
+
+
+def stage0_in_flight(schedule: str, p: int, m: int, v: int = 1, group: int | None = None) -> float:
+    """Micro-batches' worth of its layers stage 0 holds at its peak, from the engine's per-rank
+    model (labs.core.memory.in_flight_columns): interleaved warm-up (p - 1) x 2 + (v - 1) x N
+    chunks with N the micro-batch group size, p by default as in the timelines played here."""
+    from labs.core.memory import in_flight_columns
+    from labs.core.pipeline import SCHEDULES
+
+    return float(in_flight_columns(SCHEDULES.index(schedule), p, m, v, 0, p if group is None else group))
+
+
+def closed_form_holds(p: int, m: int, schedule: str, costs) -> bool:
+    """Where the closed-form bubble is what the timeline counts (no messages): always for GPipe,
+    1F1B and interleaved; ZB-H1 (of the makespan) needs m >= p and T_W <= min(T_F, T_B), ZB-H2 (in
+    stage windows) m >= 2p and the same, or p = 1. Outside, W cannot fill what the formula
+    assumes (its max(0, ...) would read zero where the timeline idles)."""
+    if schedule not in ("zb-h1", "zb-h2") or p == 1:
+        return True
+    return m >= (p if schedule == "zb-h1" else 2 * p) and costs.tw <= min(costs.tf, costs.tb)
+
+
+def run_report(t) -> dict:
+    """What the lab shows for one generated timeline: the bubble counted on it (of the step, of
+    the busy time, and in stage windows as Qi et al. count it), the closed form where it holds
+    (else None), and stage 0's peak in flight from the engine's memory model."""
+    from labs.core.pipeline import bubble_fraction
+
+    holds = closed_form_holds(t.p, t.m, t.schedule, t.costs)
+    return {
+        "counted_total": t.bubble_fraction("total"),
+        "counted_ideal": t.bubble_fraction("ideal"),
+        "counted_stage": t.bubble_fraction("total", window="stage"),
+        "formula_total": bubble_fraction(t.p, t.m, t.schedule, t.v, "total", t.costs) if holds else None,
+        "formula_ideal": bubble_fraction(t.p, t.m, t.schedule, t.v, "ideal", t.costs) if holds else None,
+        "utilisation": 1 - t.bubble_fraction("total"),
+        "held_stage0": stage0_in_flight(t.schedule, t.p, t.m, t.v),
+    }
+
+
+ACTIVATION_PLAN = "C"  # Act II's design C: TP 8, sequence parallel, selective recompute, micro-batch 1
+COSTS_M_PER_STAGE = 4  # the schedule-cost table runs m = 4p micro-batches
+COSTS_SCHEDULES = (("GPipe", "gpipe", 1), ("1F1B", "1f1b", 1), ("interleaved, v=2", "interleaved", 2), ("ZB-H1", "zb-h1", 1), ("ZB-H2", "zb-h2", 1))
+
+
+def stage_activation_bytes(p: int, held: float) -> float:
+    """Activation bytes stage 0 holds for GPT-3 175B layers, L/p of them, `held` micro-batches'
+    worth, laid out as Act II's design C (TP, sequence parallelism, selective recompute, its
+    micro-batch)."""
+    from labs.core.memory import activation_bytes_per_layer
+
+    model, _ = design_inputs()
+    plan = ACT2_DESIGNS[ACTIVATION_PLAN]
+    per_layer = activation_bytes_per_layer(model.seq_len, plan.micro_batch, model.hidden, model.heads, plan.tp, plan.sequence_parallel, plan.recompute)
+    return per_layer * model.layers / p * held
+
+
+def activation_setting() -> str:
+    """The activation setting of stage_activation_bytes, in words."""
+    plan = ACT2_DESIGNS[ACTIVATION_PLAN]
+    return f"TP {plan.tp}, {'sequence parallel, ' if plan.sequence_parallel else ''}{plan.recompute} recompute, micro-batch {plan.micro_batch}"
+
+
+def schedule_cost_rows(p: int) -> list[dict]:
+    """What each schedule pays for its bubble at p stages and m = COSTS_M_PER_STAGE x p, with
+    T_F = T_B = T_W: the closed-form bubble (which holds there: m >= 2p, equal costs; ZB-H2's
+    in each stage's window, its ramp outside) and stage 0's activations (engine memory model)."""
+    from labs.core.pipeline import bubble_fraction
+
+    m = COSTS_M_PER_STAGE * p
+    rows = []
+    for label, schedule, v in COSTS_SCHEDULES:
+        held = stage0_in_flight(schedule, p, m, v)
+        rows.append({"label": label, "schedule": schedule, "p": p, "m": m, "v": v, "held_stage0": held,
+                     "activation_bytes": stage_activation_bytes(p, held), "bubble": bubble_fraction(p, m, schedule, v, "total")})
+    return rows
+
+
+def table5_profile() -> dict:
+    """Qi et al. 2024 Table 5's profiled inputs (1.5B model, p = 8) with the published bubble
+    rates: tests/data/zero_bubble.json and published_numbers.json."""
+    from labs.core.calibration import load_rows
+
+    prof = next(r for r in json.loads((_DATA / "zero_bubble.json").read_text()) if r["id"] == TABLE5_PROFILE)
+    published = {r["id"]: r for r in load_rows()}
+    return {"inputs": prof["inputs"], "source": prof["source"],
+            "rows": [{**r, "published": published[r["published_id"]]["outputs"]} for r in prof["rows"]]}
+
+
+def table5_rows() -> list[dict]:
+    """Per profiled row and schedule: the closed form (no messages), the timeline counted in
+    stage windows with the profiled T_F, T_B, T_W, T_comm (Table 5's definition), and the paper's
+    rate; for ZB-H2 also its idle per stage in ms."""
+    from labs.core.pipeline import OpCosts, bubble_fraction, timeline
+
+    prof = table5_profile()
+    p = prof["inputs"]["pp"]
+    out = []
+    for r in prof["rows"]:
+        m = r["microbatches"]
+        costs = OpCosts(r["TF_ms"], r["TB_ms"], r["TW_ms"], r["Tcomm_ms"])
+        bare = OpCosts(r["TF_ms"], r["TB_ms"], r["TW_ms"])
+        for schedule, key in TABLE5_SCHEDULES:
+            t = timeline(p, m, schedule, costs=costs)
+            out.append({
+                "schedule": key, "p": p, "m": m, "tf_ms": r["TF_ms"], "tb_ms": r["TB_ms"], "tw_ms": r["TW_ms"], "comm_ms": r["Tcomm_ms"],
+                "formula": bubble_fraction(p, m, schedule, 1, "total", bare),
+                "counted": t.bubble_fraction("total", window="stage"),
+                "paper": r["published"][key],
+                "idle_per_stage_ms": float(t.stage_windows().max() - m * (r["TF_ms"] + r["TB_ms"] + r["TW_ms"])),
+            })
+    return out
 
 
 def pipeline_outcomes(inputs: dict, predictions: dict) -> dict:

@@ -1,144 +1,384 @@
 """DesignLedger: one durable JSON document per student, the record a grader reads.
 
-    ledger = DesignLedger()                      # LABS_LEDGER_DIR, else ~/.parallelism_labs
+    ledger = DesignLedger("ada")                 # folder: LABS_LEDGER_DIR, else ~/.parallelism_labs
+    ledger.commit_prediction("05_parallelism", "cause", "B")     # first answer kept, later ones as changes
     ledger.save_step("05_parallelism", "act1", inputs={...}, predictions={...}, outcomes={...})
     ledger.save(chapter="v2_05", design={...})   # the seed notebooks' call, kept working
     data = ledger.load(); raw = ledger.export()  # bytes for mo.download
 
-Writes are atomic (temp file in the same folder, fsync, os.replace) under an exclusive lock,
-so two notebooks saving at once lose nothing. A file that cannot be parsed or fails the schema
-is moved aside with a timestamp and reported (LedgerRecovered), never silently reset.
+Identity. A student id is normalised (Unicode NFC, surrounding and repeated spaces removed) and
+refused when blank, over 100 characters or holding control characters. Its file is
+`<readable slug>-<10 hex of the id's SHA-256>.ledger.json`, so distinct ids never share a file.
+
+Ownership. A ledger belongs to whoever created it. With a secret (a PIN chosen at the first
+save, kept as a salted PBKDF2 hash in a hidden `.<file>.owner` beside it) every later read,
+download and save needs the same secret. On a shared server (`shared=True`, or LABS_SHARED=1,
+or a roster) a secret is required from the first save on; with a roster (`roster=`, or
+LABS_ROSTER=roster.csv: columns `student,code`) only listed students may save, each with the
+instructor's code, and no owner file is needed.
+
+Durability. Writes are atomic (a temp file in the same folder, fsync, os.replace, fsync of the
+folder) under an exclusive cross-platform file lock (filelock), so two notebooks or processes
+saving at once lose nothing; temp files orphaned by a kill are removed at the next open. A file
+that cannot be parsed or fails the schema is moved aside under a name no other copy has and
+reported (LedgerRecovered), never silently reset; a ledger from a newer schema version is
+refused by name and left in place (LedgerTooNew); a folder that cannot be written, a full disk,
+a path that is a folder or a symlink raise LedgerUnavailable with a message a student can act on.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
+import csv
+import errno
+import functools
+import hashlib
+import hmac
 import json
 import math
 import os
 import re
+import secrets
+import stat
+import sys
 import tempfile
 import time
+import unicodedata
+import warnings
 from datetime import datetime, timezone
 from pathlib import Path
 
 import jsonschema
+from filelock import FileLock, Timeout
 
 SCHEMA_VERSION = 1
-SCHEMA_PATH = Path(__file__).resolve().parents[2] / "assets" / "ledger.schema.json"
+SCHEMA_NAME = "ledger.schema.json"
+_PACKAGED_SCHEMA = Path(__file__).resolve().parent / SCHEMA_NAME  # put there by the wheel build
+_REPO_SCHEMA = Path(__file__).resolve().parents[2] / "assets" / SCHEMA_NAME
+SCHEMA_PATH = _PACKAGED_SCHEMA if _PACKAGED_SCHEMA.exists() else _REPO_SCHEMA
 DEFAULT_DIR = Path.home() / ".parallelism_labs"
+MAX_LEDGER_BYTES = 1_000_000  # a real ledger is a few KB; anything larger is refused unread
+MAX_DEPTH = 32  # a ledger nests about 5 deep
+MAX_ID_CHARS = 100
+MIN_PIN_CHARS = 4
+MAX_LEDGERS = 2000  # a shared server refuses new students past this many files (LABS_MAX_LEDGERS)
+LOCK_TIMEOUT_S = 30.0
+PBKDF2_ITERATIONS = 100_000
+MAX_FAILURES, LOCKOUT_S = 10, 300  # wrong secrets in a row before a ledger refuses tries for a while
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+_SLUG = re.compile(r"[^a-z0-9]+")
 
 
-class LedgerRecovered(UserWarning):
-    """Raised by load() when an unreadable ledger was moved aside; `.moved_to` says where."""
+class LedgerError(Exception):
+    """A ledger problem with a message meant for the student or instructor."""
+
+
+class LedgerRecovered(LedgerError, UserWarning):
+    """An unreadable ledger was moved aside; `.moved_to` says where. Raised by load(); issued as
+    a warning (and kept in `DesignLedger.recoveries`) by the saving calls, which go on to save."""
 
     def __init__(self, message: str, moved_to: Path):
         super().__init__(message)
         self.moved_to = moved_to
 
 
+class LedgerTooNew(LedgerError, ValueError):
+    """The ledger was written by a newer version of the labs; it is left in place untouched."""
+
+
+class LedgerLocked(LedgerError, PermissionError):
+    """The ledger belongs to someone else: its owner's secret (PIN or roster code) is needed."""
+
+
+class LedgerUnavailable(LedgerError, OSError):
+    """The ledger's folder or file cannot be used: read-only, full, a folder, a symlink..."""
+
+
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+# ---- the document ------------------------------------------------------------------------
 def load_schema() -> dict:
-    return json.loads(SCHEMA_PATH.read_text())
+    return json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
 
 
-def _finite(value, path="ledger"):
-    """Reject NaN and infinities anywhere in a document: JSON cannot carry them honestly."""
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ValueError(f"{path} is {value!r}; ledgers hold finite numbers only")
-    if isinstance(value, dict):
-        for k, v in value.items():
-            _finite(v, f"{path}.{k}")
-    elif isinstance(value, (list, tuple)):
-        for i, v in enumerate(value):
-            _finite(v, f"{path}[{i}]")
+@functools.lru_cache(maxsize=1)
+def _validator() -> jsonschema.protocols.Validator:
+    schema = load_schema()
+    cls = jsonschema.validators.validator_for(schema)
+    cls.check_schema(schema)
+    return cls(schema)
+
+
+def _check_values(doc) -> None:
+    """Refuse NaN, infinities and nesting deeper than a ledger has, without recursion."""
+    stack = [(doc, "ledger", 0)]
+    while stack:
+        value, path, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise ValueError(f"{path} is nested {depth} deep; a ledger nests at most {MAX_DEPTH}")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"{path} is {value!r}; ledgers hold finite numbers only")
+        if isinstance(value, dict):
+            stack.extend((v, f"{path}.{k}", depth + 1) for k, v in value.items())
+        elif isinstance(value, (list, tuple)):
+            stack.extend((v, f"{path}[{i}]", depth + 1) for i, v in enumerate(value))
 
 
 def validate_document(doc: dict) -> None:
     """Raise ValueError naming what is wrong when `doc` is not a valid ledger."""
-    try:
-        jsonschema.validate(doc, load_schema())
-    except jsonschema.ValidationError as err:
-        where = ".".join(str(p) for p in err.absolute_path) or "ledger"
-        raise ValueError(f"{where}: {err.message}") from None
-    _finite(doc)
+    _check_values(doc)
+    if isinstance(doc, dict):
+        version = doc.get("schema_version")
+        if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
+            raise LedgerTooNew(f"schema_version {version} was written by a newer version of the labs (this one reads {SCHEMA_VERSION}); update the labs to open it")
+    error = jsonschema.exceptions.best_match(_validator().iter_errors(doc))
+    if error is not None:
+        where = ".".join(str(p)[:60] for p in error.absolute_path) or "ledger"
+        if error.validator in ("maxProperties", "maxItems"):
+            raise ValueError(f"{where} has more than {error.validator_value} entries, more than a ledger holds")
+        raise ValueError(f"{where}: {error.message[:200]}")
+
+
+def _no_duplicates(pairs):
+    doc = {}
+    for key, value in pairs:
+        if key in doc:
+            raise ValueError(f"duplicate key {key[:80]!r}")
+        doc[key] = value
+    return doc
+
+
+def _reject_constant(name: str):
+    raise ValueError(f"{name} is not a finite number")
 
 
 def parse_document(raw: bytes) -> dict:
-    """Bytes to a validated ledger document, or ValueError saying why not. Refuses NaN and
-    infinities and nesting too deep to be a ledger; executes nothing."""
+    """Bytes to a validated ledger document, or ValueError saying why not. Refuses files larger
+    than any ledger before parsing, NaN and infinities, duplicate keys and nesting too deep to be
+    a ledger; accepts a UTF-8 byte-order mark; executes nothing."""
+    if len(raw) > MAX_LEDGER_BYTES:
+        raise ValueError(f"{len(raw):,} bytes is larger than any ledger ({MAX_LEDGER_BYTES:,} max)")
+    if not raw.strip():
+        raise ValueError("empty file")
     try:
-        doc = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"not UTF-8 text (byte {err.start})") from None
+    try:
+        doc = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_no_duplicates)
     except RecursionError:
         raise ValueError("nested too deeply to be a ledger") from None
+    except json.JSONDecodeError as err:
+        raise ValueError(f"not valid JSON: {err}") from None
     validate_document(doc)
     return doc
 
 
+# ---- identity ----------------------------------------------------------------------------
+def normalise_student(student) -> str:
+    """The canonical form of a student id, or ValueError saying what is wrong with it."""
+    if not isinstance(student, str):
+        raise ValueError(f"a student id must be text, got {type(student).__name__}")
+    text = " ".join(unicodedata.normalize("NFC", student).split())
+    if not text:
+        raise ValueError("type your name or student id")
+    if len(text) > MAX_ID_CHARS:
+        raise ValueError(f"a student id has at most {MAX_ID_CHARS} characters, this one has {len(text)}")
+    bad = sorted({f"U+{ord(c):04X}" for c in text if unicodedata.category(c).startswith("C")})
+    if bad:
+        raise ValueError(f"a student id cannot hold control or invisible characters ({', '.join(bad[:5])})")
+    return text
+
+
+def student_hash(student: str) -> str:
+    return hashlib.sha256(normalise_student(student).encode("utf-8")).hexdigest()[:10]
+
+
+def ledger_stem(student: str) -> str:
+    """`alice-1f3a...` : a readable ASCII slug of the id and 10 hex of its hash."""
+    ascii_ = unicodedata.normalize("NFKD", normalise_student(student)).encode("ascii", "ignore").decode()
+    slug = _SLUG.sub("-", ascii_.lower()).strip("-")[:40].strip("-") or "student"
+    return f"{slug}-{student_hash(student)}"
+
+
+def ledger_filename(student: str) -> str:
+    return f"{ledger_stem(student)}.ledger.json"
+
+
 def safe_name(student: str) -> str:
+    """The file stem of the first layout (kept to find and move old ledgers)."""
     cleaned = _SAFE.sub("_", student).strip("._") or "student"
     return cleaned[:80]
 
 
+class Roster:
+    """The instructor's list of students and their codes: a CSV with columns `student,code`."""
+
+    def __init__(self, codes: dict[str, str], source: str = "roster"):
+        self.codes = codes
+        self.source = source
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "Roster":
+        path = Path(path)
+        with path.open(newline="", encoding="utf-8-sig") as handle:
+            reader = csv.DictReader(handle)
+            if not reader.fieldnames or not {"student", "code"} <= {f.strip().lower() for f in reader.fieldnames}:
+                raise ValueError(f"{path}: a roster needs the columns student,code; found {reader.fieldnames}")
+            codes = {}
+            for line, row in enumerate(reader, start=2):
+                row = {k.strip().lower(): (v or "") for k, v in row.items() if k}
+                student, code = normalise_student(row["student"]), row["code"].strip()
+                if len(code) < MIN_PIN_CHARS:
+                    raise ValueError(f"{path} line {line}: the code for {student!r} is shorter than {MIN_PIN_CHARS} characters")
+                if student in codes:
+                    raise ValueError(f"{path} line {line}: {student!r} is listed twice")
+                codes[student] = code
+        return cls(codes, str(path))
+
+    def __contains__(self, student: str) -> bool:
+        return student in self.codes
+
+    def verify(self, student: str, code: str | None) -> None:
+        expected = self.codes.get(student)
+        if expected is None:
+            raise LedgerLocked(f"{student!r} is not on the class roster; use the id your instructor gave you")
+        if not code or not hmac.compare_digest(expected.encode(), code.strip().encode()):
+            raise LedgerLocked(f"the code for {student!r} is wrong; use the code your instructor gave you")
+
+
+def _env_flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _hash_secret(secret: str, salt: bytes, iterations: int) -> str:
+    return hashlib.pbkdf2_hmac("sha256", secret.encode("utf-8"), salt, iterations).hex()
+
+
+# ---- the ledger --------------------------------------------------------------------------
 class DesignLedger:
-    def __init__(self, student: str | None = None, directory: str | os.PathLike | None = None, engine_version: str | None = None):
+    def __init__(
+        self,
+        student: str | None = None,
+        directory: str | os.PathLike | None = None,
+        engine_version: str | None = None,
+        *,
+        secret: str | None = None,
+        shared: bool | None = None,
+        roster: "Roster | str | os.PathLike | None" = None,
+    ):
         from labs.core import ENGINE_VERSION
 
-        self.student = student or os.environ.get("LABS_STUDENT") or "student"
+        raw = student if student is not None and str(student).strip() else (os.environ.get("LABS_STUDENT") or "student")
+        self.student = normalise_student(raw)
         self.directory = Path(directory or os.environ.get("LABS_LEDGER_DIR") or DEFAULT_DIR)
         self.engine_version = engine_version or ENGINE_VERSION
+        self.secret = secret if secret else None
+        roster = roster if roster is not None else (os.environ.get("LABS_ROSTER") or None)
+        self.roster = Roster.load(roster) if roster is not None and not isinstance(roster, Roster) else roster
+        self.shared = bool(shared if shared is not None else _env_flag("LABS_SHARED")) or self.roster is not None
+        self.recoveries: list[LedgerRecovered] = []
 
     @property
     def path(self) -> Path:
-        return self.directory / f"{safe_name(self.student)}.ledger.json"
+        return self.directory / ledger_filename(self.student)
+
+    @property
+    def owner_path(self) -> Path:
+        return self.directory / f".{ledger_stem(self.student)}.owner"
+
+    @property
+    def lock_path(self) -> Path:
+        return self.directory / f".{ledger_stem(self.student)}.lock"
 
     # reading -----------------------------------------------------------------------------
     def _empty(self) -> dict:
         now = _now()
         return {"schema_version": SCHEMA_VERSION, "student": self.student, "engine_version": self.engine_version, "created": now, "updated": now, "labs": {}}
 
+    def _read_bytes(self, path: Path) -> bytes | None:
+        """The file's bytes (None when it does not exist); refuses symlinks, folders, FIFOs and
+        files larger than any ledger before reading them."""
+        try:
+            info = os.lstat(path)
+        except FileNotFoundError:
+            return None
+        except OSError as err:
+            raise _unavailable(err, path, "read") from None
+        if stat.S_ISLNK(info.st_mode):
+            raise LedgerUnavailable(f"{path} is a symlink; a ledger must be a plain file (remove the link)")
+        if stat.S_ISDIR(info.st_mode):
+            raise LedgerUnavailable(f"{path} is a folder, not a ledger file; move it away to save here")
+        if not stat.S_ISREG(info.st_mode):
+            raise LedgerUnavailable(f"{path} is not a regular file")
+        if info.st_size > MAX_LEDGER_BYTES:
+            return b"x" * (MAX_LEDGER_BYTES + 1)  # refused by parse_document without reading it
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0))
+            with os.fdopen(fd, "rb") as handle:
+                return handle.read(MAX_LEDGER_BYTES + 1)
+        except OSError as err:
+            raise _unavailable(err, path, "read") from None
+
     def _read(self) -> dict:
-        if not self.path.exists():
+        raw = self._read_bytes(self.path)
+        if raw is None:
             return self._empty()
         try:
-            return parse_document(self.path.read_bytes())
-        except (ValueError, UnicodeDecodeError) as err:
-            moved = self.path.with_name(f"{self.path.stem}.corrupt-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}.json")
-            os.replace(self.path, moved)
-            raise LedgerRecovered(f"ledger {self.path} could not be read ({err}); it was moved to {moved} and a new one will be started", moved) from err
+            doc = parse_document(raw)
+        except LedgerTooNew as err:
+            raise LedgerTooNew(f"ledger {self.path}: {err}; it was left in place") from None
+        except ValueError as err:
+            moved = _move_aside(self.path)
+            raise LedgerRecovered(f"ledger {self.path} could not be read ({err}); it was moved to {moved} and a new one will be started", moved) from None
+        if doc["student"] != self.student:
+            moved = _move_aside(self.path)
+            raise LedgerRecovered(f"ledger {self.path} holds student {doc['student'][:100]!r}, not {self.student!r}; it was moved to {moved}", moved)
+        return doc
 
     def load(self) -> dict:
-        with self._locked():
+        with self._locked(write=False):
             return self._read()
 
     def export(self) -> bytes:
         """The ledger as UTF-8 JSON bytes, for mo.download."""
-        return json.dumps(self.load(), indent=2, sort_keys=True).encode("utf-8")
+        return _dump(self.load())
+
+    def committed(self, lab: str, question: str) -> dict | None:
+        """{"answer", "committed", "changes": [{"answer", "at"}...]} or None before a commit."""
+        record = self.load().get("predictions", {}).get(lab, {}).get(question)
+        return json.loads(json.dumps(record)) if record is not None else None
 
     # writing -----------------------------------------------------------------------------
-    def save_step(self, lab: str, step: str, inputs: dict, predictions: dict | None = None, outcomes: dict | None = None) -> dict:
-        """Record one step; saving the same lab and step again replaces it."""
-        for name, value in (("lab", lab), ("step", step)):
-            if not isinstance(value, str) or not value:
-                raise ValueError(f"{name} must be a non-empty string, got {value!r}")
-        entry = {"saved": _now(), "engine_version": self.engine_version, "inputs": dict(inputs), "predictions": dict(predictions or {}), "outcomes": dict(outcomes or {})}
-        _finite(entry, f"{lab}.{step}")
-        json.dumps(entry)  # fail here, before touching the file, if anything is not JSON
-        with self._locked():
+    def _update(self, change) -> None:
+        """Read, apply `change(doc)`, validate and write, all under the lock. A ledger that could
+        not be read was moved aside by _read: the change goes into a new one, and the caller hears
+        of it as a LedgerRecovered warning (also kept in self.recoveries)."""
+        recovered = None
+        with self._locked(write=True):
             try:
                 doc = self._read()
-            except LedgerRecovered:
-                doc = self._empty()
-            doc["labs"].setdefault(lab, {})[step] = entry
+            except LedgerRecovered as err:
+                recovered, doc = err, self._empty()
+            change(doc)
             doc["updated"] = _now()
             doc["engine_version"] = self.engine_version
             validate_document(doc)
             self._write(doc)
+        if recovered is not None:
+            self.recoveries.append(recovered)
+            warnings.warn(recovered, stacklevel=_caller_level())
+
+    def save_step(self, lab: str, step: str, inputs: dict, predictions: dict | None = None, outcomes: dict | None = None) -> dict:
+        """Record one step; saving the same lab and step again replaces it (never a committed prediction)."""
+        _check_key("lab", lab)
+        _check_key("step", step)
+        entry = {"saved": _now(), "engine_version": self.engine_version, "inputs": dict(inputs), "predictions": dict(predictions or {}), "outcomes": dict(outcomes or {})}
+        _check_values(entry)
+        json.dumps(entry)  # fail here, before touching the file, if anything is not JSON
+        self._update(lambda doc: doc["labs"].setdefault(lab, {}).__setitem__(step, entry))
         return entry
 
     def save(self, chapter: str, design: dict, track: str | None = None, **extra) -> dict:
@@ -146,36 +386,214 @@ class DesignLedger:
         step = track or "design"
         return self.save_step(chapter, step, inputs=design, predictions=extra.get("predictions"), outcomes=extra.get("outcomes"))
 
+    def commit_prediction(self, lab: str, question: str, answer: str | None) -> dict:
+        """Record a committed prediction. The first call keeps its answer and UTC time for good;
+        every later call with a different answer (None: skipped) is appended as a change."""
+        _check_key("lab", lab)
+        _check_key("question", question)
+        if answer is not None and (not isinstance(answer, str) or not answer or len(answer) > 1000):
+            raise ValueError(f"answer must be a non-empty string of at most 1000 characters, or None for skipped; got {answer!r}"[:300])
+        result = {}
+
+        def change(doc):
+            questions = doc.setdefault("predictions", {}).setdefault(lab, {})
+            record = questions.get(question)
+            now = _now()
+            if record is None:
+                record = questions[question] = {"answer": answer, "committed": now, "changes": []}
+            else:
+                current = record["changes"][-1]["answer"] if record["changes"] else record["answer"]
+                if answer != current:
+                    record["changes"].append({"answer": answer, "at": now})
+            result.update(json.loads(json.dumps(record)))
+
+        self._update(change)
+        return result
+
     def _write(self, doc: dict) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".ledger-", suffix=".tmp", dir=self.directory)
+        data = _dump(doc)
+        if len(data) > MAX_LEDGER_BYTES:
+            raise LedgerError(f"the ledger would be {len(data):,} bytes, more than any ledger may hold ({MAX_LEDGER_BYTES:,}); nothing was saved")
+        self._atomic_write(self.path, data)
+
+    def _atomic_write(self, path: Path, data: bytes) -> None:
+        tmp = None
         try:
+            fd, tmp = tempfile.mkstemp(prefix=f".{ledger_stem(self.student)}.", suffix=".tmp", dir=self.directory)
             with os.fdopen(fd, "wb") as handle:
-                handle.write(json.dumps(doc, indent=2, sort_keys=True).encode("utf-8"))
+                handle.write(data)
                 handle.flush()
                 os.fsync(handle.fileno())
-            os.replace(tmp, self.path)
-            dir_fd = os.open(self.directory, os.O_RDONLY)
-            try:
-                os.fsync(dir_fd)
-            finally:
-                os.close(dir_fd)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-            raise
+            os.replace(tmp, path)
+            tmp = None
+            _fsync_dir(self.directory)
+        except OSError as err:
+            raise _unavailable(err, path, "save") from None
+        finally:
+            if tmp is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
 
+    # ownership ---------------------------------------------------------------------------
+    def _owner(self) -> dict | None:
+        raw = self._read_bytes(self.owner_path)
+        if raw is None:
+            return None
+        try:
+            owner = json.loads(raw.decode("utf-8"))
+            bytes.fromhex(owner["salt"]), int(owner["iterations"]), str(owner["hash"])
+            return owner
+        except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+            raise LedgerLocked(f"the owner record {self.owner_path} is damaged; ask your instructor to check it") from None
+
+    def _authorise(self, write: bool) -> None:
+        """Raise LedgerLocked unless this session may read (or write) the ledger; claim an
+        unowned ledger for a session that saves with a secret."""
+        if self.roster is not None:
+            self.roster.verify(self.student, self.secret)
+            return
+        owner = self._owner()
+        exists = self.path.exists()
+        if owner is not None:
+            self._verify_owner(owner)
+            return
+        if self.shared and (write or exists):
+            if exists:
+                raise LedgerLocked(f"the ledger of {self.student!r} has no owner's PIN on this shared server; ask your instructor")
+            if not self.secret or len(self.secret) < MIN_PIN_CHARS:
+                raise LedgerLocked(f"choose a PIN of at least {MIN_PIN_CHARS} characters: it protects your ledger on this shared server, and you need it to save again or download")
+            if len(list(self.directory.glob("*.ledger.json"))) >= int(os.environ.get("LABS_MAX_LEDGERS", MAX_LEDGERS)):
+                raise LedgerUnavailable("this server holds as many ledgers as it allows; ask your instructor")
+        if write and self.secret:
+            salt = secrets.token_bytes(16)
+            owner = {"scheme": "pbkdf2_sha256", "iterations": PBKDF2_ITERATIONS, "salt": salt.hex(), "hash": _hash_secret(self.secret, salt, PBKDF2_ITERATIONS), "created": _now(), "failures": 0}
+            self._atomic_write(self.owner_path, json.dumps(owner).encode())
+
+    def _verify_owner(self, owner: dict) -> None:
+        failures, last = int(owner.get("failures", 0)), float(owner.get("last_failure", 0))
+        if failures >= MAX_FAILURES and time.time() - last < LOCKOUT_S:
+            raise LedgerLocked(f"too many wrong PINs for {self.student!r}; try again in {LOCKOUT_S // 60} minutes")
+        good = bool(self.secret) and hmac.compare_digest(_hash_secret(self.secret, bytes.fromhex(owner["salt"]), int(owner["iterations"])), owner["hash"])
+        if good:
+            if failures:
+                self._atomic_write(self.owner_path, json.dumps({**owner, "failures": 0}).encode())
+            return
+        if self.secret:
+            with contextlib.suppress(LedgerUnavailable):
+                self._atomic_write(self.owner_path, json.dumps({**owner, "failures": failures + 1, "last_failure": time.time()}).encode())
+        what = "the PIN is wrong" if self.secret else "type its PIN"
+        raise LedgerLocked(f"the ledger of {self.student!r} is protected by its owner's PIN: {what}")
+
+    # the lock ----------------------------------------------------------------------------
     @contextlib.contextmanager
-    def _locked(self):
-        self.directory.mkdir(parents=True, exist_ok=True)
-        lock_path = self.directory / f".{safe_name(self.student)}.lock"
-        with open(lock_path, "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
+    def _locked(self, write: bool):
+        directory = self.directory
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):
+            raise LedgerUnavailable(f"the ledger folder {directory} is a file, not a folder; set LABS_LEDGER_DIR to a folder") from None
+        except OSError as err:
+            raise _unavailable(err, directory, "create") from None
+        if not directory.is_dir():
+            raise LedgerUnavailable(f"the ledger folder {directory} is a file, not a folder; set LABS_LEDGER_DIR to a folder")
+        if self.lock_path.is_symlink():
+            raise LedgerUnavailable(f"{self.lock_path} is a symlink; remove it (a lock file must stay inside the ledger folder)")
+        lock = FileLock(str(self.lock_path), timeout=LOCK_TIMEOUT_S)
+        try:
+            lock.acquire()
+        except Timeout:
+            raise LedgerUnavailable(f"the ledger {self.path} stayed locked for {LOCK_TIMEOUT_S:.0f} s; another save may be stuck") from None
+        except OSError as err:
+            raise _unavailable(err, self.lock_path, "lock") from None
+        try:
+            self._clean_orphans()
+            self._adopt_old_name()
+            self._authorise(write)
+            yield
+        finally:
+            lock.release()
+
+    def _clean_orphans(self) -> None:
+        """Temp files of this ledger left by a killed save (every save runs under the lock, so
+        none is in use while we hold it)."""
+        for tmp in self.directory.glob(f".{ledger_stem(self.student)}.*.tmp"):
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+
+    def _adopt_old_name(self) -> None:
+        """A ledger saved under the first layout's name (`safe_name.ledger.json`) is renamed to
+        this id's file, when it holds this very student id."""
+        old = self.directory / f"{safe_name(self.student)}.ledger.json"
+        if old == self.path or self.path.exists() or not old.is_file() or old.is_symlink():
+            return
+        try:
+            doc = parse_document(old.read_bytes())
+        except (OSError, ValueError):
+            return
+        if doc["student"] == self.student:
+            with contextlib.suppress(OSError):
+                os.replace(old, self.path)
 
 
-def _reject_constant(name: str):
-    raise ValueError(f"{name} is not a finite number")
+# ---- helpers -----------------------------------------------------------------------------
+def _caller_level() -> int:
+    """The warnings stacklevel of the first frame outside this module (the lab's own line)."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename == __file__:
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def _dump(doc: dict) -> bytes:
+    return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False).encode("utf-8")
+
+
+def _check_key(name: str, value) -> None:
+    if not isinstance(value, str) or not value or len(value) > 100:
+        raise ValueError(f"{name} must be a non-empty string of at most 100 characters, got {value!r}"[:300])
+
+
+def _fsync_dir(directory: Path) -> None:
+    if os.name != "posix":
+        return  # Windows cannot open a folder for fsync; os.replace is durable there
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _move_aside(path: Path) -> Path:
+    """Move an unreadable ledger to a name no other moved-aside copy has (never overwriting)."""
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+    for n in range(1000):
+        moved = path.with_name(f"{path.name.removesuffix('.ledger.json')}.corrupt-{stamp}-{os.getpid()}-{n}.json")
+        try:
+            os.link(path, moved)  # fails if `moved` exists: nothing is overwritten
+        except FileExistsError:
+            continue
+        except OSError:  # a file system without hard links
+            if moved.exists():
+                continue
+            os.replace(path, moved)
+            return moved
+        os.unlink(path)
+        return moved
+    raise LedgerUnavailable(f"could not find a free name to move {path} aside")
+
+
+_ERRNO_MESSAGES = {
+    errno.ENOSPC: "the disk is full",
+    errno.EDQUOT: "the disk quota is used up",
+    errno.EROFS: "the file system is read-only",
+    errno.EACCES: "permission denied (the folder is read-only for you)",
+    errno.EPERM: "permission denied",
+    errno.EISDIR: "it is a folder, not a file",
+    errno.ENOTDIR: "a part of the path is a file, not a folder",
+    errno.ELOOP: "it is a symlink",
+}
+
+
+def _unavailable(err: OSError, path: Path, action: str) -> LedgerUnavailable:
+    why = _ERRNO_MESSAGES.get(err.errno, err.strerror or str(err))
+    return LedgerUnavailable(f"could not {action} {path}: {why}; nothing was lost, but this was not saved (set LABS_LEDGER_DIR to a folder you can write)")

@@ -5,6 +5,7 @@ keep working."""
 from __future__ import annotations
 
 import plotly.graph_objects as go
+import plotly.io as pio
 
 # Okabe & Ito (2008) palette, plus neutrals.
 COLORS = {
@@ -51,15 +52,40 @@ LAB_CSS = """
 """
 
 
-def apply_plotly_theme(fig: go.Figure) -> go.Figure:
-    fig.update_layout(
-        template="plotly_white",
+PLOTLY_TEMPLATE = "labs"
+
+
+def _theme() -> go.layout.Template:
+    """plotly_white with the labs' fonts, palette, margins, legend and grid."""
+    template = go.layout.Template(pio.templates["plotly_white"])
+    template.layout.update(
         font=dict(family="Inter, Helvetica, Arial, sans-serif", size=15, color=COLORS["ink"]),
         colorway=[COLORS[k] for k in ("blue", "orange", "green", "red", "purple", "sky", "yellow")],
         margin=dict(l=60, r=20, t=50, b=55),
         legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0),
         hoverlabel=dict(font_size=14),
+        xaxis=dict(gridcolor=COLORS["grid"], zeroline=False),
+        yaxis=dict(gridcolor=COLORS["grid"], zeroline=False),
     )
-    fig.update_xaxes(gridcolor=COLORS["grid"], zeroline=False)
-    fig.update_yaxes(gridcolor=COLORS["grid"], zeroline=False)
+    return template
+
+
+def register_plotly_theme() -> None:
+    """Register the theme as pio.templates["labs"] and make it the default, once per process:
+    every figure made afterwards starts from it, so no figure pays for re-applying it."""
+    if PLOTLY_TEMPLATE not in pio.templates:
+        pio.templates[PLOTLY_TEMPLATE] = _theme()
+    if pio.templates.default != PLOTLY_TEMPLATE:
+        pio.templates.default = PLOTLY_TEMPLATE
+
+
+def apply_plotly_theme(fig: go.Figure) -> go.Figure:
+    """Kept for the labs that call it: the theme is the registered default, so a figure made
+    after labs.core.style was imported has it already; one made before gets it here."""
+    register_plotly_theme()
+    if fig.layout.template.layout.font.family is None:  # made before the theme was the default
+        fig.update_layout(template=PLOTLY_TEMPLATE)
     return fig
+
+
+register_plotly_theme()

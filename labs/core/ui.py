@@ -7,9 +7,12 @@
 
 from __future__ import annotations
 
+import os
+import warnings
+
 import marimo as mo
 
-from labs.core.state import DesignLedger, LedgerRecovered
+from labs.core.state import DesignLedger, LedgerError, LedgerLocked, LedgerRecovered
 from labs.core.style import LAB_CSS
 
 
@@ -40,13 +43,14 @@ def reveal(choice: str | None, correct: str | None, explanations: dict[str, str]
     >>> reveal("A", correct="B", explanations={"A": "...", "B": "..."})
     """
     if choice is None:
-        return mo.callout(mo.md("Answer the prediction to see the reveal."), kind="info")
-    verdict = "**Right.**" if choice == correct else f"**Not quite: the engine says {correct}.**"
+        verdict = f"**You skipped this prediction.** The engine says {correct}."
+    else:
+        verdict = "**Right.**" if choice == correct else f"**Not quite: the engine says {correct}.**"
     lines = [verdict, ""]
     for key, text in explanations.items():
         mark = "✔" if key == correct else ("✘ (yours)" if key == choice else "✘")
         lines.append(f"- **{key}** {mark}: {text}")
-    return mo.callout(mo.md("\n".join(lines)), kind="success" if choice == correct else "warn")
+    return mo.callout(mo.md("\n".join(lines)), kind="success" if choice == correct else ("info" if choice is None else "warn"))
 
 
 def math_peek(title: str, body: str) -> mo.Html:
@@ -74,26 +78,139 @@ def hud(items: dict[str, str]) -> mo.Html:
     return mo.Html(f'{LAB_CSS}<div class="lab-hud">{body}</div>')
 
 
-def submit_to_ledger(student: str, button, steps) -> tuple[mo.Html, dict | None]:
+def shared_server() -> bool:
+    """True when the instructor serves one lab process to the whole class (LABS_SHARED=1 or a
+    roster in LABS_ROSTER): every ledger then needs its owner's PIN or roster code."""
+    return os.environ.get("LABS_SHARED", "").strip().lower() in ("1", "true", "yes", "on") or bool(os.environ.get("LABS_ROSTER"))
+
+
+def student_identity() -> mo.ui.batch:
+    """The name and PIN fields; `.value` is {"student": ..., "pin": ...}. Create it in its own cell.
+
+    >>> student_input = student_identity()
+    """
+    if os.environ.get("LABS_ROSTER"):
+        pin_label = "Your code from the class roster (needed to save and download)"
+    elif shared_server():
+        pin_label = "A PIN of at least 4 characters: set at your first save, needed to save again or download"
+    else:
+        pin_label = "PIN (optional here: set one at your first save and it protects your ledger)"
+    return mo.md("{student}\n\n{pin}").batch(
+        student=mo.ui.text(label="Your name or student id (goes into your design ledger)", full_width=True, max_length=100),
+        pin=mo.ui.text(kind="password", label=pin_label, max_length=200),
+    )
+
+
+def open_ledger(identity) -> DesignLedger:
+    """The DesignLedger of a name (str) or of student_identity()'s value; ValueError for a bad name."""
+    if isinstance(identity, dict):
+        student, pin = identity.get("student") or "", identity.get("pin") or ""
+    else:
+        student, pin = identity or "", ""
+    if shared_server() and not student.strip():
+        raise ValueError("type your name or student id above")
+    return DesignLedger(student.strip() or None, secret=pin.strip() or None)
+
+
+def submit_to_ledger(student, button, steps) -> tuple[mo.Html, dict | None]:
     """The explicit submit button beside a download of the student's ledger.
 
-    `steps()` returns (lab, step, inputs, predictions, outcomes) tuples; it runs only when the
-    button was pressed, so nothing is saved (or recomputed) on a slider move. Returns the row
-    to show and the saved document (None when nothing was submitted). A ledger that could not be
-    read is moved aside by DesignLedger and reported here.
+    `student` is a name or student_identity()'s value ({"student", "pin"}). `steps()` returns
+    (lab, step, inputs, predictions, outcomes) tuples; it runs only when the button was pressed,
+    so nothing is saved (or recomputed) on a slider move. Returns the row to show and the saved
+    document (None when nothing was submitted). Every ledger problem (a ledger moved aside, one
+    that belongs to another session, a read-only folder, a full disk) is shown as a message;
+    the download is offered only to a session allowed to read the ledger.
 
-    >>> view, saved = submit_to_ledger("ada", submit_button, lambda: [("05_parallelism", "act1", {...}, {...}, {...})])
+    >>> view, saved = submit_to_ledger(student_input.value, submit_button, lambda: [("05_parallelism", "act1", {...}, {...}, {...})])
     """
-    ledger = DesignLedger(student.strip() or None)
-    note, saved = "", None
+    note, saved, download = "", None, None
     try:
-        ledger.load()
-    except LedgerRecovered as err:
-        note = f"⚠ {err}"
-    if button.value:
-        for lab, step, inputs, predictions, outcomes in steps():
-            ledger.save_step(lab, step, inputs, predictions, outcomes)
-        saved = ledger.load()
-        note = note or f"Saved to `{ledger.path}` at {saved['updated']}."
-    download = mo.download(data=ledger.export(), filename=f"{ledger.path.stem}.json", mimetype="application/json", label="Download ledger")
-    return mo.hstack([button, download, mo.md(note)], justify="start", align="center"), saved
+        ledger = open_ledger(student)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", LedgerRecovered)
+            try:
+                ledger.load()
+            except LedgerRecovered as err:
+                note = f"⚠ {err}"
+            if button.value:
+                for lab, step, inputs, predictions, outcomes in steps():
+                    ledger.save_step(lab, step, inputs, predictions, outcomes)
+                saved = ledger.load()
+                note = "; ".join([f"⚠ {r}" for r in ledger.recoveries] + [f"Saved to `{ledger.path.name}` at {saved['updated']}."])
+            download = mo.download(data=ledger.export(), filename=f"{ledger.path.stem}.json", mimetype="application/json", label="Download ledger")
+    except LedgerLocked as err:
+        note = f"🔒 {err}"
+    except (LedgerError, ValueError, OSError) as err:
+        note = f"⚠ Not saved: {err}"
+    items = [button, download, mo.md(note)] if download is not None else [button, mo.md(note)]
+    return mo.hstack(items, justify="start", align="center"), saved
+
+
+# ---- committed predictions ---------------------------------------------------------------------
+class Commitment:
+    """What the ledger holds for one prediction: the first committed answer (None: skipped), when,
+    and the answers the student moved to afterwards (recorded, never replacing the first)."""
+
+    def __init__(self, record: dict | None):
+        self.record = record
+
+    @property
+    def made(self) -> bool:
+        return self.record is not None
+
+    @property
+    def answer(self) -> str | None:
+        return self.record["answer"] if self.record else None
+
+    @property
+    def skipped(self) -> bool:
+        return self.made and self.answer is None
+
+    @property
+    def changes(self) -> list[dict]:
+        return self.record["changes"] if self.record else []
+
+    def describe(self) -> str:
+        if not self.made:
+            return "not committed"
+        first = "skipped" if self.skipped else self.answer
+        return first + (f" (then {', '.join(c['answer'] or 'skipped' for c in self.changes)})" if self.changes else "")
+
+
+def commit_buttons() -> mo.ui.array:
+    """[commit, skip] run buttons for one prediction; create them in a cell of their own."""
+    return mo.ui.array([mo.ui.run_button(label="Commit my prediction"), mo.ui.run_button(label="Skip this prediction", kind="neutral")])
+
+
+def commit_prediction(identity, lab: str, question_key: str, question: mo.ui.radio, buttons) -> tuple[mo.Html, Commitment]:
+    """Record the radio's answer in the ledger when the commit button is pressed (or a skip when
+    skip is), with its time; a later different answer is recorded as a change. Returns the row
+    to show and the Commitment as the ledger holds it, so a page reload keeps it."""
+    commit, skip = buttons.value if hasattr(buttons, "value") else buttons
+    note, record = "", None
+    try:
+        ledger = open_ledger(identity)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", LedgerRecovered)
+            if commit and question.value is None:
+                note = "Choose an option first, or skip."
+            elif commit or skip:
+                ledger.commit_prediction(lab, question_key, None if skip and not commit else question.value)
+            record = ledger.committed(lab, question_key)
+    except LedgerLocked as err:
+        note = f"🔒 {err}"
+    except (LedgerError, ValueError, OSError) as err:
+        note = f"⚠ Not recorded: {err}"
+    made = Commitment(record)
+    if made.made:
+        when = record["committed"].replace("T", " ").replace("+00:00", " UTC")
+        note = note or (f"Committed **{'skipped' if made.skipped else made.answer}** at {when}."
+                        + (f" Later answers are recorded as changes: {', '.join(c['answer'] or 'skipped' for c in made.changes)}; the first commitment is graded." if made.changes else ""))
+    widgets = buttons if hasattr(buttons, "value") else mo.md("")
+    return mo.hstack([widgets, mo.md(note)], justify="start", align="center"), made
+
+
+def commitment_gate(made: Commitment, what: str = "the instruments") -> None:
+    """Stop the calling cell (and everything downstream) until the prediction is committed or skipped."""
+    mo.stop(not made.made, mo.callout(mo.md(f"Commit to a prediction above (or skip it) to unlock {what}."), kind="warn"))

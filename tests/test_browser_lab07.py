@@ -1,0 +1,59 @@
+"""Lab 07 at its largest setting in a real browser (Debian's Chromium, `marimo run`): after the
+lock is answered, p = 64 and m = 256 draw as rasters, and a play-slider step moves the marker
+on the page. Before issue 13 one step redrew ~115k SVG boxes and took 45-52 s here."""
+
+import json
+import os
+
+import pytest
+
+from browser import browser_page, chromium_path, choose, marimo_run
+from labs.core.outcomes import UTILISATION_OPTIONS
+from labs.core.pipeline import timeline
+
+pytestmark = pytest.mark.browser
+
+STEP_BOUND_MS = 30_000  # generous for a loaded 2-core machine; the old drawing needed 45 s and more
+
+SHAPES = "el => JSON.stringify(((el.layout || {}).shapes || []).map(s => [s.type, s.x0]))"
+TRACES = "el => (el.data || []).map(t => t.type)"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def need_chromium():
+    if chromium_path() is None:
+        message = "Debian's chromium is not installed (apt-get install chromium)"
+        if os.environ.get("CI"):
+            pytest.fail(message + "; CI must run the browser tests")
+        pytest.skip(message)
+
+
+def test_lab07_at_p64_m256_answers_a_play_step(tmp_path):
+    with marimo_run("07_pipeline_visualizer.py", env={"LABS_LEDGER_DIR": str(tmp_path)}) as url, browser_page() as page:
+        page.goto(url)
+        page.get_by_text("Commit to a prediction above (or skip it) to unlock the timelines").wait_for()
+        choose(page, f"C) {UTILISATION_OPTIONS[2].label}", commit=0)
+        page.get_by_text("1F1B: p=4, m=8, v=1").first.wait_for()
+        for index in (0, 1):  # stages, then micro-batches, to the top of their ranges
+            slider = page.get_by_role("slider").nth(index)
+            slider.focus()
+            slider.press("End")
+        page.get_by_text("1F1B: p=64, m=256, v=1").first.wait_for(timeout=120_000)
+        page.get_by_text("interleaved 1F1B: p=64, m=256, v=2").first.wait_for(timeout=120_000)
+        plot = page.locator(".js-plotly-plot").first
+        assert plot.evaluate(TRACES)[0] == "heatmap"  # one raster, not one shape per op
+        assert plot.evaluate(SHAPES) == "[]"  # played to 100%: no marker
+
+        play = page.get_by_role("slider").nth(5)
+        play.focus()
+        play.press("ArrowLeft")  # 100% -> 95%
+        page.wait_for_function(
+            "() => { const f = (root) => { for (const el of root.querySelectorAll('*')) {"
+            " if (el.classList && el.classList.contains('js-plotly-plot')) return el;"
+            " if (el.shadowRoot) { const x = f(el.shadowRoot); if (x) return x; } } return null; };"
+            " const el = f(document); return !!(el && el.layout && (el.layout.shapes || []).length === 2); }",
+            timeout=STEP_BOUND_MS,
+        )
+        x0 = [s[1] for s in json.loads(page.locator(".js-plotly-plot").first.evaluate(SHAPES))]
+    makespan = timeline(64, 256, "1f1b").makespan
+    assert x0 == [pytest.approx(0.95 * makespan)] * 2  # the veil and the line at 95% of the engine's step

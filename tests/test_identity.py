@@ -1,0 +1,179 @@
+"""Who owns a ledger: PINs, roster codes, a shared server's limits, and what the lab shows when a
+save cannot happen. The browser test serves one lab to two browser contexts: B cannot read or
+overwrite A's ledger."""
+
+import errno
+import json
+import os
+
+import pytest
+
+from labs.core import state, ui
+from labs.core.state import DesignLedger, LedgerLocked, LedgerUnavailable, Roster
+
+
+class Button:
+    def __init__(self, pressed):
+        self.value = pressed
+
+    def _mime_(self):
+        return "text/plain", "button"
+
+
+STEP = [("07_pipeline_visualizer", "pipeline", {"p": 4}, {"utilisation": "C"}, {})]
+
+
+def submit(identity, pressed=True, steps=STEP):
+    view, saved = ui.submit_to_ledger(identity, Button(pressed), lambda: steps)
+    return view.text, saved
+
+
+def test_a_pin_set_at_the_first_save_guards_every_later_read_and_save(tmp_path):
+    alice = DesignLedger("alice", tmp_path, secret="4821")
+    alice.save_step("lab", "one", {"a": 1})
+    before = alice.path.read_bytes()
+    owner = alice.owner_path.read_text()
+    assert "4821" not in owner and json.loads(owner)["scheme"] == "pbkdf2_sha256"
+    for secret in (None, "0000"):
+        intruder = DesignLedger("alice", tmp_path, secret=secret)
+        for call in (intruder.load, intruder.export, lambda: intruder.save_step("lab", "one", {"a": 666}), lambda: intruder.commit_prediction("lab", "q", "A")):
+            with pytest.raises(LedgerLocked, match="PIN"):
+                call()
+    assert alice.path.read_bytes() == before
+    assert DesignLedger("alice", tmp_path, secret="4821").load()["labs"]["lab"]["one"]["inputs"] == {"a": 1}
+
+
+def test_wrong_pins_lock_the_ledger_for_a_while(tmp_path, monkeypatch):
+    DesignLedger("ann", tmp_path, secret="right-pin").save_step("lab", "one", {})
+    for _ in range(state.MAX_FAILURES):
+        with pytest.raises(LedgerLocked, match="wrong"):
+            DesignLedger("ann", tmp_path, secret="guess").load()
+    with pytest.raises(LedgerLocked, match="too many wrong PINs"):
+        DesignLedger("ann", tmp_path, secret="right-pin").load()  # even the right one, for now
+    real = state.time.time
+    monkeypatch.setattr(state.time, "time", lambda: real() + state.LOCKOUT_S + 1)
+    assert DesignLedger("ann", tmp_path, secret="right-pin").load()["student"] == "ann"
+
+
+def test_a_shared_server_requires_a_pin_and_bounds_the_number_of_ledgers(tmp_path, monkeypatch):
+    with pytest.raises(LedgerLocked, match="choose a PIN"):
+        DesignLedger("bo", tmp_path, shared=True).save_step("lab", "one", {})
+    with pytest.raises(LedgerLocked, match="at least 4"):
+        DesignLedger("bo", tmp_path, secret="12", shared=True).save_step("lab", "one", {})
+    assert not list(tmp_path.glob("*.ledger.json"))
+    DesignLedger("bo", tmp_path, secret="1234", shared=True).save_step("lab", "one", {})
+    DesignLedger("unclaimed", tmp_path).save_step("lab", "one", {})  # written before the server was shared
+    with pytest.raises(LedgerLocked, match="no owner"):
+        DesignLedger("unclaimed", tmp_path, secret="1234", shared=True).load()
+    monkeypatch.setenv("LABS_MAX_LEDGERS", "2")
+    with pytest.raises(LedgerUnavailable, match="as many ledgers"):
+        DesignLedger("cy", tmp_path, secret="1234", shared=True).save_step("lab", "one", {})
+    DesignLedger("bo", tmp_path, secret="1234", shared=True).save_step("lab", "two", {})  # existing students go on
+
+
+def test_a_roster_admits_only_its_students_with_their_codes(tmp_path):
+    roster_file = tmp_path / "roster.csv"
+    roster_file.write_text("student,code\nJosé,7f3k-22\nli na,9q8w-11\n")
+    roster = Roster.load(roster_file)
+    folder = tmp_path / "ledgers"
+    DesignLedger("Jose\u0301", folder, secret="7f3k-22", roster=roster).save_step("lab", "one", {})  # NFC: the same José
+    with pytest.raises(LedgerLocked, match="not on the class roster"):
+        DesignLedger("mallory", folder, secret="7f3k-22", roster=roster).save_step("lab", "one", {})
+    with pytest.raises(LedgerLocked, match="code for 'li na' is wrong"):
+        DesignLedger("li na", folder, secret="7f3k-22", roster=roster).load()
+    assert [p.name for p in folder.glob("*.ledger.json")] == [state.ledger_filename("José")]
+    roster_file.write_text("student,code\nann,12\n")
+    with pytest.raises(ValueError, match="shorter than 4"):
+        Roster.load(roster_file)
+
+
+def test_the_lab_shows_locked_and_failed_saves_as_messages(tmp_path, monkeypatch):
+    monkeypatch.setenv("LABS_LEDGER_DIR", str(tmp_path))
+    monkeypatch.setenv("LABS_SHARED", "1")
+    text, saved = submit({"student": "alice", "pin": "4821"})
+    assert "Saved to" in text and "Download ledger" in text and saved["student"] == "alice"
+    before = DesignLedger("alice", tmp_path, secret="4821").path.read_bytes()
+    for pin in ("", "0000"):
+        text, saved = submit({"student": "alice", "pin": pin}, steps=[("07_pipeline_visualizer", "pipeline", {"p": 666}, {}, {})])
+        assert "🔒" in text and "Download ledger" not in text and saved is None
+    assert DesignLedger("alice", tmp_path, secret="4821").path.read_bytes() == before
+    text, _ = submit({"student": "", "pin": "4821"})
+    assert "type your name" in text
+
+    monkeypatch.delenv("LABS_SHARED")
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(state.os, "fsync", full)
+    text, saved = submit({"student": "bob", "pin": ""})
+    assert "Not saved" in text and "the disk is full" in text and saved is None
+    monkeypatch.undo()
+    monkeypatch.setenv("LABS_LEDGER_DIR", str(tmp_path / "afile"))
+    (tmp_path / "afile").write_text("")
+    text, _ = submit("bob")
+    assert "is a file, not a folder" in text
+
+
+def test_the_lab_reports_a_ledger_it_moved_aside(tmp_path, monkeypatch):
+    monkeypatch.setenv("LABS_LEDGER_DIR", str(tmp_path))
+    DesignLedger("cy", tmp_path).path.write_text("{broken")
+    text, saved = submit("cy", pressed=False)
+    assert "moved to" in text and saved is None
+    DesignLedger("cy", tmp_path).path.write_text("{broken again")
+    with pytest.warns(state.LedgerRecovered):
+        DesignLedger("cy", tmp_path).save_step("lab", "x", {})  # outside the lab the caller hears it as a warning
+
+
+# ---- one server, two browsers ------------------------------------------------------------------
+@pytest.mark.browser
+def test_on_one_server_b_cannot_read_or_overwrite_as_ledger(tmp_path):
+    from browser import CHROMIUM_ARGS, chromium_path, choose, marimo_run
+    from labs.core.outcomes import UTILISATION_OPTIONS
+
+    if chromium_path() is None:
+        if os.environ.get("CI"):
+            pytest.fail("Debian's chromium is not installed; CI must run the browser tests")
+        pytest.skip("Debian's chromium is not installed")
+    from playwright.sync_api import sync_playwright
+
+    ledgers = tmp_path / "ledgers"
+
+    def visit(context, url, pin, expect):
+        page = context.new_page()
+        page.set_default_timeout(60_000)
+        page.goto(url)
+        page.get_by_label("Your name or student id (goes into your design ledger)").fill("alice")
+        page.keyboard.press("Tab")
+        page.get_by_label("A PIN of at least 4 characters", exact=False).fill(pin)
+        page.keyboard.press("Tab")
+        choose(page, f"C) {UTILISATION_OPTIONS[2].label}", commit=0)  # committing writes the ledger too
+        if expect == "Saved to":
+            page.get_by_text("Committed").first.wait_for()
+            page.get_by_role("button", name="Submit to the ledger").click()
+        page.get_by_text(expect).first.wait_for()
+        return page
+
+    with marimo_run("07_pipeline_visualizer.py", env={"LABS_LEDGER_DIR": str(ledgers), "LABS_SHARED": "1"}) as url, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS, headless=True)
+        try:
+            a = browser.new_context(accept_downloads=True)
+            page_a = visit(a, url, "4821", "Saved to")
+            with page_a.expect_download() as info:
+                page_a.get_by_text("Download ledger").first.click()
+            info.value.save_as(tmp_path / "a.json")
+            path = DesignLedger("alice", ledgers).path
+            saved = path.read_bytes()
+            assert json.loads((tmp_path / "a.json").read_text())["student"] == "alice"
+
+            b = browser.new_context(accept_downloads=True)  # another browser: its own marimo session
+            page_b = visit(b, url, "", "protected by its owner's PIN: type its PIN")
+            assert page_b.get_by_text("Download ledger").count() == 0
+            page_b.get_by_label("A PIN of at least 4 characters", exact=False).fill("0000")
+            page_b.keyboard.press("Tab")
+            page_b.get_by_role("button", name="Commit my prediction").first.click()
+            page_b.get_by_text("the PIN is wrong").first.wait_for()
+            assert page_b.get_by_text("Download ledger").count() == 0
+            assert path.read_bytes() == saved
+        finally:
+            browser.close()
