@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import tempfile
 import sys
 import time
 from dataclasses import dataclass, field
@@ -67,9 +68,9 @@ class Lab:
 
 
 LABS = {
-    "05": Lab("05_parallelism.py", "Commit to a prediction above to unlock the Act I instruments", "B) ", 0, what="Act I GPU slider"),
-    "06": Lab("06_zero_sweep.py", "Commit to a prediction above to unlock the memory instruments", "B) ", 2, what="data-parallel GPUs slider"),
-    "07": Lab("07_pipeline_visualizer.py", "Commit to a prediction above to unlock the timelines", "C) 80%", 5, ("ArrowLeft", "ArrowRight"),
+    "05": Lab("05_parallelism.py", "Commit to a prediction above (or skip it) to unlock the Act I instruments", "B) ", 0, what="Act I GPU slider"),
+    "06": Lab("06_zero_sweep.py", "Commit to a prediction above (or skip it) to unlock the memory instruments", "B) ", 2, what="data-parallel GPUs slider"),
+    "07": Lab("07_pipeline_visualizer.py", "Commit to a prediction above (or skip it) to unlock the timelines", "C) 80%", 5, ("ArrowLeft", "ArrowRight"),
               top=[(0, "End"), (1, "End"), (2, "End")], what="play slider (1F1B beside interleaved)"),
 }
 
@@ -119,7 +120,7 @@ def bench(key: str, n: int, timeout_s: float, top: bool) -> None:
     lab = LABS[key]
     print(f"{lab.file}: {lab.what}", flush=True)
     start = time.perf_counter()
-    with marimo_run(lab.file) as url, browser_page() as page:
+    with tempfile.TemporaryDirectory() as ledgers, marimo_run(lab.file, env={"LABS_LEDGER_DIR": ledgers}) as url, browser_page() as page:
         served = time.perf_counter() - start
         page.goto(url)
         page.get_by_text(lab.answer, exact=False).first.wait_for(timeout=timeout_s * 1000)
@@ -128,7 +129,7 @@ def bench(key: str, n: int, timeout_s: float, top: bool) -> None:
         page.get_by_text(lab.lock).first.wait_for()
         before = fingerprint(page)
         page.get_by_text(lab.answer, exact=False).first.click()
-        commit = page.get_by_role("button", name="Commit")  # an explicit commit button, where the lab has one
+        commit = page.get_by_role("button", name="Commit my prediction")
         if commit.count():
             commit.first.click()
         page.get_by_role("slider").nth(lab.widget).wait_for(timeout=timeout_s * 1000)

@@ -503,18 +503,25 @@ def _():
 def _(
     act1_inputs,
     act1_committed,
+    act1_error,
     act2_estimate,
     act2_inputs,
     act2_committed,
+    act2_error,
     student_input,
     submit_button,
 ):
     mo.stop(not act2_committed.made)
 
     def _steps():
-        yield LAB, "act1", act1_inputs, {"cause": act1_committed.answer}, act1_outcomes(act1_inputs, {"cause": act1_committed.answer})
+        if act1_error is None:
+            yield LAB, "act1", act1_inputs, {"cause": act1_committed.answer}, act1_outcomes(act1_inputs, {"cause": act1_committed.answer})
+        else:
+            yield ui.NotSaved("act1", f"its setting is invalid ({act1_error})")
         if act2_estimate is not None:
             yield LAB, "act2", act2_inputs, {"design": act2_committed.answer}, act2_outcomes(act2_inputs, {"design": act2_committed.answer})
+        else:
+            yield ui.NotSaved("act2", f"the layout is invalid ({act2_error})")
 
     _view, submitted = ui.submit_to_ledger(student_input.value, submit_button, _steps)
     _view

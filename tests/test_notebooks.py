@@ -176,3 +176,19 @@ def test_export_html_exits_0(lab, tmp_path):
     result = subprocess.run([sys.executable, "-m", "marimo", "export", "html", str(lab), "-o", str(out)], capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     assert out.stat().st_size > 10_000
+
+
+def test_invalid_setting_is_explained_at_submit(app, ledger_dir):
+    """Act I at 1,024 GPUs cannot split 512 sequences: submit saves Act II, says why Act I was
+    not saved, and keeps the submit row."""
+    outputs, defs = app.run(defs={
+        **committed("act1", ACT1_OPTIONS, "B"),
+        **committed("act2", ACT2_OPTIONS, "C"),
+        "gpus_slider": mo.ui.slider(steps=[8, 1024], value=1024),
+        "submit_button": Pressed(),
+    })
+    text = text_of(outputs)
+    assert defs["act1_current"] is None
+    assert "act1 not saved: its setting is invalid" in text and "Saved act2 to" in text
+    assert list(defs["submitted"]["labs"]["05_parallelism"]) == ["act2"]
+    assert "Submit my design to the ledger" in text or "pressed" in text

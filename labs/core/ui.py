@@ -112,6 +112,13 @@ def open_ledger(identity) -> DesignLedger:
     return DesignLedger(student.strip() or None, secret=pin.strip() or None)
 
 
+class NotSaved:
+    """A step `steps()` cannot save, and why (an invalid setting): shown beside the submit."""
+
+    def __init__(self, step: str, reason: str):
+        self.step, self.reason = step, reason
+
+
 def submit_to_ledger(student, button, steps) -> tuple[mo.Html, dict | None]:
     """The explicit submit button beside a download of the student's ledger.
 
@@ -134,11 +141,21 @@ def submit_to_ledger(student, button, steps) -> tuple[mo.Html, dict | None]:
             except LedgerRecovered as err:
                 note = f"⚠ {err}"
             if button.value:
-                for lab, step, inputs, predictions, outcomes in steps():
+                stored, refused = [], []
+                for item in steps():
+                    if isinstance(item, NotSaved):
+                        refused.append(f"⚠ {item.step} not saved: {item.reason}")
+                        continue
+                    lab, step, inputs, predictions, outcomes = item
                     ledger.save_step(lab, step, inputs, predictions, outcomes)
-                saved = ledger.load()
-                note = "; ".join([f"⚠ {r}" for r in ledger.recoveries] + [f"Saved to `{ledger.path.name}` at {saved['updated']}."])
-            download = mo.download(data=ledger.export(), filename=f"{ledger.path.stem}.json", mimetype="application/json", label="Download ledger")
+                    stored.append(step)
+                saved = ledger.load() if stored else None
+                done = [f"Saved {', '.join(stored)} to `{ledger.path.name}` at {saved['updated']}."] if stored else ["Nothing saved."]
+                note = "; ".join([f"⚠ {r}" for r in ledger.recoveries] + done + refused)
+            if ledger.path.exists():
+                download = mo.download(data=ledger.export(), filename=f"{ledger.path.stem}.json", mimetype="application/json", label="Download ledger")
+            else:
+                note = note or "Nothing to download yet: commit a prediction or submit your design first."
     except LedgerLocked as err:
         note = f"🔒 {err}"
     except (LedgerError, ValueError, OSError) as err:
