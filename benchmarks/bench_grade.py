@@ -18,9 +18,8 @@ from pathlib import Path
 import jsonschema
 
 from labs.core import state
-from labs.core.outcomes import (
-    ACT1_OPTIONS, ACT2_DESIGNS, MICROBATCH_OPTIONS, UTILISATION_OPTIONS, act1_outcomes, act2_outcomes, pipeline_outcomes,
-)
+from labs.core.scenarios.lab05 import ACT1_OPTIONS, ACT2_DESIGNS, act1_outcomes, act2_outcomes
+from labs.core.scenarios.lab07 import MICROBATCH_OPTIONS, UTILISATION_OPTIONS, pipeline_outcomes
 from labs.core.state import DesignLedger
 
 STUDENTS = 1000

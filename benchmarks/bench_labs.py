@@ -17,10 +17,10 @@ from pathlib import Path
 from labs.core.perf import Plan, estimate
 from labs.core.charts import timeline_figure
 from labs.core.pipeline import timeline
-from labs.core.scenarios import DP_WALL_GLOBAL_BATCH, design_inputs, dp_wall_curve, dp_wall_estimate
+from labs.core.scenarios.lab05 import DP_WALL_GLOBAL_BATCH, design_inputs, dp_wall_curve, dp_wall_estimate
 from labs.core import charts
 import plotly.io as pio
-from labs.core.zero import DP_SIZES, Activations, dp_estimate, fewest_gpus, memory_curves, stage_costs, traffic_ratio
+from labs.core.scenarios.lab06 import DP_SIZES, Activations, dp_estimate, fewest_gpus, memory_curves, stage_costs, traffic_ratio
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -39,7 +39,7 @@ def wait_for(url: str, proc: subprocess.Popen, timeout: float = 90) -> None:
 
 
 def run_lab_as(browser, base: str, user: str, password: str) -> None:
-    from labs.core.outcomes import UTILISATION_OPTIONS
+    from labs.core.scenarios.lab07 import UTILISATION_OPTIONS
 
     context = browser.new_context()
     page = context.new_page()

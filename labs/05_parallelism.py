@@ -13,7 +13,7 @@ with app.setup:
     from labs.core import charts, ui
     from labs.core.collectives import bytes_sent_per_rank
     from labs.core.hardware import LINKS
-    from labs.core.outcomes import (
+    from labs.core.scenarios.lab05 import (
         ACT1_OPTIONS,
         ACT2_DESIGNS,
         ACT2_OPTIONS,
@@ -28,7 +28,7 @@ with app.setup:
     )
     from labs.core.perf import estimate
     from labs.core.pipeline import bubble_fraction, timeline
-    from labs.core.scenarios import (
+    from labs.core.scenarios.lab05 import (
         DESIGN_GLOBAL_BATCH,
         DP_WALL_GLOBAL_BATCH,
         DP_WALL_GPUS,

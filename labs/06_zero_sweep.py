@@ -18,7 +18,7 @@ with app.setup:
     from labs.core.memory import BYTES_CONVENTIONS, BYTES_PER_PARAM, OPTIMIZER_STATES, ZERO_STAGES
     from labs.core.perf import CPU_ADAM_BYTES_PER_PARAM
     from labs.core.models import MODELS, RECOMPUTE_MODES
-    from labs.core.outcomes import (
+    from labs.core.scenarios.lab06 import (
         FIT_ACTIVATIONS,
         FIT_GPU,
         FIT_MODEL,
@@ -33,7 +33,7 @@ with app.setup:
         zero2_facts,
         zero_sweep_outcomes,
     )
-    from labs.core.zero import (
+    from labs.core.scenarios.lab06 import (
         DP_SIZES,
         SWEEP_GPUS,
         SWEEP_MODELS,

@@ -12,8 +12,8 @@ with app.setup:
 
     from labs.core import ENGINE_VERSION
     from labs.core import charts, ui
-    from labs.core.outcomes import (
-        ACT2_DESIGNS,
+    from labs.core.scenarios.lab05 import ACT2_DESIGNS
+    from labs.core.scenarios.lab07 import (
         BUBBLE_TARGET,
         COSTS_M_PER_STAGE,
         DEEP_P,
@@ -37,7 +37,7 @@ with app.setup:
     )
     from labs.core.perf import estimate
     from labs.core.pipeline import OpCosts, bubble_fraction, timeline
-    from labs.core.scenarios import design_inputs
+    from labs.core.scenarios.lab05 import design_inputs
 
     LAB = "07_pipeline_visualizer"
     SCHEDULE_NAMES = {"GPipe": "gpipe", "1F1B": "1f1b", "interleaved 1F1B": "interleaved", "ZB-H1": "zb-h1", "ZB-H2": "zb-h2"}

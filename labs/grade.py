@@ -33,10 +33,11 @@ import pandas as pd
 
 from labs.core.hardware import GPUS, LINKS
 from labs.core.models import MODELS
-from labs.core.outcomes import OUTCOMES, SWEEP_FIELDS
+from labs.core.scenarios import OUTCOMES
+from labs.core.scenarios.lab06 import SWEEP_FIELDS
 from labs.core.perf import Plan, check_plan_field
 from labs.core.pipeline import MAX_TIMELINE_OPS, SCHEDULES
-from labs.core.scenarios import dp_wall_estimate
+from labs.core.scenarios.lab05 import dp_wall_estimate
 from labs.core.state import MAX_LEDGER_BYTES, Roster, normalise_student, parse_document, student_hash
 from labs.core.validation import MAX_COUNT, check_bool, check_choice, check_positive, check_str
 

@@ -13,7 +13,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from browser import browser_page, choose, marimo_run  # noqa: E402
 
-from labs.core.outcomes import ACT1_OPTIONS, ACT2_OPTIONS, FIT_OPTIONS  # noqa: E402
+from labs.core.scenarios.lab05 import ACT1_OPTIONS, ACT2_OPTIONS
+from labs.core.scenarios.lab06 import FIT_OPTIONS  # noqa: E402
 
 
 def zero_sweep() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -93,7 +94,7 @@ def metric(page, label: str) -> str:
 def submit_and_download(page, button: str, path: Path) -> Path:
     """Press the lab's submit button, wait for the save, download the ledger to `path`."""
     page.get_by_role("button", name=button).click()
-    page.get_by_text("Saved to").first.wait_for()
+    page.get_by_text(re.compile(r"Saved .*to")).first.wait_for()
     with page.expect_download() as info:
         page.get_by_text("Download ledger").first.click()
     info.value.save_as(path)

@@ -8,8 +8,8 @@ import jsonschema
 import pytest
 
 from browser import browser_page, chromium_path, choose, marimo_run, metric, submit_and_download
-from labs.core.outcomes import ACT1_OPTIONS, ACT2_OPTIONS
-from labs.core.scenarios import dp_wall_estimate
+from labs.core.scenarios.lab05 import ACT1_OPTIONS, ACT2_OPTIONS
+from labs.core.scenarios.lab05 import dp_wall_estimate
 from labs.core.state import load_schema
 
 pytestmark = pytest.mark.browser
@@ -71,7 +71,7 @@ def test_flagship_lab_end_to_end(tmp_path):
 
 
 def test_pipeline_lab_end_to_end(tmp_path):
-    from labs.core.outcomes import UTILISATION_OPTIONS
+    from labs.core.scenarios.lab07 import UTILISATION_OPTIONS
 
     with marimo_run("07_pipeline_visualizer.py", env={"LABS_LEDGER_DIR": str(tmp_path)}) as url, browser_page() as page:
         page.goto(url)
@@ -99,8 +99,8 @@ def test_pipeline_lab_end_to_end(tmp_path):
 def test_zero_sweep_lab_end_to_end(tmp_path):
     """Lab 06: the lock holds, answering unlocks the sweep, moving the DP slider moves the
     marker and the memory card to the engine's value, submit and download give a valid ledger."""
-    from labs.core.outcomes import FIT_ACTIVATIONS, FIT_MODEL, FIT_OPTIONS, FIT_STAGE, ZERO2_OPTIONS
-    from labs.core.zero import dp_memory
+    from labs.core.scenarios.lab06 import FIT_ACTIVATIONS, FIT_MODEL, FIT_OPTIONS, FIT_STAGE, ZERO2_OPTIONS
+    from labs.core.scenarios.lab06 import dp_memory
 
     with marimo_run("06_zero_sweep.py", env={"LABS_LEDGER_DIR": str(tmp_path)}) as url, browser_page() as page:
         page.goto(url)

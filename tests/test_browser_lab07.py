@@ -8,7 +8,7 @@ import os
 import pytest
 
 from browser import browser_page, chromium_path, choose, marimo_run
-from labs.core.outcomes import UTILISATION_OPTIONS
+from labs.core.scenarios.lab07 import UTILISATION_OPTIONS
 from labs.core.pipeline import timeline
 
 pytestmark = pytest.mark.browser

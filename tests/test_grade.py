@@ -7,7 +7,8 @@ import os
 
 
 from labs.core import state
-from labs.core.outcomes import act1_correct_option, act1_outcomes, act2_best_option, act2_outcomes, pipeline_outcomes
+from labs.core.scenarios.lab05 import act1_correct_option, act1_outcomes, act2_best_option, act2_outcomes
+from labs.core.scenarios.lab07 import pipeline_outcomes
 from labs.core.pipeline import MAX_TIMELINE_OPS
 from labs.core.state import DesignLedger, Roster
 from labs.grade import grade, main, shown
@@ -52,7 +53,7 @@ def test_valid_class_is_graded_scored_and_summarised(tmp_path, capsys):
 
 
 def test_every_lab_has_a_score_in_the_terminal_table(tmp_path, capsys):
-    from labs.core.outcomes import fit_answer, zero2_answer, zero_sweep_outcomes
+    from labs.core.scenarios.lab06 import fit_answer, zero2_answer, zero_sweep_outcomes
 
     ledger = DesignLedger("cam", tmp_path)
     sweep = dict(model="llama2-70b", gpu="h100-sxm", optimizer_state="fp32", micro_batch=1, seq_len=4096, recompute="full",
@@ -251,7 +252,7 @@ def test_an_engine_failure_in_one_step_is_reported_and_grading_goes_on(tmp_path,
 
 def test_zero_sweep_step_is_regraded(tmp_path):
     """Lab 06's step is recomputed from its inputs; a faked fit flag and a typed-in memory are caught."""
-    from labs.core.outcomes import fit_answer, zero2_answer, zero_sweep_outcomes
+    from labs.core.scenarios.lab06 import fit_answer, zero2_answer, zero_sweep_outcomes
 
     inputs = dict(model="llama2-70b", gpu="h100-sxm", optimizer_state="fp32", micro_batch=1, seq_len=4096, recompute="full",
                   flash_attention=True, offload=False, dp=8, zero_stage=3, microbatches=1)

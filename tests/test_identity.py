@@ -91,7 +91,7 @@ def test_the_lab_shows_locked_and_failed_saves_as_messages(tmp_path, monkeypatch
     monkeypatch.setenv("LABS_LEDGER_DIR", str(tmp_path))
     monkeypatch.setenv("LABS_SHARED", "1")
     text, saved = submit({"student": "alice", "pin": "4821"})
-    assert "Saved to" in text and "Download ledger" in text and saved["student"] == "alice"
+    assert "Saved pipeline to" in text and "Download ledger" in text and saved["student"] == "alice"
     before = DesignLedger("alice", tmp_path, secret="4821").path.read_bytes()
     for pin in ("", "0000"):
         text, saved = submit({"student": "alice", "pin": pin}, steps=[("07_pipeline_visualizer", "pipeline", {"p": 666}, {}, {})])
@@ -129,7 +129,7 @@ def test_the_lab_reports_a_ledger_it_moved_aside(tmp_path, monkeypatch):
 @pytest.mark.browser
 def test_on_one_server_b_cannot_read_or_overwrite_as_ledger(tmp_path):
     from browser import CHROMIUM_ARGS, chromium_path, choose, marimo_run
-    from labs.core.outcomes import UTILISATION_OPTIONS
+    from labs.core.scenarios.lab07 import UTILISATION_OPTIONS
 
     if chromium_path() is None:
         if os.environ.get("CI"):
@@ -148,7 +148,7 @@ def test_on_one_server_b_cannot_read_or_overwrite_as_ledger(tmp_path):
         page.get_by_label("A PIN of at least 4 characters", exact=False).fill(pin)
         page.keyboard.press("Tab")
         choose(page, f"C) {UTILISATION_OPTIONS[2].label}", commit=0)  # committing writes the ledger too
-        if expect == "Saved to":
+        if expect == "Saved":
             page.get_by_text("Committed").first.wait_for()
             page.get_by_role("button", name="Submit to the ledger").click()
         page.get_by_text(expect).first.wait_for()
@@ -158,7 +158,7 @@ def test_on_one_server_b_cannot_read_or_overwrite_as_ledger(tmp_path):
         browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS, headless=True)
         try:
             a = browser.new_context(accept_downloads=True)
-            page_a = visit(a, url, "4821", "Saved to")
+            page_a = visit(a, url, "4821", "Saved")
             with page_a.expect_download() as info:
                 page_a.get_by_text("Download ledger").first.click()
             info.value.save_as(tmp_path / "a.json")

@@ -5,8 +5,8 @@ import pytest
 
 pytestmark = pytest.mark.usefixtures("ledger_dir")
 
-from labs.core.outcomes import FIT_ACTIVATIONS, FIT_MODEL, FIT_OPTIONS, FIT_STAGE, ZERO2_OPTIONS, fit_answer, zero2_answer
-from labs.core.zero import dp_memory
+from labs.core.scenarios.lab06 import FIT_ACTIVATIONS, FIT_MODEL, FIT_OPTIONS, FIT_STAGE, ZERO2_OPTIONS, fit_answer, zero2_answer
+from labs.core.scenarios.lab06 import dp_memory
 from test_notebooks import LABS, Pressed, committed, load_app, text_of
 
 LAB06 = next(p for p in LABS if p.name == "06_zero_sweep.py")

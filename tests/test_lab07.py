@@ -4,7 +4,7 @@ import pytest
 
 pytestmark = pytest.mark.usefixtures("ledger_dir")
 
-from labs.core.outcomes import MICROBATCH_OPTIONS, UTILISATION_OPTIONS, microbatch_answer, utilisation_answer
+from labs.core.scenarios.lab07 import MICROBATCH_OPTIONS, UTILISATION_OPTIONS, microbatch_answer, utilisation_answer
 from labs.core.pipeline import bubble_fraction
 from test_notebooks import LABS, Pressed, committed, load_app, text_of
 
@@ -63,9 +63,18 @@ import plotly.io as pio
 
 from labs.core import charts
 from labs.core.memory import in_flight_columns
-from labs.core.outcomes import (
-    BUBBLE_TARGET, DEEP_P, Option, closed_form_holds, interleaving_rows, microbatch_explanations, run_report,
-    schedule_cost_rows, share_against, stage0_in_flight, table5_rows,
+from labs.core.scenarios.common import Option
+from labs.core.scenarios.lab07 import (
+    BUBBLE_TARGET,
+    DEEP_P,
+    closed_form_holds,
+    interleaving_rows,
+    microbatch_explanations,
+    run_report,
+    schedule_cost_rows,
+    share_against,
+    stage0_in_flight,
+    table5_rows,
 )
 from labs.core.pipeline import SCHEDULES, OpCosts, timeline
 

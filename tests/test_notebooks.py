@@ -12,8 +12,8 @@ import pytest
 
 pytestmark = pytest.mark.usefixtures("ledger_dir")
 
-from labs.core.outcomes import ACT1_OPTIONS, ACT2_OPTIONS, act1_correct_option, act1_facts, act2_best_option
-from labs.core.scenarios import dp_wall_estimate
+from labs.core.scenarios.lab05 import ACT1_OPTIONS, ACT2_OPTIONS, act1_correct_option, act1_facts, act2_best_option
+from labs.core.scenarios.lab05 import dp_wall_estimate
 from labs.core.state import DesignLedger, load_schema
 
 ROOT = Path(__file__).resolve().parents[1]

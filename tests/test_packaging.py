@@ -13,7 +13,7 @@ SAVE_AND_GRADE = """
 import json, sys
 import labs
 from labs.core import state
-from labs.core.outcomes import act1_outcomes
+from labs.core.scenarios.lab05 import act1_outcomes
 from labs.grade import main
 inputs = dict(gpus=64, global_batch=512, fixed_per_gpu=False, fabric="ib-ndr", algorithm="ring", overlap=True, params_b=7)
 ledger = state.DesignLedger("wheel student", sys.argv[1])

@@ -5,8 +5,8 @@ import pytest
 from conftest import report
 from labs.core import Cluster, Model, Plan, estimate, sweep
 from labs.core.calibration import BEYOND_ENGINE, TABLE2_GPUS, TABLE2_PUBLISHED, TABLE2_SCHEMES, public_runs, table2_estimate
-from labs.core.outcomes import act1_correct_option
-from labs.core.scenarios import DP_WALL_GPUS, design_inputs, dp_wall_estimate
+from labs.core.scenarios.lab05 import act1_correct_option
+from labs.core.scenarios.lab05 import DP_WALL_GPUS, design_inputs, dp_wall_estimate
 
 RUNS = public_runs()
 
@@ -54,7 +54,7 @@ def test_act1_dp_wall_comes_from_the_shrinking_compute_not_the_nic():
     2(N-1)/N, so the reduction comes to rival the compute and MFU roughly halves. Across nodes
     the ring runs on all eight NICs of each node (rails): its bus bandwidth stays within a
     factor of two of NVLink's, so "one NIC per GPU" is the wrong explanation (option D)."""
-    from labs.core.outcomes import act1_facts
+    from labs.core.scenarios.lab05 import act1_facts
 
     small, large = (dp_wall_estimate(n) for n in (DP_WALL_GPUS[0], DP_WALL_GPUS[-1]))
     report("Act I MFU 512 / 8 GPUs", large.mfu / small.mfu, 0.5)

@@ -5,9 +5,9 @@ import pytest
 
 from conftest import report
 from labs.core.memory import model_state_bytes, model_state_split
-from labs.core.outcomes import FIT_ACTIVATIONS, fit_fewest, zero2_facts
+from labs.core.scenarios.lab06 import FIT_ACTIVATIONS, fit_fewest, zero2_facts
 from labs.core.perf import Plan
-from labs.core.zero import (
+from labs.core.scenarios.lab06 import (
     Activations,
     DP_SIZES,
     dp_estimate,

@@ -1,4 +1,6 @@
-"""ZeRO in numbers for Lab 06: what each stage keeps on a GPU, what it sends, what fitting costs.
+"""Lab 06, the ZeRO sweep: its settings, prediction options and outcome functions.
+
+ZeRO in numbers for Lab 06: what each stage keeps on a GPU, what it sends, what fitting costs.
 
 Everything here is pure data parallelism (tp = pp = 1) built from `labs.core.perf`: the same
 memory_breakdown() and estimate() the other labs use, with the student's activation settings.
@@ -7,11 +9,13 @@ memory_breakdown() and estimate() the other labs use, with the student's activat
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from labs.core.hardware import GPUS, Cluster
 from labs.core.memory import ZERO_STAGES, MemoryBreakdown, model_state_bytes
 from labs.core.models import Model
 from labs.core.perf import Estimate, Plan, estimate, memory_breakdown
+from labs.core.scenarios.common import Option
 from labs.core.validation import check_choice, check_positive
 
 WALL_MODELS = ("llama2-7b", "llama2-70b", "gpt3-175b", "llama3-405b")
@@ -162,3 +166,78 @@ def seed_milestones() -> list[Milestone]:
         Milestone("70B parameters: the whole training state", "Llama 2 70B (69B parameters), DP 1, ZeRO-0", 1120, shown("llama2-70b", 1, 0)),
         Milestone("70B parameters, ZeRO-3 on 8 GPUs", "Llama 2 70B, DP 8, ZeRO-3", 140, shown("llama2-70b", 8, 3)),
     ]
+
+
+# ---- Lab 06, ZeRO sweep ----------------------------------------------------------------------
+FIT_MODEL, FIT_GPU, FIT_STAGE = "llama2-70b", "h100-sxm", 3
+FIT_ACTIVATIONS = Activations(micro_batch=1, seq_len=4096, recompute="full", flash_attention=True)
+FIT_OPTIONS = (
+    Option("A", "8 or fewer: one server is enough"),
+    Option("B", "9 to 24"),
+    Option("C", "25 to 64"),
+    Option("D", "No number of H100s: it never fits"),
+)
+FIT_RANGES = {"A": (1, 8), "B": (9, 24), "C": (25, 64)}
+
+
+def fit_fewest() -> int | None:
+    return fewest_gpus(FIT_MODEL, FIT_GPU, FIT_STAGE, FIT_ACTIVATIONS)
+
+
+def fit_answer(fewest: int | None = None) -> str | None:
+    """The option whose range holds the engine's fewest H100s (D when none fits)."""
+    n = fit_fewest() if fewest is None else fewest
+    if n is None:
+        return "D"
+    return next((k for k, (lo, hi) in FIT_RANGES.items() if lo <= n <= hi), None)
+
+
+ZERO2_OPTIONS = (
+    Option("A", "Nothing at one micro-batch per step; with gradient accumulation, one more gradient reduce-scatter for every extra micro-batch"),
+    Option("B", "Twice ZeRO-1's bytes: the gradients are reduce-scattered and then gathered back"),
+    Option("C", "About 1.5x, the same premium as ZeRO-3"),
+    Option("D", "Less than ZeRO-1: each GPU sends only its 1/N shard of the gradients"),
+)
+ZERO2_ACCUMULATION = 4  # micro-batches per step in the accumulation case
+
+
+def zero2_facts() -> dict:
+    return {"one": traffic_ratio(2, 1, 1), "accumulated": traffic_ratio(2, 1, ZERO2_ACCUMULATION)}
+
+
+ZERO2_CLAIMS: dict[str, Callable[[dict], bool]] = {
+    "A": lambda f: abs(f["one"] - 1) < 0.01 and f["accumulated"] > 1.5,
+    "B": lambda f: abs(f["one"] - 2) < 0.1,
+    "C": lambda f: abs(f["one"] - 1.5) < 0.1,
+    "D": lambda f: f["one"] < 0.99,
+}
+
+
+def zero2_answer() -> str | None:
+    facts = zero2_facts()
+    return next((k for k, claim in ZERO2_CLAIMS.items() if claim(facts)), None)
+
+
+SWEEP_FIELDS = ("model", "gpu", "optimizer_state", "micro_batch", "seq_len", "recompute", "flash_attention", "offload", "dp", "zero_stage", "microbatches")
+
+
+def zero_sweep_outcomes(inputs: dict, predictions: dict) -> dict:
+    missing = [k for k in SWEEP_FIELDS if k not in inputs]
+    if missing:
+        raise ValueError(f"06_zero_sweep inputs lack {missing}")
+    act = Activations(int(inputs["micro_batch"]), int(inputs["seq_len"]), inputs["recompute"], bool(inputs["flash_attention"]))
+    stage, dp, offload = int(inputs["zero_stage"]), int(inputs["dp"]), bool(inputs["offload"]) and int(inputs["zero_stage"]) > 0
+    est = dp_estimate(inputs["model"], inputs["gpu"], dp, stage, act, inputs["optimizer_state"], offload, int(inputs["microbatches"]))
+    return {
+        "memory_gb": est.memory.total / 1e9,
+        "fits": est.fits,
+        "fewest_gpus": fewest_gpus(inputs["model"], inputs["gpu"], stage, act, inputs["optimizer_state"], offload),
+        "dp_bytes_per_gpu": est.comm_bytes_per_gpu["dp"],
+        "step_time_s": est.step_time_s,
+        "mfu": est.mfu,
+        "fit_correct": predictions.get("fit") == fit_answer(),
+        "zero2_correct": predictions.get("zero2") == zero2_answer(),
+    }
+
+
+OUTCOMES = {("06_zero_sweep", "sweep"): zero_sweep_outcomes}

@@ -1,0 +1,208 @@
+"""Lab 05, the flagship: its stakeholder settings, its prediction options and the outcome
+functions the lab shows and `python -m labs.grade` recomputes.
+
+The labs' scenarios: stated settings, in one place, so a lab, its tests and the grader agree.
+
+Act I of the flagship lab: a 7B model (Llama 2 7B's architecture at 2,048 tokens) trained with
+data parallelism on DGX H100 nodes (NDR 400 Gb/s, one NIC per GPU, rail-optimised), ZeRO-1
+(plain DP needs 16 bytes x 6.7B = 108 GB per GPU), flash attention, micro-batch 1, a global
+batch of 512 sequences (1M tokens), and the stakeholder's framework as it stands: fp32 gradients
+(Megatron's bf16 default) reduced by a ring after the backward pass, not overlapped with it.
+Act II: GPT-3 175B on 128 DGX H100 nodes, global batch 1,536 (Brown et al. 2020).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from labs.core.hardware import Cluster
+from labs.core.models import Model
+from labs.core.perf import Estimate, Plan, estimate
+from labs.core.scenarios.common import Option
+from labs.core.search import sweep
+from labs.core.topology import bus_bandwidth
+
+DP_WALL_GPUS = (8, 64, 512)
+GPU_STEPS_DEFAULT = (8, 16, 32, 64, 128, 256, 512, 1024)
+DP_WALL_GLOBAL_BATCH = 512
+DP_WALL_SEQ_LEN = 2048
+
+
+def dp_wall_model(params_b: int = 7) -> Model:
+    base = {7: "llama2-7b", 13: "llama2-13b", 70: "llama2-70b"}.get(params_b)
+    if base is None:
+        raise ValueError(f"params_b must be one of 7, 13, 70; got {params_b!r}")
+    return Model.get(base, seq_len=DP_WALL_SEQ_LEN)
+
+
+def dp_wall_estimate(
+    gpus: int,
+    global_batch: int = DP_WALL_GLOBAL_BATCH,
+    fixed_per_gpu: bool = False,
+    fabric: str = "ib-ndr",
+    algorithm: str = "ring",
+    overlap: bool = False,
+    params_b: int = 7,
+    grad_reduce_dtype: str = "fp32",
+) -> Estimate:
+    """One point of Act I: data parallelism over `gpus` H100s. With fixed_per_gpu the global
+    batch grows with the GPUs (global_batch is then what 8 GPUs would use)."""
+    if gpus % 8:
+        raise ValueError(f"gpus must be a multiple of 8 (whole DGX nodes), got {gpus}")
+    batch = global_batch * gpus // 8 if fixed_per_gpu else global_batch
+    cluster = Cluster.get("dgx-h100", nodes=gpus // 8).with_fabric(fabric)
+    plan = Plan(dp=gpus, micro_batch=1, global_batch=batch, zero_stage=1, flash_attention=True, dp_algorithm=algorithm,
+                dp_overlap=overlap, grad_reduce_dtype=grad_reduce_dtype)
+    return estimate(dp_wall_model(params_b), cluster, plan)
+
+
+def dp_comm_bound_tokens(grad_reduce_dtype: str = "bf16", gpus: int = DP_WALL_GPUS[-1]) -> float:
+    """Tokens per GPU below which Act I's data parallelism spends longer on its (unoverlapped)
+    gradient reduction than on compute: compute scales with the tokens, the ring does not."""
+    est = dp_wall_estimate(gpus, grad_reduce_dtype=grad_reduce_dtype)
+    tokens = est.plan.global_batch * est.model.seq_len / gpus
+    return tokens * est.time.dp_comm / est.time.compute
+
+
+def tp8_dp_ring(gpus: int = DP_WALL_GPUS[-1]) -> tuple[float, float]:
+    """(bus bandwidth of a DP ring over whole nodes, of one behind TP = 8) on Act I's cluster,
+    bytes/s: the second group has one GPU per node, so it crosses nodes on one NIC."""
+    from labs.core.topology import bus_bandwidth
+
+    cluster = Cluster.get("dgx-h100", nodes=gpus // 8)
+    return bus_bandwidth("all_reduce", 4e9, cluster, gpus, 1, "ring"), bus_bandwidth("all_reduce", 4e9, cluster, gpus // 8, 8, "ring")
+
+
+def dp_wall_curve(inputs: dict) -> list[Estimate]:
+    """Act I at every GPU count of the lab's slider where the batch splits into whole
+    sequences; `inputs` holds dp_wall_estimate's arguments (its "gpus" is ignored)."""
+    settings = {k: v for k, v in inputs.items() if k != "gpus"}
+    return [dp_wall_estimate(n, **settings) for n in GPU_STEPS_DEFAULT if settings.get("fixed_per_gpu") or n <= settings.get("global_batch", DP_WALL_GLOBAL_BATCH)]
+
+
+DESIGN_MODEL = "gpt3-175b"
+DESIGN_CLUSTER = "dgx-h100"
+DESIGN_NODES = 128
+DESIGN_GLOBAL_BATCH = 1536
+
+
+def design_inputs() -> tuple[Model, Cluster]:
+    return Model.get(DESIGN_MODEL), Cluster.get(DESIGN_CLUSTER, nodes=DESIGN_NODES)
+
+
+# ---- Flagship lab, Act I: why does MFU fall? ---------------------------------------------
+ACT1_OPTIONS = (
+    Option("A", "All-reduce bytes per GPU grow with the number of GPUs, so communication swamps compute"),
+    Option("B", "Each GPU's share of the fixed batch shrinks while the bytes it must all-reduce stay about twice its gradients, so communication that was small next to compute comes to rival it"),
+    Option("C", "Per-message latency (NCCL software overhead) dominates the all-reduce at scale"),
+    Option("D", "Past one node a data-parallel ring is limited by one NIC per GPU, about 47 GB/s instead of NVLink's 370"),
+)
+
+
+def act1_facts(inputs: dict | None = None) -> dict:
+    """The numbers that decide Act I's options, for the stakeholder's scenario."""
+    small, large = (dp_wall_estimate(n) for n in (DP_WALL_GPUS[0], DP_WALL_GPUS[-1]))
+    return {
+        "bytes_ratio": large.comm_bytes_per_gpu["dp"] / small.comm_bytes_per_gpu["dp"],
+        "compute_ratio": large.time.compute / small.time.compute,
+        "latency_share": large.dp_exposed_latency_s / large.time.dp_comm if large.time.dp_comm else 0.0,
+        "exposed_over_compute": large.time.dp_comm / large.time.compute,
+        "nvlink_gbs": bus_bandwidth("all_reduce", 4e9, small.cluster, DP_WALL_GPUS[0], 1, "ring") / 1e9,
+        "across_nodes_gbs": bus_bandwidth("all_reduce", 4e9, large.cluster, DP_WALL_GPUS[-1], 1, "ring") / 1e9,
+        "one_nic_gbs": large.cluster.inter.effective_bytes_per_s / 1e9,
+        "exposed_growth": large.time.dp_comm / max(small.time.dp_comm, 1e-12),
+        "mfu": [dp_wall_estimate(n).mfu for n in DP_WALL_GPUS],
+    }
+
+
+ACT1_CLAIMS: dict[str, Callable[[dict], bool]] = {
+    "A": lambda f: f["bytes_ratio"] > 1.5,
+    "B": lambda f: f["bytes_ratio"] < 1.5 and f["compute_ratio"] < 0.1 and f["exposed_over_compute"] > 0.5,
+    "C": lambda f: f["latency_share"] > 0.5,
+    "D": lambda f: f["across_nodes_gbs"] < f["nvlink_gbs"] / 2,
+}
+
+
+def act1_correct_option() -> str | None:
+    """The option whose claim the engine's numbers bear out."""
+    facts = act1_facts()
+    return next((k for k, claim in ACT1_CLAIMS.items() if claim(facts)), None)
+
+
+def act1_outcomes(inputs: dict, predictions: dict) -> dict:
+    est = dp_wall_estimate(
+        int(inputs["gpus"]), int(inputs["global_batch"]), bool(inputs["fixed_per_gpu"]),
+        inputs["fabric"], inputs["algorithm"], bool(inputs["overlap"]), int(inputs.get("params_b", 7)),
+        inputs.get("grad_reduce_dtype", "bf16"),
+    )
+    correct = act1_correct_option()
+    return {
+        "fits": est.fits,
+        "mfu": est.mfu if est.fits else None,
+        "step_time_s": est.step_time_s,
+        "dp_comm_exposed_s": est.time.dp_comm,
+        "correct_option": correct,
+        "prediction_correct": correct is not None and predictions.get("cause") == correct,
+    }
+
+
+# ---- Flagship lab, Act II: which design for GPT-3 175B on 1024 H100s? ------------------------
+# Act II runs Megatron-Core 2024's software: flash attention, SP with TP overlap inside the NVLink
+# domain, fp32 gradient reduction, the distributed optimizer (ZeRO-1).
+DESIGN_ERA = "megatron-core-2024"
+_DESIGN_COMMON = dict(global_batch=DESIGN_GLOBAL_BATCH, zero_stage=1, recompute="selective", schedule="1f1b")
+ACT2_DESIGNS: dict[str, Plan] = {
+    "A": Plan.for_era(DESIGN_ERA, tp=16, pp=8, dp=8, micro_batch=1, **_DESIGN_COMMON),
+    "B": Plan.for_era(DESIGN_ERA, tp=1, pp=32, dp=32, micro_batch=1, sequence_parallel=False, tp_comm_overlap=False, **_DESIGN_COMMON),
+    "C": Plan.for_era(DESIGN_ERA, tp=8, pp=8, dp=16, micro_batch=1, **_DESIGN_COMMON),
+    "D": Plan.for_era(DESIGN_ERA, tp=8, pp=32, dp=4, micro_batch=4, **_DESIGN_COMMON),
+}
+ACT2_LABELS = {
+    "A": "TP=16 x PP=8 x DP=8: wide tensor parallelism, fewer pipeline stages",
+    "B": "TP=1 x PP=32 x DP=32: pipeline only, no tensor parallelism",
+    "C": "TP=8 x PP=8 x DP=16: tensor parallel inside each node, pipeline across nodes",
+    "D": "TP=8 x PP=32 x DP=4, micro-batch 4: a deep pipeline, three layers a stage",
+}
+ACT2_OPTIONS = tuple(Option(k, v) for k, v in ACT2_LABELS.items())
+
+
+def act2_option_estimates() -> dict:
+    model, cluster = design_inputs()
+    return {key: estimate(model, cluster, plan) for key, plan in ACT2_DESIGNS.items()}
+
+
+def act2_best_option(ests: dict | None = None) -> str:
+    """The design whose plan fits and reaches the highest MFU (from `ests` when given)."""
+    ests = ests or act2_option_estimates()
+    return max((k for k, e in ests.items() if e.fits), key=lambda k: ests[k].mfu)
+
+
+def plan_from_inputs(inputs: dict) -> Plan:
+    """Act II's plan from its recorded inputs; fields not recorded take the era's defaults."""
+    return Plan.for_era(DESIGN_ERA, **inputs)
+
+
+def act2_outcomes(inputs: dict, predictions: dict) -> dict:
+    model, cluster = design_inputs()
+    est = estimate(model, cluster, plan_from_inputs(inputs))
+    best = act2_best_option()
+    return {
+        "fits": est.fits,
+        "mfu": est.mfu,
+        "bubble_fraction": est.bubble_fraction,
+        "memory_gb": est.memory.total / 1e9,
+        "step_time_s": est.step_time_s,
+        "correct_option": best,
+        "prediction_correct": predictions.get("design") == best,
+    }
+
+
+def best_design(**fixed):
+    model, cluster = design_inputs()
+    return sweep(model, cluster, global_batch=DESIGN_GLOBAL_BATCH, era=DESIGN_ERA, **fixed).iloc[0]
+
+
+OUTCOMES: dict[tuple[str, str], Callable[[dict, dict], dict]] = {
+    ("05_parallelism", "act1"): act1_outcomes,
+    ("05_parallelism", "act2"): act2_outcomes,
+}
