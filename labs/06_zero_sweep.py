@@ -453,7 +453,7 @@ def _():
     GPU between {_lo} and {_hi} GPUs, while TP {_ptdp.tp} x PP {_ptdp.pp} held {TABLE2_PUBLISHED[('PTD-P', _lo)]:.0f} to
     {TABLE2_PUBLISHED[('PTD-P', _hi)]:.0f} (engine: {_engine[('PTD-P', _lo)]:.0f} to {_engine[('PTD-P', _hi)]:.0f}).
 
-    The engine, from the same inputs, keeps ZeRO-3 at {_engine[(_z, _lo)]:.0f} to {_engine[(_z, _hi)]:.0f}. It charges every
+    The engine, from the same inputs, keeps ZeRO-3 at {_engine[(_z, _lo)]:.0f} TFLOP/s per GPU on {_lo} GPUs and {_engine[(_z, _hi)]:.0f} on {_hi}. It charges every
     per-module gather and reduce-scatter with its latency over all {_hi} ranks, but NCCL crosses each server boundary on all of
     its NICs (one ring per rail, {_ring / 1e9:.0f} GB/s of bus bandwidth), so at {_hi} GPUs only
     {_run.time.dp_comm:.1f} s of a {_run.step_time_s:.1f} s step is exposed communication. What the paper measured on top of the

@@ -1,8 +1,8 @@
 """Take the README's screenshots: `python scripts/screenshots.py`.
 
-Serves labs/05_parallelism.py and labs/06_zero_sweep.py with `marimo run`, answers their
-predictions in Chromium and saves assets/lab05_act1.png, assets/lab05_act2.png and
-assets/lab06.png."""
+Serves labs/05_parallelism.py, labs/06_zero_sweep.py and labs/07_pipeline_visualizer.py with
+`marimo run`, commits their predictions in Chromium and saves assets/lab05_act1.png,
+assets/lab05_act2.png, assets/lab06.png and assets/lab07.png."""
 
 import sys
 import tempfile
@@ -32,6 +32,21 @@ def zero_sweep() -> None:
         page.screenshot(path=str(ROOT / "assets" / "lab06.png"))
 
 
+def pipeline() -> None:
+    from labs.core.scenarios.lab07 import MICROBATCH_OPTIONS, UTILISATION_OPTIONS
+
+    with tempfile.TemporaryDirectory() as ledgers, marimo_run("07_pipeline_visualizer.py", env={"LABS_LEDGER_DIR": ledgers}) as url, browser_page(width=1300, height=1500) as page:
+        page.goto(url)
+        choose(page, f"C) {UTILISATION_OPTIONS[2].label}", commit=0)
+        choose(page, f"C) {MICROBATCH_OPTIONS[2].label}", commit=1)
+        page.locator(".js-plotly-plot").first.wait_for()
+        page.wait_for_timeout(2500)
+        page.locator(".js-plotly-plot").first.scroll_into_view_if_needed()
+        page.evaluate("window.scrollBy(0, -220)")
+        page.wait_for_timeout(800)
+        page.screenshot(path=str(ROOT / "assets" / "lab07.png"))
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory() as ledgers, marimo_run("05_parallelism.py", env={"LABS_LEDGER_DIR": ledgers}) as url, browser_page(width=1300, height=1500) as page:
         page.goto(url)
@@ -48,7 +63,8 @@ def main() -> None:
         page.evaluate("window.scrollBy(0, -20)")
         page.screenshot(path=str(ROOT / "assets" / "lab05_act2.png"))
     zero_sweep()
-    print("wrote assets/lab05_act1.png, assets/lab05_act2.png and assets/lab06.png")
+    pipeline()
+    print("wrote assets/lab05_act1.png, assets/lab05_act2.png, assets/lab06.png and assets/lab07.png")
 
 
 if __name__ == "__main__":

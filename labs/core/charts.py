@@ -189,7 +189,7 @@ def _hbm_lines(fig: go.Figure, hbm: Sequence[tuple[str, float, bool]], log_axis:
         # Neighbouring capacities sit close on a log axis: stagger the labels along the line.
         fig.add_annotation(
             x=1 - 0.3 * i, xref="paper", xanchor="right", y=np.log10(value) if log_axis else value, yanchor="bottom", showarrow=False,
-            text=f"{label} {value:.0f} GB" + ("" if confirmed else " (unconfirmed)"), font=dict(color=COLORS["red"], size=13),
+            text=f"{label} {value:.1f} GB" + ("" if confirmed else " (unconfirmed)"), font=dict(color=COLORS["red"], size=13),
         )
 
 

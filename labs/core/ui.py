@@ -224,8 +224,8 @@ def commit_prediction(identity, lab: str, question_key: str, question: mo.ui.rad
         when = record["committed"].replace("T", " ").replace("+00:00", " UTC")
         note = note or (f"Committed **{'skipped' if made.skipped else made.answer}** at {when}."
                         + (f" Later answers are recorded as changes: {', '.join(c['answer'] or 'skipped' for c in made.changes)}; the first commitment is graded." if made.changes else ""))
-    widgets = buttons if hasattr(buttons, "value") else mo.md("")
-    return mo.hstack([widgets, mo.md(note)], justify="start", align="center"), made
+    widgets = list(buttons) if isinstance(buttons, mo.ui.array) else ([buttons] if hasattr(buttons, "value") else [])
+    return mo.hstack([*widgets, mo.md(note)], justify="start", align="center"), made
 
 
 def commitment_gate(made: Commitment, what: str = "the instruments") -> None:
