@@ -1,4 +1,5 @@
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -24,3 +25,15 @@ def report(label: str, predicted: float, expected: float) -> float:
     error = predicted / expected - 1 if expected else predicted
     print(f"{label:50s} engine {predicted:12.4g}  reference {expected:12.4g}  error {error:+.2%}")
     return error
+
+
+@pytest.fixture(scope="module")
+def need_chromium():
+    """Browser tests need Debian's chromium: skipped without it locally, failed under CI."""
+    from browser import chromium_path
+
+    if chromium_path() is None:
+        message = "Debian's chromium is not installed (apt-get install chromium)"
+        if os.environ.get("CI"):
+            pytest.fail(message + "; CI must run the browser tests")
+        pytest.skip(message)

@@ -2,26 +2,18 @@
 moves the chart, submitting and downloading gives a ledger that validates."""
 
 import json
-import os
 
 import jsonschema
 import pytest
 
-from browser import browser_page, chromium_path, choose, marimo_run, metric, submit_and_download
+from browser import browser_page, choose, marimo_run, metric, submit_and_download
 from labs.core.scenarios.lab05 import ACT1_OPTIONS, ACT2_OPTIONS
 from labs.core.scenarios.lab05 import dp_wall_estimate
 from labs.core.state import load_schema
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("need_chromium")]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def need_chromium():
-    if chromium_path() is None:
-        message = "Debian's chromium is not installed (apt-get install chromium)"
-        if os.environ.get("CI"):
-            pytest.fail(message + "; CI must run the browser tests")
-        pytest.skip(message)
 
 
 def test_flagship_lab_end_to_end(tmp_path):

@@ -3,15 +3,14 @@ lock is answered, p = 64 and m = 256 draw as rasters, and a play-slider step mov
 on the page. Before issue 13 one step redrew ~115k SVG boxes and took 45-52 s here."""
 
 import json
-import os
 
 import pytest
 
-from browser import browser_page, chromium_path, choose, marimo_run
+from browser import browser_page, choose, marimo_run
 from labs.core.scenarios.lab07 import UTILISATION_OPTIONS
 from labs.core.pipeline import timeline
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("need_chromium")]
 
 STEP_BOUND_MS = 30_000  # generous for a loaded 2-core machine; the old drawing needed 45 s and more
 
@@ -19,13 +18,6 @@ SHAPES = "el => JSON.stringify(((el.layout || {}).shapes || []).map(s => [s.type
 TRACES = "el => (el.data || []).map(t => t.type)"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def need_chromium():
-    if chromium_path() is None:
-        message = "Debian's chromium is not installed (apt-get install chromium)"
-        if os.environ.get("CI"):
-            pytest.fail(message + "; CI must run the browser tests")
-        pytest.skip(message)
 
 
 def test_lab07_at_p64_m256_answers_a_play_step(tmp_path):
