@@ -68,8 +68,8 @@ class Lab:
 
 
 LABS = {
-    "05": Lab("05_parallelism.py", "Commit to a prediction above (or skip it) to unlock the Act I instruments", "B) ", 0, what="Act I GPU slider"),
-    "06": Lab("06_zero_sweep.py", "Commit to a prediction above (or skip it) to unlock the memory instruments", "B) ", 2, what="data-parallel GPUs slider"),
+    "05": Lab("05_parallelism.py", "Commit to a prediction above (or skip it) to unlock the Act I instruments", "B) Each GPU's share", 0, what="Act I GPU slider"),
+    "06": Lab("06_zero_sweep.py", "Commit to a prediction above (or skip it) to unlock the memory instruments", "B) 9 to 24", 2, what="data-parallel GPUs slider"),
     "07": Lab("07_pipeline_visualizer.py", "Commit to a prediction above (or skip it) to unlock the timelines", "C) 80%", 5, ("ArrowLeft", "ArrowRight"),
               top=[(0, "End"), (1, "End"), (2, "End")], what="play slider (1F1B beside interleaved)"),
 }
