@@ -36,7 +36,7 @@ from labs.core.models import MODELS
 from labs.core.scenarios import OUTCOMES
 from labs.core.scenarios.lab06 import SWEEP_FIELDS
 from labs.core.perf import Plan, check_plan_field
-from labs.core.pipeline import MAX_TIMELINE_OPS, SCHEDULES
+from labs.core.pipeline import SCHEDULES, check_timeline_size
 from labs.core.scenarios.lab05 import dp_wall_estimate
 from labs.core.state import MAX_LEDGER_BYTES, Roster, normalise_student, parse_document, student_hash
 from labs.core.validation import MAX_COUNT, check_bool, check_choice, check_positive, check_str
@@ -136,9 +136,7 @@ def _act1_spec() -> StepSpec:
 
 
 def _timeline_size(inputs: dict) -> None:
-    p, m, v = inputs["p"], inputs["m"], inputs.get("v", 1)
-    if p * m * v > MAX_TIMELINE_OPS:
-        raise ValueError(f"p x m x v must be at most {MAX_TIMELINE_OPS:,} (the engine's timeline limit), got {p} x {m} x {v}")
+    check_timeline_size(inputs["p"], inputs["m"], inputs.get("v", 1))
 
 
 SPECS: dict[tuple[str, str], StepSpec] = {

@@ -65,7 +65,7 @@ def all_to_all_time(model: Model, cluster: Cluster, tokens, tp, ep, max_nodes, d
     g = members_per_node(cluster, ep, tp)
     nodes = np.ceil(ep / g)
     remote = destination_nodes(model, nodes, max_nodes) * (nodes - 1) / nodes
-    nic = cluster.inter.effective_bytes_per_s * min(1.0, cluster.rails / cluster.gpus_per_node)
+    nic = cluster.inter_bytes_per_s_per_gpu
     nvlink = cluster.intra.effective_bytes_per_s
     total = 0.0
     for element in (dispatch_bytes, 2.0):  # dispatch, then combine

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from labs.core.validation import check_bool, check_choice, check_positive, check_str, unknown_key_error
 
 RECOMPUTE_MODES = ("none", "selective", "full")
@@ -177,23 +179,34 @@ class Model:
         return 2 * self.seq_len * self.hidden * self.vocab
 
     def model_flops_per_sequence(self) -> float:
-        """Forward + backward (3x forward) of every layer and the logits: what MFU counts."""
-        return 3 * (self.layers * self.layer_forward_flops() + self.logits_forward_flops())
+        """Forward + backward (3x forward) of every layer and the logits: what MFU counts
+        (attention's whole s^2 square, as without flash attention)."""
+        return float(self.flops_per_sequence(RECOMPUTE_MODES.index("none"), False)[0])
 
     def hardware_flops_per_sequence(self, recompute: str = "none") -> float:
-        """What the GPUs execute: model FLOPs plus the recomputed forward work.
-
-        full: every layer's forward runs again (Narayanan eq. 3, 4 passes; logits are not
-        recomputed). selective: the attention core is recomputed, which Korthikanti Appendix A
-        counts as 72 B L s h^2 * s/(6h) = 12 B L s^2 h extra.
-        """
+        """What the GPUs execute without flash attention: model FLOPs plus the recomputed work."""
         check_choice("recompute", recompute, RECOMPUTE_MODES)
-        model = self.model_flops_per_sequence()
-        if recompute == "full":
-            return model + self.layers * self.layer_forward_flops()
-        if recompute == "selective":
-            return model + 12 * self.layers * self.seq_len**2 * self.score_dim
-        return model
+        return float(self.flops_per_sequence(RECOMPUTE_MODES.index(recompute), False)[1])
+
+    def flops_per_sequence(self, recompute_code, flash):
+        """(model FLOPs, hardware FLOPs) per sequence over numpy columns (recompute_code indexes
+        RECOMPUTE_MODES). Model FLOPs: forward + backward (3x forward) of every GEMM and of
+        attention's score and value products, 4 s^2 score_dim per layer forward: all of the
+        square without flash attention (Megatron 2021-22's kernels computed it and masked half;
+        Korthikanti and Narayanan count it), the causal half with flash attention, which is what
+        a causal model needs and what the kernel does (counting the masked half would put MFU
+        above 1 at long context). Hardware FLOPs add what is recomputed: full recompute, every
+        layer's forward (Narayanan eq. 3; logits are not recomputed); selective recompute without
+        flash, Korthikanti Appendix A's 72 B L s h^2 * s/(6h) = 12 B L s^2 h; flash attention's
+        own backward, which recomputes the scores (half its forward)."""
+        s, L = float(self.seq_len), self.layers
+        attention = np.where(flash, 0.5, 1.0) * 4 * s * s * self.score_dim
+        layer_forward = 2 * s * self.layer_matmul_params + attention
+        model_flops = 3 * (L * layer_forward + self.logits_forward_flops())
+        extra = np.where(recompute_code == RECOMPUTE_MODES.index("full"), L * layer_forward, 0.0)
+        extra = extra + np.where((recompute_code == RECOMPUTE_MODES.index("selective")) & ~np.asarray(flash, dtype=bool), 12 * L * s * s * self.score_dim, 0.0)
+        extra = extra + np.where(flash, 0.5 * L * attention, 0.0)
+        return model_flops, model_flops + extra
 
     def model_flops_per_iteration(self, global_batch: int) -> float:
         return global_batch * self.model_flops_per_sequence()

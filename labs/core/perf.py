@@ -7,7 +7,6 @@ one plan and wraps the numbers in an `Estimate`, `sweep()` (labs.core.search) on
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -323,14 +322,9 @@ def layer_times(hidden: int, heads: int, seq_len: int, micro_batch: int, gpu_key
     return {k: r[k] for k in ("layer_forward_s", "layer_input_grad_s", "layer_weight_grad_s")}
 
 
-def stage_layers(model: Model, plan: Plan) -> int:
-    """Layers on the heaviest pipeline stage (some hold one more when pp x v does not divide L)."""
-    return math.ceil(model.layers / (plan.pp * plan.virtual_stages)) * plan.virtual_stages
-
-
 def memory_breakdown(model: Model, plan: Plan) -> MemoryBreakdown:
-    """Bytes on the busiest GPU (the first pipeline stage): model state under the plan's ZeRO
-    stage, activations under its TP/SP/recompute and schedule, and the allocator margin."""
+    """Bytes on the busiest GPU (the pipeline rank that holds the most): model state under the
+    plan's ZeRO stage, activations under its TP/SP/recompute and schedule, and the runtime's own."""
     if not isinstance(plan, Plan):
         raise ValueError(f"plan must be a Plan, got {plan!r}")
     check_positive("gpus", plan.gpus, integer=True, maximum=1 << 17)
@@ -354,7 +348,7 @@ def estimate(model: Model, cluster: Cluster, plan: Plan) -> Estimate:
     if plan.offload_optimizer:
         offload = OffloadCost(r["offload_down_s"], r["cpu_adam_s"], r["offload_up_s"], r["offload_s"], r["pcie_bytes"], r["host_bytes_per_node"])
     dp_cost = CollectiveCost(r["dp_latency_s"], r["dp_total_s"] - r["dp_latency_s"])
-    warnings = _warnings(model, cluster, plan, memory, fits, r["bubble_fraction"], r["dp_comm_s"], time.total, offload)
+    warnings = _warnings(model, cluster, plan, memory, fits, r["bubble_fraction"], r["dp_comm_s"], time.total, offload, int(r["layers_per_stage"]))
     return Estimate(
         model, cluster, plan, fits, memory, time, r["bubble_fraction"], r["model_flops"], r["hardware_flops"],
         dp_cost, r["dp_exposed_latency_s"],
@@ -378,7 +372,7 @@ class OffloadCost:
     host_bytes_per_node: float  # CPU memory the node's ranks keep offloaded
 
 
-def _warnings(model, cluster, plan, memory, fits, bubble, dp_exposed, step, offload) -> list[str]:
+def _warnings(model, cluster, plan, memory, fits, bubble, dp_exposed, step, offload, heavy) -> list[str]:
     out = []
     if offload:
         host = offload.host_bytes_per_node
@@ -402,7 +396,6 @@ def _warnings(model, cluster, plan, memory, fits, bubble, dp_exposed, step, offl
             f"largest term is {term} ({memory.as_dict()[term] / 1e9:.1f} GB)"
         )
     if model.layers % (plan.pp * plan.virtual_stages):
-        heavy = stage_layers(model, plan)
         out.append(f"{model.layers} layers do not split evenly over pp x v = {plan.pp * plan.virtual_stages}: the heaviest stage holds {heavy} layers and sets the pace")
     if bubble > LARGE_BUBBLE:
         out.append(f"Pipeline bubble is {bubble:.0%} of the step (pp={plan.pp}, {plan.microbatches} micro-batches)")

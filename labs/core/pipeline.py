@@ -230,15 +230,20 @@ class Timeline:
         ]
 
 
+def check_timeline_size(p: int, m: int, v: int = 1) -> None:
+    """Refuse a timeline too large to build and draw (valid whole numbers assumed)."""
+    if p > MAX_TIMELINE_STAGES:
+        raise ValueError(f"p must be at most {MAX_TIMELINE_STAGES} stages to play as a timeline, got p={p}")
+    if p * m * v > MAX_TIMELINE_OPS:
+        raise ValueError(f"m x p x v must be at most {MAX_TIMELINE_OPS:,} ops to draw as a timeline, got m={m}, p={p}, v={v}")
+
+
 def timeline(p: int, m: int, schedule: str = "1f1b", v: int = 1, costs: OpCosts | None = None) -> Timeline:
     """Play the schedule: each op starts when its stage is free and its inputs have arrived (an
     input from another stage arrives costs.comm after the op that sent it ends)."""
     _check(p, m, schedule, v)
     check_choice("schedule", schedule, TIMELINE_SCHEDULES)
-    if p > MAX_TIMELINE_STAGES:
-        raise ValueError(f"p must be at most {MAX_TIMELINE_STAGES} stages to play as a timeline, got p={p}")
-    if p * m * v > MAX_TIMELINE_OPS:
-        raise ValueError(f"m x p x v must be at most {MAX_TIMELINE_OPS:,} ops to draw as a timeline, got m={m}, p={p}, v={v}")
+    check_timeline_size(p, m, v)
     c = _check_costs(costs)
     if schedule in ZB_WARMUP:  # the backward pass split: B (input gradients), then W
         duration = {"F": c.tf, "B": c.tb, "W": c.tw}

@@ -22,7 +22,8 @@ One layer, one micro-batch, one GPU:
   their GEMMs by ring exchange, the pipelined reduce-scatters expose one of TP_OVERLAP_SPLITS
   chunks, and the overlapped GEMMs lose TP_OVERLAP_SMS of the GPU's SMs (TE's defaults,
   transformer_engine/pytorch/module/base.py initialize_ub; NeMo communication_overlap.rst).
-MFU counts model FLOPs the Megatron way (all of attention's s^2 work); HFU adds recomputation.
+MFU counts model FLOPs (labs.core.models.Model.flops_per_sequence: all of attention's s^2 work
+without flash attention, its causal half with it); HFU adds what is recomputed.
 """
 
 from __future__ import annotations
@@ -89,25 +90,6 @@ def _col(c, key, dtype=float):
 
 def _plus(a, b):
     return a[0] + b[0], a[1] + b[1]
-
-
-def flops_per_sequence(model: Model, rc, flash):
-    """(model FLOPs, hardware FLOPs) per sequence. Model FLOPs: forward + backward (3x forward)
-    of every GEMM and of attention's score and value products, 4 s^2 h per layer forward: all of
-    the square without flash attention (Megatron 2021-22's kernels computed it and masked half;
-    Korthikanti and Narayanan count it), the causal half with flash attention, which is what
-    a causal model needs and what the kernel does (counting the masked half would put MFU above
-    1 at long context). Hardware FLOPs add what is recomputed: full recompute, every layer's
-    forward; selective recompute without flash, Korthikanti's 12 L s^2 h; flash attention's own
-    backward, which recomputes the scores (half its forward)."""
-    s, L = float(model.seq_len), model.layers
-    attention = np.where(flash, 0.5, 1.0) * 4 * s * s * model.score_dim
-    layer_forward = 2 * s * model.layer_matmul_params + attention
-    model_flops = 3 * (L * layer_forward + model.logits_forward_flops())
-    extra = np.where(rc == _FULL, L * layer_forward, 0.0)
-    extra = extra + np.where((rc == _SELECTIVE) & ~flash, 12 * L * s * s * model.score_dim, 0.0)
-    extra = extra + np.where(flash, 0.5 * L * attention, 0.0)
-    return model_flops, model_flops + extra
 
 
 def stage_layers(L, pp, v, first, last):
@@ -233,10 +215,10 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     pipeline = m * per_mb / (1 - bubble)
 
     # ---- pipeline send/recv: Megatron's scatter/gather sends 1/t per NIC, all-gathers on NVLink -
-    pp_bytes = tokens * h * ACTIVATION_BYTES
-    crosses = tp * cp * dp >= cluster.gpus_per_node
-    link = np.where(crosses, cluster.inter_bytes_per_s_per_gpu, cluster.intra.effective_bytes_per_s)
-    hop = np.where(crosses, cluster.inter.latency_s, cluster.intra.latency_s) + pp_bytes / tp / link
+    pp_bytes = act  # one micro-batch's activations cross each stage boundary
+    stage_stride = tp * cp * dp  # neighbouring stages sit this many ranks apart
+    crosses = stage_stride >= cluster.gpus_per_node
+    hop = sum(collective_columns("p2p", pp_bytes / tp, cluster, 2, stage_stride))
     hop = hop + np.where(crosses & (tp > 1), sum(collective_columns("all_gather", pp_bytes, cluster, tp, 1)), 0.0)
     pp_comm = np.where(pp > 1, 2 * (pp - 1) * v * hop + np.where(pp_overlap, 0.0, 2 * m * v * hop), 0.0)
     pp_sent = np.where(pp > 1, 2 * m * v * pp_bytes / tp, 0.0)
@@ -272,7 +254,7 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     ar = bucketed("all_reduce", grads, calls)
     rs, ag = bucketed("reduce_scatter", grads, calls, shard), bucketed("all_gather", weights_bytes, calls, shard)
     across = bucketed("all_reduce", grads / shard, calls, replicas, tp * shard)
-    rs = (rs[0] + across[0], rs[1] + across[1])
+    rs = _plus(rs, across)
     # The routed experts' gradients reduce over the expert-data-parallel group (n / ep ranks,
     # tp x ep apart), the rest over all n.
     expert_grads, expert_weights = expert_params * grad_bytes, expert_params * WEIGHT_BYTES
@@ -349,7 +331,7 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
                + np.where(overlap, TP_OVERLAP_BUFFERS * tokens * h * ACTIVATION_BYTES, 0.0) + FRAGMENTATION * activations)
 
     step = pipeline + pp_comm + dp_exposed + optimizer + offload_exposed
-    model_per_sequence, hardware_per_sequence = flops_per_sequence(model, rc, flash)
+    model_per_sequence, hardware_per_sequence = model.flops_per_sequence(rc, flash)
     tp_sent = np.where(tp > 1, m * layers * np.where(full, 12, 8) * (tp - 1) / tp * tokens * h * ACTIVATION_BYTES, 0.0)
     return {
         "step_time_s": step,

@@ -74,7 +74,7 @@ def collective_columns(op: str, nbytes, cluster: Cluster, n, stride=1, algorithm
     nbytes = np.asarray(nbytes, dtype=float)
     if op == "p2p":
         g = members_per_node(cluster, 2, stride)
-        bw = np.where(g >= 2, cluster.intra.effective_bytes_per_s, cluster.inter.effective_bytes_per_s * min(1.0, cluster.rails / cluster.gpus_per_node))
+        bw = np.where(g >= 2, cluster.intra.effective_bytes_per_s, cluster.inter_bytes_per_s_per_gpu)
         lat = np.where(g >= 2, cluster.intra.latency_s, cluster.inter.latency_s)
         active = nbytes > 0
         return np.where(active, lat, 0.0), np.where(active, nbytes / bw, 0.0)
