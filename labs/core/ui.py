@@ -151,7 +151,7 @@ def submit_to_ledger(student, button, steps) -> tuple[mo.Html, dict | None]:
                     stored.append(step)
                 saved = ledger.load() if stored else None
                 done = [f"Saved {', '.join(stored)} to `{ledger.path.name}` at {saved['updated']}."] if stored else ["Nothing saved."]
-                note = "; ".join([f"⚠ {r}" for r in ledger.recoveries] + done + refused)
+                note = " ".join([f"⚠ {r}" for r in ledger.recoveries] + done + refused)
             if ledger.path.exists():
                 download = mo.download(data=ledger.export(), filename=f"{ledger.path.stem}.json", mimetype="application/json", label="Download ledger")
             else:
