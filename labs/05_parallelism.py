@@ -116,69 +116,51 @@ def _(act1_commit_buttons, act1_question, student_input):
     return (act1_committed,)
 
 
+# The instruments are created, and laid out, in one cell that reads nothing: moving one reruns
+# only the cells that read its value, never the panel.
 @app.cell
 def _():
     gpus_slider = mo.ui.slider(steps=GPU_STEPS, value=64, label="GPUs (data-parallel degree)", show_value=True)
-    return (gpus_slider,)
-
-
-@app.cell
-def _():
     model_dropdown = mo.ui.dropdown(options={"7B": 7, "13B": 13, "70B": 70}, value="7B", label="Model size")
-    return (model_dropdown,)
-
-
-@app.cell
-def _():
     batch_dropdown = mo.ui.dropdown(options={"512 sequences": 512, "1024 sequences": 1024, "2048 sequences": 2048}, value="512 sequences", label="Global batch (at 8 GPUs in fixed per-GPU mode)")
-    return (batch_dropdown,)
-
-
-@app.cell
-def _():
     scaling_radio = mo.ui.radio(options={"fixed global batch (strong scaling)": False, "fixed per-GPU batch (weak scaling)": True}, value="fixed global batch (strong scaling)", label="Scaling mode")
-    return (scaling_radio,)
-
-
-@app.cell
-def _():
     fabric_dropdown = mo.ui.dropdown(options=FABRICS, value="InfiniBand NDR 400 Gb/s", label="Fabric across nodes")
-    return (fabric_dropdown,)
-
-
-@app.cell
-def _():
     algorithm_dropdown = mo.ui.dropdown(options=ALGORITHMS, value="ring", label="All-reduce algorithm")
-    return (algorithm_dropdown,)
-
-
-@app.cell
-def _():
     overlap_checkbox = mo.ui.checkbox(value=False, label="Overlap the gradient reduction with the backward pass")
-    return (overlap_checkbox,)
-
-
-@app.cell
-def _():
     grad_dropdown = mo.ui.dropdown(options={"fp32 (Megatron's bf16 default)": "fp32", "bf16": "bf16"}, value="fp32 (Megatron's bf16 default)", label="Gradients reduced in")
-    return (grad_dropdown,)
+    act1_instruments = mo.vstack(
+        [
+            mo.md("### Instruments"),
+            mo.hstack([gpus_slider, model_dropdown, batch_dropdown], justify="start", wrap=True),
+            scaling_radio,
+            mo.hstack([fabric_dropdown, algorithm_dropdown, grad_dropdown, overlap_checkbox], justify="start", wrap=True),
+        ]
+    )
+    return (
+        act1_instruments,
+        algorithm_dropdown,
+        batch_dropdown,
+        fabric_dropdown,
+        gpus_slider,
+        grad_dropdown,
+        model_dropdown,
+        overlap_checkbox,
+        scaling_radio,
+    )
 
 
 @app.cell
-def _(
-    act1_committed,
-    algorithm_dropdown,
-    batch_dropdown,
-    fabric_dropdown,
-    gpus_slider,
-    grad_dropdown,
-    model_dropdown,
-    overlap_checkbox,
-    scaling_radio,
-):
+def _(act1_committed, act1_instruments):
     ui.commitment_gate(act1_committed, "the Act I instruments")
-    act1_inputs = dict(
-        gpus=gpus_slider.value,
+    act1_instruments
+    return
+
+
+# The curve over every GPU count does not read the GPU slider: moving it reruns one estimate.
+@app.cell
+def _(act1_committed, algorithm_dropdown, batch_dropdown, fabric_dropdown, grad_dropdown, model_dropdown, overlap_checkbox, scaling_radio):
+    mo.stop(not act1_committed.made)
+    act1_settings = dict(
         global_batch=batch_dropdown.value,
         fixed_per_gpu=scaling_radio.value,
         fabric=fabric_dropdown.value,
@@ -187,21 +169,19 @@ def _(
         params_b=model_dropdown.value,
         grad_reduce_dtype=grad_dropdown.value,
     )
-    act1_curve = dp_wall_curve(act1_inputs)
+    act1_curve = dp_wall_curve(act1_settings)
+    return act1_curve, act1_settings
+
+
+@app.cell
+def _(act1_settings, gpus_slider):
+    act1_inputs = dict(gpus=gpus_slider.value, **act1_settings)
     try:
         act1_current = dp_wall_estimate(**act1_inputs)
         act1_error = None
     except ValueError as _err:
         act1_current, act1_error = None, str(_err)
-    mo.vstack(
-        [
-            mo.md("### Instruments"),
-            mo.hstack([gpus_slider, model_dropdown, batch_dropdown], justify="start", wrap=True),
-            scaling_radio,
-            mo.hstack([fabric_dropdown, algorithm_dropdown, grad_dropdown, overlap_checkbox], justify="start", wrap=True),
-        ]
-    )
-    return act1_current, act1_curve, act1_error, act1_inputs
+    return act1_current, act1_error, act1_inputs
 
 
 @app.cell
@@ -231,9 +211,16 @@ def _(act1_current, act1_curve, act1_error, act1_inputs):
                 }
             ),
             charts.mfu_vs_gpus({"engine": act1_curve}, _marked, _cur),
-            mo.hstack([charts.dp_step_stack(act1_curve), charts.comm_compute_ratio(act1_curve)], widths="equal"),
         ]
     )
+    return
+
+
+@app.cell
+def _(act1_curve):
+    _fitting = [e for e in act1_curve if e.fits]
+    mo.stop(not _fitting)
+    mo.hstack([charts.dp_step_stack(_fitting), charts.comm_compute_ratio(_fitting)], widths="equal")
     return
 
 
@@ -363,55 +350,40 @@ def _(act2_commit_buttons, act2_question, student_input):
 @app.cell
 def _():
     tp_dropdown = mo.ui.dropdown(options=[str(t) for t in divisor_choices()["tp"]], value="8", label="TP (tensor parallel)")
-    return (tp_dropdown,)
-
-
-@app.cell
-def _():
     pp_dropdown = mo.ui.dropdown(options=[str(p) for p in divisor_choices()["pp"]], value="8", label="PP (pipeline stages)")
-    return (pp_dropdown,)
-
-
-@app.cell
-def _():
     microbatch_dropdown = mo.ui.dropdown(options=["1", "2", "4", "8"], value="1", label="Micro-batch (sequences)")
-    return (microbatch_dropdown,)
-
-
-@app.cell
-def _():
     zero_dropdown = mo.ui.dropdown(options={"0 (none)": 0, "1 (optimizer)": 1, "2 (+gradients)": 2, "3 (+weights)": 3}, value="1 (optimizer)", label="ZeRO stage")
-    return (zero_dropdown,)
-
-
-@app.cell
-def _():
     recompute_dropdown = mo.ui.dropdown(options=["none", "selective", "full"], value="selective", label="Activation recompute")
-    return (recompute_dropdown,)
-
-
-@app.cell
-def _():
     sp_checkbox = mo.ui.checkbox(value=True, label="Sequence parallel")
-    return (sp_checkbox,)
-
-
-@app.cell
-def _():
     tp_overlap_checkbox = mo.ui.checkbox(value=True, label="Overlap TP communication with the GEMMs (Transformer Engine; needs SP, inside NVLink)")
-    return (tp_overlap_checkbox,)
-
-
-@app.cell
-def _():
     schedule_dropdown = mo.ui.dropdown(options={"1F1B": "1f1b", "interleaved 1F1B": "interleaved", "GPipe": "gpipe", "ZB-H1": "zb-h1"}, value="1F1B", label="Pipeline schedule")
-    return (schedule_dropdown,)
+    v_slider = mo.ui.slider(steps=[2, 3, 4, 6], value=2, label="Chunks per stage (interleaved only)", show_value=True)
+    act2_instruments = mo.vstack(
+        [
+            mo.md("### Instruments"),
+            mo.hstack([tp_dropdown, pp_dropdown, microbatch_dropdown, zero_dropdown], justify="start", wrap=True),
+            mo.hstack([recompute_dropdown, sp_checkbox, tp_overlap_checkbox, schedule_dropdown, v_slider], justify="start", wrap=True),
+        ]
+    )
+    return (
+        act2_instruments,
+        microbatch_dropdown,
+        pp_dropdown,
+        recompute_dropdown,
+        schedule_dropdown,
+        sp_checkbox,
+        tp_dropdown,
+        tp_overlap_checkbox,
+        v_slider,
+        zero_dropdown,
+    )
 
 
 @app.cell
-def _():
-    v_slider = mo.ui.slider(steps=[2, 3, 4, 6], value=2, label="Chunks per stage (interleaved only)", show_value=True)
-    return (v_slider,)
+def _(act2_committed, act2_instruments):
+    mo.stop(not act2_committed.made)
+    act2_instruments
+    return
 
 
 @app.cell
@@ -427,7 +399,7 @@ def _(
     v_slider,
     zero_dropdown,
 ):
-    ui.commitment_gate(act2_committed, "the Act II instruments")
+    mo.stop(not act2_committed.made)
     _model, _cluster = design_inputs()
     _tp, _pp = int(tp_dropdown.value), int(pp_dropdown.value)
     act2_inputs = dict(
@@ -449,13 +421,6 @@ def _(
         act2_error = None
     except ValueError as _err:
         act2_estimate, act2_error = None, str(_err)
-    mo.vstack(
-        [
-            mo.md("### Instruments"),
-            mo.hstack([tp_dropdown, pp_dropdown, microbatch_dropdown, zero_dropdown], justify="start", wrap=True),
-            mo.hstack([recompute_dropdown, sp_checkbox, tp_overlap_checkbox, schedule_dropdown, v_slider], justify="start", wrap=True),
-        ]
-    )
     return act2_error, act2_estimate, act2_inputs
 
 

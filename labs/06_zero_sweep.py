@@ -147,77 +147,80 @@ def _(zero2_commit_buttons, zero2_question, student_input):
     return (zero2_committed,)
 
 
+# The instruments are created, and laid out, in one cell that reads nothing: moving one of them
+# then reruns only the cells that read its value, and the panel itself is never redrawn.
 @app.cell
 def _():
     model_pick = mo.ui.dropdown(options=MODEL_CHOICES, value=MODELS[FIT_MODEL].name, label="Model")
-    return (model_pick,)
-
-
-@app.cell
-def _():
     gpu_pick = mo.ui.dropdown(options=GPU_CHOICES, value=GPUS[FIT_GPU].name, label="GPU")
-    return (gpu_pick,)
-
-
-@app.cell
-def _():
     optimizer_pick = mo.ui.dropdown(options=OPTIMIZER_CHOICES, value=OPTIMIZER_STATES["fp32"].label, label="Optimizer state")
-    return (optimizer_pick,)
-
-
-@app.cell
-def _():
     micro_batch_slider = mo.ui.slider(steps=[1, 2, 4, 8], value=FIT_ACTIVATIONS.micro_batch, label="Micro-batch (sequences)", show_value=True)
-    return (micro_batch_slider,)
-
-
-@app.cell
-def _():
     seq_slider = mo.ui.slider(steps=[1024, 2048, 4096, 8192, 16384, 32768], value=FIT_ACTIVATIONS.seq_len, label="Sequence length", show_value=True)
-    return (seq_slider,)
-
-
-@app.cell
-def _():
     recompute_pick = mo.ui.dropdown(options=list(RECOMPUTE_MODES), value=FIT_ACTIVATIONS.recompute, label="Activation recompute")
-    return (recompute_pick,)
-
-
-@app.cell
-def _():
     flash_box = mo.ui.checkbox(value=FIT_ACTIVATIONS.flash_attention, label="Flash attention (no s x s scores kept)")
-    return (flash_box,)
-
-
-@app.cell
-def _():
     offload_box = mo.ui.checkbox(value=False, label="Offload optimizer state to CPU (ZeRO-Offload)")
-    return (offload_box,)
-
-
-@app.cell
-def _():
     dp_slider = mo.ui.slider(steps=list(DP_SIZES), value=8, label="Data-parallel GPUs", show_value=True)
-    return (dp_slider,)
-
-
-@app.cell
-def _():
     stage_pick = mo.ui.radio(options=STAGE_CHOICES, value=f"ZeRO-{FIT_STAGE}", label="ZeRO stage", inline=True)
-    return (stage_pick,)
+    accumulation_slider = mo.ui.slider(steps=[1, 2, 4, 8, 16], value=1, label="Micro-batches per step (gradient accumulation)", show_value=True)
+    instruments = mo.vstack(
+        [
+            mo.md("### Instruments"),
+            mo.hstack([model_pick, gpu_pick, optimizer_pick], justify="start", wrap=True),
+            mo.hstack([micro_batch_slider, seq_slider, recompute_pick, flash_box], justify="start", wrap=True),
+            mo.hstack([dp_slider, stage_pick, offload_box], justify="start", wrap=True),
+            mo.hstack([accumulation_slider], justify="start"),
+        ]
+    )
+    return (
+        accumulation_slider,
+        dp_slider,
+        flash_box,
+        gpu_pick,
+        instruments,
+        micro_batch_slider,
+        model_pick,
+        offload_box,
+        optimizer_pick,
+        recompute_pick,
+        seq_slider,
+        stage_pick,
+    )
 
 
 @app.cell
-def _():
-    accumulation_slider = mo.ui.slider(steps=[1, 2, 4, 8, 16], value=1, label="Micro-batches per step (gradient accumulation)", show_value=True)
-    return (accumulation_slider,)
+def _(fit_committed, instruments):
+    ui.commitment_gate(fit_committed, "the memory instruments")
+    instruments
+    return
+
+
+# The computations below sit in cells of their own so that moving one slider reruns only what
+# reads it: the DP slider moves the estimate, not the curves or the fewest-GPU search.
+@app.cell
+def _(fit_committed, flash_box, micro_batch_slider, offload_box, recompute_pick, seq_slider, stage_pick):
+    mo.stop(not fit_committed.made)
+    act = Activations(micro_batch_slider.value, seq_slider.value, recompute_pick.value, flash_box.value)
+    sweep_offload = offload_box.value and stage_pick.value > 0
+    return act, sweep_offload
+
+
+@app.cell
+def _(act, model_pick, offload_box, optimizer_pick):
+    sweep_curves = memory_curves(model_pick.value, act, optimizer_pick.value, offload_box.value)
+    return (sweep_curves,)
+
+
+@app.cell
+def _(act, gpu_pick, model_pick, optimizer_pick, stage_pick, sweep_offload):
+    sweep_fewest = fewest_gpus(model_pick.value, gpu_pick.value, stage_pick.value, act, optimizer_pick.value, sweep_offload)
+    return (sweep_fewest,)
 
 
 @app.cell
 def _(
     accumulation_slider,
+    act,
     dp_slider,
-    fit_committed,
     flash_box,
     gpu_pick,
     micro_batch_slider,
@@ -227,29 +230,16 @@ def _(
     recompute_pick,
     seq_slider,
     stage_pick,
+    sweep_offload,
 ):
-    ui.commitment_gate(fit_committed, "the memory instruments")
     sweep_inputs = {
         "model": model_pick.value, "gpu": gpu_pick.value, "optimizer_state": optimizer_pick.value,
         "micro_batch": micro_batch_slider.value, "seq_len": seq_slider.value, "recompute": recompute_pick.value,
         "flash_attention": flash_box.value, "offload": offload_box.value, "dp": dp_slider.value,
         "zero_stage": stage_pick.value, "microbatches": accumulation_slider.value,
     }
-    act = Activations(micro_batch_slider.value, seq_slider.value, recompute_pick.value, flash_box.value)
-    sweep_offload = offload_box.value and stage_pick.value > 0
-    sweep_curves = memory_curves(model_pick.value, act, optimizer_pick.value, offload_box.value)
     sweep_estimate = dp_estimate(model_pick.value, gpu_pick.value, dp_slider.value, stage_pick.value, act, optimizer_pick.value, sweep_offload, accumulation_slider.value)
-    sweep_fewest = fewest_gpus(model_pick.value, gpu_pick.value, stage_pick.value, act, optimizer_pick.value, sweep_offload)
-    mo.vstack(
-        [
-            mo.md("### Instruments"),
-            mo.hstack([model_pick, gpu_pick, optimizer_pick], justify="start", wrap=True),
-            mo.hstack([micro_batch_slider, seq_slider, recompute_pick, flash_box], justify="start", wrap=True),
-            mo.hstack([dp_slider, stage_pick, offload_box], justify="start", wrap=True),
-            mo.hstack([accumulation_slider], justify="start"),
-        ]
-    )
-    return act, sweep_curves, sweep_estimate, sweep_fewest, sweep_inputs, sweep_offload
+    return sweep_estimate, sweep_inputs
 
 
 @app.cell(hide_code=True)

@@ -126,68 +126,19 @@ def _(microbatch_commit_buttons, microbatch_question, student_input):
     return (microbatch_committed,)
 
 
+# The instruments are created, and laid out, in one cell that reads nothing: moving one reruns
+# only the cells that read its value (the play slider moves a marker), never the panel.
 @app.cell
 def _():
     schedule_a = mo.ui.dropdown(options=SCHEDULE_NAMES, value="1F1B", label="Schedule A")
-    return (schedule_a,)
-
-
-@app.cell
-def _():
     schedule_b = mo.ui.dropdown(options=SCHEDULE_NAMES, value="interleaved 1F1B", label="Schedule B")
-    return (schedule_b,)
-
-
-@app.cell
-def _():
     p_slider = mo.ui.slider(steps=[1, 2, 4, 8, 16, 32, 64], value=4, label="Stages p", show_value=True, debounce=True)
-    return (p_slider,)
-
-
-@app.cell
-def _():
     m_slider = mo.ui.slider(steps=[1, 2, 4, 8, 16, 32, 64, 128, 256], value=8, label="Micro-batches m", show_value=True, debounce=True)
-    return (m_slider,)
-
-
-@app.cell
-def _():
     v_slider = mo.ui.slider(steps=[2, 3, 4], value=2, label="Chunks per stage v (interleaved)", show_value=True, debounce=True)
-    return (v_slider,)
-
-
-@app.cell
-def _():
     tb_slider = mo.ui.slider(start=0.5, stop=2.0, step=0.1, value=1.0, label="Backward-input time T_B / T_F", show_value=True, debounce=True)
-    return (tb_slider,)
-
-
-@app.cell
-def _():
     tw_slider = mo.ui.slider(start=0.5, stop=2.0, step=0.1, value=1.0, label="Weight-gradient time T_W / T_F", show_value=True, debounce=True)
-    return (tw_slider,)
-
-
-@app.cell
-def _():
     play_slider = mo.ui.slider(start=0, stop=100, step=5, value=100, label="Play the schedule (% of the step)", show_value=True)
-    return (play_slider,)
-
-
-@app.cell
-def _(
-    m_slider,
-    p_slider,
-    play_slider,
-    schedule_a,
-    schedule_b,
-    tb_slider,
-    tw_slider,
-    utilisation_committed,
-    v_slider,
-):
-    ui.commitment_gate(utilisation_committed, "the timelines")
-    mo.vstack(
+    instruments = mo.vstack(
         [
             mo.md("### Instruments"),
             mo.hstack([schedule_a, schedule_b], justify="start"),
@@ -195,6 +146,23 @@ def _(
             mo.hstack([tb_slider, tw_slider, play_slider], justify="start", wrap=True),
         ]
     )
+    return (
+        instruments,
+        m_slider,
+        p_slider,
+        play_slider,
+        schedule_a,
+        schedule_b,
+        tb_slider,
+        tw_slider,
+        v_slider,
+    )
+
+
+@app.cell
+def _(instruments, utilisation_committed):
+    ui.commitment_gate(utilisation_committed, "the timelines")
+    instruments
     return
 
 
@@ -274,9 +242,11 @@ def _(pipeline_runs):
             ),
             mo.ui.table(pd.DataFrame(_rows), selection=None, show_column_summaries=False, show_data_types=False),
             mo.md(
-                "The zero-bubble closed forms assume W can fill the drain: $m \\ge p$ (ZB-H2: $2p$) and "
-                "$T_W \\le \\min(T_F, T_B)$. Outside that, W has too little to fill and the timeline idles more than "
-                "they say, so they are not shown."
+                "The zero-bubble closed forms hold once the schedule reaches its steady state, $m \\ge p$ "
+                "(ZB-H2: $m \\ge 2p$). ZB-H1's is $(p-1)\\max(T_F + T_B - T_W,\\ T_B)$: Qi et al.'s "
+                "$(p-1)(T_F + T_B - T_W)$ with a floor, since no weight pass hides the last backward's trip back "
+                "to stage 0. Counted over the whole step it also needs $T_B \\ge \\min(T_F, T_W)$, else the "
+                "$(p-1)\\,T_F$ ramp before the last stage starts is the longer wait. Where they do not hold they are not shown."
             ) if _zb else None,
         ]
     )

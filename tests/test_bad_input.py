@@ -95,6 +95,13 @@ def optional_size(positive: bool = False) -> Kind:
     return Kind(tuple(v for v in kind.listed if v is not None), kind.strategy.filter(lambda v: v is not None))
 
 
+def optional_bytes() -> Kind:
+    """A byte count that may be None but, when given, is at least one byte (5e-324 once passed)."""
+    kind = optional_size(positive=True)
+    listed = kind.listed + (5e-324, 0.5)
+    return Kind(listed, st.one_of(kind.strategy, st.floats(min_value=0.0, max_value=1.0, exclude_max=True)))
+
+
 def choice(allowed, extra: tuple = ()) -> Kind:
     allowed = tuple(allowed)
     listed = tuple(v for v in ("bogus", 7, None, True, False, 1.5, "", [], 1.0, "1", -1, 4, NAN) + extra if not _strict_member(v, allowed))
@@ -244,7 +251,7 @@ _PLAN_KINDS = dict(
     virtual_stages=count(1 << 10), zero_stage=choice(ZERO_STAGES), recompute=choice(RECOMPUTE_MODES), schedule=choice(PLAN_SCHEDULES, extra=("zb-h2",)),
     dp_algorithm=choice(DP_ALGORITHMS), optimizer_state=choice(OPTIMIZER_STATES), grad_reduce_dtype=choice(GRAD_REDUCE_DTYPES),
     sequence_parallel=flag(), flash_attention=flag(), dp_overlap=flag(), pp_overlap=flag(), offload_optimizer=flag(), tp_comm_overlap=flag(),
-    bucket_bytes=optional_size(positive=True), first_stage_layers=optional_count(1 << 20, allow_zero=True),
+    bucket_bytes=optional_bytes(), first_stage_layers=optional_count(1 << 20, allow_zero=True),
     last_stage_layers=optional_count(1 << 20, allow_zero=True), microbatch_group_size=optional_count(1 << 20),
     reshard_after_forward=flag(), shard_group_size=optional_count(1 << 20), cp_algorithm=choice(("ring", "all_gather")), precision=choice(("bf16", "fp8")),
     ep=count(1 << 20), capacity_factor=optional_size(positive=True), max_nodes_per_token=optional_count(1 << 20),

@@ -83,7 +83,8 @@ GATED = ("Key takeaways", "What each schedule pays", "The equations behind the b
 
 
 def controls(p=4, m=8, v=2, tb=1.0, tw=1.0, a="1F1B", b="interleaved 1F1B", play=100):
-    """The lab's widgets at a setting, as defs for app.run."""
+    """The lab's widgets at a setting, as defs for app.run (its widget cell also defines the panel
+    that lays them out)."""
 
     names = {"GPipe": "gpipe", "1F1B": "1f1b", "interleaved 1F1B": "interleaved", "ZB-H1": "zb-h1", "ZB-H2": "zb-h2"}
     return {
@@ -91,6 +92,7 @@ def controls(p=4, m=8, v=2, tb=1.0, tw=1.0, a="1F1B", b="interleaved 1F1B", play
         "p_slider": mo.ui.slider(steps=[1, 2, 4, 8, 16, 32, 64], value=p), "m_slider": mo.ui.slider(steps=[1, 2, 4, 8, 16, 32, 64, 128, 256], value=m),
         "v_slider": mo.ui.slider(steps=[2, 3, 4], value=v), "tb_slider": mo.ui.slider(start=0.5, stop=2.0, step=0.1, value=tb),
         "tw_slider": mo.ui.slider(start=0.5, stop=2.0, step=0.1, value=tw), "play_slider": mo.ui.slider(start=0, stop=100, step=5, value=play),
+        "instruments": mo.md("instruments"),
     }
 
 

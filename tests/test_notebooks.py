@@ -57,6 +57,18 @@ class Pressed:
         return "text/plain", "pressed"
 
 
+_DEFAULTS = {}
+
+
+def with_instruments(app, panel: str, **changed) -> dict:
+    """A lab makes its instruments, and their panel `panel`, in one cell, so app.run(defs=...)
+    must be given all of that cell's widgets: the lab's own, with `changed` swapped in."""
+    if id(app) not in _DEFAULTS:
+        _DEFAULTS[id(app)] = app.run()[1]
+    cell = next(c for c in app._cell_manager.cells() if panel in c.defs)
+    return {name: changed.get(name, _DEFAULTS[id(app)][name]) for name in cell.defs}
+
+
 def text_of(outputs) -> str:
     parts = []
     for out in outputs:
@@ -86,7 +98,7 @@ def test_stakeholder_figures_are_the_engines(app):
 
 
 def test_unlocked_instruments_match_the_engine(app):
-    _, defs = app.run(defs={**committed("act1", ACT1_OPTIONS, "B"), "gpus_slider": mo.ui.slider(steps=[8, 64, 512], value=512)})
+    _, defs = app.run(defs={**committed("act1", ACT1_OPTIONS, "B"), **with_instruments(app, "act1_instruments", gpus_slider=mo.ui.slider(steps=[8, 64, 512], value=512))})
     assert defs["act1_current"].mfu == pytest.approx(dp_wall_estimate(512).mfu)
     assert [e.cluster.gpus for e in defs["act1_curve"]] == [8, 16, 32, 64, 128, 256, 512]  # 1024 GPUs cannot split 512 sequences
 
@@ -184,7 +196,7 @@ def test_invalid_setting_is_explained_at_submit(app, ledger_dir):
     outputs, defs = app.run(defs={
         **committed("act1", ACT1_OPTIONS, "B"),
         **committed("act2", ACT2_OPTIONS, "C"),
-        "gpus_slider": mo.ui.slider(steps=[8, 1024], value=1024),
+        **with_instruments(app, "act1_instruments", gpus_slider=mo.ui.slider(steps=[8, 1024], value=1024)),
         "submit_button": Pressed(),
     })
     text = text_of(outputs)

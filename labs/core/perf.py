@@ -59,6 +59,8 @@ def check_plan_field(name: str, value) -> None:
     elif name == "bucket_bytes":
         if value is not None:
             check_positive("bucket_bytes", value, maximum=1e15)
+            if value < 1:
+                raise ValueError(f"bucket_bytes must be at least 1 byte, got {value!r}")
     else:
         raise ValueError(f"unknown Plan field {name!r}")
 

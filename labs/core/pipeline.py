@@ -8,10 +8,16 @@ check it against the closed forms below.
 Bubble, p stages, m micro-batches (Narayanan et al. 2021 Sec. 2.2; Qi et al. 2024):
     GPipe, 1F1B        (p-1)/m against the ideal time, (p-1)/(m+p-1) of the total time
     interleaved, v     (p-1)/(v m) against ideal, v times the p2p traffic
-    ZB-H1              idle (p-1)(T_F + T_B - T_W) per stage; (p-1)/(3m) of ideal if T_F=T_B=T_W
-                       (for m >= p; with fewer micro-batches there is no steady state to fill)
-    ZB-H2              idle (p-1)(T_F + T_B - 2 T_W); zero when T_F=T_B=T_W, at ~2x memory
-                       (in each stage's own window: its ramp is outside it, see below)
+    ZB-H1              idle (p-1) max(T_F + T_B - T_W, T_B) per stage; (p-1)/(3m) of ideal if
+                       T_F=T_B=T_W (Qi et al. write (p-1)(T_F + T_B - T_W), which assumes
+                       T_W <= T_F: a weight pass longer than that cannot hide the last
+                       backward's trip back to stage 0). For m >= p; with fewer micro-batches
+                       there is no steady state to fill.
+    ZB-H2              idle (p-1) max(T_F + T_B - 2 T_W, T_B - T_F, 0) per stage (Qi et al.:
+                       (p-1)(T_F + T_B - 2 T_W)); zero when T_F=T_B=T_W, at ~2x memory; for
+                       m >= 2p, in each stage's own window (its ramp is outside it, see below)
+Both maxima are what the generated timelines measure over random T_F, T_B, T_W
+(tests/test_zero_bubble.py), not an assumption.
 
 Point-to-point time (OpCosts.comm) as Qi et al. simulate it (sail-sg/zero-bubble-pipeline-
 parallelism, commit f68d387 "for arxiv paper", megatron/core/pipeline_parallel/efficiency.py,
@@ -96,8 +102,8 @@ def idle_time(p, m, schedule_code, v, tf, tb, tw):
     schedules run them as one backward of tb + tw). The closed forms of the module docstring."""
     p = np.asarray(p, dtype=float)
     code = np.asarray(schedule_code)
-    zb1 = (p - 1) * np.maximum(0.0, tf + tb - tw)
-    zb2 = (p - 1) * np.maximum(0.0, tf + tb - 2 * tw)
+    zb1 = (p - 1) * np.maximum(tf + tb - tw, tb)
+    zb2 = (p - 1) * np.maximum(np.maximum(tf + tb - 2 * tw, tb - tf), 0.0)
     plain = (p - 1) * (tf + tb + tw) / v
     return np.where(code == SCHEDULES.index("zb-h1"), zb1, np.where(code == SCHEDULES.index("zb-h2"), zb2, plain))
 

@@ -48,7 +48,6 @@ import warnings
 from datetime import datetime, timezone
 from pathlib import Path
 
-import jsonschema
 from filelock import FileLock, Timeout
 
 SCHEMA_VERSION = 1
@@ -104,7 +103,11 @@ def load_schema() -> dict:
 
 
 @functools.lru_cache(maxsize=1)
-def _validator() -> jsonschema.protocols.Validator:
+def _validator():
+    # Imported here, not at module level: jsonschema imports rfc3987_syntax where installed,
+    # which builds a grammar for 2-3 s, and every lab imports this module at start-up.
+    import jsonschema
+
     schema = load_schema()
     cls = jsonschema.validators.validator_for(schema)
     cls.check_schema(schema)
@@ -133,7 +136,9 @@ def validate_document(doc: dict) -> None:
         version = doc.get("schema_version")
         if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
             raise LedgerTooNew(f"schema_version {version} was written by a newer version of the labs (this one reads {SCHEMA_VERSION}); update the labs to open it")
-    error = jsonschema.exceptions.best_match(_validator().iter_errors(doc))
+    from jsonschema.exceptions import best_match
+
+    error = best_match(_validator().iter_errors(doc))
     if error is not None:
         where = ".".join(str(p)[:60] for p in error.absolute_path) or "ledger"
         if error.validator in ("maxProperties", "maxItems"):

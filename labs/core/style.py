@@ -4,8 +4,18 @@ keep working."""
 
 from __future__ import annotations
 
+import sys
+
 import plotly.graph_objects as go
 import plotly.io as pio
+from _plotly_utils import optional_imports
+
+# plotly.io's renderers import nbformat, where it is installed, only for Jupyter's notebook
+# renderer; nbformat imports jsonschema, which with rfc3987-syntax installed (Jupyter installs
+# pull it in) builds a grammar for 2-3 s when a lab draws its first chart. marimo never uses
+# that renderer, so plotly is told nbformat is absent (its own cache of failed imports).
+if "nbformat" not in sys.modules:
+    getattr(optional_imports, "_not_importable", set()).add("nbformat")
 
 # Okabe & Ito (2008) palette, plus neutrals.
 COLORS = {
