@@ -2,15 +2,16 @@
 Lab 07 for each through marimo's Jupyter proxy in a real browser, submit, and check that each
 ledger lands in its own home and nowhere else: `python deploy/check_hub.py`.
 
-Needs: pip install jupyterhub jupyter-server-proxy jupyter-marimo-proxy; npm install -g
-configurable-http-proxy; Debian's chromium. Not part of the pytest suite (CI does not install
-JupyterHub); run it by hand after changing the deployment. Exits 0 when every check passes.
+Needs: pip install -e ".[hub]"; npm install -g configurable-http-proxy; Debian's chromium
+(.ci/run installs them all). tests/test_hub.py runs it in the suite; run it by hand after
+changing the deployment. Exits 0 when every check passes.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -60,8 +61,9 @@ def run_lab_as(browser, base: str, user: str, password: str) -> None:
     page.get_by_label("Your name or student id (goes into your design ledger)").fill(user)
     page.keyboard.press("Tab")
     page.get_by_text(f"C) {UTILISATION_OPTIONS[2].label}", exact=False).first.click()
+    page.get_by_role("button", name="Commit my prediction").first.click()  # a commitment is saved at once
     page.get_by_role("button", name="Submit to the ledger").click()
-    page.get_by_text("Saved to").first.wait_for()
+    page.get_by_text(re.compile(r"Saved .*to")).first.wait_for()
     context.close()
 
 

@@ -38,6 +38,9 @@ from labs.core.scenarios.lab06 import SWEEP_FIELDS
 from labs.core.perf import Plan, check_plan_field
 from labs.core.pipeline import SCHEDULES, check_timeline_size
 from labs.core.scenarios.lab05 import dp_wall_estimate
+from labs.core.layout import RANK_ORDERS
+from labs.core.reliability import STRATEGIES as CHECKPOINT_STRATEGIES
+from labs.core.scenarios import lab08, lab09, lab10, lab11
 from labs.core.state import MAX_LEDGER_BYTES, Roster, normalise_student, parse_document, student_hash
 from labs.core.validation import MAX_COUNT, check_bool, check_choice, check_positive, check_str
 
@@ -98,6 +101,7 @@ class StepSpec:
     required: tuple[str, ...]
     questions: dict[str, str]
     across: Callable[[dict], None] | None = None
+    prose: tuple[str, ...] = ()  # free-text inputs kept for the instructor: longer than MAX_TEXT, checked by their own field check
 
     def check(self, inputs: dict) -> None:
         unknown = sorted(set(inputs) - set(self.fields))
@@ -108,7 +112,8 @@ class StepSpec:
         if missing:
             raise ValueError(f"missing input(s) {missing}")
         for name, value in inputs.items():
-            _scalar(name, value)
+            if name not in self.prose:
+                _scalar(name, value)
             self.fields[name](name, value)
         if self.across is not None:
             self.across(inputs)
@@ -139,6 +144,16 @@ def _timeline_size(inputs: dict) -> None:
     check_timeline_size(inputs["p"], inputs["m"], inputs.get("v", 1))
 
 
+def _optional(check: Callable) -> Callable:
+    return lambda name, value: None if value is None else check(name, value)
+
+
+def _paragraph(name, value):
+    check_str(name, value)
+    if len(value) > lab09.PARAGRAPH_CHARS:
+        raise ValueError(f"{name} is longer than {lab09.PARAGRAPH_CHARS} characters")
+
+
 SPECS: dict[tuple[str, str], StepSpec] = {
     ("05_parallelism", "act1"): _act1_spec(),
     ("05_parallelism", "act2"): StepSpec({f.name: _plan(f.name) for f in dataclasses.fields(Plan)}, (), {"design": "prediction_correct"}),
@@ -157,9 +172,51 @@ SPECS: dict[tuple[str, str], StepSpec] = {
         {"utilisation": "utilisation_correct", "microbatches": "microbatches_correct"},
         _timeline_size,
     ),
+    # the ring stepper's setting; across the fields, the lab's own check (2-16 ranks, a step the
+    # ring has, a link the stepper offers)
+    (lab08.LAB, lab08.STEP): StepSpec(
+        {"n": _integer, "nbytes": _real, "link": _choice(lab08.STEPPER_LINKS), "step": lambda n, v: check_positive(n, v, integer=True, allow_zero=True, maximum=MAX_COUNT)},
+        ("n", "nbytes", "link", "step"),
+        {"ring": "ring_correct", "bucket": "bucket_correct"},
+        lab08.check_ring_inputs,
+    ),
+    # the worksheet's degrees and order, one-line reasons, the spoken bottleneck and the paragraph
+    # (kept, not graded); the outcomes recompute the dominant collective from the engine's map
+    (lab09.LAB, "worksheet"): StepSpec(
+        {
+            "scenario": _choice(lab09.JOBS), "tp": _plan("tp"), "pp": _plan("pp"),
+            "zero_stage": _plan("zero_stage"), "micro_batch": _plan("micro_batch"), "rank_order": _choice(RANK_ORDERS),
+            **{k: _text for k in lab09.REASONS},
+            "bottleneck": _optional(_choice(tuple(lab09.BOTTLENECK_CHOICES.values()))),
+            "bottleneck_link": _optional(_choice(tuple(lab09.LINK_CHOICES.values()))),
+            "bottleneck_time_ms": _optional(_real), "paragraph": _paragraph,
+        },
+        ("scenario", "tp", "pp", "zero_stage"),
+        {"dp64": "prediction_correct"},
+        lambda inputs: lab09.worksheet_plan(inputs["tp"], inputs["pp"], inputs["zero_stage"], inputs.get("micro_batch", 1), inputs.get("rank_order", RANK_ORDERS[0])),
+        ("paragraph",),
+    ),
+    # the cadence controls; across the fields, the engine refuses what it cannot price (a GPU
+    # count the layout does not divide, storage too fast)
+    (lab10.LAB, "cadence"): StepSpec(
+        {
+            "model": _choice(lab10.LAYOUTS), "gpus": _integer, "zero_stage": _plan("zero_stage"), "strategy": _choice(CHECKPOINT_STRATEGIES),
+            "storage_gbps": _real, "relaunch_min": _real, "swap_min": _real, "hot_spares": lambda n, v: check_bool(n, v), "interval_min": _real,
+        },
+        ("model", "gpus", "zero_stage", "strategy", "storage_gbps", "relaunch_min", "swap_min", "hot_spares", "interval_min"),
+        {"mtbf": "mtbf_correct", "cadence": "cadence_correct"},
+        lambda inputs: lab10.cadence_outcomes(inputs, {}),
+    ),
+    # Lab 11: the context-parallel instrument's setting and the capacity factor; across the
+    # fields, the lab's choices and the engine's refusal of what it cannot run (Ulysses past the
+    # KV heads per TP rank)
+    (lab11.LAB, lab11.STEP): StepSpec(
+        {"seq_len": _integer, "cp": _plan("cp"), "kv_heads": _integer, "algorithm": _plan("cp_algorithm"), "capacity": _real},
+        ("seq_len", "cp", "kv_heads", "algorithm", "capacity"),
+        {"fit": "fit_correct", "moe": "moe_correct"},
+        lab11.check_setting,
+    ),
 }
-
-
 # ---- reading ------------------------------------------------------------------------------
 def read_ledger(path: Path) -> dict:
     """A validated ledger from a plain file; refuses symlinks, FIFOs and devices, and files
@@ -249,9 +306,11 @@ def grade_step(doc: dict, lab: str, step: str, entry: dict, source: str, engine:
         if record is not None:
             answers[q] = record["answer"]
             row["changes"] += len(record["changes"])
+            row[f"changes.{q}"] = len(record["changes"])  # per question, for the class dashboard
             from_commit.append(q)
         else:
             answers[q] = stored_predictions.get(q)
+            row[f"changes.{q}"] = 0
     row["answers_from"] = "commit" if len(from_commit) == len(spec.questions) else ("step" if not from_commit else "commit+step")
 
     try:
@@ -413,6 +472,12 @@ def _csv_safe(value):
     if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
         return "'" + value
     return value
+
+
+def csv_bytes(frame: pd.DataFrame) -> bytes:
+    """A table as CSV bytes for a spreadsheet or a grade book: cells a spreadsheet would run as
+    formulas are prefixed with `'` (the class dashboard's downloads)."""
+    return frame.map(_csv_safe).to_csv(index=False).encode("utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:

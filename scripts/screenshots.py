@@ -47,6 +47,61 @@ def pipeline() -> None:
         page.screenshot(path=str(ROOT / "assets" / "lab07.png"))
 
 
+def collectives() -> None:
+    """Lab 08: both predictions committed, the ring stepper three steps into its reduce-scatter."""
+    from labs.core.scenarios.lab08 import BUCKET_OPTIONS, RING_OPTIONS
+
+    with tempfile.TemporaryDirectory() as ledgers, marimo_run("08_collectives.py", env={"LABS_LEDGER_DIR": ledgers}) as url, browser_page(width=1300, height=1500) as page:
+        page.goto(url)
+        choose(page, f"B) {RING_OPTIONS[1].label}", commit=0)
+        choose(page, f"B) {BUCKET_OPTIONS[1].label}", commit=1)
+        page.get_by_text("Ring all-reduce, N = 4: step 0 of 6").first.wait_for()
+        slider = page.get_by_role("slider").nth(1)  # the step slider: 0 -> 3
+        slider.focus()
+        for _ in range(3):
+            slider.press("ArrowRight")
+        page.get_by_text("step 3 of 6").first.wait_for()
+        slider.blur()
+        page.wait_for_timeout(2000)
+        page.get_by_text("2 · Ring all-reduce, step by step").first.evaluate("el => el.scrollIntoView({block: 'start'})")
+        page.wait_for_timeout(800)
+        page.screenshot(path=str(ROOT / "assets" / "lab08.png"))
+
+
+def failures() -> None:
+    """Lab 10: both predictions committed, the cadence section with its chart."""
+    from labs.core.scenarios.lab10 import CADENCE_OPTIONS, MTBF_OPTIONS
+
+    with tempfile.TemporaryDirectory() as ledgers, marimo_run("10_failures_at_scale.py", env={"LABS_LEDGER_DIR": ledgers}) as url, browser_page(width=1300, height=1500) as page:
+        page.goto(url)
+        choose(page, f"C) {MTBF_OPTIONS[2].label}", commit=0)
+        page.get_by_text("Checkpoint every (minutes of training)").first.wait_for()
+        choose(page, f"B) {CADENCE_OPTIONS[1].label}", commit=1)
+        page.get_by_text("goodput peaks at").first.wait_for()
+        page.wait_for_timeout(2500)
+        page.get_by_text("4 · Cadence: how often to checkpoint").first.evaluate("el => el.scrollIntoView({block: 'start'})")
+        page.wait_for_timeout(800)
+        page.screenshot(path=str(ROOT / "assets" / "lab10.png"))
+
+
+def design_worksheet() -> None:
+    """Lab 09 with the prediction committed and DP innermost: the map and the grid whose TP groups
+    straddle nodes."""
+    from labs.core.layout import RANK_ORDER_NOTES
+    from labs.core.scenarios.lab09 import DP64_OPTIONS
+
+    with tempfile.TemporaryDirectory() as ledgers, marimo_run("09_64gpu_design.py", env={"LABS_LEDGER_DIR": ledgers}) as url, browser_page(width=1300, height=1700) as page:
+        page.goto(url)
+        choose(page, f"C) {DP64_OPTIONS[2].label[:40]}", commit=0)
+        page.get_by_text("The communication map, filled by the engine").first.wait_for()
+        page.get_by_text(f"cp-dp-tp-pp: {RANK_ORDER_NOTES['cp-dp-tp-pp']}").first.click()
+        page.get_by_text("places the 8 GPUs of each TP group").first.wait_for()
+        page.wait_for_timeout(3000)
+        page.get_by_text("Your design").first.evaluate("el => el.scrollIntoView({block: 'start'})")
+        page.wait_for_timeout(800)
+        page.screenshot(path=str(ROOT / "assets" / "lab09.png"))
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory() as ledgers, marimo_run("05_parallelism.py", env={"LABS_LEDGER_DIR": ledgers}) as url, browser_page(width=1300, height=1500) as page:
         page.goto(url)
@@ -67,5 +122,48 @@ def main() -> None:
     print("wrote assets/lab05_act1.png, assets/lab05_act2.png, assets/lab06.png and assets/lab07.png")
 
 
-if __name__ == "__main__":
-    main()
+def long_context() -> None:
+    """Lab 11 with the first prediction committed and CP at 8: the instruments, the step-time
+    chart of the four CP algorithms and the chosen point's cards."""
+    from labs.core.scenarios.lab11 import FIT_OPTIONS
+
+    with tempfile.TemporaryDirectory() as ledgers, marimo_run("11_long_context_moe.py", env={"LABS_LEDGER_DIR": ledgers}) as url, browser_page(width=1300, height=1300) as page:
+        page.goto(url)
+        choose(page, f"C) {FIT_OPTIONS[2].label[:40]}", commit=0)
+        slider = page.get_by_role("slider").nth(1)  # the CP degree: 16 -> 8
+        slider.focus()
+        slider.press("ArrowLeft")
+        slider.blur()
+        page.locator(".js-plotly-plot").first.wait_for()
+        page.wait_for_timeout(3000)
+        page.get_by_text("3 · Context parallelism: ring against Ulysses").first.evaluate("el => el.scrollIntoView({block: 'start'})")
+        page.evaluate("window.scrollBy(0, 330)")
+        page.wait_for_timeout(800)
+        page.screenshot(path=str(ROOT / "assets" / "lab11.png"))
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["11"]:  # Lab 11's screenshot only: python scripts/screenshots.py 11
+    long_context()
+    print("wrote assets/lab11.png")
+    raise SystemExit(0)
+if __name__ == "__main__" and sys.argv[1:] == ["09"]:  # Lab 09's screenshot only: python scripts/screenshots.py 09
+    design_worksheet()
+    print("wrote assets/lab09.png")
+    raise SystemExit(0)
+if __name__ == "__main__" and sys.argv[1:] == ["10"]:  # Lab 10's screenshot only: python scripts/screenshots.py 10
+    failures()
+    print("wrote assets/lab10.png")
+elif __name__ == "__main__":
+    if sys.argv[1:] == ["08"]:  # one lab's screenshot only: python scripts/screenshots.py 08
+        collectives()
+        print("wrote assets/lab08.png")
+    else:
+        main()
+        collectives()
+        print("wrote assets/lab08.png")
+        failures()
+        print("wrote assets/lab10.png")
+        design_worksheet()
+        print("wrote assets/lab09.png")
+        long_context()
+        print("wrote assets/lab11.png")

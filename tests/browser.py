@@ -35,10 +35,12 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def marimo_run(lab: str, env: dict | None = None, timeout: float = 90.0):
-    """Serve a lab with `marimo run` on 127.0.0.1 and yield its URL."""
+def marimo_run(lab: str, env: dict | None = None, timeout: float = 90.0, args: list[str] | None = None):
+    """Serve a lab with `marimo run` on 127.0.0.1 and yield its URL (`args`: the notebook's own,
+    passed after `--`)."""
     port = free_port()
     cmd = [sys.executable, "-m", "marimo", "run", str(ROOT / "labs" / lab), "--host", "127.0.0.1", "--port", str(port), "--headless", "--no-token"]
+    cmd += ["--", *args] if args else []
     proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:

@@ -30,9 +30,11 @@ from labs.core.hardware import CLUSTERS, GPUS, HOSTS, LINKS, Cluster
 from labs.core.memory import OPTIMIZER_STATES, ZERO_STAGES
 from labs.core.models import MODELS, RECOMPUTE_MODES, Model
 from labs.core.perf import GRAD_REDUCE_DTYPES, PLAN_SCHEDULES, Plan, estimate, memory_breakdown, validate
+from labs.core.perf import CP_ALGORITHMS
 from labs.core.pipeline import CONVENTIONS, SCHEDULES, TIMELINE_SCHEDULES, OpCosts
 from labs.core.search import FIXED_ONLY, MAX_PLANS, SWEPT, plan_space, sweep
 from labs.core.topology import DP_ALGORITHMS
+from labs.core.layout import RANK_ORDERS
 
 NAN, INF = float("nan"), float("inf")
 RANDOM = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -187,6 +189,16 @@ add("algbw_from_busbw", collectives.algbw_from_busbw, dict(op="all_reduce", busb
 # n = 512 would keep 2 x 511 copies of a 512 x 512 table: refused by name.
 add("simulate_ring_all_reduce", collectives.simulate_ring_all_reduce, dict(n=8, nbytes=1e6),
     dict(n=count(extra=(collectives.MAX_SIMULATED_RANKS + 1, 512, 100_000)), nbytes=size(maximum=collectives.MAX_BYTES)))
+# Lab 08's ring clock and parameter server (issue 15): the same arguments as the collectives above.
+_RING = dict(nbytes=1e6, n=8, bandwidth=1e11, latency=1e-6)
+_RING_KINDS = {k: v for k, v in COLLECTIVE_KINDS.items() if k != "algorithm"}
+for _fn in (collectives.ring_step_time, collectives.parameter_server_cost):
+    add(_fn.__name__, _fn, _RING, _RING_KINDS)
+add("ring_clock", collectives.ring_clock, _RING, {**_RING_KINDS, "n": count(extra=(collectives.MAX_SIMULATED_RANKS + 1, 100_000))})
+add("ring_link_bytes", collectives.ring_link_bytes, dict(n=8, nbytes=1e6),
+    dict(n=count(extra=(collectives.MAX_SIMULATED_RANKS + 1, 100_000)), nbytes=size(maximum=collectives.MAX_BYTES)))
+add("parameter_server_ingress_bytes", collectives.parameter_server_ingress_bytes, dict(nbytes=1e6, n=8),
+    dict(nbytes=size(maximum=collectives.MAX_BYTES), n=count()))
 
 # labs.core.topology
 GROUP = dict(op="all_reduce", nbytes=1e6, cluster=H100, n=16, stride=1, algorithm="auto")
@@ -253,8 +265,9 @@ _PLAN_KINDS = dict(
     sequence_parallel=flag(), flash_attention=flag(), dp_overlap=flag(), pp_overlap=flag(), offload_optimizer=flag(), tp_comm_overlap=flag(),
     bucket_bytes=optional_bytes(), first_stage_layers=optional_count(1 << 20, allow_zero=True),
     last_stage_layers=optional_count(1 << 20, allow_zero=True), microbatch_group_size=optional_count(1 << 20),
-    reshard_after_forward=flag(), shard_group_size=optional_count(1 << 20), cp_algorithm=choice(("ring", "all_gather")), precision=choice(("bf16", "fp8")),
+    reshard_after_forward=flag(), shard_group_size=optional_count(1 << 20), cp_algorithm=choice(CP_ALGORITHMS), precision=choice(("bf16", "fp8")),
     ep=count(1 << 20), capacity_factor=optional_size(positive=True), max_nodes_per_token=optional_count(1 << 20),
+    rank_order=choice(RANK_ORDERS),
 )
 PLAN_KINDS = {k: v for k, v in _PLAN_KINDS.items() if k in Plan.__dataclass_fields__}
 add("Plan", Plan, {}, PLAN_KINDS)
@@ -270,6 +283,52 @@ add("estimate", estimate, dict(model=LLAMA, cluster=Cluster.get("dgx-h100", 1), 
 add("validate", validate, dict(model=LLAMA, cluster=Cluster.get("dgx-h100", 1), plan=PLAN_8),
     dict(model=obj(*NOT_A_MODEL), cluster=obj(*NOT_A_CLUSTER), plan=obj(LLAMA, {"tp": 8}, PLAN_8.as_dict())))
 add("memory_breakdown", memory_breakdown, dict(model=LLAMA, plan=PLAN_8), dict(model=obj(*NOT_A_MODEL), plan=obj(LLAMA, {"tp": 8}, PLAN_8.as_dict())))
+
+# labs.core.reliability (Lab 10)
+from labs.core import reliability  # noqa: E402
+
+_SEC, _SEC0 = size(positive=True, maximum=reliability.MAX_SECONDS), size(maximum=reliability.MAX_SECONDS)
+_GPUS = count(reliability.MAX_GPUS)
+_CKPT = reliability.checkpoint_size(LLAMA, 1, 1, 8, 1)
+_RESTARTS = reliability.restart_by_cause(60.0, 600.0, False)
+add("job_mtbf_s", reliability.job_mtbf_s, dict(gpus=16), dict(gpus=_GPUS))
+add("job_failure_rates", reliability.job_failure_rates, dict(gpus=16), dict(gpus=_GPUS))
+add("expected_interruptions", reliability.expected_interruptions, dict(gpus=16, wall_s=1e6), dict(gpus=_GPUS, wall_s=_SEC0))
+for _fn in (reliability.young_interval, reliability.daly_interval, reliability.optimal_interval):
+    add(_fn.__name__, _fn, dict(checkpoint_s=60.0, mtbf_s=1e4), dict(checkpoint_s=_SEC, mtbf_s=_SEC))
+for _fn in (reliability.goodput, reliability.wall_breakdown):
+    add(_fn.__name__, _fn, dict(interval_s=3600.0, checkpoint_s=60.0, restart_s=600.0, mtbf_s=1e4),
+        dict(interval_s=_SEC, checkpoint_s=_SEC0, restart_s=_SEC0, mtbf_s=_SEC))
+add("cadence_curve", reliability.cadence_curve, dict(checkpoint_s=60.0, restart_s=600.0, mtbf_s=1e4, points=20, write_s=0.0),
+    dict(checkpoint_s=_SEC0, restart_s=_SEC0, mtbf_s=_SEC, points=count(100_000), write_s=_SEC0))
+add("best_goodput", reliability.best_goodput, dict(checkpoint_s=60.0, restart_s=600.0, mtbf_s=1e4), dict(checkpoint_s=_SEC, restart_s=_SEC0, mtbf_s=_SEC))
+add("checkpoint_size", reliability.checkpoint_size, dict(model=LLAMA, tp=1, pp=1, dp=8, zero_stage=1, optimizer="fp32"),
+    dict(model=obj(*NOT_A_MODEL), tp=_GPUS, pp=_GPUS, dp=_GPUS, zero_stage=choice(ZERO_STAGES), optimizer=choice(OPTIMIZER_STATES)))
+add("checkpoint_cost", reliability.checkpoint_cost, dict(size=_CKPT, strategy="sync", storage_bytes_per_s=2e12, cluster=H100),
+    dict(size=obj(7e9, _CKPT.__dict__), strategy=choice(reliability.STRATEGIES), storage_bytes_per_s=size(positive=True, maximum=reliability.MAX_BANDWIDTH), cluster=obj(*NOT_A_CLUSTER)))
+add("restore_s", reliability.restore_s, dict(size=_CKPT, storage_bytes_per_s=2e12, cluster=H100),
+    dict(size=obj(7e9), storage_bytes_per_s=size(positive=True, maximum=reliability.MAX_BANDWIDTH), cluster=obj(*NOT_A_CLUSTER)))
+add("CheckpointCost.stall_at", reliability.checkpoint_cost(_CKPT, "async", 2e12, H100).stall_at, {}, dict(interval_s=_SEC))
+add("restart_by_cause", reliability.restart_by_cause, dict(relaunch_s=60.0, swap_s=600.0, hot_spares=False), dict(relaunch_s=_SEC0, swap_s=_SEC0, hot_spares=flag()))
+add("simulate", reliability.simulate, dict(work_s=1e6, interval_s=3600.0, checkpoint_s=10.0, mtbf_s=1e5, restarts=_RESTARTS, runs=2, seed=0), dict(
+    work_s=_SEC, interval_s=_SEC, checkpoint_s=_SEC0, mtbf_s=_SEC, restarts=obj({"faulty_gpu": 1.0}, {k: -1.0 for k in _RESTARTS}),
+    runs=count(reliability.MAX_RUNS), seed=Kind((-1, 2.5, NAN, INF, None, "1", True, 1.0), st.one_of(st.integers(max_value=-1), st.floats(), st.text()))),
+    names={"restarts": ("restarts",)})
+add("straggler_all_reduce", reliability.straggler_all_reduce, dict(nbytes=1e9, cluster=H100, n=16, stride=1, slow_fraction=0.5), dict(
+    nbytes=size(maximum=1e18), cluster=obj(*NOT_A_CLUSTER), n=count(1 << 20), stride=count(),
+    slow_fraction=Kind((0, -0.5, 1.5, NAN, INF, None, "x", True, 1e-4), st.one_of(st.floats(max_value=0.0), st.floats(min_value=1.0, exclude_min=True), st.text()))))
+
+# labs.core.context and the capacity factor (Lab 11)
+from labs.core import context as _context, experts as _experts  # noqa: E402
+
+add("causal_work", _context.causal_work, dict(cp=2, split="zigzag", seq_len=8), dict(cp=count(1 << 16), split=choice(_context.CP_SPLITS), seq_len=count(1 << 40)))
+add("causal_imbalance", _context.causal_imbalance, dict(cp=2, split="zigzag", seq_len=8), dict(cp=count(1 << 16), split=choice(_context.CP_SPLITS), seq_len=count(1 << 40)))
+add("kv_heads_per_tp_rank", _context.kv_heads_per_tp_rank, dict(model=LLAMA, tp=1), dict(model=obj(*NOT_A_MODEL), tp=count(1 << 20)))
+add("check_ulysses", _context.check_ulysses, dict(model=LLAMA, tp=1, cp=1), dict(model=obj(*NOT_A_MODEL), tp=count(1 << 20), cp=count(1 << 20)))
+add("tokens_per_expert", _experts.tokens_per_expert, dict(model=Model.get("deepseek-v3"), tokens=4096, ep=8),
+    dict(model=obj(*NOT_A_MODEL), tokens=size(positive=True, maximum=1e12), ep=count(1 << 20)))
+add("poisson_drop_fraction", _experts.poisson_drop_fraction, dict(mean_tokens=8.0, capacity_factor=1.25),
+    dict(mean_tokens=size(positive=True, maximum=1e6), capacity_factor=Kind((0.5, 0, -1, NAN, INF, None, "x", True, 1025.0), st.one_of(st.floats(max_value=1.0, exclude_max=True), st.floats(min_value=1024, exclude_min=True), st.text()))))
 
 # labs.core.search: sweep's own arguments, then every fixed field, alone and inside a list
 SWEEP = dict(model=LLAMA, cluster=Cluster.get("dgx-h100", 1), global_batch=16)

@@ -20,11 +20,12 @@ import numpy as np
 from dataclasses import dataclass
 from pathlib import Path
 
+from labs.core.datafiles import data_dir
 from labs.core.hardware import Cluster
 from labs.core.models import Model
 from labs.core.perf import Estimate, Plan, estimate
 
-DATA = Path(__file__).resolve().parents[2] / "tests" / "data" / "published_numbers.json"
+DATA = data_dir() / "published_numbers.json"  # tests/data, or its copy inside the wheel (labs.core.datafiles)
 
 
 @dataclass(frozen=True)

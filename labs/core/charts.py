@@ -244,3 +244,77 @@ def published_vs_engine(gpus: Sequence[int], series: dict[str, tuple[Sequence[fl
         fig.add_scatter(x=list(gpus), y=list(paper), name=f"{name}, paper", mode="markers", marker=dict(symbol="x", size=14, color=color, line=dict(width=1, color=color)))
     fig.update_layout(height=380, xaxis=dict(type="log", title="A100 GPUs", tickvals=list(gpus)), yaxis=dict(title="TFLOP/s per GPU", rangemode="tozero"))
     return apply_plotly_theme(fig)
+
+
+GRID_AXES = {"tp": "TP group", "pp": "PP stage", "dp": "DP group"}
+
+
+def gpu_grid(est: Estimate, color_by: str = "tp") -> go.Figure:
+    """Every GPU of the cluster as a cell (a row per node), coloured by its TP group, PP stage or
+    DP group under the plan's rank order; the hops of the chosen axis's groups that leave a node
+    drawn as lines; the GPU's memory on hover; GPUs over their HBM crossed out."""
+    from labs.core.layout import AXES, cross_node_links, groups, rank_coordinates
+
+    p, gpn = est.plan, est.cluster.gpus_per_node
+    coords = rank_coordinates(p.rank_order, p.tp, p.cp, p.dp, p.pp)
+    ranks = np.arange(len(coords))
+    col = {a: coords[:, i] for i, a in enumerate(AXES)}
+    group_of = np.zeros(len(ranks), dtype=int)
+    for index, members in enumerate(groups(p.rank_order, p.tp, p.cp, p.dp, p.pp, color_by)):
+        group_of[members] = index
+    shade = col["pp"] if color_by == "pp" else group_of
+    x, y = ranks % gpn, ranks // gpn
+    memory = np.array([est.stage_memory(int(s)) for s in col["pp"]]) / GB
+    hbm = est.cluster.gpu.hbm_bytes / GB
+    fig = go.Figure()
+    links = cross_node_links(p.rank_order, p.tp, p.cp, p.dp, p.pp, color_by, gpn)
+    lx, ly = [], []
+    for a, b in links:
+        lx += [x[a], x[b], None]
+        ly += [y[a], y[b], None]
+    if links:
+        fig.add_scatter(x=lx, y=ly, mode="lines", line=dict(color=COLORS["red"], width=2), opacity=0.6, name=f"{GRID_AXES[color_by]} hops across nodes ({len(links)})", hoverinfo="skip")
+    top = max(int(shade.max()), 1)
+    fig.add_scatter(
+        x=x, y=y, mode="markers+text", text=[f"{GRID_AXES[color_by].split()[0]}{s}" for s in shade], textfont=dict(size=11, color="white"),
+        marker=dict(symbol="square", size=58, color=shade.tolist(), colorscale="Viridis", cmin=0, cmax=top, line=dict(width=1, color="white")),
+        customdata=np.stack([ranks, y, x, col["tp"], col["dp"], col["pp"], memory], axis=1),
+        hovertemplate="rank %{customdata[0]} · node %{customdata[1]} GPU %{customdata[2]}<br>TP index %{customdata[3]}, DP index %{customdata[4]}, PP stage %{customdata[5]}"
+                      f"<br>memory %{{customdata[6]:.1f}} GB of {hbm:.1f}<extra></extra>",
+        name=GRID_AXES[color_by], showlegend=False,
+    )
+    over = memory > hbm
+    if over.any():
+        fig.add_scatter(x=x[over], y=y[over], mode="markers", marker=dict(symbol="x-thin", size=40, line=dict(width=4, color=COLORS["red"])),
+                        name=f"out of memory ({int(over.sum())} GPUs)", hoverinfo="skip")
+    nodes = int(y.max()) + 1
+    for node in range(nodes):  # one frame per node: NVLink inside it, the NICs between them
+        fig.add_shape(type="rect", x0=-0.5, x1=gpn - 0.5, y0=node - 0.45, y1=node + 0.45, line=dict(color=COLORS["muted"], width=1), layer="below")
+    fig.update_layout(
+        height=80 * nodes + 150, width=110 * gpn + 200, legend=dict(orientation="h", y=-0.08),
+        xaxis=dict(title="GPU in the node", tickvals=list(range(gpn)), range=[-0.6, gpn - 0.4], showgrid=False, zeroline=False),
+        yaxis=dict(title=None, tickvals=list(range(nodes)), ticktext=[f"node {i}" for i in range(nodes)], autorange="reversed", showgrid=False, zeroline=False),
+    )
+    return apply_plotly_theme(fig)
+
+
+def design_front(plans, mine: Estimate | None = None) -> go.Figure:
+    """Every plan of a sweep (labs.core.search.sweep's frame) as memory per GPU against step
+    time: the memory-versus-time front marked, the HBM line, and the student's plan."""
+    fits = plans["fits"].to_numpy(dtype=bool)
+    front = plans["pareto"].to_numpy(dtype=bool)
+    label = [f"TP {r.tp} x PP {r.pp} x DP {r.dp}, ZeRO-{r.zero_stage}, micro-batch {r.micro_batch}" for r in plans.itertuples()]
+    fig = go.Figure()
+    for mask, name, color in ((~fits, "does not fit", COLORS["muted"]), (fits & ~front, "fits", COLORS["sky"]), (front, "memory-time front", COLORS["blue"])):
+        if mask.any():
+            fig.add_scatter(x=plans["step_time_s"].to_numpy()[mask], y=plans["memory_bytes"].to_numpy()[mask] / GB, mode="markers", name=name,
+                            marker=dict(color=color, size=9 if name == "memory-time front" else 6), text=[t for t, k in zip(label, mask) if k],
+                            hovertemplate="%{text}<br>%{x:.2f} s per step, %{y:.1f} GB per GPU<extra></extra>")
+    if mine is not None:
+        fig.add_scatter(x=[mine.step_time_s], y=[mine.memory.total / GB], mode="markers", name="your design",
+                        marker=dict(symbol="star", size=18, color=COLORS["orange"], line=dict(width=1, color=COLORS["ink"])))
+        hbm = mine.cluster.gpu.hbm_bytes / GB  # a trace, not add_hline: an annotation on a log axis is placed in log units
+        steps = plans["step_time_s"].to_numpy()
+        fig.add_scatter(x=[steps.min(), steps.max()], y=[hbm, hbm], mode="lines", name=f"{hbm:.1f} GB HBM", line=dict(color=COLORS["red"], width=2, dash="dash"), hoverinfo="skip")
+    fig.update_layout(height=420, xaxis=dict(title="seconds per step", type="log"), yaxis=dict(title="GB per GPU", type="log"))
+    return apply_plotly_theme(fig)

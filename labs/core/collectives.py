@@ -187,3 +187,50 @@ def simulate_ring_all_reduce(n: int, nbytes: float = 1.0) -> list[RingStep]:
             holds[(r + 1) % n][c] = holds[r][c]
         steps.append(RingStep("all-gather", k, sends, tuple(map(tuple, holds)), chunk))
     return steps
+
+
+# ---- the ring's clock, and the parameter server it replaced ----------------------------------
+def ring_link_bytes(n: int, nbytes: float) -> tuple[float, ...]:
+    """Bytes on each of the ring's n links (rank r to rank r+1) during any one step of a ring
+    all-reduce: one chunk of nbytes/n on every link, every step (Patarasuk and Yuan 2009;
+    Thakur, Rabenseifner and Gropp 2005). 2(n-1) steps of it make bytes_sent_per_rank."""
+    check_positive("n", n, integer=True, maximum=MAX_SIMULATED_RANKS)
+    check_positive("nbytes", nbytes, allow_zero=True, maximum=MAX_BYTES)
+    return tuple([nbytes / n] * n) if n > 1 else ()
+
+
+def ring_step_time(nbytes: float, n: int, bandwidth: float, latency: float = 0.0) -> float:
+    """One step of a ring all-reduce: each rank sends one chunk of nbytes/n to its right
+    neighbour, alpha + nbytes / (n B). The 2(n-1) steps add up to all_reduce_time (ring)."""
+    _check(nbytes, n, bandwidth, latency, "ring")
+    return latency + nbytes / n / bandwidth if n > 1 else 0.0
+
+
+def ring_clock(nbytes: float, n: int, bandwidth: float, latency: float = 0.0) -> tuple[float, ...]:
+    """Seconds elapsed after each of the 2(n-1) steps of a ring all-reduce (reduce-scatter, then
+    all-gather); the last entry is all_reduce_time(nbytes, n, bandwidth, latency). At most
+    MAX_SIMULATED_RANKS ranks, as the simulator it times."""
+    check_positive("n", n, integer=True, maximum=MAX_SIMULATED_RANKS)
+    step = ring_step_time(nbytes, n, bandwidth, latency)
+    return tuple(step * (k + 1) for k in range(2 * (n - 1)))
+
+
+def parameter_server_ingress_bytes(nbytes: float, n: int) -> float:
+    """Bytes a single parameter server receives per step from n workers that each push a
+    gradient of nbytes (Li et al. 2014, OSDI; Sergeev and Del Balso 2018, arXiv:1802.05799
+    Sec. 3): n x nbytes, growing with n, where a ring rank sends 2(n-1)/n x nbytes."""
+    check_positive("nbytes", nbytes, allow_zero=True, maximum=MAX_BYTES)
+    check_positive("n", n, integer=True)
+    return float(n) * nbytes
+
+
+def parameter_server_cost(nbytes: float, n: int, bandwidth: float, latency: float = 0.0) -> CollectiveCost:
+    """One synchronous step of a single parameter server with a NIC of `bandwidth` bytes/s each
+    way: n workers push nbytes of gradients, the server sums them and each pulls nbytes back.
+    With the transfer chunked and pipelined, pushes (into the NIC) and pulls (out of it) share
+    the full-duplex link's two directions, so the server's NIC moves n x nbytes each way:
+    2 alpha + n nbytes / B. Workers' own links are assumed at least as fast as the server's."""
+    _check(nbytes, n, bandwidth, latency, "ring")
+    if nbytes == 0:
+        return ZERO_COST
+    return CollectiveCost(2 * latency, parameter_server_ingress_bytes(nbytes, n) / bandwidth)

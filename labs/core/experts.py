@@ -27,6 +27,7 @@ from labs.core.gemm import gemm_time
 from labs.core.hardware import NCCL_BASE_LATENCY_S, Cluster
 from labs.core.models import Model
 from labs.core.topology import members_per_node
+from labs.core.validation import check_positive
 
 
 def ffn_forward_time(model: Model, cluster: Cluster, tokens, tp, ep, capacity, fp8):
@@ -54,23 +55,68 @@ def destination_nodes(model: Model, nodes, max_nodes):
     return np.where(max_nodes > 0, np.minimum(spread, max_nodes), spread)
 
 
-def all_to_all_time(model: Model, cluster: Cluster, tokens, tp, ep, max_nodes, dispatch_bytes):
+def all_to_all_time(model: Model, cluster: Cluster, tokens, tp, ep, max_nodes, dispatch_bytes, stride=None):
     """Seconds of one layer's dispatch + combine on one GPU (averaged over the layers), for
     `tokens` of this GPU's micro-batch; dispatch_bytes per element (1 in FP8, 2 in BF16),
-    combine in BF16."""
+    combine in BF16. `stride`: ranks between the EP group's members (None: tp, Megatron's
+    order; labs.core.layout.axis_strides for another)."""
+    return all_to_all_cost(model, cluster, tokens, tp, ep, max_nodes, dispatch_bytes, stride)[0]
+
+
+def all_to_all_cost(model: Model, cluster: Cluster, tokens, tp, ep, max_nodes, dispatch_bytes, stride=None):
+    """(seconds, bytes sent) of one layer's dispatch + combine on one GPU, averaged over the
+    layers: all_to_all_time's terms, with the bytes the GPU puts on the NICs and on NVLink."""
     if not model.experts:
-        return np.zeros_like(np.asarray(tokens, dtype=float))
+        zero = np.zeros_like(np.asarray(tokens, dtype=float))
+        return zero, zero
     h, k = model.hidden, model.experts_per_token
     local = tokens / tp
-    g = members_per_node(cluster, ep, tp)
+    g = members_per_node(cluster, ep, tp if stride is None else stride)
     nodes = np.ceil(ep / g)
     remote = destination_nodes(model, nodes, max_nodes) * (nodes - 1) / nodes
     nic = cluster.inter_bytes_per_s_per_gpu
     nvlink = cluster.intra.effective_bytes_per_s
-    total = 0.0
+    total = sent = 0.0
     for element in (dispatch_bytes, 2.0):  # dispatch, then combine
-        network = local * remote * h * element / nic
-        inside = local * k * h * element * np.where(g > 1, (g - 1) / g, 0.0) / nvlink
+        network_bytes = local * remote * h * element
+        inside_bytes = local * k * h * element * np.where(g > 1, (g - 1) / g, 0.0)
         latency = np.where(nodes > 1, cluster.inter.latency_s, cluster.intra.latency_s) + NCCL_BASE_LATENCY_S
-        total = total + np.where(ep > 1, np.maximum(network, inside) + latency, 0.0)
-    return model.moe_share * total
+        total = total + np.where(ep > 1, np.maximum(network_bytes / nic, inside_bytes / nvlink) + latency, 0.0)
+        sent = sent + np.where(ep > 1, network_bytes + inside_bytes, 0.0)
+    return model.moe_share * total, model.moe_share * sent
+
+
+# ---- capacity factor and dropping (Lepikhin et al. 2020, GShard Sec. 2.2; Fedus et al. 2021,
+# Switch Transformer Sec. 2.2: expert capacity = c x tokens x k / experts) --------------------
+def tokens_per_expert(model: Model, tokens: float, ep: int) -> float:
+    """Tokens each routed expert receives from one micro-batch of `tokens` tokens per EP rank
+    under balanced routing: ep x tokens x k / experts (the expert sees all ep ranks' tokens)."""
+    if not isinstance(model, Model):
+        raise ValueError(f"model must be a Model, got {model!r}")
+    check_positive("tokens", tokens, maximum=1e12)
+    check_positive("ep", ep, integer=True, maximum=1 << 20)
+    if not model.experts:
+        raise ValueError(f"tokens_per_expert needs a mixture-of-experts model; {model.name} is dense")
+    return ep * tokens * model.experts_per_token / model.experts
+
+
+def poisson_drop_fraction(mean_tokens: float, capacity_factor: float) -> float:
+    """Share of routed tokens an expert drops when its load is Poisson with mean lambda (a router
+    balanced in expectation, each token's choice independent) and it keeps at most
+    floor(c lambda): E[max(X - C, 0)] / lambda = 1 - (C P(X > C) + sum_{x <= C} x P(x)) / lambda."""
+    from math import exp, floor, lgamma, log, sqrt
+
+    check_positive("mean_tokens", mean_tokens, maximum=1e6)
+    check_positive("capacity_factor", capacity_factor, maximum=1024)
+    if capacity_factor < 1:
+        raise ValueError(f"capacity_factor must be at least 1 (1: exactly the balanced load), got {capacity_factor!r}")
+    cap = floor(capacity_factor * mean_tokens)
+    if cap >= mean_tokens + 40 * sqrt(mean_tokens) + 100:  # beyond 40 standard deviations: nothing is dropped
+        return 0.0
+    kept, below = 0.0, 0.0
+    for x in range(cap + 1):
+        p = exp(x * log(mean_tokens) - mean_tokens - lgamma(x + 1))
+        kept += x * p
+        below += p
+    kept += cap * max(0.0, 1.0 - below)
+    return max(0.0, 1.0 - kept / mean_tokens)

@@ -12,19 +12,28 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from labs.core.collectives import CollectiveCost
+from labs.core.context import check_ulysses
 from labs.core.eras import check_plan_in_era, get_era
 from labs.core.hardware import GPUS, Cluster
+from labs.core.layout import RANK_ORDERS, axis_strides
 from labs.core.memory import OPTIMIZER_STATES, ZERO_STAGES, MemoryBreakdown, optimizer_state
 from labs.core.models import RECOMPUTE_MODES, Model
 from labs.core.pipeline import SCHEDULES
 from labs.core.step import CPU_ADAM_BYTES_PER_PARAM, evaluate
-from labs.core.topology import DP_ALGORITHMS, check_algorithm
+from labs.core.topology import DP_ALGORITHMS, check_algorithm, members_per_node
 from labs.core.validation import check_bool, check_choice, check_positive
 
 PLAN_SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1")
 GRAD_REDUCE_DTYPES = ("bf16", "fp32")
+# Context parallelism: "ring" (Transformer Engine: K/V blocks passed around the CP group,
+# overlapped with attention, the sequence split zig-zag so causal work is balanced),
+# "all_gather" (Llama 3: K and V gathered before attention), "ulysses" (DeepSpeed-Ulysses: two
+# all-to-alls per attention pass, degree bounded by the KV heads per TP rank) and
+# "ring_contiguous" (Ring Attention over contiguous blocks: the causal mask leaves the last rank
+# 2 - 1/cp times the mean work). labs.core.context holds the split and head arithmetic.
+CP_ALGORITHMS = ("ring", "all_gather", "ulysses", "ring_contiguous")
 LARGE_BUBBLE = 0.10
-__all__ = ["Plan", "Estimate", "TimeBreakdown", "OffloadCost", "estimate", "validate", "memory_breakdown", "plan_columns", "CPU_ADAM_BYTES_PER_PARAM"]
+__all__ = ["CP_ALGORITHMS", "Plan", "Estimate", "TimeBreakdown", "OffloadCost", "CollectiveUse", "estimate", "validate", "memory_breakdown", "plan_columns", "CPU_ADAM_BYTES_PER_PARAM"]
 
 
 _COUNT_LIMITS = {"ep": 1 << 20, "tp": 1 << 20, "pp": 1 << 20, "dp": 1 << 20, "cp": 1 << 20, "virtual_stages": 1 << 10, "micro_batch": 1 << 20, "global_batch": 1 << 31}
@@ -32,8 +41,9 @@ _FLAGS = ("sequence_parallel", "flash_attention", "dp_overlap", "pp_overlap", "o
 _CHOICES = {
     "zero_stage": ZERO_STAGES, "recompute": RECOMPUTE_MODES, "schedule": PLAN_SCHEDULES, "dp_algorithm": DP_ALGORITHMS,
     "optimizer_state": tuple(OPTIMIZER_STATES), "grad_reduce_dtype": GRAD_REDUCE_DTYPES,
-    "cp_algorithm": ("ring", "all_gather"),
+    "cp_algorithm": CP_ALGORITHMS,
     "precision": ("bf16", "fp8"),
+    "rank_order": RANK_ORDERS,
 }
 
 
@@ -100,6 +110,7 @@ class Plan:
     ep: int = 1  # expert parallelism: routed experts split over this many of the dp x cp ranks
     capacity_factor: float | None = None  # None: no token dropping (balanced routing); c: experts padded to c x balanced load
     max_nodes_per_token: int | None = None  # node-limited routing (DeepSeek-V3: 4)
+    rank_order: str = RANK_ORDERS[0]  # which axis varies fastest along the ranks (labs.core.layout); Megatron's by default
 
     def __post_init__(self):
         for name in self.__dataclass_fields__:
@@ -197,6 +208,8 @@ def validate(model: Model, cluster: Cluster, plan: Plan) -> None:
             raise ValueError(f"first_stage_layers + last_stage_layers = {sum(given)} leave fewer than one layer for each of the {plan.pp - 2} middle stages of {model.layers}")
     if model.seq_len % plan.cp:
         raise ValueError(f"cp must divide seq_len={model.seq_len}, got cp={plan.cp}")
+    if plan.cp_algorithm == "ulysses":
+        check_ulysses(model, plan.tp, plan.cp)
     check_algorithm(cluster, plan.dp_algorithm)
     if plan.ep > 1 and (not model.experts or model.experts % plan.ep):
         raise ValueError(f"ep must divide the model's {model.experts} routed experts, got ep={plan.ep}")
@@ -222,9 +235,12 @@ def plan_columns(plan: Plan) -> dict:
         "microbatch_group_size": -1 if plan.microbatch_group_size is None else plan.microbatch_group_size,
         "reshard_after_forward": plan.reshard_after_forward,
         "shard_group_size": -1 if plan.shard_group_size is None else plan.shard_group_size,
-        "cp_ring": plan.cp_algorithm == "ring",
+        "cp_ring": plan.cp_algorithm in ("ring", "ring_contiguous"),
+        "cp_ulysses": plan.cp_algorithm == "ulysses",
+        "cp_contiguous": plan.cp_algorithm == "ring_contiguous",
         "fp8": plan.precision == "fp8",
         "ep": plan.ep, "capacity_factor": plan.capacity_factor or 0.0, "max_nodes_per_token": plan.max_nodes_per_token or 0,
+        "rank_order": RANK_ORDERS.index(plan.rank_order),
     }
 
 
@@ -266,6 +282,18 @@ class Estimate:
     warnings: tuple[str, ...] = field(default_factory=tuple)
     offload: OffloadCost | None = None  # ZeRO-Offload's copies and CPU Adam, when the plan offloads
     busiest_rank: int = 0  # the pipeline rank whose memory is reported (the largest)
+    collectives: tuple[CollectiveUse, ...] = ()  # the communication map: one entry per collective the plan runs
+    stage_memory_bytes: tuple[float, float, float] = (0.0, 0.0, 0.0)  # first, middle (the fullest), last pipeline stage
+
+    @property
+    def dominant_collective(self) -> CollectiveUse | None:
+        """The collective the step waits for longest (largest exposed time; wire time breaks ties)."""
+        return max(self.collectives, key=lambda c: (c.exposed_s, c.wire_s), default=None)
+
+    def stage_memory(self, stage: int) -> float:
+        """Bytes on a GPU of pipeline stage `stage` (middle stages: the fullest of them)."""
+        first, middle, last = self.stage_memory_bytes
+        return first if stage == 0 else (last if stage == self.plan.pp - 1 else middle)
 
     @property
     def hbm_margin_bytes(self) -> float:
@@ -308,6 +336,64 @@ class Estimate:
     @property
     def dp_exposed_bandwidth_s(self) -> float:
         return self.time.dp_comm - self.dp_exposed_latency_s
+
+
+# key: (axis, how often it runs, what it moves)
+COLLECTIVE_KINDS = {
+    "tp": ("TP", "per layer: 2 a pass, forward and backward", "the layer's activations"),
+    "cp": ("CP", "per layer, per attention pass", "keys and values"),
+    "ep": ("EP", "per MoE layer: dispatch and combine, each pass", "routed tokens"),
+    "pp": ("PP", "per micro-batch per stage boundary, each way", "a micro-batch's activations"),
+    "dp_reduce": ("DP", "per gradient bucket", "gradients"),
+    "dp_gather": ("ZeRO/FSDP", "per bucket (ZeRO-1/2) or per wrapped unit (ZeRO-3)", "weights"),
+}
+
+
+@dataclass(frozen=True)
+class CollectiveUse:
+    """One row of the communication map: a collective the plan runs, per GPU per step, priced by
+    labs.core.step with the rest of the step (wire: before overlap; exposed: what the step waits for)."""
+
+    key: str  # "tp", "cp", "ep", "pp", "dp_reduce", "dp_gather"
+    axis: str
+    op: str
+    frequency: str
+    calls: float  # collectives per step on one GPU
+    sent_bytes: float  # bytes one GPU sends per step in them
+    group: int  # ranks in the group
+    members_per_node: int  # of them in one node
+    link: str  # the slowest link the group's traffic crosses
+    wire_s: float
+    exposed_s: float
+
+    @property
+    def nodes(self) -> int:
+        return -(-self.group // self.members_per_node)
+
+    @property
+    def crosses_nodes(self) -> bool:
+        return self.nodes > 1
+
+
+def _collectives(cluster: Cluster, plan: Plan, r: dict) -> tuple[CollectiveUse, ...]:
+    ops = {
+        "tp": "all-gather + reduce-scatter" if plan.sequence_parallel else "all-reduce",
+        "cp": {"ulysses": "all-to-all", "all_gather": "all-gather + reduce-scatter"}.get(plan.cp_algorithm, "ring send/recv"),
+        "ep": "all-to-all",
+        "pp": "send/recv",
+        "dp_reduce": "all-reduce" if plan.zero_stage == 0 else "reduce-scatter",
+        "dp_gather": "all-gather",
+    }
+    out = []
+    for key, (axis, frequency, _) in COLLECTIVE_KINDS.items():
+        calls = r[f"coll_{key}_calls"]
+        if calls <= 0:
+            continue
+        group, g = int(round(r[f"coll_{key}_group"])), int(round(r[f"coll_{key}_members_per_node"]))
+        link = cluster.intra.name if g >= group else cluster.inter.name
+        out.append(CollectiveUse(key, axis, ops[key], frequency, calls, r[f"coll_{key}_sent_bytes"], group, g, link,
+                                 r[f"coll_{key}_wire_s"], r[f"coll_{key}_exposed_s"]))
+    return tuple(out)
 
 
 def _run(model: Model, cluster: Cluster, plan: Plan) -> dict[str, float]:
@@ -356,6 +442,7 @@ def estimate(model: Model, cluster: Cluster, plan: Plan) -> Estimate:
         dp_cost, r["dp_exposed_latency_s"],
         {"tp": r["tp_bytes"], "pp": r["pp_bytes"], "dp": r["dp_bytes"], "pcie": r["pcie_bytes"]},
         tuple(warnings), offload, int(round(r["busiest_rank"])),
+        _collectives(cluster, plan, r), (r["memory_first_bytes"], r["memory_middle_bytes"], r["memory_last_bytes"]),
     )
 
 
@@ -383,6 +470,12 @@ def _warnings(model, cluster, plan, memory, fits, bubble, dp_exposed, step, offl
                 f"Offloaded state needs {host / 1e9:,.0f} GB of CPU memory per node, more than the host's "
                 f"{cluster.host.memory_bytes / 1e9:,.0f} GB"
             )
+    tp_stride = float(axis_strides(plan.rank_order, plan.tp, plan.cp, plan.dp, plan.pp)["tp"])
+    if plan.tp <= cluster.gpus_per_node and plan.tp > 1 and members_per_node(cluster, plan.tp, tp_stride) < plan.tp:
+        out.append(
+            f"Rank order {plan.rank_order} places the {plan.tp} GPUs of each TP group {tp_stride:g} ranks apart: every group "
+            f"spans nodes, so its per-layer collectives leave {cluster.intra.name} for {cluster.inter.name}"
+        )
     if plan.tp > cluster.gpus_per_node:
         nvlink = cluster.intra.effective_bytes_per_s / 1e9
         nic = cluster.inter.effective_bytes_per_s / 1e9

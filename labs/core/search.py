@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from labs.core.context import kv_heads_per_tp_rank
 from labs.core.eras import ERA_FIELDS, get_era
 from labs.core.hardware import Cluster
 from labs.core.memory import optimizer_state
@@ -156,7 +157,9 @@ def _columns(space: dict, options: dict) -> dict:
         "offload": np.zeros(rows, dtype=bool),
         "first_stage_layers": np.full(rows, -1), "last_stage_layers": np.full(rows, -1), "microbatch_group_size": np.full(rows, -1),
         "reshard_after_forward": np.ones(rows, dtype=bool), "shard_group_size": np.full(rows, -1),
-        "cp_ring": np.full(rows, options["cp_algorithm"] == "ring"),
+        "cp_ring": np.full(rows, options["cp_algorithm"] in ("ring", "ring_contiguous")),
+        "cp_ulysses": np.full(rows, options["cp_algorithm"] == "ulysses"),
+        "cp_contiguous": np.full(rows, options["cp_algorithm"] == "ring_contiguous"),
         "fp8": np.full(rows, options["precision"] == "fp8"),
         "ep": space["ep"], "capacity_factor": np.zeros(rows), "max_nodes_per_token": np.zeros(rows),
     }
@@ -183,6 +186,10 @@ def sweep(model: Model, cluster: Cluster, global_batch: int, era: str | None = N
     check_positive("global_batch", global_batch, integer=True, maximum=1 << 31)
     choices, options = _settings(cluster, era, dict(fixed))
     space = _space(model, cluster, global_batch, choices, get_era(era))
+    if options["cp_algorithm"] == "ulysses":  # whole KV heads per CP rank (labs.core.context.check_ulysses)
+        kv = kv_heads_per_tp_rank(model, 1) / space["tp"]
+        keep = (space["cp"] == 1) | ((kv >= space["cp"]) & (kv % space["cp"] == 0))
+        space = {k: v[keep] for k, v in space.items()}
     if len(space["tp"]) == 0:
         raise ValueError(f"no valid plan for {model.name} on {cluster.gpus} GPUs with global_batch={global_batch} and {fixed}")
     cols = _columns(space, options)

@@ -102,12 +102,27 @@ def load_schema() -> dict:
     return json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
 
 
+def _import_jsonschema():
+    """jsonschema, imported without rfc3987_syntax: where that package is installed (Jupyter
+    installs pull it in) jsonschema imports it for the "iri" formats alone, which the ledger
+    schema does not use, and it builds its grammars for 3-8 s, a wait a student met at the first
+    commit. It is hidden for this one import only."""
+    if "jsonschema" in sys.modules:
+        return sys.modules["jsonschema"]
+    hide = "rfc3987_syntax" not in sys.modules
+    if hide:
+        sys.modules["rfc3987_syntax"] = None  # makes `import rfc3987_syntax` raise ImportError
+    try:
+        import jsonschema
+    finally:
+        if hide:
+            del sys.modules["rfc3987_syntax"]
+    return jsonschema
+
+
 @functools.lru_cache(maxsize=1)
 def _validator():
-    # Imported here, not at module level: jsonschema imports rfc3987_syntax where installed,
-    # which builds a grammar for 2-3 s, and every lab imports this module at start-up.
-    import jsonschema
-
+    jsonschema = _import_jsonschema()  # here, not at start-up: every lab imports this module
     schema = load_schema()
     cls = jsonschema.validators.validator_for(schema)
     cls.check_schema(schema)
@@ -136,9 +151,7 @@ def validate_document(doc: dict) -> None:
         version = doc.get("schema_version")
         if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
             raise LedgerTooNew(f"schema_version {version} was written by a newer version of the labs (this one reads {SCHEMA_VERSION}); update the labs to open it")
-    from jsonschema.exceptions import best_match
-
-    error = best_match(_validator().iter_errors(doc))
+    error = _import_jsonschema().exceptions.best_match(_validator().iter_errors(doc))
     if error is not None:
         where = ".".join(str(p)[:60] for p in error.absolute_path) or "ledger"
         if error.validator in ("maxProperties", "maxItems"):

@@ -30,13 +30,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from labs.core.experts import all_to_all_time, ffn_forward_time
+from labs.core.context import contiguous_imbalance_columns
+from labs.core.experts import all_to_all_cost, ffn_forward_time
 from labs.core.gemm import flash_attention_time, gemm_time
 from labs.core.hardware import Cluster
 from labs.core.memory import GRAD_BYTES, OPTIMIZER_BYTES, WEIGHT_BYTES, fp8_activation_savings, in_flight_columns, layer_activation_columns, model_state_columns
 from labs.core.models import RECOMPUTE_MODES, Model
 from labs.core.pipeline import SCHEDULES, idle_time
-from labs.core.topology import collective_columns
+from labs.core.layout import axis_strides
+from labs.core.topology import collective_columns, members_per_node
 
 ACTIVATION_BYTES = 2  # bf16 activations sent between TP ranks and pipeline stages
 # HBM bytes the element-wise ops move per pass, per byte of activations the layer writes. Fitted
@@ -119,7 +121,12 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     c holds tp, pp, dp, cp, micro_batch, global_batch, zero_stage, recompute (code into
     RECOMPUTE_MODES), sequence_parallel, schedule (code into SCHEDULES), virtual_stages,
     flash_attention, tp_comm_overlap, grad_fp32, dp_overlap, pp_overlap, bucket_bytes (0: Megatron's),
-    optimizer_bytes (per parameter) and offload."""
+    optimizer_bytes (per parameter) and offload; rank_order (code into labs.core.layout.RANK_ORDERS,
+    0 when absent: Megatron's order) places every group's ranks and so picks its links.
+
+    Besides the per-axis totals it returns each collective's own numbers (coll_<name>_calls,
+    _sent_bytes, _wire_s, _exposed_s, _group, _members_per_node for tp, cp, ep, pp, dp_reduce
+    and dp_gather): the communication map, from the same terms the step time adds up."""
     gpu = cluster.gpu
     tp, pp, dp, cp, b, gb, v = (_col(c, k) for k in ("tp", "pp", "dp", "cp", "micro_batch", "global_batch", "virtual_stages"))
     zero, rc, sched = (_col(c, k, int) for k in ("zero_stage", "recompute", "schedule"))
@@ -127,12 +134,18 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
         _col(c, k, bool) for k in ("sequence_parallel", "flash_attention", "tp_comm_overlap", "grad_fp32", "dp_overlap", "pp_overlap", "offload"))
     bucket_bytes, opt_bytes = _col(c, "bucket_bytes"), _col(c, "optimizer_bytes")
     cp_ring = _col(c, "cp_ring", bool)
+    # Absent columns (older callers): Ulysses off, the ring's split load-balanced.
+    cp_ulysses = _col(c, "cp_ulysses", bool) if "cp_ulysses" in c else np.zeros(np.shape(tp), dtype=bool)
+    cp_contiguous = _col(c, "cp_contiguous", bool) if "cp_contiguous" in c else np.zeros(np.shape(tp), dtype=bool)
     fp8 = _col(c, "fp8", bool)
     ep, capacity, max_nodes = _col(c, "ep"), _col(c, "capacity_factor"), _col(c, "max_nodes_per_token")
     # FSDP that keeps the gathered weights through the step (Llama 3: reshard_after_forward=False)
     # has ZeRO-2's memory and traffic: sharded gradients and optimizer, one weight gather a step.
     zero = np.where((zero == 3) & ~_col(c, "reshard_after_forward", bool), 2, zero)
     m = gb / (b * dp)
+    order = _col(c, "rank_order", int) if "rank_order" in c else np.zeros(np.shape(tp), dtype=int)
+    stride = axis_strides(order, tp, cp, dp, pp)
+    s_tp, s_cp = stride["tp"], stride["cp"]  # the data-parallel group (dp x cp) starts at CP's stride
     h, a, L, V = model.hidden, model.heads, model.layers, model.vocab
     s_full = float(model.seq_len)
     s = s_full / cp
@@ -157,6 +170,10 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     flash_f, flash_b = flash_attention_time(gpu, 0.5 * 4 * b * s * s_full * model.score_dim / tp)
     attn_f = np.where(flash, flash_f, scores_f)
     attn_b = np.where(flash, flash_b, 2 * scores_f)
+    # A ring over contiguous blocks waits, every step, for the rank holding the sequence's end: it
+    # does 2 - 1/cp times the mean causal work (labs.core.context.causal_work).
+    imbalance = np.where(cp_contiguous & (cp > 1), contiguous_imbalance_columns(cp), 1.0)
+    attn_f, attn_b = attn_f * imbalance, attn_b * imbalance
     written = layer_activation_columns(model, s, b, tp, sp, np.where(flash, _SELECTIVE, _NONE))
     elementwise = ELEMENTWISE_TRAFFIC * written / hbm_rate
     scores_elementwise = ELEMENTWISE_TRAFFIC * 5 * a * s * s_full * b / tp / hbm_rate
@@ -166,8 +183,8 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     layer_w = gemm_f  # weight gradients
 
     act = tokens * h * ACTIVATION_BYTES
-    all_reduce = sum(collective_columns("all_reduce", act, cluster, tp, 1))
-    gather_scatter = sum(collective_columns("all_gather", act, cluster, tp, 1)) + sum(collective_columns("reduce_scatter", act, cluster, tp, 1))
+    all_reduce = sum(collective_columns("all_reduce", act, cluster, tp, s_tp))
+    gather_scatter = sum(collective_columns("all_gather", act, cluster, tp, s_tp)) + sum(collective_columns("reduce_scatter", act, cluster, tp, s_tp))
     tp_pass = 2 * np.where(sp, gather_scatter, all_reduce)
     tp_total = tp_pass * (2 + full)
     # Context parallelism, causal load-balanced (each rank holds two mirrored chunks): either
@@ -175,20 +192,27 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     # the current one (backward passes dK and dV too), or Llama 3's all-gather of K and V before
     # attention (and a reduce-scatter of their gradients after), exposed.
     kv_block = 2 * b * s * model.kv_dim / tp * ACTIVATION_BYTES
-    step_p2p = sum(collective_columns("p2p", kv_block, cluster, 2, tp))
+    step_p2p = sum(collective_columns("p2p", kv_block, cluster, 2, s_cp))
     ring_f = (cp - 1) * np.maximum(step_p2p - attn_f / cp, 0.0)
     ring_b = (cp - 1) * np.maximum(2 * step_p2p - attn_b / cp, 0.0)
     kv = 2 * b * s_full * model.kv_dim / tp * ACTIVATION_BYTES
-    gather_f = sum(collective_columns("all_gather", kv, cluster, cp, tp))
-    gather_b = sum(collective_columns("reduce_scatter", kv, cluster, cp, tp))
-    cp_f = np.where(cp > 1, np.where(cp_ring, ring_f, gather_f), 0.0)
-    cp_b = np.where(cp > 1, np.where(cp_ring, ring_b, gather_b), 0.0)
+    gather_f = sum(collective_columns("all_gather", kv, cluster, cp, s_cp))
+    gather_b = sum(collective_columns("reduce_scatter", kv, cluster, cp, s_cp))
+    # DeepSpeed-Ulysses (Jacobs et al. 2023): an all-to-all of Q, K and V from s/cp tokens x all
+    # heads to s tokens x heads/cp before attention and one of the output back, exposed; the
+    # backward runs the same two on the gradients. Q and the output are score_dim wide.
+    qkv_block = b * s * (model.score_dim + 2 * model.kv_dim) / tp * ACTIVATION_BYTES
+    out_block = b * s * model.score_dim / tp * ACTIVATION_BYTES
+    ulysses_pass = sum(collective_columns("all_to_all", qkv_block, cluster, cp, s_cp)) + sum(collective_columns("all_to_all", out_block, cluster, cp, s_cp))
+    cp_f = np.where(cp > 1, np.where(cp_ulysses, ulysses_pass, np.where(cp_ring, ring_f, gather_f)), 0.0)
+    cp_b = np.where(cp > 1, np.where(cp_ulysses, ulysses_pass, np.where(cp_ring, ring_b, gather_b)), 0.0)
     cp_total = cp_f + cp_b + np.where(full, cp_f, 0.0)
-    overlap = tp_overlap & sp & (tp > 1) & (tp <= cluster.gpus_per_node)
+    tp_in_node = members_per_node(cluster, tp, s_tp) >= tp  # the TP group inside one NVLink domain
+    overlap = tp_overlap & sp & (tp > 1) & tp_in_node
     gemm_all = gemm_f * (3 + full)
     contention = gemm_all * TP_OVERLAPPED_GEMM_SHARE * (gpu.sms / (gpu.sms - TP_OVERLAP_SMS) - 1)
     tp_exposed = np.where(overlap, np.maximum(tp_total - gemm_all, 0.5 * tp_total / TP_OVERLAP_SPLITS) + contention, tp_total)
-    a2a = all_to_all_time(model, cluster, tokens, tp, ep, max_nodes, np.where(fp8, 1.0, 2.0))
+    a2a, a2a_sent = all_to_all_cost(model, cluster, tokens, tp, ep, max_nodes, np.where(fp8, 1.0, 2.0), stride=s_cp)
     layer_a2a = a2a * (2 + full)  # dispatch + combine, forward and backward (and the re-run forward)
     layer_comm = tp_exposed + cp_total + layer_a2a
 
@@ -216,10 +240,10 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
 
     # ---- pipeline send/recv: Megatron's scatter/gather sends 1/t per NIC, all-gathers on NVLink -
     pp_bytes = act  # one micro-batch's activations cross each stage boundary
-    stage_stride = tp * cp * dp  # neighbouring stages sit this many ranks apart
+    stage_stride = stride["pp"]  # neighbouring stages sit this many ranks apart (tp x cp x dp in Megatron's order)
     crosses = stage_stride >= cluster.gpus_per_node
     hop = sum(collective_columns("p2p", pp_bytes / tp, cluster, 2, stage_stride))
-    hop = hop + np.where(crosses & (tp > 1), sum(collective_columns("all_gather", pp_bytes, cluster, tp, 1)), 0.0)
+    hop = hop + np.where(crosses & (tp > 1), sum(collective_columns("all_gather", pp_bytes, cluster, tp, s_tp)), 0.0)
     pp_comm = np.where(pp > 1, 2 * (pp - 1) * v * hop + np.where(pp_overlap, 0.0, 2 * m * v * hop), 0.0)
     pp_sent = np.where(pp > 1, 2 * m * v * pp_bytes / tp, 0.0)
 
@@ -247,20 +271,20 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     bucket = np.where(bucket_bytes > 0, bucket_bytes, np.maximum(MEGATRON_BUCKET_PARAMS, 1_000_000 * dp) * grad_bytes)
     calls = np.maximum(1.0, np.ceil(grads / bucket))
 
-    def bucketed(op, nbytes, k, group=n, stride=tp):
+    def bucketed(op, nbytes, k, group=n, stride=s_cp):
         lat, bw = collective_columns(op, nbytes / k, cluster, group, stride, dp_algorithm)
         return lat * k, bw * k
 
     ar = bucketed("all_reduce", grads, calls)
     rs, ag = bucketed("reduce_scatter", grads, calls, shard), bucketed("all_gather", weights_bytes, calls, shard)
-    across = bucketed("all_reduce", grads / shard, calls, replicas, tp * shard)
+    across = bucketed("all_reduce", grads / shard, calls, replicas, s_cp * shard)
     rs = _plus(rs, across)
     # The routed experts' gradients reduce over the expert-data-parallel group (n / ep ranks,
     # tp x ep apart), the rest over all n.
     expert_grads, expert_weights = expert_params * grad_bytes, expert_params * WEIGHT_BYTES
-    ar = _plus(ar, bucketed("all_reduce", expert_grads, calls, n / ep, tp * ep))
-    rs = _plus(rs, bucketed("reduce_scatter", expert_grads, calls, expert_shard, tp * ep))
-    ag = _plus(ag, bucketed("all_gather", expert_weights, calls, expert_shard, tp * ep))
+    ar = _plus(ar, bucketed("all_reduce", expert_grads, calls, n / ep, s_cp * ep))
+    rs = _plus(rs, bucketed("reduce_scatter", expert_grads, calls, expert_shard, s_cp * ep))
+    ag = _plus(ag, bucketed("all_gather", expert_weights, calls, expert_shard, s_cp * ep))
     grads, weights_bytes = grads + expert_grads, weights_bytes + expert_weights
     module_calls = layers * ZERO3_GATHERS_PER_LAYER
     module_ag = bucketed("all_gather", weights_bytes, module_calls, shard)
@@ -294,6 +318,50 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     replica_sent = 2 * (replicas - 1) / replicas * grads / shard
     dp_sent = np.where(z0, 2 * frac * grads, sfrac * np.where(z1, grads + weights_bytes, np.where(z2, m * grads + weights_bytes, m * (grads + 2 * weights_bytes))) + np.where(z1, 1, m) * replica_sent)
 
+    # ---- the communication map: each collective's calls, bytes and seconds per step, per GPU ----
+    # The same terms as above, kept apart instead of summed per axis. Times run on the slowest
+    # stage (the one that sets the pace); "wire" is before any overlap, "exposed" what the step
+    # waits for. ZeRO-3's prefetch hides gathers and reduce-scatters together: its exposed time
+    # is split between them in proportion to their wire time.
+    tp_calls = np.where(tp > 1, m * layers_slowest * np.where(sp, 4, 2) * (2 + full), 0.0)
+    tp_wire = np.where(tp > 1, m * layers_slowest * tp_total, 0.0)
+    cp_used = cp > 1
+    cp_calls = np.where(cp_used, m * layers_slowest * np.where(cp_ulysses, 2 * (2 + full), np.where(cp_ring, (cp - 1) * (2 + full), 2 + full)), 0.0)
+    cp_sent = np.where(cp_used, m * layers_slowest * np.where(
+        cp_ulysses, (cp - 1) / cp * (qkv_block + out_block) * (2 + full),
+        np.where(cp_ring, (cp - 1) * kv_block * (3 + full), (cp - 1) / cp * kv * (2 + full))), 0.0)
+    cp_wire = np.where(cp_used, m * layers_slowest * np.where(
+        cp_ulysses, ulysses_pass * (2 + full), np.where(cp_ring, (cp - 1) * step_p2p * (3 + full), gather_f * (1 + full) + gather_b)), 0.0)
+    pp_calls = np.where(pp > 1, 2 * m * v, 0.0)
+    ep_used = (ep > 1) & bool(model.experts)  # dispatch + combine per pass: exposed in full (no DualPipe)
+    ar_t, rs_t = ar[0] + ar[1], rs[0] + rs[1]
+    reduce_only = np.where(z0, ar_t, np.where(z1, rs_t, m * rs_t))
+    z3_gathers = 2 * m * (module_ag[0] + module_ag[1])
+    z3_share = gather_pass / np.maximum(gather_pass + rs_t, 1e-300)
+    z3_gather_exposed = np.where(dp_overlap, m * (z3_forward + z3_backward * z3_share), z3_gathers)
+    reduce_exposed = np.where(z3, exposed_reduce - z3_gather_exposed, plain)
+    gather_exposed = np.where(z3, z3_gather_exposed, exposed_gather)
+    collectives = {
+        "tp": (tp_calls, np.where(tp > 1, tp_calls * (tp - 1) / tp * act * np.where(sp, 1.0, 2.0), 0.0), tp_wire,
+               np.where(tp > 1, m * layers_slowest * tp_exposed, 0.0), tp, s_tp),
+        "cp": (cp_calls, cp_sent, cp_wire, np.where(cp_used, m * layers_slowest * cp_total, 0.0), cp, s_cp),
+        "ep": (np.where(ep_used, m * layers_slowest * 2 * (2 + full), 0.0), np.where(ep_used, m * layers_slowest * (2 + full) * a2a_sent, 0.0),
+               np.where(ep_used, m * layers_slowest * layer_a2a, 0.0), np.where(ep_used, m * layers_slowest * layer_a2a, 0.0), ep, s_cp),
+        "pp": (pp_calls, pp_sent, np.where(pp > 1, 2 * m * v * hop, 0.0), pp_comm, np.where(pp > 1, 2.0, 1.0), stage_stride),
+        "dp_reduce": (np.where(active, np.where(z0 | z1, calls, m * calls), 0.0),
+                      np.where(active, np.where(z0, 2 * frac * grads, np.where(z1, 1, m) * (sfrac * grads + replica_sent)), 0.0),
+                      np.where(active, reduce_only, 0.0), np.where(active, reduce_exposed, 0.0), np.where(z0, n, shard), s_cp),
+        "dp_gather": (np.where(active & ~z0, np.where(z3, 2 * m * module_calls, calls), 0.0),
+                      np.where(active & ~z0, sfrac * weights_bytes * np.where(z3, 2 * m, 1.0), 0.0),
+                      np.where(active & ~z0, np.where(z3, z3_gathers, gather_t), 0.0), np.where(active & ~z0, gather_exposed, 0.0), shard, s_cp),
+    }
+    comm_map = {}
+    for key, (k, sent, wire, exposed, group, spacing) in collectives.items():
+        comm_map.update({
+            f"coll_{key}_calls": k, f"coll_{key}_sent_bytes": sent, f"coll_{key}_wire_s": wire, f"coll_{key}_exposed_s": exposed,
+            f"coll_{key}_group": group * np.ones_like(m), f"coll_{key}_members_per_node": members_per_node(cluster, group, spacing) * np.ones_like(m),
+        })
+
     # ---- optimizer, or ZeRO-Offload -----------------------------------------------------------
     updated = dense_params / np.where(zero >= 1, shard, 1.0) + expert_params / np.where(zero >= 1, expert_shard, 1.0)
     narrow = 2 * (OPTIMIZER_BYTES - opt_bytes)  # a narrower state is read and written once each
@@ -321,6 +389,7 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     activations = per_layer * layers_r * held + np.where(stored == _FULL, working, 0.0)
     activations = activations + last_r * b * s * V * 4 / tp  # fp32 logits of the micro-batch in flight
     rank_total = w_mem + g_mem + o_mem + activations
+    rank_activations = activations
     busiest = np.argmax(rank_total, axis=0)
     pick = lambda x: np.take_along_axis(np.broadcast_to(x, rank_total.shape), busiest[None], 0)[0]  # noqa: E731
     w_mem, g_mem, o_mem, activations = (pick(x) for x in (w_mem, g_mem, o_mem, activations))
@@ -331,6 +400,8 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
                + np.where(overlap, TP_OVERLAP_BUFFERS * tokens * h * ACTIVATION_BYTES, 0.0) + FRAGMENTATION * activations)
 
     step = pipeline + pp_comm + dp_exposed + optimizer + offload_exposed
+    # Memory of the first, a middle (the second, the fullest of them under 1F1B) and the last stage.
+    stage_memory = rank_total + buffers - FRAGMENTATION * activations + FRAGMENTATION * rank_activations
     model_per_sequence, hardware_per_sequence = model.flops_per_sequence(rc, flash)
     tp_sent = np.where(tp > 1, m * layers * np.where(full, 12, 8) * (tp - 1) / tp * tokens * h * ACTIVATION_BYTES, 0.0)
     return {
@@ -373,4 +444,8 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
         "layers_per_stage": layers,
         "busiest_rank": pick(rank_index),
         "microbatches": m,
+        "memory_first_bytes": stage_memory[0],
+        "memory_middle_bytes": stage_memory[1],
+        "memory_last_bytes": stage_memory[2],
+        **comm_map,
     }

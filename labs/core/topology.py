@@ -1,8 +1,9 @@
 """Where a group's collective runs, and what it costs: NVLink, rails, pods.
 
 Ranks are numbered tensor-parallel fastest, then context, then data, then pipeline (Megatron's
-order), so a group whose members sit `stride` ranks apart packs g = G / stride of them into a
-node of G GPUs (one when stride >= G).
+order, the default; a Plan's rank_order picks another, labs.core.layout gives each axis's stride),
+so a group whose members sit `stride` ranks apart packs g = G / stride of them into a node of G
+GPUs (one when stride >= G).
 
 - Inside one node a group runs on NVLink at NCCL's measured bus bandwidth.
 - Across nodes NCCL runs one ring per channel and crosses each node boundary on a different NIC

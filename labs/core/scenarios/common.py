@@ -1,4 +1,6 @@
-"""What every lab's scenario module shares: a prediction option (a key and its label)."""
+"""What every lab's scenario module shares: a prediction option (a key and its label, and the
+misconception it stands for when the engine judges it wrong: a short name the class dashboard's
+heat map counts; empty for an option that is right, or not yet named)."""
 
 from __future__ import annotations
 
@@ -9,3 +11,4 @@ from dataclasses import dataclass
 class Option:
     key: str
     label: str
+    misconception: str = ""

@@ -9,6 +9,7 @@ memory_breakdown() and estimate() the other labs use, with the student's activat
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Callable
 
 from labs.core.hardware import GPUS, Cluster
@@ -73,6 +74,7 @@ def memory_curves(model_key: str, act: Activations, optimizer: str = "fp32", off
     }
 
 
+@lru_cache(maxsize=256)  # pure in its (hashable) arguments; a class's ledgers repeat them
 def fewest_gpus(model_key: str, gpu_key: str, zero_stage: int, act: Activations, optimizer: str = "fp32", offload: bool = False, limit: int = 1 << 16) -> int | None:
     """The smallest data-parallel size at which one GPU's memory fits its HBM; None when even
     `limit` GPUs do not (what stays on every GPU, activations and unsharded state, is too big)."""
@@ -107,6 +109,7 @@ def dp_cluster(gpu_key: str, gpus: int, placement: str = "packed") -> Cluster:
     return Cluster.get(key, nodes=gpus // per_node)
 
 
+@lru_cache(maxsize=512)  # pure in its arguments: a class's ledgers (and a lab's re-runs) repeat them
 def dp_estimate(model_key: str, gpu_key: str, dp: int, zero_stage: int, act: Activations, optimizer: str = "fp32", offload: bool = False, microbatches: int = 1, placement: str = "packed") -> Estimate:
     return estimate(sized(model_key, act), dp_cluster(gpu_key, dp, placement), dp_plan(dp, zero_stage, act, optimizer, offload, microbatches))
 
@@ -172,14 +175,15 @@ def seed_milestones() -> list[Milestone]:
 FIT_MODEL, FIT_GPU, FIT_STAGE = "llama2-70b", "h100-sxm", 3
 FIT_ACTIVATIONS = Activations(micro_batch=1, seq_len=4096, recompute="full", flash_attention=True)
 FIT_OPTIONS = (
-    Option("A", "8 or fewer: one server is enough"),
+    Option("A", "8 or fewer: one server is enough", "forgets optimizer state and gradients"),
     Option("B", "9 to 24"),
-    Option("C", "25 to 64"),
-    Option("D", "No number of H100s: it never fits"),
+    Option("C", "25 to 64", "ZeRO-3 does not shard as far as it does"),
+    Option("D", "No number of H100s: it never fits", "sharding cannot beat the model's size"),
 )
 FIT_RANGES = {"A": (1, 8), "B": (9, 24), "C": (25, 64)}
 
 
+@lru_cache(maxsize=1)  # a constant of the engine, asked for by every sweep outcome
 def fit_fewest() -> int | None:
     return fewest_gpus(FIT_MODEL, FIT_GPU, FIT_STAGE, FIT_ACTIVATIONS)
 
@@ -194,9 +198,9 @@ def fit_answer(fewest: int | None = None) -> str | None:
 
 ZERO2_OPTIONS = (
     Option("A", "Nothing at one micro-batch per step; with gradient accumulation, one more gradient reduce-scatter for every extra micro-batch"),
-    Option("B", "Twice ZeRO-1's bytes: the gradients are reduce-scattered and then gathered back"),
-    Option("C", "About 1.5x, the same premium as ZeRO-3"),
-    Option("D", "Less than ZeRO-1: each GPU sends only its 1/N shard of the gradients"),
+    Option("B", "Twice ZeRO-1's bytes: the gradients are reduce-scattered and then gathered back", "ZeRO-2 gathers the gradients back"),
+    Option("C", "About 1.5x, the same premium as ZeRO-3", "ZeRO-2 pays ZeRO-3's premium"),
+    Option("D", "Less than ZeRO-1: each GPU sends only its 1/N shard of the gradients", "sharding gradients shrinks the traffic"),
 )
 ZERO2_ACCUMULATION = 4  # micro-batches per step in the accumulation case
 
@@ -213,6 +217,7 @@ ZERO2_CLAIMS: dict[str, Callable[[dict], bool]] = {
 }
 
 
+@lru_cache(maxsize=1)  # a constant of the engine, asked for by every sweep outcome
 def zero2_answer() -> str | None:
     facts = zero2_facts()
     return next((k for k, claim in ZERO2_CLAIMS.items() if claim(facts)), None)

@@ -4,20 +4,22 @@ the outcome function `python -m labs.grade` recomputes."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
+from labs.core.datafiles import data_dir
 from labs.core.scenarios.common import Option
 from labs.core.scenarios.lab05 import ACT2_DESIGNS, design_inputs
 
 # ---- Lab 07, pipeline visualizer -------------------------------------------------------------
-UTILISATION_OPTIONS = (Option("A", "50%"), Option("B", "67%"), Option("C", "80%"), Option("D", "89%"))
+UTILISATION_OPTIONS = (Option("A", "50%", "the bubble is half the step"), Option("B", "67%", "the bubble costs p slots, not p - 1"),
+                       Option("C", "80%"), Option("D", "89%", "underestimates the bubble"))
 UTILISATION_VALUES = {"A": 0.50, "B": 2 / 3, "C": 0.80, "D": 8 / 9}
 SEED_P, SEED_M = 2, 4  # seeds/001 week 24: two stages, four micro-batches
 BUBBLE_TARGET, DEEP_P = 0.05, 16
-MICROBATCH_OPTIONS = (Option("A", "32"), Option("B", "96"), Option("C", "288"), Option("D", "1024"))
+MICROBATCH_OPTIONS = (Option("A", "32", "a few micro-batches per stage hide the bubble"), Option("B", "96", "a few micro-batches per stage hide the bubble"),
+                      Option("C", "288"), Option("D", "1024", "overshoots: more micro-batches than the target needs"))
 INTERLEAVE_CHUNKS = (1, 2, 4)  # v for "deep pipelines run interleaved"
 TABLE5_PROFILE = "zb_t5_profiled_1.5B"  # tests/data/zero_bubble.json
 TABLE5_SCHEDULES = (("1f1b", "1F1B"), ("zb-h1", "ZB-H1"), ("zb-h2", "ZB-H2"))
-_DATA = Path(__file__).resolve().parents[3] / "tests" / "data"
+_DATA = data_dir()  # tests/data, or its copy inside the wheel
 
 
 def seed_utilisation() -> float:

@@ -1,0 +1,853 @@
+import marimo
+
+__generated_with = "0.25.2"
+app = marimo.App(
+    width="medium",
+    app_title="Lab 08: Collectives, from one ring step to a training step",
+)
+
+with app.setup:
+    import marimo as mo
+    import pandas as pd
+    import plotly.graph_objects as go
+
+    from labs.core import ENGINE_VERSION, LINKS
+    from labs.core import ui
+    from labs.core.scenarios.lab08 import (
+        BUCKET_BYTES,
+        BUCKET_OPTIONS,
+        BUCKET_SETUP,
+        BUSBW_BYTES,
+        LAB,
+        LB_SETUPS,
+        MILESTONE_BUCKET_BYTES,
+        MILESTONE_MICROBATCHES,
+        MILESTONE_SIZE_MODELS,
+        MILESTONE_SETUPS,
+        NVL72_GPUS,
+        PRIMITIVE_BYTES,
+        PRIMITIVE_LINK,
+        PRIMITIVE_N,
+        PS_SIZES,
+        PS_WORKER_LINKS,
+        RAILS_BYTES,
+        RING_MESSAGE,
+        RING_N_LARGE,
+        RING_N_SMALL,
+        RING_OPTIONS,
+        SEED_COMM_MS,
+        SEED_COMPUTE_MS,
+        STEP,
+        STEPPER_LINKS,
+        STEPPER_RANKS,
+        STEPPER_DEFAULT_SIZE,
+        STEPPER_SIZES,
+        bucket_answer,
+        bucket_explanations,
+        bucket_facts,
+        busbw_rows,
+        fewest_tokens_to_win,
+        lb_cluster,
+        lb_curves,
+        measured_busbw,
+        milestone_estimates,
+        nvl72_cluster,
+        nvl72_rows,
+        nvls_busbw_note,
+        primitive_rows,
+        ps_vs_ring,
+        rails_rows,
+        ring_answer,
+        ring_computed_rows,
+        ring_explanations,
+        ring_facts,
+        ring_outcomes,
+        ring_state,
+        seed_example,
+        seed_ranges,
+        tp_cliff,
+    )
+    from labs.core.style import COLORS, apply_plotly_theme
+
+    ALGORITHM_COLORS = {"ring": COLORS["blue"], "tree": COLORS["green"], "nvls": COLORS["orange"]}
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    # Lab 08 · Collectives, from one ring step to a training step
+
+    Every parallel training step ends in a collective: an all-reduce of gradients, a gather of
+    weights, an exchange of tokens between experts. This lab plays the ring all-reduce one step at a
+    time, puts a clock on each step from a real link, and follows the same collective out to message
+    sizes, node boundaries and a two-GPU training run. Every number is the engine's
+    (`labs.core.collectives`, `labs.core.topology`) or a measured NCCL figure with its source.
+
+    **Before you start:** Thakur, Rabenseifner and Gropp 2005, *Optimization of Collective
+    Communication Operations in MPICH* (Sec. 2-4); nccl-tests `doc/PERFORMANCE.md` (algbw and busbw);
+    Sergeev and Del Balso 2018, *Horovod* (Sec. 3, the parameter server and the ring).
+    """)
+    return
+
+
+@app.cell
+def _():
+    student_input = ui.student_identity()
+    student_input
+    return (student_input,)
+
+
+@app.cell(hide_code=True)
+def _():
+    _rows = {r["n"]: r for r in busbw_rows()}
+    _eight = _rows[8]
+    _bucket_cluster, _bucket_n = lb_cluster(BUCKET_SETUP)
+    ui.stakeholder_message(
+        "Infrastructure lead",
+        f"nccl-tests on one DGX H100 prints **{_eight['algbw'] / 1e9:.0f} GB/s** of algbw and **{_eight['busbw'] / 1e9:.0f} GB/s** "
+        f"of busbw for a {BUSBW_BYTES / 2**30:.0f} GB all-reduce: which one is our bandwidth? We reduce gradients in "
+        f"{BUCKET_BYTES / 1e6:.0f} MB buckets and are about to go from {RING_N_SMALL} to {_bucket_n:,} GPUs. One engineer "
+        "says every GPU will then send far more bytes, another wants a parameter server back. What does each GPU "
+        "really send, which algorithm should reduce our buckets, and what does a training step pay?",
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    _rows = primitive_rows()
+    _table = [
+        {
+            "primitive": _r["primitive"],
+            "who sends": _r["sends"],
+            "who receives": _r["receives"],
+            "each ends with": _r["ends"],
+            "bytes each sender puts on the wire": f"{_r['bytes_per_rank'] / 1e9:.3f} GB",
+            f"time on {LINKS[PRIMITIVE_LINK].name}": f"{_r['time_s'] * 1e3:.2f} ms",
+            "where training uses it": _r["use"],
+        }
+        for _r in _rows
+    ]
+    mo.vstack(
+        [
+            mo.md(
+                f"## 1 · The primitives\n\n"
+                f"A message of {PRIMITIVE_BYTES / 1e9:.0f} GB over {PRIMITIVE_N} ranks (send/recv: 2), bytes from "
+                "`collectives.bytes_sent_per_rank`, time from the alpha-beta cost at the link's measured efficiency. "
+                "An all-reduce is a reduce-scatter followed by an all-gather, in bytes and in time."
+            ),
+            mo.ui.table(pd.DataFrame(_table), selection=None, show_column_summaries=False, show_data_types=False),
+        ]
+    )
+    return
+
+
+@app.cell
+def _():
+    ring_question = ui.prediction_question(
+        f"Each GPU all-reduces a {RING_MESSAGE / 1e9:.0f} GB gradient with a ring. Going from {RING_N_SMALL} to "
+        f"{RING_N_LARGE:,} GPUs, what happens to the bytes each GPU sends?",
+        RING_OPTIONS,
+    )
+    ring_question
+    return (ring_question,)
+
+
+@app.cell
+def _():
+    ring_commit_buttons = ui.commit_buttons()
+    return (ring_commit_buttons,)
+
+
+@app.cell
+def _(ring_commit_buttons, ring_question, student_input):
+    _row, ring_committed = ui.commit_prediction(student_input.value, LAB, "ring", ring_question, ring_commit_buttons)
+    _row
+    return (ring_committed,)
+
+
+@app.cell
+def _():
+    _cluster, _n = lb_cluster(BUCKET_SETUP)
+    bucket_question = ui.prediction_question(
+        f"A {BUCKET_BYTES / 1e6:.0f} MB gradient bucket is all-reduced over {_n:,} H100s ({_cluster.nodes} DGX nodes). "
+        "Which algorithm finishes first?",
+        BUCKET_OPTIONS,
+    )
+    bucket_question
+    return (bucket_question,)
+
+
+@app.cell
+def _():
+    bucket_commit_buttons = ui.commit_buttons()
+    return (bucket_commit_buttons,)
+
+
+@app.cell
+def _(bucket_commit_buttons, bucket_question, student_input):
+    _row, bucket_committed = ui.commit_prediction(student_input.value, LAB, "bucket", bucket_question, bucket_commit_buttons)
+    _row
+    return (bucket_committed,)
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## 2 · Ring all-reduce, step by step
+
+    Split the message into $N$ chunks. In each of $N-1$ reduce-scatter steps every rank sends one
+    chunk to its right neighbour, which adds it to its own; then every rank owns one fully reduced
+    chunk. $N-1$ all-gather steps pass the finished chunks round the ring. Each step costs
+    $\alpha + \frac{M/N}{B}$ on the link.
+    """)
+    return
+
+
+@app.cell
+def _():
+    ring_n_slider = mo.ui.slider(steps=list(STEPPER_RANKS), value=4, label="Ranks N", show_value=True)
+    return (ring_n_slider,)
+
+
+@app.cell
+def _():
+    ring_size_dropdown = mo.ui.dropdown(options=STEPPER_SIZES, value=STEPPER_DEFAULT_SIZE, label="Message")
+    return (ring_size_dropdown,)
+
+
+@app.cell
+def _():
+    ring_link_dropdown = mo.ui.dropdown(options={LINKS[_k].name: _k for _k in STEPPER_LINKS}, value=LINKS[STEPPER_LINKS[0]].name, label="Link")
+    return (ring_link_dropdown,)
+
+
+@app.cell
+def _(ring_n_slider):
+    ring_step_slider = mo.ui.slider(start=0, stop=2 * (ring_n_slider.value - 1), step=1, value=0, label="Step (0: before the first)", show_value=True)
+    return (ring_step_slider,)
+
+
+@app.cell
+def _(
+    ring_committed,
+    ring_link_dropdown,
+    ring_n_slider,
+    ring_size_dropdown,
+    ring_step_slider,
+):
+    ui.commitment_gate(ring_committed, "the ring stepper")
+    mo.vstack(
+        [
+            mo.md("### Instruments"),
+            mo.hstack([ring_n_slider, ring_size_dropdown, ring_link_dropdown], justify="start", wrap=True),
+            ring_step_slider,
+        ]
+    )
+    return
+
+
+@app.cell
+def _(
+    ring_committed,
+    ring_link_dropdown,
+    ring_n_slider,
+    ring_size_dropdown,
+    ring_step_slider,
+):
+    mo.stop(not ring_committed.made)
+    ring_inputs = dict(n=ring_n_slider.value, nbytes=ring_size_dropdown.value, link=ring_link_dropdown.value, step=min(ring_step_slider.value, 2 * (ring_n_slider.value - 1)))
+    ring_view = ring_state(**ring_inputs)
+    return ring_inputs, ring_view
+
+
+@app.cell
+def _(ring_view):
+    _v = ring_view
+    _phase = {"start": "before the first step", "reduce-scatter": "reduce-scatter", "all-gather": "all-gather"}[_v["phase"]]
+    mo.vstack(
+        [
+            ring_figure(_v),
+            ui.metric_cards(
+                {
+                    "phase": _phase,
+                    "step": f"{_v['step']} of {_v['steps']}",
+                    "bytes on each link this step": f"{_v['link_bytes'][0] / 1e6:,.1f} MB",
+                    "sent per rank so far": f"{_v['sent_so_far'] / 1e6:,.1f} MB",
+                    "closed form 2(N-1)/N M": f"{_v['sent_total'] / 1e6:,.1f} MB",
+                    "clock": f"{_v['clock_s'] * 1e3:.3f} ms",
+                    "all_reduce_time": f"{_v['all_reduce_time_s'] * 1e3:.3f} ms",
+                }
+            ),
+            mo.md(
+                f"Each step moves one chunk of {_v['chunk_bytes'] / 1e6:,.1f} MB "
+                f"over every link at once and costs {_v['latency_s'] * 1e6:.1f} µs + chunk / {_v['bandwidth'] / 1e9:.0f} GB/s on "
+                f"{_v['link_name']}; after all {_v['steps']} steps the clock reads `all_reduce_time` and each rank has sent "
+                f"2(N-1)/N of the message. Left: who sends which chunk this step. Right: how many ranks' "
+                "contributions each rank's copy of each chunk holds (N = the full sum)."
+            ),
+        ]
+    )
+    return
+
+
+@app.cell
+def _(ring_committed, ring_link_dropdown, ring_size_dropdown):
+    mo.stop(not ring_committed.made)
+    _rows = ring_computed_rows(ring_size_dropdown.value, ring_link_dropdown.value)
+    _table = [
+        {
+            "ranks N": f"{_r['n']:,}",
+            "bytes each rank sends": f"{_r['bytes_per_rank'] / 1e6:,.1f} MB",
+            "of which 2M": f"{_r['bytes_per_rank'] / (2 * ring_size_dropdown.value):.1%}",
+            "latency term 2(N-1) alpha": f"{_r['latency_s'] * 1e3:.3f} ms",
+            "ring time": f"{_r['time_s'] * 1e3:.3f} ms",
+        }
+        for _r in _rows
+    ]
+    mo.vstack(
+        [
+            mo.md("**Larger N, computed (not animated).** The bytes level off at 2M; the latency term keeps growing with N."),
+            mo.ui.table(pd.DataFrame(_table), selection=None, show_column_summaries=False, show_data_types=False),
+        ]
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(ring_committed):
+    mo.stop(not ring_committed.made)
+    ui.reveal(ring_committed.answer, ring_answer(), {_o.key: f"{_o.label}: {ring_explanations()[_o.key]}" for _o in RING_OPTIONS})
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## 3 · The parameter server against the ring
+
+    A parameter server receives every worker's gradient and sends the sum back: its NIC carries
+    $N \cdot M$ each way, growing with $N$, while a ring rank sends $2\frac{N-1}{N}M$ whatever $N$ is.
+    """)
+    return
+
+
+@app.cell
+def _():
+    ps_size_dropdown = mo.ui.dropdown(options=PS_SIZES, value=next(iter(PS_SIZES)), label="Gradient per step")
+    return (ps_size_dropdown,)
+
+
+@app.cell
+def _():
+    ps_worker_dropdown = mo.ui.dropdown(options={LINKS[_k].name: _k for _k in PS_WORKER_LINKS}, value=LINKS[PS_WORKER_LINKS[0]].name, label="Workers' NIC (the ring runs on it)")
+    return (ps_worker_dropdown,)
+
+
+@app.cell
+def _(ps_size_dropdown, ps_worker_dropdown, ring_committed):
+    ui.commitment_gate(ring_committed, "the parameter server")
+    _res = ps_vs_ring(ps_size_dropdown.value, ps_worker_dropdown.value)
+    _by_n = {_r["n"]: _r for _r in _res["rows"]}
+    _x = _res["crossover"]
+    _big = _res["rows"][-1]
+    mo.vstack(
+        [
+            mo.hstack([ps_size_dropdown, ps_worker_dropdown], justify="start"),
+            ps_figure(_res),
+            mo.md(
+                f"One server NIC ({_res['server']}, {_res['server_gbs']:.0f} GB/s achieved) against a ring over the workers' "
+                f"{_res['worker']} ({_res['worker_gbs']:.1f} GB/s). "
+                + (f"The ring is faster from **N = {_x}** on" + (f" (at N = {_x}: ring {_by_n[_x]['ring_s'] * 1e3:,.2f} ms, server {_by_n[_x]['ps_s'] * 1e3:,.2f} ms)" if _x in _by_n else "") + ". " if _x else "The server stays faster over this range. ")
+                + f"At N = {_big['n']:,} the server receives **{_big['server_bytes'] / 1e9:,.0f} GB** per step and needs "
+                f"{_big['ps_s']:,.2f} s; each ring rank sends {_big['ring_bytes'] / 1e6:,.0f} MB in {_big['ring_s']:,.3f} s."
+            ),
+        ]
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## 4 · Latency against bandwidth
+
+    Small messages pay the $\alpha$ steps, large ones the bytes. The ring takes $2(N-1)$ latency
+    steps, NCCL's double binary tree $2\lceil\log_2 N\rceil$, and NVLS lets the NVSwitch add the
+    chunks inside a node. The engine's curves are drawn against measured NCCL bus bandwidth.
+    """)
+    return
+
+
+@app.cell
+def _():
+    lb_setup_dropdown = mo.ui.dropdown(options=list(LB_SETUPS), value=next(iter(LB_SETUPS)), label="Cluster")
+    return (lb_setup_dropdown,)
+
+
+@app.cell
+def _(bucket_committed, lb_setup_dropdown):
+    ui.commitment_gate(bucket_committed, "the latency-bandwidth curves")
+    _curves = lb_curves(lb_setup_dropdown.value)
+    _measured = measured_busbw(lb_setup_dropdown.value)
+    _rows = [
+        {
+            "algorithm": _alg,
+            "peak busbw (engine)": f"{_c['peak_busbw'] / 1e9:.0f} GB/s",
+            "busbw at 1 MB": f"{float(_c['busbw'][nearest_index(_c['sizes'], 1e6)]) / 1e9:.1f} GB/s",
+            "busbw at 10 GB": f"{float(_c['busbw'][-1]) / 1e9:.0f} GB/s",
+            "alpha = beta at": f"{_c['crossover_bytes'] / 1e6:,.1f} MB",
+        }
+        for _alg, _c in _curves.items()
+    ]
+    _sources = [f"- {_alg} curve: {_src}" for _alg, (_, _src) in _measured["curves"].items()] + [f"- {_p['busbw_gbs']} GB/s at {_p['bytes'] / 2**30:.0f} GB ({_p['algorithm']}): {_p['source']}" for _p in _measured["points"]]
+    mo.vstack(
+        [
+            lb_setup_dropdown,
+            lb_figure(_curves, _measured),
+            mo.ui.table(pd.DataFrame(_rows), selection=None, show_column_summaries=False, show_data_types=False),
+            mo.md(
+                "Below the *alpha = beta* size a collective is latency-bound: doubling the message barely changes the time. "
+                "Above it, bandwidth-bound.\n\n**Measured (tests/data/nccl_busbw.json):**\n" + ("\n".join(_sources) if _sources else "- none stored for this setup")
+            ),
+        ]
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(bucket_committed):
+    mo.stop(not bucket_committed.made)
+    ui.reveal(bucket_committed.answer, bucket_answer(), {_o.key: f"{_o.label}: {bucket_explanations()[_o.key]}" for _o in BUCKET_OPTIONS})
+    return
+
+
+@app.cell(hide_code=True)
+def _(ring_committed):
+    ui.commitment_gate(ring_committed, "algbw and busbw")
+    _rows = busbw_rows()
+    _nvls = nvls_busbw_note()
+    _table = [
+        {
+            "ranks N": f"{_r['n']:,}",
+            "time": f"{_r['time_s'] * 1e3:.2f} ms",
+            "algbw = S / t": f"{_r['algbw'] / 1e9:.0f} GB/s",
+            "x 2(N-1)/N": f"{_r['factor']:.3f}",
+            "busbw": f"{_r['busbw'] / 1e9:.0f} GB/s",
+        }
+        for _r in _rows
+    ]
+    mo.vstack(
+        [
+            mo.md(
+                f"## 5 · algbw against busbw\n\n"
+                f"nccl-tests prints two bandwidths for a {BUSBW_BYTES / 2**30:.0f} GB all-reduce. **algbw** is the message over the "
+                "time; it falls as N grows because each rank must move 2(N-1)/N of the message. **busbw** multiplies that factor "
+                "back in: the rate each rank's wires run at, comparable across N and against the link's speed."
+            ),
+            mo.ui.table(pd.DataFrame(_table), selection=None, show_column_summaries=False, show_data_types=False),
+            mo.md(
+                f"nccl-tests applies 2(N-1)/N to NVLS too, where the switch does the adding: {_nvls['n']} {_nvls['gpu']} then show "
+                f"**{_nvls['busbw'] / 1e9:.0f} GB/s** of busbw ({_nvls['algbw'] / 1e9:.0f} GB/s algbw), above NVLink's "
+                f"{_nvls['line'] / 1e9:.0f} GB/s line rate each way. Compare busbw with busbw, and read NVLS's as an "
+                f"effective rate. At N = {_rows[-1]['n']:,} the busbw falls to {_rows[-1]['busbw'] / 1e9:.0f} GB/s: "
+                "not the wires, the ring's latency steps at this size."
+            ),
+        ]
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(ring_committed):
+    ui.commitment_gate(ring_committed, "rails and the NIC cliff")
+    _rows = rails_rows()
+    _table = [
+        {
+            "group (two DGX H100 nodes)": _r["label"],
+            "NICs per node it crosses on": f"{_r['nics']:g}" if _r["nics"] else "none (NVLink)",
+            "engine busbw": f"{_r['busbw'] / 1e9:.0f} GB/s",
+            "NCCL measured": f"{_r['measured'] / 1e9:.0f} GB/s",
+            "error": f"{_r['busbw'] / _r['measured'] - 1:+.2%}",
+        }
+        for _r in _rows
+    ]
+    _cliff = tp_cliff()
+    _t8, _t16 = _cliff[8], _cliff[16]
+    mo.vstack(
+        [
+            mo.md(
+                f"## 6 · Across nodes: rails, and the real cliff\n\n"
+                f"NCCL runs one ring per channel and crosses each node boundary on a different NIC. A ring over whole nodes "
+                f"therefore uses all eight NICs of a DGX H100; a group with one GPU per node uses one. Ring all-reduce of "
+                f"{RAILS_BYTES / 2**30:.0f} GB:"
+            ),
+            mo.ui.table(pd.DataFrame(_table), selection=None, show_column_summaries=False, show_data_types=False),
+            mo.md(
+                f"""
+    A data-parallel ring over whole nodes is not walled by one NIC. The group behind TP = {_rows[2]['stride']} is, at
+    **{_rows[2]['busbw'] / 1e9:.0f} GB/s**, {_rows[0]['busbw'] / _rows[2]['busbw']:.0f}x below NVLink, but it only
+    carries the data-parallel gradients once a step, overlapped with the backward.
+
+    **The cliff that hurts is a per-layer collective leaving the NVLink domain.** {_cliff['model']} on
+    {_cliff['gpus']:,} H100s (Lab 05, Act II): at TP = {_t8['plan'].tp} the step exposes **{_t8['tp_comm_s']:.2f} s** of
+    tensor-parallel communication ({_t8['mfu']:.0%} MFU); at TP = {_t16['plan'].tp}, spanning two nodes, **{_t16['tp_comm_s']:.2f} s**
+    ({_t16['mfu']:.0%} MFU). Each GPU moves {_t16['tp_bytes'] / _t8['tp_bytes']:.1f}x the bytes, pays network latency on
+    every layer, and Transformer Engine can no longer hide the collectives behind the GEMMs.
+    """
+            ),
+        ]
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(ring_committed):
+    ui.commitment_gate(ring_committed, "NVL72")
+    _rows = nvl72_rows()
+    _rack = nvl72_cluster()
+    _table = [
+        {
+            "ring of N GPUs": _r["n"],
+            "DGX B200 nodes of 8": f"{_r['dgx'] / 1e9:.0f} GB/s ({_r['dgx_nodes']} node{'s' if _r['dgx_nodes'] > 1 else ''})",
+            f"one NVL72 rack ({NVL72_GPUS} on NVLink)": f"{_r['nvl72'] / 1e9:.0f} GB/s",
+        }
+        for _r in _rows
+    ]
+    mo.vstack(
+        [
+            mo.md(
+                f"### NVL72: {NVL72_GPUS} GPUs on one NVLink domain\n\n"
+                f"A GB200 NVL72 rack joins {NVL72_GPUS} GPUs with NVLink switches ({_rack.intra.name}: "
+                f"{_rack.intra.bandwidth_bytes_per_s / 1e9:.0f} GB/s each way per GPU; the catalog's Blackwell figures are "
+                f"unconfirmed). A group that would cross nodes on {_rows[0]['node_gpus']}-GPU machines stays on NVLink:"
+            ),
+            mo.ui.table(pd.DataFrame(_table), selection=None, show_column_summaries=False, show_data_types=False),
+            mo.md(
+                f"Tensor parallelism wider than {_rows[0]['node_gpus']} (up to {NVL72_GPUS}) no longer meets the cliff of section 6, and a "
+                "data-parallel or expert-parallel group of a rack runs at NVLink rate instead of its nodes' NICs."
+            ),
+        ]
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(
+        f"""
+    ## 7 · The two-GPU milestone
+
+    A small model trained with PyTorch DDP on two GPUs, over PCIe or over NVLink, at the same batch
+    per GPU as on one. DDP keeps fp32 parameters under autocast, so it all-reduces fp32 gradients,
+    in {MILESTONE_BUCKET_BYTES / 2**20:.0f} MiB buckets; with overlap the buckets go out while the backward pass is still running.
+    *Communication efficiency* is compute / (compute + exposed communication).
+    """
+    )
+    return
+
+
+@app.cell
+def _():
+    milestone_setup_dropdown = mo.ui.dropdown(options=list(MILESTONE_SETUPS), value=next(iter(MILESTONE_SETUPS)), label="Two GPUs joined by")
+    return (milestone_setup_dropdown,)
+
+
+@app.cell
+def _():
+    milestone_mb_slider = mo.ui.slider(steps=list(MILESTONE_MICROBATCHES), value=4, label="Sequences per GPU per step", show_value=True)
+    return (milestone_mb_slider,)
+
+
+@app.cell
+def _():
+    milestone_overlap_switch = mo.ui.switch(value=False, label="Bucketed overlap with the backward")
+    return (milestone_overlap_switch,)
+
+
+@app.cell
+def _(
+    milestone_mb_slider,
+    milestone_overlap_switch,
+    milestone_setup_dropdown,
+    ring_committed,
+):
+    ui.commitment_gate(ring_committed, "the two-GPU milestone")
+    _e = milestone_estimates(milestone_setup_dropdown.value, milestone_mb_slider.value, milestone_overlap_switch.value)
+    mo.vstack(
+        [
+            mo.hstack([milestone_setup_dropdown, milestone_mb_slider, milestone_overlap_switch], justify="start", wrap=True),
+            ui.metric_cards(
+                {
+                    "compute": f"{_e['compute_s'] * 1e3:.1f} ms",
+                    "all-reduce": f"{_e['comm_s'] * 1e3:.1f} ms",
+                    "exposed": f"{_e['exposed_s'] * 1e3:.1f} ms",
+                    "communication efficiency": f"{_e['efficiency']:.0%}",
+                    "step time vs 1 GPU": f"{_e['overhead']:+.0%}",
+                    "same data, 2 GPUs vs 1": f"{_e['speedup']:.2f}x",
+                }
+            ),
+            mo.md(
+                f"{_e['model']} ({_e['params'] / 1e6:.0f}M parameters), {_e['tokens_per_gpu']:,} tokens per GPU per step. "
+                + ("**Two GPUs get through the data slower than one here.**" if _e["speedup"] < 1 else "")
+            ),
+        ]
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(ring_committed):
+    ui.commitment_gate(ring_committed, "the seed's numbers")
+    _ranges = seed_ranges()
+    _example = seed_example()
+    _near = _example["nearest"]
+
+    _table = [
+        {
+            "seed's claim": f"{_r['setup'].split(' ')[0]}: {_r['range'][0]:.0%}-{_r['range'][1]:.0%} overhead",
+            "reduction": "bucketed overlap" if _r["overlap"] else "after the backward",
+            "engine, fewest to most tokens": f"{_r['overheads'][0][1]:.1%} at {_r['overheads'][0][0]:,} to {_r['overheads'][-1][1]:.1%} at {_r['overheads'][-1][0]:,}",
+            "where the seed holds": f"{', '.join(f'{_t:,}' for _t in _r['inside'])} tokens per GPU" if _r["inside"] else "nowhere in this range",
+        }
+        for _r in _ranges
+    ]
+    _wins = []
+    for _m in MILESTONE_SIZE_MODELS:
+        _e = milestone_estimates(next(iter(MILESTONE_SETUPS)), MILESTONE_MICROBATCHES[0], False, _m)
+        _row = {"model": f"{_e['model']} ({_e['params'] / 1e6:.0f}M parameters)"}
+        for _s in MILESTONE_SETUPS:
+            for _o in (False, True):
+                _t = fewest_tokens_to_win(_s, _o, _m)
+                _row[f"{_s.split(' ')[0]}, {'overlap' if _o else 'no overlap'}"] = f"{_t:,} tokens" if _t else "never in range"
+        _wins.append(_row)
+    mo.vstack(
+        [
+            mo.md(
+                f"""
+    ### The seed's numbers, checked
+
+    The seed's example, {SEED_COMPUTE_MS:.0f} ms of compute and {SEED_COMM_MS:.0f} ms of communication, is
+    {_example['efficiency']:.1%} efficient: the arithmetic holds. The engine's nearest setting is {_near['model']}
+    over PCIe without overlap at {_near['tokens_per_gpu']:,} tokens per GPU: {_near['compute_s'] * 1e3:.1f} ms + {_near['exposed_s'] * 1e3:.1f} ms,
+    {_near['efficiency']:.0%}. Its overheads hold only in a band of batch sizes:
+    """
+            ),
+            mo.ui.table(pd.DataFrame(_table), selection=None, show_column_summaries=False, show_data_types=False),
+            mo.md(
+                "**When are 2 GPUs slower than 1?** The seed blames a model that is too small; the engine blames a batch per "
+                "GPU that is too small. The fewest tokens per GPU at which two GPUs get through the same data "
+                "faster (the slider's grid is one sequence). The gradient and the compute both grow with the parameters, so "
+                "their ratio, and this threshold, are set by the tokens each GPU processes per step more than by the model's size:"
+            ),
+            mo.ui.table(pd.DataFrame(_wins), selection=None, show_column_summaries=False, show_data_types=False),
+        ]
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(bucket_committed, ring_committed):
+    ui.commitment_gate(ring_committed, "the equations")
+    ui.commitment_gate(bucket_committed, "the equations")
+    ui.math_peek(
+        "The equations behind the collectives",
+        r"""
+    Ring all-reduce of $M$ bytes over $N$ ranks, link bandwidth $B$, latency $\alpha$ per step:
+    $T = 2(N-1)\,\alpha + 2\frac{N-1}{N}\frac{M}{B}$, in $2(N-1)$ steps of $\alpha + \frac{M}{NB}$ each.
+    Reduce-scatter and all-gather: $(N-1)\,\alpha + \frac{N-1}{N}\frac{M}{B}$ each; all-reduce is their sum.
+
+    Double binary tree (NCCL): $2\lceil\log_2 N\rceil\,\alpha$ of latency, the same bandwidth term.
+
+    A single parameter server with NIC bandwidth $B_s$: $2\alpha + \frac{N M}{B_s}$.
+
+    nccl-tests: $\mathrm{algbw} = M / t$; all-reduce $\mathrm{busbw} = \mathrm{algbw}\cdot\frac{2(N-1)}{N}$;
+    reduce-scatter, all-gather, all-to-all $\cdot\frac{N-1}{N}$; broadcast and reduce $\cdot 1$.
+
+    Across nodes a group with $g$ of a node's $G$ GPUs crosses on $g/G$ of its NICs:
+    $\mathrm{busbw} = \min\left(B_{\mathrm{NVLink}},\ \tfrac{g}{G}\,\mathrm{rails}\cdot B_{\mathrm{NIC}}\right)$.
+    """,
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(ring_committed):
+    mo.stop(not ring_committed.made)
+    _whole, _one = rails_rows()[1], rails_rows()[2]
+    mo.md(
+        f"""
+    ### Reflection
+
+    A data-parallel ring over whole nodes runs at {_whole['busbw'] / 1e9:.0f} GB/s of bus bandwidth, one behind
+    TP = {_one['stride']} at {_one['busbw'] / 1e9:.0f} GB/s. If you had to place a {lb_cluster(BUCKET_SETUP)[1]:,}-GPU job's tensor-parallel, pipeline and
+    data-parallel groups, which would you let cross nodes first, and which message sizes would each send? Write two
+    sentences in your notes, then check them against Lab 05's Act II.
+    """
+    )
+    return
+
+
+@app.cell
+def _():
+    submit_button = mo.ui.run_button(label="Submit to the ledger")
+    return (submit_button,)
+
+
+@app.cell
+def _(
+    bucket_committed,
+    ring_committed,
+    ring_inputs,
+    student_input,
+    submit_button,
+):
+    mo.stop(not ring_committed.made)
+    _pred = {"ring": ring_committed.answer, "bucket": bucket_committed.answer}
+
+    def _steps():
+        try:
+            yield LAB, STEP, ring_inputs, _pred, ring_outcomes(ring_inputs, _pred)
+        except ValueError as _err:
+            yield ui.NotSaved("the ring stepper", f"its setting is invalid ({_err})")
+
+    _view, submitted = ui.submit_to_ledger(student_input.value, submit_button, _steps)
+    _view
+    return (submitted,)
+
+
+@app.cell(hide_code=True)
+def _(bucket_committed, ring_committed):
+    ui.commitment_gate(ring_committed, "the key takeaways")
+    ui.commitment_gate(bucket_committed, "the key takeaways")
+    _f = ring_facts()
+    _b = bucket_facts()["times"]
+    _rails = rails_rows()
+    _cliff = tp_cliff()
+    _nvls = nvls_busbw_note()
+    _cluster, _n = lb_cluster(BUCKET_SETUP)
+    _pcie = milestone_estimates(next(iter(MILESTONE_SETUPS)), MILESTONE_MICROBATCHES[0], False)
+    mo.md(
+        f"""
+    ## Key takeaways
+
+    - A ring rank sends 2(N-1)/N of the message: {_f['small'] / 1e9:.2f} GB at N = {RING_N_SMALL}, {_f['large'] / 1e9:.3f} GB at
+      N = {RING_N_LARGE:,} for {_f['message'] / 1e9:.0f} GB. A parameter server receives N times the message.
+    - Small messages are latency: a {BUCKET_BYTES / 1e6:.0f} MB bucket over {_n:,} GPUs takes {_b['ring'] * 1e3:.2f} ms as a ring and
+      {_b['tree'] * 1e3:.2f} ms as a tree.
+    - Compare busbw, not algbw: busbw = algbw x 2(N-1)/N is the wires' rate; NVLS shows {_nvls['busbw'] / 1e9:.0f} GB/s on 8 H100s
+      because the switch adds.
+    - Rails: a ring over whole DGX H100 nodes reaches {_rails[1]['busbw'] / 1e9:.0f} GB/s, one GPU per node {_rails[2]['busbw'] / 1e9:.0f} GB/s;
+      TP = {_cliff[16]['plan'].tp} across two nodes exposes {_cliff[16]['tp_comm_s']:.2f} s a step where TP = {_cliff[8]['plan'].tp} exposes {_cliff[8]['tp_comm_s']:.2f} s.
+    - Two GPUs pay off only with enough tokens per GPU: over PCIe, without overlap, the {_pcie['model']} model at
+      {_pcie['tokens_per_gpu']:,} tokens per GPU gets through its data {_pcie['speedup']:.2f}x as fast as one GPU; it takes
+      {fewest_tokens_to_win(_pcie['setup'], False, MILESTONE_SIZE_MODELS[-1]):,} tokens per GPU to beat one.
+
+    **Back to:** Lab 05, Act I (the data-parallel wall) and Act II (why TP stays inside a node).
+    """
+    )
+    return
+
+
+@app.cell
+def _(bucket_committed, ring_committed, ring_view, submitted):
+    ui.hud(
+        {
+            "engine": ENGINE_VERSION,
+            "ring prediction": ring_committed.describe(),
+            "bucket prediction": bucket_committed.describe(),
+            "stepper": f"N = {ring_view['n']}, step {ring_view['step']}/{ring_view['steps']}, {ring_view['clock_s'] * 1e3:.3f} ms" if ring_committed.made else "—",
+            "ledger": "saved" if submitted else "not submitted",
+        }
+    )
+    return
+
+
+@app.function
+def nearest_index(values, target):
+    """Index of the value nearest `target` in log space."""
+    import numpy as np
+
+    return int(np.argmin(abs(np.log(values) - np.log(target))))
+
+
+@app.function
+def ring_figure(view: dict) -> go.Figure:
+    """The ring at one step: ranks on a circle with the chunk each sends (left), and each rank's
+    copy of each chunk coloured by how many ranks' contributions it sums (right). Built in one
+    go (a handful of traces, no annotations): plotly validates each added annotation at length."""
+    import math
+
+    n = view["n"]
+    angle = [math.pi / 2 - 2 * math.pi * r / n for r in range(n)]
+    xs, ys = [math.cos(a) for a in angle], [math.sin(a) for a in angle]
+    small = n <= 8
+    data = [
+        go.Scatter(x=xs + [xs[0]], y=ys + [ys[0]], mode="lines", line=dict(color=COLORS["grid"], width=2), hoverinfo="skip", showlegend=False),
+        go.Scatter(x=xs, y=ys, mode="markers+text", text=[f"GPU {r}" for r in range(n)], textposition="middle center",
+                   marker=dict(size=34 if small else 26, color=COLORS["panel"], line=dict(color=COLORS["ink"], width=1)),
+                   textfont=dict(size=10 if small else 8), hoverinfo="skip", showlegend=False),
+    ]
+    if view["sends"] is not None:
+        color = COLORS["blue"] if view["phase"] == "reduce-scatter" else COLORS["green"]
+        ax, ay = [], []
+        for r in range(n):
+            nxt = (r + 1) % n
+            ax += [0.8 * xs[r], 0.8 * xs[nxt], None]
+            ay += [0.8 * ys[r], 0.8 * ys[nxt], None]
+        data.append(go.Scatter(x=ax, y=ay, mode="lines+markers", line=dict(color=color, width=2),
+                               marker=dict(symbol="arrow", angleref="previous", size=[0, 13, 0] * n, color=color), hoverinfo="skip", showlegend=False))
+        data.append(go.Scatter(x=[0.56 * (xs[r] + xs[(r + 1) % n]) for r in range(n)], y=[0.56 * (ys[r] + ys[(r + 1) % n]) for r in range(n)],
+                               text=[f"c{c}" for c in view["sends"]], mode="text", textfont=dict(size=10, color=color), hoverinfo="skip", showlegend=False))
+    holds = view["holds"]
+    chunks, ranks = [f"c{c}" for c in range(n)], [f"GPU {r}" for r in range(n)]
+    data.append(go.Heatmap(z=[[h / n for h in row] for row in holds], x=chunks, y=ranks, xaxis="x2", yaxis="y2",
+                           zmin=0, zmax=1, colorscale=[[0, COLORS["panel"]], [1, COLORS["blue"]]],
+                           text=[[str(h) for h in row] for row in holds], texttemplate="%{text}" if small else None,
+                           colorbar=dict(title="of N", tickformat=".0%", len=0.8), hovertemplate="%{y}, %{x}: %{text} of " + str(n) + "<extra></extra>"))
+    if view["sends"] is not None:
+        data.append(go.Scatter(x=[chunks[c] for c in view["sends"]], y=ranks, xaxis="x2", yaxis="y2", mode="markers",
+                               marker=dict(symbol="square-open", size=16 if small else 10, color=COLORS["red"], line=dict(width=2)),
+                               name="sent this step", hoverinfo="skip"))
+    phase = view["phase"] if view["step"] else "before the first step"
+    layout = dict(
+        title=f"Ring all-reduce, N = {n}: step {view['step']} of {view['steps']} ({phase})", height=420,
+        margin=dict(t=70, l=40, r=20, b=40), legend=dict(orientation="h", y=-0.12),
+        xaxis=dict(domain=[0, 0.38], visible=False, range=[-1.3, 1.3]),
+        yaxis=dict(visible=False, range=[-1.3, 1.3], scaleanchor="x"),
+        xaxis2=dict(domain=[0.48, 1], title="chunk: who sends it (left), how many ranks' parts it sums (colour)"),
+        yaxis2=dict(anchor="x2", autorange="reversed"),
+    )
+    return apply_plotly_theme(go.Figure(data=data, layout=layout))
+
+
+@app.function
+def ps_figure(result: dict) -> go.Figure:
+    """Gradient-exchange time against workers: one parameter server against a ring."""
+    rows = [r for r in result["rows"] if r["n"] >= 2]
+    fig = go.Figure()
+    fig.add_scatter(x=[r["n"] for r in rows], y=[r["ps_s"] * 1e3 for r in rows], name=f"parameter server ({result['server']})", mode="lines+markers", line=dict(color=COLORS["red"], width=3))
+    fig.add_scatter(x=[r["n"] for r in rows], y=[r["ring_s"] * 1e3 for r in rows], name=f"ring ({result['worker']})", mode="lines+markers", line=dict(color=COLORS["blue"], width=3))
+    fig.update_layout(height=340, xaxis=dict(type="log", title="workers N"), yaxis=dict(type="log", title="time per exchange (ms)"), legend=dict(orientation="h", y=1.12))
+    return apply_plotly_theme(fig)
+
+
+@app.function
+def lb_figure(curves: dict, measured: dict) -> go.Figure:
+    """busbw against message size per algorithm (engine lines) with NCCL's measured points."""
+    fig = go.Figure()
+    for alg, c in curves.items():
+        fig.add_scatter(x=list(c["sizes"]), y=[b / 1e9 for b in c["busbw"]], name=f"{alg} (engine)", mode="lines", line=dict(color=ALGORITHM_COLORS[alg], width=3))
+    for alg, (points, _src) in measured["curves"].items():
+        fig.add_scatter(x=list(points), y=[b / 1e9 for b in points.values()], name=f"{alg}, NCCL measured", mode="markers",
+                        marker=dict(symbol="x", size=11, color=ALGORITHM_COLORS.get(alg, COLORS["ink"])))
+    for p in measured["points"]:
+        fig.add_scatter(x=[p["bytes"]], y=[p["busbw_gbs"]], name=f"{p['algorithm']}, NCCL measured ({p['id']})", mode="markers",
+                        marker=dict(symbol="diamond", size=12, color=ALGORITHM_COLORS.get(p["algorithm"], COLORS["ink"]), line=dict(width=1, color=COLORS["ink"])))
+    fig.update_layout(height=420, xaxis=dict(type="log", title="message size (bytes)", tickvals=[1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10], ticktext=["1 KB", "10 KB", "100 KB", "1 MB", "10 MB", "100 MB", "1 GB", "10 GB"]),
+                      yaxis=dict(title="all-reduce busbw (GB/s)", rangemode="tozero"), legend=dict(orientation="h", y=-0.3), margin=dict(b=120))
+    return apply_plotly_theme(fig)
+
+
+if __name__ == "__main__":
+    app.run()

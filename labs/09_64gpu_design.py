@@ -1,0 +1,547 @@
+import marimo
+
+__generated_with = "0.25.2"
+app = marimo.App(
+    width="medium",
+    app_title="Lab 09: The 64-GPU design worksheet, live",
+)
+
+with app.setup:
+    import marimo as mo
+
+    from labs.core import ENGINE_VERSION
+    from labs.core import charts, ui
+    from labs.core.layout import RANK_ORDER_NOTES, RANK_ORDERS
+    from labs.core.scenarios.lab09 import (
+        BOTTLENECK_CHOICES,
+        DP64_OPTIONS,
+        GLOBAL_BATCH,
+        JOB_LABELS,
+        JOBS,
+        LAB,
+        LINK_CHOICES,
+        MICRO_BATCHES,
+        PARAGRAPH_CHARS,
+        PP_CHOICES,
+        REASON_CHARS,
+        SMALL_BATCH,
+        TIME_TOLERANCE,
+        TP_CHOICES,
+        dp64_answer,
+        map_rows,
+        placements,
+        pp_costs,
+        recipe,
+        reference_estimates,
+        said_out_loud,
+        worksheet_estimate,
+        worksheet_outcomes,
+    )
+
+    ZERO_STAGES = {"0 (none)": 0, "1 (optimizer state)": 1, "2 (+ gradients)": 2, "3 (FSDP: + weights)": 3}
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    # Lab 09 · The 64-GPU design worksheet, live
+
+    Eight nodes of eight GPUs. For TP, PP, DP and ZeRO/FSDP you choose a degree, a placement and
+    a reason, and say which collective will be the bottleneck. Here the worksheet answers back:
+    the engine in `labs/core` fills in the communication map with calls, bytes, links and
+    seconds, and draws which GPU talks to which. About 35 minutes.
+
+    **Before you start:** Narayanan et al. 2021, *Efficient Large-Scale Language Model Training
+    on GPU Clusters Using Megatron-LM*, Sections 3 (parallelism configurations) and 4
+    (implementation, including the rank order); the ZeRO paper (Rajbhandari et al. 2020)
+    Section 5; Labs 05 (the 3D design) and 07 (the bubble).
+    """)
+    return
+
+
+@app.cell
+def _():
+    student_input = ui.student_identity()
+    student_input
+    return (student_input,)
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## 1 · The job
+    """)
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    _cards = []
+    for _key, _job in JOBS.items():
+        _model, _cluster = _job.inputs()
+        _cards.append(ui.stakeholder_message(
+            _job.sender,
+            f"{_job.ask} The model is {_model.name}: {_model.params / 1e9:.1f}B parameters, {_model.layers} layers, "
+            f"hidden size {_model.hidden}. The cluster: {_cluster.nodes} nodes x {_cluster.gpus_per_node} {_cluster.gpu.name} "
+            f"({_cluster.gpu.hbm_bytes / 1e9:.1f} GB each), {_cluster.intra.name} inside a node, {_cluster.rails} x {_cluster.inter.name} "
+            f"per node. Global batch {GLOBAL_BATCH:,} sequences of {_model.seq_len:,} tokens.",
+        ))
+    mo.vstack(_cards)
+    return
+
+
+@app.cell
+def _():
+    dp64_question = ui.prediction_question("64 GPUs, so DP = 64? For which job is DP = 64 a design that fits in memory?", DP64_OPTIONS)
+    dp64_question
+    return (dp64_question,)
+
+
+@app.cell
+def _():
+    dp64_commit_buttons = ui.commit_buttons()
+    return (dp64_commit_buttons,)
+
+
+@app.cell
+def _(dp64_commit_buttons, dp64_question, student_input):
+    _row, dp64_committed = ui.commit_prediction(student_input.value, LAB, "dp64", dp64_question, dp64_commit_buttons)
+    _row
+    return (dp64_committed,)
+
+
+@app.cell(hide_code=True)
+def _(dp64_committed):
+    mo.stop(not dp64_committed.made)
+    _ests = reference_estimates()
+    _13, _70 = _ests["13b-a100"], _ests["70b-h100"]
+
+    def _gb(e):
+        return f"{e.memory.total / 1e9:,.0f} GB"
+
+    _z3_70 = _70["DP=64, ZeRO-3"]
+    ui.reveal(
+        dp64_committed.answer,
+        dp64_answer(),
+        {
+            "A": f"Plain data parallelism keeps the whole model state on every GPU, {_13['DP=64, ZeRO-0'].memory.model_state / _13['DP=64, ZeRO-0'].model.params:.0f} bytes per parameter "
+                 f"(bf16 weights, fp32 gradients, fp32 Adam state): {_gb(_13['DP=64, ZeRO-0'])} per GPU with activations for the 13B and "
+                 f"{_gb(_70['DP=64, ZeRO-0'])} for the 70B, against {_13['DP=64, ZeRO-0'].cluster.gpu.hbm_bytes / 1e9:.1f} GB of HBM.",
+            "B": f"ZeRO-3 divides the model state by 64 but not the activations: the 70B still needs {_gb(_z3_70)} per GPU, "
+                 f"{_z3_70.memory.activations / 1e9:,.0f} GB of it activations of {_z3_70.model.layers} layers, which no ZeRO stage shards.",
+            "C": f"The 13B at DP = 64 with ZeRO-3 needs {_gb(_13['DP=64, ZeRO-3'])} per GPU and reaches {_13['DP=64, ZeRO-3'].mfu:.1%} MFU "
+                 f"(TP = 8 x DP = 8: {_13['TP=8 x DP=8, ZeRO-1'].mfu:.1%}). The 70B fits once TP and PP split its layers: "
+                 f"TP = 4 x PP = 4 x DP = 4 needs {_gb(_70['TP=4 x PP=4 x DP=4, ZeRO-1'])} and reaches {_70['TP=4 x PP=4 x DP=4, ZeRO-1'].mfu:.1%}.",
+            "D": f"Sharded over 64 GPUs the 13B's state is {_13['DP=64, ZeRO-3'].memory.model_state / 1e9:,.1f} GB per GPU: "
+                 f"with its activations, {_gb(_13['DP=64, ZeRO-3'])}, inside the {_13['DP=64, ZeRO-3'].cluster.gpu.hbm_bytes / 1e9:.1f} GB.",
+        },
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## 2 · The worksheet
+
+    Fill in the degrees (DP takes the rest of the 64 GPUs), the ZeRO/FSDP stage and the rank
+    order, which decides the placement: the axis that varies fastest along the ranks gets
+    neighbouring GPUs, inside one node. Give each row a one-line reason; it goes into your ledger.
+    """)
+    return
+
+
+@app.cell
+def _():
+    scenario_dropdown = mo.ui.dropdown(options={v: k for k, v in JOB_LABELS.items()}, value=JOB_LABELS["70b-h100"], label="Job")
+    return (scenario_dropdown,)
+
+
+@app.cell
+def _():
+    tp_dropdown = mo.ui.dropdown(options={str(t): t for t in TP_CHOICES}, value="8", label="TP degree")
+    return (tp_dropdown,)
+
+
+@app.cell
+def _():
+    pp_dropdown = mo.ui.dropdown(options={str(p): p for p in PP_CHOICES}, value="1", label="PP degree")
+    return (pp_dropdown,)
+
+
+@app.cell
+def _():
+    zero_dropdown = mo.ui.dropdown(options=ZERO_STAGES, value="1 (optimizer state)", label="ZeRO / FSDP stage")
+    return (zero_dropdown,)
+
+
+@app.cell
+def _():
+    microbatch_dropdown = mo.ui.dropdown(options={str(b): b for b in MICRO_BATCHES}, value="1", label="Micro-batch (sequences)")
+    return (microbatch_dropdown,)
+
+
+@app.cell
+def _():
+    order_radio = mo.ui.radio(options={f"{o}: {RANK_ORDER_NOTES[o]}": o for o in RANK_ORDERS}, value=f"{RANK_ORDERS[0]}: {RANK_ORDER_NOTES[RANK_ORDERS[0]]}", label="Rank order (innermost first)")
+    return (order_radio,)
+
+
+@app.cell
+def _():
+    reason_inputs = mo.ui.dictionary({
+        axis: mo.ui.text(placeholder="one line: why this degree and placement", max_length=REASON_CHARS, full_width=True, label=f"Reason for {axis.upper() if axis != 'zero' else 'ZeRO/FSDP'}")
+        for axis in ("tp", "pp", "dp", "zero")
+    })
+    return (reason_inputs,)
+
+
+@app.cell
+def _(
+    dp64_committed,
+    microbatch_dropdown,
+    order_radio,
+    pp_dropdown,
+    scenario_dropdown,
+    tp_dropdown,
+    zero_dropdown,
+):
+    ui.commitment_gate(dp64_committed, "the worksheet")
+    worksheet_inputs = dict(
+        scenario=scenario_dropdown.value,
+        tp=tp_dropdown.value,
+        pp=pp_dropdown.value,
+        zero_stage=zero_dropdown.value,
+        micro_batch=microbatch_dropdown.value,
+        rank_order=order_radio.value,
+    )
+    try:
+        design = worksheet_estimate(**worksheet_inputs)
+        design_error = None
+    except ValueError as _err:
+        design, design_error = None, str(_err)
+    mo.vstack([
+        mo.md("### Your design"),
+        mo.hstack([scenario_dropdown, tp_dropdown, pp_dropdown, zero_dropdown, microbatch_dropdown], justify="start", wrap=True),
+        order_radio,
+    ])
+    return design, design_error, worksheet_inputs
+
+
+@app.cell
+def _(design, design_error, reason_inputs):
+    mo.stop(design is None, ui.failure_banner([f"Invalid design: {design_error}"]))
+    _place = placements(design)
+    _p = design.plan
+    _rows = [("TP", _p.tp, _place["tp"], "tp"), ("PP", _p.pp, _place["pp"], "pp"), ("DP", _p.dp, _place["dp"], "dp"), ("ZeRO/FSDP", f"stage {_p.zero_stage}", _place["zero"], "zero")]
+    _sheet = mo.vstack(
+        [mo.hstack([mo.md("**axis · degree**"), mo.md("**placement, from the rank order**"), mo.md("**your reason**")], widths=[1, 2, 3])]
+        + [mo.hstack([mo.md(f"**{a}** · {d}"), mo.md(pl), reason_inputs[k]], widths=[1, 2, 3], align="center") for a, d, pl, k in _rows]
+    )
+    _items = [
+        ui.failure_banner(design.warnings),
+        ui.metric_cards({
+            "MFU": f"{design.mfu:.1%}",
+            "step time": f"{design.step_time_s:.2f} s",
+            "memory, busiest GPU": f"{design.memory.total / 1e9:.1f} GB",
+            "fits": "yes" if design.fits else "no",
+            "bubble": f"{design.bubble_fraction:.1%}",
+            "micro-batches per pipeline": f"{_p.microbatches}",
+        }),
+        _sheet,
+    ]
+    mo.vstack([i for i in _items if i is not None])
+    return
+
+
+@app.cell(hide_code=True)
+def _(design):
+    mo.stop(design is None)
+    _rows = map_rows(design)
+    _dominant = next((r for r in _rows if r["dominant"]), None)
+    _lines = [
+        "| | collective | how often | calls / step | sent per GPU / step | group | link | wire time | exposed |",
+        "|---|---|---|---:|---:|---|---|---:|---:|",
+    ]
+    for _r in _rows:
+        _lines.append(
+            f"| {'★' if _r['dominant'] else ''} | {_r['collective']} | {_r['how often']} | {_r['calls / step']:,.0f} | {_r['GB sent / GPU / step']:,.2f} GB | "
+            f"{_r['group']} | {_r['link']} | {_r['wire ms']:,.1f} ms | {_r['exposed ms']:,.1f} ms ({_r['exposed % of step']:.2%} of the step) |"
+        )
+    _note = (
+        f"★ marks the collective the step waits for longest: **{_dominant['collective']}** on {_dominant['link']}, "
+        f"{_dominant['exposed ms']:,.1f} ms exposed of {design.step_time_s * 1e3:,.0f} ms per step."
+        if _dominant else "This design runs no collective: one GPU would do."
+    )
+    mo.vstack([
+        mo.md("## 3 · The communication map, filled by the engine"),
+        mo.md("\n".join(_lines)),
+        mo.md(_note + " *Wire time* is the time the collective occupies its link in one step; *exposed* is what overlap with compute leaves on the critical path."),
+    ])
+    return
+
+
+@app.cell
+def _():
+    grid_dropdown = mo.ui.dropdown(options={v: k for k, v in charts.GRID_AXES.items()}, value="TP group", label="Colour the GPUs by")
+    return (grid_dropdown,)
+
+
+@app.cell
+def _(design, grid_dropdown):
+    mo.stop(design is None)
+    grid_figure = charts.gpu_grid(design, grid_dropdown.value)
+    mo.vstack([
+        mo.md(f"## 4 · The {design.cluster.nodes} x {design.cluster.gpus_per_node} grid\n\nOne row per node. Lines are the hops of the chosen groups that leave a node. Hover for a GPU's coordinates and memory; a cross marks a GPU over its HBM. Change the rank order and watch the TP groups."),
+        grid_dropdown,
+        grid_figure,
+    ])
+    return (grid_figure,)
+
+
+@app.cell(hide_code=True)
+def _(dp64_committed):
+    mo.stop(not dp64_committed.made)
+    _ests = reference_estimates()
+    _lines = ["| job | layout | memory per GPU | fits | MFU |", "|---|---|---:|---|---:|"]
+    for _key, _by in _ests.items():
+        for _name, _e in _by.items():
+            _lines.append(f"| {JOB_LABELS[_key]} | {_name} | {_e.memory.total / 1e9:,.1f} GB | {'yes' if _e.fits else 'no: out of memory'} | {f'{_e.mfu:.1%}' if _e.fits else '—'} |")
+    _pp = ["| batch (sequences) | layout | micro-batches | bubble | PP send/recv on the wire | exposed | memory per GPU | MFU |", "|---:|---|---:|---:|---:|---:|---:|---:|"]
+    for _batch in (GLOBAL_BATCH, SMALL_BATCH):
+        for _r in pp_costs("70b-h100", _batch):
+            _pp.append(f"| {_batch:,} | TP 8 x PP {_r['pp']} x DP {_r['dp']} | {_r['microbatches']} | {_r['bubble_fraction']:.1%} ({_r['bubble_s'] * 1e3:,.0f} ms) | "
+                       f"{_r['pp_wire_s'] * 1e3:,.0f} ms | {_r['pp_exposed_s'] * 1e3:,.1f} ms | {_r['memory_bytes'] / 1e9:,.1f} GB | {_r['mfu']:.1%} |")
+    _deep = pp_costs("70b-h100", SMALL_BATCH)[-1]
+    mo.md(
+        "## 5 · Misconceptions, met with numbers\n\n"
+        "**\"64 GPUs means DP = 64.\"** A data-parallel replica per GPU must hold the model state and its own activations:\n\n"
+        + "\n".join(_lines)
+        + "\n\n**\"PP across nodes is free.\"** Pipeline stages talk only at their boundaries, once per micro-batch each way, "
+        "so the send/recv volume is small and mostly hidden. What a pipeline costs is the fill and drain (the bubble, "
+        "(p-1)/(m+p-1) of the step) and the chain of dependent sends in it; both grow with p and shrink only as the micro-batches m grow, "
+        f"and m is the global batch divided by DP. At {SMALL_BATCH} sequences the 70B's 8-stage pipeline idles {_deep['bubble_fraction']:.1%} of the step. "
+        "What the stages buy is memory: each GPU holds 1/p of the layers.\n\n"
+        + "\n".join(_pp)
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## 6 · Say it out loud
+
+    Write your design as you would explain it to the stakeholder: the degrees and where they sit,
+    what each buys, and the collective you expect to be the bottleneck. Then name that
+    collective, its link and its exposed time per step; they are checked against the engine's map.
+    """)
+    return
+
+
+@app.cell
+def _():
+    paragraph_area = mo.ui.text_area(placeholder="For 8 nodes x 8 GPUs I put TP ... because ...", max_length=PARAGRAPH_CHARS, full_width=True, rows=5, label="Your design, in a paragraph")
+    return (paragraph_area,)
+
+
+@app.cell
+def _():
+    bottleneck_dropdown = mo.ui.dropdown(options=BOTTLENECK_CHOICES, label="Bottleneck collective")
+    return (bottleneck_dropdown,)
+
+
+@app.cell
+def _():
+    link_dropdown = mo.ui.dropdown(options=LINK_CHOICES, label="Its link")
+    return (link_dropdown,)
+
+
+@app.cell
+def _():
+    time_number = mo.ui.number(start=0, stop=1e7, step=0.1, value=0, label="Its exposed time per step (ms)")
+    return (time_number,)
+
+
+@app.cell
+def _(
+    bottleneck_dropdown,
+    design,
+    dp64_committed,
+    link_dropdown,
+    paragraph_area,
+    time_number,
+):
+    ui.commitment_gate(dp64_committed, "the spoken design")
+    spoken = dict(bottleneck=bottleneck_dropdown.value, bottleneck_link=link_dropdown.value, bottleneck_time_ms=time_number.value or None)
+    _items = [paragraph_area, mo.hstack([bottleneck_dropdown, link_dropdown, time_number], justify="start", wrap=True)]
+    if design is not None and spoken["bottleneck"] is not None:
+        _said = said_out_loud(design, spoken["bottleneck"], spoken["bottleneck_link"], spoken["bottleneck_time_ms"])
+        _d = design.dominant_collective
+        _marks = [
+            f"collective {'✔' if _said['bottleneck_correct'] else '✘'}",
+            f"link {'✔' if _said['link_correct'] else '✘'}",
+            f"time {'✔' if _said['time_correct'] else '✘'} (within {TIME_TOLERANCE:.0%} of the engine's)",
+        ]
+        _text = " · ".join(_marks)
+        if _d is not None and not all(_said[k] for k in ("bottleneck_correct", "link_correct", "time_correct")):
+            _text += f". The map says: {_d.axis} {_d.op} on {_d.link}, {_d.exposed_s * 1e3:,.1f} ms exposed per step."
+        _items.append(mo.callout(mo.md(_text), kind="success" if all(_said[k] for k in ("bottleneck_correct", "link_correct", "time_correct")) else "warn"))
+    mo.vstack(_items)
+    return (spoken,)
+
+
+@app.cell(hide_code=True)
+def _(dp64_committed):
+    mo.stop(not dp64_committed.made)
+    ui.math_peek(
+        "The equations behind the map",
+        r"""
+    Per GPU per step, with $m$ micro-batches of $b$ sequences of $s$ tokens, hidden size $h$,
+    $L_s$ layers on the stage, 2-byte activations, $\Psi$ parameters on the GPU's TP x PP shard:
+
+    - **TP** (Megatron, with sequence parallelism): an all-gather and a reduce-scatter of $b\,s\,h$
+      activations twice per layer per pass, $2\,(t-1)/t \cdot 2bsh$ bytes each pair:
+      $\;B_{TP} = m\,L_s\,(2+r)\cdot 4\,\frac{t-1}{t}\,2bsh$ ($r = 1$ under full recompute).
+    - **PP**: one send of $2bsh/t$ bytes per micro-batch per boundary each way: $B_{PP} = 2m\cdot 2bsh/t$;
+      bubble $\frac{p-1}{m+p-1}$ of the step under 1F1B.
+    - **DP**: a ring all-reduce of the gradients, $2\frac{n-1}{n}\,4\Psi$ bytes in fp32 (ZeRO-0), or a
+      reduce-scatter $\frac{n-1}{n}\,4\Psi$ plus an all-gather of the bf16 weights $\frac{n-1}{n}\,2\Psi$
+      (ZeRO-1), in buckets of $\max(40\text{M}, 10^6 n)$ parameters, overlapped with the backward.
+    - **Placement**: under a rank order an axis's members sit $\sigma$ = (product of the inner
+      degrees) ranks apart, so $\min(n, \lfloor G/\sigma \rfloor)$ of them share a node of $G$ GPUs.
+      A group inside a node runs on NVLink; one that spans nodes crosses on its share of the
+      node's NICs, and TP's overlap with the GEMMs works only inside the NVLink domain.
+    """,
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(dp64_committed):
+    mo.stop(not dp64_committed.made)
+    _inner = worksheet_estimate("70b-h100", 8, 1, 1, 1, RANK_ORDERS[0])
+    _outer = worksheet_estimate("70b-h100", 8, 1, 1, 1, "cp-dp-tp-pp")
+    _tp_in = next(c for c in _inner.collectives if c.key == "tp")
+    _tp_out = next(c for c in _outer.collectives if c.key == "tp")
+    mo.md(
+        f"""
+    ### Reflection: the same degrees, another order
+
+    TP = {_inner.plan.tp} x DP = {_inner.plan.dp} for the {_inner.model.name}, ZeRO-{_inner.plan.zero_stage}. With TP innermost each TP group is one node and its
+    collectives expose **{_tp_in.exposed_s:,.1f} s** per step on {_tp_in.link}; MFU {_inner.mfu:.1%}.
+    With DP innermost the same TP groups span {_tp_out.nodes} nodes, {_tp_out.members_per_node} GPU per node, and
+    expose **{_tp_out.exposed_s:,.1f} s** on {_tp_out.link}; MFU {_outer.mfu:.1%}. The bytes are the same
+    ({_tp_in.sent_bytes / 1e9:,.0f} GB per GPU per step): the link and the lost overlap make the difference. Which
+    axis of your own design would you move inward next, and what would it push out of the node?
+    """
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(dp64_committed):
+    mo.stop(not dp64_committed.made)
+    _ests = reference_estimates()
+    _z3 = _ests["70b-h100"]["DP=64, ZeRO-3"]
+    _rows = pp_costs("70b-h100", SMALL_BATCH)
+    mo.md(
+        f"""
+    ## Key takeaways
+
+    - DP = 64 is a memory question first: plain data parallelism needs
+      {_ests['13b-a100']['DP=64, ZeRO-0'].memory.total / 1e9:,.0f} GB per GPU for the 13B; ZeRO-3 shards the state but not the
+      activations, so the 70B still needs {_z3.memory.total / 1e9:,.0f} GB at DP = 64.
+    - The chattiest collective (TP, every layer) belongs on the fastest link: the rank order, not
+      only the degree, decides whether it stays inside a node.
+    - Pipeline stages across nodes send little, but pay a bubble that grows with p and shrinks with
+      the micro-batches: {_rows[1]['bubble_fraction']:.1%} at PP = 2 and {_rows[-1]['bubble_fraction']:.1%} at PP = 8 for {SMALL_BATCH} sequences.
+    - Say the bottleneck with its link and its seconds, not only the degrees.
+
+    **Next:** Lab 10 (failures at scale) asks what the same 64 GPUs lose to checkpoints and restarts.
+    """
+    )
+    return
+
+
+@app.cell
+def _():
+    submit_button = mo.ui.run_button(label="Submit my worksheet to the ledger")
+    return (submit_button,)
+
+
+@app.cell
+def _(
+    design,
+    design_error,
+    dp64_committed,
+    paragraph_area,
+    reason_inputs,
+    spoken,
+    student_input,
+    submit_button,
+    worksheet_inputs,
+):
+    mo.stop(not dp64_committed.made)
+
+    def _steps():
+        if design is None:
+            yield ui.NotSaved("worksheet", f"the design is invalid ({design_error})")
+            return
+        _inputs = {**worksheet_inputs, **{f"reason_{k}": v for k, v in reason_inputs.value.items()}, **spoken, "paragraph": paragraph_area.value}
+        _predictions = {"dp64": dp64_committed.answer}
+        yield LAB, "worksheet", _inputs, _predictions, worksheet_outcomes(_inputs, _predictions)
+
+    _view, submitted = ui.submit_to_ledger(student_input.value, submit_button, _steps)
+    _view
+    return (submitted,)
+
+
+@app.cell
+def _(design, submitted):
+    mo.stop(submitted is None or design is None)
+    _scenario = submitted["labs"][LAB]["worksheet"]["inputs"]["scenario"]
+    _r = recipe(_scenario)
+    _best = _r["best"]
+    _mine = design
+    mo.vstack([
+        mo.md(
+            f"""
+    ### The engine's best plan beside yours ({JOB_LABELS[_scenario]})
+
+    | | yours | engine's best |
+    |---|---|---|
+    | layout | TP {_mine.plan.tp} x PP {_mine.plan.pp} x DP {_mine.plan.dp}, ZeRO-{_mine.plan.zero_stage}, micro-batch {_mine.plan.micro_batch} | TP {_best.tp} x PP {_best.pp} x DP {_best.dp}, ZeRO-{_best.zero_stage}, micro-batch {_best.micro_batch} |
+    | MFU | {_mine.mfu:.1%} | {_best.mfu:.1%} |
+    | memory per GPU | {_mine.memory.total / 1e9:.1f} GB | {_best.memory_bytes / 1e9:.1f} GB |
+
+    **The recipe, applied.** (1) *Fit memory*: of the {_r['plans']} plans of this lab's software,
+    {_r['fitting']} fit in {_mine.cluster.gpu.hbm_bytes / 1e9:.1f} GB; the smallest model-parallel
+    degree TP x PP among them is {_r['smallest_model_parallel']}. (2) *Reach the global batch*: DP is what
+    is left of 64, and every pipeline then runs {GLOBAL_BATCH:,} / (micro-batch x DP) micro-batches
+    ({_r['best_m']} for the best plan). (3) *Maximise throughput*: the fastest of those is the one above.
+    """
+        ),
+        charts.design_front(_r["frame"], _mine),
+    ])
+    return
+
+
+@app.cell
+def _(design, dp64_committed, spoken, submitted):
+    ui.hud(
+        {
+            "engine": ENGINE_VERSION,
+            "prediction": dp64_committed.describe(),
+            "design": f"TP{design.plan.tp}·PP{design.plan.pp}·DP{design.plan.dp}·ZeRO-{design.plan.zero_stage} ({design.plan.rank_order})" if design is not None else "—",
+            "MFU": f"{design.mfu:.1%}" if design is not None else "—",
+            "fits": ("yes" if design.fits else "no") if design is not None else "—",
+            "bottleneck named": spoken["bottleneck"] or "—",
+            "ledger": "saved" if submitted else "not submitted",
+        }
+    )
+    return
+
+
+if __name__ == "__main__":
+    app.run()

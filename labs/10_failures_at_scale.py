@@ -1,0 +1,761 @@
+import marimo
+
+__generated_with = "0.25.2"
+app = marimo.App(
+    width="medium",
+    app_title="Lab 10: Failures at scale, checkpoint cadence and goodput",
+)
+
+with app.setup:
+    import marimo as mo
+    import numpy as np
+    import pandas as pd
+    import plotly.graph_objects as go
+
+    from labs.core import ENGINE_VERSION
+    from labs.core import ui
+    from labs.core.memory import BYTES_PER_PARAM, OPTIMIZER_BYTES, WEIGHT_BYTES
+    from labs.core.models import MODELS
+    from labs.core.reliability import (
+        LLAMA3_CAUSES,
+        LLAMA3_EFFECTIVE_TRAINING,
+        LLAMA3_GPUS,
+        LLAMA3_PLANNED,
+        LLAMA3_STORAGE_PEAK,
+        LLAMA3_STORAGE_SUSTAINED,
+        LLAMA3_UNEXPECTED,
+        LLAMA3_WINDOW_S,
+        best_goodput,
+        cadence_curve,
+        cause_shares,
+        daly_interval,
+        expected_interruptions,
+        goodput,
+        gpu_mtbf_s,
+        job_mtbf_s,
+        mean_restart_s,
+        optimal_interval,
+        restart_by_cause,
+        simulate,
+        straggler_all_reduce,
+        wall_breakdown,
+        young_interval,
+    )
+    from labs.core.scenarios.lab10 import (
+        CADENCE_OPTIONS,
+        CLAIM_INTERVALS_MIN,
+        CLAIM_SETTING,
+        LAB,
+        LAYOUTS,
+        MTBF_OPTIONS,
+        RUN_DAYS,
+        RUN_GPUS,
+        RUN_MODEL,
+        SEED_CLAIM_MINUTES,
+        SEED_CLAIM_MODEL,
+        SHARDINGS,
+        STRATEGY_LABELS,
+        cadence_answer,
+        cadence_explanations,
+        cadence_outcomes,
+        checkpoint_rows,
+        inverse_rows,
+        max_checkpoint_for,
+        mtbf_answer,
+        mtbf_explanations,
+        run_cluster,
+        seed_claim_bandwidths,
+        setting_costs,
+    )
+    from labs.core.style import COLORS, apply_plotly_theme
+
+    HOUR, DAY, MINUTE = 3600.0, 86400.0, 60.0
+    GPU_STEPS = [1024, 2048, 4096, 8192, 16384, 32768, 65536]
+    STORAGE_STEPS = [0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 7000]
+    INTERVAL_STEPS = [1, 2, 3, 5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 240, 360, 720, 1440]
+    MODEL_CHOICES = {MODELS[k].name: k for k in LAYOUTS}
+    SIM_RUNS, SIM_SEED = 400, 0
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    # Lab 10 · Failures at scale: checkpoint cadence and goodput
+
+    A GPU that fails once in years becomes a job that fails every few hours once sixteen thousand
+    of them train together. This lab measures that against Llama 3's published interruptions,
+    weighs a checkpoint, picks how often to write one, and simulates the long run.
+
+    **Before you start:** Llama Team 2024, *The Llama 3 Herd of Models*, Sec. 3.3.4 and Table 5;
+    Young 1974, *A first order approximation to the optimum checkpoint interval*; Daly 2006,
+    *A higher order estimate of the optimum checkpoint interval for restart dumps*.
+    """)
+    return
+
+
+@app.cell
+def _():
+    student_input = ui.student_identity()
+    student_input
+    return (student_input,)
+
+
+@app.cell(hide_code=True)
+def _():
+    _m = MODELS[RUN_MODEL]
+    ui.stakeholder_message(
+        "Training lead",
+        f"We have {RUN_GPUS:,} H100s booked to train {_m.name}: {RUN_DAYS} days of compute if nothing breaks. "
+        f"Meta's Llama 3 fleet works out to one job-stopping failure per GPU every **{gpu_mtbf_s() / (365 * DAY):.1f} years**. "
+        "How often will the job stop, what does a checkpoint cost us, and how often should we write one?",
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## 1 · How often does the job stop?
+    """)
+    return
+
+
+@app.cell
+def _():
+    mtbf_question = ui.prediction_question(
+        f"Each GPU runs {gpu_mtbf_s() / (365 * DAY):.1f} years between failures on average. How long does a {RUN_GPUS:,}-GPU job run between interruptions?",
+        MTBF_OPTIONS,
+    )
+    mtbf_question
+    return (mtbf_question,)
+
+
+@app.cell
+def _():
+    mtbf_commit_buttons = ui.commit_buttons()
+    return (mtbf_commit_buttons,)
+
+
+@app.cell
+def _(mtbf_commit_buttons, mtbf_question, student_input):
+    _row, mtbf_committed = ui.commit_prediction(student_input.value, LAB, "mtbf", mtbf_question, mtbf_commit_buttons)
+    _row
+    return (mtbf_committed,)
+
+
+@app.cell(hide_code=True)
+def _(mtbf_committed):
+    ui.commitment_gate(mtbf_committed, "the answer")
+    ui.reveal(mtbf_committed.answer, mtbf_answer(), mtbf_explanations())
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## 2 · Time between failures against the number of GPUs, calibrated on Llama 3
+    """)
+    return
+
+
+@app.cell
+def _():
+    gpus_slider = mo.ui.slider(steps=GPU_STEPS, value=RUN_GPUS, label="GPUs in the job", show_value=True, debounce=True)
+    return (gpus_slider,)
+
+
+@app.cell(hide_code=True)
+def _(gpus_slider, mtbf_committed):
+    ui.commitment_gate(mtbf_committed, "the failure model")
+    _n = gpus_slider.value
+    _m = job_mtbf_s(_n)
+    _wall = RUN_DAYS * DAY
+    _exp = expected_interruptions(_n, _wall)
+    _rows = [
+        {"cause (Llama 3 Table 5)": _c.label, "component": _c.category, "in Llama 3's 54 days": _c.count,
+         "share": f"{cause_shares()[_c.key]:.1%}", f"expected in {RUN_DAYS} days at {_n:,} GPUs": f"{_exp[_c.key]:.1f}",
+         "job restarts without the node": "yes" if _c.node_swap else "no"}
+        for _c in LLAMA3_CAUSES
+    ]
+    mo.vstack(
+        [
+            gpus_slider,
+            ui.metric_cards({
+                "job MTBF": f"{_m / HOUR:.2f} h",
+                f"unexpected stops in {RUN_DAYS} days": f"{_exp['unexpected']:.0f}",
+                "planned stops": f"{_exp['planned']:.0f}",
+                "one GPU's MTBF": f"{gpu_mtbf_s() / (365 * DAY):.1f} years",
+            }),
+            mtbf_figure(_n),
+            mo.md(
+                f"Llama 3 counted **{LLAMA3_UNEXPECTED + LLAMA3_PLANNED}** interruptions in {LLAMA3_WINDOW_S / DAY:.0f} days on up to "
+                f"{LLAMA3_GPUS:,} GPUs: {LLAMA3_PLANNED} planned, {LLAMA3_UNEXPECTED} unexpected. Spread over all {LLAMA3_GPUS:,} GPUs for "
+                f"the whole window (the lowest per-GPU rate the paper allows), that is one unexpected stop every "
+                f"**{job_mtbf_s(LLAMA3_GPUS) / HOUR:.2f} hours**, and every GPU adds the same rate: the job's MTBF is the GPU's "
+                f"divided by N. GPUs and their memory cause "
+                f"{sum(cause_shares()[_c.key] for _c in LLAMA3_CAUSES if _c.category == 'GPU'):.0%} of them. "
+                "Which causes take a node out of the job is this lab's assumption (last column); it matters once restarts are priced."
+            ),
+            mo.ui.table(pd.DataFrame(_rows), selection=None, show_column_summaries=False, show_data_types=False, page_size=11),
+        ]
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## 3 · What a checkpoint weighs, and what it costs to write
+    """)
+    return
+
+
+@app.cell
+def _():
+    model_dropdown = mo.ui.dropdown(options=MODEL_CHOICES, value=MODELS[RUN_MODEL].name, label="Model")
+    return (model_dropdown,)
+
+
+@app.cell
+def _():
+    sharding_dropdown = mo.ui.dropdown(options=SHARDINGS, value="FSDP / ZeRO-3 (+ weights)", label="Sharding over data parallel")
+    return (sharding_dropdown,)
+
+
+@app.cell
+def _():
+    strategy_dropdown = mo.ui.dropdown(options=STRATEGY_LABELS, value="sharded (every GPU writes its slice)", label="Checkpoint strategy")
+    return (strategy_dropdown,)
+
+
+@app.cell
+def _():
+    storage_slider = mo.ui.slider(steps=STORAGE_STEPS, value=2000, label="File-system bandwidth (GB/s)", show_value=True, debounce=True)
+    return (storage_slider,)
+
+
+@app.cell(hide_code=True)
+def _(
+    gpus_slider,
+    model_dropdown,
+    mtbf_committed,
+    sharding_dropdown,
+    storage_slider,
+    strategy_dropdown,
+):
+    ui.commitment_gate(mtbf_committed, "the checkpoint costs")
+    _rows = checkpoint_rows(sharding_dropdown.value, storage_slider.value, gpus_slider.value)
+    setting_cluster = run_cluster(gpus_slider.value)
+    _table = [
+        {"model": _r["model"], "strategy": _r["strategy"], "checkpoint": f"{_r['job_bytes'] / 1e12:.2f} TB",
+         "per GPU": f"{_r['per_gpu_bytes'] / 1e9:.3f} GB", "training paused": fmt_s(_r["stall_s"]),
+         "on storage after": fmt_s(_r["write_s"]), "restore": fmt_s(_r["restore_s"])}
+        for _r in _rows
+    ]
+    _bytes, _bw10, _bw30 = seed_claim_bandwidths(sharding_dropdown.value)
+    _seed_now = [_r for _r in _rows if _r["model"] == MODELS[SEED_CLAIM_MODEL].name and _r["strategy"].startswith("sync")][0]
+    mo.vstack(
+        [
+            mo.hstack([model_dropdown, sharding_dropdown, strategy_dropdown], justify="start", wrap=True),
+            storage_slider,
+            mo.md(
+                f"A checkpoint holds the bf16 weights and the optimizer state (fp32 master weights, Adam m and v): the engine's "
+                f"memory model without the gradients, {_rows[0]['job_bytes'] / MODELS['llama3-8b'].params:.0f} bytes per parameter. "
+                f"Per GPU it is each GPU's share under the sharding you chose, at {gpus_slider.value:,} GPUs (TP x PP as in "
+                f"`labs/core/scenarios/lab10.py`). Storage traffic is assumed to share each GPU's NIC ({setting_cluster.inter.name}); one writer gets one NIC. "
+                "The model, sharding, strategy and bandwidth you pick here carry into sections 4-7."
+            ),
+            mo.ui.table(pd.DataFrame(_table), selection=None, show_column_summaries=False, show_data_types=False, page_size=9),
+            mo.md(
+                f"**The seed's claim, checked.** \"A sync checkpoint pauses a 70B model for {SEED_CLAIM_MINUTES[0]}-{SEED_CLAIM_MINUTES[1]} "
+                f"minutes.\" {MODELS[SEED_CLAIM_MODEL].name}'s checkpoint is {_bytes / 1e12:.2f} TB, so that pause means a file system "
+                f"delivering {_bw30 / 1e9:.2f}-{_bw10 / 1e9:.2f} GB/s to the writer: true on a slow NFS share. On Llama 3's "
+                f"({LLAMA3_STORAGE_SUSTAINED / 1e12:.0f} TB/s sustained, {LLAMA3_STORAGE_PEAK / 1e12:.0f} TB/s peak) one gathered writer "
+                f"is limited by its NIC instead; at {storage_slider.value:g} GB/s the sync write takes **{fmt_s(_seed_now['stall_s'])}**, "
+                "a sharded write far less, and an async one pauses training only for the copy out of HBM."
+            ),
+        ]
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## 4 · Cadence: how often to checkpoint
+    """)
+    return
+
+
+@app.cell
+def _():
+    cadence_question = ui.prediction_question(
+        "Checkpointing more often is always safer. True?",
+        CADENCE_OPTIONS,
+    )
+    cadence_question
+    return (cadence_question,)
+
+
+@app.cell
+def _():
+    cadence_commit_buttons = ui.commit_buttons()
+    return (cadence_commit_buttons,)
+
+
+@app.cell
+def _(cadence_commit_buttons, cadence_question, student_input):
+    _row, cadence_committed = ui.commit_prediction(student_input.value, LAB, "cadence", cadence_question, cadence_commit_buttons)
+    _row
+    return (cadence_committed,)
+
+
+@app.cell
+def _():
+    interval_slider = mo.ui.slider(steps=INTERVAL_STEPS, value=30, label="Checkpoint every (minutes of training)", show_value=True, debounce=True)
+    return (interval_slider,)
+
+
+@app.cell
+def _():
+    relaunch_slider = mo.ui.slider(start=1, stop=60, step=1, value=10, label="Relaunch after a failure (minutes, plus the checkpoint read)", show_value=True, debounce=True)
+    return (relaunch_slider,)
+
+
+@app.cell
+def _():
+    swap_slider = mo.ui.slider(steps=[5, 10, 15, 30, 60, 120, 240], value=60, label="Getting a replacement node without spares (minutes)", show_value=True, debounce=True)
+    return (swap_slider,)
+
+
+@app.cell
+def _():
+    spares_switch = mo.ui.switch(value=False, label="Hot spares standing by")
+    return (spares_switch,)
+
+
+@app.cell
+def _(
+    gpus_slider,
+    interval_slider,
+    model_dropdown,
+    mtbf_committed,
+    relaunch_slider,
+    sharding_dropdown,
+    spares_switch,
+    storage_slider,
+    strategy_dropdown,
+    swap_slider,
+):
+    mo.stop(not mtbf_committed.made)
+    cadence_inputs = dict(
+        model=model_dropdown.value, gpus=gpus_slider.value, zero_stage=sharding_dropdown.value, strategy=strategy_dropdown.value,
+        storage_gbps=storage_slider.value, relaunch_min=relaunch_slider.value, swap_min=swap_slider.value,
+        hot_spares=bool(spares_switch.value), interval_min=interval_slider.value,
+    )
+    setting = setting_costs(**{k: v for k, v in cadence_inputs.items() if k != "interval_min"})
+    return cadence_inputs, setting
+
+
+@app.cell
+def _(interval_slider, setting):
+    _tau = interval_slider.value * MINUTE
+    _m, _r, _cost = setting["mtbf_s"], setting["restart_s"], setting["cost"]
+    _c = _cost.stall_at(_tau)
+    cadence_view = {
+        "tau": _tau, "stall": _c, "goodput": goodput(_tau, _c, _r, _m), "shares": wall_breakdown(_tau, _c, _r, _m),
+        "young": young_interval(_cost.stall_s, _m), "daly": daly_interval(_cost.stall_s, _m),
+        "best": optimal_interval(_cost.stall_s, _m),
+        "curve": cadence_curve(_cost.stall_s, _r, _m, write_s=_cost.write_s if _cost.strategy == "async" else 0.0),
+    }
+    return (cadence_view,)
+
+
+@app.cell(hide_code=True)
+def _(
+    cadence_view,
+    interval_slider,
+    mtbf_committed,
+    relaunch_slider,
+    setting,
+    spares_switch,
+    strategy_dropdown,
+    swap_slider,
+):
+    ui.commitment_gate(mtbf_committed, "the cadence instruments")
+    _v = cadence_view
+    _s = _v["shares"]
+    _banner = None
+    if strategy_dropdown.value == "async" and setting["cost"].write_s > _v["tau"]:
+        _banner = ui.failure_banner([f"The background write takes {fmt_s(setting['cost'].write_s)}, longer than the {interval_slider.value}-minute "
+                                     f"interval: each checkpoint waits for the previous one, a {fmt_s(_v['stall'])} stall."])
+    mo.vstack(
+        [
+            mo.hstack([interval_slider, relaunch_slider], justify="start", wrap=True),
+            mo.hstack([swap_slider, spares_switch], justify="start", wrap=True),
+            *([_banner] if _banner is not None else []),
+            ui.metric_cards({
+                "goodput": f"{_v['goodput']:.1%}",
+                "checkpoint stalls": f"{_s.checkpoint:.2%}",
+                "work lost and redone": f"{_s.lost:.1%}",
+                "restarts": f"{_s.restart:.1%}",
+                "Daly's interval": f"{_v['daly'] / MINUTE:.1f} min",
+            }),
+            cadence_figure(_v),
+            mo.md(
+                f"Stall per checkpoint **{fmt_s(_v['stall'])}**, mean restart R = **{setting['restart_s'] / MINUTE:.1f} min** "
+                f"(relaunch, the {fmt_s(setting['restore_s'])} read, and a node swap for the causes that need one"
+                f"{' from a hot spare: none to wait for' if spares_switch.value else f' at {swap_slider.value} min each'}), "
+                f"job MTBF M = **{setting['mtbf_s'] / HOUR:.2f} h**. Young's $\\sqrt{{2CM}}$ gives {_v['young'] / MINUTE:.1f} min, "
+                f"Daly's higher-order form {_v['daly'] / MINUTE:.1f} min, the exact optimum of this model {_v['best'] / MINUTE:.1f} min."
+            ),
+        ]
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(cadence_committed):
+    ui.commitment_gate(cadence_committed, "the answer on cadence")
+    ui.reveal(cadence_committed.answer, cadence_answer(), cadence_explanations())
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## 5 · The inverse problem: what Llama 3's over-90% implies
+    """)
+    return
+
+
+@app.cell(hide_code=True)
+def _(mtbf_committed, setting):
+    ui.commitment_gate(mtbf_committed, "the inverse problem")
+    _m = job_mtbf_s(RUN_GPUS)
+    _rows = inverse_rows()
+    _table = [
+        {"restart R": f"{_r['restart_min']} min",
+         f"largest checkpoint stall C for {LLAMA3_EFFECTIVE_TRAINING:.0%}": f"none: R alone costs more than {1 - LLAMA3_EFFECTIVE_TRAINING:.0%}" if _r["max_checkpoint_s"] is None else fmt_s(_r["max_checkpoint_s"]),
+         "at an interval of": "-" if _r["interval_s"] is None else f"{_r['interval_s'] / MINUTE:.1f} min"}
+        for _r in _rows
+    ]
+    _yours = max_checkpoint_for(LLAMA3_EFFECTIVE_TRAINING, setting["restart_s"], _m)
+    _r_limit = _m * (1 / LLAMA3_EFFECTIVE_TRAINING - 1)
+    mo.vstack(
+        [
+            mo.md(
+                f"Llama 3 reports more than {LLAMA3_EFFECTIVE_TRAINING:.0%} effective training time with an unexpected stop every "
+                f"{_m / HOUR:.2f} h. Read as goodput against those stops alone (planned ones would tighten it), which checkpoint "
+                f"stalls C and restart costs R allow it? Even a free checkpoint needs R under M(1/{LLAMA3_EFFECTIVE_TRAINING:g} - 1) = **{_r_limit / MINUTE:.1f} min**; "
+                f"below that, the best cadence leaves this much room for C:"
+            ),
+            mo.ui.table(pd.DataFrame(_table), selection=None, show_column_summaries=False, show_data_types=False),
+            mo.md(
+                f"With your restart cost ({setting['restart_s'] / MINUTE:.1f} min) the checkpoint may stall at most "
+                + (f"**nothing**: the restarts alone cost more than {1 - LLAMA3_EFFECTIVE_TRAINING:.0%}." if _yours is None else f"**{fmt_s(_yours)}**")
+                + f"; your setting stalls {fmt_s(setting['cost'].stall_s)}. Stalls of seconds and restarts of minutes: a "
+                "sharded or async checkpoint on fast storage, with automated restarts, not a gathered sync write and a person paged."
+            ),
+        ]
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## 6 · The long run, simulated
+    """)
+    return
+
+
+@app.cell
+def _(cadence_view, interval_slider, setting):
+    try:
+        simulation = simulate(RUN_DAYS * DAY, interval_slider.value * MINUTE, cadence_view["stall"], setting["mtbf_s"], setting["restarts"], runs=SIM_RUNS, seed=SIM_SEED)
+        simulation_error = None
+    except ValueError as _err:  # a setting whose run would take millions of failures: shown, not drawn
+        simulation, simulation_error = None, str(_err)
+    return simulation, simulation_error
+
+
+@app.cell(hide_code=True)
+def _(
+    cadence_view,
+    mtbf_committed,
+    relaunch_slider,
+    setting,
+    simulation,
+    simulation_error,
+    spares_switch,
+    swap_slider,
+):
+    ui.commitment_gate(mtbf_committed, "the simulation")
+    mo.stop(simulation is None, ui.failure_banner([
+        f"This setting is not simulated: {simulation_error}. Its goodput is {cadence_view['goodput']:.2%}: a checkpoint stall of "
+        f"{fmt_s(cadence_view['stall'])} against an interruption every {fmt_s(setting['mtbf_s'])}, so the run hardly ever moves forward."
+    ]))
+    _g = simulation.goodput
+    _p5, _p50, _p95 = np.percentile(_g, [5, 50, 95])
+    _m, _c = setting["mtbf_s"], setting["cost"].stall_s
+    _read, _relaunch, _swap = setting["restore_s"], relaunch_slider.value * MINUTE, swap_slider.value * MINUTE
+    _lever = {
+        "hot spares": best_goodput(_c, mean_restart_s(restart_by_cause(_relaunch + _read, _swap, True)), _m),
+        "relaunch halved": best_goodput(_c, mean_restart_s(restart_by_cause(_relaunch / 2 + _read, _swap, bool(spares_switch.value))), _m),
+    }
+    mo.vstack(
+        [
+            mo.md(
+                f"{SIM_RUNS} runs of {RUN_DAYS} days of work at your setting (seed {SIM_SEED}): failures drawn at rate 1/M, each with a "
+                "cause from Table 5's shares and that cause's restart cost; the work since the last checkpoint is redone."
+            ),
+            ui.metric_cards({
+                "mean goodput (simulated)": f"{_g.mean():.2%}",
+                "closed form": f"{simulation.closed_form:.2%}",
+                "5th-95th percentile": f"{_p5:.1%} - {_p95:.1%}",
+                "interruptions per run": f"{simulation.failures.mean():.0f} ± {simulation.failures.std():.0f}",
+                "wall time, median": f"{np.median(simulation.wall_s) / DAY:.1f} days",
+            }),
+            goodput_histogram(_g, simulation.closed_form),
+            mo.md(
+                f"**Levers**, each at its best interval: now {best_goodput(_c, setting['restart_s'], _m):.1%}; with hot spares "
+                f"(no wait for a node) {_lever['hot spares']:.1%}; with the relaunch halved {_lever['relaunch halved']:.1%}. "
+                f"At your interval the run ends after {np.median(simulation.wall_s) / DAY:.1f} days instead of {RUN_DAYS}: "
+                f"one run in twenty takes more than {np.percentile(simulation.wall_s, 95) / DAY:.1f}."
+            ),
+        ]
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## 7 · Failures that do not stop the job: silent corruption and stragglers
+    """)
+    return
+
+
+@app.cell
+def _():
+    slow_slider = mo.ui.slider(steps=[0.1, 0.25, 0.5, 0.75, 0.9, 1.0], value=0.5, label="One node's NICs run at this fraction of their speed", show_value=True, debounce=True)
+    return (slow_slider,)
+
+
+@app.cell(hide_code=True)
+def _(gpus_slider, model_dropdown, mtbf_committed, setting, slow_slider):
+    ui.commitment_gate(mtbf_committed, "silent corruption and stragglers")
+    _n = gpus_slider.value
+    _sdc = expected_interruptions(_n, RUN_DAYS * DAY)["silent_data_corruption"]
+    _tp, _pp = LAYOUTS[model_dropdown.value]
+    _dp = _n // (_tp * _pp)
+    _grad = 2 * MODELS[model_dropdown.value].params / (_tp * _pp)
+    _rows = []
+    for _label, _bytes, _group, _stride in (
+        (f"{MODELS[model_dropdown.value].name} gradients, DP ring of {_dp:,}", _grad, _dp, _tp),
+        (f"the same bytes, one ring over all {_n:,} GPUs", _grad, _n, 1),
+    ):
+        _s = straggler_all_reduce(_bytes, setting["cluster"], _group, _stride, slow_slider.value)
+        _rows.append({"all-reduce": _label, "bytes": f"{_bytes / 1e9:.1f} GB", "healthy": fmt_s(_s.healthy.total_s),
+                      "with the slow node": fmt_s(_s.paced.total_s), "slower by": f"{_s.slowdown:.2f}x"})
+    mo.vstack(
+        [
+            mo.md(
+                f"Llama 3 caught **{dict((c.key, c.count) for c in LLAMA3_CAUSES)['silent_data_corruption']}** silent data corruptions in "
+                f"{LLAMA3_WINDOW_S / DAY:.0f} days: at {_n:,} GPUs expect **{_sdc:.1f}** detected ones in {RUN_DAYS} days, and the undetected "
+                "ones do not show in a loss curve at all: a flipped bit in one replica's gradient is averaged into everyone's weights, "
+                "and the loss drifts by less than its noise. What catches them: every data-parallel replica holds the same weights "
+                "after the all-reduce, so a hash of the weights compared across replicas must agree; a gradient norm ten times its "
+                "running mean with an ordinary loss points at one rank; a fixed validation batch re-scored on a schedule catches "
+                "slow drift. On a hit, restart from the last checkpoint known to be good, not the most recent."
+            ),
+            mo.md(
+                "**Stragglers.** A ring all-reduce moves in lock step: every step waits for its slowest member, so one degraded NIC "
+                "paces the whole ring (a throttled GPU does the same to the compute). The collectives model, with one node's NICs slowed:"
+            ),
+            slow_slider,
+            mo.ui.table(pd.DataFrame(_rows), selection=None, show_column_summaries=False, show_data_types=False),
+            mo.md(
+                "Nothing crashes, so no watchdog fires: per-link latency monitoring and per-rank step timings find the node, and the "
+                "job drains it like a failure."
+            ),
+        ]
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(cadence_committed, mtbf_committed):
+    ui.commitment_gate(mtbf_committed, "the equations")
+    ui.commitment_gate(cadence_committed, "the equations")
+    ui.math_peek(
+        "The equations behind cadence and goodput",
+        r"""
+    Job failure rate: $\lambda_{job} = N \lambda_{GPU}$, so $M = M_{GPU} / N$; fitted on Llama 3,
+    """
+        + f"$\\lambda_{{GPU}}$ = {LLAMA3_UNEXPECTED} / ({LLAMA3_GPUS:,} x {LLAMA3_WINDOW_S / DAY:.0f} days).\n"
+        + r"""
+    One segment is $\tau$ of work plus a checkpoint stall $C$. With exponential failures, the expected
+    wall time per segment is $(M + R)\,(e^{(\tau + C)/M} - 1)$, so
+
+    $$\text{goodput} = \frac{\tau}{(M + R)\,(e^{(\tau + C)/M} - 1)}$$
+
+    (Daly 2006 writes $M e^{R/M}$ for $M + R$, counting failures during restarts too).
+
+    Young 1974: $\tau = \sqrt{2CM}$. Daly 2006: $\tau = \sqrt{2CM}\left(1 + \tfrac{1}{3}\sqrt{\tfrac{C}{2M}} + \tfrac{1}{9}\tfrac{C}{2M}\right) - C$
+    for $C < 2M$, else $\tau = M$. Near the optimum, goodput $\approx 1 - \sqrt{2C/M} - R/M$.
+
+    Ring all-reduce: $2(N-1)\alpha + 2\frac{N-1}{N}\frac{M}{B_{min}}$: the slowest member's bandwidth sets $B$.
+    """
+        + f"\nCheckpoint bytes: ({WEIGHT_BYTES} + {OPTIMIZER_BYTES}) bytes per parameter for the job (bf16 weights; fp32 master, Adam m and v); "
+        "write time = bytes / min(storage bandwidth, writers x NIC bandwidth); an async stall = a GPU's share / PCIe bandwidth.",
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(cadence_committed, mtbf_committed):
+    ui.commitment_gate(mtbf_committed, "the reflection")
+    ui.commitment_gate(cadence_committed, "the reflection")
+    mo.md(r"""
+    ### Reflection
+
+    Your team doubles the cluster to train the next model in half the time. Which number in this lab
+    changes most, which lever would you buy first (faster storage, hot spares, faster restarts), and why?
+    Write your answer in your lab report.
+    """)
+    return
+
+
+@app.cell(hide_code=True)
+def _(cadence_committed, mtbf_committed):
+    ui.commitment_gate(mtbf_committed, "the key takeaways")
+    ui.commitment_gate(cadence_committed, "the key takeaways")
+    _spares = {**CLAIM_SETTING, "hot_spares": True}
+    _run = setting_costs(strategy="sharded", **_spares)
+    _sync = setting_costs(strategy="sync", **_spares)
+    _m, _c, _r = _run["mtbf_s"], _run["cost"].stall_s, _run["restart_s"]
+    mo.md(
+        f"""
+    ## Key takeaways
+
+    - A job's MTBF is the GPU's divided by N: {gpu_mtbf_s() / (365 * DAY):.1f} years per GPU is
+      {job_mtbf_s(RUN_GPUS) / HOUR:.1f} hours at {RUN_GPUS:,} GPUs, as Llama 3 measured.
+    - {MODELS[RUN_MODEL].name}'s checkpoint is {_run['size'].job_bytes / 1e12:.1f} TB. On {_spares['storage_gbps'] / 1e3:g} TB/s storage
+      a sharded write pauses {fmt_s(_c)}; gathered to one writer it pauses {fmt_s(_sync['cost'].stall_s)}.
+    - Cadence has an optimum: Young's $\\sqrt{{2CM}}$ = {young_interval(_c, _m) / MINUTE:.1f} min there; checkpointing every
+      {CLAIM_INTERVALS_MIN[0]} min or once a day both lose goodput
+      ({goodput(CLAIM_INTERVALS_MIN[0] * MINUTE, _c, _r, _m):.1%} and {goodput(CLAIM_INTERVALS_MIN[1] * MINUTE, _c, _r, _m):.1%}
+      against {best_goodput(_c, _r, _m):.1%} with hot spares and a {_spares['relaunch_min']}-minute relaunch).
+    - Over {LLAMA3_EFFECTIVE_TRAINING:.0%} goodput at a {job_mtbf_s(RUN_GPUS) / HOUR:.1f}-hour MTBF needs restarts under
+      {job_mtbf_s(RUN_GPUS) * (1 / LLAMA3_EFFECTIVE_TRAINING - 1) / MINUTE:.0f} minutes and stalls of seconds: restart time is the lever.
+    - Some failures never stop the job: silent corruption (hash replicas, watch gradient norms) and stragglers
+      (one slow NIC paces the whole ring).
+
+    **Back to:** Lab 06, where the same {BYTES_PER_PARAM} bytes per parameter decide what fits; here {WEIGHT_BYTES + OPTIMIZER_BYTES} of them decide what a checkpoint costs.
+    """
+    )
+    return
+
+
+@app.cell
+def _():
+    submit_button = mo.ui.run_button(label="Submit to the ledger")
+    return (submit_button,)
+
+
+@app.cell
+def _(
+    cadence_committed,
+    cadence_inputs,
+    mtbf_committed,
+    student_input,
+    submit_button,
+):
+    mo.stop(not mtbf_committed.made)
+    _pred = {"mtbf": mtbf_committed.answer, "cadence": cadence_committed.answer}
+
+    def _steps():
+        try:
+            yield LAB, "cadence", cadence_inputs, _pred, cadence_outcomes(cadence_inputs, _pred)
+        except ValueError as _err:
+            yield ui.NotSaved("the cadence design", f"its setting is invalid ({_err})")
+
+    _view, submitted = ui.submit_to_ledger(student_input.value, submit_button, _steps)
+    _view
+    return (submitted,)
+
+
+@app.cell
+def _(cadence_committed, cadence_view, mtbf_committed, submitted):
+    ui.hud(
+        {
+            "engine": ENGINE_VERSION,
+            "MTBF prediction": mtbf_committed.describe(),
+            "cadence prediction": cadence_committed.describe(),
+            "goodput": f"{cadence_view['goodput']:.1%} at {cadence_view['tau'] / MINUTE:.0f} min" if mtbf_committed.made else "—",
+            "ledger": "saved" if submitted else "not submitted",
+        }
+    )
+    return
+
+
+@app.function
+def fmt_s(seconds: float) -> str:
+    """Seconds at a readable scale."""
+    if seconds < 1:
+        return f"{seconds * 1e3:.1f} ms"
+    if seconds < 120:
+        return f"{seconds:.1f} s"
+    if seconds < 2 * HOUR:
+        return f"{seconds / MINUTE:.1f} min"
+    return f"{seconds / HOUR:.1f} h"
+
+
+@app.function
+def mtbf_figure(gpus: int) -> go.Figure:
+    """The job's MTBF (hours) against GPUs, with Llama 3's point and the current N."""
+    _n = np.geomspace(8, 131072, 60)
+    fig = go.Figure()
+    fig.add_scatter(x=_n, y=[job_mtbf_s(int(round(x))) / HOUR for x in _n], name="job MTBF = GPU MTBF / N", mode="lines", line=dict(color=COLORS["blue"], width=3))
+    fig.add_scatter(x=[LLAMA3_GPUS], y=[LLAMA3_WINDOW_S / LLAMA3_UNEXPECTED / HOUR], name="Llama 3: 54 days / 419", mode="markers",
+                    marker=dict(symbol="x", size=14, color=COLORS["orange"], line=dict(width=3)))
+    fig.add_scatter(x=[gpus], y=[job_mtbf_s(gpus) / HOUR], name="your job", mode="markers", marker=dict(symbol="diamond", size=14, color=COLORS["red"]))
+    fig.update_layout(height=340, xaxis=dict(type="log", title="GPUs in the job"), yaxis=dict(type="log", title="hours between unexpected stops"))
+    return apply_plotly_theme(fig)
+
+
+@app.function
+def cadence_figure(view: dict) -> go.Figure:
+    """Goodput and the wall-time shares against the checkpoint interval, with the optima."""
+    curve = view["curve"]
+    x = curve["interval_s"] / MINUTE
+    fig = go.Figure()
+    fig.add_scatter(x=x, y=100 * curve["goodput"], name="goodput", mode="lines", line=dict(color=COLORS["blue"], width=3))
+    fig.add_scatter(x=x, y=100 * curve["lost"], name="work lost and redone", mode="lines", line=dict(color=COLORS["red"], width=2))
+    fig.add_scatter(x=x, y=100 * curve["checkpoint"], name="checkpoint stalls", mode="lines", line=dict(color=COLORS["green"], width=2))
+    fig.add_scatter(x=x, y=100 * curve["restart"], name="restarts", mode="lines", line=dict(color=COLORS["purple"], width=2, dash="dot"))
+    fig.add_scatter(x=[view["tau"] / MINUTE], y=[100 * view["goodput"]], name="your interval", mode="markers", marker=dict(symbol="diamond", size=14, color=COLORS["red"]))
+    for label, key, dash, y in (("Young √(2CM)", "young", "dot", 1.0), ("Daly", "daly", "dash", 0.92)):
+        fig.add_vline(x=view[key] / MINUTE, line=dict(color=COLORS["muted"], dash=dash))
+        fig.add_annotation(x=np.log10(view[key] / MINUTE), y=y, yref="paper", text=label, showarrow=False, xanchor="left", yanchor="top")
+    ticks = [0.1, 0.3, 1, 3, 10, 30, 60, 180, 600, 1440]
+    fig.update_layout(height=380, xaxis=dict(type="log", title="checkpoint interval (minutes of training)", tickvals=ticks, ticktext=[f"{t:g}" for t in ticks]),
+                      yaxis=dict(title="% of wall time", range=[0, 100]))
+    return apply_plotly_theme(fig)
+
+
+@app.function
+def goodput_histogram(values, closed_form: float) -> go.Figure:
+    """Simulated runs' goodput, with the closed form."""
+    fig = go.Figure()
+    fig.add_histogram(x=100 * np.asarray(values), nbinsx=40, name="simulated runs", marker=dict(color=COLORS["sky"]))
+    fig.add_vline(x=100 * closed_form, line=dict(color=COLORS["red"], width=3))
+    fig.add_annotation(x=100 * closed_form, y=1, yref="paper", text="closed form", showarrow=False, xanchor="left", yanchor="top")
+    fig.update_layout(height=300, xaxis=dict(title="goodput of one run (%)"), yaxis=dict(title="runs"), showlegend=False)
+    return apply_plotly_theme(fig)
+
+
+if __name__ == "__main__":
+    app.run()

@@ -1,0 +1,624 @@
+import marimo
+
+__generated_with = "0.25.2"
+app = marimo.App(
+    width="medium",
+    app_title="Lab 11: Long context and mixture of experts",
+)
+
+with app.setup:
+    import marimo as mo
+    import plotly.graph_objects as go
+
+    from labs.core import ENGINE_VERSION
+    from labs.core import ui
+    from labs.core.perf import CP_ALGORITHMS
+    from labs.core.scenarios.lab11 import (
+        CAPACITY_CHOICES,
+        CP_CHOICES,
+        CP_LABELS,
+        CP_LONG,
+        FIT_OPTIONS,
+        FIT_SETTINGS,
+        KV_HEAD_CHOICES,
+        LAB,
+        LLAMA3_128K,
+        LLAMA3_VARIANTS,
+        LONG_SEQ,
+        MOE_NODE_LIMIT,
+        MOE_OPTIONS,
+        PP,
+        SEQ_CHOICES,
+        SHORT_SEQ,
+        STEP,
+        TP,
+        capacity_point,
+        context_outcomes,
+        cp_curves,
+        deepseek_rows,
+        dense_twin,
+        ep_rows,
+        fit_answer,
+        fit_estimates,
+        imbalance_cost,
+        imbalance_rows,
+        llama3_estimate,
+        long_model,
+        moe_answer,
+        moe_estimate,
+        moe_facts,
+        moe_model,
+        order_rows,
+        sent_by_axis,
+        sp_rows,
+        ulysses_limit,
+    )
+    from labs.core.style import COLORS, apply_plotly_theme
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    # Lab 11 · Long context and mixture of experts
+
+    Two axes that the 3D layout of Lab 05 does not have. **Context parallelism** cuts one long
+    sequence over GPUs; **expert parallelism** spreads a mixture-of-experts layer's experts over
+    them. Both pay in communication that a dense, short-context model never sends. Every number
+    below comes from the engine in `labs/core`. About 40 minutes.
+
+    **Before you start:** The Llama 3 Herd of Models (arXiv:2407.21783) Sec. 3.3.2 and Table 4;
+    Liu et al. 2023, *Ring Attention*; Jacobs et al. 2023, *DeepSpeed-Ulysses*; the DeepSeek-V3
+    technical report (arXiv:2412.19437) Sec. 2.1 and 3.2; Labs 05 (TP and SP) and 09 (rank order).
+    """)
+    return
+
+
+@app.cell
+def _():
+    student_input = ui.student_identity()
+    student_input
+    return (student_input,)
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## 1 · The job
+    """)
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    _model = long_model()
+    _plain = fit_estimates()["TP 8 + SP"]
+    ui.stakeholder_message(
+        "Head of long-context training",
+        f"{_model.name} ({_model.params / 1e9:.0f}B parameters, {_model.layers} layers, {_model.kv_heads} KV heads) trained at "
+        f"{SHORT_SEQ:,} tokens on TP {_plain.plan.tp} x PP {_plain.plan.pp}. The next stage is {LONG_SEQ:,} tokens per sequence, "
+        f"on the same {_plain.cluster.gpu.name}s ({_plain.cluster.gpu.hbm_bytes / 1e9:.1f} GB each). Sequence parallelism already shards "
+        "the activations TP leaves whole. Can we keep the layout and just feed longer sequences?",
+    )
+    return
+
+
+@app.cell
+def _():
+    fit_question = ui.prediction_question(
+        f"Can TP {TP} (with sequence parallelism) and PP {PP} alone carry the activations of {LONG_SEQ:,}-token sequences?", FIT_OPTIONS, "fit")
+    fit_question
+    return (fit_question,)
+
+
+@app.cell
+def _():
+    fit_commit_buttons = ui.commit_buttons()
+    return (fit_commit_buttons,)
+
+
+@app.cell
+def _(fit_commit_buttons, fit_question, student_input):
+    _row, fit_committed = ui.commit_prediction(student_input.value, LAB, "fit", fit_question, fit_commit_buttons)
+    _row
+    return (fit_committed,)
+
+
+@app.cell(hide_code=True)
+def _(fit_committed):
+    mo.stop(not fit_committed.made)
+    _e = fit_estimates()
+    _names = list(FIT_SETTINGS)
+    _plain, _full, _noflash, _cp = (_e[n] for n in _names)
+
+    def _gb(e):
+        return f"{e.memory.total / 1e9:,.1f} GB"
+
+    _hbm = _plain.cluster.gpu.hbm_bytes / 1e9
+    ui.reveal(
+        fit_committed.answer,
+        fit_answer(),
+        {
+            "A": f"SP divides each layer's activations by {TP}, but a {LONG_SEQ:,}-token sequence is {LONG_SEQ // SHORT_SEQ} times a {SHORT_SEQ:,}-token one: the busiest GPU needs "
+                 f"{_gb(_plain)} ({_plain.memory.activations / 1e9:,.0f} GB of activations) against {_hbm:.1f} GB.",
+            "B": f"Full recomputation keeps only each layer's input, {_full.memory.activations / 1e9:,.1f} GB on the busiest GPU, and "
+                 f"needs {_gb(_full)} in all: still over, and it re-runs every forward.",
+            "C": f"Only splitting the sequence itself shrinks what every layer keeps: with CP {CP_LONG} each GPU holds "
+                 f"{LONG_SEQ // CP_LONG:,} tokens and needs {_gb(_cp)}, inside {_hbm:.1f} GB.",
+            "D": f"The engine already uses flash attention, which never stores the s x s scores; the overflow is the "
+                 f"linear-in-s activations ({_gb(_plain)}). Without flash attention it would be {_gb(_noflash)}.",
+        },
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(fit_committed):
+    ui.commitment_gate(fit_committed, "sequence parallelism")
+    _no, _sp = sp_rows()
+    mo.md(
+        f"""
+    ## 2 · Sequence parallelism first
+
+    TP splits the GEMMs but leaves the layer norms, dropout and residual stream whole on every TP
+    rank. **Sequence parallelism** shards those along the sequence, and swaps each of TP's
+    all-reduces for a reduce-scatter and an all-gather: the same bytes on the wire. At {LONG_SEQ:,}
+    tokens with CP {CP_LONG}, per GPU:
+
+    | | TP collectives | calls / step | sent / GPU / step | exposed | activations | memory | fits |
+    |---|---|---:|---:|---:|---:|---:|---|
+    | TP 8 | {_no['tp_op']} | {_no['tp_calls']:,.0f} | {_no['tp_sent'] / 1e9:,.1f} GB | {_no['tp_exposed']:.2f} s | {_no['activations'] / 1e9:,.1f} GB | {_no['memory'] / 1e9:,.1f} GB | {'yes' if _no['fits'] else 'no'} |
+    | TP 8 + SP | {_sp['tp_op']} | {_sp['tp_calls']:,.0f} | {_sp['tp_sent'] / 1e9:,.1f} GB | {_sp['tp_exposed']:.2f} s | {_sp['activations'] / 1e9:,.1f} GB | {_sp['memory'] / 1e9:,.1f} GB | {'yes' if _sp['fits'] else 'no'} |
+
+    SP saves {(_no['activations'] - _sp['activations']) / 1e9:,.0f} GB for twice the calls and the same bytes. It divides
+    activations by the TP degree, which the NVLink domain caps; it cannot follow the sequence past that.
+    """
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## 3 · Context parallelism: ring against Ulysses
+
+    CP gives each of $c$ ranks $s/c$ tokens of every sequence for the whole layer. Attention is
+    the one place a token needs the others:
+
+    - **Ring attention** passes K/V blocks around the CP group, $c-1$ hops, each hidden behind
+      the attention on the block already there (Transformer Engine); Llama 3 instead
+      **all-gathers** K and V before attention.
+    - **DeepSpeed-Ulysses** runs two all-to-alls per attention: Q, K, V from
+      ($s/c$ tokens, all heads) to ($s$ tokens, $1/c$ of the heads), and the output back. Each
+      rank needs whole K/V heads, so under grouped-query attention the KV heads left on a TP rank
+      bound its degree.
+
+    Move the sequence length, the CP degree and the KV heads; the curves are the engine's step
+    time for Llama 3 405B's layout (TP 8 x PP 16 x DP 8, 16 micro-batches) under each algorithm.
+    """)
+    return
+
+
+# The instruments are created, and laid out, in one cell that reads nothing: moving one reruns
+# only the cells that read its value, never the panel.
+@app.cell
+def _():
+    seq_slider = mo.ui.slider(steps=list(SEQ_CHOICES), value=LONG_SEQ, label="Sequence length (tokens)", show_value=True, debounce=True)
+    cp_slider = mo.ui.slider(steps=list(CP_CHOICES), value=CP_LONG, label="CP degree", show_value=True, debounce=True)
+    kv_slider = mo.ui.slider(steps=list(KV_HEAD_CHOICES), value=KV_HEAD_CHOICES[0], label="KV heads (Llama 3 405B: 8)", show_value=True, debounce=True)
+    algorithm_dropdown = mo.ui.dropdown(options={CP_LABELS[a]: a for a in CP_ALGORITHMS}, value=CP_LABELS["ring"], label="Your CP algorithm")
+    cp_panel = mo.vstack([mo.md("### Instruments"), mo.hstack([seq_slider, cp_slider, kv_slider], justify="start", wrap=True), algorithm_dropdown])
+    return algorithm_dropdown, cp_panel, cp_slider, kv_slider, seq_slider
+
+
+@app.cell
+def _(cp_panel, fit_committed):
+    ui.commitment_gate(fit_committed, "the context-parallel instruments")
+    cp_panel
+    return
+
+
+@app.cell
+def _(cp_slider, fit_committed, kv_slider):
+    mo.stop(not fit_committed.made)
+    cp_curve_points = cp_curves(cp_slider.value, kv_slider.value)
+    return (cp_curve_points,)
+
+
+@app.cell
+def _(cp_curve_points, cp_slider, kv_slider):
+    cp_figure_view = cp_figure(cp_curve_points, cp_slider.value, kv_slider.value)
+    cp_figure_view
+    return (cp_figure_view,)
+
+
+@app.cell
+def _(algorithm_dropdown, cp_curve_points, cp_slider, kv_slider, seq_slider):
+    cp_inputs = dict(seq_len=seq_slider.value, cp=cp_slider.value, kv_heads=kv_slider.value, algorithm=algorithm_dropdown.value)
+    _point = next((p for p in cp_curve_points if p["seq_len"] == seq_slider.value and p["algorithm"] == algorithm_dropdown.value), None)
+    _limit = ulysses_limit(kv_slider.value)
+    _note = mo.md(
+        f"With {kv_slider.value} KV heads over TP 8, each TP rank holds {_limit:g} KV head(s): Ulysses splits heads, so its CP degree must divide {_limit:g}"
+        + (" and it cannot run here at all." if _limit <= 1 else ".")
+    )
+    if _point is None:
+        _view = ui.failure_banner([f"cp={cp_slider.value} does not divide {seq_slider.value:,} tokens"])
+    elif _point["error"]:
+        _view = mo.vstack([ui.failure_banner([f"The engine refuses this setting: {_point['error']}"]), _note])
+    else:
+        _view = mo.vstack([
+            ui.metric_cards({
+                "step time": f"{_point['step']:.2f} s", "MFU": f"{_point['mfu']:.1%}", "memory, busiest GPU": f"{_point['memory'] / 1e9:.1f} GB",
+                "fits": "yes" if _point["fits"] else "no", f"CP {_point['cp_op']}": f"{_point['cp_sent'] / 1e9:.2f} GB / GPU / step",
+                "CP exposed": f"{_point['cp_exposed']:.2f} s",
+            }),
+            _note,
+        ])
+    _view
+    return (cp_inputs,)
+
+
+@app.cell(hide_code=True)
+def _(fit_committed):
+    ui.commitment_gate(fit_committed, "load balance")
+    _rows = imbalance_rows()
+    _cost = imbalance_cost()
+    _lines = ["| split | busiest rank's causal work / mean |", "|---|---:|"] + [f"| {r['label']} | {r['imbalance']:.3f} |" for r in _rows]
+    mo.md(
+        f"""
+    ### The causal mask and load balance
+
+    A causal token attends only to the tokens before it. Cut {LONG_SEQ:,} tokens into {CP_LONG} contiguous blocks and the rank
+    holding the end of the sequence does almost twice the mean work while the first idles; every ring step waits for it.
+
+    {chr(10).join(_lines)}
+
+    Priced by the engine for the ring at CP {CP_LONG}: step **{_cost['ring_contiguous']['step']:.1f} s** with contiguous blocks
+    (MFU {_cost['ring_contiguous']['mfu']:.1%}) against **{_cost['ring']['step']:.1f} s** with the zig-zag split
+    (MFU {_cost['ring']['mfu']:.1%}). Zig-zag (rank $i$ holds chunks $i$ and $2c-1-i$ of $2c$) is what Transformer Engine and
+    Llama 3 use; striped attention balances by taking every $c$-th token.
+    """
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(fit_committed):
+    ui.commitment_gate(fit_committed, "where CP sits")
+    _rows = order_rows()
+    _lines = ["| rank order (innermost first) | CP ranks apart | CP per node | CP link | CP exposed | TP link | TP exposed | DP group spans | DP exposed | MFU |", "|---|---:|---:|---|---:|---|---:|---:|---:|---:|"]
+    _lines += [f"| {r['order']} | {r['cp_stride']:g} | {r['cp_per_node']} | {r['cp_link']} | {r['cp_exposed']:.2f} s | {r['tp_link']} | {r['tp_exposed']:.2f} s | {r['dp_span']:,.0f} GPUs | {r['dp_exposed']:.2f} s | {r['mfu']:.1%} |" for r in _rows]
+    _best = max(_rows, key=lambda r: r["mfu"])
+    _wide = max(_rows, key=lambda r: r["dp_exposed"])
+    mo.md(
+        "### Where CP sits in the rank order\n\nLlama 3's 128K layout under each order the engine knows. CP's collectives run in every "
+        "layer like TP's, but move only K and V (and hide behind attention in the ring), so it belongs just outside TP, "
+        "ahead of DP and PP:\n\n"
+        + "\n".join(_lines)
+        + f"\n\nBest: **{_best['order']}**. Putting CP innermost keeps its ring in the node but pushes TP onto the network. "
+        f"Putting PP inside CP ({_wide['order']}) stretches each data-parallel group over {_wide['dp_span']:,.0f} GPUs, past a "
+        f"{_wide['pod']:,}-GPU pod, where the 1:{_wide['oversubscription']:g} oversubscribed tier slows its gradient reduce-scatters to "
+        f"{_wide['dp_exposed']:.1f} s a step."
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(fit_committed):
+    ui.commitment_gate(fit_committed, "Llama 3's 128K stage")
+    _r = LLAMA3_128K
+    _lines = ["| variant | memory, busiest GPU | fits | bubble | CP exposed | model TFLOP/s per GPU | MFU |", "|---|---:|---|---:|---:|---:|---:|"]
+    for _name, _kw in LLAMA3_VARIANTS.items():
+        _e = llama3_estimate(**_kw)
+        _c = next(c for c in _e.collectives if c.key == "cp")
+        _lines.append(f"| {_name} | {_e.memory.total / 1e9:,.1f} GB | {'yes' if _e.fits else 'no'} | {_e.bubble_fraction:.1%} | {_c.exposed_s:.2f} s | {_e.model_tflops_per_gpu:,.0f} | {_e.mfu:.1%} |")
+    _e = llama3_estimate()
+    _v2 = llama3_estimate(**LLAMA3_VARIANTS["interleaved v = 2, all-gather CP"])
+    _gather = next(c for c in _e.collectives if c.key == "cp")
+    mo.md(
+        f"""
+    ## 4 · Llama 3's 128K stage
+
+    Llama 3 Table 4: {_r['gpus']:,} GPUs as TP {_r['tp']} x CP {_r['cp']} x PP {_r['pp']} x DP {_r['dp']}, {_r['seq_len']:,}-token sequences,
+    {_r['batch_per_dp']} per DP rank, reported at **{_r['tflops']:.0f} TFLOP/s per GPU, {_r['mfu']:.0%} MFU**. Laid out in Megatron's order
+    ({_e.plan.rank_order}) on {_e.cluster.nodes:,} nodes, with the first and last stages one layer lighter:
+
+    {chr(10).join(_lines)}
+
+    CP {_r['cp']}'s all-gather exposes {_gather.exposed_s:.2f} s a step; the 1F1B bubble of {_e.bubble_fraction:.0%} at
+    {_e.plan.microbatches} micro-batches costs {_e.time.bubble:.1f} s, and that is most of the gap between the engine's
+    {_e.mfu:.0%} and the published {_r['mfu']:.0%}. Llama 3 ran the interleaved schedule (its depth at 128K is not
+    published): at v = 2 the engine's bubble falls to {_v2.bubble_fraction:.0%} and MFU rises to {_v2.mfu:.0%}, but the busiest
+    GPU then holds {_v2.memory.total / 1e9:,.1f} GB, over the HBM: the engine does not model every memory saving of Meta's stack.
+    """
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## 5 · Experts: two all-to-alls per layer
+    """)
+    return
+
+
+@app.cell
+def _():
+    moe_question = ui.prediction_question(
+        f"{moe_model().name} has {moe_model().experts} routed experts and activates about {dense_twin().params / 1e9:.0f}B of its "
+        f"{moe_model().params / 1e9:,.0f}B parameters per token. Laid out as DeepSeek did, does it cost the same communication per GPU "
+        "as a dense model of the same active size, on the same layout?", MOE_OPTIONS, "moe")
+    moe_question
+    return (moe_question,)
+
+
+@app.cell
+def _():
+    moe_commit_buttons = ui.commit_buttons()
+    return (moe_commit_buttons,)
+
+
+@app.cell
+def _(moe_commit_buttons, moe_question, student_input):
+    _row, moe_committed = ui.commit_prediction(student_input.value, LAB, "moe", moe_question, moe_commit_buttons)
+    _row
+    return (moe_committed,)
+
+
+@app.cell(hide_code=True)
+def _(moe_committed):
+    mo.stop(not moe_committed.made)
+    _f = moe_facts()
+    _moe, _dense = moe_estimate(), moe_estimate(dense=True)
+    _m, _d = sent_by_axis(_moe), sent_by_axis(_dense)
+    ui.reveal(
+        moe_committed.answer,
+        moe_answer(),
+        {
+            "A": f"Same FLOPs per token, not the same bytes: each GPU sends {_f['moe'] / 1e9:,.0f} GB per step for the MoE and "
+                 f"{_f['dense'] / 1e9:,.0f} GB for the dense twin ({_dense.model.params / 1e9:.1f}B parameters).",
+            "B": f"Each GPU does hold 1/{_moe.plan.ep} of the experts, and its gradient traffic is {(_m.get('dp_reduce', 0) + _m.get('dp_gather', 0)) / 1e9:,.1f} GB "
+                 f"against the twin's {(_d.get('dp_reduce', 0) + _d.get('dp_gather', 0)) / 1e9:,.1f} GB; the total is still "
+                 f"{_f['moe'] / _f['dense']:,.0f}x the twin's.",
+            "C": f"Dispatch and combine send {_f['a2a'] / 1e9:,.0f} GB per GPU per step across nodes, {_f['a2a'] / _f['moe']:.0%} of the MoE's traffic; "
+                 "the dense twin's FFN never moves a token off its GPU.",
+            "D": f"Expert gradients reduce over only the ranks holding the same experts: the gradient traffic changes by "
+                 f"{_f['grad_increase'] / 1e9:+,.1f} GB, against {_f['a2a'] / 1e9:,.0f} GB of all-to-all.",
+        },
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(moe_committed):
+    ui.commitment_gate(moe_committed, "the expert layouts")
+    _rows = ep_rows()
+    _lines = ["| layout | per-layer collective | sent / GPU / step | link | exposed | all traffic / GPU / step | step | MFU |", "|---|---|---:|---|---:|---:|---:|---:|"]
+    _lines += [f"| {r['layout']} | {r['layer_op']} | {r['layer_sent'] / 1e9:,.0f} GB | {r['layer_link']} | {r['layer_exposed']:.2f} s | {r['total_sent'] / 1e9:,.0f} GB | {r['step']:.1f} s | {r['mfu']:.1%} |" for r in _rows]
+    _in, _across, _limited = _rows[0], _rows[1], _rows[2]
+    mo.md(
+        f"""
+    Each MoE layer sends every token's hidden state to the GPUs of its {moe_estimate().model.experts_per_token} experts (dispatch) and
+    brings the outputs back (combine), in forward and again in backward. Inside a node that runs on NVLink; across nodes on
+    the NICs, once per destination node. DeepSeek-V3, {moe_estimate().plan.gpus:,} H800s, PP 16, no TP:
+
+    {chr(10).join(_lines)}
+
+    Going from EP 8 inside a node to EP 64 across 8 nodes moves the all-to-all from NVLink to InfiniBand:
+    {_in['layer_exposed']:.1f} s to {_across['layer_exposed']:.1f} s exposed. Node-limited routing (at most {MOE_NODE_LIMIT} nodes a token) brings
+    it to {_limited['layer_exposed']:.1f} s. The dense twin under TP 8 pays its per-layer all-reduces (a reduce-scatter and an all-gather each under SP) instead, {_rows[3]['layer_exposed']:.1f} s on the H800's export-limited NVLink.
+    """
+    )
+    return
+
+
+@app.cell
+def _():
+    capacity_slider = mo.ui.slider(steps=list(CAPACITY_CHOICES), value=CAPACITY_CHOICES[2], label="Capacity factor c", show_value=True, debounce=True)
+    capacity_panel = mo.vstack([mo.md("### Capacity factor, dropping and imbalance"), capacity_slider])
+    return capacity_panel, capacity_slider
+
+
+@app.cell
+def _(capacity_panel, moe_committed):
+    ui.commitment_gate(moe_committed, "the capacity factor")
+    capacity_panel
+    return
+
+
+@app.cell
+def _(capacity_slider, moe_committed):
+    mo.stop(not moe_committed.made)
+    _c = capacity_point(capacity_slider.value)
+    mo.vstack([
+        mo.md(
+            f"Every expert is padded to c = {_c['capacity']:g} times its balanced load: the experts compute that much whatever the router does, "
+            f"and tokens beyond it are dropped. Step **{_c['step']:.1f} s** against {_c['free_step']:.1f} s with no padding. "
+            f"An expert here receives {_c['tokens_per_expert']:,.0f} tokens per micro-batch: a router balanced in expectation "
+            f"(Poisson loads) drops {_c['dropped']:.3%} of them at this c; an expert that saw {_c['small_lambda']:,.0f} tokens per micro-batch would drop "
+            f"{_c['dropped_small']:.2%}. A real router is skewed: without a cap the layer waits for its hottest expert, so c is also "
+            "the imbalance the layer pays for."
+        ),
+    ])
+    return
+
+
+@app.cell(hide_code=True)
+def _(moe_committed):
+    ui.commitment_gate(moe_committed, "DeepSeek-V3's layout")
+    _d = deepseek_rows()
+    _p, _full, _tp = _d["published"], _d["full"], _d["tp8"]
+    _ep = next(c for c in _p.collectives if c.key == "ep")
+    _tpc = next(c for c in _tp.collectives if c.key == "tp")
+    mo.md(
+        f"""
+    ## 6 · DeepSeek-V3's layout
+
+    PP {_p.plan.pp}, EP {_p.plan.ep} over {_ep.nodes} nodes, no TP, ZeRO-{_p.plan.zero_stage} over DP {_p.plan.dp}: {_p.plan.gpus:,} {_p.cluster.gpu.name}s,
+    {_p.plan.global_batch:,} sequences of {_p.model.seq_len:,} tokens.
+
+    | | step | EP all-to-all exposed | TP exposed | memory, busiest GPU | fits | MFU |
+    |---|---:|---:|---:|---:|---|---:|
+    | the published layout, BF16, no recomputation | {_p.step_time_s:.1f} s | {_p.time.ep_comm:.1f} s | — | {_p.memory.total / 1e9:,.1f} GB | {'yes' if _p.fits else 'no'} | {_p.mfu:.1%} |
+    | with full recomputation | {_full.step_time_s:.1f} s | {_full.time.ep_comm:.1f} s | — | {_full.memory.total / 1e9:,.1f} GB | {'yes' if _full.fits else 'no'} | {_full.mfu:.1%} |
+    | TP 8 x EP {_tp.plan.ep} instead | {_tp.step_time_s:.1f} s | {_tp.time.ep_comm:.1f} s | {_tpc.exposed_s:.1f} s | {_tp.memory.total / 1e9:,.1f} GB | {'yes' if _tp.fits else 'no'} | {_tp.mfu:.1%} |
+
+    **Why no TP:** the H800's NVLink is export-limited, and TP's per-layer collectives would take it
+    ({_tpc.exposed_s:.1f} s a step) on top of the all-to-alls. Without TP each GPU keeps whole attention
+    and whole experts. The engine's 1F1B holds more activations than DeepSeek's recipe (it recomputes norms and MLA
+    up-projections and caches FP8 activations, which the engine does not model), hence the memory column.
+
+    **What DualPipe buys:** the engine exposes every all-to-all, {_d['ep_share']:.0%} of the step. DualPipe overlaps a forward
+    chunk's all-to-all with another's compute; hiding all of it would bring the step to {_d['hidden_step']:.1f} s.
+    """
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(fit_committed, moe_committed):
+    ui.commitment_gate(fit_committed, "the equations")
+    ui.commitment_gate(moe_committed, "the equations")
+    ui.math_peek(
+        "The equations behind CP and EP",
+        r"""
+    Per layer and micro-batch of $b$ sequences, $s$ tokens over $c$ CP ranks and $t$ TP ranks, hidden
+    $h$, K/V width $d_{kv}$ (KV heads x head width), 2-byte activations:
+
+    - **Ring** (zig-zag): $c-1$ sends of a K/V block $2\cdot 2\,b\,\tfrac{s}{c}\,\tfrac{d_{kv}}{t}$ in forward, K/V and their
+      gradients in backward: $3(c-1)$ blocks per layer; each hop hides behind $\tfrac1c$ of the attention.
+    - **All-gather** (Llama 3): $\frac{c-1}{c}\cdot 2\cdot 2\,b\,s\,\tfrac{d_{kv}}{t}$ gathered in forward, reduce-scattered in backward.
+    - **Ulysses**: two all-to-alls per pass, $\frac{c-1}{c}\cdot 2\,b\,\tfrac{s}{c}\,\tfrac{2h + 2d_{kv}}{t}$ bytes; $c$ must divide the
+      KV heads per TP rank, $n_{kv}/t$.
+    - **Causal work** per rank, contiguous split: rank $i$ does $i + \tfrac12$ blocks, the busiest $2 - \tfrac1c$ times the mean;
+      zig-zag: $(i+\tfrac12) + (2c-1-i+\tfrac12) = 2c$ chunk-pairs on every rank.
+    - **EP**: dispatch and combine of each token's $h$-vector to $k$ experts, per pass; across nodes once per destination node,
+      $N\,(1-(1-1/N)^k)$ of $N$ nodes on average, capped by node-limited routing; capacity $C = c\,\tfrac{T k}{E}$ per expert.
+    """,
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(fit_committed, moe_committed):
+    ui.commitment_gate(fit_committed, "the reflection")
+    ui.commitment_gate(moe_committed, "the reflection")
+    _r = cp_curves(CP_LONG, KV_HEAD_CHOICES[-1])
+    _u = next(p for p in _r if p["algorithm"] == "ulysses" and p["seq_len"] == LONG_SEQ)
+    _g = next(p for p in _r if p["algorithm"] == "ring" and p["seq_len"] == LONG_SEQ)
+    mo.md(
+        f"""
+    ### Reflection
+
+    With {KV_HEAD_CHOICES[-1]} KV heads (multi-head attention) Ulysses at CP {CP_LONG} is allowed and the engine prices
+    {LONG_SEQ:,} tokens at {_u['step']:.1f} s a step against the ring's {_g['step']:.1f} s; {long_model().name} has
+    {long_model().kv_heads} KV heads. Which would you pick for a model with grouped-query attention at a million tokens, and what
+    would you combine with it (USP runs Ulysses on one axis and the ring on another)?
+    """
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(fit_committed, moe_committed):
+    ui.commitment_gate(fit_committed, "the key takeaways")
+    ui.commitment_gate(moe_committed, "the key takeaways")
+    _e = fit_estimates()
+    _plain = _e["TP 8 + SP"]
+    _cp = _e[f"TP 8 + SP + CP {CP_LONG}"]
+    _cost = imbalance_cost()
+    _f = moe_facts()
+    _d = deepseek_rows()
+    mo.md(
+        f"""
+    ## Key takeaways
+
+    - TP and SP divide activations by at most the TP degree ({TP}); at {LONG_SEQ:,} tokens the busiest GPU still needs {_plain.memory.total / 1e9:,.0f} GB.
+      CP {CP_LONG} brings it to {_cp.memory.total / 1e9:,.1f} GB by splitting the sequence itself.
+    - The ring hides its K/V hops behind attention; Ulysses' degree is capped by the KV heads per TP rank
+      ({ulysses_limit(long_model().kv_heads):g} for Llama 3 405B at TP 8).
+    - Balance the causal mask: contiguous blocks cost {_cost['ring_contiguous']['step'] / _cost['ring']['step'] - 1:.0%} more step time than zig-zag at CP {CP_LONG}.
+    - An MoE's active size sets its FLOPs, not its traffic: {_f['moe'] / 1e9:,.0f} GB per GPU per step against a dense twin's {_f['dense'] / 1e9:,.0f} GB,
+      nearly all of it dispatch and combine.
+    - DeepSeek-V3 drops TP and limits each token to {MOE_NODE_LIMIT} nodes; its all-to-alls are {_d['ep_share']:.0%} of an unoverlapped step, what DualPipe hides.
+
+    **Back to:** Lab 09, where the rank order decides which link each axis gets.
+    """
+    )
+    return
+
+
+@app.cell
+def _():
+    submit_button = mo.ui.run_button(label="Submit my long-context design to the ledger")
+    return (submit_button,)
+
+
+@app.cell
+def _(
+    capacity_slider,
+    cp_inputs,
+    fit_committed,
+    moe_committed,
+    student_input,
+    submit_button,
+):
+    mo.stop(not fit_committed.made)
+
+    def _steps():
+        _inputs = {**cp_inputs, "capacity": capacity_slider.value}
+        _pred = {"fit": fit_committed.answer, "moe": moe_committed.answer}
+        try:
+            yield LAB, STEP, _inputs, _pred, context_outcomes(_inputs, _pred)
+        except ValueError as _err:
+            yield ui.NotSaved("the context-parallel design", f"its setting is invalid ({_err})")
+
+    _view, submitted = ui.submit_to_ledger(student_input.value, submit_button, _steps)
+    _view
+    return (submitted,)
+
+
+@app.cell
+def _(fit_committed, moe_committed, submitted):
+    ui.hud(
+        {
+            "engine": ENGINE_VERSION,
+            "fit prediction": fit_committed.describe(),
+            "MoE prediction": moe_committed.describe(),
+            "ledger": "saved" if submitted else "not submitted",
+        }
+    )
+    return
+
+
+@app.function
+def cp_figure(points, cp: int, kv_heads: int) -> go.Figure:
+    """Step time against sequence length for each CP algorithm (the engine's), with the HBM
+    limit marked where the busiest GPU overflows."""
+    fig = go.Figure()
+    colors = {"ring": COLORS["blue"], "all_gather": COLORS["green"], "ulysses": COLORS["purple"], "ring_contiguous": COLORS["orange"]}
+    refused = []
+    for alg in CP_ALGORITHMS:
+        ok = [p for p in points if p["algorithm"] == alg and p["error"] is None]
+        if not ok:
+            refused.append(CP_LABELS[alg])
+            continue
+        fig.add_scatter(
+            x=[p["seq_len"] for p in ok], y=[p["step"] for p in ok], name=CP_LABELS[alg], mode="lines+markers",
+            line=dict(color=colors[alg], width=3, dash="dot" if alg == "all_gather" else "solid"),
+            marker=dict(symbol=["circle" if p["fits"] else "x" for p in ok], size=10),
+        )
+    if refused:
+        fig.add_annotation(text=f"refused by the engine at CP {cp}: {', '.join(refused)}", xref="paper", yref="paper", x=0.0, y=1.0,
+                           xanchor="left", yanchor="bottom", showarrow=False, font=dict(color=COLORS["red"]))
+    fig.update_layout(
+        height=420, title=dict(text=f"CP {cp}, {kv_heads} KV heads: step time (x: over HBM)", y=0.97), margin=dict(t=80),
+        legend=dict(orientation="h", yanchor="top", y=-0.22, x=0.0),
+        xaxis=dict(type="log", title="sequence length (tokens)", tickvals=list(SEQ_CHOICES), ticktext=[f"{s // 1024}K" for s in SEQ_CHOICES]),
+        yaxis=dict(type="log", title="step time (s)"),
+    )
+    return apply_plotly_theme(fig)
+
+
+if __name__ == "__main__":
+    app.run()

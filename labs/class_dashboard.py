@@ -1,0 +1,517 @@
+import marimo
+
+__generated_with = "0.25.2"
+app = marimo.App(
+    width="medium",
+    app_title="Class dashboard: a folder of design ledgers",
+)
+
+with app.setup:
+    import csv
+    import math
+    from pathlib import Path
+
+    import marimo as mo
+    import pandas as pd
+    import plotly.graph_objects as go
+
+    from labs import grade
+    from labs.core.scenarios import QUESTION_OPTIONS
+    from labs.core.scenarios import lab09
+    from labs.core.state import Roster, normalise_student
+    from labs.core.style import COLORS
+
+    # The design steps drawn as TP x PP scatters: label -> (lab, step, the scenario input or None)
+    DESIGN_STEPS = {
+        "Lab 05 Act II: GPT-3 175B on 1,024 H100s": ("05_parallelism", "act2", None),
+        **{f"Lab 09: {label}": (lab09.LAB, "worksheet", key) for key, label in lab09.JOB_LABELS.items()},
+    }
+    ANSWER_COLUMNS = ["student", "file", "lab", "step", "question", "answer", "right", "changed", "misconception"]
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    # Class dashboard
+
+    Every ledger in a folder, read through `labs.grade`: each step's outcome is recomputed by the
+    engine from the inputs the student recorded, and each question is judged by the answer the
+    student committed first. Nothing stored in a ledger is trusted, and nothing in one is run.
+
+    `marimo run labs/class_dashboard.py -- --ledgers DIR [--roster roster.csv]`, or type the
+    folder below. A roster is a CSV with a `student` column (the `student,code` roster of a shared
+    server works as it is).
+    """)
+    return
+
+
+@app.cell
+def _():
+    folder_input = mo.ui.text(value=str(mo.cli_args().get("ledgers") or ""), label="Folder of ledgers", full_width=True)
+    folder_input
+    return (folder_input,)
+
+
+@app.cell
+def _():
+    roster_input = mo.ui.text(value=str(mo.cli_args().get("roster") or ""), label="Roster CSV (optional)", full_width=True)
+    roster_input
+    return (roster_input,)
+
+
+@app.cell
+def _():
+    reread_button = mo.ui.run_button(label="Read the folder again")
+    reread_button
+    return (reread_button,)
+
+
+@app.cell
+def _(folder_input, reread_button, roster_input):
+    reread_button
+    mo.stop(not folder_input.value.strip(), mo.md("Type the folder that holds the class's ledgers (`.json` files) above."))
+    mo.stop(not Path(folder_input.value.strip()).is_dir(), mo.callout(mo.md(f"`{folder_input.value.strip()}` is not a folder."), kind="warn"))
+    try:
+        roster = load_roster(roster_input.value.strip()) if roster_input.value.strip() else None
+        roster_error = None
+    except (OSError, ValueError) as _err:
+        roster, roster_error = None, str(_err)
+    table, problems = grade.grade([folder_input.value.strip()], roster)
+    answers = answer_rows(table)
+    scores = grade.scores(table)
+    return answers, problems, roster, roster_error, scores, table
+
+
+@app.cell(hide_code=True)
+def _(answers, problems, roster, roster_error, table):
+    _students = table["student"].nunique() if not table.empty else 0
+    _files = table["file"].nunique() if not table.empty else 0
+    mo.vstack([
+        mo.md(
+            f"**{_files} ledgers** from **{_students} students** graded, **{len(problems)} files not graded**"
+            + (f", roster of **{len(roster.codes)}**" if roster is not None else "")
+            + f"; {len(answers)} committed answers judged by the engine."
+        ),
+        mo.callout(mo.md(f"The roster could not be read: {roster_error}"), kind="warn") if roster_error else mo.md(""),
+    ])
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## The prediction questions
+
+    One row per question: how many committed an answer or skipped it, the share the engine judges
+    right, and how many changed their answer after committing (the first answer is the one graded).
+    A student who handed in several files counts once, by the first file.
+    """)
+    return
+
+
+@app.cell
+def _(answers):
+    questions = question_summary(answers)
+    mo.ui.table(questions, selection=None, page_size=12, show_column_summaries=False)
+    return (questions,)
+
+
+@app.cell
+def _(questions):
+    question_dropdown = mo.ui.dropdown(
+        options={f"{lab_name(r.lab)} · {r.question}": f"{r.lab}|{r.question}" for r in questions.itertuples()},
+        value=next(iter(f"{lab_name(r.lab)} · {r.question}" for r in questions.itertuples()), None),
+        label="Question",
+    )
+    question_dropdown
+    return (question_dropdown,)
+
+
+@app.cell
+def _(answers, question_dropdown):
+    mo.stop(question_dropdown.value is None, mo.md("No question has a committed answer yet."))
+    question_key = tuple(question_dropdown.value.split("|", 1))
+    answer_bars = answer_distribution(answers, question_key)
+    return answer_bars, question_key
+
+
+@app.cell
+def _(answer_bars, question_key):
+    answer_plot = mo.ui.plotly(answer_figure(answer_bars, question_key), label="Click a bar to list its students")
+    answer_plot
+    return (answer_plot,)
+
+
+@app.cell
+def _(answer_bars, answer_plot):
+    _picked = picked_rows(answer_plot, answer_bars, "answer")
+    bar_students = answer_bars.iloc[_picked] if _picked else answer_bars.iloc[0:0]
+    students_panel(bar_students, "Click a bar above to list the students who committed that answer.")
+    return (bar_students,)
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## Misconceptions
+
+    Each wrong option a lab offers stands for a misconception (named beside the option in the
+    lab's scenario module). A cell counts the committed answers of one student that stand for one
+    misconception; click it to see them.
+    """)
+    return
+
+
+@app.cell
+def _(answers):
+    misconceptions = misconception_matrix(answers)
+    return (misconceptions,)
+
+
+@app.cell
+def _(misconceptions):
+    mo.stop(misconceptions.empty, mo.md("No wrong committed answers yet."))
+    heat_plot = mo.ui.plotly(heatmap_figure(misconceptions), label="Students against misconceptions")
+    heat_plot
+    return (heat_plot,)
+
+
+@app.cell
+def _(answers, heat_plot, misconceptions):
+    _cells = [(p.get("x"), p.get("y")) for p in (heat_plot.value or []) if isinstance(p, dict)]
+    _wrong = answers[answers["misconception"].ne("")]
+    heat_students = _wrong[[(s, m) in set(_cells) for s, m in zip(_wrong["student"], _wrong["misconception"])]] if _cells else _wrong.iloc[0:0]
+    _held = misconceptions.gt(0).sum(axis=1).sort_values(ascending=False).rename("students holding it").reset_index()
+    mo.vstack([
+        students_panel(heat_students, "Click a cell to list that student's answers behind it."),
+        mo.ui.table(_held, selection=None, page_size=8, show_column_summaries=False, label="How many students hold each misconception"),
+    ])
+    return (heat_students,)
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## Designs
+
+    Every submitted design of the 3D lab (05, Act II) and the 64-GPU worksheet (09), placed by its
+    tensor- and pipeline-parallel degrees and coloured by the MFU the engine computes for it; ✕ marks
+    designs that do not fit in memory. A marker's size grows with the students behind it; click
+    one (or drag a box) to list them.
+    """)
+    return
+
+
+@app.cell
+def _():
+    design_dropdown = mo.ui.dropdown(options=list(DESIGN_STEPS), value=next(iter(DESIGN_STEPS)), label="Design step")
+    design_dropdown
+    return (design_dropdown,)
+
+
+@app.cell
+def _(design_dropdown, table):
+    designs = design_points(table, DESIGN_STEPS[design_dropdown.value])
+    return (designs,)
+
+
+@app.cell
+def _(design_dropdown, designs):
+    mo.stop(designs.empty, mo.md("No submitted design for this step yet."))
+    design_plot = mo.ui.plotly(design_figure(designs, design_dropdown.value), label="TP x PP, coloured by MFU")
+    design_plot
+    return (design_plot,)
+
+
+@app.cell
+def _(design_plot, designs):
+    _picked = picked_rows(design_plot, designs, "design")
+    design_students = designs.iloc[_picked] if _picked else designs.iloc[0:0]
+    _rows = design_students.explode("students")[["tp", "pp", "fits", "mfu", "students"]].rename(columns={"students": "student"}) if _picked else design_students
+    students_panel(_rows, "Click a design above to list its students.")
+    return (design_students,)
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## Who has not submitted, and what needs a look
+    """)
+    return
+
+
+@app.cell
+def _(roster, table):
+    missing = not_submitted(table, roster)
+    mo.vstack([
+        mo.md(f"**{len(missing)} students** have not submitted every lab" + (" on the roster." if roster is not None else " (against the ids seen in the folder; give a roster to include students with no ledger at all).")),
+        mo.ui.table(missing, selection=None, page_size=10, show_column_summaries=False) if len(missing) else mo.md(""),
+    ])
+    return (missing,)
+
+
+@app.cell
+def _(problems, scores):
+    flags = flag_rows(scores)
+    unread = pd.DataFrame(problems, columns=["file", "why it was not graded"])
+    mo.vstack([
+        mo.md(f"**{len(flags)} ledgers flagged** (a stored outcome the engine disagrees with, an identity problem, or an answer changed after its commit); **{len(unread)} files not graded**."),
+        mo.ui.table(flags, selection=None, page_size=10, show_column_summaries=False) if len(flags) else mo.md(""),
+        mo.ui.table(unread, selection=None, page_size=10, show_column_summaries=False) if len(unread) else mo.md(""),
+    ])
+    return flags, unread
+
+
+@app.cell
+def _(roster, scores, table):
+    gradebook = gradebook_table(scores, roster)
+    mo.hstack([  # each CSV is written when its button is pressed
+        mo.download(data=lambda: grade.csv_bytes(gradebook), filename="gradebook.csv", mimetype="text/csv", label="Download the grade book (CSV)"),
+        mo.download(data=lambda: grade.csv_bytes(table) if not table.empty else b"", filename="steps.csv", mimetype="text/csv", label="Download every graded step (CSV)"),
+    ], justify="start")
+    return (gradebook,)
+
+
+@app.function
+def lab_name(lab: str) -> str:
+    """`09_64gpu_design` -> `09 64gpu design`."""
+    return lab.replace("_", " ")
+
+
+@app.function
+def load_roster(path: str) -> Roster:
+    """A roster CSV: `student,code` (a shared server's roster) or a `student` column alone."""
+    with open(path, newline="", encoding="utf-8-sig") as handle:
+        reader = csv.DictReader(handle)
+        fields = [f for f in (reader.fieldnames or []) if f]
+        names = {f.strip().lower(): f for f in fields}
+        if "student" not in names:
+            raise ValueError(f"{path}: a roster needs a `student` column; found {fields}")
+        if "code" in names:
+            return Roster.load(path)
+        students = [normalise_student(row[names["student"]] or "") for row in reader]
+    return Roster({s: "" for s in students}, path)
+
+
+@app.function
+def answer_rows(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per student and committed answer, from the grader's table: the answer, whether the
+    engine judges it right (None when skipped), how often it was changed after its commit, and the
+    misconception a wrong option stands for. A student id in several files counts once (its first
+    file); steps the grader could not judge are left out."""
+    if table.empty:
+        return pd.DataFrame(columns=ANSWER_COLUMNS)
+    graded = table[table["status"].eq("ok") | table["tampered"].fillna(False).astype(bool)]
+    first_file = graded.groupby("student")["file"].transform("min")
+    graded = graded[graded["file"].eq(first_file)]
+    rows = []
+    for (lab, step), spec in grade.SPECS.items():
+        mine = graded[(graded["lab"] == lab) & (graded["step"] == step)]
+        for question, outcome in spec.questions.items():
+            column = f"answer.{question}"
+            if mine.empty or column not in mine:
+                continue
+            options = {o.key: o for o in QUESTION_OPTIONS.get((lab, question), ())}
+            changed = mine[f"changes.{question}"] if f"changes.{question}" in mine else pd.Series(0, index=mine.index)
+            for student, file, answer, right, change in zip(mine["student"], mine["file"], mine[column], mine[outcome], changed):
+                answer = "skipped" if answer is None or (isinstance(answer, float) and math.isnan(answer)) else str(answer)
+                judged = None if answer == "skipped" or right is None or (isinstance(right, float) and math.isnan(right)) else bool(right)
+                misconception = ""
+                if judged is False:
+                    option = options.get(answer)
+                    if options and option is None:
+                        misconception = "an answer the lab does not offer"
+                    else:  # the option's named misconception, else the question and option themselves
+                        misconception = (option.misconception if option is not None else "") or f"{lab_name(lab)} · {question}: {answer}"
+                rows.append((student, file, lab, step, question, answer, judged, int(change or 0), misconception))
+    return pd.DataFrame(rows, columns=ANSWER_COLUMNS)
+
+
+@app.function
+def question_summary(answers: pd.DataFrame) -> pd.DataFrame:
+    """Per question: answers committed and skipped, the share right among the committed ones, how
+    many changed after the commit, and the distribution of answers (with the engine's answer)."""
+    out = []
+    for (lab, question), group in answers.groupby(["lab", "question"], sort=True):
+        judged = group["right"].dropna()
+        counts = group["answer"].value_counts()
+        right_keys = sorted(set(group.loc[group["right"].eq(True), "answer"]))
+        out.append({
+            "lab": lab, "question": question, "committed": int(len(judged)), "skipped": int((group["answer"] == "skipped").sum()),
+            "right": int(judged.astype(bool).sum()), "share right": f"{judged.astype(bool).mean():.0%}" if len(judged) else "",
+            "changed after commit": int(group["changed"].gt(0).sum()),
+            "engine's answer": ", ".join(right_keys),
+            "answers": "  ".join(f"{k} {int(counts.get(k, 0))}" for k in sorted(counts.index)),
+        })
+    return pd.DataFrame(out, columns=["lab", "question", "committed", "skipped", "right", "share right", "changed after commit", "engine's answer", "answers"])
+
+
+@app.function
+def answer_distribution(answers: pd.DataFrame, key: tuple) -> pd.DataFrame:
+    """One row per option of a question (then skipped, then anything else handed in): the count,
+    whether the engine judges it right, how many of them changed, and the students."""
+    lab, question = key
+    mine = answers[(answers["lab"] == lab) & (answers["question"] == question)]
+    options = [o.key for o in QUESTION_OPTIONS.get(key, ())]
+    labels = {o.key: o.label for o in QUESTION_OPTIONS.get(key, ())}
+    order = options + ["skipped"] + sorted(set(mine["answer"]) - set(options) - {"skipped"})
+    rows = []
+    for answer in order:
+        group = mine[mine["answer"] == answer]
+        if answer in ("skipped",) and group.empty:
+            continue
+        rows.append({
+            "answer": answer, "label": labels.get(answer, ""), "students": len(group), "right": bool(group["right"].eq(True).any()),
+            "changed": int(group["changed"].gt(0).sum()), "names": sorted(group["student"]),
+        })
+    return pd.DataFrame(rows, columns=["answer", "label", "students", "right", "changed", "names"])
+
+
+@app.function
+def answer_figure(bars: pd.DataFrame, key: tuple) -> go.Figure:
+    colors = [COLORS["green"] if r else (COLORS["muted"] if a == "skipped" else COLORS["red"]) for a, r in zip(bars["answer"], bars["right"])]
+    fig = go.Figure(go.Bar(
+        x=bars["answer"], y=bars["students"], marker_color=colors, text=[f"{n} ({c} changed)" if c else str(n) for n, c in zip(bars["students"], bars["changed"])],
+        textposition="outside", customdata=bars["label"], hovertemplate="%{x}: %{y} students<br>%{customdata}<extra></extra>",
+    ))
+    fig.update_layout(title=f"{lab_name(key[0])} · {key[1]}: committed answers (green: the engine's answer)", height=360,
+                      xaxis_title="answer", yaxis_title="students", showlegend=False, margin=dict(t=60, b=40), clickmode="event+select")
+    return fig
+
+
+@app.function
+def misconception_matrix(answers: pd.DataFrame) -> pd.DataFrame:
+    """misconception x student: how many of the student's committed answers stand for it."""
+    wrong = answers[answers["misconception"].ne("")]
+    if wrong.empty:
+        return pd.DataFrame()
+    grid = wrong.groupby(["misconception", "student"]).size().unstack("student", fill_value=0)
+    grid = grid.loc[grid.sum(axis=1).sort_values(ascending=False).index]
+    return grid[grid.sum(axis=0).sort_values(ascending=False).index]
+
+
+@app.function
+def heatmap_figure(grid: pd.DataFrame) -> go.Figure:
+    fig = go.Figure(go.Heatmap(
+        z=grid.to_numpy(), x=list(grid.columns), y=list(grid.index), colorscale=[[0, COLORS["surface"]], [1, COLORS["red"]]],
+        hovertemplate="%{x}<br>%{y}: %{z}<extra></extra>", colorbar=dict(title="answers"), xgap=1, ygap=1,
+    ))
+    fig.update_layout(height=max(320, 90 + 24 * len(grid)), xaxis=dict(showticklabels=len(grid.columns) <= 40, title=f"{len(grid.columns)} students, most misconceptions first"),
+                      yaxis=dict(autorange="reversed"), margin=dict(l=20, t=30, b=50), clickmode="event+select")
+    return fig
+
+
+@app.function
+def design_points(table: pd.DataFrame, which: tuple) -> pd.DataFrame:
+    """The submitted designs of one design step, grouped by (TP, PP, fits): the students behind
+    each, their number and the MFU the engine computed (the median when several designs share
+    a place). One per student id (its first file); steps the grader refused are left out."""
+    lab, step, scenario = which
+    columns = ["tp", "pp", "fits", "mfu", "count", "students"]
+    if table.empty or "input.tp" not in table:
+        return pd.DataFrame(columns=columns)
+    mine = table[(table["lab"] == lab) & (table["step"] == step) & (table["status"].eq("ok") | table["tampered"].fillna(False).astype(bool))]
+    if scenario is not None and "input.scenario" in mine:
+        mine = mine[mine["input.scenario"] == scenario]
+    mine = mine[mine["file"].eq(mine.groupby("student")["file"].transform("min"))]
+    if mine.empty:
+        return pd.DataFrame(columns=columns)
+    frame = pd.DataFrame({
+        "tp": mine["input.tp"].astype(int), "pp": mine["input.pp"].fillna(1).astype(int), "fits": mine["fits"].astype(bool),
+        "mfu": pd.to_numeric(mine["mfu"], errors="coerce"), "student": mine["student"],
+    })
+    out = frame.groupby(["tp", "pp", "fits"], sort=True).agg(mfu=("mfu", "median"), count=("student", "size"), students=("student", lambda s: sorted(s))).reset_index()
+    shift = out["fits"].map({True: 0.0, False: 0.18})  # an out-of-memory design beside a fitting one at the same place
+    out["x"], out["y"] = out["tp"].map(math.log2) + shift, out["pp"].map(math.log2) + shift
+    return out[columns + ["x", "y"]]
+
+
+@app.function
+def design_figure(points: pd.DataFrame, title: str) -> go.Figure:
+    """One trace (so a click's point index is a row of `points`); drawn as lines+markers with an
+    invisible line, the trace kind whose clicks marimo's Plotly view reports."""
+    fig = go.Figure(go.Scatter(
+        x=points["x"], y=points["y"], mode="lines+markers", line=dict(width=0),
+        marker=dict(size=[12 + 4 * math.sqrt(c) for c in points["count"]], color=points["mfu"], colorscale="Viridis", cmin=0,
+                    colorbar=dict(title="MFU", tickformat=".0%"), symbol=["circle" if f else "x" for f in points["fits"]],
+                    line=dict(width=1, color=COLORS["ink"])),
+        customdata=list(zip(points["tp"], points["pp"], points["count"], ["fits" if f else "out of memory" for f in points["fits"]])),
+        hovertemplate="TP %{customdata[0]} x PP %{customdata[1]}: %{customdata[2]} students, %{customdata[3]}<br>MFU %{marker.color:.1%}<extra></extra>",
+    ))
+    ticks = sorted(set(points["tp"]) | set(points["pp"]) | {1, 2, 4, 8})
+    fig.update_layout(
+        title=dict(text=title, x=0), height=460, showlegend=False, dragmode="select", clickmode="event+select", margin=dict(t=70),
+        xaxis=dict(title="TP (tensor parallel)", tickvals=[math.log2(t) for t in ticks], ticktext=[str(t) for t in ticks]),
+        yaxis=dict(title="PP (pipeline stages)", tickvals=[math.log2(t) for t in ticks], ticktext=[str(t) for t in ticks]),
+    )
+    return fig
+
+
+@app.function
+def picked_rows(plot, frame: pd.DataFrame, kind: str) -> list[int]:
+    """Rows of `frame` behind a plot's selection: its point indices (one trace per figure),
+    else the points' x values (a bar's answer)."""
+    try:
+        indices = [int(i) for i in (plot.indices or [])]
+    except (AttributeError, TypeError, ValueError):
+        indices = []
+    points = [p for p in (plot.value or []) if isinstance(p, dict)]
+    if not indices and kind == "answer":
+        xs = {p.get("x") for p in points}
+        indices = [i for i, a in enumerate(frame["answer"]) if a in xs]
+    elif not indices and kind == "design":
+        xy = {(round(float(p["x"]), 3), round(float(p["y"]), 3)) for p in points if isinstance(p.get("x"), (int, float)) and isinstance(p.get("y"), (int, float))}
+        indices = [i for i, (x, y) in enumerate(zip(frame["x"], frame["y"])) if (round(x, 3), round(y, 3)) in xy]
+    return sorted({i for i in indices if 0 <= i < len(frame)})
+
+
+@app.function
+def students_panel(rows: pd.DataFrame, empty_note: str):
+    if rows is None or len(rows) == 0:
+        return mo.md(f"_{empty_note}_")
+    if "names" in rows:
+        rows = rows.explode("names").rename(columns={"names": "student"})[["answer", "label", "student"]]
+    return mo.ui.table(rows.reset_index(drop=True), selection=None, page_size=15, show_column_summaries=False, label=f"{len(rows)} rows")
+
+
+@app.function
+def not_submitted(table: pd.DataFrame, roster) -> pd.DataFrame:
+    """Students (the roster's, else every id seen) without a graded step in a lab someone submitted."""
+    labs = sorted(set(table["lab"])) if not table.empty else []
+    seen = {} if table.empty else table[~table["status"].fillna("").str.startswith(("invalid", "grader error"))].groupby("student")["lab"].agg(set).to_dict()
+    everyone = sorted(roster.codes) if roster is not None else sorted(set(table["student"]) if not table.empty else [])
+    rows = []
+    for student in everyone:
+        done = seen.get(student, set())
+        lacking = [lab_name(lab) for lab in labs if lab not in done]
+        if lacking:
+            rows.append({"student": student, "no ledger": student not in seen, "labs not submitted": ", ".join(lacking), "how many": len(lacking)})
+    return pd.DataFrame(rows, columns=["student", "no ledger", "labs not submitted", "how many"])
+
+
+@app.function
+def flag_rows(scores: pd.DataFrame) -> pd.DataFrame:
+    """One row per student and file with a flag (from grade.scores): tampered, identity, answers
+    changed after commit; tampering and identity first."""
+    if scores.empty:
+        return pd.DataFrame(columns=["student", "file", "tampered", "changed", "identity"])
+    flagged = scores[scores["tampered"].ne("") | scores["identity"].ne("") | scores["changed"].gt(0)]
+    serious = flagged["tampered"].ne("") | flagged["identity"].ne("")
+    flagged = flagged.assign(_order=~serious).sort_values(["_order", "student", "file"], kind="stable")
+    return flagged[["student", "file", "tampered", "changed", "identity"]].reset_index(drop=True)
+
+
+@app.function
+def gradebook_table(scores: pd.DataFrame, roster) -> pd.DataFrame:
+    """The grader's per-student scores (grade.scores: each lab's right answers out of those
+    judged, and the flags), with a row for every roster student who handed nothing in."""
+    book = scores
+    if roster is not None:
+        absent = sorted(set(roster.codes) - (set(book["student"]) if not book.empty else set()))
+        if absent:
+            book = pd.concat([book, pd.DataFrame({"student": absent, "file": "", "identity": "no ledger"})], ignore_index=True)
+    return book.astype(object).fillna("") if not book.empty else pd.DataFrame(columns=["student", "file", "tampered", "changed", "identity"])
+
+
+if __name__ == "__main__":
+    app.run()

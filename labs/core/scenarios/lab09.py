@@ -1,0 +1,249 @@
+"""Lab 09, the 64-GPU design worksheet: its two stakeholder jobs, the prediction "64 GPUs, so
+DP = 64?" judged by the engine, the worksheet's plan, the checks of the spoken design against
+the engine's communication map, and the outcome function `python -m labs.grade` recomputes.
+
+Both jobs run on 8 nodes of 8 GPUs with today's software (Megatron-Core with Transformer Engine,
+plus FSDP for ZeRO-3): flash attention, selective recompute, sequence parallelism with TP
+communication overlap wherever TP > 1, fp32 gradient reduction overlapped with the backward,
+1F1B. The global batch is Llama 2's: 4M tokens, 1,024 sequences of 4,096 (Touvron et al. 2023).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Callable
+
+from labs.core.hardware import Cluster
+from labs.core.layout import RANK_ORDERS, axis_strides
+from labs.core.models import Model
+from labs.core.perf import COLLECTIVE_KINDS, Estimate, Plan, estimate
+from labs.core.scenarios.common import Option
+from labs.core.search import sweep
+from labs.core.topology import members_per_node
+
+LAB = "09_64gpu_design"
+NODES = 8
+GLOBAL_BATCH = 1024
+TP_CHOICES = (1, 2, 4, 8)
+PP_CHOICES = (1, 2, 4, 8)
+MICRO_BATCHES = (1, 2, 4)
+# A spoken bottleneck time counts as right within this factor of the engine's (it is read off a
+# table rounded to a tenth of a millisecond or to whole milliseconds).
+TIME_TOLERANCE = 0.10
+SMALL_BATCH = 128  # the PP misconception at a batch an eighth of the stakeholder's
+
+
+@dataclass(frozen=True)
+class Job:
+    key: str
+    model: str
+    cluster: str
+    sender: str
+    ask: str
+
+    def inputs(self) -> tuple[Model, Cluster]:
+        return Model.get(self.model), Cluster.get(self.cluster, nodes=NODES)
+
+
+JOBS = {
+    "13b-a100": Job("13b-a100", "llama2-13b", "dgx-a100", "Research lead, continued pre-training",
+                    "We have the 64 A100s for a month. 64 GPUs, so we run 64 data-parallel replicas, right?"),
+    "70b-h100": Job("70b-h100", "llama2-70b", "dgx-h100", "Head of pre-training",
+                    "The 70B run gets 8 DGX H100 nodes. Same recipe as the 13B: DP = 64?"),
+}
+JOB_LABELS = {"13b-a100": "Llama 2 13B on 8 DGX A100", "70b-h100": "Llama 2 70B on 8 DGX H100"}
+
+
+def job(key: str) -> Job:
+    if key not in JOBS:
+        raise ValueError(f"scenario must be one of {sorted(JOBS)}, got {key!r}")
+    return JOBS[key]
+
+
+def worksheet_plan(tp: int, pp: int, zero_stage: int, micro_batch: int = 1, rank_order: str = RANK_ORDERS[0]) -> Plan:
+    """The lab's software around a worksheet's degrees; DP takes the rest of the 64 GPUs."""
+    gpus = NODES * 8
+    if gpus % (tp * pp):
+        raise ValueError(f"tp x pp must divide the {gpus} GPUs, got {tp} x {pp}")
+    return Plan(
+        tp=tp, pp=pp, dp=gpus // (tp * pp), micro_batch=micro_batch, global_batch=GLOBAL_BATCH, zero_stage=zero_stage,
+        recompute="selective", sequence_parallel=tp > 1, tp_comm_overlap=tp > 1, flash_attention=True,
+        grad_reduce_dtype="fp32", schedule="1f1b", rank_order=rank_order,
+    )
+
+
+@lru_cache(maxsize=512)  # pure in its arguments: a class's ledgers (and a lab's re-runs) repeat them
+def worksheet_estimate(scenario: str, tp: int, pp: int, zero_stage: int, micro_batch: int = 1, rank_order: str = RANK_ORDERS[0]) -> Estimate:
+    model, cluster = job(scenario).inputs()
+    return estimate(model, cluster, worksheet_plan(tp, pp, zero_stage, micro_batch, rank_order))
+
+
+# ---- the prediction: 64 GPUs, so DP = 64? --------------------------------------------------
+DP64_OPTIONS = (
+    Option("A", "Both jobs: 64 GPUs, 64 replicas of the model, plain data parallelism", "a replica per GPU always fits"),
+    Option("B", "Both jobs, once ZeRO-3/FSDP shards weights, gradients and optimizer over all 64 GPUs", "sharding alone fits any model"),
+    Option("C", "The 13B only, and only with ZeRO-3/FSDP; the 70B needs tensor or pipeline parallelism"),
+    Option("D", "Neither: no model of this size fits a data-parallel replica per GPU, sharded or not", "sharding cannot beat the model's size"),
+)
+# The layouts the reveal prices for each job: DP = 64 plain and sharded, and two model-parallel ones.
+REFERENCE_LAYOUTS = {
+    "DP=64, ZeRO-0": dict(tp=1, pp=1, zero_stage=0),
+    "DP=64, ZeRO-3": dict(tp=1, pp=1, zero_stage=3),
+    "TP=8 x DP=8, ZeRO-1": dict(tp=8, pp=1, zero_stage=1),
+    "TP=4 x PP=4 x DP=4, ZeRO-1": dict(tp=4, pp=4, zero_stage=1),
+}
+
+
+@lru_cache(maxsize=None)
+def reference_estimates() -> dict[str, dict[str, Estimate]]:
+    """job -> layout name -> Estimate, for REFERENCE_LAYOUTS."""
+    return {key: {name: worksheet_estimate(key, **f) for name, f in REFERENCE_LAYOUTS.items()} for key in JOBS}
+
+
+def dp64_facts() -> dict:
+    ests = reference_estimates()
+    return {key: {"plain": e["DP=64, ZeRO-0"].fits, "sharded": e["DP=64, ZeRO-3"].fits} for key, e in ests.items()}
+
+
+DP64_CLAIMS: dict[str, Callable[[dict], bool]] = {
+    "A": lambda f: all(j["plain"] for j in f.values()),
+    "B": lambda f: all(j["sharded"] for j in f.values()) and not all(j["plain"] for j in f.values()),
+    "C": lambda f: f["13b-a100"]["sharded"] and not f["13b-a100"]["plain"] and not f["70b-h100"]["sharded"],
+    "D": lambda f: not any(j["sharded"] or j["plain"] for j in f.values()),
+}
+
+
+def dp64_answer() -> str | None:
+    facts = dp64_facts()
+    return next((k for k, claim in DP64_CLAIMS.items() if claim(facts)), None)
+
+
+# ---- the communication map and the spoken design ----------------------------------------------
+def map_rows(est: Estimate) -> list[dict]:
+    """The communication map as display rows, straight from the Estimate's collectives."""
+    dominant = est.dominant_collective
+    rows = []
+    for c in est.collectives:
+        placement = f"inside 1 node ({c.group} GPUs)" if not c.crosses_nodes else f"{c.group} GPUs over {c.nodes} nodes, {c.members_per_node} per node"
+        rows.append({
+            "key": c.key, "collective": f"{c.axis} {c.op}", "how often": c.frequency, "calls / step": c.calls,
+            "GB sent / GPU / step": c.sent_bytes / 1e9, "group": placement, "link": c.link,
+            "wire ms": c.wire_s * 1e3, "exposed ms": c.exposed_s * 1e3, "exposed % of step": c.exposed_s / est.step_time_s,
+            "dominant": c is dominant,
+        })
+    return rows
+
+
+BOTTLENECK_CHOICES = {f"{axis}: {what}": key for key, (axis, _, what) in COLLECTIVE_KINDS.items()}
+LINK_CHOICES = {"inside a node (NVLink)": "intra", "across nodes (InfiniBand)": "inter"}
+
+
+def said_out_loud(est: Estimate, bottleneck: str | None, link: str | None, time_ms: float | None) -> dict:
+    """The structured part of the spoken design against the engine's map."""
+    d = est.dominant_collective
+    if d is None:
+        return {"dominant": None, "dominant_link": None, "dominant_exposed_s": 0.0, "bottleneck_correct": bottleneck is None, "link_correct": link is None, "time_correct": not time_ms}
+    engine_link = "inter" if d.crosses_nodes else "intra"
+    exposed_ms = d.exposed_s * 1e3
+    return {
+        "dominant": d.key,
+        "dominant_link": engine_link,
+        "dominant_exposed_s": d.exposed_s,
+        "bottleneck_correct": bottleneck == d.key,
+        "link_correct": link == engine_link,
+        "time_correct": time_ms is not None and abs(time_ms - exposed_ms) <= TIME_TOLERANCE * exposed_ms,
+    }
+
+
+def placements(est: Estimate) -> dict[str, str]:
+    """Where each worksheet axis's groups sit under the plan's rank order: inside a node or
+    across nodes (labs.core.layout strides, labs.core.topology members per node)."""
+    p, cluster = est.plan, est.cluster
+    strides = axis_strides(p.rank_order, p.tp, p.cp, p.dp, p.pp)
+    out = {}
+    for axis, n in (("tp", p.tp), ("pp", p.pp), ("dp", p.dp * p.cp)):
+        stride = float(strides["cp" if axis == "dp" else axis])
+        g = int(members_per_node(cluster, n, stride))
+        if n == 1:
+            out[axis] = "none (degree 1)"
+        elif axis == "pp" and g < n:
+            out[axis] = f"{g} stage{'s' if g > 1 else ''} per node, {-(-n // g)} nodes ({stride:g} ranks apart)"
+        elif g >= n:
+            out[axis] = f"inside one node ({n} of its {cluster.gpus_per_node} GPUs, {stride:g} apart)"
+        else:
+            out[axis] = f"across {-(-n // g)} nodes, {g} per node ({stride:g} ranks apart)"
+    shard = p.shard_group_size or p.dp * p.cp
+    out["zero"] = "none: every DP rank keeps the whole state" if p.zero_stage == 0 else f"ZeRO-{p.zero_stage} over the DP group ({shard} ranks): {out['dp']}"
+    return out
+
+
+# ---- misconceptions -----------------------------------------------------------------------------
+@lru_cache(maxsize=None)
+def pp_costs(scenario: str, global_batch: int = GLOBAL_BATCH) -> list[dict]:
+    """TP = 8 inside each node and PP = 1, 2, 4, 8 across nodes (DP the rest), at this batch:
+    the bubble and the send/recv each pipeline depth brings."""
+    model, cluster = job(scenario).inputs()
+    rows = []
+    for pp in PP_CHOICES:
+        plan = worksheet_plan(8, pp, 1)
+        plan = Plan(**{**plan.as_dict(), "global_batch": global_batch})
+        e = estimate(model, cluster, plan)
+        pp_row = next((c for c in e.collectives if c.key == "pp"), None)
+        rows.append({
+            "pp": pp, "dp": plan.dp, "microbatches": plan.microbatches, "bubble_fraction": e.bubble_fraction, "bubble_s": e.time.bubble,
+            "pp_wire_s": pp_row.wire_s if pp_row else 0.0, "pp_exposed_s": pp_row.exposed_s if pp_row else 0.0,
+            "pp_link": pp_row.link if pp_row else "-", "mfu": e.mfu, "fits": e.fits, "memory_bytes": e.memory.total, "step_time_s": e.step_time_s,
+        })
+    return rows
+
+
+def best_plans(scenario: str):
+    """Every plan of the lab's software for the job, best first (labs.core.search.sweep)."""
+    model, cluster = job(scenario).inputs()
+    return sweep(model, cluster, global_batch=GLOBAL_BATCH, cp=1, schedule=["1f1b"], recompute=["selective"], micro_batch=list(MICRO_BATCHES),
+                 tp=[t for t in TP_CHOICES if model.heads % t == 0], pp=list(PP_CHOICES), tp_comm_overlap=True, grad_reduce_dtype="fp32")
+
+
+@lru_cache(maxsize=None)
+def recipe(scenario: str) -> dict:
+    """The three-step recipe applied to the job: fit memory, reach the global batch, maximise throughput."""
+    plans = best_plans(scenario)
+    fitting = plans[plans["fits"]]
+    best = fitting.iloc[0]
+    smallest = int((fitting["tp"] * fitting["pp"]).min())
+    return {
+        "frame": plans, "plans": len(plans), "fitting": len(fitting), "smallest_model_parallel": smallest,
+        "best": best, "best_m": int(GLOBAL_BATCH // (best["micro_batch"] * best["dp"])),
+    }
+
+
+# ---- the ledger step ---------------------------------------------------------------------------
+REASONS = ("reason_tp", "reason_pp", "reason_dp", "reason_zero")
+REASON_CHARS = 100
+PARAGRAPH_CHARS = 2000
+
+
+def worksheet_outcomes(inputs: dict, predictions: dict) -> dict:
+    """What the lab shows for a worksheet and the grader recomputes: the plan's fit and MFU, the
+    engine's dominant collective with its link and exposed time, the spoken claims against them,
+    and the committed prediction against the engine's answer."""
+    est = worksheet_estimate(inputs["scenario"], int(inputs["tp"]), int(inputs["pp"]), int(inputs["zero_stage"]), int(inputs.get("micro_batch", 1)),
+                             inputs.get("rank_order", RANK_ORDERS[0]))
+    time_ms = inputs.get("bottleneck_time_ms")
+    spoken = said_out_loud(est, inputs.get("bottleneck"), inputs.get("bottleneck_link"), None if time_ms is None else float(time_ms))
+    correct = dp64_answer()
+    return {
+        "fits": est.fits,
+        "mfu": est.mfu,
+        "step_time_s": est.step_time_s,
+        "memory_gb": est.memory.total / 1e9,
+        **spoken,
+        "correct_option": correct,
+        "prediction_correct": correct is not None and predictions.get("dp64") == correct,
+    }
+
+
+OUTCOMES: dict[tuple[str, str], Callable[[dict, dict], dict]] = {
+    (LAB, "worksheet"): worksheet_outcomes,
+}

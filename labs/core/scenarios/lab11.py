@@ -1,0 +1,361 @@
+"""Lab 11, long context and mixture of experts: the 128K stakeholder setting, the two predictions
+judged by the engine ("can TP alone carry one 128K sequence?", "does a 256-expert MoE cost the
+communication of a dense model of the same active size?"), the context-parallel instrument,
+Llama 3's 128K layout and DeepSeek-V3's, and the outcome function the grader recomputes.
+
+Long context: Llama 3 405B (Table 3) at 131,072 tokens on Meta's H100 RoCE cluster, one
+pipeline of TP 8 x PP 16 per replica as at 8K (Llama 3 Table 4), flash attention, no activation
+recomputation (Llama 3 Sec. 3.3.2), ZeRO-1 over the dp x cp ranks, bf16 gradients.
+Experts: DeepSeek-V3 (arXiv:2412.19437) on H800 nodes with InfiniBand, its published layout
+(Sec. 3.2: PP 16, EP 64 over 8 nodes, ZeRO-1 data parallelism, no TP, 2,048 GPUs; node-limited
+routing to at most 4 nodes, Sec. 2.1.2) and its batch of 15,360 sequences of 4K (Sec. 4.2).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from functools import lru_cache
+from typing import Callable
+
+from labs.core.context import CP_SPLITS, causal_imbalance, kv_heads_per_tp_rank
+from labs.core.experts import poisson_drop_fraction, tokens_per_expert
+from labs.core.hardware import Cluster
+from labs.core.layout import RANK_ORDERS, axis_strides
+from labs.core.models import Model
+from labs.core.perf import CP_ALGORITHMS, Estimate, Plan, estimate
+from labs.core.scenarios.common import Option
+from labs.core.topology import members_per_node
+
+LAB = "11_long_context_moe"
+STEP = "context"
+
+# ---- long context ------------------------------------------------------------------------------
+LONG_MODEL = "llama3-405b"
+LONG_SEQ = 131072
+SHORT_SEQ = Model.get(LONG_MODEL).seq_len  # the catalog's: Llama 3's 8K pre-training context
+LONG_CLUSTER = "meta-h100-roce"
+TP, PP = 8, 16  # Llama 3 Table 4: the same TP and PP at 8K and at 128K
+MICROBATCHES = 16  # Llama 3 Table 4: batch size per DP rank 16 at 128K
+CP_LONG = 16  # Llama 3 Table 4's 128K stage
+SEQ_CHOICES = (32768, 65536, 131072, 262144, 524288, 1048576)
+CP_CHOICES = (1, 2, 4, 8, 16, 32)
+KV_HEAD_CHOICES = (8, 16, 32, 64, 128)  # Llama 3 405B has 8; 128 is multi-head attention
+CP_LABELS = {
+    "ring": "ring (zig-zag split, overlapped)",
+    "all_gather": "all-gather K/V (Llama 3)",
+    "ulysses": "DeepSpeed-Ulysses (all-to-all)",
+    "ring_contiguous": "ring, contiguous split",
+}
+SPLIT_LABELS = {"contiguous": "contiguous blocks", "zigzag": "zig-zag (2 cp chunks)", "striped": "striped (token t to rank t mod cp)"}
+
+# Llama 3 Table 4 (arXiv:2407.21783), the 128K row: 16,384 GPUs, TP 8, CP 16, PP 16, DP 8,
+# sequence 131,072, batch 16 per DP rank, 16M tokens a batch, 380 TFLOP/s per GPU, 38% BF16 MFU.
+LLAMA3_128K = {"gpus": 16384, "tp": 8, "cp": 16, "pp": 16, "dp": 8, "seq_len": 131072, "batch_per_dp": 16, "tflops": 380.0, "mfu": 0.38}
+LLAMA3_STAGE_LAYERS = 7  # Llama 3 Sec. 3.3.2: the first and last stages hold one layer fewer (7 + 14 x 8 + 7 = 126)
+
+
+def long_model(seq_len: int = LONG_SEQ, kv_heads: int | None = None) -> Model:
+    model = Model.get(LONG_MODEL, seq_len=seq_len)
+    return model if kv_heads is None else replace(model, kv_heads=kv_heads)
+
+
+DP = 8  # Llama 3 Table 4 at 128K: the FSDP state sharded over dp x cp = 128 ranks, as over DP 128 at 8K
+
+
+def long_cluster(cp: int, dp: int = DP) -> Cluster:
+    return Cluster.get(LONG_CLUSTER, nodes=TP * PP * cp * dp // 8)
+
+
+def long_plan(cp: int = 1, algorithm: str = "ring", sequence_parallel: bool = True, recompute: str = "none",
+              flash_attention: bool = True, dp: int = DP, rank_order: str = RANK_ORDERS[0], **more) -> Plan:
+    """Llama 3's pipelines (TP 8 x PP 16 x CP x DP 8, Llama 3's 7 + 14 x 8 + 7 layers), 16 micro-batches
+    of one sequence, FSDP that keeps the gathered weights (Llama 3) over the CP (x DP) ranks."""
+    return Plan(tp=TP, pp=PP, cp=cp, dp=dp, micro_batch=1, global_batch=MICROBATCHES * dp, zero_stage=3, reshard_after_forward=False, recompute=recompute,
+                sequence_parallel=sequence_parallel, flash_attention=flash_attention, cp_algorithm=algorithm, rank_order=rank_order,
+                first_stage_layers=LLAMA3_STAGE_LAYERS, last_stage_layers=LLAMA3_STAGE_LAYERS, **more)
+
+
+def long_estimate(seq_len: int = LONG_SEQ, cp: int = 1, algorithm: str = "ring", kv_heads: int | None = None, **plan) -> Estimate:
+    return estimate(long_model(seq_len, kv_heads), long_cluster(cp, plan.get("dp", DP)), long_plan(cp, algorithm, **plan))
+
+
+# ---- prediction 1: can TP alone carry the activations of one 128K sequence? -------------------
+FIT_OPTIONS = (
+    Option("A", "Yes: TP 8 with sequence parallelism shards every activation 8 ways, and PP 16 splits the layers",
+           "TP and SP scale with the sequence"),
+    Option("B", "Only with full activation recomputation: keep each layer's input and the sequence fits",
+           "recomputation removes the sequence's memory"),
+    Option("C", "No, not even with full recomputation: the sequence itself must be split (context parallelism)"),
+    Option("D", "No, because of attention's s x s score matrix; flash attention alone fixes it",
+           "long context is only the s^2 scores"),
+)
+FIT_SETTINGS = {
+    "TP 8 + SP": dict(cp=1),
+    "TP 8 + SP, full recompute": dict(cp=1, recompute="full"),
+    "TP 8 + SP, no flash attention": dict(cp=1, flash_attention=False),
+    f"TP 8 + SP + CP {CP_LONG}": dict(cp=CP_LONG),
+}
+
+
+@lru_cache(maxsize=None)
+def fit_estimates() -> dict[str, Estimate]:
+    return {name: long_estimate(**kw) for name, kw in FIT_SETTINGS.items()}
+
+
+def fit_facts() -> dict:
+    e = fit_estimates()
+    return {"plain": e["TP 8 + SP"].fits, "full": e["TP 8 + SP, full recompute"].fits,
+            "no_flash": e["TP 8 + SP, no flash attention"].fits, "cp": e[f"TP 8 + SP + CP {CP_LONG}"].fits}
+
+
+FIT_CLAIMS: dict[str, Callable[[dict], bool]] = {
+    "A": lambda f: f["plain"],
+    "B": lambda f: not f["plain"] and f["full"],
+    "C": lambda f: not f["plain"] and not f["full"] and f["cp"],
+    "D": lambda f: not f["no_flash"] and f["plain"],
+}
+
+
+def fit_answer() -> str | None:
+    facts = fit_facts()
+    return next((k for k, claim in FIT_CLAIMS.items() if claim(facts)), None)
+
+
+# ---- sequence parallelism -------------------------------------------------------------------------
+@lru_cache(maxsize=None)
+def sp_rows() -> list[dict]:
+    """TP 8 with and without SP at 128K over CP 16: activations per GPU and the TP traffic."""
+    rows = []
+    for sp in (False, True):
+        e = long_estimate(cp=CP_LONG, sequence_parallel=sp)
+        tp = next(c for c in e.collectives if c.key == "tp")
+        rows.append({"sp": sp, "activations": e.memory.activations, "memory": e.memory.total, "fits": e.fits, "tp_op": tp.op,
+                     "tp_calls": tp.calls, "tp_sent": tp.sent_bytes, "tp_exposed": tp.exposed_s, "step": e.step_time_s})
+    return rows
+
+
+# ---- context parallelism: the instrument -------------------------------------------------------
+def cp_point(seq_len: int, cp: int, kv_heads: int, algorithm: str) -> dict:
+    """One point of the instrument: the estimate, or the engine's refusal."""
+    try:
+        e = long_estimate(seq_len, cp, algorithm, kv_heads)
+    except ValueError as err:
+        return {"seq_len": seq_len, "algorithm": algorithm, "error": str(err)}
+    c = next((x for x in e.collectives if x.key == "cp"), None)
+    return {"seq_len": seq_len, "algorithm": algorithm, "error": None, "step": e.step_time_s, "mfu": e.mfu, "memory": e.memory.total,
+            "fits": e.fits, "cp_sent": c.sent_bytes if c else 0.0, "cp_exposed": c.exposed_s if c else 0.0, "cp_wire": c.wire_s if c else 0.0,
+            "cp_op": c.op if c else "-", "cp_link": c.link if c else "-", "hbm": e.cluster.gpu.hbm_bytes}
+
+
+@lru_cache(maxsize=256)
+def cp_curves(cp: int, kv_heads: int) -> tuple[dict, ...]:
+    """Every sequence length x CP algorithm at this CP degree and KV-head count."""
+    return tuple(cp_point(s, cp, kv_heads, a) for a in CP_ALGORITHMS for s in SEQ_CHOICES if s % cp == 0)
+
+
+def ulysses_limit(kv_heads: int) -> float:
+    return kv_heads_per_tp_rank(long_model(kv_heads=kv_heads), TP)
+
+
+def imbalance_rows(cp: int = CP_LONG, seq_len: int = LONG_SEQ) -> list[dict]:
+    """The busiest rank's causal work over the mean, for each split (labs.core.context)."""
+    return [{"split": s, "label": SPLIT_LABELS[s], "imbalance": causal_imbalance(cp, s, seq_len)} for s in CP_SPLITS]
+
+
+@lru_cache(maxsize=None)
+def imbalance_cost(cp: int = CP_LONG) -> dict:
+    """The same ring at 128K with a contiguous and a zig-zag split: step time and MFU."""
+    out = {}
+    for alg in ("ring", "ring_contiguous"):
+        e = long_estimate(cp=cp, algorithm=alg)
+        out[alg] = {"step": e.step_time_s, "mfu": e.mfu, "compute": e.time.compute}
+    return out
+
+
+@lru_cache(maxsize=None)
+def order_rows() -> list[dict]:
+    """Llama 3's 128K layout (one DP rank's 2,048 GPUs x 8) under each rank order: where CP's
+    ring neighbours sit, and what TP and CP then expose."""
+    rows = []
+    for order in RANK_ORDERS:
+        e = llama3_estimate(rank_order=order)
+        p = e.plan
+        stride = float(axis_strides(order, p.tp, p.cp, p.dp, p.pp)["cp"])
+        by = {c.key: c for c in e.collectives}
+        rows.append({"order": order, "cp_stride": stride, "cp_per_node": int(members_per_node(e.cluster, p.cp, stride)),
+                     "cp_link": by["cp"].link, "cp_exposed": by["cp"].exposed_s, "tp_link": by["tp"].link, "tp_exposed": by["tp"].exposed_s,
+                     "dp_exposed": sum(by[k].exposed_s for k in ("dp_reduce", "dp_gather") if k in by), "dp_span": p.dp * p.cp * stride,
+                     "pod": e.cluster.pod_gpus, "oversubscription": e.cluster.oversubscription, "step": e.step_time_s, "mfu": e.mfu})
+    return rows
+
+
+# ---- Llama 3's 128K stage -------------------------------------------------------------------------
+def llama3_plan(schedule: str = "1f1b", virtual_stages: int = 1, rank_order: str = RANK_ORDERS[0], algorithm: str = "all_gather") -> Plan:
+    r = LLAMA3_128K
+    return Plan.for_era(
+        None, tp=r["tp"], cp=r["cp"], pp=r["pp"], dp=r["dp"], micro_batch=1, global_batch=r["batch_per_dp"] * r["dp"], zero_stage=3,
+        recompute="none", sequence_parallel=True, flash_attention=True, cp_algorithm=algorithm, schedule=schedule, virtual_stages=virtual_stages,
+        first_stage_layers=LLAMA3_STAGE_LAYERS, last_stage_layers=LLAMA3_STAGE_LAYERS, rank_order=rank_order, grad_reduce_dtype="fp32", reshard_after_forward=False,
+    )
+
+
+@lru_cache(maxsize=None)
+def llama3_estimate(schedule: str = "1f1b", virtual_stages: int = 1, rank_order: str = RANK_ORDERS[0], algorithm: str = "all_gather") -> Estimate:
+    r = LLAMA3_128K
+    return estimate(long_model(r["seq_len"]), Cluster.get(LONG_CLUSTER, nodes=r["gpus"] // 8), llama3_plan(schedule, virtual_stages, rank_order, algorithm))
+
+
+LLAMA3_VARIANTS = {
+    "1F1B, all-gather CP (Llama 3's CP)": dict(),
+    "1F1B, ring CP": dict(algorithm="ring"),
+    "interleaved v = 2, all-gather CP": dict(schedule="interleaved", virtual_stages=2),
+}
+
+
+# ---- experts -------------------------------------------------------------------------------------
+MOE_MODEL = "deepseek-v3"
+MOE_CLUSTER = "h800-ib"
+MOE_GPUS = 2048
+MOE_BATCH = 15360
+MOE_NODE_LIMIT = 4  # DeepSeek-V3 Sec. 2.1.2: each token sent to at most 4 nodes
+CAPACITY_CHOICES = (1.0, 1.1, 1.25, 1.5, 2.0)
+
+
+def moe_model() -> Model:
+    return Model.get(MOE_MODEL)
+
+
+def dense_twin() -> Model:
+    """DeepSeek-V3 with every layer dense: the 8 routed + 1 shared experts a token passes become
+    one SwiGLU FFN of width 9 x 2,048 = 18,432 (the model's own dense-layer width), the same
+    active parameters per token."""
+    return Model.get(MOE_MODEL, name="DeepSeek-V3 dense twin", experts=0, experts_per_token=0, expert_ffn=None, shared_experts=0, dense_layers=0)
+
+
+def moe_cluster() -> Cluster:
+    return Cluster.get(MOE_CLUSTER, nodes=MOE_GPUS // 8)
+
+
+def moe_plan(ep: int = 64, tp: int = 1, max_nodes: int | None = MOE_NODE_LIMIT, capacity: float | None = None, recompute: str = "none", dense: bool = False) -> Plan:
+    dp = MOE_GPUS // (PP * tp)
+    return Plan(tp=tp, pp=PP, dp=dp, micro_batch=1, global_batch=MOE_BATCH, zero_stage=1, recompute=recompute, sequence_parallel=tp > 1,
+                ep=1 if dense else ep, max_nodes_per_token=None if dense else max_nodes, capacity_factor=None if dense else capacity)
+
+
+@lru_cache(maxsize=None)
+def moe_estimate(ep: int = 64, tp: int = 1, max_nodes: int | None = MOE_NODE_LIMIT, capacity: float | None = None, recompute: str = "none", dense: bool = False) -> Estimate:
+    return estimate(dense_twin() if dense else moe_model(), moe_cluster(), moe_plan(ep, tp, max_nodes, capacity, recompute, dense))
+
+
+def sent_by_axis(e: Estimate) -> dict[str, float]:
+    return {c.key: c.sent_bytes for c in e.collectives}
+
+
+MOE_OPTIONS = (
+    Option("A", "Yes: the same active parameters per token mean the same FLOPs and the same bytes on the wire",
+           "active size sets the traffic"),
+    Option("B", "Less: each GPU holds only a slice of the experts, so it reduces fewer gradients",
+           "sharded experts mean less traffic"),
+    Option("C", "More, mostly the dispatch and combine all-to-alls that send every token's hidden state to its experts' GPUs each layer"),
+    Option("D", f"More, mostly because the {Model.get('deepseek-v3').params / 1e9:,.0f}B parameters' gradients must be reduced",
+           "MoE traffic is gradient traffic"),
+)
+
+
+def moe_facts() -> dict:
+    moe, dense = moe_estimate(), moe_estimate(dense=True)
+    m, d = sent_by_axis(moe), sent_by_axis(dense)
+    total_m, total_d = sum(m.values()), sum(d.values())
+    grads_m = m.get("dp_reduce", 0.0) + m.get("dp_gather", 0.0)
+    grads_d = d.get("dp_reduce", 0.0) + d.get("dp_gather", 0.0)
+    return {"moe": total_m, "dense": total_d, "a2a": m.get("ep", 0.0), "grad_increase": grads_m - grads_d}
+
+
+MOE_CLAIMS: dict[str, Callable[[dict], bool]] = {
+    "A": lambda f: abs(f["moe"] - f["dense"]) <= 0.1 * f["dense"],
+    "B": lambda f: f["moe"] < 0.9 * f["dense"],
+    "C": lambda f: f["moe"] > 1.1 * f["dense"] and f["a2a"] > f["grad_increase"],
+    "D": lambda f: f["moe"] > 1.1 * f["dense"] and f["grad_increase"] >= f["a2a"],
+}
+
+
+def moe_answer() -> str | None:
+    facts = moe_facts()
+    return next((k for k, claim in MOE_CLAIMS.items() if claim(facts)), None)
+
+
+EP_LAYOUTS = {
+    "EP 8, inside one node": dict(ep=8, max_nodes=None),
+    "EP 64 over 8 nodes": dict(ep=64, max_nodes=None),
+    f"EP 64 over 8 nodes, at most {MOE_NODE_LIMIT} nodes a token": dict(ep=64),
+    "dense twin, TP 8 + SP (per-layer all-reduces as reduce-scatter + all-gather)": dict(tp=8, dense=True),
+    "dense twin, no TP": dict(dense=True),
+}
+
+
+@lru_cache(maxsize=None)
+def ep_rows() -> list[dict]:
+    rows = []
+    for name, kw in EP_LAYOUTS.items():
+        e = moe_estimate(**kw)
+        per = {c.key: c for c in e.collectives}
+        layer = per.get("ep") or per.get("tp")
+        rows.append({"layout": name, "layer_op": f"{layer.axis} {layer.op}" if layer else "none", "layer_sent": layer.sent_bytes if layer else 0.0,
+                     "layer_exposed": layer.exposed_s if layer else 0.0, "layer_link": layer.link if layer else "-", "nodes": layer.nodes if layer else 1,
+                     "total_sent": sum(c.sent_bytes for c in e.collectives), "step": e.step_time_s, "mfu": e.mfu, "memory": e.memory.total, "fits": e.fits})
+    return rows
+
+
+def capacity_point(capacity: float) -> dict:
+    """DeepSeek-V3's layout with every expert padded to `capacity` x its balanced load: the
+    step the padding costs, and the share of tokens a Poisson router would drop at that cap."""
+    e, free = moe_estimate(capacity=capacity), moe_estimate()
+    lam = tokens_per_expert(moe_model(), moe_model().seq_len, 64)
+    return {"capacity": capacity, "step": e.step_time_s, "free_step": free.step_time_s, "tokens_per_expert": lam,
+            "dropped": poisson_drop_fraction(lam, capacity), "dropped_small": poisson_drop_fraction(lam / 256, capacity), "small_lambda": lam / 256}
+
+
+# ---- DeepSeek-V3's layout ------------------------------------------------------------------------
+@lru_cache(maxsize=None)
+def deepseek_rows() -> dict:
+    published = moe_estimate()
+    recompute = moe_estimate(recompute="full")
+    with_tp = moe_estimate(ep=16, tp=8)
+    return {"published": published, "full": recompute, "tp8": with_tp,
+            "hidden_step": published.step_time_s - published.time.ep_comm,
+            "ep_share": published.time.ep_comm / published.step_time_s}
+
+
+# ---- the ledger step ------------------------------------------------------------------------------
+def check_inputs(inputs: dict) -> None:
+    for name, allowed in (("seq_len", SEQ_CHOICES), ("cp", CP_CHOICES), ("kv_heads", KV_HEAD_CHOICES), ("algorithm", CP_ALGORITHMS), ("capacity", CAPACITY_CHOICES)):
+        if inputs.get(name) not in allowed:
+            raise ValueError(f"{name} must be one of {allowed}, got {inputs.get(name)!r}")
+    if inputs["seq_len"] % inputs["cp"]:
+        raise ValueError(f"cp must divide seq_len={inputs['seq_len']}, got {inputs['cp']}")
+
+
+def check_setting(inputs: dict) -> None:
+    """The lab's choices, then the engine's own checks of the setting (a Ulysses degree the KV
+    heads per TP rank cannot cover is refused here, by name)."""
+    check_inputs(inputs)
+    long_estimate(int(inputs["seq_len"]), int(inputs["cp"]), inputs["algorithm"], int(inputs["kv_heads"]))
+
+
+def context_outcomes(inputs: dict, predictions: dict) -> dict:
+    """What the lab shows for the student's context-parallel setting and the grader recomputes;
+    ValueError (e.g. a Ulysses degree the KV heads cannot cover) when the engine refuses it."""
+    check_inputs(inputs)
+    e = long_estimate(int(inputs["seq_len"]), int(inputs["cp"]), inputs["algorithm"], int(inputs["kv_heads"]))
+    cap = capacity_point(float(inputs["capacity"]))
+    fit, moe = fit_answer(), moe_answer()
+    return {
+        "fits": e.fits, "memory_gb": e.memory.total / 1e9, "step_time_s": e.step_time_s, "mfu": e.mfu,
+        "cp_sent_gb": sum(c.sent_bytes for c in e.collectives if c.key == "cp") / 1e9,
+        "capacity_step_s": cap["step"], "dropped_share": cap["dropped"],
+        "fit_correct_option": fit, "fit_correct": fit is not None and predictions.get("fit") == fit,
+        "moe_correct_option": moe, "moe_correct": moe is not None and predictions.get("moe") == moe,
+    }
+
+
+OUTCOMES: dict[tuple[str, str], Callable[[dict, dict], dict]] = {(LAB, STEP): context_outcomes}

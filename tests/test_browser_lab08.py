@@ -1,0 +1,46 @@
+"""Lab 08 in a real browser (Debian's Chromium, `marimo run`): commit the ring prediction, move
+the step slider and see the ring drawing change to the engine's step, submit, download the
+ledger and validate it against the schema."""
+
+import json
+
+import jsonschema
+import pytest
+
+from browser import browser_page, choose, marimo_run, submit_and_download
+from labs.core.scenarios.lab08 import RING_OPTIONS, ring_state
+from labs.core.state import load_schema
+
+pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("need_chromium")]
+
+TITLE = "el => (el.layout && el.layout.title && el.layout.title.text) || ''"
+HEAT = "el => JSON.stringify((el.data || []).filter(t => t.type === 'heatmap').map(t => t.z))"
+
+
+def test_lab08_step_slider_redraws_the_ring_and_the_ledger_validates(tmp_path):
+    with marimo_run("08_collectives.py", env={"LABS_LEDGER_DIR": str(tmp_path)}) as url, browser_page() as page:
+        page.goto(url)
+        page.get_by_text("Commit to a prediction above (or skip it) to unlock the ring stepper").wait_for()
+        choose(page, f"B) {RING_OPTIONS[1].label}", commit=0)
+        page.get_by_text("Ring all-reduce, N = 4: step 0 of 6").first.wait_for()
+        plot = page.locator(".js-plotly-plot").first
+        before = plot.evaluate(HEAT)
+
+        slider = page.get_by_role("slider").nth(1)  # ranks, then the step slider
+        slider.focus()
+        for _ in range(2):
+            slider.press("ArrowRight")
+        page.get_by_text("Ring all-reduce, N = 4: step 2 of 6 (reduce-scatter)").first.wait_for()
+        plot = page.locator(".js-plotly-plot").first
+        after = plot.evaluate(HEAT)
+        assert after != before
+        z = json.loads(after)[0]
+        holds = ring_state(4, 1e9, "nvlink4", 2)["holds"]
+        assert z == [[h / 4 for h in row] for row in holds]  # the drawing is the engine's step
+
+        path = submit_and_download(page, "Submit to the ledger", tmp_path / "downloaded.json")
+    doc = json.loads(path.read_text())
+    jsonschema.validate(doc, load_schema())
+    step = doc["labs"]["08_collectives"]["ring"]
+    assert step["inputs"]["step"] == 2 and step["outcomes"]["ring_correct"]
+    assert step["outcomes"]["bytes_sent_so_far"] == pytest.approx(2 * 1e9 / 4)  # two chunks of M/N

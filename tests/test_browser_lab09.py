@@ -1,0 +1,67 @@
+"""Lab 09 in a real browser (Debian's Chromium, `marimo run`): commit the prediction, change the
+rank order and watch the grid's TP groups leave their nodes, submit, download a ledger that
+validates against assets/ledger.schema.json."""
+
+import json
+
+import jsonschema
+import pytest
+
+from browser import browser_page, choose, marimo_run, metric, submit_and_download
+from labs.core.layout import RANK_ORDER_NOTES
+from labs.core.scenarios.lab09 import DP64_OPTIONS, LAB, worksheet_estimate
+from labs.core.state import load_schema
+
+pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("need_chromium")]
+
+GRID = ("el => JSON.stringify((el.data || []).map(t => [t.mode, t.marker && t.marker.color && typeof t.marker.color === 'object'"
+        " ? Array.from(t.marker.color) : (t.marker && t.marker.color)]))")
+DP_INNER = "cp-dp-tp-pp"
+
+
+def _grid(page, tries: int = 150):
+    """The data of the Plotly figure that draws the 8 x 8 grid (its cell trace has mode
+    markers+text), polled until it is on the page."""
+    for _ in range(tries):
+        for plot in page.locator(".js-plotly-plot").all():
+            data = json.loads(plot.evaluate(GRID))
+            if any(mode == "markers+text" for mode, _ in data):
+                return data
+        page.wait_for_timeout(200)
+    return None
+
+
+def test_lab09_end_to_end(tmp_path):
+    with marimo_run("09_64gpu_design.py", env={"LABS_LEDGER_DIR": str(tmp_path / "ledgers")}) as url, browser_page() as page:
+        page.goto(url)
+        page.get_by_text("Commit to a prediction above (or skip it) to unlock the worksheet").wait_for()
+        page.get_by_label("Your name or student id (goes into your design ledger)").fill("grid student")
+        page.keyboard.press("Enter")
+        choose(page, f"C) {DP64_OPTIONS[2].label[:40]}", commit=0)
+        page.get_by_text("The communication map, filled by the engine").first.wait_for()
+        assert metric(page, "MFU") == f"{worksheet_estimate('70b-h100', 8, 1, 1).mfu:.1%}"
+        before = _grid(page)
+        assert before is not None and not any(mode == "lines" for mode, _ in before)  # TP innermost: no TP hop leaves a node
+
+        page.get_by_text(f"{DP_INNER}: {RANK_ORDER_NOTES[DP_INNER]}").first.click()
+        outer = worksheet_estimate("70b-h100", 8, 1, 1, rank_order=DP_INNER)
+        page.locator(".lab-card .value", has_text=f"{outer.mfu:.1%}").first.wait_for()
+        for _ in range(100):  # the grid is re-rendered: poll its data until it changes
+            after = _grid(page, 1)
+            if after is not None and after != before:
+                break
+            page.wait_for_timeout(200)
+        assert any(mode == "lines" for mode, _ in after)  # TP groups now straddle nodes
+        cells = next(color for mode, color in after if mode == "markers+text")
+        assert cells == [r % 8 for r in range(64)]
+        page.get_by_text("places the 8 GPUs of each TP group").first.wait_for()
+
+        path = submit_and_download(page, "Submit my worksheet to the ledger", tmp_path / "downloaded.json")
+
+    doc = json.loads(path.read_text())
+    jsonschema.validate(doc, load_schema())
+    step = doc["labs"][LAB]["worksheet"]
+    assert doc["student"] == "grid student"
+    assert step["inputs"]["rank_order"] == DP_INNER and step["inputs"]["tp"] == 8
+    assert step["outcomes"]["dominant"] == "tp" and step["outcomes"]["dominant_link"] == "inter"
+    assert doc["predictions"][LAB]["dp64"]["answer"] == "C"

@@ -1,0 +1,47 @@
+"""Lab 10 in a real browser (Debian's Chromium, `marimo run`): commit the MTBF prediction, move
+the checkpoint-interval slider, see the cadence chart's marker move to the engine's goodput,
+submit, download the ledger and validate it against assets/ledger.schema.json."""
+
+import json
+
+import jsonschema
+import pytest
+
+from browser import browser_page, choose, marimo_run, submit_and_download
+from labs.core.reliability import goodput
+from labs.core.scenarios.lab10 import MTBF_OPTIONS, RUN_GPUS, RUN_MODEL, setting_costs
+from labs.core.state import load_schema
+
+pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("need_chromium")]
+
+# The "your interval" marker of the cadence chart: [x, y] of the first plot that has it.
+MARKER = """() => { const out = []; const f = (root) => { for (const el of root.querySelectorAll('*')) {
+  if (el.classList && el.classList.contains('js-plotly-plot')) out.push(el);
+  if (el.shadowRoot) f(el.shadowRoot); } }; f(document);
+  for (const el of out) { const t = (el.data || []).find(d => d.name === 'your interval'); if (t) return [t.x[0], t.y[0]]; }
+  return null; }"""
+
+
+def test_lab10_commit_move_interval_submit_download(tmp_path):
+    with marimo_run("10_failures_at_scale.py", env={"LABS_LEDGER_DIR": str(tmp_path)}) as url, browser_page() as page:
+        page.goto(url)
+        page.get_by_text("Commit to a prediction above (or skip it) to unlock the failure model").wait_for()
+        choose(page, f"C) {MTBF_OPTIONS[2].label}", commit=0)
+        page.get_by_text("Checkpoint every (minutes of training)").first.wait_for()
+        before = page.wait_for_function(MARKER).json_value()
+        assert before[0] == 30
+        slider = page.get_by_role("slider").nth(2)  # GPUs, storage, then the interval
+        slider.focus()
+        slider.press("ArrowRight")  # 30 -> 45 minutes
+        after = page.wait_for_function(f"() => {{ const m = ({MARKER})(); return m && m[0] !== {before[0]} ? m : null; }}").json_value()
+        path = submit_and_download(page, "Submit to the ledger", tmp_path / "downloaded.json")
+    s = setting_costs(RUN_MODEL, RUN_GPUS, 3, "sharded", 2000, 10, 60, False)
+    assert after[0] == 45
+    for minutes, (x, y) in ((30, before), (45, after)):
+        assert y == pytest.approx(100 * goodput(minutes * 60, s["cost"].stall_s, s["restart_s"], s["mtbf_s"]), rel=1e-9)
+    doc = json.loads(path.read_text())
+    jsonschema.validate(doc, load_schema())
+    step = doc["labs"]["10_failures_at_scale"]["cadence"]
+    assert step["inputs"]["interval_min"] == 45
+    assert step["outcomes"]["mtbf_correct"] is True
+    assert doc["predictions"]["10_failures_at_scale"]["mtbf"]["answer"] == "C"

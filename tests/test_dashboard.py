@@ -1,0 +1,203 @@
+"""The class dashboard headless (`app.run`): a hand-built class of four students, a copy of one
+ledger, a tampered ledger, a broken file and a roster with a fifth student who handed nothing in.
+Every expected number below is counted by hand from the class as written here."""
+
+import csv
+import importlib.util
+import io
+import json
+import shutil
+from pathlib import Path
+
+import marimo as mo
+import pytest
+
+from labs.core.scenarios.lab05 import act1_correct_option, act1_outcomes, act2_best_option, act2_outcomes
+from labs.core.state import DesignLedger
+
+ROOT = Path(__file__).resolve().parents[1]
+LAB = "05_parallelism"
+ACT1 = dict(gpus=64, global_batch=512, fixed_per_gpu=False, fabric="ib-ndr", algorithm="ring", overlap=True, params_b=7)
+GOOD = dict(tp=8, pp=8, dp=16, micro_batch=1, global_batch=1536, zero_stage=1, recompute="selective", sequence_parallel=True, flash_attention=True)
+PIPE = dict(tp=1, pp=32, dp=32, micro_batch=1, global_batch=1536, zero_stage=1, recompute="selective", sequence_parallel=False, flash_attention=True)
+
+
+def _student(folder, name, cause, design, plan, change_to=None):
+    ledger = DesignLedger(name, folder)
+    ledger.commit_prediction(LAB, "cause", cause)
+    if change_to:
+        ledger.commit_prediction(LAB, "cause", change_to)  # after the reveal: a change, the first answer stays graded
+    ledger.commit_prediction(LAB, "design", design)
+    ledger.save_step(LAB, "act1", ACT1, {"cause": cause}, act1_outcomes(ACT1, {"cause": cause}))
+    ledger.save_step(LAB, "act2", plan, {"design": design}, act2_outcomes(plan, {"design": design}))
+    return ledger.path
+
+
+@pytest.fixture(scope="module")
+def klass(tmp_path_factory):
+    assert (act1_correct_option(), act2_best_option()) == ("B", "C")  # the answers the numbers below assume
+    folder = tmp_path_factory.mktemp("class")
+    ann = _student(folder, "ann", "B", "C", GOOD)  # right, right
+    _student(folder, "bob", "A", "B", PIPE, change_to="B")  # wrong (changed to B later), wrong
+    _student(folder, "cat", "A", None, GOOD)  # wrong, skipped
+    dan = _student(folder, "dan", "D", "C", GOOD)  # wrong, right; then tampers with a stored outcome
+    doc = json.loads(dan.read_text())
+    doc["labs"][LAB]["act2"]["outcomes"]["mfu"] = 0.99
+    dan.write_text(json.dumps(doc))
+    shutil.copyfile(ann, folder / "ann-copy.json")  # the same id handed in twice
+    (folder / "broken.json").write_text('{"schema_version": 1, "student": "x", "labs": {')
+    for lock in folder.glob(".*.lock"):
+        lock.unlink()
+    roster = folder / "roster.csv"
+    roster.write_text("student\nann\nbob\ncat\ndan\neve\n")  # a names-only roster; eve never handed anything in
+    return folder, roster
+
+
+def _app():
+    path = ROOT / "labs" / "class_dashboard.py"
+    spec = importlib.util.spec_from_file_location("class_dashboard", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.app
+
+
+class Picked:
+    """Stands in for a mo.ui.plotly with these point indices selected (a clicked bar or marker)."""
+
+    def __init__(self, indices, points=()):
+        self.indices, self.value = list(indices), list(points)
+
+    def _mime_(self):
+        return "text/plain", "picked"
+
+
+@pytest.fixture(scope="module")
+def dashboard(klass):
+    folder, roster = klass
+    app = _app()
+    return app, {"folder_input": mo.ui.text(value=str(folder)), "roster_input": mo.ui.text(value=str(roster))}
+
+
+@pytest.fixture(scope="module")
+def run(dashboard):
+    app, defs = dashboard
+    return app.run(defs=defs)
+
+
+def test_without_a_folder_it_asks_for_one():
+    outputs, defs = _app().run()
+    assert "table" not in defs
+    assert "Type the folder" in " ".join(str(getattr(o, "text", o)) for o in outputs if o is not None)
+
+
+def test_each_question_counts_answers_shares_and_changes(run):
+    questions = run[1]["questions"].set_index("question")
+    cause, design = questions.loc["cause"], questions.loc["design"]
+    # cause: ann B, bob A (changed to B after), cat A, dan D; ann's second file is not counted twice
+    assert (cause["committed"], cause["skipped"], cause["right"], cause["share right"], cause["changed after commit"]) == (4, 0, 1, "25%", 1)
+    assert cause["answers"] == "A 2  B 1  D 1" and cause["engine's answer"] == "B"
+    # design: ann C, bob B, cat skipped, dan C
+    assert (design["committed"], design["skipped"], design["right"], design["share right"], design["changed after commit"]) == (3, 1, 2, "67%", 0)
+    assert design["answers"] == "B 1  C 2  skipped 1"
+
+
+def test_the_bar_chart_and_a_click_on_a_bar(dashboard, run):
+    bars = run[1]["answer_bars"]  # the first question of the dropdown: 05 cause
+    assert list(bars["answer"]) == ["A", "B", "C", "D"] and list(bars["students"]) == [2, 1, 0, 1]
+    assert list(bars["right"]) == [False, True, False, False] and list(bars["changed"]) == [1, 0, 0, 0]
+    app, defs = dashboard
+    _, picked = app.run(defs={**defs, "answer_plot": Picked([0])})
+    assert picked["bar_students"]["names"].tolist() == [["bob", "cat"]]
+    _, by_x = app.run(defs={**defs, "answer_plot": Picked([], [{"x": "D", "y": 1}])})
+    assert by_x["bar_students"]["names"].tolist() == [["dan"]]
+
+
+def test_misconception_heat_map(dashboard, run):
+    grid = run[1]["misconceptions"]
+    assert grid.loc["ring bytes grow with N"].to_dict() == {"bob": 1, "cat": 1, "dan": 0}
+    assert grid.loc["pipeline parallelism alone is enough"].to_dict() == {"bob": 1, "cat": 0, "dan": 0}
+    assert grid.loc["the NIC, not the shrinking compute, is the wall"].sum() == 1 and grid.values.sum() == 4
+    app, defs = dashboard
+    _, picked = app.run(defs={**defs, "heat_plot": Picked([], [{"x": "bob", "y": "ring bytes grow with N"}])})
+    assert picked["heat_students"][["student", "answer"]].values.tolist() == [["bob", "A"]]
+
+
+def test_design_scatter_is_the_engines_and_a_click_lists_students(dashboard, run):
+    designs = run[1]["designs"]
+    good, pipe = act2_outcomes(GOOD, {}), act2_outcomes(PIPE, {})
+    rows = {(r.tp, r.pp): r for r in designs.itertuples()}
+    assert set(rows) == {(8, 8), (1, 32)}
+    assert rows[(8, 8)].students == ["ann", "cat", "dan"] and rows[(8, 8)].mfu == pytest.approx(good["mfu"])  # dan's stored 0.99 is not used
+    assert rows[(1, 32)].students == ["bob"] and rows[(1, 32)].fits == pipe["fits"]
+    app, defs = dashboard
+    index = list(designs.itertuples()).index(rows[(1, 32)])
+    _, picked = app.run(defs={**defs, "design_plot": Picked([index])})
+    assert picked["design_students"]["students"].tolist() == [["bob"]]
+
+
+def test_missing_students_flags_and_unreadable_files(run):
+    defs = run[1]
+    assert defs["missing"][["student", "no ledger"]].values.tolist() == [["eve", True]]
+    flags = defs["flags"].set_index("file")
+    assert flags.loc["dan-" + Path(next(f for f in defs["table"]["file"] if "/dan-" in f)).name.split("dan-")[1], "tampered"] == "yes"
+    assert {f for f in flags.index if flags.loc[f, "identity"].startswith("same id")} == {"ann-copy.json", Path(next(f for f in defs["table"]["file"] if "/ann-" in f)).name}
+    assert flags.loc[[f for f in flags.index if f.startswith("bob-")][0], "changed"] == 1
+    assert [Path(f).name for f, _ in defs["problems"]] == ["broken.json"]
+    assert defs["unread"]["file"].map(lambda f: Path(f).name).tolist() == ["broken.json"]
+
+
+def test_gradebook_csv_columns(run):
+    book = run[1]["gradebook"]
+    assert list(book.columns) == ["student", "file", LAB, "tampered", "changed", "identity"]
+    assert sorted(book["student"]) == ["ann", "ann", "bob", "cat", "dan", "eve"]
+    assert book.set_index("student").loc["eve", "identity"] == "no ledger"
+    from labs.grade import csv_bytes
+
+    rows = list(csv.DictReader(io.StringIO(csv_bytes(book).decode())))
+    assert list(rows[0]) == ["student", "file", LAB, "tampered", "changed", "identity"] and len(rows) == 6
+    assert {r["student"]: r[LAB] for r in rows if r["file"].startswith(("bob", "cat"))} == {"bob": "0/2", "cat": "0/1 (1 skipped)"}
+
+
+def test_a_hostile_folder_does_not_stop_the_dashboard(tmp_path):
+    (tmp_path / "a.json").write_bytes(b"\xff\xfe not json")
+    (tmp_path / "b.json").write_text(json.dumps({"schema_version": 1, "student": "x", "engine_version": "0", "created": "t", "updated": "t",
+                                                 "labs": {LAB: {"act1": {"saved": "t", "inputs": {**ACT1, "gpus": "64"}, "predictions": {}, "outcomes": {}}}}}))
+    (tmp_path / "c.json").symlink_to(tmp_path / "a.json")
+    _, defs = _app().run(defs={"folder_input": mo.ui.text(value=str(tmp_path)), "roster_input": mo.ui.text(value="")})
+    assert sorted(Path(f).name for f, _ in defs["problems"]) == ["a.json", "c.json"]
+    assert defs["questions"].empty and defs["table"]["status"].str.startswith("invalid inputs").all()
+
+
+def test_marimo_check_strict():
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-m", "marimo", "check", "--strict", str(ROOT / "labs" / "class_dashboard.py")], capture_output=True, text=True, cwd=ROOT)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_synthetic_class_from_make_class(tmp_path):
+    """scripts/make_class.py's class (a dozen students here): every hostile file is listed or
+    flagged, and the dashboard's counts agree with the grader's table row by row."""
+    spec = importlib.util.spec_from_file_location("make_class", ROOT / "scripts" / "make_class.py")
+    make = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(make)
+    roster = make.make_class(tmp_path / "class", students=12, seed=3)
+    _, defs = _app().run(defs={"folder_input": mo.ui.text(value=str(tmp_path / "class")), "roster_input": mo.ui.text(value=str(roster))})
+    table, answers = defs["table"], defs["answers"]
+    assert sorted(Path(f).name for f, _ in defs["problems"]) == ["zz-future-schema.json", "zz-truncated.json"]
+    flags = defs["flags"].set_index("file")
+    assert flags.loc["zz-tampered.json", "tampered"] == "yes"
+    assert flags.loc["zz-duplicate-id.json", "identity"].startswith("same id in 1 other file")
+    assert "file named for another id" in flags.loc[next(f for f in flags.index if f.startswith("zz-named-for-another")), "identity"]
+    assert table.loc[table["file"].str.endswith("zz-text-number.json") & table["step"].eq("act1"), "status"].str.startswith("invalid inputs").all()
+    assert defs["missing"]["student"].str.startswith("Absent Student").sum() == make.NEVER_SUBMITTED
+    questions = defs["questions"].set_index(["lab", "question"])
+    graded = table[(table["status"].eq("ok") | table["tampered"].fillna(False).astype(bool))]
+    graded = graded[graded["file"].eq(graded.groupby("student")["file"].transform("min"))]
+    for (lab, question), row in questions.iterrows():
+        mine = graded[graded["lab"].eq(lab) & graded[f"answer.{question}"].notna()]
+        assert row["committed"] + row["skipped"] == len(mine) == len(answers[answers["lab"].eq(lab) & answers["question"].eq(question)])
+        assert row["skipped"] == (mine[f"answer.{question}"] == "skipped").sum()
+        assert row["changed after commit"] == (mine[f"changes.{question}"] > 0).sum()
+    assert len(questions) == len(make.answer_key())

@@ -1,0 +1,281 @@
+"""Lab 08 headless: locked by default, each option judged by the engine, the ring stepper's bytes
+and clock against the closed form at every step, the ledger and the grader; the engine's
+collectives against measured NCCL bus bandwidth and the seeds' numbers."""
+
+import html
+import json
+
+import marimo as mo
+import pytest
+
+pytestmark = pytest.mark.usefixtures("ledger_dir")
+
+from conftest import report
+from labs.core.scenarios.lab08 import (
+    BUCKET_OPTIONS,
+    LB_SETUPS,
+    RING_OPTIONS,
+    STEPPER_LINKS,
+    STEPPER_RANKS,
+    STEPPER_SIZES,
+    bucket_answer,
+    bucket_explanations,
+    bucket_times,
+    busbw_rows,
+    communication_efficiency,
+    lb_curves,
+    measured_busbw,
+    milestone_estimates,
+    nvl72_rows,
+    nvls_busbw_note,
+    parameter_server_ingress_bytes,
+    primitive_rows,
+    ps_crossover,
+    rails_rows,
+    ring_answer,
+    ring_explanations,
+    ring_state,
+    tp_cliff,
+)
+from labs.core.state import load_schema
+from test_notebooks import LABS, Pressed, committed, load_app, text_of
+
+LAB08 = next(p for p in LABS if p.name == "08_collectives.py")
+BOTH = {**committed("ring", RING_OPTIONS, "B"), **committed("bucket", BUCKET_OPTIONS, "B")}
+GATED = ("Key takeaways", "algbw against busbw", "Across nodes: rails", "The seed's numbers, checked", "The equations behind the collectives", "Right.", "Not quite")
+
+# NVLink 4 as NCCL runs it: 450 GB/s each way (H100 datasheet) at the measured 370 GB/s ring busbw
+# (nccl-tests #212); NCCL's cost model charges 3.4 us per NVLink ring step (src/graph/tuning.cc).
+NVLINK4_BYTES_PER_S, NVLINK_HOP_S = 370e9, 3.4e-6
+
+
+@pytest.fixture(scope="module")
+def app():
+    return load_app(LAB08)
+
+
+def stepper(n=8, size="1 GB", link="nvlink4", step=0):
+    return {
+        "ring_n_slider": mo.ui.slider(steps=list(STEPPER_RANKS), value=n),
+        "ring_size_dropdown": mo.ui.dropdown(options=STEPPER_SIZES, value=size),
+        "ring_link_dropdown": mo.ui.dropdown(options={k: k for k in STEPPER_LINKS}, value=link),
+        "ring_step_slider": mo.ui.slider(start=0, stop=2 * (n - 1), value=step),
+    }
+
+
+def test_locked_by_default(app):
+    outputs, defs = app.run()
+    assert "ring_view" not in defs and "submitted" not in defs
+    text = text_of(outputs)
+    assert "Commit to a prediction" in text
+    for heading in GATED:
+        assert heading not in text
+
+
+@pytest.mark.parametrize("key", [o.key for o in RING_OPTIONS])
+def test_each_options_feedback_agrees_with_the_engine(app, key):
+    """Both questions answered with the same letter: each reveal says Right. exactly when the
+    engine's claim for that option holds, and explains the option with the engine's numbers."""
+    outputs, _ = app.run(defs={**committed("ring", RING_OPTIONS, key), **committed("bucket", BUCKET_OPTIONS, key)})
+    text = html.unescape(text_of(outputs))
+    assert text.count("Right.") == (key == ring_answer()) + (key == bucket_answer())
+    assert text.count("Not quite") == (key != ring_answer()) + (key != bucket_answer())
+    for explanation in (ring_explanations()[key], bucket_explanations()[key]):
+        assert explanation[:60] in text
+
+
+def test_one_prediction_unlocks_only_its_own_reveal(app):
+    text = text_of(app.run(defs=committed("ring", RING_OPTIONS, "A"))[0])
+    assert text.count("Not quite") == 1 and "Right." not in text
+    assert "Key takeaways" not in text and "alpha = beta" not in text  # the takeaways and curves wait for the bucket
+
+
+def test_ring_answer_is_the_closed_form():
+    """2(N-1)/N x 1 GB: 1.75 GB at N = 8, 1.998 GB at N = 1,024 (seed 004 chapter 2: it saturates at 2M)."""
+    assert ring_answer() == "B"
+    assert "1.75 GB at N = 8, 1.998 GB at N = 1024" in ring_explanations()["B"]
+
+
+def test_bucket_answer_by_hand():
+    """1 MB over 128 DGX H100 nodes: the ring pays 2 x (896 NVLink steps x 3.4 us + 127 network
+    steps x 9.6 us) + 8.4 us of NCCL base latency = 8,539.6 us; the tree 2 x 10 x 9.6 + 8.4 =
+    200.4 us; both move 2 x 1023/1024 x 1 MB at 370 GB/s (5.40 us)."""
+    t = bucket_times()
+    bw = 2 * 1023 / 1024 * 1e6 / 370e9
+    assert t["ring"] == pytest.approx(8539.6e-6 + bw, rel=1e-9)
+    assert t["tree"] == pytest.approx(200.4e-6 + bw, rel=1e-9)
+    assert bucket_answer() == "B"
+
+
+@pytest.mark.parametrize("n", STEPPER_RANKS)
+def test_stepper_bytes_and_clock_equal_the_closed_form_at_every_step(n):
+    m = 1e9
+    for step in range(2 * (n - 1) + 1):
+        s = ring_state(n, m, "nvlink4", step)
+        assert s["sent_so_far"] == pytest.approx(step * m / n, rel=1e-12)  # one chunk M/N per step
+        assert s["clock_s"] == pytest.approx(step * (NVLINK_HOP_S + m / n / NVLINK4_BYTES_PER_S), rel=1e-12)
+        if step:
+            assert s["link_bytes"] == pytest.approx([m / n] * n)
+    assert s["sent_so_far"] == pytest.approx(2 * (n - 1) / n * m, rel=1e-12) == s["sent_total"]
+    assert s["clock_s"] == pytest.approx(s["all_reduce_time_s"], rel=1e-12)
+    assert all(h == n for row in s["holds"] for h in row)  # every rank holds every full sum
+
+
+def test_stepper_clock_by_hand():
+    """N = 4, 1 GB on NVLink 4: 6 steps of 3.4 us + 250 MB / 370 GB/s = 4.07445 ms."""
+    assert abs(report("ring clock, 4 ranks, 1 GB (ms)", ring_state(4, 1e9, "nvlink4", 6)["clock_s"] * 1e3, 4.0744541)) < 1e-6
+
+
+def test_the_notebooks_stepper_is_the_engines(app):
+    _, defs = app.run(defs={**BOTH, **stepper(n=8, step=5)})
+    view = defs["ring_view"]
+    assert (view["n"], view["step"], view["phase"]) == (8, 5, "reduce-scatter")
+    assert view["sent_so_far"] == pytest.approx(5 * 1e9 / 8)
+    # step k (from 0) sends chunk (r - k) mod N from rank r: rank 0 gets chunk 7 - k from rank 7,
+    # which holds k + 1 contributions; at the 5th step (k = 4) chunk 3, now summed over 6 ranks
+    assert view["holds"][0][3] == 6 and view["holds"][0][2] == 1
+    fig = ring_figure_title(defs, view)
+    assert "step 5 of 14 (reduce-scatter)" in fig
+
+
+def ring_figure_title(defs, view):
+    return defs["ring_figure"](view).layout.title.text
+
+
+def test_submit_lands_in_the_ledger_and_the_grader_agrees(app, ledger_dir):
+    import jsonschema
+
+    from labs.grade import grade
+
+    _, defs = app.run(defs={**BOTH, **stepper(n=8, step=14), "submit_button": Pressed()})
+    doc = defs["submitted"]
+    jsonschema.validate(doc, load_schema())
+    step = doc["labs"]["08_collectives"]["ring"]
+    assert step["inputs"] == {"n": 8, "nbytes": 1e9, "link": "nvlink4", "step": 14}
+    assert step["outcomes"]["ring_correct"] and step["outcomes"]["bucket_correct"]
+    assert step["outcomes"]["bytes_sent_so_far"] == pytest.approx(1.75e9)
+    assert step["outcomes"]["clock_s"] == pytest.approx(14 * (NVLINK_HOP_S + 1e9 / 8 / NVLINK4_BYTES_PER_S))
+    path = next(ledger_dir.glob("*.json"))
+    table, problems = grade([str(path)])
+    row = table[(table.lab == "08_collectives")].iloc[0]
+    assert not problems and row["status"] == "ok" and not row["tampered"] and row["right"] == 2
+    tampered = json.loads(path.read_text())
+    tampered["labs"]["08_collectives"]["ring"]["outcomes"]["clock_s"] = 1e-9
+    bad = ledger_dir / "tampered" / path.name
+    bad.parent.mkdir()
+    bad.write_text(json.dumps(tampered))
+    table, _ = grade([str(bad)])
+    assert table[(table.lab == "08_collectives")].iloc[0]["tampered"]
+
+
+def test_after_both_predictions_every_section_shows(app):
+    text = text_of(app.run(defs=BOTH)[0])
+    for heading in GATED[:5]:
+        assert heading in text
+    assert text.count("Right.") == 2
+
+
+# ---- the engine against published numbers -------------------------------------------------------
+def test_busbw_at_large_messages_against_nccl(published):
+    """Engine busbw at 8 GB against the measured curves (Azure ND H100 v5 NVLS 478.87, ND A100 v4
+    231.58) and NVIDIA's ring figure (370 GB/s at 4 GB on 8 H100s, nccl-tests #212)."""
+    h100, a100 = lb_curves("8 H100, one DGX"), lb_curves("8 A100, one DGX")
+    nvls = measured_busbw("8 H100, one DGX")["curves"]["nvls"][0]
+    ring = measured_busbw("8 A100, one DGX")["curves"]["ring"][0]
+    i8 = int(abs(h100["nvls"]["sizes"] - 2**33).argmin())
+    assert abs(report("H100 NVLS busbw at 8 GB (GB/s)", h100["nvls"]["busbw"][i8] / 1e9, nvls[2**33] / 1e9)) < 0.02
+    assert abs(report("A100 ring busbw at 8 GB (GB/s)", a100["ring"]["busbw"][i8] / 1e9, ring[2**33] / 1e9)) < 0.02
+    assert abs(report("H100 ring busbw at 4 GB (GB/s)", rails_rows()[0]["busbw"] / 1e9, published["nccl_h100_8gpu"]["outputs"]["ring_busbw_GBps"])) < 0.02
+
+
+def test_busbw_falls_with_small_messages_as_measured():
+    """Below ~100 MB the measured NVLS curve falls (172 GB/s at 8 MiB); the engine's falls too,
+    within 30% from 8 MiB up, and is latency-bound at 1 KB."""
+    curves = lb_curves("8 H100, one DGX", sizes=[2**23, 2**26, 2**30, 1e3])
+    measured = measured_busbw("8 H100, one DGX")["curves"]["nvls"][0]
+    for i, size in enumerate((2**23, 2**26, 2**30)):
+        assert abs(report(f"H100 NVLS busbw at {size / 2**20:.0f} MiB", curves["nvls"]["busbw"][i] / 1e9, measured[size] / 1e9)) < 0.3
+    assert curves["ring"]["busbw"][-1] < 0.01 * curves["ring"]["busbw"][2]
+
+
+def test_rails_against_measured_nccl():
+    """Two DGX H100 nodes: a ring over whole nodes ~380 GB/s (nccl-tests #309), one GPU per node
+    ~47 GB/s per NDR NIC (nccl-tests #290: 46-48)."""
+    one_node, whole, one_per_node = rails_rows()
+    assert abs(report("2 x 8 H100 ring busbw (GB/s)", whole["busbw"] / 1e9, 380)) < 0.05
+    assert abs(report("one GPU per node, one NDR NIC (GB/s)", one_per_node["busbw"] / 1e9, 47)) < 0.03
+    assert (whole["nics"], one_per_node["nics"]) == (8, 1)
+
+
+def test_nvls_algbw_is_the_published_275():
+    """nccl-tests #212: NVLS busbw 480 GB/s is algbw 275 GB/s (x 2 x 7/8) on 8 H100s."""
+    note = nvls_busbw_note()
+    assert abs(report("NVLS algbw on 8 H100 (GB/s)", note["algbw"] / 1e9, 275)) < 0.01
+    assert note["busbw"] > note["line"]  # above the 450 GB/s line rate: the switch adds
+
+
+def test_algbw_and_busbw_factor():
+    rows = {r["n"]: r for r in busbw_rows()}
+    for n, factor in ((2, 1.0), (4, 1.5), (8, 1.75), (16, 1.875), (1024, 2046 / 1024)):
+        assert rows[n]["factor"] == pytest.approx(factor)
+        assert rows[n]["busbw"] == pytest.approx(rows[n]["algbw"] * factor)
+
+
+def test_primitives_bytes_by_hand():
+    rows = {r["primitive"]: r for r in primitive_rows()}
+    assert rows["all-reduce"]["bytes_per_rank"] == pytest.approx(1.75e9)  # 2 x 7/8 x 1 GB
+    assert rows["reduce-scatter"]["bytes_per_rank"] == rows["all-gather"]["bytes_per_rank"] == pytest.approx(0.875e9)
+    assert rows["all-reduce"]["time_s"] == pytest.approx(rows["reduce-scatter"]["time_s"] + rows["all-gather"]["time_s"])
+
+
+def test_parameter_server_loses_where_the_algebra_says():
+    """Server on one NDR NIC (47 GB/s), workers on HDR (0.85 x 25 = 21.25 GB/s): the server
+    takes N M / 47, the ring 2(N-1)/N M / 21.25; 21.25 N^2 > 94 (N - 1) first at N = 3. With NDR
+    workers the ring's M / 47 at N = 2 already beats the server's 2M / 47. Seed 004: at N = 128
+    the server receives 128x the gradient."""
+    assert ps_crossover(1e9, "ib-hdr") == 3
+    assert ps_crossover(1e9, "ib-ndr") == 2
+    assert parameter_server_ingress_bytes(1e9, 128) == 128e9
+
+
+def test_tp_across_nodes_is_the_cliff():
+    """GPT-3 175B on 1,024 H100s: TP = 16 moves 2 x (15/16) / (2 x 7/8) per all-reduce and twice
+    the micro-batches per DP rank (1,536 / 8 against / 16): 2.143x the TP bytes of TP = 8."""
+    cliff = tp_cliff()
+    assert cliff[16]["tp_bytes"] / cliff[8]["tp_bytes"] == pytest.approx(2 * (15 / 16) / (7 / 8), rel=1e-9)
+    assert cliff[16]["tp_comm_s"] > 4 * cliff[8]["tp_comm_s"] and cliff[16]["mfu"] < cliff[8]["mfu"]
+
+
+def test_nvl72_keeps_a_64_gpu_ring_on_nvlink():
+    """NVLink 5: 900 GB/s x 370/450 = 740 GB/s; 8 DGX B200 nodes: 8 NICs x 47 = 376 GB/s."""
+    row = next(r for r in nvl72_rows() if r["n"] == 64)
+    assert abs(report("64-GPU ring busbw ratio, NVL72 / DGX B200", row["nvl72"] / row["dgx"], 740 / 376)) < 0.05
+
+
+def test_seed_two_gpu_milestone():
+    """seeds/001 week 21: 10 ms compute + 8 ms communication is 55% efficient; the 100M model's
+    fp32 gradients (97.6M x 4 bytes) cross PCIe Gen4 (0.8 x 32 GB/s) once each way in a 2-GPU
+    ring: 15.26 ms plus 15 buckets x (2 x 5.7 + 8.4) us of latency."""
+    assert communication_efficiency(10, 8) == pytest.approx(10 / 18) and round(100 * communication_efficiency(10, 8)) == 56
+    e = milestone_estimates("PCIe (2 x A100 PCIe)", 4, False)
+    grads = e["params"] * 4
+    by_hand = grads / 25.6e9 + 15 * (2 * 5.7e-6 + 8.4e-6)
+    assert abs(report("100M model's fp32 all-reduce over PCIe (ms)", e["comm_s"] * 1e3, by_hand * 1e3)) < 1e-3
+    nvlink = milestone_estimates("NVLink (2 x A100 SXM)", 4, False)
+    assert nvlink["overhead"] < e["overhead"] / 4  # NVLink: 230 GB/s against PCIe's 25.6
+
+
+def test_every_setup_has_its_measured_rows():
+    assert set(measured_busbw("8 H100, one DGX")["curves"]) == {"nvls"} and set(measured_busbw("8 A100, one DGX")["curves"]) == {"ring"}
+    assert set(LB_SETUPS) >= {"8 H100, one DGX", "8 A100, one DGX"}
+
+
+def test_the_grader_refuses_what_the_stepper_cannot_show():
+    from labs.grade import SPECS
+
+    spec = SPECS[("08_collectives", "ring")]
+    good = {"n": 8, "nbytes": 1e9, "link": "nvlink4", "step": 14}
+    spec.check(good)
+    for bad, name in (({"n": 64}, "n"), ({"step": 15}, "step"), ({"link": "ib-xdr"}, "link"), ({"nbytes": -1.0}, "nbytes"), ({"n": 1, "step": 0}, "n")):
+        with pytest.raises(ValueError, match=name):
+            spec.check({**good, **bad})

@@ -1,0 +1,109 @@
+"""Lab 10 headless: locked before the commit, every option judged by the engine, the numbers on
+the page are the engine's, submit lands in the ledger and the grader recomputes it."""
+
+import json
+
+import pytest
+
+pytestmark = pytest.mark.usefixtures("ledger_dir")
+
+from labs.core.reliability import goodput, job_mtbf_s
+from labs.core.scenarios.lab10 import (
+    CADENCE_OPTIONS,
+    MTBF_OPTIONS,
+    MTBF_RANGES,
+    RUN_GPUS,
+    cadence_answer,
+    cadence_claims,
+    inverse_rows,
+    mtbf_answer,
+)
+from test_notebooks import LABS, Pressed, committed, load_app, text_of
+
+LAB10 = next(p for p in LABS if p.name == "10_failures_at_scale.py")
+BOTH = {**committed("mtbf", MTBF_OPTIONS, "C"), **committed("cadence", CADENCE_OPTIONS, "B")}
+GATED = ("Key takeaways", "The equations behind cadence", "Even a free checkpoint needs R under", "mean goodput (simulated)", "Reflection")
+
+
+@pytest.fixture(scope="module")
+def app():
+    return load_app(LAB10)
+
+
+def test_locked_by_default(app):
+    outputs, defs = app.run()
+    assert "setting" not in defs and "submitted" not in defs and "simulation" not in defs
+    text = text_of(outputs)
+    assert "Commit to a prediction" in text
+    for heading in GATED:
+        assert heading not in text
+
+
+def test_the_mtbf_answer_is_the_range_holding_llama3s_3_1_hours():
+    lo, hi = MTBF_RANGES[mtbf_answer()]
+    assert lo <= 54 * 24 / 419 * 3600 < hi  # hand-derived from the paper, not from the engine
+    assert mtbf_answer() == "C"
+
+
+def test_the_cadence_claims_are_judged_false_except_one():
+    claims = cadence_claims()
+    assert sum(claims.values()) == 1 and claims[cadence_answer()]
+
+
+@pytest.mark.parametrize("mtbf, cadence", list(zip([o.key for o in MTBF_OPTIONS], [o.key for o in CADENCE_OPTIONS])))
+def test_each_options_feedback_agrees_with_the_engine(app, mtbf, cadence):
+    outputs, _ = app.run(defs={**committed("mtbf", MTBF_OPTIONS, mtbf), **committed("cadence", CADENCE_OPTIONS, cadence)})
+    text = text_of(outputs)
+    first, second = text.split("4 · Cadence", 1)  # the MTBF reveal sits above section 4, the cadence reveal below
+    assert ("Right." in first) == (mtbf == mtbf_answer())
+    assert ("Right." in second) == (cadence == cadence_answer())
+    assert f"{job_mtbf_s(RUN_GPUS) / 3600:.1f} hours" in first
+
+
+def test_unlocked_page_shows_the_engines_numbers(app):
+    outputs, defs = app.run(defs=BOTH)
+    text = text_of(outputs)
+    for heading in GATED:
+        assert heading in text
+    s, v = defs["setting"], defs["cadence_view"]
+    assert v["goodput"] == pytest.approx(goodput(v["tau"], v["stall"], s["restart_s"], s["mtbf_s"]))
+    assert f"{v['goodput']:.1%}" in text
+    sim = defs["simulation"]
+    assert abs(sim.goodput.mean() / sim.closed_form - 1) < 0.02
+    for row in inverse_rows():
+        if row["interval_s"] is not None:
+            assert f"{row['interval_s'] / 60:.1f} min" in text
+
+
+def test_submit_lands_in_the_ledger_and_the_grader_recomputes_it(app, ledger_dir):
+    from labs.grade import grade_document
+
+    _, defs = app.run(defs={**BOTH, "submit_button": Pressed()})
+    doc = defs["submitted"]
+    step = doc["labs"]["10_failures_at_scale"]["cadence"]
+    assert step["outcomes"]["mtbf_correct"] and step["outcomes"]["cadence_correct"]
+    assert step["outcomes"]["job_mtbf_h"] == pytest.approx(54 * 24 / 419)
+    assert doc["predictions"]["10_failures_at_scale"]["mtbf"]["answer"] == "C"
+    rows = grade_document(doc, "ledger.json")
+    assert rows[0]["status"] == "ok" and not rows[0]["tampered"] and rows[0]["right"] == 2
+    forged = json.loads(json.dumps(doc))
+    forged["labs"]["10_failures_at_scale"]["cadence"]["outcomes"]["goodput"] = 0.99
+    assert grade_document(forged, "forged.json")[0]["tampered"]
+    bad = json.loads(json.dumps(doc))
+    bad["labs"]["10_failures_at_scale"]["cadence"]["inputs"]["gpus"] = 1000  # not a multiple of TP x PP = 128
+    assert grade_document(bad, "bad.json")[0]["status"].startswith("invalid inputs")
+
+
+def test_a_setting_too_broken_to_simulate_is_explained(app):
+    """405B written by one writer over a 0.5 GB/s file system at 65,536 GPUs: hours of stall
+    against a 46-minute MTBF. The page says so instead of drawing millions of failures."""
+    import marimo as mo
+
+    from labs.core.scenarios.lab10 import STRATEGY_LABELS
+
+    slow = {**BOTH, "storage_slider": mo.ui.slider(steps=[0.5, 2000], value=0.5), "gpus_slider": mo.ui.slider(steps=[16384, 65536], value=65536),
+            "strategy_dropdown": mo.ui.dropdown(options=STRATEGY_LABELS, value="sync (gathered to one writer)")}
+    outputs, defs = app.run(defs=slow)
+    assert defs["simulation"] is None and "expected failures" in defs["simulation_error"]
+    assert job_mtbf_s(65536) == pytest.approx(54 * 24 * 3600 / 419 / 4)  # 46 minutes, by hand
+    assert "This setting is not simulated" in text_of(outputs)
