@@ -466,7 +466,7 @@ def _(accumulation_slider, act, dp_slider, gpu_pick, model_pick, optimizer_pick,
     _off = dp_estimate(*_args, True, accumulation_slider.value)
     _o = _off.offload
     _host = _off.cluster.host
-    _table = pd.DataFrame(
+    _table = ui.static_table(
         [
             {"": "per-GPU memory", "on the GPU": f"{_on_gpu.memory.total / GB:,.1f} GB", "offloaded": f"{_off.memory.total / GB:,.1f} GB"},
             {"": "fits", "on the GPU": "yes" if _on_gpu.fits else "no", "offloaded": "yes" if _off.fits else "no"},
@@ -490,7 +490,7 @@ def _(accumulation_slider, act, dp_slider, gpu_pick, model_pick, optimizer_pick,
     which is why offload pays only when a step is long: more micro-batches per step amortise it.
     """
             ),
-            mo.ui.table(_table, selection=None, show_column_summaries=False, show_data_types=False),
+            _table,
             ui.failure_banner(_off.warnings) or mo.md(""),
         ]
     )

@@ -58,6 +58,9 @@ LAB_CSS = """
 .lab-card .value { font-size: 1.6rem; font-weight: 600; color: #1f2933; }
 .lab-card .label { font-size: 0.8rem; color: #5f6b7a; }
 .lab-message { border-left: 4px solid #0072B2; background: #e6f1f8; padding: 0.8rem 1rem; border-radius: 4px; }
+.lab-table { border-collapse: collapse; font-size: 0.9rem; margin: 0.4rem 0; }
+.lab-table th { text-align: left; color: #5f6b7a; font-weight: 600; border-bottom: 1px solid #e4e7eb; padding: 0.35rem 0.8rem; }
+.lab-table td { border-bottom: 1px solid #f0f2f5; padding: 0.35rem 0.8rem; }
 </style>
 """
 

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import html
 import os
 import warnings
 
@@ -70,6 +71,14 @@ def metric_cards(cards: dict[str, str]) -> mo.Html:
     """{"MFU": "41.7%", ...} as a row of cards."""
     body = "".join(f'<div class="lab-card"><div class="value">{v}</div><div class="label">{k}</div></div>' for k, v in cards.items())
     return mo.Html(f"{LAB_CSS}<div>{body}</div>")
+
+
+def static_table(rows: list[dict[str, str]]) -> mo.Html:
+    """Rows of text as a plain table: for small tables that redraw with a slider, where
+    mo.ui.table's interactive grid costs the browser far more to rebuild."""
+    head = "".join(f"<th>{html.escape(str(k))}</th>" for k in rows[0])
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in row.values()) + "</tr>" for row in rows)
+    return mo.Html(f'{LAB_CSS}<table class="lab-table"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>')
 
 
 def hud(items: dict[str, str]) -> mo.Html:
