@@ -1,8 +1,7 @@
-"""Take the README's screenshots: `python scripts/screenshots.py`.
+"""Take the README's screenshots: `python scripts/screenshots.py [05 06 ... 11]` (default: all).
 
-Serves labs/05_parallelism.py, labs/06_zero_sweep.py and labs/07_pipeline_visualizer.py with
-`marimo run`, commits their predictions in Chromium and saves assets/lab05_act1.png,
-assets/lab05_act2.png, assets/lab06.png and assets/lab07.png."""
+Serves each lab with `marimo run`, commits its first prediction in Chromium, moves a widget the
+README's picture shows, and saves assets/lab05_act1.png, lab05_act2.png, lab06.png ... lab11.png."""
 
 import sys
 import tempfile
@@ -102,7 +101,7 @@ def design_worksheet() -> None:
         page.screenshot(path=str(ROOT / "assets" / "lab09.png"))
 
 
-def main() -> None:
+def flagship() -> None:
     with tempfile.TemporaryDirectory() as ledgers, marimo_run("05_parallelism.py", env={"LABS_LEDGER_DIR": ledgers}) as url, browser_page(width=1300, height=1500) as page:
         page.goto(url)
         choose(page, f"B) {ACT1_OPTIONS[1].label[:40]}", commit=0)
@@ -117,9 +116,6 @@ def main() -> None:
         page.get_by_text("Act II · Designing the 3D layout").first.scroll_into_view_if_needed()
         page.evaluate("window.scrollBy(0, -20)")
         page.screenshot(path=str(ROOT / "assets" / "lab05_act2.png"))
-    zero_sweep()
-    pipeline()
-    print("wrote assets/lab05_act1.png, assets/lab05_act2.png, assets/lab06.png and assets/lab07.png")
 
 
 def long_context() -> None:
@@ -142,28 +138,17 @@ def long_context() -> None:
         page.screenshot(path=str(ROOT / "assets" / "lab11.png"))
 
 
-if __name__ == "__main__" and sys.argv[1:] == ["11"]:  # Lab 11's screenshot only: python scripts/screenshots.py 11
-    long_context()
-    print("wrote assets/lab11.png")
-    raise SystemExit(0)
-if __name__ == "__main__" and sys.argv[1:] == ["09"]:  # Lab 09's screenshot only: python scripts/screenshots.py 09
-    design_worksheet()
-    print("wrote assets/lab09.png")
-    raise SystemExit(0)
-if __name__ == "__main__" and sys.argv[1:] == ["10"]:  # Lab 10's screenshot only: python scripts/screenshots.py 10
-    failures()
-    print("wrote assets/lab10.png")
-elif __name__ == "__main__":
-    if sys.argv[1:] == ["08"]:  # one lab's screenshot only: python scripts/screenshots.py 08
-        collectives()
-        print("wrote assets/lab08.png")
-    else:
-        main()
-        collectives()
-        print("wrote assets/lab08.png")
-        failures()
-        print("wrote assets/lab10.png")
-        design_worksheet()
-        print("wrote assets/lab09.png")
-        long_context()
-        print("wrote assets/lab11.png")
+SHOTS = {"05": flagship, "06": zero_sweep, "07": pipeline, "08": collectives, "09": design_worksheet, "10": failures, "11": long_context}
+
+
+def main(labs: list[str]) -> None:
+    unknown = sorted(set(labs) - set(SHOTS))
+    if unknown:
+        raise SystemExit(f"no screenshot for lab(s) {unknown}; known: {sorted(SHOTS)}")
+    for lab in labs or SHOTS:
+        SHOTS[lab]()
+        print(f"lab {lab}: screenshot written to assets/", flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

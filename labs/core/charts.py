@@ -14,6 +14,11 @@ from labs.core.style import COLORS, TERM_COLORS, apply_plotly_theme
 
 GB = 1e9
 
+# Log axes labelled 1, 2, 5, 10, 20, 50, ...: Plotly's default labels every minor tick, which
+# crowds a decade into an unreadable column of digits.
+_LOG_VALUES = [m * 10.0**k for k in range(-3, 7) for m in (1, 2, 5)]
+LOG_TICKS = dict(tickvals=_LOG_VALUES, ticktext=[f"{v:,.0f}" if v >= 1 else f"{v:g}" for v in _LOG_VALUES])
+
 
 def mfu_vs_gpus(curves: dict[str, Sequence[Estimate]], marked: dict[str, tuple[Sequence[int], Sequence[float]]] | None = None, current: Estimate | None = None, node_size: int = 8) -> go.Figure:
     """MFU against GPU count (log x) for named series of estimates; `marked` adds points."""
@@ -220,7 +225,7 @@ def zero_sweep(dps: Sequence[int], curves: dict[int, Sequence[MemoryBreakdown]],
     if current is not None:
         fig.add_scatter(x=[current[0]], y=[current[1] / GB], name="your setting", mode="markers", marker=dict(symbol="diamond", size=16, color=COLORS["ink"]))
     _hbm_lines(fig, hbm)
-    fig.update_layout(height=440, xaxis=dict(type="log", title="data-parallel GPUs", tickvals=list(dps)), yaxis=dict(type="log", title="GB per GPU (log)"))
+    fig.update_layout(height=440, xaxis=dict(type="log", title="data-parallel GPUs", tickvals=list(dps)), yaxis=dict(type="log", title="GB per GPU (log)", **LOG_TICKS))
     return apply_plotly_theme(fig)
 
 
@@ -316,5 +321,5 @@ def design_front(plans, mine: Estimate | None = None) -> go.Figure:
         hbm = mine.cluster.gpu.hbm_bytes / GB  # a trace, not add_hline: an annotation on a log axis is placed in log units
         steps = plans["step_time_s"].to_numpy()
         fig.add_scatter(x=[steps.min(), steps.max()], y=[hbm, hbm], mode="lines", name=f"{hbm:.1f} GB HBM", line=dict(color=COLORS["red"], width=2, dash="dash"), hoverinfo="skip")
-    fig.update_layout(height=420, xaxis=dict(title="seconds per step", type="log"), yaxis=dict(title="GB per GPU", type="log"))
+    fig.update_layout(height=420, xaxis=dict(title="seconds per step", type="log", **LOG_TICKS), yaxis=dict(title="GB per GPU", type="log", **LOG_TICKS))
     return apply_plotly_theme(fig)
