@@ -71,8 +71,14 @@ def kv_heads_per_tp_rank(model: Model, tp: int) -> float:
     query head, so heads / tp)."""
     _check_model(model)
     check_positive("tp", tp, integer=True, maximum=1 << 20)
-    kv = model.heads if model.mla or model.kv_heads is None else model.kv_heads
-    return kv / tp
+    return model.kv_head_count / tp
+
+
+def ulysses_fits(kv_per_tp_rank, cp):
+    """Where Ulysses can run at degree cp (numpy columns welcome): each CP rank needs a whole
+    number of the KV heads a TP rank holds; cp = 1 always runs."""
+    kv, cp = np.asarray(kv_per_tp_rank, dtype=float), np.asarray(cp, dtype=float)
+    return (cp == 1) | ((kv >= cp) & (kv % cp == 0))
 
 
 def check_ulysses(model: Model, tp: int, cp: int) -> None:
@@ -80,13 +86,10 @@ def check_ulysses(model: Model, tp: int, cp: int) -> None:
     _check_model(model)
     check_positive("tp", tp, integer=True, maximum=1 << 20)
     check_positive("cp", cp, integer=True, maximum=1 << 20)
-    if cp == 1:
-        return
     per_rank = kv_heads_per_tp_rank(model, tp)
-    if per_rank < cp or per_rank % cp:
-        kv = model.heads if model.mla or model.kv_heads is None else model.kv_heads
+    if not ulysses_fits(per_rank, cp):
         raise ValueError(
             f"cp={cp} with cp_algorithm='ulysses' needs a whole number of KV heads per CP rank, but {model.name} leaves "
-            f"{per_rank:g} KV head(s) on each TP rank ({kv} KV heads / tp={tp}): Ulysses' degree must divide that; "
+            f"{per_rank:g} KV head(s) on each TP rank ({model.kv_head_count} KV heads / tp={tp}): Ulysses' degree must divide that; "
             "use cp_algorithm='ring' or 'all_gather', or a smaller TP"
         )

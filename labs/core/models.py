@@ -95,8 +95,13 @@ class Model:
         heads' mean of the key and value widths (what context parallelism exchanges)."""
         if self.mla:
             return self.heads * (self.qk_head_dim + self.v_head_dim) / 2
-        kv = self.kv_heads if self.kv_heads is not None else self.heads
-        return kv * (self.hidden // self.heads)
+        return self.kv_head_count * (self.hidden // self.heads)
+
+    @property
+    def kv_head_count(self) -> int:
+        """K/V heads a layer keeps: kv_heads under grouped-query attention, else one per query
+        head (multi-head attention, and MLA, which decompresses a K and V per query head)."""
+        return self.heads if self.mla or self.kv_heads is None else self.kv_heads
 
     @property
     def mla(self) -> bool:

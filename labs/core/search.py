@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from labs.core.context import kv_heads_per_tp_rank
+from labs.core.context import ulysses_fits
 from labs.core.eras import ERA_FIELDS, get_era
 from labs.core.hardware import Cluster
 from labs.core.memory import optimizer_state
@@ -187,8 +187,7 @@ def sweep(model: Model, cluster: Cluster, global_batch: int, era: str | None = N
     choices, options = _settings(cluster, era, dict(fixed))
     space = _space(model, cluster, global_batch, choices, get_era(era))
     if options["cp_algorithm"] == "ulysses":  # whole KV heads per CP rank (labs.core.context.check_ulysses)
-        kv = kv_heads_per_tp_rank(model, 1) / space["tp"]
-        keep = (space["cp"] == 1) | ((kv >= space["cp"]) & (kv % space["cp"] == 0))
+        keep = ulysses_fits(model.kv_head_count / space["tp"], space["cp"])
         space = {k: v[keep] for k, v in space.items()}
     if len(space["tp"]) == 0:
         raise ValueError(f"no valid plan for {model.name} on {cluster.gpus} GPUs with global_batch={global_batch} and {fixed}")

@@ -316,7 +316,11 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     dp_latency = np.where(active, reduce_lat + gather_lat, 0.0)
     frac, sfrac = (n - 1) / n, (shard - 1) / shard
     replica_sent = 2 * (replicas - 1) / replicas * grads / shard
-    dp_sent = np.where(z0, 2 * frac * grads, sfrac * np.where(z1, grads + weights_bytes, np.where(z2, m * grads + weights_bytes, m * (grads + 2 * weights_bytes))) + np.where(z1, 1, m) * replica_sent)
+    # bytes each GPU sends a step: the gradient reduction (once a step up to ZeRO-1, per
+    # micro-batch from ZeRO-2) and the weight gathers (once a step, or twice per micro-batch at ZeRO-3)
+    dp_reduce_sent = np.where(z0, 2 * frac * grads, np.where(z1, 1, m) * (sfrac * grads + replica_sent))
+    dp_gather_sent = np.where(z0, 0.0, sfrac * weights_bytes * np.where(z3, 2 * m, 1.0))
+    dp_sent = dp_reduce_sent + dp_gather_sent
 
     # ---- the communication map: each collective's calls, bytes and seconds per step, per GPU ----
     # The same terms as above, kept apart instead of summed per axis. Times run on the slowest
@@ -324,6 +328,8 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     # waits for. ZeRO-3's prefetch hides gathers and reduce-scatters together: its exposed time
     # is split between them in proportion to their wire time.
     tp_calls = np.where(tp > 1, m * layers_slowest * np.where(sp, 4, 2) * (2 + full), 0.0)
+    # per layer and micro-batch: (2 + full) passes of 2 all-reduces or 4 gathers/scatters of half the bytes
+    tp_layer_sent = np.where(tp > 1, np.where(full, 12, 8) * (tp - 1) / tp * act, 0.0)
     tp_wire = np.where(tp > 1, m * layers_slowest * tp_total, 0.0)
     cp_used = cp > 1
     cp_calls = np.where(cp_used, m * layers_slowest * np.where(cp_ulysses, 2 * (2 + full), np.where(cp_ring, (cp - 1) * (2 + full), 2 + full)), 0.0)
@@ -342,17 +348,17 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     reduce_exposed = np.where(z3, exposed_reduce - z3_gather_exposed, plain)
     gather_exposed = np.where(z3, z3_gather_exposed, exposed_gather)
     collectives = {
-        "tp": (tp_calls, np.where(tp > 1, tp_calls * (tp - 1) / tp * act * np.where(sp, 1.0, 2.0), 0.0), tp_wire,
+        "tp": (tp_calls, m * layers_slowest * tp_layer_sent, tp_wire,
                np.where(tp > 1, m * layers_slowest * tp_exposed, 0.0), tp, s_tp),
         "cp": (cp_calls, cp_sent, cp_wire, np.where(cp_used, m * layers_slowest * cp_total, 0.0), cp, s_cp),
         "ep": (np.where(ep_used, m * layers_slowest * 2 * (2 + full), 0.0), np.where(ep_used, m * layers_slowest * (2 + full) * a2a_sent, 0.0),
                np.where(ep_used, m * layers_slowest * layer_a2a, 0.0), np.where(ep_used, m * layers_slowest * layer_a2a, 0.0), ep, s_cp),
         "pp": (pp_calls, pp_sent, np.where(pp > 1, 2 * m * v * hop, 0.0), pp_comm, np.where(pp > 1, 2.0, 1.0), stage_stride),
         "dp_reduce": (np.where(active, np.where(z0 | z1, calls, m * calls), 0.0),
-                      np.where(active, np.where(z0, 2 * frac * grads, np.where(z1, 1, m) * (sfrac * grads + replica_sent)), 0.0),
+                      np.where(active, dp_reduce_sent, 0.0),
                       np.where(active, reduce_only, 0.0), np.where(active, reduce_exposed, 0.0), np.where(z0, n, shard), s_cp),
         "dp_gather": (np.where(active & ~z0, np.where(z3, 2 * m * module_calls, calls), 0.0),
-                      np.where(active & ~z0, sfrac * weights_bytes * np.where(z3, 2 * m, 1.0), 0.0),
+                      np.where(active, dp_gather_sent, 0.0),
                       np.where(active & ~z0, np.where(z3, z3_gathers, gather_t), 0.0), np.where(active & ~z0, gather_exposed, 0.0), shard, s_cp),
     }
     comm_map = {}
@@ -403,7 +409,7 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     # Memory of the first, a middle (the second, the fullest of them under 1F1B) and the last stage.
     stage_memory = rank_total + buffers - FRAGMENTATION * activations + FRAGMENTATION * rank_activations
     model_per_sequence, hardware_per_sequence = model.flops_per_sequence(rc, flash)
-    tp_sent = np.where(tp > 1, m * layers * np.where(full, 12, 8) * (tp - 1) / tp * tokens * h * ACTIVATION_BYTES, 0.0)
+    tp_sent = m * layers * tp_layer_sent
     return {
         "step_time_s": step,
         "compute_s": m * work,
