@@ -252,17 +252,16 @@ def timeline(p: int, m: int, schedule: str = "1f1b", v: int = 1, costs: OpCosts 
     check_choice("schedule", schedule, TIMELINE_SCHEDULES)
     check_timeline_size(p, m, v)
     c = _check_costs(costs)
-    if schedule in ZB_WARMUP:  # the backward pass split: B (input gradients), then W
-        duration = {"F": c.tf, "B": c.tb, "W": c.tw}
-    else:
-        duration = {"F": c.tf / v, "B": (c.tb + c.tw) / v}
-    # Ops are coded as whole numbers and their end times kept in flat arrays, not dicts of tuples:
-    # the grader rebuilds a student's timeline at the engine's largest size (600k ops) in about a
-    # tenth of the memory. An op (kind k in F, B, W; micro-batch i; virtual stage j) is k m V + i V + j.
+    # Durations of F, B, W: zero-bubble schedules split the backward into B (input gradients)
+    # and W; the others run one backward of T_B + T_W, and v chunks share a stage's layers.
+    durations = [c.tf, c.tb, c.tw] if schedule in ZB_WARMUP else [c.tf / v, (c.tb + c.tw) / v, 0.0]
+    # Ops are coded as whole numbers and end times kept in a flat array, not dicts of tuples: the
+    # grader rebuilds a student's timeline at the engine's largest size (600k ops) in about a
+    # tenth of the memory. A stage's order holds (k m + i) v + chunk for op kind k (F, B, W) of
+    # micro-batch i; `done` is indexed k m V + i V + j, j the virtual stage (chunk x p + stage).
     kinds = ("F", "B", "W")
     last_virtual = p * v - 1
     V = p * v
-    durations = [duration.get(k, 0.0) for k in kinds]
     orders = [array("q", ((kinds.index(op) * m + i) * v + ch for op, i, ch in _stage_order(schedule, p, m, v, s))) for s in range(p)]
     done = array("d", [-1.0]) * (3 * m * V)  # end time of each op, -1 until it has run
     total = sum(map(len, orders))
