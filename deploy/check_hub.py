@@ -16,27 +16,14 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from browser import CHROMIUM_ARGS, chromium_path, free_port  # noqa: E402
+from browser import CHROMIUM_ARGS, chromium_path, free_port, wait_until_serving  # noqa: E402
 
 USERS = ("alice", "bob")
-
-
-def wait_for(url: str, proc: subprocess.Popen, timeout: float = 90) -> None:
-    deadline = time.time() + timeout
-    while True:
-        try:
-            urllib.request.urlopen(url, timeout=2)
-            return
-        except OSError:
-            if proc.poll() is not None or time.time() > deadline:
-                raise RuntimeError(f"JupyterHub did not come up on {url}")
-            time.sleep(0.5)
 
 
 def run_lab_as(browser, base: str, user: str, password: str) -> None:
@@ -81,7 +68,7 @@ def main() -> int:
     base = f"http://127.0.0.1:{port}"
     start = time.time()
     try:
-        wait_for(f"{base}/hub/login", hub)
+        wait_until_serving(f"{base}/hub/login", hub, 90)
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS, headless=True)
             try:

@@ -34,6 +34,19 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def wait_until_serving(url: str, proc: subprocess.Popen, timeout: float) -> None:
+    """Poll `url` until it answers; RuntimeError once `proc` has exited or `timeout` has passed."""
+    deadline = time.time() + timeout
+    while True:
+        try:
+            urllib.request.urlopen(url, timeout=2)
+            return
+        except OSError:
+            if proc.poll() is not None or time.time() > deadline:
+                raise RuntimeError(f"nothing answered on {url}")
+            time.sleep(0.3)
+
+
 @contextlib.contextmanager
 def marimo_run(lab: str, env: dict | None = None, timeout: float = 90.0, args: list[str] | None = None):
     """Serve a lab with `marimo run` on 127.0.0.1 and yield its URL (`args`: the notebook's own,
@@ -44,16 +57,11 @@ def marimo_run(lab: str, env: dict | None = None, timeout: float = 90.0, args: l
     proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.time() + timeout
-        while True:
-            try:
-                urllib.request.urlopen(url, timeout=2)
-                break
-            except OSError:
-                if proc.poll() is not None or time.time() > deadline:
-                    out = proc.stdout.read().decode(errors="replace") if proc.stdout else ""
-                    raise RuntimeError(f"marimo run did not come up on {url}:\n{out[-3000:]}")
-                time.sleep(0.3)
+        try:
+            wait_until_serving(url, proc, timeout)
+        except RuntimeError as err:
+            out = proc.stdout.read().decode(errors="replace") if proc.stdout else ""
+            raise RuntimeError(f"marimo run did not come up on {url}:\n{out[-3000:]}") from err
         yield url
     finally:
         proc.terminate()
