@@ -412,8 +412,9 @@ def _(microbatch_committed, utilisation_committed):
     point-to-point messages.
 
     ZB-H1: $(p-1)(T_F+T_B-T_W)$ idle; ZB-H2: $(p-1)(T_F+T_B-2T_W)$ in each stage's window, zero when
-    $T_W \ge (T_F+T_B)/2$. Both hold for $T_W \le \min(T_F, T_B)$ and enough micro-batches ($m \ge p$, ZB-H2
-    $m \ge 2p$); with point-to-point time $T_{comm}$ Qi et al.'s schedules idle $(p-1)(T_F+T_B-T_W+4T_{comm})$ and
+    $T_W \ge (T_F+T_B)/2$ (Qi et al.), for $T_W \le \min(T_F, T_B)$ and enough micro-batches ($m \ge p$, ZB-H2
+    $m \ge 2p$). Past that the timelines idle $(p-1)\max(T_F+T_B-T_W,\ T_B)$ and
+    $(p-1)\max(T_F+T_B-2T_W,\ T_B-T_F,\ 0)$, the forms the engine uses throughout. With point-to-point time $T_{comm}$ Qi et al.'s schedules idle $(p-1)(T_F+T_B-T_W+4T_{comm})$ and
     $(p-1)(T_F+T_B-2T_W+2T_{comm})$.
     """,
     )
