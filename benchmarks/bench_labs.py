@@ -18,7 +18,7 @@ from labs.core.perf import Plan, estimate
 from labs.core.charts import timeline_figure
 from labs.core.pipeline import timeline
 from labs.core.scenarios.lab05 import DP_WALL_GLOBAL_BATCH, design_inputs, dp_wall_curve, dp_wall_estimate
-from labs.core import charts
+from labs.core import charts, ui
 import plotly.io as pio
 from labs.core.scenarios.lab06 import DP_SIZES, Activations, dp_estimate, memory_curves, stage_costs, traffic_ratio
 
@@ -60,7 +60,7 @@ def zero_dp_rerun(dp: int) -> float:
     start = time.perf_counter()
     est = dp_estimate("llama2-70b", "h100-sxm", dp, 3, act)
     charts.zero_sweep(DP_SIZES, curves, [("H100", 80e9, True)], (dp, est.memory.total))
-    charts.memory_bar(est)
+    ui.memory_bar(est)
     for offload in (False, True):
         dp_estimate("llama2-70b", "h100-sxm", dp, 1, act, offload=offload)
     return time.perf_counter() - start

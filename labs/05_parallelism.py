@@ -443,8 +443,8 @@ def _(act2_error, act2_estimate):
                 "fits": "yes" if _e.fits else "no",
             }
         ),
-        charts.memory_bar(_e),
-        charts.time_breakdown_bar(_e),
+        ui.memory_bar(_e),
+        ui.time_bar(_e),
         mo.md(
             f"Bubble: {_e.bubble_fraction:.1%} of the step's wall time with p = {_e.plan.pp}, m = {_e.plan.microbatches} "
             f"micro-batches, v = {_e.plan.virtual_stages} (the same bubble is "

@@ -195,7 +195,9 @@ def _(fit_committed, instruments):
 
 
 # The computations below sit in cells of their own so that moving one slider reruns only what
-# reads it: the DP slider moves the estimate, not the curves or the fewest-GPU search.
+# reads it: the DP slider reruns section 2's one cell (its estimate, chart, bar and offload
+# table), not the curves or the fewest-GPU search. Each cell that reruns costs the browser a
+# redraw of the page's layout, so what the DP slider moves is shown by that one cell.
 @app.cell
 def _(fit_committed, flash_box, micro_batch_slider, offload_box, recompute_pick, seq_slider, stage_pick):
     mo.stop(not fit_committed.made)
@@ -214,32 +216,6 @@ def _(act, model_pick, offload_box, optimizer_pick):
 def _(act, gpu_pick, model_pick, optimizer_pick, stage_pick, sweep_offload):
     sweep_fewest = fewest_gpus(model_pick.value, gpu_pick.value, stage_pick.value, act, optimizer_pick.value, sweep_offload)
     return (sweep_fewest,)
-
-
-@app.cell
-def _(
-    accumulation_slider,
-    act,
-    dp_slider,
-    flash_box,
-    gpu_pick,
-    micro_batch_slider,
-    model_pick,
-    offload_box,
-    optimizer_pick,
-    recompute_pick,
-    seq_slider,
-    stage_pick,
-    sweep_offload,
-):
-    sweep_inputs = {
-        "model": model_pick.value, "gpu": gpu_pick.value, "optimizer_state": optimizer_pick.value,
-        "micro_batch": micro_batch_slider.value, "seq_len": seq_slider.value, "recompute": recompute_pick.value,
-        "flash_attention": flash_box.value, "offload": offload_box.value, "dp": dp_slider.value,
-        "zero_stage": stage_pick.value, "microbatches": accumulation_slider.value,
-    }
-    sweep_estimate = dp_estimate(model_pick.value, gpu_pick.value, dp_slider.value, stage_pick.value, act, optimizer_pick.value, sweep_offload, accumulation_slider.value)
-    return sweep_estimate, sweep_inputs
 
 
 @app.cell(hide_code=True)
@@ -291,7 +267,48 @@ def _(model_pick):
 
 
 @app.cell(hide_code=True)
-def _(act, gpu_pick, model_pick, sweep_curves, sweep_estimate, sweep_fewest, sweep_inputs, sweep_offload):
+def _(
+    accumulation_slider,
+    act,
+    dp_slider,
+    flash_box,
+    gpu_pick,
+    micro_batch_slider,
+    model_pick,
+    offload_box,
+    optimizer_pick,
+    recompute_pick,
+    seq_slider,
+    stage_pick,
+    sweep_curves,
+    sweep_fewest,
+    sweep_offload,
+):
+    sweep_inputs = {
+        "model": model_pick.value, "gpu": gpu_pick.value, "optimizer_state": optimizer_pick.value,
+        "micro_batch": micro_batch_slider.value, "seq_len": seq_slider.value, "recompute": recompute_pick.value,
+        "flash_attention": flash_box.value, "offload": offload_box.value, "dp": dp_slider.value,
+        "zero_stage": stage_pick.value, "microbatches": accumulation_slider.value,
+    }
+    sweep_estimate = dp_estimate(model_pick.value, gpu_pick.value, dp_slider.value, stage_pick.value, act, optimizer_pick.value, sweep_offload, accumulation_slider.value)
+    _stage = max(1, stage_pick.value)
+    _args = (model_pick.value, gpu_pick.value, dp_slider.value, _stage, act, optimizer_pick.value)
+    _on_gpu = dp_estimate(*_args, False, accumulation_slider.value)
+    _off = dp_estimate(*_args, True, accumulation_slider.value)
+    _o = _off.offload
+    _host = _off.cluster.host
+    _table = ui.static_table(
+        [
+            {"": "per-GPU memory", "on the GPU": f"{_on_gpu.memory.total / GB:,.1f} GB", "offloaded": f"{_off.memory.total / GB:,.1f} GB"},
+            {"": "fits", "on the GPU": "yes" if _on_gpu.fits else "no", "offloaded": "yes" if _off.fits else "no"},
+            {"": "CPU memory per server", "on the GPU": "—", "offloaded": f"{_o.host_bytes_per_node / GB:,.0f} of {_host.memory_bytes / GB:,.0f} GB"},
+            {"": "PCIe bytes per GPU per step", "on the GPU": "—", "offloaded": f"{_o.pcie_bytes / GB:,.1f} GB"},
+            {"": "gradients down / CPU Adam / weights up", "on the GPU": "—", "offloaded": f"{_o.down_s:.2f} / {_o.cpu_adam_s:.2f} / {_o.up_s:.2f} s"},
+            {"": "optimizer step on the GPU", "on the GPU": f"{_on_gpu.time.optimizer:.3f} s", "offloaded": "—"},
+            {"": "step time", "on the GPU": f"{_on_gpu.step_time_s:.2f} s", "offloaded": f"{_off.step_time_s:.2f} s"},
+            {"": "MFU", "on the GPU": f"{_on_gpu.mfu:.1%}", "offloaded": f"{_off.mfu:.1%}"},
+        ]
+    )
     _gpu = GPUS[gpu_pick.value]
     _mem = sweep_estimate.memory
     _fewest = f"{sweep_fewest:,}" if sweep_fewest else "none"
@@ -322,10 +339,22 @@ def _(act, gpu_pick, model_pick, sweep_curves, sweep_estimate, sweep_fewest, swe
                 }
             ),
             ui.failure_banner(_why) or mo.md(""),
-            charts.memory_bar(sweep_estimate),
+            ui.memory_bar(sweep_estimate),
+            mo.md(
+                f"""
+    ### Offload: the optimizer state in CPU memory
+
+    ZeRO-{_stage} on {dp_slider.value} GPUs{"" if stage_pick.value else " (offload needs a sharded optimizer, so ZeRO-1 stands in for ZeRO-0)"}.
+    The CPU ({_host.name}) runs Adam on each GPU's shard, streaming its DRAM, and {_off.cluster.host_link.name} carries
+    the gradients down and the new weights up. The copies are cheap next to the CPU's pass over the optimizer state,
+    which is why offload pays only when a step is long: more micro-batches per step amortise it.
+    """
+            ),
+            _table,
+            ui.failure_banner(_off.warnings) or mo.md(""),
         ]
     )
-    return
+    return sweep_estimate, sweep_inputs
 
 
 @app.cell(hide_code=True)
@@ -459,45 +488,6 @@ def _():
 
 
 @app.cell(hide_code=True)
-def _(accumulation_slider, act, dp_slider, gpu_pick, model_pick, optimizer_pick, stage_pick):
-    _stage = max(1, stage_pick.value)
-    _args = (model_pick.value, gpu_pick.value, dp_slider.value, _stage, act, optimizer_pick.value)
-    _on_gpu = dp_estimate(*_args, False, accumulation_slider.value)
-    _off = dp_estimate(*_args, True, accumulation_slider.value)
-    _o = _off.offload
-    _host = _off.cluster.host
-    _table = ui.static_table(
-        [
-            {"": "per-GPU memory", "on the GPU": f"{_on_gpu.memory.total / GB:,.1f} GB", "offloaded": f"{_off.memory.total / GB:,.1f} GB"},
-            {"": "fits", "on the GPU": "yes" if _on_gpu.fits else "no", "offloaded": "yes" if _off.fits else "no"},
-            {"": "CPU memory per server", "on the GPU": "—", "offloaded": f"{_o.host_bytes_per_node / GB:,.0f} of {_host.memory_bytes / GB:,.0f} GB"},
-            {"": "PCIe bytes per GPU per step", "on the GPU": "—", "offloaded": f"{_o.pcie_bytes / GB:,.1f} GB"},
-            {"": "gradients down / CPU Adam / weights up", "on the GPU": "—", "offloaded": f"{_o.down_s:.2f} / {_o.cpu_adam_s:.2f} / {_o.up_s:.2f} s"},
-            {"": "optimizer step on the GPU", "on the GPU": f"{_on_gpu.time.optimizer:.3f} s", "offloaded": "—"},
-            {"": "step time", "on the GPU": f"{_on_gpu.step_time_s:.2f} s", "offloaded": f"{_off.step_time_s:.2f} s"},
-            {"": "MFU", "on the GPU": f"{_on_gpu.mfu:.1%}", "offloaded": f"{_off.mfu:.1%}"},
-        ]
-    )
-    mo.vstack(
-        [
-            mo.md(
-                f"""
-    ## 4 · Offload: the optimizer state in CPU memory
-
-    ZeRO-{_stage} on {dp_slider.value} GPUs{"" if stage_pick.value else " (offload needs a sharded optimizer, so ZeRO-1 stands in for ZeRO-0)"}.
-    The CPU ({_host.name}) runs Adam on each GPU's shard, streaming its DRAM, and {_off.cluster.host_link.name} carries
-    the gradients down and the new weights up. The copies are cheap next to the CPU's pass over the optimizer state,
-    which is why offload pays only when a step is long: more micro-batches per step amortise it.
-    """
-            ),
-            _table,
-            ui.failure_banner(_off.warnings) or mo.md(""),
-        ]
-    )
-    return
-
-
-@app.cell(hide_code=True)
 def _(accumulation_slider, act, model_pick, sweep_curves):
     _name = MODELS[model_pick.value].name
     _z3 = sweep_curves[3]
@@ -524,7 +514,7 @@ def _(accumulation_slider, act, model_pick, sweep_curves):
             f"The sharded model state alone is {_vendor.model_state / GB:,.0f} GB per GPU; with activations, {_vendor.total / GB:,.0f} GB.",
         ),
     ]
-    mo.md("## 5 · Myths, with numbers\n\n" + "\n".join(f"- *\"{_said}\"* **Engine:** {_fact}" for _said, _fact in _myths))
+    mo.md("## 4 · Myths, with numbers\n\n" + "\n".join(f"- *\"{_said}\"* **Engine:** {_fact}" for _said, _fact in _myths))
     return
 
 
@@ -544,7 +534,7 @@ def _():
     mo.vstack(
         [
             mo.md(
-                "## 6 · Milestones to verify\n\nModel state only (no activations), from the course notes. Set the instruments "
+                "## 5 · Milestones to verify\n\nModel state only (no activations), from the course notes. Set the instruments "
                 "to the last column's setting and read the model-state card."
             ),
             mo.ui.table(pd.DataFrame(_rows), selection=None, show_column_summaries=False, show_data_types=False),

@@ -13,7 +13,7 @@ with app.setup:
     import plotly.graph_objects as go
 
     from labs.core import ENGINE_VERSION
-    from labs.core import ui
+    from labs.core import charts, ui
     from labs.core.memory import BYTES_PER_PARAM, OPTIMIZER_BYTES, WEIGHT_BYTES
     from labs.core.models import MODELS
     from labs.core.reliability import (
@@ -738,7 +738,7 @@ def cadence_figure(view: dict) -> go.Figure:
     fig.add_scatter(x=x, y=100 * curve["restart"], name="restarts", mode="lines", line=dict(color=COLORS["purple"], width=2, dash="dot"))
     fig.add_scatter(x=[view["tau"] / MINUTE], y=[100 * view["goodput"]], name="your interval", mode="markers", marker=dict(symbol="diamond", size=14, color=COLORS["red"]))
     for label, key, dash, y in (("Young √(2CM)", "young", "dot", 1.0), ("Daly", "daly", "dash", 0.92)):
-        fig.add_vline(x=view[key] / MINUTE, line=dict(color=COLORS["muted"], dash=dash))
+        charts.vline(fig, view[key] / MINUTE, dict(color=COLORS["muted"], dash=dash))
         fig.add_annotation(x=np.log10(view[key] / MINUTE), y=y, yref="paper", text=label, showarrow=False, xanchor="left", yanchor="top")
     ticks = [0.1, 0.3, 1, 3, 10, 30, 60, 180, 600, 1440]
     fig.update_layout(height=380, xaxis=dict(type="log", title="checkpoint interval (minutes of training)", tickvals=ticks, ticktext=[f"{t:g}" for t in ticks]),
@@ -751,7 +751,7 @@ def goodput_histogram(values, closed_form: float) -> go.Figure:
     """Simulated runs' goodput, with the closed form."""
     fig = go.Figure()
     fig.add_histogram(x=100 * np.asarray(values), nbinsx=40, name="simulated runs", marker=dict(color=COLORS["sky"]))
-    fig.add_vline(x=100 * closed_form, line=dict(color=COLORS["red"], width=3))
+    charts.vline(fig, 100 * closed_form, dict(color=COLORS["red"], width=3))
     fig.add_annotation(x=100 * closed_form, y=1, yref="paper", text="closed form", showarrow=False, xanchor="left", yanchor="top")
     fig.update_layout(height=300, xaxis=dict(title="goodput of one run (%)"), yaxis=dict(title="runs"), showlegend=False)
     return apply_plotly_theme(fig)

@@ -20,6 +20,17 @@ _LOG_VALUES = [m * 10.0**k for k in range(-3, 7) for m in (1, 2, 5)]
 LOG_TICKS = dict(tickvals=_LOG_VALUES, ticktext=[f"{v:,.0f}" if v >= 1 else f"{v:g}" for v in _LOG_VALUES])
 
 
+def hline(fig: go.Figure, y: float, line: dict) -> None:
+    """A line across the plot at data y: the shape Plotly's add_hline draws, without add_hline's
+    walk over every trace and subplot first (5-15 ms a call, most of a slider move's Python)."""
+    fig.add_shape(type="line", xref="x domain", x0=0, x1=1, yref="y", y0=y, y1=y, line=line)
+
+
+def vline(fig: go.Figure, x: float, line: dict) -> None:
+    """A line up the plot at data x (see hline)."""
+    fig.add_shape(type="line", yref="y domain", y0=0, y1=1, xref="x", x0=x, x1=x, line=line)
+
+
 def mfu_vs_gpus(curves: dict[str, Sequence[Estimate]], marked: dict[str, tuple[Sequence[int], Sequence[float]]] | None = None, current: Estimate | None = None, node_size: int = 8) -> go.Figure:
     """MFU against GPU count (log x) for named series of estimates; `marked` adds points."""
     fig = go.Figure()
@@ -29,7 +40,7 @@ def mfu_vs_gpus(curves: dict[str, Sequence[Estimate]], marked: dict[str, tuple[S
         fig.add_scatter(x=list(xs), y=[100 * y for y in ys], name=name, mode="markers", marker=dict(symbol="x", size=14, color=COLORS["orange"], line=dict(width=3)))
     if current is not None:
         fig.add_scatter(x=[current.cluster.gpus], y=[100 * current.mfu], name="your setting", mode="markers", marker=dict(symbol="diamond", size=16, color=COLORS["red"]))
-    fig.add_vline(x=node_size, line=dict(dash="dot", color=COLORS["muted"]))
+    vline(fig, node_size, dict(dash="dot", color=COLORS["muted"]))
     # On a log axis an annotation's x is in log10 units (the line's is in data units).
     fig.add_annotation(x=np.log10(node_size), xref="x", y=1, yref="paper", text="one node", showarrow=False, xanchor="left", yanchor="top")
     ticks = [8, 16, 32, 64, 128, 256, 512, 1024]
@@ -58,33 +69,10 @@ def comm_compute_ratio(ests: Sequence[Estimate]) -> go.Figure:
     """All-reduce time (before overlap) over compute time, log-log."""
     fig = go.Figure()
     fig.add_scatter(x=[e.cluster.gpus for e in ests], y=[e.dp_comm_cost.total_s / e.time.compute for e in ests], mode="lines+markers", name="all-reduce / compute", line=dict(color=COLORS["red"], width=3))
-    fig.add_hline(y=1, line=dict(dash="dash", color=COLORS["muted"]), annotation_text="communication = compute")
+    hline(fig, 1, dict(dash="dash", color=COLORS["muted"]))
+    fig.add_annotation(x=1, xref="x domain", xanchor="right", y=0, yanchor="bottom", text="communication = compute", showarrow=False)  # y in log10 units: log10(1)
     gpus = [e.cluster.gpus for e in ests]
     fig.update_layout(height=320, xaxis=dict(type="log", title="GPUs", tickvals=gpus, ticktext=[str(g) for g in gpus]), yaxis=dict(type="log", title="ratio", dtick=1))
-    return apply_plotly_theme(fig)
-
-
-def memory_bar(est: Estimate) -> go.Figure:
-    """Per-GPU memory, stacked by term, against the GPU's HBM."""
-    fig = go.Figure()
-    for term, value in est.memory.as_dict().items():
-        fig.add_bar(x=[value / GB], y=["per GPU"], orientation="h", name=term, marker_color=TERM_COLORS[term], hovertemplate=f"{term}: %{{x:.1f}} GB<extra></extra>")
-    hbm = est.cluster.gpu.hbm_bytes / GB
-    fig.add_vline(x=hbm, line=dict(color=COLORS["red"], width=3), annotation_text=f"{hbm:.1f} GB HBM")
-    fig.update_layout(barmode="stack", height=220, xaxis=dict(title="GB", range=[0, max(hbm, est.memory.total / GB) * 1.08]))
-    return apply_plotly_theme(fig)
-
-
-def time_breakdown_bar(est: Estimate) -> go.Figure:
-    """Where one step's time goes."""
-    names = {"compute": "compute", "bubble": "pipeline bubble", "tp_comm": "TP communication", "pp_comm": "PP send/recv", "dp_comm": "exposed DP/ZeRO", "optimizer": "optimizer step", "offload": "offload (PCIe + CPU Adam)", "ep_comm": "expert all-to-all"}
-    fig = go.Figure()
-    for key, value in est.time.as_dict().items():
-        if key in ("offload", "ep_comm") and not value:
-            continue
-        color = TERM_COLORS["optimizer_step" if key == "optimizer" else key]
-        fig.add_bar(x=[value], y=["step"], orientation="h", name=names[key], marker_color=color, hovertemplate=f"{names[key]}: %{{x:.2f}} s<extra></extra>")
-    fig.update_layout(barmode="stack", height=200, xaxis_title="seconds per step")
     return apply_plotly_theme(fig)
 
 
@@ -190,7 +178,7 @@ def _hbm_lines(fig: go.Figure, hbm: Sequence[tuple[str, float, bool]], log_axis:
     On a log axis Plotly places the line in data units but its annotation in log10 units."""
     for i, (label, nbytes, confirmed) in enumerate(sorted(hbm, key=lambda item: item[1])):
         value = nbytes / GB
-        fig.add_hline(y=value, line=dict(color=COLORS["red"], width=2, dash="solid" if confirmed else "dash"))
+        hline(fig, value, dict(color=COLORS["red"], width=2, dash="solid" if confirmed else "dash"))
         # Neighbouring capacities sit close on a log axis: stagger the labels along the line.
         fig.add_annotation(
             x=1 - 0.3 * i, xref="paper", xanchor="right", y=np.log10(value) if log_axis else value, yanchor="bottom", showarrow=False,

@@ -61,6 +61,13 @@ LAB_CSS = """
 .lab-table { border-collapse: collapse; font-size: 0.9rem; margin: 0.4rem 0; }
 .lab-table th { text-align: left; color: #5f6b7a; font-weight: 600; border-bottom: 1px solid #e4e7eb; padding: 0.35rem 0.8rem; }
 .lab-table td { border-bottom: 1px solid #f0f2f5; padding: 0.35rem 0.8rem; }
+.lab-bar { margin: 0.6rem 0 0.8rem; font-size: 0.85rem; color: #3e4c59; }
+.lab-bar .track { position: relative; display: flex; height: 30px; background: #f5f7fa; border-radius: 3px; margin: 1.3rem 0 0.4rem; }
+.lab-bar .part { height: 100%; }
+.lab-bar .limit { position: absolute; top: 0; bottom: 0; border-left: 3px solid #D55E00; }
+.lab-bar .limit span { position: absolute; bottom: 100%; left: 4px; white-space: nowrap; line-height: 1.2rem; }
+.lab-bar .legend span { display: inline-block; margin-right: 1rem; }
+.lab-bar .legend i { display: inline-block; width: 0.8rem; height: 0.8rem; margin-right: 0.3rem; vertical-align: middle; border-radius: 2px; }
 </style>
 """
 

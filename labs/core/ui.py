@@ -13,8 +13,11 @@ import warnings
 
 import marimo as mo
 
+from labs.core.perf import Estimate
 from labs.core.state import DesignLedger, LedgerError, LedgerLocked, LedgerRecovered
-from labs.core.style import LAB_CSS
+from labs.core.style import LAB_CSS, TERM_COLORS
+
+GB = 1e9
 
 
 def stakeholder_message(sender: str, text: str) -> mo.Html:
@@ -79,6 +82,41 @@ def static_table(rows: list[dict[str, str]]) -> mo.Html:
     head = "".join(f"<th>{html.escape(str(k))}</th>" for k in rows[0])
     body = "".join("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in row.values()) + "</tr>" for row in rows)
     return mo.Html(f'{LAB_CSS}<table class="lab-table"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>')
+
+
+def stacked_bar(parts: dict[str, tuple[float, str]], unit: str, limit: tuple[float, str] | None = None) -> mo.Html:
+    """One horizontal bar of parts {name: (value, colour)} with a legend, and an optional limit
+    line (value, label). Plain HTML, not a Plotly figure: it redraws with a slider at no cost.
+
+    >>> stacked_bar({"weights": (17.5, "#0072B2"), "activations": (30.1, "#E69F00")}, "GB", (80.0, "80 GB HBM"))
+    """
+    total = sum(v for v, _ in parts.values())
+    scale = max(total, limit[0] if limit else 0.0) * 1.08 or 1.0
+    shown = {name: (v, c) for name, (v, c) in parts.items() if v > 0}
+    track = "".join(
+        f'<div class="part" style="width:{100 * v / scale:.3f}%;background:{c}" title="{html.escape(name)}: {v:,.2f} {unit}"></div>' for name, (v, c) in shown.items()
+    )
+    if limit:
+        track += f'<div class="limit" style="left:{100 * limit[0] / scale:.3f}%"><span>{html.escape(limit[1])}</span></div>'
+    legend = "".join(f'<span><i style="background:{c}"></i>{html.escape(name)} {v:,.1f} {unit}</span>' for name, (v, c) in shown.items())
+    return mo.Html(f'{LAB_CSS}<div class="lab-bar"><div class="track">{track}</div><div class="legend">{legend} · <b>total {total:,.1f} {unit}</b></div></div>')
+
+
+def memory_bar(est: Estimate) -> mo.Html:
+    """Per-GPU memory, stacked by term, against the GPU's HBM."""
+    hbm = est.cluster.gpu.hbm_bytes / GB
+    parts = {term: (value / GB, TERM_COLORS[term]) for term, value in est.memory.as_dict().items()}
+    return stacked_bar(parts, "GB", (hbm, f"{hbm:.1f} GB HBM"))
+
+
+TIME_TERMS = {"compute": "compute", "bubble": "pipeline bubble", "tp_comm": "TP communication", "pp_comm": "PP send/recv", "dp_comm": "exposed DP/ZeRO",
+              "optimizer": "optimizer step", "offload": "offload (PCIe + CPU Adam)", "ep_comm": "expert all-to-all"}
+
+
+def time_bar(est: Estimate) -> mo.Html:
+    """Where one step's time goes, in seconds."""
+    parts = {TIME_TERMS[key]: (value, TERM_COLORS["optimizer_step" if key == "optimizer" else key]) for key, value in est.time.as_dict().items()}
+    return stacked_bar(parts, "s")
 
 
 def hud(items: dict[str, str]) -> mo.Html:
@@ -162,7 +200,8 @@ def submit_to_ledger(student, button, steps) -> tuple[mo.Html, dict | None]:
                 done = [f"Saved {', '.join(stored)} to `{ledger.path.name}` at {saved['updated']}."] if stored else ["Nothing saved."]
                 note = " ".join([f"⚠ {r}" for r in ledger.recoveries] + done + refused)
             if ledger.path.exists():
-                download = mo.download(data=ledger.export(), filename=f"{ledger.path.stem}.json", mimetype="application/json", label="Download ledger")
+                # exported when clicked: the file as it is then, and no work on a slider move
+                download = mo.download(data=ledger.export, filename=f"{ledger.path.stem}.json", mimetype="application/json", label="Download ledger")
             else:
                 note = note or "Nothing to download yet: commit a prediction or submit your design first."
     except LedgerLocked as err:
