@@ -326,3 +326,27 @@ def test_sigkill_inside_a_save_leaves_a_valid_file_with_every_returned_step(tmp_
     assert {"before", "k-0", "k-1", "k-2"} <= set(steps)
     assert ("k-3" in steps) == (hook == "fsync-folder")  # renamed into place only after the replace
     assert not list(tmp_path.glob(".*.tmp"))  # cleaned at that open
+
+
+def test_the_same_bytes_are_schema_checked_once_and_other_bytes_always(tmp_path, monkeypatch):
+    """A lab rereads its ledger on every slider move; bytes that passed the schema once are not
+    checked again, while any other bytes are, and a refused file is refused every time."""
+    ledger = DesignLedger("memo-student", directory=tmp_path)
+    ledger.save_step("06_zero_sweep", "sweep", {"dp": 8})
+    raw = ledger.path.read_bytes()
+    checked = []
+    real = state.validate_document
+    monkeypatch.setattr(state, "validate_document", lambda doc: (checked.append(doc["student"]), real(doc))[1])
+    state._VALIDATED.clear()
+    for _ in range(3):
+        assert parse_document(raw)["labs"]["06_zero_sweep"]["sweep"]["inputs"] == {"dp": 8}
+    assert checked == ["memo-student"]
+    edited = raw.replace(b'"dp": 8', b'"dp": 16') if b'"dp": 8' in raw else raw.replace(b'"dp":8', b'"dp":16')
+    assert edited != raw
+    parse_document(edited)
+    assert checked == ["memo-student", "memo-student"]
+    bad = raw.replace(b'"schema_version": 1', b'"schema_version": "one"') if b'"schema_version": 1' in raw else raw.replace(b'"schema_version":1', b'"schema_version":"one"')
+    assert bad != raw
+    for _ in range(2):
+        with pytest.raises(ValueError, match="schema_version"):
+            parse_document(bad)
