@@ -8,8 +8,9 @@ software could do (labs.core.eras) and sets the era's defaults for the fixed set
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
 
 from labs.core.context import ulysses_fits
 from labs.core.eras import ERA_FIELDS, get_era
@@ -21,6 +22,9 @@ from labs.core.pipeline import SCHEDULES
 from labs.core.step import evaluate
 from labs.core.topology import check_algorithm
 from labs.core.validation import check_positive
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 SWEPT = ("tp", "pp", "cp", "ep", "micro_batch", "zero_stage", "recompute", "sequence_parallel", "schedule", "virtual_stages")
 FIXED_ONLY = ("flash_attention", "dp_algorithm", "dp_overlap", "pp_overlap", "bucket_bytes", "tp_comm_overlap", "grad_reduce_dtype", "optimizer_state", "cp_algorithm", "precision")
@@ -95,6 +99,8 @@ def plan_space(model: Model, cluster: Cluster, global_batch: int, era: str | Non
     check_positive("global_batch", global_batch, integer=True, maximum=1 << 31)
     choices, _ = _settings(cluster, era, dict(fixed))
     space = _space(model, cluster, global_batch, choices, get_era(era))
+    import pandas as pd  # here, not at the top: a lab that never sweeps starts 0.4 s sooner
+
     return pd.DataFrame({k: v for k, v in space.items() if not k.startswith("_")})
 
 
@@ -219,6 +225,8 @@ def sweep(model: Model, cluster: Cluster, global_batch: int, era: str | None = N
     })
     frame["pareto"] = _pareto(frame["fits"], step, frame["memory_bytes"])
     order = np.lexsort((step, ~frame["fits"]))
+    import pandas as pd
+
     return pd.DataFrame({k: np.asarray(v)[order] for k, v in frame.items()})
 
 
