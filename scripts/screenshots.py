@@ -113,8 +113,8 @@ def flagship() -> None:
         choose(page, f"C) {ACT2_OPTIONS[2].label[:40]}", commit=1)
         page.get_by_text("memory per GPU").first.wait_for()
         page.wait_for_timeout(1500)
-        page.get_by_text("Act II · Designing the 3D layout").first.scroll_into_view_if_needed()
-        page.evaluate("window.scrollBy(0, -20)")
+        page.get_by_text("Your prediction. Which layout").first.evaluate("el => el.scrollIntoView({block: 'start'})")
+        page.wait_for_timeout(800)
         page.screenshot(path=str(ROOT / "assets" / "lab05_act2.png"))
 
 

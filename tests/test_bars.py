@@ -26,7 +26,7 @@ def test_memory_bar_parts_and_hbm_line_are_the_estimates(dp):
     assert drawn.keys() == parts.keys()
     for name, value in parts.items():
         assert drawn[name] == pytest.approx(100 * value / scale, abs=1e-3), name
-        assert f"{name} {value:,.1f} GB" in text
+        assert f"{name} {value:,.1f} GB" in text if value >= 1 else f"{name} {value:.2g} GB" in text
     line = float(re.search(r'class="limit" style="left:([\d.]+)%"', text).group(1))
     assert line == pytest.approx(100 * hbm / scale, abs=1e-3)
     assert f"{hbm:.1f} GB HBM" in text
@@ -49,3 +49,7 @@ def test_time_bar_adds_up_to_the_step_and_skips_empty_terms():
     shown = widths(text)
     assert "offload (PCIe + CPU Adam)" not in shown and est.time.offload == 0
     assert sum(shown.values()) == pytest.approx(100 / 1.08, abs=1e-2)  # no limit line: the bar fills its scale
+    small = {k: v for k, v in est.time.as_dict().items() if 0 < v < 0.1}
+    assert small, "the scenario has a term under 0.1 s"
+    for key, value in small.items():
+        assert f"{ui.TIME_TERMS[key]} {value:.2g} s" in text and f"{value:.2g}" != "0.0"

@@ -84,6 +84,11 @@ def static_table(rows: list[dict[str, str]]) -> mo.Html:
     return mo.Html(f'{LAB_CSS}<table class="lab-table"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>')
 
 
+def _amount(value: float) -> str:
+    """One decimal, or two significant digits below 1 (a 0.03 s term is not "0.0 s")."""
+    return f"{value:,.1f}" if value >= 1 else f"{value:.2g}"
+
+
 def stacked_bar(parts: dict[str, tuple[float, str]], unit: str, limit: tuple[float, str] | None = None) -> mo.Html:
     """One horizontal bar of parts {name: (value, colour)} with a legend, and an optional limit
     line (value, label). Plain HTML, not a Plotly figure: it redraws with a slider at no cost.
@@ -98,7 +103,7 @@ def stacked_bar(parts: dict[str, tuple[float, str]], unit: str, limit: tuple[flo
     )
     if limit:
         track += f'<div class="limit" style="left:{100 * limit[0] / scale:.3f}%"><span>{html.escape(limit[1])}</span></div>'
-    legend = "".join(f'<span><i style="background:{c}"></i>{html.escape(name)} {v:,.1f} {unit}</span>' for name, (v, c) in shown.items())
+    legend = "".join(f'<span><i style="background:{c}"></i>{html.escape(name)} {_amount(v)} {unit}</span>' for name, (v, c) in shown.items())
     return mo.Html(f'{LAB_CSS}<div class="lab-bar"><div class="track">{track}</div><div class="legend">{legend} · <b>total {total:,.1f} {unit}</b></div></div>')
 
 
