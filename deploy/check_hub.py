@@ -54,10 +54,24 @@ def run_lab_as(browser, base: str, user: str, password: str) -> None:
     context.close()
 
 
+def installed_labs() -> Path | None:
+    """Where the hub's servers will import `labs` from: the installed package, seen from a
+    folder outside this checkout (None when it is not installed)."""
+    found = subprocess.run([sys.executable, "-c", "import labs; print(labs.__file__)"], cwd=tempfile.gettempdir(), capture_output=True, text=True)
+    return Path(found.stdout.strip()).resolve().parent if found.returncode == 0 else None
+
+
 def main() -> int:
     from playwright.sync_api import sync_playwright
 
     from labs.core.state import ledger_filename
+
+    served = installed_labs()
+    if served != ROOT / "labs":
+        # The hub's notebooks import the installed package: one installed from another clone
+        # (or none) makes every lab fail to start, seen as a page that never shows its fields.
+        print(f"FAIL: the hub would serve labs from {served or 'nowhere (not installed)'}, not {ROOT / 'labs'}: run pip install -e '.[hub]' in {ROOT}")
+        return 1
 
     homes = Path(tempfile.mkdtemp(prefix="labs-hub-"))
     port, password = free_port(), "check-hub-password"
