@@ -152,6 +152,8 @@ def bench(key: str, n: int, timeout_s: float, top: bool) -> None:
         page.get_by_role("slider").nth(lab.widget).wait_for(timeout=timeout_s * 1000)
         wait_changed(page, before, timeout_s)
         settle(page)
+        if not fingerprint(page):
+            raise RuntimeError(f"{lab.file}: no Plotly chart found in a <marimo-plotly> element; FINGERPRINT looks nowhere else")
         base = report("default setting", moves(page, lab, n, timeout_s))
         if top and lab.top:
             t0 = time.perf_counter()

@@ -54,11 +54,16 @@ def run_lab_as(browser, base: str, user: str, password: str) -> None:
     context.close()
 
 
-def installed_labs() -> Path | None:
-    """Where the hub's servers will import `labs` from: the installed package, seen from a
-    folder outside this checkout (None when it is not installed)."""
-    found = subprocess.run([sys.executable, "-c", "import labs; print(labs.__file__)"], cwd=tempfile.gettempdir(), capture_output=True, text=True)
-    return Path(found.stdout.strip()).resolve().parent if found.returncode == 0 else None
+SOURCE_DIGEST = """import hashlib, pathlib, labs
+root = pathlib.Path(labs.__file__).parent
+print(hashlib.sha256(b"".join(p.relative_to(root).as_posix().encode() + p.read_bytes() for p in sorted(root.rglob("*.py")))).hexdigest())"""
+
+
+def labs_digest(python: str, cwd: str) -> str | None:
+    """A digest of the labs package's Python sources as `python` imports it from `cwd`, or None
+    when it cannot import labs."""
+    found = subprocess.run([python, "-c", SOURCE_DIGEST], cwd=cwd, capture_output=True, text=True)
+    return found.stdout.strip() if found.returncode == 0 else None
 
 
 def main() -> int:
@@ -66,11 +71,11 @@ def main() -> int:
 
     from labs.core.state import ledger_filename
 
-    served = installed_labs()
-    if served != ROOT / "labs":
-        # The hub's notebooks import the installed package: one installed from another clone
-        # (or none) makes every lab fail to start, seen as a page that never shows its fields.
-        print(f"FAIL: the hub would serve labs from {served or 'nowhere (not installed)'}, not {ROOT / 'labs'}: run pip install -e '.[hub]' in {ROOT}")
+    # The hub's notebooks import the installed package (editable or not): one installed from
+    # another clone, or none, makes every lab fail to start, seen as a page that never renders.
+    served, here = labs_digest(sys.executable, tempfile.gettempdir()), labs_digest(sys.executable, str(ROOT))
+    if served != here:
+        print(f"FAIL: the labs package the hub would serve is {'not installed' if served is None else 'not the code of ' + str(ROOT)}: run pip install -e '.[hub]' in {ROOT}")
         return 1
 
     homes = Path(tempfile.mkdtemp(prefix="labs-hub-"))

@@ -195,9 +195,10 @@ def _(fit_committed, instruments):
 
 
 # The computations below sit in cells of their own so that moving one slider reruns only what
-# reads it: the DP slider reruns section 2's one cell (its estimate, chart, bar and offload
-# table), not the curves or the fewest-GPU search. Each cell that reruns costs the browser a
-# redraw of the page's layout, so what the DP slider moves is shown by that one cell.
+# reads it: the DP slider reruns section 2's cell (its estimate, chart, bar and offload table),
+# the submit row and the HUD, not the curves or the fewest-GPU search. Each cell that reruns
+# costs the browser a redraw of the page's layout, so all the DP slider changes on the page is
+# shown by that one cell.
 @app.cell
 def _(fit_committed, flash_box, micro_batch_slider, offload_box, recompute_pick, seq_slider, stage_pick):
     mo.stop(not fit_committed.made)
@@ -347,7 +348,8 @@ def _(
     ZeRO-{_stage} on {dp_slider.value} GPUs{"" if stage_pick.value else " (offload needs a sharded optimizer, so ZeRO-1 stands in for ZeRO-0)"}.
     The CPU ({_host.name}) runs Adam on each GPU's shard, streaming its DRAM, and {_off.cluster.host_link.name} carries
     the gradients down and the new weights up. The copies are cheap next to the CPU's pass over the optimizer state,
-    which is why offload pays only when a step is long: more micro-batches per step amortise it.
+    which is why offload pays only when a step is long: more micro-batches per step (the accumulation slider in the
+    instruments) amortise it.
     """
             ),
             _table,

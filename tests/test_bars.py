@@ -34,12 +34,31 @@ def test_memory_bar_parts_and_hbm_line_are_the_estimates(dp):
     print(f"DP {dp}: {est.memory.total / GB:.1f} GB of {hbm:.1f}, bar {sum(drawn.values()):.1f}% of the track, HBM line at {line:.1f}%")
 
 
-def test_out_of_memory_bar_runs_past_the_hbm_line_and_stays_inside_the_track():
+def test_out_of_memory_bar_runs_past_the_hbm_line():
     est = dp_estimate(FIT_MODEL, FIT_GPU, 8, 3, FIT_ACTIVATIONS)  # 152 GB on an 85.5 GB H100
     assert not est.fits
     text = ui.memory_bar(est).text
     line = float(re.search(r'class="limit" style="left:([\d.]+)%"', text).group(1))
-    assert line < sum(widths(text).values()) <= 100
+    assert line == pytest.approx(100 * 85.5 / (est.memory.total / GB * 1.08), rel=1e-3)
+    assert line < sum(widths(text).values())
+
+
+def test_offloaded_optimizer_keeps_its_legend_entry_at_zero():
+    est = dp_estimate(FIT_MODEL, FIT_GPU, 16, 2, FIT_ACTIVATIONS, offload=True)
+    assert est.memory.optimizer == 0
+    text = ui.memory_bar(est).text
+    assert "optimizer 0 GB" in text and "optimizer" not in widths(text)
+
+
+def test_names_and_labels_are_escaped():
+    text = ui.stacked_bar({"<script>x</script>": (1.0, "#000000")}, "GB", (2.0, '<img src=x onerror="y">')).text
+    assert "<script>" not in text and "<img" not in text
+    assert "&lt;script&gt;x&lt;/script&gt;" in text and "&lt;img src=x onerror=&quot;y&quot;&gt;" in text
+
+
+@pytest.mark.parametrize("value, shown", [(152.04, "152.0"), (0.43, "0.43"), (0.0041, "0.0041"), (3e-5, "< 0.001"), (0.0, "0")])
+def test_amounts_keep_small_terms_readable(value, shown):
+    assert ui._amount(value) == shown
 
 
 def test_time_bar_adds_up_to_the_step_and_skips_empty_terms():
@@ -52,4 +71,4 @@ def test_time_bar_adds_up_to_the_step_and_skips_empty_terms():
     small = {k: v for k, v in est.time.as_dict().items() if 0 < v < 0.1}
     assert small, "the scenario has a term under 0.1 s"
     for key, value in small.items():
-        assert f"{ui.TIME_TERMS[key]} {value:.2g} s" in text and f"{value:.2g}" != "0.0"
+        assert f"{ui.TIME_TERMS[key]} {value:.2g} s" in text

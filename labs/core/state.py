@@ -190,7 +190,7 @@ def parse_document(raw: bytes) -> dict:
         raise ValueError("nested too deeply to be a ledger") from None
     except json.JSONDecodeError as err:
         raise ValueError(f"not valid JSON: {err}") from None
-    digest = hashlib.blake2b(raw, digest_size=16).digest()
+    digest = hashlib.blake2b(raw, digest_size=32).digest()
     if digest not in _VALIDATED:
         validate_document(doc)
         if len(_VALIDATED) >= _VALIDATED_KEPT:
@@ -372,9 +372,10 @@ class DesignLedger:
         with self._locked(write=False):
             return self._read()
 
-    def export(self) -> bytes:
-        """The ledger as UTF-8 JSON bytes, for mo.download."""
-        return _dump(self.load())
+    def export(self, doc: dict | None = None) -> bytes:
+        """The ledger as UTF-8 JSON bytes, for mo.download; `doc`: the document load() just
+        returned, so it is not read again."""
+        return _dump(self.load() if doc is None else doc)
 
     def committed(self, lab: str, question: str) -> dict | None:
         """{"answer", "committed", "changes": [{"answer", "at"}...]} or None before a commit."""

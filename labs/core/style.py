@@ -46,7 +46,7 @@ TERM_COLORS = {
     "activations": COLORS["orange"], "buffers": COLORS["muted"],
     "compute": COLORS["blue"], "bubble": COLORS["yellow"], "tp_comm": COLORS["purple"],
     "pp_comm": COLORS["sky"], "dp_comm": COLORS["red"], "optimizer_step": COLORS["green"],
-    "dp_bandwidth": COLORS["red"], "dp_latency": COLORS["orange"], "offload": COLORS["ink"], "ep_comm": COLORS["green"],
+    "dp_bandwidth": COLORS["red"], "dp_latency": COLORS["orange"], "offload": COLORS["ink"], "ep_comm": COLORS["orange"],
 }
 
 LAB_CSS = """

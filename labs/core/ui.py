@@ -85,26 +85,32 @@ def static_table(rows: list[dict[str, str]]) -> mo.Html:
 
 
 def _amount(value: float) -> str:
-    """One decimal, or two significant digits below 1 (a 0.03 s term is not "0.0 s")."""
-    return f"{value:,.1f}" if value >= 1 else f"{value:.2g}"
+    """One decimal, two significant digits below 1 (a 0.03 s term is not "0.0 s"), "< 0.001"
+    below that, and "0" for nothing."""
+    if value >= 1:
+        return f"{value:,.1f}"
+    if value >= 1e-3:
+        return f"{value:.2g}"
+    return "< 0.001" if value > 0 else "0"
 
 
 def stacked_bar(parts: dict[str, tuple[float, str]], unit: str, limit: tuple[float, str] | None = None) -> mo.Html:
     """One horizontal bar of parts {name: (value, colour)} with a legend, and an optional limit
     line (value, label). Plain HTML, not a Plotly figure: it redraws with a slider at no cost.
+    A part worth zero has no segment but keeps its legend entry (offloaded optimizer: 0 GB).
 
     >>> stacked_bar({"weights": (17.5, "#0072B2"), "activations": (30.1, "#E69F00")}, "GB", (80.0, "80 GB HBM"))
     """
     total = sum(v for v, _ in parts.values())
     scale = max(total, limit[0] if limit else 0.0) * 1.08 or 1.0
-    shown = {name: (v, c) for name, (v, c) in parts.items() if v > 0}
     track = "".join(
-        f'<div class="part" style="width:{100 * v / scale:.3f}%;background:{c}" title="{html.escape(name)}: {v:,.2f} {unit}"></div>' for name, (v, c) in shown.items()
+        f'<div class="part" style="width:{100 * v / scale:.3f}%;background:{c}" title="{html.escape(name)}: {_amount(v)} {unit}"></div>'
+        for name, (v, c) in parts.items() if v > 0
     )
     if limit:
         track += f'<div class="limit" style="left:{100 * limit[0] / scale:.3f}%"><span>{html.escape(limit[1])}</span></div>'
-    legend = "".join(f'<span><i style="background:{c}"></i>{html.escape(name)} {_amount(v)} {unit}</span>' for name, (v, c) in shown.items())
-    return mo.Html(f'{LAB_CSS}<div class="lab-bar"><div class="track">{track}</div><div class="legend">{legend} · <b>total {total:,.1f} {unit}</b></div></div>')
+    legend = "".join(f'<span><i style="background:{c}"></i>{html.escape(name)} {_amount(v)} {unit}</span>' for name, (v, c) in parts.items())
+    return mo.Html(f'{LAB_CSS}<div class="lab-bar"><div class="track">{track}</div><div class="legend">{legend} · <b>total {_amount(total)} {unit}</b></div></div>')
 
 
 def memory_bar(est: Estimate) -> mo.Html:
@@ -116,11 +122,15 @@ def memory_bar(est: Estimate) -> mo.Html:
 
 TIME_TERMS = {"compute": "compute", "bubble": "pipeline bubble", "tp_comm": "TP communication", "pp_comm": "PP send/recv", "dp_comm": "exposed DP/ZeRO",
               "optimizer": "optimizer step", "offload": "offload (PCIe + CPU Adam)", "ep_comm": "expert all-to-all"}
+ONLY_WHEN_USED = ("offload", "ep_comm")  # terms of features most plans do not have: no "0 s" entry for them
 
 
 def time_bar(est: Estimate) -> mo.Html:
     """Where one step's time goes, in seconds."""
-    parts = {TIME_TERMS[key]: (value, TERM_COLORS["optimizer_step" if key == "optimizer" else key]) for key, value in est.time.as_dict().items()}
+    parts = {
+        TIME_TERMS[key]: (value, TERM_COLORS["optimizer_step" if key == "optimizer" else key])
+        for key, value in est.time.as_dict().items() if value or key not in ONLY_WHEN_USED
+    }
     return stacked_bar(parts, "s")
 
 
@@ -183,13 +193,13 @@ def submit_to_ledger(student, button, steps) -> tuple[mo.Html, dict | None]:
 
     >>> view, saved = submit_to_ledger(student_input.value, submit_button, lambda: [("05_parallelism", "act1", {...}, {...}, {...})])
     """
-    note, saved, download = "", None, None
+    note, saved, download, doc = "", None, None, None
     try:
         ledger = open_ledger(student)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", LedgerRecovered)
             try:
-                ledger.load()
+                doc = ledger.load()
             except LedgerRecovered as err:
                 note = f"⚠ {err}"
             if button.value:
@@ -202,11 +212,11 @@ def submit_to_ledger(student, button, steps) -> tuple[mo.Html, dict | None]:
                     ledger.save_step(lab, step, inputs, predictions, outcomes)
                     stored.append(step)
                 saved = ledger.load() if stored else None
+                doc = saved or doc
                 done = [f"Saved {', '.join(stored)} to `{ledger.path.name}` at {saved['updated']}."] if stored else ["Nothing saved."]
                 note = " ".join([f"⚠ {r}" for r in ledger.recoveries] + done + refused)
-            if ledger.path.exists():
-                # exported when clicked: the file as it is then, and no work on a slider move
-                download = mo.download(data=ledger.export, filename=f"{ledger.path.stem}.json", mimetype="application/json", label="Download ledger")
+            if ledger.path.exists() and doc is not None:
+                download = mo.download(data=ledger.export(doc), filename=f"{ledger.path.stem}.json", mimetype="application/json", label="Download ledger")
             else:
                 note = note or "Nothing to download yet: commit a prediction or submit your design first."
     except LedgerLocked as err:
