@@ -437,14 +437,9 @@ def _(
 ):
     mo.stop(not utilisation_committed.made)
     _pred = {"utilisation": utilisation_committed.answer, "microbatches": microbatch_committed.answer}
-
-    def _steps():
-        try:
-            yield LAB, "pipeline", pipeline_inputs, _pred, pipeline_outcomes(pipeline_inputs, _pred)
-        except ValueError as _err:
-            yield ui.NotSaved("the pipeline design", f"its setting is invalid ({_err})")
-
-    _view, submitted = ui.submit_to_ledger(student_input.value, submit_button, _steps)
+    _view, submitted = ui.submit_to_ledger(
+        student_input.value, submit_button, lambda: [ui.ledger_step(LAB, "pipeline", pipeline_inputs, _pred, pipeline_outcomes, "the pipeline design")]
+    )
     _view
     return (submitted,)
 

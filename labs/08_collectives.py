@@ -704,14 +704,9 @@ def _(
 ):
     mo.stop(not ring_committed.made)
     _pred = {"ring": ring_committed.answer, "bucket": bucket_committed.answer}
-
-    def _steps():
-        try:
-            yield LAB, STEP, ring_inputs, _pred, ring_outcomes(ring_inputs, _pred)
-        except ValueError as _err:
-            yield ui.NotSaved("the ring stepper", f"its setting is invalid ({_err})")
-
-    _view, submitted = ui.submit_to_ledger(student_input.value, submit_button, _steps)
+    _view, submitted = ui.submit_to_ledger(
+        student_input.value, submit_button, lambda: [ui.ledger_step(LAB, STEP, ring_inputs, _pred, ring_outcomes, "the ring stepper")]
+    )
     _view
     return (submitted,)
 

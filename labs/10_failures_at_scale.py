@@ -675,14 +675,9 @@ def _(
 ):
     mo.stop(not mtbf_committed.made)
     _pred = {"mtbf": mtbf_committed.answer, "cadence": cadence_committed.answer}
-
-    def _steps():
-        try:
-            yield LAB, "cadence", cadence_inputs, _pred, cadence_outcomes(cadence_inputs, _pred)
-        except ValueError as _err:
-            yield ui.NotSaved("the cadence design", f"its setting is invalid ({_err})")
-
-    _view, submitted = ui.submit_to_ledger(student_input.value, submit_button, _steps)
+    _view, submitted = ui.submit_to_ledger(
+        student_input.value, submit_button, lambda: [ui.ledger_step(LAB, "cadence", cadence_inputs, _pred, cadence_outcomes, "the cadence design")]
+    )
     _view
     return (submitted,)
 

@@ -564,16 +564,11 @@ def _(
     submit_button,
 ):
     mo.stop(not fit_committed.made)
-
-    def _steps():
-        _inputs = {**cp_inputs, "capacity": capacity_slider.value}
-        _pred = {"fit": fit_committed.answer, "moe": moe_committed.answer}
-        try:
-            yield LAB, STEP, _inputs, _pred, context_outcomes(_inputs, _pred)
-        except ValueError as _err:
-            yield ui.NotSaved("the context-parallel design", f"its setting is invalid ({_err})")
-
-    _view, submitted = ui.submit_to_ledger(student_input.value, submit_button, _steps)
+    _inputs = {**cp_inputs, "capacity": capacity_slider.value}
+    _pred = {"fit": fit_committed.answer, "moe": moe_committed.answer}
+    _view, submitted = ui.submit_to_ledger(
+        student_input.value, submit_button, lambda: [ui.ledger_step(LAB, STEP, _inputs, _pred, context_outcomes, "the context-parallel design")]
+    )
     _view
     return (submitted,)
 

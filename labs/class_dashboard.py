@@ -144,8 +144,7 @@ def _(answer_bars, question_key):
 
 @app.cell
 def _(answer_bars, answer_plot):
-    _picked = picked_rows(answer_plot, answer_bars, "answer")
-    bar_students = answer_bars.iloc[_picked] if _picked else answer_bars.iloc[0:0]
+    bar_students = answer_bars.iloc[picked_rows(answer_plot, answer_bars, "answer")]
     students_panel(bar_students, "Click a bar above to list the students who committed that answer.")
     return (bar_students,)
 
@@ -225,9 +224,8 @@ def _(design_dropdown, designs):
 
 @app.cell
 def _(design_plot, designs):
-    _picked = picked_rows(design_plot, designs, "design")
-    design_students = designs.iloc[_picked] if _picked else designs.iloc[0:0]
-    _rows = design_students.explode("students")[["tp", "pp", "fits", "mfu", "students"]].rename(columns={"students": "student"}) if _picked else design_students
+    design_students = designs.iloc[picked_rows(design_plot, designs, "design")]
+    _rows = design_students if design_students.empty else design_students.explode("students")[["tp", "pp", "fits", "mfu", "students"]].rename(columns={"students": "student"})
     students_panel(_rows, "Click a design above to list its students.")
     return (design_students,)
 

@@ -245,3 +245,23 @@ def test_the_plotly_theme_is_registered_once_as_the_default():
     fig = go.Figure()
     assert fig.layout.template.layout.font.family.startswith("Inter") and apply_plotly_theme(fig) is fig
     assert fig.layout.template.layout.xaxis.gridcolor == charts.COLORS["grid"]
+
+
+def test_invalid_design_is_explained_at_submit(app):
+    """Interleaved with m = 4 micro-batches on p = 8 stages (m not a multiple of p): the submit
+    row says the design was not saved and why, and nothing lands in the ledger."""
+    from test_notebooks import with_instruments
+
+    schedules = app.run()[1]["SCHEDULE_NAMES"]
+    outputs, defs = app.run(defs={
+        **committed("utilisation", UTILISATION_OPTIONS, "C"),
+        **committed("microbatch", MICROBATCH_OPTIONS, "C"),
+        **with_instruments(app, "instruments",
+                           schedule_a=mo.ui.dropdown(options=schedules, value="interleaved 1F1B"),
+                           p_slider=mo.ui.slider(steps=[8], value=8), m_slider=mo.ui.slider(steps=[4], value=4)),
+        "submit_button": Pressed(),
+    })
+    assert defs["pipeline_inputs"] == dict(p=8, m=4, schedule="interleaved", v=2, tf=1.0, tb=1.0, tw=1.0)
+    assert defs["submitted"] is None
+    text = text_of(outputs)
+    assert "the pipeline design not saved: its setting is invalid" in text and "Nothing saved." in text

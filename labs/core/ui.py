@@ -181,6 +181,18 @@ class NotSaved:
         self.step, self.reason = step, reason
 
 
+def ledger_step(lab: str, step: str, inputs: dict, predictions: dict, outcomes, what: str):
+    """One step for submit_to_ledger's `steps()`: its outcomes recomputed by `outcomes(inputs,
+    predictions)`, or NotSaved naming `what` when they refuse the setting.
+
+    >>> ledger_step("07_pipeline_visualizer", "pipeline", inputs, preds, pipeline_outcomes, "the pipeline design")
+    """
+    try:
+        return lab, step, inputs, predictions, outcomes(inputs, predictions)
+    except ValueError as err:
+        return NotSaved(what, f"its setting is invalid ({err})")
+
+
 def submit_to_ledger(student, button, steps) -> tuple[mo.Html, dict | None]:
     """The explicit submit button beside a download of the student's ledger.
 
