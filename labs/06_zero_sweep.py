@@ -14,7 +14,7 @@ with app.setup:
     from labs.core import charts, ui
     from labs.core.topology import bus_bandwidth
     from labs.core.calibration import TABLE2_GPUS, TABLE2_PUBLISHED, TABLE2_SCHEMES, table2_estimate, table2_plan
-    from labs.core.hardware import GPUS, Cluster
+    from labs.core.hardware import GB, GPUS, Cluster
     from labs.core.memory import BYTES_CONVENTIONS, BYTES_PER_PARAM, OPTIMIZER_STATES, ZERO_STAGES
     from labs.core.perf import CPU_ADAM_BYTES_PER_PARAM
     from labs.core.models import MODELS, RECOMPUTE_MODES
@@ -53,7 +53,6 @@ with app.setup:
     )
 
     LAB = "06_zero_sweep"
-    GB = 1e9
     MODEL_CHOICES = {MODELS[k].name: k for k in SWEEP_MODELS}
     GPU_CHOICES = {GPUS[k].name: k for k in SWEEP_GPUS}
     OPTIMIZER_CHOICES = {v.label: k for k, v in OPTIMIZER_STATES.items()}

@@ -7,12 +7,11 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from labs.core.hardware import GB
 from labs.core.memory import MemoryBreakdown
 from labs.core.perf import Estimate
 from labs.core.pipeline import Timeline
 from labs.core.style import COLORS, TERM_COLORS, apply_plotly_theme
-
-GB = 1e9
 
 # Log axes labelled 1, 2, 5, 10, 20, 50, ...: Plotly's default labels every minor tick, which
 # crowds a decade into an unreadable column of digits.

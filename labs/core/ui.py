@@ -13,11 +13,10 @@ import warnings
 
 import marimo as mo
 
+from labs.core.hardware import GB
 from labs.core.perf import Estimate
 from labs.core.state import DesignLedger, LedgerError, LedgerLocked, LedgerRecovered
 from labs.core.style import LAB_CSS, TERM_COLORS
-
-GB = 1e9
 
 
 def stakeholder_message(sender: str, text: str) -> mo.Html:
