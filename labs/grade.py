@@ -336,6 +336,31 @@ def grade_step(doc: dict, lab: str, step: str, entry: dict, source: str, engine:
     return row
 
 
+def grade_commits(doc: dict, lab: str, step: str, source: str) -> dict:
+    """A step the student never submitted whose questions they committed: each committed answer
+    judged against the engine's answer (labs.gradebook.questions); there are no inputs to check."""
+    from labs.gradebook.questions import engine_answer
+
+    spec, commits = SPECS[(lab, step)], doc.get("predictions", {}).get(lab, {})
+    row = {"file": source, "student": doc["student"], "lab": lab, "step": step, "saved": None, "status": "ok", "tampered": False,
+           "changes": 0, "skipped": 0, "right": 0, "judged": 0, "answers_from": "commit (not submitted)"}
+    for q, outcome in spec.questions.items():
+        record = commits.get(q)
+        answer = None if record is None else record["answer"]
+        row["changes"] += 0 if record is None else len(record["changes"])
+        row[f"changes.{q}"] = 0 if record is None else len(record["changes"])
+        row[f"answer.{q}"] = "skipped" if answer is None else answer
+        if answer is None:
+            row[outcome] = None
+            row["skipped"] += 1
+        else:
+            right = engine_answer(lab, q)
+            row[outcome] = right is not None and answer == right
+            row["judged"] += 1
+            row["right"] += row[outcome]
+    return row
+
+
 def grade_document(doc: dict, source: str, engine: _Engine | None = None) -> list[dict]:
     engine = engine or _Engine()
     rows = []
@@ -343,6 +368,14 @@ def grade_document(doc: dict, source: str, engine: _Engine | None = None) -> lis
         for step, entry in steps.items():
             try:
                 rows.append(grade_step(doc, lab, step, entry, source, engine))
+            except Exception as err:  # noqa: BLE001
+                rows.append({"file": source, "student": doc["student"], "lab": lab, "step": step, "status": f"grader error: {_error(err)}"})
+    # every committed prediction is graded, submitted or not (a step never submitted has none of its inputs)
+    for (lab, step), spec in SPECS.items():
+        commits = doc.get("predictions", {}).get(lab, {})
+        if step not in doc["labs"].get(lab, {}) and any(q in commits for q in spec.questions):
+            try:
+                rows.append(grade_commits(doc, lab, step, source))
             except Exception as err:  # noqa: BLE001
                 rows.append({"file": source, "student": doc["student"], "lab": lab, "step": step, "status": f"grader error: {_error(err)}"})
     return rows
