@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import re
+from fractions import Fraction
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -37,6 +38,8 @@ from labs.core.topology import DP_ALGORITHMS
 from labs.core.layout import RANK_ORDERS
 
 NAN, INF = float("nan"), float("inf")
+# numbers no float holds: math.isfinite(10**400) raised OverflowError in 13 entry points (audit M4/E1)
+BEYOND_FLOAT = (10**400, -(10**400), 16 * 10**400, Fraction(10**400))
 RANDOM = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -56,7 +59,7 @@ def _strict_member(value, allowed) -> bool:
 
 def count(maximum: int = 1 << 31, extra: tuple = ()) -> Kind:
     """A whole number >= 1 (at most `maximum`)."""
-    listed = (0, -1, 2.5, 4.0, NAN, INF, -INF, 1e308, True, False, "8", None, 2**70, maximum + 1, [8], np.float64(4.0), 8 + 0j) + extra
+    listed = (0, -1, 2.5, 4.0, NAN, INF, -INF, 1e308, True, False, "8", None, 2**70, maximum + 1, [8], np.float64(4.0), 8 + 0j) + BEYOND_FLOAT + extra
     return Kind(listed, st.one_of(
         st.sampled_from(listed),
         st.integers(max_value=0),
@@ -75,14 +78,14 @@ def optional_count(maximum: int = 1 << 31, allow_zero: bool = False) -> Kind:
 
 def index(size: int) -> Kind:
     """A whole number in [0, size)."""
-    listed = (-1, 2.5, 1.0, NAN, INF, "0", None, True, size, 2**70)
+    listed = (-1, 2.5, 1.0, NAN, INF, "0", None, True, size, 2**70) + BEYOND_FLOAT
     return Kind(listed, st.one_of(st.sampled_from(listed), st.integers(max_value=-1), st.integers(min_value=size), st.floats(), st.text()))
 
 
 def size(positive: bool = False, maximum: float = 1e300) -> Kind:
     """A non-negative number of bytes (or seconds, or bytes/s) of at most `maximum`; positive=True
     refuses 0 too."""
-    listed = (-1, -1.5, NAN, INF, -INF, 1e308, "x", "1e9", None, True, False, [1.0], 1j) + ((0, 0.0) if positive else ())
+    listed = (-1, -1.5, NAN, INF, -INF, 1e308, "x", "1e9", None, True, False, [1.0], 1j) + BEYOND_FLOAT + ((0, 0.0) if positive else ())
     return Kind(listed, st.one_of(
         st.sampled_from(listed),
         st.floats(max_value=0.0, exclude_max=True),
@@ -599,3 +602,54 @@ def test_long_context_utilisation_at_most_one(measure, key, seq_len, tp, cp, rec
 def test_long_context_sweep_utilisation_at_most_one(measure):
     rows = sweep(Model.get("llama3-8b", seq_len=131_072), Cluster.get("dgx-a100", 1), 8)
     assert (rows[measure] > 0).all() and rows[measure].max() <= 1, f"max {measure} = {rows[measure].max():.3f}"
+
+
+# ---- the reliability audit's rows (reviews/reliability_e349cc8.md) -------------------------------
+# M4/E1: each entry point it lists raised OverflowError on an integer no float holds
+# (validation.check_positive called math.isfinite before comparing with the bound)
+AUDIT_M4 = {
+    "Plan(tp)": (lambda v: Plan(tp=v), "tp"),
+    "Plan(global_batch)": (lambda v: Plan(global_batch=v), "global_batch"),
+    "Model.get(layers)": (lambda v: Model.get("llama2-7b", layers=v), "layers"),
+    "Cluster.get(nodes)": (lambda v: Cluster.get("dgx-h100", nodes=v), "nodes"),
+    "collective_cost(n)": (lambda v: collectives.collective_cost("all_reduce", 1e9, v, 1e11), "n"),
+    "bubble_fraction(p)": (lambda v: pipeline.bubble_fraction(v, 8), "p"),
+    "timeline(p)": (lambda v: pipeline.timeline(v, 8), "p"),
+    "OpCosts(tf)": (lambda v: OpCosts(tf=v), "tf"),
+    "job_mtbf_s": (lambda v: reliability.job_mtbf_s(v), "gpus"),
+    "young_interval": (lambda v: reliability.young_interval(v, 1e4), "checkpoint_s"),
+    "causal_imbalance": (lambda v: _context.causal_imbalance(v, "zigzag", 8), "cp"),
+    "model_state_bytes": (lambda v: memory.model_state_bytes(v, 1, 8), "params"),
+    "sweep(global_batch)": (lambda v: sweep(**{**SWEEP, "global_batch": v}), "global_batch"),
+}
+
+
+@pytest.mark.parametrize("value", [10**400, -(10**400), 16 * 10**400, Fraction(10**400), Fraction(-(10**400), 3)], ids=["1e400", "-1e400", "16e400", "Fraction", "-Fraction/3"])
+@pytest.mark.parametrize("entry", AUDIT_M4, ids=list(AUDIT_M4))
+def test_integers_beyond_a_float_are_refused_by_name(entry, value):
+    call, name = AUDIT_M4[entry]
+    with pytest.raises(ValueError, match=rf"\b{name}\b") as err:
+        call(value)
+    assert len(str(err.value)) < 300, "the message quotes the whole number"
+
+
+# E5: cadence_curve(1e-6, 1e10, 1e-9) returned NaN shares (restart_s * e^(C/M) over an infinite total)
+@pytest.mark.parametrize("args, names", [
+    ((1e-6, 1e10, 1e-9), ("checkpoint_s", "mtbf_s")),
+    ((4179583659.88, 4179583659.88, 1e-12), ("checkpoint_s", "mtbf_s")),
+    ((0.0, 1e10, 1e-3, 200, 1e3), ("write_s", "mtbf_s")),
+])
+def test_cadence_curve_refuses_stalls_no_segment_survives(args, names):
+    with pytest.raises(ValueError, match=".*".join(names)):
+        reliability.cadence_curve(*args)
+
+
+@RANDOM
+@given(c=st.floats(0, reliability.MAX_SECONDS), r=st.floats(0, reliability.MAX_SECONDS), m=st.floats(1e-12, reliability.MAX_SECONDS), w=st.floats(0, reliability.MAX_SECONDS))
+def test_cadence_curve_is_finite_or_refused(c, r, m, w):
+    try:
+        curve = reliability.cadence_curve(c, r, m, 50, w)
+    except ValueError:
+        return
+    for key, column in curve.items():
+        assert np.isfinite(column).all(), key

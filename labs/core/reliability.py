@@ -88,6 +88,7 @@ MAX_SECONDS = 1e10  # three centuries: any interval, stall, restart or run
 MAX_BANDWIDTH = 1e15  # bytes/s: 500 times Llama 3's file system
 MAX_RUNS = 100_000
 MAX_SIMULATED_FAILURES = 5_000_000  # expected failures over all runs of one simulation
+MAX_STALL_MTBFS = 100  # a checkpoint stall over mtbf_s: past it a job finishes a segment with odds below e^-100
 
 
 def _seconds(name, value, allow_zero=False):
@@ -309,6 +310,10 @@ def cadence_curve(checkpoint_s: float, restart_s: float, mtbf_s: float, points: 
     _seconds("mtbf_s", mtbf_s)
     check_positive("points", points, integer=True, maximum=100_000)
     _seconds("write_s", write_s, allow_zero=True)
+    for name, value in (("checkpoint_s", checkpoint_s), ("write_s", write_s)):
+        # the shares divide restart_s * exp(stall / M) by a total that overflows with it (NaN)
+        if value > MAX_STALL_MTBFS * mtbf_s:
+            raise ValueError(f"{name} must be at most {MAX_STALL_MTBFS} x mtbf_s (a stall that long never completes between failures), got {name}={value:g}, mtbf_s={mtbf_s:g}")
     lo = max(1.0, checkpoint_s / 10)
     tau = np.geomspace(min(lo, mtbf_s / 100), 3 * mtbf_s, points)
     stall = np.maximum(checkpoint_s, write_s - tau)

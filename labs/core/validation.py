@@ -9,6 +9,7 @@ from collections.abc import Iterable
 
 # Sizes beyond any machine or batch that exists: refusing them keeps every product finite.
 MAX_COUNT = 1 << 31
+MAX_FLOAT = 1.7976931348623157e308
 
 
 def check_positive(name: str, value, *, integer: bool = False, allow_zero: bool = False, maximum: float | None = None) -> None:
@@ -16,12 +17,29 @@ def check_positive(name: str, value, *, integer: bool = False, allow_zero: bool 
     bound = ">= 0" if allow_zero else "> 0"
     allowed = numbers.Integral if integer else numbers.Real
     if isinstance(value, bool) or not isinstance(value, allowed):
-        raise ValueError(f"{name} must be {kind} {bound}, got {value!r}")
+        raise ValueError(f"{name} must be {kind} {bound}, got {short(value)}")
+    if not _fits_a_float(value):  # 10**400: math.isfinite and every later float() would overflow
+        raise ValueError(f"{name} must be at most {maximum if maximum is not None else MAX_FLOAT:g} in size, got {short(value)}")
     if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
-        raise ValueError(f"{name} must be {kind} {bound}, got {value!r}")
+        raise ValueError(f"{name} must be {kind} {bound}, got {short(value)}")
     limit = maximum if maximum is not None else (MAX_COUNT if integer else None)
     if limit is not None and value > limit:
-        raise ValueError(f"{name} must be at most {limit:g}, got {value!r}")
+        raise ValueError(f"{name} must be at most {limit:g}, got {short(value)}")
+
+
+def _fits_a_float(value) -> bool:
+    """False for an int or Fraction beyond float range, which no check can compare as a float."""
+    try:
+        float(value)
+    except OverflowError:
+        return False
+    return True
+
+
+def short(value, width: int = 60) -> str:
+    """A value's repr for a message, cut (a 4,000-digit integer is named by its length)."""
+    text = repr(value)
+    return text if len(text) <= width else f"{text[:20]}... ({len(text)} characters)"
 
 
 def check_fraction(name: str, value) -> None:
