@@ -14,26 +14,15 @@ with app.setup:
     from labs.core import charts, ui
     from labs.core.scenarios.lab05 import ACT2_DESIGNS
     from labs.core.scenarios.lab07 import (
-        BUBBLE_TARGET,
         COSTS_M_PER_STAGE,
-        DEEP_P,
-        MICROBATCH_OPTIONS,
-        SEED_M,
-        SEED_P,
-        UTILISATION_OPTIONS,
-        UTILISATION_VALUES,
         activation_setting,
         interleaving_rows,
-        microbatch_answer,
-        microbatch_explanations,
         pipeline_outcomes,
         run_report,
         schedule_cost_rows,
-        seed_utilisation,
         stage_activation_bytes,
         table5_profile,
         table5_rows,
-        utilisation_answer,
     )
     from labs.core.perf import estimate
     from labs.core.pipeline import OpCosts, bubble_fraction, timeline
@@ -67,12 +56,22 @@ def _():
     return (student_input,)
 
 
+# Your lab's numbers are drawn from your id (labs.variants): the stages, micro-batches and the
+# bubble target below are yours, and so is the order of the options.
+@app.cell
+def _(student_input):
+    variant = ui.lab_variant(LAB, student_input.value)
+    deep_p, bubble_target = variant.settings["deep_p"], variant.settings["target"]
+    return bubble_target, deep_p, variant
+
+
 @app.cell(hide_code=True)
-def _():
-    _deep = bubble_fraction(DEEP_P, 32, "1f1b", 1, "total")
+def _(deep_p):
+    _m = 2 * deep_p
+    _deep = bubble_fraction(deep_p, _m, "1f1b", 1, "total")
     ui.stakeholder_message(
         "Pipeline owner",
-        f"Our model runs on {DEEP_P} pipeline stages with 32 micro-batches per step, and the profiler says the GPUs "
+        f"Our model runs on {deep_p} pipeline stages with {_m} micro-batches per step, and the profiler says the GPUs "
         f"sit idle **{_deep:.0%}** of the time. A colleague says more micro-batches fix it, another says a new "
         "schedule does. How many micro-batches do we need, and what does each fix cost?",
     )
@@ -80,11 +79,8 @@ def _():
 
 
 @app.cell
-def _():
-    utilisation_question = ui.prediction_question(
-        f"{SEED_P} stages, {SEED_M} micro-batches, 1F1B, forward and backward of equal size per stage: what share of the time is each GPU busy?",
-        UTILISATION_OPTIONS,
-    )
+def _(variant):
+    utilisation_question = ui.variant_question(variant.questions["utilisation"])
     utilisation_question
     return (utilisation_question,)
 
@@ -96,19 +92,15 @@ def _():
 
 
 @app.cell
-def _(utilisation_commit_buttons, utilisation_question, student_input):
-    _row, utilisation_committed = ui.commit_prediction(student_input.value, LAB, "utilisation", utilisation_question, utilisation_commit_buttons)
+def _(student_input, utilisation_commit_buttons, utilisation_question, variant):
+    _row, utilisation_committed = ui.commit_prediction(student_input.value, LAB, "utilisation", utilisation_question, utilisation_commit_buttons, variant=variant)
     _row
     return (utilisation_committed,)
 
 
 @app.cell
-def _():
-    microbatch_question = ui.prediction_question(
-        f"With {DEEP_P} stages and 1F1B, how many micro-batches keep the bubble under {BUBBLE_TARGET:.0%} of the wall time "
-        f"(strictly below: a bubble of exactly {BUBBLE_TARGET:.1%} is not under)?",
-        MICROBATCH_OPTIONS,
-    )
+def _(variant):
+    microbatch_question = ui.variant_question(variant.questions["microbatches"])
     microbatch_question
     return (microbatch_question,)
 
@@ -120,8 +112,8 @@ def _():
 
 
 @app.cell
-def _(microbatch_commit_buttons, microbatch_question, student_input):
-    _row, microbatch_committed = ui.commit_prediction(student_input.value, LAB, "microbatches", microbatch_question, microbatch_commit_buttons)
+def _(microbatch_commit_buttons, microbatch_question, student_input, variant):
+    _row, microbatch_committed = ui.commit_prediction(student_input.value, LAB, "microbatches", microbatch_question, microbatch_commit_buttons, variant=variant)
     _row
     return (microbatch_committed,)
 
@@ -282,32 +274,24 @@ def _(microbatch_committed, p_slider, utilisation_committed):
 
 
 @app.cell(hide_code=True)
-def _(utilisation_committed):
+def _(utilisation_committed, variant):
     mo.stop(not utilisation_committed.made)
-    _measured = seed_utilisation()
-    ui.reveal(
-        utilisation_committed.answer,
-        utilisation_answer(),
-        {
-            k: f"{v:.0%}: " + ("what the timeline measures, m/(m+p-1)." if k == utilisation_answer() else f"the timeline measures {_measured:.0%}.")
-            for k, v in UTILISATION_VALUES.items()
-        },
-    )
+    ui.variant_reveal(utilisation_committed, variant.questions["utilisation"])
     return
 
 
 @app.cell(hide_code=True)
-def _(microbatch_committed):
+def _(microbatch_committed, variant):
     ui.commitment_gate(microbatch_committed, "the answer on deep pipelines")
-    ui.reveal(microbatch_committed.answer, microbatch_answer(), microbatch_explanations())
+    ui.variant_reveal(microbatch_committed, variant.questions["microbatches"])
     return
 
 
 @app.cell(hide_code=True)
-def _(microbatch_committed, utilisation_committed):
+def _(bubble_target, deep_p, microbatch_committed, utilisation_committed):
     ui.commitment_gate(utilisation_committed, "how deep pipelines are run")
     ui.commitment_gate(microbatch_committed, "how deep pipelines are run")
-    _rows = interleaving_rows()
+    _rows = interleaving_rows(deep_p, bubble_target)
     _one = _rows[0]
     _table = [
         {
@@ -325,10 +309,10 @@ def _(microbatch_committed, utilisation_committed):
         [
             mo.md(
                 f"### Deep pipelines are run interleaved\n\n"
-                f"No one runs {DEEP_P} stages of plain 1F1B with {_one['fewest_m_runs']} micro-batches: the global batch "
+                f"No one runs {deep_p} stages of plain 1F1B with {_one['fewest_m_runs']} micro-batches: the global batch "
                 "would be too big. Megatron-LM runs deep pipelines interleaved (NVIDIA's 175B recipe on H100 is TP 4, PP 8, "
                 "v = 6): each stage holds v chunks of layers, the bubble's stage-steps shrink by v, and so does the number of "
-                f"micro-batches needed, rounded up to a multiple of p = {DEEP_P} (the schedule plays micro-batches in "
+                f"micro-batches needed to stay under {bubble_target:.0%}, rounded up to a multiple of p = {deep_p} (the schedule plays micro-batches in "
                 "groups of p). It costs v times the point-to-point messages, and more activations held on stage 0 "
                 "while the first backward waits."
             ),
@@ -434,11 +418,12 @@ def _(
     student_input,
     submit_button,
     utilisation_committed,
+    variant,
 ):
     mo.stop(not utilisation_committed.made)
     _pred = {"utilisation": utilisation_committed.answer, "microbatches": microbatch_committed.answer}
     _view, submitted = ui.submit_to_ledger(
-        student_input.value, submit_button, lambda: [ui.ledger_step(LAB, "pipeline", pipeline_inputs, _pred, pipeline_outcomes, "the pipeline design")]
+        student_input.value, submit_button, lambda: [ui.ledger_step(LAB, "pipeline", pipeline_inputs, _pred, pipeline_outcomes, "the pipeline design", variant)]
     )
     _view
     return (submitted,)

@@ -5,8 +5,10 @@ from its stored inputs with the engine, and grades each question by the student'
 (first) prediction. Every file and every step is graded on its own: a file that cannot be read
 or a step the engine refuses is reported with its file, lab and step, and grading goes on.
 Flags, each in its own column and left out of the summary's averages: a stored outcome that
-disagrees with the engine (tampered, or an older engine), predictions changed after their
-commit, and identity problems (one student id in several files, a file named for another id,
+disagrees with the engine (tampered, or an older engine), a recorded variant that differs from
+the one regenerated from the student's id and the class salt (labs.variants: predictions are
+graded at the regenerated variant; a ledger without one is graded as before variants),
+predictions changed after their commit, and identity problems (one student id in several files, a file named for another id,
 an id missing from the roster). Nothing in a ledger is executed; the only file written is --csv.
 Exit status 0, or with --strict 1 when any file was unreadable or any row is flagged or in error.
 """
@@ -260,19 +262,41 @@ def _agrees(stored, fresh) -> bool:
 
 class _Engine:
     """The outcome functions, with results remembered by their exact inputs (a class's ledgers
-    repeat the same slider settings many times)."""
+    repeat the same slider settings many times); `salt`: the class salt the variants were drawn
+    with (labs.variants; default LABS_CLASS_SALT)."""
 
-    def __init__(self, limit: int = 20_000):
+    def __init__(self, limit: int = 20_000, salt: str | None = None):
         self.cache: dict[str, dict] = {}
         self.limit = limit
+        self.salt = salt
 
-    def __call__(self, key: tuple[str, str], inputs: dict, predictions: dict) -> dict:
-        token = json.dumps([key, inputs, predictions], sort_keys=True)
+    def __call__(self, key: tuple[str, str], inputs: dict, predictions: dict, variant=None) -> dict:
+        token = json.dumps([key, inputs, predictions, variant.seed if variant else None, variant.salt if variant else None], sort_keys=True)
         if token not in self.cache:
             if len(self.cache) >= self.limit:
                 self.cache.clear()
-            self.cache[token] = OUTCOMES[key](dict(inputs), dict(predictions))
+            if variant is None:
+                self.cache[token] = OUTCOMES[key](dict(inputs), dict(predictions))
+            else:
+                self.cache[token] = OUTCOMES[key](dict(inputs), dict(predictions), variant=variant)
         return self.cache[token]
+
+    def variant(self, doc: dict, lab: str):
+        """(the student's variant regenerated from their id and the class salt, the fields where
+        the ledger's record of it differs); (None, []) for a ledger without a variant of `lab`,
+        graded as before variants."""
+        from labs.variants import registry, variant
+
+        recorded = doc.get("variants", {}).get(lab)
+        if recorded is None or lab not in registry():
+            return None, []
+        fresh = variant(lab, doc["student"], self.salt)
+        return fresh, fresh.mismatches(recorded)
+
+
+def _variant_status(mismatches: list[str]) -> str:
+    why = " (another class salt: grade with the salt the lab ran with, --salt or LABS_CLASS_SALT)" if "salt" in mismatches else ""
+    return f"recorded variant differs from the one regenerated for this id and salt: {', '.join(mismatches[:8])}{why}"
 
 
 def _error(err: BaseException) -> str:
@@ -314,8 +338,9 @@ def grade_step(doc: dict, lab: str, step: str, entry: dict, source: str, engine:
     row["answers_from"] = "commit" if len(from_commit) == len(spec.questions) else ("step" if not from_commit else "commit+step")
 
     try:
-        fresh = engine((lab, step), inputs, stored_predictions)  # what the lab showed: the tamper check
-        graded = fresh if all(answers[q] == stored_predictions.get(q) for q in spec.questions) else engine((lab, step), inputs, {k: v for k, v in answers.items() if v is not None})
+        variant, variant_mismatches = engine.variant(doc, lab)
+        fresh = engine((lab, step), inputs, stored_predictions, variant)  # what the lab showed: the tamper check
+        graded = fresh if all(answers[q] == stored_predictions.get(q) for q in spec.questions) else engine((lab, step), inputs, {k: v for k, v in answers.items() if v is not None}, variant)
     except Exception as err:  # noqa: BLE001 - one step's failure must not stop the class
         row["status"] = f"engine error: {_error(err)}"
         return row
@@ -331,17 +356,21 @@ def grade_step(doc: dict, lab: str, step: str, entry: dict, source: str, engine:
             row["judged"] += 1
             row["right"] += row[outcome]
     mismatched = sorted(k for k, v in entry["outcomes"].items() if k in fresh and not _agrees(v, fresh[k]))
-    row["tampered"] = bool(mismatched)
+    row["variant"] = variant.seed if variant else ""
+    row["tampered"] = bool(mismatched) or bool(variant_mismatches)
     row["status"] = "ok" if not mismatched else f"stored outcome disagrees with the engine: {', '.join(mismatched)}"
+    if variant_mismatches:
+        row["status"] = _variant_status(variant_mismatches) if not mismatched else f"{row['status']}; {_variant_status(variant_mismatches)}"
     return row
 
 
-def grade_commits(doc: dict, lab: str, step: str, source: str) -> dict:
+def grade_commits(doc: dict, lab: str, step: str, source: str, engine: _Engine | None = None) -> dict:
     """A step the student never submitted whose questions they committed: each committed answer
     judged against the engine's answer (labs.gradebook.questions); there are no inputs to check."""
     from labs.gradebook.questions import engine_answer
 
     spec, commits = SPECS[(lab, step)], doc.get("predictions", {}).get(lab, {})
+    variant, variant_mismatches = (engine or _Engine()).variant(doc, lab)
     row = {"file": source, "student": doc["student"], "lab": lab, "step": step, "saved": None, "status": "ok", "tampered": False,
            "changes": 0, "skipped": 0, "right": 0, "judged": 0, "answers_from": "commit (not submitted)"}
     for q, outcome in spec.questions.items():
@@ -354,10 +383,16 @@ def grade_commits(doc: dict, lab: str, step: str, source: str) -> dict:
             row[outcome] = None
             row["skipped"] += 1
         else:
-            right = engine_answer(lab, q)
-            row[outcome] = right is not None and answer == right
+            if variant is not None:
+                row[outcome] = variant.questions[q].judge(answer)
+            else:
+                right = engine_answer(lab, q)
+                row[outcome] = right is not None and answer == right
             row["judged"] += 1
             row["right"] += row[outcome]
+    row["variant"] = variant.seed if variant else ""
+    if variant_mismatches:
+        row["tampered"], row["status"] = True, _variant_status(variant_mismatches)
     return row
 
 
@@ -375,7 +410,7 @@ def grade_document(doc: dict, source: str, engine: _Engine | None = None) -> lis
         commits = doc.get("predictions", {}).get(lab, {})
         if step not in doc["labs"].get(lab, {}) and any(q in commits for q in spec.questions):
             try:
-                rows.append(grade_commits(doc, lab, step, source))
+                rows.append(grade_commits(doc, lab, step, source, engine))
             except Exception as err:  # noqa: BLE001
                 rows.append({"file": source, "student": doc["student"], "lab": lab, "step": step, "status": f"grader error: {_error(err)}"})
     return rows
@@ -408,9 +443,9 @@ def _identity_flags(rows: list[dict], roster: Roster | None) -> None:
         row["identity"] = "; ".join(flags)
 
 
-def grade(paths: list[str], roster: Roster | None = None) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
+def grade(paths: list[str], roster: Roster | None = None, salt: str | None = None) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
     rows, problems = [], []
-    engine = _Engine()
+    engine = _Engine(salt=salt)
     for path in collect(paths):
         if ".corrupt-" in path.name:
             problems.append((str(path), "a copy the lab moved aside as unreadable; not graded"))
@@ -519,9 +554,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--csv", help="write the per-step table here")
     parser.add_argument("--roster", help="CSV with columns student,code: flag ledgers whose id is not on it")
     parser.add_argument("--strict", action="store_true", help="exit 1 if any file is unreadable or any row is flagged or in error")
+    parser.add_argument("--salt", help="the class salt the labs drew their variants with (default: $LABS_CLASS_SALT, else none)")
     args = parser.parse_args(argv)
     roster = Roster.load(args.roster) if args.roster else None
-    table, problems = grade(args.paths, roster)
+    table, problems = grade(args.paths, roster, salt=args.salt)
     for name, why in problems:
         print(f"not graded {shown(name, 200)}: {shown(why, 300)}", file=sys.stderr)
     for _, row in table[~table["status"].isin(["ok"])].iterrows() if not table.empty else []:

@@ -402,14 +402,20 @@ class DesignLedger:
             self.recoveries.append(recovered)
             warnings.warn(recovered, stacklevel=_caller_level())
 
-    def save_step(self, lab: str, step: str, inputs: dict, predictions: dict | None = None, outcomes: dict | None = None) -> dict:
-        """Record one step; saving the same lab and step again replaces it (never a committed prediction)."""
+    def save_step(self, lab: str, step: str, inputs: dict, predictions: dict | None = None, outcomes: dict | None = None, variant: dict | None = None) -> dict:
+        """Record one step; saving the same lab and step again replaces it (never a committed
+        prediction). `variant`: the student's variant of the lab (labs.variants), recorded with it."""
         _check_key("lab", lab)
         _check_key("step", step)
         entry = {"saved": _now(), "engine_version": self.engine_version, "inputs": dict(inputs), "predictions": dict(predictions or {}), "outcomes": dict(outcomes or {})}
         _check_values(entry)
         json.dumps(entry)  # fail here, before touching the file, if anything is not JSON
-        self._update(lambda doc: doc["labs"].setdefault(lab, {}).__setitem__(step, entry))
+
+        def change(doc):
+            doc["labs"].setdefault(lab, {})[step] = entry
+            _record_variant(doc, lab, variant)
+
+        self._update(change)
         return entry
 
     def save(self, chapter: str, design: dict, track: str | None = None, **extra) -> dict:
@@ -417,7 +423,7 @@ class DesignLedger:
         step = track or "design"
         return self.save_step(chapter, step, inputs=design, predictions=extra.get("predictions"), outcomes=extra.get("outcomes"))
 
-    def commit_prediction(self, lab: str, question: str, answer: str | None) -> dict:
+    def commit_prediction(self, lab: str, question: str, answer: str | None, variant: dict | None = None) -> dict:
         """Record a committed prediction. The first call keeps its answer and UTC time for good;
         every later call with a different answer (None: skipped) is appended as a change."""
         _check_key("lab", lab)
@@ -437,6 +443,7 @@ class DesignLedger:
                 if answer != current:
                     record["changes"].append({"answer": answer, "at": now})
             result.update(json.loads(json.dumps(record)))
+            _record_variant(doc, lab, variant)
 
         self._update(change)
         return result
@@ -573,6 +580,14 @@ def _caller_level() -> int:
     while frame is not None and frame.f_code.co_filename == __file__:
         frame, level = frame.f_back, level + 1
     return level
+
+
+def _record_variant(doc: dict, lab: str, variant: dict | None) -> None:
+    """Keep the student's variant of `lab` (its seed inputs, settings, option orders) beside
+    their predictions: the grader regenerates it and flags a ledger whose record differs."""
+    if variant is not None:
+        _check_values(variant)
+        doc.setdefault("variants", {})[lab] = json.loads(json.dumps(variant))
 
 
 def _dump(doc: dict) -> bytes:

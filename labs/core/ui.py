@@ -35,6 +35,47 @@ def prediction_question(question: str, options, key: str = "prediction") -> mo.u
     return mo.ui.radio(options={f"{o.key}) {o.label}": o.key for o in options}, label=f"**Your prediction.** {question}")
 
 
+def lab_variant(lab: str, identity):
+    """The student's variant of `lab` (labs.variants), from the identity the lab reads
+    (student_identity()'s value, or a name): the typed id, else LABS_STUDENT, else "student", the
+    id the ledger would use. On a shared server nothing shows until an id is typed. Call it in a
+    cell of its own, after the identity cell: every question is built from what it returns."""
+    from labs.variants import variant
+
+    student = (identity.get("student") if isinstance(identity, dict) else identity) or ""
+    if not student.strip() and shared_server():
+        mo.stop(True, mo.callout(mo.md("Type your name or student id above: your lab's numbers are drawn for you."), kind="warn"))
+    try:
+        return variant(lab, student.strip() or os.environ.get("LABS_STUDENT") or "student")
+    except ValueError as err:
+        mo.stop(True, mo.callout(mo.md(f"⚠ {html.escape(str(err))}"), kind="danger"))
+
+
+def variant_question(question) -> mo.ui.radio | mo.ui.number:
+    """A variant's question (labs.variants.Question) as its widget: a radio of its options in
+    the student's order, or a number field for a quantity (no bounds: nothing is clamped)."""
+    if question.numeric:
+        unit = f" ({question.spec.unit})" if question.spec.unit else ""
+        return mo.ui.number(label=f"**Your prediction.** {question.prompt}{unit}", full_width=False)
+    return prediction_question(question.prompt, question.options)
+
+
+def variant_reveal(made: "Commitment", question) -> mo.Html:
+    """The reveal of a variant's question: options judged at the student's variant, or the typed
+    number against the engine's, with the tolerance that grades it."""
+    if not question.numeric:
+        return reveal(made.answer, question.key, question.explanations)
+    spec = question.spec
+    shown = f"{spec.answer:,.1f}{spec.unit}" if spec.unit == "%" else f"{spec.answer:,.3g} {spec.unit}"
+    if made.answer is None:
+        verdict, kind = f"**You skipped this prediction.** The engine says {shown}.", "info"
+    elif question.judge(made.answer):
+        verdict, kind = f"**Right:** you said {made.answer}, the engine says {shown} (graded within ±{spec.tolerance:g}).", "success"
+    else:
+        verdict, kind = f"**Not quite:** you said {made.answer}, the engine says {shown} (graded within ±{spec.tolerance:g}).", "warn"
+    return mo.callout(mo.md(f"{verdict}\n\n{spec.explanation}"), kind=kind)
+
+
 def prediction_gate(question: mo.ui.radio, what: str = "the instruments") -> None:
     """Stop the calling cell (and everything downstream) until the question has an answer."""
     mo.stop(question.value is None, mo.callout(mo.md(f"Commit to a prediction above to unlock {what}."), kind="warn"))
@@ -180,14 +221,17 @@ class NotSaved:
         self.step, self.reason = step, reason
 
 
-def ledger_step(lab: str, step: str, inputs: dict, predictions: dict, outcomes, what: str):
+def ledger_step(lab: str, step: str, inputs: dict, predictions: dict, outcomes, what: str, variant=None):
     """One step for submit_to_ledger's `steps()`: its outcomes recomputed by `outcomes(inputs,
-    predictions)`, or NotSaved naming `what` when they refuse the setting.
+    predictions)` (with `variant=` the student's variant, recorded beside the step), or NotSaved
+    naming `what` when they refuse the setting.
 
-    >>> ledger_step("07_pipeline_visualizer", "pipeline", inputs, preds, pipeline_outcomes, "the pipeline design")
+    >>> ledger_step("07_pipeline_visualizer", "pipeline", inputs, preds, pipeline_outcomes, "the pipeline design", variant)
     """
     try:
-        return lab, step, inputs, predictions, outcomes(inputs, predictions)
+        if variant is None:
+            return lab, step, inputs, predictions, outcomes(inputs, predictions)
+        return lab, step, inputs, predictions, outcomes(inputs, predictions, variant=variant), variant
     except ValueError as err:
         return NotSaved(what, f"its setting is invalid ({err})")
 
@@ -219,8 +263,8 @@ def submit_to_ledger(student, button, steps) -> tuple[mo.Html, dict | None]:
                     if isinstance(item, NotSaved):
                         refused.append(f"⚠ {item.step} not saved: {item.reason}")
                         continue
-                    lab, step, inputs, predictions, outcomes = item
-                    ledger.save_step(lab, step, inputs, predictions, outcomes)
+                    lab, step, inputs, predictions, outcomes, *variant = item
+                    ledger.save_step(lab, step, inputs, predictions, outcomes, variant=variant[0].record() if variant else None)
                     stored.append(step)
                 saved = ledger.load() if stored else None
                 doc = saved or doc
@@ -274,10 +318,19 @@ def commit_buttons() -> mo.ui.array:
     return mo.ui.array([mo.ui.run_button(label="Commit my prediction"), mo.ui.run_button(label="Skip this prediction", kind="neutral")])
 
 
-def commit_prediction(identity, lab: str, question_key: str, question: mo.ui.radio, buttons) -> tuple[mo.Html, Commitment]:
-    """Record the radio's answer in the ledger when the commit button is pressed (or a skip when
-    skip is), with its time; a later different answer is recorded as a change. Returns the row
-    to show and the Commitment as the ledger holds it, so a page reload keeps it."""
+def _typed(value) -> str | None:
+    """A widget's answer as the ledger keeps it: an option's letter, or a typed number as text."""
+    if value is None or isinstance(value, str):
+        return value
+    return f"{value:g}" if isinstance(value, float) and abs(value) < 1e15 else str(value)
+
+
+def commit_prediction(identity, lab: str, question_key: str, question, buttons, variant=None) -> tuple[mo.Html, Commitment]:
+    """Record the widget's answer (an option's letter, or a typed number) in the ledger when the
+    commit button is pressed (or a skip when skip is), with its time; a later different answer is
+    recorded as a change. `variant`: the student's variant (labs.variants), recorded with the
+    commit. Returns the row to show and the Commitment as the ledger holds it, so a page reload
+    keeps it."""
     commit, skip = buttons.value if hasattr(buttons, "value") else buttons
     note, record = "", None
     try:
@@ -285,9 +338,10 @@ def commit_prediction(identity, lab: str, question_key: str, question: mo.ui.rad
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", LedgerRecovered)
             if commit and question.value is None:
-                note = "Choose an option first, or skip."
+                note = "Choose an option (or type a number) first, or skip."
             elif commit or skip:
-                ledger.commit_prediction(lab, question_key, None if skip and not commit else question.value)
+                ledger.commit_prediction(lab, question_key, None if skip and not commit else _typed(question.value),
+                                         variant=variant.record() if variant is not None else None)
             record = ledger.committed(lab, question_key)
     except LedgerLocked as err:
         note = f"🔒 {err}"

@@ -4,29 +4,33 @@ the outcome function `python -m labs.grade` recomputes."""
 from __future__ import annotations
 
 import json
+import math
+from fractions import Fraction
 from labs.core.datafiles import data_dir
 from labs.core.scenarios.common import Option
 from labs.core.scenarios.lab05 import ACT2_DESIGNS, design_inputs
+from labs.variants import Choice, LabVariants, Numeric, judged
 
 # ---- Lab 07, pipeline visualizer -------------------------------------------------------------
+# The lab before per-student variants (older ledgers are graded against it): p = 2, m = 4.
 UTILISATION_OPTIONS = (Option("A", "50%", "the bubble is half the step"), Option("B", "67%", "the bubble costs p slots, not p - 1"),
-                       Option("C", "80%"), Option("D", "89%", "underestimates the bubble"))
+                       Option("C", "80%", "counts the fill and drain once, not per stage"), Option("D", "89%", "underestimates the bubble"))
 UTILISATION_VALUES = {"A": 0.50, "B": 2 / 3, "C": 0.80, "D": 8 / 9}
 SEED_P, SEED_M = 2, 4  # seeds/001 week 24: two stages, four micro-batches
 BUBBLE_TARGET, DEEP_P = 0.05, 16
 MICROBATCH_OPTIONS = (Option("A", "32", "a few micro-batches per stage hide the bubble"), Option("B", "96", "a few micro-batches per stage hide the bubble"),
-                      Option("C", "288"), Option("D", "1024", "overshoots: more micro-batches than the target needs"))
+                      Option("C", "288", "solves the bubble formula for m without the rounding"), Option("D", "1024", "overshoots: more micro-batches than the target needs"))
 INTERLEAVE_CHUNKS = (1, 2, 4)  # v for "deep pipelines run interleaved"
 TABLE5_PROFILE = "zb_t5_profiled_1.5B"  # tests/data/zero_bubble.json
 TABLE5_SCHEDULES = (("1f1b", "1F1B"), ("zb-h1", "ZB-H1"), ("zb-h2", "ZB-H2"))
 _DATA = data_dir()  # tests/data, or its copy inside the wheel
 
 
-def seed_utilisation() -> float:
-    """Utilisation of the seed's pipeline, counted on its generated 1F1B timeline."""
+def seed_utilisation(p: int = SEED_P, m: int = SEED_M) -> float:
+    """Utilisation of a p-stage, m-micro-batch 1F1B pipeline, counted on its generated timeline."""
     from labs.core.pipeline import timeline
 
-    return 1 - timeline(SEED_P, SEED_M, "1f1b").bubble_fraction("total")
+    return 1 - timeline(p, m, "1f1b").bubble_fraction("total")
 
 
 def utilisation_answer() -> str:
@@ -243,7 +247,7 @@ def table5_rows() -> list[dict]:
     return out
 
 
-def pipeline_outcomes(inputs: dict, predictions: dict) -> dict:
+def pipeline_outcomes(inputs: dict, predictions: dict, variant=None) -> dict:
     from labs.core.pipeline import OpCosts, bubble_fraction, timeline
 
     p, m, v = int(inputs["p"]), int(inputs["m"]), int(inputs.get("v", 1))
@@ -253,9 +257,61 @@ def pipeline_outcomes(inputs: dict, predictions: dict) -> dict:
         "bubble_measured": t.bubble_fraction("total"),
         "bubble_formula": bubble_fraction(p, m, inputs["schedule"], v, "total", costs),
         "peak_in_flight_stage0": float(t.peak_in_flight()[0]),
-        "utilisation_correct": predictions.get("utilisation") == utilisation_answer(),
-        "microbatches_correct": predictions.get("microbatches") == microbatch_answer(),
+        "utilisation_correct": judged(variant, "utilisation", predictions, lambda a: a == utilisation_answer()),
+        "microbatches_correct": judged(variant, "microbatches", predictions, lambda a: a == microbatch_answer()),
     }
 
 
 OUTCOMES = {("07_pipeline_visualizer", "pipeline"): pipeline_outcomes}
+
+
+# ---- per-student variants (labs.variants) ------------------------------------------------------
+LAB = "07_pipeline_visualizer"
+VARIANT_SEED_P = (2, 3, 4, 6, 8)  # the small pipeline of the utilisation question
+VARIANT_M_PER_STAGE = (1, 2)  # its micro-batches, per stage: (p-1)/m and (p-1)/(m+p-1) stay 5+ points apart
+VARIANT_DEEP_P = (8, 12, 16, 24, 32)
+VARIANT_TARGETS = (0.05, 0.10)
+UTILISATION_TOLERANCE = 1.5  # percentage points: the misreadings (p-1)/m and p/(m+p) land outside it
+
+
+def draw_settings(d) -> dict:
+    p = d.choice("seed_p", VARIANT_SEED_P)
+    return {"seed_p": p, "seed_m": p * d.choice("seed_m_per_stage", VARIANT_M_PER_STAGE),
+            "deep_p": d.choice("deep_p", VARIANT_DEEP_P), "target": d.choice("target", VARIANT_TARGETS)}
+
+
+def microbatch_options(p: int, target: float) -> tuple[Option, ...]:
+    """The micro-batch question's options at p stages: the fewest m under the target (engine),
+    two counts that solve a misread bubble (against the ideal time; p slots instead of p - 1),
+    both under the target but not the fewest, and two micro-batches per stage, not under it."""
+    fewest, t = fewest_microbatches(p, 1, target), Fraction(str(target))
+    ideal = math.floor((p - 1) / t) + 1  # (p-1)/m < target
+    slots = math.floor(p * (1 - t) / t) + 1  # p/(m+p) < target
+    return (
+        Option("per_stage", str(2 * p), "a few micro-batches per stage hide the bubble"),
+        Option("fewest", str(fewest), "solves the bubble formula for m without checking the timeline"),
+        Option("ideal", str(ideal), "counts the bubble against the ideal time, not the wall time"),
+        Option("slots", str(slots), "the bubble costs p slots, not p - 1"),
+    )
+
+
+def build_questions(s: dict) -> dict:
+    p, m, deep, target = int(s["seed_p"]), int(s["seed_m"]), int(s["deep_p"]), float(s["target"])
+    measured = seed_utilisation(p, m)
+    options = microbatch_options(deep, target)
+    return {
+        "utilisation": Numeric(
+            f"{p} stages, {m} micro-batches, 1F1B, forward and backward of equal size per stage: what share of the time is each GPU busy? "
+            f"Type a percentage (right within {UTILISATION_TOLERANCE:g} points).",
+            100 * measured, UTILISATION_TOLERANCE, "%",
+            f"the timeline counts {measured:.1%}: m/(m+p-1) = {m}/{m + p - 1}.",
+        ),
+        "microbatches": Choice(
+            f"With {deep} stages and 1F1B, how many micro-batches keep the bubble under {target:.0%} of the wall time "
+            f"(strictly below: a bubble of exactly {target:.1%} is not under)?",
+            options, microbatch_answer(deep, target, options), microbatch_explanations(deep, target, options),
+        ),
+    }
+
+
+VARIANTS = LabVariants(LAB, draw_settings, build_questions)
