@@ -12,6 +12,7 @@ with app.setup:
     from labs.core import ENGINE_VERSION
     from labs.core import charts, ui
     from labs.core.collectives import bytes_sent_per_rank
+    from labs.core.eras import ERAS
     from labs.core.hardware import LINKS
     from labs.core.scenarios.lab05 import (
         ACT1_OPTIONS,
@@ -28,7 +29,9 @@ with app.setup:
     )
     from labs.core.perf import estimate
     from labs.core.pipeline import bubble_fraction, timeline
+    from labs.core.scenarios.prose import STACK, era_choices, scaling_book_dp_tokens, weak_scaling_price
     from labs.core.scenarios.lab05 import (
+        DESIGN_ERA,
         DESIGN_GLOBAL_BATCH,
         DP_WALL_GLOBAL_BATCH,
         DP_WALL_GPUS,
@@ -86,9 +89,10 @@ def _():
     _model = dp_wall_model()
     ui.stakeholder_message(
         "Training infrastructure lead",
-        f"We train a {_model.params / 1e9:.1f}B-parameter model with data parallelism (ZeRO-1) on DGX H100 "
-        f"nodes, {DP_WALL_GLOBAL_BATCH} sequences of {_model.seq_len} tokens per step; our framework all-reduces "
-        "the fp32 gradients once the backward pass is done. MFU was "
+        f"We train a {_model.params / 1e9:.1f}B-parameter model with data parallelism on DGX H100 "
+        f"nodes, {DP_WALL_GLOBAL_BATCH} sequences of {_model.seq_len} tokens per step. Our framework is Megatron-Core's "
+        "distributed optimizer (ZeRO-1): once the backward pass is done it reduce-scatters the fp32 gradients, and after "
+        "the optimizer step it all-gathers the updated bf16 weights. MFU was "
         f"**{_mfu[0]:.0%} on {DP_WALL_GPUS[0]} GPUs**, **{_mfu[1]:.0%} on {DP_WALL_GPUS[1]}** and "
         f"**{_mfu[2]:.0%} on {DP_WALL_GPUS[2]}**. Same model, same batch, more GPUs, and each one "
         "does less. Before I buy more nodes: why?",
@@ -190,7 +194,8 @@ def _(act1_current, act1_curve, act1_error, act1_inputs):
     _story = {"stakeholder's runs": (DP_WALL_GPUS, act1_facts()["mfu"])}
     _marked = _story if (act1_inputs["params_b"], act1_inputs["global_batch"]) == (7, DP_WALL_GLOBAL_BATCH) else {}
     _cur = act1_current
-    _grad = bytes_sent_per_rank("all_reduce", 1.0, _cur.cluster.gpus)
+    _share = bytes_sent_per_rank("reduce_scatter", 1.0, _cur.cluster.gpus)
+    _sent = {c.key: c.sent_bytes for c in _cur.collectives}
     mo.stop(
         not _cur.fits,
         ui.failure_banner([
@@ -207,8 +212,14 @@ def _(act1_current, act1_curve, act1_error, act1_inputs):
                     "step time": f"{_cur.step_time_s * 1e3:.0f} ms",
                     "compute": f"{_cur.time.compute * 1e3:.0f} ms",
                     "exposed all-reduce": f"{_cur.time.dp_comm * 1e3:.0f} ms",
-                    "ring traffic per GPU": f"{_cur.comm_bytes_per_gpu['dp'] / 1e9:.1f} GB ({_grad:.2f} x grads)",
+                    "sent per GPU per step": f"{_cur.comm_bytes_per_gpu['dp'] / 1e9:.1f} GB",
                 }
+            ),
+            mo.md(
+                f"Each GPU sends (N-1)/N = {_share:.3f} of two messages: the reduce-scatter of the {act1_inputs['grad_reduce_dtype']} "
+                f"gradients ({_sent.get('dp_reduce', 0.0) / _share / 1e9:.1f} GB, {_sent.get('dp_reduce', 0.0) / 1e9:.1f} GB sent) and the "
+                f"all-gather of the bf16 weights ({_sent.get('dp_gather', 0.0) / _share / 1e9:.1f} GB, {_sent.get('dp_gather', 0.0) / 1e9:.1f} GB sent). "
+                f"MFU is the engine's for {STACK} on {_cur.cluster.gpu.name}; other software stacks reach less."
             ),
             charts.mfu_vs_gpus({"engine": act1_curve}, _marked, _cur),
         ]
@@ -256,7 +267,7 @@ def _(act1_committed):
     The second term tends to $2M/B$: each GPU sends about twice the gradients whatever $N$ is.
     The first grows with $N$. Across nodes NCCL runs one ring per channel and crosses each node
     boundary on a different NIC (rails): a ring over whole nodes of $G$ GPUs has all $G$ NICs,
-    $B pprox \min(G\,B_{{NIC}},\ B_{{NVLink}})$ with $B_{{NIC}}$ = {_b.effective_bytes_per_s / 1e9:.0f} GB/s
+    $B \approx \min(G\,B_{{NIC}},\ B_{{NVLink}})$ with $B_{{NIC}}$ = {_b.effective_bytes_per_s / 1e9:.0f} GB/s
     achieved on {_b.name} ({_b.bandwidth_bytes_per_s / 1e9:.0f} GB/s line rate). A group with one
     member per node (data parallelism behind TP = 8) has one NIC: that is where the cliff is.
 
@@ -283,6 +294,9 @@ def _(act1_committed):
     _tree = dp_wall_estimate(_n, algorithm="tree")
     _weak = dp_wall_estimate(_n, fixed_per_gpu=True)
     _whole, _behind_tp = tp8_dp_ring(_n)
+    _book = scaling_book_dp_tokens(_ring.cluster)
+    _cl = _ring.cluster
+    _price = weak_scaling_price(_n)
     mo.md(
         f"""
     ### Reflection: what walls data parallelism, and what helps
@@ -291,11 +305,29 @@ def _(act1_committed):
     with the backward pass gives **{_overlap.mfu:.1%}** (it can only hide behind the backward that is
     left, one micro-batch's here); reducing in bf16 instead of fp32, **{_bf16.mfu:.1%}**; NCCL's tree
     instead of the ring, **{_tree.mfu:.1%}**; growing the batch with the GPUs (weak scaling),
-    **{_weak.mfu:.1%}**. Under the engine's conventions (a ring over whole nodes, no overlap) data
-    parallelism turns communication bound below about **{dp_comm_bound_tokens('bf16'):,.0f} tokens per
-    GPU** with bf16 gradients and {dp_comm_bound_tokens('fp32'):,.0f} with fp32 ones; the scaling book
-    puts the threshold near 2,500 on H100 under its own (bf16 gradients over the node's egress, no
-    overlap). Overlap bends it down; a bigger batch moves you away from it.
+    **{_weak.mfu:.1%}**.
+
+    **How many tokens per GPU does data parallelism need?** Two conventions, both the point where
+    the gradient reduction takes as long as the compute it is compared with:
+
+    | | tokens per GPU | overlap | compared with | gradients | bandwidth |
+    |---|---:|---|---|---|---|
+    | the scaling book, $B/X > C/W$ | {_book:,.0f} | perfect, behind the backward | backward FLOPs at peak, $C$ = {_cl.gpu.bf16_flops / 1e12:,.0f} TFLOP/s | bf16 all-reduce | node egress at line rate, $W$ = {_cl.rails} x {_cl.inter.bandwidth_bytes_per_s / 1e9:.0f} GB/s |
+    | the engine, bf16 gradients | {dp_comm_bound_tokens('bf16'):,.0f} | none | forward + backward at the engine's rates | ZeRO-1: reduce-scatter + all-gather | achieved ring bus bandwidth, with latency |
+    | the engine, fp32 gradients | {dp_comm_bound_tokens('fp32'):,.0f} | none | the same | the same, reduce-scatter in fp32 | the same |
+
+    The magnitudes agree; the meanings do not. Above the book's number a perfectly overlapped
+    reduction costs nothing, and below it the GPUs start to wait. At the engine's number nothing is
+    hidden and half of every step is waiting. Both assume the batch itself is free to choose, and it
+    is not: the stakeholder's {_price['strong_tokens'] / 1e6:.1f}M tokens a step is
+    {_price['strong_tokens'] / _n:,.0f} tokens per GPU at {_n} GPUs, and only a bigger batch moves it.
+
+    **What weak scaling costs.** At {_n} GPUs it runs {_price['weak_sequences']:,} sequences,
+    {_price['weak_tokens'] / 1e6:,.1f}M tokens a step, {_price['batch_ratio']:.0f}x the stakeholder's batch, for
+    {_price['throughput_ratio']:.1f}x the tokens per second. That pays only if the bigger batch reaches the
+    same loss in fewer than {_price['throughput_ratio']:.1f}x the tokens. Past the critical batch size
+    (McCandlish et al. 2018, *An Empirical Model of Large-Batch Training*) each step's extra tokens
+    buy almost no extra progress, so the tokens needed grow nearly in proportion to the batch.
 
     The NIC cliff is real elsewhere: a data-parallel ring over whole nodes runs at
     **{_whole / 1e9:.0f} GB/s** of bus bandwidth, but behind TP = 8 each data-parallel group has one GPU
@@ -308,8 +340,16 @@ def _(act1_committed):
 
 @app.cell(hide_code=True)
 def _():
-    mo.md(r"""
+    _era = ERAS[DESIGN_ERA]
+    mo.md(f"""
     ## Act II · Designing the 3D layout
+
+    The engine runs each design in an **era**: the features one published software stack had at a
+    date, so no layout is credited with a feature its software lacked. Act II's era is
+    `{DESIGN_ERA}`, {STACK} as of 2024. It has ZeRO stage {' and '.join(str(z) for z in sorted(_era.zero_stage))}
+    only (the distributed optimizer is ZeRO-1; stages 2 and 3 are DeepSpeed's and PyTorch FSDP's) and the
+    schedules {' and '.join(_era.schedule)} (GPipe predates it; zero-bubble schedules came later). The
+    instruments below offer only what this era has.
     """)
     return
 
@@ -352,11 +392,11 @@ def _():
     tp_dropdown = mo.ui.dropdown(options=[str(t) for t in divisor_choices()["tp"]], value="8", label="TP (tensor parallel)")
     pp_dropdown = mo.ui.dropdown(options=[str(p) for p in divisor_choices()["pp"]], value="8", label="PP (pipeline stages)")
     microbatch_dropdown = mo.ui.dropdown(options=["1", "2", "4", "8"], value="1", label="Micro-batch (sequences)")
-    zero_dropdown = mo.ui.dropdown(options={"0 (none)": 0, "1 (optimizer)": 1, "2 (+gradients)": 2, "3 (+weights)": 3}, value="1 (optimizer)", label="ZeRO stage")
-    recompute_dropdown = mo.ui.dropdown(options=["none", "selective", "full"], value="selective", label="Activation recompute")
+    zero_dropdown = mo.ui.dropdown(options=era_choices(DESIGN_ERA, "zero_stage", {"0 (none)": 0, "1 (distributed optimizer)": 1, "2 (+gradients)": 2, "3 (+weights)": 3}), value="1 (distributed optimizer)", label="ZeRO stage")
+    recompute_dropdown = mo.ui.dropdown(options=era_choices(DESIGN_ERA, "recompute", {"none": "none", "selective": "selective", "full": "full"}), value="selective", label="Activation recompute")
     sp_checkbox = mo.ui.checkbox(value=True, label="Sequence parallel")
     tp_overlap_checkbox = mo.ui.checkbox(value=True, label="Overlap TP communication with the GEMMs (Transformer Engine; needs SP, inside NVLink)")
-    schedule_dropdown = mo.ui.dropdown(options={"1F1B": "1f1b", "interleaved 1F1B": "interleaved", "GPipe": "gpipe", "ZB-H1": "zb-h1"}, value="1F1B", label="Pipeline schedule")
+    schedule_dropdown = mo.ui.dropdown(options=era_choices(DESIGN_ERA, "schedule", {"1F1B": "1f1b", "interleaved 1F1B": "interleaved", "GPipe": "gpipe", "ZB-H1": "zb-h1"}), value="1F1B", label="Pipeline schedule")
     v_slider = mo.ui.slider(steps=[2, 3, 4, 6], value=2, label="Chunks per stage (interleaved only)", show_value=True)
     act2_instruments = mo.vstack(
         [
@@ -449,7 +489,7 @@ def _(act2_error, act2_estimate):
             f"Bubble: {_e.bubble_fraction:.1%} of the step's wall time with p = {_e.plan.pp}, m = {_e.plan.microbatches} "
             f"micro-batches, v = {_e.plan.virtual_stages} (the same bubble is "
             f"{bubble_fraction(_e.plan.pp, _e.plan.microbatches, _e.plan.schedule, _e.plan.virtual_stages, 'ideal'):.1%} "
-            "of the bubble-free time, the convention Megatron prints)."
+            f"of the bubble-free time, the convention Megatron prints). MFU is the engine's for {STACK} (era `{DESIGN_ERA}`)."
         ),
     ]
     if _tl is not None:
@@ -576,8 +616,9 @@ def _(act2_committed):
     A GPU's TP traffic per token does not shrink as the TP degree grows, while its share of the GEMMs
     does; past the node the collectives also cross the NICs and pay network latency on every layer,
     and Transformer Engine cannot hide them behind the GEMMs outside the NVLink domain. (Bandwidth
-    alone is not the cliff here: NCCL crosses the node on all {_cluster.rails} NICs at once, about
-    {_cluster.rails * _cluster.inter.effective_bytes_per_s / 1e9:.0f} GB/s against {_cluster.intra.effective_bytes_per_s / 1e9:.0f} GB/s of NVLink.)
+    alone is not the cliff here: NCCL crosses each node boundary on all {_cluster.rails} NICs at once, so a
+    ring over whole nodes keeps {tp8_dp_ring(_cluster.gpus)[0] / 1e9:.0f} GB/s of bus bandwidth against
+    {act1_facts()['nvlink_gbs']:.0f} GB/s inside one node, Act I's two numbers.)
     TP talks every layer, twice each way; pipeline stages once per micro-batch per boundary; data
     parallelism once per step. Put the chattiest axis on the fastest wire.
     """

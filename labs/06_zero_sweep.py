@@ -313,7 +313,7 @@ def _(
     _mem = sweep_estimate.memory
     _fewest = f"{sweep_fewest:,}" if sweep_fewest else "none"
     _why = [] if sweep_estimate.fits else [
-        f"Out of memory: {_mem.total / GB:,.1f} GB per GPU > {_gpu.hbm_bytes / GB:.0f} GB on {_gpu.name}. "
+        f"Out of memory: {_mem.total / GB:,.1f} GB per GPU > {_gpu.hbm_bytes / GB:.1f} GB on {_gpu.name}. "
         f"Model state {_mem.model_state / GB:,.1f} GB, activations {_mem.activations / GB:,.1f} GB."
         + ("" if sweep_fewest else f" Activations and unsharded state alone exceed the HBM: no DP size fits {MODELS[model_pick.value].name} at ZeRO-{sweep_inputs['zero_stage']}.")
     ]

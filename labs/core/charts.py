@@ -34,10 +34,11 @@ def mfu_vs_gpus(curves: dict[str, Sequence[Estimate]], marked: dict[str, tuple[S
     """MFU against GPU count (log x) for named series of estimates; `marked` adds points."""
     fig = go.Figure()
     for (name, ests), color in zip(curves.items(), (COLORS["blue"], COLORS["green"], COLORS["purple"])):
+        ests = [e for e in ests if e.fits]  # a setting that does not fit has no MFU to plot
         fig.add_scatter(x=[e.cluster.gpus for e in ests], y=[100 * e.mfu for e in ests], name=name, mode="lines+markers", line=dict(color=color, width=3))
     for name, (xs, ys) in (marked or {}).items():
         fig.add_scatter(x=list(xs), y=[100 * y for y in ys], name=name, mode="markers", marker=dict(symbol="x", size=14, color=COLORS["orange"], line=dict(width=3)))
-    if current is not None:
+    if current is not None and current.fits:
         fig.add_scatter(x=[current.cluster.gpus], y=[100 * current.mfu], name="your setting", mode="markers", marker=dict(symbol="diamond", size=16, color=COLORS["red"]))
     vline(fig, node_size, dict(dash="dot", color=COLORS["muted"]))
     # On a log axis an annotation's x is in log10 units (the line's is in data units).
@@ -48,7 +49,10 @@ def mfu_vs_gpus(curves: dict[str, Sequence[Estimate]], marked: dict[str, tuple[S
 
 
 def dp_step_stack(ests: Sequence[Estimate]) -> go.Figure:
-    """Stacked step time per GPU count: compute, exposed bandwidth term, exposed latency term, rest."""
+    """Each GPU count's step as shares of its own time (stacked to 100%): compute, exposed
+    bandwidth term, exposed latency term, rest. Shares, not milliseconds: under a fixed batch the
+    8-GPU step is many times the 512-GPU one, and on one linear axis the growing communication
+    of the small steps would be invisible; the milliseconds are in the hover."""
     x = [str(e.cluster.gpus) for e in ests]
     parts = {
         "compute": [e.time.compute for e in ests],
@@ -58,9 +62,11 @@ def dp_step_stack(ests: Sequence[Estimate]) -> go.Figure:
     }
     names = {"compute": "compute", "dp_bandwidth": "exposed all-reduce: bandwidth term", "dp_latency": "exposed all-reduce: latency term", "optimizer_step": "optimizer step"}
     fig = go.Figure()
+    totals = [sum(v) for v in zip(*parts.values())]
     for key, values in parts.items():
-        fig.add_bar(x=x, y=[1e3 * v for v in values], name=names[key], marker_color=TERM_COLORS[key])
-    fig.update_layout(barmode="stack", height=360, xaxis_title="GPUs", yaxis_title="step time (ms)")
+        fig.add_bar(x=x, y=[100 * v / t for v, t in zip(values, totals)], name=names[key], marker_color=TERM_COLORS[key],
+                    customdata=[1e3 * v for v in values], hovertemplate=f"{names[key]}: %{{customdata:,.0f}} ms (%{{y:.0f}}% of the step)<extra></extra>")
+    fig.update_layout(barmode="stack", height=360, title="Where each step's time goes", xaxis_title="GPUs", yaxis=dict(title="share of the step (%)", range=[0, 100]))
     return apply_plotly_theme(fig)
 
 
@@ -71,7 +77,8 @@ def comm_compute_ratio(ests: Sequence[Estimate]) -> go.Figure:
     hline(fig, 1, dict(dash="dash", color=COLORS["muted"]))
     fig.add_annotation(x=1, xref="x domain", xanchor="right", y=0, yanchor="bottom", text="communication = compute", showarrow=False)  # y in log10 units: log10(1)
     gpus = [e.cluster.gpus for e in ests]
-    fig.update_layout(height=320, xaxis=dict(type="log", title="GPUs", tickvals=gpus, ticktext=[str(g) for g in gpus]), yaxis=dict(type="log", title="ratio", dtick=1))
+    fig.update_layout(height=320, title="Gradient reduction against compute", xaxis=dict(type="log", title="GPUs", tickvals=gpus, ticktext=[str(g) for g in gpus]),
+                      yaxis=dict(type="log", title="reduction time / compute time", dtick=1))
     return apply_plotly_theme(fig)
 
 
@@ -186,14 +193,18 @@ def _hbm_lines(fig: go.Figure, hbm: Sequence[tuple[str, float, bool]], log_axis:
 
 
 def memory_wall(wall: dict[str, MemoryBreakdown], hbm: Sequence[tuple[str, float, bool]]) -> go.Figure:
-    """One stacked bar per model: what one GPU holds under plain data parallelism."""
+    """What one GPU holds under plain data parallelism, per model: a bar per term side by side
+    and the total as a marker, on a log axis. The models span two orders of magnitude, so on a
+    linear axis the smallest is a sliver and the HBM lines crowd at the bottom; a stack on a log
+    axis would misstate the terms' proportions, so they are grouped, not stacked."""
     fig = go.Figure()
     names = list(wall)
     for term, label in MEMORY_TERMS.items():
-        fig.add_bar(x=names, y=[wall[n].as_dict()[term] / GB for n in names], name=label, marker_color=TERM_COLORS[term], hovertemplate=f"{label}: %{{y:,.0f}} GB<extra></extra>")
-    fig.add_scatter(x=names, y=[wall[n].total / GB for n in names], mode="text", text=[f"{wall[n].total / GB:,.0f} GB" for n in names], textposition="top center", showlegend=False, hoverinfo="skip")
-    _hbm_lines(fig, hbm, log_axis=False)
-    fig.update_layout(barmode="stack", height=420, yaxis=dict(title="GB per GPU"), xaxis_title="model, plain data parallelism")
+        fig.add_bar(x=names, y=[wall[n].as_dict()[term] / GB for n in names], name=label, marker_color=TERM_COLORS[term], hovertemplate=f"{label}: %{{y:,.1f}} GB<extra></extra>")
+    fig.add_scatter(x=names, y=[wall[n].total / GB for n in names], mode="markers+text", text=[f"total {wall[n].total / GB:,.0f} GB" for n in names], textposition="top center",
+                    marker=dict(symbol="line-ew", size=40, line=dict(width=3, color=COLORS["ink"])), name="total", hoverinfo="skip")
+    _hbm_lines(fig, hbm)
+    fig.update_layout(barmode="group", height=460, yaxis=dict(type="log", title="GB per GPU (log)", **LOG_TICKS), xaxis_title="model, plain data parallelism")
     return apply_plotly_theme(fig)
 
 

@@ -487,7 +487,7 @@ def _warnings(model, cluster, plan, memory, fits, bubble, dp_exposed, step, offl
     if not fits:
         term = memory.largest_term()
         out.append(
-            f"Out of memory: {memory.total / 1e9:.1f} GB per GPU > {cluster.gpu.hbm_bytes / 1e9:.0f} GB; "
+            f"Out of memory: {memory.total / 1e9:.1f} GB per GPU > {cluster.gpu.hbm_bytes / 1e9:.1f} GB; "
             f"largest term is {term} ({memory.as_dict()[term] / 1e9:.1f} GB)"
         )
     if model.layers % (plan.pp * plan.virtual_stages):
