@@ -373,8 +373,12 @@ def _():
     ## 4 · Latency against bandwidth
 
     Small messages pay the $\alpha$ steps, large ones the bytes. The ring takes $2(N-1)$ latency
-    steps, NCCL's double binary tree $2\lceil\log_2 N\rceil$, and NVLS lets the NVSwitch add the
-    chunks inside a node. The engine's curves are drawn against measured NCCL bus bandwidth.
+    steps; NCCL's tree (all-reduce only) climbs a chain inside each node and a double binary tree
+    of $\log_2$(nodes) levels across them, at 0.92 of the ring's bandwidth; NVLS lets the NVSwitch
+    add the chunks inside a node, and runs as NVLSTree across nodes. For each message NCCL also
+    picks a protocol: LL (about 0.6 µs a hop on NVLink, half the bandwidth) for small ones, LL128,
+    or Simple (3.4 µs a hop, all of it) for large ones. The engine's curves are drawn against
+    measured NCCL bus bandwidth.
     """)
     return
 
@@ -657,7 +661,9 @@ def _(bucket_committed, ring_committed):
     $T = 2(N-1)\,\alpha + 2\frac{N-1}{N}\frac{M}{B}$, in $2(N-1)$ steps of $\alpha + \frac{M}{NB}$ each.
     Reduce-scatter and all-gather: $(N-1)\,\alpha + \frac{N-1}{N}\frac{M}{B}$ each; all-reduce is their sum.
 
-    Double binary tree (NCCL): $2\lceil\log_2 N\rceil\,\alpha$ of latency, the same bandwidth term.
+    NCCL's tree (all-reduce only; never reduce-scatter or all-gather): $2\left((g-1)\,\alpha_{\mathrm{NVLink}} + \lfloor\log_2 \mathrm{nodes}\rfloor\,\alpha_{\mathrm{net}}\right)$
+    of latency with $g$ GPUs per node, and $\frac{2M}{0.92\,\mathrm{busbw}}$ of transfer (NCCL `tuning.cc`).
+    Each $\alpha$ depends on the protocol NCCL picks for the message size (LL, LL128, Simple).
 
     A single parameter server with NIC bandwidth $B_s$: $2\alpha + \frac{N M}{B_s}$.
 

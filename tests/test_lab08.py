@@ -97,13 +97,14 @@ def test_ring_answer_is_the_closed_form():
 
 
 def test_bucket_answer_by_hand():
-    """1 MB over 128 DGX H100 nodes: the ring pays 2 x (896 NVLink steps x 3.4 us + 127 network
-    steps x 9.6 us) + 8.4 us of NCCL base latency = 8,539.6 us; the tree 2 x 10 x 9.6 + 8.4 =
-    200.4 us; both move 2 x 1023/1024 x 1 MB at 370 GB/s (5.40 us)."""
+    """1 MB over 128 DGX H100 nodes, NCCL's cost model (tuning.cc, LL protocol: base 6.6 us ring /
+    6.8 tree; per hop NVLink 0.6, network 2.7 ring / 5.0 tree; LL at half the bandwidth): the ring
+    pays 6.6 + (2046 - 254) x 0.6 + 254 x 2.7 = 1,767.6 us and moves 2 x 1023/1024 x 1 MB at
+    370 / 2 GB/s; the tree 6.8 + 2 x (7 x 0.6 + 7 x 5.0) = 85.2 us and moves 2 x 1 MB at
+    0.92 x 370 / 3.8 GB/s."""
     t = bucket_times()
-    bw = 2 * 1023 / 1024 * 1e6 / 370e9
-    assert t["ring"] == pytest.approx(8539.6e-6 + bw, rel=1e-9)
-    assert t["tree"] == pytest.approx(200.4e-6 + bw, rel=1e-9)
+    assert t["ring"] == pytest.approx(1767.6e-6 + 2 * 1023 / 1024 * 1e6 / (370e9 / 2), rel=1e-9)
+    assert t["tree"] == pytest.approx(85.2e-6 + 2e6 / (0.92 * 370e9 / 3.8), rel=1e-9)
     assert bucket_answer() == "B"
 
 

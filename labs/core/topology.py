@@ -16,13 +16,23 @@ GPUs (one when stride >= G).
 - A group spanning more GPUs than a pod crosses the oversubscribed tier above it: its NIC share
   runs at 1/oversubscription (Llama 3: 3,072-GPU pods, 1:7 above; arXiv:2407.21783 Sec. 3.3.1).
 
-Algorithms: "ring" (one ring per channel, latency growing with the group), "tree" (NCCL's double
-binary tree: the same bandwidth, latency growing with log2 of the group), "nvls" (NVLink SHARP:
-the switch reduces, ~480 instead of ~370 GB/s of busbw on 8 H100s, nccl-tests #212; only on
-NVLink generations that have it), and "auto", NCCL's own choice: whichever of these its cost
-model predicts fastest for the collective at hand (src/graph/tuning.cc). The latency
-(alpha) term is NCCL's own cost model, so small messages reach a fraction of peak busbw as in the
-nccl-tests curves. Everything here is array-valued: scalars and numpy columns broadcast.
+Algorithms and protocols follow NCCL's own cost model (NVIDIA/nccl src/graph/tuning.cc, commit
+5067397, 2026; the tables below are copied from it, in microseconds):
+- Which algorithms run which collective: all-reduce on ring, tree, NVLS (one node) or NVLSTree
+  (NVLink SHARP inside each node, a tree across nodes: NVLS itself across nodes needs CollNet,
+  which tuning.cc disables without IB SHARP); reduce-scatter and all-gather on ring or NVLS (one
+  node; across nodes only with CollNet), never tree; PAT (one GPU per node, NCCL 2.23+) is not
+  modelled. Everything else runs as a ring here. "tree" and "nvls" asked of a collective that
+  cannot use them fall back to the ring, as NCCL does.
+- Tree bandwidth: tuning.cc caps the tree's bus bandwidth at 0.92 of the ring's and converts it at
+  half (algbw = busbw / 2), so a tree all-reduce moves 2 M / (0.92 busbw) where the ring moves
+  2 (N-1)/N M / busbw (H100 over RoCE measured tree 150 against ring 190 GB/s, NVIDIA/nccl #1368).
+- Protocols: LL, LL128 and Simple trade per-hop latency for bandwidth (LL at half the bus
+  bandwidth, LL128 at 0.92, Simple at all of it); NCCL takes, per message, the algorithm and
+  protocol with the least predicted time, so a 1 MB message pays LL128's 1.9 us per NVLink hop,
+  not Simple's 3.4, and small messages LL's 0.6.
+"auto" is NCCL's own choice among them; "ring", "tree" and "nvls" force the algorithm (NCCL_ALGO)
+and still pick the protocol. Everything here is array-valued: scalars and numpy columns broadcast.
 """
 
 from __future__ import annotations
@@ -37,6 +47,27 @@ DP_ALGORITHMS = ("auto", "ring", "tree", "nvls")
 _REDUCTIONS = ("all_reduce", "reduce_scatter", "all_gather")
 # Ring steps per member for each op: all-reduce is a reduce-scatter then an all-gather.
 _RING_SHARE = {"all_reduce": 2.0, "reduce_scatter": 1.0, "all_gather": 1.0, "all_to_all": 1.0}
+# NCCL's cost model (NVIDIA/nccl src/graph/tuning.cc, commit 5067397, ncclTunerConstantsDefaults),
+# microseconds, per protocol (LL, LL128, Simple): the base latency of a call, and the latency of
+# one hop on NVLink, PCIe and the network, for the ring and the tree.
+_US = 1e-6
+_BASE_US = {"ring": (6.6, 14.0, 8.4), "tree": (6.8, 14.0, 8.4)}
+_HOP_US = {
+    ("nvlink", "ring"): (0.6, 1.9, 3.4), ("nvlink", "tree"): (0.6, 1.25, 4.0),
+    ("pci", "ring"): (1.0, 2.5, 5.7), ("pci", "tree"): (1.0, 1.9, 4.0),
+    ("net", "ring"): (2.7, 4.0, 14.0), ("net", "tree"): (5.0, 8.5, 14.0),
+}
+# NVLS and NVLSTree run Simple only, latency intra + 2 log2(nodes) x 20.9 us across nodes for
+# NVLSTree (tuning.cc). Inside the node tuning.cc says 25 us, but the measured NVLS curve ramps
+# far slower (8 MB: 172 GB/s busbw, 85 us): 54.5 us fitted on that point, tests/data/nccl_busbw.json
+# azure_nd_h100_v5_nvls (NCCL 2.18.5, 8x H100); the model is then within 8% from 16 MB up.
+_NVLS_US, _NVLS_TREE_NET_US = 54.5, 20.9
+# Bus bandwidth each protocol keeps of Simple's (tuning.cc "model refinements"): ring LL x 0.5,
+# LL128 x 0.92 (120 of 128 bytes); the tree all-reduce x 0.92 of the ring, then LL x 1/3.8,
+# LL128 x 120/128 across nodes or 7/9 inside one.
+_RING_PROTOCOL_BW = (0.5, 0.92, 1.0)
+TREE_BANDWIDTH_CAP = 0.92
+_TREE_PROTOCOL_BW = {True: (1 / 3.8, 120 / 128, 1.0), False: (1 / 3.8, 7 / 9, 1.0)}  # keyed by "across nodes"
 
 
 def members_per_node(cluster: Cluster, n, stride):
@@ -47,14 +78,19 @@ def members_per_node(cluster: Cluster, n, stride):
     return np.minimum(np.asarray(n, dtype=float), packed)
 
 
-def group_bus_bandwidth(cluster: Cluster, n, stride, algorithm: str = "ring", op: str = "all_reduce"):
-    """Bus bandwidth (bytes/s) one collective of the group reaches at large message sizes."""
-    n = np.asarray(n, dtype=float)
-    g = members_per_node(cluster, n, stride)
-    nodes = np.ceil(n / g)
-    intra = cluster.intra.effective_bytes_per_s
-    if algorithm == "nvls" and op in _REDUCTIONS and cluster.intra.nvls_bytes_per_s:
-        intra = cluster.intra.nvls_bytes_per_s
+def _uses(op: str, algorithm: str, cluster: Cluster) -> tuple[str, ...]:
+    """The algorithms NCCL may run `op` with when asked for `algorithm` (module docstring)."""
+    nvls = bool(cluster.intra.nvls_bytes_per_s) and op in _REDUCTIONS
+    if algorithm == "auto":
+        return ("ring",) + (("tree",) if op == "all_reduce" else ()) + (("nvls",) if nvls else ())
+    if algorithm == "tree" and op == "all_reduce":
+        return ("tree",)
+    if algorithm == "nvls" and nvls:
+        return ("nvls",) if op == "all_reduce" else ("nvls", "ring")  # reduce-scatter/all-gather: NVLS inside a node only
+    return ("ring",)
+
+
+def _ring_bus_bandwidth(cluster: Cluster, n, stride, g, nodes, intra):
     nics = cluster.rails * g / cluster.gpus_per_node
     span = n * np.asarray(stride, dtype=float)
     tier = np.where(span > cluster.pod_gpus, 1.0 / cluster.oversubscription, 1.0) if cluster.pod_gpus else 1.0
@@ -62,15 +98,39 @@ def group_bus_bandwidth(cluster: Cluster, n, stride, algorithm: str = "ring", op
     return np.where(nodes > 1, across, intra)
 
 
+def group_bus_bandwidth(cluster: Cluster, n, stride, algorithm: str = "ring", op: str = "all_reduce"):
+    """nccl-tests' bus bandwidth (bytes/s) one collective of the group reaches at large messages
+    with `algorithm` (falling back to the ring where NCCL cannot use it)."""
+    n = np.asarray(n, dtype=float)
+    g = members_per_node(cluster, n, stride)
+    nodes = np.ceil(n / g)
+    ring = _ring_bus_bandwidth(cluster, n, stride, g, nodes, cluster.intra.effective_bytes_per_s)
+    algorithm = _uses(op, algorithm, cluster)[0] if algorithm != "auto" else "ring"
+    if algorithm == "tree":  # 2 M moved at 0.92 busbw, reported by nccl-tests as 2 (n-1)/n M
+        return TREE_BANDWIDTH_CAP * ring * (n - 1) / np.maximum(n, 1.0)
+    if algorithm == "nvls":
+        nvls = _ring_bus_bandwidth(cluster, n, stride, g, nodes, cluster.intra.nvls_bytes_per_s)
+        # all-reduce pipelines a reduce and a broadcast through the switch; a reduce-scatter or
+        # all-gather gets half that algorithm bandwidth (tuning.cc: intraBw x 2 for all-reduce only)
+        return np.where(nodes > 1, ring, nvls / 2 * (n - 1) / np.maximum(n, 1.0)) if op != "all_reduce" else nvls
+    return ring
+
+
+def _best(options):
+    """The (latency, bandwidth) pair of least total among `options`, element by element."""
+    lat, bw = options[0]
+    total = lat + bw
+    for other_lat, other_bw in options[1:]:
+        t = other_lat + other_bw
+        better = t < total
+        lat, bw, total = np.where(better, other_lat, lat), np.where(better, other_bw, bw), np.where(better, t, total)
+    return lat, bw
+
+
 def collective_columns(op: str, nbytes, cluster: Cluster, n, stride=1, algorithm: str = "ring"):
     """(latency seconds, bandwidth seconds) of one collective of `nbytes` over groups of n ranks
-    spaced `stride` apart; every argument but op, cluster and algorithm may be an array."""
-    if algorithm == "auto" and op != "p2p":
-        options = [collective_columns(op, nbytes, cluster, n, stride, a) for a in ("ring", "tree")]
-        if cluster.intra.nvls_bytes_per_s and op in _REDUCTIONS:
-            options.append(collective_columns(op, nbytes, cluster, n, stride, "nvls"))
-        pick = np.argmin(np.stack([np.broadcast_to(lat + bw, np.broadcast(lat, bw).shape) for lat, bw in options]), axis=0)
-        return np.choose(pick, [lat for lat, _ in options]), np.choose(pick, [bw for _, bw in options])
+    spaced `stride` apart, with the algorithm and protocol NCCL's cost model picks among those
+    `algorithm` allows; every argument but op, cluster and algorithm may be an array."""
     n = np.asarray(n, dtype=float)
     nbytes = np.asarray(nbytes, dtype=float)
     if op == "p2p":
@@ -82,15 +142,35 @@ def collective_columns(op: str, nbytes, cluster: Cluster, n, stride=1, algorithm
     share = _RING_SHARE[op]
     g = members_per_node(cluster, n, stride)
     nodes = np.ceil(n / g)
-    busbw = group_bus_bandwidth(cluster, n, stride, algorithm, op)
-    bandwidth = share * (n - 1) / np.maximum(n, 1.0) * nbytes / busbw
-    if algorithm == "tree":
-        latency = share * np.ceil(np.log2(np.maximum(n, 1.0))) * np.where(nodes > 1, cluster.inter.latency_s, cluster.intra.latency_s)
-    else:
-        network_steps = share * (nodes - 1)
-        latency = (share * (n - 1) - network_steps) * cluster.intra.latency_s + network_steps * cluster.inter.latency_s
+    multi = nodes > 1
+    intra_hw = "nvlink" if cluster.intra.name.startswith("NVLink") else "pci"
+    ring_busbw = _ring_bus_bandwidth(cluster, n, stride, g, nodes, cluster.intra.effective_bytes_per_s)
+    moved = share * (n - 1) / np.maximum(n, 1.0) * nbytes  # bytes through each rank's links
+    options = []
+    for algorithm in _uses(op, algorithm, cluster):
+        if algorithm == "ring":
+            steps, net_steps = share * (n - 1), share * np.where(multi, nodes - 1, 0.0)
+            # With one GPU per node, tuning.cc charges the network hop at the tree's latency.
+            net = np.where(g == 1, 1.0, 0.0)
+            for k, efficiency in enumerate(_RING_PROTOCOL_BW):
+                hop_net = net * _HOP_US["net", "tree"][k] + (1 - net) * _HOP_US["net", "ring"][k]
+                lat = _BASE_US["ring"][k] + (steps - net_steps) * _HOP_US[intra_hw, "ring"][k] + net_steps * hop_net
+                options.append((lat * _US, moved / (efficiency * ring_busbw)))
+        elif algorithm == "tree":
+            levels = np.floor(np.log2(np.maximum(nodes, 1.0)))
+            tree_busbw = TREE_BANDWIDTH_CAP * ring_busbw
+            for k in range(3):
+                lat = _BASE_US["tree"][k] + 2 * ((g - 1) * _HOP_US[intra_hw, "tree"][k] + levels * _HOP_US["net", "tree"][k])
+                efficiency = np.where(multi, _TREE_PROTOCOL_BW[True][k], _TREE_PROTOCOL_BW[False][k])
+                options.append((lat * _US, 2 * nbytes / (efficiency * tree_busbw)))
+        else:  # NVLS inside a node; NVLSTree across nodes (all-reduce only)
+            busbw = np.maximum(group_bus_bandwidth(cluster, n, stride, "nvls", op), 1.0)  # a group of one moves nothing
+            lat = _NVLS_US + 2 * np.floor(np.log2(np.maximum(nodes, 1.0))) * _NVLS_TREE_NET_US
+            usable = ((op == "all_reduce") | ~multi) & (g >= 2)  # the switch reduces what a node's GPUs send
+            options.append((np.where(usable, lat * _US, np.inf), np.where(usable, moved / busbw, np.inf)))
+    latency, bandwidth = _best(options)
     active = (n > 1) & (nbytes > 0)
-    return np.where(active, latency + NCCL_BASE_LATENCY_S, 0.0), np.where(active, bandwidth, 0.0)
+    return np.where(active, latency, 0.0), np.where(active, bandwidth, 0.0)
 
 
 def check_algorithm(cluster: Cluster, algorithm: str) -> None:

@@ -291,9 +291,9 @@ def bucket_explanations() -> dict[str, str]:
     cluster, n = lb_cluster(BUCKET_SETUP)
     lat = {a: group_cost("all_reduce", BUCKET_BYTES, cluster, n, 1, a).latency_s * 1e6 for a in t}
     return {
-        "A": f"bandwidth-optimal is the beta term only; at {BUCKET_BYTES / 1e6:.0f} MB on {n:,} GPUs the ring's 2(N-1) steps cost {lat['ring']:,.0f} µs of latency, {t['ring']:,.0f} µs in all.",
-        "B": f"the tree's 2 log2(N) steps cost {lat['tree']:,.0f} µs: {t['tree']:,.0f} µs in all, {t['ring'] / t['tree']:.0f}x faster than the ring.",
-        "C": f"in-switch reduction raises the bandwidth inside each node, not the number of latency steps between nodes: {t['nvls']:,.0f} µs." if "nvls" in t else "this cluster has no NVLS.",
+        "A": f"bandwidth-optimal is the beta term only; at {BUCKET_BYTES / 1e6:.0f} MB on {n:,} GPUs the ring's 2(N-1) steps cost {lat['ring']:,.0f} µs of latency even on NCCL's low-latency LL protocol, {t['ring']:,.0f} µs in all.",
+        "B": f"the tree's 2 x ({cluster.gpus_per_node - 1} NVLink + log2({cluster.nodes}) network) hops cost {lat['tree']:,.0f} µs: {t['tree']:,.0f} µs in all, {t['ring'] / t['tree']:.0f}x faster than the ring.",
+        "C": f"in-switch reduction raises the bandwidth inside each node; across nodes NVLS runs as NVLSTree, whose per-level latency is higher than the tree's on small messages: {t['nvls']:,.0f} µs." if "nvls" in t else "this cluster has no NVLS.",
         "D": f"the algorithms differ {f['spread']:.0f}x here: a small message is all latency, and latency is what the algorithm decides.",
     }
 

@@ -1,0 +1,64 @@
+"""Engine v3's four mechanisms (issue #24): each test failed on the v2 engine and checks a value
+derived here from the source that defines the mechanism, not one the engine computed."""
+
+from dataclasses import replace
+
+import pytest
+
+from conftest import report
+from labs.core import Cluster, Model, Plan, estimate
+from labs.core.calibration import table2_plan
+from labs.core.topology import group_cost
+
+# NCCL src/graph/tuning.cc (NVIDIA/nccl commit 5067397), microseconds, (LL, LL128, Simple).
+RING_BASE_US = (6.6, 14.0, 8.4)
+RING_NVLINK_HOP_US = (0.6, 1.9, 3.4)
+RING_NET_HOP_US = (2.7, 4.0, 14.0)
+
+
+# ---- 2. NCCL's tree runs all-reduce only ----------------------------------------------------------
+def test_zero3_on_1536_a100s_pays_the_same_dp_communication_under_tree_and_ring():
+    """Megatron 2021 Table 2's ZeRO-3 plan, no overlap: its collectives are reduce-scatters and
+    all-gathers, which NCCL never runs as a tree, so forcing the tree changes nothing."""
+    model, cluster = Model.get("gpt3-175b"), Cluster.get("dgx-a100", nodes=192)
+    plan = replace(table2_plan("ZeRO-3", 1536), dp_overlap=False)
+    ring = estimate(model, cluster, replace(plan, dp_algorithm="ring"))
+    tree = estimate(model, cluster, replace(plan, dp_algorithm="tree"))
+    report("ZeRO-3 1,536 A100 DP comm, tree / ring", tree.time.dp_comm / ring.time.dp_comm, 1.0)
+    assert tree.time.dp_comm == pytest.approx(ring.time.dp_comm, rel=1e-12)
+    assert tree.dp_exposed_latency_s == pytest.approx(ring.dp_exposed_latency_s, rel=1e-12)
+
+
+def test_a_large_all_gather_over_1536_ranks_pays_the_rings_latency_even_when_tree_is_asked():
+    """tuning.cc's ring latency: base + (nsteps - nInterSteps) intra + nInterSteps inter, with
+    nsteps = N - 1 and nInterSteps = nodes - 1 for an all-gather. At 900 MB (a GPT-3 layer's
+    weights gathered in one call) LL128 wins: its 0.92 of the bandwidth costs ~0.5 ms on a
+    ~5.3 ms transfer and saves ~3.9 ms of Simple's hop latency."""
+    cluster = Cluster.get("dgx-a100", nodes=192)
+    n, nodes = 1536, 192
+    expected = (RING_BASE_US[1] + (n - 1 - (nodes - 1)) * RING_NVLINK_HOP_US[1] + (nodes - 1) * RING_NET_HOP_US[1]) * 1e-6
+    for algorithm in ("tree", "ring", "auto"):
+        got = group_cost("all_gather", 9e8, cluster, n, 1, algorithm).latency_s
+        report(f"900 MB all-gather latency, 1,536 A100s, {algorithm}", got, expected)
+        assert got == pytest.approx(expected, rel=1e-9)
+
+
+def test_a_1mb_all_reduce_is_not_charged_simple_protocol_latency():
+    """1 MB over 8 H100s: NCCL's model picks LL (6.6 + 14 x 0.6 us) over Simple (8.4 + 14 x 3.4)."""
+    cluster = Cluster.get("dgx-h100")
+    expected = (RING_BASE_US[0] + 14 * RING_NVLINK_HOP_US[0]) * 1e-6
+    got = group_cost("all_reduce", 1e6, cluster, 8, 1, "ring").latency_s
+    report("1 MB ring all-reduce latency, 8 H100s", got, expected)
+    assert got == pytest.approx(expected, rel=1e-9)
+    assert got < (RING_BASE_US[2] + 14 * RING_NVLINK_HOP_US[2]) * 1e-6 / 3
+
+
+def test_tree_bandwidth_is_capped_below_the_rings():
+    """tuning.cc: tree busBw = min(busBw x 0.92, ...), algbw = busBw / 2: a 4 GB tree all-reduce
+    moves 2 M / (0.92 busbw) where the ring moves 2 (N-1)/N M / busbw."""
+    cluster = Cluster.get("dgx-h100", nodes=16)
+    ring = group_cost("all_reduce", 4e9, cluster, 128, 1, "ring").bandwidth_s
+    tree = group_cost("all_reduce", 4e9, cluster, 128, 1, "tree").bandwidth_s
+    expected = 1 / 0.92 / (127 / 128)
+    report("tree / ring bandwidth term, 4 GB over 128 H100s", tree / ring, expected)
+    assert tree / ring == pytest.approx(expected, rel=1e-9)
