@@ -194,14 +194,16 @@ def _(act1_current, act1_curve, act1_error, act1_inputs):
     _story = {"stakeholder's runs": (DP_WALL_GPUS, act1_facts()["mfu"])}
     _marked = _story if (act1_inputs["params_b"], act1_inputs["global_batch"]) == (7, DP_WALL_GLOBAL_BATCH) else {}
     _cur = act1_current
+    _fit_from = [e.cluster.gpus for e in act1_curve if e.fits]
     _share = bytes_sent_per_rank("reduce_scatter", 1.0, _cur.cluster.gpus)
     _sent = {c.key: c.sent_bytes for c in _cur.collectives}
     mo.stop(
         not _cur.fits,
         ui.failure_banner([
-            f"{_cur.model.name} does not fit: {_cur.memory.total / 1e9:,.0f} GB per GPU against {_cur.cluster.gpu.hbm_bytes / 1e9:.1f} GB "
+            f"{_cur.model.name} does not fit on {_cur.cluster.gpus} GPUs: {_cur.memory.total / 1e9:,.1f} GB per GPU against {_cur.cluster.gpu.hbm_bytes / 1e9:.1f} GB "
             f"(weights {_cur.memory.weights / 1e9:,.0f}, gradients {_cur.memory.gradients / 1e9:,.0f}, optimizer {_cur.memory.optimizer / 1e9:,.0f}, "
-            f"activations {_cur.memory.activations / 1e9:,.0f} GB). Data parallelism alone cannot train it on these GPUs: no MFU to show."
+            f"activations {_cur.memory.activations / 1e9:,.0f} GB): no MFU to show. "
+            + (f"With these settings it fits from {min(_fit_from)} GPUs." if _fit_from else "No GPU count on the slider fits it with these settings: data parallelism alone cannot train it here.")
         ]),
     )
     mo.vstack(

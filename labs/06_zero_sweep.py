@@ -33,8 +33,10 @@ with app.setup:
         zero2_facts,
         zero_sweep_outcomes,
     )
+    from labs.core.scenarios.prose import STACK, hsdp_rows, recompute_rows, table2_ring_unoverlapped
     from labs.core.scenarios.lab06 import (
         DP_SIZES,
+        GPU_CLUSTER,
         SWEEP_GPUS,
         SWEEP_MODELS,
         VENDOR_CLAIM_GB,
@@ -242,7 +244,8 @@ def _(act):
 
 
 @app.cell(hide_code=True)
-def _(model_pick):
+def _(fit_committed, model_pick):
+    mo.stop(not fit_committed.made)
     _params = MODELS[model_pick.value].params
     _rows = [
         {"convention": name, "bytes / parameter": f"{c.bytes_per_param:g}", "what": c.parts,
@@ -376,12 +379,87 @@ def _(fit_committed):
 
 
 @app.cell(hide_code=True)
+def _(fit_committed):
+    mo.stop(not fit_committed.made)
+    _n = fit_fewest()
+    _rows = recompute_rows(FIT_MODEL, FIT_GPU, _n, FIT_STAGE, FIT_ACTIVATIONS)
+    _by = {r["recompute"]: r for r in _rows}
+    _full, _sel = _by["full"], _by["selective"]
+    mo.vstack(
+        [
+            mo.md(
+                f"""
+    ### What full checkpointing costs
+
+    {MODELS[FIT_MODEL].name} on {_n} GPUs at ZeRO-{FIT_STAGE}, micro-batch {FIT_ACTIVATIONS.micro_batch}, {FIT_ACTIVATIONS.seq_len:,} tokens,
+    under each recompute setting. *MFU* counts the model's FLOPs; *HFU* also counts the forward passes run again,
+    so the gap between them is the recomputation. Full recompute re-runs each layer's forward in the backward:
+    HFU {_full['hfu']:.1%} against MFU {_full['mfu']:.1%}. Selective recompute (Korthikanti et al. 2022) re-runs only the
+    attention core, which flash attention never stores anyway, so here it costs nothing and saves nothing over none.
+    MFU is the engine's for {STACK}.
+    """
+            ),
+            ui.static_table([
+                {"recompute": r["recompute"], "activations": f"{r['activations'] / GB:,.1f} GB", "per-GPU memory": f"{r['memory'] / GB:,.1f} GB",
+                 "fits": "yes" if r["fits"] else "no", "step": f"{r['step']:.2f} s", "MFU": f"{r['mfu']:.1%}", "HFU": f"{r['hfu']:.1%}"}
+                for r in _rows
+            ]),
+            mo.md(f"Fitting costs {(_full['step'] / _sel['step'] - 1):.0%} more time per step than a selective step would take, if it fitted."),
+        ]
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(fit_committed):
+    mo.stop(not fit_committed.made)
+    _n = fit_fewest()
+    _node = Cluster.get(GPU_CLUSTER[FIT_GPU]).gpus_per_node
+    _group = -(-_n // _node) * _node  # whole servers, at least the fewest that fit
+    _dp = 8 * _group
+    _rows = hsdp_rows(FIT_MODEL, FIT_GPU, _dp, _group, FIT_ACTIVATIONS)
+    _lines = ["| layout | per-GPU memory | fits | collective | sent / GPU / step | link | exposed | step | MFU |", "|---|---:|---|---|---:|---|---:|---:|---:|"]
+    for _r in _rows:
+        for _i, (_op, _sent, _link, _exp) in enumerate(_r["collectives"]):
+            _head = (f"| {_r['layout']} | {_r['memory'] / GB:,.1f} GB | {'yes' if _r['fits'] else 'no'} " if _i == 0 else "| | | ")
+            _tail = (f"| {_r['step']:.2f} s | {_r['mfu']:.1%} |" if _i == 0 else "| | |")
+            _lines.append(f"{_head}| {_op} | {_sent / GB:,.1f} GB | {_link} | {_exp:.2g} s {_tail}")
+    mo.md(
+        f"""
+    ### Hybrid sharding (HSDP): shard inside a group, replicate across groups
+
+    ZeRO-3 over all {_dp} GPUs gathers every layer's weights from {_dp} ranks on {_dp // _node} servers. PyTorch FSDP's
+    `HYBRID_SHARD` (the engine's `Plan.shard_group_size`) shards over a group of {_group} GPUs, the fewest whole servers
+    that fit {MODELS[FIT_MODEL].name}, and keeps {_dp // _group} replicas of that group: the gathers span {_group} GPUs, and
+    the gradients are reduce-scattered in the group and all-reduced across replicas. Each GPU holds {_dp // _group}x the
+    model state of full sharding. Replicas also make silent-corruption checks possible (Lab 10): a hash of a
+    shard must agree across the replicas that hold it.
+
+    {chr(10).join(_lines)}
+    """
+    )
+    return
+
+
+@app.cell(hide_code=True)
 def _(accumulation_slider, act, gpu_pick, model_pick, zero2_committed):
     ui.commitment_gate(zero2_committed, "the communication instruments")
     _m = accumulation_slider.value
+
+    def _fits_somewhere(key):
+        return any(e.fits for e in stage_costs(key, gpu_pick.value, 8, act, _m, "packed").values())
+
+    # A table where nothing fits prices nothing: fall back to the largest model here that fits on 8 GPUs.
+    _key = model_pick.value
+    if not _fits_somewhere(_key):
+        _key = next((k for k in reversed(SWEEP_MODELS) if MODELS[k].params < MODELS[_key].params and _fits_somewhere(k)), _key)
+    _swap = "" if _key == model_pick.value else (
+        f"{MODELS[model_pick.value].name} fits 8 GPUs under no stage at these settings (section 2 finds how many it needs), "
+        f"so this section prices {MODELS[_key].name}, the largest model here that fits. "
+    )
     costs = {
-        "one server (NVLink)": stage_costs(model_pick.value, gpu_pick.value, 8, act, _m, "packed"),
-        "8 servers (NICs)": stage_costs(model_pick.value, gpu_pick.value, 8, act, _m, "spread"),
+        "one server (NVLink)": stage_costs(_key, gpu_pick.value, 8, act, _m, "packed"),
+        "8 servers (NICs)": stage_costs(_key, gpu_pick.value, 8, act, _m, "spread"),
     }
     _rows = []
     for _placement, _ests in costs.items():
@@ -405,9 +483,18 @@ def _(accumulation_slider, act, gpu_pick, model_pick, zero2_committed):
                 f"""
     ## 3 · What fitting costs
 
-    The same {MODELS[model_pick.value].name} step on 8 {GPUS[gpu_pick.value].name} GPUs, {_m} micro-batch(es) of
+    {_swap}The same {MODELS[_key].name} step on 8 {GPUS[gpu_pick.value].name} GPUs, {_m} micro-batch(es) of
     {act.micro_batch} per GPU per step, under each stage: once inside one server on NVLink, once spread over 8
     servers so every byte crosses a NIC. Move the accumulation slider and watch ZeRO-2 and ZeRO-3's bytes.
+
+    **Gradient accumulation.** Each GPU runs m = {_m} micro-batches of b = {act.micro_batch} before the optimizer
+    step, so the batch the optimizer sees is b x m x DP = {act.micro_batch} x {_m} x 8 = **{act.micro_batch * _m * 8} sequences**
+    ({act.micro_batch * _m * 8 * act.seq_len:,} tokens): m buys a larger batch without more memory, since only one
+    micro-batch's activations are alive at a time. Plain DP and ZeRO-1 need to reduce only once per step: PyTorch DDP
+    skips the all-reduce of the first m - 1 backward passes under `no_sync()`, and Megatron accumulates into its fp32
+    gradient buffer and overlaps only the last micro-batch's reduction with its backward. Under pipeline parallelism the
+    same m is the number of micro-batches each pipeline runs per step, the m of the bubble (p-1)/(m+p-1) in Lab 07:
+    at a fixed global batch, more data-parallel replicas leave each pipeline fewer.
     """
             ),
             charts.stage_step_times(costs),
@@ -454,7 +541,8 @@ def _(zero2_committed):
 
 
 @app.cell(hide_code=True)
-def _():
+def _(zero2_committed):
+    mo.stop(not zero2_committed.made)
     _engine = {(s, n): table2_estimate(s, n).hardware_tflops_per_gpu for s in TABLE2_SCHEMES for n in TABLE2_GPUS}
     _series = {s: ([TABLE2_PUBLISHED[(s, n)] for n in TABLE2_GPUS], [_engine[(s, n)] for n in TABLE2_GPUS]) for s in TABLE2_SCHEMES}
     _lo, _hi = TABLE2_GPUS[0], TABLE2_GPUS[-1]
@@ -462,24 +550,35 @@ def _():
     _ptdp = table2_plan("PTD-P", _hi)
     _run = table2_estimate(_z, _hi)
     _ring = bus_bandwidth("all_reduce", 1e9, _run.cluster, _run.plan.dp)
+    _mid = TABLE2_GPUS[-2]
+    # A fixed batch is a fixed number of FLOPs a step: step time goes as 1 / (GPUs x TFLOP/s per GPU).
+    _speedup = (_hi * TABLE2_PUBLISHED[(_z, _hi)]) / (_mid * TABLE2_PUBLISHED[(_z, _mid)])
+    _bare = {n: table2_ring_unoverlapped(_z, n) for n in TABLE2_GPUS}
     mo.vstack(
         [
             mo.md(
                 f"""
-    ### At scale: Megatron's ZeRO-3 collapse was software, not wires
+    ### At scale: Narayanan et al.'s ZeRO-3 row, which the engine does not reproduce
 
     Narayanan et al. 2021 Table 2 trained {_run.model.name} with a fixed batch of {_ptdp.global_batch} sequences on A100s joined by
     {_run.cluster.inter.name}. ZeRO-3 fell from {TABLE2_PUBLISHED[(_z, _lo)]:.0f} to {TABLE2_PUBLISHED[(_z, _hi)]:.0f} TFLOP/s per
     GPU between {_lo} and {_hi} GPUs, while TP {_ptdp.tp} x PP {_ptdp.pp} held {TABLE2_PUBLISHED[('PTD-P', _lo)]:.0f} to
     {TABLE2_PUBLISHED[('PTD-P', _hi)]:.0f} (engine: {_engine[('PTD-P', _lo)]:.0f} to {_engine[('PTD-P', _hi)]:.0f}).
 
-    The engine, from the same inputs, keeps ZeRO-3 at {_engine[(_z, _lo)]:.0f} TFLOP/s per GPU on {_lo} GPUs and {_engine[(_z, _hi)]:.0f} on {_hi}. It charges every
-    per-module gather and reduce-scatter with its latency over all {_hi} ranks, but NCCL crosses each server boundary on all of
-    its NICs (one ring per rail, {_ring / 1e9:.0f} GB/s of bus bandwidth), so at {_hi} GPUs only
-    {_run.time.dp_comm:.1f} s of a {_run.step_time_s:.1f} s step is exposed communication. What the paper measured on top of the
-    wires was DeepSpeed 2021's software: Python hooks per module, parameter flattening copies, fp16 partition bookkeeping,
-    none of which the engine models. The lesson Megatron drew still holds: a layout that keeps the weights still
-    (TP inside the server, PP across) does not depend on that software keeping up.
+    A fixed batch is a fixed number of FLOPs per step, so the step time goes as 1 / (GPUs x TFLOP/s per GPU): from {_mid} to
+    {_hi} GPUs ZeRO-3's step got **{_speedup:.2f}x** as fast, twice the GPUs for no speed-up. That is the signature of a cost
+    that grows with the number of ranks, such as the latency of every per-module all-gather on a ring of {_hi} ranks (NCCL had
+    only the ring for all-gather and reduce-scatter then), more than of a fixed software cost per step. The paper puts
+    PTD-P's advantage down to "less cross-node communication".
+
+    **The engine does not reproduce the row.** As configured (DeepSpeed 2021's overlap, one ring per rail at
+    {_ring / 1e9:.0f} GB/s of bus bandwidth) it keeps ZeRO-3 at {_engine[(_z, _lo)]:.0f} TFLOP/s per GPU on {_lo} GPUs and
+    {_engine[(_z, _hi)]:.0f} on {_hi}, with only {_run.time.dp_comm:.2g} s of a {_run.step_time_s:.1f} s step exposed. On the ring
+    with no overlap at all it gives {' / '.join(f'{_bare[n]:.0f}' for n in TABLE2_GPUS)} at {' / '.join(str(n) for n in TABLE2_GPUS)}
+    GPUs: a fall, far short of the paper's. What it leaves out are the candidates: gathers per parameter rather than per
+    module, DeepSpeed 2021's Python hooks and partition bookkeeping, and collectives that could not overlap as configured.
+    The lesson Megatron drew holds either way: a layout that keeps the weights still (TP inside the server, PP across)
+    sends far less across nodes.
     """
             ),
             charts.published_vs_engine(TABLE2_GPUS, _series),
@@ -520,7 +619,8 @@ def _(accumulation_slider, act, model_pick, sweep_curves):
 
 
 @app.cell(hide_code=True)
-def _():
+def _(fit_committed):
+    mo.stop(not fit_committed.made)
     _rows = [
         {
             "milestone": m.claim,
@@ -600,8 +700,10 @@ def _(zero2_committed):
     - Mixed-precision Adam keeps {BYTES_PER_PARAM} bytes per parameter; plain data parallelism keeps all of them on every GPU.
     - ZeRO-1 and ZeRO-2 shard the optimizer state and gradients at the traffic of plain DP (per micro-batch, for ZeRO-2);
       ZeRO-3 shards the weights too for {traffic_ratio(3, 0, 1):.1f}x the traffic per micro-batch.
-    - ZeRO never touches activations: past a point, only checkpointing, smaller micro-batches, or tensor and
-      sequence parallelism bring a model under the HBM line.
+    - ZeRO never touches activations: past a point, only checkpointing, smaller micro-batches, tensor and
+      sequence parallelism, or context parallelism (which splits each sequence over GPUs, Lab 11) bring a model
+      under the HBM line. Pipeline parallelism divides the layers, not a layer's activations, and its first
+      stage holds up to p micro-batches in flight under 1F1B: p x L/p = L layers' worth, as much as without it.
     - On a DGX H100 a GPU's own NIC carries {_cliff:.0f}x less than its NVLink: a group with one GPU per server (the
       "spread" placement above, or data parallelism behind TP = 8) pays that, while a ring over whole servers crosses
       on all of their NICs at once.

@@ -71,3 +71,46 @@ def dp64_recompute(scenario: str = "70b-h100") -> dict[str, Estimate]:
     model, cluster = job(scenario).inputs()
     base = worksheet_plan(1, 1, 3)
     return {mode: estimate(model, cluster, replace(base, recompute=mode)) for mode in ("none", "selective", "full")}
+
+
+# ---- Lab 06 -------------------------------------------------------------------------------------
+def table2_ring_unoverlapped(scheme: str, gpus: int) -> float:
+    """Hardware TFLOP/s per GPU for a row of Narayanan et al. 2021 Table 2 with its data-parallel
+    collectives on the ring and not overlapped: the engine's most pessimistic reading of the row."""
+    from labs.core.calibration import table2_estimate
+
+    run = table2_estimate(scheme, gpus)
+    return estimate(run.model, run.cluster, replace(run.plan, dp_algorithm="ring", dp_overlap=False)).hardware_tflops_per_gpu
+
+
+def recompute_rows(model_key: str, gpu_key: str, dp: int, zero_stage: int, act, microbatches: int = 1) -> list[dict]:
+    """The same data-parallel step under each recompute setting: what it keeps, whether it fits,
+    and what it costs (MFU counts the model's FLOPs, HFU also the recomputed ones)."""
+    from labs.core.models import RECOMPUTE_MODES
+    from labs.core.scenarios.lab06 import dp_estimate
+
+    rows = []
+    for mode in RECOMPUTE_MODES:
+        e = dp_estimate(model_key, gpu_key, dp, zero_stage, replace(act, recompute=mode), microbatches=microbatches)
+        rows.append({"recompute": mode, "activations": e.memory.activations, "memory": e.memory.total, "fits": e.fits,
+                     "step": e.step_time_s, "mfu": e.mfu, "hfu": e.hfu})
+    return rows
+
+
+def hsdp_rows(model_key: str, gpu_key: str, dp: int, group: int, act, microbatches: int = 1) -> list[dict]:
+    """ZeRO-3 over all `dp` GPUs against hybrid sharding (HSDP, Plan.shard_group_size): the state
+    sharded over groups of `group` GPUs (whole servers) and replicated across the dp / group
+    groups, so the weight gathers span `group` GPUs instead of all of them, and the gradients are
+    reduce-scattered inside a group and all-reduced across the replicas."""
+    from labs.core.scenarios.lab06 import dp_cluster, dp_plan, sized
+
+    cluster = dp_cluster(gpu_key, dp)
+    rows = []
+    for label, g in (("ZeRO-3 over all GPUs", None), (f"HSDP: ZeRO-3 over {group}, {dp // group} replicas", group)):
+        plan = replace(dp_plan(dp, 3, act, microbatches=microbatches), shard_group_size=g)
+        e = estimate(sized(model_key, act), cluster, plan)
+        by = {c.key: c for c in e.collectives}
+        rows.append({"layout": label, "memory": e.memory.total, "model_state": e.memory.model_state, "fits": e.fits,
+                     "collectives": [(f"{c.axis} {c.op}", c.sent_bytes, c.link, c.exposed_s) for c in by.values()],
+                     "dp_exposed": e.time.dp_comm, "step": e.step_time_s, "mfu": e.mfu})
+    return rows
