@@ -104,6 +104,7 @@ class StepSpec:
     questions: dict[str, str]
     across: Callable[[dict], None] | None = None
     prose: tuple[str, ...] = ()  # free-text inputs kept for the instructor: longer than MAX_TEXT, checked by their own field check
+    work: Callable[[dict], int] | None = None  # what judging checked inputs once costs, in timeline ops (None: too little to count)
 
     def check(self, inputs: dict) -> None:
         unknown = sorted(set(inputs) - set(self.fields))
@@ -146,6 +147,21 @@ def _timeline_size(inputs: dict) -> None:
     check_timeline_size(inputs["p"], inputs["m"], inputs.get("v", 1))
 
 
+def _timeline_ops(inputs: dict) -> int:
+    return inputs["p"] * inputs["m"] * inputs.get("v", 1)
+
+
+# What the grader spends on one file, in timeline ops: the largest timeline Lab 07's sliders make
+# (p 64, m 256, v 4: labs/07_pipeline_visualizer.py) judged twice (the stored answers and the
+# committed ones), about 0.8 s. The engine builds up to pipeline.MAX_TIMELINE_OPS (200,000: 3-4 s);
+# a ledger past this limit was not written by the lab and is named instead of graded.
+MAX_WORK_PER_FILE = 2 * 64 * 256 * 4
+
+
+class WorkLimitReached(Exception):
+    """A file's steps would cost the grader more than MAX_WORK_PER_FILE."""
+
+
 def _optional(check: Callable) -> Callable:
     return lambda name, value: None if value is None else check(name, value)
 
@@ -173,6 +189,7 @@ SPECS: dict[tuple[str, str], StepSpec] = {
         ("p", "m", "schedule", "tf", "tb", "tw"),
         {"utilisation": "utilisation_correct", "microbatches": "microbatches_correct"},
         _timeline_size,
+        work=_timeline_ops,
     ),
     # the ring stepper's setting; across the fields, the lab's own check (2-16 ranks, a step the
     # ring has, a link the stepper offers)
@@ -240,16 +257,45 @@ def read_ledger(path: Path) -> dict:
     return parse_document(raw)
 
 
-def collect(paths: list[str]) -> list[Path]:
-    """Ledger files named or found below the folders named; symlinked folders are not entered."""
+MAX_DEPTH = 16  # folders below a class folder (a zip's own folders included); deeper ones are named, not entered
+
+
+def collect(paths: list[str], skipped: list[tuple[str, str]] | None = None) -> list[Path]:
+    """Ledger files named or found below the folders named, walked without recursion. A folder
+    named here is entered even when it is a link (the instructor chose it); below it, no link is
+    followed (a linked file is named by read_ledger, a linked folder here), nor a folder deeper
+    than MAX_DEPTH. Every folder not entered is added to `skipped` with why."""
+    skip = skipped.append if skipped is not None else (lambda item: None)
     files = []
-    for p in map(Path, paths):
-        if p.is_dir() and not p.is_symlink():
-            for folder, dirs, names in os.walk(p, followlinks=False):
-                dirs.sort()
-                files.extend(Path(folder) / n for n in sorted(names) if n.endswith(".json"))
-        else:
-            files.append(p)
+    for root in map(Path, paths):
+        if not root.is_dir():
+            files.append(root)
+            continue
+        stack = [(root, 0)]
+        while stack:
+            folder, depth = stack.pop()
+            try:
+                with os.scandir(folder) as listing:
+                    entries = sorted(listing, key=lambda e: e.name)
+            except OSError as err:
+                skip((str(folder), f"folder not read ({err.strerror or type(err).__name__}); any ledgers in it were not graded"))
+                continue
+            below = []
+            for entry in entries:
+                path = Path(entry.path)
+                try:
+                    is_dir = entry.is_dir(follow_symlinks=False)
+                except OSError:
+                    is_dir = False
+                if entry.is_symlink() and not entry.name.endswith(".json") and os.path.isdir(path):
+                    skip((str(path), "a linked folder; not followed"))
+                elif is_dir and depth >= MAX_DEPTH:
+                    skip((str(path), f"a folder nested more than {MAX_DEPTH} deep; not entered"))
+                elif is_dir:
+                    below.append((path, depth + 1))
+                elif entry.name.endswith(".json"):
+                    files.append(path)
+            stack.extend(reversed(below))  # depth first, in name order
     return files
 
 
@@ -269,10 +315,16 @@ class _Engine:
         self.cache: dict[str, dict] = {}
         self.limit = limit
         self.salt = salt
+        self.spent = 0  # timeline ops priced for the current file (grade_document resets it)
 
     def __call__(self, key: tuple[str, str], inputs: dict, predictions: dict, variant=None) -> dict:
         token = json.dumps([key, inputs, predictions, variant.seed if variant else None, variant.salt if variant else None], sort_keys=True)
         if token not in self.cache:
+            price = SPECS[key].work(inputs) if key in SPECS and SPECS[key].work else 0  # priced before anything is built
+            if self.spent + price > MAX_WORK_PER_FILE:
+                raise WorkLimitReached(f"judging this step would take the file to {self.spent + price:,} timeline ops (p x m x v per judging); "
+                                       f"the grader spends at most {MAX_WORK_PER_FILE:,} on one file, the largest the lab's sliders make, twice")
+            self.spent += price
             if len(self.cache) >= self.limit:
                 self.cache.clear()
             if variant is None:
@@ -341,6 +393,9 @@ def grade_step(doc: dict, lab: str, step: str, entry: dict, source: str, engine:
         variant, variant_mismatches = engine.variant(doc, lab)
         fresh = engine((lab, step), inputs, stored_predictions, variant)  # what the lab showed: the tamper check
         graded = fresh if all(answers[q] == stored_predictions.get(q) for q in spec.questions) else engine((lab, step), inputs, {k: v for k, v in answers.items() if v is not None}, variant)
+    except WorkLimitReached as err:
+        row["status"] = f"work limit: {err}"
+        return row
     except Exception as err:  # noqa: BLE001 - one step's failure must not stop the class
         row["status"] = f"engine error: {_error(err)}"
         return row
@@ -398,13 +453,22 @@ def grade_commits(doc: dict, lab: str, step: str, source: str, engine: _Engine |
 
 def grade_document(doc: dict, source: str, engine: _Engine | None = None) -> list[dict]:
     engine = engine or _Engine()
-    rows = []
+    engine.spent = 0
+    rows, unchecked = [], defaultdict(list)
     for lab, steps in doc["labs"].items():
         for step, entry in steps.items():
+            if (lab, step) not in SPECS or (lab, step) not in OUTCOMES:
+                unchecked[lab].append(step)  # counted, not graded one by one: a ledger may hold 100,000 of them
+                continue
             try:
                 rows.append(grade_step(doc, lab, step, entry, source, engine))
             except Exception as err:  # noqa: BLE001
                 rows.append({"file": source, "student": doc["student"], "lab": lab, "step": step, "status": f"grader error: {_error(err)}"})
+    for lab, steps in unchecked.items():
+        listed = ", ".join(repr(s[:40]) for s in steps[:3]) + (" ..." if len(steps) > 3 else "")
+        rows.append({"file": source, "student": doc["student"], "lab": lab, "step": steps[0] if len(steps) == 1 else f"({len(steps)} steps)",
+                     "saved": doc["labs"][lab][steps[0]]["saved"] if len(steps) == 1 else None, "tampered": False, "changes": 0, "skipped": 0,
+                     "status": "not graded (no engine check for this step)" if len(steps) == 1 else f"not graded (no engine check for its {len(steps)} steps: {listed})"})
     # every committed prediction is graded, submitted or not (a step never submitted has none of its inputs)
     for (lab, step), spec in SPECS.items():
         commits = doc.get("predictions", {}).get(lab, {})
@@ -446,7 +510,7 @@ def _identity_flags(rows: list[dict], roster: Roster | None) -> None:
 def grade(paths: list[str], roster: Roster | None = None, salt: str | None = None) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
     rows, problems = [], []
     engine = _Engine(salt=salt)
-    for path in collect(paths):
+    for path in collect(paths, problems):
         if ".corrupt-" in path.name:
             problems.append((str(path), "a copy the lab moved aside as unreadable; not graded"))
             continue
@@ -510,23 +574,26 @@ def scores(table: pd.DataFrame) -> pd.DataFrame:
 
 def summary(table: pd.DataFrame) -> pd.DataFrame:
     """Per lab and step: students, rows left out for a flag, and the share of right predictions
-    (per question, skipped ones not counted) over the rows without a flag."""
+    (per question, skipped ones not counted) over the rows without a flag; one group-by."""
     if table.empty:
         return pd.DataFrame()
-    clean = table[~_flagged(table) & table["status"].eq("ok")]
+    flagged = _flagged(table)
     outcome_cols = _outcome_columns(table)
-    out = []
-    for (lab, step), group in table.groupby(["lab", "step"], sort=True):
-        mine = clean[(clean.lab == lab) & (clean.step == step)]
-        row = {"lab": lab, "step": step, "students": group["student"].nunique(), "flagged (left out)": int(_flagged(group).sum())}
-        for col in outcome_cols:
-            judged = mine[col].dropna() if col in mine else pd.Series(dtype=object)
-            if len(judged):
-                row[f"right {col.removesuffix('_correct')}"] = f"{judged.astype(bool).mean():.0%} of {len(judged)}"
-        if "mfu" in mine and mine["mfu"].notna().any():
-            row["median mfu"] = f"{pd.to_numeric(mine['mfu'], errors='coerce').median():.1%}"
-        out.append(row)
-    return pd.DataFrame(out).fillna("")
+    clean = ~flagged & table["status"].eq("ok")
+    # right answers as 1/0 over clean rows, NaN where skipped, flagged or not asked; mfu likewise
+    judged = {col: table[col].where(clean & table[col].notna()).map(lambda v: v if pd.isna(v) else float(bool(v)), na_action="ignore").astype(float) for col in outcome_cols}
+    mfu = pd.to_numeric(table["mfu"], errors="coerce").where(clean) if "mfu" in table else pd.Series(float("nan"), index=table.index)
+    frame = pd.DataFrame({"lab": table["lab"], "step": table["step"], "student": table["student"], "flagged": flagged.astype(int), "mfu": mfu, **judged})
+    aggs = {"students": ("student", "nunique"), "flagged (left out)": ("flagged", "sum"), "median mfu": ("mfu", "median")}
+    for col in outcome_cols:
+        aggs[f"{col}.share"], aggs[f"{col}.n"] = (col, "mean"), (col, "count")
+    grouped = frame.groupby(["lab", "step"], sort=True).agg(**aggs).reset_index()
+    out = grouped[["lab", "step", "students", "flagged (left out)"]].astype({"flagged (left out)": int})
+    for col in outcome_cols:
+        n, share = grouped[f"{col}.n"], grouped[f"{col}.share"]
+        out[f"right {col.removesuffix('_correct')}"] = [f"{v:.0%} of {k}" if k else "" for v, k in zip(share, n)]
+    out["median mfu"] = [f"{v:.1%}" if pd.notna(v) else "" for v in grouped["median mfu"]]
+    return out.loc[:, [c for c in out.columns if c in ("lab", "step", "students", "flagged (left out)") or out[c].ne("").any()]]
 
 
 def shown(value, width: int = 40) -> str:
@@ -555,6 +622,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--roster", help="CSV with columns student,code: flag ledgers whose id is not on it")
     parser.add_argument("--strict", action="store_true", help="exit 1 if any file is unreadable or any row is flagged or in error")
     parser.add_argument("--salt", help="the class salt the labs drew their variants with (default: $LABS_CLASS_SALT, else none)")
+    from labs.gradebook import cli as gradebook_cli
+
+    gradebook_cli.add_arguments(parser)
     args = parser.parse_args(argv)
     roster = Roster.load(args.roster) if args.roster else None
     table, problems = grade(args.paths, roster, salt=args.salt)
@@ -571,6 +641,9 @@ def main(argv: list[str] | None = None) -> int:
             print(summary(table).to_string(index=False))
     if args.csv:
         table.map(_csv_safe).to_csv(args.csv, index=False)
+    book_status = gradebook_cli.run(args, table) if gradebook_cli.wanted(args) else 0
+    if book_status:
+        return book_status
     bad = 0 if table.empty else int(_needs_attention(table).sum())
     print(f"{len(problems)} file(s) not graded, {bad} row(s) flagged or in error" + ("" if args.strict else " (--strict: exit 1 when any)"), file=sys.stderr)
     return 1 if args.strict and (problems or bad) else 0

@@ -1,0 +1,178 @@
+"""The grade book: from the grader's table and the ledgers, the points each student earned per
+item and lab (points.py), lateness by each lab's due date and policy (due.py), marks for free
+text (marks.py) and integrity labels (integrity.py), and the course total.
+
+A student id handed in several files is booked by its first file (as the dashboard counts it),
+and the identity flag says so. A lab's hand-in time is the latest of its first commits and its
+submitted steps; where no server signed them, those times are the student's own clock."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from labs.gradebook import integrity
+from labs.gradebook.due import Deadlines, parse_time
+from labs.gradebook.points import Item
+from labs.gradebook.questions import ANSWERS, FREE_TEXT, answer_or_none
+
+SERVER_CLOCK, STUDENT_CLOCK = "server (signed)", "student's clock"
+ITEM_COLUMNS = ["student", "file", "lab", "item", "kind", "answer", "engine", "right", "points", "earned", "label", "note"]
+LAB_COLUMNS = ["student", "file", "lab", "submitted", "raw", "possible", "handed_in", "time_source", "late_hours", "factor", "earned", "flags"]
+
+
+@dataclass
+class Book:
+    items: pd.DataFrame  # one row per student, lab and item
+    labs: pd.DataFrame  # one row per student and lab
+    totals: pd.DataFrame  # one row per student: earned per lab, total, possible, flags
+    possible: dict[str, float]  # lab -> points possible
+
+    @property
+    def course_possible(self) -> float:
+        return sum(self.possible.values())
+
+
+def _step_of(lab: str, question: str, table: pd.DataFrame) -> str | None:
+    from labs.grade import SPECS
+
+    return next((s for (l, s), spec in SPECS.items() if l == lab and question in spec.questions), None)
+
+
+def _times(doc: dict, lab: str) -> list[tuple[str, str, str]]:
+    """(kind, name, time) of what the student handed in for a lab: first commits and steps."""
+    out = [("question", q, r["committed"]) for q, r in doc.get("predictions", {}).get(lab, {}).items()]
+    return out + [("step", s, e["saved"]) for s, e in doc.get("labs", {}).get(lab, {}).items()]
+
+
+def _hand_in(doc: dict, lab: str, labels: dict) -> tuple[object, str, str]:
+    """(latest time or None, where the times come from, a note when a time cannot be read)."""
+    times, note = [], ""
+    entries = _times(doc, lab)
+    for _kind, name, value in entries:
+        try:
+            times.append(parse_time(value, f"{lab} {name}"))
+        except ValueError as err:
+            note = f"unreadable time ({err}); not counted late"
+    signed = bool(entries) and all(labels.get((lab, kind, name)) == integrity.SIGNED for kind, name, _v in entries)
+    return (max(times) if times else None), (SERVER_CLOCK if signed else STUDENT_CLOCK), note
+
+
+def _first_files(table: pd.DataFrame) -> pd.DataFrame:
+    if table.empty:
+        return table
+    return table[table["file"].eq(table.groupby("student")["file"].transform("min"))]
+
+
+def build(table: pd.DataFrame, documents: dict[str, dict], points: dict[tuple[str, str], Item], deadlines: Deadlines,
+          marks: dict | None = None, roster_students=(), key: bytes | None = None) -> Book:
+    """The grade book. `documents`: file -> ledger (the ones the table was graded from);
+    `roster_students`: ids to list even with nothing handed in."""
+    marks = marks or {}
+    labs = sorted({lab for lab, _ in points})
+    possible = {lab: sum(i.points for (l, _), i in points.items() if l == lab) for lab in labs}
+    rows = _first_files(table)
+    item_rows, lab_rows = [], []
+    students = sorted(set(rows["student"]) if not rows.empty else set()) + sorted(set(roster_students) - (set(rows["student"]) if not rows.empty else set()))
+    for student in students:
+        mine = rows[rows["student"].eq(student)] if not rows.empty else rows
+        file = mine["file"].iloc[0] if len(mine) else ""
+        doc = documents.get(file, {"predictions": {}, "labs": {}})
+        labels = integrity.labels(doc, key) if file else {}
+        identity = "; ".join(sorted(set(mine["identity"].fillna("")) - {""})) if "identity" in mine else ""
+        for lab in labs:
+            lab_rows_of = mine[mine["lab"].eq(lab)] if len(mine) else mine
+            submitted = len(lab_rows_of) > 0
+            flags, raw = [], 0.0
+            if identity:
+                flags.append(identity)
+            if submitted and lab_rows_of["tampered"].fillna(False).astype(bool).any():
+                flags.append("tampered: a stored outcome disagrees with the engine")
+            for (l, item), spec in points.items():
+                if l != lab:
+                    continue
+                row = _item_row(student, file, lab, item, spec, lab_rows_of, doc, labels, marks)
+                item_rows.append(row)
+                raw += row["earned"]
+                if row["note"]:
+                    flags.append(f"{item}: {row['note']}")
+            handed_in, source, note = _hand_in(doc, lab, labels) if submitted else (None, "", "")
+            if note:
+                flags.append(note)
+            rule = deadlines.rule(lab)
+            late_s = rule.late_seconds(handed_in)
+            factor = rule.factor(late_s)
+            if late_s > 0:
+                flags.append(f"late by {late_s / 3600:.1f} h ({rule.policy}{f', x{factor:.2f}' if rule.policy != 'none' else ''}; {source})")
+            lab_rows.append({
+                "student": student, "file": Path(file).name if file else "", "lab": lab, "submitted": submitted, "raw": round(raw, 4),
+                "possible": possible[lab], "handed_in": handed_in.isoformat() if handed_in else "", "time_source": source,
+                "late_hours": round(late_s / 3600, 2), "factor": factor, "earned": round(raw * factor, 4), "flags": "; ".join(flags),
+            })
+    items = pd.DataFrame(item_rows, columns=ITEM_COLUMNS)
+    by_lab = pd.DataFrame(lab_rows, columns=LAB_COLUMNS)
+    return Book(items, by_lab, _totals(by_lab, labs), possible)
+
+
+def _item_row(student, file, lab, item, spec: Item, lab_rows, doc, labels, marks) -> dict:
+    row = {"student": student, "file": Path(file).name if file else "", "lab": lab, "item": item, "kind": spec.counts,
+           "answer": None, "engine": None, "right": None, "points": spec.points, "earned": 0.0, "label": "", "note": ""}
+    if spec.counts == "marked":
+        step = next((s for (l, s), fields in FREE_TEXT.items() if l == lab and item in fields), None)
+        text = doc.get("labs", {}).get(lab, {}).get(step, {}).get("inputs", {}).get(item)
+        row["answer"], row["label"] = text, labels.get((lab, "step", step), "")
+        mark = marks.get(student, {}).get(lab, {}).get(item)
+        if mark is not None:
+            row["earned"] = min(float(mark["points"]), spec.points)
+        elif text:
+            row["note"] = "not marked yet"
+        return row
+    row["engine"] = answer_or_none(lab, item) if (lab, item) in ANSWERS else None
+    row["label"] = labels.get((lab, "question", item), "")
+    column, outcome = f"answer.{item}", _outcome(lab, item)
+    answered = lab_rows[lab_rows[column].notna()] if column in lab_rows else lab_rows.iloc[0:0]
+    if answered.empty:
+        return row
+    first = answered.iloc[0]
+    answer = None if first[column] == "skipped" else first[column]
+    right = first.get(outcome)
+    row["answer"], row["right"] = answer, (None if answer is None or pd.isna(right) else bool(right))
+    if row["label"] == integrity.EDITED:
+        row["note"] = "edited after the server signed it: not trusted, 0 points"
+        return row
+    row["earned"] = spec.earned(answer, row["right"])
+    return row
+
+
+def _outcome(lab: str, question: str) -> str:
+    from labs.grade import SPECS
+
+    return next(spec.questions[question] for (l, _s), spec in SPECS.items() if l == lab and question in spec.questions)
+
+
+def _totals(by_lab: pd.DataFrame, labs: list[str]) -> pd.DataFrame:
+    if by_lab.empty:
+        return pd.DataFrame(columns=["student", "file", *labs, "total", "possible", "flags"])
+    grid = by_lab.pivot(index="student", columns="lab", values="earned").reindex(columns=labs)
+    out = grid.assign(
+        total=grid.sum(axis=1).round(4),
+        possible=by_lab.groupby("student")["possible"].sum(),
+        flags=by_lab.groupby("student")["flags"].agg(lambda s: "; ".join(dict.fromkeys(f for text in s for f in text.split("; ") if f))),
+    )
+    files = by_lab.groupby("student")["file"].first()
+    return out.assign(file=files).reset_index()[["student", "file", *labs, "total", "possible", "flags"]]
+
+
+def read_documents(files) -> dict[str, dict]:
+    """file -> ledger, read again through the grader (the schema check is remembered by digest)."""
+    from labs.grade import read_ledger
+
+    out = {}
+    for f in files:
+        try:
+            out[f] = read_ledger(Path(f))
+        except Exception:  # noqa: BLE001 - the grader already reported it
+            continue
+    return out
