@@ -42,6 +42,7 @@ import secrets
 import stat
 import sys
 import tempfile
+import threading
 import time
 import unicodedata
 import warnings
@@ -63,7 +64,8 @@ MIN_PIN_CHARS = 4
 MAX_LEDGERS = 2000  # a shared server refuses new students past this many files (LABS_MAX_LEDGERS)
 LOCK_TIMEOUT_S = 30.0
 PBKDF2_ITERATIONS = 100_000
-MAX_FAILURES, LOCKOUT_S = 10, 300  # wrong secrets in a row before a ledger refuses tries for a while
+MAX_FAILURES, LOCKOUT_S = 10, 300  # wrong secrets per client (and per name) before that client's tries are refused for a while
+MAX_NEW_PER_CLIENT = 3  # new ledgers one client may start on a shared server (LABS_MAX_NEW_PER_CLIENT)
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 _SLUG = re.compile(r"[^a-z0-9]+")
 
@@ -271,12 +273,64 @@ class Roster:
     def __contains__(self, student: str) -> bool:
         return student in self.codes
 
-    def verify(self, student: str, code: str | None) -> None:
+    def verify(self, student: str, code: str | None, client: str = "local") -> None:
         expected = self.codes.get(student)
         if expected is None:
             raise LedgerLocked(f"{student!r} is not on the class roster; use the id your instructor gave you")
-        if not code or not hmac.compare_digest(expected.encode(), code.strip().encode()):
-            raise LedgerLocked(f"the code for {student!r} is wrong; use the code your instructor gave you")
+        if not code:
+            raise LedgerLocked(f"type the code your instructor gave you for {student!r}")
+        ATTEMPTS.check(student, client, lambda: hmac.compare_digest(expected.encode(), code.strip().encode()),
+                       f"the code for {student!r} is wrong; use the code your instructor gave you")
+
+
+class Attempts:
+    """Wrong PINs and roster codes, counted in this process per client and per name.
+
+    A client (one browser session, or one address behind a trusted proxy) with MAX_FAILURES wrong
+    tries in LOCKOUT_S is refused unchecked until they age out; so is a client that already failed
+    on a name once that name has MAX_FAILURES wrong tries from anyone. A client that never failed
+    on the name is always checked, so the right code still opens the owner's ledger while someone
+    else hammers it (audit I1); a right code clears that client's record for the name."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._failures: dict[tuple[str, str], list[float]] = {}  # ("client", c) / ("name", n) / ("pair", c+n)
+
+    def _recent(self, key, now: float) -> list[float]:
+        times = [t for t in self._failures.get(key, ()) if now - t < LOCKOUT_S]
+        if times:
+            self._failures[key] = times
+        else:
+            self._failures.pop(key, None)
+        return times
+
+    def check(self, name: str, client: str, is_right, wrong_message: str, clock=time.monotonic) -> None:
+        now = clock()
+        pair = ("pair", f"{client}\x00{name}")
+        with self._lock:
+            if len(self._recent(("client", client), now)) >= MAX_FAILURES:
+                raise LedgerLocked(f"too many wrong PINs or codes from this browser; wait {LOCKOUT_S // 60} minutes before trying again")
+            if self._recent(pair, now) and len(self._recent(("name", name), now)) >= MAX_FAILURES:
+                raise LedgerLocked(f"too many wrong tries for {name!r} from this browser; wait {LOCKOUT_S // 60} minutes (its owner can still open it)")
+        if is_right():
+            with self._lock:
+                self._failures.pop(pair, None)
+            return
+        with self._lock:
+            for key in (("client", client), ("name", name), pair):
+                self._failures.setdefault(key, []).append(now)
+        raise LedgerLocked(wrong_message)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._failures.clear()
+        with _NEW_LOCK:
+            _NEW_LEDGERS.clear()
+
+
+ATTEMPTS = Attempts()
+_NEW_LEDGERS: dict[str, int] = {}  # client -> ledgers it started in this process (shared server)
+_NEW_LOCK = threading.Lock()
 
 
 def _env_flag(name: str) -> bool:
@@ -285,6 +339,25 @@ def _env_flag(name: str) -> bool:
 
 def _hash_secret(secret: str, salt: bytes, iterations: int) -> str:
     return hashlib.pbkdf2_hmac("sha256", secret.encode("utf-8"), salt, iterations).hex()
+
+
+@functools.lru_cache(maxsize=256)
+def _hash_secret_cached(secret: str, salt_hex: str, iterations: int) -> str:
+    """The PBKDF2 of a (PIN, salt) already met: a lab rechecks its student's PIN on every read
+    (64 ms each, audit I9); a wrong PIN is new, so guessing still pays the full cost."""
+    return _hash_secret(secret, bytes.fromhex(salt_hex), iterations)
+
+
+def _signed(doc: dict, lab: str, kind: str, name: str, entry: dict) -> dict:
+    """`entry` with a server signature when this server has LABS_SIGNING_KEY (labs.core.signing),
+    else without one (self-reported)."""
+    from labs.core import signing
+
+    entry.pop("signature", None)
+    key = signing.signing_key()
+    if key is not None:
+        entry["signature"] = signing.sign_entry(doc, lab, kind, name, entry, key)
+    return entry
 
 
 # ---- the ledger --------------------------------------------------------------------------
@@ -298,6 +371,7 @@ class DesignLedger:
         secret: str | None = None,
         shared: bool | None = None,
         roster: "Roster | str | os.PathLike | None" = None,
+        client: str | None = None,
     ):
         from labs.core import ENGINE_VERSION
 
@@ -309,6 +383,7 @@ class DesignLedger:
         roster = roster if roster is not None else (os.environ.get("LABS_ROSTER") or None)
         self.roster = Roster.load(roster) if roster is not None and not isinstance(roster, Roster) else roster
         self.shared = bool(shared if shared is not None else _env_flag("LABS_SHARED")) or self.roster is not None
+        self.client = client or "local"  # who is asking, for the PIN limits (ui.client_id())
         self.recoveries: list[LedgerRecovered] = []
 
     @property
@@ -369,8 +444,21 @@ class DesignLedger:
         return doc
 
     def load(self) -> dict:
+        if not self._exists(self.path) and not self._exists(self.owner_path):
+            self._authorise(write=False)  # a name never saved: nothing to read, no lock file made (audit I7)
+            return self._empty()
         with self._locked(write=False):
             return self._read()
+
+    @staticmethod
+    def _exists(path: Path) -> bool:
+        try:
+            os.lstat(path)
+            return True
+        except FileNotFoundError:
+            return False
+        except OSError:
+            return True  # let the locked read report it
 
     def export(self, doc: dict | None = None) -> bytes:
         """The ledger as UTF-8 JSON bytes, for mo.download; `doc`: the document load() just
@@ -412,8 +500,8 @@ class DesignLedger:
         json.dumps(entry)  # fail here, before touching the file, if anything is not JSON
 
         def change(doc):
-            doc["labs"].setdefault(lab, {})[step] = entry
             _record_variant(doc, lab, variant)
+            doc["labs"].setdefault(lab, {})[step] = _signed(doc, lab, "step", step, entry)
 
         self._update(change)
         return entry
@@ -442,8 +530,9 @@ class DesignLedger:
                 current = record["changes"][-1]["answer"] if record["changes"] else record["answer"]
                 if answer != current:
                     record["changes"].append({"answer": answer, "at": now})
-            result.update(json.loads(json.dumps(record)))
             _record_variant(doc, lab, variant)
+            questions[question] = _signed(doc, lab, "prediction", question, record)
+            result.update(json.loads(json.dumps(questions[question])))
 
         self._update(change)
         return result
@@ -488,7 +577,7 @@ class DesignLedger:
         """Raise LedgerLocked unless this session may read (or write) the ledger; claim an
         unowned ledger for a session that saves with a secret."""
         if self.roster is not None:
-            self.roster.verify(self.student, self.secret)
+            self.roster.verify(self.student, self.secret, self.client)
             return
         owner = self._owner()
         exists = self.path.exists()
@@ -502,25 +591,24 @@ class DesignLedger:
                 raise LedgerLocked(f"choose a PIN of at least {MIN_PIN_CHARS} characters: it protects your ledger on this shared server, and you need it to save again or download")
             if len(list(self.directory.glob("*.ledger.json"))) >= int(os.environ.get("LABS_MAX_LEDGERS", MAX_LEDGERS)):
                 raise LedgerUnavailable("this server holds as many ledgers as it allows; ask your instructor")
+            with _NEW_LOCK:
+                cap = int(os.environ.get("LABS_MAX_NEW_PER_CLIENT", MAX_NEW_PER_CLIENT))
+                if _NEW_LEDGERS.get(self.client, 0) >= cap:
+                    raise LedgerUnavailable(f"this browser has already started {cap} ledgers on this server; keep using yours, or ask your instructor")
+                _NEW_LEDGERS[self.client] = _NEW_LEDGERS.get(self.client, 0) + 1
         if write and self.secret:
             salt = secrets.token_bytes(16)
             owner = {"scheme": "pbkdf2_sha256", "iterations": PBKDF2_ITERATIONS, "salt": salt.hex(), "hash": _hash_secret(self.secret, salt, PBKDF2_ITERATIONS), "created": _now(), "failures": 0}
             self._atomic_write(self.owner_path, json.dumps(owner).encode())
 
     def _verify_owner(self, owner: dict) -> None:
-        failures, last = int(owner.get("failures", 0)), float(owner.get("last_failure", 0))
-        if failures >= MAX_FAILURES and time.time() - last < LOCKOUT_S:
-            raise LedgerLocked(f"too many wrong PINs for {self.student!r}; try again in {LOCKOUT_S // 60} minutes")
-        good = bool(self.secret) and hmac.compare_digest(_hash_secret(self.secret, bytes.fromhex(owner["salt"]), int(owner["iterations"])), owner["hash"])
-        if good:
-            if failures:
-                self._atomic_write(self.owner_path, json.dumps({**owner, "failures": 0}).encode())
-            return
-        if self.secret:
-            with contextlib.suppress(LedgerUnavailable):
-                self._atomic_write(self.owner_path, json.dumps({**owner, "failures": failures + 1, "last_failure": time.time()}).encode())
-        what = "the PIN is wrong" if self.secret else "type its PIN"
-        raise LedgerLocked(f"the ledger of {self.student!r} is protected by its owner's PIN: {what}")
+        """The owner's PIN opens the ledger; wrong tries count against the client and the name
+        (Attempts), never against the owner, so they cannot lock the owner out (audit I1)."""
+        if not self.secret:
+            raise LedgerLocked(f"the name {self.student!r} is taken on this server: if it is yours, type its PIN; if not, use your full name or student id")
+        digest = _hash_secret_cached(self.secret, owner["salt"], int(owner["iterations"]))
+        ATTEMPTS.check(self.student, self.client, lambda: hmac.compare_digest(digest, owner["hash"]),
+                       f"the name {self.student!r} is taken on this server and that is not its PIN: if it is yours, check the PIN; if not, use your full name or student id")
 
     # the lock ----------------------------------------------------------------------------
     @contextlib.contextmanager
