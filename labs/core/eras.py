@@ -11,13 +11,48 @@ gradient-reduce / param-gather / p2p / TP overlap, fp32 gradient reduction under
 interleaving from two stages, NVLS); The Llama 3 Herd of Models 2024 Sec. 3.3.2 (FSDP sharding
 gradients and optimizer state, fp32 gradient reduce-scatter, interleaving, no recomputation at
 8K). Zero-bubble schedules (Qi et al. 2024) belong to no published era here: only era=None.
+
+An era is also a software stack: besides what it allows, each row carries what its kernels and
+runtime cost outside the GEMMs (engine v3), from the kernels' benchmarks and the frameworks'
+code, never from an end-to-end run:
+- attention_kernel: the fused attention it runs (labs.core.gemm.ATTENTION_EFFICIENCY per GPU
+  architecture): cuDNN through Transformer Engine (Megatron-Core), FlashAttention-2 (PyTorch's
+  SDPA flash backend, flash-attn 2 in 2023 recipes).
+- fused_elementwise: Megatron's and TE's hand-fused norms, RoPE, bias-GeLU/SwiGLU and
+  bias-dropout-add, or eager PyTorch ops (labs.core.gemm.elementwise_bytes_per_token); a plan's
+  torch_compile=True fuses them too.
+- kernels_per_layer and cpu_s_per_kernel: the kernels a layer's forward launches (its backward
+  about twice as many) and the host time to issue each (PyTorch's dispatcher, autograd and
+  cudaLaunchKernel: about 5-25 us an op on current CPUs and CUDA 12, the PyTorch dispatcher's
+  layers summed). When a layer's kernels are shorter than that the GPU waits for the CPU: what a
+  1-2B model pays on an H100 and a 100B one does not.
+- loss_bytes_per_logit: HBM bytes the cross entropy moves per logit, forward and backward
+  (Megatron's vocab-parallel cross entropy upcasts the logits to fp32 and makes about eight
+  passes: 60; PyTorch's F.cross_entropy on .float() logits: 40; fused (torch.compile): 8).
+- tp_overlap_kind: "userbuffers" (TE: pipelined chunks on 16 SMs, all-gathers on copy engines),
+  "async_tp" (PyTorch's micro-pipelined TP, torch.distributed._symmetric_memory: each all-gather
+  + matmul and matmul + reduce-scatter split into tp steps on copy engines; the first step of
+  each stays exposed; needs torch.compile in torchtitan) or "none".
+- zero3_unit: what one ZeRO-3 all-gather fetches: "parameter" (DeepSpeed stage 3: every weight of
+  at least stage3_param_persistence_threshold = 1e5 elements on its own; smaller ones stay
+  whole on every rank; prefetch bounded by stage3_prefetch_bucket_size = 5e7 elements, so a
+  weight of a 100B model is fetched one ahead: deepspeed/runtime/zero/config.py and
+  partition_parameters.py, 2021) or "layer" (FSDP: one flat parameter per wrapped transformer
+  block, the next block's gathered during the current one's compute).
+- pp_p2p: "scatter_gather" (Megatron: each TP rank sends 1/t of the activation and the next
+  stage all-gathers it over NVLink) or "full" (DeepSpeed's 2021 pipeline engine: every TP rank
+  sends the whole activation).
+- grad_sync: gradients reduced once a step (DDP no_sync, Megatron's accumulation into main_grad)
+  or every micro-batch; None is the ZeRO stage's own way (once a step up to ZeRO-1, every
+  micro-batch from ZeRO-2, DeepSpeed's and FSDP's default).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from labs.core.validation import check_choice
+from labs.core.gemm import ATTENTION_KERNELS
+from labs.core.validation import check_choice, check_positive
 
 
 @dataclass(frozen=True)
@@ -37,6 +72,28 @@ class Era:
     cp_algorithm: tuple[str, ...] = ("ring", "all_gather")
     max_cp: int = 1  # context parallelism came with Megatron-Core / TE (2024) and Llama 3
     precision: tuple[str, ...] = ("bf16",)  # FP8 GEMMs: Transformer Engine on Hopper
+    grad_sync: tuple = (None, "step", "microbatch")
+    torch_compile: tuple[bool, ...] = (False,)
+    max_pp: int = 1 << 20
+    # ---- the stack's costs outside the GEMMs (see the module docstring) ----
+    attention_kernel: str = "cudnn"
+    fused_elementwise: bool = True
+    kernels_per_layer: int = 12
+    cpu_s_per_kernel: float = 10e-6
+    loss_bytes_per_logit: float = 60.0
+    tp_overlap_kind: str = "userbuffers"
+    zero3_unit: str = "layer"
+    pp_p2p: str = "scatter_gather"
+    source: str = ""
+
+    def __post_init__(self):
+        check_choice("attention_kernel", self.attention_kernel, ATTENTION_KERNELS)
+        check_choice("tp_overlap_kind", self.tp_overlap_kind, TP_OVERLAP_KINDS)
+        check_choice("zero3_unit", self.zero3_unit, ZERO3_UNITS)
+        check_choice("pp_p2p", self.pp_p2p, PP_P2P)
+        check_positive("kernels_per_layer", self.kernels_per_layer, integer=True, maximum=10_000)
+        check_positive("cpu_s_per_kernel", self.cpu_s_per_kernel, allow_zero=True, maximum=1.0)
+        check_positive("loss_bytes_per_logit", self.loss_bytes_per_logit, allow_zero=True, maximum=1000)
 
     def defaults(self) -> dict:
         return {name: getattr(self, name)[0] for name in ERA_FIELDS}
@@ -45,19 +102,61 @@ class Era:
 ERA_FIELDS = (
     "schedule", "recompute", "sequence_parallel", "flash_attention", "zero_stage", "tp_comm_overlap",
     "grad_reduce_dtype", "dp_overlap", "pp_overlap", "dp_algorithm", "cp_algorithm", "precision",
+    "grad_sync", "torch_compile",
 )
+TP_OVERLAP_KINDS = ("userbuffers", "async_tp", "none")
+ZERO3_UNITS = ("parameter", "layer")
+PP_P2P = ("scatter_gather", "full")
+GRAD_SYNCS = (None, "step", "microbatch")
+# Kernels a transformer layer's forward launches, counted from each stack's layer code (Llama-style
+# layer; a GPT layer differs by one or two): Megatron-LM 2021 (LayerNorm, QKV, two baddbmm and the
+# fused scale-mask-softmax, dropout, projection, bias-dropout-add, LayerNorm, fc1, bias-GeLU, fc2,
+# bias-dropout-add): 14; Transformer Engine (LayerNormLinear, fused RoPE, fused attention,
+# projection, bias-dropout-add, LayerNormMLP's norm, fc1, SwiGLU, fc2, bias-dropout-add): 12; eager
+# PyTorch (torchtitan / HF Llama: 2 RMSNorms of 7 ops, q, k, v, o, about 10 RoPE ops, SDPA and
+# its transposes, 2 residual adds, w1, w3, silu, mul, w2): 40; torch.compile (the 7 GEMMs,
+# attention and about 6 fused Triton kernels): 14.
+EAGER_KERNELS_PER_LAYER = 40
+COMPILED_KERNELS_PER_LAYER = 14
+COMPILED_LOSS_BYTES_PER_LOGIT = 8.0  # read bf16 logits, write bf16 gradient, both passes fused
 
 F, T = False, True
 ERAS: dict[str, Era] = {
     #                       schedule                             min pp  recompute                        SP      flash   ZeRO          TP ovl  grads              DP ovl  PP ovl  DP algorithm
-    "megatron-2021": Era("megatron-2021", ("interleaved", "1f1b"), 3, ("full", "none"), (F,), (F,), (0,), (F,), ("bf16",), (F,), (F,), ("auto", "ring", "tree")),
-    "deepspeed-2021": Era("deepspeed-2021", ("1f1b",), 3, ("full", "none"), (F,), (F,), (0, 1, 2, 3), (F,), ("bf16",), (T, F), (F,), ("auto", "ring", "tree")),
-    "megatron-2022": Era("megatron-2022", ("interleaved", "1f1b"), 3, ("selective", "full", "none"), (T, F), (F,), (0,), (F,), ("bf16",), (F,), (F,), ("auto", "ring", "tree")),
-    "megatron-core-2024": Era("megatron-core-2024", ("interleaved", "1f1b"), 2, ("selective", "none", "full"), (T, F), (T, F), (1, 0), (T, F), ("fp32", "bf16"), (T, F), (T, F), ("auto", "ring", "tree", "nvls"), ("ring", "all_gather"), 8, ("bf16", "fp8")),
+    "megatron-2021": Era("megatron-2021", ("interleaved", "1f1b"), 3, ("full", "none"), (F,), (F,), (0,), (F,), ("bf16",), (F,), (F,), ("auto", "ring", "tree"),
+                         kernels_per_layer=14, tp_overlap_kind="none"),
+    # DeepSpeed 2021 ran Megatron's fused layer code (Megatron-DeepSpeed) under its own engine.
+    "deepspeed-2021": Era("deepspeed-2021", ("1f1b",), 3, ("full", "none"), (F,), (F,), (0, 1, 2, 3), (F,), ("bf16",), (T, F), (F,), ("auto", "ring", "tree"),
+                          kernels_per_layer=14, tp_overlap_kind="none", zero3_unit="parameter", pp_p2p="full"),
+    "megatron-2022": Era("megatron-2022", ("interleaved", "1f1b"), 3, ("selective", "full", "none"), (T, F), (F,), (0,), (F,), ("bf16",), (F,), (F,), ("auto", "ring", "tree"),
+                         kernels_per_layer=14, tp_overlap_kind="none"),
+    "megatron-core-2024": Era("megatron-core-2024", ("interleaved", "1f1b"), 2, ("selective", "none", "full"), (T, F), (T, F), (1, 0), (T, F), ("bf16", "fp32"), (T, F), (T, F), ("auto", "ring", "tree", "nvls"), ("ring", "all_gather"), 8, ("bf16", "fp8")),
     # FSDP that keeps the gathered weights through the step (part 2's reshard_after_forward=False)
     # is ZeRO-2's memory and traffic: sharded gradients and optimizer, whole weights in the step.
     "llama3-2024": Era("llama3-2024", ("interleaved", "1f1b"), 2, ("none", "selective", "full"), (T,), (T,), (2, 1), (F, T), ("fp32",), (T,), (T,), ("auto", "ring", "tree"), ("all_gather", "ring"), 16),
+    # PyTorch FSDP1 in 2023 (llama-recipes, HF accelerate): FULL_SHARD (ZeRO-3) or SHARD_GRAD_OP
+    # (ZeRO-2) over every GPU, one FSDP unit per transformer block, activation checkpointing per
+    # block, flash-attn 2, eager element-wise ops, no pipeline, no TP overlap, no compile.
+    "pytorch-fsdp1-2023": Era(
+        "pytorch-fsdp1-2023", ("1f1b",), 2, ("none", "full"), (F,), (T,), (3, 2), (F,), ("bf16", "fp32"), (T,), (T,),
+        ("auto", "ring", "tree"), max_pp=1, attention_kernel="fa2", fused_elementwise=False,
+        kernels_per_layer=EAGER_KERNELS_PER_LAYER, loss_bytes_per_logit=40.0, tp_overlap_kind="none",
+        source="torch.distributed.fsdp (PyTorch 2.0-2.1): ShardingStrategy, transformer_auto_wrap_policy, "
+               "limit_all_gathers, BackwardPrefetch.BACKWARD_PRE; meta-llama/llama-recipes; Dao-AILab/flash-attention 2.x"),
+    # PyTorch FSDP2 / DTensor in 2024-25 (torchtitan): fully_shard per block (reshard_after_forward),
+    # TP and SP as DTensor plans, AsyncTP under torch.compile, pipeline schedules from
+    # torch.distributed.pipelining (1F1B, interleaved 1F1B, GPipe), context parallelism (ring),
+    # float8 GEMMs through torchao, SDPA's flash backend (FlashAttention-2), fp32 gradient
+    # reduction by default (mixed_precision_reduce = float32), op-level selective checkpointing.
+    "pytorch-fsdp2-2024": Era(
+        "pytorch-fsdp2-2024", ("1f1b", "interleaved", "gpipe"), 2, ("selective", "none", "full"), (T, F), (T,), (3, 2), (F, T), ("fp32", "bf16"),
+        (T,), (T,), ("auto", "ring", "tree", "nvls"), ("ring", "all_gather"), 16, ("bf16", "fp8"), torch_compile=(F, T),
+        attention_kernel="fa2", fused_elementwise=False, kernels_per_layer=EAGER_KERNELS_PER_LAYER, loss_bytes_per_logit=40.0,
+        tp_overlap_kind="async_tp",
+        source="pytorch/torchtitan (2024-25): parallelize_llama (fully_shard, parallelize_module, enable_async_tp), "
+               "torch.distributed.pipelining schedules, torchao.float8; torch.nn.functional.scaled_dot_product_attention"),
 }
+DEFAULT_STACK = "megatron-core-2024"  # the kernels a plan with no era runs (the engine's v2 constants)
 ERA_NAMES = tuple(ERAS)
 
 
@@ -68,10 +167,25 @@ def get_era(name: str | None) -> Era | None:
     return ERAS[name]
 
 
+def stack_of(name: str | None) -> Era:
+    """The era whose kernel-level constants a plan runs with: its own, or DEFAULT_STACK's."""
+    return ERAS[DEFAULT_STACK if name is None else name]
+
+
+def kernels_per_layer(stack: Era, torch_compile: bool) -> int:
+    return COMPILED_KERNELS_PER_LAYER if torch_compile else stack.kernels_per_layer
+
+
+def loss_bytes_per_logit(stack: Era, torch_compile: bool) -> float:
+    return COMPILED_LOSS_BYTES_PER_LOGIT if torch_compile else stack.loss_bytes_per_logit
+
+
 def check_plan_in_era(era: Era, values: dict) -> None:
     """Refuse a plan field value the era's software did not have, naming the field and era."""
     for name in ERA_FIELDS:
         if name in values and values[name] not in getattr(era, name):
             raise ValueError(f"{name}={values[name]!r} is not available in era {era.name!r}; it allows {getattr(era, name)}")
+    if values.get("pp", 1) > era.max_pp:
+        raise ValueError(f"pp={values['pp']} is not available in era {era.name!r}: its software has no pipeline parallelism (pp <= {era.max_pp})")
     if values.get("schedule") == "interleaved" and values.get("pp", era.interleave_min_pp) < era.interleave_min_pp:
         raise ValueError(f"pp={values.get('pp')} is too few stages for the interleaved schedule in era {era.name!r} (needs pp >= {era.interleave_min_pp})")

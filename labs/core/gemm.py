@@ -12,7 +12,13 @@ Not modelled: wave and tile quantisation (a 10,922-wide SwiGLU runs 46% slower t
 
 Fused flash attention is its own kernel (Dao 2023): it executes the causal half of the s^2
 work, and its backward recomputes the scores, doing 2.5x the forward's FLOPs (5 matmuls to 2).
-MFU still counts attention as Megatron does: 4 b s^2 h per layer forward, all of it.
+MFU still counts attention as Megatron does: 4 b s^2 h per layer forward, all of it. How fast
+it runs is the kernel's, not the GPU's: the software stack (labs.core.eras) names the kernel.
+
+Element-wise work (norms, RoPE, activation, residual adds, casts) streams through HBM. A stack
+that fuses them (Megatron's and Transformer Engine's kernels, or torch.compile) moves fewer bytes
+than eager PyTorch, whose norms upcast to fp32 and whose RoPE and SwiGLU run as separate kernels:
+`elementwise_bytes_per_token` counts both from the code, per token of one layer's forward.
 """
 
 from __future__ import annotations
@@ -32,6 +38,60 @@ LAYER_GEMM_SHARE = 0.825
 GEMM_FIXED_S = 2.7e-6
 FLASH_BACKWARD_OVER_FORWARD = 2.5  # FlashAttention-2 backward: 5 matmuls against the forward's 2
 
+# Fraction of the bf16 dense peak each fused attention kernel sustains, forward and backward
+# together (the backward does 2.5x the forward's FLOPs, so it weighs most), head dim 128, 2k-8k
+# tokens, from the kernels' own benchmarks:
+# - Ampere: FlashAttention-2 reaches 50-73% of A100's peak forward and about 60-65% forward plus
+#   backward (Dao 2023, arXiv:2307.08691, Sec. 4.1, Fig. 4-6): 0.6. cuDNN's fused attention on A100
+#   is taken as equal (no stored benchmark; unconfirmed).
+# - Hopper: Shah et al. 2024 (FlashAttention-3, arXiv:2407.08608) Fig. 5 (forward, causal, head dim
+#   128) and Fig. 7 (backward) on H100 SXM5: FlashAttention-2 298-333 forward / 291-318 backward
+#   TFLOP/s, cuDNN 484-529 / 465-518, FlashAttention-3 521-602 / 501-559. So 0.31, 0.50, 0.55 of
+#   989.4. FlashAttention-3 runs on Hopper only; elsewhere a stack that asks for it gets FA2.
+# - Blackwell: unconfirmed; Hopper's figures.
+ATTENTION_EFFICIENCY = {
+    ("fa2", "ampere"): 0.6, ("cudnn", "ampere"): 0.6, ("fa3", "ampere"): 0.6,
+    ("fa2", "hopper"): 0.31, ("cudnn", "hopper"): 0.50, ("fa3", "hopper"): 0.55,
+    ("fa2", "blackwell"): 0.31, ("cudnn", "blackwell"): 0.50, ("fa3", "blackwell"): 0.55,
+}
+ATTENTION_KERNELS = ("fa2", "fa3", "cudnn")
+
+# HBM bytes per element of each element-wise op of a layer's forward, counted from the code:
+# - fused (Megatron / Transformer Engine, torch.compile): an RMSNorm or LayerNorm reads its input
+#   and writes its output in bf16 (2 + 2); RoPE reads and writes q and k once (2 + 2); SwiGLU reads
+#   gate and up and writes their product (3 x 2 per output element); a residual add reads two and
+#   writes one (3 x 2).
+# - eager PyTorch (the Llama reference RMSNorm, torchtitan's default "rmsnorm" and HF's
+#   LlamaRMSNorm): x.float() (read 2, write 4), pow (4 + 4), mean (read 4), x * rsqrt (4 + 4),
+#   .type_as (4 + 2), * weight (2 + 2) = 36 bytes an element; RoPE through complex or
+#   rotate_half: about five passes over q and k (float, multiply, cat/view, add, cast) = 20;
+#   SwiGLU as silu then multiply: (2 + 2) + (4 + 2) = 10 per output element; residual adds as fused.
+NORM_BYTES = {"fused": 4.0, "eager": 36.0}
+ROPE_BYTES = {"fused": 4.0, "eager": 20.0}
+SWIGLU_BYTES = {"fused": 6.0, "eager": 10.0}
+RESIDUAL_BYTES = 6.0
+
+
+def elementwise_bytes_per_token(model, fused: bool) -> float:
+    """HBM bytes one token's element-wise ops move in one layer's forward (unsharded): two norms
+    over h, RoPE over q and k, the gated activation over the FFN width, two residual adds.
+    GPT layers (LayerNorm, GeLU, no RoPE) are one fused kernel each in eager PyTorch too."""
+    kind = "fused" if fused else "eager"
+    h = model.hidden
+    if not model.gated_ffn:
+        return 2 * NORM_BYTES["fused"] * h + 2 * 2 * model.ffn + 2 * RESIDUAL_BYTES * h
+    q_k = model.score_dim + model.kv_dim
+    return 2 * NORM_BYTES[kind] * h + ROPE_BYTES[kind] * q_k + SWIGLU_BYTES[kind] * model.ffn + 2 * RESIDUAL_BYTES * h
+
+
+def unfused_elementwise_ratio(model) -> float:
+    """How many times the fused kernels' bytes eager PyTorch moves for this model's layers."""
+    return elementwise_bytes_per_token(model, False) / elementwise_bytes_per_token(model, True)
+
+
+def attention_efficiency(kernel: str, arch: str) -> float:
+    return ATTENTION_EFFICIENCY[(kernel, arch)]
+
 
 def layer_gemm_rate(gpu: GPU, fp8=False):
     """FLOP/s a transformer layer's large GEMMs sustain on this GPU, in BF16 or FP8 (the same
@@ -50,7 +110,8 @@ def gemm_efficiency(gpu: GPU, m, n, k):
     return flops / gemm_time(gpu, m, n, k) / gpu.bf16_flops
 
 
-def flash_attention_time(gpu: GPU, causal_flops_forward):
-    """(forward, backward) seconds of fused attention doing `causal_flops_forward` in forward."""
-    forward = causal_flops_forward / (gpu.bf16_flops * gpu.attention_efficiency)
+def flash_attention_time(gpu: GPU, causal_flops_forward, kernel: str = "cudnn"):
+    """(forward, backward) seconds of fused attention doing `causal_flops_forward` in forward,
+    with the stack's kernel (labs.core.eras.Era.attention_kernel) on this GPU's architecture."""
+    forward = causal_flops_forward / (gpu.bf16_flops * attention_efficiency(kernel, gpu.arch))
     return forward, FLASH_BACKWARD_OVER_FORWARD * forward

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from labs.core.validation import check_positive, check_fraction, check_str, unknown_key_error
+from labs.core.validation import check_choice, check_positive, check_fraction, check_str, unknown_key_error
 
 GB = 1e9
+ARCHS = ("ampere", "hopper", "blackwell")
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ class GPU:
     hbm_bytes_per_s: float
     nvlink: str  # key into LINKS of the GPU's own NVLink generation
     mamf_flops: float  # best-shape bf16 GEMM FLOP/s measured on the part (Maximum Achievable Matmul FLOPS)
-    attention_efficiency: float  # fraction of bf16 peak a fused flash-attention kernel reaches
+    arch: str  # "ampere", "hopper" or "blackwell": which attention kernels run, and how fast (labs.core.gemm)
     sms: int  # streaming multiprocessors: communication kernels take some of them
     hbm_efficiency: float  # fraction of HBM bandwidth a streaming kernel reaches
     confirmed: bool
@@ -60,7 +61,7 @@ class GPU:
             check_positive(name, getattr(self, name))
         check_positive("fp8_flops", self.fp8_flops, allow_zero=True)
         check_positive("sms", self.sms, integer=True)
-        check_fraction("attention_efficiency", self.attention_efficiency)
+        check_choice("arch", self.arch, ARCHS)
         check_fraction("hbm_efficiency", self.hbm_efficiency)
         check_positive("fp8_mamf_flops", self.fp8_mamf_flops, allow_zero=True)
         if self.fp8_mamf_flops > max(self.fp8_flops, 0.0) or (self.fp8_flops and not self.fp8_mamf_flops):
@@ -140,6 +141,12 @@ LINKS: dict[str, Link] = {
         "InfiniBand XDR 800 Gb/s (unconfirmed)", 100 * GB, _NET_HOP_S, 47 / 50,
         "XDR = 800 Gb/s = 100 GB/s per port; efficiency assumed equal to NDR's.",
     ),
+    "opa-100": Link(
+        "Omni-Path 100 Gb/s", 12.5 * GB, _NET_HOP_S, 0.85,
+        "Intel Omni-Path Architecture 100 series: 100 Gb/s = 12.5 GB/s per port (Intel OPA 100 product brief). "
+        "Efficiency assumed equal to InfiniBand HDR's measured 0.85 (no NCCL busbw row stored); hop latency "
+        "NCCL's network figure, as for InfiniBand.",
+    ),
     "roce-400": Link(
         "RoCE 400 Gb/s", 50 * GB, _NET_HOP_S, 47 / 50,
         "400 Gb/s per GPU as on Meta's Llama 3 cluster (arXiv:2407.21783 Sec. 3.3.1); "
@@ -155,10 +162,9 @@ _H100_SRC = (
 # Measured best-shape bf16 GEMMs, stas00/ml-engineering compute/accelerator/README.md (MAMF table,
 # mean of 100 iterations): A100 SXM 271.2 of 312 TFLOP/s, H100 SXM 794.5 of 989 ("H200 is the
 # same"), B200 SXM 1745 of 2250; A100 PCIe 252.9. labs.core.gemm turns these into a layer's GEMM
-# time by shape. Fused flash attention: FlashAttention-2 reaches 50-73% of A100's peak (Dao 2023,
-# arXiv:2307.08691, Sec. 4.1), so 0.6; on H100 FlashAttention-2 reaches ~35% and FlashAttention-3
-# 75% in the forward pass (Shah et al. 2024, arXiv:2407.08608), with cuDNN/TE fused attention
-# between them: 0.5. SM counts: A100 108, H100/H200 132 (NVIDIA architecture whitepapers), B200
+# time by shape. How fast attention runs depends on the kernel the software stack uses, so its
+# efficiency lives with the stack (labs.core.eras, labs.core.gemm.ATTENTION_EFFICIENCY), keyed
+# by the GPU's architecture. SM counts: A100 108, H100/H200 132 (NVIDIA architecture whitepapers), B200
 # 148 (unconfirmed). FP8 (float8_e4m3fn) MAMF from the same table: H100 SXM 1402.6 of 1979, H200
 # SXM 1453.4 of 1979.
 # HBM as nvidia-smi reports it, in bytes (MiB x 2^20): A100 80GB 81,920 MiB (stas00/ml-engineering
@@ -172,32 +178,58 @@ _HBM_EFF = 0.90  # STREAM-triad class kernels reach ~90% of HBM peak on A100 and
 
 GPUS: dict[str, GPU] = {
     "a100-sxm-80gb": GPU(
-        "A100-SXM-80GB", 312e12, 0.0, _A100_HBM, 2039 * GB, "nvlink3", 271.2e12, 0.6, 108, _HBM_EFF, True,
+        "A100-SXM-80GB", 312e12, 0.0, _A100_HBM, 2039 * GB, "nvlink3", 271.2e12, "ampere", 108, _HBM_EFF, True,
         _A100_SRC,
     ),
+    # The 40 GB part: the same chip with 40 GB HBM2 at 1,555 GB/s (A100 datasheet). nvidia-smi
+    # shows 40,960 MiB (40,536 MiB usable is what some driver versions print; the catalog keeps
+    # the 40,960 MiB the datasheet's 40 GB stands for). Matmul rate: the 80 GB part's MAMF scaled by
+    # nothing (same clocks and SMs); unconfirmed: no MAMF row for the 40 GB part.
+    "a100-sxm-40gb": GPU(
+        "A100-SXM-40GB", 312e12, 0.0, 40_960 * 2**20, 1555 * GB, "nvlink3", 271.2e12, "ampere", 108, _HBM_EFF, True,
+        "NVIDIA A100 datasheet (40 GB SXM4): 312 TFLOP/s BF16 dense, 40 GB HBM2, 1,555 GB/s; MAMF taken "
+        "as the 80 GB part's (same chip and clocks, no separate measurement stored).",
+    ),
     "a100-pcie-80gb": GPU(
-        "A100-PCIe-80GB", 312e12, 0.0, _A100_HBM, 1935 * GB, "nvlink3", 252.9e12, 0.6, 108, _HBM_EFF, True,
+        "A100-PCIe-80GB", 312e12, 0.0, _A100_HBM, 1935 * GB, "nvlink3", 252.9e12, "ampere", 108, _HBM_EFF, True,
         "NVIDIA A100 80GB PCIe datasheet: 312 TFLOP/s BF16 dense, 80 GB HBM2e, 1,935 GB/s.",
     ),
     "h100-sxm": GPU(
-        "H100-SXM", 989.4e12, 1979e12, _H100_HBM, 3350 * GB, "nvlink4", 794.5e12, 0.5, 132, _HBM_EFF, True,
+        "H100-SXM", 989.4e12, 1979e12, _H100_HBM, 3350 * GB, "nvlink4", 794.5e12, "hopper", 132, _HBM_EFF, True,
         _H100_SRC, 1402.6e12,
     ),
+    # H100 NVL: the PCIe card with 94 GB HBM3 at 3.9 TB/s, 835.5 TFLOP/s BF16 dense (1,671 with
+    # sparsity), FP8 1,670.5 dense, NVLink bridges 600 GB/s between pairs (NVIDIA H100 product
+    # page, "H100 NVL" column). Fewer SMs' clocks than SXM (350-400 W): MAMF scaled from the SXM
+    # part by the peak ratio, unconfirmed (no MAMF row for NVL). nvidia-smi: 95,830 MiB
+    # (public nvidia-smi logs of H100 NVL).
+    "h100-nvl-94gb": GPU(
+        "H100-NVL-94GB", 835.5e12, 1670.5e12, 95_830 * 2**20, 3900 * GB, "nvlink4", 794.5e12 * 835.5 / 989.4, "hopper", 132, _HBM_EFF, False,
+        "NVIDIA H100 product page (H100 NVL): 835.5 TFLOP/s BF16 dense, 94 GB HBM3, 3.9 TB/s, 350-400 W. "
+        "MAMF scaled from H100 SXM by the peak ratio (unconfirmed).", 1402.6e12 * 835.5 / 989.4,
+    ),
+    # H100 SXM5 96 GB (HBM3, 3.36 TB/s; sold in China as the H800's successor parts and in some
+    # HGX boards): the SXM5 die with 6 HBM stacks enabled. Compute as H100 SXM.
+    "h100-sxm-96gb": GPU(
+        "H100-SXM-96GB", 989.4e12, 1979e12, 96 * 1024 * 2**20, 3360 * GB, "nvlink4", 794.5e12, "hopper", 132, _HBM_EFF, False,
+        "H100 SXM5 96 GB as listed by server vendors (unconfirmed by an NVIDIA datasheet): the H100 SXM compute with "
+        "96 GB HBM3 at 3.36 TB/s; capacity taken as 96 GiB.", 1402.6e12,
+    ),
     "h200-sxm": GPU(
-        "H200-SXM", 989.4e12, 1979e12, _H200_HBM, 4800 * GB, "nvlink4", 794.5e12, 0.5, 132, _HBM_EFF, True,
+        "H200-SXM", 989.4e12, 1979e12, _H200_HBM, 4800 * GB, "nvlink4", 794.5e12, "hopper", 132, _HBM_EFF, True,
         "NVIDIA H200 product page: H100 compute, 141 GB HBM3e, 4.8 TB/s.", 1453.4e12,
     ),
     "h800-sxm": GPU(
-        "H800-SXM", 989.4e12, 1979e12, _H100_HBM, 3350 * GB, "nvlink4-h800", 794.5e12, 0.5, 132, _HBM_EFF, True,
+        "H800-SXM", 989.4e12, 1979e12, _H100_HBM, 3350 * GB, "nvlink4-h800", 794.5e12, "hopper", 132, _HBM_EFF, True,
         "H800 SXM: the H100 SXM die and memory with NVLink cut to 400 GB/s bidirectional (reference file "
         "hw_h800; DeepSeek-V3 Sec. 3.2.2). Matmul rates taken as H100's (same chip and clocks).", 1402.6e12,
     ),
     "b200": GPU(
-        "B200 (unconfirmed)", 2.25e15, 4.5e15, _B200_HBM, 7700 * GB, "nvlink5", 1745e12, 0.5, 148, _HBM_EFF,
+        "B200 (unconfirmed)", 2.25e15, 4.5e15, _B200_HBM, 7700 * GB, "nvlink5", 1745e12, "blackwell", 148, _HBM_EFF,
         False,
         "HGX B200 spec page as transcribed (unconfirmed): 2.25 PFLOP/s BF16 dense, 4.5 FP8 "
-        "dense, 180 GB, 7.7 TB/s; other sources quote 192 GB and 8 TB/s. Attention efficiency "
-        "assumed equal to H100's. FP8 MAMF assumed twice the BF16 one (no merged measurement).",
+        "dense, 180 GB, 7.7 TB/s; other sources quote 192 GB and 8 TB/s. Attention kernels "
+        "assumed as fast as on H100. FP8 MAMF assumed twice the BF16 one (no merged measurement).",
         2 * 1745e12,
     ),
 }

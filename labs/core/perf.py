@@ -13,7 +13,7 @@ import numpy as np
 
 from labs.core.collectives import CollectiveCost
 from labs.core.context import check_ulysses
-from labs.core.eras import check_plan_in_era, get_era
+from labs.core.eras import ERA_NAMES, GRAD_SYNCS, check_plan_in_era, get_era, stack_of
 from labs.core.hardware import GPUS, Cluster
 from labs.core.layout import RANK_ORDERS, axis_strides
 from labs.core.memory import OPTIMIZER_STATES, ZERO_STAGES, MemoryBreakdown, optimizer_state
@@ -37,13 +37,15 @@ __all__ = ["CP_ALGORITHMS", "Plan", "Estimate", "TimeBreakdown", "OffloadCost", 
 
 
 _COUNT_LIMITS = {"ep": 1 << 20, "tp": 1 << 20, "pp": 1 << 20, "dp": 1 << 20, "cp": 1 << 20, "virtual_stages": 1 << 10, "micro_batch": 1 << 20, "global_batch": 1 << 31}
-_FLAGS = ("sequence_parallel", "flash_attention", "dp_overlap", "pp_overlap", "offload_optimizer", "tp_comm_overlap", "reshard_after_forward")
+_FLAGS = ("sequence_parallel", "flash_attention", "dp_overlap", "pp_overlap", "offload_optimizer", "tp_comm_overlap", "reshard_after_forward", "torch_compile")
 _CHOICES = {
     "zero_stage": ZERO_STAGES, "recompute": RECOMPUTE_MODES, "schedule": PLAN_SCHEDULES, "dp_algorithm": DP_ALGORITHMS,
     "optimizer_state": tuple(OPTIMIZER_STATES), "grad_reduce_dtype": GRAD_REDUCE_DTYPES,
     "cp_algorithm": CP_ALGORITHMS,
     "precision": ("bf16", "fp8"),
     "rank_order": RANK_ORDERS,
+    "stack": ERA_NAMES + (None,),
+    "grad_sync": GRAD_SYNCS,
 }
 
 
@@ -111,6 +113,9 @@ class Plan:
     capacity_factor: float | None = None  # None: no token dropping (balanced routing); c: experts padded to c x balanced load
     max_nodes_per_token: int | None = None  # node-limited routing (DeepSeek-V3: 4)
     rank_order: str = RANK_ORDERS[0]  # which axis varies fastest along the ranks (labs.core.layout); Megatron's by default
+    stack: str | None = None  # the software stack (an era of labs.core.eras) whose kernels run; None: Megatron-Core's
+    grad_sync: str | None = None  # "step" (no_sync) or "microbatch"; None: the ZeRO stage's own (step up to ZeRO-1)
+    torch_compile: bool = False  # PyTorch stacks: element-wise ops fused and fewer kernels launched
 
     def __post_init__(self):
         for name in self.__dataclass_fields__:
@@ -143,6 +148,10 @@ class Plan:
             raise ValueError(f"ep must divide dp x cp = {self.dp * self.cp} (experts are spread over data-parallel ranks), got {self.ep}")
         if (self.first_stage_layers is not None or self.last_stage_layers is not None) and self.pp < 2:
             raise ValueError(f"first_stage_layers and last_stage_layers need pp >= 2, got pp={self.pp}")
+        if self.tp_comm_overlap and self.tp > 1 and stack_of(self.stack).tp_overlap_kind == "async_tp" and not self.torch_compile:
+            raise ValueError(f"tp_comm_overlap in stack {self.stack!r} is AsyncTP, which needs torch_compile=True (torchtitan applies it as a compiler pass)")
+        if self.grad_sync == "step" and self.offload_optimizer and self.zero_stage >= 2:
+            raise ValueError("grad_sync='step' keeps whole gradients on the GPU, which ZeRO-Offload from stage 2 streams out: use grad_sync=None")
 
     @classmethod
     def for_era(cls, era: str | None, **fields) -> "Plan":
@@ -156,7 +165,9 @@ class Plan:
         spec = get_era(era)
         if spec is None:
             return cls(**fields)
-        values = {**spec.defaults(), **fields}
+        if fields.get("stack", era) != era:
+            raise ValueError(f"stack={fields['stack']!r} differs from era {era!r}: an era runs its own stack")
+        values = {**spec.defaults(), **fields, "stack": era}
         if values["schedule"] == "interleaved" and ("schedule" not in fields and (fields.get("virtual_stages", 1) == 1 or fields.get("pp", 1) < spec.interleave_min_pp)):
             values["schedule"] = "1f1b"
         if values["tp_comm_overlap"] and not values["sequence_parallel"]:
@@ -241,6 +252,7 @@ def plan_columns(plan: Plan) -> dict:
         "fp8": plan.precision == "fp8",
         "ep": plan.ep, "capacity_factor": plan.capacity_factor or 0.0, "max_nodes_per_token": plan.max_nodes_per_token or 0,
         "rank_order": RANK_ORDERS.index(plan.rank_order),
+        "grad_sync": GRAD_SYNCS.index(plan.grad_sync), "torch_compile": plan.torch_compile,
     }
 
 
@@ -397,7 +409,7 @@ def _collectives(cluster: Cluster, plan: Plan, r: dict) -> tuple[CollectiveUse, 
 
 
 def _run(model: Model, cluster: Cluster, plan: Plan) -> dict[str, float]:
-    out = evaluate(model, cluster, {k: np.asarray([v]) for k, v in plan_columns(plan).items()}, plan.dp_algorithm)
+    out = evaluate(model, cluster, {k: np.asarray([v]) for k, v in plan_columns(plan).items()}, plan.dp_algorithm, stack_of(plan.stack))
     return {k: float(v[0]) for k, v in out.items()}
 
 

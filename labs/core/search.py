@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from labs.core.context import ulysses_fits
-from labs.core.eras import ERA_FIELDS, get_era
+from labs.core.eras import ERA_FIELDS, GRAD_SYNCS, get_era, stack_of
 from labs.core.hardware import Cluster
 from labs.core.memory import optimizer_state
 from labs.core.models import RECOMPUTE_MODES, Model
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 SWEPT = ("tp", "pp", "cp", "ep", "micro_batch", "zero_stage", "recompute", "sequence_parallel", "schedule", "virtual_stages")
-FIXED_ONLY = ("flash_attention", "dp_algorithm", "dp_overlap", "pp_overlap", "bucket_bytes", "tp_comm_overlap", "grad_reduce_dtype", "optimizer_state", "cp_algorithm", "precision")
+FIXED_ONLY = ("flash_attention", "dp_algorithm", "dp_overlap", "pp_overlap", "bucket_bytes", "tp_comm_overlap", "grad_reduce_dtype", "optimizer_state", "cp_algorithm", "precision", "grad_sync", "torch_compile")
 DEFAULT_CHOICES = {
     "micro_batch": [1, 2, 4, 8],
     "zero_stage": [0, 1, 2, 3],
@@ -74,6 +74,8 @@ def _settings(cluster: Cluster, era, fixed: dict) -> tuple[dict, dict]:
                 raise ValueError(f"{name}={fixed[name]!r} is not available in era {spec.name!r}; it allows {getattr(spec, name)}")
             options[name] = fixed[name]
     check_algorithm(cluster, options["dp_algorithm"])
+    if options["tp_comm_overlap"] and stack_of(era).tp_overlap_kind == "async_tp" and not options["torch_compile"]:
+        raise ValueError(f"tp_comm_overlap in era {era!r} is AsyncTP, which needs torch_compile=True")
     if options["precision"] == "fp8" and not cluster.gpu.fp8_mamf_flops:
         raise ValueError(f"precision='fp8' needs FP8 tensor cores, which {cluster.gpu.name} does not have; use 'bf16'")
     choices = {name: list(values) for name, values in DEFAULT_CHOICES.items()}
@@ -109,7 +111,7 @@ def _space(model: Model, cluster: Cluster, global_batch: int, choices: dict, spe
     Plan and validate() apply."""
     n = cluster.gpus
     tps = [t for t in choices.get("tp", _divisors(n)) if model.heads % t == 0]
-    pps = [p for p in choices.get("pp", _divisors(n)) if p <= model.layers]
+    pps = [p for p in choices.get("pp", _divisors(n)) if p <= model.layers and (not spec or p <= spec.max_pp)]
     eps = choices.get("ep", [e for e in (1, 2, 4, 8, 16, 32, 64, 128, 256) if model.experts and model.experts % e == 0] or [1])
     eps = [e for e in eps if e == 1 or (model.experts and model.experts % e == 0)]
     t, p, c, e = (a.ravel() for a in np.meshgrid(*(np.asarray(x, dtype=np.int64) for x in (tps, pps, choices["cp"], eps or [0])), indexing="ij"))
@@ -168,6 +170,7 @@ def _columns(space: dict, options: dict) -> dict:
         "cp_contiguous": np.full(rows, options["cp_algorithm"] == "ring_contiguous"),
         "fp8": np.full(rows, options["precision"] == "fp8"),
         "ep": space["ep"], "capacity_factor": np.zeros(rows), "max_nodes_per_token": np.zeros(rows),
+        "grad_sync": np.full(rows, GRAD_SYNCS.index(options["grad_sync"])), "torch_compile": np.full(rows, options["torch_compile"]),
     }
 
 
@@ -198,7 +201,7 @@ def sweep(model: Model, cluster: Cluster, global_batch: int, era: str | None = N
     if len(space["tp"]) == 0:
         raise ValueError(f"no valid plan for {model.name} on {cluster.gpus} GPUs with global_batch={global_batch} and {fixed}")
     cols = _columns(space, options)
-    out = evaluate(model, cluster, cols, options["dp_algorithm"])
+    out = evaluate(model, cluster, cols, options["dp_algorithm"], stack_of(era))
     gpus, peak = cluster.gpus, peak_flops(cluster.gpu, options["precision"])
     step = out["step_time_s"]
     frame = {k: v for k, v in space.items() if not k.startswith("_")}
@@ -210,6 +213,9 @@ def sweep(model: Model, cluster: Cluster, global_batch: int, era: str | None = N
         "optimizer_state": np.full(len(step), options["optimizer_state"], dtype=object),
         "cp_algorithm": np.full(len(step), options["cp_algorithm"], dtype=object),
         "precision": np.full(len(step), options["precision"], dtype=object),
+        "stack": np.full(len(step), era, dtype=object),
+        "grad_sync": np.full(len(step), options["grad_sync"], dtype=object),
+        "torch_compile": cols["torch_compile"],
         "fits": out["memory_bytes"] <= cluster.gpu.hbm_bytes,
         "memory_bytes": out["memory_bytes"],
         "step_time_s": step,

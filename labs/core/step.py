@@ -30,9 +30,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from labs.core.context import contiguous_imbalance_columns
+from labs.core.context import contiguous_imbalance_columns, ulysses_qkv_bytes
 from labs.core.experts import all_to_all_cost, ffn_forward_time
-from labs.core.gemm import flash_attention_time, gemm_time
+from labs.core.eras import Era, kernels_per_layer, loss_bytes_per_logit, stack_of
+from labs.core.gemm import flash_attention_time, gemm_time, unfused_elementwise_ratio
 from labs.core.hardware import Cluster
 from labs.core.memory import GRAD_BYTES, OPTIMIZER_BYTES, WEIGHT_BYTES, fp8_activation_savings, in_flight_columns, layer_activation_columns, model_state_columns
 from labs.core.models import RECOMPUTE_MODES, Model
@@ -79,9 +80,13 @@ MEGATRON_BUCKET_PARAMS = 40_000_000
 TP_OVERLAP_SPLITS = 4
 TP_OVERLAP_SMS = 16
 TP_OVERLAPPED_GEMM_SHARE = 0.5
-# DeepSpeed ZeRO-3 (2021) gathers each submodule's weights on its own (stage3 hooks per
-# nn.Module): the four linear layers of a transformer layer, in forward and again in backward.
-ZERO3_GATHERS_PER_LAYER = 4
+# ZeRO-3's all-gathers per layer and pass (labs.core.eras.Era.zero3_unit). DeepSpeed's stage 3
+# gathers each weight of at least stage3_param_persistence_threshold (1e5) elements on its own:
+# the four weight matrices of a Megatron layer (QKV, projection, fc1, fc2; biases and norms stay
+# whole); its activation checkpointing re-runs the forward hooks, so with full recompute it
+# gathers a third time. FSDP gathers one flat parameter per wrapped block, once in forward and
+# once in backward (the recompute runs inside the backward's unsharded block).
+ZERO3_GATHERS_PER_LAYER = {"parameter": 4, "layer": 1}
 
 _FULL, _SELECTIVE, _NONE = (RECOMPUTE_MODES.index(x) for x in ("full", "selective", "none"))
 
@@ -115,7 +120,7 @@ def stage_layers(L, pp, v, first, last):
     return layers, first_rank, last_rank
 
 
-def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto") -> dict[str, np.ndarray]:
+def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto", stack: Era | None = None) -> dict[str, np.ndarray]:
     """Every number of an Estimate for each row of the plan columns `c` (validated upstream).
 
     c holds tp, pp, dp, cp, micro_batch, global_batch, zero_stage, recompute (code into
@@ -128,6 +133,10 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     _sent_bytes, _wire_s, _exposed_s, _group, _members_per_node for tp, cp, ep, pp, dp_reduce
     and dp_gather): the communication map, from the same terms the step time adds up."""
     gpu = cluster.gpu
+    stack = stack_of(None) if stack is None else stack  # the software's kernels (labs.core.eras)
+    torch_compile = _col(c, "torch_compile", bool) if "torch_compile" in c else np.zeros(np.shape(c["tp"]), dtype=bool)
+    # grad_sync codes index labs.core.eras.GRAD_SYNCS: 0 the ZeRO stage's own, 1 once a step, 2 every micro-batch
+    grad_sync = _col(c, "grad_sync", int) if "grad_sync" in c else np.zeros(np.shape(c["tp"]), dtype=int)
     tp, pp, dp, cp, b, gb, v = (_col(c, k) for k in ("tp", "pp", "dp", "cp", "micro_batch", "global_batch", "virtual_stages"))
     zero, rc, sched = (_col(c, k, int) for k in ("zero_stage", "recompute", "schedule"))
     sp, flash, tp_overlap, grad_fp32, dp_overlap, pp_overlap, offload = (
@@ -167,7 +176,7 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     gemm_f = gemm_f + fp8_casts
     head_dim = model.score_dim / a
     scores_f = gemm_time(gpu, s, s_full, head_dim, calls=2 * b * a / tp)
-    flash_f, flash_b = flash_attention_time(gpu, 0.5 * 4 * b * s * s_full * model.score_dim / tp)
+    flash_f, flash_b = flash_attention_time(gpu, 0.5 * 4 * b * s * s_full * model.score_dim / tp, stack.attention_kernel)
     attn_f = np.where(flash, flash_f, scores_f)
     attn_b = np.where(flash, flash_b, 2 * scores_f)
     # A ring over contiguous blocks waits, every step, for the rank holding the sequence's end: it
@@ -175,12 +184,20 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     imbalance = np.where(cp_contiguous & (cp > 1), contiguous_imbalance_columns(cp), 1.0)
     attn_f, attn_b = attn_f * imbalance, attn_b * imbalance
     written = layer_activation_columns(model, s, b, tp, sp, np.where(flash, _SELECTIVE, _NONE))
-    elementwise = ELEMENTWISE_TRAFFIC * written / hbm_rate
+    # Eager PyTorch moves more bytes per element-wise op than fused kernels (labs.core.gemm).
+    fused = stack.fused_elementwise | torch_compile
+    elementwise = ELEMENTWISE_TRAFFIC * np.where(fused, 1.0, unfused_elementwise_ratio(model)) * written / hbm_rate
     scores_elementwise = ELEMENTWISE_TRAFFIC * 5 * a * s * s_full * b / tp / hbm_rate
     fwd = gemm_f + attn_f + elementwise
+    # The host issues every kernel: a layer whose kernels are shorter than the CPU's time to
+    # launch them waits for the CPU (the forward launches `kernels`, the backward twice as many).
+    cpu_f = np.where(torch_compile, kernels_per_layer(stack, True), kernels_per_layer(stack, False)) * stack.cpu_s_per_kernel
+    fwd = np.maximum(fwd, cpu_f)
     recompute = np.where(full, fwd, np.where((rc == _SELECTIVE) & ~flash, scores_f + scores_elementwise, 0.0))
     layer_b = gemm_f + attn_b + elementwise + recompute  # input gradients, with what is re-run
     layer_w = gemm_f  # weight gradients
+    host_wait = np.maximum(1.0, 2 * cpu_f / (layer_b + layer_w))
+    layer_b, layer_w = layer_b * host_wait, layer_w * host_wait
 
     act = tokens * h * ACTIVATION_BYTES
     all_reduce = sum(collective_columns("all_reduce", act, cluster, tp, s_tp))
@@ -201,7 +218,7 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     # DeepSpeed-Ulysses (Jacobs et al. 2023): an all-to-all of Q, K and V from s/cp tokens x all
     # heads to s tokens x heads/cp before attention and one of the output back, exposed; the
     # backward runs the same two on the gradients. Q and the output are score_dim wide.
-    qkv_block = b * s * (model.score_dim + 2 * model.kv_dim) / tp * ACTIVATION_BYTES
+    qkv_block = ulysses_qkv_bytes(model, b * s, tp, cp, ACTIVATION_BYTES)  # K/V repeated where a TP rank has fewer K/V heads than cp
     out_block = b * s * model.score_dim / tp * ACTIVATION_BYTES
     ulysses_pass = sum(collective_columns("all_to_all", qkv_block, cluster, cp, s_cp)) + sum(collective_columns("all_to_all", out_block, cluster, cp, s_cp))
     cp_f = np.where(cp > 1, np.where(cp_ulysses, ulysses_pass, np.where(cp_ring, ring_f, gather_f)), 0.0)
@@ -223,8 +240,10 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     # first rank also holds the input embedding, the last the output layer, logits and loss.
     layers_r, first_r, last_r = stage_layers(L, pp, v, _col(c, "first_stage_layers"), _col(c, "last_stage_layers"))
     logits = gemm_time(gpu, tokens, V / tp, h)
-    stage_f = layers_r * fwd + last_r * logits
-    stage_b = layers_r * layer_b + last_r * logits
+    # The cross entropy streams the logits through HBM (the stack's passes, fp32 in most).
+    loss = tokens * V / tp * np.where(torch_compile, loss_bytes_per_logit(stack, True), loss_bytes_per_logit(stack, False)) / hbm_rate
+    stage_f = layers_r * fwd + last_r * (logits + 0.5 * loss)
+    stage_b = layers_r * layer_b + last_r * (logits + 0.5 * loss)
     stage_w = layers_r * layer_w + last_r * logits
     stage_comm = layers_r * layer_comm
     slowest = np.argmax(stage_f + stage_b + stage_w + stage_comm, axis=0)
@@ -242,10 +261,11 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     pp_bytes = act  # one micro-batch's activations cross each stage boundary
     stage_stride = stride["pp"]  # neighbouring stages sit this many ranks apart (tp x cp x dp in Megatron's order)
     crosses = stage_stride >= cluster.gpus_per_node
-    hop = sum(collective_columns("p2p", pp_bytes / tp, cluster, 2, stage_stride))
-    hop = hop + np.where(crosses & (tp > 1), sum(collective_columns("all_gather", pp_bytes, cluster, tp, s_tp)), 0.0)
+    scatter = stack.pp_p2p == "scatter_gather"  # DeepSpeed 2021: every TP rank sends the whole activation
+    hop = sum(collective_columns("p2p", pp_bytes / (tp if scatter else 1.0), cluster, 2, stage_stride))
+    hop = hop + np.where(crosses & (tp > 1) & scatter, sum(collective_columns("all_gather", pp_bytes, cluster, tp, s_tp)), 0.0)
     pp_comm = np.where(pp > 1, 2 * (pp - 1) * v * hop + np.where(pp_overlap, 0.0, 2 * m * v * hop), 0.0)
-    pp_sent = np.where(pp > 1, 2 * m * v * pp_bytes / tp, 0.0)
+    pp_sent = np.where(pp > 1, 2 * m * v * pp_bytes / (tp if scatter else 1.0), 0.0)
 
     # ---- data parallel / ZeRO -----------------------------------------------------------------
     # Parameters on each candidate rank; the whole model when pp = 1. DP/ZeRO traffic and the
@@ -286,13 +306,18 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     rs = _plus(rs, bucketed("reduce_scatter", expert_grads, calls, expert_shard, s_cp * ep))
     ag = _plus(ag, bucketed("all_gather", expert_weights, calls, expert_shard, s_cp * ep))
     grads, weights_bytes = grads + expert_grads, weights_bytes + expert_weights
-    module_calls = layers * ZERO3_GATHERS_PER_LAYER
+    module_calls = layers * ZERO3_GATHERS_PER_LAYER[stack.zero3_unit]
     module_ag = bucketed("all_gather", weights_bytes, module_calls, shard)
+    z3_passes = np.where(full & (stack.zero3_unit == "parameter"), 3.0, 2.0)  # gathers per micro-batch
     z0, z1, z2, z3 = (zero == k for k in range(4))
     # Sharded gradients cannot accumulate locally: from ZeRO-2 on every micro-batch's gradients
-    # are reduce-scattered as its backward produces them; ZeRO-1 reduces once per step.
-    reduce_lat = np.where(z0, ar[0], np.where(z1, rs[0], m * rs[0] + np.where(z3, 2 * m * module_ag[0], 0.0)))
-    reduce_bw = np.where(z0, ar[1], np.where(z1, rs[1], m * rs[1] + np.where(z3, 2 * m * module_ag[1], 0.0)))
+    # are reduce-scattered as its backward produces them (DeepSpeed's and FSDP's default); ZeRO-1
+    # reduces once per step. grad_sync overrides it: "step" keeps whole gradients through the
+    # accumulation (FSDP's no_sync) and reduces once, "microbatch" reduces every micro-batch.
+    reduce_each_mb = np.where(grad_sync == 1, False, np.where(grad_sync == 2, True, zero >= 2))
+    syncs = np.where(reduce_each_mb, m, 1.0)
+    reduce_lat = np.where(z0, syncs * ar[0], syncs * rs[0] + np.where(z3, z3_passes * m * module_ag[0], 0.0))
+    reduce_bw = np.where(z0, syncs * ar[1], syncs * rs[1] + np.where(z3, z3_passes * m * module_ag[1], 0.0))
     gather_lat = np.where(z1 | z2, ag[0], 0.0)
     gather_bw = np.where(z1 | z2, ag[1], 0.0)
     reduce_t, gather_t = reduce_lat + reduce_bw, gather_lat + gather_bw
@@ -300,13 +325,16 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     # last bucket always waits. ZeRO-3 prefetches the next module's weights behind the current
     # module's compute, pass by pass: a forward gathers, a backward gathers and reduce-scatters,
     # and the first module gather of each pass waits.
-    window = np.where(z2, m * stage_bwd, stage_bwd)
+    window = np.where(reduce_each_mb, m * stage_bwd, stage_bwd)
     plain = np.where(dp_overlap, np.maximum(reduce_t - window, reduce_t / calls), reduce_t)
     gather_pass = module_ag[0] + module_ag[1]
     first = gather_pass / module_calls
     z3_forward = np.maximum(gather_pass - stage_f, first)
-    z3_backward = np.maximum(gather_pass + rs[0] + rs[1] - stage_bwd, first)
-    exposed_reduce = np.where(z3, np.where(dp_overlap, m * (z3_forward + z3_backward), reduce_t), plain)
+    backward_gathers = (z3_passes - 1) * gather_pass  # the recompute's gathers run in the backward
+    z3_backward = np.maximum(backward_gathers + rs[0] + rs[1] - stage_bwd, first)
+    z3_backward_only = np.maximum(backward_gathers - stage_bwd, first)  # a micro-batch that does not reduce
+    z3_exposed = m * z3_forward + syncs * z3_backward + (m - syncs) * z3_backward_only
+    exposed_reduce = np.where(z3, np.where(dp_overlap, z3_exposed, reduce_t), plain)
     # ZeRO-1/2 gather the updated weights bucket by bucket ahead of the next forward
     # (Megatron-LM --overlap-param-gather): only the first bucket waits in full.
     exposed_gather = np.where(dp_overlap, np.maximum(gather_t - stage_f, gather_t / calls), gather_t)
@@ -318,8 +346,8 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     replica_sent = 2 * (replicas - 1) / replicas * grads / shard
     # bytes each GPU sends a step: the gradient reduction (once a step up to ZeRO-1, per
     # micro-batch from ZeRO-2) and the weight gathers (once a step, or twice per micro-batch at ZeRO-3)
-    dp_reduce_sent = np.where(z0, 2 * frac * grads, np.where(z1, 1, m) * (sfrac * grads + replica_sent))
-    dp_gather_sent = np.where(z0, 0.0, sfrac * weights_bytes * np.where(z3, 2 * m, 1.0))
+    dp_reduce_sent = syncs * np.where(z0, 2 * frac * grads, sfrac * grads + replica_sent)
+    dp_gather_sent = np.where(z0, 0.0, sfrac * weights_bytes * np.where(z3, z3_passes * m, 1.0))
     dp_sent = dp_reduce_sent + dp_gather_sent
 
     # ---- the communication map: each collective's calls, bytes and seconds per step, per GPU ----
@@ -341,10 +369,10 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     pp_calls = np.where(pp > 1, 2 * m * v, 0.0)
     ep_used = (ep > 1) & bool(model.experts)  # dispatch + combine per pass: exposed in full (no DualPipe)
     ar_t, rs_t = ar[0] + ar[1], rs[0] + rs[1]
-    reduce_only = np.where(z0, ar_t, np.where(z1, rs_t, m * rs_t))
-    z3_gathers = 2 * m * (module_ag[0] + module_ag[1])
-    z3_share = gather_pass / np.maximum(gather_pass + rs_t, 1e-300)
-    z3_gather_exposed = np.where(dp_overlap, m * (z3_forward + z3_backward * z3_share), z3_gathers)
+    reduce_only = syncs * np.where(z0, ar_t, rs_t)
+    z3_gathers = z3_passes * m * (module_ag[0] + module_ag[1])
+    z3_share = backward_gathers / np.maximum(backward_gathers + rs_t, 1e-300)
+    z3_gather_exposed = np.where(dp_overlap, m * z3_forward + syncs * z3_backward * z3_share + (m - syncs) * z3_backward_only, z3_gathers)
     reduce_exposed = np.where(z3, exposed_reduce - z3_gather_exposed, plain)
     gather_exposed = np.where(z3, z3_gather_exposed, exposed_gather)
     collectives = {
@@ -354,10 +382,10 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
         "ep": (np.where(ep_used, m * layers_slowest * 2 * (2 + full), 0.0), np.where(ep_used, m * layers_slowest * (2 + full) * a2a_sent, 0.0),
                np.where(ep_used, m * layers_slowest * layer_a2a, 0.0), np.where(ep_used, m * layers_slowest * layer_a2a, 0.0), ep, s_cp),
         "pp": (pp_calls, pp_sent, np.where(pp > 1, 2 * m * v * hop, 0.0), pp_comm, np.where(pp > 1, 2.0, 1.0), stage_stride),
-        "dp_reduce": (np.where(active, np.where(z0 | z1, calls, m * calls), 0.0),
+        "dp_reduce": (np.where(active, syncs * calls, 0.0),
                       np.where(active, dp_reduce_sent, 0.0),
                       np.where(active, reduce_only, 0.0), np.where(active, reduce_exposed, 0.0), np.where(z0, n, shard), s_cp),
-        "dp_gather": (np.where(active & ~z0, np.where(z3, 2 * m * module_calls, calls), 0.0),
+        "dp_gather": (np.where(active & ~z0, np.where(z3, z3_passes * m * module_calls, calls), 0.0),
                       np.where(active, dp_gather_sent, 0.0),
                       np.where(active & ~z0, np.where(z3, z3_gathers, gather_t), 0.0), np.where(active & ~z0, gather_exposed, 0.0), shard, s_cp),
     }
@@ -382,6 +410,8 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     dense_state = model_state_columns(rank_dense, zero, shard, offload, opt_bytes, grad_bytes)
     expert_state = model_state_columns(rank_expert, zero, expert_shard, offload, opt_bytes, grad_bytes)
     w_mem, g_mem, o_mem = (d + e for d, e in zip(dense_state, expert_state))
+    # grad_sync="step" from ZeRO-2: the accumulated gradients stay whole until the step's reduce-scatter
+    g_mem = np.where(~reduce_each_mb & (zero >= 2) & ~offload, (rank_dense + rank_expert) * grad_bytes, g_mem)
     # ZeRO-3 holds the layer it computes and the one it prefetches, gathered; FP8 keeps a 1-byte
     # copy of the layers' weights between micro-batches (Transformer Engine's FP8 weight cache).
     w_mem = w_mem + np.where(zero == 3, 2 * model.layer_params / tp * WEIGHT_BYTES, 0.0)
