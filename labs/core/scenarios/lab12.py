@@ -1,0 +1,351 @@
+"""Lab 12, precision and memory: its variant settings, its predictions (two numeric, one
+multiple choice), the tables the lab shows and the outcome function `python -m labs.grade`
+recomputes. The small-scale numbers are casts of real arrays (labs.core.precision, ml_dtypes);
+the at-scale ones come from the engine (labs.core.perf.estimate, labs.core.memory).
+
+A variant (labs.variants) is a dict of settings (DEFAULT_SETTINGS's fields); every key below is
+computed by the engine at the student's settings."""
+
+from __future__ import annotations
+
+from labs.core import precision
+from labs.core.scenarios.common import Option
+from labs.core.validation import check_choice
+from labs.variants import Choice, LabVariants, Numeric, Question, judged
+
+LAB = "12_precision_and_memory"
+STEP = "precision"
+ERA = "megatron-core-2024"  # Megatron-Core with Transformer Engine: flash attention, SP, TP overlap, fp32 gradient reduction
+
+# ---- variants (labs.variants) -------------------------------------------------------------------
+# The gradient sample spans 10^low..10^high (log-uniform); the FP8 layout is one of FP8_CASES.
+# Ranges where the lessons hold (tests/test_lab12.py walks them all): fp16 flushes 30-55% of the
+# sample, and FP8 is 1.3-1.6x faster than bf16, well short of its 2x peak, on every case.
+LOW_EXPS = (-13, -12, -11)
+HIGH_EXPS = (-2, -1)
+SAMPLE_SEEDS = (1, 2)
+GRADIENT_SAMPLE = 50_000
+# Layouts whose FP8 step the lab prices: model, cluster, nodes, plan (Megatron-Core 2024's software).
+FP8_CASES = {
+    "gpt3-175b": ("gpt3-175b", "dgx-h100", 128, dict(tp=8, pp=8, dp=16, micro_batch=1, global_batch=1536, zero_stage=1, recompute="selective")),
+    "llama3-70b": ("llama3-70b", "dgx-h100", 8, dict(tp=8, pp=4, dp=2, micro_batch=1, global_batch=128, zero_stage=1, recompute="selective")),
+    "llama2-13b": ("llama2-13b", "dgx-h100", 2, dict(tp=2, pp=1, dp=8, micro_batch=1, global_batch=256, zero_stage=1, recompute="selective")),
+}
+DEFAULT_SETTINGS = {"grad_low_exp": -12, "grad_high_exp": -1, "sample_seed": 1, "fp8_case": "gpt3-175b"}
+
+
+def check_settings(settings: dict | None) -> dict:
+    """A variant's settings (None: the lab before variants), each checked against its range."""
+    v = dict(DEFAULT_SETTINGS if settings is None else settings)
+    unknown = sorted(set(v) - set(DEFAULT_SETTINGS))
+    if unknown:
+        raise ValueError(f"unknown variant setting(s) {unknown}")
+    check_choice("grad_low_exp", v.get("grad_low_exp"), LOW_EXPS)
+    check_choice("grad_high_exp", v.get("grad_high_exp"), HIGH_EXPS)
+    check_choice("sample_seed", v.get("sample_seed"), SAMPLE_SEEDS)
+    check_choice("fp8_case", v.get("fp8_case"), FP8_CASES)
+    return v
+
+
+def draw_settings(d) -> dict:
+    return {"grad_low_exp": d.choice("grad_low_exp", LOW_EXPS), "grad_high_exp": d.choice("grad_high_exp", HIGH_EXPS),
+            "sample_seed": d.choice("sample_seed", SAMPLE_SEEDS), "fp8_case": d.choice("fp8_case", sorted(FP8_CASES))}
+
+
+# ---- formats on real numbers --------------------------------------------------------------------------
+def format_rows() -> list[dict]:
+    """What each format is, as its dtype reports it (ml_dtypes.finfo)."""
+    return [
+        {"format": f.name, "bytes": f.bytes, "exponent bits": f.exponent_bits, "mantissa bits": f.mantissa_bits,
+         "largest": f.max, "smallest normal": f.smallest_normal, "smallest subnormal": f.smallest_subnormal, "source": f.source}
+        for f in precision.FORMATS.values()
+    ]
+
+
+def gradients(settings: dict | None):
+    v = check_settings(settings)
+    return precision.gradient_sample(GRADIENT_SAMPLE, v["grad_low_exp"], v["grad_high_exp"], v["sample_seed"])
+
+
+UNDERFLOW_TOLERANCE = 5.0  # percentage points
+
+
+def underflow_share(settings: dict | None) -> float:
+    """Percent of the variant's gradients a plain fp16 cast flushes to zero, counted."""
+    return 100 * precision.cast_report(gradients(settings), "fp16")["flushed"]
+
+
+LOSS_SCALE_FORMATS = ("fp16", "bf16", "e5m2", "e4m3")
+LOSS_SCALE_RANGE = (0, 32)  # log2 of the loss scale the slider offers
+
+
+def loss_scale_rows(settings: dict | None, log2_scale: int) -> list[dict]:
+    """Per format, what the gradients keep when the loss is scaled by 2^k (and unscaled after)."""
+    g = gradients(settings)
+    return [{"format": name, **precision.cast_report(g, name, 2.0 ** log2_scale)} for name in LOSS_SCALE_FORMATS]
+
+
+def loss_scale_curves(settings: dict | None) -> dict[str, dict]:
+    """Flushed and overflowed shares over every loss scale the slider offers, per 16-bit and 8-bit format."""
+    g = gradients(settings)
+    ks = range(LOSS_SCALE_RANGE[0], LOSS_SCALE_RANGE[1] + 1)
+    return {name: precision.loss_scale_curve(g, name, ks) for name in ("fp16", "e5m2")}
+
+
+def safe_loss_scales(settings: dict | None, name: str = "fp16") -> list[int]:
+    """The log2 loss scales at which the format neither flushes nor overflows any gradient."""
+    c = loss_scale_curves(settings)[name]
+    return [int(k) for k, f, o in zip(c["log2_scale"], c["flushed"], c["overflow"]) if f == 0 and o == 0]
+
+
+OUTLIER_SCALES = (1, 10, 100, 1_000, 10_000, 100_000)
+ACTIVATION_SHAPE = dict(tokens=256, channels=512, outlier_channels=2)
+
+
+def scaling_rows(outlier_scale: float) -> list[dict]:
+    """E4M3 and E5M2 on activations with outlier channels: error per scaling granularity."""
+    x = precision.activation_sample(outlier_scale=outlier_scale, **ACTIVATION_SHAPE)
+    return [{"format": name, "scaling": scaling, **precision.quantisation_error(x, name, scaling)} for name in ("e4m3", "e5m2") for scaling in precision.SCALINGS]
+
+
+ACCUMULATION_KS = (512, 1024, 2048, 4096, 8192, 16384)
+ACCUMULATION_ROWS = 32
+ACCUMULATION_CASES = (("bf16", None), ("bf16", precision.TILE), ("fp16", None), ("fp16", precision.TILE), ("fp32", None))
+
+
+def accumulation_rows(k: int) -> list[dict]:
+    """Dot products of length k of E4M3 inputs, summed in a narrow accumulator, with and without
+    promotion to fp32 every 128 products: the median relative error against float64."""
+    a, b = precision.dot_products(ACCUMULATION_ROWS, k)
+    return [{"accumulator": acc, "promote_every": every, "error": precision.accumulation_error(a, b, acc, every)} for acc, every in ACCUMULATION_CASES]
+
+
+# ---- the engine at scale ---------------------------------------------------------------------------
+def fp8_case(settings: dict | None):
+    from labs.core.hardware import Cluster
+    from labs.core.models import Model
+
+    model, cluster, nodes, _ = FP8_CASES[check_settings(settings)["fp8_case"]]
+    return Model.get(model), Cluster.get(cluster, nodes=nodes)
+
+
+def fp8_plan(settings: dict | None, precision_name: str = "bf16", **changes):
+    from labs.core.perf import Plan
+
+    plan = FP8_CASES[check_settings(settings)["fp8_case"]][3]
+    return Plan.for_era(ERA, precision=precision_name, **{**plan, **changes})
+
+
+def fp8_estimates(settings: dict | None, **changes) -> dict:
+    """The variant's layout in bf16 and with FP8 GEMMs (Transformer Engine's recipe)."""
+    from labs.core.perf import estimate
+
+    model, cluster = fp8_case(settings)
+    return {name: estimate(model, cluster, fp8_plan(settings, name, **changes)) for name in ("bf16", "fp8")}
+
+
+FP8_TOLERANCE = 0.15  # x
+
+
+def fp8_speedup(settings: dict | None) -> float:
+    """How many times faster FP8 makes the variant's step, by the engine."""
+    e = fp8_estimates(settings)
+    return e["bf16"].step_time_s / e["fp8"].step_time_s
+
+
+def fp8_rows(settings: dict | None) -> list[dict]:
+    """Where FP8's 2x peak goes: each step-time term in bf16 and FP8, and its share of the saving."""
+    e = fp8_estimates(settings)
+    b, f = e["bf16"].time.as_dict(), e["fp8"].time.as_dict()
+    return [{"term": k, "bf16_s": b[k], "fp8_s": f[k]} for k in b if b[k] or f[k]]
+
+
+def bytes_rows(settings: dict | None) -> list[dict]:
+    """Bytes per parameter, the conventions in use (labs.core.memory, each with its source), and
+    what FP8 adds: Transformer Engine's 1-byte FP8 copy of the weights beside the bf16 ones."""
+    from labs.core.memory import BYTES_CONVENTIONS, OPTIMIZER_STATES, GRAD_BYTES, WEIGHT_BYTES
+
+    rows = [{"recipe": name, "bytes": c.bytes_per_param, "parts": c.parts, "source": c.source} for name, c in BYTES_CONVENTIONS.items()]
+    for key, state in OPTIMIZER_STATES.items():
+        if key != "fp32":
+            rows.append({"recipe": f"optimizer: {state.label}", "bytes": WEIGHT_BYTES + GRAD_BYTES + state.bytes_per_param,
+                         "parts": f"2 bf16 weights + 2 bf16 gradients + {state.bytes_per_param:g}", "source": state.source})
+    e = fp8_estimates(settings)
+    params = _rank_params(e["bf16"])
+    extra = (e["fp8"].memory.weights - e["bf16"].memory.weights) / params
+    rows.append({"recipe": "FP8 GEMMs (Transformer Engine)", "bytes": BYTES_CONVENTIONS["ZeRO"].bytes_per_param + extra,
+                 "parts": f"16 + {extra:g} FP8 weight copy kept between micro-batches; bf16 weights, fp32 master and Adam unchanged",
+                 "source": "labs.core.step: Transformer Engine's FP8 weight cache"})
+    return rows
+
+
+def _rank_params(est) -> float:
+    """Parameters on the busiest GPU, read back from its bf16 weights (2 bytes each, ZeRO < 3)."""
+    from labs.core.memory import WEIGHT_BYTES
+
+    return est.memory.weights / WEIGHT_BYTES
+
+
+def memory_rows(settings: dict | None) -> list[dict]:
+    """Per-GPU memory of the variant's layout: bf16, FP8, and bf16 with fp32 gradient reduction."""
+    e = fp8_estimates(settings)
+    rows = []
+    for label, est in (("bf16 (fp32 main gradients)", e["bf16"]), ("FP8 GEMMs", e["fp8"])):
+        rows.append({"recipe": label, **{k: v / 1e9 for k, v in est.memory.as_dict().items()}, "total": est.memory.total / 1e9})
+    return rows
+
+
+# ---- recompute, priced ----------------------------------------------------------------------------------
+RECOMPUTE_CASE = "gpt3-175b"
+# (selective, full) extra FLOPs each option claims: the key is the option nearest the engine's.
+RECOMPUTE_OPTIONS = (
+    Option("as_full", "Selective about +33%, full about +33%: both re-run the layer's forward", "selective re-runs what full re-runs"),
+    Option("few_percent", "Selective a few percent, full about +33%: only the attention core is re-run", "selective re-runs only the attention core"),
+    Option("free", "Neither adds any: re-run work hides behind the memory-bound kernels", "recomputed work is free"),
+    Option("backward", "Selective about +10%, full about +50%: part of the backward is re-run too", "the backward is re-run as well"),
+)
+RECOMPUTE_CLAIMS = {"as_full": (1 / 3, 1 / 3), "few_percent": (0.03, 1 / 3), "free": (0.0, 0.0), "backward": (0.10, 0.50)}
+
+
+def recompute_estimates(flash_attention: bool) -> dict:
+    """GPT-3 175B on 1,024 H100s (TP 8, SP, PP 8), each recompute mode, with or without flash attention."""
+    from labs.core.perf import estimate
+
+    model, cluster = fp8_case({**DEFAULT_SETTINGS, "fp8_case": RECOMPUTE_CASE})
+    from labs.core.models import RECOMPUTE_MODES
+
+    return {mode: estimate(model, cluster, fp8_plan({**DEFAULT_SETTINGS, "fp8_case": RECOMPUTE_CASE}, "bf16", recompute=mode, flash_attention=flash_attention)) for mode in RECOMPUTE_MODES}
+
+
+def recompute_rows(flash_attention: bool) -> list[dict]:
+    """Per mode: activation memory per GPU, extra hardware FLOPs (HFU/MFU - 1), MFU, HFU, step."""
+    e = recompute_estimates(flash_attention)
+    base = e["none"].memory.activations
+    return [{"recompute": mode, "activations_gb": est.memory.activations / 1e9, "activation_cut": base / est.memory.activations,
+             "extra_flops": est.hfu / est.mfu - 1, "mfu": est.mfu, "hfu": est.hfu, "step_s": est.step_time_s, "fits": est.fits}
+            for mode, est in e.items()]
+
+
+def recompute_measured() -> tuple[float, float]:
+    """(selective, full) extra hardware FLOPs, as Korthikanti et al. 2022 ran it (no flash attention)."""
+    rows = {r["recompute"]: r for r in recompute_rows(False)}
+    return rows["selective"]["extra_flops"], rows["full"]["extra_flops"]
+
+
+def recompute_answer() -> str:
+    """The option whose (selective, full) extra FLOPs lie nearest the engine's."""
+    sel, full = recompute_measured()
+    return min(RECOMPUTE_CLAIMS, key=lambda k: abs(RECOMPUTE_CLAIMS[k][0] - sel) + abs(RECOMPUTE_CLAIMS[k][1] - full))
+
+
+def recompute_explanations() -> dict[str, str]:
+    sel, full = recompute_measured()
+    answer = recompute_answer()
+    rows = {r["recompute"]: r for r in recompute_rows(False)}
+    measured = (f"the engine: selective +{sel:.1%} FLOPs for {rows['selective']['activation_cut']:.1f}x less activation memory, "
+                f"full +{full:.1%} for {rows['full']['activation_cut']:.0f}x less")
+    return {o.key: (f"{measured}." if o.key == answer else f"claims selective +{RECOMPUTE_CLAIMS[o.key][0]:.0%}, full +{RECOMPUTE_CLAIMS[o.key][1]:.0%}; {measured}.")
+            for o in RECOMPUTE_OPTIONS}
+
+
+# ---- gradient accumulation ----------------------------------------------------------------------------------
+ACCUMULATION_STEPS = (1, 2, 4, 8, 16, 32, 64)
+ACCUMULATION_CASE = ("llama2-7b", "dgx-h100", 8, dict(tp=1, pp=1, dp=64, micro_batch=1))
+ACCUMULATION_ERA = "llama3-2024"  # Llama 3's software: FSDP with ZeRO-1 or ZeRO-2 sharding
+
+
+def accumulation_estimates(steps: int) -> dict:
+    """Llama 2 7B on 64 H100s, pure data parallel, `steps` micro-batches per optimizer step: ZeRO-1
+    (gradients accumulate locally, reduced once a step) against ZeRO-2 (sharded gradients cannot
+    accumulate: reduce-scattered every micro-batch)."""
+    from labs.core.hardware import Cluster
+    from labs.core.models import Model
+    from labs.core.perf import Plan, estimate
+
+    model, cluster, nodes, plan = ACCUMULATION_CASE
+    m, c = Model.get(model), Cluster.get(cluster, nodes=nodes)
+    batch = plan["micro_batch"] * plan["dp"] * steps
+    return {z: estimate(m, c, Plan.for_era(ACCUMULATION_ERA, global_batch=batch, zero_stage=z, recompute="selective", **plan)) for z in (1, 2)}
+
+
+# ---- the questions, at a variant --------------------------------------------------------------------
+def build_questions(settings: dict) -> dict:
+    v = check_settings(settings)
+    model = FP8_CASES[v["fp8_case"]]
+    flushed, speedup = underflow_share(v), fp8_speedup(v)
+    sel, full = recompute_measured()
+    return {
+        "underflow": Numeric(
+            f"{GRADIENT_SAMPLE:,} gradients whose magnitudes spread evenly (on a log scale) from 1e{v['grad_low_exp']} to "
+            f"1e{v['grad_high_exp']}, cast to fp16 with no loss scaling: what percentage of them become exactly zero? "
+            f"(right within {UNDERFLOW_TOLERANCE:g} points)",
+            flushed, UNDERFLOW_TOLERANCE, "%",
+            f"counted on the sample: {flushed:.1f}% fall below half of fp16's smallest subnormal, "
+            f"{precision.FORMATS['fp16'].smallest_subnormal:.3g}, and round to zero.",
+        ),
+        "recompute": Choice(
+            "Seed 002 says selective recomputation saves ~10x activation memory at < 5% cost, and also that it costs "
+            "~33% extra FLOPs. For GPT-3 175B on 1,024 H100s (TP 8, SP, PP 8), without flash attention as Korthikanti "
+            "et al. 2022 ran it, what does each mode add to the FLOPs the GPUs execute?",
+            RECOMPUTE_OPTIONS, recompute_answer(), recompute_explanations(),
+        ),
+        "fp8": Numeric(
+            f"{model[0]} on {model[2] * 8} H100s: the layers' GEMMs move from bf16 to FP8, whose dense peak is twice "
+            f"bf16's. How many times faster is the training step? (right within {FP8_TOLERANCE:g})",
+            speedup, FP8_TOLERANCE, "x",
+            f"the engine: {speedup:.2f}x. Attention, norms, the output layer, the casts, communication and the "
+            f"bubble stay as they were (selective +{sel:.1%}, full +{full:.1%} FLOPs in the recompute question).",
+        ),
+    }
+
+
+VARIANTS = LabVariants(LAB, draw_settings, build_questions)
+
+
+def legacy_questions() -> dict[str, Question]:
+    """The questions at the default settings, options in their written order: how a step saved
+    without a variant is graded."""
+    specs = build_questions(DEFAULT_SETTINGS)
+    return {q: Question(q, spec, () if isinstance(spec, Numeric) else tuple(o.key for o in spec.options)) for q, spec in specs.items()}
+
+
+def legacy_options(question: str) -> tuple[Option, ...]:
+    """A multiple-choice question's options lettered in written order (the class dashboard's view)."""
+    spec = {"recompute": RECOMPUTE_OPTIONS}[question]
+    return tuple(Option("ABCDEFGH"[i], o.label, o.misconception) for i, o in enumerate(spec))
+
+
+# ---- the outcome the grader recomputes --------------------------------------------------------------
+INPUT_FIELDS = ("log2_loss_scale", "outlier_scale", "accumulation_k", "accumulation_steps")
+
+
+def check_inputs(inputs: dict) -> None:
+    """The instruments' settings, each against what the lab offers."""
+    check_choice("log2_loss_scale", inputs.get("log2_loss_scale"), tuple(range(LOSS_SCALE_RANGE[0], LOSS_SCALE_RANGE[1] + 1)))
+    check_choice("outlier_scale", inputs.get("outlier_scale"), OUTLIER_SCALES)
+    check_choice("accumulation_k", inputs.get("accumulation_k"), ACCUMULATION_KS)
+    check_choice("accumulation_steps", inputs.get("accumulation_steps"), ACCUMULATION_STEPS)
+
+
+def precision_outcomes(inputs: dict, predictions: dict, variant=None) -> dict:
+    """What the lab shows for the instruments' setting, at the student's variant (None: the
+    default settings), and each prediction judged there."""
+    check_inputs(inputs)
+    settings = check_settings(variant.settings if variant is not None else None)
+    fp16 = precision.cast_report(gradients(settings), "fp16", 2.0 ** inputs["log2_loss_scale"])
+    err = {(r["format"], r["scaling"]): r["median_rel_error"] for r in scaling_rows(inputs["outlier_scale"])}
+    acc = accumulation_rows(inputs["accumulation_k"])
+    steps = accumulation_estimates(inputs["accumulation_steps"])
+    legacy = legacy_questions() if variant is None else None
+    return {
+        "fp16_flushed_at_scale": fp16["flushed"], "fp16_overflow_at_scale": fp16["overflow"],
+        "e4m3_tensor_error": err[("e4m3", "tensor")], "e4m3_tile_error": err[("e4m3", "tile")],
+        "bf16_accumulation_error": acc[0]["error"], "bf16_promoted_error": acc[1]["error"],
+        "zero1_dp_gb": steps[1].comm_bytes_per_gpu["dp"] / 1e9, "zero2_dp_gb": steps[2].comm_bytes_per_gpu["dp"] / 1e9,
+        "underflow_percent": underflow_share(settings), "fp8_speedup": fp8_speedup(settings),
+        **{f"{q}_correct": judged(variant, q, predictions, lambda a, q=q: legacy is not None and a is not None and legacy[q].judge(a))
+           for q in ("underflow", "recompute", "fp8")},
+    }
+
+
+OUTCOMES = {(LAB, STEP): precision_outcomes}
