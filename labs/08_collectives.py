@@ -14,13 +14,11 @@ with app.setup:
     from labs.core import ENGINE_VERSION, LINKS
     from labs.core import ui
     from labs.core.scenarios.lab08 import (
-        BUCKET_BYTES,
-        BUCKET_OPTIONS,
-        BUCKET_SETUP,
         BUSBW_BYTES,
         LAB,
         LB_SETUPS,
         MILESTONE_BUCKET_BYTES,
+        bucket_cluster,
         MILESTONE_MICROBATCHES,
         MILESTONE_SIZE_MODELS,
         MILESTONE_SETUPS,
@@ -31,10 +29,8 @@ with app.setup:
         PS_SIZES,
         PS_WORKER_LINKS,
         RAILS_BYTES,
-        RING_MESSAGE,
         RING_N_LARGE,
         RING_N_SMALL,
-        RING_OPTIONS,
         SEED_COMM_MS,
         SEED_COMPUTE_MS,
         STEP,
@@ -42,12 +38,9 @@ with app.setup:
         STEPPER_RANKS,
         STEPPER_DEFAULT_SIZE,
         STEPPER_SIZES,
-        bucket_answer,
-        bucket_explanations,
         bucket_facts,
         busbw_rows,
         fewest_tokens_to_win,
-        lb_cluster,
         lb_curves,
         measured_busbw,
         milestone_estimates,
@@ -57,9 +50,7 @@ with app.setup:
         primitive_rows,
         ps_vs_ring,
         rails_rows,
-        ring_answer,
         ring_computed_rows,
-        ring_explanations,
         ring_facts,
         ring_outcomes,
         ring_state,
@@ -97,16 +88,24 @@ def _():
     return (student_input,)
 
 
+# Your message sizes and GPU counts are drawn from your id (labs.variants), and so is the options' order.
+@app.cell
+def _(student_input):
+    variant = ui.lab_variant(LAB, student_input.value)
+    bucket_bytes, bucket_nodes = variant.settings["bucket_bytes"], variant.settings["bucket_nodes"]
+    return bucket_bytes, bucket_nodes, variant
+
+
 @app.cell(hide_code=True)
-def _():
+def _(bucket_bytes, bucket_nodes):
     _rows = {r["n"]: r for r in busbw_rows()}
     _eight = _rows[8]
-    _bucket_cluster, _bucket_n = lb_cluster(BUCKET_SETUP)
+    _bucket_cluster, _bucket_n = bucket_cluster(bucket_nodes)
     ui.stakeholder_message(
         "Infrastructure lead",
         f"nccl-tests on one DGX H100 prints **{_eight['algbw'] / 1e9:.0f} GB/s** of algbw and **{_eight['busbw'] / 1e9:.0f} GB/s** "
         f"of busbw for a {BUSBW_BYTES / 2**30:.0f} GB all-reduce: which one is our bandwidth? We reduce gradients in "
-        f"{BUCKET_BYTES / 1e6:.0f} MB buckets and are about to go from {RING_N_SMALL} to {_bucket_n:,} GPUs. One engineer "
+        f"{bucket_bytes / 1e6:g} MB buckets and are about to go from {RING_N_SMALL} to {_bucket_n:,} GPUs. One engineer "
         "says every GPU will then send far more bytes, another wants a parameter server back. What does each GPU "
         "really send, which algorithm should reduce our buckets, and what does a training step pay?",
     )
@@ -114,7 +113,8 @@ def _():
 
 
 @app.cell(hide_code=True)
-def _():
+def _(ring_committed):
+    mo.stop(not ring_committed.made)  # its all-reduce row answers the ring question
     _rows = primitive_rows()
     _table = [
         {
@@ -143,12 +143,8 @@ def _():
 
 
 @app.cell
-def _():
-    ring_question = ui.prediction_question(
-        f"Each GPU all-reduces a {RING_MESSAGE / 1e9:.0f} GB gradient with a ring. Going from {RING_N_SMALL} to "
-        f"{RING_N_LARGE:,} GPUs, what happens to the bytes each GPU sends?",
-        RING_OPTIONS,
-    )
+def _(variant):
+    ring_question = ui.variant_question(variant.questions["ring"])
     ring_question
     return (ring_question,)
 
@@ -160,20 +156,15 @@ def _():
 
 
 @app.cell
-def _(ring_commit_buttons, ring_question, student_input):
-    _row, ring_committed = ui.commit_prediction(student_input.value, LAB, "ring", ring_question, ring_commit_buttons)
+def _(ring_commit_buttons, ring_question, student_input, variant):
+    _row, ring_committed = ui.commit_prediction(student_input.value, LAB, "ring", ring_question, ring_commit_buttons, variant=variant)
     _row
     return (ring_committed,)
 
 
 @app.cell
-def _():
-    _cluster, _n = lb_cluster(BUCKET_SETUP)
-    bucket_question = ui.prediction_question(
-        f"A {BUCKET_BYTES / 1e6:.0f} MB gradient bucket is all-reduced over {_n:,} H100s ({_cluster.nodes} DGX nodes). "
-        "Which algorithm finishes first?",
-        BUCKET_OPTIONS,
-    )
+def _(variant):
+    bucket_question = ui.variant_question(variant.questions["bucket"])
     bucket_question
     return (bucket_question,)
 
@@ -185,14 +176,15 @@ def _():
 
 
 @app.cell
-def _(bucket_commit_buttons, bucket_question, student_input):
-    _row, bucket_committed = ui.commit_prediction(student_input.value, LAB, "bucket", bucket_question, bucket_commit_buttons)
+def _(bucket_commit_buttons, bucket_question, student_input, variant):
+    _row, bucket_committed = ui.commit_prediction(student_input.value, LAB, "bucket", bucket_question, bucket_commit_buttons, variant=variant)
     _row
     return (bucket_committed,)
 
 
 @app.cell(hide_code=True)
-def _():
+def _(ring_committed):
+    mo.stop(not ring_committed.made)
     mo.md(r"""
     ## 2 · Ring all-reduce, step by step
 
@@ -315,14 +307,15 @@ def _(ring_committed, ring_link_dropdown, ring_size_dropdown):
 
 
 @app.cell(hide_code=True)
-def _(ring_committed):
+def _(ring_committed, variant):
     mo.stop(not ring_committed.made)
-    ui.reveal(ring_committed.answer, ring_answer(), {_o.key: f"{_o.label}: {ring_explanations()[_o.key]}" for _o in RING_OPTIONS})
+    ui.variant_reveal(ring_committed, variant.questions["ring"])
     return
 
 
 @app.cell(hide_code=True)
-def _():
+def _(ring_committed):
+    mo.stop(not ring_committed.made)
     mo.md(r"""
     ## 3 · The parameter server against the ring
 
@@ -346,7 +339,7 @@ def _():
 
 @app.cell
 def _(ps_size_dropdown, ps_worker_dropdown, ring_committed):
-    ui.commitment_gate(ring_committed, "the parameter server")
+    mo.stop(not ring_committed.made)
     _res = ps_vs_ring(ps_size_dropdown.value, ps_worker_dropdown.value)
     _by_n = {_r["n"]: _r for _r in _res["rows"]}
     _x = _res["crossover"]
@@ -368,7 +361,8 @@ def _(ps_size_dropdown, ps_worker_dropdown, ring_committed):
 
 
 @app.cell(hide_code=True)
-def _():
+def _(bucket_committed):
+    mo.stop(not bucket_committed.made)  # the latency steps it names answer the bucket question
     mo.md(r"""
     ## 4 · Latency against bandwidth
 
@@ -420,15 +414,16 @@ def _(bucket_committed, lb_setup_dropdown):
 
 
 @app.cell(hide_code=True)
-def _(bucket_committed):
+def _(bucket_committed, variant):
     mo.stop(not bucket_committed.made)
-    ui.reveal(bucket_committed.answer, bucket_answer(), {_o.key: f"{_o.label}: {bucket_explanations()[_o.key]}" for _o in BUCKET_OPTIONS})
+    _q = variant.questions["bucket"]
+    ui.reveal(bucket_committed.answer, _q.key, {_o.key: f"{_o.label}: {_q.explanations[_o.key]}" for _o in _q.options})
     return
 
 
 @app.cell(hide_code=True)
 def _(ring_committed):
-    ui.commitment_gate(ring_committed, "algbw and busbw")
+    mo.stop(not ring_committed.made)
     _rows = busbw_rows()
     _nvls = nvls_busbw_note()
     _table = [
@@ -464,7 +459,7 @@ def _(ring_committed):
 
 @app.cell(hide_code=True)
 def _(ring_committed):
-    ui.commitment_gate(ring_committed, "rails and the NIC cliff")
+    mo.stop(not ring_committed.made)
     _rows = rails_rows()
     _table = [
         {
@@ -507,7 +502,7 @@ def _(ring_committed):
 
 @app.cell(hide_code=True)
 def _(ring_committed):
-    ui.commitment_gate(ring_committed, "NVL72")
+    mo.stop(not ring_committed.made)
     _rows = nvl72_rows()
     _rack = nvl72_cluster()
     _table = [
@@ -576,7 +571,7 @@ def _(
     milestone_setup_dropdown,
     ring_committed,
 ):
-    ui.commitment_gate(ring_committed, "the two-GPU milestone")
+    mo.stop(not ring_committed.made)
     _e = milestone_estimates(milestone_setup_dropdown.value, milestone_mb_slider.value, milestone_overlap_switch.value)
     mo.vstack(
         [
@@ -602,17 +597,17 @@ def _(
 
 @app.cell(hide_code=True)
 def _(ring_committed):
-    ui.commitment_gate(ring_committed, "the seed's numbers")
+    mo.stop(not ring_committed.made)
     _ranges = seed_ranges()
     _example = seed_example()
     _near = _example["nearest"]
 
     _table = [
         {
-            "seed's claim": f"{_r['setup'].split(' ')[0]}: {_r['range'][0]:.0%}-{_r['range'][1]:.0%} overhead",
+            "course notes' claim": f"{_r['setup'].split(' ')[0]}: {_r['range'][0]:.0%}-{_r['range'][1]:.0%} overhead",
             "reduction": "bucketed overlap" if _r["overlap"] else "after the backward",
             "engine, fewest to most tokens": f"{_r['overheads'][0][1]:.1%} at {_r['overheads'][0][0]:,} to {_r['overheads'][-1][1]:.1%} at {_r['overheads'][-1][0]:,}",
-            "where the seed holds": f"{', '.join(f'{_t:,}' for _t in _r['inside'])} tokens per GPU" if _r["inside"] else "nowhere in this range",
+            "where the notes hold": f"{', '.join(f'{_t:,}' for _t in _r['inside'])} tokens per GPU" if _r["inside"] else "nowhere in this range",
         }
         for _r in _ranges
     ]
@@ -629,9 +624,9 @@ def _(ring_committed):
         [
             mo.md(
                 f"""
-    ### The seed's numbers, checked
+    ### The course notes' numbers, checked
 
-    The seed's example, {SEED_COMPUTE_MS:.0f} ms of compute and {SEED_COMM_MS:.0f} ms of communication, is
+    The course notes' example, {SEED_COMPUTE_MS:.0f} ms of compute and {SEED_COMM_MS:.0f} ms of communication, is
     {_example['efficiency']:.1%} efficient: the arithmetic holds. The engine's nearest setting is {_near['model']}
     over PCIe without overlap at {_near['tokens_per_gpu']:,} tokens per GPU: {_near['compute_s'] * 1e3:.1f} ms + {_near['exposed_s'] * 1e3:.1f} ms,
     {_near['efficiency']:.0%}. Its overheads hold only in a band of batch sizes:
@@ -639,7 +634,7 @@ def _(ring_committed):
             ),
             mo.ui.table(pd.DataFrame(_table), selection=None, show_column_summaries=False, show_data_types=False),
             mo.md(
-                "**When are 2 GPUs slower than 1?** The seed blames a model that is too small; the engine blames a batch per "
+                "**When are 2 GPUs slower than 1?** The course notes blame a model that is too small; the engine blames a batch per "
                 "GPU that is too small. The fewest tokens per GPU at which two GPUs get through the same data "
                 "faster (the slider's grid is one sequence). The gradient and the compute both grow with the parameters, so "
                 "their ratio, and this threshold, are set by the tokens each GPU processes per step more than by the model's size:"
@@ -652,8 +647,8 @@ def _(ring_committed):
 
 @app.cell(hide_code=True)
 def _(bucket_committed, ring_committed):
-    ui.commitment_gate(ring_committed, "the equations")
-    ui.commitment_gate(bucket_committed, "the equations")
+    mo.stop(not ring_committed.made)
+    mo.stop(not bucket_committed.made)
     ui.math_peek(
         "The equations behind the collectives",
         r"""
@@ -678,7 +673,7 @@ def _(bucket_committed, ring_committed):
 
 
 @app.cell(hide_code=True)
-def _(ring_committed):
+def _(bucket_nodes, ring_committed):
     mo.stop(not ring_committed.made)
     _whole, _one = rails_rows()[1], rails_rows()[2]
     mo.md(
@@ -686,7 +681,7 @@ def _(ring_committed):
     ### Reflection
 
     A data-parallel ring over whole nodes runs at {_whole['busbw'] / 1e9:.0f} GB/s of bus bandwidth, one behind
-    TP = {_one['stride']} at {_one['busbw'] / 1e9:.0f} GB/s. If you had to place a {lb_cluster(BUCKET_SETUP)[1]:,}-GPU job's tensor-parallel, pipeline and
+    TP = {_one['stride']} at {_one['busbw'] / 1e9:.0f} GB/s. If you had to place a {bucket_cluster(bucket_nodes)[1]:,}-GPU job's tensor-parallel, pipeline and
     data-parallel groups, which would you let cross nodes first, and which message sizes would each send? Write two
     sentences in your notes, then check them against Lab 05's Act II.
     """
@@ -707,26 +702,27 @@ def _(
     ring_inputs,
     student_input,
     submit_button,
+    variant,
 ):
     mo.stop(not ring_committed.made)
     _pred = {"ring": ring_committed.answer, "bucket": bucket_committed.answer}
     _view, submitted = ui.submit_to_ledger(
-        student_input.value, submit_button, lambda: [ui.ledger_step(LAB, STEP, ring_inputs, _pred, ring_outcomes, "the ring stepper")]
+        student_input.value, submit_button, lambda: [ui.ledger_step(LAB, STEP, ring_inputs, _pred, ring_outcomes, "the ring stepper", variant)]
     )
     _view
     return (submitted,)
 
 
 @app.cell(hide_code=True)
-def _(bucket_committed, ring_committed):
-    ui.commitment_gate(ring_committed, "the key takeaways")
-    ui.commitment_gate(bucket_committed, "the key takeaways")
+def _(bucket_bytes, bucket_committed, bucket_nodes, ring_committed):
+    mo.stop(not ring_committed.made)
+    mo.stop(not bucket_committed.made)
     _f = ring_facts()
-    _b = bucket_facts()["times"]
+    _b = bucket_facts(bucket_bytes, bucket_nodes)["times"]
     _rails = rails_rows()
     _cliff = tp_cliff()
     _nvls = nvls_busbw_note()
-    _cluster, _n = lb_cluster(BUCKET_SETUP)
+    _cluster, _n = bucket_cluster(bucket_nodes)
     _pcie = milestone_estimates(next(iter(MILESTONE_SETUPS)), MILESTONE_MICROBATCHES[0], False)
     mo.md(
         f"""
@@ -734,7 +730,7 @@ def _(bucket_committed, ring_committed):
 
     - A ring rank sends 2(N-1)/N of the message: {_f['small'] / 1e9:.2f} GB at N = {RING_N_SMALL}, {_f['large'] / 1e9:.3f} GB at
       N = {RING_N_LARGE:,} for {_f['message'] / 1e9:.0f} GB. A parameter server receives N times the message.
-    - Small messages are latency: a {BUCKET_BYTES / 1e6:.0f} MB bucket over {_n:,} GPUs takes {_b['ring'] * 1e3:.2f} ms as a ring and
+    - Small messages are latency: a {bucket_bytes / 1e6:g} MB bucket over {_n:,} GPUs takes {_b['ring'] * 1e3:.2f} ms as a ring and
       {_b['tree'] * 1e3:.2f} ms as a tree.
     - Compare busbw, not algbw: busbw = algbw x 2(N-1)/N is the wires' rate; NVLS shows {_nvls['busbw'] / 1e9:.0f} GB/s on 8 H100s
       because the switch adds.

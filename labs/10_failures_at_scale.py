@@ -42,27 +42,19 @@ with app.setup:
         young_interval,
     )
     from labs.core.scenarios.lab10 import (
-        CADENCE_OPTIONS,
         CLAIM_INTERVALS_MIN,
         CLAIM_SETTING,
         LAB,
         LAYOUTS,
-        MTBF_OPTIONS,
-        RUN_DAYS,
-        RUN_GPUS,
         RUN_MODEL,
         SEED_CLAIM_MINUTES,
         SEED_CLAIM_MODEL,
         SHARDINGS,
         STRATEGY_LABELS,
-        cadence_answer,
-        cadence_explanations,
         cadence_outcomes,
         checkpoint_rows,
         inverse_rows,
         max_checkpoint_for,
-        mtbf_answer,
-        mtbf_explanations,
         run_cluster,
         seed_claim_bandwidths,
         setting_costs,
@@ -100,12 +92,20 @@ def _():
     return (student_input,)
 
 
+# Your run's size and length are drawn from your id (labs.variants), and so is the options' order.
+@app.cell
+def _(student_input):
+    variant = ui.lab_variant(LAB, student_input.value)
+    run_gpus, run_days = variant.settings["gpus"], variant.settings["days"]
+    return run_days, run_gpus, variant
+
+
 @app.cell(hide_code=True)
-def _():
+def _(run_days, run_gpus):
     _m = MODELS[RUN_MODEL]
     ui.stakeholder_message(
         "Training lead",
-        f"We have {RUN_GPUS:,} H100s booked to train {_m.name}: {RUN_DAYS} days of compute if nothing breaks. "
+        f"We have {run_gpus:,} H100s booked to train {_m.name}: {run_days} days of compute if nothing breaks. "
         f"Meta's Llama 3 fleet works out to one job-stopping failure per GPU every **{gpu_mtbf_s() / (365 * DAY):.1f} years**. "
         "How often will the job stop, what does a checkpoint cost us, and how often should we write one?",
     )
@@ -121,11 +121,8 @@ def _():
 
 
 @app.cell
-def _():
-    mtbf_question = ui.prediction_question(
-        f"Each GPU runs {gpu_mtbf_s() / (365 * DAY):.1f} years between failures on average. How long does a {RUN_GPUS:,}-GPU job run between interruptions?",
-        MTBF_OPTIONS,
-    )
+def _(variant):
+    mtbf_question = ui.variant_question(variant.questions["mtbf"])
     mtbf_question
     return (mtbf_question,)
 
@@ -137,16 +134,16 @@ def _():
 
 
 @app.cell
-def _(mtbf_commit_buttons, mtbf_question, student_input):
-    _row, mtbf_committed = ui.commit_prediction(student_input.value, LAB, "mtbf", mtbf_question, mtbf_commit_buttons)
+def _(mtbf_commit_buttons, mtbf_question, student_input, variant):
+    _row, mtbf_committed = ui.commit_prediction(student_input.value, LAB, "mtbf", mtbf_question, mtbf_commit_buttons, variant=variant)
     _row
     return (mtbf_committed,)
 
 
 @app.cell(hide_code=True)
-def _(mtbf_committed):
-    ui.commitment_gate(mtbf_committed, "the answer")
-    ui.reveal(mtbf_committed.answer, mtbf_answer(), mtbf_explanations())
+def _(mtbf_committed, variant):
+    mo.stop(not mtbf_committed.made)
+    ui.variant_reveal(mtbf_committed, variant.questions["mtbf"])
     return
 
 
@@ -159,21 +156,21 @@ def _():
 
 
 @app.cell
-def _():
-    gpus_slider = mo.ui.slider(steps=GPU_STEPS, value=RUN_GPUS, label="GPUs in the job", show_value=True, debounce=True)
+def _(run_gpus):
+    gpus_slider = mo.ui.slider(steps=GPU_STEPS, value=run_gpus, label="GPUs in the job", show_value=True, debounce=True)
     return (gpus_slider,)
 
 
 @app.cell(hide_code=True)
-def _(gpus_slider, mtbf_committed):
+def _(gpus_slider, mtbf_committed, run_days):
     ui.commitment_gate(mtbf_committed, "the failure model")
     _n = gpus_slider.value
     _m = job_mtbf_s(_n)
-    _wall = RUN_DAYS * DAY
+    _wall = run_days * DAY
     _exp = expected_interruptions(_n, _wall)
     _rows = [
         {"cause (Llama 3 Table 5)": _c.label, "component": _c.category, "in Llama 3's 54 days": _c.count,
-         "share": f"{cause_shares()[_c.key]:.1%}", f"expected in {RUN_DAYS} days at {_n:,} GPUs": f"{_exp[_c.key]:.1f}",
+         "share": f"{cause_shares()[_c.key]:.1%}", f"expected in {run_days} days at {_n:,} GPUs": f"{_exp[_c.key]:.1f}",
          "job restarts without the node": "yes" if _c.node_swap else "no"}
         for _c in LLAMA3_CAUSES
     ]
@@ -182,7 +179,7 @@ def _(gpus_slider, mtbf_committed):
             gpus_slider,
             ui.metric_cards({
                 "job MTBF": f"{_m / HOUR:.2f} h",
-                f"unexpected stops in {RUN_DAYS} days": f"{_exp['unexpected']:.0f}",
+                f"unexpected stops in {run_days} days": f"{_exp['unexpected']:.0f}",
                 "planned stops": f"{_exp['planned']:.0f}",
                 "one GPU's MTBF": f"{gpu_mtbf_s() / (365 * DAY):.1f} years",
             }),
@@ -243,7 +240,7 @@ def _(
     storage_slider,
     strategy_dropdown,
 ):
-    ui.commitment_gate(mtbf_committed, "the checkpoint costs")
+    mo.stop(not mtbf_committed.made)
     _rows = checkpoint_rows(sharding_dropdown.value, storage_slider.value, gpus_slider.value)
     setting_cluster = run_cluster(gpus_slider.value)
     _table = [
@@ -267,7 +264,7 @@ def _(
             ),
             mo.ui.table(pd.DataFrame(_table), selection=None, show_column_summaries=False, show_data_types=False, page_size=9),
             mo.md(
-                f"**The seed's claim, checked.** \"A sync checkpoint pauses a 70B model for {SEED_CLAIM_MINUTES[0]}-{SEED_CLAIM_MINUTES[1]} "
+                f"**The course notes' claim, checked.** \"A sync checkpoint pauses a 70B model for {SEED_CLAIM_MINUTES[0]}-{SEED_CLAIM_MINUTES[1]} "
                 f"minutes.\" {MODELS[SEED_CLAIM_MODEL].name}'s checkpoint is {_bytes / 1e12:.2f} TB, so that pause means a file system "
                 f"delivering {_bw30 / 1e9:.2f}-{_bw10 / 1e9:.2f} GB/s to the writer: true on a slow NFS share. On Llama 3's "
                 f"({LLAMA3_STORAGE_SUSTAINED / 1e12:.0f} TB/s sustained, {LLAMA3_STORAGE_PEAK / 1e12:.0f} TB/s peak) one gathered writer "
@@ -288,11 +285,8 @@ def _():
 
 
 @app.cell
-def _():
-    cadence_question = ui.prediction_question(
-        "Checkpointing more often is always safer. True?",
-        CADENCE_OPTIONS,
-    )
+def _(variant):
+    cadence_question = ui.variant_question(variant.questions["cadence"])
     cadence_question
     return (cadence_question,)
 
@@ -304,8 +298,8 @@ def _():
 
 
 @app.cell
-def _(cadence_commit_buttons, cadence_question, student_input):
-    _row, cadence_committed = ui.commit_prediction(student_input.value, LAB, "cadence", cadence_question, cadence_commit_buttons)
+def _(cadence_commit_buttons, cadence_question, student_input, variant):
+    _row, cadence_committed = ui.commit_prediction(student_input.value, LAB, "cadence", cadence_question, cadence_commit_buttons, variant=variant)
     _row
     return (cadence_committed,)
 
@@ -382,7 +376,7 @@ def _(
     strategy_dropdown,
     swap_slider,
 ):
-    ui.commitment_gate(mtbf_committed, "the cadence instruments")
+    mo.stop(not mtbf_committed.made)
     _v = cadence_view
     _s = _v["shares"]
     _banner = None
@@ -415,9 +409,9 @@ def _(
 
 
 @app.cell(hide_code=True)
-def _(cadence_committed):
+def _(cadence_committed, variant):
     ui.commitment_gate(cadence_committed, "the answer on cadence")
-    ui.reveal(cadence_committed.answer, cadence_answer(), cadence_explanations())
+    ui.variant_reveal(cadence_committed, variant.questions["cadence"])
     return
 
 
@@ -430,9 +424,9 @@ def _():
 
 
 @app.cell(hide_code=True)
-def _(mtbf_committed, setting):
-    ui.commitment_gate(mtbf_committed, "the inverse problem")
-    _m = job_mtbf_s(RUN_GPUS)
+def _(mtbf_committed, run_gpus, setting):
+    mo.stop(not mtbf_committed.made)
+    _m = job_mtbf_s(run_gpus)
     _rows = inverse_rows()
     _table = [
         {"restart R": f"{_r['restart_min']} min",
@@ -471,9 +465,9 @@ def _():
 
 
 @app.cell
-def _(cadence_view, interval_slider, setting):
+def _(cadence_view, interval_slider, run_days, setting):
     try:
-        simulation = simulate(RUN_DAYS * DAY, interval_slider.value * MINUTE, cadence_view["stall"], setting["mtbf_s"], setting["restarts"], runs=SIM_RUNS, seed=SIM_SEED)
+        simulation = simulate(run_days * DAY, interval_slider.value * MINUTE, cadence_view["stall"], setting["mtbf_s"], setting["restarts"], runs=SIM_RUNS, seed=SIM_SEED)
         simulation_error = None
     except ValueError as _err:  # a setting whose run would take millions of failures: shown, not drawn
         simulation, simulation_error = None, str(_err)
@@ -485,13 +479,14 @@ def _(
     cadence_view,
     mtbf_committed,
     relaunch_slider,
+    run_days,
     setting,
     simulation,
     simulation_error,
     spares_switch,
     swap_slider,
 ):
-    ui.commitment_gate(mtbf_committed, "the simulation")
+    mo.stop(not mtbf_committed.made)
     mo.stop(simulation is None, ui.failure_banner([
         f"This setting is not simulated: {simulation_error}. Its goodput is {cadence_view['goodput']:.2%}: a checkpoint stall of "
         f"{fmt_s(cadence_view['stall'])} against an interruption every {fmt_s(setting['mtbf_s'])}, so the run hardly ever moves forward."
@@ -507,7 +502,7 @@ def _(
     mo.vstack(
         [
             mo.md(
-                f"{SIM_RUNS} runs of {RUN_DAYS} days of work at your setting (seed {SIM_SEED}): failures drawn at rate 1/M, each with a "
+                f"{SIM_RUNS} runs of {run_days} days of work at your setting (random seed {SIM_SEED}, so every student sees the same runs): failures drawn at rate 1/M, each with a "
                 "cause from Table 5's shares and that cause's restart cost; the work since the last checkpoint is redone."
             ),
             ui.metric_cards({
@@ -521,7 +516,7 @@ def _(
             mo.md(
                 f"**Levers**, each at its best interval: now {best_goodput(_c, setting['restart_s'], _m):.1%}; with hot spares "
                 f"(no wait for a node) {_lever['hot spares']:.1%}; with the relaunch halved {_lever['relaunch halved']:.1%}. "
-                f"At your interval the run ends after {np.median(simulation.wall_s) / DAY:.1f} days instead of {RUN_DAYS}: "
+                f"At your interval the run ends after {np.median(simulation.wall_s) / DAY:.1f} days instead of {run_days}: "
                 f"one run in twenty takes more than {np.percentile(simulation.wall_s, 95) / DAY:.1f}."
             ),
         ]
@@ -544,10 +539,17 @@ def _():
 
 
 @app.cell(hide_code=True)
-def _(gpus_slider, model_dropdown, mtbf_committed, setting, slow_slider):
-    ui.commitment_gate(mtbf_committed, "silent corruption and stragglers")
+def _(
+    gpus_slider,
+    model_dropdown,
+    mtbf_committed,
+    run_days,
+    setting,
+    slow_slider,
+):
+    mo.stop(not mtbf_committed.made)
     _n = gpus_slider.value
-    _sdc = expected_interruptions(_n, RUN_DAYS * DAY)["silent_data_corruption"]
+    _sdc = expected_interruptions(_n, run_days * DAY)["silent_data_corruption"]
     _tp, _pp = LAYOUTS[model_dropdown.value]
     _dp = _n // (_tp * _pp)
     _grad = 2 * MODELS[model_dropdown.value].params / (_tp * _pp)
@@ -563,7 +565,7 @@ def _(gpus_slider, model_dropdown, mtbf_committed, setting, slow_slider):
         [
             mo.md(
                 f"Llama 3 caught **{dict((c.key, c.count) for c in LLAMA3_CAUSES)['silent_data_corruption']}** silent data corruptions in "
-                f"{LLAMA3_WINDOW_S / DAY:.0f} days: at {_n:,} GPUs expect **{_sdc:.1f}** detected ones in {RUN_DAYS} days, and the undetected "
+                f"{LLAMA3_WINDOW_S / DAY:.0f} days: at {_n:,} GPUs expect **{_sdc:.1f}** detected ones in {run_days} days, and the undetected "
                 "ones do not show in a loss curve at all: a flipped bit in one replica's gradient is averaged into everyone's weights, "
                 "and the loss drifts by less than its noise. What catches them: every data-parallel replica holds the same weights "
                 "after the all-reduce, so a hash of the weights compared across replicas must agree; a gradient norm ten times its "
@@ -587,8 +589,8 @@ def _(gpus_slider, model_dropdown, mtbf_committed, setting, slow_slider):
 
 @app.cell(hide_code=True)
 def _(cadence_committed, mtbf_committed):
-    ui.commitment_gate(mtbf_committed, "the equations")
-    ui.commitment_gate(cadence_committed, "the equations")
+    mo.stop(not mtbf_committed.made)
+    mo.stop(not cadence_committed.made)
     ui.math_peek(
         "The equations behind cadence and goodput",
         r"""
@@ -616,8 +618,8 @@ def _(cadence_committed, mtbf_committed):
 
 @app.cell(hide_code=True)
 def _(cadence_committed, mtbf_committed):
-    ui.commitment_gate(mtbf_committed, "the reflection")
-    ui.commitment_gate(cadence_committed, "the reflection")
+    mo.stop(not mtbf_committed.made)
+    mo.stop(not cadence_committed.made)
     mo.md(r"""
     ### Reflection
 
@@ -629,10 +631,10 @@ def _(cadence_committed, mtbf_committed):
 
 
 @app.cell(hide_code=True)
-def _(cadence_committed, mtbf_committed):
-    ui.commitment_gate(mtbf_committed, "the key takeaways")
-    ui.commitment_gate(cadence_committed, "the key takeaways")
-    _spares = {**CLAIM_SETTING, "hot_spares": True}
+def _(cadence_committed, mtbf_committed, run_gpus):
+    mo.stop(not mtbf_committed.made)
+    mo.stop(not cadence_committed.made)
+    _spares = {**CLAIM_SETTING, "gpus": run_gpus, "hot_spares": True}
     _run = setting_costs(strategy="sharded", **_spares)
     _sync = setting_costs(strategy="sync", **_spares)
     _m, _c, _r = _run["mtbf_s"], _run["cost"].stall_s, _run["restart_s"]
@@ -641,15 +643,15 @@ def _(cadence_committed, mtbf_committed):
     ## Key takeaways
 
     - A job's MTBF is the GPU's divided by N: {gpu_mtbf_s() / (365 * DAY):.1f} years per GPU is
-      {job_mtbf_s(RUN_GPUS) / HOUR:.1f} hours at {RUN_GPUS:,} GPUs, as Llama 3 measured.
+      {job_mtbf_s(run_gpus) / HOUR:.1f} hours at {run_gpus:,} GPUs, as Llama 3 measured.
     - {MODELS[RUN_MODEL].name}'s checkpoint is {_run['size'].job_bytes / 1e12:.1f} TB. On {_spares['storage_gbps'] / 1e3:g} TB/s storage
       a sharded write pauses {fmt_s(_c)}; gathered to one writer it pauses {fmt_s(_sync['cost'].stall_s)}.
     - Cadence has an optimum: Young's $\\sqrt{{2CM}}$ = {young_interval(_c, _m) / MINUTE:.1f} min there; checkpointing every
       {CLAIM_INTERVALS_MIN[0]} min or once a day both lose goodput
       ({goodput(CLAIM_INTERVALS_MIN[0] * MINUTE, _c, _r, _m):.1%} and {goodput(CLAIM_INTERVALS_MIN[1] * MINUTE, _c, _r, _m):.1%}
       against {best_goodput(_c, _r, _m):.1%} with hot spares and a {_spares['relaunch_min']}-minute relaunch).
-    - Over {LLAMA3_EFFECTIVE_TRAINING:.0%} goodput at a {job_mtbf_s(RUN_GPUS) / HOUR:.1f}-hour MTBF needs restarts under
-      {job_mtbf_s(RUN_GPUS) * (1 / LLAMA3_EFFECTIVE_TRAINING - 1) / MINUTE:.0f} minutes and stalls of seconds: restart time is the lever.
+    - Over {LLAMA3_EFFECTIVE_TRAINING:.0%} goodput at a {job_mtbf_s(run_gpus) / HOUR:.1f}-hour MTBF needs restarts under
+      {job_mtbf_s(run_gpus) * (1 / LLAMA3_EFFECTIVE_TRAINING - 1) / MINUTE:.0f} minutes and stalls of seconds: restart time is the lever.
     - Some failures never stop the job: silent corruption (hash replicas, watch gradient norms) and stragglers
       (one slow NIC paces the whole ring).
 
@@ -672,11 +674,12 @@ def _(
     mtbf_committed,
     student_input,
     submit_button,
+    variant,
 ):
     mo.stop(not mtbf_committed.made)
     _pred = {"mtbf": mtbf_committed.answer, "cadence": cadence_committed.answer}
     _view, submitted = ui.submit_to_ledger(
-        student_input.value, submit_button, lambda: [ui.ledger_step(LAB, "cadence", cadence_inputs, _pred, cadence_outcomes, "the cadence design")]
+        student_input.value, submit_button, lambda: [ui.ledger_step(LAB, "cadence", cadence_inputs, _pred, cadence_outcomes, "the cadence design", variant)]
     )
     _view
     return (submitted,)

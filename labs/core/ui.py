@@ -70,9 +70,9 @@ def variant_reveal(made: "Commitment", question) -> mo.Html:
     if made.answer is None:
         verdict, kind = f"**You skipped this prediction.** The engine says {shown}.", "info"
     elif question.judge(made.answer):
-        verdict, kind = f"**Right:** you said {made.answer}, the engine says {shown} (graded within ±{spec.tolerance:g}).", "success"
+        verdict, kind = f"**Right:** you said {made.answer}, the engine says {shown} (graded within ±{spec.tolerance:.2g}).", "success"
     else:
-        verdict, kind = f"**Not quite:** you said {made.answer}, the engine says {shown} (graded within ±{spec.tolerance:g}).", "warn"
+        verdict, kind = f"**Not quite:** you said {made.answer}, the engine says {shown} (graded within ±{spec.tolerance:.2g}).", "warn"
     return mo.callout(mo.md(f"{verdict}\n\n{spec.explanation}"), kind=kind)
 
 

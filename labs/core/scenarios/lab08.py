@@ -34,6 +34,7 @@ from labs.core.hardware import LINKS, Cluster
 from labs.core.scenarios.common import Option
 from labs.core.topology import bus_bandwidth, collective_columns, group_bus_bandwidth, group_cost
 from labs.core.validation import check_choice, check_positive
+from labs.variants import Choice, LabVariants, Numeric, judged
 
 LAB = "08_collectives"
 STEP = "ring"
@@ -84,9 +85,11 @@ STEPPER_DEFAULT_SIZE = "1 GB"
 RING_COMPUTED_N = (2, 4, 8, 16, 64, 256, 1024)  # the "larger N is computed" table
 
 RING_MESSAGE, RING_N_SMALL, RING_N_LARGE = 1e9, 8, 1024
+# The lab before per-student variants asked this as options (older ledgers are graded against
+# them); a variant asks for the bytes, typed in.
 RING_OPTIONS = (
     Option("A", "It grows in proportion to N: each GPU must hear from every other GPU", "ring bytes grow with N"),
-    Option("B", "It grows a little, then levels off just under twice the message"),
+    Option("B", "It grows a little, then levels off just under twice the message", "the ring sends twice the message"),
     Option("C", "It shrinks like 1/N: more GPUs, smaller chunks", "smaller chunks mean fewer bytes"),
     Option("D", "It stays at exactly one message: each GPU sends its gradient once", "all-reduce sends the message once"),
 )
@@ -214,10 +217,10 @@ LB_ALGORITHMS = ("ring", "tree", "nvls")
 
 BUCKET_BYTES, BUCKET_SETUP = 1e6, "1,024 H100, 128 DGX nodes"
 BUCKET_OPTIONS = (
-    Option("A", "Ring: it is bandwidth-optimal, so it is fastest at every size", "bandwidth-optimal means fastest at every size"),
-    Option("B", "Tree: 2 log2(N) latency steps instead of 2(N-1)"),
-    Option("C", "NVLS / in-switch reduction: the switch adds, so it is fastest everywhere", "in-switch reduction is fastest everywhere"),
-    Option("D", "About the same: 1 MB is too small for the algorithm to matter", "the algorithm does not matter for small messages"),
+    Option("A", "Ring: it is bandwidth-optimal, so it wins at this size as well", "bandwidth-optimal means fastest at every size"),
+    Option("B", "Tree: its latency grows with log N, not with N", "the tree wins at any size"),
+    Option("C", "NVLS: the switch does the adding, so it wins here as well", "in-switch reduction is fastest everywhere"),
+    Option("D", "About the same: at this size the algorithm barely matters", "the algorithm does not matter for small messages"),
 )
 
 
@@ -262,14 +265,23 @@ def nccl_point(point_id: str) -> dict:
     return next(p for p in data["points"] if p["id"] == point_id)
 
 
-def bucket_times(nbytes: float = BUCKET_BYTES, setup: str = BUCKET_SETUP) -> dict[str, float]:
-    cluster, n = lb_cluster(setup)
+def bucket_cluster(nodes: int | None = None) -> tuple[Cluster, int]:
+    """The bucket question's cluster: BUCKET_SETUP's, or that many DGX H100 nodes."""
+    if nodes is None:
+        return lb_cluster(BUCKET_SETUP)
+    return Cluster.get("dgx-h100", nodes=nodes), 8 * nodes
+
+
+def bucket_times(nbytes: float = BUCKET_BYTES, setup: str = BUCKET_SETUP, nodes: int | None = None) -> dict[str, float]:
+    cluster, n = bucket_cluster(nodes) if nodes is not None else lb_cluster(setup)
     return {alg: group_cost("all_reduce", nbytes, cluster, n, 1, alg).total_s for alg in lb_algorithms(cluster)}
 
 
-def bucket_facts() -> dict:
-    t = bucket_times()
-    return {"times": t, "fastest": min(t, key=t.get), "spread": max(t.values()) / min(t.values())}
+def bucket_facts(nbytes: float = BUCKET_BYTES, nodes: int | None = None) -> dict:
+    """The algorithms' times for the bucket; the fastest, and how far ahead of the next it is."""
+    t = bucket_times(nbytes, nodes=nodes)
+    ranked = sorted(t.values())
+    return {"times": t, "fastest": min(t, key=t.get), "spread": max(t.values()) / min(t.values()), "lead": ranked[1] / ranked[0]}
 
 
 BUCKET_CLAIMS: dict[str, Callable[[dict], bool]] = {
@@ -280,18 +292,18 @@ BUCKET_CLAIMS: dict[str, Callable[[dict], bool]] = {
 }
 
 
-def bucket_answer() -> str | None:
-    facts = bucket_facts()
+def bucket_answer(nbytes: float = BUCKET_BYTES, nodes: int | None = None) -> str | None:
+    facts = bucket_facts(nbytes, nodes)
     return next((k for k, claim in BUCKET_CLAIMS.items() if claim(facts)), None)
 
 
-def bucket_explanations() -> dict[str, str]:
-    f = bucket_facts()
+def bucket_explanations(nbytes: float = BUCKET_BYTES, nodes: int | None = None) -> dict[str, str]:
+    f = bucket_facts(nbytes, nodes)
     t = {k: v * 1e6 for k, v in f["times"].items()}
-    cluster, n = lb_cluster(BUCKET_SETUP)
-    lat = {a: group_cost("all_reduce", BUCKET_BYTES, cluster, n, 1, a).latency_s * 1e6 for a in t}
+    cluster, n = bucket_cluster(nodes)
+    lat = {a: group_cost("all_reduce", nbytes, cluster, n, 1, a).latency_s * 1e6 for a in t}
     return {
-        "A": f"bandwidth-optimal is the beta term only; at {BUCKET_BYTES / 1e6:.0f} MB on {n:,} GPUs the ring's 2(N-1) steps cost {lat['ring']:,.0f} µs of latency even on NCCL's low-latency LL protocol, {t['ring']:,.0f} µs in all.",
+        "A": f"bandwidth-optimal is the beta term only; at {nbytes / 1e6:g} MB on {n:,} GPUs the ring's 2(N-1) steps cost {lat['ring']:,.0f} µs of latency even on NCCL's low-latency LL protocol, {t['ring']:,.0f} µs in all.",
         "B": f"the tree's 2 x ({cluster.gpus_per_node - 1} NVLink + log2({cluster.nodes}) network) hops cost {lat['tree']:,.0f} µs: {t['tree']:,.0f} µs in all, {t['ring'] / t['tree']:.0f}x faster than the ring.",
         "C": f"in-switch reduction raises the bandwidth inside each node; across nodes NVLS runs as NVLSTree, whose per-level latency is higher than the tree's on small messages: {t['nvls']:,.0f} µs." if "nvls" in t else "this cluster has no NVLS.",
         "D": f"the algorithms differ {f['spread']:.0f}x here: a small message is all latency, and latency is what the algorithm decides.",
@@ -466,7 +478,7 @@ def fewest_tokens_to_win(setup: str, overlap: bool, model_key: str, mbs=MILESTON
 
 
 # ---- the ledger step and the grader ------------------------------------------------------------------------
-def ring_outcomes(inputs: dict, predictions: dict) -> dict:
+def ring_outcomes(inputs: dict, predictions: dict, variant=None) -> dict:
     check_ring_inputs(inputs)
     state = ring_state(int(inputs["n"]), float(inputs["nbytes"]), inputs["link"], int(inputs["step"]))
     return {
@@ -474,9 +486,46 @@ def ring_outcomes(inputs: dict, predictions: dict) -> dict:
         "bytes_sent_so_far": state["sent_so_far"],
         "clock_s": state["clock_s"],
         "all_reduce_time_s": state["all_reduce_time_s"],
-        "ring_correct": predictions.get("ring") == ring_answer(),
-        "bucket_correct": predictions.get("bucket") == bucket_answer(),
+        "ring_correct": judged(variant, "ring", predictions, lambda a: a == ring_answer()),
+        "bucket_correct": judged(variant, "bucket", predictions, lambda a: a == bucket_answer()),
     }
 
 
 OUTCOMES = {(LAB, STEP): ring_outcomes}
+
+
+# ---- per-student variants (labs.variants) ------------------------------------------------------
+# The ring question's message and ranks (not 1 GB over 8: the primitives table shows that one),
+# the bucket question's size and nodes (the tree leads the next algorithm by 2x or more there).
+VARIANT_RING_GB = (2, 4, 14)
+VARIANT_RING_N = (16, 32, 64, 256, 1024)
+VARIANT_BUCKET_BYTES = (256e3, 1e6, 4e6)
+VARIANT_BUCKET_NODES = (32, 64, 128, 256)
+RING_TOLERANCE = 0.03  # of the bytes: "twice the message" is 7% off at N = 16
+
+
+def draw_settings(d) -> dict:
+    return {"ring_gb": d.choice("ring_gb", VARIANT_RING_GB), "ring_n": d.choice("ring_n", VARIANT_RING_N),
+            "bucket_bytes": d.choice("bucket_bytes", VARIANT_BUCKET_BYTES), "bucket_nodes": d.choice("bucket_nodes", VARIANT_BUCKET_NODES)}
+
+
+def build_questions(s: dict) -> dict:
+    gb, n, nbytes, nodes = float(s["ring_gb"]), int(s["ring_n"]), float(s["bucket_bytes"]), int(s["bucket_nodes"])
+    sent = bytes_sent_per_rank("all_reduce", gb * 1e9, n) / 1e9
+    cluster, ranks = bucket_cluster(nodes)
+    return {
+        "ring": Numeric(
+            f"Each GPU all-reduces a {gb:g} GB gradient with a ring over {n:,} GPUs. How many GB does each GPU send? "
+            f"Type a number (right within {RING_TOLERANCE:.0%}).",
+            sent, RING_TOLERANCE * sent, "GB",
+            f"2(N-1)/N x M = 2 x {n - 1:,}/{n:,} x {gb:g} GB = **{sent:.3f} GB**: the reduce-scatter sends (N-1)/N of the message "
+            f"and the all-gather as much again, just under twice the message at any N.",
+        ),
+        "bucket": Choice(
+            f"A {nbytes / 1e6:g} MB gradient bucket is all-reduced over {ranks:,} H100s ({cluster.nodes} DGX nodes). Which algorithm finishes first?",
+            BUCKET_OPTIONS, bucket_answer(nbytes, nodes), bucket_explanations(nbytes, nodes),
+        ),
+    }
+
+
+VARIANTS = LabVariants(LAB, draw_settings, build_questions)

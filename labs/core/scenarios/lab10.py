@@ -9,6 +9,7 @@ from functools import lru_cache
 from labs.core.hardware import Cluster
 from labs.core.models import Model
 from labs.core.scenarios.common import Option
+from labs.variants import Choice, LabVariants, Numeric, judged
 
 LAB = "10_failures_at_scale"
 HOUR, DAY, MINUTE = 3600.0, 86400.0, 60.0
@@ -29,10 +30,12 @@ SEED_CLAIM_MODEL = "llama3-70b"
 SEED_CLAIM_MINUTES = (10, 30)
 
 # ---- prediction 1: is the job's time between failures the GPU's? ------------------------------
+# The lab before per-student variants asked this as ranges (older ledgers are graded against them);
+# a variant asks for the number of interruptions, typed in.
 MTBF_OPTIONS = (
     Option("A", "About the same as one GPU's: years", "a cluster fails as rarely as one GPU"),
     Option("B", "Weeks: a big cluster is a little less reliable", "failure rate does not scale with N"),
-    Option("C", "Hours: it falls as 1/N, the job stops when any GPU does"),
+    Option("C", "Hours: it falls as 1/N, the job stops when any GPU does", "counts every failure as job-stopping"),
     Option("D", "Minutes: something is always broken", "overestimates the failure rate"),
 )
 # Each option's range of the job's MTBF, in seconds: [low, high)
@@ -75,10 +78,10 @@ def mtbf_explanations(gpus: int = RUN_GPUS) -> dict[str, str]:
 
 # ---- prediction 2: checkpointing more often is always safer? ---------------------------------
 CADENCE_OPTIONS = (
-    Option("A", "Yes: every extra checkpoint saves work, so goodput keeps rising as the interval shrinks", "more checkpoints are always safer"),
-    Option("B", "No: below an optimum, checkpoint stalls cost more than the rework they save"),
-    Option("C", "It does not matter once checkpoints are asynchronous", "async checkpoints are free"),
-    Option("D", "Once a day is enough: failures are rare", "a cluster fails as rarely as one GPU"),
+    Option("A", "Yes: every extra checkpoint saves rework, so goodput keeps rising as the interval shrinks", "more checkpoints are always safer"),
+    Option("B", "No: below some interval, the checkpoint stalls cost more than the rework they save", "stalls and rework trade off nowhere"),
+    Option("C", "It stops mattering once checkpoints are asynchronous: the interval is then free", "async checkpoints are free"),
+    Option("D", "Once a day is enough: at this failure rate, rework is a small cost", "a cluster fails as rarely as one GPU"),
 )
 # The setting the claims are judged in: the stakeholder's run, 405B FSDP, on Llama 3's storage,
 # a 10-minute relaunch and an hour to replace a node without spares.
@@ -106,37 +109,47 @@ def setting_costs(model: str, gpus: int, zero_stage: int, strategy: str, storage
     return {"mtbf_s": job_mtbf_s(gpus), "size": size, "cost": cost, "restore_s": read, "restarts": restarts, "restart_s": mean_restart_s(restarts), "cluster": cluster}
 
 
-def cadence_claims() -> dict[str, bool]:
-    """Each option's claim, judged by the engine in CLAIM_SETTING."""
+def cadence_margins(gpus: int = RUN_GPUS) -> dict[str, float]:
+    """The goodput gaps the cadence claims turn on, in CLAIM_SETTING at `gpus`: the optimum over
+    a checkpoint every minute and over once a day (sharded), and the spread of async goodput
+    between those intervals. The tests ask each to clear its threshold with room."""
     from labs.core.reliability import goodput, optimal_interval
 
     often, daily = (m * MINUTE for m in CLAIM_INTERVALS_MIN)
-    out = {}
-    sync = setting_costs(strategy="sharded", **CLAIM_SETTING)
+    setting = {**CLAIM_SETTING, "gpus": gpus}
+    sync = setting_costs(strategy="sharded", **setting)
     m, r = sync["mtbf_s"], sync["restart_s"]
     c = sync["cost"].stall_s
     best = optimal_interval(c, m)
     g = lambda tau, stall=c: goodput(tau, stall, r, m)  # noqa: E731
-    out["A"] = g(often) >= g(best)  # "keeps rising as the interval shrinks": the shortest would be best
-    out["B"] = g(often) < g(best) and g(daily) < g(best)
-    asy = setting_costs(strategy="async", **CLAIM_SETTING)["cost"]
+    asy = setting_costs(strategy="async", **setting)["cost"]
     spread = [goodput(t, asy.stall_at(t), r, m) for t in (often, optimal_interval(asy.stall_at(best), m), daily)]
-    out["C"] = max(spread) - min(spread) < NEGLIGIBLE
-    out["D"] = g(best) - g(daily) < NEGLIGIBLE
-    return out
+    return {"best_over_often": g(best) - g(often), "best_over_daily": g(best) - g(daily), "async_spread": max(spread) - min(spread)}
 
 
-@lru_cache(maxsize=1)  # a constant of the engine, asked for by every cadence outcome (and the grader)
-def cadence_answer() -> str:
-    claims = cadence_claims()
-    return next(k for k in ("B", "A", "C", "D") if claims[k])
+def cadence_claims(gpus: int = RUN_GPUS) -> dict[str, bool]:
+    """Each option's claim, judged by the engine in CLAIM_SETTING at `gpus`."""
+    f = cadence_margins(gpus)
+    return {
+        "A": f["best_over_often"] <= 0,  # "keeps rising as the interval shrinks": the shortest would be best
+        "B": f["best_over_often"] > 0 and f["best_over_daily"] > 0,
+        "C": f["async_spread"] < NEGLIGIBLE,
+        "D": f["best_over_daily"] < NEGLIGIBLE,
+    }
 
 
-def cadence_explanations() -> dict[str, str]:
+@lru_cache(maxsize=16)  # a constant of the engine per GPU count, asked for by every cadence outcome (and the grader)
+def cadence_answer(gpus: int = RUN_GPUS) -> str | None:
+    """The option whose claim holds, when exactly one does (None otherwise)."""
+    held = [k for k, v in cadence_claims(gpus).items() if v]
+    return held[0] if len(held) == 1 else None
+
+
+def cadence_explanations(gpus: int = RUN_GPUS) -> dict[str, str]:
     from labs.core.reliability import goodput, optimal_interval
 
-    s = setting_costs(strategy="sharded", **CLAIM_SETTING)
-    a = setting_costs(strategy="async", **CLAIM_SETTING)["cost"]
+    s = setting_costs(strategy="sharded", **{**CLAIM_SETTING, "gpus": gpus})
+    a = setting_costs(strategy="async", **{**CLAIM_SETTING, "gpus": gpus})["cost"]
     m, r, c = s["mtbf_s"], s["restart_s"], s["cost"].stall_s
     best = optimal_interval(c, m)
     often, daily = (x * MINUTE for x in CLAIM_INTERVALS_MIN)
@@ -203,7 +216,7 @@ def inverse_rows(restart_minutes=(1, 5, 10, 15, 20, 30), target: float | None = 
     return rows
 
 
-def cadence_outcomes(inputs: dict, predictions: dict) -> dict:
+def cadence_outcomes(inputs: dict, predictions: dict, variant=None) -> dict:
     from labs.core.reliability import daly_interval, goodput, optimal_interval, young_interval
 
     s = setting_costs(inputs["model"], int(inputs["gpus"]), int(inputs["zero_stage"]), inputs["strategy"], float(inputs["storage_gbps"]),
@@ -220,9 +233,44 @@ def cadence_outcomes(inputs: dict, predictions: dict) -> dict:
         "young_min": young_interval(cost.stall_s, m) / MINUTE,
         "daly_min": daly_interval(cost.stall_s, m) / MINUTE,
         "best_goodput": goodput(optimal_interval(cost.stall_s, m), cost.stall_s, r, m),
-        "mtbf_correct": predictions.get("mtbf") == mtbf_answer(),
-        "cadence_correct": predictions.get("cadence") == cadence_answer(),
+        "mtbf_correct": judged(variant, "mtbf", predictions, lambda a: a == mtbf_answer()),
+        "cadence_correct": judged(variant, "cadence", predictions, lambda a: a == cadence_answer()),
     }
 
 
 OUTCOMES = {(LAB, "cadence"): cadence_outcomes}
+
+
+# ---- per-student variants (labs.variants) ------------------------------------------------------
+VARIANT_GPUS = (4096, 8192, 16384, 32768)  # multiples of every layout's TP x PP, on the lab's GPU slider
+VARIANT_DAYS = (30, 45, 54, 60, 90)
+INTERRUPTIONS_TOLERANCE = 0.10  # of the engine's count: the rate is a fit on one 54-day window
+
+
+def draw_settings(d) -> dict:
+    return {"gpus": d.choice("gpus", VARIANT_GPUS), "days": d.choice("days", VARIANT_DAYS)}
+
+
+def build_questions(s: dict) -> dict:
+    from labs.core.reliability import expected_interruptions, gpu_mtbf_s, job_mtbf_s
+
+    gpus, days = int(s["gpus"]), int(s["days"])
+    count = expected_interruptions(gpus, days * DAY)["unexpected"]
+    years = gpu_mtbf_s() / (365 * DAY)
+    return {
+        "mtbf": Numeric(
+            f"Each GPU runs {years:.1f} years between job-stopping failures on average, and the job stops when any of its GPUs does. "
+            f"How many unexpected interruptions should a {gpus:,}-GPU job expect in {days} days? "
+            f"Type a number (right within {INTERRUPTIONS_TOLERANCE:.0%}).",
+            count, max(INTERRUPTIONS_TOLERANCE * count, 0.5), "interruptions",
+            f"{gpus:,} GPUs x {days} days / ({years:.1f} years x 365 days) = **{count:.0f}**: one every "
+            f"{_span(job_mtbf_s(gpus))}, the GPU's {_span(gpu_mtbf_s())} divided by {gpus:,}.",
+        ),
+        "cadence": Choice(
+            f"Your {gpus:,}-GPU job stops every {_span(job_mtbf_s(gpus))}. Checkpointing more often is always safer. True?",
+            CADENCE_OPTIONS, cadence_answer(gpus), cadence_explanations(gpus),
+        ),
+    }
+
+
+VARIANTS = LabVariants(LAB, draw_settings, build_questions)
