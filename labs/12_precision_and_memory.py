@@ -1,0 +1,549 @@
+import marimo
+
+__generated_with = "0.25.2"
+app = marimo.App(
+    width="medium",
+    app_title="Lab 12: Precision and memory, computed on real numbers",
+)
+
+with app.setup:
+    import marimo as mo
+    import plotly.graph_objects as go
+
+    from labs.core import ENGINE_VERSION
+    from labs.core import ui
+    from labs.core.hardware import GB
+    from labs.core.precision import FORMATS, TILE
+    from labs.core.scenarios.lab12 import (
+        ACCUMULATION_CASE,
+        ACCUMULATION_KS,
+        ACCUMULATION_STEPS,
+        GRADIENT_SAMPLE,
+        LOSS_SCALE_RANGE,
+        OUTLIER_SCALES,
+        accumulation_estimates,
+        accumulation_rows,
+        bytes_rows,
+        fp8_case,
+        fp8_estimates,
+        format_rows,
+        fp8_rows,
+        loss_scale_curves,
+        loss_scale_rows,
+        memory_rows,
+        precision_outcomes,
+        recompute_rows,
+        safe_loss_scales,
+        scaling_rows,
+    )
+    from labs.core.style import COLORS
+
+    LAB = "12_precision_and_memory"
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    # Lab 12 · Precision and memory, computed on real numbers
+
+    What does a number format keep of a gradient, and what does FP8 buy a training step? The
+    small-scale half of this lab casts real arrays through bf16, fp16 and the two FP8 formats
+    (`ml_dtypes`, the NumPy dtypes JAX uses) and measures what is lost; the at-scale half asks the
+    engine what the same choices cost a training run on hundreds of GPUs.
+
+    **Before you start:** Micikevicius et al. 2018, *Mixed Precision Training*, Sec. 3; Micikevicius
+    et al. 2022, *FP8 Formats for Deep Learning*; DeepSeek-V3 technical report Sec. 3.3 (FP8 training);
+    Korthikanti et al. 2022, *Reducing Activation Recomputation*, Sec. 4-5.
+    """)
+    return
+
+
+@app.cell
+def _():
+    student_input = ui.student_identity()
+    student_input
+    return (student_input,)
+
+
+# Your lab's numbers are drawn from your id (labs.variants): the gradient sample and the layout
+# whose FP8 step is priced are yours, and so is the order of the options.
+@app.cell
+def _(student_input):
+    variant = ui.lab_variant(LAB, student_input.value)
+    settings = variant.settings
+    return settings, variant
+
+
+@app.cell(hide_code=True)
+def _(settings):
+    _e = fp8_estimates(settings)
+    _model, _cluster = fp8_case(settings)
+    ui.stakeholder_message(
+        "Training lead",
+        f"Our {_model.name} run on {_cluster.gpus} H100s trains in bf16 at **{_e['bf16'].mfu:.0%} MFU**, "
+        f"{_e['bf16'].step_time_s:.1f} s a step. The vendor says FP8 tensor cores do **{_cluster.gpu.fp8_flops / _cluster.gpu.bf16_flops:.0f}x** "
+        "the FLOPs. One colleague wants to switch to fp16 to save memory, another says FP8 needs a recipe we do not "
+        "have, and a third wants to turn recomputation off because it 'costs a third of the FLOPs'. What does each "
+        "format keep, and what would each change buy us?",
+    )
+    return
+
+
+@app.cell
+def _(variant):
+    underflow_question = ui.variant_question(variant.questions["underflow"])
+    underflow_question
+    return (underflow_question,)
+
+
+@app.cell
+def _():
+    underflow_commit_buttons = ui.commit_buttons()
+    return (underflow_commit_buttons,)
+
+
+@app.cell
+def _(student_input, underflow_commit_buttons, underflow_question, variant):
+    _row, underflow_committed = ui.commit_prediction(student_input.value, LAB, "underflow", underflow_question, underflow_commit_buttons, variant=variant)
+    _row
+    return (underflow_committed,)
+
+
+@app.cell
+def _(variant):
+    recompute_question = ui.variant_question(variant.questions["recompute"])
+    recompute_question
+    return (recompute_question,)
+
+
+@app.cell
+def _():
+    recompute_commit_buttons = ui.commit_buttons()
+    return (recompute_commit_buttons,)
+
+
+@app.cell
+def _(recompute_commit_buttons, recompute_question, student_input, variant):
+    _row, recompute_committed = ui.commit_prediction(student_input.value, LAB, "recompute", recompute_question, recompute_commit_buttons, variant=variant)
+    _row
+    return (recompute_committed,)
+
+
+@app.cell
+def _(variant):
+    fp8_question = ui.variant_question(variant.questions["fp8"])
+    fp8_question
+    return (fp8_question,)
+
+
+@app.cell
+def _():
+    fp8_commit_buttons = ui.commit_buttons()
+    return (fp8_commit_buttons,)
+
+
+@app.cell
+def _(fp8_commit_buttons, fp8_question, student_input, variant):
+    _row, fp8_committed = ui.commit_prediction(student_input.value, LAB, "fp8", fp8_question, fp8_commit_buttons, variant=variant)
+    _row
+    return (fp8_committed,)
+
+
+@app.cell(hide_code=True)
+def _(underflow_committed):
+    ui.commitment_gate(underflow_committed, "the formats")
+    ui.static_table(
+        [
+            {
+                "format": _r["format"], "bytes": _r["bytes"], "exponent bits": _r["exponent bits"], "mantissa bits": _r["mantissa bits"],
+                "largest": f"{_r['largest']:.4g}", "smallest normal": f"{_r['smallest normal']:.3g}", "smallest subnormal": f"{_r['smallest subnormal']:.3g}",
+            }
+            for _r in format_rows()
+        ]
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## 1 · What a cast keeps: underflow and loss scaling
+
+    The sample is your variant's gradients. Multiply them by the loss scale $S = 2^k$ before the cast,
+    divide after (what the optimizer does with a scaled loss), and count what each format flushes to
+    zero, what overflows, and the median relative error of the rest.
+    """)
+    return
+
+
+# Each instrument is created in a cell that reads nothing, so committing or changing a prediction
+# never resets it; the cells below gate only what they display.
+@app.cell
+def _():
+    loss_scale_slider = mo.ui.slider(start=LOSS_SCALE_RANGE[0], stop=LOSS_SCALE_RANGE[1], step=1, value=0, label="Loss scale: log2 S", show_value=True, debounce=True)
+    return (loss_scale_slider,)
+
+
+@app.cell
+def _(loss_scale_slider, settings, underflow_committed):
+    ui.commitment_gate(underflow_committed, "the loss-scale instrument")
+    _rows = loss_scale_rows(settings, loss_scale_slider.value)
+    _table = ui.static_table(
+        [
+            {"format": _r["format"], "flushed to zero": f"{_r['flushed']:.2%}", "overflowed": f"{_r['overflow']:.2%}", "median relative error (kept)": f"{_r['median_rel_error']:.2e}"}
+            for _r in _rows
+        ]
+    )
+    mo.vstack([loss_scale_slider, mo.md(f"**S = 2^{loss_scale_slider.value} = {2.0 ** loss_scale_slider.value:,.0f}**"), _table])
+    return
+
+
+@app.cell
+def _(settings, underflow_committed):
+    mo.stop(not underflow_committed.made)
+    loss_curves = loss_scale_curves(settings)
+    fp16_safe = safe_loss_scales(settings, "fp16")
+    return fp16_safe, loss_curves
+
+
+@app.cell
+def _(fp16_safe, loss_curves, loss_scale_slider):
+    _fig = shares_figure(loss_curves, loss_scale_slider.value)
+    _safe = f"2^{fp16_safe[0]} to 2^{fp16_safe[-1]}" if fp16_safe else "none of them"
+    mo.vstack(
+        [
+            _fig,
+            mo.md(
+                f"For fp16 the scales that neither flush nor overflow any of the {GRADIENT_SAMPLE:,} gradients are **{_safe}**: "
+                "the sample spans more decades than fp16 holds without scaling, and fewer than it holds with it. "
+                f"bf16 keeps fp32's 8 exponent bits (smallest normal {FORMATS['bf16'].smallest_normal:.2g}) and needs no scaling, "
+                f"for {FORMATS['bf16'].mantissa_bits} stored mantissa bits instead of fp16's {FORMATS['fp16'].mantissa_bits}: "
+                "its median error in the table is the coarser one. No single scale fits E4M3 or E5M2 to this sample: "
+                "that is why FP8 recipes scale each tensor, or each tile, on its own."
+            ),
+        ]
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(rf"""
+    ## 2 · One scale per tensor, per tile, per block
+
+    FP8 tensors carry a scale: the group's largest magnitude maps to the format's largest value.
+    Activations have a few outlier channels; with one scale per tensor, the ordinary channels are
+    pushed toward the format's floor. DeepSeek-V3 scales activations per $1\times{TILE}$ tile and
+    weights per ${TILE}\times{TILE}$ block. Move the outliers' size and read the error on the ordinary values.
+    """)
+    return
+
+
+@app.cell
+def _():
+    outlier_slider = mo.ui.slider(steps=list(OUTLIER_SCALES), value=1000, label="Outlier channels are this many times larger", show_value=True, debounce=True)
+    return (outlier_slider,)
+
+
+@app.cell
+def _(outlier_slider, underflow_committed):
+    ui.commitment_gate(underflow_committed, "the scaling instrument")
+    _rows = scaling_rows(outlier_slider.value)
+    mo.vstack(
+        [
+            outlier_slider,
+            ui.static_table(
+                [{"format": _r["format"], "one scale per": {"tensor": "tensor", "tile": f"1 x {TILE} tile", "block": f"{TILE} x {TILE} block"}[_r["scaling"]],
+                  "flushed to zero": f"{_r['flushed']:.2%}", "median relative error": f"{_r['median_rel_error']:.2%}"} for _r in _rows]
+            ),
+        ]
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(rf"""
+    ## 3 · Summing in low precision
+
+    An FP8 GEMM's dot products are long: $K$ products summed. In a narrow accumulator each addition
+    rounds the running sum, and once the sum is large the small products stop counting. DeepSeek-V3
+    found H800 tensor cores keep about 14 bits and copies the partial sums to fp32 every {TILE}
+    products. Here the inputs are E4M3 values and the accumulators bf16 and fp16.
+    """)
+    return
+
+
+@app.cell
+def _():
+    k_slider = mo.ui.slider(steps=list(ACCUMULATION_KS), value=4096, label="Dot-product length K", show_value=True, debounce=True)
+    return (k_slider,)
+
+
+@app.cell
+def _(k_slider, underflow_committed):
+    ui.commitment_gate(underflow_committed, "the accumulation instrument")
+    _rows = accumulation_rows(k_slider.value)
+    mo.vstack(
+        [
+            k_slider,
+            ui.static_table(
+                [{"accumulator": _r["accumulator"], "promoted to fp32": f"every {_r['promote_every']} products" if _r["promote_every"] else "never",
+                  "median relative error": f"{_r['error']:.2e}"} for _r in _rows]
+            ),
+        ]
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(fp8_committed, settings):
+    ui.commitment_gate(fp8_committed, "bytes per parameter")
+    _model, _cluster = fp8_case(settings)
+    _rows = bytes_rows(settings)
+    _mem = memory_rows(settings)
+    mo.vstack(
+        [
+            mo.md(
+                "## 4 · Bytes per parameter, the real zoo\n\n"
+                "Mixed-precision Adam is counted several ways. What FP8 changes is small: the GEMMs read an FP8 copy of "
+                "the weights (kept between micro-batches) beside the bf16 ones, and some activations are kept in FP8; "
+                "the fp32 master weights and Adam's moments do not move."
+            ),
+            ui.static_table([{"recipe": _r["recipe"], "bytes per parameter": f"{_r['bytes']:g}", "made of": _r["parts"], "source": _r["source"]} for _r in _rows]),
+            mo.md(f"**Per GPU, {_model.name} on {_cluster.gpus} H100s** (the engine's memory model, GB):"),
+            ui.static_table([{k: (f"{v:.1f}" if isinstance(v, float) else v) for k, v in _r.items()} for _r in _mem]),
+        ]
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## 5 · Recompute, priced
+
+    MFU counts the FLOPs the model needs; HFU counts what the GPUs execute, recomputation included,
+    so HFU / MFU - 1 is the recompute's price in FLOPs. Flash attention changes the picture: its
+    backward recomputes the attention scores anyway, so there is nothing left for selective
+    recomputation to drop.
+    """)
+    return
+
+
+@app.cell
+def _():
+    flash_checkbox = mo.ui.checkbox(value=False, label="Flash attention")
+    return (flash_checkbox,)
+
+
+@app.cell
+def _(flash_checkbox, recompute_committed):
+    ui.commitment_gate(recompute_committed, "the recompute table")
+    _rows = recompute_rows(flash_checkbox.value)
+    mo.vstack(
+        [
+            flash_checkbox,
+            ui.static_table(
+                [{"recompute": _r["recompute"], "activations per GPU": f"{_r['activations_gb']:.1f} GB", "activation memory cut": f"{_r['activation_cut']:.1f}x",
+                  "extra FLOPs (HFU/MFU - 1)": f"{_r['extra_flops']:.1%}", "MFU": f"{_r['mfu']:.1%}", "HFU": f"{_r['hfu']:.1%}", "step": f"{_r['step_s']:.2f} s"} for _r in _rows]
+            ),
+        ]
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## 6 · Gradient accumulation: when it is free
+
+    Effective batch = micro-batch x accumulation steps x DP. Accumulating is free when the gradients
+    can sum in place and be reduced once a step (ZeRO-1). Sharded gradients (ZeRO-2) cannot: every
+    micro-batch's gradients are reduce-scattered as its backward produces them. In a pipeline the
+    accumulation steps are the micro-batches that fill it.
+    """)
+    return
+
+
+@app.cell
+def _():
+    steps_slider = mo.ui.slider(steps=list(ACCUMULATION_STEPS), value=8, label="Accumulation steps (micro-batches per optimizer step)", show_value=True, debounce=True)
+    return (steps_slider,)
+
+
+@app.cell
+def _(steps_slider, underflow_committed):
+    ui.commitment_gate(underflow_committed, "the accumulation instrument")
+    _e = accumulation_estimates(steps_slider.value)
+    _model, _cluster, _nodes, _plan = ACCUMULATION_CASE
+    _one = _e[1]
+    mo.vstack(
+        [
+            steps_slider,
+            mo.md(f"{_one.model.name} on {_one.cluster.gpus} H100s, DP {_plan['dp']}, micro-batch {_plan['micro_batch']}: "
+                  f"effective batch {_one.plan.micro_batch} x {steps_slider.value} x {_plan['dp']} = **{_one.plan.global_batch} sequences** "
+                  f"of {_one.model.seq_len:,} tokens."),
+            ui.static_table(
+                [{"sharding": f"ZeRO-{z}", "DP bytes sent per GPU per step": f"{_x.comm_bytes_per_gpu['dp'] / GB:.1f} GB", "exposed DP time": f"{_x.time.dp_comm:.3f} s",
+                  "step": f"{_x.step_time_s:.2f} s", "memory per GPU": f"{_x.memory.total / GB:.1f} GB"} for z, _x in _e.items()]
+            ),
+        ]
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(fp8_committed, settings):
+    ui.commitment_gate(fp8_committed, "FP8 at scale")
+    _e = fp8_estimates(settings)
+    _rows = fp8_rows(settings)
+    _b, _f = _e["bf16"], _e["fp8"]
+    _compute = next(_r for _r in _rows if _r["term"] == "compute")
+    mo.vstack(
+        [
+            mo.md(
+                f"## 7 · FP8 throughput at scale\n\n"
+                f"{_b.model.name}, TP {_b.plan.tp} x PP {_b.plan.pp} x DP {_b.plan.dp}: the step goes from **{_b.step_time_s:.2f} s** to "
+                f"**{_f.step_time_s:.2f} s** ({_b.step_time_s / _f.step_time_s:.2f}x). Compute alone goes {_compute['bf16_s'] / _compute['fp8_s']:.2f}x faster, "
+                "not 2x: the measured FP8 GEMMs reach a smaller share of their peak than bf16's, attention, norms and the "
+                "output layer stay in bf16, and each GEMM input is cast first. The model TFLOP/s per GPU rise from "
+                f"{_b.model_tflops_per_gpu:.0f} to {_f.model_tflops_per_gpu:.0f}; the MFU against each format's own peak falls "
+                f"from {_b.mfu:.0%} to {_f.mfu:.0%}."
+            ),
+            mo.md("**bf16**"),
+            ui.time_bar(_b),
+            mo.md("**FP8**"),
+            ui.time_bar(_f),
+        ]
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(underflow_committed, variant):
+    ui.commitment_gate(underflow_committed, "the answer on underflow")
+    ui.variant_reveal(underflow_committed, variant.questions["underflow"])
+    return
+
+
+@app.cell(hide_code=True)
+def _(recompute_committed, variant):
+    ui.commitment_gate(recompute_committed, "the answer on recomputation")
+    ui.variant_reveal(recompute_committed, variant.questions["recompute"])
+    return
+
+
+@app.cell(hide_code=True)
+def _(fp8_committed, variant):
+    ui.commitment_gate(fp8_committed, "the answer on FP8")
+    ui.variant_reveal(fp8_committed, variant.questions["fp8"])
+    return
+
+
+@app.cell(hide_code=True)
+def _(fp8_committed, recompute_committed, underflow_committed):
+    for _c in (underflow_committed, recompute_committed, fp8_committed):
+        ui.commitment_gate(_c, "the equations")
+    ui.math_peek(
+        "The equations behind the formats",
+        r"""
+    A format with $e$ exponent bits and $m$ stored mantissa bits represents normal numbers to a
+    relative step of $2^{-m}$; below its smallest normal $2^{1-\text{bias}}$ the step is fixed
+    (subnormals) and values under half the smallest subnormal round to zero.
+
+    Loss scaling: $\tilde g = \mathrm{cast}(S g) / S$; it keeps $g$ when
+    $S|g| \ge \tfrac12 \cdot$ smallest subnormal and $S|g| \le$ largest.
+
+    Per-group scaling: $s = \max|x_{\text{group}}| / \text{largest}$, $\tilde x = s\,\mathrm{cast}(x/s)$.
+
+    Recompute: HFU / MFU = hardware FLOPs / model FLOPs; full recompute re-runs each layer's forward,
+    $+\tfrac13$ of $3\times$forward; selective (no flash attention) re-runs the attention core,
+    $12\,B L s^2 h$ against $72\,B L s h^2(1 + \tfrac{s}{6h} + \tfrac{V}{12hL})$ (Korthikanti et al. 2022, App. A).
+
+    Effective batch $=$ micro-batch $\times$ accumulation $\times$ DP; ZeRO-2 reduce-scatters per
+    micro-batch: $m\,\frac{N-1}{N}\,\Psi\,b_g$ bytes a step instead of one.
+    """,
+    )
+    return
+
+
+@app.cell
+def _():
+    submit_button = mo.ui.run_button(label="Submit to the ledger")
+    return (submit_button,)
+
+
+@app.cell
+def _(
+    fp8_committed,
+    k_slider,
+    loss_scale_slider,
+    outlier_slider,
+    recompute_committed,
+    steps_slider,
+    student_input,
+    submit_button,
+    underflow_committed,
+    variant,
+):
+    mo.stop(not underflow_committed.made)
+    _inputs = {"log2_loss_scale": loss_scale_slider.value, "outlier_scale": outlier_slider.value, "accumulation_k": k_slider.value, "accumulation_steps": steps_slider.value}
+    _pred = {"underflow": underflow_committed.answer, "recompute": recompute_committed.answer, "fp8": fp8_committed.answer}
+    _view, submitted = ui.submit_to_ledger(
+        student_input.value, submit_button, lambda: [ui.ledger_step(LAB, "precision", _inputs, _pred, precision_outcomes, "the precision settings", variant)]
+    )
+    _view
+    return (submitted,)
+
+
+@app.cell(hide_code=True)
+def _(fp8_committed, recompute_committed, underflow_committed):
+    for _c in (underflow_committed, recompute_committed, fp8_committed):
+        ui.commitment_gate(_c, "the key takeaways")
+    mo.md(r"""
+    ## Key takeaways
+
+    - fp16 has the mantissa but not the range for gradients: without a loss scale it flushes the
+      small ones; with the right one it keeps them all. bf16 has fp32's range and needs no scale.
+    - FP8 has neither range nor mantissa to spare: it works with a scale per tensor, or per tile
+      where outliers live, and with partial sums promoted to fp32.
+    - FP8 saves compute, not memory: the master weights and Adam's moments stay in fp32.
+    - Selective recomputation costs a few percent of FLOPs, full recomputation a third; with flash
+      attention selective costs nothing extra, because flash already recomputes.
+    - Accumulating gradients over micro-batches is free until the gradients are sharded.
+
+    **Back to:** Lab 06 (ZeRO stages and memory) and Lab 05, Act II (recompute and MFU at 1,024 GPUs).
+    """)
+    return
+
+
+@app.cell
+def _(fp8_committed, recompute_committed, submitted, underflow_committed):
+    ui.hud(
+        {
+            "engine": ENGINE_VERSION,
+            "underflow prediction": underflow_committed.describe(),
+            "recompute prediction": recompute_committed.describe(),
+            "FP8 prediction": fp8_committed.describe(),
+            "ledger": "saved" if submitted else "not submitted",
+        }
+    )
+    return
+
+
+@app.function
+def shares_figure(curves, marker):
+    """Flushed and overflowed shares against log2 of the loss scale, one pair of lines per format."""
+    _fig = go.Figure()
+    _colors = {"fp16": COLORS["blue"], "e5m2": COLORS["orange"]}
+    for _name, _c in curves.items():
+        _fig.add_trace(go.Scatter(x=_c["log2_scale"], y=100 * _c["flushed"], name=f"{_name}: flushed", line=dict(color=_colors[_name])))
+        _fig.add_trace(go.Scatter(x=_c["log2_scale"], y=100 * _c["overflow"], name=f"{_name}: overflowed", line=dict(color=_colors[_name], dash="dot")))
+    _fig.add_shape(type="line", yref="y domain", y0=0, y1=1, xref="x", x0=marker, x1=marker, line=dict(color=COLORS["muted"], dash="dash"))
+    _fig.update_layout(height=320, xaxis_title="log2 of the loss scale S", yaxis_title="% of the gradients", margin=dict(t=30))
+    return _fig
+
+
+if __name__ == "__main__":
+    app.run()
