@@ -239,14 +239,14 @@ def _(pipeline_runs):
                 "$(p-1)(T_F + T_B - T_W)$ with a floor, since no weight pass hides the last backward's trip back "
                 "to stage 0. Counted over the whole step it also needs $T_B \\ge \\min(T_F, T_W)$, else the "
                 "$(p-1)\\,T_F$ ramp before the last stage starts is the longer wait. Where they do not hold they are not shown."
-            ) if _zb else None,
+            ) if _zb else mo.md(""),
         ]
     )
 
 
 @app.cell(hide_code=True)
 def _(microbatch_committed, p_slider, utilisation_committed):
-    ui.commitment_gate(utilisation_committed, "what each schedule pays")
+    mo.stop(not utilisation_committed.made)
     ui.commitment_gate(microbatch_committed, "what each schedule pays")
     _cost = schedule_cost_rows(p_slider.value)
     _rows = [
@@ -282,15 +282,15 @@ def _(utilisation_committed, variant):
 
 @app.cell(hide_code=True)
 def _(microbatch_committed, variant):
-    ui.commitment_gate(microbatch_committed, "the answer on deep pipelines")
+    mo.stop(not microbatch_committed.made)
     ui.variant_reveal(microbatch_committed, variant.questions["microbatches"])
     return
 
 
 @app.cell(hide_code=True)
 def _(bubble_target, deep_p, microbatch_committed, utilisation_committed):
-    ui.commitment_gate(utilisation_committed, "how deep pipelines are run")
-    ui.commitment_gate(microbatch_committed, "how deep pipelines are run")
+    mo.stop(not utilisation_committed.made)
+    mo.stop(not microbatch_committed.made)
     _rows = interleaving_rows(deep_p, bubble_target)
     _one = _rows[0]
     _table = [
@@ -324,8 +324,8 @@ def _(bubble_target, deep_p, microbatch_committed, utilisation_committed):
 
 @app.cell(hide_code=True)
 def _(microbatch_committed, utilisation_committed):
-    ui.commitment_gate(utilisation_committed, "the published bubble rates")
-    ui.commitment_gate(microbatch_committed, "the published bubble rates")
+    mo.stop(not utilisation_committed.made)
+    mo.stop(not microbatch_committed.made)
     _prof = table5_profile()
     _rows = table5_rows()
     _table = [
@@ -384,8 +384,8 @@ def _():
 
 @app.cell(hide_code=True)
 def _(microbatch_committed, utilisation_committed):
-    ui.commitment_gate(utilisation_committed, "the equations")
-    ui.commitment_gate(microbatch_committed, "the equations")
+    mo.stop(not utilisation_committed.made)
+    mo.stop(not microbatch_committed.made)
     ui.math_peek(
         "The equations behind the bubble",
         r"""
@@ -431,8 +431,8 @@ def _(
 
 @app.cell(hide_code=True)
 def _(microbatch_committed, utilisation_committed):
-    ui.commitment_gate(utilisation_committed, "the key takeaways")
-    ui.commitment_gate(microbatch_committed, "the key takeaways")
+    mo.stop(not utilisation_committed.made)
+    mo.stop(not microbatch_committed.made)
     mo.md(r"""
     ## Key takeaways
 

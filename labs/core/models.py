@@ -242,6 +242,6 @@ MODELS: dict[str, Model] = {
         experts=256, experts_per_token=8, expert_ffn=2048, shared_experts=1, dense_layers=3,
         q_lora_rank=1536, kv_lora_rank=512, qk_rope_dim=64, qk_head_dim=192, v_head_dim=128,
     ),
-    "seed-100m": Model("Seed 100M", 12, 768, 12, 1024, 16384, source="seeds/001 week 22 milestone (a 100M-parameter model)"),
-    "seed-12l-512": Model("Seed 12L d512", 12, 512, 8, 512, 32000, source="seeds/001 week 23 milestone (12 layers, d_model=512)"),
+    "seed-100m": Model("Milestone 100M", 12, 768, 12, 1024, 16384, source="seeds/001 week 22 milestone (a 100M-parameter model)"),
+    "seed-12l-512": Model("Milestone 12L d512", 12, 512, 8, 512, 32000, source="seeds/001 week 23 milestone (12 layers, d_model=512)"),
 }
