@@ -51,6 +51,7 @@ with app.setup:
         order_rows,
         sent_by_axis,
         sp_rows,
+        ulysses_kv_repeat,
         ulysses_limit,
     )
     from labs.core.style import COLORS, apply_plotly_theme
@@ -153,7 +154,7 @@ def _(fit_committed):
 
 @app.cell(hide_code=True)
 def _(fit_committed):
-    ui.commitment_gate(fit_committed, "sequence parallelism")
+    mo.stop(not fit_committed.made)
     _no, _sp = sp_rows()
     mo.md(
         f"""
@@ -189,8 +190,9 @@ def _():
       **all-gathers** K and V before attention.
     - **DeepSpeed-Ulysses** runs two all-to-alls per attention: Q, K, V from
       ($s/c$ tokens, all heads) to ($s$ tokens, $1/c$ of the heads), and the output back. Each
-      rank needs whole K/V heads, so under grouped-query attention the KV heads left on a TP rank
-      bound its degree.
+      rank needs whole query heads, so the query heads left on a TP rank bound its degree. Under
+      grouped-query attention a TP rank may hold fewer K/V heads than the degree: each K/V head is
+      then repeated and sent to $c/n_{kv}$ ranks, which multiplies the K and V bytes of the all-to-all.
 
     Move the sequence length, the CP degree and the KV heads; the curves are the engine's step
     time for Llama 3 405B's layout (TP 8 x PP 16 x DP 8, 16 micro-batches) under each algorithm.
@@ -236,9 +238,11 @@ def _(algorithm_dropdown, cp_curve_points, cp_slider, kv_slider, seq_slider):
     cp_inputs = dict(seq_len=seq_slider.value, cp=cp_slider.value, kv_heads=kv_slider.value, algorithm=algorithm_dropdown.value)
     _point = next((p for p in cp_curve_points if p["seq_len"] == seq_slider.value and p["algorithm"] == algorithm_dropdown.value), None)
     _limit = ulysses_limit(kv_slider.value)
+    _repeat = ulysses_kv_repeat(kv_slider.value, cp_slider.value)
     _note = mo.md(
-        f"With {kv_slider.value} KV heads over TP 8, each TP rank holds {_limit:g} KV head(s): Ulysses splits heads, so its CP degree must divide {_limit:g}"
-        + (" and it cannot run here at all." if _limit <= 1 else ".")
+        f"Over TP 8 each TP rank holds {_limit:g} query heads and {kv_slider.value / 8:g} KV head(s): Ulysses splits heads, so its CP degree must divide {_limit:g}. "
+        + (f"At CP {cp_slider.value} each KV head is repeated to {_repeat:g} ranks, so the all-to-all carries {_repeat:g}x the K and V bytes." if _repeat > 1
+           else f"At CP {cp_slider.value} the KV heads split evenly over the CP ranks: no repeats.")
     )
     if _point is None:
         _view = ui.failure_banner([f"cp={cp_slider.value} does not divide {seq_slider.value:,} tokens"])
@@ -259,7 +263,7 @@ def _(algorithm_dropdown, cp_curve_points, cp_slider, kv_slider, seq_slider):
 
 @app.cell(hide_code=True)
 def _(fit_committed):
-    ui.commitment_gate(fit_committed, "load balance")
+    mo.stop(not fit_committed.made)
     _rows = imbalance_rows()
     _cost = imbalance_cost()
     _lines = ["| split | busiest rank's causal work / mean |", "|---|---:|"] + [f"| {r['label']} | {r['imbalance']:.3f} |" for r in _rows]
@@ -283,7 +287,7 @@ def _(fit_committed):
 
 @app.cell(hide_code=True)
 def _(fit_committed):
-    ui.commitment_gate(fit_committed, "where CP sits")
+    mo.stop(not fit_committed.made)
     _rows = order_rows()
     _lines = ["| rank order (innermost first) | CP ranks apart | CP per node | CP link | CP exposed | TP link | TP exposed | DP group spans | DP exposed | MFU |", "|---|---:|---:|---|---:|---|---:|---:|---:|---:|"]
     _lines += [f"| {r['order']} | {r['cp_stride']:g} | {r['cp_per_node']} | {r['cp_link']} | {r['cp_exposed']:.2f} s | {r['tp_link']} | {r['tp_exposed']:.2f} s | {r['dp_span']:,.0f} GPUs | {r['dp_exposed']:.2f} s | {r['mfu']:.1%} |" for r in _rows]
@@ -304,7 +308,7 @@ def _(fit_committed):
 
 @app.cell(hide_code=True)
 def _(fit_committed):
-    ui.commitment_gate(fit_committed, "Llama 3's 128K stage")
+    mo.stop(not fit_committed.made)
     _r = LLAMA3_128K
     _lines = ["| variant | memory, busiest GPU | fits | bubble | CP exposed | model TFLOP/s per GPU | MFU |", "|---|---:|---|---:|---:|---:|---:|"]
     for _name, _kw in LLAMA3_VARIANTS.items():
@@ -421,7 +425,7 @@ def _():
 
 @app.cell
 def _(capacity_panel, moe_committed):
-    ui.commitment_gate(moe_committed, "the capacity factor")
+    mo.stop(not moe_committed.made)
     capacity_panel
     return
 
@@ -445,7 +449,7 @@ def _(capacity_slider, moe_committed):
 
 @app.cell(hide_code=True)
 def _(moe_committed):
-    ui.commitment_gate(moe_committed, "DeepSeek-V3's layout")
+    mo.stop(not moe_committed.made)
     _d = deepseek_rows()
     _p, _full, _tp = _d["published"], _d["full"], _d["tp8"]
     _ep = next(c for c in _p.collectives if c.key == "ep")
@@ -477,8 +481,8 @@ def _(moe_committed):
 
 @app.cell(hide_code=True)
 def _(fit_committed, moe_committed):
-    ui.commitment_gate(fit_committed, "the equations")
-    ui.commitment_gate(moe_committed, "the equations")
+    mo.stop(not fit_committed.made)
+    mo.stop(not moe_committed.made)
     ui.math_peek(
         "The equations behind CP and EP",
         r"""
@@ -488,8 +492,8 @@ def _(fit_committed, moe_committed):
     - **Ring** (zig-zag): $c-1$ sends of a K/V block $2\cdot 2\,b\,\tfrac{s}{c}\,\tfrac{d_{kv}}{t}$ in forward, K/V and their
       gradients in backward: $3(c-1)$ blocks per layer; each hop hides behind $\tfrac1c$ of the attention.
     - **All-gather** (Llama 3): $\frac{c-1}{c}\cdot 2\cdot 2\,b\,s\,\tfrac{d_{kv}}{t}$ gathered in forward, reduce-scattered in backward.
-    - **Ulysses**: two all-to-alls per pass, $\frac{c-1}{c}\cdot 2\,b\,\tfrac{s}{c}\,\tfrac{2h + 2d_{kv}}{t}$ bytes; $c$ must divide the
-      KV heads per TP rank, $n_{kv}/t$.
+    - **Ulysses**: two all-to-alls per pass, $\frac{c-1}{c}\cdot 2\,b\,\tfrac{s}{c}\,\tfrac{2h + 2r\,d_{kv}}{t}$ bytes, $r = \max(1, \tfrac{c\,t}{n_{kv}})$
+      the times each K/V head is repeated; $c$ must divide the query heads per TP rank, $a/t$, and divide or be a multiple of $n_{kv}/t$.
     - **Causal work** per rank, contiguous split: rank $i$ does $i + \tfrac12$ blocks, the busiest $2 - \tfrac1c$ times the mean;
       zig-zag: $(i+\tfrac12) + (2c-1-i+\tfrac12) = 2c$ chunk-pairs on every rank.
     - **EP**: dispatch and combine of each token's $h$-vector to $k$ experts, per pass; across nodes once per destination node,
@@ -501,18 +505,20 @@ def _(fit_committed, moe_committed):
 
 @app.cell(hide_code=True)
 def _(fit_committed, moe_committed):
-    ui.commitment_gate(fit_committed, "the reflection")
-    ui.commitment_gate(moe_committed, "the reflection")
+    mo.stop(not fit_committed.made)
+    mo.stop(not moe_committed.made)
     _r = cp_curves(CP_LONG, KV_HEAD_CHOICES[-1])
     _u = next(p for p in _r if p["algorithm"] == "ulysses" and p["seq_len"] == LONG_SEQ)
     _g = next(p for p in _r if p["algorithm"] == "ring" and p["seq_len"] == LONG_SEQ)
+    _gqa = next(p for p in cp_curves(CP_LONG, long_model().kv_heads) if p["algorithm"] == "ulysses" and p["seq_len"] == LONG_SEQ)
     mo.md(
         f"""
     ### Reflection
 
-    With {KV_HEAD_CHOICES[-1]} KV heads (multi-head attention) Ulysses at CP {CP_LONG} is allowed and the engine prices
-    {LONG_SEQ:,} tokens at {_u['step']:.1f} s a step against the ring's {_g['step']:.1f} s; {long_model().name} has
-    {long_model().kv_heads} KV heads. Which would you pick for a model with grouped-query attention at a million tokens, and what
+    With {KV_HEAD_CHOICES[-1]} KV heads (multi-head attention) the engine prices Ulysses at CP {CP_LONG} and
+    {LONG_SEQ:,} tokens at {_u['step']:.1f} s a step against the ring's {_g['step']:.1f} s; with {long_model().name}'s own
+    {long_model().kv_heads} KV heads, each repeated {ulysses_kv_repeat(long_model().kv_heads, CP_LONG):g}x, at
+    {_gqa['step']:.1f} s. Which would you pick for a model with grouped-query attention at a million tokens, and what
     would you combine with it (USP runs Ulysses on one axis and the ring on another)?
     """
     )
@@ -521,8 +527,8 @@ def _(fit_committed, moe_committed):
 
 @app.cell(hide_code=True)
 def _(fit_committed, moe_committed):
-    ui.commitment_gate(fit_committed, "the key takeaways")
-    ui.commitment_gate(moe_committed, "the key takeaways")
+    mo.stop(not fit_committed.made)
+    mo.stop(not moe_committed.made)
     _e = fit_estimates()
     _plain = _e["TP 8 + SP"]
     _cp = _e[f"TP 8 + SP + CP {CP_LONG}"]
@@ -535,8 +541,9 @@ def _(fit_committed, moe_committed):
 
     - TP and SP divide activations by at most the TP degree ({TP}); at {LONG_SEQ:,} tokens the busiest GPU still needs {_plain.memory.total / 1e9:,.0f} GB.
       CP {CP_LONG} brings it to {_cp.memory.total / 1e9:,.1f} GB by splitting the sequence itself.
-    - The ring hides its K/V hops behind attention; Ulysses' degree is capped by the KV heads per TP rank
-      ({ulysses_limit(long_model().kv_heads):g} for Llama 3 405B at TP 8).
+    - The ring hides its K/V hops behind attention; Ulysses' degree is capped by the query heads per TP rank
+      ({ulysses_limit(long_model().kv_heads):g} for Llama 3 405B at TP 8), and past the KV heads each K/V head is repeated
+      ({ulysses_kv_repeat(long_model().kv_heads, CP_LONG):g}x at CP {CP_LONG}), multiplying the K/V bytes of its all-to-all.
     - Balance the causal mask: contiguous blocks cost {_cost['ring_contiguous']['step'] / _cost['ring']['step'] - 1:.0%} more step time than zig-zag at CP {CP_LONG}.
     - An MoE's active size sets its FLOPs, not its traffic: {_f['moe'] / 1e9:,.0f} GB per GPU per step against a dense twin's {_f['dense'] / 1e9:,.0f} GB,
       nearly all of it dispatch and combine.

@@ -50,17 +50,13 @@ def test_split_refuses_what_it_cannot_cut():
 
 
 # ---- Ulysses ------------------------------------------------------------------------------------
-def test_ulysses_degree_is_bounded_by_kv_heads_per_tp_rank():
-    """Llama 3 405B: 8 KV heads; at TP 8 one is left per rank, so Ulysses cannot go past 1,
-    though 128 query heads would allow 16."""
-    m405 = Model.get("llama3-405b")
-    assert kv_heads_per_tp_rank(m405, 8) == 1
-    cluster = Cluster.get("dgx-h100", nodes=32)
-    with pytest.raises(ValueError, match=r"cp=2 with cp_algorithm='ulysses'.*1 KV head\(s\) on each TP rank \(8 KV heads / tp=8\)"):
-        estimate(m405, cluster, Plan(tp=8, cp=2, pp=16, global_batch=16, sequence_parallel=True, cp_algorithm="ulysses"))
-    check_ulysses(L3, 1, 8)  # 8 KV heads, no TP: up to 8
-    check_ulysses(L3, 2, 4)
-    for tp, cp in ((1, 16), (2, 8), (8, 2), (1, 3)):
+def test_ulysses_degree_is_bounded_by_query_heads_per_tp_rank():
+    """Each CP rank needs whole query heads; K/V heads split over the CP ranks or repeat across
+    them (verl #1226; Long-RL's _ExpandKVFunction). Llama 3 8B: 32 query and 8 K/V heads."""
+    check_ulysses(L3, 1, 8)  # 8 K/V heads, no TP: one each
+    check_ulysses(L3, 1, 16)  # 32 query heads: 2 each; each K/V head repeated to 2 ranks
+    check_ulysses(L3, 8, 4)  # TP 8: 4 query heads and 1 K/V head per rank
+    for tp, cp in ((8, 8), (1, 64), (1, 3), (2, 32)):
         with pytest.raises(ValueError, match="ulysses"):
             check_ulysses(L3, tp, cp)
     assert kv_heads_per_tp_rank(Model.get("deepseek-v3"), 8) == 16  # MLA: a K and V per query head
@@ -115,10 +111,11 @@ def test_absent_columns_are_todays_engine():
 
 def test_sweep_keeps_only_ulysses_degrees_the_heads_allow():
     df = sweep(L3, H100_2, global_batch=16, cp=[1, 2, 4, 8], tp=[1, 2, 4, 8], pp=[1], micro_batch=[1], cp_algorithm="ulysses")
-    kv = 8 / df["tp"]
-    assert len(df) and ((df["cp"] == 1) | ((kv >= df["cp"]) & (kv % df["cp"] == 0))).all()
-    # the sweep offers cp = 2 only (4,096 tokens a rank at least): allowed at TP 4 (2 KV heads a rank), not at TP 8 (1)
-    assert ((df["tp"] == 4) & (df["cp"] == 2)).any() and not ((df["tp"] == 8) & (df["cp"] == 2)).any()
+    q, kv = 32 / df["tp"], 8 / df["tp"]
+    assert len(df) and ((df["cp"] == 1) | ((q % df["cp"] == 0) & ((kv % df["cp"] == 0) | (df["cp"] % kv == 0)))).all()
+    # the sweep offers cp = 2 only (4,096 tokens a rank at least): allowed at TP 4 (2 K/V heads a rank) and at
+    # TP 8 (4 query heads, the one K/V head repeated to both CP ranks)
+    assert ((df["tp"] == 4) & (df["cp"] == 2)).any() and ((df["tp"] == 8) & (df["cp"] == 2)).any()
 
 
 # ---- experts --------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """Engine v3's four mechanisms (issue #24): each test failed on the v2 engine and checks a value
 derived here from the source that defines the mechanism, not one the engine computed."""
 
+import math
 from dataclasses import replace
 
 import pytest
@@ -62,3 +63,25 @@ def test_tree_bandwidth_is_capped_below_the_rings():
     expected = 1 / 0.92 / (127 / 128)
     report("tree / ring bandwidth term, 4 GB over 128 H100s", tree / ring, expected)
     assert tree / ring == pytest.approx(expected, rel=1e-9)
+
+
+# ---- 3. Ulysses is bounded by query heads, K/V heads replicate ------------------------------------
+def test_llama3_405b_runs_ulysses_cp16_at_tp8_paying_for_the_replicated_kv():
+    """Llama 3 405B at TP 8: 128 / 8 = 16 query heads and 8 / 8 = 1 K/V head per rank, so Ulysses
+    CP 16 runs, each K/V head repeated to all 16 CP ranks before the all-to-all. Per layer and pass
+    one all-to-all of Q, K, V (s/cp tokens x (h + 2 kv x 16)/t values) and one of the output
+    (s/cp x h/t); each rank sends (cp-1)/cp of both; forward and backward, no recompute: 2 passes."""
+    model = Model.get("llama3-405b")
+    cluster = Cluster.get("dgx-h100", nodes=512)
+    plan = Plan(tp=8, cp=16, pp=16, dp=2, micro_batch=1, global_batch=64, zero_stage=1, sequence_parallel=True,
+                cp_algorithm="ulysses", flash_attention=True, recompute="selective")
+    est = estimate(model, cluster, plan)
+    cp = next(c for c in est.collectives if c.key == "cp")
+    m, layers = 64 // 2, math.ceil(126 / 16)  # micro-batches; layers on the heaviest of 16 even stages
+    s, h, kv, t, c = model.seq_len / 16, 16384, 1024, 8, 16
+    per_pass = (c - 1) / c * (s * (h + 2 * kv * c) / t * 2 + s * h / t * 2)
+    expected = m * layers * 2 * per_pass
+    report("Ulysses CP16 bytes per GPU, Llama 3 405B TP8 (GB)", cp.sent_bytes / 1e9, expected / 1e9)
+    assert cp.sent_bytes == pytest.approx(expected, rel=1e-12)
+    unreplicated = m * layers * 2 * (c - 1) / c * (s * (h + 2 * kv) / t * 2 + s * h / t * 2)
+    assert cp.sent_bytes / unreplicated == pytest.approx((2 * h + 2 * kv * 16) / (2 * h + 2 * kv), rel=1e-12)

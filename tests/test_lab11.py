@@ -121,11 +121,21 @@ def test_ulysses_and_all_gather_on_the_page_by_hand(app):
     assert f"{ulysses / 1e9:.2f} GB / GPU / step" in text and "CP all-to-all" in text
 
 
-def test_ulysses_past_the_kv_heads_is_refused_on_the_page(app):
+def test_ulysses_repeats_kv_heads_and_stops_at_the_query_heads_on_the_page(app):
+    """Llama 3 405B at TP 8: 16 query heads and 1 KV head per rank. CP 16 runs, each KV head
+    sent to all 16 CP ranks (its K/V bytes 16-fold: s/cp x (h + 2 x 16 kv)/t per rank); CP 32
+    would split 16 query heads 32 ways and is refused."""
     alg = mo.ui.dropdown(options={"u": "ulysses"}, value="u")
     text = _plain(text_of(app.run(defs={**BOTH, **with_instruments(app, "cp_panel", algorithm_dropdown=alg)})[0]))
-    assert "The engine refuses this setting: cp=16 with cp_algorithm='ulysses'" in text
-    assert "1 KV head(s) on each TP rank (8 KV heads / tp=8)" in text
+    assert "each TP rank holds 16 query heads and 1 KV head(s)" in text
+    assert "At CP 16 each KV head is repeated to 16 ranks, so the all-to-all carries 16x the K and V bytes" in text
+    pts = {p["algorithm"]: p for p in cp_curves(16, 8) if p["seq_len"] == 131072}
+    h, kv = 16384, 1024
+    assert pts["ulysses"]["cp_sent"] == pytest.approx(16 * 8 * 2 * 15 / 16 * (8192 * (2 * h + 2 * 16 * kv) / 8 * 2))
+    cp = mo.ui.slider(steps=[1, 2, 4, 8, 16, 32], value=32)
+    text = _plain(text_of(app.run(defs={**BOTH, **with_instruments(app, "cp_panel", algorithm_dropdown=alg, cp_slider=cp)})[0]))
+    assert "The engine refuses this setting: cp=32 with cp_algorithm='ulysses'" in text
+    assert "16 query head(s) and 1 K/V head(s) on each TP rank" in text
 
 
 def test_moving_the_cp_slider_redraws_the_chart(app):
@@ -164,7 +174,7 @@ def test_grader_flags_tampering_and_refuses_ulysses_past_its_heads():
         "saved": "now", "inputs": inputs, "predictions": {"fit": "A", "moe": "C"}, "outcomes": {**out, "fit_correct": True}}}}}
     row = grade_document(json.loads(json.dumps(doc)), "f.json")[0]
     assert row["tampered"] and "fit_correct" in row["status"]
-    bad = {**inputs, "algorithm": "ulysses"}
+    bad = {**inputs, "cp": 32, "seq_len": 131072, "algorithm": "ulysses"}  # 16 query heads per TP rank cannot split 32 ways
     doc["labs"][LAB][STEP]["inputs"] = bad
     row = grade_document(json.loads(json.dumps(doc)), "f.json")[0]
     assert row["status"].startswith("invalid inputs") and "ulysses" in row["status"]

@@ -15,9 +15,15 @@ holds (work counted in query-key pairs, the diagonal block's half included):
 
 DeepSpeed-Ulysses (Jacobs et al. 2023) instead re-shards attention by heads: an all-to-all turns
 each rank's s/cp tokens x all heads into all s tokens x heads/cp before attention, another turns
-the output back. Each rank must then hold whole K/V heads: with grouped-query attention the KV
-heads left on a TP rank (kv_heads / tp), not the query heads, bound the degree (Llama 3 405B: 8
-KV heads at TP 8 leave one per rank, so Ulysses cannot go past 1 there without replicating KV).
+the output back. Each CP rank must hold whole query heads, so the query heads left on a TP rank
+(heads / tp) bound the degree: cp must divide them. Under grouped-query attention a TP rank may
+hold fewer K/V heads than cp; implementations then repeat each K/V head cp / n_kv times before
+the all-to-all, so that every CP rank receives the K/V head its query heads share (NVlabs/Long-RL
+verl/utils/sequence_parallel/ulysses_attn.py, _ExpandKVFunction, "Repeat the KV head to extend
+sequence parallel support for Ulysses"; verl #1226: "sp_size can be divisible by
+num_key_value_heads ... since kv head can be repeated"). n_kv and cp must then divide one
+another, and the K and V the all-to-all carries grow by max(1, cp / n_kv): Llama 3 405B at TP 8
+(16 query heads, 1 K/V head per rank) runs Ulysses up to CP 16, its K/V bytes 16-fold.
 """
 
 from __future__ import annotations
@@ -74,22 +80,48 @@ def kv_heads_per_tp_rank(model: Model, tp: int) -> float:
     return model.kv_head_count / tp
 
 
-def ulysses_fits(kv_per_tp_rank, cp):
-    """Where Ulysses can run at degree cp (numpy columns welcome): each CP rank needs a whole
-    number of the KV heads a TP rank holds; cp = 1 always runs."""
+def query_heads_per_tp_rank(model: Model, tp: int) -> float:
+    """Query heads each TP rank holds: heads / tp."""
+    _check_model(model)
+    check_positive("tp", tp, integer=True, maximum=1 << 20)
+    return model.heads / tp
+
+
+def ulysses_fits(q_per_tp_rank, kv_per_tp_rank, cp):
+    """Where Ulysses can run at degree cp (numpy columns welcome): cp divides the query heads a TP
+    rank holds, and its K/V heads either split evenly over the CP ranks or repeat a whole number
+    of times (each to cp / n_kv of them); cp = 1 always runs."""
+    q, kv, cp = (np.asarray(x, dtype=float) for x in (q_per_tp_rank, kv_per_tp_rank, cp))
+    whole_q = (q >= cp) & (q % cp == 0)
+    kv_ok = (kv >= 1) & (kv % 1 == 0) & (((kv >= cp) & (kv % cp == 0)) | ((kv < cp) & (cp % np.maximum(kv, 1.0) == 0)))
+    return (cp == 1) | (whole_q & kv_ok)
+
+
+def ulysses_kv_replication(kv_per_tp_rank, cp):
+    """How many times the all-to-all carries each K/V head: max(1, cp / n_kv) (module docstring)."""
     kv, cp = np.asarray(kv_per_tp_rank, dtype=float), np.asarray(cp, dtype=float)
-    return (cp == 1) | ((kv >= cp) & (kv % cp == 0))
+    return np.maximum(1.0, cp / np.maximum(kv, 1e-300))
 
 
 def check_ulysses(model: Model, tp: int, cp: int) -> None:
-    """Refuse a Ulysses degree the KV heads left on each TP rank cannot cover, naming it."""
+    """Refuse a Ulysses degree the heads left on each TP rank cannot cover, naming it."""
     _check_model(model)
     check_positive("tp", tp, integer=True, maximum=1 << 20)
     check_positive("cp", cp, integer=True, maximum=1 << 20)
-    per_rank = kv_heads_per_tp_rank(model, tp)
-    if not ulysses_fits(per_rank, cp):
+    q, kv = query_heads_per_tp_rank(model, tp), kv_heads_per_tp_rank(model, tp)
+    if not ulysses_fits(q, kv, cp):
         raise ValueError(
-            f"cp={cp} with cp_algorithm='ulysses' needs a whole number of KV heads per CP rank, but {model.name} leaves "
-            f"{per_rank:g} KV head(s) on each TP rank ({model.kv_head_count} KV heads / tp={tp}): Ulysses' degree must divide that; "
+            f"cp={cp} with cp_algorithm='ulysses' needs whole query heads per CP rank and K/V heads that split over or repeat across "
+            f"the CP ranks, but {model.name} leaves {q:g} query head(s) and {kv:g} K/V head(s) on each TP rank ({model.heads} / tp={tp}, "
+            f"{model.kv_head_count} / tp={tp}): Ulysses' degree must divide the query heads, and divide or be a multiple of the K/V heads; "
             "use cp_algorithm='ring' or 'all_gather', or a smaller TP"
         )
+
+
+def ulysses_qkv_bytes(model: Model, tokens, tp, cp, value_bytes: float = 2.0):
+    """Bytes of Q, K and V one rank holds before Ulysses' first all-to-all (numpy columns): its
+    `tokens` (b s / cp) x (score_dim + 2 kv_dim) / tp values, K and V counted once per CP rank
+    that needs them (ulysses_kv_replication)."""
+    tokens, tp, cp = (np.asarray(x, dtype=float) for x in (tokens, tp, cp))
+    repeat = ulysses_kv_replication(model.kv_head_count / tp, cp)
+    return tokens * (model.score_dim + 2 * model.kv_dim * repeat) / tp * value_bytes

@@ -195,8 +195,8 @@ def sweep(model: Model, cluster: Cluster, global_batch: int, era: str | None = N
     check_positive("global_batch", global_batch, integer=True, maximum=1 << 31)
     choices, options = _settings(cluster, era, dict(fixed))
     space = _space(model, cluster, global_batch, choices, get_era(era))
-    if options["cp_algorithm"] == "ulysses":  # whole KV heads per CP rank (labs.core.context.check_ulysses)
-        keep = ulysses_fits(model.kv_head_count / space["tp"], space["cp"])
+    if options["cp_algorithm"] == "ulysses":  # whole query heads per CP rank, K/V heads split or repeated (labs.core.context.check_ulysses)
+        keep = ulysses_fits(model.heads / space["tp"], model.kv_head_count / space["tp"], space["cp"])
         space = {k: v[keep] for k, v in space.items()}
     if len(space["tp"]) == 0:
         raise ValueError(f"no valid plan for {model.name} on {cluster.gpus} GPUs with global_batch={global_batch} and {fixed}")

@@ -17,7 +17,7 @@ from dataclasses import replace
 from functools import lru_cache
 from typing import Callable
 
-from labs.core.context import CP_SPLITS, causal_imbalance, kv_heads_per_tp_rank
+from labs.core.context import CP_SPLITS, causal_imbalance, kv_heads_per_tp_rank, query_heads_per_tp_rank, ulysses_kv_replication
 from labs.core.experts import poisson_drop_fraction, tokens_per_expert
 from labs.core.hardware import Cluster
 from labs.core.layout import RANK_ORDERS, axis_strides
@@ -154,7 +154,13 @@ def cp_curves(cp: int, kv_heads: int) -> tuple[dict, ...]:
 
 
 def ulysses_limit(kv_heads: int) -> float:
-    return kv_heads_per_tp_rank(long_model(kv_heads=kv_heads), TP)
+    """The largest Ulysses degree at TP 8: the query heads each TP rank holds (K/V heads repeat)."""
+    return query_heads_per_tp_rank(long_model(kv_heads=kv_heads), TP)
+
+
+def ulysses_kv_repeat(kv_heads: int, cp: int) -> float:
+    """How many CP ranks each K/V head of a TP rank is sent to under Ulysses at degree cp."""
+    return float(ulysses_kv_replication(kv_heads_per_tp_rank(long_model(kv_heads=kv_heads), TP), cp))
 
 
 def imbalance_rows(cp: int = CP_LONG, seq_len: int = LONG_SEQ) -> list[dict]:
