@@ -19,18 +19,9 @@ with app.setup:
     from labs.core.perf import CPU_ADAM_BYTES_PER_PARAM
     from labs.core.models import MODELS, RECOMPUTE_MODES
     from labs.core.scenarios.lab06 import (
-        FIT_ACTIVATIONS,
-        FIT_GPU,
         FIT_MODEL,
-        FIT_OPTIONS,
-        FIT_RANGES,
+        fit_activations,
         FIT_STAGE,
-        ZERO2_ACCUMULATION,
-        ZERO2_OPTIONS,
-        fit_answer,
-        fit_fewest,
-        zero2_answer,
-        zero2_facts,
         zero_sweep_outcomes,
     )
     from labs.core.scenarios.prose import STACK, hsdp_rows, recompute_rows, table2_ring_unoverlapped
@@ -87,27 +78,33 @@ def _():
     return (student_input,)
 
 
+# Your GPU, sequence length, micro-batch and accumulation are drawn from your id (labs.variants),
+# and so is the options' order.
+@app.cell
+def _(student_input):
+    variant = ui.lab_variant(LAB, student_input.value)
+    fit_gpu, fit_act = variant.settings["gpu"], fit_activations(variant.settings)
+    fit_n = fewest_gpus(FIT_MODEL, fit_gpu, FIT_STAGE, fit_act)
+    return fit_act, fit_gpu, fit_n, variant
+
+
 @app.cell(hide_code=True)
-def _():
-    _ddp = dp_memory(FIT_MODEL, VENDOR_CLAIM_GPUS, 0, FIT_ACTIVATIONS)
+def _(fit_act, fit_gpu):
+    _ddp = dp_memory(FIT_MODEL, VENDOR_CLAIM_GPUS, 0, fit_act)
     ui.stakeholder_message(
         "Fine-tuning lead",
-        f"Our {MODELS[FIT_MODEL].name} job dies on one DGX H100 under plain data parallelism: it asks for "
-        f"**{_ddp.total / GB:,.0f} GB** per GPU and each has {GPUS[FIT_GPU].hbm_bytes / GB:.1f}. A vendor tells us to switch on "
+        f"Our {MODELS[FIT_MODEL].name} job dies on one server of eight {GPUS[fit_gpu].name}s under plain data parallelism: it asks for "
+        f"**{_ddp.total / GB:,.0f} GB** per GPU and each has {GPUS[fit_gpu].hbm_bytes / GB:.1f}. A vendor tells us to switch on "
         f"ZeRO-3 with activation checkpointing and it will run on the same {VENDOR_CLAIM_GPUS} GPUs at "
-        f"{VENDOR_CLAIM_GB[0]}-{VENDOR_CLAIM_GB[1]} GB each. How many H100s do we really need, and what will the sharding "
+        f"{VENDOR_CLAIM_GB[0]}-{VENDOR_CLAIM_GB[1]} GB each. How many {GPUS[fit_gpu].name}s do we really need, and what will the sharding "
         "cost us on the network?",
     )
     return
 
 
 @app.cell
-def _():
-    fit_question = ui.prediction_question(
-        f"With ZeRO-3, micro-batch {FIT_ACTIVATIONS.micro_batch}, {FIT_ACTIVATIONS.seq_len} tokens and full activation "
-        f"checkpointing, what is the fewest number of H100s ({GPUS[FIT_GPU].hbm_bytes / 2**20:,.0f} MiB as nvidia-smi shows it, {GPUS[FIT_GPU].hbm_bytes / GB:.1f} GB) on which {MODELS[FIT_MODEL].name} fits, activations included?",
-        FIT_OPTIONS,
-    )
+def _(variant):
+    fit_question = ui.variant_question(variant.questions["fit"])
     fit_question
     return (fit_question,)
 
@@ -119,18 +116,15 @@ def _():
 
 
 @app.cell
-def _(fit_commit_buttons, fit_question, student_input):
-    _row, fit_committed = ui.commit_prediction(student_input.value, LAB, "fit", fit_question, fit_commit_buttons)
+def _(fit_commit_buttons, fit_question, student_input, variant):
+    _row, fit_committed = ui.commit_prediction(student_input.value, LAB, "fit", fit_question, fit_commit_buttons, variant=variant)
     _row
     return (fit_committed,)
 
 
 @app.cell
-def _():
-    zero2_question = ui.prediction_question(
-        "What does ZeRO-2 cost in communication over ZeRO-1?",
-        ZERO2_OPTIONS,
-    )
+def _(variant):
+    zero2_question = ui.variant_question(variant.questions["zero2"])
     zero2_question
     return (zero2_question,)
 
@@ -142,8 +136,8 @@ def _():
 
 
 @app.cell
-def _(zero2_commit_buttons, zero2_question, student_input):
-    _row, zero2_committed = ui.commit_prediction(student_input.value, LAB, "zero2", zero2_question, zero2_commit_buttons)
+def _(student_input, variant, zero2_commit_buttons, zero2_question):
+    _row, zero2_committed = ui.commit_prediction(student_input.value, LAB, "zero2", zero2_question, zero2_commit_buttons, variant=variant)
     _row
     return (zero2_committed,)
 
@@ -151,14 +145,14 @@ def _(zero2_commit_buttons, zero2_question, student_input):
 # The instruments are created, and laid out, in one cell that reads nothing: moving one of them
 # then reruns only the cells that read its value, and the panel itself is never redrawn.
 @app.cell
-def _():
+def _(fit_act, fit_gpu):
     model_pick = mo.ui.dropdown(options=MODEL_CHOICES, value=MODELS[FIT_MODEL].name, label="Model")
-    gpu_pick = mo.ui.dropdown(options=GPU_CHOICES, value=GPUS[FIT_GPU].name, label="GPU")
+    gpu_pick = mo.ui.dropdown(options=GPU_CHOICES, value=GPUS[fit_gpu].name, label="GPU")
     optimizer_pick = mo.ui.dropdown(options=OPTIMIZER_CHOICES, value=OPTIMIZER_STATES["fp32"].label, label="Optimizer state")
-    micro_batch_slider = mo.ui.slider(steps=[1, 2, 4, 8], value=FIT_ACTIVATIONS.micro_batch, label="Micro-batch (sequences)", show_value=True)
-    seq_slider = mo.ui.slider(steps=[1024, 2048, 4096, 8192, 16384, 32768], value=FIT_ACTIVATIONS.seq_len, label="Sequence length", show_value=True)
-    recompute_pick = mo.ui.dropdown(options=list(RECOMPUTE_MODES), value=FIT_ACTIVATIONS.recompute, label="Activation recompute")
-    flash_box = mo.ui.checkbox(value=FIT_ACTIVATIONS.flash_attention, label="Flash attention (no s x s scores kept)")
+    micro_batch_slider = mo.ui.slider(steps=[1, 2, 4, 8], value=fit_act.micro_batch, label="Micro-batch (sequences)", show_value=True)
+    seq_slider = mo.ui.slider(steps=[1024, 2048, 4096, 8192, 16384, 32768], value=fit_act.seq_len, label="Sequence length", show_value=True)
+    recompute_pick = mo.ui.dropdown(options=list(RECOMPUTE_MODES), value=fit_act.recompute, label="Activation recompute")
+    flash_box = mo.ui.checkbox(value=fit_act.flash_attention, label="Flash attention (no s x s scores kept)")
     offload_box = mo.ui.checkbox(value=False, label="Offload optimizer state to CPU (ZeRO-Offload)")
     dp_slider = mo.ui.slider(steps=list(DP_SIZES), value=8, label="Data-parallel GPUs", show_value=True)
     stage_pick = mo.ui.radio(options=STAGE_CHOICES, value=f"ZeRO-{FIT_STAGE}", label="ZeRO stage", inline=True)
@@ -362,27 +356,26 @@ def _(
 
 
 @app.cell(hide_code=True)
-def _(fit_committed):
+def _(fit_act, fit_committed, fit_n, variant):
     mo.stop(not fit_committed.made)
-    _n = fit_fewest()
-    _at = {n: dp_memory(FIT_MODEL, n, FIT_STAGE, FIT_ACTIVATIONS).total / GB for n in (8, _n - 1, _n)}
-    _selective = Activations(FIT_ACTIVATIONS.micro_batch, FIT_ACTIVATIONS.seq_len, "selective", FIT_ACTIVATIONS.flash_attention)
+    _n = fit_n
+    _at = {n: dp_memory(FIT_MODEL, n, FIT_STAGE, fit_act).total / GB for n in (8, _n - 1, _n)}
+    _selective = Activations(fit_act.micro_batch, fit_act.seq_len, "selective", fit_act.flash_attention)
     _selective_act = dp_memory(FIT_MODEL, 1024, FIT_STAGE, _selective).activations / GB
-    _explain = {
-        "A": f"on 8 H100s each GPU needs {_at[8]:,.0f} GB: the sharded model state alone is {BYTES_PER_PARAM} bytes x {MODELS[FIT_MODEL].params / 1e9:.0f}B / 8.",
-        "B": f"the engine's fewest is {_n}: {_at[_n]:.1f} GB per GPU, against {_at[_n - 1]:.1f} GB on {_n - 1}.",
-        "C": f"{FIT_RANGES['C'][0]} or more GPUs fit, but {_n} already do.",
-        "D": f"with full checkpointing it fits on {_n}. Without it (selective recompute) activations alone are {_selective_act:.0f} GB per GPU at any DP size, and then no number fits.",
-    }
-    ui.reveal(fit_committed.answer, fit_answer(_n), _explain)
+    mo.vstack([
+        ui.variant_reveal(fit_committed, variant.questions["fit"]),
+        mo.md(f"On {VENDOR_CLAIM_GPUS} GPUs each needs {_at[8]:,.0f} GB: the sharded model state alone is {BYTES_PER_PARAM} bytes x "
+              f"{MODELS[FIT_MODEL].params / 1e9:.0f}B / {VENDOR_CLAIM_GPUS}. Without full checkpointing (selective recompute) activations alone are "
+              f"{_selective_act:.0f} GB per GPU at any DP size."),
+    ])
     return
 
 
 @app.cell(hide_code=True)
-def _(fit_committed):
+def _(fit_act, fit_committed, fit_gpu, fit_n):
     mo.stop(not fit_committed.made)
-    _n = fit_fewest()
-    _rows = recompute_rows(FIT_MODEL, FIT_GPU, _n, FIT_STAGE, FIT_ACTIVATIONS)
+    _n = -(-fit_n // Cluster.get(GPU_CLUSTER[fit_gpu]).gpus_per_node) * Cluster.get(GPU_CLUSTER[fit_gpu]).gpus_per_node  # whole servers
+    _rows = recompute_rows(FIT_MODEL, fit_gpu, _n, FIT_STAGE, fit_act)
     _by = {r["recompute"]: r for r in _rows}
     _full, _sel = _by["full"], _by["selective"]
     mo.vstack(
@@ -391,7 +384,7 @@ def _(fit_committed):
                 f"""
     ### What full checkpointing costs
 
-    {MODELS[FIT_MODEL].name} on {_n} GPUs at ZeRO-{FIT_STAGE}, micro-batch {FIT_ACTIVATIONS.micro_batch}, {FIT_ACTIVATIONS.seq_len:,} tokens,
+    {MODELS[FIT_MODEL].name} on {_n} GPUs (the fewest whole servers that fit) at ZeRO-{FIT_STAGE}, micro-batch {fit_act.micro_batch}, {fit_act.seq_len:,} tokens,
     under each recompute setting. *MFU* counts the model's FLOPs; *HFU* also counts the forward passes run again,
     so the gap between them is the recomputation. Full recompute re-runs each layer's forward in the backward:
     HFU {_full['hfu']:.1%} against MFU {_full['mfu']:.1%}. Selective recompute (Korthikanti et al. 2022) re-runs only the
@@ -411,13 +404,13 @@ def _(fit_committed):
 
 
 @app.cell(hide_code=True)
-def _(fit_committed):
+def _(fit_act, fit_committed, fit_gpu, fit_n):
     mo.stop(not fit_committed.made)
-    _n = fit_fewest()
-    _node = Cluster.get(GPU_CLUSTER[FIT_GPU]).gpus_per_node
+    _n = fit_n
+    _node = Cluster.get(GPU_CLUSTER[fit_gpu]).gpus_per_node
     _group = -(-_n // _node) * _node  # whole servers, at least the fewest that fit
     _dp = 8 * _group
-    _rows = hsdp_rows(FIT_MODEL, FIT_GPU, _dp, _group, FIT_ACTIVATIONS)
+    _rows = hsdp_rows(FIT_MODEL, fit_gpu, _dp, _group, fit_act)
     _lines = ["| layout | per-GPU memory | fits | collective | sent / GPU / step | link | exposed | step | MFU |", "|---|---:|---|---|---:|---|---:|---:|---:|"]
     for _r in _rows:
         for _i, (_op, _sent, _link, _exp) in enumerate(_r["collectives"]):
@@ -505,21 +498,9 @@ def _(accumulation_slider, act, gpu_pick, model_pick, zero2_committed):
 
 
 @app.cell(hide_code=True)
-def _(zero2_committed):
+def _(variant, zero2_committed):
     mo.stop(not zero2_committed.made)
-    _f = zero2_facts()
-    _z3 = traffic_ratio(3, 0, 1)
-    ui.reveal(
-        zero2_committed.answer,
-        zero2_answer(),
-        {
-            "A": f"at one micro-batch ZeRO-2 sends {_f['one']:.2f}x ZeRO-1's bytes (a reduce-scatter and an all-gather, like ZeRO-1). "
-            f"Its gradients are sharded, so they cannot accumulate locally: at {ZERO2_ACCUMULATION} micro-batches per step it sends {_f['accumulated']:.2f}x.",
-            "B": f"the all-gather moves the updated weights, once, in ZeRO-1 too: the ratio is {_f['one']:.2f}x at one micro-batch.",
-            "C": f"{_z3:.2f}x is ZeRO-3's premium over plain DP, for re-gathering the weights in the backward pass.",
-            "D": "each GPU sends (N-1)/N of the gradient bytes in a reduce-scatter whether or not it keeps the full gradient afterwards.",
-        },
-    )
+    ui.variant_reveal(zero2_committed, variant.questions["zero2"])
     return
 
 
@@ -588,12 +569,12 @@ def _(zero2_committed):
 
 
 @app.cell(hide_code=True)
-def _(accumulation_slider, act, model_pick, sweep_curves):
+def _(accumulation_slider, act, fit_act, model_pick, sweep_curves):
     _name = MODELS[model_pick.value].name
     _z3 = sweep_curves[3]
     _dp0 = sweep_curves[0]
     _m = accumulation_slider.value
-    _vendor = dp_memory(FIT_MODEL, VENDOR_CLAIM_GPUS, 3, FIT_ACTIVATIONS)
+    _vendor = dp_memory(FIT_MODEL, VENDOR_CLAIM_GPUS, 3, fit_act)
     _myths = [
         (
             "ZeRO shards activations.",
@@ -679,11 +660,18 @@ def _():
 
 
 @app.cell
-def _(fit_committed, student_input, submit_button, sweep_inputs, zero2_committed):
+def _(
+    fit_committed,
+    student_input,
+    submit_button,
+    sweep_inputs,
+    variant,
+    zero2_committed,
+):
     mo.stop(not fit_committed.made)
     _pred = {"fit": fit_committed.answer, "zero2": zero2_committed.answer}
     _view, submitted = ui.submit_to_ledger(
-        student_input.value, submit_button, lambda: [(LAB, "sweep", sweep_inputs, _pred, zero_sweep_outcomes(sweep_inputs, _pred))]
+        student_input.value, submit_button, lambda: [(LAB, "sweep", sweep_inputs, _pred, zero_sweep_outcomes(sweep_inputs, _pred, variant=variant), variant)]
     )
     _view
     return (submitted,)
