@@ -12,6 +12,7 @@ with app.setup:
     from labs.core import ENGINE_VERSION
     from labs.core import charts, ui
     from labs.core.layout import RANK_ORDER_NOTES, RANK_ORDERS
+    from labs.core.scenarios.prose import STACK, dp64_recompute
     from labs.core.scenarios.lab09 import (
         BOTTLENECK_CHOICES,
         DP64_OPTIONS,
@@ -33,11 +34,11 @@ with app.setup:
         pp_costs,
         recipe,
         reference_estimates,
-        said_out_loud,
         worksheet_estimate,
         worksheet_outcomes,
     )
 
+    SPOKEN_TIME_MAX_MS = 1e7  # the largest exposed time the spoken-design field records
     ZERO_STAGES = {"0 (none)": 0, "1 (optimizer state)": 1, "2 (+ gradients)": 2, "3 (FSDP: + weights)": 3}
 
 
@@ -92,7 +93,11 @@ def _():
 
 @app.cell
 def _():
-    dp64_question = ui.prediction_question("64 GPUs, so DP = 64? For which job is DP = 64 a design that fits in memory?", DP64_OPTIONS)
+    dp64_question = ui.prediction_question(
+        "64 GPUs, so DP = 64? With this worksheet's software (selective recompute: every layer's activations are kept "
+        "for the backward, none recomputed in full), for which job is DP = 64 a design that fits in memory?",
+        DP64_OPTIONS,
+    )
     dp64_question
     return (dp64_question,)
 
@@ -120,6 +125,13 @@ def _(dp64_committed):
         return f"{e.memory.total / 1e9:,.0f} GB"
 
     _z3_70 = _70["DP=64, ZeRO-3"]
+    _rc = dp64_recompute("70b-h100")
+    _full = _rc["full"]
+    _full_note = (
+        f" With full recomputation, which this worksheet does not use, FSDP alone would fit it: {_gb(_full)} per GPU at "
+        f"{_full.mfu:.1%} MFU ({_full.hfu:.1%} HFU: the gap is the forward passes run twice), against the {_rc['selective'].mfu:.1%} "
+        "a selective step would reach if it fitted."
+    ) if _full.fits else ""
     ui.reveal(
         dp64_committed.answer,
         dp64_answer(),
@@ -128,10 +140,12 @@ def _(dp64_committed):
                  f"(bf16 weights, fp32 gradients, fp32 Adam state): {_gb(_13['DP=64, ZeRO-0'])} per GPU with activations for the 13B and "
                  f"{_gb(_70['DP=64, ZeRO-0'])} for the 70B, against {_13['DP=64, ZeRO-0'].cluster.gpu.hbm_bytes / 1e9:.1f} GB of HBM.",
             "B": f"ZeRO-3 divides the model state by 64 but not the activations: the 70B still needs {_gb(_z3_70)} per GPU, "
-                 f"{_z3_70.memory.activations / 1e9:,.0f} GB of it activations of {_z3_70.model.layers} layers, which no ZeRO stage shards.",
+                 f"{_z3_70.memory.activations / 1e9:,.0f} GB of it activations of {_z3_70.model.layers} layers, which no ZeRO stage shards."
+                 + _full_note,
             "C": f"The 13B at DP = 64 with ZeRO-3 needs {_gb(_13['DP=64, ZeRO-3'])} per GPU and reaches {_13['DP=64, ZeRO-3'].mfu:.1%} MFU "
                  f"(TP = 8 x DP = 8: {_13['TP=8 x DP=8, ZeRO-1'].mfu:.1%}). The 70B fits once TP and PP split its layers: "
-                 f"TP = 4 x PP = 4 x DP = 4 needs {_gb(_70['TP=4 x PP=4 x DP=4, ZeRO-1'])} and reaches {_70['TP=4 x PP=4 x DP=4, ZeRO-1'].mfu:.1%}.",
+                 f"TP = 4 x PP = 4 x DP = 4 needs {_gb(_70['TP=4 x PP=4 x DP=4, ZeRO-1'])} and reaches {_70['TP=4 x PP=4 x DP=4, ZeRO-1'].mfu:.1%}"
+                 + (f"; so does full recomputation, at {_full.mfu:.1%} (Lab 06)." if _full.fits else "."),
             "D": f"Sharded over 64 GPUs the 13B's state is {_13['DP=64, ZeRO-3'].memory.model_state / 1e9:,.1f} GB per GPU: "
                  f"with its activations, {_gb(_13['DP=64, ZeRO-3'])}, inside the {_13['DP=64, ZeRO-3'].cluster.gpu.hbm_bytes / 1e9:.1f} GB.",
         },
@@ -315,7 +329,8 @@ def _(dp64_committed):
     _deep = pp_costs("70b-h100", SMALL_BATCH)[-1]
     mo.md(
         "## 5 · Misconceptions, met with numbers\n\n"
-        "**\"64 GPUs means DP = 64.\"** A data-parallel replica per GPU must hold the model state and its own activations:\n\n"
+        "**\"64 GPUs means DP = 64.\"** A data-parallel replica per GPU must hold the model state and its own activations "
+        f"(MFU is the engine's for {STACK}, with FSDP for ZeRO-3):\n\n"
         + "\n".join(_lines)
         + "\n\n**\"PP across nodes is free.\"** Pipeline stages talk only at their boundaries, once per micro-batch each way, "
         "so the send/recv volume is small and mostly hidden. What a pipeline costs is the fill and drain (the bubble, "
@@ -359,7 +374,7 @@ def _():
 
 @app.cell
 def _():
-    time_number = mo.ui.number(start=0, stop=1e7, step=0.1, value=0, label="Its exposed time per step (ms)")
+    time_number = mo.ui.number(step=0.1, value=0, label=f"Its exposed time per step (ms, 0 to {SPOKEN_TIME_MAX_MS:,.0f})")
     return (time_number,)
 
 
@@ -372,21 +387,14 @@ def _(
     paragraph_area,
     time_number,
 ):
-    ui.commitment_gate(dp64_committed, "the spoken design")
-    spoken = dict(bottleneck=bottleneck_dropdown.value, bottleneck_link=link_dropdown.value, bottleneck_time_ms=time_number.value or None)
+    mo.stop(not dp64_committed.made)
+    _t = time_number.value
+    _bad_time = _t is not None and not 0 <= _t <= SPOKEN_TIME_MAX_MS
+    spoken = dict(bottleneck=bottleneck_dropdown.value, bottleneck_link=link_dropdown.value, bottleneck_time_ms=None if _bad_time else (_t or None))
     _items = [paragraph_area, mo.hstack([bottleneck_dropdown, link_dropdown, time_number], justify="start", wrap=True)]
-    if design is not None and spoken["bottleneck"] is not None:
-        _said = said_out_loud(design, spoken["bottleneck"], spoken["bottleneck_link"], spoken["bottleneck_time_ms"])
-        _d = design.dominant_collective
-        _marks = [
-            f"collective {'✔' if _said['bottleneck_correct'] else '✘'}",
-            f"link {'✔' if _said['link_correct'] else '✘'}",
-            f"time {'✔' if _said['time_correct'] else '✘'} (within {TIME_TOLERANCE:.0%} of the engine's)",
-        ]
-        _text = " · ".join(_marks)
-        if _d is not None and not all(_said[k] for k in ("bottleneck_correct", "link_correct", "time_correct")):
-            _text += f". The map says: {_d.axis} {_d.op} on {_d.link}, {_d.exposed_s * 1e3:,.1f} ms exposed per step."
-        _items.append(mo.callout(mo.md(_text), kind="success" if all(_said[k] for k in ("bottleneck_correct", "link_correct", "time_correct")) else "warn"))
+    if _bad_time:
+        _items.append(ui.failure_banner([f"An exposed time must be between 0 and {SPOKEN_TIME_MAX_MS:,.0f} ms: {_t:,g} is not recorded."]))
+    _items.append(mo.md("Your answers are checked against the engine's map when you submit the worksheet, not before."))
     mo.vstack(_items)
     return (spoken,)
 
@@ -451,7 +459,8 @@ def _(dp64_committed):
 
     - DP = 64 is a memory question first: plain data parallelism needs
       {_ests['13b-a100']['DP=64, ZeRO-0'].memory.total / 1e9:,.0f} GB per GPU for the 13B; ZeRO-3 shards the state but not the
-      activations, so the 70B still needs {_z3.memory.total / 1e9:,.0f} GB at DP = 64.
+      activations, so the 70B still needs {_z3.memory.total / 1e9:,.0f} GB at DP = 64 with selective recompute; full
+      recomputation would fit it for {dp64_recompute()['selective'].mfu - dp64_recompute()['full'].mfu:.0%} of MFU (points).
     - The chattiest collective (TP, every layer) belongs on the fastest link: the rank order, not
       only the degree, decides whether it stays inside a node.
     - Pipeline stages across nodes send little, but pay a bubble that grows with p and shrinks with
@@ -495,6 +504,24 @@ def _(
     _view, submitted = ui.submit_to_ledger(student_input.value, submit_button, _steps)
     _view
     return (submitted,)
+
+
+@app.cell
+def _(submitted):
+    mo.stop(submitted is None)
+    _step = submitted["labs"][LAB]["worksheet"]
+    _o, _in = _step["outcomes"], _step["inputs"]
+    _keys = ("bottleneck_correct", "link_correct", "time_correct")
+    _marks = " · ".join(f"{name} {'✔' if _o.get(k) else '✘'}" for name, k in zip(("collective", "link", "time"), _keys))
+    _names = {v: k for k, v in BOTTLENECK_CHOICES.items()}
+    _said = _names.get(_in.get("bottleneck"), "none named")
+    _truth = (f"the map's bottleneck is **{_names.get(_o['dominant'], _o['dominant'])}**, {'across nodes' if _o['dominant_link'] == 'inter' else 'inside a node'}, "
+              f"{_o['dominant_exposed_s'] * 1e3:,.1f} ms exposed per step") if _o.get("dominant") else "this design runs no collective"
+    mo.callout(
+        mo.md(f"**Your spoken bottleneck, as submitted** ({_said}): {_marks} (time within {TIME_TOLERANCE:.0%} of the engine's). Checked: {_truth}."),
+        kind="success" if all(_o.get(k) for k in _keys) else "warn",
+    )
+    return
 
 
 @app.cell
