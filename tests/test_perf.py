@@ -32,20 +32,37 @@ def test_all_public_rows_are_covered(published):
     assert set(BEYOND_ENGINE) <= {r.id for r in RUNS}
 
 
-def test_table2_ptdp_holds_across_scales_and_zero3_is_not_bandwidth_bound():
+def test_table2_ptdp_holds_across_scales_and_zero3_collapses_by_its_mechanism():
     """Narayanan 2021 Table 2: PTD-P holds 153 -> 149 -> 141 TFLOP/s per GPU from 384 to 1536
-    A100s; the engine stays within 10% at every scale (only the 384 row is in the reference
-    file). ZeRO-3 fell 144 -> 88 -> 44 in the paper. With NCCL's rails, the bytes ZeRO-3 moves
-    hide behind compute at every scale: the engine stays far above the paper's collapse, which
-    came from DeepSpeed 2021's per-module hooks and latency, not from link bandwidth."""
+    A100s; ZeRO-3 (DeepSpeed 2021) fell 144 -> 88 -> 44: aggregate throughput flat as GPUs
+    double. The engine stays within 10% of PTD-P at every scale and within 15% of ZeRO-3 (only
+    the 384-GPU rows are in the reference file). The collapse comes from DeepSpeed's code, not
+    from link bandwidth: every parameter's all-gather waits for a device synchronize, and the
+    host does work per rank of the group on every gather and reduce-scatter (deepspeed-2021's
+    stack in labs.core.eras). Without that host work the same plan would run at PTD-P's speed."""
+    import dataclasses
+
+    from labs.core import eras
+
     got = {(s, n): table2_estimate(s, n).hardware_tflops_per_gpu for s in TABLE2_SCHEMES for n in TABLE2_GPUS}
     for key, value in got.items():
         report(f"Table 2 {key[0]} at {key[1]} GPUs", value, TABLE2_PUBLISHED[key])
     for n in TABLE2_GPUS:
         assert abs(got[("PTD-P", n)] / TABLE2_PUBLISHED[("PTD-P", n)] - 1) < 0.10
-        assert got[("ZeRO-3", n)] > TABLE2_PUBLISHED[("ZeRO-3", n)]
+        assert abs(got[("ZeRO-3", n)] / TABLE2_PUBLISHED[("ZeRO-3", n)] - 1) < 0.15
+    aggregate = {n: got[("ZeRO-3", n)] * n for n in TABLE2_GPUS}
+    report("ZeRO-3 aggregate 1536 / 768 GPUs", aggregate[1536] / aggregate[768], 44 * 1536 / (88 * 768))
+    assert 0.8 < aggregate[1536] / aggregate[768] < 1.2
     zero3 = table2_estimate("ZeRO-3", 1536)
-    assert zero3.time.dp_comm < 0.1 * zero3.step_time_s
+    assert zero3.time.dp_comm > 2 * zero3.time.compute
+    saved = eras.ERAS["deepspeed-2021"]
+    try:
+        eras.ERAS["deepspeed-2021"] = dataclasses.replace(saved, cpu_s_per_kernel=0.0)
+        no_host = table2_estimate("ZeRO-3", 1536).hardware_tflops_per_gpu
+    finally:
+        eras.ERAS["deepspeed-2021"] = saved
+    print(f"ZeRO-3 at 1536 GPUs without DeepSpeed's host work per rank: {no_host:.0f} TFLOP/s (with it {got[('ZeRO-3', 1536)]:.0f})")
+    assert no_host > 2 * got[("ZeRO-3", 1536)]
 
 
 def test_act1_dp_wall_comes_from_the_shrinking_compute_not_the_nic():

@@ -42,6 +42,9 @@ code, never from an end-to-end run:
 - pp_p2p: "scatter_gather" (Megatron: each TP rank sends 1/t of the activation and the next
   stage all-gathers it over NVLink) or "full" (DeepSpeed's 2021 pipeline engine: every TP rank
   sends the whole activation).
+- pipeline_overlaps_dp: DeepSpeed's 2021 PipelineEngine reduces gradients in a ReduceGrads
+  instruction after the last micro-batch's backward (deepspeed/runtime/pipe/schedule.py,
+  TrainSchedule, at c814abd), so with pp > 1 nothing of the reduction hides.
 - grad_sync: gradients reduced once a step (DDP no_sync, Megatron's accumulation into main_grad)
   or every micro-batch; None is the ZeRO stage's own way (once a step up to ZeRO-1, every
   micro-batch from ZeRO-2, DeepSpeed's and FSDP's default).
@@ -84,6 +87,7 @@ class Era:
     tp_overlap_kind: str = "userbuffers"
     zero3_unit: str = "layer"
     pp_p2p: str = "scatter_gather"
+    pipeline_overlaps_dp: bool = True  # False: a pipelined step reduces gradients after the flush
     source: str = ""
 
     def __post_init__(self):
@@ -127,7 +131,7 @@ ERAS: dict[str, Era] = {
                          kernels_per_layer=14, tp_overlap_kind="none"),
     # DeepSpeed 2021 ran Megatron's fused layer code (Megatron-DeepSpeed) under its own engine.
     "deepspeed-2021": Era("deepspeed-2021", ("1f1b",), 3, ("full", "none"), (F,), (F,), (0, 1, 2, 3), (F,), ("bf16",), (T, F), (F,), ("auto", "ring", "tree"),
-                          kernels_per_layer=14, tp_overlap_kind="none", zero3_unit="parameter", pp_p2p="full"),
+                          kernels_per_layer=14, tp_overlap_kind="none", zero3_unit="parameter", pp_p2p="full", pipeline_overlaps_dp=False),
     "megatron-2022": Era("megatron-2022", ("interleaved", "1f1b"), 3, ("selective", "full", "none"), (T, F), (F,), (0,), (F,), ("bf16",), (F,), (F,), ("auto", "ring", "tree"),
                          kernels_per_layer=14, tp_overlap_kind="none"),
     "megatron-core-2024": Era("megatron-core-2024", ("interleaved", "1f1b"), 2, ("selective", "none", "full"), (T, F), (T, F), (1, 0), (T, F), ("bf16", "fp32"), (T, F), (T, F), ("auto", "ring", "tree", "nvls"), ("ring", "all_gather"), 8, ("bf16", "fp8")),

@@ -33,7 +33,7 @@ import numpy as np
 from labs.core.context import contiguous_imbalance_columns, ulysses_qkv_bytes
 from labs.core.experts import all_to_all_cost, ffn_forward_time
 from labs.core.eras import Era, kernels_per_layer, loss_bytes_per_logit, stack_of
-from labs.core.gemm import flash_attention_time, gemm_time, unfused_elementwise_ratio
+from labs.core.gemm import GEMM_FIXED_S, flash_attention_time, gemm_time, unfused_elementwise_ratio
 from labs.core.hardware import Cluster
 from labs.core.memory import GRAD_BYTES, OPTIMIZER_BYTES, WEIGHT_BYTES, fp8_activation_savings, in_flight_columns, layer_activation_columns, model_state_columns
 from labs.core.models import RECOMPUTE_MODES, Model
@@ -141,6 +141,8 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     zero, rc, sched = (_col(c, k, int) for k in ("zero_stage", "recompute", "schedule"))
     sp, flash, tp_overlap, grad_fp32, dp_overlap, pp_overlap, offload = (
         _col(c, k, bool) for k in ("sequence_parallel", "flash_attention", "tp_comm_overlap", "grad_fp32", "dp_overlap", "pp_overlap", "offload"))
+    if not stack.pipeline_overlaps_dp:  # the stack reduces gradients after a pipeline's flush
+        dp_overlap = dp_overlap & (pp == 1)
     bucket_bytes, opt_bytes = _col(c, "bucket_bytes"), _col(c, "optimizer_bytes")
     cp_ring = _col(c, "cp_ring", bool)
     # Absent columns (older callers): Ulysses off, the ring's split load-balanced.
@@ -229,6 +231,17 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     gemm_all = gemm_f * (3 + full)
     contention = gemm_all * TP_OVERLAPPED_GEMM_SHARE * (gpu.sms / (gpu.sms - TP_OVERLAP_SMS) - 1)
     tp_exposed = np.where(overlap, np.maximum(tp_total - gemm_all, 0.5 * tp_total / TP_OVERLAP_SPLITS) + contention, tp_total)
+    if stack.tp_overlap_kind == "async_tp":
+        # PyTorch's AsyncTP (torch.distributed._symmetric_memory, applied by a torch.compile pass
+        # to the forward graph's all-gather -> matmul and matmul -> reduce-scatter patterns) splits
+        # each into tp steps on the copy engines, taking no SMs: the first step waits, and each GEMM
+        # runs as tp smaller ones, each paying its launch (labs.core.gemm.GEMM_FIXED_S). Its
+        # authors report forward-pass gains (PyTorch dev-discuss, "Introducing Async Tensor
+        # Parallelism", 2024); the engine leaves the backward's collectives exposed (unconfirmed).
+        forward_tp = tp_pass * (1 + full)
+        split_gemms = 4 * (1 + full) * (tp - 1) * GEMM_FIXED_S
+        hidden_forward = np.maximum(forward_tp - gemm_f * (1 + full), forward_tp / tp) + split_gemms
+        tp_exposed = np.where(overlap, hidden_forward + (tp_total - forward_tp), tp_total)
     a2a, a2a_sent = all_to_all_cost(model, cluster, tokens, tp, ep, max_nodes, np.where(fp8, 1.0, 2.0), stride=s_cp)
     layer_a2a = a2a * (2 + full)  # dispatch + combine, forward and backward (and the re-run forward)
     layer_comm = tp_exposed + cp_total + layer_a2a
@@ -308,7 +321,20 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     grads, weights_bytes = grads + expert_grads, weights_bytes + expert_weights
     module_calls = layers * ZERO3_GATHERS_PER_LAYER[stack.zero3_unit]
     module_ag = bucketed("all_gather", weights_bytes, module_calls, shard)
-    z3_passes = np.where(full & (stack.zero3_unit == "parameter"), 3.0, 2.0)  # gathers per micro-batch
+    per_parameter = stack.zero3_unit == "parameter"
+    z3_passes = np.where(full & per_parameter, 3.0, 2.0)  # gathers per micro-batch
+    if per_parameter:
+        # DeepSpeed's 2021 stage 3 (deepspeed/runtime/zero/partition_parameters.py at c814abd,
+        # _allgather_param): torch.cuda.synchronize() before every parameter's all-gather, so no
+        # gather overlaps compute; a Python loop of one narrow() per rank builds the output list,
+        # and torch.distributed.all_gather into a list copies the flat result out rank by rank
+        # (one copy kernel each; _all_gather_base came in PyTorch 1.10). Gradients leave the same
+        # way, reduce-scattered parameter by parameter from a list of per-rank views. Both cost
+        # the host 2 ops per rank of the group, every call: linear in the number of GPUs.
+        host = 2 * shard * stack.cpu_s_per_kernel
+        module_ag = (module_ag[0] + module_calls * host, module_ag[1])
+        param_rs = bucketed("reduce_scatter", grads, module_calls, shard)
+        rs = np.where(zero == 3, param_rs[0] + module_calls * host, rs[0]), np.where(zero == 3, param_rs[1], rs[1])
     z0, z1, z2, z3 = (zero == k for k in range(4))
     # Sharded gradients cannot accumulate locally: from ZeRO-2 on every micro-batch's gradients
     # are reduce-scattered as its backward produces them (DeepSpeed's and FSDP's default); ZeRO-1
@@ -334,7 +360,7 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     z3_backward = np.maximum(backward_gathers + rs[0] + rs[1] - stage_bwd, first)
     z3_backward_only = np.maximum(backward_gathers - stage_bwd, first)  # a micro-batch that does not reduce
     z3_exposed = m * z3_forward + syncs * z3_backward + (m - syncs) * z3_backward_only
-    exposed_reduce = np.where(z3, np.where(dp_overlap, z3_exposed, reduce_t), plain)
+    exposed_reduce = np.where(z3, np.where(dp_overlap & (not per_parameter), z3_exposed, reduce_t), plain)
     # ZeRO-1/2 gather the updated weights bucket by bucket ahead of the next forward
     # (Megatron-LM --overlap-param-gather): only the first bucket waits in full.
     exposed_gather = np.where(dp_overlap, np.maximum(gather_t - stage_f, gather_t / calls), gather_t)
@@ -372,7 +398,7 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     reduce_only = syncs * np.where(z0, ar_t, rs_t)
     z3_gathers = z3_passes * m * (module_ag[0] + module_ag[1])
     z3_share = backward_gathers / np.maximum(backward_gathers + rs_t, 1e-300)
-    z3_gather_exposed = np.where(dp_overlap, m * z3_forward + syncs * z3_backward * z3_share + (m - syncs) * z3_backward_only, z3_gathers)
+    z3_gather_exposed = np.where(dp_overlap & (not per_parameter), m * z3_forward + syncs * z3_backward * z3_share + (m - syncs) * z3_backward_only, z3_gathers)
     reduce_exposed = np.where(z3, exposed_reduce - z3_gather_exposed, plain)
     gather_exposed = np.where(z3, z3_gather_exposed, exposed_gather)
     collectives = {
@@ -382,7 +408,7 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
         "ep": (np.where(ep_used, m * layers_slowest * 2 * (2 + full), 0.0), np.where(ep_used, m * layers_slowest * (2 + full) * a2a_sent, 0.0),
                np.where(ep_used, m * layers_slowest * layer_a2a, 0.0), np.where(ep_used, m * layers_slowest * layer_a2a, 0.0), ep, s_cp),
         "pp": (pp_calls, pp_sent, np.where(pp > 1, 2 * m * v * hop, 0.0), pp_comm, np.where(pp > 1, 2.0, 1.0), stage_stride),
-        "dp_reduce": (np.where(active, syncs * calls, 0.0),
+        "dp_reduce": (np.where(active, syncs * np.where(z3 & per_parameter, module_calls, calls), 0.0),
                       np.where(active, dp_reduce_sent, 0.0),
                       np.where(active, reduce_only, 0.0), np.where(active, reduce_exposed, 0.0), np.where(z0, n, shard), s_cp),
         "dp_gather": (np.where(active & ~z0, np.where(z3, z3_passes * m * module_calls, calls), 0.0),
