@@ -15,7 +15,6 @@ with app.setup:
     from labs.core.scenarios.prose import STACK, dp64_recompute
     from labs.core.scenarios.lab09 import (
         BOTTLENECK_CHOICES,
-        DP64_OPTIONS,
         GLOBAL_BATCH,
         JOB_LABELS,
         JOBS,
@@ -28,7 +27,6 @@ with app.setup:
         SMALL_BATCH,
         TIME_TOLERANCE,
         TP_CHOICES,
-        dp64_answer,
         map_rows,
         placements,
         pp_costs,
@@ -67,6 +65,14 @@ def _():
     return (student_input,)
 
 
+# The micro-batch of your DP = 64 question is drawn from your id (labs.variants), and so is the
+# options' order.
+@app.cell
+def _(student_input):
+    variant = ui.lab_variant(LAB, student_input.value)
+    return (variant,)
+
+
 @app.cell(hide_code=True)
 def _():
     mo.md(r"""
@@ -92,12 +98,8 @@ def _():
 
 
 @app.cell
-def _():
-    dp64_question = ui.prediction_question(
-        "64 GPUs, so DP = 64? With this worksheet's software (selective recompute: every layer's activations are kept "
-        "for the backward, none recomputed in full), for which job is DP = 64 a design that fits in memory?",
-        DP64_OPTIONS,
-    )
+def _(variant):
+    dp64_question = ui.variant_question(variant.questions["dp64"])
     dp64_question
     return (dp64_question,)
 
@@ -109,16 +111,17 @@ def _():
 
 
 @app.cell
-def _(dp64_commit_buttons, dp64_question, student_input):
-    _row, dp64_committed = ui.commit_prediction(student_input.value, LAB, "dp64", dp64_question, dp64_commit_buttons)
+def _(dp64_commit_buttons, dp64_question, student_input, variant):
+    _row, dp64_committed = ui.commit_prediction(student_input.value, LAB, "dp64", dp64_question, dp64_commit_buttons, variant=variant)
     _row
     return (dp64_committed,)
 
 
 @app.cell(hide_code=True)
-def _(dp64_committed):
+def _(dp64_committed, variant):
     mo.stop(not dp64_committed.made)
-    _ests = reference_estimates()
+    _mb = variant.settings["micro_batch"]
+    _ests = reference_estimates(_mb)
     _13, _70 = _ests["13b-a100"], _ests["70b-h100"]
 
     def _gb(e):
@@ -132,9 +135,10 @@ def _(dp64_committed):
         f"{_full.mfu:.1%} MFU ({_full.hfu:.1%} HFU: the gap is the forward passes run twice), against the {_rc['selective'].mfu:.1%} "
         "a selective step would reach if it fitted."
     ) if _full.fits else ""
-    ui.reveal(
-        dp64_committed.answer,
-        dp64_answer(),
+    _z3_13 = _13["DP=64, ZeRO-3"]
+    ui.variant_reveal(
+        dp64_committed,
+        variant.questions["dp64"],
         {
             "A": f"Plain data parallelism keeps the whole model state on every GPU, {_13['DP=64, ZeRO-0'].memory.model_state / _13['DP=64, ZeRO-0'].model.params:.0f} bytes per parameter "
                  f"(bf16 weights, fp32 gradients, fp32 Adam state): {_gb(_13['DP=64, ZeRO-0'])} per GPU with activations for the 13B and "
@@ -142,12 +146,19 @@ def _(dp64_committed):
             "B": f"ZeRO-3 divides the model state by 64 but not the activations: the 70B still needs {_gb(_z3_70)} per GPU, "
                  f"{_z3_70.memory.activations / 1e9:,.0f} GB of it activations of {_z3_70.model.layers} layers, which no ZeRO stage shards."
                  + _full_note,
-            "C": f"The 13B at DP = 64 with ZeRO-3 needs {_gb(_13['DP=64, ZeRO-3'])} per GPU and reaches {_13['DP=64, ZeRO-3'].mfu:.1%} MFU "
-                 f"(TP = 8 x DP = 8: {_13['TP=8 x DP=8, ZeRO-1'].mfu:.1%}). The 70B fits once TP and PP split its layers: "
-                 f"TP = 4 x PP = 4 x DP = 4 needs {_gb(_70['TP=4 x PP=4 x DP=4, ZeRO-1'])} and reaches {_70['TP=4 x PP=4 x DP=4, ZeRO-1'].mfu:.1%}"
-                 + (f"; so does full recomputation, at {_full.mfu:.1%} (Lab 06)." if _full.fits else "."),
-            "D": f"Sharded over 64 GPUs the 13B's state is {_13['DP=64, ZeRO-3'].memory.model_state / 1e9:,.1f} GB per GPU: "
-                 f"with its activations, {_gb(_13['DP=64, ZeRO-3'])}, inside the {_13['DP=64, ZeRO-3'].cluster.gpu.hbm_bytes / 1e9:.1f} GB.",
+            "C": (f"The 13B at DP = 64 with ZeRO-3 needs {_gb(_z3_13)} per GPU and reaches {_z3_13.mfu:.1%} MFU "
+                  f"(TP = 8 x DP = 8: {_13['TP=8 x DP=8, ZeRO-1'].mfu:.1%}). The 70B fits once TP and PP split its layers: "
+                  f"TP = 4 x PP = 4 x DP = 4 needs {_gb(_70['TP=4 x PP=4 x DP=4, ZeRO-1'])} and reaches {_70['TP=4 x PP=4 x DP=4, ZeRO-1'].mfu:.1%}"
+                  + (f"; so does full recomputation, at {_full.mfu:.1%} (Lab 06)." if _full.fits else "."))
+                 if _z3_13.fits else
+                 (f"at micro-batch {_mb} the 13B needs {_gb(_z3_13)} per GPU even sharded over 64: {_z3_13.memory.activations / 1e9:,.0f} GB of it "
+                  "activations, which ZeRO does not shard."),
+            "D": (f"at micro-batch {_mb} the activations alone are {_z3_13.memory.activations / 1e9:,.0f} GB per GPU for the 13B and "
+                  f"{_z3_70.memory.activations / 1e9:,.0f} GB for the 70B, and no ZeRO stage shards them: a smaller micro-batch (more "
+                  "accumulation), recomputation or model parallelism is what fits.")
+                 if not _z3_13.fits else
+                 (f"Sharded over 64 GPUs the 13B's state is {_z3_13.memory.model_state / 1e9:,.1f} GB per GPU: "
+                  f"with its activations at micro-batch {_mb}, {_gb(_z3_13)}, inside the {_z3_13.cluster.gpu.hbm_bytes / 1e9:.1f} GB."),
         },
     )
     return
@@ -489,6 +500,7 @@ def _(
     spoken,
     student_input,
     submit_button,
+    variant,
     worksheet_inputs,
 ):
     mo.stop(not dp64_committed.made)
@@ -499,7 +511,7 @@ def _(
             return
         _inputs = {**worksheet_inputs, **{f"reason_{k}": v for k, v in reason_inputs.value.items()}, **spoken, "paragraph": paragraph_area.value}
         _predictions = {"dp64": dp64_committed.answer}
-        yield LAB, "worksheet", _inputs, _predictions, worksheet_outcomes(_inputs, _predictions)
+        yield LAB, "worksheet", _inputs, _predictions, worksheet_outcomes(_inputs, _predictions, variant=variant), variant
 
     _view, submitted = ui.submit_to_ledger(student_input.value, submit_button, _steps)
     _view

@@ -60,11 +60,13 @@ def variant_question(question) -> mo.ui.radio | mo.ui.number:
     return prediction_question(question.prompt, question.options)
 
 
-def variant_reveal(made: "Commitment", question) -> mo.Html:
-    """The reveal of a variant's question: options judged at the student's variant, or the typed
-    number against the engine's, with the tolerance that grades it."""
+def variant_reveal(made: "Commitment", question, explanations: dict[str, str] | None = None) -> mo.Html:
+    """The reveal of a variant's question: options judged at the student's variant (each
+    explained by `explanations`, keyed by the options' internal ids, else the question's own),
+    or the typed number against the engine's, with the tolerance that grades it."""
     if not question.numeric:
-        return reveal(made.answer, question.key, question.explanations)
+        lines = question.explanations if explanations is None else {o.key: explanations.get(question.option_id(o.key), "") for o in question.options}
+        return reveal(made.answer, question.key, {o.key: f"{o.label}: {lines[o.key]}" for o in question.options})
     spec = question.spec
     shown = f"{spec.answer:,.1f}{spec.unit}" if spec.unit == "%" else f"{spec.answer:,.3g} {spec.unit}"
     if made.answer is None:

@@ -21,6 +21,7 @@ from labs.core.perf import COLLECTIVE_KINDS, Estimate, Plan, estimate
 from labs.core.scenarios.common import Option
 from labs.core.search import sweep
 from labs.core.topology import members_per_node
+from labs.variants import Choice, LabVariants, judged
 
 LAB = "09_64gpu_design"
 NODES = 8
@@ -81,10 +82,10 @@ def worksheet_estimate(scenario: str, tp: int, pp: int, zero_stage: int, micro_b
 
 # ---- the prediction: 64 GPUs, so DP = 64? --------------------------------------------------
 DP64_OPTIONS = (
-    Option("A", "Both jobs: 64 GPUs, 64 replicas of the model, plain data parallelism", "a replica per GPU always fits"),
-    Option("B", "Both jobs, once ZeRO-3/FSDP shards weights, gradients and optimizer over all 64 GPUs", "sharding alone fits any model"),
-    Option("C", "The 13B only, and only with ZeRO-3/FSDP; the 70B needs tensor or pipeline parallelism"),
-    Option("D", "Neither: no model of this size fits a data-parallel replica per GPU, sharded or not", "sharding cannot beat the model's size"),
+    Option("A", "Both jobs: 64 replicas of the model, plain data parallelism, no sharding", "a replica per GPU always fits"),
+    Option("B", "Both jobs, once ZeRO-3/FSDP shards the model state over all 64 GPUs", "sharding alone fits any model"),
+    Option("C", "The 13B only, with ZeRO-3/FSDP; the 70B does not fit even when sharded", "activations are small next to the model state"),
+    Option("D", "Neither job: at this micro-batch no DP = 64 layout fits, sharded or not", "sharding cannot beat the model's size"),
 )
 # The layouts the reveal prices for each job: DP = 64 plain and sharded, and two model-parallel ones.
 REFERENCE_LAYOUTS = {
@@ -96,13 +97,13 @@ REFERENCE_LAYOUTS = {
 
 
 @lru_cache(maxsize=None)
-def reference_estimates() -> dict[str, dict[str, Estimate]]:
-    """job -> layout name -> Estimate, for REFERENCE_LAYOUTS."""
-    return {key: {name: worksheet_estimate(key, **f) for name, f in REFERENCE_LAYOUTS.items()} for key in JOBS}
+def reference_estimates(micro_batch: int = 1) -> dict[str, dict[str, Estimate]]:
+    """job -> layout name -> Estimate, for REFERENCE_LAYOUTS at this micro-batch."""
+    return {key: {name: worksheet_estimate(key, **f, micro_batch=micro_batch) for name, f in REFERENCE_LAYOUTS.items()} for key in JOBS}
 
 
-def dp64_facts() -> dict:
-    ests = reference_estimates()
+def dp64_facts(micro_batch: int = 1) -> dict:
+    ests = reference_estimates(micro_batch)
     return {key: {"plain": e["DP=64, ZeRO-0"].fits, "sharded": e["DP=64, ZeRO-3"].fits} for key, e in ests.items()}
 
 
@@ -114,8 +115,8 @@ DP64_CLAIMS: dict[str, Callable[[dict], bool]] = {
 }
 
 
-def dp64_answer() -> str | None:
-    facts = dp64_facts()
+def dp64_answer(micro_batch: int = 1) -> str | None:
+    facts = dp64_facts(micro_batch)
     return next((k for k, claim in DP64_CLAIMS.items() if claim(facts)), None)
 
 
@@ -224,7 +225,7 @@ REASON_CHARS = 100
 PARAGRAPH_CHARS = 2000
 
 
-def worksheet_outcomes(inputs: dict, predictions: dict) -> dict:
+def worksheet_outcomes(inputs: dict, predictions: dict, variant=None) -> dict:
     """What the lab shows for a worksheet and the grader recomputes: the plan's fit and MFU, the
     engine's dominant collective with its link and exposed time, the spoken claims against them,
     and the committed prediction against the engine's answer."""
@@ -240,10 +241,34 @@ def worksheet_outcomes(inputs: dict, predictions: dict) -> dict:
         "memory_gb": est.memory.total / 1e9,
         **spoken,
         "correct_option": correct,
-        "prediction_correct": correct is not None and predictions.get("dp64") == correct,
+        "prediction_correct": judged(variant, "dp64", predictions, lambda a: correct is not None and a == correct),
     }
 
 
 OUTCOMES: dict[tuple[str, str], Callable[[dict, dict], dict]] = {
     (LAB, "worksheet"): worksheet_outcomes,
 }
+
+
+# ---- per-student variants (labs.variants) ------------------------------------------------------
+# The micro-batch the DP = 64 question asks about: at 1 and 2 the 13B fits sharded (38 and 70 of
+# 86 GB today) and the 70B does not; at 4 neither does. The key moves with it.
+VARIANT_MICRO_BATCH = (1, 2, 4)
+
+
+def draw_settings(d) -> dict:
+    return {"micro_batch": d.choice("micro_batch", VARIANT_MICRO_BATCH)}
+
+
+def build_questions(s: dict) -> dict:
+    mb = int(s["micro_batch"])
+    return {
+        "dp64": Choice(
+            f"64 GPUs, so DP = 64? With this worksheet's software (selective recompute: every layer's activations are kept for the "
+            f"backward, none recomputed in full) and micro-batch {mb}, for which job is DP = 64 a design that fits in memory?",
+            DP64_OPTIONS, dp64_answer(mb),
+        ),
+    }
+
+
+VARIANTS = LabVariants(LAB, draw_settings, build_questions)
