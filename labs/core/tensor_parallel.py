@@ -28,6 +28,12 @@ WIRES = ("fp64", "fp32", "bf16")  # the dtype the partial sums travel in
 _WIRE_DTYPES = {"fp64": np.dtype(np.float64), "fp32": FORMATS["fp32"].dtype, "bf16": FORMATS["bf16"].dtype}
 
 
+def wire_itemsize(wire: str) -> int:
+    """Bytes per element on the wire."""
+    check_choice("wire", wire, WIRES)
+    return int(_WIRE_DTYPES[wire].itemsize)
+
+
 # ---- the ring, counted ----------------------------------------------------------------------
 @dataclass
 class Wire:
@@ -245,6 +251,12 @@ class TPRun:
     sent_per_rank: np.ndarray
     calls: list
     replicated_bytes_per_rank: float
+    forward_calls: int  # how many of `calls` the forward pass made
+
+    @property
+    def forward_sent_per_rank(self) -> np.ndarray:
+        """Bytes each rank sent in the forward pass alone."""
+        return np.sum([c["sent_per_rank"] for c in self.calls[: self.forward_calls]], axis=0)
 
 
 def run_block(x: np.ndarray, dz: np.ndarray, weights: dict, block: str, shape: BlockShape, ranks: int, sequence_parallel: bool = False, wire: str = "fp64") -> TPRun:
@@ -269,6 +281,7 @@ def run_block(x: np.ndarray, dz: np.ndarray, weights: dict, block: str, shape: B
         x_full = all_gather(x_shards, link)  # f forward: all-gather along the sequence
         partial, saved = zip(*(local_forward(x_full[r], shards[r], block, shape, heads) for r in range(ranks)))
         z = reduce_scatter(list(partial), link)  # g forward: reduce-scatter back to token shards
+        forward_calls = len(link.calls)
         out_shards = [x_shards[r] + z[r] for r in range(ranks)]
         output = np.concatenate(out_shards, axis=0)
         dz_full = all_gather(np.array_split(dz, ranks, axis=0), link)  # g backward
@@ -279,6 +292,7 @@ def run_block(x: np.ndarray, dz: np.ndarray, weights: dict, block: str, shape: B
     else:
         partial, saved = zip(*(local_forward(x, shards[r], block, shape, heads) for r in range(ranks)))
         z = all_reduce(list(partial), link)  # g forward
+        forward_calls = len(link.calls)
         output = x + z[0]
         grads = [local_backward(x, dz, shards[r], saved[r], block, shape, heads) for r in range(ranks)]  # g backward: identity
         dx = all_reduce([g[0] for g in grads], link)  # f backward
@@ -286,7 +300,7 @@ def run_block(x: np.ndarray, dz: np.ndarray, weights: dict, block: str, shape: B
         held = x.nbytes + output.nbytes
     last = {"attention": "wo", "mlp-swiglu": "w_down", "mlp-gelu": "w_out"}[block]
     grad_weights = {k: np.concatenate([g[1][k] for g in grads], axis=0 if k == last else 1) for k in weights}
-    return TPRun(ranks, sequence_parallel, output, grad_input, grad_weights, link.sent.copy(), link.calls, float(held))
+    return TPRun(ranks, sequence_parallel, output, grad_input, grad_weights, link.sent.copy(), link.calls, float(held), forward_calls)
 
 
 def block_inputs(shape: BlockShape, seed: int = 1) -> tuple[np.ndarray, np.ndarray]:

@@ -1,0 +1,345 @@
+"""Lab 13, inside tensor parallelism: its variant settings, its predictions, the tables the lab
+shows and the outcome function `python -m labs.grade` recomputes. The split itself is computed on
+real arrays (labs.core.tensor_parallel); the at-scale numbers come from the engine
+(labs.core.perf.estimate, labs.core.collectives).
+
+Seed 001's week 23 milestone is checked here, claim by claim (SEED_CLAIMS)."""
+
+from __future__ import annotations
+
+from labs.core import tensor_parallel as tpm
+from labs.core.scenarios.common import Option
+from labs.core.validation import check_bool, check_choice
+from labs.variants import Choice, LabVariants, Numeric, Question, judged
+
+LAB = "13_tensor_parallel"
+STEP = "split"
+ERA = "megatron-core-2024"
+
+# ---- seed 001, week 23 ----------------------------------------------------------------------------
+# The milestone's claims, as the seed states them (seeds/001, week 23): what the lab checks.
+SEED_CLAIMS = {"layers": 12, "hidden": 512, "batch": 8, "seq": 512, "tp": 2, "comms": 24, "mb_each": 4, "mb_total": 96,
+               "pcie_gb_per_s": 32, "comm_ms": 3, "forward_ms": 50, "overhead": 0.06}
+SEED_MODEL = "seed-12l-512"  # labs.core.models: 12 layers, d_model 512, 8 heads, 512 tokens
+SEED_SHAPE = tpm.BlockShape(batch=8, seq=512, hidden=512, heads=8)
+SPLIT_SHAPE = tpm.BlockShape(batch=2, seq=32, hidden=256, heads=8)  # the instrument's block: small enough for a slider
+RANKS = (1, 2, 4, 8)
+
+
+def seed_cluster():
+    """Two A100 PCIe GPUs joined by PCIe Gen4 only: the seed's 'PCIe (~32 GB/s)' setting."""
+    from labs.core.hardware import GPUS, HOSTS, LINKS, Cluster
+
+    return Cluster(GPUS["a100-pcie-80gb"], 2, 1, LINKS["pcie4"], LINKS["ib-hdr"], None, "2x A100 PCIe", HOSTS["dgx-a100"])
+
+
+# ---- the split, computed ------------------------------------------------------------------------------
+def split_report(block: str, ranks: int, sequence_parallel: bool = False, wire: str = "fp64", shape: tpm.BlockShape = SPLIT_SHAPE) -> dict:
+    """The block split over `ranks` against the unsplit block, on the same arrays: the largest
+    difference of the output, the input gradient and the weight gradients, what each rank sent,
+    each collective call, and the activation bytes each rank holds outside the split region."""
+    check_choice("block", block, tpm.BLOCKS)
+    check_choice("ranks", ranks, RANKS)
+    check_bool("sequence_parallel", sequence_parallel)
+    weights = tpm.make_weights(shape, block)
+    x, dz = tpm.block_inputs(shape)
+    whole = tpm.run_block(x, dz, weights, block, shape, 1, wire=wire)
+    split = tpm.run_block(x, dz, weights, block, shape, ranks, sequence_parallel, wire)
+    scale = max(float(abs(whole.output).max()), 1.0)
+    return {
+        "output_diff": float(abs(split.output - whole.output).max()),
+        "grad_input_diff": float(abs(split.grad_input - whole.grad_input).max()),
+        "grad_weight_diff": max(float(abs(split.grad_weights[k] - whole.grad_weights[k]).max()) for k in weights),
+        "relative_diff": float(abs(split.output - whole.output).max()) / scale,
+        "sent_per_rank": float(split.sent_per_rank.max()),
+        "forward_sent_per_rank": float(split.forward_sent_per_rank.max()) if ranks > 1 else 0.0,
+        "calls": split.calls, "forward_calls": split.forward_calls,
+        "held_bytes": split.replicated_bytes_per_rank, "held_unsplit_bytes": whole.replicated_bytes_per_rank,
+        "payload_bytes": shape.tokens * shape.hidden * tpm.wire_itemsize(wire),
+    }
+
+
+def collectives_per_layer_forward() -> int:
+    """Forward collectives one transformer layer runs under TP: its attention block's and its
+    MLP block's, counted on the split arrays."""
+    return sum(split_report(block, 2)["forward_calls"] for block in ("attention", "mlp-gelu"))
+
+
+def seed_check(tp: int = SEED_CLAIMS["tp"]) -> dict:
+    """Seed 001's milestone recomputed: the all-reduces of a forward pass counted on the arrays,
+    their bytes counted at the seed's size, their PCIe time from the collective cost model, and
+    the engine's step (forward and backward) on two A100 PCIe GPUs."""
+    from labs.core.collectives import all_reduce_time
+    from labs.core.models import Model
+    from labs.core.perf import Plan, estimate
+
+    counted = tpm.forward_all_reduce_bytes(SEED_SHAPE, tp, "bf16")
+    comms = SEED_CLAIMS["layers"] * collectives_per_layer_forward()
+    cluster = seed_cluster()
+    link = cluster.intra
+    one = all_reduce_time(counted["payload_bytes"], tp, link.effective_bytes_per_s, link.latency_s)
+    est = estimate(Model.get(SEED_MODEL), cluster, Plan(tp=tp, micro_batch=SEED_SHAPE.batch, global_batch=SEED_SHAPE.batch))
+    return {
+        "comms": comms, "payload_bytes": counted["payload_bytes"], "sent_per_rank": counted["sent_per_rank"],
+        "total_bytes": comms * counted["payload_bytes"], "pcie_forward_s": comms * one, "link": link.name,
+        "link_bytes_per_s": link.effective_bytes_per_s, "estimate": est,
+        "engine_tp_share": est.time.tp_comm / est.step_time_s,
+    }
+
+
+# ---- the scaling claim ---------------------------------------------------------------------------------
+COUNTED_WIDTHS = (128, 256, 512, 1024)  # d_model where the bytes are counted on arrays (8 tokens, TP 2)
+ENGINE_WIDTHS = (256, 512, 1024, 2048, 4096, 8192, 16384)
+
+
+def counted_bytes_per_token(hidden: int, tp: int = 2) -> float:
+    """Bytes one rank sends per token for one forward all-reduce, counted on a TP MLP's arrays."""
+    shape = tpm.BlockShape(batch=1, seq=8, hidden=hidden, heads=8)
+    return tpm.forward_all_reduce_bytes(shape, tp, "bf16")["sent_per_rank"] / shape.tokens
+
+
+def width_model(hidden: int, seq: int = SEED_SHAPE.seq):
+    """Seed 001's 12-layer model at another width (heads grow with it: 64-wide heads)."""
+    from labs.core.models import Model
+
+    return Model.get(SEED_MODEL, hidden=hidden, heads=max(1, hidden // 64), seq_len=seq)
+
+
+def engine_width_row(hidden: int, seq: int = SEED_SHAPE.seq, tp: int = 2) -> dict:
+    """Per token and layer at a width, from the engine: TP bytes each GPU sends (forward and
+    backward) and the layer's model FLOPs (forward and backward)."""
+    from labs.core.perf import Plan, estimate
+
+    model = width_model(hidden, seq)
+    est = estimate(model, seed_cluster(), Plan(tp=tp, micro_batch=SEED_SHAPE.batch, global_batch=SEED_SHAPE.batch))
+    tokens = SEED_SHAPE.batch * seq
+    return {"hidden": hidden, "tp_bytes_per_token_layer": est.comm_bytes_per_gpu["tp"] / tokens / model.layers,
+            "flops_per_token_layer": 3 * model.layer_forward_flops() / seq}
+
+
+SCALING_OPTIONS = (
+    Option("quad_cubic", "Traffic x4 and FLOPs x8: communication quadratic, compute cubic in d", "TP traffic grows with d squared"),
+    Option("lin_quad", "Traffic x2 and FLOPs x4: communication linear, compute quadratic in d", "the FLOPs grow with d only"),
+    Option("lin_lin", "Traffic x2 and FLOPs x2: both grow linearly in d, the ratio stays", "FLOPs per token grow linearly in d"),
+    Option("quad_quad", "Traffic x4 and FLOPs x4: both grow as d squared, the ratio stays", "activations grow with d squared"),
+)
+SCALING_CLAIMS = {"quad_cubic": (4, 8), "lin_quad": (2, 4), "lin_lin": (2, 2), "quad_quad": (4, 4)}
+
+
+def scaling_measured(hidden: int, seq: int) -> tuple[float, float]:
+    """(TP bytes, FLOPs) per token and layer when d_model doubles from `hidden`, engine."""
+    a, b = engine_width_row(hidden, seq), engine_width_row(2 * hidden, seq)
+    return b["tp_bytes_per_token_layer"] / a["tp_bytes_per_token_layer"], b["flops_per_token_layer"] / a["flops_per_token_layer"]
+
+
+def scaling_answer(hidden: int, seq: int) -> str:
+    """The option nearest the engine's two ratios, on a log scale."""
+    import math
+
+    traffic, flops = scaling_measured(hidden, seq)
+    return min(SCALING_CLAIMS, key=lambda k: abs(math.log(SCALING_CLAIMS[k][0] / traffic)) + abs(math.log(SCALING_CLAIMS[k][1] / flops)))
+
+
+def scaling_explanations(hidden: int, seq: int) -> dict[str, str]:
+    traffic, flops = scaling_measured(hidden, seq)
+    measured = (f"from d = {hidden} to {2 * hidden}, per token and layer, the engine's TP bytes grow {traffic:.2f}x and the FLOPs "
+                f"{flops:.2f}x (24 d^2 of GEMMs and 4 s d of attention per token forward)")
+    return {k: f"claims x{c[0]} and x{c[1]}; {measured}." for k, c in SCALING_CLAIMS.items()}
+
+
+# ---- where TP stops --------------------------------------------------------------------------------------
+SWEEP_GPUS = 64
+SWEEP_TPS = (1, 2, 4, 8, 16, 32, 64)
+DOMAINS = {"nodes": "8-GPU nodes on InfiniBand", "domain": "one 64-GPU NVLink domain (an NVL72 rack's worth)"}
+SWEEP_GPU_KEYS = {"h100": ("h100-sxm", "dgx-h100"), "b200": ("b200", "dgx-b200")}
+
+
+def sweep_cluster(gpu: str, domain: str):
+    """64 GPUs either as 8 nodes of 8, or in one NVLink domain (the same GPU, link and host)."""
+    from labs.core.hardware import GPUS, LINKS, Cluster
+
+    check_choice("gpu", gpu, SWEEP_GPU_KEYS)
+    check_choice("domain", domain, DOMAINS)
+    gpu_key, cluster_key = SWEEP_GPU_KEYS[gpu]
+    nodes = Cluster.get(cluster_key, nodes=SWEEP_GPUS // 8)
+    if domain == "nodes":
+        return nodes
+    return Cluster(GPUS[gpu_key], SWEEP_GPUS, 1, LINKS[GPUS[gpu_key].nvlink], nodes.inter, None, f"{SWEEP_GPUS} x {GPUS[gpu_key].name} in one NVLink domain", nodes.host)
+
+
+def sweep_plan(tp: int, overlap: bool = True):
+    from labs.core.perf import Plan
+
+    return Plan.for_era(ERA, tp=tp, pp=1, dp=SWEEP_GPUS // tp, micro_batch=1, global_batch=128, zero_stage=1,
+                        recompute="selective", sequence_parallel=True, tp_comm_overlap=overlap)
+
+
+def tp_sweep(model_key: str, gpu: str, domain: str, overlap: bool = True) -> list[dict]:
+    """The engine's step at each TP degree the model's heads allow, DP filling the 64 GPUs."""
+    from labs.core.models import Model
+    from labs.core.perf import estimate
+
+    model, cluster = Model.get(model_key), sweep_cluster(gpu, domain)
+    rows = []
+    for tp in SWEEP_TPS:
+        if model.heads % tp:
+            continue
+        e = estimate(model, cluster, sweep_plan(tp, overlap))
+        rows.append({"tp": tp, "step_s": e.step_time_s, "tp_comm_s": e.time.tp_comm, "compute_s": e.time.compute, "fits": e.fits,
+                     "memory_gb": e.memory.total / 1e9, "mfu": e.mfu, "kv_heads_per_rank": model.kv_head_count / tp})
+    return rows
+
+
+def best_tp(model_key: str, gpu: str = "h100", domain: str = "nodes", overlap: bool = True) -> int | None:
+    """The TP degree with the shortest step among those that fit (None if none fits)."""
+    fits = [r for r in tp_sweep(model_key, gpu, domain, overlap) if r["fits"]]
+    return min(fits, key=lambda r: r["step_s"])["tp"] if fits else None
+
+
+def scaling_book_threshold(model_key: str, gpu: str) -> dict:
+    """The scaling book's bound on TP (jax-ml/scaling-book, training chapter, 'Tensor
+    Parallelism'): an MLP's forward computes 4 B D F / (Y C) and all-gathers plus reduce-scatters
+    B x D bf16 activations, 4 B D / W; compute-bound while Y < F W / C. Its assumptions: the
+    collectives overlap the matmuls perfectly, the matmuls run at the peak C, W is the one-way
+    NVLink bandwidth per GPU, attention and latency are left out."""
+    from labs.core.hardware import GPUS, LINKS
+    from labs.core.models import Model
+
+    g = GPUS[SWEEP_GPU_KEYS[gpu][0]]
+    w = LINKS[g.nvlink].bandwidth_bytes_per_s
+    f = Model.get(model_key).ffn
+    return {"ffn": f, "peak_flops": g.bf16_flops, "link_bytes_per_s": w, "intensity": g.bf16_flops / w, "max_tp": f * w / g.bf16_flops}
+
+
+TP_OPTIONS = (
+    Option("4", "TP 4: the least TP whose weights and activations fit", "the least TP that fits is the fastest"),
+    Option("8", "TP 8: all of one node, the most TP inside NVLink", "TP is best at one node, whatever the model"),
+    Option("16", "TP 16: two nodes, half the compute per GPU again", "more TP always means a shorter step"),
+    Option("32", "TP 32: four nodes, the least memory per GPU", "the least memory per GPU is the fastest"),
+)
+SWEEP_MODELS = ("llama3-70b", "llama2-70b")
+
+
+# ---- variants (labs.variants) ------------------------------------------------------------------------------
+# Ranges where the lessons hold (tests/test_lab13.py walks them all).
+VARIANT_TPS = (2, 4, 8)
+VARIANT_BATCHES = (4, 8)
+VARIANT_WIDTHS = (512, 1024, 2048)
+VARIANT_SEQS = (512, 1024)
+DEFAULT_SETTINGS = {"tp": 2, "batch": 8, "width": 512, "seq": 512, "model": "llama3-70b"}
+RING_TOLERANCE = 0.10  # of the answer
+
+
+def check_settings(settings: dict | None) -> dict:
+    v = dict(DEFAULT_SETTINGS if settings is None else settings)
+    unknown = sorted(set(v) - set(DEFAULT_SETTINGS))
+    if unknown:
+        raise ValueError(f"unknown variant setting(s) {unknown}")
+    check_choice("tp", v.get("tp"), VARIANT_TPS)
+    check_choice("batch", v.get("batch"), VARIANT_BATCHES)
+    check_choice("width", v.get("width"), VARIANT_WIDTHS)
+    check_choice("seq", v.get("seq"), VARIANT_SEQS)
+    check_choice("model", v.get("model"), SWEEP_MODELS)
+    return v
+
+
+def draw_settings(d) -> dict:
+    return {"tp": d.choice("tp", VARIANT_TPS), "batch": d.choice("batch", VARIANT_BATCHES), "width": d.choice("width", VARIANT_WIDTHS),
+            "seq": d.choice("seq", VARIANT_SEQS), "model": d.choice("model", SWEEP_MODELS)}
+
+
+def ring_bytes_answer(settings: dict | None) -> float:
+    """MB each rank sends in one ring all-reduce of the MLP output, b x s x d bf16 (engine)."""
+    from labs.core.collectives import bytes_sent_per_rank
+
+    v = check_settings(settings)
+    return bytes_sent_per_rank("all_reduce", v["batch"] * SEED_SHAPE.seq * SEED_SHAPE.hidden * 2, v["tp"]) / 1e6
+
+
+def tp_explanations(model_key: str) -> dict[str, str]:
+    rows = {r["tp"]: r for r in tp_sweep(model_key, "h100", "nodes")}
+    out = {}
+    for o in TP_OPTIONS:
+        r = rows[int(o.key)]
+        out[o.key] = f"step {r['step_s']:.1f} s, TP communication {r['tp_comm_s']:.1f} s, {r['memory_gb']:.0f} GB per GPU{'' if r['fits'] else ' (does not fit)'}."
+    return out
+
+
+def build_questions(settings: dict) -> dict:
+    v = check_settings(settings)
+    ring = ring_bytes_answer(v)
+    payload = v["batch"] * SEED_SHAPE.seq * SEED_SHAPE.hidden * 2 / 1e6
+    from labs.core.models import Model
+
+    name = Model.get(v["model"]).name
+    best = best_tp(v["model"])
+    return {
+        "ring": Numeric(
+            f"Seed 001's model (d_model {SEED_SHAPE.hidden}) with batch {v['batch']} x {SEED_SHAPE.seq} tokens, activations in bf16, "
+            f"split over TP = {v['tp']} ranks: how many MB does each rank send in one ring all-reduce of the MLP's output? "
+            f"(right within {RING_TOLERANCE:.0%})",
+            ring, RING_TOLERANCE * ring, "MB",
+            f"the payload is b x s x d x 2 bytes = {payload:.2f} MB; a ring all-reduce sends 2(n-1)/n of it from each rank: "
+            f"{ring:.2f} MB, counted on the arrays below.",
+        ),
+        "scaling": Choice(
+            f"Seed 001 ends: 'at larger d_model, communication scales quadratically while compute scales cubically'. Take its "
+            f"12-layer model at d_model = {v['width']} with {v['seq']}-token sequences and double d_model (TP, batch and sequence "
+            "unchanged). Per token and layer, how do the bytes each TP rank sends and the FLOPs change?",
+            SCALING_OPTIONS, scaling_answer(v["width"], v["seq"]), scaling_explanations(v["width"], v["seq"]),
+        ),
+        "tp_best": Choice(
+            f"{name} on 64 H100s in 8-GPU nodes, DP filling the rest, sequence parallelism and Transformer Engine's TP overlap on: "
+            "which TP degree gives the fastest step among the layouts that fit in memory?",
+            TP_OPTIONS, None if best is None else str(best), tp_explanations(v["model"]),
+        ),
+    }
+
+
+VARIANTS = LabVariants(LAB, draw_settings, build_questions)
+
+
+def legacy_questions() -> dict[str, Question]:
+    """The questions at the default settings, options in written order: how a step saved without
+    a variant is graded."""
+    specs = build_questions(DEFAULT_SETTINGS)
+    return {q: Question(q, spec, () if isinstance(spec, Numeric) else tuple(o.key for o in spec.options)) for q, spec in specs.items()}
+
+
+def legacy_options(question: str) -> tuple[Option, ...]:
+    """A multiple-choice question's options lettered in written order (the class dashboard's view)."""
+    spec = {"scaling": SCALING_OPTIONS, "tp_best": TP_OPTIONS}[question]
+    return tuple(Option("ABCDEFGH"[i], o.label, o.misconception) for i, o in enumerate(spec))
+
+
+# ---- the outcome the grader recomputes ---------------------------------------------------------------------
+def check_inputs(inputs: dict) -> None:
+    check_choice("block", inputs.get("block"), tpm.BLOCKS)
+    check_choice("ranks", inputs.get("ranks"), RANKS)
+    check_bool("sequence_parallel", inputs.get("sequence_parallel"))
+    check_choice("width", inputs.get("width"), ENGINE_WIDTHS)
+    check_choice("gpu", inputs.get("gpu"), SWEEP_GPU_KEYS)
+    check_bool("overlap", inputs.get("overlap"))
+
+
+def split_outcomes(inputs: dict, predictions: dict, variant=None) -> dict:
+    """What the lab shows for the instruments' setting, and each prediction judged at the
+    student's variant (None: the default settings)."""
+    check_inputs(inputs)
+    settings = check_settings(variant.settings if variant is not None else None)
+    split = split_report(inputs["block"], inputs["ranks"], inputs["sequence_parallel"])
+    width = engine_width_row(inputs["width"])
+    sweep = {d: tp_sweep(settings["model"], inputs["gpu"], d, inputs["overlap"]) for d in DOMAINS}
+    legacy = legacy_questions() if variant is None else None
+    return {
+        "split_output_diff": split["output_diff"], "split_grad_diff": split["grad_input_diff"],
+        "sent_per_rank_bytes": split["sent_per_rank"], "held_bytes": split["held_bytes"],
+        "tp_bytes_per_token_layer": width["tp_bytes_per_token_layer"], "flops_per_token_layer": width["flops_per_token_layer"],
+        **{f"best_tp_{d}": (min((r for r in rows if r["fits"]), key=lambda r: r["step_s"])["tp"] if any(r["fits"] for r in rows) else 0) for d, rows in sweep.items()},
+        "ring_mb": ring_bytes_answer(settings),
+        **{f"{q}_correct": judged(variant, q, predictions, lambda a, q=q: legacy is not None and a is not None and legacy[q].judge(a))
+           for q in ("ring", "scaling", "tp_best")},
+    }
+
+
+OUTCOMES = {(LAB, STEP): split_outcomes}
