@@ -85,3 +85,22 @@ def test_llama3_405b_runs_ulysses_cp16_at_tp8_paying_for_the_replicated_kv():
     assert cp.sent_bytes == pytest.approx(expected, rel=1e-12)
     unreplicated = m * layers * 2 * (c - 1) / c * (s * (h + 2 * kv) / t * 2 + s * h / t * 2)
     assert cp.sent_bytes / unreplicated == pytest.approx((2 * h + 2 * kv * 16) / (2 * h + 2 * kv), rel=1e-12)
+
+
+# ---- 4. Overlap is not free -------------------------------------------------------------------------
+@pytest.mark.parametrize("gpus", [64, 128, 512])
+def test_overlapped_gradient_reduction_pays_for_nccls_sms(gpus):
+    """Lab 05 Act I (ZeRO-1, overlap on): the backward window is longer than the reduce-scatter,
+    so without contention only the last of its C buckets waits, W / C. The rest ran beside the
+    backward on 16 of the H100's 132 SMs (one per NCCL channel, NVIDIA/nccl #689 and #1453), so
+    that compute took 132 / 116 of its time: exposed = W/C + (W - W/C) x 16/116."""
+    from labs.core.scenarios.lab05 import dp_wall_estimate
+
+    est = dp_wall_estimate(gpus, overlap=True)
+    reduce = next(c for c in est.collectives if c.key == "dp_reduce")
+    w, calls = reduce.wire_s, reduce.calls
+    expected = w / calls + (w - w / calls) * 16 / (132 - 16)
+    report(f"exposed ZeRO-1 reduce-scatter with overlap, {gpus} H100s (ms)", reduce.exposed_s * 1e3, expected * 1e3)
+    assert est.cluster.gpu.sms == 132
+    assert reduce.exposed_s == pytest.approx(expected, rel=1e-12)
+    assert reduce.exposed_s > 1.5 * w / calls  # v2 charged the last bucket only

@@ -80,6 +80,21 @@ MEGATRON_BUCKET_PARAMS = 40_000_000
 TP_OVERLAP_SPLITS = 4
 TP_OVERLAP_SMS = 16
 TP_OVERLAPPED_GEMM_SHARE = 0.5
+# Overlap is not free for NCCL either: each channel of a collective runs one CTA on an SM of its
+# own, which compute kernels do not share while it runs (sjeaugey, NVIDIA/nccl #689). A ring
+# across DGX H100 nodes runs 16 channels ("Channel 05/16", NVIDIA/nccl #1453); send/recv runs
+# NCCL_NCHANNELS_PER_NET_PEER = 2 (NVIDIA/nccl #1424). Compute that runs beside a DP/ZeRO
+# collective, or beside the CP ring's K/V hops, loses those SMs, as TP overlap loses its 16.
+# Not charged: the HBM bandwidth the NCCL kernels take from memory-bound compute, and EP's
+# all-to-all, which the engine exposes in full (nothing runs beside it).
+NCCL_COLLECTIVE_SMS = 16
+NCCL_P2P_SMS = 2
+
+
+def overlap_contention(sms, hidden_s, taken):
+    """Extra compute time when `hidden_s` of communication ran beside compute on `taken` of the
+    GPU's `sms` SMs: that compute ran at (sms - taken) / sms of its speed."""
+    return hidden_s * (sms / (sms - taken) - 1)
 # ZeRO-3's all-gathers per layer and pass (labs.core.eras.Era.zero3_unit). DeepSpeed's stage 3
 # gathers each weight of at least stage3_param_persistence_threshold (1e5) elements on its own:
 # the four weight matrices of a Megatron layer (QKV, projection, fc1, fc2; biases and norms stay
@@ -214,6 +229,9 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     step_p2p = sum(collective_columns("p2p", kv_block, cluster, 2, s_cp))
     ring_f = (cp - 1) * np.maximum(step_p2p - attn_f / cp, 0.0)
     ring_b = (cp - 1) * np.maximum(2 * step_p2p - attn_b / cp, 0.0)
+    # the hops' hidden time (behind attention) slows that attention: it runs without NCCL's SMs
+    ring_f = ring_f + overlap_contention(gpu.sms, (cp - 1) * np.minimum(step_p2p, attn_f / cp), NCCL_P2P_SMS)
+    ring_b = ring_b + overlap_contention(gpu.sms, (cp - 1) * np.minimum(2 * step_p2p, attn_b / cp), NCCL_P2P_SMS)
     kv = 2 * b * s_full * model.kv_dim / tp * ACTIVATION_BYTES
     gather_f = sum(collective_columns("all_gather", kv, cluster, cp, s_cp))
     gather_b = sum(collective_columns("reduce_scatter", kv, cluster, cp, s_cp))
@@ -401,6 +419,11 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     z3_gather_exposed = np.where(dp_overlap & (not per_parameter), m * z3_forward + syncs * z3_backward * z3_share + (m - syncs) * z3_backward_only, z3_gathers)
     reduce_exposed = np.where(z3, exposed_reduce - z3_gather_exposed, plain)
     gather_exposed = np.where(z3, z3_gather_exposed, exposed_gather)
+    # What ran hidden slowed the compute beside it (overlap_contention): charged to each collective.
+    gather_wire = np.where(z3, z3_gathers, gather_t)
+    reduce_exposed = reduce_exposed + overlap_contention(gpu.sms, np.maximum(reduce_only - reduce_exposed, 0.0), NCCL_COLLECTIVE_SMS)
+    gather_exposed = gather_exposed + np.where(~z0, overlap_contention(gpu.sms, np.maximum(gather_wire - gather_exposed, 0.0), NCCL_COLLECTIVE_SMS), 0.0)
+    dp_exposed = np.where(active, reduce_exposed + gather_exposed, 0.0)
     collectives = {
         "tp": (tp_calls, m * layers_slowest * tp_layer_sent, tp_wire,
                np.where(tp > 1, m * layers_slowest * tp_exposed, 0.0), tp, s_tp),
@@ -413,7 +436,7 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
                       np.where(active, reduce_only, 0.0), np.where(active, reduce_exposed, 0.0), np.where(z0, n, shard), s_cp),
         "dp_gather": (np.where(active & ~z0, np.where(z3, z3_passes * m * module_calls, calls), 0.0),
                       np.where(active, dp_gather_sent, 0.0),
-                      np.where(active & ~z0, np.where(z3, z3_gathers, gather_t), 0.0), np.where(active & ~z0, gather_exposed, 0.0), shard, s_cp),
+                      np.where(active & ~z0, gather_wire, 0.0), np.where(active & ~z0, gather_exposed, 0.0), shard, s_cp),
     }
     comm_map = {}
     for key, (k, sent, wire, exposed, group, spacing) in collectives.items():
