@@ -106,7 +106,8 @@ def _(run_days, run_gpus):
     ui.stakeholder_message(
         "Training lead",
         f"We have {run_gpus:,} H100s booked to train {_m.name}: {run_days} days of compute if nothing breaks. "
-        f"Meta's Llama 3 fleet works out to one job-stopping failure per GPU every **{gpu_mtbf_s() / (365 * DAY):.1f} years**. "
+        f"Meta's Llama 3 fleet works out to one job-stopping failure per GPU every **{gpu_mtbf_s() / (365 * DAY):.1f} years**, "
+        f"counting all {LLAMA3_UNEXPECTED} of its unexpected interruptions against the GPUs, software bugs and network faults included. "
         "How often will the job stop, what does a checkpoint cost us, and how often should we write one?",
     )
     return
@@ -190,7 +191,9 @@ def _(gpus_slider, mtbf_committed, run_days):
                 f"the whole window (the lowest per-GPU rate the paper allows), that is one unexpected stop every "
                 f"**{job_mtbf_s(LLAMA3_GPUS) / HOUR:.2f} hours**, and every GPU adds the same rate: the job's MTBF is the GPU's "
                 f"divided by N. GPUs and their memory cause "
-                f"{sum(cause_shares()[_c.key] for _c in LLAMA3_CAUSES if _c.category == 'GPU'):.0%} of them. "
+                f"{sum(cause_shares()[_c.key] for _c in LLAMA3_CAUSES if _c.category == 'GPU'):.0%} of them; the rest (software bugs, "
+                "the network, host maintenance) need not grow with the GPUs, but this lab, like `labs.core.reliability`, assumes "
+                "every cause does: a per-GPU rate that counts them all is an upper bound on what the GPUs themselves cause. "
                 "Which causes take a node out of the job is this lab's assumption (last column); it matters once restarts are priced."
             ),
             mo.ui.table(pd.DataFrame(_rows), selection=None, show_column_summaries=False, show_data_types=False, page_size=11),
@@ -259,7 +262,8 @@ def _(
                 f"A checkpoint holds the bf16 weights and the optimizer state (fp32 master weights, Adam m and v): the engine's "
                 f"memory model without the gradients, {_rows[0]['job_bytes'] / MODELS['llama3-8b'].params:.0f} bytes per parameter. "
                 f"Per GPU it is each GPU's share under the sharding you chose, at {gpus_slider.value:,} GPUs (TP x PP as in "
-                f"`labs/core/scenarios/lab10.py`). Storage traffic is assumed to share each GPU's NIC ({setting_cluster.inter.name}); one writer gets one NIC. "
+                f"`labs/core/scenarios/lab10.py`). The engine assumes storage traffic shares each GPU's backend NIC ({setting_cluster.inter.name}); one writer gets one NIC. "
+                "Meta's clusters, like most, reach storage over a separate frontend network, so a writer's real share can differ. "
                 "The model, sharding, strategy and bandwidth you pick here carry into sections 4-7."
             ),
             mo.ui.table(pd.DataFrame(_table), selection=None, show_column_summaries=False, show_data_types=False, page_size=9),
@@ -446,8 +450,9 @@ def _(mtbf_committed, run_gpus, setting):
             ),
             mo.ui.table(pd.DataFrame(_table), selection=None, show_column_summaries=False, show_data_types=False),
             mo.md(
-                f"With your restart cost ({setting['restart_s'] / MINUTE:.1f} min) the checkpoint may stall at most "
-                + (f"**nothing**: the restarts alone cost more than {1 - LLAMA3_EFFECTIVE_TRAINING:.0%}." if _yours is None else f"**{fmt_s(_yours)}**")
+                (f"With your restart cost ({setting['restart_s'] / MINUTE:.1f} min) no checkpoint is cheap enough: the restarts alone cost "
+                 f"more than {1 - LLAMA3_EFFECTIVE_TRAINING:.0%} of the time" if _yours is None else
+                 f"With your restart cost ({setting['restart_s'] / MINUTE:.1f} min) the checkpoint may stall at most **{fmt_s(_yours)}**")
                 + f"; your setting stalls {fmt_s(setting['cost'].stall_s)}. Stalls of seconds and restarts of minutes: a "
                 "sharded or async checkpoint on fast storage, with automated restarts, not a gathered sync write and a person paged."
             ),
@@ -545,10 +550,13 @@ def _(
     mtbf_committed,
     run_days,
     setting,
+    sharding_dropdown,
     slow_slider,
 ):
     mo.stop(not mtbf_committed.made)
     _n = gpus_slider.value
+    _replicas = sharding_dropdown.value < 3  # ZeRO-0/1/2 keep whole bf16 weights on every data-parallel replica
+    _sharding = next(k for k, v in SHARDINGS.items() if v == sharding_dropdown.value)
     _sdc = expected_interruptions(_n, run_days * DAY)["silent_data_corruption"]
     _tp, _pp = LAYOUTS[model_dropdown.value]
     _dp = _n // (_tp * _pp)
@@ -567,10 +575,13 @@ def _(
                 f"Llama 3 caught **{dict((c.key, c.count) for c in LLAMA3_CAUSES)['silent_data_corruption']}** silent data corruptions in "
                 f"{LLAMA3_WINDOW_S / DAY:.0f} days: at {_n:,} GPUs expect **{_sdc:.1f}** detected ones in {run_days} days, and the undetected "
                 "ones do not show in a loss curve at all: a flipped bit in one replica's gradient is averaged into everyone's weights, "
-                "and the loss drifts by less than its noise. What catches them: every data-parallel replica holds the same weights "
-                "after the all-reduce, so a hash of the weights compared across replicas must agree; a gradient norm ten times its "
-                "running mean with an ordinary loss points at one rank; a fixed validation batch re-scored on a schedule catches "
-                "slow drift. On a hit, restart from the last checkpoint known to be good, not the most recent."
+                "and the loss drifts by less than its noise. What catches them: "
+                + (f"under your sharding ({_sharding}) every data-parallel replica holds the same bf16 weights after the step, so a hash "
+                   "of the weights compared across replicas must agree; " if _replicas else
+                   f"under your sharding ({_sharding}) no two GPUs hold the same shard, so there is no replica to compare a hash with: "
+                   "the check needs hybrid sharding's replica groups (HSDP, Lab 06) or whole-weight replicas (plain DP, ZeRO-1 or 2); ")
+                + "a gradient norm ten times its running mean with an ordinary loss points at one rank; a fixed validation batch "
+                "re-scored on a schedule catches slow drift. On a hit, restart from the last checkpoint known to be good, not the most recent."
             ),
             mo.md(
                 "**Stragglers.** A ring all-reduce moves in lock step: every step waits for its slowest member, so one degraded NIC "
@@ -634,9 +645,11 @@ def _(cadence_committed, mtbf_committed):
 def _(cadence_committed, mtbf_committed, run_gpus):
     mo.stop(not mtbf_committed.made)
     mo.stop(not cadence_committed.made)
-    _spares = {**CLAIM_SETTING, "gpus": run_gpus, "hot_spares": True}
-    _run = setting_costs(strategy="sharded", **_spares)
-    _sync = setting_costs(strategy="sync", **_spares)
+    # The cadence reveal's setting (no hot spares), so the same interval reads the same goodput here.
+    _claim = {**CLAIM_SETTING, "gpus": run_gpus}
+    _run = setting_costs(strategy="sharded", **_claim)
+    _sync = setting_costs(strategy="sync", **_claim)
+    _hot = setting_costs(strategy="sharded", **{**_claim, "hot_spares": True})
     _m, _c, _r = _run["mtbf_s"], _run["cost"].stall_s, _run["restart_s"]
     mo.md(
         f"""
@@ -644,12 +657,14 @@ def _(cadence_committed, mtbf_committed, run_gpus):
 
     - A job's MTBF is the GPU's divided by N: {gpu_mtbf_s() / (365 * DAY):.1f} years per GPU is
       {job_mtbf_s(run_gpus) / HOUR:.1f} hours at {run_gpus:,} GPUs, as Llama 3 measured.
-    - {MODELS[RUN_MODEL].name}'s checkpoint is {_run['size'].job_bytes / 1e12:.1f} TB. On {_spares['storage_gbps'] / 1e3:g} TB/s storage
+    - {MODELS[RUN_MODEL].name}'s checkpoint is {_run['size'].job_bytes / 1e12:.1f} TB. On {_claim['storage_gbps'] / 1e3:g} TB/s storage
       a sharded write pauses {fmt_s(_c)}; gathered to one writer it pauses {fmt_s(_sync['cost'].stall_s)}.
     - Cadence has an optimum: Young's $\\sqrt{{2CM}}$ = {young_interval(_c, _m) / MINUTE:.1f} min there; checkpointing every
       {CLAIM_INTERVALS_MIN[0]} min or once a day both lose goodput
       ({goodput(CLAIM_INTERVALS_MIN[0] * MINUTE, _c, _r, _m):.1%} and {goodput(CLAIM_INTERVALS_MIN[1] * MINUTE, _c, _r, _m):.1%}
-      against {best_goodput(_c, _r, _m):.1%} with hot spares and a {_spares['relaunch_min']}-minute relaunch).
+      against {best_goodput(_c, _r, _m):.1%} at the best interval, with a {_claim['relaunch_min']}-minute relaunch and a
+      {_claim['swap_min']}-minute wait for a replacement node, the setting of the cadence answer). Hot spares lift the best to
+      {best_goodput(_c, _hot['restart_s'], _m):.1%}.
     - Over {LLAMA3_EFFECTIVE_TRAINING:.0%} goodput at a {job_mtbf_s(run_gpus) / HOUR:.1f}-hour MTBF needs restarts under
       {job_mtbf_s(run_gpus) * (1 / LLAMA3_EFFECTIVE_TRAINING - 1) / MINUTE:.0f} minutes and stalls of seconds: restart time is the lever.
     - Some failures never stop the job: silent corruption (hash replicas, watch gradient norms) and stragglers
