@@ -18,15 +18,12 @@ with app.setup:
         CP_CHOICES,
         CP_LABELS,
         CP_LONG,
-        FIT_OPTIONS,
-        FIT_SETTINGS,
         KV_HEAD_CHOICES,
         LAB,
         LLAMA3_128K,
         LLAMA3_VARIANTS,
         LONG_SEQ,
         MOE_NODE_LIMIT,
-        MOE_OPTIONS,
         PP,
         SEQ_CHOICES,
         SHORT_SEQ,
@@ -38,13 +35,12 @@ with app.setup:
         deepseek_rows,
         dense_twin,
         ep_rows,
-        fit_answer,
         fit_estimates,
+        fit_estimates_at,
         imbalance_cost,
         imbalance_rows,
         llama3_estimate,
         long_model,
-        moe_answer,
         moe_estimate,
         moe_facts,
         moe_model,
@@ -81,6 +77,16 @@ def _():
     return (student_input,)
 
 
+# Your sequence length and expert layout for the two predictions are drawn from your id
+# (labs.variants), and so is the options' order.
+@app.cell
+def _(student_input):
+    variant = ui.lab_variant(LAB, student_input.value)
+    fit_seq, fit_cp = variant.settings["seq_len"], variant.settings["cp"]
+    moe_ep, moe_nodes = variant.settings["ep"], variant.settings["max_nodes"]
+    return fit_cp, fit_seq, moe_ep, moe_nodes, variant
+
+
 @app.cell(hide_code=True)
 def _():
     mo.md(r"""
@@ -90,13 +96,13 @@ def _():
 
 
 @app.cell(hide_code=True)
-def _():
+def _(fit_cp, fit_seq):
     _model = long_model()
-    _plain = fit_estimates()["TP 8 + SP"]
+    _plain = fit_estimates_at(fit_seq, fit_cp)["plain"]
     ui.stakeholder_message(
         "Head of long-context training",
         f"{_model.name} ({_model.params / 1e9:.0f}B parameters, {_model.layers} layers, {_model.kv_heads} KV heads) trained at "
-        f"{SHORT_SEQ:,} tokens on TP {_plain.plan.tp} x PP {_plain.plan.pp}. The next stage is {LONG_SEQ:,} tokens per sequence, "
+        f"{SHORT_SEQ:,} tokens on TP {_plain.plan.tp} x PP {_plain.plan.pp}. The next stage is {fit_seq:,} tokens per sequence, "
         f"on the same {_plain.cluster.gpu.name}s ({_plain.cluster.gpu.hbm_bytes / 1e9:.1f} GB each). Sequence parallelism already shards "
         "the activations TP leaves whole. Can we keep the layout and just feed longer sequences?",
     )
@@ -104,9 +110,8 @@ def _():
 
 
 @app.cell
-def _():
-    fit_question = ui.prediction_question(
-        f"Can TP {TP} (with sequence parallelism) and PP {PP} alone carry the activations of {LONG_SEQ:,}-token sequences?", FIT_OPTIONS, "fit")
+def _(variant):
+    fit_question = ui.variant_question(variant.questions["fit"])
     fit_question
     return (fit_question,)
 
@@ -118,33 +123,33 @@ def _():
 
 
 @app.cell
-def _(fit_commit_buttons, fit_question, student_input):
-    _row, fit_committed = ui.commit_prediction(student_input.value, LAB, "fit", fit_question, fit_commit_buttons)
+def _(fit_commit_buttons, fit_question, student_input, variant):
+    _row, fit_committed = ui.commit_prediction(student_input.value, LAB, "fit", fit_question, fit_commit_buttons, variant=variant)
     _row
     return (fit_committed,)
 
 
 @app.cell(hide_code=True)
-def _(fit_committed):
+def _(fit_committed, fit_cp, fit_seq, variant):
     mo.stop(not fit_committed.made)
-    _e = fit_estimates()
-    _names = list(FIT_SETTINGS)
-    _plain, _full, _noflash, _cp = (_e[n] for n in _names)
+    _e = fit_estimates_at(fit_seq, fit_cp)
+    _plain, _full, _noflash, _cp = (_e[n] for n in ("plain", "full", "no_flash", "cp"))
 
     def _gb(e):
         return f"{e.memory.total / 1e9:,.1f} GB"
 
     _hbm = _plain.cluster.gpu.hbm_bytes / 1e9
-    ui.reveal(
-        fit_committed.answer,
-        fit_answer(),
+    ui.variant_reveal(
+        fit_committed,
+        variant.questions["fit"],
         {
-            "A": f"SP divides each layer's activations by {TP}, but a {LONG_SEQ:,}-token sequence is {LONG_SEQ // SHORT_SEQ} times a {SHORT_SEQ:,}-token one: the busiest GPU needs "
+            "A": f"SP divides each layer's activations by {TP}, but a {fit_seq:,}-token sequence is {fit_seq // SHORT_SEQ} times a {SHORT_SEQ:,}-token one: the busiest GPU needs "
                  f"{_gb(_plain)} ({_plain.memory.activations / 1e9:,.0f} GB of activations) against {_hbm:.1f} GB.",
             "B": f"Full recomputation keeps only each layer's input, {_full.memory.activations / 1e9:,.1f} GB on the busiest GPU, and "
-                 f"needs {_gb(_full)} in all: still over, and it re-runs every forward.",
-            "C": f"Only splitting the sequence itself shrinks what every layer keeps: with CP {CP_LONG} each GPU holds "
-                 f"{LONG_SEQ // CP_LONG:,} tokens and needs {_gb(_cp)}, inside {_hbm:.1f} GB.",
+                 + (f"needs {_gb(_full)} in all: it fits, for a second forward pass of every layer." if _full.fits else f"needs {_gb(_full)} in all: still over, and it re-runs every forward."),
+            "C": (f"splitting the sequence also fits (CP {fit_cp}: {_gb(_cp)}), but full recomputation already does, without CP's traffic." if _full.fits else
+                  f"Only splitting the sequence itself shrinks what every layer keeps: with CP {fit_cp} each GPU holds "
+                  f"{fit_seq // fit_cp:,} tokens and needs {_gb(_cp)}, inside {_hbm:.1f} GB."),
             "D": f"The engine already uses flash attention, which never stores the s x s scores; the overflow is the "
                  f"linear-in-s activations ({_gb(_plain)}). Without flash attention it would be {_gb(_noflash)}.",
         },
@@ -307,7 +312,7 @@ def _(fit_committed):
 
 
 @app.cell(hide_code=True)
-def _(fit_committed):
+def _(fit_committed, variant):
     mo.stop(not fit_committed.made)
     _r = LLAMA3_128K
     _lines = ["| variant | memory, busiest GPU | fits | bubble | CP exposed | model TFLOP/s per GPU | MFU |", "|---|---:|---|---:|---:|---:|---:|"]
@@ -347,11 +352,8 @@ def _():
 
 
 @app.cell
-def _():
-    moe_question = ui.prediction_question(
-        f"{moe_model().name} has {moe_model().experts} routed experts and activates about {dense_twin().params / 1e9:.0f}B of its "
-        f"{moe_model().params / 1e9:,.0f}B parameters per token. Laid out as DeepSeek did, does it cost the same communication per GPU "
-        "as a dense model of the same active size, on the same layout?", MOE_OPTIONS, "moe")
+def _(variant):
+    moe_question = ui.variant_question(variant.questions["moe"])
     moe_question
     return (moe_question,)
 
@@ -363,21 +365,21 @@ def _():
 
 
 @app.cell
-def _(moe_commit_buttons, moe_question, student_input):
-    _row, moe_committed = ui.commit_prediction(student_input.value, LAB, "moe", moe_question, moe_commit_buttons)
+def _(moe_commit_buttons, moe_question, student_input, variant):
+    _row, moe_committed = ui.commit_prediction(student_input.value, LAB, "moe", moe_question, moe_commit_buttons, variant=variant)
     _row
     return (moe_committed,)
 
 
 @app.cell(hide_code=True)
-def _(moe_committed):
+def _(moe_committed, moe_ep, moe_nodes, variant):
     mo.stop(not moe_committed.made)
-    _f = moe_facts()
-    _moe, _dense = moe_estimate(), moe_estimate(dense=True)
+    _f = moe_facts(moe_ep, moe_nodes)
+    _moe, _dense = moe_estimate(ep=moe_ep, max_nodes=moe_nodes), moe_estimate(dense=True)
     _m, _d = sent_by_axis(_moe), sent_by_axis(_dense)
-    ui.reveal(
-        moe_committed.answer,
-        moe_answer(),
+    ui.variant_reveal(
+        moe_committed,
+        variant.questions["moe"],
         {
             "A": f"Same FLOPs per token, not the same bytes: each GPU sends {_f['moe'] / 1e9:,.0f} GB per step for the MoE and "
                  f"{_f['dense'] / 1e9:,.0f} GB for the dense twin ({_dense.model.params / 1e9:.1f}B parameters).",
@@ -569,12 +571,13 @@ def _(
     moe_committed,
     student_input,
     submit_button,
+    variant,
 ):
     mo.stop(not fit_committed.made)
     _inputs = {**cp_inputs, "capacity": capacity_slider.value}
     _pred = {"fit": fit_committed.answer, "moe": moe_committed.answer}
     _view, submitted = ui.submit_to_ledger(
-        student_input.value, submit_button, lambda: [ui.ledger_step(LAB, STEP, _inputs, _pred, context_outcomes, "the context-parallel design")]
+        student_input.value, submit_button, lambda: [ui.ledger_step(LAB, STEP, _inputs, _pred, context_outcomes, "the context-parallel design", variant)]
     )
     _view
     return (submitted,)

@@ -25,6 +25,7 @@ from labs.core.models import Model
 from labs.core.perf import CP_ALGORITHMS, Estimate, Plan, estimate
 from labs.core.scenarios.common import Option
 from labs.core.topology import members_per_node
+from labs.variants import Choice, LabVariants, judged
 
 LAB = "11_long_context_moe"
 STEP = "context"
@@ -81,12 +82,13 @@ def long_estimate(seq_len: int = LONG_SEQ, cp: int = 1, algorithm: str = "ring",
 
 # ---- prediction 1: can TP alone carry the activations of one 128K sequence? -------------------
 FIT_OPTIONS = (
-    Option("A", "Yes: TP 8 with sequence parallelism shards every activation 8 ways, and PP 16 splits the layers",
+    Option("A", "Yes: TP 8 with SP shards every activation 8 ways, and PP 16 splits the layers",
            "TP and SP scale with the sequence"),
-    Option("B", "Only with full activation recomputation: keep each layer's input and the sequence fits",
+    Option("B", "Only with full recomputation: keep each layer's input and the sequence fits",
            "recomputation removes the sequence's memory"),
-    Option("C", "No, not even with full recomputation: the sequence itself must be split (context parallelism)"),
-    Option("D", "No, because of attention's s x s score matrix; flash attention alone fixes it",
+    Option("C", "No, not even with full recomputation: the sequence itself must be split (CP)",
+           "every long sequence needs context parallelism"),
+    Option("D", "No: attention's s x s scores do not fit; flash attention alone fixes that",
            "long context is only the s^2 scores"),
 )
 FIT_SETTINGS = {
@@ -106,6 +108,18 @@ def fit_facts() -> dict:
     e = fit_estimates()
     return {"plain": e["TP 8 + SP"].fits, "full": e["TP 8 + SP, full recompute"].fits,
             "no_flash": e["TP 8 + SP, no flash attention"].fits, "cp": e[f"TP 8 + SP + CP {CP_LONG}"].fits}
+
+
+@lru_cache(maxsize=None)
+def fit_estimates_at(seq_len: int, cp: int) -> dict[str, Estimate]:
+    """The fit question's four settings at this sequence length: TP 8 + SP, with full recompute,
+    without flash attention, and with CP `cp`."""
+    return {"plain": long_estimate(seq_len, cp=1), "full": long_estimate(seq_len, cp=1, recompute="full"),
+            "no_flash": long_estimate(seq_len, cp=1, flash_attention=False), "cp": long_estimate(seq_len, cp=cp)}
+
+
+def fit_facts_at(seq_len: int, cp: int) -> dict:
+    return {k: e.fits for k, e in fit_estimates_at(seq_len, cp).items()}
 
 
 FIT_CLAIMS: dict[str, Callable[[dict], bool]] = {
@@ -258,18 +272,19 @@ def sent_by_axis(e: Estimate) -> dict[str, float]:
 
 
 MOE_OPTIONS = (
-    Option("A", "Yes: the same active parameters per token mean the same FLOPs and the same bytes on the wire",
+    Option("A", "Yes: the same active parameters mean the same FLOPs and the same bytes sent",
            "active size sets the traffic"),
-    Option("B", "Less: each GPU holds only a slice of the experts, so it reduces fewer gradients",
+    Option("B", "Less: each GPU holds a slice of the experts, so it reduces fewer gradients",
            "sharded experts mean less traffic"),
-    Option("C", "More, mostly the dispatch and combine all-to-alls that send every token's hidden state to its experts' GPUs each layer"),
-    Option("D", f"More, mostly because the {Model.get('deepseek-v3').params / 1e9:,.0f}B parameters' gradients must be reduced",
+    Option("C", "More, mostly the all-to-alls that carry each token's hidden state to its experts",
+           "routing tokens is cheap next to gradients"),
+    Option("D", f"More, mostly because the {Model.get('deepseek-v3').params / 1e9:,.0f}B parameters' gradients must all be reduced",
            "MoE traffic is gradient traffic"),
 )
 
 
-def moe_facts() -> dict:
-    moe, dense = moe_estimate(), moe_estimate(dense=True)
+def moe_facts(ep: int = 64, max_nodes: int | None = MOE_NODE_LIMIT) -> dict:
+    moe, dense = moe_estimate(ep=ep, max_nodes=max_nodes), moe_estimate(dense=True)
     m, d = sent_by_axis(moe), sent_by_axis(dense)
     total_m, total_d = sum(m.values()), sum(d.values())
     grads_m = m.get("dp_reduce", 0.0) + m.get("dp_gather", 0.0)
@@ -285,8 +300,8 @@ MOE_CLAIMS: dict[str, Callable[[dict], bool]] = {
 }
 
 
-def moe_answer() -> str | None:
-    facts = moe_facts()
+def moe_answer(ep: int = 64, max_nodes: int | None = MOE_NODE_LIMIT) -> str | None:
+    facts = moe_facts(ep, max_nodes)
     return next((k for k, claim in MOE_CLAIMS.items() if claim(facts)), None)
 
 
@@ -348,7 +363,7 @@ def check_setting(inputs: dict) -> None:
     long_estimate(int(inputs["seq_len"]), int(inputs["cp"]), inputs["algorithm"], int(inputs["kv_heads"]))
 
 
-def context_outcomes(inputs: dict, predictions: dict) -> dict:
+def context_outcomes(inputs: dict, predictions: dict, variant=None) -> dict:
     """What the lab shows for the student's context-parallel setting and the grader recomputes;
     ValueError (e.g. a Ulysses degree the KV heads cannot cover) when the engine refuses it."""
     check_inputs(inputs)
@@ -359,9 +374,44 @@ def context_outcomes(inputs: dict, predictions: dict) -> dict:
         "fits": e.fits, "memory_gb": e.memory.total / 1e9, "step_time_s": e.step_time_s, "mfu": e.mfu,
         "cp_sent_gb": sum(c.sent_bytes for c in e.collectives if c.key == "cp") / 1e9,
         "capacity_step_s": cap["step"], "dropped_share": cap["dropped"],
-        "fit_correct_option": fit, "fit_correct": fit is not None and predictions.get("fit") == fit,
-        "moe_correct_option": moe, "moe_correct": moe is not None and predictions.get("moe") == moe,
+        "fit_correct_option": fit if variant is None else variant.questions["fit"].key,
+        "fit_correct": judged(variant, "fit", predictions, lambda a: fit is not None and a == fit),
+        "moe_correct_option": moe if variant is None else variant.questions["moe"].key,
+        "moe_correct": judged(variant, "moe", predictions, lambda a: moe is not None and a == moe),
     }
 
 
 OUTCOMES: dict[tuple[str, str], Callable[[dict, dict], dict]] = {(LAB, STEP): context_outcomes}
+
+
+# ---- per-student variants (labs.variants) ------------------------------------------------------
+# The fit question's sequence and the CP degree its reveal splits it over: at 64K full recompute
+# fits (57 of 85.5 GB today), at 128K it does not (99) and CP 32 does (48): the key moves with
+# the length. The MoE question's expert parallelism and node limit: the all-to-alls carry 29-47x
+# a dense twin's bytes at each of them.
+VARIANT_FIT = ((65536, 16), (131072, 32))
+VARIANT_EP = (16, 32, 64)
+VARIANT_NODE_LIMIT = (2, 4)
+
+
+def draw_settings(d) -> dict:
+    seq, cp = d.choice("fit", VARIANT_FIT)
+    return {"seq_len": seq, "cp": cp, "ep": d.choice("ep", VARIANT_EP), "max_nodes": d.choice("max_nodes", VARIANT_NODE_LIMIT)}
+
+
+def build_questions(s: dict) -> dict:
+    seq, cp, ep, nodes = int(s["seq_len"]), int(s["cp"]), int(s["ep"]), int(s["max_nodes"])
+    fit = next((k for k, claim in FIT_CLAIMS.items() if claim(fit_facts_at(seq, cp))), None)
+    moe, dense = moe_model(), dense_twin()
+    return {
+        "fit": Choice(f"Can TP {TP} (with sequence parallelism) and PP {PP} alone carry the activations of {seq:,}-token sequences?", FIT_OPTIONS, fit),
+        "moe": Choice(
+            f"{moe.name} has {moe.experts} routed experts and activates about {dense.params / 1e9:.0f}B of its {moe.params / 1e9:,.0f}B parameters "
+            f"per token. Laid out as DeepSeek did but with EP {ep} and each token sent to at most {nodes} nodes, does it cost the same "
+            "communication per GPU as a dense model of the same active size, on the same layout?",
+            MOE_OPTIONS, moe_answer(ep, nodes),
+        ),
+    }
+
+
+VARIANTS = LabVariants(LAB, draw_settings, build_questions)
