@@ -65,20 +65,25 @@ def collectives_per_layer_forward() -> int:
     return sum(split_report(block, 2)["forward_calls"] for block in ("attention", "mlp-gelu"))
 
 
+def seed_estimate(tp: int = SEED_CLAIMS["tp"]):
+    """The engine's step for seed 001's model, batch 8, TP over two A100 PCIe GPUs."""
+    from labs.core.models import Model
+    from labs.core.perf import Plan, estimate
+
+    return estimate(Model.get(SEED_MODEL), seed_cluster(), Plan(tp=tp, micro_batch=SEED_SHAPE.batch, global_batch=SEED_SHAPE.batch))
+
+
 def seed_check(tp: int = SEED_CLAIMS["tp"]) -> dict:
     """Seed 001's milestone recomputed: the all-reduces of a forward pass counted on the arrays,
     their bytes counted at the seed's size, their PCIe time from the collective cost model, and
     the engine's step (forward and backward) on two A100 PCIe GPUs."""
     from labs.core.collectives import all_reduce_time
-    from labs.core.models import Model
-    from labs.core.perf import Plan, estimate
 
     counted = tpm.forward_all_reduce_bytes(SEED_SHAPE, tp, "bf16")
     comms = SEED_CLAIMS["layers"] * collectives_per_layer_forward()
-    cluster = seed_cluster()
-    link = cluster.intra
+    link = seed_cluster().intra
     one = all_reduce_time(counted["payload_bytes"], tp, link.effective_bytes_per_s, link.latency_s)
-    est = estimate(Model.get(SEED_MODEL), cluster, Plan(tp=tp, micro_batch=SEED_SHAPE.batch, global_batch=SEED_SHAPE.batch))
+    est = seed_estimate(tp)
     return {
         "comms": comms, "payload_bytes": counted["payload_bytes"], "sent_per_rank": counted["sent_per_rank"],
         "total_bytes": comms * counted["payload_bytes"], "pcie_forward_s": comms * one, "link": link.name,

@@ -1,0 +1,486 @@
+import marimo
+
+__generated_with = "0.25.2"
+app = marimo.App(
+    width="medium",
+    app_title="Lab 13: Inside tensor parallelism",
+)
+
+with app.setup:
+    import marimo as mo
+    import plotly.graph_objects as go
+
+    from labs.core import ENGINE_VERSION
+    from labs.core import ui
+    from labs.core.models import Model
+    from labs.core.scenarios.lab13 import (
+        COUNTED_WIDTHS,
+        DOMAINS,
+        ENGINE_WIDTHS,
+        RANKS,
+        SEED_CLAIMS,
+        SEED_SHAPE,
+        SPLIT_SHAPE,
+        counted_bytes_per_token,
+        engine_width_row,
+        scaling_book_threshold,
+        seed_check,
+        seed_estimate,
+        split_outcomes,
+        split_report,
+        tp_sweep,
+    )
+    from labs.core.style import COLORS
+
+    LAB = "13_tensor_parallel"
+    BLOCK_LABELS = {"MLP, GeLU": "mlp-gelu", "MLP, SwiGLU": "mlp-swiglu", "attention": "attention"}
+    GPU_LABELS = {"H100 SXM": "h100", "B200": "b200"}
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    # Lab 13 · Inside tensor parallelism
+
+    Megatron-LM splits each transformer layer's matrices across GPUs so that every GPU holds a
+    slice and one collective per block puts the result back together. Here the split is computed:
+    a real MLP and attention block in NumPy, cut over 2, 4 or 8 simulated ranks, every message
+    built and its bytes counted. Then the engine takes the same layer to 64 GPUs and finds where
+    tensor parallelism stops paying.
+
+    **Before you start:** Shoeybi et al. 2019, *Megatron-LM*, Sec. 3; Korthikanti et al. 2022,
+    *Reducing Activation Recomputation*, Sec. 4.2.2 (sequence parallelism); the scaling book's
+    training chapter, "Tensor Parallelism".
+    """)
+    return
+
+
+@app.cell
+def _():
+    student_input = ui.student_identity()
+    student_input
+    return (student_input,)
+
+
+# Your lab's numbers are drawn from your id (labs.variants): the TP degree and batch of the
+# message question, the width and sequence of the scaling question, the model of the sweep.
+@app.cell
+def _(student_input):
+    variant = ui.lab_variant(LAB, student_input.value)
+    settings = variant.settings
+    return settings, variant
+
+
+@app.cell(hide_code=True)
+def _():
+    _e = seed_estimate()
+    ui.stakeholder_message(
+        "Course assistant",
+        f"Seed 001's week-23 milestone says tensor parallelism over PCIe costs our {SEED_CLAIMS['layers']}-layer, d_model "
+        f"{SEED_CLAIMS['hidden']} model about **{SEED_CLAIMS['overhead']:.0%}**, and that it gets cheaper as models grow because "
+        f"'communication scales quadratically while compute scales cubically'. The engine puts TP communication at "
+        f"**{_e.time.tp_comm / _e.step_time_s:.0%}** of that model's step on two PCIe GPUs. Who is right, what does a TP rank actually "
+        "send, and where does tensor parallelism stop paying?",
+    )
+    return
+
+
+@app.cell
+def _(variant):
+    ring_question = ui.variant_question(variant.questions["ring"])
+    ring_question
+    return (ring_question,)
+
+
+@app.cell
+def _():
+    ring_commit_buttons = ui.commit_buttons()
+    return (ring_commit_buttons,)
+
+
+@app.cell
+def _(ring_commit_buttons, ring_question, student_input, variant):
+    _row, ring_committed = ui.commit_prediction(student_input.value, LAB, "ring", ring_question, ring_commit_buttons, variant=variant)
+    _row
+    return (ring_committed,)
+
+
+@app.cell
+def _(variant):
+    scaling_question = ui.variant_question(variant.questions["scaling"])
+    scaling_question
+    return (scaling_question,)
+
+
+@app.cell
+def _():
+    scaling_commit_buttons = ui.commit_buttons()
+    return (scaling_commit_buttons,)
+
+
+@app.cell
+def _(scaling_commit_buttons, scaling_question, student_input, variant):
+    _row, scaling_committed = ui.commit_prediction(student_input.value, LAB, "scaling", scaling_question, scaling_commit_buttons, variant=variant)
+    _row
+    return (scaling_committed,)
+
+
+@app.cell
+def _(variant):
+    tp_question = ui.variant_question(variant.questions["tp_best"])
+    tp_question
+    return (tp_question,)
+
+
+@app.cell
+def _():
+    tp_commit_buttons = ui.commit_buttons()
+    return (tp_commit_buttons,)
+
+
+@app.cell
+def _(student_input, tp_commit_buttons, tp_question, variant):
+    _row, tp_committed = ui.commit_prediction(student_input.value, LAB, "tp_best", tp_question, tp_commit_buttons, variant=variant)
+    _row
+    return (tp_committed,)
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(rf"""
+    ## 1 · Megatron's split, computed
+
+    The block is $x + \mathrm{{Block}}(x)$ on {SPLIT_SHAPE.batch} sequences of {SPLIT_SHAPE.seq} tokens,
+    $d$ = {SPLIT_SHAPE.hidden}, {SPLIT_SHAPE.heads} heads. The first linear is split by columns (each rank
+    holds $f/n$ hidden units, or $a/n$ heads), the second by rows, so each rank's output is a partial
+    sum. Operator $g$ all-reduces the partial sums forward and passes gradients through backward;
+    operator $f$ passes $x$ through forward and all-reduces the input gradients backward. GeLU,
+    SwiGLU and each head's attention stay local. With sequence parallelism the same arrays are
+    re-cut along the sequence outside the split: $f$ becomes an all-gather, $g$ a reduce-scatter.
+    Every message below is an array one rank handed its ring neighbour, counted in bytes (fp64 here,
+    so the comparison is exact to rounding).
+    """)
+    return
+
+
+# Each instrument is created in a cell that reads nothing, so committing or changing a prediction
+# never resets it; the cells below gate only what they display.
+@app.cell
+def _():
+    block_dropdown = mo.ui.dropdown(options=BLOCK_LABELS, value="MLP, GeLU", label="Block")
+    ranks_slider = mo.ui.slider(steps=list(RANKS), value=4, label="Ranks n", show_value=True, debounce=True)
+    sp_checkbox = mo.ui.checkbox(value=False, label="Sequence parallelism")
+    return block_dropdown, ranks_slider, sp_checkbox
+
+
+@app.cell
+def _(block_dropdown, ranks_slider, ring_committed, sp_checkbox):
+    ui.commitment_gate(ring_committed, "the split")
+    split = split_report(block_dropdown.value, ranks_slider.value, sp_checkbox.value)
+    _calls = [
+        {"collective": _c["op"], "pass": "forward" if _i < split["forward_calls"] else "backward",
+         "payload": f"{_c['payload_bytes'] / 1e3:,.1f} kB", "each rank sent": f"{max(_c['sent_per_rank']) / 1e3:,.1f} kB"}
+        for _i, _c in enumerate(split["calls"])
+    ]
+    mo.vstack(
+        [
+            mo.hstack([block_dropdown, ranks_slider, sp_checkbox], justify="start", wrap=True),
+            ui.metric_cards(
+                {
+                    "largest |split - unsplit|, output": f"{split['output_diff']:.1e}",
+                    "same, input gradient": f"{split['grad_input_diff']:.1e}",
+                    "same, weight gradients": f"{split['grad_weight_diff']:.1e}",
+                    "bytes each rank sent (fwd + bwd)": f"{split['sent_per_rank'] / 1e3:,.1f} kB",
+                    "block input + output held per rank": f"{split['held_bytes'] / 1e3:,.1f} kB of {split['held_unsplit_bytes'] / 1e3:,.1f}",
+                }
+            ),
+            ui.static_table(_calls) if _calls and ranks_slider.value > 1 else mo.md("One rank: nothing to send."),
+        ]
+    )
+    return (split,)
+
+
+@app.cell
+def _(ring_committed):
+    mo.stop(not ring_committed.made)
+    seed = seed_check()
+    return (seed,)
+
+
+@app.cell(hide_code=True)
+def _(ring_committed, seed):
+    ui.commitment_gate(ring_committed, "seed 001's milestone, checked")
+    _e = seed["estimate"]
+    _rows = [
+        {"quantity": "collectives in one forward pass", "seed 001": f"{SEED_CLAIMS['comms']}", "computed": f"{seed['comms']} (counted on the split blocks: 2 a layer)"},
+        {"quantity": "payload of each", "seed 001": f"~{SEED_CLAIMS['mb_each']} MB", "computed": f"{seed['payload_bytes'] / 1e6:.2f} MB = {SEED_SHAPE.batch} x {SEED_SHAPE.seq} x {SEED_SHAPE.hidden} x 2 bytes, counted"},
+        {"quantity": "sent by each rank, per all-reduce", "seed 001": "—", "computed": f"{seed['sent_per_rank'] / 1e6:.2f} MB (ring, n = {SEED_CLAIMS['tp']}: 2(n-1)/n = 1 payload)"},
+        {"quantity": "moved per forward pass", "seed 001": f"~{SEED_CLAIMS['mb_total']} MB", "computed": f"{seed['total_bytes'] / 1e6:.1f} MB"},
+        {"quantity": "time on PCIe", "seed 001": f"~{SEED_CLAIMS['comm_ms']} ms at ~{SEED_CLAIMS['pcie_gb_per_s']} GB/s",
+         "computed": f"{seed['pcie_forward_s'] * 1e3:.1f} ms at {seed['link_bytes_per_s'] / 1e9:.1f} GB/s achieved ({seed['link']})"},
+        {"quantity": "forward pass", "seed 001": f"{SEED_CLAIMS['forward_ms']} ms (assumed)", "computed": f"the engine's whole step, forward and backward: {_e.time.compute * 1e3:.1f} ms of compute"},
+        {"quantity": "TP communication's share", "seed 001": f"{SEED_CLAIMS['overhead']:.0%}", "computed": f"{seed['engine_tp_share']:.0%} of the engine's step ({_e.time.tp_comm * 1e3:.1f} ms of {_e.step_time_s * 1e3:.1f} ms)"},
+    ]
+    mo.vstack(
+        [
+            mo.md(
+                "## 2 · Seed 001's milestone, checked\n\n"
+                "The bytes hold: two all-reduces a layer forward, each the size of the activations. The overhead does not: "
+                f"on an A100 the seed's model computes a forward pass in a few milliseconds, not {SEED_CLAIMS['forward_ms']}, "
+                "so the same few milliseconds of PCIe traffic are about half of the step, not 6%."
+            ),
+            ui.static_table(_rows),
+        ]
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## 3 · Quadratic against cubic? Count it per token
+
+    Per token, a layer's TP collectives move a few copies of its $d$-wide activation: linear in $d$.
+    Its GEMMs do $24\,d^2$ FLOPs per token forward (plus $4\,s\,d$ in attention): quadratic. Per
+    layer and step, both are multiplied by the same tokens, so the ratio FLOPs / bytes grows
+    linearly with $d$, not "quadratic against cubic". The dots are counted on NumPy arrays, the
+    lines are the engine's.
+    """)
+    return
+
+
+@app.cell
+def _():
+    width_slider = mo.ui.slider(steps=list(ENGINE_WIDTHS), value=512, label="d_model", show_value=True, debounce=True)
+    return (width_slider,)
+
+
+@app.cell
+def _(scaling_committed):
+    mo.stop(not scaling_committed.made)
+    width_rows = [engine_width_row(_d) for _d in ENGINE_WIDTHS]
+    counted_rows = {_d: counted_bytes_per_token(_d) for _d in COUNTED_WIDTHS}
+    return counted_rows, width_rows
+
+
+@app.cell
+def _(counted_rows, scaling_committed, width_rows, width_slider):
+    ui.commitment_gate(scaling_committed, "the scaling instrument")
+    _now = next(_r for _r in width_rows if _r["hidden"] == width_slider.value)
+    _fig = width_figure(width_rows, counted_rows, width_slider.value)
+    mo.vstack(
+        [
+            width_slider,
+            ui.metric_cards(
+                {
+                    "TP bytes per token and layer (fwd + bwd)": f"{_now['tp_bytes_per_token_layer']:,.0f} B",
+                    "FLOPs per token and layer (fwd + bwd)": f"{_now['flops_per_token_layer']:,.3g}",
+                    "FLOPs per byte sent": f"{_now['flops_per_token_layer'] / _now['tp_bytes_per_token_layer']:,.0f}",
+                }
+            ),
+            _fig,
+        ]
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## 4 · Where TP stops
+
+    64 GPUs, DP filling what TP leaves, 128 sequences a step, sequence parallelism on. Compare 8-GPU
+    nodes joined by InfiniBand with one NVLink domain of 64 GPUs (an NVL72 rack's worth), and
+    Transformer Engine's TP overlap (collectives pipelined with the GEMMs) on or off. The engine only
+    overlaps TP inside an NVLink domain. TP must divide the heads; past the KV heads each rank keeps
+    whole copies of the K/V heads it needs.
+    """)
+    return
+
+
+@app.cell
+def _():
+    gpu_dropdown = mo.ui.dropdown(options=GPU_LABELS, value="H100 SXM", label="GPU")
+    overlap_checkbox = mo.ui.checkbox(value=True, label="TP overlap (Transformer Engine)")
+    return gpu_dropdown, overlap_checkbox
+
+
+@app.cell
+def _(gpu_dropdown, overlap_checkbox, settings, tp_committed):
+    ui.commitment_gate(tp_committed, "the TP sweep")
+    sweeps = {_d: tp_sweep(settings["model"], gpu_dropdown.value, _d, overlap_checkbox.value) for _d in DOMAINS}
+    _book = scaling_book_threshold(settings["model"], gpu_dropdown.value)
+    _model = Model.get(settings["model"])
+    _rows = [
+        {"TP": _a["tp"], "8-GPU nodes: step": f"{_a['step_s']:.1f} s", "TP comm exposed": f"{_a['tp_comm_s']:.1f} s",
+         "one NVLink domain: step": f"{_b['step_s']:.1f} s", "TP comm exposed ": f"{_b['tp_comm_s']:.1f} s",
+         "memory per GPU": f"{_a['memory_gb']:.0f} GB" + ("" if _a["fits"] else " (does not fit)"), "K/V heads per rank": f"{_a['kv_heads_per_rank']:g}"}
+        for _a, _b in zip(sweeps["nodes"], sweeps["domain"])
+    ]
+    mo.vstack(
+        [
+            mo.hstack([gpu_dropdown, overlap_checkbox], justify="start"),
+            sweep_figure(sweeps),
+            ui.static_table(_rows),
+            mo.md(
+                f"**The scaling book's threshold.** An MLP's forward does $4BDF/(YC)$ of math and all-gathers plus "
+                f"reduce-scatters $B \\times D$ bf16 activations, $4BD/W$; it stays compute-bound while $Y < F\\,W/C$. For "
+                f"{_model.name} ($F$ = {_book['ffn']:,}) on this GPU ($C$ = {_book['peak_flops'] / 1e12:,.0f} TFLOP/s bf16, "
+                f"$W$ = {_book['link_bytes_per_s'] / 1e9:,.0f} GB/s one way): $C/W$ = {_book['intensity']:,.0f}, so "
+                f"$Y$ < **{_book['max_tp']:.1f}**. It assumes perfect overlap, peak matmuls, NVLink bandwidth for every rank "
+                "and no attention or latency: compare it with the domain's curve, where the exposed TP time starts to grow."
+            ),
+        ]
+    )
+    return (sweeps,)
+
+
+@app.cell(hide_code=True)
+def _(ring_committed, variant):
+    ui.commitment_gate(ring_committed, "the answer on the message size")
+    ui.variant_reveal(ring_committed, variant.questions["ring"])
+    return
+
+
+@app.cell(hide_code=True)
+def _(scaling_committed, variant):
+    ui.commitment_gate(scaling_committed, "the answer on scaling")
+    ui.variant_reveal(scaling_committed, variant.questions["scaling"])
+    return
+
+
+@app.cell(hide_code=True)
+def _(tp_committed, variant):
+    ui.commitment_gate(tp_committed, "the answer on the TP degree")
+    ui.variant_reveal(tp_committed, variant.questions["tp_best"])
+    return
+
+
+@app.cell(hide_code=True)
+def _(ring_committed, scaling_committed, tp_committed):
+    for _c in (ring_committed, scaling_committed, tp_committed):
+        ui.commitment_gate(_c, "the equations")
+    ui.math_peek(
+        "The equations behind tensor parallelism",
+        r"""
+    MLP: $Y = \mathrm{GeLU}(X A)\,B$ with $A = [A_1 \dots A_n]$ by columns, $B = [B_1; \dots; B_n]$ by
+    rows: $Y = \sum_r \mathrm{GeLU}(X A_r)\,B_r$, one all-reduce ($g$). Backward:
+    $\partial X = \sum_r \partial H_r A_r^\top$, one all-reduce ($f$).
+
+    Attention: heads $1..a$ split $a/n$ per rank; $Q, K, V$ column-split, the output projection
+    row-split: one all-reduce forward, one backward.
+
+    Ring all-reduce of $M$ bytes over $n$ ranks: each sends $2\frac{n-1}{n}M$; reduce-scatter and
+    all-gather $\frac{n-1}{n}M$ each, so SP moves the same bytes as plain TP.
+
+    Per token and layer, forward: bytes $\propto d$ (4 collectives fwd + bwd of $2d$ bytes), FLOPs
+    $24 d^2 + 4 s d$: the ratio grows as $d$.
+
+    Scaling book: $T_{math} = \frac{4BDF}{YC}$, $T_{comms} = \frac{4BD}{W}$: compute-bound while $Y < FW/C$.
+    """,
+    )
+    return
+
+
+@app.cell
+def _():
+    submit_button = mo.ui.run_button(label="Submit to the ledger")
+    return (submit_button,)
+
+
+@app.cell
+def _(
+    block_dropdown,
+    gpu_dropdown,
+    overlap_checkbox,
+    ranks_slider,
+    ring_committed,
+    scaling_committed,
+    sp_checkbox,
+    student_input,
+    submit_button,
+    tp_committed,
+    variant,
+    width_slider,
+):
+    mo.stop(not ring_committed.made)
+    _inputs = {"block": block_dropdown.value, "ranks": ranks_slider.value, "sequence_parallel": sp_checkbox.value, "width": width_slider.value,
+               "gpu": gpu_dropdown.value, "overlap": overlap_checkbox.value}
+    _pred = {"ring": ring_committed.answer, "scaling": scaling_committed.answer, "tp_best": tp_committed.answer}
+    _view, submitted = ui.submit_to_ledger(
+        student_input.value, submit_button, lambda: [ui.ledger_step(LAB, "split", _inputs, _pred, split_outcomes, "the tensor-parallel settings", variant)]
+    )
+    _view
+    return (submitted,)
+
+
+@app.cell(hide_code=True)
+def _(ring_committed, scaling_committed, tp_committed):
+    for _c in (ring_committed, scaling_committed, tp_committed):
+        ui.commitment_gate(_c, "the key takeaways")
+    mo.md(r"""
+    ## Key takeaways
+
+    - Column-then-row splitting makes one all-reduce per block forward and one backward; the split
+      result equals the unsplit one to rounding.
+    - A ring all-reduce sends $2(n-1)/n$ of the payload from each rank; sequence parallelism sends
+      the same bytes as a reduce-scatter plus an all-gather, and stops replicating the activations
+      outside the split.
+    - Per token, TP traffic is linear in $d$ and FLOPs quadratic: larger models make TP relatively
+      cheaper, linearly.
+    - Past the NVLink domain TP loses its overlap and its step grows; inside a large domain it goes
+      further, until its exposed traffic outgrows the compute it splits.
+
+    **Back to:** Lab 05, Act II (TP 8 or 16 for GPT-3 175B) and Lab 08 (the ring, step by step).
+    """)
+    return
+
+
+@app.cell
+def _(ring_committed, scaling_committed, submitted, tp_committed):
+    ui.hud(
+        {
+            "engine": ENGINE_VERSION,
+            "message prediction": ring_committed.describe(),
+            "scaling prediction": scaling_committed.describe(),
+            "TP prediction": tp_committed.describe(),
+            "ledger": "saved" if submitted else "not submitted",
+        }
+    )
+    return
+
+
+@app.function
+def width_figure(rows, counted, marker):
+    """Bytes and FLOPs per token and layer against d_model, log-log: the engine's lines, the counted dots."""
+    _fig = go.Figure()
+    _d = [_r["hidden"] for _r in rows]
+    _fig.add_trace(go.Scatter(x=_d, y=[_r["tp_bytes_per_token_layer"] for _r in rows], name="TP bytes sent (engine)", line=dict(color=COLORS["orange"])))
+    _fig.add_trace(go.Scatter(x=_d, y=[_r["flops_per_token_layer"] for _r in rows], name="FLOPs (engine)", line=dict(color=COLORS["blue"])))
+    _fig.add_trace(go.Scatter(x=list(counted), y=[4 * _v for _v in counted.values()], mode="markers", name="TP bytes, counted on arrays (4 all-reduces)",
+                              marker=dict(color=COLORS["red"], size=9)))
+    _fig.add_shape(type="line", yref="y domain", y0=0, y1=1, xref="x", x0=marker, x1=marker, line=dict(color=COLORS["muted"], dash="dash"))
+    _fig.update_xaxes(type="log", title="d_model")
+    _fig.update_yaxes(type="log", title="per token and layer")
+    _fig.update_layout(height=340, margin=dict(t=30))
+    return _fig
+
+
+@app.function
+def sweep_figure(sweeps):
+    """Step time against the TP degree, one line per way of joining the 64 GPUs; hollow where it does not fit."""
+    _fig = go.Figure()
+    _colors = {"nodes": COLORS["orange"], "domain": COLORS["blue"]}
+    for _name, _rows in sweeps.items():
+        _fig.add_trace(go.Scatter(
+            x=[_r["tp"] for _r in _rows], y=[_r["step_s"] for _r in _rows], name=DOMAINS[_name], line=dict(color=_colors[_name]),
+            marker=dict(size=9, symbol=["circle" if _r["fits"] else "circle-open" for _r in _rows]),
+        ))
+    _fig.update_xaxes(type="log", title="TP degree", tickvals=[_r["tp"] for _r in next(iter(sweeps.values()))])
+    _fig.update_yaxes(title="step time (s)")
+    _fig.update_layout(height=340, margin=dict(t=30))
+    return _fig
+
+
+if __name__ == "__main__":
+    app.run()
