@@ -116,7 +116,7 @@ def _(run_days, run_gpus):
 @app.cell(hide_code=True)
 def _():
     mo.md(r"""
-    ## 1 · How often does the job stop?
+    ## A1 · How often does the job stop?
     """)
     return
 
@@ -149,9 +149,10 @@ def _(mtbf_committed, variant):
 
 
 @app.cell(hide_code=True)
-def _():
+def _(mtbf_committed):
+    mo.stop(not mtbf_committed.made)
     mo.md(r"""
-    ## 2 · Time between failures against the number of GPUs, calibrated on Llama 3
+    ## A2 · Time between failures against the number of GPUs, calibrated on Llama 3
     """)
     return
 
@@ -203,9 +204,10 @@ def _(gpus_slider, mtbf_committed, run_days):
 
 
 @app.cell(hide_code=True)
-def _():
+def _(mtbf_committed):
+    mo.stop(not mtbf_committed.made)
     mo.md(r"""
-    ## 3 · What a checkpoint weighs, and what it costs to write
+    ## A3 · What a checkpoint weighs, and what it costs to write
     """)
     return
 
@@ -264,7 +266,7 @@ def _(
                 f"Per GPU it is each GPU's share under the sharding you chose, at {gpus_slider.value:,} GPUs (TP x PP as in "
                 f"`labs/core/scenarios/lab10.py`). The engine assumes storage traffic shares each GPU's backend NIC ({setting_cluster.inter.name}); one writer gets one NIC. "
                 "Meta's clusters, like most, reach storage over a separate frontend network, so a writer's real share can differ. "
-                "The model, sharding, strategy and bandwidth you pick here carry into sections 4-7."
+                "The model, sharding, strategy and bandwidth you pick here carry into part B."
             ),
             mo.ui.table(pd.DataFrame(_table), selection=None, show_column_summaries=False, show_data_types=False, page_size=9),
             mo.md(
@@ -283,7 +285,7 @@ def _(
 @app.cell(hide_code=True)
 def _():
     mo.md(r"""
-    ## 4 · Cadence: how often to checkpoint
+    ## B1 · Cadence: how often to checkpoint
     """)
     return
 
@@ -420,9 +422,10 @@ def _(cadence_committed, variant):
 
 
 @app.cell(hide_code=True)
-def _():
+def _(mtbf_committed):
+    mo.stop(not mtbf_committed.made)
     mo.md(r"""
-    ## 5 · The inverse problem: what Llama 3's over-90% implies
+    ## B2 · The inverse problem: what Llama 3's over-90% implies
     """)
     return
 
@@ -462,9 +465,10 @@ def _(mtbf_committed, run_gpus, setting):
 
 
 @app.cell(hide_code=True)
-def _():
+def _(mtbf_committed):
+    mo.stop(not mtbf_committed.made)
     mo.md(r"""
-    ## 6 · The long run, simulated
+    ## B3 · The long run, simulated
     """)
     return
 
@@ -530,9 +534,10 @@ def _(
 
 
 @app.cell(hide_code=True)
-def _():
+def _(mtbf_committed):
+    mo.stop(not mtbf_committed.made)
     mo.md(r"""
-    ## 7 · Failures that do not stop the job: silent corruption and stragglers
+    ## B4 · Failures that do not stop the job: silent corruption and stragglers
     """)
     return
 
