@@ -43,8 +43,10 @@ from labs.core.scenarios.lab05 import dp_wall_estimate
 from labs.core.layout import RANK_ORDERS
 from labs.core.reliability import STRATEGIES as CHECKPOINT_STRATEGIES
 from labs.core.scenarios import lab08, lab09, lab10, lab11
+from labs.core.scenarios import lab12, lab13
 from labs.core.state import MAX_LEDGER_BYTES, Roster, normalise_student, parse_document, student_hash
 from labs.core.validation import MAX_COUNT, check_bool, check_choice, check_positive, check_str
+from labs import csvsafe
 
 MAX_BYTES = MAX_LEDGER_BYTES
 TOLERANCE = 1e-6
@@ -228,12 +230,28 @@ SPECS: dict[tuple[str, str], StepSpec] = {
     ),
     # Lab 11: the context-parallel instrument's setting and the capacity factor; across the
     # fields, the lab's choices and the engine's refusal of what it cannot run (Ulysses past the
-    # KV heads per TP rank)
+    # query heads per TP rank)
     (lab11.LAB, lab11.STEP): StepSpec(
         {"seq_len": _integer, "cp": _plan("cp"), "kv_heads": _integer, "algorithm": _plan("cp_algorithm"), "capacity": _real},
         ("seq_len", "cp", "kv_heads", "algorithm", "capacity"),
         {"fit": "fit_correct", "moe": "moe_correct"},
         lab11.check_setting,
+    ),
+    # Labs 12 and 13: the instruments' settings; across the fields, each against the values the
+    # lab offers (the variant is regenerated from the student's id, not read from the inputs)
+    (lab12.LAB, lab12.STEP): StepSpec(
+        {"log2_loss_scale": lambda n, v: check_positive(n, v, integer=True, allow_zero=True, maximum=MAX_COUNT), "outlier_scale": _real,
+         "accumulation_k": _integer, "accumulation_steps": _integer},
+        lab12.INPUT_FIELDS,
+        {"underflow": "underflow_correct", "recompute": "recompute_correct", "fp8": "fp8_correct"},
+        lab12.check_inputs,
+    ),
+    (lab13.LAB, lab13.STEP): StepSpec(
+        {"block": _choice(lab13.tpm.BLOCKS), "ranks": _integer, "sequence_parallel": lambda n, v: check_bool(n, v), "width": _integer,
+         "gpu": _choice(tuple(lab13.SWEEP_GPU_KEYS)), "overlap": lambda n, v: check_bool(n, v)},
+        lab13.INPUT_FIELDS,
+        {"ring": "ring_correct", "scaling": "scaling_correct", "tp_best": "tp_best_correct"},
+        lab13.check_inputs,
     ),
 }
 # ---- reading ------------------------------------------------------------------------------
@@ -257,6 +275,7 @@ def read_ledger(path: Path) -> dict:
     return parse_document(raw)
 
 
+STDERR_LINES_PER_FILE = 5  # rows not ok printed per file; the rest are counted (all are in --csv)
 MAX_DEPTH = 16  # folders below a class folder (a zip's own folders included); deeper ones are named, not entered
 
 
@@ -483,10 +502,17 @@ def grade_document(doc: dict, source: str, engine: _Engine | None = None) -> lis
 _HASH_IN_NAME = re.compile(r"-([0-9a-f]{10})(?![0-9a-f])")
 
 
+def look_alike_key(student: str) -> str:
+    """One key for ids a reader takes for the same name: compatibility forms (fullwidth Ａ,
+    mathematical bold 𝐚) and case folded, spaces collapsed."""
+    return " ".join(unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", student).casefold()).split())
+
+
 def _identity_flags(rows: list[dict], roster: Roster | None) -> None:
-    files_of = defaultdict(set)
+    files_of, ids_like = defaultdict(set), defaultdict(set)
     for row in rows:
         files_of[row["student"]].add(row["file"])
+        ids_like[look_alike_key(row["student"])].add(row["student"])
     for row in rows:
         flags = []
         try:
@@ -502,6 +528,9 @@ def _identity_flags(rows: list[dict], roster: Roster | None) -> None:
         others = sorted(files_of[row["student"]] - {row["file"]})
         if others:
             flags.append(f"same id in {len(others)} other file(s): {', '.join(Path(o).name for o in others[:3])}")
+        alike = sorted(ids_like[look_alike_key(row["student"])] - {row["student"]})
+        if alike:
+            flags.append(f"looks like {len(alike)} other id(s): {', '.join(repr(a[:40]) for a in alike[:3])}")
         if roster is not None and (canonical is None or canonical not in roster):
             flags.append("not on the roster")
         row["identity"] = "; ".join(flags)
@@ -520,9 +549,13 @@ def grade(paths: list[str], roster: Roster | None = None, salt: str | None = Non
             problems.append((str(path), (str(err).splitlines() or [type(err).__name__])[0][:300]))
             continue
         try:
-            rows.extend(grade_document(doc, str(path), engine))
+            graded = grade_document(doc, str(path), engine)
         except Exception as err:  # noqa: BLE001
             problems.append((str(path), f"grader error: {_error(err)}"))
+            continue
+        if not graded:
+            problems.append((str(path), "no step saved and no prediction committed: nothing to grade"))
+        rows.extend(graded)
     _identity_flags(rows, roster)
     table = pd.DataFrame(rows)
     if not table.empty:
@@ -602,17 +635,15 @@ def shown(value, width: int = 40) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def _csv_safe(value):
-    """Keep a spreadsheet from running a cell as a formula."""
-    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
-        return "'" + value
-    return value
-
-
 def csv_bytes(frame: pd.DataFrame) -> bytes:
-    """A table as CSV bytes for a spreadsheet or a grade book: cells a spreadsheet would run as
-    formulas are prefixed with `'` (the class dashboard's downloads)."""
-    return frame.map(_csv_safe).to_csv(index=False).encode("utf-8")
+    """A table as CSV bytes a spreadsheet reads as text only (labs.csvsafe)."""
+    return csvsafe.to_bytes(frame)
+
+
+def _shown_table(frame: pd.DataFrame) -> str:
+    """A table for the terminal: cells and column names escaped (lab and step names are the
+    students' text)."""
+    return frame.map(shown).rename(columns=lambda c: shown(c, 60)).to_string(index=False)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -630,17 +661,20 @@ def main(argv: list[str] | None = None) -> int:
     table, problems = grade(args.paths, roster, salt=args.salt)
     for name, why in problems:
         print(f"not graded {shown(name, 200)}: {shown(why, 300)}", file=sys.stderr)
-    for _, row in table[~table["status"].isin(["ok"])].iterrows() if not table.empty else []:
-        print(f"{shown(row['file'], 200)} {shown(row['lab'])}/{shown(row['step'])}: {shown(row['status'], 300)}", file=sys.stderr)
+    for file, rows in table[~table["status"].isin(["ok"])].groupby("file", sort=False) if not table.empty else []:
+        for _, row in rows.head(STDERR_LINES_PER_FILE).iterrows():
+            print(f"{shown(file, 200)} {shown(row['lab'])}/{shown(row['step'])}: {shown(row['status'], 300)}", file=sys.stderr)
+        if len(rows) > STDERR_LINES_PER_FILE:
+            print(f"{shown(file, 200)}: {len(rows) - STDERR_LINES_PER_FILE} more row(s) not ok (see --csv)", file=sys.stderr)
     if table.empty:
         print("no gradable ledgers found")
     else:
         with pd.option_context("display.width", 250, "display.max_columns", 30, "display.max_colwidth", 60, "display.max_rows", None):
-            print(scores(table).map(shown).to_string(index=False))
+            print(_shown_table(scores(table)))
             print()
-            print(summary(table).to_string(index=False))
+            print(_shown_table(summary(table)))
     if args.csv:
-        table.map(_csv_safe).to_csv(args.csv, index=False)
+        csvsafe.write(table, args.csv)
     book_status = gradebook_cli.run(args, table) if gradebook_cli.wanted(args) else 0
     if book_status:
         return book_status

@@ -42,3 +42,14 @@ OUTCOMES.update(lab11.OUTCOMES)
 QUESTION_OPTIONS[(lab11.LAB, "fit")] = lab11.FIT_OPTIONS
 QUESTION_OPTIONS[(lab11.LAB, "moe")] = lab11.MOE_OPTIONS
 __all__ += ["lab11"]
+
+# Labs 12 and 13 (issue 28): precision and memory; inside tensor parallelism. Their questions are
+# drawn per student (labs.variants); the dashboard sees the options in their written order.
+from labs.core.scenarios import lab12, lab13  # noqa: E402
+
+OUTCOMES.update(lab12.OUTCOMES)
+OUTCOMES.update(lab13.OUTCOMES)
+QUESTION_OPTIONS[(lab12.LAB, "recompute")] = lab12.legacy_options("recompute")
+QUESTION_OPTIONS[(lab13.LAB, "scaling")] = lab13.legacy_options("scaling")
+QUESTION_OPTIONS[(lab13.LAB, "tp_best")] = lab13.legacy_options("tp_best")
+__all__ += ["lab12", "lab13"]

@@ -318,7 +318,11 @@ def legacy_options(question: str) -> tuple[Option, ...]:
 
 
 # ---- the outcome the grader recomputes ---------------------------------------------------------------------
+INPUT_FIELDS = ("block", "ranks", "sequence_parallel", "width", "gpu", "overlap")
+
+
 def check_inputs(inputs: dict) -> None:
+    """The instruments' settings, each against what the lab offers."""
     check_choice("block", inputs.get("block"), tpm.BLOCKS)
     check_choice("ranks", inputs.get("ranks"), RANKS)
     check_bool("sequence_parallel", inputs.get("sequence_parallel"))
