@@ -191,8 +191,9 @@ def test_hostile_files_are_named_and_the_rest_graded(tmp_path, capsys):
     assert good.parent == tmp_path / "class"
     table, problems = grade([str(tmp_path)])
     named = {p.split("/")[-1]: why for p, why in problems}
-    assert set(named) == set(MALFORMED) | {"big.json", "link.json", "fifo.json"}
+    assert set(named) == set(MALFORMED) | {"big.json", "link.json", "fifo.json", "loop"}
     assert "symlink" in named["link.json"] and "regular" in named["fifo.json"] and "newer" in named["future.json"]
+    assert "linked folder; not followed" in named["loop"]
     assert "duplicate key" in named["duplicate_keys.json"] and "more than 200" in named["many_keys.json"]
     assert set(table.student) == {"../../x"} and set(table.status) == {"ok"}
     assert main([str(tmp_path)]) == 0
