@@ -63,23 +63,40 @@ def all_to_all_time(model: Model, cluster: Cluster, tokens, tp, ep, max_nodes, d
     return all_to_all_cost(model, cluster, tokens, tp, ep, max_nodes, dispatch_bytes, stride)[0]
 
 
+def _routes(model: Model, cluster: Cluster, tp, ep, max_nodes, stride=None):
+    """(nodes the EP group spans, copies of a token's vector sent over the NICs, copies forwarded
+    over NVLink inside the node), per token: one network copy per other destination node
+    (DeepSeek-V3 Sec. 3.2.2: IB to the same-index GPU, then NVLink to the experts' GPUs), and
+    the k experts' copies fanned out to the node's other members."""
+    g = members_per_node(cluster, ep, tp if stride is None else stride)
+    nodes = np.ceil(ep / g)
+    remote = destination_nodes(model, nodes, max_nodes) * (nodes - 1) / nodes
+    return nodes, remote, model.experts_per_token * np.where(g > 1, (g - 1) / g, 0.0)
+
+
+def all_to_all_network_share(model: Model, cluster: Cluster, tp, ep, max_nodes, stride=None):
+    """Share of the dispatch and combine bytes one GPU sends that crosses the NICs; the rest is
+    NVLink forwarding inside its node (all_to_all_cost sums both)."""
+    _, remote, fan_out = _routes(model, cluster, tp, ep, max_nodes, stride)
+    both = remote + fan_out
+    return np.where(both > 0, remote / np.where(both > 0, both, 1.0), 0.0)
+
+
 def all_to_all_cost(model: Model, cluster: Cluster, tokens, tp, ep, max_nodes, dispatch_bytes, stride=None):
     """(seconds, bytes sent) of one layer's dispatch + combine on one GPU, averaged over the
     layers: all_to_all_time's terms, with the bytes the GPU puts on the NICs and on NVLink."""
     if not model.experts:
         zero = np.zeros_like(np.asarray(tokens, dtype=float))
         return zero, zero
-    h, k = model.hidden, model.experts_per_token
+    h = model.hidden
     local = tokens / tp
-    g = members_per_node(cluster, ep, tp if stride is None else stride)
-    nodes = np.ceil(ep / g)
-    remote = destination_nodes(model, nodes, max_nodes) * (nodes - 1) / nodes
+    nodes, remote, fan_out = _routes(model, cluster, tp, ep, max_nodes, stride)
     nic = cluster.inter_bytes_per_s_per_gpu
     nvlink = cluster.intra.effective_bytes_per_s
     total = sent = 0.0
     for element in (dispatch_bytes, 2.0):  # dispatch, then combine
         network_bytes = local * remote * h * element
-        inside_bytes = local * k * h * element * np.where(g > 1, (g - 1) / g, 0.0)
+        inside_bytes = local * fan_out * h * element
         latency = np.where(nodes > 1, cluster.inter.latency_s, cluster.intra.latency_s) + NCCL_BASE_LATENCY_S
         total = total + np.where(ep > 1, np.maximum(network_bytes / nic, inside_bytes / nvlink) + latency, 0.0)
         sent = sent + np.where(ep > 1, network_bytes + inside_bytes, 0.0)

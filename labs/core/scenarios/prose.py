@@ -114,3 +114,21 @@ def hsdp_rows(model_key: str, gpu_key: str, dp: int, group: int, act, microbatch
                      "collectives": [(f"{c.axis} {c.op}", c.sent_bytes, c.link, c.exposed_s) for c in by.values()],
                      "dp_exposed": e.time.dp_comm, "step": e.step_time_s, "mfu": e.mfu})
     return rows
+
+
+# ---- Lab 11 -------------------------------------------------------------------------------------
+def ep_bytes_by_link(est: Estimate) -> dict:
+    """The expert all-to-all's bytes per GPU per step split by the link they cross: the NICs
+    (one copy per other destination node) and NVLink (forwarding inside the node), from the
+    engine's routing model (labs.core.experts); zero when the plan has no expert parallelism."""
+    from labs.core.experts import all_to_all_network_share
+    from labs.core.layout import axis_strides
+
+    ep = next((c for c in est.collectives if c.key == "ep"), None)
+    if ep is None:
+        return {"total": 0.0, "network": 0.0, "nvlink": 0.0, "network_share": 0.0, "network_link": est.cluster.inter.name, "nvlink_link": est.cluster.intra.name}
+    p = est.plan
+    stride = float(axis_strides(p.rank_order, p.tp, p.cp, p.dp, p.pp)["cp"])
+    share = float(all_to_all_network_share(est.model, est.cluster, p.tp, p.ep, p.max_nodes_per_token or 0, stride))
+    return {"total": ep.sent_bytes, "network": ep.sent_bytes * share, "nvlink": ep.sent_bytes * (1 - share), "network_share": share,
+            "network_link": est.cluster.inter.name, "nvlink_link": est.cluster.intra.name}
