@@ -230,7 +230,7 @@ import importlib.util, json, sys, time
 start = time.perf_counter()
 import marimo as mo
 import plotly.io._renderers, markdown  # what any marimo app imports once per process
-spec = importlib.util.spec_from_file_location("class_dashboard", sys.argv[1] + "/labs/class_dashboard.py")
+spec = importlib.util.spec_from_file_location("class_dashboard", sys.argv[1] + "/instructor/class_dashboard.py")
 dash = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(dash)
 import labs.grade as grade

@@ -195,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     roster = make_class(args.out, args.students, args.seed, not args.no_hostile)
     print(f"{args.students} ledgers, a roster ({roster}) and {0 if args.no_hostile else len(HOSTILE)} hostile files in {args.out}")
-    print(f"dashboard: marimo run labs/class_dashboard.py -- --ledgers {args.out} --roster {roster}")
+    print(f"dashboard: marimo run instructor/class_dashboard.py -- --ledgers {args.out} --roster {roster}")
     return 0
 
 

@@ -1,4 +1,4 @@
-"""The class dashboard in a real browser (Debian's Chromium, `marimo run labs/class_dashboard.py --
+"""The class dashboard in a real browser (Debian's Chromium, `marimo run instructor/class_dashboard.py --
 --ledgers DIR --roster roster.csv`): it loads, a click on a bar lists the students behind it,
 and the grade book downloads as CSV with the grader's columns."""
 
@@ -23,7 +23,7 @@ def test_dashboard_click_a_bar_and_download_the_gradebook(tmp_path):
     (folder / "broken.json").write_text("{")
     roster = tmp_path / "roster.csv"
     roster.write_text("student\nann\nbob\ncat\neve\n")
-    with marimo_run("class_dashboard.py", args=["--ledgers", str(folder), "--roster", str(roster)]) as url, browser_page() as page:
+    with marimo_run("../instructor/class_dashboard.py", args=["--ledgers", str(folder), "--roster", str(roster)]) as url, browser_page() as page:
         page.set_default_timeout(20_000)
         page.goto(url)
         page.get_by_text("committed answers judged by the engine").first.wait_for()

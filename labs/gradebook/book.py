@@ -8,7 +8,9 @@ submitted steps; where no server signed them, those times are the student's own 
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import pandas as pd
@@ -33,12 +35,6 @@ class Book:
     @property
     def course_possible(self) -> float:
         return sum(self.possible.values())
-
-
-def _step_of(lab: str, question: str, table: pd.DataFrame) -> str | None:
-    from labs.grade import SPECS
-
-    return next((s for (l, s), spec in SPECS.items() if l == lab and question in spec.questions), None)
 
 
 def _times(doc: dict, lab: str) -> list[tuple[str, str, str]]:
@@ -74,21 +70,25 @@ def build(table: pd.DataFrame, documents: dict[str, dict], points: dict[tuple[st
     labs = sorted({lab for lab, _ in points})
     possible = {lab: sum(i.points for (l, _), i in points.items() if l == lab) for lab in labs}
     rows = _first_files(table)
+    records = defaultdict(lambda: defaultdict(list))  # student -> lab -> the grader's rows
+    for r in rows.to_dict("records") if not rows.empty else []:
+        records[r["student"]][r["lab"]].append(r)
+    seen = sorted(records)
     item_rows, lab_rows = [], []
-    students = sorted(set(rows["student"]) if not rows.empty else set()) + sorted(set(roster_students) - (set(rows["student"]) if not rows.empty else set()))
-    for student in students:
-        mine = rows[rows["student"].eq(student)] if not rows.empty else rows
-        file = mine["file"].iloc[0] if len(mine) else ""
+    for student in seen + sorted(set(roster_students) - set(seen)):
+        mine = records.get(student, {})
+        first = next((r for lab_rows_of in mine.values() for r in lab_rows_of), None)
+        file = first["file"] if first else ""
         doc = documents.get(file, {"predictions": {}, "labs": {}})
         labels = integrity.labels(doc, key) if file else {}
-        identity = "; ".join(sorted(set(mine["identity"].fillna("")) - {""})) if "identity" in mine else ""
+        identity = "; ".join(sorted({r.get("identity") or "" for rs in mine.values() for r in rs if isinstance(r.get("identity"), str)} - {""}))
         for lab in labs:
-            lab_rows_of = mine[mine["lab"].eq(lab)] if len(mine) else mine
-            submitted = len(lab_rows_of) > 0
+            lab_rows_of = mine.get(lab, [])
+            submitted = bool(lab_rows_of)
             flags, raw = [], 0.0
             if identity:
                 flags.append(identity)
-            if submitted and lab_rows_of["tampered"].fillna(False).astype(bool).any():
+            if any(r.get("tampered") is True for r in lab_rows_of):
                 flags.append("tampered: a stored outcome disagrees with the engine")
             for (l, item), spec in points.items():
                 if l != lab:
@@ -132,13 +132,12 @@ def _item_row(student, file, lab, item, spec: Item, lab_rows, doc, labels, marks
     row["engine"] = answer_or_none(lab, item) if (lab, item) in ANSWERS else None
     row["label"] = labels.get((lab, "question", item), "")
     column, outcome = f"answer.{item}", _outcome(lab, item)
-    answered = lab_rows[lab_rows[column].notna()] if column in lab_rows else lab_rows.iloc[0:0]
-    if answered.empty:
+    first = next((r for r in lab_rows if isinstance(r.get(column), str)), None)
+    if first is None:
         return row
-    first = answered.iloc[0]
     answer = None if first[column] == "skipped" else first[column]
     right = first.get(outcome)
-    row["answer"], row["right"] = answer, (None if answer is None or pd.isna(right) else bool(right))
+    row["answer"], row["right"] = answer, (None if answer is None or right is None or pd.isna(right) else bool(right))
     if row["label"] == integrity.EDITED:
         row["note"] = "edited after the server signed it: not trusted, 0 points"
         return row
@@ -146,6 +145,7 @@ def _item_row(student, file, lab, item, spec: Item, lab_rows, doc, labels, marks
     return row
 
 
+@lru_cache(maxsize=None)
 def _outcome(lab: str, question: str) -> str:
     from labs.grade import SPECS
 

@@ -16,10 +16,12 @@ with app.setup:
     import plotly.graph_objects as go
 
     from labs import grade
+    from labs.core import lecture
     from labs.core.scenarios import QUESTION_OPTIONS
     from labs.core.scenarios import lab09
     from labs.core.state import Roster, normalise_student
     from labs.core.style import COLORS
+    from labs.gradebook import book as points_book, cache as class_cache, due, exports, marks, points, questions
 
     # The design steps drawn as TP x PP scatters: label -> (lab, step, the scenario input or None)
     DESIGN_STEPS = {
@@ -27,6 +29,10 @@ with app.setup:
         **{f"Lab 09: {label}": (lab09.LAB, "worksheet", key) for key, label in lab09.JOB_LABELS.items()},
     }
     ANSWER_COLUMNS = ["student", "file", "lab", "step", "question", "answer", "right", "changed", "misconception"]
+    try:
+        ARGS = dict(mo.cli_args())  # --ledgers, --roster, --points, --due, --marks, --lecture, --salt
+    except Exception:  # imported outside a marimo runtime (a test): no command line
+        ARGS = {}
 
 
 @app.cell(hide_code=True)
@@ -34,27 +40,29 @@ def _():
     mo.md(r"""
     # Class dashboard
 
-    Every ledger in a folder, read through `labs.grade`: each step's outcome is recomputed by the
-    engine from the inputs the student recorded, and each question is judged by the answer the
-    student committed first. Nothing stored in a ledger is trusted, and nothing in one is run.
+    The instructor's view of a folder of ledgers (it is not one of the labs: `marimo run labs/`
+    does not list it). Every ledger is read through `labs.grade`: each step's outcome is
+    recomputed by the engine from the inputs the student recorded, and each question is judged
+    by the answer the student committed first, submitted or not. Nothing stored in a ledger is
+    trusted, and nothing in one is run. Files are graded once and kept by their digest: a reread
+    grades only the files that changed.
 
-    `marimo run labs/class_dashboard.py -- --ledgers DIR [--roster roster.csv]`, or type the
-    folder below. A roster is a CSV with a `student` column (the `student,code` roster of a shared
-    server works as it is).
+    `marimo run instructor/class_dashboard.py -- --ledgers DIR [--roster roster.csv] [--points
+    points.toml] [--due due.toml] [--marks marks.json] [--lecture DIR]`, or type the folder below.
     """)
     return
 
 
 @app.cell
 def _():
-    folder_input = mo.ui.text(value=str(mo.cli_args().get("ledgers") or ""), label="Folder of ledgers", full_width=True)
+    folder_input = mo.ui.text(value=str(ARGS.get("ledgers") or ""), label="Folder of ledgers", full_width=True)
     folder_input
     return (folder_input,)
 
 
 @app.cell
 def _():
-    roster_input = mo.ui.text(value=str(mo.cli_args().get("roster") or ""), label="Roster CSV (optional)", full_width=True)
+    roster_input = mo.ui.text(value=str(ARGS.get("roster") or ""), label="Roster CSV (optional)", full_width=True)
     roster_input
     return (roster_input,)
 
@@ -62,13 +70,14 @@ def _():
 @app.cell
 def _():
     reread_button = mo.ui.run_button(label="Read the folder again")
-    reread_button
-    return (reread_button,)
+    reread_timer = mo.ui.refresh(options=["10s", "30s", "1m"], label="or every")
+    mo.hstack([reread_button, reread_timer], justify="start")
+    return reread_button, reread_timer
 
 
 @app.cell
-def _(folder_input, reread_button, roster_input):
-    reread_button
+def _(folder_input, reread_button, reread_timer, roster_input):
+    reread_button, reread_timer
     mo.stop(not folder_input.value.strip(), mo.md("Type the folder that holds the class's ledgers (`.json` files) above."))
     mo.stop(not Path(folder_input.value.strip()).is_dir(), mo.callout(mo.md(f"`{folder_input.value.strip()}` is not a folder."), kind="warn"))
     try:
@@ -76,21 +85,22 @@ def _(folder_input, reread_button, roster_input):
         roster_error = None
     except (OSError, ValueError) as _err:
         roster, roster_error = None, str(_err)
-    table, problems = grade.grade([folder_input.value.strip()], roster)
+    class_cache_ = class_cache.shared(ARGS.get("salt"))
+    table, problems, documents = class_cache_.refresh(folder_input.value.strip(), roster)
     answers = answer_rows(table)
     scores = grade.scores(table)
-    return answers, problems, roster, roster_error, scores, table
+    return answers, class_cache_, documents, problems, roster, roster_error, scores, table
 
 
 @app.cell(hide_code=True)
-def _(answers, problems, roster, roster_error, table):
+def _(answers, class_cache_, problems, roster, roster_error, table):
     _students = table["student"].nunique() if not table.empty else 0
     _files = table["file"].nunique() if not table.empty else 0
     mo.vstack([
         mo.md(
             f"**{_files} ledgers** from **{_students} students** graded, **{len(problems)} files not graded**"
             + (f", roster of **{len(roster.codes)}**" if roster is not None else "")
-            + f"; {len(answers)} committed answers judged by the engine."
+            + f"; {len(answers)} committed answers judged by the engine ({class_cache_.regraded} files graded on this read, the rest unchanged)."
         ),
         mo.callout(mo.md(f"The roster could not be read: {roster_error}"), kind="warn") if roster_error else mo.md(""),
     ])
@@ -103,7 +113,9 @@ def _():
     ## The prediction questions
 
     One row per question: how many committed an answer or skipped it, the share the engine judges
-    right, and how many changed their answer after committing (the first answer is the one graded).
+    right, and how many changed their answer after committing (the first answer is the one graded;
+    trying other answers after the reveal is what the labs ask, so a change is no flag). The
+    engine's answer is computed by the engine, not read off the students who got it right.
     A student who handed in several files counts once, by the first file.
     """)
     return
@@ -111,16 +123,16 @@ def _():
 
 @app.cell
 def _(answers):
-    questions = question_summary(answers)
-    mo.ui.table(questions, selection=None, page_size=12, show_column_summaries=False)
-    return (questions,)
+    questions_table = question_summary(answers)
+    mo.ui.table(questions_table, selection=None, page_size=20, show_column_summaries=False)
+    return (questions_table,)
 
 
 @app.cell
-def _(questions):
+def _(questions_table):
     question_dropdown = mo.ui.dropdown(
-        options={f"{lab_name(r.lab)} · {r.question}": f"{r.lab}|{r.question}" for r in questions.itertuples()},
-        value=next(iter(f"{lab_name(r.lab)} · {r.question}" for r in questions.itertuples()), None),
+        options={f"{lab_name(r.lab)} · {r.question}": f"{r.lab}|{r.question}" for r in questions_table.itertuples()},
+        value=next(iter(f"{lab_name(r.lab)} · {r.question}" for r in questions_table.itertuples()), None),
         label="Question",
     )
     question_dropdown
@@ -147,6 +159,61 @@ def _(answer_bars, answer_plot):
     bar_students = answer_bars.iloc[picked_rows(answer_plot, answer_bars, "answer")]
     students_panel(bar_students, "Click a bar above to list the students who committed that answer.")
     return (bar_students,)
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## Live lecture
+
+    Hold a question's reveal while the class commits, watch the answers arrive, then release it:
+    every student who has committed sees the reveal at once. The histogram refreshes by itself.
+    The shared state is the folder `LABS_LECTURE_DIR` names (the hub config sets it; `--lecture DIR`
+    here); without it the histogram counts the ledgers in the folder above.
+    """)
+    return
+
+
+@app.cell
+def _():
+    lecture_question = mo.ui.dropdown(
+        options={f"{lab_name(lab)} · {q}": f"{lab}|{q}" for lab, q in questions.questions()},
+        value=next(f"{lab_name(lab)} · {q}" for lab, q in questions.questions()), label="Question",
+    )
+    hold_button = mo.ui.run_button(label="Hold the reveal", kind="warn")
+    release_button = mo.ui.run_button(label="Release the reveal", kind="success")
+    lecture_timer = mo.ui.refresh(options=["1s", "2s", "5s"], default_interval="2s", label="refresh")
+    mo.hstack([lecture_question, hold_button, release_button, lecture_timer], justify="start", wrap=True)
+    return hold_button, lecture_question, lecture_timer, release_button
+
+
+@app.cell
+def _(hold_button, lecture_question, release_button):
+    lecture_dir = lecture.directory(ARGS.get("lecture"))
+    live_key = tuple(lecture_question.value.split("|", 1))
+    if lecture_dir is not None and hold_button.value:
+        lecture.hold(*live_key, path=lecture_dir)
+    if lecture_dir is not None and release_button.value:
+        lecture.release(*live_key, path=lecture_dir)
+    return lecture_dir, live_key
+
+
+@app.cell
+def _(class_cache_, folder_input, lecture_dir, lecture_timer, live_key, roster):
+    lecture_timer
+    if lecture_dir is not None:
+        live_counts = dict(lecture.histogram(*live_key, path=lecture_dir, check_owner=not ARGS.get("lecture-any-owner")))
+        live_source = f"answers dropped in `{lecture_dir}`"
+    else:
+        _answers = answer_rows(class_cache_.refresh(folder_input.value.strip(), roster)[0])
+        live_counts = _answers[(_answers["lab"] == live_key[0]) & (_answers["question"] == live_key[1])]["answer"].value_counts().to_dict()
+        live_source = "the ledgers in the folder (no lecture folder: `--lecture DIR` or LABS_LECTURE_DIR)"
+    held_now = lecture_dir is not None and lecture.is_held(*live_key, path=lecture_dir)
+    mo.vstack([
+        mo.md(f"**{'Held' if held_now else 'Not held'}** · {sum(live_counts.values())} committed · from {live_source}"),
+        mo.ui.plotly(live_figure(live_counts, live_key)),
+    ])
+    return held_now, live_counts
 
 
 @app.cell(hide_code=True)
@@ -253,18 +320,104 @@ def _(problems, scores):
     flags = flag_rows(scores)
     unread = pd.DataFrame(problems, columns=["file", "why it was not graded"])
     mo.vstack([
-        mo.md(f"**{len(flags)} ledgers flagged** (a stored outcome the engine disagrees with, an identity problem, or an answer changed after its commit); **{len(unread)} files not graded**."),
+        mo.md(f"**{len(flags)} ledgers flagged** (a stored outcome the engine disagrees with, or an identity problem); **{len(unread)} files not graded**."),
         mo.ui.table(flags, selection=None, page_size=10, show_column_summaries=False) if len(flags) else mo.md(""),
         mo.ui.table(unread, selection=None, page_size=10, show_column_summaries=False) if len(unread) else mo.md(""),
     ])
     return flags, unread
 
 
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## Marking free text
+
+    Lab 09's one-line reasons and its paragraph, one student at a time: pick a level of each
+    field's rubric (its points come from the points table) and save. Marks go to the marks file,
+    which `python -m labs.grade ... --marks marks.json` reads into the totals.
+    """)
+    return
+
+
 @app.cell
-def _(roster, scores, table):
-    gradebook = gradebook_table(scores, roster)
+def _():
+    marks_input = mo.ui.text(value=str(ARGS.get("marks") or "marks.json"), label="Marks file", full_width=True)
+    marks_input
+    return (marks_input,)
+
+
+@app.cell
+def _(documents, table):
+    to_mark = marking_queue(table, documents)
+    get_marking, set_marking = mo.state(0)
+    return get_marking, set_marking, to_mark
+
+
+@app.cell
+def _(get_marking, set_marking, to_mark):
+    previous_button = mo.ui.button(label="← Previous student", on_click=lambda _: set_marking(lambda i: max(0, i - 1)))
+    next_button = mo.ui.button(label="Next student →", on_click=lambda _: set_marking(lambda i: min(max(len(to_mark) - 1, 0), i + 1)))
+    marking_index = min(get_marking(), max(len(to_mark) - 1, 0))
+    mo.hstack([previous_button, mo.md(f"student **{marking_index + 1 if to_mark else 0}** of {len(to_mark)}"), next_button], justify="start")
+    return marking_index, next_button, previous_button
+
+
+@app.cell
+def _(documents, marking_index, marks_input, to_mark):
+    mo.stop(not to_mark, mo.md("_No free text handed in yet._"))
+    marking_student, _file, marking_lab, _step = to_mark[marking_index]
+    marking_points = points.load(ARGS.get("points"))
+    _saved = safe_marks(marks_input.value).get(marking_student, {}).get(marking_lab, {})
+    _inputs = documents[_file]["labs"][marking_lab][_step]["inputs"]
+    marking_fields = {
+        field: rubric_widget(marking_lab, field, marking_points[(marking_lab, field)].points, _saved.get(field))
+        for field in questions.FREE_TEXT[(marking_lab, _step)]
+    }
+    save_marks_button = mo.ui.run_button(label="Save these marks")
+    mo.vstack([mo.md(f"### {marking_student}")] + [
+        mo.vstack([mo.md(f"**{field}** (out of {marking_points[(marking_lab, field)].points:g})"), mo.md(f"> {quoted(_inputs.get(field))}"), widget])
+        for field, widget in marking_fields.items()
+    ] + [save_marks_button])
+    return marking_fields, marking_lab, marking_points, marking_student, save_marks_button
+
+
+@app.cell
+def _(marking_fields, marking_lab, marking_points, marking_student, marks_input, save_marks_button):
+    mo.stop(not save_marks_button.value)
+    for _field, _widget in marking_fields.items():
+        _level, _comment = _widget.value["level"], _widget.value["comment"]
+        if _level is not None:
+            marks.save(marks_input.value, marking_student, marking_lab, _field, float(_level), _comment, most=marking_points[(marking_lab, _field)].points)
+    mo.md(f"Saved {marking_student}'s marks to `{marks_input.value}`.")
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## The grade book
+
+    Points per student and lab (the points table, `--points`), late penalties (`--due`) and the
+    marks saved above, with where each lab's hand-in time comes from (a signed server entry, or
+    the student's own clock). The same numbers `python -m labs.grade --gradebook` writes.
+    """)
+    return
+
+
+@app.cell
+def _(documents, marks_input, roster, table):
+    book = points_book.build(table, documents, points.load(ARGS.get("points")), due.load(ARGS.get("due")), safe_marks(marks_input.value),
+                           sorted(roster.codes) if roster is not None else ())
+    gradebook_view = book.totals
+    mo.ui.table(gradebook_view, selection=None, page_size=15, show_column_summaries=False)
+    return book, gradebook_view
+
+
+@app.cell
+def _(book, gradebook_view, scores, table):
+    gradebook = gradebook_table(scores, None)
     mo.hstack([  # each CSV is written when its button is pressed
-        mo.download(data=lambda: grade.csv_bytes(gradebook), filename="gradebook.csv", mimetype="text/csv", label="Download the grade book (CSV)"),
+        mo.download(data=lambda: grade.csv_bytes(gradebook_view), filename="gradebook.csv", mimetype="text/csv", label="Download the grade book (CSV)"),
         mo.download(data=lambda: grade.csv_bytes(table) if not table.empty else b"", filename="steps.csv", mimetype="text/csv", label="Download every graded step (CSV)"),
     ], justify="start")
     return (gradebook,)
@@ -333,12 +486,12 @@ def question_summary(answers: pd.DataFrame) -> pd.DataFrame:
     for (lab, question), group in answers.groupby(["lab", "question"], sort=True):
         judged = group["right"].dropna()
         counts = group["answer"].value_counts()
-        right_keys = sorted(set(group.loc[group["right"].eq(True), "answer"]))
+        engine = questions.answer_or_none(lab, question) if (lab, question) in questions.ANSWERS else None
         out.append({
             "lab": lab, "question": question, "committed": int(len(judged)), "skipped": int((group["answer"] == "skipped").sum()),
             "right": int(judged.astype(bool).sum()), "share right": f"{judged.astype(bool).mean():.0%}" if len(judged) else "",
             "changed after commit": int(group["changed"].gt(0).sum()),
-            "engine's answer": ", ".join(right_keys),
+            "engine's answer": engine if engine is not None else "none of the options",
             "answers": "  ".join(f"{k} {int(counts.get(k, 0))}" for k in sorted(counts.index)),
         })
     return pd.DataFrame(out, columns=["lab", "question", "committed", "skipped", "right", "share right", "changed after commit", "engine's answer", "answers"])
@@ -353,13 +506,14 @@ def answer_distribution(answers: pd.DataFrame, key: tuple) -> pd.DataFrame:
     options = [o.key for o in QUESTION_OPTIONS.get(key, ())]
     labels = {o.key: o.label for o in QUESTION_OPTIONS.get(key, ())}
     order = options + ["skipped"] + sorted(set(mine["answer"]) - set(options) - {"skipped"})
+    engine = questions.answer_or_none(lab, question) if key in questions.ANSWERS else None
     rows = []
     for answer in order:
         group = mine[mine["answer"] == answer]
         if answer in ("skipped",) and group.empty:
             continue
         rows.append({
-            "answer": answer, "label": labels.get(answer, ""), "students": len(group), "right": bool(group["right"].eq(True).any()),
+            "answer": answer, "label": labels.get(answer, ""), "students": len(group), "right": answer == engine if engine is not None else bool(group["right"].eq(True).any()),
             "changed": int(group["changed"].gt(0).sum()), "names": sorted(group["student"]),
         })
     return pd.DataFrame(rows, columns=["answer", "label", "students", "right", "changed", "names"])
@@ -411,7 +565,7 @@ def design_points(table: pd.DataFrame, which: tuple) -> pd.DataFrame:
     mine = table[(table["lab"] == lab) & (table["step"] == step) & (table["status"].eq("ok") | table["tampered"].fillna(False).astype(bool))]
     if scenario is not None and "input.scenario" in mine:
         mine = mine[mine["input.scenario"] == scenario]
-    mine = mine[mine["file"].eq(mine.groupby("student")["file"].transform("min"))]
+    mine = mine[mine["file"].eq(mine.groupby("student")["file"].transform("min")) & mine["input.tp"].notna()]
     if mine.empty:
         return pd.DataFrame(columns=columns)
     frame = pd.DataFrame({
@@ -489,13 +643,12 @@ def not_submitted(table: pd.DataFrame, roster) -> pd.DataFrame:
 
 @app.function
 def flag_rows(scores: pd.DataFrame) -> pd.DataFrame:
-    """One row per student and file with a flag (from grade.scores): tampered, identity, answers
-    changed after commit; tampering and identity first."""
+    """One row per student and file with a flag (from grade.scores): tampered or identity; how
+    often answers changed after their commit is shown beside, never a flag by itself."""
     if scores.empty:
         return pd.DataFrame(columns=["student", "file", "tampered", "changed", "identity"])
-    flagged = scores[scores["tampered"].ne("") | scores["identity"].ne("") | scores["changed"].gt(0)]
-    serious = flagged["tampered"].ne("") | flagged["identity"].ne("")
-    flagged = flagged.assign(_order=~serious).sort_values(["_order", "student", "file"], kind="stable")
+    flagged = scores[scores["tampered"].ne("") | scores["identity"].ne("")]  # a changed answer alone is what the labs invite, not a flag
+    flagged = flagged.sort_values(["student", "file"], kind="stable")
     return flagged[["student", "file", "tampered", "changed", "identity"]].reset_index(drop=True)
 
 
@@ -509,6 +662,65 @@ def gradebook_table(scores: pd.DataFrame, roster) -> pd.DataFrame:
         if absent:
             book = pd.concat([book, pd.DataFrame({"student": absent, "file": "", "identity": "no ledger"})], ignore_index=True)
     return book.astype(object).fillna("") if not book.empty else pd.DataFrame(columns=["student", "file", "tampered", "changed", "identity"])
+
+
+@app.function
+def live_figure(counts: dict, key: tuple) -> go.Figure:
+    """The class's committed answers to one question, large enough to project; the engine's in green."""
+    options = [o.key for o in QUESTION_OPTIONS.get(key, ())]
+    order = options + sorted(set(counts) - set(options))
+    engine = questions.answer_or_none(*key) if key in questions.ANSWERS else None
+    colors = [COLORS["green"] if a == engine else (COLORS["muted"] if a == "skipped" else COLORS["blue"]) for a in order]
+    fig = go.Figure(go.Bar(x=order, y=[counts.get(a, 0) for a in order], marker_color=colors, text=[str(counts.get(a, 0)) for a in order],
+                           textposition="outside", textfont=dict(size=28)))
+    fig.update_layout(title=dict(text=f"{lab_name(key[0])} · {key[1]}", font=dict(size=28)), height=560, showlegend=False,
+                      xaxis=dict(tickfont=dict(size=28)), yaxis=dict(title="students", tickfont=dict(size=18)), margin=dict(t=80, b=60))
+    return fig
+
+
+@app.function
+def marking_queue(table: pd.DataFrame, documents: dict) -> list[tuple]:
+    """(student, file, lab, step) of every submitted step with free text to mark, by student; one
+    file per student (the first, as everywhere on this page)."""
+    if table.empty:
+        return []
+    first = table[table["file"].eq(table.groupby("student")["file"].transform("min"))]
+    out = []
+    for (lab, step), fields in questions.FREE_TEXT.items():
+        mine = first[(first["lab"] == lab) & (first["step"] == step) & first["saved"].notna()]
+        for student, file in zip(mine["student"], mine["file"]):
+            inputs = documents.get(file, {}).get("labs", {}).get(lab, {}).get(step, {}).get("inputs", {})
+            if any(isinstance(inputs.get(f), str) and inputs.get(f).strip() for f in fields):
+                out.append((student, file, lab, step))
+    return sorted(out)
+
+
+@app.function
+def safe_marks(path: str) -> dict:
+    """The marks file's marks ({} when it is missing or unreadable: the page still shows)."""
+    try:
+        return marks.load(path.strip() or None)
+    except (OSError, ValueError):
+        return {}
+
+
+@app.function
+def rubric_widget(lab: str, field: str, most: float, saved: dict | None):
+    """A rubric's levels as a radio (value: the points) and a comment, prefilled from a saved mark."""
+    levels = {f"{fraction * most:g} · {text}": str(fraction * most) for fraction, text in marks.RUBRICS.get((lab, field), [(1.0, "full marks"), (0.0, "none")])}
+    chosen = next((label for label, v in levels.items() if saved and float(v) == float(saved.get("points", -1))), None)
+    return mo.ui.dictionary({
+        "level": mo.ui.radio(options=levels, value=chosen),
+        "comment": mo.ui.text(value=(saved or {}).get("comment", ""), placeholder="a comment for the student (optional)", full_width=True),
+    })
+
+
+@app.function
+def quoted(text) -> str:
+    """A student's free text for a markdown quote: escaped, so it shows as typed and runs nothing."""
+    import html
+
+    return html.escape(str(text)).replace("\n", "<br>") if isinstance(text, str) and text.strip() else "<i>blank</i>"
 
 
 if __name__ == "__main__":
