@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from labs.core.models import RECOMPUTE_MODES
+from labs.core.models import ALL_RECOMPUTE_MODES, RECOMPUTE_MODES
 from labs.core.pipeline import SCHEDULES
 from labs.core.validation import check_bool, check_choice, check_positive
 
@@ -249,7 +249,51 @@ def layer_activation_columns(model, s, b, t, sp, recompute_code):
         ffn = (1 - model.moe_share) * 6 * f + model.moe_share * moe
     per_token = 8 * h / np.where(sp, t, 1.0) + (4 * h + 4 * kv + ffn + 4 * a + scores) / t
     kept = s * b * per_token
+    kept = np.where(recompute_code == ALL_RECOMPUTE_MODES.index("ops"), s * b * _ops_per_token(model, h, kv, a, ffn, sp, t), kept)
+    kept = np.where(recompute_code == ALL_RECOMPUTE_MODES.index("norms_up_proj"), s * b * _norms_up_proj_per_token(model, sp, t), kept)
     return np.where(recompute_code == RECOMPUTE_MODES.index("full"), 2 * s * b * h / np.where(sp, t, 1.0), kept)
+
+
+def _ops_per_token(model, h, kv, a, ffn, sp, t):
+    """Op-level selective checkpointing (every other matmul's output saved): the layer input, the
+    attention output and its softmax statistics, and half the matmul outputs (Q 2h, K and V 4 kv,
+    the projection 2h, the FFN's gate and up, two thirds of its stored bytes, and its output 2h)."""
+    matmul_outputs = 2 * h + 4 * kv + 2 * h + ffn * 2 / 3 + 2 * h
+    return 2 * h / np.where(sp, t, 1.0) + (2 * h + 4 * a + 0.5 * matmul_outputs) / t
+
+
+def _norms_up_proj_per_token(model, sp, t):
+    """DeepSeek-V3's recomputation (Sec. 3.2.3): the norms' inputs stay (4h), their outputs are
+    re-run; MLA keeps its latents (query, key-value and the shared RoPE key) instead of the
+    up-projected Q, K and V; the attention output and softmax statistics stay; gated FFNs keep
+    the inputs of SwiGLU (gate and up) and re-run its product; routed tokens keep their
+    dispatched copy. Without MLA only the norms and SwiGLU are re-run."""
+    h, a = model.hidden, model.heads
+    if model.mla:
+        attention = 2 * (model.q_lora_rank + model.kv_lora_rank + model.qk_rope_dim) + 2 * a * model.v_head_dim + 4 * a
+    else:
+        attention = 4 * h + 4 * model.kv_dim + 4 * a
+    ffn = 4 * model.ffn
+    if model.experts:
+        k, fe = model.experts_per_token, model.expert_ffn
+        moe = k * (2 * h + 4 * fe) + 4 * model.shared_experts * fe + 4 * model.experts
+        ffn = (1 - model.moe_share) * 4 * model.ffn + model.moe_share * moe
+    return 4 * h / np.where(sp, t, 1.0) + (attention + ffn) / t
+
+
+def fp8_norms_up_proj_savings(model, s, b, t):
+    """DeepSeek-V3's FP8 activation caching (Sec. 3.3.3) on top of its recomputation: the Linear
+    inputs it keeps are cached in FP8 (1 byte of 2): the MLA latents, the attention output (in
+    E5M6, 1.5 bytes), the SwiGLU inputs, and the routed tokens as dispatched (in FP8)."""
+    s, b, t = (np.asarray(x, dtype=float) for x in (s, b, t))
+    h, a = model.hidden, model.heads
+    latents = (model.q_lora_rank + model.kv_lora_rank + model.qk_rope_dim) if model.mla else 0.0
+    out = 0.25 * 2 * (a * model.v_head_dim if model.mla else h)
+    ffn = 2 * model.ffn
+    if model.experts:
+        k, fe = model.experts_per_token, model.expert_ffn
+        ffn = (1 - model.moe_share) * 2 * model.ffn + model.moe_share * (k * (h + 2 * fe) + 2 * model.shared_experts * fe)
+    return s * b * (latents + out + ffn) / t
 
 
 def fp8_activation_savings(model, s, b, t, sp):

@@ -16,6 +16,14 @@ import numpy as np
 from labs.core.validation import check_bool, check_choice, check_positive, check_str, unknown_key_error
 
 RECOMPUTE_MODES = ("none", "selective", "full")
+# Finer grains (engine v3), codes after the classic three so those keep theirs; the labs' menus and
+# the sweep's default space keep the classic three:
+# - "ops": op-level selective checkpointing as torchtitan applies it (torch.utils.checkpoint's
+#   selective policy saving every other matmul's output and the attention output): the rest of
+#   the layer is re-run in the backward, half its GEMMs among it.
+# - "norms_up_proj": DeepSeek-V3's (arXiv:2412.19437 Sec. 3.2.3): the RMSNorms, the MLA
+#   up-projections and the SwiGLU outputs are recomputed; their inputs are what is kept.
+ALL_RECOMPUTE_MODES = RECOMPUTE_MODES + ("ops", "norms_up_proj")
 
 
 @dataclass(frozen=True)
@@ -190,8 +198,17 @@ class Model:
 
     def hardware_flops_per_sequence(self, recompute: str = "none") -> float:
         """What the GPUs execute without flash attention: model FLOPs plus the recomputed work."""
-        check_choice("recompute", recompute, RECOMPUTE_MODES)
-        return float(self.flops_per_sequence(RECOMPUTE_MODES.index(recompute), False)[1])
+        check_choice("recompute", recompute, ALL_RECOMPUTE_MODES)
+        return float(self.flops_per_sequence(ALL_RECOMPUTE_MODES.index(recompute), False)[1])
+
+    @property
+    def up_projection_params(self) -> float:
+        """MLA's up-projections (queries from their latent, keys and values from theirs); 0 otherwise."""
+        if not self.mla:
+            return 0.0
+        a = self.heads
+        q = self.q_lora_rank * a * self.qk_head_dim if self.q_lora_rank else 0
+        return float(q + self.kv_lora_rank * a * (self.qk_head_dim - self.qk_rope_dim + self.v_head_dim))
 
     def flops_per_sequence(self, recompute_code, flash):
         """(model FLOPs, hardware FLOPs) per sequence over numpy columns (recompute_code indexes
@@ -211,6 +228,8 @@ class Model:
         extra = np.where(recompute_code == RECOMPUTE_MODES.index("full"), L * layer_forward, 0.0)
         extra = extra + np.where((recompute_code == RECOMPUTE_MODES.index("selective")) & ~np.asarray(flash, dtype=bool), 12 * L * s * s * self.score_dim, 0.0)
         extra = extra + np.where(flash, 0.5 * L * attention, 0.0)
+        extra = extra + np.where(recompute_code == ALL_RECOMPUTE_MODES.index("ops"), L * s * self.layer_matmul_params, 0.0)
+        extra = extra + np.where(recompute_code == ALL_RECOMPUTE_MODES.index("norms_up_proj"), L * 2 * s * self.up_projection_params, 0.0)
         return model_flops, model_flops + extra
 
     def model_flops_per_iteration(self, global_batch: int) -> float:

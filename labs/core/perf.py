@@ -17,7 +17,7 @@ from labs.core.eras import ERA_NAMES, GRAD_SYNCS, check_plan_in_era, get_era, st
 from labs.core.hardware import GPUS, Cluster
 from labs.core.layout import RANK_ORDERS, axis_strides
 from labs.core.memory import OPTIMIZER_STATES, ZERO_STAGES, MemoryBreakdown, optimizer_state
-from labs.core.models import RECOMPUTE_MODES, Model
+from labs.core.models import ALL_RECOMPUTE_MODES, Model
 from labs.core.pipeline import SCHEDULES
 from labs.core.step import CPU_ADAM_BYTES_PER_PARAM, evaluate
 from labs.core.topology import DP_ALGORITHMS, check_algorithm, members_per_node
@@ -39,7 +39,7 @@ __all__ = ["CP_ALGORITHMS", "Plan", "Estimate", "TimeBreakdown", "OffloadCost", 
 _COUNT_LIMITS = {"ep": 1 << 20, "tp": 1 << 20, "pp": 1 << 20, "dp": 1 << 20, "cp": 1 << 20, "virtual_stages": 1 << 10, "micro_batch": 1 << 20, "global_batch": 1 << 31}
 _FLAGS = ("sequence_parallel", "flash_attention", "dp_overlap", "pp_overlap", "offload_optimizer", "tp_comm_overlap", "reshard_after_forward", "torch_compile")
 _CHOICES = {
-    "zero_stage": ZERO_STAGES, "recompute": RECOMPUTE_MODES, "schedule": PLAN_SCHEDULES, "dp_algorithm": DP_ALGORITHMS,
+    "zero_stage": ZERO_STAGES, "recompute": ALL_RECOMPUTE_MODES, "schedule": PLAN_SCHEDULES, "dp_algorithm": DP_ALGORITHMS,
     "optimizer_state": tuple(OPTIMIZER_STATES), "grad_reduce_dtype": GRAD_REDUCE_DTYPES,
     "cp_algorithm": CP_ALGORITHMS,
     "precision": ("bf16", "fp8"),
@@ -235,7 +235,7 @@ def plan_columns(plan: Plan) -> dict:
     return {
         "tp": plan.tp, "pp": plan.pp, "dp": plan.dp, "cp": plan.cp, "micro_batch": plan.micro_batch,
         "global_batch": plan.global_batch, "zero_stage": plan.zero_stage,
-        "recompute": RECOMPUTE_MODES.index(plan.recompute), "sequence_parallel": plan.sequence_parallel,
+        "recompute": ALL_RECOMPUTE_MODES.index(plan.recompute), "sequence_parallel": plan.sequence_parallel,
         "schedule": SCHEDULES.index(plan.schedule), "virtual_stages": plan.virtual_stages,
         "flash_attention": plan.flash_attention, "tp_comm_overlap": plan.tp_comm_overlap,
         "grad_fp32": plan.grad_reduce_dtype == "fp32", "dp_overlap": plan.dp_overlap, "pp_overlap": plan.pp_overlap,

@@ -16,7 +16,7 @@ from labs.core.context import ulysses_fits
 from labs.core.eras import ERA_FIELDS, GRAD_SYNCS, get_era, stack_of
 from labs.core.hardware import Cluster
 from labs.core.memory import optimizer_state
-from labs.core.models import RECOMPUTE_MODES, Model
+from labs.core.models import ALL_RECOMPUTE_MODES, RECOMPUTE_MODES, Model
 from labs.core.perf import PLAN_SCHEDULES, Plan, check_plan_field, peak_flops
 from labs.core.pipeline import SCHEDULES
 from labs.core.step import evaluate
@@ -123,7 +123,7 @@ def _space(model: Model, cluster: Cluster, global_batch: int, choices: dict, spe
     interleaved_code = SCHEDULES.index("interleaved")
     sched_v = [(SCHEDULES.index(s), v) for s in choices["schedule"] for v in choices["virtual_stages"] if (v >= 2) == (s == "interleaved")]
     sched_v = np.array(sched_v, dtype=np.int64).reshape(-1, 2)
-    rc_codes = np.array([RECOMPUTE_MODES.index(x) for x in choices["recompute"]], dtype=np.int64)
+    rc_codes = np.array([ALL_RECOMPUTE_MODES.index(x) for x in choices["recompute"]], dtype=np.int64)
     candidates = len(layouts) * len(choices["micro_batch"]) * len(choices["zero_stage"]) * len(rc_codes) * len(choices["sequence_parallel"]) * len(sched_v)
     if candidates > MAX_PLANS:
         raise ValueError(f"the plan space has {candidates:,} candidates, more than {MAX_PLANS:,}: fix some of tp, pp, micro_batch, virtual_stages")
@@ -143,7 +143,7 @@ def _space(model: Model, cluster: Cluster, global_batch: int, choices: dict, spe
         ok &= np.isin(dp, choices["dp"])
     return {
         "tp": tp[ok], "pp": pp[ok], "dp": dp[ok], "cp": cp[ok], "ep": ep[ok], "micro_batch": mb[ok], "zero_stage": zero[ok],
-        "recompute": np.asarray(RECOMPUTE_MODES, dtype=object)[rc[ok]], "sequence_parallel": sp[ok],
+        "recompute": np.asarray(ALL_RECOMPUTE_MODES, dtype=object)[rc[ok]], "sequence_parallel": sp[ok],
         "schedule": np.asarray(SCHEDULES, dtype=object)[sched[ok]], "virtual_stages": v[ok],
         "global_batch": np.full(int(ok.sum()), global_batch),
         "_recompute_code": rc[ok], "_schedule_code": sched[ok],

@@ -35,8 +35,8 @@ from labs.core.experts import all_to_all_cost, ffn_forward_time
 from labs.core.eras import Era, kernels_per_layer, loss_bytes_per_logit, stack_of
 from labs.core.gemm import GEMM_FIXED_S, flash_attention_time, gemm_time, unfused_elementwise_ratio
 from labs.core.hardware import Cluster
-from labs.core.memory import GRAD_BYTES, OPTIMIZER_BYTES, WEIGHT_BYTES, fp8_activation_savings, in_flight_columns, layer_activation_columns, model_state_columns
-from labs.core.models import RECOMPUTE_MODES, Model
+from labs.core.memory import GRAD_BYTES, OPTIMIZER_BYTES, WEIGHT_BYTES, fp8_activation_savings, fp8_norms_up_proj_savings, in_flight_columns, layer_activation_columns, model_state_columns
+from labs.core.models import ALL_RECOMPUTE_MODES, RECOMPUTE_MODES, Model
 from labs.core.pipeline import SCHEDULES, idle_time
 from labs.core.layout import axis_strides
 from labs.core.topology import collective_columns, members_per_node
@@ -104,6 +104,7 @@ def overlap_contention(sms, hidden_s, taken):
 ZERO3_GATHERS_PER_LAYER = {"parameter": 4, "layer": 1}
 
 _FULL, _SELECTIVE, _NONE = (RECOMPUTE_MODES.index(x) for x in ("full", "selective", "none"))
+_OPS, _NORMS_UP = (ALL_RECOMPUTE_MODES.index(x) for x in ("ops", "norms_up_proj"))
 
 
 def _col(c, key, dtype=float):
@@ -211,6 +212,10 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     cpu_f = np.where(torch_compile, kernels_per_layer(stack, True), kernels_per_layer(stack, False)) * stack.cpu_s_per_kernel
     fwd = np.maximum(fwd, cpu_f)
     recompute = np.where(full, fwd, np.where((rc == _SELECTIVE) & ~flash, scores_f + scores_elementwise, 0.0))
+    # Finer grains: op-level checkpointing re-runs the element-wise ops and half the GEMMs;
+    # DeepSeek-V3's re-runs the norms and SwiGLU (element-wise) and MLA's up-projections.
+    up_proj = gemm_time(gpu, tokens, model.up_projection_params / tp / max(model.q_lora_rank, 1), max(model.q_lora_rank, 1), fp8=fp8) if model.mla else 0.0
+    recompute = np.where(rc == _OPS, elementwise + 0.5 * gemm_f, np.where(rc == _NORMS_UP, elementwise + up_proj, recompute))
     layer_b = gemm_f + attn_b + elementwise + recompute  # input gradients, with what is re-run
     layer_w = gemm_f  # weight gradients
     host_wait = np.maximum(1.0, 2 * cpu_f / (layer_b + layer_w))
@@ -467,7 +472,8 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     w_mem = w_mem + np.where(fp8, rank_params, 0.0)
     stored = np.where(flash & (rc == _NONE), _SELECTIVE, rc)
     per_layer = layer_activation_columns(model, s, b, tp, sp, stored)
-    per_layer = per_layer - np.where(fp8 & (stored != _FULL), fp8_activation_savings(model, s, b, tp, sp), 0.0)
+    per_layer = per_layer - np.where(fp8 & (stored == _NORMS_UP), fp8_norms_up_proj_savings(model, s, b, tp),
+                                     np.where(fp8 & (stored != _FULL), fp8_activation_savings(model, s, b, tp, sp), 0.0))
     rank_index = np.stack([np.zeros_like(pp), np.minimum(1.0, pp - 1), pp - 1])
     held = in_flight_columns(sched, pp, m, v, rank_index, _col(c, "microbatch_group_size"))
     working = layer_activation_columns(model, s, b, tp, sp, np.where(flash, _SELECTIVE, _NONE))
