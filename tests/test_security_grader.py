@@ -7,6 +7,8 @@ import io
 import json
 import os
 import re
+import shutil
+import subprocess
 import time
 from pathlib import Path
 
@@ -230,3 +232,19 @@ def test_look_alike_ids_are_flagged_i8(tmp_path):
 def test_csvsafe_cell_text_is_neutral(value):
     out = csvsafe.cell(value)
     assert out.encode("utf-8") and not any(c in out for c in "\r\n\t") and (out.startswith("'") or not FORMULA.match(out))
+
+
+@pytest.mark.skipif(shutil.which("soffice") is None, reason="LibreOffice Calc not installed (apt-get install libreoffice-calc-nogui)")
+def test_libreoffice_imports_no_formula_g2(tmp_path):
+    """The audit's own check: LibreOffice Calc imports the grader's --csv of the hostile names and
+    stores no formula (at e349cc8 it stored 4 cells of `of:=1+1`)."""
+    for name in HOSTILE_NAMES:
+        handed_in(tmp_path / "class", name)
+    out = tmp_path / "grades.csv"
+    main([str(tmp_path / "class"), "--csv", str(out)])
+    profile = (tmp_path / "profile").as_uri()  # its own profile: no lock shared with another soffice
+    subprocess.run(["soffice", f"-env:UserInstallation={profile}", "--headless", "--infilter=CSV:44,34,76,1", "--convert-to", "fods", str(out), "--outdir", str(tmp_path)],
+                   check=True, capture_output=True, timeout=300)
+    sheet = (tmp_path / "grades.fods").read_text(encoding="utf-8")
+    assert sheet.count("<table:table-row") >= len(HOSTILE_NAMES) * 2 + 1
+    assert "table:formula" not in sheet
