@@ -15,13 +15,9 @@ with app.setup:
     from labs.core.eras import ERAS
     from labs.core.hardware import LINKS
     from labs.core.scenarios.lab05 import (
-        ACT1_OPTIONS,
         ACT2_DESIGNS,
-        ACT2_OPTIONS,
-        act1_correct_option,
         act1_facts,
         act1_outcomes,
-        act2_best_option,
         act2_option_estimates,
         act2_outcomes,
         best_design,
@@ -32,7 +28,6 @@ with app.setup:
     from labs.core.scenarios.prose import STACK, era_choices, scaling_book_dp_tokens, weak_scaling_price
     from labs.core.scenarios.lab05 import (
         DESIGN_ERA,
-        DESIGN_GLOBAL_BATCH,
         DP_WALL_GLOBAL_BATCH,
         DP_WALL_GPUS,
         GPU_STEPS_DEFAULT,
@@ -75,6 +70,15 @@ def _():
     return (student_input,)
 
 
+# Act I's model and Act II's global batch are drawn from your id (labs.variants), and so is the
+# order of the options.
+@app.cell
+def _(student_input):
+    variant = ui.lab_variant(LAB, student_input.value)
+    act1_params_b, design_batch = variant.settings["params_b"], variant.settings["design_batch"]
+    return act1_params_b, design_batch, variant
+
+
 @app.cell(hide_code=True)
 def _():
     mo.md(r"""
@@ -84,9 +88,9 @@ def _():
 
 
 @app.cell(hide_code=True)
-def _():
-    _mfu = act1_facts()["mfu"]
-    _model = dp_wall_model()
+def _(act1_params_b):
+    _mfu = act1_facts(params_b=act1_params_b)["mfu"]
+    _model = dp_wall_model(act1_params_b)
     ui.stakeholder_message(
         "Training infrastructure lead",
         f"We train a {_model.params / 1e9:.1f}B-parameter model with data parallelism on DGX H100 "
@@ -101,8 +105,8 @@ def _():
 
 
 @app.cell
-def _():
-    act1_question = ui.prediction_question(f"Why does MFU fall from {DP_WALL_GPUS[0]} to {DP_WALL_GPUS[-1]} GPUs?", ACT1_OPTIONS)
+def _(variant):
+    act1_question = ui.variant_question(variant.questions["cause"])
     act1_question
     return (act1_question,)
 
@@ -114,8 +118,8 @@ def _():
 
 
 @app.cell
-def _(act1_commit_buttons, act1_question, student_input):
-    _row, act1_committed = ui.commit_prediction(student_input.value, LAB, "cause", act1_question, act1_commit_buttons)
+def _(act1_commit_buttons, act1_question, student_input, variant):
+    _row, act1_committed = ui.commit_prediction(student_input.value, LAB, "cause", act1_question, act1_commit_buttons, variant=variant)
     _row
     return (act1_committed,)
 
@@ -123,9 +127,9 @@ def _(act1_commit_buttons, act1_question, student_input):
 # The instruments are created, and laid out, in one cell that reads nothing: moving one reruns
 # only the cells that read its value, never the panel.
 @app.cell
-def _():
+def _(act1_params_b):
     gpus_slider = mo.ui.slider(steps=GPU_STEPS, value=64, label="GPUs (data-parallel degree)", show_value=True)
-    model_dropdown = mo.ui.dropdown(options={"7B": 7, "13B": 13, "70B": 70}, value="7B", label="Model size")
+    model_dropdown = mo.ui.dropdown(options={"7B": 7, "13B": 13, "70B": 70}, value=f"{act1_params_b}B", label="Model size")
     batch_dropdown = mo.ui.dropdown(options={"512 sequences": 512, "1024 sequences": 1024, "2048 sequences": 2048}, value="512 sequences", label="Global batch (at 8 GPUs in fixed per-GPU mode)")
     scaling_radio = mo.ui.radio(options={"fixed global batch (strong scaling)": False, "fixed per-GPU batch (weak scaling)": True}, value="fixed global batch (strong scaling)", label="Scaling mode")
     fabric_dropdown = mo.ui.dropdown(options=FABRICS, value="InfiniBand NDR 400 Gb/s", label="Fabric across nodes")
@@ -189,10 +193,10 @@ def _(act1_settings, gpus_slider):
 
 
 @app.cell
-def _(act1_current, act1_curve, act1_error, act1_inputs):
+def _(act1_current, act1_curve, act1_error, act1_inputs, act1_params_b):
     mo.stop(act1_current is None, ui.failure_banner([f"Invalid setting: {act1_error}. Every GPU needs at least one whole sequence."]))
-    _story = {"stakeholder's runs": (DP_WALL_GPUS, act1_facts()["mfu"])}
-    _marked = _story if (act1_inputs["params_b"], act1_inputs["global_batch"]) == (7, DP_WALL_GLOBAL_BATCH) else {}
+    _story = {"stakeholder's runs": (DP_WALL_GPUS, act1_facts(params_b=act1_params_b)["mfu"])}
+    _marked = _story if (act1_inputs["params_b"], act1_inputs["global_batch"]) == (act1_params_b, DP_WALL_GLOBAL_BATCH) else {}
     _cur = act1_current
     _fit_from = [e.cluster.gpus for e in act1_curve if e.fits]
     _share = bytes_sent_per_rank("reduce_scatter", 1.0, _cur.cluster.gpus)
@@ -238,13 +242,12 @@ def _(act1_curve):
 
 
 @app.cell(hide_code=True)
-def _(act1_committed):
+def _(act1_committed, act1_params_b, variant):
     mo.stop(not act1_committed.made)
-    _f = act1_facts()
-    _correct = act1_correct_option()
-    ui.reveal(
-        act1_committed.answer,
-        _correct,
+    _f = act1_facts(params_b=act1_params_b)
+    ui.variant_reveal(
+        act1_committed,
+        variant.questions["cause"],
         {
             "A": f"Ring traffic per GPU is 2(N-1)/N of the gradients: it grows only {_f['bytes_ratio']:.2f}x from {DP_WALL_GPUS[0]} to {DP_WALL_GPUS[-1]} GPUs.",
             "B": f"Each GPU's compute falls to {_f['compute_ratio']:.1%} of what it was while the bytes it all-reduces grow only {_f['bytes_ratio']:.2f}x: at {DP_WALL_GPUS[-1]} GPUs the reduction takes {_f['exposed_over_compute']:.0%} of the compute time, where at {DP_WALL_GPUS[0]} it was a rounding error.",
@@ -357,21 +360,21 @@ def _():
 
 
 @app.cell(hide_code=True)
-def _():
+def _(design_batch):
     _model, _cluster = design_inputs()
     ui.stakeholder_message(
         "Head of pre-training",
         f"We have {_cluster.nodes} DGX H100 nodes ({_cluster.gpus} GPUs of {_cluster.gpu.hbm_bytes / 1e9:.1f} GB) "
         f"for {_model.name} ({_model.params / 1e9:.1f}B parameters, {_model.layers} layers), global batch "
-        f"{DESIGN_GLOBAL_BATCH} sequences of {_model.seq_len} tokens. It must fit, the pipeline bubble must be small, "
+        f"{design_batch} sequences of {_model.seq_len} tokens. It must fit, the pipeline bubble must be small, "
         "and I want the highest MFU. Which layout?",
     )
     return
 
 
 @app.cell
-def _():
-    act2_question = ui.prediction_question("Which layout trains fastest while fitting in memory?", ACT2_OPTIONS)
+def _(variant):
+    act2_question = ui.variant_question(variant.questions["design"])
     act2_question
     return (act2_question,)
 
@@ -383,8 +386,8 @@ def _():
 
 
 @app.cell
-def _(act2_commit_buttons, act2_question, student_input):
-    _row, act2_committed = ui.commit_prediction(student_input.value, LAB, "design", act2_question, act2_commit_buttons)
+def _(act2_commit_buttons, act2_question, student_input, variant):
+    _row, act2_committed = ui.commit_prediction(student_input.value, LAB, "design", act2_question, act2_commit_buttons, variant=variant)
     _row
     return (act2_committed,)
 
@@ -431,6 +434,7 @@ def _(act2_committed, act2_instruments):
 @app.cell
 def _(
     act2_committed,
+    design_batch,
     microbatch_dropdown,
     pp_dropdown,
     recompute_dropdown,
@@ -449,7 +453,7 @@ def _(
         pp=_pp,
         dp=_cluster.gpus // (_tp * _pp),
         micro_batch=int(microbatch_dropdown.value),
-        global_batch=DESIGN_GLOBAL_BATCH,
+        global_batch=design_batch,
         zero_stage=zero_dropdown.value,
         recompute=recompute_dropdown.value,
         sequence_parallel=sp_checkbox.value and _tp > 1,
@@ -508,25 +512,26 @@ def _():
 
 @app.cell
 def _(
-    act1_inputs,
     act1_committed,
     act1_error,
-    act2_estimate,
-    act2_inputs,
+    act1_inputs,
     act2_committed,
     act2_error,
+    act2_estimate,
+    act2_inputs,
     student_input,
     submit_button,
+    variant,
 ):
     mo.stop(not act2_committed.made)
 
     def _steps():
         if act1_error is None:
-            yield LAB, "act1", act1_inputs, {"cause": act1_committed.answer}, act1_outcomes(act1_inputs, {"cause": act1_committed.answer})
+            yield LAB, "act1", act1_inputs, {"cause": act1_committed.answer}, act1_outcomes(act1_inputs, {"cause": act1_committed.answer}, variant=variant), variant
         else:
             yield ui.NotSaved("act1", f"its setting is invalid ({act1_error})")
         if act2_estimate is not None:
-            yield LAB, "act2", act2_inputs, {"design": act2_committed.answer}, act2_outcomes(act2_inputs, {"design": act2_committed.answer})
+            yield LAB, "act2", act2_inputs, {"design": act2_committed.answer}, act2_outcomes(act2_inputs, {"design": act2_committed.answer}, variant=variant), variant
         else:
             yield ui.NotSaved("act2", f"the layout is invalid ({act2_error})")
 
@@ -536,9 +541,9 @@ def _(
 
 
 @app.cell
-def _(act2_estimate, submitted):
+def _(act2_estimate, design_batch, submitted):
     mo.stop(submitted is None or act2_estimate is None)
-    _best = best_design()
+    _best = best_design(design_batch)
     _yours = act2_estimate
     mo.md(
         f"""
@@ -564,10 +569,9 @@ def _(act2_estimate, submitted):
 
 
 @app.cell(hide_code=True)
-def _(act2_committed):
+def _(act2_committed, design_batch, variant):
     mo.stop(not act2_committed.made)
-    _ests = act2_option_estimates()
-    _best = act2_best_option(_ests)
+    _ests = act2_option_estimates(design_batch)
 
     def _say(key):
         _e = _ests[key]
@@ -575,7 +579,7 @@ def _(act2_committed):
         _warn = f" {_e.warnings[0]}." if _e.warnings else ""
         return f"MFU {_e.mfu:.1%}, bubble {_e.bubble_fraction:.0%}, {_fit}.{_warn}"
 
-    ui.reveal(act2_committed.answer, _best, {k: _say(k) for k in ACT2_DESIGNS})
+    ui.variant_reveal(act2_committed, variant.questions["design"], {k: _say(k) for k in ACT2_DESIGNS})
     return
 
 

@@ -13,6 +13,7 @@ Act II: GPT-3 175B on 128 DGX H100 nodes, global batch 1,536 (Brown et al. 2020)
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import lru_cache
 from typing import Callable
 
@@ -22,6 +23,7 @@ from labs.core.perf import Estimate, Plan, estimate
 from labs.core.scenarios.common import Option
 from labs.core.search import sweep
 from labs.core.topology import bus_bandwidth
+from labs.variants import Choice, LabVariants, judged
 
 DP_WALL_GPUS = (8, 64, 512)
 GPU_STEPS_DEFAULT = (8, 16, 32, 64, 128, 256, 512, 1024)
@@ -93,17 +95,20 @@ def design_inputs() -> tuple[Model, Cluster]:
 
 
 # ---- Flagship lab, Act I: why does MFU fall? ---------------------------------------------
-ACT1_OPTIONS = (
-    Option("A", "All-reduce bytes per GPU grow with the number of GPUs, so communication swamps compute", "ring bytes grow with N"),
-    Option("B", "Each GPU's share of the fixed batch shrinks while the bytes it must all-reduce stay about twice its gradients, so communication that was small next to compute comes to rival it"),
-    Option("C", "Per-message latency (NCCL software overhead) dominates the all-reduce at scale", "latency, not bandwidth, dominates"),
-    Option("D", "Past one node a data-parallel ring is limited by one NIC per GPU, about 47 GB/s instead of NVLink's 370", "the NIC, not the shrinking compute, is the wall"),
-)
+def act1_options(facts: dict) -> tuple[Option, ...]:
+    """Act I's options, their numbers from the engine (`act1_facts`)."""
+    return (
+        Option("A", "The bytes each GPU all-reduces grow with the number of GPUs, swamping compute", "ring bytes grow with N"),
+        Option("B", "Each GPU's compute shrinks with its share of the batch; the bytes it reduces do not", "per-GPU traffic is a fixed overhead"),
+        Option("C", "Per-message latency (NCCL software overhead) dominates the all-reduce at scale", "latency, not bandwidth, dominates"),
+        Option("D", f"Past one node the ring runs at one NIC per GPU, {facts['one_nic_gbs']:.0f} GB/s, not NVLink's {facts['nvlink_gbs']:.0f}",
+               "the NIC, not the shrinking compute, is the wall"),
+    )
 
 
-def act1_facts(inputs: dict | None = None) -> dict:
-    """The numbers that decide Act I's options, for the stakeholder's scenario."""
-    small, large = (dp_wall_estimate(n) for n in (DP_WALL_GPUS[0], DP_WALL_GPUS[-1]))
+def act1_facts(inputs: dict | None = None, params_b: int = 7) -> dict:
+    """The numbers that decide Act I's options, for the stakeholder's scenario (its model size)."""
+    small, large = (dp_wall_estimate(n, params_b=params_b) for n in (DP_WALL_GPUS[0], DP_WALL_GPUS[-1]))
     return {
         "bytes_ratio": large.comm_bytes_per_gpu["dp"] / small.comm_bytes_per_gpu["dp"],
         "compute_ratio": large.time.compute / small.time.compute,
@@ -113,7 +118,7 @@ def act1_facts(inputs: dict | None = None) -> dict:
         "across_nodes_gbs": bus_bandwidth("all_reduce", 4e9, large.cluster, DP_WALL_GPUS[-1], 1, "ring") / 1e9,
         "one_nic_gbs": large.cluster.inter.effective_bytes_per_s / 1e9,
         "exposed_growth": large.time.dp_comm / max(small.time.dp_comm, 1e-12),
-        "mfu": [dp_wall_estimate(n).mfu for n in DP_WALL_GPUS],
+        "mfu": [dp_wall_estimate(n, params_b=params_b).mfu for n in DP_WALL_GPUS],
     }
 
 
@@ -125,14 +130,14 @@ ACT1_CLAIMS: dict[str, Callable[[dict], bool]] = {
 }
 
 
-@lru_cache(maxsize=1)  # a constant of the engine: every Act I outcome (and the grader) asks for it
-def act1_correct_option() -> str | None:
+@lru_cache(maxsize=4)  # a constant of the engine per model size: every Act I outcome (and the grader) asks for it
+def act1_correct_option(params_b: int = 7) -> str | None:
     """The option whose claim the engine's numbers bear out."""
-    facts = act1_facts()
+    facts = act1_facts(params_b=params_b)
     return next((k for k, claim in ACT1_CLAIMS.items() if claim(facts)), None)
 
 
-def act1_outcomes(inputs: dict, predictions: dict) -> dict:
+def act1_outcomes(inputs: dict, predictions: dict, variant=None) -> dict:
     est = dp_wall_estimate(
         int(inputs["gpus"]), int(inputs["global_batch"]), bool(inputs["fixed_per_gpu"]),
         inputs["fabric"], inputs["algorithm"], bool(inputs["overlap"]), int(inputs.get("params_b", 7)),
@@ -144,8 +149,8 @@ def act1_outcomes(inputs: dict, predictions: dict) -> dict:
         "mfu": est.mfu if est.fits else None,
         "step_time_s": est.step_time_s,
         "dp_comm_exposed_s": est.time.dp_comm,
-        "correct_option": correct,
-        "prediction_correct": correct is not None and predictions.get("cause") == correct,
+        "correct_option": correct if variant is None else variant.questions["cause"].key,
+        "prediction_correct": judged(variant, "cause", predictions, lambda a: correct is not None and a == correct),
     }
 
 
@@ -160,23 +165,20 @@ ACT2_DESIGNS: dict[str, Plan] = {
     "C": Plan.for_era(DESIGN_ERA, tp=8, pp=8, dp=16, micro_batch=1, **_DESIGN_COMMON),
     "D": Plan.for_era(DESIGN_ERA, tp=8, pp=32, dp=4, micro_batch=4, **_DESIGN_COMMON),
 }
-ACT2_LABELS = {
-    "A": "TP=16 x PP=8 x DP=8: wide tensor parallelism, fewer pipeline stages",
-    "B": "TP=1 x PP=32 x DP=32: pipeline only, no tensor parallelism",
-    "C": "TP=8 x PP=8 x DP=16: tensor parallel inside each node, pipeline across nodes",
-    "D": "TP=8 x PP=32 x DP=4, micro-batch 4: a deep pipeline, three layers a stage",
-}
-ACT2_MISCONCEPTIONS = {  # what each wrong design stands for (the engine decides which is wrong)
+# The layouts alone, no reasons: the reasons are what the student brings.
+ACT2_LABELS = {k: f"TP={p.tp} x PP={p.pp} x DP={p.dp}, micro-batch {p.micro_batch}" for k, p in ACT2_DESIGNS.items()}
+ACT2_MISCONCEPTIONS = {  # what each design stands for when the engine judges it wrong
     "A": "tensor parallelism across nodes is fine",
     "B": "pipeline parallelism alone is enough",
+    "C": "TP inside a node and PP across is always best",
     "D": "a deeper pipeline is always better",
 }
-ACT2_OPTIONS = tuple(Option(k, v, ACT2_MISCONCEPTIONS.get(k, "")) for k, v in ACT2_LABELS.items())
+ACT2_OPTIONS = tuple(Option(k, v, ACT2_MISCONCEPTIONS[k]) for k, v in ACT2_LABELS.items())
 
 
-def act2_option_estimates() -> dict:
+def act2_option_estimates(global_batch: int = DESIGN_GLOBAL_BATCH) -> dict:
     model, cluster = design_inputs()
-    return {key: estimate(model, cluster, plan) for key, plan in ACT2_DESIGNS.items()}
+    return {key: estimate(model, cluster, replace(plan, global_batch=global_batch)) for key, plan in ACT2_DESIGNS.items()}
 
 
 def act2_best_option(ests: dict | None = None) -> str:
@@ -203,7 +205,7 @@ def plan_from_inputs(inputs: dict) -> Plan:
     return Plan.for_era(DESIGN_ERA, **inputs)
 
 
-def act2_outcomes(inputs: dict, predictions: dict) -> dict:
+def act2_outcomes(inputs: dict, predictions: dict, variant=None) -> dict:
     model, cluster = design_inputs()
     est = design_estimate(plan_from_inputs(inputs))
     best = act2_best_option()
@@ -213,17 +215,46 @@ def act2_outcomes(inputs: dict, predictions: dict) -> dict:
         "bubble_fraction": est.bubble_fraction,
         "memory_gb": est.memory.total / 1e9,
         "step_time_s": est.step_time_s,
-        "correct_option": best,
-        "prediction_correct": predictions.get("design") == best,
+        "correct_option": best if variant is None else variant.questions["design"].key,
+        "prediction_correct": judged(variant, "design", predictions, lambda a: a == best),
     }
 
 
-def best_design(**fixed):
+def best_design(global_batch: int = DESIGN_GLOBAL_BATCH, **fixed):
     model, cluster = design_inputs()
-    return sweep(model, cluster, global_batch=DESIGN_GLOBAL_BATCH, era=DESIGN_ERA, **fixed).iloc[0]
+    return sweep(model, cluster, global_batch=global_batch, era=DESIGN_ERA, **fixed).iloc[0]
 
 
 OUTCOMES: dict[tuple[str, str], Callable[[dict, dict], dict]] = {
     ("05_parallelism", "act1"): act1_outcomes,
     ("05_parallelism", "act2"): act2_outcomes,
 }
+
+# The lab before per-student variants (older ledgers are graded against it; the dashboard counts
+# over it): Act I at the stakeholder's 7B.
+ACT1_OPTIONS = act1_options(act1_facts())
+
+
+# ---- per-student variants (labs.variants) ------------------------------------------------------
+# Act I's model (the batch stays 512 sequences: at 1,024 the reduction is only half the compute
+# at 512 GPUs, too near the claim's line); Act II's global batch (the TP 8 x PP 8 layout leads the
+# next by 0.13 MFU or more at each).
+VARIANT_PARAMS_B = (7, 13)
+VARIANT_DESIGN_BATCH = (1024, 1536, 2048)
+
+
+def draw_settings(d) -> dict:
+    return {"params_b": d.choice("params_b", VARIANT_PARAMS_B), "design_batch": d.choice("design_batch", VARIANT_DESIGN_BATCH)}
+
+
+def build_questions(s: dict) -> dict:
+    params_b, batch = int(s["params_b"]), int(s["design_batch"])
+    facts = act1_facts(params_b=params_b)
+    return {
+        "cause": Choice(f"Why does MFU fall from {DP_WALL_GPUS[0]} to {DP_WALL_GPUS[-1]} GPUs?", act1_options(facts), act1_correct_option(params_b)),
+        "design": Choice(f"Global batch {batch} sequences: which layout trains fastest while fitting in memory?", ACT2_OPTIONS,
+                         act2_best_option(act2_option_estimates(batch))),
+    }
+
+
+VARIANTS = LabVariants("05_parallelism", draw_settings, build_questions)
