@@ -1,42 +1,49 @@
-"""A synthetic class for the instructor's dashboard: `python scripts/make_class.py OUT [--students 200]`.
+"""A synthetic class for the instructor's tools: `python scripts/make_class.py OUT [--students 200]`.
 
 Each student's ledger is written through the labs' own ledger code (`labs.core.state.DesignLedger`:
 `commit_prediction`, then `save_step` with the outcomes the lab would show), with answers drawn
-from each lab's real prediction options and inputs drawn from the settings its sliders offer.
-A student has a hidden skill that sets how often they pick the engine's answer; some skip a
-question, some change an answer after the reveal (recorded as a change), some never open a lab.
-Beside them: a roster (`roster.csv`, with students who never handed anything in) and a few
-hostile files, each named `zz-*.json`: a tampered outcome, one id in two files, a file named for
+from each lab's real prediction options and inputs drawn from the settings its sliders offer
+(Labs 05-11). A student has a hidden skill that sets how often they pick the engine's answer;
+some skip a question, some change an answer after the reveal (recorded as a change: the labs
+invite it, and it is no flag), some commit and never press Submit, some never open a lab.
+
+As on a class server, most ledgers are signed (LABS_SIGNING_KEY, a random key written to
+OUT/class.env for the grader); some are unsigned (a student's laptop or the static site), a few
+were signed and then edited by hand (a committed answer changed to the engine's: the grader
+labels it "edited"), and some were handed in late by the student's clock (unsigned, after the
+due dates of OUT/due.toml). Beside them: a roster (`roster.csv`: the LMS columns name,
+sis_login_id, email and section, with students who never handed anything in) and a few hostile
+files, each named `zz-*.json`: a tampered outcome, one id in two files, a file named for
 another id, truncated JSON, a newer schema, an input of the wrong type.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import random
+import secrets
 import shutil
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from labs.core import state
-from labs.core.scenarios import OUTCOMES, QUESTION_OPTIONS, lab05, lab06, lab07, lab08, lab09, lab10
+from labs.core.scenarios import OUTCOMES, QUESTION_OPTIONS, lab05, lab08, lab09, lab10, lab11
 from labs.core.state import DesignLedger
+from labs.gradebook.questions import answer_or_none, questions
 
 STUDENTS = 200
 NEVER_SUBMITTED = 5  # roster names with no ledger
+UNSIGNED, EDITED, LATE, UNSUBMITTED = 0.12, 0.02, 0.06, 0.08  # shares of the class
+DUE_IN_DAYS = 7  # the due dates of OUT/due.toml, from the time the class is made
 HOSTILE = ("zz-tampered.json", "zz-duplicate-id.json", "zz-named-for-another.json", "zz-truncated.json", "zz-future-schema.json", "zz-text-number.json")
 
 
 def answer_key() -> dict[tuple[str, str], str | None]:
-    """The engine's answer to every prediction question (what the grader judges against)."""
-    return {
-        ("05_parallelism", "cause"): lab05.act1_correct_option(), ("05_parallelism", "design"): lab05.act2_best_option(),
-        ("06_zero_sweep", "fit"): lab06.fit_answer(), ("06_zero_sweep", "zero2"): lab06.zero2_answer(),
-        ("07_pipeline_visualizer", "utilisation"): lab07.utilisation_answer(), ("07_pipeline_visualizer", "microbatches"): lab07.microbatch_answer(),
-        (lab08.LAB, "ring"): lab08.ring_answer(), (lab08.LAB, "bucket"): lab08.bucket_answer(),
-        (lab09.LAB, "dp64"): lab09.dp64_answer(),
-        (lab10.LAB, "mtbf"): lab10.mtbf_answer(), (lab10.LAB, "cadence"): lab10.cadence_answer(),
-    }
+    """The engine's answer to every prediction question (labs.gradebook.questions: computed)."""
+    return {key: answer_or_none(*key) for key in questions()}
 
 
 # ---- the settings each lab's controls offer ------------------------------------------------
@@ -83,6 +90,12 @@ def _cadence(rng):
                 relaunch_min=10, swap_min=60, hot_spares=_mostly(rng, False, [True]), interval_min=rng.choice([10, 30, 60, 240]))
 
 
+def _context(rng):
+    seq = rng.choice(lab11.SEQ_CHOICES[:4])
+    return dict(seq_len=seq, cp=_mostly(rng, 16, [1, 4, 8, 32], 0.6), kv_heads=_mostly(rng, 8, [16, 64]), algorithm=_mostly(rng, "ring", ["all_gather", "ulysses"], 0.6),
+                capacity=rng.choice(list(lab11.CAPACITY_CHOICES)))
+
+
 # lab -> [(step, inputs drawn by, the questions that step's predictions carry)]
 STEPS = {
     "05_parallelism": [("act1", _act1, ("cause",)), ("act2", _act2, ("design",))],
@@ -91,6 +104,7 @@ STEPS = {
     lab08.LAB: [(lab08.STEP, _ring, ("ring", "bucket"))],
     lab09.LAB: [("worksheet", _worksheet, ("dp64",))],
     lab10.LAB: [("cadence", _cadence, ("mtbf", "cadence"))],
+    lab11.LAB: [(lab11.STEP, _context, ("fit", "moe"))],
 }
 OPENS = {"05_parallelism": 0.97}  # share of students who open each lab (others: 0.9)
 
@@ -124,20 +138,36 @@ def student_name(i: int) -> str:
     return f"Student {i:03d}"
 
 
-def write_student(folder: Path, name: str, rng: random.Random, key: dict, outcomes: _Outcomes) -> None:
+@contextlib.contextmanager
+def _signing(key: str | None):
+    """LABS_SIGNING_KEY set to `key` (None: unset) while a ledger is written, as on a class server."""
+    before = os.environ.pop("LABS_SIGNING_KEY", None)
+    if key:
+        os.environ["LABS_SIGNING_KEY"] = key
+    try:
+        yield
+    finally:
+        os.environ.pop("LABS_SIGNING_KEY", None)
+        if before is not None:
+            os.environ["LABS_SIGNING_KEY"] = before
+
+
+def write_student(folder: Path, name: str, rng: random.Random, key: dict, outcomes: _Outcomes, submit: bool = True) -> Path:
     ledger = DesignLedger(name, folder, engine_version=None)
     skill = rng.random()
     for lab, steps in STEPS.items():
         if rng.random() > OPENS.get(lab, 0.9):
             continue
-        for step, draw, questions in steps:
+        for step, draw, questions_ in steps:
             predictions = {}
-            for q in questions:
+            for q in questions_:
                 answer = _pick(rng, (lab, q), skill, key[(lab, q)])
                 ledger.commit_prediction(lab, q, answer)
                 if answer is not None and answer != key[(lab, q)] and rng.random() < 0.15:
                     ledger.commit_prediction(lab, q, key[(lab, q)])  # changed after the reveal
                 predictions[q] = answer
+            if not submit:
+                continue  # committed, never pressed Submit: still graded
             for _ in range(20):  # a setting the lab accepts (the sliders offer no others)
                 inputs = draw(rng)
                 try:
@@ -146,6 +176,35 @@ def write_student(folder: Path, name: str, rng: random.Random, key: dict, outcom
                 except ValueError:
                     continue
             ledger.save_step(lab, step, inputs, predictions, result)
+    return ledger.path
+
+
+def make_late(path: Path, when: datetime, rng: random.Random) -> None:
+    """Every commit and save of an unsigned ledger stamped after the due dates (a laptop's clock)."""
+    doc = json.loads(path.read_text())
+    stamp = lambda: (when + timedelta(hours=rng.uniform(1, 60))).isoformat(timespec="seconds")  # noqa: E731
+    for lab in doc.get("predictions", {}).values():
+        for record in lab.values():
+            record["committed"] = stamp()
+            for change in record["changes"]:
+                change["at"] = record["committed"]
+    for lab in doc["labs"].values():
+        for step in lab.values():
+            step["saved"] = stamp()
+    path.write_text(json.dumps(doc, indent=1))
+
+
+def make_edited(path: Path, key: dict) -> bool:
+    """A signed ledger whose first committed wrong answer is changed by hand to the engine's."""
+    doc = json.loads(path.read_text())
+    for lab, questions_ in doc.get("predictions", {}).items():
+        for q, record in questions_.items():
+            right = key.get((lab, q))
+            if record.get("signature") and right is not None and record["answer"] not in (None, right):
+                record["answer"] = right
+                path.write_text(json.dumps(doc, indent=1))
+                return True
+    return False
 
 
 def write_hostile(folder: Path, first: Path, second: Path) -> None:
@@ -168,21 +227,34 @@ def write_hostile(folder: Path, first: Path, second: Path) -> None:
 
 
 def make_class(folder: str | Path, students: int = STUDENTS, seed: int = 19, hostile: bool = True) -> Path:
-    """Write the class into `folder` (created; must be empty of ledgers); returns the roster's path."""
+    """Write the class into `folder` (created; must be empty of ledgers) with its class.env
+    (the signing key) and due.toml; returns the roster's path."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     rng, key, outcomes = random.Random(seed), answer_key(), _Outcomes()
+    signing_key = secrets.token_urlsafe(32)
+    due = datetime.now(timezone.utc).replace(microsecond=0) + timedelta(days=DUE_IN_DAYS)
     names = [student_name(i) for i in range(students)]
     for name in names:
-        write_student(folder, name, rng, key, outcomes)
+        kind = rng.choices(["signed", "unsigned", "edited", "late"], weights=[1 - UNSIGNED - EDITED - LATE, UNSIGNED, EDITED, LATE])[0]
+        with _signing(signing_key if kind in ("signed", "edited") else None):
+            path = write_student(folder, name, rng, key, outcomes, submit=rng.random() > UNSUBMITTED)
+        if kind == "edited":
+            make_edited(path, key)
+        elif kind == "late":
+            make_late(path, due, rng)
     for lock in folder.glob(".*.lock"):
         lock.unlink()
     if hostile and students >= 2:
-        paths = [folder / state.ledger_filename(n) for n in names[:2]]
-        write_hostile(folder, *paths)
+        submitted = [folder / state.ledger_filename(n) for n in names if "05_parallelism" in json.loads((folder / state.ledger_filename(n)).read_text())["labs"]]
+        write_hostile(folder, *submitted[:2])
     roster = folder / "roster.csv"
     absent = [f"Absent Student {i}" for i in range(NEVER_SUBMITTED)]
-    roster.write_text("student,code\n" + "".join(f"{n},code{i:04d}\n" for i, n in enumerate(names + absent)))
+    roster.write_text("student,code,name,sis_login_id,email,section\n" + "".join(
+        f"{n},code{i:04d},\"{n.split()[-1]}, {n.split()[0]}\",s{i:05d},s{i:05d}@example.edu,Section {1 + i % 2:03d}\n" for i, n in enumerate(names + absent)))
+    (folder / "class.env").write_text(f"LABS_SIGNING_KEY={signing_key}\n")
+    labs = sorted({lab for lab, _ in key})
+    (folder / "due.toml").write_text('policy = "percent"\npercent_per_day = 10\ngrace_hours = 1\n' + "".join(f'["{lab}"]\ndue = {due.isoformat().replace("+00:00", "Z")}\n' for lab in labs))
     return roster
 
 
@@ -195,7 +267,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     roster = make_class(args.out, args.students, args.seed, not args.no_hostile)
     print(f"{args.students} ledgers, a roster ({roster}) and {0 if args.no_hostile else len(HOSTILE)} hostile files in {args.out}")
-    print(f"dashboard: marimo run instructor/class_dashboard.py -- --ledgers {args.out} --roster {roster}")
+    print(f"grade:     export $(cat {args.out}/class.env); python -m labs.grade {args.out} --roster {roster} --due {args.out}/due.toml --canvas grades.csv")
+    print(f"dashboard: marimo run instructor/class_dashboard.py -- --ledgers {args.out} --roster {roster} --due {args.out}/due.toml")
     return 0
 
 

@@ -345,3 +345,43 @@ def test_cache_regrades_only_what_changed(klass, tmp_path):
     _commit_only(folder, "fay", {"cause": "B"})
     table, *_ = cache.refresh(folder)
     assert cache.regraded == 1 and "fay" in set(table["student"])
+
+
+def test_a_synthetic_class_grades_into_every_format(tmp_path, monkeypatch):
+    """scripts/make_class.py's class (signed, unsigned, edited, late, never submitted and hostile
+    ledgers) into the grade book and all three LMS formats: an edited signed prediction earns
+    nothing and is flagged, a late lab is scored by the due file's policy."""
+    import importlib.util
+    import math
+
+    spec = importlib.util.spec_from_file_location("make_class", ROOT / "scripts" / "make_class.py")
+    make = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(make)
+    monkeypatch.setattr(make, "LATE", 0.25)  # enough late and edited students in a small class
+    monkeypatch.setattr(make, "EDITED", 0.15)
+    folder = tmp_path / "class"
+    roster = make.make_class(folder, students=24, seed=5)
+    monkeypatch.setenv("LABS_SIGNING_KEY", (folder / "class.env").read_text().split("=", 1)[1].strip())
+    out = tmp_path / "out"
+    assert grade.main([str(folder), "--roster", str(roster), "--due", str(folder / "due.toml"), "--canvas", str(tmp_path / "canvas.csv"),
+                       "--moodle", str(tmp_path / "moodle.csv"), "--moodle-template", str(LMS / "moodle_worksheet_sample.csv"),
+                       "--gradescope-zip", str(tmp_path / "ag.zip"), "--feedback", str(out), "--gradebook", str(tmp_path / "book.csv")]) == 0
+    table, _ = grade.grade([str(folder)])
+    docs = book.read_documents(sorted(set(table["file"])))
+    people = class_roster.load(roster)
+    b = book.build(table, docs, points.load(), due.load(folder / "due.toml"), roster_students=[p.student for p in people], key=os.environ["LABS_SIGNING_KEY"].encode())
+    on_roster = b.labs[b.labs["student"].str.startswith("Student ")]
+    late = on_roster[on_roster["late_hours"] > 0]
+    assert len(late) > 0 and (late["time_source"] == book.STUDENT_CLOCK).all()
+    for r in late.itertuples():  # 10 % a day or part of one, after the hour of grace
+        assert r.factor == pytest.approx(max(0.0, 1 - 0.1 * math.ceil(r.late_hours * 3600 / 86_400 - 1e-9)), abs=1e-9)
+        assert r.earned == pytest.approx(round(r.raw * r.factor, 4))
+    edited = b.items[b.items["label"].eq("edited") & b.items["student"].str.startswith("Student ")]
+    assert len(edited) > 0 and edited["earned"].eq(0).all() and edited["note"].str.contains("not trusted").all()
+    signed = b.items[b.items["label"].eq("signed")]
+    assert len(signed) > len(edited)
+    canvas = _read(tmp_path / "canvas.csv")
+    assert canvas[0][:5] == exports.CANVAS_IDS and len(canvas) == 2 + len(people)
+    assert {r[3] for r in canvas[2:]} == {p.sis_login_id for p in people}
+    assert _read(tmp_path / "moodle.csv")[0] == _read(LMS / "moodle_worksheet_sample.csv")[0]
+    assert len(list(out.glob("*.html"))) == len(b.totals)
