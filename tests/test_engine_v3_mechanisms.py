@@ -4,11 +4,14 @@ derived here from the source that defines the mechanism, not one the engine comp
 import math
 from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from conftest import report
 from labs.core import Cluster, Model, Plan, estimate
 from labs.core.calibration import table2_plan
+from labs.core.memory import in_flight_columns
+from labs.core.pipeline import SCHEDULES, OpCosts, _play, idle_time, schedule_table, timeline
 from labs.core.topology import group_cost
 
 # NCCL src/graph/tuning.cc (NVIDIA/nccl commit 5067397), microseconds, (LL, LL128, Simple).
@@ -104,3 +107,59 @@ def test_overlapped_gradient_reduction_pays_for_nccls_sms(gpus):
     assert est.cluster.gpu.sms == 132
     assert reduce.exposed_s == pytest.approx(expected, rel=1e-12)
     assert reduce.exposed_s > 1.5 * w / calls  # v2 charged the last bucket only
+
+
+# ---- 1. Interleaving's micro-batch group size N -------------------------------------------------------
+GROUP_CASES = [(p, m, v, n) for p, m, v in ((2, 4, 2), (4, 8, 2), (4, 16, 3), (8, 16, 2), (8, 32, 4), (16, 32, 2))
+               for n in sorted({p, p + 1, 2 * p, m}) if p <= n <= m and not 0 < m % n < p]
+
+
+@pytest.mark.parametrize("p,m,v,n", GROUP_CASES)
+def test_interleaved_timeline_follows_megatrons_group_order_and_idles_as_the_closed_form(p, m, v, n):
+    """Megatron-LM's get_schedule_table: stage s runs N micro-batches through chunk 0, then chunk 1,
+    ...; its warm-up is (p - s - 1) 2 + (v - 1) N forwards. Played without messages, every stage
+    idles (p - 1)(T_F + T_B + T_W) / v whatever N (idle_time), for random op costs; and stage s
+    holds ((p - s - 1) 2 + (v - 1) N + 1) / v stage-loads at its peak, the memory model's count."""
+    rng = np.random.default_rng(p * 1000 + m * 10 + n)
+    for _ in range(3):
+        tf, tb, tw = rng.uniform(0.2, 2.0, 3)
+        t = timeline(p, m, "interleaved", v, OpCosts(tf, tb, tw), group=n)
+        ops = {(int(s), int(i), int(c), str(o)) for s, i, c, o in zip(t.stage, t.microbatch, t.chunk, t.op)}
+        assert len(ops) == 2 * p * m * v
+        first = [(int(i), int(c)) for s, i, c, o in zip(t.stage, t.microbatch, t.chunk, t.op) if s == 0 and o == "F"]
+        assert first == schedule_table(m, v, n)
+        closed = float(idle_time(p, m, SCHEDULES.index("interleaved"), v, tf, tb, tw))
+        assert np.max(np.abs(t.idle_per_stage() - closed)) < 1e-12 * t.makespan
+    stage = np.arange(p)
+    expected = np.minimum(m, ((p - stage - 1) * 2 + (v - 1) * n + 1) / v)
+    assert np.allclose(t.peak_in_flight(), expected, rtol=1e-12)
+    assert np.allclose(in_flight_columns(SCHEDULES.index("interleaved"), p, m, v, stage, n), expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("p,m,v,n", [(4, 8, 2, 2), (8, 16, 2, 4), (16, 32, 2, 8), (16, 64, 4, 4)])
+def test_megatrons_order_waits_on_itself_below_p_and_is_refused(p, m, v, n):
+    """With N < p, a group's first micro-batch needs its chunk-k output back from stage p - 1
+    before the stage may run chunk k + 1, but Megatron's fixed warm-up has the last stage wait for
+    a backward that needs that forward first: the order deadlocks, which is why schedules.py
+    refuses N outside [p, m]. The engine refuses it too, by name, where a Plan enters."""
+    with pytest.raises(RuntimeError, match="deadlocked"):
+        _play(p, m, "interleaved", v, OpCosts(), n)
+    with pytest.raises(ValueError, match="group"):
+        timeline(p, m, "interleaved", v, group=n)
+    with pytest.raises(ValueError, match="microbatch_group_size"):
+        Plan(tp=8, pp=p, dp=1, micro_batch=1, global_batch=m, schedule="interleaved", virtual_stages=v, microbatch_group_size=n)
+
+
+def test_llama3_405b_group_size_trades_memory_not_bubble_without_messages():
+    """Llama 3 405B on 16 stages, v = 2, 32 micro-batches: N = 16 (Megatron's default) and N = 32
+    (one group) have the same bubble without messages, (p-1)/(v m) of the ideal, and N = 32 holds
+    (v - 1)(32 - 16)/v = 8 more micro-batches' layers on stage 0 (31/2 + 8 against 31/2)."""
+    model, cluster = Model.get("llama3-405b"), Cluster.get("dgx-h100", nodes=256)
+    base = dict(tp=8, pp=16, dp=16, micro_batch=1, global_batch=512, zero_stage=1, sequence_parallel=True,
+                schedule="interleaved", virtual_stages=2, flash_attention=True, recompute="selective")
+    small, large = (estimate(model, cluster, Plan(**base, microbatch_group_size=n)) for n in (16, 32))
+    assert small.bubble_fraction == pytest.approx(large.bubble_fraction, rel=1e-12)
+    held = lambda n: ((16 - 1) * 2 + (2 - 1) * n + 1) / 2  # noqa: E731
+    ratio = (large.memory.activations) / (small.memory.activations)
+    report("Llama 3 405B stage-0 activations, N = 32 / N = 16", ratio, held(32) / held(16))
+    assert large.memory.activations > small.memory.activations

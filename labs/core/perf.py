@@ -135,6 +135,9 @@ class Plan:
         group = self.microbatch_group_size or self.pp
         if self.schedule == "interleaved" and self.pp > 1 and self.microbatches % group:
             raise ValueError(f"global_batch / (micro_batch x dp) = {self.microbatches} micro-batches must be a multiple of microbatch_group_size={group} (default pp) for the interleaved schedule")
+        if self.schedule == "interleaved" and self.pp > 1 and group < self.pp:
+            # Megatron-LM refuses N < pp (labs.core.pipeline.check_group): its order would wait on itself.
+            raise ValueError(f"microbatch_group_size must be at least pp={self.pp} (Megatron-LM's range [pp, micro-batches]), got {group}")
         if self.microbatch_group_size is not None and self.schedule != "interleaved":
             raise ValueError(f"microbatch_group_size applies to the interleaved schedule only, got schedule={self.schedule!r}")
         if not self.reshard_after_forward and self.zero_stage != 3:

@@ -7,7 +7,17 @@ check it against the closed forms below.
 
 Bubble, p stages, m micro-batches (Narayanan et al. 2021 Sec. 2.2; Qi et al. 2024):
     GPipe, 1F1B        (p-1)/m against the ideal time, (p-1)/(m+p-1) of the total time
-    interleaved, v     (p-1)/(v m) against ideal, v times the p2p traffic
+    interleaved, v     (p-1)/(v m) against ideal, v times the p2p traffic, for any micro-batch
+                       group size N (Megatron-LM's microbatch_group_size_per_vp_stage: each
+                       stage runs N micro-batches through one chunk before the next chunk,
+                       megatron/core/pipeline_parallel/schedules.py get_schedule_table; warm-up
+                       (p - s - 1) 2 + (v - 1) N on stage s). Megatron refuses N outside [p, m]
+                       and a last group of fewer than p: with N < p the chunk-(k+1) forward of
+                       a group's first micro-batch needs its chunk-k output back from stage
+                       p - 1 before the stage has run out of chunk-k work, and Megatron's fixed
+                       warm-up then deadlocks (the generator shows it). Without messages N does
+                       not move the bubble; it moves the memory in flight (labs.core.memory)
+                       and how much of the p2p time the group's other micro-batches cover
     ZB-H1              idle (p-1) max(T_F + T_B - T_W, T_B) per stage; (p-1)/(3m) of ideal if
                        T_F=T_B=T_W (Qi et al. write (p-1)(T_F + T_B - T_W), which assumes
                        T_W <= T_F: a weight pass longer than that cannot hide the last
@@ -86,15 +96,31 @@ def _check_costs(costs) -> "OpCosts":
     return costs
 
 
-def _check(p, m, schedule, v):
+def _check(p, m, schedule, v, group=None):
     check_positive("p", p, integer=True)
     check_positive("m", m, integer=True)
     check_positive("v", v, integer=True)
     check_choice("schedule", schedule, SCHEDULES)
     if schedule != "interleaved" and v != 1:
         raise ValueError(f"v (virtual stages) must be 1 unless schedule='interleaved', got v={v}")
-    if schedule == "interleaved" and p > 1 and m % p:
-        raise ValueError(f"m must be a multiple of p={p} for the interleaved schedule, got m={m}")
+    if group is not None:
+        check_positive("group", group, integer=True)
+        if schedule != "interleaved":
+            raise ValueError(f"group (micro-batch group size) applies to the interleaved schedule only, got schedule={schedule!r}")
+    if schedule == "interleaved" and p > 1:
+        check_group(p, m, p if group is None else group)
+
+
+def check_group(p: int, m: int, group: int) -> None:
+    """Megatron-LM's rule for interleaving's micro-batch group size N (schedules.py,
+    forward_backward_pipelining_with_interleaving): p <= N <= m, and the last group, m mod N,
+    either empty or at least p."""
+    if group < p or group > m:
+        raise ValueError(f"group (micro-batch group size N) must lie in [p={p}, m={m}] for the interleaved schedule, got {group}: "
+                         "Megatron-LM refuses it, its schedule would wait on itself")
+    if 0 < m % group < p:
+        raise ValueError(f"m={m} leaves a last micro-batch group of {m % group} < p={p}: m must be a multiple of group={group} "
+                         f"or leave at least p over")
 
 
 def idle_time(p, m, schedule_code, v, tf, tb, tw):
@@ -109,10 +135,11 @@ def idle_time(p, m, schedule_code, v, tf, tb, tw):
     return np.where(code == SCHEDULES.index("zb-h1"), zb1, np.where(code == SCHEDULES.index("zb-h2"), zb2, plain))
 
 
-def bubble_fraction(p: int, m: int, schedule: str = "1f1b", v: int = 1, convention: str = "total", costs: OpCosts | None = None) -> float:
+def bubble_fraction(p: int, m: int, schedule: str = "1f1b", v: int = 1, convention: str = "total", costs: OpCosts | None = None,
+                    group: int | None = None) -> float:
     """Idle share of a pipeline, closed form. convention='total': of the wall time;
-    'ideal': relative to the bubble-free time m (T_F + T_B + T_W)."""
-    _check(p, m, schedule, v)
+    'ideal': relative to the bubble-free time m (T_F + T_B + T_W). group: interleaving's N."""
+    _check(p, m, schedule, v, group)
     check_choice("convention", convention, CONVENTIONS)
     c = _check_costs(costs)
     idle = float(idle_time(p, m, SCHEDULES.index(schedule), v, c.tf, c.tb, c.tw))
@@ -120,21 +147,30 @@ def bubble_fraction(p: int, m: int, schedule: str = "1f1b", v: int = 1, conventi
     return idle / ideal if convention == "ideal" else idle / (ideal + idle)
 
 
-def _stage_order(schedule: str, p: int, m: int, v: int, s: int) -> list[tuple[str, int, int]]:
+def schedule_table(m: int, v: int, group: int) -> list[tuple[int, int]]:
+    """Megatron-LM's interleaved order (schedules.py, get_schedule_table): (micro-batch, chunk)
+    for each virtual micro-batch, `group` micro-batches through chunk 0, then the same through
+    chunk 1, ..., then the next group; the last group holds what is left."""
+    table = []
+    for first in range(0, m, group):
+        last = min(first + group, m)
+        table += [(i, chunk) for chunk in range(v) for i in range(first, last)]
+    return table
+
+
+def _stage_order(schedule: str, p: int, m: int, v: int, s: int, group: int | None = None) -> list[tuple[str, int, int]]:
     """The op order of stage s as (op, micro-batch, chunk)."""
     if schedule == "gpipe":
         return [("F", i, 0) for i in range(m)] + [("B", i, 0) for i in range(m)]
     if schedule in ZB_WARMUP:
         return _zero_bubble_order(ZB_WARMUP[schedule], p, m, s)
     if schedule == "interleaved":
+        n = p if group is None else group
         total = m * v
-        warmup = min((p - s - 1) * 2 + (v - 1) * p, total)
-
-        def mb(k):
-            return (k // (p * v)) * p + k % p
-
-        fwd = [("F", mb(k), (k // p) % v) for k in range(total)]
-        bwd = [("B", mb(k), v - 1 - (k // p) % v) for k in range(total)]
+        warmup = min((p - s - 1) * 2 + (v - 1) * n, total)
+        table = schedule_table(m, v, n)  # backward runs the same table with the chunks reversed
+        fwd = [("F", i, chunk) for i, chunk in table]
+        bwd = [("B", i, v - 1 - chunk) for i, chunk in table]
     else:
         total, warmup = m, min(p - s - 1, m)
         fwd = [("F", k, 0) for k in range(m)]
@@ -181,6 +217,7 @@ class Timeline:
     op: np.ndarray
     start: np.ndarray
     end: np.ndarray
+    group: int | None = None  # interleaving's micro-batch group size N (None: p)
 
     @property
     def makespan(self) -> float:
@@ -245,13 +282,18 @@ def check_timeline_size(p: int, m: int, v: int = 1) -> None:
         raise ValueError(f"m x p x v must be at most {MAX_TIMELINE_OPS:,} ops to draw as a timeline, got m={m}, p={p}, v={v}")
 
 
-def timeline(p: int, m: int, schedule: str = "1f1b", v: int = 1, costs: OpCosts | None = None) -> Timeline:
+def timeline(p: int, m: int, schedule: str = "1f1b", v: int = 1, costs: OpCosts | None = None, group: int | None = None) -> Timeline:
     """Play the schedule: each op starts when its stage is free and its inputs have arrived (an
-    input from another stage arrives costs.comm after the op that sent it ends)."""
-    _check(p, m, schedule, v)
+    input from another stage arrives costs.comm after the op that sent it ends). group:
+    interleaving's micro-batch group size N (Megatron's microbatch_group_size_per_vp_stage)."""
+    _check(p, m, schedule, v, group)
     check_choice("schedule", schedule, TIMELINE_SCHEDULES)
     check_timeline_size(p, m, v)
-    c = _check_costs(costs)
+    return _play(p, m, schedule, v, _check_costs(costs), group)
+
+
+def _play(p: int, m: int, schedule: str, v: int, c: OpCosts, group: int | None) -> Timeline:
+    """timeline() on inputs already checked; raises RuntimeError when the order waits on itself."""
     # Durations of F, B, W: zero-bubble schedules split the backward into B (input gradients)
     # and W; the others run one backward of T_B + T_W, and v chunks share a stage's layers.
     durations = [c.tf, c.tb, c.tw] if schedule in ZB_WARMUP else [c.tf / v, (c.tb + c.tw) / v, 0.0]
@@ -262,7 +304,7 @@ def timeline(p: int, m: int, schedule: str = "1f1b", v: int = 1, costs: OpCosts 
     kinds = ("F", "B", "W")
     last_virtual = p * v - 1
     V = p * v
-    orders = [array("q", ((kinds.index(op) * m + i) * v + ch for op, i, ch in _stage_order(schedule, p, m, v, s))) for s in range(p)]
+    orders = [array("q", ((kinds.index(op) * m + i) * v + ch for op, i, ch in _stage_order(schedule, p, m, v, s, group))) for s in range(p)]
     done = array("d", [-1.0]) * (3 * m * V)  # end time of each op, -1 until it has run
     total = sum(map(len, orders))
     out_stage, out_mb, out_chunk = np.empty(total, np.int32), np.empty(total, np.int32), np.empty(total, np.int32)
@@ -299,7 +341,7 @@ def timeline(p: int, m: int, schedule: str = "1f1b", v: int = 1, costs: OpCosts 
             cursor[s] = at
         if not progressed:
             raise RuntimeError(f"schedule {schedule!r} deadlocked at p={p}, m={m}, v={v}")
-    return Timeline(p, m, v, schedule, c, out_stage, out_mb, out_chunk, np.array(kinds)[out_kind], out_start, out_end)
+    return Timeline(p, m, v, schedule, c, out_stage, out_mb, out_chunk, np.array(kinds)[out_kind], out_start, out_end, group)
 
 
 def op_costs_from_shape(hidden: int, heads: int, seq_len: int, micro_batch: int, layers: float = 1, gpu: str = "a100-sxm-80gb",
@@ -343,6 +385,6 @@ def op_costs_from_shape(hidden: int, heads: int, seq_len: int, micro_batch: int,
     return OpCosts(float(layers * tf), float(layers * tb), float(layers * tw), float(comm))
 
 
-def peak_in_flight(p: int, m: int, schedule: str = "1f1b", v: int = 1) -> np.ndarray:
+def peak_in_flight(p: int, m: int, schedule: str = "1f1b", v: int = 1, group: int | None = None) -> np.ndarray:
     """Peak in-flight micro-batches per stage, measured on the generated timeline."""
-    return timeline(p, m, schedule, v).peak_in_flight()
+    return timeline(p, m, schedule, v, group=group).peak_in_flight()

@@ -86,7 +86,7 @@ def _uses(op: str, algorithm: str, cluster: Cluster) -> tuple[str, ...]:
     if algorithm == "tree" and op == "all_reduce":
         return ("tree",)
     if algorithm == "nvls" and nvls:
-        return ("nvls",) if op == "all_reduce" else ("nvls", "ring")  # reduce-scatter/all-gather: NVLS inside a node only
+        return ("nvls", "ring")  # the ring where NVLS cannot run (across nodes for reduce-scatter/all-gather, one GPU a node)
     return ("ring",)
 
 
@@ -127,6 +127,19 @@ def _best(options):
     return lat, bw
 
 
+def _ring_options(cluster, share, n, g, nodes, multi, intra_hw, moved, ring_busbw):
+    """(latency, bandwidth) seconds of the ring under each protocol (tuning.cc): base + (nsteps -
+    nInterSteps) intra hops + nInterSteps network hops, and the bytes at the protocol's share."""
+    steps, net_steps = share * (n - 1), share * np.where(multi, nodes - 1, 0.0)
+    net = np.where(g == 1, 1.0, 0.0)  # with one GPU per node, tuning.cc charges the tree's network hop
+    options = []
+    for k, efficiency in enumerate(_RING_PROTOCOL_BW):
+        hop_net = net * _HOP_US["net", "tree"][k] + (1 - net) * _HOP_US["net", "ring"][k]
+        lat = _BASE_US["ring"][k] + (steps - net_steps) * _HOP_US[intra_hw, "ring"][k] + net_steps * hop_net
+        options.append((lat * _US, moved / (efficiency * ring_busbw)))
+    return options
+
+
 def collective_columns(op: str, nbytes, cluster: Cluster, n, stride=1, algorithm: str = "ring"):
     """(latency seconds, bandwidth seconds) of one collective of `nbytes` over groups of n ranks
     spaced `stride` apart, with the algorithm and protocol NCCL's cost model picks among those
@@ -146,16 +159,16 @@ def collective_columns(op: str, nbytes, cluster: Cluster, n, stride=1, algorithm
     intra_hw = "nvlink" if cluster.intra.name.startswith("NVLink") else "pci"
     ring_busbw = _ring_bus_bandwidth(cluster, n, stride, g, nodes, cluster.intra.effective_bytes_per_s)
     moved = share * (n - 1) / np.maximum(n, 1.0) * nbytes  # bytes through each rank's links
+    # NVLS needs two or more of a node's GPUs; across nodes only the all-reduce has it (NVLSTree)
+    nvls_usable = ((op == "all_reduce") | ~multi) & (g >= 2)
+    forced_nvls = algorithm == "nvls"
     options = []
     for algorithm in _uses(op, algorithm, cluster):
-        if algorithm == "ring":
-            steps, net_steps = share * (n - 1), share * np.where(multi, nodes - 1, 0.0)
-            # With one GPU per node, tuning.cc charges the network hop at the tree's latency.
-            net = np.where(g == 1, 1.0, 0.0)
-            for k, efficiency in enumerate(_RING_PROTOCOL_BW):
-                hop_net = net * _HOP_US["net", "tree"][k] + (1 - net) * _HOP_US["net", "ring"][k]
-                lat = _BASE_US["ring"][k] + (steps - net_steps) * _HOP_US[intra_hw, "ring"][k] + net_steps * hop_net
-                options.append((lat * _US, moved / (efficiency * ring_busbw)))
+        if algorithm == "ring" and forced_nvls:  # NCCL_ALGO=NVLS: the ring only where NVLS cannot run
+            for lat, bw in _ring_options(cluster, share, n, g, nodes, multi, intra_hw, moved, ring_busbw):
+                options.append((np.where(nvls_usable, np.inf, lat), np.where(nvls_usable, np.inf, bw)))
+        elif algorithm == "ring":
+            options += _ring_options(cluster, share, n, g, nodes, multi, intra_hw, moved, ring_busbw)
         elif algorithm == "tree":
             levels = np.floor(np.log2(np.maximum(nodes, 1.0)))
             tree_busbw = TREE_BANDWIDTH_CAP * ring_busbw
@@ -166,8 +179,7 @@ def collective_columns(op: str, nbytes, cluster: Cluster, n, stride=1, algorithm
         else:  # NVLS inside a node; NVLSTree across nodes (all-reduce only)
             busbw = np.maximum(group_bus_bandwidth(cluster, n, stride, "nvls", op), 1.0)  # a group of one moves nothing
             lat = _NVLS_US + 2 * np.floor(np.log2(np.maximum(nodes, 1.0))) * _NVLS_TREE_NET_US
-            usable = ((op == "all_reduce") | ~multi) & (g >= 2)  # the switch reduces what a node's GPUs send
-            options.append((np.where(usable, lat * _US, np.inf), np.where(usable, moved / busbw, np.inf)))
+            options.append((np.where(nvls_usable, lat * _US, np.inf), np.where(nvls_usable, moved / busbw, np.inf)))
     latency, bandwidth = _best(options)
     active = (n > 1) & (nbytes > 0)
     return np.where(active, latency, 0.0), np.where(active, bandwidth, 0.0)
