@@ -6,25 +6,12 @@ import json
 import pytest
 
 from conftest import DATA, report
-from labs.core import Cluster, Model, Plan, estimate
+from labs.core import Model
+from labs.core.calibration import deepseek_v3_estimate, layout_estimate
 from labs.core.memory import activation_bytes_per_layer, layer_activation_columns
 from labs.core.models import RECOMPUTE_MODES
 
 LAYOUTS = json.loads((DATA / "nvidia_h100_layouts.json").read_text())["layouts"]
-
-
-def layout_estimate(row):
-    model = Model.get(row["model"], seq_len=row["seq_len"])
-    era = "llama3-2024" if row["id"].startswith("meta") else "megatron-core-2024"
-    cluster = Cluster.get("meta-h100-roce" if era == "llama3-2024" else "dgx-h100", nodes=row["gpus"] // 8)
-    dp = row["gpus"] // (row["tp"] * row["pp"] * row["cp"])
-    schedule = dict(schedule="interleaved", virtual_stages=row["vp"]) if row["vp"] > 1 else dict(schedule="1f1b")
-    plan = Plan.for_era(
-        era, tp=row["tp"], pp=row["pp"], cp=row["cp"], dp=dp, micro_batch=row["mbs"], global_batch=row["gbs"],
-        recompute=row["recompute"], first_stage_layers=row.get("first_stage_layers"), last_stage_layers=row.get("last_stage_layers"),
-        **({"grad_reduce_dtype": row["grad_reduce_dtype"]} if "grad_reduce_dtype" in row else {}), **schedule,
-    )
-    return estimate(model, cluster, plan)
 
 
 @pytest.mark.parametrize("row", LAYOUTS, ids=[r["id"] for r in LAYOUTS])
@@ -34,6 +21,14 @@ def test_published_layout_fits(row):
     print(f"{row['id']}: {est.memory.total / 1e9:.1f} GB of {hbm / 1e9:.1f} on pipeline rank {est.busiest_rank}, "
           f"margin {est.hbm_margin_bytes / 1e9:+.1f} GB; " + ", ".join(f"{k} {v / 1e9:.1f}" for k, v in est.memory.as_dict().items()))
     report(f"{row['id']} memory / HBM", est.memory.total / hbm, 1.0)
+    assert est.fits and est.hbm_margin_bytes > 0
+
+
+def test_deepseek_v3_layout_fits():
+    """DeepSeek-V3 at its published layout on 2,048 H800s (labs.core.calibration.DEEPSEEK_V3_LAYOUT)."""
+    est = deepseek_v3_estimate()
+    print(f"deepseek_v3_2048_h800: {est.memory.total / 1e9:.1f} GB of {est.cluster.gpu.hbm_bytes / 1e9:.1f}, margin {est.hbm_margin_bytes / 1e9:+.1f} GB; "
+          + ", ".join(f"{k} {v / 1e9:.1f}" for k, v in est.memory.as_dict().items()))
     assert est.fits and est.hbm_margin_bytes > 0
 
 

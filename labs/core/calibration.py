@@ -95,6 +95,41 @@ def table2_estimate(scheme: str, gpus: int) -> Estimate:
     return estimate(Model.get("gpt3-175b"), Cluster.get("dgx-a100", nodes=gpus // 8), table2_plan(scheme, gpus))
 
 
+# ---- published layouts: NVIDIA's H100 recipes, Llama 3 405B, DeepSeek-V3 ------------------------
+LAYOUTS = data_dir() / "nvidia_h100_layouts.json"  # in the repository only (tests/data)
+
+
+def layout_rows(path: Path = LAYOUTS) -> list[dict]:
+    return json.loads(Path(path).read_text())["layouts"] if Path(path).exists() else []
+
+
+def layout_estimate(row: dict) -> Estimate:
+    """A published layout as its software ran it: Meta's rows in llama3-2024 on Meta's RoCE
+    cluster, NVIDIA's in megatron-core-2024 (bf16 gradient reduction, as the recipes set it)."""
+    model = Model.get(row["model"], seq_len=row["seq_len"])
+    era = "llama3-2024" if row["id"].startswith("meta") else "megatron-core-2024"
+    cluster = Cluster.get("meta-h100-roce" if era == "llama3-2024" else "dgx-h100", nodes=row["gpus"] // 8)
+    dp = row["gpus"] // (row["tp"] * row["pp"] * row["cp"])
+    schedule = dict(schedule="interleaved", virtual_stages=row["vp"]) if row["vp"] > 1 else dict(schedule="1f1b")
+    plan = Plan.for_era(
+        era, tp=row["tp"], pp=row["pp"], cp=row["cp"], dp=dp, micro_batch=row["mbs"], global_batch=row["gbs"],
+        recompute=row["recompute"], first_stage_layers=row.get("first_stage_layers"), last_stage_layers=row.get("last_stage_layers"),
+        **({"grad_reduce_dtype": row["grad_reduce_dtype"]} if "grad_reduce_dtype" in row else {}), **schedule,
+    )
+    return estimate(model, cluster, plan)
+
+
+# DeepSeek-V3 (arXiv:2412.19437) Sec. 3.2 on 2,048 H800s: PP16, EP64 over 8 nodes, ZeRO-1, routing
+# to at most 4 nodes, FP8 GEMMs, 15,360 sequences of 4K; Sec. 3.2.3 and 3.3.3 its recomputation
+# (RMSNorm, MLA up-projections) and FP8 activation caching.
+DEEPSEEK_V3_LAYOUT = dict(pp=16, dp=128, ep=64, max_nodes_per_token=4, micro_batch=1, global_batch=15360, zero_stage=1,
+                          precision="fp8", recompute="norms_up_proj")
+
+
+def deepseek_v3_estimate() -> Estimate:
+    return estimate(Model.get("deepseek-v3"), Cluster.get("h800-ib", nodes=256), Plan(**DEEPSEEK_V3_LAYOUT))
+
+
 def load_rows(path: Path = DATA) -> list[dict]:
     return json.loads(Path(path).read_text())
 
