@@ -13,11 +13,13 @@ with app.setup:
     from labs.core import ENGINE_VERSION
     from labs.core import ui
     from labs.core.perf import CP_ALGORITHMS
+    from labs.core.scenarios.prose import STACK, ep_bytes_by_link
     from labs.core.scenarios.lab11 import (
         CAPACITY_CHOICES,
         CP_CHOICES,
         CP_LABELS,
         CP_LONG,
+        EP_LAYOUTS,
         KV_HEAD_CHOICES,
         LAB,
         LLAMA3_128K,
@@ -43,6 +45,7 @@ with app.setup:
         long_model,
         moe_estimate,
         moe_facts,
+        moe_cluster,
         moe_model,
         order_rows,
         sent_by_axis,
@@ -90,7 +93,7 @@ def _(student_input):
 @app.cell(hide_code=True)
 def _():
     mo.md(r"""
-    ## 1 · The job
+    ## A1 · Long context: the job
     """)
     return
 
@@ -163,14 +166,14 @@ def _(fit_committed):
     _no, _sp = sp_rows()
     mo.md(
         f"""
-    ## 2 · Sequence parallelism first
+    ## A2 · Sequence parallelism first
 
     TP splits the GEMMs but leaves the layer norms, dropout and residual stream whole on every TP
     rank. **Sequence parallelism** shards those along the sequence, and swaps each of TP's
     all-reduces for a reduce-scatter and an all-gather: the same bytes on the wire. At {LONG_SEQ:,}
     tokens with CP {CP_LONG}, per GPU:
 
-    | | TP collectives | calls / step | sent / GPU / step | exposed | activations | memory | fits |
+    | | TP collectives | calls / step | sent / GPU / step on {_sp['tp_link']} | exposed | activations | memory | fits |
     |---|---|---:|---:|---:|---:|---:|---|
     | TP 8 | {_no['tp_op']} | {_no['tp_calls']:,.0f} | {_no['tp_sent'] / 1e9:,.1f} GB | {_no['tp_exposed']:.2f} s | {_no['activations'] / 1e9:,.1f} GB | {_no['memory'] / 1e9:,.1f} GB | {'yes' if _no['fits'] else 'no'} |
     | TP 8 + SP | {_sp['tp_op']} | {_sp['tp_calls']:,.0f} | {_sp['tp_sent'] / 1e9:,.1f} GB | {_sp['tp_exposed']:.2f} s | {_sp['activations'] / 1e9:,.1f} GB | {_sp['memory'] / 1e9:,.1f} GB | {'yes' if _sp['fits'] else 'no'} |
@@ -183,9 +186,10 @@ def _(fit_committed):
 
 
 @app.cell(hide_code=True)
-def _():
+def _(fit_committed):
+    mo.stop(not fit_committed.made)
     mo.md(r"""
-    ## 3 · Context parallelism: ring against Ulysses
+    ## A3 · Context parallelism: ring against Ulysses
 
     CP gives each of $c$ ranks $s/c$ tokens of every sequence for the whole layer. Attention is
     the one place a token needs the others:
@@ -303,10 +307,16 @@ def _(fit_committed):
         "layer like TP's, but move only K and V (and hide behind attention in the ring), so it belongs just outside TP, "
         "ahead of DP and PP:\n\n"
         + "\n".join(_lines)
-        + f"\n\nBest: **{_best['order']}**. Putting CP innermost keeps its ring in the node but pushes TP onto the network. "
+        + f"\n\nThe engine ranks **{_best['order']}** first. Putting CP innermost keeps its ring in the node but pushes TP onto the network. "
         f"Putting PP inside CP ({_wide['order']}) stretches each data-parallel group over {_wide['dp_span']:,.0f} GPUs, past a "
         f"{_wide['pod']:,}-GPU pod, where the 1:{_wide['oversubscription']:g} oversubscribed tier slows its gradient reduce-scatters to "
-        f"{_wide['dp_exposed']:.1f} s a step."
+        f"{_wide['dp_exposed']:.1f} s a step.\n\n"
+        "**Llama 3 chose otherwise.** Its order is [TP, CP, PP, DP] (arXiv:2407.21783 Sec. 3.3.2): DP outermost, spanning pods too, "
+        "\"because it can tolerate longer network latency by asynchronously prefetching sharded model weights and reducing gradients\". "
+        "The engine cannot lay that order out (it keeps CP next to DP, so the gradient group is one strided group), and its penalty "
+        "for a DP group across pods comes from fp32 reduce-scatters it prices once per micro-batch and cannot hide behind the next "
+        "micro-batch's work. Either Meta's schedule differs from that, or the engine's overlap model is too pessimistic here: "
+        "read the ranking as the engine's, not as a verdict on Llama 3."
     )
     return
 
@@ -325,11 +335,12 @@ def _(fit_committed, variant):
     _gather = next(c for c in _e.collectives if c.key == "cp")
     mo.md(
         f"""
-    ## 4 · Llama 3's 128K stage
+    ## A4 · Llama 3's 128K stage
 
     Llama 3 Table 4: {_r['gpus']:,} GPUs as TP {_r['tp']} x CP {_r['cp']} x PP {_r['pp']} x DP {_r['dp']}, {_r['seq_len']:,}-token sequences,
     {_r['batch_per_dp']} per DP rank, reported at **{_r['tflops']:.0f} TFLOP/s per GPU, {_r['mfu']:.0%} MFU**. Laid out in Megatron's order
-    ({_e.plan.rank_order}) on {_e.cluster.nodes:,} nodes, with the first and last stages one layer lighter:
+    ({_e.plan.rank_order}) on {_e.cluster.nodes:,} nodes, with the first and last stages one layer lighter (the engine's
+    MFU is for {STACK}; Meta ran its own stack):
 
     {chr(10).join(_lines)}
 
@@ -346,7 +357,7 @@ def _(fit_committed, variant):
 @app.cell(hide_code=True)
 def _():
     mo.md(r"""
-    ## 5 · Experts: two all-to-alls per layer
+    ## B1 · Experts: two all-to-alls per layer
     """)
     return
 
@@ -377,19 +388,23 @@ def _(moe_committed, moe_ep, moe_nodes, variant):
     _f = moe_facts(moe_ep, moe_nodes)
     _moe, _dense = moe_estimate(ep=moe_ep, max_nodes=moe_nodes), moe_estimate(dense=True)
     _m, _d = sent_by_axis(_moe), sent_by_axis(_dense)
+    _links = ep_bytes_by_link(_moe)
+    _grad_change = _f["grad_increase"]
     ui.variant_reveal(
         moe_committed,
         variant.questions["moe"],
         {
             "A": f"Same FLOPs per token, not the same bytes: each GPU sends {_f['moe'] / 1e9:,.0f} GB per step for the MoE and "
-                 f"{_f['dense'] / 1e9:,.0f} GB for the dense twin ({_dense.model.params / 1e9:.1f}B parameters).",
+                 f"{_f['dense'] / 1e9:,.0f} GB for the dense twin ({_dense.model.params / 1e9:.1f}B parameters), NVLink and network together.",
             "B": f"Each GPU does hold 1/{_moe.plan.ep} of the experts, and its gradient traffic is {(_m.get('dp_reduce', 0) + _m.get('dp_gather', 0)) / 1e9:,.1f} GB "
                  f"against the twin's {(_d.get('dp_reduce', 0) + _d.get('dp_gather', 0)) / 1e9:,.1f} GB; the total is still "
                  f"{_f['moe'] / _f['dense']:,.0f}x the twin's.",
-            "C": f"Dispatch and combine send {_f['a2a'] / 1e9:,.0f} GB per GPU per step across nodes, {_f['a2a'] / _f['moe']:.0%} of the MoE's traffic; "
-                 "the dense twin's FFN never moves a token off its GPU.",
-            "D": f"Expert gradients reduce over only the ranks holding the same experts: the gradient traffic changes by "
-                 f"{_f['grad_increase'] / 1e9:+,.1f} GB, against {_f['a2a'] / 1e9:,.0f} GB of all-to-all.",
+            "C": f"Dispatch and combine send {_f['a2a'] / 1e9:,.0f} GB per GPU per step, {_f['a2a'] / _f['moe']:.0%} of the MoE's traffic: "
+                 f"{_links['network'] / 1e9:,.0f} GB over {_links['network_link']} to other nodes (one copy per destination node) and "
+                 f"{_links['nvlink'] / 1e9:,.0f} GB forwarded over {_links['nvlink_link']} to the experts' GPUs inside each node. "
+                 "The dense twin's FFN never moves a token off its GPU.",
+            "D": f"Expert gradients reduce over only the ranks holding the same experts: the MoE's gradient traffic is "
+                 f"{abs(_grad_change) / 1e9:,.1f} GB {'more' if _grad_change >= 0 else 'less'} than the twin's, against {_f['a2a'] / 1e9:,.0f} GB of all-to-all.",
         },
     )
     return
@@ -399,8 +414,18 @@ def _(moe_committed, moe_ep, moe_nodes, variant):
 def _(moe_committed):
     ui.commitment_gate(moe_committed, "the expert layouts")
     _rows = ep_rows()
-    _lines = ["| layout | per-layer collective | sent / GPU / step | link | exposed | all traffic / GPU / step | step | MFU |", "|---|---|---:|---|---:|---:|---:|---:|"]
-    _lines += [f"| {r['layout']} | {r['layer_op']} | {r['layer_sent'] / 1e9:,.0f} GB | {r['layer_link']} | {r['layer_exposed']:.2f} s | {r['total_sent'] / 1e9:,.0f} GB | {r['step']:.1f} s | {r['mfu']:.1%} |" for r in _rows]
+    _split = [ep_bytes_by_link(moe_estimate(**_kw)) for _kw in EP_LAYOUTS.values()]
+    _nic, _nvl = moe_cluster().inter.name, moe_cluster().intra.name
+
+    def _by_link(r, sp):
+        if sp["total"]:
+            return sp["network"], sp["nvlink"]
+        return (0.0, r["layer_sent"]) if r["layer_link"] == _nvl else (r["layer_sent"], 0.0)
+
+    _lines = [f"| layout | per-layer collective | sent / GPU / step over {_nic} | over {_nvl} | exposed | all traffic / GPU / step, both links | step | MFU |",
+              "|---|---|---:|---:|---:|---:|---:|---:|"]
+    _lines += [f"| {r['layout']} | {r['layer_op']} | {_by_link(r, sp)[0] / 1e9:,.0f} GB | {_by_link(r, sp)[1] / 1e9:,.0f} GB | {r['layer_exposed']:.2f} s | {r['total_sent'] / 1e9:,.0f} GB | {r['step']:.1f} s | {r['mfu']:.1%} |"
+               for r, sp in zip(_rows, _split)]
     _in, _across, _limited = _rows[0], _rows[1], _rows[2]
     mo.md(
         f"""
@@ -443,7 +468,9 @@ def _(capacity_slider, moe_committed):
             f"An expert here receives {_c['tokens_per_expert']:,.0f} tokens per micro-batch: a router balanced in expectation "
             f"(Poisson loads) drops {_c['dropped']:.3%} of them at this c; an expert that saw {_c['small_lambda']:,.0f} tokens per micro-batch would drop "
             f"{_c['dropped_small']:.2%}. A real router is skewed: without a cap the layer waits for its hottest expert, so c is also "
-            "the imbalance the layer pays for."
+            "the imbalance the layer pays for. DeepSeek-V3 itself drops no tokens (Sec. 2.1.2): it balances the router with a bias "
+            "instead of an auxiliary loss and has no capacity cap, so this slider shows the GShard and Switch Transformer alternative "
+            "on its layout, not what DeepSeek ran."
         ),
     ])
     return
@@ -458,7 +485,7 @@ def _(moe_committed):
     _tpc = next(c for c in _tp.collectives if c.key == "tp")
     mo.md(
         f"""
-    ## 6 · DeepSeek-V3's layout
+    ## B2 · DeepSeek-V3's layout
 
     PP {_p.plan.pp}, EP {_p.plan.ep} over {_ep.nodes} nodes, no TP, ZeRO-{_p.plan.zero_stage} over DP {_p.plan.dp}: {_p.plan.gpus:,} {_p.cluster.gpu.name}s,
     {_p.plan.global_batch:,} sequences of {_p.model.seq_len:,} tokens.
@@ -474,8 +501,11 @@ def _(moe_committed):
     and whole experts. The engine's 1F1B holds more activations than DeepSeek's recipe (it recomputes norms and MLA
     up-projections and caches FP8 activations, which the engine does not model), hence the memory column.
 
-    **What DualPipe buys:** the engine exposes every all-to-all, {_d['ep_share']:.0%} of the step. DualPipe overlaps a forward
-    chunk's all-to-all with another's compute; hiding all of it would bring the step to {_d['hidden_step']:.1f} s.
+    **What DualPipe buys:** the engine exposes every all-to-all, {_d['ep_share']:.0%} of the step: {_p.time.ep_comm:.1f} s of
+    all-to-all against {_p.time.compute:.1f} s of compute, a communication-to-computation ratio of
+    {_p.time.ep_comm / _p.time.compute:.2f}. DeepSeek-V3 (Sec. 3.2.1) puts its cross-node expert parallelism near 1:1, which is
+    why it built DualPipe: a forward chunk's all-to-all runs under another chunk's compute. Hiding all of it would bring the
+    engine's step to {_d['hidden_step']:.1f} s.
     """
     )
     return

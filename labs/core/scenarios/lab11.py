@@ -144,7 +144,7 @@ def sp_rows() -> list[dict]:
         e = long_estimate(cp=CP_LONG, sequence_parallel=sp)
         tp = next(c for c in e.collectives if c.key == "tp")
         rows.append({"sp": sp, "activations": e.memory.activations, "memory": e.memory.total, "fits": e.fits, "tp_op": tp.op,
-                     "tp_calls": tp.calls, "tp_sent": tp.sent_bytes, "tp_exposed": tp.exposed_s, "step": e.step_time_s})
+                     "tp_calls": tp.calls, "tp_sent": tp.sent_bytes, "tp_link": tp.link, "tp_exposed": tp.exposed_s, "step": e.step_time_s})
     return rows
 
 
