@@ -1,10 +1,16 @@
-"""Start the class JupyterHub of deploy/jupyterhub_config.py on 127.0.0.1 with two users, open
-Lab 07 for each through marimo's Jupyter proxy in a real browser, submit, and check that each
-ledger lands in its own home and nowhere else: `python deploy/check_hub.py`.
+"""Start the class JupyterHub of deploy/jupyterhub_config.py on 127.0.0.1 with two students and an
+instructor as real system users, and check what it guarantees: `python deploy/check_hub.py`
+(as root: it creates the users chk-alice, chk-bob, chk-teach and removes them afterwards).
 
-Needs: pip install -e ".[hub]"; npm install -g configurable-http-proxy; Debian's chromium
-(.ci/run installs them all). tests/test_hub.py runs it in the suite; run it by hand after
-changing the deployment. Exits 0 when every check passes.
+  - the hub refuses to start without a signing key or with an example one;
+  - bob cannot sign in as alice (his password, no password, a shared one);
+  - alice's and bob's servers run as their own uids, neither root;
+  - bob cannot reach alice's server, the instructor's dashboard, or read alice's home or ledger;
+  - students get `marimo run` only: no terminal, no kernel, no file writes, no /proxy/<port>;
+  - the instructor's dashboard answers, and the instructor's group reads alice's ledger.
+
+Needs: pip install -e ".[hub]"; npm install -g configurable-http-proxy. tests/test_hub.py runs it.
+Exits 0 when every check passes; prints each check and the seconds taken.
 """
 
 from __future__ import annotations
@@ -12,106 +18,157 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+import requests
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "deploy"))
 
-from browser import CHROMIUM_ARGS, chromium_path, free_port, wait_until_serving  # noqa: E402
+from browser import free_port, wait_until_serving  # noqa: E402
 
-USERS = ("alice", "bob")
-
-
-def run_lab_as(browser, base: str, user: str, password: str) -> None:
-    from labs.core.scenarios.lab07 import UTILISATION_OPTIONS
-
-    context = browser.new_context()
-    page = context.new_page()
-    page.set_default_timeout(120_000)
-    page.goto(f"{base}/hub/login")
-    page.fill("#username_input", user)
-    page.fill("#password_input", password)
-    page.click("#login_submit")
-    page.wait_for_url(f"**/user/{user}/**")
-    page.goto(f"{base}/user/{user}/marimo/?file=parallelism-labs/07_pipeline_visualizer.py")
-    page.get_by_text("import marimo as mo").first.wait_for()
-    page.locator('[data-testid="run-button"]').last.click()  # marimo edit opens a notebook without running it: run all
-    try:
-        page.get_by_label("Your name or student id (goes into your design ledger)").wait_for(timeout=90_000)
-    except Exception:
-        page.screenshot(path=f"/tmp/hub-{user}.png")
-        raise
-    page.get_by_label("Your name or student id (goes into your design ledger)").fill(user)
-    page.keyboard.press("Tab")
-    page.get_by_text(f"C) {UTILISATION_OPTIONS[2].label}", exact=False).first.click()
-    page.get_by_role("button", name="Commit my prediction").first.click()  # a commitment is saved at once
-    page.get_by_role("button", name="Submit to the ledger").click()
-    page.get_by_text(re.compile(r"Saved .*to")).first.wait_for()
-    context.close()
+ALICE, BOB, TEACHER = "chk-alice", "chk-bob", "chk-teach"
 
 
-SOURCE_DIGEST = """import hashlib, pathlib, labs
-root = pathlib.Path(labs.__file__).parent
-print(hashlib.sha256(b"".join(p.relative_to(root).as_posix().encode() + p.read_bytes() for p in sorted(root.rglob("*.py")))).hexdigest())"""
+def run_as(user: str, *command: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["runuser", "-u", user, "--", *command], capture_output=True, text=True)
 
 
-def labs_digest(python: str, cwd: str) -> str | None:
-    """A digest of the labs package's Python sources as `python` imports it from `cwd`, or None
-    when it cannot import labs."""
-    found = subprocess.run([python, "-c", SOURCE_DIGEST], cwd=cwd, capture_output=True, text=True)
-    return found.stdout.strip() if found.returncode == 0 else None
+def login(base: str, user: str, password: str) -> requests.Session:
+    session = requests.Session()
+    page = session.get(f"{base}/hub/login", timeout=30)
+    xsrf = re.search(r'name="_xsrf" value="([^"]+)"', page.text)
+    session.post(f"{base}/hub/login", data={"username": user, "password": password, "_xsrf": xsrf.group(1) if xsrf else ""}, allow_redirects=False, timeout=30)
+    return session
+
+
+def signed_in(session: requests.Session, base: str) -> str | None:
+    found = session.get(f"{base}/hub/api/user", headers={"Referer": f"{base}/hub/"}, timeout=30)
+    return found.json().get("name") if found.status_code == 200 else None
+
+
+def xsrf_cookie(session: requests.Session, path: str) -> str:
+    """The _xsrf cookie set for `path` (the hub and each server set their own)."""
+    found = [c for c in session.cookies if c.name == "_xsrf" and path.startswith(c.path or "/")]
+    return max(found, key=lambda c: len(c.path or "")).value if found else ""
+
+
+def start_server(session: requests.Session, base: str, user: str) -> requests.Response:
+    """Ask the hub for the user's server and wait until its marimo page answers."""
+    xsrf = xsrf_cookie(session, "/hub/")
+    session.post(f"{base}/hub/api/users/{user}/server", headers={"X-XSRFToken": xsrf, "Referer": f"{base}/hub/"}, timeout=60)
+    deadline = time.time() + 150
+    while time.time() < deadline:
+        page = session.get(f"{base}/user/{user}/marimo/", timeout=60)
+        if page.status_code == 200 and "marimo" in page.text:
+            return page
+        time.sleep(1)
+    raise TimeoutError(f"{user}'s marimo page did not answer in 150 s")
+
+
+def refuses_to_start(env: dict) -> bool:
+    """Load the hub's configuration as JupyterHub would, in a child process: exit 2 naming the key."""
+    load = f"import runpy, traitlets.config as t; runpy.run_path({str(ROOT / 'deploy' / 'jupyterhub_config.py')!r}, init_globals={{'get_config': t.Config}})"
+    done = subprocess.run([sys.executable, "-c", load], env=env, capture_output=True, text=True, timeout=60)
+    return done.returncode == 2 and "LABS_SIGNING_KEY" in done.stderr
 
 
 def main() -> int:
-    from playwright.sync_api import sync_playwright
-
+    import add_students
     from labs.core.state import ledger_filename
 
-    # The hub's notebooks import the installed package (editable or not): one installed from
-    # another clone, or none, makes every lab fail to start, seen as a page that never renders.
-    served, here = labs_digest(sys.executable, tempfile.gettempdir()), labs_digest(sys.executable, str(ROOT))
-    if served != here:
-        print(f"FAIL: the labs package the hub would serve is {'not installed' if served is None else 'not the code of ' + str(ROOT)}: run pip install -e '.[hub]' in {ROOT}")
+    if os.geteuid() != 0:
+        print("FAIL: run as root: the check creates system users and the hub starts servers as them")
         return 1
-
-    homes = Path(tempfile.mkdtemp(prefix="labs-hub-"))
-    port, password = free_port(), "check-hub-password"
-    env = {**os.environ, "HUB_PORT": str(port), "HUB_HOMES": str(homes), "HUB_PASSWORD": password}
-    env.pop("LABS_LEDGER_DIR", None)
-    log = (homes / "hub.log").open("w")
-    hub = subprocess.Popen(["jupyterhub", "-f", str(ROOT / "deploy" / "jupyterhub_config.py")], cwd=homes, env=env, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
     start = time.time()
+    work = Path(tempfile.mkdtemp(prefix="labs-hub-"))
+    homes, lecture = work / "homes", work / "lecture"
+    homes.mkdir()
+    os.chmod(work, 0o755)
+    os.chmod(homes, 0o755)
+    checks: dict[str, bool] = {}
+    passwords = add_students.add([ALICE, BOB], TEACHER, homes)
+    reach = run_as(ALICE, sys.executable, "-c", "import labs, jupyterhub")
+    if reach.returncode != 0:
+        print(f"FAIL: a student cannot run {sys.executable} or import labs ({reach.stderr.strip()[-200:]}); the folders above the interpreter and the checkout must be executable by others (.ci/run does chmod o+x)")
+        for user in (ALICE, BOB, TEACHER):
+            subprocess.run(["userdel", "--remove", "--force", user], capture_output=True)
+        return 1
+    port = free_port()
+    key = os.urandom(24).hex()
+    env = {**os.environ, "HUB_PORT": str(port), "HUB_HOMES": str(homes), "HUB_STATE": str(work / "state"), "LABS_LECTURE_DIR": str(lecture), "HUB_INSTRUCTOR": TEACHER}
+    env.pop("LABS_LEDGER_DIR", None)
+    checks["refuses a missing signing key"] = refuses_to_start({**env, "LABS_SIGNING_KEY": ""})
+    checks["refuses an example signing key"] = refuses_to_start({**env, "LABS_SIGNING_KEY": "change-me"})
+    env["LABS_SIGNING_KEY"] = key
+    log = (work / "hub.log").open("w")
+    hub = subprocess.Popen(["jupyterhub", "-f", str(ROOT / "deploy" / "jupyterhub_config.py")], cwd=work / "homes", env=env, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
     try:
         wait_until_serving(f"{base}/hub/login", hub, 90)
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS, headless=True)
-            try:
-                for user in USERS:
-                    run_lab_as(browser, base, user, password)
-            finally:
-                browser.close()
-        found = {user: sorted(str(p.relative_to(homes)) for p in homes.rglob("*.ledger.json") if p.parts[len(homes.parts)] == user) for user in USERS}
-        every = sorted(str(p.relative_to(homes)) for p in homes.rglob("*.ledger.json"))
-        expected = {user: [f"{user}/.parallelism_labs/{ledger_filename(user)}"] for user in USERS}
-        for user in USERS:
-            doc = json.loads((homes / expected[user][0]).read_text())
-            assert doc["student"] == user and "07_pipeline_visualizer" in doc["labs"], doc
-        ok = found == expected and every == sorted(sum(expected.values(), []))
-        print(json.dumps({"ok": ok, "seconds": round(time.time() - start, 1), "ledgers": every}, indent=2))
-        return 0 if ok else 1
+        checks["bob cannot sign in as alice with his password"] = signed_in(login(base, ALICE, passwords[BOB]), base) is None
+        checks["nobody signs in with an empty or shared password"] = all(signed_in(login(base, ALICE, p), base) is None for p in ("", "change-me"))
+        checks["root cannot sign in"] = signed_in(login(base, "root", passwords[BOB]), base) is None
+        alice, bob, teacher = (login(base, u, passwords[u]) for u in (ALICE, BOB, TEACHER))
+        checks["each signs in as themselves"] = [signed_in(s, base) for s in (alice, bob, teacher)] == [ALICE, BOB, TEACHER]
+        page = start_server(alice, base, ALICE)
+        start_server(bob, base, BOB)
+        lab = alice.get(f"{base}/user/{ALICE}/marimo/?file=05_parallelism.py", timeout=120).text
+        checks["students get marimo run, not edit"] = '"mode": "gallery"' in page.text and '"mode": "read"' in lab and '"mode": "edit"' not in page.text + lab
+        uids = {user: __import__("pwd").getpwnam(user).pw_uid for user in (ALICE, BOB)}
+        running = subprocess.run(["ps", "-eo", "uid=,args="], capture_output=True, text=True).stdout
+        server_uid = {user: [int(line.split()[0]) for line in running.splitlines() if "jupyterhub-singleuser" in line and int(line.split()[0]) == uid] for user, uid in uids.items()}
+        marimo_uids = {int(line.split()[0]) for line in running.splitlines() if "marimo run" in line}
+        checks["alice's and bob's servers run as their own uids"] = all(server_uid[u] for u in uids) and uids[ALICE] != uids[BOB]
+        checks["no student process runs as root"] = 0 not in marimo_uids and marimo_uids <= set(uids.values())
+        for name, response in {
+            "bob cannot open alice's server": bob.get(f"{base}/user/{ALICE}/marimo/", allow_redirects=False, timeout=30),
+            "bob cannot open the dashboard": bob.get(f"{base}/user/{TEACHER}/dashboard/", allow_redirects=False, timeout=30),
+            "bob cannot read alice's files through the API": bob.get(f"{base}/user/{ALICE}/api/contents", allow_redirects=False, timeout=30),
+        }.items():
+            checks[name] = response.status_code in (302, 403, 404) and "marimo" not in response.text.lower()[:2000] or response.status_code == 403
+        xsrf = {"X-XSRFToken": xsrf_cookie(bob, f"/user/{BOB}/api/"), "Referer": f"{base}/user/{BOB}/"}
+        api = f"{base}/user/{BOB}/api"
+        checks["no terminal for bob"] = bob.post(f"{api}/terminals", headers=xsrf, timeout=30).status_code in (403, 404)
+        checks["no kernel for bob"] = bob.post(f"{api}/kernels", json={"name": "python3"}, headers=xsrf, timeout=30).status_code == 403
+        checks["no file writes for bob"] = bob.put(f"{api}/contents/evil.py", json={"type": "file", "format": "text", "content": "x"}, headers=xsrf, timeout=30).status_code == 403
+        checks["no /proxy/<port> for bob"] = bob.get(f"{base}/user/{BOB}/proxy/{port}/hub/api", timeout=30).status_code in (403, 404)
+
+        # a ledger written as alice, by alice's uid, in her home, as her lab would (signed: the key is in her server's environment)
+        write = f"from labs.core.state import DesignLedger; DesignLedger({ALICE!r}).commit_prediction('05_parallelism', 'cause', 'B')"
+        made = subprocess.run(["runuser", "-u", ALICE, "--", sys.executable, "-c", write], env={**env, "HOME": str(homes / ALICE), "LABS_LEDGER_MODE": "0640"}, cwd="/", capture_output=True, text=True)
+        ledger = homes / ALICE / ".parallelism_labs" / ledger_filename(ALICE)
+        checks["alice's ledger is written in her home"] = made.returncode == 0 and ledger.exists()
+        checks["bob cannot read alice's ledger or list her home"] = run_as(BOB, "cat", str(ledger)).returncode != 0 and run_as(BOB, "ls", str(homes / ALICE)).returncode != 0
+        checks["the instructor's group reads alice's ledger"] = run_as(TEACHER, "cat", str(ledger)).returncode == 0
+        if ledger.exists():
+            from labs.core import signing
+
+            labels = signing.verify_document(json.loads(ledger.read_text()), key)
+            checks["alice's commit carries a signature that verifies"] = labels == [("05_parallelism", "cause", "signed")]
+        try:
+            checks["the instructor reaches the dashboard"] = start_server(teacher, base, TEACHER) is not None and teacher.get(f"{base}/user/{TEACHER}/dashboard/", timeout=120).status_code == 200
+        except (TimeoutError, requests.RequestException):
+            checks["the instructor reaches the dashboard"] = False
     finally:
         hub.terminate()
         try:
-            hub.wait(timeout=20)
+            hub.wait(timeout=30)
         except subprocess.TimeoutExpired:
             hub.kill()
         log.close()
-        print(f"hub log: {homes / 'hub.log'}", file=sys.stderr)
+        for user in (ALICE, BOB, TEACHER):
+            subprocess.run(["userdel", "--remove", "--force", user], capture_output=True)
+        print(f"hub log: {work / 'hub.log'}", file=sys.stderr)
+    ok = all(checks.values())
+    print(json.dumps({"ok": ok, "seconds": round(time.time() - start, 1), "checks": checks}, indent=2))
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -1,59 +1,147 @@
-"""A minimal JupyterHub for a class: real logins, one server process per student, and each
-student's ledgers in their own home folder (private by construction).
+"""The class JupyterHub: system accounts, one OS user per student, `marimo run` only.
 
-    pip install jupyterhub jupyter-server-proxy jupyter-marimo-proxy parallelism-labs
-    npm install -g configurable-http-proxy
-    jupyterhub -f deploy/jupyterhub_config.py
+    pip install -e ".[hub]"; npm install -g configurable-http-proxy
+    python deploy/add_students.py students.csv         # as root: one system user per student (and passwords)
+    export HUB_INSTRUCTOR=<your user name>              # must exist and be in group labs-instructors
+    export LABS_SIGNING_KEY=$(python -c 'import secrets; print(secrets.token_urlsafe(32))')
+    jupyterhub -f deploy/jupyterhub_config.py           # as root, behind an HTTPS reverse proxy
 
-Students open https://<hub>/user/<name>/marimo/ (marimo edit through jupyter-marimo-proxy)
-and run the labs from their own copy in ~/parallelism-labs/ (made at their first login);
-ledgers go to ~/.parallelism_labs of each student's home.
+What it guarantees (deploy/check_hub.py proves each in CI):
+  - sign-in through PAM against the machine's accounts, only for members of the groups
+    labs-students and labs-instructors; no shared password, no sign-up page;
+  - each student's server runs as that student's own uid (LocalProcessSpawner), never root; homes
+    are 0750 (group labs-instructors), so no student reads another's home or ledger;
+  - students reach only `marimo run` of their copy of the labs (/user/<name>/marimo/): no
+    terminal, no kernel, no file writes through Jupyter, no `marimo edit`, no /proxy/<port>;
+  - the instructor (HUB_INSTRUCTOR, a hub admin) also gets the class dashboard at
+    /user/<instructor>/dashboard/, reading every student's ledger through the group;
+  - committed predictions and saved steps are signed with LABS_SIGNING_KEY (labs.core.signing);
+  - the hub refuses to start without HUB_INSTRUCTOR, with a missing, short or example signing
+    key, or when not run as root (it must start servers as other users).
+What it does not: TLS (put a reverse proxy in front; it listens on 127.0.0.1), quotas, backups,
+or containers (a student's server shares the machine's CPU, memory and /tmp with the others).
 
-What to change for a real class (see README "For instructors"):
-  - the authenticator: DummyAuthenticator accepts any name with the shared password below; use
-    your institution's (jupyterhub-ltiauthenticator, oauthenticator, or PAMAuthenticator with
-    system users and LocalProcessSpawner, or DockerSpawner / KubeSpawner for isolation);
-  - bind_url: 127.0.0.1 here; put TLS (a reverse proxy) in front before opening it wider.
-Environment overrides, used by deploy/check_hub.py: HUB_PORT, HUB_HOMES, HUB_PASSWORD.
+Putting the hub behind an LMS (UNTESTED here: no LMS to test against): pip install
+jupyterhub-ltiauthenticator, then replace the PAM lines with
+    c.JupyterHub.authenticator_class = "ltiauthenticator.lti13.authenticator.LTI13Authenticator"
+    c.LTI13Authenticator.issuer = "https://canvas.instructure.com"
+    c.LTI13Authenticator.authorize_url = "https://<lms>/api/lti/authorize_redirect"
+    c.LTI13Authenticator.jwks_endpoint = "https://<lms>/api/lti/security/jwks"
+    c.LTI13Authenticator.client_id = ["<the LMS developer key's client id>"]
+    c.LTI13Authenticator.username_key = "email"   # or a claim your LMS sends
+    c.LocalAuthenticator.create_system_users = True  # each LTI user gets a system user at first login
+and add each new user to labs-students (create_system_users runs useradd; see add_students.py).
+
+Environment: HUB_INSTRUCTOR, LABS_SIGNING_KEY (required); HUB_PORT (8000), HUB_HOMES
+(/srv/labs-homes), HUB_STATE (/srv/labs-hub: database, cookie secret, proxy pid), LABS_LECTURE_DIR
+(/srv/labs-lecture: the live lecture's held questions and answers, labs.core.lecture).
 """
 
+import grp
 import os
+import pwd
+import shutil
+import sys
 from pathlib import Path
 
 c = get_config()  # noqa: F821 - provided by JupyterHub when it loads this file
 
+HERE = Path(__file__).resolve().parent
+LABS = HERE.parent / "labs"
+STUDENTS, INSTRUCTORS = "labs-students", "labs-instructors"
+EXAMPLE_KEYS = {"change-me", "changeme", "secret", "password", "<your key>"}
+
+
+def refuse(message: str):
+    print(f"deploy/jupyterhub_config.py: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def required(name: str) -> str:
+    value = os.environ.get(name, "").strip()
+    if not value:
+        refuse(f"{name} is not set; see the docstring of this file")
+    return value
+
+
+if not hasattr(os, "geteuid") or os.geteuid() != 0:
+    refuse("run the hub as root: it starts each student's server as that student's own user")
+instructor = required("HUB_INSTRUCTOR")
+key = required("LABS_SIGNING_KEY")
+if key.lower() in EXAMPLE_KEYS or len(key) < 16:
+    refuse("LABS_SIGNING_KEY must be a secret of at least 16 characters (python -c 'import secrets; print(secrets.token_urlsafe(32))')")
+try:
+    instructors_gid = grp.getgrnam(INSTRUCTORS).gr_gid
+    instructor_pw = pwd.getpwnam(instructor)
+except KeyError as err:
+    refuse(f"{err.args[0]}; run deploy/add_students.py first (it creates the groups and users)")
+if instructor not in grp.getgrnam(INSTRUCTORS).gr_mem and instructor_pw.pw_gid != instructors_gid:
+    refuse(f"HUB_INSTRUCTOR {instructor!r} is not in the group {INSTRUCTORS}")
+
 homes = Path(os.environ.get("HUB_HOMES", "/srv/labs-homes"))
+state = Path(os.environ.get("HUB_STATE", "/srv/labs-hub"))
+lecture = Path(os.environ.get("LABS_LECTURE_DIR", "/srv/labs-lecture"))
+state.mkdir(parents=True, exist_ok=True)
+os.chmod(state, 0o700)  # the database and cookie secret: root's alone, outside every home
+for folder, mode in ((lecture, 0o755), (lecture / "answers", 0o1733)):
+    folder.mkdir(parents=True, exist_ok=True)
+    os.chown(folder, instructor_pw.pw_uid, instructors_gid)
+    os.chmod(folder, mode)
+
 c.JupyterHub.bind_url = f"http://127.0.0.1:{os.environ.get('HUB_PORT', '8000')}"
 c.JupyterHub.hub_ip = "127.0.0.1"
-c.JupyterHub.authenticator_class = "dummy"
-c.DummyAuthenticator.password = os.environ.get("HUB_PASSWORD", "change-me")
-c.Authenticator.allow_all = True
+c.JupyterHub.db_url = f"sqlite:///{state / 'jupyterhub.sqlite'}"
+c.JupyterHub.cookie_secret_file = str(state / "jupyterhub_cookie_secret")
+c.ConfigurableHTTPProxy.pid_file = str(state / "jupyterhub-proxy.pid")
 
-# One process per student, each in its own home folder. SimpleLocalProcessSpawner runs them as
-# the hub's user (fine for a test or a trusted pilot); for a class, spawn as system users
-# (LocalProcessSpawner) or in containers so students cannot read each other's folders.
-c.JupyterHub.spawner_class = "simple"
-c.SimpleLocalProcessSpawner.home_dir_template = str(homes / "{username}")
+# Sign-in: the machine's accounts (PAM). Chosen over jupyterhub-nativeauthenticator because each
+# student needs a system user anyway (the spawner runs them as it): one account, one password.
+c.JupyterHub.authenticator_class = "pam"
+c.PAMAuthenticator.allowed_groups = {STUDENTS, INSTRUCTORS}
+c.PAMAuthenticator.admin_users = {instructor}
+c.PAMAuthenticator.open_sessions = False
+
+# One process per student, as that student's uid; no --allow-root anywhere.
+c.JupyterHub.spawner_class = "localprocess"
+c.Spawner.cmd = ["jupyterhub-singleuser"]
 c.Spawner.default_url = "/marimo/"
-c.Spawner.http_timeout = 90
-if hasattr(os, "geteuid") and os.geteuid() == 0:  # a container or CI machine running as root
-    c.Spawner.args = ["--allow-root"]
-c.JupyterHub.db_url = f"sqlite:///{homes / 'jupyterhub.sqlite'}"
-c.JupyterHub.cookie_secret_file = str(homes / "jupyterhub_cookie_secret")
-c.ConfigurableHTTPProxy.pid_file = str(homes / "jupyterhub-proxy.pid")
+c.Spawner.http_timeout = 120
+c.Spawner.start_timeout = 120
+c.Spawner.environment = {
+    "JUPYTER_CONFIG_DIR": str(HERE / "singleuser"),  # deploy/singleuser/jupyter_server_config.py, not ~/.jupyter
+    "PYTHONPATH": str(HERE / "singleuser"),
+    "PYTHONNOUSERSITE": "1",
+    "LABS_SIGNING_KEY": key,
+    "LABS_LECTURE_DIR": str(lecture),
+    "LABS_LEDGER_MODE": "0640",  # ledgers readable by the group of their folder (labs-instructors)
+    "LABS_INSTRUCTOR": instructor,
+    "LABS_DASHBOARD": str(HERE.parent / "instructor" / "class_dashboard.py"),  # the instructor's, apart from the labs
+    "HUB_HOMES": str(homes),
+}
 
-LABS = Path(__file__).resolve().parents[1] / "labs"
 
-
-def copy_labs(spawner):
-    """Give a student their own copy of the lab notebooks (once; their edits are kept)."""
-    import shutil
-
-    target = Path(spawner.home_dir_template.format(username=spawner.user.name)) / "parallelism-labs"
-    if not target.exists():
-        target.mkdir(parents=True)
+def prepare_home(spawner):
+    """Before each start (as root): the home 0750 with group labs-instructors, the student's own
+    copy of the labs (made once, kept), and the ledger folder 2750 so every ledger it holds
+    belongs to group labs-instructors (the dashboard reads them; no other student can)."""
+    user = pwd.getpwnam(spawner.user.name)
+    home = Path(user.pw_dir)
+    if user.pw_uid == 0 or not home.is_dir() or home.is_symlink():
+        raise RuntimeError(f"{spawner.user.name}: no usable home folder (or a root account)")
+    os.chown(home, user.pw_uid, instructors_gid)
+    os.chmod(home, 0o750)
+    copy = home / "parallelism-labs"
+    if not copy.exists() and not copy.is_symlink():
+        copy.mkdir()
         for lab in sorted(LABS.glob("[0-9][0-9]_*.py")):
-            shutil.copy2(lab, target / lab.name)
+            shutil.copy2(lab, copy / lab.name)
+            os.chown(copy / lab.name, user.pw_uid, user.pw_gid)
+        os.chown(copy, user.pw_uid, user.pw_gid)
+    ledgers = home / ".parallelism_labs"
+    if not ledgers.is_symlink():
+        ledgers.mkdir(exist_ok=True)
+        os.chown(ledgers, user.pw_uid, instructors_gid)
+        os.chmod(ledgers, 0o2750)
 
 
-c.Spawner.pre_spawn_hook = copy_labs
+c.Spawner.pre_spawn_hook = prepare_home

@@ -547,6 +547,8 @@ class DesignLedger:
         tmp = None
         try:
             fd, tmp = tempfile.mkstemp(prefix=f".{ledger_stem(self.student)}.", suffix=".tmp", dir=self.directory)
+            if os.environ.get("LABS_LEDGER_MODE") == "0640" and path == self.path:
+                os.fchmod(fd, 0o640)  # the class hub: the instructors' group reads ledgers, nobody else
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
                 handle.flush()

@@ -1,0 +1,35 @@
+"""Configuration of every single-user server the class hub starts (JUPYTER_CONFIG_DIR points here,
+so nothing in a student's ~/.jupyter is read). Students get `marimo run` of their copy of the labs
+at /user/<name>/marimo/ and nothing else; the instructor also gets the class dashboard at
+/user/<instructor>/dashboard/."""
+
+import base64
+import os
+import secrets
+
+c = get_config()  # noqa: F821 - provided by Jupyter when it loads this file
+
+c.ServerApp.terminals_enabled = False
+c.ServerApp.authorizer_class = "labs_singleuser.ReadOnlyAuthorizer"
+c.ServerProxy.host_allowlist = []  # no /proxy/<port>: a student cannot reach other local services
+prefix = os.environ.get("JUPYTERHUB_SERVICE_PREFIX", "/")
+token = secrets.token_urlsafe(24)  # between this server and its marimo processes only
+
+
+def marimo_run(name: str, target: str, *args: str) -> dict:
+    """`marimo run` (never `marimo edit`) behind this server, reachable at <prefix><name>/."""
+    return {
+        "command": ["marimo", "run", target, "--port", "{port}", "--base-url", prefix + name, "--headless", "--token", "--token-password", token, *args],
+        "timeout": 120,
+        "absolute_url": True,
+        "request_headers_override": {"Authorization": "Basic " + base64.b64encode(f" :{token}".encode()).decode()},
+        "launcher_entry": {"enabled": False},
+    }
+
+
+# Named "marimo": the configured server is matched before jupyter-marimo-proxy's entry point
+# (which would run `marimo edit`) if that package is installed.
+servers = {"marimo": marimo_run("marimo", os.path.expanduser("~/parallelism-labs"))}
+if os.environ.get("JUPYTERHUB_USER") == os.environ.get("LABS_INSTRUCTOR") and os.environ.get("LABS_DASHBOARD"):
+    servers["dashboard"] = marimo_run("dashboard", os.environ["LABS_DASHBOARD"], "--", "--ledgers", os.environ.get("HUB_HOMES", "/srv/labs-homes"))
+c.ServerProxy.servers = servers
