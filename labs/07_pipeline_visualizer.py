@@ -395,9 +395,9 @@ def _(microbatch_committed, utilisation_committed):
     Interleaved 1F1B with $v$ chunks per stage: $\frac{p-1}{v\,m}$ of the ideal time, for $v$ times the
     point-to-point messages.
 
-    ZB-H1: $(p-1)(T_F+T_B-T_W)$ idle; ZB-H2: $(p-1)(T_F+T_B-2T_W)$ in each stage's window, zero when
-    $T_W \ge (T_F+T_B)/2$ (Qi et al.), for $T_W \le \min(T_F, T_B)$ and enough micro-batches ($m \ge p$, ZB-H2
-    $m \ge 2p$). Past that the timelines idle $(p-1)\max(T_F+T_B-T_W,\ T_B)$ and
+    ZB-H1: $(p-1)(T_F+T_B-T_W)$ idle; ZB-H2: $(p-1)(T_F+T_B-2T_W)$ in each stage's window (Qi et al.'s forms,
+    which assume $T_W \le \min(T_F, T_B)$ and enough micro-batches, $m \ge p$, ZB-H2 $m \ge 2p$; inside that
+    regime ZB-H2's idle reaches zero only at $T_F = T_B = T_W$). In general the timelines idle $(p-1)\max(T_F+T_B-T_W,\ T_B)$ and
     $(p-1)\max(T_F+T_B-2T_W,\ T_B-T_F,\ 0)$, the forms the engine uses throughout. With point-to-point time $T_{comm}$ Qi et al.'s schedules idle $(p-1)(T_F+T_B-T_W+4T_{comm})$ and
     $(p-1)(T_F+T_B-2T_W+2T_{comm})$.
     """,

@@ -321,6 +321,9 @@ def _(ring_committed):
 
     A parameter server receives every worker's gradient and sends the sum back: its NIC carries
     $N \cdot M$ each way, growing with $N$, while a ring rank sends $2\frac{N-1}{N}M$ whatever $N$ is.
+    This is one server. Sharded parameter servers (Li et al. 2014; BytePS) split the parameters over
+    $S$ servers, each carrying $N \cdot M / S$, which removes the single NIC's bottleneck: the comparison
+    below is the classic single-server design, not the best a parameter server can do.
     """)
     return
 
@@ -523,8 +526,12 @@ def _(ring_committed):
             ),
             mo.ui.table(pd.DataFrame(_table), selection=None, show_column_summaries=False, show_data_types=False),
             mo.md(
-                f"Tensor parallelism wider than {_rows[0]['node_gpus']} (up to {NVL72_GPUS}) no longer meets the cliff of section 6, and a "
-                "data-parallel or expert-parallel group of a rack runs at NVLink rate instead of its nodes' NICs."
+                f"A group of up to {NVL72_GPUS} GPUs no longer meets the bandwidth cliff of section 6: a data-parallel or, above all, "
+                "an expert-parallel group of a rack runs its all-reduces and all-to-alls at NVLink rate instead of its nodes' NICs, "
+                "which is NVL72's main payoff for training. It does not make tensor parallelism of 72 worthwhile: a GPU's TP bytes "
+                "per token stay the same as the degree grows while its share of each GEMM shrinks (Lab 05, Act II), so past some "
+                "degree the collectives outlast the GEMMs on any link (the scaling book bounds TP by the model's FFN width "
+                "times the link's bandwidth over the GPU's FLOP/s), and the degree must also divide the attention heads."
             ),
         ]
     )

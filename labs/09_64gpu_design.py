@@ -471,7 +471,7 @@ def _(dp64_committed):
     - DP = 64 is a memory question first: plain data parallelism needs
       {_ests['13b-a100']['DP=64, ZeRO-0'].memory.total / 1e9:,.0f} GB per GPU for the 13B; ZeRO-3 shards the state but not the
       activations, so the 70B still needs {_z3.memory.total / 1e9:,.0f} GB at DP = 64 with selective recompute; full
-      recomputation would fit it for {dp64_recompute()['selective'].mfu - dp64_recompute()['full'].mfu:.0%} of MFU (points).
+      recomputation would fit it for {100 * (dp64_recompute()['selective'].mfu - dp64_recompute()['full'].mfu):.0f} points of MFU.
     - The chattiest collective (TP, every layer) belongs on the fastest link: the rank order, not
       only the degree, decides whether it stays inside a node.
     - Pipeline stages across nodes send little, but pay a bubble that grows with p and shrinks with

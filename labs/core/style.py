@@ -68,6 +68,10 @@ LAB_CSS = """
 .lab-bar .limit span { position: absolute; bottom: 100%; left: 4px; white-space: nowrap; line-height: 1.2rem; }
 .lab-bar .legend span { display: inline-block; margin-right: 1rem; }
 .lab-bar .legend i { display: inline-block; width: 0.8rem; height: 0.8rem; margin-right: 0.3rem; vertical-align: middle; border-radius: 2px; }
+/* A button beside a long note (commit, skip, submit, download) keeps its width: in a flex row
+   the note wraps instead, and the label never spills out of its border. */
+marimo-ui-element:has(marimo-button), marimo-ui-element:has(marimo-download) { flex-shrink: 0; }
+marimo-button, marimo-download { white-space: nowrap; }
 </style>
 """
 

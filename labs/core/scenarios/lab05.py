@@ -141,6 +141,8 @@ def act1_outcomes(inputs: dict, predictions: dict, variant=None) -> dict:
     est = dp_wall_estimate(
         int(inputs["gpus"]), int(inputs["global_batch"]), bool(inputs["fixed_per_gpu"]),
         inputs["fabric"], inputs["algorithm"], bool(inputs["overlap"]), int(inputs.get("params_b", 7)),
+        # A ledger without the field predates the dtype menu (add9f00), when Act I reduced bf16
+        # gradients: it regrades as it was recorded. The lab itself records fp32, Megatron's default.
         inputs.get("grad_reduce_dtype", "bf16"),
     )
     correct = act1_correct_option()
