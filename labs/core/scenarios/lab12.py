@@ -99,7 +99,7 @@ def safe_loss_scales(settings: dict | None, name: str = "fp16") -> list[int]:
 
 
 OUTLIER_SCALES = (1, 10, 100, 1_000, 10_000, 100_000)
-ACTIVATION_SHAPE = dict(tokens=256, channels=512, outlier_channels=2)
+ACTIVATION_SHAPE = dict(tokens=128, channels=512, outlier_channels=2)
 
 
 def scaling_rows(outlier_scale: float) -> list[dict]:
@@ -109,7 +109,7 @@ def scaling_rows(outlier_scale: float) -> list[dict]:
 
 
 ACCUMULATION_KS = (512, 1024, 2048, 4096, 8192, 16384)
-ACCUMULATION_ROWS = 32
+ACCUMULATION_ROWS = 16
 ACCUMULATION_CASES = (("bf16", None), ("bf16", precision.TILE), ("fp16", None), ("fp16", precision.TILE), ("fp32", None))
 
 

@@ -22,7 +22,7 @@ SEED_CLAIMS = {"layers": 12, "hidden": 512, "batch": 8, "seq": 512, "tp": 2, "co
                "pcie_gb_per_s": 32, "comm_ms": 3, "forward_ms": 50, "overhead": 0.06}
 SEED_MODEL = "seed-12l-512"  # labs.core.models: 12 layers, d_model 512, 8 heads, 512 tokens
 SEED_SHAPE = tpm.BlockShape(batch=8, seq=512, hidden=512, heads=8)
-SPLIT_SHAPE = tpm.BlockShape(batch=2, seq=32, hidden=256, heads=8)  # the instrument's block: small enough for a slider
+SPLIT_SHAPE = tpm.BlockShape(batch=2, seq=16, hidden=128, heads=8)  # the instrument's block: small enough for a slider
 RANKS = (1, 2, 4, 8)
 
 
