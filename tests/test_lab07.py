@@ -4,9 +4,14 @@ import pytest
 
 pytestmark = pytest.mark.usefixtures("ledger_dir")
 
-from labs.core.scenarios.lab07 import MICROBATCH_OPTIONS, UTILISATION_OPTIONS, microbatch_answer, utilisation_answer
+from labs.core.scenarios.lab07 import microbatch_answer
 from labs.core.pipeline import bubble_fraction
-from test_notebooks import LABS, Pressed, committed, load_app, text_of
+from labs.variants import variant
+from test_notebooks import LABS, Pressed, committed, load_app, mine, right, text_of, wrong
+
+# The questions as a headless run sees them: its variant (labs.variants)
+U, M = mine("07_pipeline_visualizer", "utilisation"), mine("07_pipeline_visualizer", "microbatches")
+SETTING = variant("07_pipeline_visualizer", "student").settings
 
 LAB07 = next(p for p in LABS if p.name == "07_pipeline_visualizer.py")
 
@@ -23,27 +28,28 @@ def test_locked_by_default(app):
 
 
 def test_timelines_match_the_formula(app):
-    _, defs = app.run(defs={**committed("utilisation", UTILISATION_OPTIONS, "C")})
+    _, defs = app.run(defs={**committed("utilisation", U, right(U))})
     for name, t in defs["pipeline_runs"].items():
         assert t.bubble_fraction("total") == pytest.approx(bubble_fraction(t.p, t.m, name, t.v, "total", t.costs))
 
 
-@pytest.mark.parametrize("key", [o.key for o in UTILISATION_OPTIONS])
-def test_utilisation_feedback_agrees_with_the_timeline(app, key):
-    outputs, _ = app.run(defs={**committed("utilisation", UTILISATION_OPTIONS, key)})
-    assert ("Right." in text_of(outputs)) == (key == utilisation_answer())
+@pytest.mark.parametrize("typed", [right(U), right(U) + 0.9 * U.spec.tolerance, wrong(U)])
+def test_utilisation_feedback_agrees_with_the_timeline(app, typed):
+    outputs, _ = app.run(defs={**committed("utilisation", U, typed)})
+    assert ("Right:" in text_of(outputs)) == (abs(typed - U.spec.answer) <= U.spec.tolerance)
+    assert 100 * (1 - bubble_fraction(SETTING["seed_p"], SETTING["seed_m"], "1f1b", 1, "total")) == pytest.approx(U.spec.answer)
 
 
-@pytest.mark.parametrize("key", [o.key for o in MICROBATCH_OPTIONS])
+@pytest.mark.parametrize("key", [o.key for o in M.options])
 def test_microbatch_feedback_agrees_with_the_formula(app, key):
-    outputs, _ = app.run(defs={**committed("microbatch", MICROBATCH_OPTIONS, key)})
-    assert ("Right." in text_of(outputs)) == (key == microbatch_answer())
+    outputs, _ = app.run(defs={**committed("microbatch", M, key)})
+    assert ("Right." in text_of(outputs)) == (key == M.key)
 
 
 def test_submit_lands_in_the_ledger(app):
     _, defs = app.run(defs={
-        **committed("utilisation", UTILISATION_OPTIONS, "C"),
-        **committed("microbatch", MICROBATCH_OPTIONS, "C"),
+        **committed("utilisation", U, right(U)),
+        **committed("microbatch", M, M.key),
         "submit_button": Pressed(),
     })
     step = defs["submitted"]["labs"]["07_pipeline_visualizer"]["pipeline"]
@@ -78,7 +84,7 @@ from labs.core.scenarios.lab07 import (
 )
 from labs.core.pipeline import SCHEDULES, OpCosts, timeline
 
-BOTH = {**committed("utilisation", UTILISATION_OPTIONS, "C"), **committed("microbatch", MICROBATCH_OPTIONS, "C")}
+BOTH = {**committed("utilisation", U, right(U)), **committed("microbatch", M, M.key)}
 GATED = ("Key takeaways", "What each schedule pays", "The equations behind the bubble", "Deep pipelines are run interleaved", "Qi et al. Table 5")
 
 
@@ -96,7 +102,7 @@ def controls(p=4, m=8, v=2, tb=1.0, tw=1.0, a="1F1B", b="interleaved 1F1B", play
     }
 
 
-@pytest.mark.parametrize("answers", [{}, {**committed("utilisation", UTILISATION_OPTIONS, "C")}, {**committed("microbatch", MICROBATCH_OPTIONS, "C")}])
+@pytest.mark.parametrize("answers", [{}, {**committed("utilisation", U, right(U))}, {**committed("microbatch", M, M.key)}])
 def test_nothing_that_ranks_the_options_shows_before_both_predictions(app, answers):
     outputs, _ = app.run(defs=answers)
     text = text_of(outputs)
@@ -115,7 +121,7 @@ def test_after_both_predictions_the_lab_shows_table5_interleaving_and_costs(app)
     h2 = [r for r in table5_rows() if r["schedule"] == "ZB-H2"]
     assert f"ZB-H2 is not bubble-free there:</strong> {h2[0]['paper']:.2%} at m = 24" in text
     assert "as a formula only" not in text
-    for row in interleaving_rows():
+    for row in interleaving_rows(SETTING["deep_p"], SETTING["target"]):
         assert f"{row['bubble_counted']:.2%}" in text
     for row in schedule_cost_rows(4):
         assert f"{row['activation_bytes'] / 1e9:.1f} GB" in text
@@ -155,10 +161,12 @@ def test_exactly_five_percent_is_not_under():
 
 
 def test_microbatch_wording_says_strictly(app):
-    assert "strictly below: a bubble of exactly 5.0% is not under" in text_of(app.run()[0])
-    outputs, _ = app.run(defs={**committed("microbatch", MICROBATCH_OPTIONS, "C")})
+    target = SETTING["target"]
+    assert f"strictly below: a bubble of exactly {target:.1%} is not under" in text_of(app.run()[0])
+    outputs, _ = app.run(defs={**committed("microbatch", M, M.key)})
     text = text_of(outputs)
-    assert "m = 288: bubble 4.95% of the wall time, under 5%" in text and "5.0% of the wall" not in text
+    fewest = next(o.label for o in M.options if o.key == M.key)
+    assert f"m = {fewest}: bubble" in text and f"under {target:.0%}, the fewest of the options that are" in text
 
 
 EXTREMES = dict(p=(1, 8, 64), m=(1, 256), tb=(0.5, 2.0), tw=(0.5, 2.0))
@@ -254,8 +262,8 @@ def test_invalid_design_is_explained_at_submit(app):
 
     schedules = app.run()[1]["SCHEDULE_NAMES"]
     outputs, defs = app.run(defs={
-        **committed("utilisation", UTILISATION_OPTIONS, "C"),
-        **committed("microbatch", MICROBATCH_OPTIONS, "C"),
+        **committed("utilisation", U, right(U)),
+        **committed("microbatch", M, M.key),
         **with_instruments(app, "instruments",
                            schedule_a=mo.ui.dropdown(options=schedules, value="interleaved 1F1B"),
                            p_slider=mo.ui.slider(steps=[8], value=8), m_slider=mo.ui.slider(steps=[4], value=4)),

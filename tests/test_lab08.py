@@ -38,11 +38,15 @@ from labs.core.scenarios.lab08 import (
     tp_cliff,
 )
 from labs.core.state import load_schema
-from test_notebooks import LABS, Pressed, committed, load_app, text_of
+from labs.variants import variant
+from test_notebooks import LABS, Pressed, committed, load_app, mine, right, text_of, wrong
 
 LAB08 = next(p for p in LABS if p.name == "08_collectives.py")
-BOTH = {**committed("ring", RING_OPTIONS, "B"), **committed("bucket", BUCKET_OPTIONS, "B")}
-GATED = ("Key takeaways", "algbw against busbw", "Across nodes: rails", "The seed's numbers, checked", "The equations behind the collectives", "Right.", "Not quite")
+# The questions as a headless run sees them: its variant (labs.variants)
+RING, BUCKET = mine("08_collectives", "ring"), mine("08_collectives", "bucket")
+SETTING = variant("08_collectives", "student").settings
+BOTH = {**committed("ring", RING, right(RING)), **committed("bucket", BUCKET, BUCKET.key)}
+GATED = ("Key takeaways", "algbw against busbw", "Across nodes: rails", "The course notes' numbers, checked", "The equations behind the collectives", "Right.", "Not quite")
 
 # NVLink 4 as NCCL runs it: 450 GB/s each way (H100 datasheet) at the measured 370 GB/s ring busbw
 # (nccl-tests #212); NCCL's cost model charges 3.4 us per NVLink ring step (src/graph/tuning.cc).
@@ -72,20 +76,29 @@ def test_locked_by_default(app):
         assert heading not in text
 
 
-@pytest.mark.parametrize("key", [o.key for o in RING_OPTIONS])
+@pytest.mark.parametrize("key", [o.key for o in BUCKET.options])
 def test_each_options_feedback_agrees_with_the_engine(app, key):
-    """Both questions answered with the same letter: each reveal says Right. exactly when the
-    engine's claim for that option holds, and explains the option with the engine's numbers."""
-    outputs, _ = app.run(defs={**committed("ring", RING_OPTIONS, key), **committed("bucket", BUCKET_OPTIONS, key)})
+    """The bucket answered with each letter, the ring's bytes typed wrong: the bucket's reveal
+    says Right. exactly when the engine's claim for that option holds, and explains the option
+    with the engine's numbers at the student's bucket; the ring's says what a ring sends."""
+    outputs, _ = app.run(defs={**committed("ring", RING, wrong(RING)), **committed("bucket", BUCKET, key)})
     text = html.unescape(text_of(outputs))
-    assert text.count("Right.") == (key == ring_answer()) + (key == bucket_answer())
-    assert text.count("Not quite") == (key != ring_answer()) + (key != bucket_answer())
-    for explanation in (ring_explanations()[key], bucket_explanations()[key]):
-        assert explanation[:60] in text
+    assert text.count("Right.") == (key == BUCKET.key)
+    assert text.count("Not quite") == 1 + (key != BUCKET.key)
+    explanations = bucket_explanations(SETTING["bucket_bytes"], SETTING["bucket_nodes"])
+    assert explanations[BUCKET.option_id(key)][:60] in text
+    assert f"{RING.spec.answer:.3f} GB" in text
+
+
+def test_the_ring_question_is_the_closed_form():
+    """The bytes a ring rank sends, 2(N-1)/N x M, at the headless variant's message and ranks."""
+    n, m = SETTING["ring_n"], SETTING["ring_gb"]
+    assert RING.spec.answer == pytest.approx(2 * (n - 1) / n * m, rel=1e-12)
+    assert RING.judge(f"{2 * (n - 1) / n * m:.2f}") and not RING.judge(str(2 * m)) and not RING.judge(str(m))
 
 
 def test_one_prediction_unlocks_only_its_own_reveal(app):
-    text = text_of(app.run(defs=committed("ring", RING_OPTIONS, "A"))[0])
+    text = text_of(app.run(defs=committed("ring", RING, wrong(RING)))[0])
     assert text.count("Not quite") == 1 and "Right." not in text
     assert "Key takeaways" not in text and "alpha = beta" not in text  # the takeaways and curves wait for the bucket
 
@@ -154,6 +167,7 @@ def test_submit_lands_in_the_ledger_and_the_grader_agrees(app, ledger_dir):
     step = doc["labs"]["08_collectives"]["ring"]
     assert step["inputs"] == {"n": 8, "nbytes": 1e9, "link": "nvlink4", "step": 14}
     assert step["outcomes"]["ring_correct"] and step["outcomes"]["bucket_correct"]
+    assert doc["variants"]["08_collectives"]["settings"] == SETTING
     assert step["outcomes"]["bytes_sent_so_far"] == pytest.approx(1.75e9)
     assert step["outcomes"]["clock_s"] == pytest.approx(14 * (NVLINK_HOP_S + 1e9 / 8 / NVLINK4_BYTES_PER_S))
     path = next(ledger_dir.glob("*.json"))
@@ -173,7 +187,7 @@ def test_after_both_predictions_every_section_shows(app):
     text = text_of(app.run(defs=BOTH)[0])
     for heading in GATED[:5]:
         assert heading in text
-    assert text.count("Right.") == 2
+    assert "Right." in text and "Right:" in text and "Not quite" not in text  # the bucket's option, the ring's number
 
 
 # ---- the engine against published numbers -------------------------------------------------------

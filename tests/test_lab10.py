@@ -9,19 +9,20 @@ pytestmark = pytest.mark.usefixtures("ledger_dir")
 
 from labs.core.reliability import goodput, job_mtbf_s
 from labs.core.scenarios.lab10 import (
-    CADENCE_OPTIONS,
-    MTBF_OPTIONS,
     MTBF_RANGES,
-    RUN_GPUS,
     cadence_answer,
     cadence_claims,
     inverse_rows,
     mtbf_answer,
 )
-from test_notebooks import LABS, Pressed, committed, load_app, text_of
+from labs.variants import variant
+from test_notebooks import LABS, Pressed, committed, load_app, mine, right, text_of, wrong
 
 LAB10 = next(p for p in LABS if p.name == "10_failures_at_scale.py")
-BOTH = {**committed("mtbf", MTBF_OPTIONS, "C"), **committed("cadence", CADENCE_OPTIONS, "B")}
+# The questions as a headless run sees them: its variant (labs.variants)
+MT, CA = mine("10_failures_at_scale", "mtbf"), mine("10_failures_at_scale", "cadence")
+SETTING = variant("10_failures_at_scale", "student").settings
+BOTH = {**committed("mtbf", MT, right(MT)), **committed("cadence", CA, CA.key)}
 GATED = ("Key takeaways", "The equations behind cadence", "Even a free checkpoint needs R under", "mean goodput (simulated)", "Reflection")
 
 
@@ -45,19 +46,28 @@ def test_the_mtbf_answer_is_the_range_holding_llama3s_3_1_hours():
     assert mtbf_answer() == "C"
 
 
+def test_the_interruptions_asked_for_are_llama3s_rate_at_the_variant():
+    """Llama 3's 419 unexpected interruptions on 16,384 GPUs in 54 days, scaled to the variant's
+    GPUs and days: derived from the paper by hand, not from the engine."""
+    assert MT.spec.answer == pytest.approx(419 * SETTING["gpus"] / 16384 * SETTING["days"] / 54, rel=1e-9)
+    assert MT.judge(f"{MT.spec.answer:.0f}") and not MT.judge("0") and not MT.judge(str(2 * MT.spec.answer))
+
+
 def test_the_cadence_claims_are_judged_false_except_one():
     claims = cadence_claims()
     assert sum(claims.values()) == 1 and claims[cadence_answer()]
+    claims = cadence_claims(SETTING["gpus"])
+    assert sum(claims.values()) == 1 and claims[CA.spec.correct]
 
 
-@pytest.mark.parametrize("mtbf, cadence", list(zip([o.key for o in MTBF_OPTIONS], [o.key for o in CADENCE_OPTIONS])))
+@pytest.mark.parametrize("mtbf, cadence", list(zip([right(MT), wrong(MT)] * 2, [o.key for o in CA.options])))
 def test_each_options_feedback_agrees_with_the_engine(app, mtbf, cadence):
-    outputs, _ = app.run(defs={**committed("mtbf", MTBF_OPTIONS, mtbf), **committed("cadence", CADENCE_OPTIONS, cadence)})
+    outputs, _ = app.run(defs={**committed("mtbf", MT, mtbf), **committed("cadence", CA, cadence)})
     text = text_of(outputs)
     first, second = text.split("B1 · Cadence", 1)  # the MTBF reveal sits above part B, the cadence reveal below
-    assert ("Right." in first) == (mtbf == mtbf_answer())
-    assert ("Right." in second) == (cadence == cadence_answer())
-    assert f"{job_mtbf_s(RUN_GPUS) / 3600:.1f} hours" in first
+    assert ("Right:" in first) == (mtbf == right(MT))
+    assert ("Right." in second) == (cadence == CA.key)
+    assert f"{job_mtbf_s(SETTING['gpus']) / 3600:.1f} hours" in first
 
 
 def test_unlocked_page_shows_the_engines_numbers(app):
@@ -82,8 +92,8 @@ def test_submit_lands_in_the_ledger_and_the_grader_recomputes_it(app, ledger_dir
     doc = defs["submitted"]
     step = doc["labs"]["10_failures_at_scale"]["cadence"]
     assert step["outcomes"]["mtbf_correct"] and step["outcomes"]["cadence_correct"]
-    assert step["outcomes"]["job_mtbf_h"] == pytest.approx(54 * 24 / 419)
-    assert doc["predictions"]["10_failures_at_scale"]["mtbf"]["answer"] == "C"
+    assert step["outcomes"]["job_mtbf_h"] == pytest.approx(54 * 24 / 419 * 16384 / SETTING["gpus"])
+    assert float(doc["predictions"]["10_failures_at_scale"]["mtbf"]["answer"]) == pytest.approx(right(MT), rel=1e-5)
     rows = grade_document(doc, "ledger.json")
     assert rows[0]["status"] == "ok" and not rows[0]["tampered"] and rows[0]["right"] == 2
     forged = json.loads(json.dumps(doc))

@@ -12,7 +12,7 @@ import pytest
 
 pytestmark = pytest.mark.usefixtures("ledger_dir")
 
-from labs.core.scenarios.lab05 import ACT1_OPTIONS, ACT2_OPTIONS, act1_correct_option, act1_facts, act2_best_option
+from labs.core.scenarios.lab05 import act1_facts
 from labs.core.scenarios.lab05 import dp_wall_estimate
 from labs.core.state import DesignLedger, load_schema
 
@@ -42,10 +42,38 @@ class Commit:
         return "text/plain", "committed"
 
 
-def committed(prefix: str, options, key: str | None) -> dict:
-    """defs that answer a lab's prediction `prefix` with `key` and press commit (None: skip)."""
+def mine(lab: str, question: str, student: str | None = None):
+    """A question as a headless run sees it: the variant of `student`, by default the id a lab
+    uses with no name typed (LABS_STUDENT, else "student"; labs.variants)."""
+    import os
+
+    from labs.variants import variant
+
+    return variant(lab, student or os.environ.get("LABS_STUDENT") or "student").questions[question]
+
+
+def committed(prefix: str, options, key) -> dict:
+    """defs that answer a lab's prediction `prefix` with `key` and press commit (None: skip).
+    `options` is a list of options, or a variant's question (labs.variants.Question): then `key`
+    is one of its letters, or for a numeric question the number typed."""
+    if getattr(options, "numeric", False):
+        widget = mo.ui.number(value=None if key is None else float(key))
+        return {f"{prefix}_question": widget, f"{prefix}_commit_buttons": Commit(skip=key is None)}
+    options = getattr(options, "options", options)
     radio = answered(options, key) if key else mo.ui.radio(options={f"{o.key}) {o.label}": o.key for o in options})
     return {f"{prefix}_question": radio, f"{prefix}_commit_buttons": Commit(skip=key is None)}
+
+
+def right(question) -> object:
+    """The answer the engine judges right at the headless run's variant: a letter or a number."""
+    return question.spec.answer if question.numeric else question.key
+
+
+def wrong(question) -> object:
+    """An answer judged wrong there: another letter, or a number three tolerances off."""
+    if question.numeric:
+        return question.spec.answer + 3 * question.spec.tolerance
+    return next(o.key for o in question.options if o.key != question.key)
 
 
 class Pressed:
@@ -90,41 +118,49 @@ def test_locked_by_default(app):
     assert "Commit to a prediction" in text_of(outputs)
 
 
+C1, C2 = (mine("05_parallelism", q) for q in ("cause", "design"))  # Act I's and Act II's questions at the headless variant
+def _params_b() -> int:
+    from labs.variants import variant
+
+    return variant("05_parallelism", "student").settings["params_b"]
+
+
 def test_stakeholder_figures_are_the_engines(app):
     outputs, _ = app.run()
     text = text_of(outputs)
-    for mfu in act1_facts()["mfu"]:
+    for mfu in act1_facts(params_b=_params_b())["mfu"]:
         assert f"{mfu:.0%}" in text
 
 
 def test_unlocked_instruments_match_the_engine(app):
-    _, defs = app.run(defs={**committed("act1", ACT1_OPTIONS, "B"), **with_instruments(app, "act1_instruments", gpus_slider=mo.ui.slider(steps=[8, 64, 512], value=512))})
-    assert defs["act1_current"].mfu == pytest.approx(dp_wall_estimate(512).mfu)
+    _, defs = app.run(defs={**committed("act1", C1, C1.key), **with_instruments(app, "act1_instruments", gpus_slider=mo.ui.slider(steps=[8, 64, 512], value=512))})
+    assert defs["act1_current"].mfu == pytest.approx(dp_wall_estimate(512, params_b=_params_b()).mfu)
     assert [e.cluster.gpus for e in defs["act1_curve"]] == [8, 16, 32, 64, 128, 256, 512]  # 1024 GPUs cannot split 512 sequences
 
 
-@pytest.mark.parametrize("key", [o.key for o in ACT1_OPTIONS])
+@pytest.mark.parametrize("key", [o.key for o in C1.options])
 def test_act1_feedback_agrees_with_the_engine(app, key):
-    outputs, _ = app.run(defs={**committed("act1", ACT1_OPTIONS, key)})
-    correct = act1_correct_option()
+    outputs, _ = app.run(defs={**committed("act1", C1, key)})
+    correct = C1.key
     text = text_of(outputs)
     assert ("**Right.**" in text or "Right." in text) == (key == correct)
 
 
-@pytest.mark.parametrize("key", [o.key for o in ACT2_OPTIONS])
+@pytest.mark.parametrize("key", [o.key for o in C2.options])
 def test_act2_feedback_agrees_with_the_engine(app, key):
     # Act I answered wrongly, so any "Right." on the page is Act II's verdict.
-    outputs, defs = app.run(defs={**committed("act2", ACT2_OPTIONS, key), **committed("act1", ACT1_OPTIONS, "A")})
+    outputs, defs = app.run(defs={**committed("act2", C2, key), **committed("act1", C1, wrong(C1))})
     text = text_of(outputs)
-    assert ("Right." in text) == (key == act2_best_option())
-    assert (f"engine says {act2_best_option()}" in text) == (key != act2_best_option())
+    assert ("Right." in text) == (key == C2.key)
+    assert text.count(f"engine says {C2.key}") == (key != C2.key) + (C1.key == C2.key)  # Act I's wrong answer gets its own
     assert defs["act2_estimate"].fits
 
 
 def test_submit_writes_both_steps_to_a_valid_ledger(app, ledger_dir):
+    t1, t2 = (mine("05_parallelism", q, "headless tester") for q in ("cause", "design"))
     _, defs = app.run(defs={
-        **committed("act1", ACT1_OPTIONS, "B"),
-        **committed("act2", ACT2_OPTIONS, "C"),
+        **committed("act1", t1, t1.key),
+        **committed("act2", t2, t2.key),
         "student_input": mo.ui.text(value="headless tester"),
         "submit_button": Pressed(),
     })
@@ -140,27 +176,28 @@ def test_submit_writes_both_steps_to_a_valid_ledger(app, ledger_dir):
 def test_commit_records_the_prediction_and_submit_the_design(app, ledger_dir):
     """Committing writes the answer and its time to the ledger at once; no design step is saved
     until the submit button is pressed."""
-    app.run(defs={**committed("act1", ACT1_OPTIONS, "B"), **committed("act2", ACT2_OPTIONS, "C")})
+    app.run(defs={**committed("act1", C1, C1.key), **committed("act2", C2, C2.key)})
     doc = DesignLedger(None, ledger_dir).load()
-    assert doc["predictions"]["05_parallelism"]["cause"]["answer"] == "B"
-    assert doc["predictions"]["05_parallelism"]["design"]["answer"] == "C"
+    assert doc["predictions"]["05_parallelism"]["cause"]["answer"] == C1.key
+    assert doc["predictions"]["05_parallelism"]["design"]["answer"] == C2.key
+    assert doc["variants"]["05_parallelism"]["settings"] == {"params_b": _params_b(), "design_batch": doc["variants"]["05_parallelism"]["settings"]["design_batch"]}
     assert doc["labs"] == {}
 
 
 def test_committed_answer_survives_a_change(app, ledger_dir):
     """A second commit with another answer is recorded as a change; the reveal and the saved
     outcome keep judging the first commitment."""
-    app.run(defs=committed("act1", ACT1_OPTIONS, "B"))
-    outputs, defs = app.run(defs=committed("act1", ACT1_OPTIONS, "D"))
+    app.run(defs=committed("act1", C1, C1.key))
+    outputs, defs = app.run(defs=committed("act1", C1, wrong(C1)))
     record = DesignLedger(None, ledger_dir).committed("05_parallelism", "cause")
-    assert record["answer"] == "B" and [c["answer"] for c in record["changes"]] == ["D"]
-    assert defs["act1_committed"].answer == "B"
+    assert record["answer"] == C1.key and [c["answer"] for c in record["changes"]] == [wrong(C1)]
+    assert defs["act1_committed"].answer == C1.key
     text = text_of(outputs)
-    assert "Right." in text and "Later answers are recorded as changes: D" in text
+    assert "Right." in text and f"Later answers are recorded as changes: {wrong(C1)}" in text
 
 
 def test_skipped_prediction_is_recorded_as_skipped(app, ledger_dir):
-    outputs, defs = app.run(defs=committed("act1", ACT1_OPTIONS, None))
+    outputs, defs = app.run(defs=committed("act1", C1, None))
     assert DesignLedger(None, ledger_dir).committed("05_parallelism", "cause")["answer"] is None
     assert defs["act1_committed"].skipped and "You skipped this prediction" in text_of(outputs)
     assert "act1_current" in defs  # skipping opens the instruments too
@@ -169,7 +206,7 @@ def test_skipped_prediction_is_recorded_as_skipped(app, ledger_dir):
 def test_nothing_gives_the_answer_away_before_the_commit(app):
     """Choosing an option without committing unlocks nothing: no reveal, no equations, no
     takeaways, no instruments."""
-    outputs, defs = app.run(defs={"act1_question": answered(ACT1_OPTIONS, "B"), "act2_question": answered(ACT2_OPTIONS, "C")})
+    outputs, defs = app.run(defs={"act1_question": answered(C1.options, C1.key), "act2_question": answered(C2.options, C2.key)})
     text = text_of(outputs)
     for hidden in ("engine says", "Right.", "Key takeaways", "The equations behind", "Reflection"):
         assert hidden not in text
@@ -194,8 +231,8 @@ def test_invalid_setting_is_explained_at_submit(app, ledger_dir):
     """Act I at 1,024 GPUs cannot split 512 sequences: submit saves Act II, says why Act I was
     not saved, and keeps the submit row."""
     outputs, defs = app.run(defs={
-        **committed("act1", ACT1_OPTIONS, "B"),
-        **committed("act2", ACT2_OPTIONS, "C"),
+        **committed("act1", C1, C1.key),
+        **committed("act2", C2, C2.key),
         **with_instruments(app, "act1_instruments", gpus_slider=mo.ui.slider(steps=[8, 1024], value=1024)),
         "submit_button": Pressed(),
     })
