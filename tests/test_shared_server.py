@@ -165,3 +165,78 @@ def test_a_held_question_stays_held_until_released_and_answers_are_collected(tmp
     assert not lecture.is_held("05_parallelism", "cause")
     with pytest.raises(ValueError, match="question"):
         lecture.hold("05_parallelism", "../x")
+
+
+# ---- identity in the lab: peek-then-commit (newcomer M1) and the download link (I6) ---------------
+class Radio:
+    def __init__(self, value):
+        self.value = value
+
+
+def commit(identity, answer="B", held=None, question="cause"):
+    from labs.core import ui
+
+    return ui.commit_prediction(identity, "05_parallelism", question, Radio(answer), (True, False), held=held)[1]
+
+
+def test_on_the_hub_the_signed_in_user_commits_whatever_name_is_typed(tmp_path, monkeypatch):
+    """M1 on a hub: a throwaway name typed in the page still commits as the signed-in student,
+    so the first answer anyone sees a reveal for is the student's own first answer."""
+    monkeypatch.setenv("LABS_LEDGER_DIR", str(tmp_path))
+    monkeypatch.setenv("JUPYTERHUB_USER", "carol")
+    peek = commit({"student": "throwaway", "pin": ""}, "A")
+    real = commit({"student": "Carol Late", "pin": ""}, "B")
+    assert peek.answer == "A" and real.answer == "A" and [c["answer"] for c in real.changes] == ["B"]
+    assert [p.name.split("-")[0] for p in tmp_path.glob("*.ledger.json")] == ["carol"]
+
+
+def test_on_a_shared_server_an_unnamed_student_commits_nothing_and_sees_nothing(tmp_path, monkeypatch):
+    from labs.core import ui
+
+    monkeypatch.setenv("LABS_LEDGER_DIR", str(tmp_path))
+    monkeypatch.setenv("LABS_SHARED", "1")
+    made = commit({"student": "  ", "pin": "1234"})
+    assert not made.made and list(tmp_path.iterdir()) == []
+    with pytest.raises(BaseException) as stop:
+        ui.commitment_gate(made)
+    assert "Commit to a prediction" in stop.value.output.text
+
+
+def test_a_held_question_shows_a_waiting_note_until_released(tmp_path, monkeypatch):
+    from labs.core import ui
+
+    monkeypatch.setenv("LABS_LEDGER_DIR", str(tmp_path / "ledgers"))
+    monkeypatch.setenv("LABS_LECTURE_DIR", str(lecture.prepare(tmp_path / "lecture")))
+    lecture.hold("05_parallelism", "cause")
+    held = commit("dana", held={"cause"})
+    assert held.made and held.held
+    with pytest.raises(BaseException) as stop:
+        ui.commitment_gate(held)
+    assert "holding this question" in stop.value.output.text
+    assert lecture.committed_answers("05_parallelism", "cause", check_owner=False) == {"dana": "B"}
+    states = []
+    ui.poll_lecture("05_parallelism", None, lambda: frozenset({"cause"}), states.append)
+    assert states == []  # nothing changed: no re-run downstream
+    lecture.release("05_parallelism", "cause")
+    ui.poll_lecture("05_parallelism", None, lambda: frozenset({"cause"}), states.append)
+    assert states == [frozenset()]
+    released = commit("dana", held=states[-1])
+    assert released.made and not released.held
+    ui.commitment_gate(released)  # passes
+
+
+def test_the_download_link_is_no_url_another_browser_can_fetch(tmp_path, monkeypatch):
+    """I6: the ledger is sent over the session's own connection when clicked."""
+    from labs.core import ui
+
+    monkeypatch.setenv("LABS_LEDGER_DIR", str(tmp_path))
+
+    class Button:
+        value = True
+
+        def _mime_(self):
+            return "text/plain", "button"
+
+    view, saved = ui.submit_to_ledger("erin", Button(), lambda: [("05_parallelism", "act1", {"tp": 8}, {}, {})])
+    assert saved is not None and "Download ledger" in view.text
+    assert "data-data='&quot;&quot;'" in view.text and "data-lazy='true'" in view.text  # no URL, no inline bytes

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import html
 import os
+import threading
 import warnings
 
 import marimo as mo
 
+from labs.core import lecture
 from labs.core.hardware import GB
 from labs.core.perf import Estimate
 from labs.core.state import DesignLedger, LedgerError, LedgerLocked, LedgerRecovered
@@ -63,7 +65,10 @@ def variant_question(question) -> mo.ui.radio | mo.ui.number:
 def variant_reveal(made: "Commitment", question, explanations: dict[str, str] | None = None) -> mo.Html:
     """The reveal of a variant's question: options judged at the student's variant (each
     explained by `explanations`, keyed by the options' internal ids, else the question's own),
-    or the typed number against the engine's, with the tolerance that grades it."""
+    or the typed number against the engine's, with the tolerance that grades it. Nothing but a
+    waiting note while the instructor holds the question."""
+    if made.held:
+        return _HELD
     if not question.numeric:
         lines = question.explanations if explanations is None else {o.key: explanations.get(question.option_id(o.key), "") for o in question.options}
         return reveal(made.answer, question.key, {o.key: f"{o.label}: {lines[o.key]}" for o in question.options})
@@ -188,17 +193,48 @@ def shared_server() -> bool:
     return os.environ.get("LABS_SHARED", "").strip().lower() in ("1", "true", "yes", "on") or bool(os.environ.get("LABS_ROSTER"))
 
 
+def signed_in_user() -> str | None:
+    """The class hub's signed-in user (JUPYTERHUB_USER, set by the hub in each student's own
+    server), or None away from a hub. On a hub it is the student's identity, fixed before any
+    question shows: a typed name is ignored, so no other name can commit or see a reveal."""
+    return os.environ.get("JUPYTERHUB_USER", "").strip() or None
+
+
+def class_server() -> bool:
+    """A class hub, or one shared `marimo run` (LABS_SHARED or LABS_ROSTER)."""
+    return signed_in_user() is not None or shared_server()
+
+
+def client_id() -> str:
+    """Who is asking, for the shared server's PIN limits: the browser session (each session of
+    `marimo run` runs in its own thread), or its address as the nearest proxy saw it when the
+    instructor says a proxy sets X-Forwarded-For (LABS_TRUST_PROXY=1)."""
+    if os.environ.get("LABS_TRUST_PROXY", "").strip().lower() in ("1", "true", "yes", "on"):
+        request = mo.app_meta().request
+        forwarded = (request.headers.get("x-forwarded-for", "") if request is not None else "").split(",")[-1].strip()
+        if forwarded:
+            return f"addr-{forwarded}"
+    return f"session-{threading.get_ident()}"
+
+
 def student_identity() -> mo.ui.batch:
     """The name and PIN fields; `.value` is {"student": ..., "pin": ...}. Create it in its own cell.
+    On a class hub both are fixed: the student is the signed-in user.
 
     >>> student_input = student_identity()
     """
+    user = signed_in_user()
+    if user is not None:
+        return mo.md("{student}\n\n{pin}").batch(
+            student=mo.ui.text(value=user, label="Signed in to the class hub as (your design ledger's name)", full_width=True, disabled=True),
+            pin=mo.ui.text(kind="password", label="No PIN here: you signed in to the hub", disabled=True),
+        )
     if os.environ.get("LABS_ROSTER"):
-        pin_label = "Your code from the class roster (needed to save and download)"
+        pin_label = "Your code from the class roster (needed before your first commit, and to save and download)"
     elif shared_server():
-        pin_label = "A PIN of at least 4 characters: set at your first save, needed to save again or download"
+        pin_label = "A PIN of at least 4 characters: set at your first commit, needed to commit again, save or download"
     else:
-        pin_label = "PIN (optional here: set one at your first save and it protects your ledger)"
+        pin_label = "PIN (optional here: set one at your first commit and it protects your ledger)"
     return mo.md("{student}\n\n{pin}").batch(
         student=mo.ui.text(label="Your name or student id (goes into your design ledger)", full_width=True, max_length=100),
         pin=mo.ui.text(kind="password", label=pin_label, max_length=200),
@@ -207,13 +243,16 @@ def student_identity() -> mo.ui.batch:
 
 def open_ledger(identity) -> DesignLedger:
     """The DesignLedger of a name (str) or of student_identity()'s value; ValueError for a bad name."""
+    user = signed_in_user()
+    if user is not None:
+        return DesignLedger(user, client=client_id())  # the hub's sign-in, whatever was typed
     if isinstance(identity, dict):
         student, pin = identity.get("student") or "", identity.get("pin") or ""
     else:
         student, pin = identity or "", ""
     if shared_server() and not student.strip():
         raise ValueError("type your name or student id above")
-    return DesignLedger(student.strip() or None, secret=pin.strip() or None)
+    return DesignLedger(student.strip() or None, secret=pin.strip() or None, client=client_id())
 
 
 class NotSaved:
@@ -273,7 +312,10 @@ def submit_to_ledger(student, button, steps) -> tuple[mo.Html, dict | None]:
                 done = [f"Saved {', '.join(stored)} to `{ledger.path.name}` at {saved['updated']}."] if stored else ["Nothing saved."]
                 note = " ".join([f"⚠ {r}" for r in ledger.recoveries] + done + refused)
             if ledger.path.exists() and doc is not None:
-                download = mo.download(data=ledger.export(doc), filename=f"{ledger.path.stem}.json", mimetype="application/json", label="Download ledger")
+                exported = ledger.export(doc)
+                # data as a callable: sent over this session's connection when clicked, never as
+                # a URL another browser could fetch (audit I6)
+                download = mo.download(data=lambda: exported, filename=f"{ledger.path.stem}.json", mimetype="application/json", label="Download ledger")
             else:
                 note = note or "Nothing to download yet: commit a prediction or submit your design first."
     except LedgerLocked as err:
@@ -289,8 +331,9 @@ class Commitment:
     """What the ledger holds for one prediction: the first committed answer (None: skipped), when,
     and the answers the student moved to afterwards (recorded, never replacing the first)."""
 
-    def __init__(self, record: dict | None):
+    def __init__(self, record: dict | None, held: bool = False):
         self.record = record
+        self.held = held  # the instructor holds this question's answer in a live lecture (labs.core.lecture)
 
     @property
     def made(self) -> bool:
@@ -327,12 +370,12 @@ def _typed(value) -> str | None:
     return f"{value:g}" if isinstance(value, float) and abs(value) < 1e15 else str(value)
 
 
-def commit_prediction(identity, lab: str, question_key: str, question, buttons, variant=None) -> tuple[mo.Html, Commitment]:
+def commit_prediction(identity, lab: str, question_key: str, question, buttons, variant=None, held=None) -> tuple[mo.Html, Commitment]:
     """Record the widget's answer (an option's letter, or a typed number) in the ledger when the
     commit button is pressed (or a skip when skip is), with its time; a later different answer is
     recorded as a change. `variant`: the student's variant (labs.variants), recorded with the
-    commit. Returns the row to show and the Commitment as the ledger holds it, so a page reload
-    keeps it."""
+    commit. `held`: the questions of this lab the instructor holds now (live_lecture's state).
+    Returns the row to show and the Commitment as the ledger holds it, so a page reload keeps it."""
     commit, skip = buttons.value if hasattr(buttons, "value") else buttons
     note, record = "", None
     try:
@@ -345,11 +388,13 @@ def commit_prediction(identity, lab: str, question_key: str, question, buttons, 
                 ledger.commit_prediction(lab, question_key, None if skip and not commit else _typed(question.value),
                                          variant=variant.record() if variant is not None else None)
             record = ledger.committed(lab, question_key)
+            if (commit or skip) and record is not None:
+                lecture.record_answer(lab, question_key, ledger.student, record)  # the instructor's histogram, in a live lecture
     except LedgerLocked as err:
         note = f"🔒 {err}"
     except (LedgerError, ValueError, OSError) as err:
         note = f"⚠ Not recorded: {err}"
-    made = Commitment(record)
+    made = Commitment(record, held=question_key in (held or ()))
     if made.made:
         when = record["committed"].replace("T", " ").replace("+00:00", " UTC")
         note = note or (f"Committed **{'skipped' if made.skipped else made.answer}** at {when}."
@@ -359,5 +404,39 @@ def commit_prediction(identity, lab: str, question_key: str, question, buttons, 
 
 
 def commitment_gate(made: Commitment, what: str = "the instruments") -> None:
-    """Stop the calling cell (and everything downstream) until the prediction is committed or skipped."""
+    """Stop the calling cell (and everything downstream) until the prediction is committed or
+    skipped, and, in a live lecture, while the instructor holds the question."""
     mo.stop(not made.made, mo.callout(mo.md(f"Commit to a prediction above (or skip it) to unlock {what}."), kind="warn"))
+    mo.stop(made.held, _HELD)
+
+
+_HELD = mo.callout(mo.md("Committed. **Your instructor is holding this question's answer**: it opens here, for everyone, when they release it."), kind="info")
+
+
+# ---- live lecture ------------------------------------------------------------------------------
+def _held_keys(lab: str) -> frozenset:
+    return frozenset(question for held_lab, question in lecture.held() if held_lab == lab)
+
+
+def live_lecture(lab: str):
+    """(clock, held_now, set_held) for a lab's live-lecture cells. With LABS_LECTURE_DIR (set by
+    the class hub) the clock is a refresh widget that ticks every 3 s and held_now() is the set of
+    this lab's questions the instructor holds; without it the clock is empty and nothing is held.
+    Show the clock in its own cell; call poll_lecture in another that references it; pass
+    held=held_now() to commit_prediction.
+
+    >>> lecture_clock, held_now, set_held = ui.live_lecture(LAB)
+    """
+    held_now, set_held = mo.state(_held_keys(lab))
+    if lecture.directory() is None:
+        return mo.md(""), held_now, set_held
+    return mo.ui.refresh(options=["3s"], default_interval="3s", label="Live lecture"), held_now, set_held
+
+
+def poll_lecture(lab: str, clock, held_now, set_held) -> None:
+    """On each tick of the clock, update the held set only when it changed, so the cells that
+    read it re-run only when the instructor holds or releases a question."""
+    del clock  # referenced so that marimo runs this cell on every tick
+    now = _held_keys(lab)
+    if now != held_now():
+        set_held(now)
