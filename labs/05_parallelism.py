@@ -25,6 +25,7 @@ with app.setup:
     )
     from labs.core.perf import estimate
     from labs.core.pipeline import bubble_fraction, timeline
+    from labs.core.step import NCCL_COLLECTIVE_SMS
     from labs.core.scenarios.prose import STACK, era_choices, scaling_book_dp_tokens, weak_scaling_price
     from labs.core.scenarios.lab05 import (
         DESIGN_ERA,
@@ -68,6 +69,21 @@ def _():
     student_input = ui.student_identity()
     student_input
     return (student_input,)
+
+
+# Live lecture (labs.core.lecture): on a class server the instructor can hold a question's answer;
+# the clock ticks only there, and the commit cells re-run only when a hold starts or ends.
+@app.cell
+def _():
+    lecture_clock, held_now, set_held = ui.live_lecture(LAB)
+    lecture_clock
+    return held_now, lecture_clock, set_held
+
+
+@app.cell
+def _(held_now, lecture_clock, set_held):
+    ui.poll_lecture(LAB, lecture_clock, held_now, set_held)
+    return
 
 
 # Act I's model and Act II's global batch are drawn from your id (labs.variants), and so is the
@@ -118,8 +134,8 @@ def _():
 
 
 @app.cell
-def _(act1_commit_buttons, act1_question, student_input, variant):
-    _row, act1_committed = ui.commit_prediction(student_input.value, LAB, "cause", act1_question, act1_commit_buttons, variant=variant)
+def _(act1_commit_buttons, act1_question, held_now, student_input, variant):
+    _row, act1_committed = ui.commit_prediction(student_input.value, LAB, "cause", act1_question, act1_commit_buttons, variant=variant, held=held_now())
     _row
     return (act1_committed,)
 
@@ -130,7 +146,7 @@ def _(act1_commit_buttons, act1_question, student_input, variant):
 def _(act1_params_b):
     gpus_slider = mo.ui.slider(steps=GPU_STEPS, value=64, label="GPUs (data-parallel degree)", show_value=True)
     model_dropdown = mo.ui.dropdown(options={"7B": 7, "13B": 13, "70B": 70}, value=f"{act1_params_b}B", label="Model size")
-    batch_dropdown = mo.ui.dropdown(options={"512 sequences": 512, "1024 sequences": 1024, "2048 sequences": 2048}, value="512 sequences", label="Global batch (at 8 GPUs in fixed per-GPU mode)")
+    batch_dropdown = mo.ui.dropdown(options={"512 sequences": 512, "1024 sequences": 1024, "2048 sequences": 2048}, value="512 sequences", label="Global batch (in weak scaling: the batch of 8 GPUs)")
     scaling_radio = mo.ui.radio(options={"fixed global batch (strong scaling)": False, "fixed per-GPU batch (weak scaling)": True}, value="fixed global batch (strong scaling)", label="Scaling mode")
     fabric_dropdown = mo.ui.dropdown(options=FABRICS, value="InfiniBand NDR 400 Gb/s", label="Fabric across nodes")
     algorithm_dropdown = mo.ui.dropdown(options=ALGORITHMS, value="ring", label="All-reduce algorithm")
@@ -251,7 +267,7 @@ def _(act1_committed, act1_params_b, variant):
         {
             "A": f"Ring traffic per GPU is 2(N-1)/N of the gradients: it grows only {_f['bytes_ratio']:.2f}x from {DP_WALL_GPUS[0]} to {DP_WALL_GPUS[-1]} GPUs.",
             "B": f"Each GPU's compute falls to {_f['compute_ratio']:.1%} of what it was while the bytes it all-reduces grow only {_f['bytes_ratio']:.2f}x: at {DP_WALL_GPUS[-1]} GPUs the reduction takes {_f['exposed_over_compute']:.0%} of the compute time, where at {DP_WALL_GPUS[0]} it was a rounding error.",
-            "C": f"Latency (alpha) terms are {_f['latency_share']:.0%} of the all-reduce at {DP_WALL_GPUS[-1]} GPUs with Megatron-sized buckets: real, and growing with N, but not the main cost. Try NCCL's tree, which pays log2(N) steps instead of N.",
+            "C": f"Latency (alpha) terms are {_f['latency_share']:.0%} of the all-reduce at {DP_WALL_GPUS[-1]} GPUs with Megatron-sized buckets: real, and growing with N, but not the main cost. NCCL's tree would not cut them: it runs only all-reduces, and ZeRO-1 reduce-scatters and all-gathers, which NCCL runs as rings.",
             "D": f"NCCL runs one ring per rail, so a ring over whole nodes crosses every node boundary on all eight NICs at once: {_f['across_nodes_gbs']:.0f} GB/s of bus bandwidth at {DP_WALL_GPUS[-1]} GPUs against {_f['nvlink_gbs']:.0f} GB/s inside one node. One NIC alone ({_f['one_nic_gbs']:.0f} GB/s) is what a group with one GPU per node gets: data parallelism behind TP = 8.",
         },
     )
@@ -308,9 +324,11 @@ def _(act1_committed):
 
     At {_n} GPUs the stakeholder's setup gives **{_ring.mfu:.1%}** MFU. Overlapping the reduction
     with the backward pass gives **{_overlap.mfu:.1%}** (it can only hide behind the backward that is
-    left, one micro-batch's here); reducing in bf16 instead of fp32, **{_bf16.mfu:.1%}**; NCCL's tree
-    instead of the ring, **{_tree.mfu:.1%}**; growing the batch with the GPUs (weak scaling),
-    **{_weak.mfu:.1%}**.
+    left, one micro-batch's here, and it is not free: while the reduction runs, NCCL's
+    {NCCL_COLLECTIVE_SMS} channels hold {NCCL_COLLECTIVE_SMS} of the {_cl.gpu.sms} SMs the backward would use); reducing in
+    bf16 instead of fp32, **{_bf16.mfu:.1%}**; forcing NCCL's tree, **{_tree.mfu:.1%}**, nothing gained: NCCL's
+    tree runs all-reduces only, and ZeRO-1's reduce-scatter and all-gather stay rings; growing the batch
+    with the GPUs (weak scaling), **{_weak.mfu:.1%}**.
 
     **How many tokens per GPU does data parallelism need?** Two conventions, both the point where
     the gradient reduction takes as long as the compute it is compared with:
@@ -386,8 +404,8 @@ def _():
 
 
 @app.cell
-def _(act2_commit_buttons, act2_question, student_input, variant):
-    _row, act2_committed = ui.commit_prediction(student_input.value, LAB, "design", act2_question, act2_commit_buttons, variant=variant)
+def _(act2_commit_buttons, act2_question, held_now, student_input, variant):
+    _row, act2_committed = ui.commit_prediction(student_input.value, LAB, "design", act2_question, act2_commit_buttons, variant=variant, held=held_now())
     _row
     return (act2_committed,)
 

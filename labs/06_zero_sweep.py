@@ -7,12 +7,15 @@ app = marimo.App(
 )
 
 with app.setup:
+    from dataclasses import replace
+
     import marimo as mo
     import pandas as pd
 
     from labs.core import ENGINE_VERSION
     from labs.core import charts, ui
-    from labs.core.topology import bus_bandwidth
+    from labs.core.perf import estimate
+    from labs.core.topology import group_cost
     from labs.core.calibration import TABLE2_GPUS, TABLE2_PUBLISHED, TABLE2_SCHEMES, table2_estimate, table2_plan
     from labs.core.hardware import GB, GPUS, Cluster
     from labs.core.memory import BYTES_CONVENTIONS, BYTES_PER_PARAM, OPTIMIZER_STATES, ZERO_STAGES
@@ -24,7 +27,7 @@ with app.setup:
         FIT_STAGE,
         zero_sweep_outcomes,
     )
-    from labs.core.scenarios.prose import STACK, hsdp_rows, recompute_rows, table2_ring_unoverlapped
+    from labs.core.scenarios.prose import STACK, hsdp_rows, recompute_rows
     from labs.core.scenarios.lab06 import (
         DP_SIZES,
         GPU_CLUSTER,
@@ -78,6 +81,21 @@ def _():
     return (student_input,)
 
 
+# Live lecture (labs.core.lecture): on a class server the instructor can hold a question's answer;
+# the clock ticks only there, and the commit cells re-run only when a hold starts or ends.
+@app.cell
+def _():
+    lecture_clock, held_now, set_held = ui.live_lecture(LAB)
+    lecture_clock
+    return held_now, lecture_clock, set_held
+
+
+@app.cell
+def _(held_now, lecture_clock, set_held):
+    ui.poll_lecture(LAB, lecture_clock, held_now, set_held)
+    return
+
+
 # Your GPU, sequence length, micro-batch and accumulation are drawn from your id (labs.variants),
 # and so is the options' order.
 @app.cell
@@ -116,8 +134,8 @@ def _():
 
 
 @app.cell
-def _(fit_commit_buttons, fit_question, student_input, variant):
-    _row, fit_committed = ui.commit_prediction(student_input.value, LAB, "fit", fit_question, fit_commit_buttons, variant=variant)
+def _(fit_commit_buttons, fit_question, held_now, student_input, variant):
+    _row, fit_committed = ui.commit_prediction(student_input.value, LAB, "fit", fit_question, fit_commit_buttons, variant=variant, held=held_now())
     _row
     return (fit_committed,)
 
@@ -136,8 +154,8 @@ def _():
 
 
 @app.cell
-def _(student_input, variant, zero2_commit_buttons, zero2_question):
-    _row, zero2_committed = ui.commit_prediction(student_input.value, LAB, "zero2", zero2_question, zero2_commit_buttons, variant=variant)
+def _(held_now, student_input, variant, zero2_commit_buttons, zero2_question):
+    _row, zero2_committed = ui.commit_prediction(student_input.value, LAB, "zero2", zero2_question, zero2_commit_buttons, variant=variant, held=held_now())
     _row
     return (zero2_committed,)
 
@@ -530,16 +548,22 @@ def _(zero2_committed):
     _z = "ZeRO-3"
     _ptdp = table2_plan("PTD-P", _hi)
     _run = table2_estimate(_z, _hi)
-    _ring = bus_bandwidth("all_reduce", 1e9, _run.cluster, _run.plan.dp)
     _mid = TABLE2_GPUS[-2]
     # A fixed batch is a fixed number of FLOPs a step: step time goes as 1 / (GPUs x TFLOP/s per GPU).
     _speedup = (_hi * TABLE2_PUBLISHED[(_z, _hi)]) / (_mid * TABLE2_PUBLISHED[(_z, _mid)])
-    _bare = {n: table2_ring_unoverlapped(_z, n) for n in TABLE2_GPUS}
+    _gather = next(c for c in _run.collectives if c.key == "dp_gather")
+    _gather_mb = _gather.sent_bytes / _gather.calls / ((_hi - 1) / _hi) / 1e6  # one gather's message
+    _gather_lat = group_cost("all_gather", _gather_mb * 1e6, _run.cluster, _hi, 1, "ring").latency_s
+    _tree = estimate(_run.model, _run.cluster, replace(_run.plan, dp_algorithm="tree"))
+    _ring_lat = sum(
+        _c.calls * group_cost("all_gather" if _c.key == "dp_gather" else "reduce_scatter", _c.sent_bytes / _c.calls / ((_hi - 1) / _hi), _run.cluster, _hi, 1, "ring").latency_s
+        for _c in _run.collectives if _c.key in ("dp_gather", "dp_reduce")
+    )
     mo.vstack(
         [
             mo.md(
                 f"""
-    ### At scale: Narayanan et al.'s ZeRO-3 row, which the engine does not reproduce
+    ### At scale: Narayanan et al.'s ZeRO-3 row, and what collapses it
 
     Narayanan et al. 2021 Table 2 trained {_run.model.name} with a fixed batch of {_ptdp.global_batch} sequences on A100s joined by
     {_run.cluster.inter.name}. ZeRO-3 fell from {TABLE2_PUBLISHED[(_z, _lo)]:.0f} to {TABLE2_PUBLISHED[(_z, _hi)]:.0f} TFLOP/s per
@@ -552,14 +576,17 @@ def _(zero2_committed):
     only the ring for all-gather and reduce-scatter then), more than of a fixed software cost per step. The paper puts
     PTD-P's advantage down to "less cross-node communication".
 
-    **The engine does not reproduce the row.** As configured (DeepSpeed 2021's overlap, one ring per rail at
-    {_ring / 1e9:.0f} GB/s of bus bandwidth) it keeps ZeRO-3 at {_engine[(_z, _lo)]:.0f} TFLOP/s per GPU on {_lo} GPUs and
-    {_engine[(_z, _hi)]:.0f} on {_hi}, with only {_run.time.dp_comm:.2g} s of a {_run.step_time_s:.1f} s step exposed. On the ring
-    with no overlap at all it gives {' / '.join(f'{_bare[n]:.0f}' for n in TABLE2_GPUS)} at {' / '.join(str(n) for n in TABLE2_GPUS)}
-    GPUs: a fall, far short of the paper's. What it leaves out are the candidates: gathers per parameter rather than per
-    module, DeepSpeed 2021's Python hooks and partition bookkeeping, and collectives that could not overlap as configured.
-    The lesson Megatron drew holds either way: a layout that keeps the weights still (TP inside the server, PP across)
-    sends far less across nodes.
+    **The engine reproduces the row from DeepSpeed 2021's mechanism** ({' / '.join(f'{_engine[(_z, n)]:.0f}' for n in TABLE2_GPUS)}
+    TFLOP/s per GPU at {' / '.join(str(n) for n in TABLE2_GPUS)} GPUs). Its stage 3 gathers every weight matrix on its own,
+    {_gather.calls:,.0f} all-gathers a step at {_hi} GPUs, each a ring over all {_hi} ranks (NCCL's tree runs all-reduces
+    only: forcing it changes nothing, {_tree.hardware_tflops_per_gpu:.0f} TFLOP/s), so even a {_gather_mb:,.0f} MB gather pays
+    {_gather_lat * 1e3:.1f} ms of ring latency, (N-1) hops, before its bytes. Of the {_run.time.dp_comm:.0f} s a step the
+    data-parallel collectives expose there, {_ring_lat:.0f} s is that ring latency and {_run.dp_exposed_bandwidth_s:.0f} s the
+    bytes; the rest, {_run.dp_exposed_latency_s - _ring_lat:.0f} s, is DeepSpeed's host work per rank of the group on every
+    call, which grows with the ranks as the latency does. The exposed time grows
+    ({' / '.join(f'{table2_estimate(_z, n).time.dp_comm:.0f}' for n in TABLE2_GPUS)} s a step) while each GPU's compute halves.
+    The lesson Megatron drew: a layout that keeps the weights still (TP inside the server, PP across) sends far less across
+    nodes, and what it sends does not pay a cost that grows with the cluster.
     """
             ),
             charts.published_vs_engine(TABLE2_GPUS, _series),
@@ -640,8 +667,9 @@ def _(zero2_committed):
     | 2 | + gradients | $(2 + (2 + K)/N)\,\Psi$ |
     | 3 | + weights | $(2 + 2 + K)\,\Psi / N$ |
 
-    Activations per layer and micro-batch (Korthikanti et al. 2022): $sbh(34 + 5as/h)$ without recompute,
-    $34\,sbh$ with selective recompute or flash attention, $2\,sbh$ with full recompute. ZeRO divides none of them.
+    Activations per layer and micro-batch (Korthikanti et al. 2022, for GPT's layer): $sbh(34 + 5as/h)$ without recompute,
+    $34\,sbh$ with selective recompute or flash attention, $2\,sbh$ with full recompute. For a Llama layer (SwiGLU,
+    grouped-query attention) the engine counts its own tensors, close to but not exactly $34\,sbh$. ZeRO divides none of them.
 
     Bytes each GPU sends per step, $G = 2\Psi$ bf16 gradient bytes, $m$ micro-batches per step:
     DP and ZeRO-1 $2\frac{N-1}{N}G$; ZeRO-2 $(m+1)\frac{N-1}{N}G$; ZeRO-3 $3m\frac{N-1}{N}G$.
