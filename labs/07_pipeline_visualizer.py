@@ -56,6 +56,21 @@ def _():
     return (student_input,)
 
 
+# Live lecture (labs.core.lecture): on a class server the instructor can hold a question's answer;
+# the clock ticks only there, and the commit cells re-run only when a hold starts or ends.
+@app.cell
+def _():
+    lecture_clock, held_now, set_held = ui.live_lecture(LAB)
+    lecture_clock
+    return held_now, lecture_clock, set_held
+
+
+@app.cell
+def _(held_now, lecture_clock, set_held):
+    ui.poll_lecture(LAB, lecture_clock, held_now, set_held)
+    return
+
+
 # Your lab's numbers are drawn from your id (labs.variants): the stages, micro-batches and the
 # bubble target below are yours, and so is the order of the options.
 @app.cell
@@ -92,8 +107,8 @@ def _():
 
 
 @app.cell
-def _(student_input, utilisation_commit_buttons, utilisation_question, variant):
-    _row, utilisation_committed = ui.commit_prediction(student_input.value, LAB, "utilisation", utilisation_question, utilisation_commit_buttons, variant=variant)
+def _(held_now, student_input, utilisation_commit_buttons, utilisation_question, variant):
+    _row, utilisation_committed = ui.commit_prediction(student_input.value, LAB, "utilisation", utilisation_question, utilisation_commit_buttons, variant=variant, held=held_now())
     _row
     return (utilisation_committed,)
 
@@ -112,8 +127,8 @@ def _():
 
 
 @app.cell
-def _(microbatch_commit_buttons, microbatch_question, student_input, variant):
-    _row, microbatch_committed = ui.commit_prediction(student_input.value, LAB, "microbatches", microbatch_question, microbatch_commit_buttons, variant=variant)
+def _(held_now, microbatch_commit_buttons, microbatch_question, student_input, variant):
+    _row, microbatch_committed = ui.commit_prediction(student_input.value, LAB, "microbatches", microbatch_question, microbatch_commit_buttons, variant=variant, held=held_now())
     _row
     return (microbatch_committed,)
 

@@ -88,6 +88,21 @@ def _():
     return (student_input,)
 
 
+# Live lecture (labs.core.lecture): on a class server the instructor can hold a question's answer;
+# the clock ticks only there, and the commit cells re-run only when a hold starts or ends.
+@app.cell
+def _():
+    lecture_clock, held_now, set_held = ui.live_lecture(LAB)
+    lecture_clock
+    return held_now, lecture_clock, set_held
+
+
+@app.cell
+def _(held_now, lecture_clock, set_held):
+    ui.poll_lecture(LAB, lecture_clock, held_now, set_held)
+    return
+
+
 # Your message sizes and GPU counts are drawn from your id (labs.variants), and so is the options' order.
 @app.cell
 def _(student_input):
@@ -156,8 +171,8 @@ def _():
 
 
 @app.cell
-def _(ring_commit_buttons, ring_question, student_input, variant):
-    _row, ring_committed = ui.commit_prediction(student_input.value, LAB, "ring", ring_question, ring_commit_buttons, variant=variant)
+def _(held_now, ring_commit_buttons, ring_question, student_input, variant):
+    _row, ring_committed = ui.commit_prediction(student_input.value, LAB, "ring", ring_question, ring_commit_buttons, variant=variant, held=held_now())
     _row
     return (ring_committed,)
 
@@ -176,8 +191,8 @@ def _():
 
 
 @app.cell
-def _(bucket_commit_buttons, bucket_question, student_input, variant):
-    _row, bucket_committed = ui.commit_prediction(student_input.value, LAB, "bucket", bucket_question, bucket_commit_buttons, variant=variant)
+def _(bucket_commit_buttons, bucket_question, held_now, student_input, variant):
+    _row, bucket_committed = ui.commit_prediction(student_input.value, LAB, "bucket", bucket_question, bucket_commit_buttons, variant=variant, held=held_now())
     _row
     return (bucket_committed,)
 

@@ -65,6 +65,21 @@ def _():
     return (student_input,)
 
 
+# Live lecture (labs.core.lecture): on a class server the instructor can hold a question's answer;
+# the clock ticks only there, and the commit cells re-run only when a hold starts or ends.
+@app.cell
+def _():
+    lecture_clock, held_now, set_held = ui.live_lecture(LAB)
+    lecture_clock
+    return held_now, lecture_clock, set_held
+
+
+@app.cell
+def _(held_now, lecture_clock, set_held):
+    ui.poll_lecture(LAB, lecture_clock, held_now, set_held)
+    return
+
+
 # The micro-batch of your DP = 64 question is drawn from your id (labs.variants), and so is the
 # options' order.
 @app.cell
@@ -111,8 +126,8 @@ def _():
 
 
 @app.cell
-def _(dp64_commit_buttons, dp64_question, student_input, variant):
-    _row, dp64_committed = ui.commit_prediction(student_input.value, LAB, "dp64", dp64_question, dp64_commit_buttons, variant=variant)
+def _(dp64_commit_buttons, dp64_question, held_now, student_input, variant):
+    _row, dp64_committed = ui.commit_prediction(student_input.value, LAB, "dp64", dp64_question, dp64_commit_buttons, variant=variant, held=held_now())
     _row
     return (dp64_committed,)
 

@@ -92,6 +92,21 @@ def _():
     return (student_input,)
 
 
+# Live lecture (labs.core.lecture): on a class server the instructor can hold a question's answer;
+# the clock ticks only there, and the commit cells re-run only when a hold starts or ends.
+@app.cell
+def _():
+    lecture_clock, held_now, set_held = ui.live_lecture(LAB)
+    lecture_clock
+    return held_now, lecture_clock, set_held
+
+
+@app.cell
+def _(held_now, lecture_clock, set_held):
+    ui.poll_lecture(LAB, lecture_clock, held_now, set_held)
+    return
+
+
 # Your run's size and length are drawn from your id (labs.variants), and so is the options' order.
 @app.cell
 def _(student_input):
@@ -135,8 +150,8 @@ def _():
 
 
 @app.cell
-def _(mtbf_commit_buttons, mtbf_question, student_input, variant):
-    _row, mtbf_committed = ui.commit_prediction(student_input.value, LAB, "mtbf", mtbf_question, mtbf_commit_buttons, variant=variant)
+def _(held_now, mtbf_commit_buttons, mtbf_question, student_input, variant):
+    _row, mtbf_committed = ui.commit_prediction(student_input.value, LAB, "mtbf", mtbf_question, mtbf_commit_buttons, variant=variant, held=held_now())
     _row
     return (mtbf_committed,)
 
@@ -304,8 +319,8 @@ def _():
 
 
 @app.cell
-def _(cadence_commit_buttons, cadence_question, student_input, variant):
-    _row, cadence_committed = ui.commit_prediction(student_input.value, LAB, "cadence", cadence_question, cadence_commit_buttons, variant=variant)
+def _(cadence_commit_buttons, cadence_question, held_now, student_input, variant):
+    _row, cadence_committed = ui.commit_prediction(student_input.value, LAB, "cadence", cadence_question, cadence_commit_buttons, variant=variant, held=held_now())
     _row
     return (cadence_committed,)
 

@@ -80,6 +80,21 @@ def _():
     return (student_input,)
 
 
+# Live lecture (labs.core.lecture): on a class server the instructor can hold a question's answer;
+# the clock ticks only there, and the commit cells re-run only when a hold starts or ends.
+@app.cell
+def _():
+    lecture_clock, held_now, set_held = ui.live_lecture(LAB)
+    lecture_clock
+    return held_now, lecture_clock, set_held
+
+
+@app.cell
+def _(held_now, lecture_clock, set_held):
+    ui.poll_lecture(LAB, lecture_clock, held_now, set_held)
+    return
+
+
 # Your sequence length and expert layout for the two predictions are drawn from your id
 # (labs.variants), and so is the options' order.
 @app.cell
@@ -126,8 +141,8 @@ def _():
 
 
 @app.cell
-def _(fit_commit_buttons, fit_question, student_input, variant):
-    _row, fit_committed = ui.commit_prediction(student_input.value, LAB, "fit", fit_question, fit_commit_buttons, variant=variant)
+def _(fit_commit_buttons, fit_question, held_now, student_input, variant):
+    _row, fit_committed = ui.commit_prediction(student_input.value, LAB, "fit", fit_question, fit_commit_buttons, variant=variant, held=held_now())
     _row
     return (fit_committed,)
 
@@ -376,8 +391,8 @@ def _():
 
 
 @app.cell
-def _(moe_commit_buttons, moe_question, student_input, variant):
-    _row, moe_committed = ui.commit_prediction(student_input.value, LAB, "moe", moe_question, moe_commit_buttons, variant=variant)
+def _(held_now, moe_commit_buttons, moe_question, student_input, variant):
+    _row, moe_committed = ui.commit_prediction(student_input.value, LAB, "moe", moe_question, moe_commit_buttons, variant=variant, held=held_now())
     _row
     return (moe_committed,)
 

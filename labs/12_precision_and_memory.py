@@ -65,6 +65,21 @@ def _():
     return (student_input,)
 
 
+# Live lecture (labs.core.lecture): on a class server the instructor can hold a question's answer;
+# the clock ticks only there, and the commit cells re-run only when a hold starts or ends.
+@app.cell
+def _():
+    lecture_clock, held_now, set_held = ui.live_lecture(LAB)
+    lecture_clock
+    return held_now, lecture_clock, set_held
+
+
+@app.cell
+def _(held_now, lecture_clock, set_held):
+    ui.poll_lecture(LAB, lecture_clock, held_now, set_held)
+    return
+
+
 # Your lab's numbers are drawn from your id (labs.variants): the gradient sample and the layout
 # whose FP8 step is priced are yours, and so is the order of the options.
 @app.cell
@@ -103,8 +118,8 @@ def _():
 
 
 @app.cell
-def _(student_input, underflow_commit_buttons, underflow_question, variant):
-    _row, underflow_committed = ui.commit_prediction(student_input.value, LAB, "underflow", underflow_question, underflow_commit_buttons, variant=variant)
+def _(held_now, student_input, underflow_commit_buttons, underflow_question, variant):
+    _row, underflow_committed = ui.commit_prediction(student_input.value, LAB, "underflow", underflow_question, underflow_commit_buttons, variant=variant, held=held_now())
     _row
     return (underflow_committed,)
 
@@ -123,8 +138,8 @@ def _():
 
 
 @app.cell
-def _(recompute_commit_buttons, recompute_question, student_input, variant):
-    _row, recompute_committed = ui.commit_prediction(student_input.value, LAB, "recompute", recompute_question, recompute_commit_buttons, variant=variant)
+def _(held_now, recompute_commit_buttons, recompute_question, student_input, variant):
+    _row, recompute_committed = ui.commit_prediction(student_input.value, LAB, "recompute", recompute_question, recompute_commit_buttons, variant=variant, held=held_now())
     _row
     return (recompute_committed,)
 
@@ -143,8 +158,8 @@ def _():
 
 
 @app.cell
-def _(fp8_commit_buttons, fp8_question, student_input, variant):
-    _row, fp8_committed = ui.commit_prediction(student_input.value, LAB, "fp8", fp8_question, fp8_commit_buttons, variant=variant)
+def _(fp8_commit_buttons, fp8_question, held_now, student_input, variant):
+    _row, fp8_committed = ui.commit_prediction(student_input.value, LAB, "fp8", fp8_question, fp8_commit_buttons, variant=variant, held=held_now())
     _row
     return (fp8_committed,)
 

@@ -62,6 +62,21 @@ def _():
     return (student_input,)
 
 
+# Live lecture (labs.core.lecture): on a class server the instructor can hold a question's answer;
+# the clock ticks only there, and the commit cells re-run only when a hold starts or ends.
+@app.cell
+def _():
+    lecture_clock, held_now, set_held = ui.live_lecture(LAB)
+    lecture_clock
+    return held_now, lecture_clock, set_held
+
+
+@app.cell
+def _(held_now, lecture_clock, set_held):
+    ui.poll_lecture(LAB, lecture_clock, held_now, set_held)
+    return
+
+
 # Your lab's numbers are drawn from your id (labs.variants): the TP degree and batch of the
 # message question, the width and sequence of the scaling question, the model of the sweep.
 @app.cell
@@ -99,8 +114,8 @@ def _():
 
 
 @app.cell
-def _(ring_commit_buttons, ring_question, student_input, variant):
-    _row, ring_committed = ui.commit_prediction(student_input.value, LAB, "ring", ring_question, ring_commit_buttons, variant=variant)
+def _(held_now, ring_commit_buttons, ring_question, student_input, variant):
+    _row, ring_committed = ui.commit_prediction(student_input.value, LAB, "ring", ring_question, ring_commit_buttons, variant=variant, held=held_now())
     _row
     return (ring_committed,)
 
@@ -119,8 +134,8 @@ def _():
 
 
 @app.cell
-def _(scaling_commit_buttons, scaling_question, student_input, variant):
-    _row, scaling_committed = ui.commit_prediction(student_input.value, LAB, "scaling", scaling_question, scaling_commit_buttons, variant=variant)
+def _(held_now, scaling_commit_buttons, scaling_question, student_input, variant):
+    _row, scaling_committed = ui.commit_prediction(student_input.value, LAB, "scaling", scaling_question, scaling_commit_buttons, variant=variant, held=held_now())
     _row
     return (scaling_committed,)
 
@@ -139,8 +154,8 @@ def _():
 
 
 @app.cell
-def _(student_input, tp_commit_buttons, tp_question, variant):
-    _row, tp_committed = ui.commit_prediction(student_input.value, LAB, "tp_best", tp_question, tp_commit_buttons, variant=variant)
+def _(held_now, student_input, tp_commit_buttons, tp_question, variant):
+    _row, tp_committed = ui.commit_prediction(student_input.value, LAB, "tp_best", tp_question, tp_commit_buttons, variant=variant, held=held_now())
     _row
     return (tp_committed,)
 
