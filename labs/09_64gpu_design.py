@@ -143,7 +143,7 @@ def _(dp64_committed, variant):
         return f"{e.memory.total / 1e9:,.0f} GB"
 
     _z3_70 = _70["DP=64, ZeRO-3"]
-    _rc = dp64_recompute("70b-h100")
+    _rc = dp64_recompute("70b-h100", _mb)
     _full = _rc["full"]
     _full_note = (
         f" With full recomputation, which this worksheet does not use, FSDP alone would fit it: {_gb(_full)} per GPU at "

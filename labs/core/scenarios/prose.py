@@ -63,13 +63,13 @@ def era_choices(era_name: str, field: str, labels: dict) -> dict:
 
 # ---- Lab 09 -------------------------------------------------------------------------------------
 @lru_cache(maxsize=None)
-def dp64_recompute(scenario: str = "70b-h100") -> dict[str, Estimate]:
+def dp64_recompute(scenario: str = "70b-h100", micro_batch: int = 1) -> dict[str, Estimate]:
     """DP = 64 with ZeRO-3 for one of Lab 09's jobs under each recompute setting: the worksheet
     fixes selective recompute; full recompute is what FSDP recipes add to fit a 70B."""
     from labs.core.scenarios.lab09 import job, worksheet_plan
 
     model, cluster = job(scenario).inputs()
-    base = worksheet_plan(1, 1, 3)
+    base = worksheet_plan(1, 1, 3, micro_batch)
     return {mode: estimate(model, cluster, replace(base, recompute=mode)) for mode in ("none", "selective", "full")}
 
 
