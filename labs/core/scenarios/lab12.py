@@ -271,7 +271,7 @@ def accumulation_estimates(steps: int) -> dict:
 # ---- the questions, at a variant --------------------------------------------------------------------
 def build_questions(settings: dict) -> dict:
     v = check_settings(settings)
-    model = FP8_CASES[v["fp8_case"]]
+    model, cluster = fp8_case(v)
     flushed, speedup = underflow_share(v), fp8_speedup(v)
     sel, full = recompute_measured()
     return {
@@ -290,7 +290,7 @@ def build_questions(settings: dict) -> dict:
             RECOMPUTE_OPTIONS, recompute_answer(), recompute_explanations(),
         ),
         "fp8": Numeric(
-            f"{model[0]} on {model[2] * 8} H100s: the layers' GEMMs move from bf16 to FP8, whose dense peak is twice "
+            f"{model.name} on {cluster.gpus:,} {cluster.gpu.name} GPUs: the layers' GEMMs move from bf16 to FP8, whose dense peak is twice "
             f"bf16's. How many times faster is the training step? (right within {FP8_TOLERANCE:g})",
             speedup, FP8_TOLERANCE, "x",
             f"the engine: {speedup:.2f}x. Attention, norms, the output layer, the casts, communication and the "
