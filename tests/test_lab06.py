@@ -5,9 +5,15 @@ import pytest
 
 pytestmark = pytest.mark.usefixtures("ledger_dir")
 
-from labs.core.scenarios.lab06 import FIT_ACTIVATIONS, FIT_MODEL, FIT_OPTIONS, FIT_STAGE, ZERO2_OPTIONS, fit_answer, zero2_answer
+from labs.core.scenarios.lab06 import FIT_MODEL, FIT_STAGE, fewest_gpus, fit_activations
 from labs.core.scenarios.lab06 import dp_memory
-from test_notebooks import LABS, Pressed, committed, load_app, text_of
+from labs.variants import variant
+from test_notebooks import LABS, Pressed, committed, load_app, mine, right, text_of, wrong
+
+# The questions as a headless run sees them: its variant (labs.variants)
+FIT, ZERO2 = mine("06_zero_sweep", "fit"), mine("06_zero_sweep", "zero2")
+SETTING = variant("06_zero_sweep", "student").settings
+FIT_ACTIVATIONS = fit_activations(SETTING)
 
 LAB06 = next(p for p in LABS if p.name == "06_zero_sweep.py")
 
@@ -26,7 +32,7 @@ def test_locked_by_default(app):
 def test_instruments_show_the_engine_numbers(app):
     """Unlocked with the default widgets (the question's own setting): the lab's estimate is
     the engine's, and the failure-free card reads the same per-GPU memory."""
-    outputs, defs = app.run(defs={**committed("fit", FIT_OPTIONS, "B")})
+    outputs, defs = app.run(defs={**committed("fit", FIT, right(FIT))})
     est = defs["sweep_estimate"]
     expected = dp_memory(FIT_MODEL, 8, FIT_STAGE, FIT_ACTIVATIONS).total
     assert est.memory.total == pytest.approx(expected)
@@ -34,17 +40,17 @@ def test_instruments_show_the_engine_numbers(app):
     assert "costs" not in defs  # the communication instruments wait for the second prediction
 
 
-@pytest.mark.parametrize("key", [o.key for o in FIT_OPTIONS])
-def test_fit_feedback_agrees_with_the_engine(app, key):
-    outputs, _ = app.run(defs={**committed("fit", FIT_OPTIONS, key)})
-    assert ("Right." in text_of(outputs)) == (key == fit_answer())
+@pytest.mark.parametrize("typed", [right(FIT), right(FIT) - FIT.spec.tolerance, 8, wrong(FIT)])
+def test_fit_feedback_agrees_with_the_engine(app, typed):
+    outputs, _ = app.run(defs={**committed("fit", FIT, typed)})
+    assert ("Right:" in text_of(outputs)) == (abs(typed - FIT.spec.answer) <= FIT.spec.tolerance)
+    assert FIT.spec.answer == fewest_gpus(FIT_MODEL, SETTING["gpu"], FIT_STAGE, FIT_ACTIVATIONS)
 
 
-@pytest.mark.parametrize("key", [o.key for o in ZERO2_OPTIONS])
+@pytest.mark.parametrize("key", [o.key for o in ZERO2.options])
 def test_zero2_feedback_agrees_with_the_engine(app, key):
-    wrong_fit = next(o.key for o in FIT_OPTIONS if o.key != fit_answer())  # so "Right." can only come from this reveal
-    outputs, defs = app.run(defs={**committed("fit", FIT_OPTIONS, wrong_fit), **committed("zero2", ZERO2_OPTIONS, key)})
-    assert ("Right." in text_of(outputs)) == (key == zero2_answer())
+    outputs, defs = app.run(defs={**committed("fit", FIT, wrong(FIT)), **committed("zero2", ZERO2, key)})  # a wrong fit: "Right." is this reveal's
+    assert ("Right." in text_of(outputs)) == (key == ZERO2.key)
     costs = defs["costs"]
     for ests in costs.values():
         assert ests[1].comm_bytes_per_gpu["dp"] == pytest.approx(ests[2].comm_bytes_per_gpu["dp"])  # one micro-batch by default
@@ -52,15 +58,23 @@ def test_zero2_feedback_agrees_with_the_engine(app, key):
 
 
 def test_nic_placement_is_slower_for_zero3(app):
-    _, defs = app.run(defs={**committed("fit", FIT_OPTIONS, "B"), **committed("zero2", ZERO2_OPTIONS, "A")})
+    import marimo as mo
+
+    from labs.core.hardware import GPUS
+    from test_notebooks import with_instruments
+
+    gpus = app.run()[1]["GPU_CHOICES"]  # the lab before variants: H100s at 4,096 tokens
+    lab_setting = with_instruments(app, "instruments", gpu_pick=mo.ui.dropdown(options=gpus, value=GPUS["h100-sxm"].name),
+                                   seq_slider=mo.ui.slider(steps=[4096], value=4096), micro_batch_slider=mo.ui.slider(steps=[1], value=1))
+    _, defs = app.run(defs={**committed("fit", FIT, right(FIT)), **committed("zero2", ZERO2, ZERO2.key), **lab_setting})
     packed, spread = defs["costs"].values()
     assert spread[3].step_time_s > 1.5 * packed[3].step_time_s
 
 
 def test_submit_lands_in_the_ledger(app):
     _, defs = app.run(defs={
-        **committed("fit", FIT_OPTIONS, fit_answer()),
-        **committed("zero2", ZERO2_OPTIONS, zero2_answer()),
+        **committed("fit", FIT, right(FIT)),
+        **committed("zero2", ZERO2, ZERO2.key),
         "submit_button": Pressed(),
     })
     step = defs["submitted"]["labs"]["06_zero_sweep"]["sweep"]

@@ -17,7 +17,6 @@ from labs.core.hardware import NCCL_BASE_LATENCY_S
 from labs.core.layout import RANK_ORDERS, axis_strides, cross_node_links, groups, rank_coordinates
 from labs.core.perf import plan_columns
 from labs.core.scenarios.lab09 import (
-    DP64_OPTIONS,
     GLOBAL_BATCH,
     LAB,
     dp64_answer,
@@ -26,7 +25,11 @@ from labs.core.scenarios.lab09 import (
     worksheet_outcomes,
 )
 from labs.core.step import evaluate
-from test_notebooks import LABS, Pressed, committed, load_app, text_of
+from labs.variants import variant
+from test_notebooks import LABS, Pressed, committed, load_app, mine, text_of
+
+DP64 = mine(LAB, "dp64")  # the question as a headless run sees it: its variant (labs.variants)
+MICRO_BATCH = variant(LAB, "student").settings["micro_batch"]
 
 LAB09 = next(p for p in LABS if p.name == "09_64gpu_design.py")
 DP_INNER = "cp-dp-tp-pp"
@@ -54,11 +57,12 @@ def test_stakeholders_quote_the_catalog(app):
     assert f"{GLOBAL_BATCH:,} sequences" in text
 
 
-@pytest.mark.parametrize("key", [o.key for o in DP64_OPTIONS])
+@pytest.mark.parametrize("key", [o.key for o in DP64.options])
 def test_prediction_feedback_agrees_with_the_engine(app, key):
-    outputs, defs = app.run(defs=committed("dp64", DP64_OPTIONS, key))
+    outputs, defs = app.run(defs=committed("dp64", DP64, key))
     text = text_of(outputs)
-    assert ("Right." in text) == (key == dp64_answer())
+    assert ("Right." in text) == (key == DP64.key)
+    assert DP64.spec.correct == dp64_answer(MICRO_BATCH) and f"micro-batch {MICRO_BATCH}" in text
     assert "design" in defs and "grid_figure" in defs
 
 
@@ -78,12 +82,15 @@ def test_dp64_answer_follows_from_memory_by_hand():
     assert z3.memory.model_state == pytest.approx((2 + 4 + 12) * m13.params / 64 + 2 * 2 * m13.layer_params, rel=1e-9)
     assert z3.fits and not worksheet_estimate("70b-h100", 1, 1, 3).fits
     assert dp64_answer() == "C"
+    z3_4 = worksheet_estimate("13b-a100", 1, 1, 3, 4)  # at micro-batch 4 the 13B's activations no longer fit: no job does
+    assert not z3_4.fits and z3_4.memory.activations > z3.memory.activations * 3
+    assert dp64_answer(4) == "D"
 
 
 def test_rank_order_moves_tp_out_of_the_node(app):
-    _, inner = app.run(defs=committed("dp64", DP64_OPTIONS, "C"))
+    _, inner = app.run(defs=committed("dp64", DP64, DP64.key))
     order = mo.ui.radio(options={o: o for o in RANK_ORDERS}, value=DP_INNER)
-    outputs, outer = app.run(defs={**committed("dp64", DP64_OPTIONS, "C"), "order_radio": order})
+    outputs, outer = app.run(defs={**committed("dp64", DP64, DP64.key), "order_radio": order})
     assert inner["design"].plan.rank_order == RANK_ORDERS[0] and outer["design"].plan.rank_order == DP_INNER
     tp_in = next(c for c in inner["design"].collectives if c.key == "tp")
     tp_out = next(c for c in outer["design"].collectives if c.key == "tp")
@@ -98,8 +105,9 @@ def test_submit_lands_in_the_ledger_and_the_grader_recomputes_it(app, ledger_dir
     paragraph = "TP 8 inside each node for the per-layer collectives; DP 8 across nodes on the rails; ZeRO-1 for the optimizer. " * 5
     est = worksheet_estimate("70b-h100", 8, 1, 1)
     dominant = est.dominant_collective
+    nine = mine(LAB, "dp64", "lab nine")
     outputs, defs = app.run(defs={
-        **committed("dp64", DP64_OPTIONS, "C"),
+        **committed("dp64", nine, nine.key),
         "student_input": mo.ui.text(value="lab nine"),
         "paragraph_area": mo.ui.text_area(value=paragraph),
         "bottleneck_dropdown": mo.ui.dropdown(options={"tp": "tp"}, value="tp"),
@@ -112,7 +120,7 @@ def test_submit_lands_in_the_ledger_and_the_grader_recomputes_it(app, ledger_dir
     assert "The engine's best plan beside yours" in text and "The recipe, applied" in text
     assert "collective ✔ · link ✔ · time ✔" in text
     assert step["inputs"]["paragraph"] == paragraph and len(paragraph) > 100
-    assert step["predictions"] == {"dp64": "C"}
+    assert step["predictions"] == {"dp64": nine.key}
     out = step["outcomes"]
     assert out["dominant"] == "tp" and out["dominant_link"] == "intra"
     assert out["bottleneck_correct"] and out["link_correct"] and out["time_correct"] and out["prediction_correct"]

@@ -12,23 +12,27 @@ pytestmark = pytest.mark.usefixtures("ledger_dir")
 
 from labs.core import Model
 from labs.core.scenarios.lab11 import (
-    FIT_OPTIONS,
     LAB,
-    MOE_OPTIONS,
     STEP,
     context_outcomes,
     cp_curves,
     fit_answer,
     fit_estimates,
+    fit_facts_at,
+    FIT_CLAIMS,
     moe_answer,
     moe_estimate,
 )
-from test_notebooks import LABS, Pressed, committed, load_app, text_of, with_instruments
+from labs.variants import variant
+from test_notebooks import LABS, Pressed, committed, load_app, mine, text_of, with_instruments
 
 LAB11 = next(p for p in LABS if p.name == "11_long_context_moe.py")
-SKIP_MOE = committed("moe", MOE_OPTIONS, None)
-SKIP_FIT = committed("fit", FIT_OPTIONS, None)
-BOTH = {**committed("fit", FIT_OPTIONS, "C"), **committed("moe", MOE_OPTIONS, "C")}
+# The questions as a headless run sees them: its variant (labs.variants)
+FIT, MOE = mine(LAB, "fit"), mine(LAB, "moe")
+SETTING = variant(LAB, "student").settings
+SKIP_MOE = committed("moe", MOE, None)
+SKIP_FIT = committed("fit", FIT, None)
+BOTH = {**committed("fit", FIT, FIT.key), **committed("moe", MOE, MOE.key)}
 
 
 @pytest.fixture(scope="module")
@@ -57,22 +61,24 @@ def test_locked_by_default(app):
 def test_stakeholder_quotes_the_catalog(app):
     text = _plain(text_of(app.run()[0]))
     m = Model.get("llama3-405b")
-    assert m.name in text and f"{m.params / 1e9:.0f}B parameters" in text and "131,072 tokens per sequence" in text
+    assert m.name in text and f"{m.params / 1e9:.0f}B parameters" in text and f"{SETTING['seq_len']:,} tokens per sequence" in text
     assert f"{m.seq_len:,} tokens on TP 8 x PP 16" in text
 
 
-@pytest.mark.parametrize("key", [o.key for o in FIT_OPTIONS])
+@pytest.mark.parametrize("key", [o.key for o in FIT.options])
 def test_fit_feedback_agrees_with_the_engine(app, key):
-    outputs, defs = app.run(defs={**committed("fit", FIT_OPTIONS, key), **SKIP_MOE})
+    outputs, defs = app.run(defs={**committed("fit", FIT, key), **SKIP_MOE})
     text = text_of(outputs)
-    assert ("Right." in text) == (key == fit_answer())
+    assert ("Right." in text) == (key == FIT.key)
+    assert FIT.spec.correct == next(k for k, claim in FIT_CLAIMS.items() if claim(fit_facts_at(SETTING["seq_len"], SETTING["cp"])))
     assert "cp_curve_points" in defs
 
 
-@pytest.mark.parametrize("key", [o.key for o in MOE_OPTIONS])
+@pytest.mark.parametrize("key", [o.key for o in MOE.options])
 def test_moe_feedback_agrees_with_the_engine(app, key):
-    outputs, _ = app.run(defs={**SKIP_FIT, **committed("moe", MOE_OPTIONS, key)})
-    assert ("Right." in text_of(outputs)) == (key == moe_answer())
+    outputs, _ = app.run(defs={**SKIP_FIT, **committed("moe", MOE, key)})
+    assert ("Right." in text_of(outputs)) == (key == MOE.key)
+    assert MOE.spec.correct == moe_answer(SETTING["ep"], SETTING["max_nodes"])
 
 
 def test_fit_answer_follows_from_activations_by_hand():
@@ -157,10 +163,12 @@ def test_moving_the_cp_slider_redraws_the_chart(app):
 def test_submit_lands_in_the_ledger_and_the_grader_recomputes_it(app, ledger_dir):
     from labs.grade import grade
 
-    outputs, defs = app.run(defs={**BOTH, "student_input": mo.ui.text(value="lab eleven"), "submit_button": Pressed()})
+    fit, moe = mine(LAB, "fit", "lab eleven"), mine(LAB, "moe", "lab eleven")
+    outputs, defs = app.run(defs={**committed("fit", fit, fit.key), **committed("moe", moe, moe.key),
+                                  "student_input": mo.ui.text(value="lab eleven"), "submit_button": Pressed()})
     step = defs["submitted"]["labs"][LAB][STEP]
     assert step["inputs"] == {"seq_len": 131072, "cp": 16, "kv_heads": 8, "algorithm": "ring", "capacity": 1.25}
-    assert step["predictions"] == {"fit": "C", "moe": "C"}
+    assert step["predictions"] == {"fit": fit.key, "moe": moe.key}
     assert step["outcomes"]["fits"] and step["outcomes"]["fit_correct"] and step["outcomes"]["moe_correct"]
     table, problems = grade([str(ledger_dir)])
     assert not problems
