@@ -37,8 +37,10 @@ code, never from an end-to-end run:
   at least stage3_param_persistence_threshold = 1e5 elements on its own; smaller ones stay
   whole on every rank; prefetch bounded by stage3_prefetch_bucket_size = 5e7 elements, so a
   weight of a 100B model is fetched one ahead: deepspeed/runtime/zero/config.py and
-  partition_parameters.py, 2021) or "layer" (FSDP: one flat parameter per wrapped transformer
-  block, the next block's gathered during the current one's compute).
+  partition_parameters.py, 2021), "module" (each of a layer's four weight matrices gathered on
+  its own, asynchronously, the next one prefetched behind the current one's compute: the
+  engine's ZeRO-3 where no stack says otherwise) or "layer" (FSDP: one flat parameter per
+  wrapped transformer block, the next block's gathered during the current one's compute).
 - pp_p2p: "scatter_gather" (Megatron: each TP rank sends 1/t of the activation and the next
   stage all-gathers it over NVLink) or "full" (DeepSpeed's 2021 pipeline engine: every TP rank
   sends the whole activation).
@@ -85,7 +87,7 @@ class Era:
     cpu_s_per_kernel: float = 10e-6
     loss_bytes_per_logit: float = 60.0
     tp_overlap_kind: str = "userbuffers"
-    zero3_unit: str = "layer"
+    zero3_unit: str = "module"
     pp_p2p: str = "scatter_gather"
     pipeline_overlaps_dp: bool = True  # False: a pipelined step reduces gradients after the flush
     source: str = ""
@@ -109,7 +111,7 @@ ERA_FIELDS = (
     "grad_sync", "torch_compile",
 )
 TP_OVERLAP_KINDS = ("userbuffers", "async_tp", "none")
-ZERO3_UNITS = ("parameter", "layer")
+ZERO3_UNITS = ("parameter", "module", "layer")
 PP_P2P = ("scatter_gather", "full")
 GRAD_SYNCS = (None, "step", "microbatch")
 # Kernels a transformer layer's forward launches, counted from each stack's layer code (Llama-style
@@ -137,13 +139,14 @@ ERAS: dict[str, Era] = {
     "megatron-core-2024": Era("megatron-core-2024", ("interleaved", "1f1b"), 2, ("selective", "none", "full"), (T, F), (T, F), (1, 0), (T, F), ("bf16", "fp32"), (T, F), (T, F), ("auto", "ring", "tree", "nvls"), ("ring", "all_gather"), 8, ("bf16", "fp8")),
     # FSDP that keeps the gathered weights through the step (part 2's reshard_after_forward=False)
     # is ZeRO-2's memory and traffic: sharded gradients and optimizer, whole weights in the step.
-    "llama3-2024": Era("llama3-2024", ("interleaved", "1f1b"), 2, ("none", "selective", "full"), (T,), (T,), (2, 1), (F, T), ("fp32",), (T,), (T,), ("auto", "ring", "tree"), ("all_gather", "ring"), 16),
+    "llama3-2024": Era("llama3-2024", ("interleaved", "1f1b"), 2, ("none", "selective", "full"), (T,), (T,), (2, 1), (F, T), ("fp32",), (T,), (T,), ("auto", "ring", "tree"), ("all_gather", "ring"), 16,
+                       zero3_unit="layer"),
     # PyTorch FSDP1 in 2023 (llama-recipes, HF accelerate): FULL_SHARD (ZeRO-3) or SHARD_GRAD_OP
     # (ZeRO-2) over every GPU, one FSDP unit per transformer block, activation checkpointing per
     # block, flash-attn 2, eager element-wise ops, no pipeline, no TP overlap, no compile.
     "pytorch-fsdp1-2023": Era(
         "pytorch-fsdp1-2023", ("1f1b",), 2, ("none", "full"), (F,), (T,), (3, 2), (F,), ("bf16", "fp32"), (T,), (T,),
-        ("auto", "ring", "tree"), max_pp=1, attention_kernel="fa2", fused_elementwise=False,
+        ("auto", "ring", "tree"), max_pp=1, attention_kernel="fa2", fused_elementwise=False, zero3_unit="layer",
         kernels_per_layer=EAGER_KERNELS_PER_LAYER, loss_bytes_per_logit=40.0, tp_overlap_kind="none",
         source="torch.distributed.fsdp (PyTorch 2.0-2.1): ShardingStrategy, transformer_auto_wrap_policy, "
                "limit_all_gathers, BackwardPrefetch.BACKWARD_PRE; meta-llama/llama-recipes; Dao-AILab/flash-attention 2.x"),
@@ -156,7 +159,7 @@ ERAS: dict[str, Era] = {
         "pytorch-fsdp2-2024", ("1f1b", "interleaved", "gpipe"), 2, ("selective", "none", "full"), (T, F), (T,), (3, 2), (F, T), ("fp32", "bf16"),
         (T,), (T,), ("auto", "ring", "tree", "nvls"), ("ring", "all_gather"), 16, ("bf16", "fp8"), torch_compile=(F, T),
         attention_kernel="fa2", fused_elementwise=False, kernels_per_layer=EAGER_KERNELS_PER_LAYER, loss_bytes_per_logit=40.0,
-        tp_overlap_kind="async_tp",
+        tp_overlap_kind="async_tp", zero3_unit="layer",
         source="pytorch/torchtitan (2024-25): parallelize_llama (fully_shard, parallelize_module, enable_async_tp), "
                "torch.distributed.pipelining schedules, torchao.float8; torch.nn.functional.scaled_dot_product_attention"),
 }

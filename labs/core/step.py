@@ -99,9 +99,9 @@ def overlap_contention(sms, hidden_s, taken):
 # gathers each weight of at least stage3_param_persistence_threshold (1e5) elements on its own:
 # the four weight matrices of a Megatron layer (QKV, projection, fc1, fc2; biases and norms stay
 # whole); its activation checkpointing re-runs the forward hooks, so with full recompute it
-# gathers a third time. FSDP gathers one flat parameter per wrapped block, once in forward and
+# gathers a third time. "module": the same four, asynchronous and prefetched. FSDP gathers one flat parameter per wrapped block, once in forward and
 # once in backward (the recompute runs inside the backward's unsharded block).
-ZERO3_GATHERS_PER_LAYER = {"parameter": 4, "layer": 1}
+ZERO3_GATHERS_PER_LAYER = {"parameter": 4, "module": 4, "layer": 1}
 
 _FULL, _SELECTIVE, _NONE = (RECOMPUTE_MODES.index(x) for x in ("full", "selective", "none"))
 _OPS, _NORMS_UP = (ALL_RECOMPUTE_MODES.index(x) for x in ("ops", "norms_up_proj"))
