@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "deploy"))
 
-from browser import free_port, wait_until_serving  # noqa: E402
+from browser import CHROMIUM_ARGS, chromium_path, free_port, wait_until_serving  # noqa: E402
 
 ALICE, BOB, TEACHER = "chk-alice", "chk-bob", "chk-teach"
 
@@ -77,6 +77,67 @@ def refuses_to_start(env: dict) -> bool:
     load = f"import runpy, traitlets.config as t; runpy.run_path({str(ROOT / 'deploy' / 'jupyterhub_config.py')!r}, init_globals={{'get_config': t.Config}})"
     done = subprocess.run([sys.executable, "-c", load], env=env, capture_output=True, text=True, timeout=60)
     return done.returncode == 2 and "LABS_SIGNING_KEY" in done.stderr
+
+
+def as_instructor(env: dict, code: str) -> subprocess.CompletedProcess:
+    """Run Python as the instructor's own user (the dashboard's side of the live lecture)."""
+    return subprocess.run(["runuser", "-u", TEACHER, "--", sys.executable, "-c", code], env=env, cwd="/", capture_output=True, text=True)
+
+
+LAB, QUESTION = "05_parallelism", "cause"
+
+
+def live_lecture(base: str, passwords: dict, env: dict, homes: Path, key: str) -> dict[str, bool]:
+    """Two students in Chromium, the instructor's hold and release: each student commits Lab 05's
+    first question while it is held and sees only a waiting note; after the release both see the
+    reveal without reloading; the instructor's histogram has both; both ledgers verify as signed."""
+    from playwright.sync_api import sync_playwright
+
+    from labs.core import signing
+    from labs.core.state import ledger_filename
+
+    checks = {}
+    held = as_instructor(env, f"from labs.core import lecture; lecture.hold({LAB!r}, {QUESTION!r})")
+    checks["the instructor holds a question"] = held.returncode == 0
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS, headless=True)
+        try:
+            pages = {}
+            for user in (ALICE, BOB):
+                page = browser.new_context().new_page()
+                page.set_default_timeout(120_000)
+                page.goto(f"{base}/hub/login")
+                page.fill("#username_input", user)
+                page.fill("#password_input", passwords[user])
+                page.click("#login_submit")
+                page.wait_for_url(f"**/user/{user}/**")
+                page.goto(f"{base}/user/{user}/marimo/?file={LAB}.py")
+                page.get_by_label("Signed in to the class hub as (your design ledger's name)").wait_for()
+                page.get_by_role("radio").first.click()
+                page.get_by_role("button", name="Commit my prediction").first.click()
+                page.get_by_text("Your instructor is holding this question's answer").first.wait_for()
+                pages[user] = page
+            checks["while held, each student sees a waiting note, not the reveal"] = all(p.get_by_text("The engine says").count() == 0 and p.get_by_text("Right.").count() == 0 for p in pages.values())
+            answers = as_instructor(env, f"from labs.core import lecture; print(sorted(lecture.committed_answers({LAB!r}, {QUESTION!r})))")
+            checks["the instructor's histogram counts both students"] = answers.stdout.strip() == str(sorted([ALICE, BOB]))
+            released = as_instructor(env, f"from labs.core import lecture; lecture.release({LAB!r}, {QUESTION!r})")
+            seen = []
+            for page in pages.values():
+                try:
+                    page.get_by_text("Your instructor is holding this question's answer").first.wait_for(state="hidden", timeout=30_000)
+                    page.get_by_text(re.compile(r"Right\.|Not quite|The engine says")).first.wait_for(timeout=30_000)
+                    seen.append(True)
+                except Exception:
+                    page.screenshot(path=str(homes.parent / "released.png"))
+                    seen.append(False)
+            checks["after the release both students see the reveal without reloading"] = released.returncode == 0 and all(seen)
+        finally:
+            browser.close()
+    for user in (ALICE, BOB):
+        path = homes / user / ".parallelism_labs" / ledger_filename(user)
+        labels = signing.verify_document(json.loads(path.read_text()), key) if path.exists() else []
+        checks[f"{user}'s commit from the page is signed and verifies"] = (LAB, QUESTION, "signed") in labels and all(label == "signed" for _, _, label in labels)
+    return checks
 
 
 def main() -> int:
@@ -140,18 +201,10 @@ def main() -> int:
         checks["no file writes for bob"] = bob.put(f"{api}/contents/evil.py", json={"type": "file", "format": "text", "content": "x"}, headers=xsrf, timeout=30).status_code == 403
         checks["no /proxy/<port> for bob"] = bob.get(f"{base}/user/{BOB}/proxy/{port}/hub/api", timeout=30).status_code in (403, 404)
 
-        # a ledger written as alice, by alice's uid, in her home, as her lab would (signed: the key is in her server's environment)
-        write = f"from labs.core.state import DesignLedger; DesignLedger({ALICE!r}).commit_prediction('05_parallelism', 'cause', 'B')"
-        made = subprocess.run(["runuser", "-u", ALICE, "--", sys.executable, "-c", write], env={**env, "HOME": str(homes / ALICE), "LABS_LEDGER_MODE": "0640"}, cwd="/", capture_output=True, text=True)
+        checks.update(live_lecture(base, passwords, env, homes, key))
         ledger = homes / ALICE / ".parallelism_labs" / ledger_filename(ALICE)
-        checks["alice's ledger is written in her home"] = made.returncode == 0 and ledger.exists()
         checks["bob cannot read alice's ledger or list her home"] = run_as(BOB, "cat", str(ledger)).returncode != 0 and run_as(BOB, "ls", str(homes / ALICE)).returncode != 0
         checks["the instructor's group reads alice's ledger"] = run_as(TEACHER, "cat", str(ledger)).returncode == 0
-        if ledger.exists():
-            from labs.core import signing
-
-            labels = signing.verify_document(json.loads(ledger.read_text()), key)
-            checks["alice's commit carries a signature that verifies"] = labels == [("05_parallelism", "cause", "signed")]
         try:
             checks["the instructor reaches the dashboard"] = start_server(teacher, base, TEACHER) is not None and teacher.get(f"{base}/user/{TEACHER}/dashboard/", timeout=120).status_code == 200
         except (TimeoutError, requests.RequestException):
