@@ -422,6 +422,8 @@ def grade_step(doc: dict, lab: str, step: str, entry: dict, source: str, engine:
     row["right"] = row["judged"] = 0
     for q, outcome in spec.questions.items():
         row[f"answer.{q}"] = "skipped" if answers[q] is None else answers[q]
+        if variant is not None and q in variant.questions and not variant.questions[q].numeric:  # letters differ per student: the option they name
+            row[f"option.{q}"] = variant.questions[q].option_id(answers[q])
         if answers[q] is None:
             row[outcome] = None
             row["skipped"] += 1
@@ -453,11 +455,13 @@ def grade_commits(doc: dict, lab: str, step: str, source: str, engine: _Engine |
         row["changes"] += 0 if record is None else len(record["changes"])
         row[f"changes.{q}"] = 0 if record is None else len(record["changes"])
         row[f"answer.{q}"] = "skipped" if answer is None else answer
+        if variant is not None and q in variant.questions and not variant.questions[q].numeric:  # letters differ per student: the option they name
+            row[f"option.{q}"] = variant.questions[q].option_id(answer)
         if answer is None:
             row[outcome] = None
             row["skipped"] += 1
         else:
-            if variant is not None:
+            if variant is not None and q in variant.questions:
                 row[outcome] = variant.questions[q].judge(answer)
             else:
                 right = engine_answer(lab, q)

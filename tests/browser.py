@@ -95,6 +95,24 @@ def choose(page, option_text: str, commit: int | None = None) -> None:
         page.get_by_role("button", name="Commit my prediction").nth(commit).click()
 
 
+def answer(page, question, value=None, commit: int | None = None, box: int = 0) -> None:
+    """Answer a variant's question (labs.variants.Question) as a student does: click the option
+    with this letter (default: the engine's key), or for a numeric question type this number
+    (default: the engine's answer) into the page's box-th number field; with `commit`, press the
+    commit-th "Commit my prediction" button."""
+    if question.numeric:
+        field = page.get_by_role("spinbutton").nth(box)
+        field.fill(f"{question.spec.answer if value is None else value:.6g}")
+        field.press("Tab")
+        page.wait_for_timeout(300)
+    else:
+        key = value or question.key
+        label = next(o.label for o in question.options if o.key == key)
+        page.get_by_text(f"{key}) {label[:40]}", exact=False).first.click()
+    if commit is not None:
+        page.get_by_role("button", name="Commit my prediction").nth(commit).click()
+
+
 def metric(page, label: str) -> str:
     """The value shown on the metric card with this label."""
     card = page.locator(".lab-card", has=page.locator(".label", has_text=label)).first

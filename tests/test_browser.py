@@ -6,9 +6,9 @@ import json
 import jsonschema
 import pytest
 
-from browser import browser_page, choose, marimo_run, metric, submit_and_download
-from labs.core.scenarios.lab05 import ACT1_OPTIONS, ACT2_OPTIONS
+from browser import answer, browser_page, marimo_run, metric, submit_and_download
 from labs.core.scenarios.lab05 import dp_wall_estimate
+from labs.variants import variant
 from labs.core.state import load_schema
 
 pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("need_chromium")]
@@ -25,13 +25,17 @@ def test_flagship_lab_end_to_end(tmp_path):
         page.get_by_label("Your name or student id (goes into your design ledger)").fill("browser student")
         page.keyboard.press("Enter")
 
-        choose(page, f"B) {ACT1_OPTIONS[1].label[:40]}")
+        mine = variant("05_parallelism", "browser student")
+        cause, design = mine.questions["cause"], mine.questions["design"]
+        other = next(o.key for o in cause.options if o.key != cause.key)
+        params_b = mine.settings["params_b"]
+        answer(page, cause)
         page.wait_for_timeout(300)
         assert page.locator(".lab-card").count() == 0  # choosing is not committing
         page.get_by_role("button", name="Commit my prediction").first.click()
         page.get_by_text("exposed all-reduce").first.wait_for()
         before = metric(page, "MFU")
-        assert before == f"{dp_wall_estimate(64).mfu:.1%}"
+        assert before == f"{dp_wall_estimate(64, params_b=params_b).mfu:.1%}"
         chart = page.locator(".js-plotly-plot").first
         chart.wait_for()
         points_before = chart.evaluate("el => JSON.stringify(el.data.map(t => [t.x, t.y]))")
@@ -40,16 +44,16 @@ def test_flagship_lab_end_to_end(tmp_path):
         slider.focus()
         slider.press("ArrowRight")
         slider.press("ArrowRight")
-        page.locator(".lab-card .value", has_text=f"{dp_wall_estimate(256).mfu:.1%}").first.wait_for()
+        page.locator(".lab-card .value", has_text=f"{dp_wall_estimate(256, params_b=params_b).mfu:.1%}").first.wait_for()
         after = metric(page, "MFU")
-        assert after == f"{dp_wall_estimate(256).mfu:.1%}" and after != before
+        assert after == f"{dp_wall_estimate(256, params_b=params_b).mfu:.1%}" and after != before
         points_after = page.locator(".js-plotly-plot").first.evaluate("el => JSON.stringify(el.data.map(t => [t.x, t.y]))")
         assert points_after != points_before
 
         # Change the Act I answer after the reveal: recorded as a change, the first one stays.
-        choose(page, f"D) {ACT1_OPTIONS[3].label[:40]}", commit=0)
+        answer(page, cause, other, commit=0)
         page.get_by_text("Later answers are recorded as changes").first.wait_for()
-        choose(page, f"C) {ACT2_OPTIONS[2].label[:40]}", commit=1)
+        answer(page, design, commit=1)
         path = submit_and_download(page, "Submit my design to the ledger", tmp_path / "downloaded.json")
 
     doc = json.loads(path.read_text())
@@ -58,17 +62,16 @@ def test_flagship_lab_end_to_end(tmp_path):
     assert doc["labs"]["05_parallelism"]["act2"]["inputs"]["tp"] == 8
     assert doc["labs"]["05_parallelism"]["act1"]["inputs"]["gpus"] == 256
     cause = doc["predictions"]["05_parallelism"]["cause"]
-    assert cause["answer"] == "B" and [c["answer"] for c in cause["changes"]] == ["D"]
-    assert doc["labs"]["05_parallelism"]["act1"]["predictions"] == {"cause": "B"}
+    assert cause["answer"] == mine.questions["cause"].key and [c["answer"] for c in cause["changes"]] == [other]
+    assert doc["labs"]["05_parallelism"]["act1"]["predictions"] == {"cause": mine.questions["cause"].key}
+    assert doc["variants"]["05_parallelism"]["seed"] == mine.seed and doc["variants"]["05_parallelism"]["settings"] == mine.settings
 
 
 def test_pipeline_lab_end_to_end(tmp_path):
-    from labs.core.scenarios.lab07 import UTILISATION_OPTIONS
-
     with marimo_run("07_pipeline_visualizer.py", env={"LABS_LEDGER_DIR": str(tmp_path)}) as url, browser_page() as page:
         page.goto(url)
         page.get_by_text("Commit to a prediction above (or skip it) to unlock the timelines").wait_for()
-        choose(page, f"C) {UTILISATION_OPTIONS[2].label}", commit=0)
+        answer(page, variant("07_pipeline_visualizer", "student").questions["utilisation"], commit=0)
         chart = page.locator(".js-plotly-plot").first
         chart.wait_for()
         before = chart.evaluate("el => JSON.stringify(el.data.map(t => t.base))")
@@ -91,14 +94,17 @@ def test_pipeline_lab_end_to_end(tmp_path):
 def test_zero_sweep_lab_end_to_end(tmp_path):
     """Lab 06: the lock holds, answering unlocks the sweep, moving the DP slider moves the
     marker and the memory card to the engine's value, submit and download give a valid ledger."""
-    from labs.core.scenarios.lab06 import FIT_ACTIVATIONS, FIT_MODEL, FIT_OPTIONS, FIT_STAGE, ZERO2_OPTIONS
+    from labs.core.scenarios.lab06 import FIT_MODEL, FIT_STAGE, fit_activations
     from labs.core.scenarios.lab06 import dp_memory
+
+    mine = variant("06_zero_sweep", "student")
+    FIT_ACTIVATIONS = fit_activations(mine.settings)
 
     with marimo_run("06_zero_sweep.py", env={"LABS_LEDGER_DIR": str(tmp_path)}) as url, browser_page() as page:
         page.goto(url)
         page.get_by_text("Commit to a prediction above (or skip it) to unlock the memory instruments").wait_for()
         assert page.locator(".lab-card").count() == 0
-        choose(page, f"B) {FIT_OPTIONS[1].label}", commit=0)
+        answer(page, mine.questions["fit"], commit=0)
         at8 = f"{dp_memory(FIT_MODEL, 8, FIT_STAGE, FIT_ACTIVATIONS).total / 1e9:,.1f} GB"
         page.locator(".lab-card .value", has_text=at8).first.wait_for()
         assert metric(page, "per-GPU memory") == at8 and metric(page, "fits") == "no"
@@ -113,11 +119,11 @@ def test_zero_sweep_lab_end_to_end(tmp_path):
         marker = page.locator(".js-plotly-plot").nth(1).evaluate("el => el.data.find(t => t.name === 'your setting').x[0]")
         assert marker == 32
 
-        choose(page, f"A) {ZERO2_OPTIONS[0].label[:40]}", commit=1)
+        answer(page, mine.questions["zero2"], commit=1)
         page.get_by_text("What fitting costs").first.wait_for()
         path = submit_and_download(page, "Submit to the ledger", tmp_path / "downloaded.json")
     doc = json.loads(path.read_text())
     jsonschema.validate(doc, load_schema())
     step = doc["labs"]["06_zero_sweep"]["sweep"]
     assert step["inputs"]["dp"] == 32 and step["outcomes"]["fits"] is True
-    assert step["predictions"] == {"fit": "B", "zero2": "A"}
+    assert mine.questions["fit"].judge(step["predictions"]["fit"]) and step["predictions"]["zero2"] == mine.questions["zero2"].key

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from browser import browser_page, choose, marimo_run
-from labs.core.scenarios.lab07 import UTILISATION_OPTIONS
+from browser import answer, browser_page, marimo_run
+from labs.variants import variant
 from labs.core.pipeline import timeline
 
 pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("need_chromium")]
@@ -24,7 +24,7 @@ def test_lab07_at_p64_m256_answers_a_play_step(tmp_path):
     with marimo_run("07_pipeline_visualizer.py", env={"LABS_LEDGER_DIR": str(tmp_path)}) as url, browser_page() as page:
         page.goto(url)
         page.get_by_text("Commit to a prediction above (or skip it) to unlock the timelines").wait_for()
-        choose(page, f"C) {UTILISATION_OPTIONS[2].label}", commit=0)
+        answer(page, variant("07_pipeline_visualizer", "student").questions["utilisation"], commit=0)
         page.get_by_text("1F1B: p=4, m=8, v=1").first.wait_for()
         for index in (0, 1):  # stages, then micro-batches, to the top of their ranges
             slider = page.get_by_role("slider").nth(index)

@@ -7,8 +7,9 @@ import json
 import jsonschema
 import pytest
 
-from browser import browser_page, choose, marimo_run, submit_and_download
-from labs.core.scenarios.lab08 import RING_OPTIONS, ring_state
+from browser import answer, browser_page, marimo_run, submit_and_download
+from labs.core.scenarios.lab08 import ring_state
+from labs.variants import variant
 from labs.core.state import load_schema
 
 pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("need_chromium")]
@@ -21,7 +22,7 @@ def test_lab08_step_slider_redraws_the_ring_and_the_ledger_validates(tmp_path):
     with marimo_run("08_collectives.py", env={"LABS_LEDGER_DIR": str(tmp_path)}) as url, browser_page() as page:
         page.goto(url)
         page.get_by_text("Commit to a prediction above (or skip it) to unlock the ring stepper").wait_for()
-        choose(page, f"B) {RING_OPTIONS[1].label}", commit=0)
+        answer(page, variant("08_collectives", "student").questions["ring"], commit=0)
         page.get_by_text("Ring all-reduce, N = 4: step 0 of 6").first.wait_for()
         plot = page.locator(".js-plotly-plot").first
         before = plot.evaluate(HEAT)

@@ -7,9 +7,10 @@ import json
 import jsonschema
 import pytest
 
-from browser import browser_page, choose, marimo_run, metric, submit_and_download
+from browser import answer, browser_page, marimo_run, metric, submit_and_download
+from labs.variants import variant
 from labs.core.layout import RANK_ORDER_NOTES
-from labs.core.scenarios.lab09 import DP64_OPTIONS, LAB, worksheet_estimate
+from labs.core.scenarios.lab09 import LAB, worksheet_estimate
 from labs.core.state import load_schema
 
 pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("need_chromium")]
@@ -37,7 +38,8 @@ def test_lab09_end_to_end(tmp_path):
         page.get_by_text("Commit to a prediction above (or skip it) to unlock the worksheet").wait_for()
         page.get_by_label("Your name or student id (goes into your design ledger)").fill("grid student")
         page.keyboard.press("Enter")
-        choose(page, f"C) {DP64_OPTIONS[2].label[:40]}", commit=0)
+        dp64 = variant(LAB, "grid student").questions["dp64"]
+        answer(page, dp64, commit=0)
         page.get_by_text("The communication map, filled by the engine").first.wait_for()
         assert metric(page, "MFU") == f"{worksheet_estimate('70b-h100', 8, 1, 1).mfu:.1%}"
         before = _grid(page)
@@ -64,4 +66,5 @@ def test_lab09_end_to_end(tmp_path):
     assert doc["student"] == "grid student"
     assert step["inputs"]["rank_order"] == DP_INNER and step["inputs"]["tp"] == 8
     assert step["outcomes"]["dominant"] == "tp" and step["outcomes"]["dominant_link"] == "inter"
-    assert doc["predictions"][LAB]["dp64"]["answer"] == "C"
+    assert doc["predictions"][LAB]["dp64"]["answer"] == variant(LAB, "grid student").questions["dp64"].key
+    assert doc["variants"][LAB]["seed"] == variant(LAB, "grid student").seed

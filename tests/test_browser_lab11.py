@@ -7,8 +7,9 @@ import json
 import jsonschema
 import pytest
 
-from browser import browser_page, choose, marimo_run, metric, submit_and_download
-from labs.core.scenarios.lab11 import FIT_OPTIONS, LAB, MOE_OPTIONS, STEP, cp_point
+from browser import answer, browser_page, marimo_run, metric, submit_and_download
+from labs.core.scenarios.lab11 import LAB, STEP, cp_point
+from labs.variants import variant
 from labs.core.state import load_schema
 
 pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("need_chromium")]
@@ -33,7 +34,8 @@ def test_lab11_end_to_end(tmp_path):
         page.get_by_text("Commit to a prediction above (or skip it) to unlock the context-parallel instruments").wait_for()
         page.get_by_label("Your name or student id (goes into your design ledger)").fill("long context student")
         page.keyboard.press("Enter")
-        choose(page, f"C) {FIT_OPTIONS[2].label[:40]}", commit=0)
+        mine = variant(LAB, "long context student").questions
+        answer(page, mine["fit"], commit=0)
         before = _chart(page, "CP 16, 8 KV heads")
         assert before is not None
         assert metric(page, "step time") == f"{cp_point(131072, 16, 8, 'ring')['step']:.2f} s"
@@ -45,7 +47,7 @@ def test_lab11_end_to_end(tmp_path):
         assert after is not None and after["y"] != before["y"]
         page.locator(".lab-card .value", has_text=f"{cp_point(131072, 8, 8, 'ring')['step']:.2f} s").first.wait_for()
 
-        choose(page, f"C) {MOE_OPTIONS[2].label[:40]}", commit=1)
+        answer(page, mine["moe"], commit=1)
         page.get_by_text("DeepSeek-V3's layout").first.wait_for()
         path = submit_and_download(page, "Submit my long-context design to the ledger", tmp_path / "downloaded.json")
 
@@ -55,4 +57,5 @@ def test_lab11_end_to_end(tmp_path):
     assert doc["student"] == "long context student"
     assert step["inputs"]["cp"] == 8 and step["inputs"]["algorithm"] == "ring"
     assert step["outcomes"]["step_time_s"] == pytest.approx(cp_point(131072, 8, 8, "ring")["step"])
-    assert doc["predictions"][LAB]["fit"]["answer"] == "C" and doc["predictions"][LAB]["moe"]["answer"] == "C"
+    mine = variant(LAB, "long context student").questions
+    assert doc["predictions"][LAB]["fit"]["answer"] == mine["fit"].key and doc["predictions"][LAB]["moe"]["answer"] == mine["moe"].key

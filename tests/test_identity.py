@@ -123,8 +123,8 @@ def test_the_lab_reports_a_ledger_it_moved_aside(tmp_path, monkeypatch):
 # ---- one server, two browsers ------------------------------------------------------------------
 @pytest.mark.browser
 def test_on_one_server_b_cannot_read_or_overwrite_as_ledger(tmp_path):
-    from browser import CHROMIUM_ARGS, chromium_path, choose, marimo_run
-    from labs.core.scenarios.lab07 import UTILISATION_OPTIONS
+    from browser import CHROMIUM_ARGS, answer, chromium_path, marimo_run
+    from labs.variants import variant
 
     if chromium_path() is None:
         if os.environ.get("CI"):
@@ -142,7 +142,7 @@ def test_on_one_server_b_cannot_read_or_overwrite_as_ledger(tmp_path):
         page.keyboard.press("Tab")
         page.get_by_label("A PIN of at least 4 characters", exact=False).fill(pin)
         page.keyboard.press("Tab")
-        choose(page, f"C) {UTILISATION_OPTIONS[2].label}", commit=0)  # committing writes the ledger too
+        answer(page, variant("07_pipeline_visualizer", "alice").questions["utilisation"], commit=0)  # committing writes the ledger too
         if expect == "Saved":
             page.get_by_text("Committed").first.wait_for()
             page.get_by_role("button", name="Submit to the ledger").click()
@@ -162,12 +162,12 @@ def test_on_one_server_b_cannot_read_or_overwrite_as_ledger(tmp_path):
             assert json.loads((tmp_path / "a.json").read_text())["student"] == "alice"
 
             b = browser.new_context(accept_downloads=True)  # another browser: its own marimo session
-            page_b = visit(b, url, "", "protected by its owner's PIN: type its PIN")
+            page_b = visit(b, url, "", "'alice' is taken on this server: if it is yours, type its PIN")
             assert page_b.get_by_text("Download ledger").count() == 0
             page_b.get_by_label("A PIN of at least 4 characters", exact=False).fill("0000")
             page_b.keyboard.press("Tab")
             page_b.get_by_role("button", name="Commit my prediction").first.click()
-            page_b.get_by_text("the PIN is wrong").first.wait_for()
+            page_b.get_by_text("that is not its PIN").first.wait_for()
             assert page_b.get_by_text("Download ledger").count() == 0
             assert path.read_bytes() == saved
         finally:

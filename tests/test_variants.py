@@ -239,6 +239,8 @@ def test_the_grader_regenerates_the_variant_and_grades_at_it(tmp_path):
     row = table.iloc[0]
     assert not problems and row["status"] == "ok" and not row["tampered"], row["status"]
     assert row["variant"] == v.seed and row["utilisation_correct"] and not row["microbatches_correct"]
+    micro = v.questions["microbatches"]
+    assert row["option.microbatches"] == micro.option_id(row["answer.microbatches"]) != micro.spec.correct  # the option named, whatever its letter
 
 
 @pytest.mark.parametrize("tamper", [
