@@ -92,14 +92,14 @@ def test_act1_fixed_per_gpu_batch_stays_flat():
 def test_nvls_shortens_the_one_node_all_reduce():
     """NVLink SHARP: ~480 against ~370 GB/s of busbw on 8 H100s (nccl-tests #212), for the
     all-reduce of plain data parallelism. ZeRO-1's reduce-scatter and all-gather get no such gain:
-    tuning.cc gives NVLS all-reduce twice the switch bandwidth it gives them (intraBw x 2), so on
-    8 H100s NCCL keeps the ring for them."""
+    tuning.cc gives NVLS all-reduce twice the switch bandwidth it gives them (intraBw x 2), so
+    forcing NVLS for them on 8 H100s is no faster than the ring NCCL would pick."""
     def dp(algorithm, zero):
         plan = Plan(dp=8, micro_batch=1, global_batch=32, zero_stage=zero, flash_attention=True, dp_algorithm=algorithm, dp_overlap=False)
         return estimate(dp_wall_model(7), Cluster.get("dgx-h100"), plan).time.dp_comm
     report("NVLS / ring all-reduce time, 8 H100s", dp("nvls", 0) / dp("ring", 0), 370 / 480)
     assert dp("nvls", 0) < 0.85 * dp("ring", 0)
-    assert dp("nvls", 1) == pytest.approx(dp("ring", 1), rel=1e-12)
+    assert dp("nvls", 1) >= dp("ring", 1) and dp("auto", 1) == pytest.approx(dp("ring", 1), rel=1e-12)
 
 
 def test_tp_across_nodes_warns_with_the_real_bandwidths():

@@ -109,80 +109,95 @@ def group_bus_bandwidth(cluster: Cluster, n, stride, algorithm: str = "ring", op
     if algorithm == "tree":  # 2 M moved at 0.92 busbw, reported by nccl-tests as 2 (n-1)/n M
         return TREE_BANDWIDTH_CAP * ring * (n - 1) / np.maximum(n, 1.0)
     if algorithm == "nvls":
-        nvls = _ring_bus_bandwidth(cluster, n, stride, g, nodes, cluster.intra.nvls_bytes_per_s)
-        # all-reduce pipelines a reduce and a broadcast through the switch; a reduce-scatter or
-        # all-gather gets half that algorithm bandwidth (tuning.cc: intraBw x 2 for all-reduce only)
-        return np.where(nodes > 1, ring, nvls / 2 * (n - 1) / np.maximum(n, 1.0)) if op != "all_reduce" else nvls
+        return _nvls_bus_bandwidth(cluster, op, n, stride, g, nodes, ring)
     return ring
 
 
-def _best(options):
-    """The (latency, bandwidth) pair of least total among `options`, element by element."""
-    lat, bw = options[0]
-    total = lat + bw
-    for other_lat, other_bw in options[1:]:
-        t = other_lat + other_bw
-        better = t < total
-        lat, bw, total = np.where(better, other_lat, lat), np.where(better, other_bw, bw), np.where(better, t, total)
-    return lat, bw
+def _nvls_bus_bandwidth(cluster: Cluster, op: str, n, stride, g, nodes, ring):
+    """NVLS bus bandwidth: the switch's all-reduce rate inside a node (capped by the NICs across
+    nodes); a reduce-scatter or all-gather gets half that algorithm bandwidth (tuning.cc: intraBw
+    x 2 for all-reduce only, which pipelines a reduce and a broadcast through the switch) and only
+    inside a node. At least 1 byte/s: a group of one moves nothing."""
+    nvls = _ring_bus_bandwidth(cluster, n, stride, g, nodes, cluster.intra.nvls_bytes_per_s)
+    if op != "all_reduce":
+        nvls = np.where(nodes > 1, ring, nvls / 2 * (n - 1) / np.maximum(n, 1.0))
+    return np.maximum(nvls, 1.0)
 
 
-def _ring_options(cluster, share, n, g, nodes, multi, intra_hw, moved, ring_busbw):
-    """(latency, bandwidth) seconds of the ring under each protocol (tuning.cc): base + (nsteps -
-    nInterSteps) intra hops + nInterSteps network hops, and the bytes at the protocol's share."""
-    steps, net_steps = share * (n - 1), share * np.where(multi, nodes - 1, 0.0)
-    net = np.where(g == 1, 1.0, 0.0)  # with one GPU per node, tuning.cc charges the tree's network hop
-    options = []
-    for k, efficiency in enumerate(_RING_PROTOCOL_BW):
-        hop_net = net * _HOP_US["net", "tree"][k] + (1 - net) * _HOP_US["net", "ring"][k]
-        lat = _BASE_US["ring"][k] + (steps - net_steps) * _HOP_US[intra_hw, "ring"][k] + net_steps * hop_net
-        options.append((lat * _US, moved / (efficiency * ring_busbw)))
-    return options
+# The tables as (protocol, 1) columns, so that one numpy operation prices every protocol at once.
+_COL = {key: np.array(value, dtype=float)[:, None] * _US for key, value in _HOP_US.items()}
+_RING_BASE, _TREE_BASE = (np.array(_BASE_US[a], dtype=float)[:, None] * _US for a in ("ring", "tree"))
+_RING_SHARES = np.array(_RING_PROTOCOL_BW, dtype=float)[:, None]
+_TREE_SHARES = {k: np.array(v, dtype=float)[:, None] for k, v in _TREE_PROTOCOL_BW.items()}
+
+
+def _ring_options(share, n, g, multi, nodes, hop, moved, ring_busbw):
+    """(latency, bandwidth) seconds of the ring under each protocol, stacked (tuning.cc): base +
+    (nsteps - nInterSteps) intra hops + nInterSteps network hops, and the bytes at the protocol's
+    share of the bandwidth. With one GPU per node tuning.cc charges the tree's network hop."""
+    net_steps = share * np.where(multi, nodes - 1, 0.0)
+    hop_net = np.where(g == 1, _COL["net", "tree"], _COL["net", "ring"])
+    latency = _RING_BASE + (share * (n - 1) - net_steps) * _COL[hop, "ring"] + net_steps * hop_net
+    return latency, moved / (_RING_SHARES * ring_busbw)
+
+
+def _tree_options(nbytes, g, multi, nodes, hop, ring_busbw):
+    """The tree all-reduce under each protocol: base + 2 ((g - 1) intra + log2(nodes) network)
+    hops, and 2 M at 0.92 of the ring's bus bandwidth times the protocol's share."""
+    levels = np.floor(np.log2(np.maximum(nodes, 1.0)))
+    latency = _TREE_BASE + 2 * ((g - 1) * _COL[hop, "tree"] + levels * _COL["net", "tree"])
+    shares = np.where(multi, _TREE_SHARES[True], _TREE_SHARES[False])
+    return latency, 2 * nbytes / (shares * TREE_BANDWIDTH_CAP * ring_busbw)
 
 
 def collective_columns(op: str, nbytes, cluster: Cluster, n, stride=1, algorithm: str = "ring"):
     """(latency seconds, bandwidth seconds) of one collective of `nbytes` over groups of n ranks
     spaced `stride` apart, with the algorithm and protocol NCCL's cost model picks among those
     `algorithm` allows; every argument but op, cluster and algorithm may be an array."""
-    n = np.asarray(n, dtype=float)
-    nbytes = np.asarray(nbytes, dtype=float)
     if op == "p2p":
+        nbytes = np.asarray(nbytes, dtype=float)
         g = members_per_node(cluster, 2, stride)
         bw = np.where(g >= 2, cluster.intra.effective_bytes_per_s, cluster.inter_bytes_per_s_per_gpu)
         lat = np.where(g >= 2, cluster.intra.latency_s, cluster.inter.latency_s)
         active = nbytes > 0
         return np.where(active, lat, 0.0), np.where(active, nbytes / bw, 0.0)
+    n, nbytes, stride = np.broadcast_arrays(np.asarray(n, dtype=float), np.asarray(nbytes, dtype=float), np.asarray(stride, dtype=float))
+    shape = n.shape
+    n, nbytes, stride = n.reshape(-1), nbytes.reshape(-1), stride.reshape(-1)
     share = _RING_SHARE[op]
     g = members_per_node(cluster, n, stride)
     nodes = np.ceil(n / g)
     multi = nodes > 1
-    intra_hw = "nvlink" if cluster.intra.name.startswith("NVLink") else "pci"
+    hop = "nvlink" if cluster.intra.name.startswith("NVLink") else "pci"
     ring_busbw = _ring_bus_bandwidth(cluster, n, stride, g, nodes, cluster.intra.effective_bytes_per_s)
     moved = share * (n - 1) / np.maximum(n, 1.0) * nbytes  # bytes through each rank's links
-    # NVLS needs two or more of a node's GPUs; across nodes only the all-reduce has it (NVLSTree)
-    nvls_usable = ((op == "all_reduce") | ~multi) & (g >= 2)
-    forced_nvls = algorithm == "nvls"
-    options = []
-    for algorithm in _uses(op, algorithm, cluster):
-        if algorithm == "ring" and forced_nvls:  # NCCL_ALGO=NVLS: the ring only where NVLS cannot run
-            for lat, bw in _ring_options(cluster, share, n, g, nodes, multi, intra_hw, moved, ring_busbw):
-                options.append((np.where(nvls_usable, np.inf, lat), np.where(nvls_usable, np.inf, bw)))
-        elif algorithm == "ring":
-            options += _ring_options(cluster, share, n, g, nodes, multi, intra_hw, moved, ring_busbw)
-        elif algorithm == "tree":
-            levels = np.floor(np.log2(np.maximum(nodes, 1.0)))
-            tree_busbw = TREE_BANDWIDTH_CAP * ring_busbw
-            for k in range(3):
-                lat = _BASE_US["tree"][k] + 2 * ((g - 1) * _HOP_US[intra_hw, "tree"][k] + levels * _HOP_US["net", "tree"][k])
-                efficiency = np.where(multi, _TREE_PROTOCOL_BW[True][k], _TREE_PROTOCOL_BW[False][k])
-                options.append((lat * _US, 2 * nbytes / (efficiency * tree_busbw)))
-        else:  # NVLS inside a node; NVLSTree across nodes (all-reduce only)
-            busbw = np.maximum(group_bus_bandwidth(cluster, n, stride, "nvls", op), 1.0)  # a group of one moves nothing
-            lat = _NVLS_US + 2 * np.floor(np.log2(np.maximum(nodes, 1.0))) * _NVLS_TREE_NET_US
-            options.append((np.where(nvls_usable, lat * _US, np.inf), np.where(nvls_usable, moved / busbw, np.inf)))
-    latency, bandwidth = _best(options)
+    uses = _uses(op, algorithm, cluster)
+    latencies, bandwidths = [], []
+    if "ring" in uses:
+        lat, bw = _ring_options(share, n, g, multi, nodes, hop, moved, ring_busbw)
+        if algorithm == "nvls":  # NCCL_ALGO=NVLS: the ring only where NVLS cannot run
+            lat = np.where(_nvls_usable(op, g, multi), np.inf, lat)
+        latencies.append(lat)
+        bandwidths.append(bw)
+    if "tree" in uses:
+        lat, bw = _tree_options(nbytes, g, multi, nodes, hop, ring_busbw)
+        latencies.append(lat)
+        bandwidths.append(bw)
+    if "nvls" in uses:  # NVLS inside a node; NVLSTree across nodes (all-reduce only)
+        busbw = _nvls_bus_bandwidth(cluster, op, n, stride, g, nodes, ring_busbw)
+        lat = (_NVLS_US + 2 * np.floor(np.log2(np.maximum(nodes, 1.0))) * _NVLS_TREE_NET_US) * _US
+        latencies.append(np.where(_nvls_usable(op, g, multi), lat, np.inf)[None])
+        bandwidths.append((moved / busbw)[None])
+    lat, bw = np.concatenate(latencies), np.concatenate(bandwidths)
+    pick = (np.argmin(lat + bw, axis=0), np.arange(lat.shape[1]))
+    latency, bandwidth = lat[pick], bw[pick]
     active = (n > 1) & (nbytes > 0)
-    return np.where(active, latency, 0.0), np.where(active, bandwidth, 0.0)
+    return np.where(active, latency, 0.0).reshape(shape), np.where(active, bandwidth, 0.0).reshape(shape)
+
+
+def _nvls_usable(op, g, multi):
+    """NVLS needs two or more of a node's GPUs; across nodes only the all-reduce has it (NVLSTree)."""
+    return ((op == "all_reduce") | ~multi) & (g >= 2)
 
 
 def check_algorithm(cluster: Cluster, algorithm: str) -> None:
