@@ -27,6 +27,7 @@ with app.setup:
         fp8_case,
         fp8_estimates,
         format_rows,
+        format_decades,
         fp8_rows,
         loss_scale_curves,
         loss_scale_rows,
@@ -218,13 +219,17 @@ def _(settings, underflow_committed):
     mo.stop(not underflow_committed.made)
     loss_curves = loss_scale_curves(settings)
     fp16_safe = safe_loss_scales(settings, "fp16")
-    return fp16_safe, loss_curves
+    e5m2_safe = safe_loss_scales(settings, "e5m2")
+    return e5m2_safe, fp16_safe, loss_curves
 
 
 @app.cell
-def _(fp16_safe, loss_curves, loss_scale_slider):
+def _(e5m2_safe, fp16_safe, loss_curves, loss_scale_slider, settings):
     _fig = shares_figure(loss_curves, loss_scale_slider.value)
     _safe = f"2^{fp16_safe[0]} to 2^{fp16_safe[-1]}" if fp16_safe else "none of them"
+    _span = settings["grad_high_exp"] - settings["grad_low_exp"]
+    _fp8 = (f"E5M2 keeps them all only at 2^{e5m2_safe[0]} to 2^{e5m2_safe[-1]}" if e5m2_safe else "no single scale keeps them all in E5M2")
+    _decades = f"E4M3 spans {format_decades('e4m3'):.1f} decades, E5M2 {format_decades('e5m2'):.1f}, the sample {_span}"
     mo.vstack(
         [
             _fig,
@@ -233,8 +238,8 @@ def _(fp16_safe, loss_curves, loss_scale_slider):
                 "the sample spans more decades than fp16 holds without scaling, and fewer than it holds with it. "
                 f"bf16 keeps fp32's 8 exponent bits (smallest normal {FORMATS['bf16'].smallest_normal:.2g}) and needs no scaling, "
                 f"for {FORMATS['bf16'].mantissa_bits} stored mantissa bits instead of fp16's {FORMATS['fp16'].mantissa_bits}: "
-                "its median error in the table is the coarser one. No single scale fits E4M3 or E5M2 to this sample: "
-                "that is why FP8 recipes scale each tensor, or each tile, on its own."
+                f"its median error in the table is the coarser one. {_decades}: {_fp8}, and no scale keeps them all in E4M3. "
+                "That is why FP8 recipes scale each tensor, or each tile, on its own, and keep gradients in E5M2."
             ),
         ]
     )
@@ -415,13 +420,15 @@ def _(fp8_committed, settings):
     _rows = fp8_rows(settings)
     _b, _f = _e["bf16"], _e["fp8"]
     _compute = next(_r for _r in _rows if _r["term"] == "compute")
+    _gpu = _b.cluster.gpu
     mo.vstack(
         [
             mo.md(
                 f"## 7 · FP8 throughput at scale\n\n"
                 f"{_b.model.name}, TP {_b.plan.tp} x PP {_b.plan.pp} x DP {_b.plan.dp}: the step goes from **{_b.step_time_s:.2f} s** to "
                 f"**{_f.step_time_s:.2f} s** ({_b.step_time_s / _f.step_time_s:.2f}x). Compute alone goes {_compute['bf16_s'] / _compute['fp8_s']:.2f}x faster, "
-                "not 2x: the measured FP8 GEMMs reach a smaller share of their peak than bf16's, attention, norms and the "
+                f"not 2x: the best measured FP8 GEMM reaches {_gpu.fp8_mamf_flops / _gpu.fp8_flops:.0%} of its peak against bf16's "
+                f"{_gpu.mamf_flops / _gpu.bf16_flops:.0%}; attention, norms and the "
                 "output layer stay in bf16, and each GEMM input is cast first. The model TFLOP/s per GPU rise from "
                 f"{_b.model_tflops_per_gpu:.0f} to {_f.model_tflops_per_gpu:.0f}; the MFU against each format's own peak falls "
                 f"from {_b.mfu:.0%} to {_f.mfu:.0%}."

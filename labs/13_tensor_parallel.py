@@ -241,8 +241,9 @@ def _(ring_committed, seed):
             mo.md(
                 "## 2 · Seed 001's milestone, checked\n\n"
                 "The bytes hold: two all-reduces a layer forward, each the size of the activations. The overhead does not: "
-                f"on an A100 the seed's model computes a forward pass in a few milliseconds, not {SEED_CLAIMS['forward_ms']}, "
-                "so the same few milliseconds of PCIe traffic are about half of the step, not 6%."
+                f"on an A100 the seed's model computes its whole step, forward and backward, in {_e.time.compute * 1e3:.1f} ms, "
+                f"not a {SEED_CLAIMS['forward_ms']} ms forward, so its TP traffic over PCIe is {seed['engine_tp_share']:.0%} of the "
+                f"step, not {SEED_CLAIMS['overhead']:.0%}."
             ),
             ui.static_table(_rows),
         ]

@@ -1,7 +1,7 @@
-"""Take the README's screenshots: `python scripts/screenshots.py [05 06 ... 11]` (default: all).
+"""Take the README's screenshots: `python scripts/screenshots.py [05 06 ... 13]` (default: all).
 
 Serves each lab with `marimo run`, commits its first prediction in Chromium, moves a widget the
-README's picture shows, and saves assets/lab05_act1.png, lab05_act2.png, lab06.png ... lab11.png."""
+README's picture shows, and saves assets/lab05_act1.png, lab05_act2.png, lab06.png ... lab13.png."""
 
 import sys
 import tempfile
@@ -138,7 +138,56 @@ def long_context() -> None:
         page.screenshot(path=str(ROOT / "assets" / "lab11.png"))
 
 
-SHOTS = {"05": flagship, "06": zero_sweep, "07": pipeline, "08": collectives, "09": design_worksheet, "10": failures, "11": long_context}
+def precision_lab() -> None:
+    """Lab 12 with the underflow prediction committed and the loss scale at 2^16: the formats,
+    the table of what each keeps and the flushed/overflowed curves."""
+    from labs.variants import variant
+
+    answer = variant("12_precision_and_memory", "student").questions["underflow"].spec.answer
+    with tempfile.TemporaryDirectory() as ledgers, marimo_run("12_precision_and_memory.py", env={"LABS_LEDGER_DIR": ledgers}) as url, browser_page(width=1300, height=1400) as page:
+        page.goto(url)
+        number = page.locator("input[aria-label*='Your prediction']").first
+        number.fill(f"{answer:.0f}")
+        number.press("Tab")
+        page.get_by_role("button", name="Commit my prediction").nth(0).click()
+        slider = page.get_by_role("slider").nth(0)  # the loss scale: 2^0 -> 2^16
+        slider.focus()
+        for _ in range(16):
+            slider.press("ArrowRight")
+        slider.blur()
+        page.get_by_text("S = 2^16").first.wait_for()
+        page.locator(".js-plotly-plot").first.wait_for()
+        page.wait_for_timeout(2500)
+        page.get_by_text("1 · What a cast keeps").first.evaluate("el => el.scrollIntoView({block: 'start'})")
+        page.evaluate("window.scrollBy(0, -330)")
+        page.wait_for_timeout(800)
+        page.screenshot(path=str(ROOT / "assets" / "lab12.png"))
+
+
+def tensor_parallel_lab() -> None:
+    """Lab 13 with all three predictions committed: where TP stops, in 8-GPU nodes and in one
+    NVLink domain, beside the scaling book's threshold."""
+    from labs.variants import variant
+
+    q = variant("13_tensor_parallel", "student").questions
+    with tempfile.TemporaryDirectory() as ledgers, marimo_run("13_tensor_parallel.py", env={"LABS_LEDGER_DIR": ledgers}) as url, browser_page(width=1300, height=1400) as page:
+        page.goto(url)
+        number = page.locator("input[aria-label*='Your prediction']").first
+        number.fill(f"{q['ring'].spec.answer:.2f}")
+        number.press("Tab")
+        page.get_by_role("button", name="Commit my prediction").nth(0).click()
+        for index, name in ((1, "scaling"), (2, "tp_best")):
+            key = q[name].key
+            choose(page, f"{key}) {next(o.label for o in q[name].options if o.key == key)[:40]}", commit=index)
+        page.get_by_text("The scaling book's threshold").first.wait_for()
+        page.wait_for_timeout(2500)
+        page.get_by_text("4 · Where TP stops").first.evaluate("el => el.scrollIntoView({block: 'start'})")
+        page.wait_for_timeout(800)
+        page.screenshot(path=str(ROOT / "assets" / "lab13.png"))
+
+
+SHOTS = {"05": flagship, "06": zero_sweep, "07": pipeline, "08": collectives, "09": design_worksheet, "10": failures, "11": long_context,
+         "12": precision_lab, "13": tensor_parallel_lab}
 
 
 def main(labs: list[str]) -> None:

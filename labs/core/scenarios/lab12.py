@@ -217,6 +217,23 @@ def recompute_estimates(flash_attention: bool) -> dict:
     return {mode: estimate(model, cluster, fp8_plan({**DEFAULT_SETTINGS, "fp8_case": RECOMPUTE_CASE}, "bf16", recompute=mode, flash_attention=flash_attention)) for mode in RECOMPUTE_MODES}
 
 
+def recompute_setting() -> str:
+    """The recompute case in words, from its model, cluster and plan."""
+    settings = {**DEFAULT_SETTINGS, "fp8_case": RECOMPUTE_CASE}
+    (model, cluster), plan = fp8_case(settings), fp8_plan(settings)
+    return (f"{model.name} on {cluster.gpus:,} {cluster.gpu.name} GPUs (TP {plan.tp}{', SP' if plan.sequence_parallel else ''}, "
+            f"PP {plan.pp}, DP {plan.dp})")
+
+
+def format_decades(name: str) -> float:
+    """Decades a format spans from half its smallest subnormal (below which values round to zero)
+    to its largest value: the widest spread of magnitudes one scale can keep."""
+    import math
+
+    f = precision.FORMATS[name]
+    return math.log10(f.max / (f.smallest_subnormal / 2))
+
+
 def recompute_rows(flash_attention: bool) -> list[dict]:
     """Per mode: activation memory per GPU, extra hardware FLOPs (HFU/MFU - 1), MFU, HFU, step."""
     e = recompute_estimates(flash_attention)
@@ -285,8 +302,8 @@ def build_questions(settings: dict) -> dict:
         ),
         "recompute": Choice(
             "Seed 002 says selective recomputation saves ~10x activation memory at < 5% cost, and also that it costs "
-            "~33% extra FLOPs. For GPT-3 175B on 1,024 H100s (TP 8, SP, PP 8), without flash attention as Korthikanti "
-            "et al. 2022 ran it, what does each mode add to the FLOPs the GPUs execute?",
+            f"~33% extra FLOPs. For {recompute_setting()}, without flash attention as Korthikanti et al. 2022 ran it, "
+            "what does each mode add to the FLOPs the GPUs execute?",
             RECOMPUTE_OPTIONS, recompute_answer(), recompute_explanations(),
         ),
         "fp8": Numeric(

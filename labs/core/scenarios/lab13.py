@@ -285,7 +285,7 @@ def build_questions(settings: dict) -> dict:
             f"(right within {RING_TOLERANCE:.0%})",
             ring, RING_TOLERANCE * ring, "MB",
             f"the payload is b x s x d x 2 bytes = {payload:.2f} MB; a ring all-reduce sends 2(n-1)/n of it from each rank: "
-            f"{ring:.2f} MB, counted on the arrays below.",
+            f"{ring:.2f} MB (section 2 counts the seed's own setting on the arrays).",
         ),
         "scaling": Choice(
             f"Seed 001 ends: 'at larger d_model, communication scales quadratically while compute scales cubically'. Take its "
