@@ -101,7 +101,7 @@ def answer(page, question, value=None, commit: int | None = None, box: int = 0) 
     (default: the engine's answer) into the page's box-th number field; with `commit`, press the
     commit-th "Commit my prediction" button."""
     if question.numeric:
-        field = page.get_by_role("spinbutton").nth(box)
+        field = page.locator("marimo-number input").nth(box)
         field.fill(f"{question.spec.answer if value is None else value:.6g}")
         field.press("Tab")
         page.wait_for_timeout(300)

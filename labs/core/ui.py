@@ -56,9 +56,8 @@ def lab_variant(lab: str, identity):
 def variant_question(question) -> mo.ui.radio | mo.ui.number:
     """A variant's question (labs.variants.Question) as its widget: a radio of its options in
     the student's order, or a number field for a quantity (no bounds: nothing is clamped)."""
-    if question.numeric:
-        unit = f" ({question.spec.unit})" if question.spec.unit else ""
-        return mo.ui.number(label=f"**Your prediction.** {question.prompt}{unit}", full_width=False)
+    if question.numeric:  # the prompt names the unit and the tolerance
+        return mo.ui.number(label=f"**Your prediction.** {question.prompt}", full_width=False)
     return prediction_question(question.prompt, question.options)
 
 
