@@ -292,7 +292,7 @@ def _(act1_committed):
     achieved on {_b.name} ({_b.bandwidth_bytes_per_s / 1e9:.0f} GB/s line rate). A group with one
     member per node (data parallelism behind TP = 8) has one NIC: that is where the cliff is.
 
-    With a fixed global batch $G$, compute per GPU is $\propto G/N$ and
+    With a fixed global batch of $S$ sequences, compute per GPU is $\propto S/N$ and
 
     $$\text{{MFU}} = \frac{{\text{{model FLOPs}}}}{{T_{{step}}\cdot N\cdot \text{{peak}}}},\quad
     T_{{step}} = T_{{compute}} + \max(T_{{ring}} - T_{{overlap}},\ T_{{last\ bucket}}) + T_{{optimizer}}$$

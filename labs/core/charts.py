@@ -66,7 +66,8 @@ def dp_step_stack(ests: Sequence[Estimate]) -> go.Figure:
     for key, values in parts.items():
         fig.add_bar(x=x, y=[100 * v / t for v, t in zip(values, totals)], name=names[key], marker_color=TERM_COLORS[key],
                     customdata=[1e3 * v for v in values], hovertemplate=f"{names[key]}: %{{customdata:,.0f}} ms (%{{y:.0f}}% of the step)<extra></extra>")
-    fig.update_layout(barmode="stack", height=360, title="Where each step's time goes", xaxis_title="GPUs", yaxis=dict(title="share of the step (%)", range=[0, 100]))
+    fig.update_layout(barmode="stack", height=440, title="Where each step's time goes", xaxis_title="GPUs", yaxis=dict(title="share of the step (%)", range=[0, 100]),
+                      legend=dict(orientation="h", yanchor="top", y=-0.22, x=0), margin=dict(b=130))
     return apply_plotly_theme(fig)
 
 
@@ -77,7 +78,7 @@ def comm_compute_ratio(ests: Sequence[Estimate]) -> go.Figure:
     hline(fig, 1, dict(dash="dash", color=COLORS["muted"]))
     fig.add_annotation(x=1, xref="x domain", xanchor="right", y=0, yanchor="bottom", text="communication = compute", showarrow=False)  # y in log10 units: log10(1)
     gpus = [e.cluster.gpus for e in ests]
-    fig.update_layout(height=320, title="Gradient reduction against compute", xaxis=dict(type="log", title="GPUs", tickvals=gpus, ticktext=[str(g) for g in gpus]),
+    fig.update_layout(height=440, title="Gradient reduction against compute", xaxis=dict(type="log", title="GPUs", tickvals=gpus, ticktext=[str(g) for g in gpus]),
                       yaxis=dict(type="log", title="reduction time / compute time", dtick=1))
     return apply_plotly_theme(fig)
 
@@ -188,7 +189,7 @@ def _hbm_lines(fig: go.Figure, hbm: Sequence[tuple[str, float, bool]], log_axis:
         # Neighbouring capacities sit close on a log axis: stagger the labels along the line.
         fig.add_annotation(
             x=1 - 0.3 * i, xref="paper", xanchor="right", y=np.log10(value) if log_axis else value, yanchor="bottom", showarrow=False,
-            text=f"{label} {value:.1f} GB" + ("" if confirmed else " (unconfirmed)"), font=dict(color=COLORS["red"], size=13),
+            text=f"{label} {value:.1f} GB" + ("" if confirmed else " (unconfirmed)"), font=dict(color=COLORS["red"], size=13), bgcolor="rgba(255,255,255,0.85)",
         )
 
 
