@@ -61,7 +61,8 @@ def test_a_student_server_allows_reads_only():
     assert allowed == {("read", "contents"), ("read", "files"), ("read", "api")}
 
 
-def test_the_hub_keeps_students_apart(capsys):
+@pytest.mark.browser
+def test_the_hub_keeps_students_apart(need_chromium, capsys):
     missing = [c for c in NEEDED if shutil.which(c) is None] + [m for m in MODULES if importlib.util.find_spec(m) is None]
     if os.geteuid() != 0:
         missing.append("root (the check creates system users)")
