@@ -259,7 +259,8 @@ def build_questions(s: dict) -> dict:
     years = gpu_mtbf_s() / (365 * DAY)
     return {
         "mtbf": Numeric(
-            f"Each GPU runs {years:.1f} years between job-stopping failures on average, and the job stops when any of its GPUs does. "
+            f"Each GPU runs {years:.1f} years between job-stopping failures on average (Llama 3's interruptions of every cause, software "
+            "and network included, counted per GPU: assume every cause grows with the GPUs), and the job stops when any of its GPUs does. "
             f"How many unexpected interruptions should a {gpus:,}-GPU job expect in {days} days? "
             f"Type a number (right within {INTERRUPTIONS_TOLERANCE:.0%}).",
             count, max(INTERRUPTIONS_TOLERANCE * count, 0.5), "interruptions",
