@@ -240,3 +240,11 @@ def test_the_download_link_is_no_url_another_browser_can_fetch(tmp_path, monkeyp
     view, saved = ui.submit_to_ledger("erin", Button(), lambda: [("05_parallelism", "act1", {"tp": 8}, {}, {})])
     assert saved is not None and "Download ledger" in view.text
     assert "data-data='&quot;&quot;'" in view.text and "data-lazy='true'" in view.text  # no URL, no inline bytes
+
+
+def test_look_alike_ids_share_one_key_and_distinct_people_do_not():
+    """I8: fullwidth, mathematical bold and case variants of one name read as one person."""
+    same = ["alice", "Alice", "ALICE", "\uff21\uff4c\uff49\uff43\uff45", "\U0001d41a\U0001d425\U0001d422\U0001d41c\U0001d41e", " alice "]
+    assert {state.lookalike_key(name) for name in same} == {"alice"}
+    assert len({state.ledger_filename(name) for name in same[:5]}) == 5  # their files stay apart
+    assert state.lookalike_key("Alicia") != state.lookalike_key("alice") and state.lookalike_key("José") == state.lookalike_key("JOSE\u0301")

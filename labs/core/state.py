@@ -11,11 +11,17 @@ refused when blank, over 100 characters or holding control characters. Its file 
 `<readable slug>-<10 hex of the id's SHA-256>.ledger.json`, so distinct ids never share a file.
 
 Ownership. A ledger belongs to whoever created it. With a secret (a PIN chosen at the first
-save, kept as a salted PBKDF2 hash in a hidden `.<file>.owner` beside it) every later read,
-download and save needs the same secret. On a shared server (`shared=True`, or LABS_SHARED=1,
-or a roster) a secret is required from the first save on; with a roster (`roster=`, or
-LABS_ROSTER=roster.csv: columns `student,code`) only listed students may save, each with the
-instructor's code, and no owner file is needed.
+commit or save, kept as a salted PBKDF2 hash in a hidden `.<file>.owner` beside it) every later
+read, download and save needs the same secret. On a shared server (`shared=True`, or
+LABS_SHARED=1, or a roster) a secret is required from the first save on; with a roster
+(`roster=`, or LABS_ROSTER=roster.csv: columns `student,code`) only listed students may save,
+each with the instructor's code, and no owner file is needed. Wrong secrets are counted in the
+process per client (`client=`: a browser session) and per name (Attempts): a client with too many
+is refused unchecked for a while, but a client that never failed on a name is always checked, so
+nobody can lock an owner out. One client starts at most MAX_NEW_PER_CLIENT ledgers.
+
+Signatures. Where LABS_SIGNING_KEY is set (a class server), every committed prediction and saved
+step carries a signature over its content, place and the student's variant (labs.core.signing).
 
 Durability. Writes are atomic (a temp file in the same folder, fsync, os.replace, fsync of the
 folder) under an exclusive cross-platform file lock (filelock), so two notebooks or processes
@@ -222,6 +228,14 @@ def normalise_student(student) -> str:
     if bad:
         raise ValueError(f"a student id cannot hold control or invisible characters ({', '.join(bad[:5])})")
     return text
+
+
+def lookalike_key(student: str) -> str:
+    """The id as a person reads it: compatibility forms folded (fullwidth, mathematical bold),
+    case folded, spaces collapsed. Distinct ids with the same key look alike to an instructor
+    (audit I8): `Ａｌｉｃｅ`, `𝐚𝐥𝐢𝐜𝐞` and `ALICE` all give "alice". The grader flags them; the
+    files stay apart."""
+    return " ".join(unicodedata.normalize("NFKC", normalise_student(student)).casefold().split())
 
 
 def student_hash(student: str) -> str:
