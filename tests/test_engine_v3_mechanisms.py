@@ -163,3 +163,45 @@ def test_llama3_405b_group_size_trades_memory_not_bubble_without_messages():
     ratio = (large.memory.activations) / (small.memory.activations)
     report("Llama 3 405B stage-0 activations, N = 32 / N = 16", ratio, held(32) / held(16))
     assert large.memory.activations > small.memory.activations
+
+
+def _message_cases():
+    rng = np.random.default_rng(24)
+    cases = []
+    while len(cases) < 60:
+        p, v = int(rng.choice([2, 3, 4, 6, 8, 16])), int(rng.choice([1, 2, 3, 4]))
+        m = p * int(rng.choice([1, 2, 3, 4]))
+        n = int(rng.choice([k for k in range(p, m + 1) if m % k == 0]))
+        tf, tb, tw = rng.uniform(0.2, 3.0, 3)
+        comm = rng.uniform(0.0, 1.0) * min(tf, tb + tw) / v  # messages no longer than a chunk's op
+        cases.append((p, m, v, n, float(tf), float(tb), float(tw), float(comm)))
+    return cases
+
+
+@pytest.mark.parametrize("p,m,v,n,tf,tb,tw,comm", _message_cases())
+def test_interleaved_idle_with_messages_is_the_closed_form(p, m, v, n, tf, tb, tw, comm):
+    """With p2p messages the interleaved timeline idles the closed form of pipeline.message_idle
+    on top of (p-1)(T_F+T_B+T_W)/v: the ramp's 2(p-1) messages, and at each of the v-1 chunk
+    changes of warm-up and cool-down max(0, p comm - (N - p) x a chunk's op), which a group
+    larger than p covers."""
+    t = timeline(p, m, "interleaved", v, OpCosts(tf, tb, tw, comm), group=n)
+    closed = float(idle_time(p, m, SCHEDULES.index("interleaved"), v, tf, tb, tw, comm, n))
+    assert np.max(np.abs(t.idle_per_stage() - closed)) < 1e-12 * t.makespan
+
+
+def test_llama3_405b_group_size_moves_the_step_time():
+    """Llama 3 405B on 16 stages, v = 4, 64 micro-batches. At N = p = 16 each of the 2 (v - 1)
+    chunk changes waits for p = 16 messages a group's first micro-batch needs to come round; at
+    N = 32 the 16 extra micro-batches' chunk-ops (far longer than a message) cover them. So
+    step(16) - step(32) = 2 (v - 1) p x one message, and N = 32 holds (v-1)(32-16)/v = 12 more
+    micro-batches' layers on stage 0."""
+    model, cluster = Model.get("llama3-405b"), Cluster.get("dgx-h100", nodes=256)
+    base = dict(tp=8, pp=16, dp=16, micro_batch=1, global_batch=1024, zero_stage=1, sequence_parallel=True, schedule="interleaved",
+                virtual_stages=4, flash_attention=True, recompute="selective", tp_comm_overlap=True, pp_overlap=True)
+    small, large = (estimate(model, cluster, Plan(**base, microbatch_group_size=n)) for n in (16, 32))
+    pp = next(c for c in small.collectives if c.key == "pp")
+    hop = pp.wire_s / (2 * 64 * 4)  # the map's wire time is 2 m v messages
+    expected = 2 * (4 - 1) * 16 * hop
+    report("Llama 3 405B step, N = 16 minus N = 32 (ms)", (small.step_time_s - large.step_time_s) * 1e3, expected * 1e3)
+    assert small.step_time_s - large.step_time_s == pytest.approx(expected, rel=1e-9)
+    assert large.memory.activations > small.memory.activations

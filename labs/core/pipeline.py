@@ -123,16 +123,40 @@ def check_group(p: int, m: int, group: int) -> None:
                          f"or leave at least p over")
 
 
-def idle_time(p, m, schedule_code, v, tf, tb, tw):
+def idle_time(p, m, schedule_code, v, tf, tb, tw, comm=0.0, group=None):
     """Idle time per stage of a pipeline (array-valued: every argument may be a column).
     schedule_code indexes SCHEDULES; tb and tw are the input- and weight-gradient passes (other
-    schedules run them as one backward of tb + tw). The closed forms of the module docstring."""
+    schedules run them as one backward of tb + tw). The closed forms of the module docstring;
+    with messages (comm > 0) only for the interleaved schedule, where message_idle adds them."""
     p = np.asarray(p, dtype=float)
     code = np.asarray(schedule_code)
     zb1 = (p - 1) * np.maximum(tf + tb - tw, tb)
     zb2 = (p - 1) * np.maximum(np.maximum(tf + tb - 2 * tw, tb - tf), 0.0)
     plain = (p - 1) * (tf + tb + tw) / v
-    return np.where(code == SCHEDULES.index("zb-h1"), zb1, np.where(code == SCHEDULES.index("zb-h2"), zb2, plain))
+    interleaved = plain + message_idle(p, v, p if group is None else group, tf, tb + tw, comm)
+    return np.where(code == SCHEDULES.index("zb-h1"), zb1, np.where(code == SCHEDULES.index("zb-h2"), zb2,
+                    np.where(code == SCHEDULES.index("interleaved"), interleaved, plain)))
+
+
+def message_idle(p, v, group, tf, tbw, comm):
+    """What p2p messages of `comm` each add to every stage's idle time under Megatron's interleaved
+    schedule with micro-batch group size N (array-valued; tf and tbw are a whole stage's forward
+    and backward, a chunk's are tf / v and tbw / v):
+
+        2 (p - 1) comm + (v - 1) [max(0, p comm - (N - p) tf / v) + max(0, p comm - (N - p) tbw / v)]
+
+    The first term is the ramp: the first forward's p - 1 hops down and the last backward's p - 1
+    hops back up. At each of the v - 1 chunk changes of the warm-up (and again of the cool-down),
+    a group's first micro-batch returns to stage 0 after p hops of compute and p messages, while
+    the stage has N chunk-ops of its own to run meanwhile: N = p covers the compute but not the p
+    messages, and each micro-batch beyond p in the group covers one more chunk-op of them (Llama 3,
+    Sec. 3.3.2, tunes N for this trade against the memory N holds). Equal to the generated
+    timeline's idle time for N >= p, m a multiple of N and comm <= min(tf, tbw) / v
+    (tests/test_engine_v3_mechanisms.py); longer messages also stall the steady state."""
+    p, v, n = (np.asarray(x, dtype=float) for x in (p, v, group))
+    f, b = np.asarray(tf, dtype=float) / v, np.asarray(tbw, dtype=float) / v
+    spare = n - p
+    return 2 * (p - 1) * comm + (v - 1) * (np.maximum(0.0, p * comm - spare * f) + np.maximum(0.0, p * comm - spare * b))
 
 
 def bubble_fraction(p: int, m: int, schedule: str = "1f1b", v: int = 1, convention: str = "total", costs: OpCosts | None = None,
@@ -142,7 +166,7 @@ def bubble_fraction(p: int, m: int, schedule: str = "1f1b", v: int = 1, conventi
     _check(p, m, schedule, v, group)
     check_choice("convention", convention, CONVENTIONS)
     c = _check_costs(costs)
-    idle = float(idle_time(p, m, SCHEDULES.index(schedule), v, c.tf, c.tb, c.tw))
+    idle = float(idle_time(p, m, SCHEDULES.index(schedule), v, c.tf, c.tb, c.tw, c.comm if schedule == "interleaved" else 0.0, group))
     ideal = m * (c.tf + c.tb + c.tw)
     return idle / ideal if convention == "ideal" else idle / (ideal + idle)
 

@@ -37,7 +37,7 @@ from labs.core.gemm import GEMM_FIXED_S, flash_attention_time, gemm_time, unfuse
 from labs.core.hardware import Cluster
 from labs.core.memory import GRAD_BYTES, OPTIMIZER_BYTES, WEIGHT_BYTES, fp8_activation_savings, fp8_norms_up_proj_savings, in_flight_columns, layer_activation_columns, model_state_columns
 from labs.core.models import ALL_RECOMPUTE_MODES, RECOMPUTE_MODES, Model
-from labs.core.pipeline import SCHEDULES, idle_time
+from labs.core.pipeline import SCHEDULES, idle_time, message_idle
 from labs.core.layout import axis_strides
 from labs.core.topology import collective_columns, members_per_node
 
@@ -300,7 +300,12 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     scatter = stack.pp_p2p == "scatter_gather"  # DeepSpeed 2021: every TP rank sends the whole activation
     hop = sum(collective_columns("p2p", pp_bytes / (tp if scatter else 1.0), cluster, 2, stage_stride))
     hop = hop + np.where(crosses & (tp > 1) & scatter, sum(collective_columns("all_gather", pp_bytes, cluster, tp, s_tp)), 0.0)
-    pp_comm = np.where(pp > 1, 2 * (pp - 1) * v * hop + np.where(pp_overlap, 0.0, 2 * m * v * hop), 0.0)
+    # The messages' share of the pipeline's idle time (labs.core.pipeline.message_idle): the ramp's
+    # 2 (p - 1) hops, and under interleaving a stall at each chunk change that a micro-batch group
+    # N larger than p covers; without overlap every message also waits in line.
+    group = _col(c, "microbatch_group_size")
+    ramp = message_idle(pp, v, np.where(group > 0, group, pp), stage_f, stage_bwd, hop)
+    pp_comm = np.where(pp > 1, ramp + np.where(pp_overlap, 0.0, 2 * m * v * hop), 0.0)
     pp_sent = np.where(pp > 1, 2 * m * v * pp_bytes / (tp if scatter else 1.0), 0.0)
 
     # ---- data parallel / ZeRO -----------------------------------------------------------------
