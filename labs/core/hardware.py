@@ -208,6 +208,14 @@ GPUS: dict[str, GPU] = {
         "NVIDIA H100 product page (H100 NVL): 835.5 TFLOP/s BF16 dense, 94 GB HBM3, 3.9 TB/s, 350-400 W. "
         "MAMF scaled from H100 SXM by the peak ratio (unconfirmed).", 1402.6e12 * 835.5 / 989.4,
     ),
+    # H100 94 GB with HBM2e at 2.41 TB/s, as in NHR@FAU's Helma nodes (4 GPUs a node), the H100
+    # of Ujeniya et al. 2026 (arXiv:2604.11391, Sec. 3: "H100: HBM2e, 94 GiB, 2.41 TB/s", compute
+    # identical to the SXM part). Matmul rates as H100 SXM's.
+    "h100-94gb-hbm2e": GPU(
+        "H100-94GB-HBM2e", 989.4e12, 1979e12, 94 * 2**30, 2410 * GB, "nvlink4", 794.5e12, "hopper", 132, _HBM_EFF, True,
+        "Ujeniya et al. 2026 (arXiv:2604.11391) Sec. 3: H100 with 94 GiB HBM2e at 2.41 TB/s, H100 compute; "
+        "MAMF taken as H100 SXM's.", 1402.6e12,
+    ),
     # H100 SXM5 96 GB (HBM3, 3.36 TB/s; sold in China as the H800's successor parts and in some
     # HGX boards): the SXM5 die with 6 HBM stacks enabled. Compute as H100 SXM.
     "h100-sxm-96gb": GPU(
