@@ -1,9 +1,14 @@
-"""`pip install .` (not editable): the wheel carries the ledger schema, and in a fresh virtualenv a
-save and a grade work from any folder."""
+"""`pip install .` (not editable): the wheel carries the ledger schema, and in a virtualenv of its
+own (no site packages borrowed: the audit's T1 failed inside the README's venv, whose
+--system-site-packages child saw the base interpreter's packages, without filelock) the wheel and
+its declared dependencies install, and a save and a grade work from any folder. The dependencies
+are installed with uv (a test extra; seconds from its cache, where pip takes minutes)."""
 
 import json
+import os
 import subprocess
 import sys
+import time
 import zipfile
 from pathlib import Path
 
@@ -31,10 +36,13 @@ def test_wheel_carries_the_schema_and_installs_into_a_fresh_virtualenv(tmp_path)
         assert archive.read("labs/core/ledger.schema.json") == (ROOT / "assets" / "ledger.schema.json").read_bytes()
         assert "labs/grade.py" in archive.namelist()
 
-    venv = tmp_path / "venv"  # fresh, but borrowing this interpreter's packages for the dependencies
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True, timeout=120)
+    venv = tmp_path / "venv"  # isolated: only the wheel and what its metadata asks for
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     python = venv / "bin" / "python"
-    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", str(wheel)], check=True, capture_output=True, timeout=300)
+    installed = subprocess.run([sys.executable, "-m", "uv", "pip", "install", "-q", "--python", str(python), str(wheel)], capture_output=True, text=True, timeout=600)
+    assert installed.returncode == 0, installed.stderr[-2000:]
+    borrowed = subprocess.run([str(python), "-c", "import sys; print(sys.flags.no_site, [p for p in sys.path if 'site-packages' in p])"], capture_output=True, text=True, check=True)
+    assert all(path.startswith(str(venv)) for path in eval(borrowed.stdout.split(" ", 1)[1])), borrowed.stdout
     work = tmp_path / "elsewhere"
     work.mkdir()
     out = subprocess.run([str(python), "-c", SAVE_AND_GRADE, str(work)], cwd=work, capture_output=True, text=True, timeout=300)
@@ -42,3 +50,55 @@ def test_wheel_carries_the_schema_and_installs_into_a_fresh_virtualenv(tmp_path)
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["labs"].startswith(str(venv)) and result["schema"].startswith(str(venv)) and result["exit"] == 0
     assert "wheel student" in (work / "grades.csv").read_text()
+
+
+HOLD_AND_WAIT = """
+import sys, time
+sys.modules["fcntl"] = None  # a system without fcntl: filelock falls back to SoftFileLock
+sys.path.insert(0, sys.argv[1])
+from filelock import FileLock
+lock = FileLock(sys.argv[2])  # kept: a dropped FileLock releases itself
+lock.acquire()
+print("held", flush=True)
+time.sleep(120)
+"""
+ACQUIRE = """
+import os, sys, time, warnings
+sys.modules["fcntl"] = None
+sys.path.insert(0, sys.argv[1])
+warnings.simplefilter("ignore")
+import filelock
+lock = filelock.FileLock(sys.argv[2], timeout=10)
+lock.acquire()
+print(filelock.__version__, type(lock).__name__)
+"""
+
+
+def test_filelock_minimum_recovers_a_lock_from_a_killed_holder(tmp_path):
+    """The oldest filelock pyproject.toml allows, without fcntl: a holder SIGKILLed with the lock, and
+    one killed between creating the lock file and writing itself into it (an empty file), leave a
+    lock the next save takes within its timeout. Audit R2: 3.16, allowed by `filelock>=3.16`, wedged
+    every later save until someone deleted the file (3.22 breaks the first, 3.29 the second)."""
+    import re
+    import signal
+    import tomllib
+
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    (spec,) = [d for d in deps if d.startswith("filelock")]
+    minimum = re.fullmatch(r"filelock>=([\d.]+)\b.*", spec).group(1)
+    target = tmp_path / "filelock-minimum"
+    subprocess.run([sys.executable, "-m", "uv", "pip", "install", "-q", "--target", str(target), f"filelock=={minimum}"], check=True, capture_output=True, timeout=300)
+
+    killed = tmp_path / "killed.lock"
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_AND_WAIT, str(target), str(killed)], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    holder.send_signal(signal.SIGKILL)
+    holder.wait()
+    empty = tmp_path / "empty.lock"
+    empty.write_bytes(b"")
+    os.utime(empty, (time.time() - 60, time.time() - 60))
+    for lock in (killed, empty):
+        taken = subprocess.run([sys.executable, "-c", ACQUIRE, str(target), str(lock)], capture_output=True, text=True, timeout=60)
+        assert taken.returncode == 0, (lock.name, taken.stderr[-1000:])
+        version, kind = taken.stdout.split()
+        assert kind == "SoftFileLock" and version.split(".")[:3] == (minimum.split(".") + ["0", "0"])[:3]
