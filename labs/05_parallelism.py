@@ -362,6 +362,33 @@ def _(act1_committed):
 
 
 @app.cell(hide_code=True)
+def _(act1_committed):
+    mo.stop(not act1_committed.made)
+    _c = dp_wall_estimate(DP_WALL_GPUS[-1]).cluster
+    _C, _W = _c.gpu.bf16_flops, _c.rails * _c.inter.bandwidth_bytes_per_s
+    mo.vstack(
+        [
+            mo.md(
+                f"""
+    **Derive it.** A GPU holds $P$ parameters and processes $T$ tokens a step. Its backward pass is $4PT$ FLOPs at
+    $C$ = {_C / 1e12:,.0f} TFLOP/s; a ring all-reduce of its bf16 gradients ($2P$ bytes) sends about $2 \\times 2P$ bytes over
+    $W$ = {_W / 1e9:,.0f} GB/s of node egress. Above which $T$ does the backward outlast the reduction, so that a perfect
+    overlap hides it? ($P$ drops out.)
+    """
+            ),
+            mo.accordion({
+                "The answer": mo.md(
+                    f"$4PT/C > 4P/W$, so $T > C/W$ = {_C / 1e12:,.0f} TFLOP/s / {_W / 1e9:,.0f} GB/s = **{scaling_book_dp_tokens(_c):,.0f} tokens per GPU**, "
+                    "the scaling book's threshold. Reduce fp32 gradients instead (twice the bytes) and it doubles; overlap less than "
+                    "perfectly and the engine's unoverlapped crossing above is the better guide."
+                )
+            }),
+        ]
+    )
+    return
+
+
+@app.cell(hide_code=True)
 def _():
     _era = ERAS[DESIGN_ERA]
     mo.md(f"""
