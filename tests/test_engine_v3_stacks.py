@@ -187,3 +187,40 @@ def test_hardware_of_published_runs():
     assert LINKS["opa-100"].bandwidth_bytes_per_s == 12.5e9  # 100 Gb/s
     for gpu in GPUS.values():
         assert gpu.source
+
+
+def test_op_level_checkpointing_keeps_half_the_matmul_outputs_by_hand():
+    """Llama 3 8B layer, TP 1, 8,192 tokens: torchtitan's op-level selective checkpointing keeps
+    the layer input (2h), the attention output (2h) and its softmax statistics (4 x 32 heads,
+    fp32), and every other matmul output of q (2h), k and v (2 x 2 x 1024), o (2h), gate and up
+    (2 x 2f) and down (2h): half of 6h + 4 kv + 4f bytes a token."""
+    from labs.core.memory import layer_activation_columns
+    from labs.core.models import ALL_RECOMPUTE_MODES
+
+    h, kv, f, a, s = 4096, 1024, 14336, 32, 8192
+    by_hand = s * (2 * h + 2 * h + 4 * a + (6 * h + 4 * kv + 4 * f) / 2)
+    got = float(layer_activation_columns(LLAMA8, s, 1, 1, False, ALL_RECOMPUTE_MODES.index("ops")))
+    none = float(layer_activation_columns(LLAMA8, s, 1, 1, False, ALL_RECOMPUTE_MODES.index("selective")))
+    report("Llama 3 8B layer, op-level checkpointing, bytes", got, by_hand)
+    assert got == pytest.approx(by_hand) and got < 0.5 * none
+
+
+def test_deepseek_recompute_keeps_latents_and_swiglu_inputs_by_hand():
+    """DeepSeek-V3 layer, no TP, 4,096 tokens, recomputing RMSNorm, the MLA up-projections and the
+    SwiGLU output: it keeps the two norm inputs (2 x 2h), the latents (2 x (1536 + 512 + 64)),
+    the attention output (2 x 128 heads x 128) and softmax statistics (4 x 128); an MoE layer's
+    8 routed copies of each token (2h each) with their experts' gate and up (2 x 2 x 2048), the
+    shared expert's gate and up and the router's 256 scores (fp32); a dense layer (3 of 61) its
+    gate and up (2 x 2 x 18432)."""
+    from labs.core.memory import layer_activation_columns
+    from labs.core.models import ALL_RECOMPUTE_MODES
+
+    model = Model.get("deepseek-v3")
+    h, s = 7168, 4096
+    attention = 2 * (1536 + 512 + 64) + 2 * 128 * 128 + 4 * 128
+    moe = 8 * (2 * h + 4 * 2048) + 4 * 2048 + 4 * 256
+    ffn = (3 / 61) * 4 * 18432 + (58 / 61) * moe
+    by_hand = s * (4 * h + attention + ffn)
+    got = float(layer_activation_columns(model, s, 1, 1, False, ALL_RECOMPUTE_MODES.index("norms_up_proj")))
+    report("DeepSeek-V3 layer, its recomputation, bytes", got, by_hand)
+    assert got == pytest.approx(by_hand, rel=1e-3)
