@@ -464,11 +464,19 @@ def answer_rows(table: pd.DataFrame) -> pd.DataFrame:
                 continue
             options = {o.key: o for o in QUESTION_OPTIONS.get((lab, question), ())}
             changed = mine[f"changes.{question}"] if f"changes.{question}" in mine else pd.Series(0, index=mine.index)
-            for student, file, answer, right, change in zip(mine["student"], mine["file"], mine[column], mine[outcome], changed):
+            # a variant's letters differ per student (labs.variants): the grader names the option in option.<question>;
+            # a variant's numeric question has none
+            named = mine[f"option.{question}"] if f"option.{question}" in mine else pd.Series(None, index=mine.index)
+            variants = mine["variant"].fillna("") if "variant" in mine else pd.Series("", index=mine.index)
+            for student, file, answer, right, change, option_id, drawn in zip(mine["student"], mine["file"], mine[column], mine[outcome], changed, named, variants):
                 answer = "skipped" if answer is None or (isinstance(answer, float) and math.isnan(answer)) else str(answer)
                 judged = None if answer == "skipped" or right is None or (isinstance(right, float) and math.isnan(right)) else bool(right)
+                if isinstance(option_id, str):
+                    answer = option_id
                 misconception = ""
-                if judged is False:
+                if judged is False and drawn and not isinstance(option_id, str):
+                    misconception = f"{lab_name(lab)} · {question}: a number outside the tolerance"
+                elif judged is False:
                     option = options.get(answer)
                     if options and option is None:
                         misconception = "an answer the lab does not offer"

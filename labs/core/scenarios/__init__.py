@@ -26,7 +26,7 @@ QUESTION_OPTIONS = {
     ("06_zero_sweep", "fit"): lab06.FIT_OPTIONS,
     ("06_zero_sweep", "zero2"): lab06.ZERO2_OPTIONS,
     ("07_pipeline_visualizer", "utilisation"): lab07.UTILISATION_OPTIONS,
-    ("07_pipeline_visualizer", "microbatches"): lab07.MICROBATCH_OPTIONS,
+    ("07_pipeline_visualizer", "microbatches"): lab07.MICROBATCH_OPTIONS + lab07.MICROBATCH_VARIANT_OPTIONS,  # A-D before variants, ids after
     (lab08.LAB, "ring"): lab08.RING_OPTIONS,
     (lab08.LAB, "bucket"): lab08.BUCKET_OPTIONS,
     (lab09.LAB, "dp64"): lab09.DP64_OPTIONS,

@@ -295,6 +295,11 @@ def microbatch_options(p: int, target: float) -> tuple[Option, ...]:
     )
 
 
+# The micro-batch options by id, as the class dashboard names them (their numbers vary per student)
+MICROBATCH_VARIANT_OPTIONS = tuple(Option(o.key, label, o.misconception) for o, label in zip(
+    microbatch_options(DEEP_P, BUBBLE_TARGET), ("2 per stage", "the fewest under the target", "(p-1)/m under the target", "p/(m+p) under the target")))
+
+
 def build_questions(s: dict) -> dict:
     p, m, deep, target = int(s["seed_p"]), int(s["seed_m"]), int(s["deep_p"]), float(s["target"])
     measured = seed_utilisation(p, m)
