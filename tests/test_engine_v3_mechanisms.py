@@ -11,7 +11,7 @@ from conftest import report
 from labs.core import Cluster, Model, Plan, estimate
 from labs.core.calibration import table2_plan
 from labs.core.memory import in_flight_columns
-from labs.core.pipeline import SCHEDULES, OpCosts, _play, idle_time, schedule_table, timeline
+from labs.core.pipeline import SCHEDULES, OpCosts, _play, dualpipe_timeline, idle_time, schedule_table, timeline
 from labs.core.topology import group_cost
 
 # NCCL src/graph/tuning.cc (NVIDIA/nccl commit 5067397), microseconds, (LL, LL128, Simple).
@@ -205,3 +205,39 @@ def test_llama3_405b_group_size_moves_the_step_time():
     report("Llama 3 405B step, N = 16 minus N = 32 (ms)", (small.step_time_s - large.step_time_s) * 1e3, expected * 1e3)
     assert small.step_time_s - large.step_time_s == pytest.approx(expected, rel=1e-9)
     assert large.memory.activations > small.memory.activations
+
+
+# ---- 5. DualPipe ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("p,m", [(2, 4), (4, 8), (4, 20), (6, 12), (8, 16), (8, 20), (16, 32), (16, 64)])
+def test_dualpipe_timeline_runs_every_op_once_and_idles_the_readmes_bubble(p, m):
+    """deepseek-ai/DualPipe README: bubble (PP/2 - 1)(F&B + B - 3W), activations PP + 1 per
+    device, against 1F1B's (PP - 1)(F + B) and PP. With F = B = W = 1 (F&B = F + B = 3, B a
+    whole backward = 2 here, as the README defines them): (p/2 - 1) x 2, exact on every rank."""
+    t = dualpipe_timeline(p, m, OpCosts(1.0, 0.5, 0.5))  # T_F = 1, whole backward T_B + T_W = 1, W = 0.5
+    for op in ("F", "B"):
+        sel = t.op == op
+        assert sorted(zip(t.stage[sel], t.microbatch[sel])) == sorted((r, i) for r in range(p) for i in range(m))
+    t = dualpipe_timeline(p, m, OpCosts(1.0, 1.0, 1.0))
+    f, b, w = 1.0, 2.0, 1.0  # forward, whole backward, weight pass
+    expected = (p / 2 - 1) * ((f + b) + b - 3 * w)
+    assert np.max(np.abs(t.idle_per_stage() - expected)) < 1e-12 * t.makespan
+    assert t.peak_in_flight().max() == p + 1
+
+
+def test_dualpipe_idles_less_than_1f1b_and_is_drawn():
+    """Over random op costs DualPipe's idle stays under the 1F1B timeline's on the same stages and
+    micro-batches (the README's comparison); the timeline draws like the others."""
+    from labs.core.charts import timeline_figure
+
+    rng = np.random.default_rng(3)
+    for p, m in ((4, 16), (8, 32), (16, 32)):
+        for _ in range(3):
+            costs = OpCosts(*rng.uniform(0.5, 2.0, 3))
+            dual, plain = dualpipe_timeline(p, m, costs), timeline(p, m, "1f1b", 1, costs)
+            assert dual.idle_per_stage().max() < plain.idle_per_stage().max()
+    fig = timeline_figure(dualpipe_timeline(8, 20), "DualPipe, 8 ranks, 20 micro-batches")
+    assert {trace.name for trace in fig.data} == {"forward", "backward", "weight grad"}
+    with pytest.raises(ValueError, match="DualPipe"):
+        dualpipe_timeline(5, 20)
+    with pytest.raises(ValueError, match="DualPipe"):
+        dualpipe_timeline(8, 12)

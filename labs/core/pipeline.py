@@ -26,6 +26,11 @@ Bubble, p stages, m micro-batches (Narayanan et al. 2021 Sec. 2.2; Qi et al. 202
     ZB-H2              idle (p-1) max(T_F + T_B - 2 T_W, T_B - T_F, 0) per stage (Qi et al.:
                        (p-1)(T_F + T_B - 2 T_W)); zero when T_F=T_B=T_W, at ~2x memory; for
                        m >= 2p, in each stage's own window (its ramp is outside it, see below)
+    DualPipe           (p/2 - 1)(F&B + B - 3W) per rank (DeepSeek-V3 Sec. 3.2.1; deepseek-ai/
+                       DualPipe's README, F&B an overlapped forward and backward, B a whole
+                       backward): bidirectional, m/2 micro-batches entering at each end, each
+                       rank holding two chunks; dualpipe_timeline plays dualpipe.py's own order
+                       and measures it (exact at T_F = T_B = T_W; tests/test_engine_v3_mechanisms.py)
 Both maxima are what the generated timelines measure over random T_F, T_B, T_W
 (tests/test_zero_bubble.py), not an assumption.
 
@@ -53,6 +58,7 @@ activation message over a link.
 from __future__ import annotations
 
 from array import array
+from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
@@ -412,3 +418,139 @@ def op_costs_from_shape(hidden: int, heads: int, seq_len: int, micro_batch: int,
 def peak_in_flight(p: int, m: int, schedule: str = "1f1b", v: int = 1, group: int | None = None) -> np.ndarray:
     """Peak in-flight micro-batches per stage, measured on the generated timeline."""
     return timeline(p, m, schedule, v, group=group).peak_in_flight()
+
+
+# ---- DualPipe (DeepSeek-V3, arXiv:2412.19437 Sec. 3.2.1; deepseek-ai/DualPipe) -----------------
+def _dualpipe_order(p: int, m: int, r: int) -> list[tuple]:
+    """Rank r's ops under DualPipe, as deepseek-ai/DualPipe's dualpipe.py DualPipe.step plays
+    them (its steps 1-8): ("F", direction, i), ("B", direction, i) a whole backward, ("Bi", ...)
+    the input-gradient half whose weight half is deferred ("zero bubble"), ("W", direction, i),
+    and ("FB", (direction, i), (direction, j)): a forward and a backward run together, so that
+    one's communication hides behind the other's compute. Direction 0 enters at rank 0, direction
+    1 at rank p - 1; each rank holds a chunk of each (stage r and stage p - 1 - r)."""
+    half, hr, second = p // 2, min(r, p - 1 - r), int(r >= p // 2)
+    middle = r in (half - 1, half)
+    nf, nb, deferred, ops = [0, 0], [0, 0], deque(), []
+
+    def forward(phase):
+        d = phase ^ second
+        ops.append(("F", d, nf[d]))
+        nf[d] += 1
+
+    def backward(phase, zero_bubble=False):
+        d = phase ^ second
+        ops.append(("Bi" if zero_bubble else "B", d, nb[d]))
+        if zero_bubble:
+            deferred.append((d, nb[d]))
+        nb[d] += 1
+
+    def weight():
+        ops.append(("W",) + deferred.popleft())
+
+    def overlapped(phase_f, phase_b):
+        df, db = phase_f ^ second, phase_b ^ second
+        ops.append(("FB", (df, nf[df]), (db, nb[db])))
+        nf[df] += 1
+        nb[db] += 1
+
+    for _ in range((half - hr - 1) * 2):  # 1: nF0
+        forward(0)
+    for _ in range(hr + 1):  # 2: nF0F1
+        forward(0)
+        forward(1)
+    for _ in range(half - hr - 1):  # 3: nB1W1F1, zero bubble
+        backward(1, True)
+        weight()
+        forward(1)
+    for i in range(m // 2 - p + hr + 1):  # 4, the main step: nF0B1F1B0
+        if i == 0 and middle:  # not overlapped, to shorten the bubble
+            forward(0)
+            backward(1)
+        else:
+            overlapped(0, 1)
+        overlapped(1, 0)
+    for _ in range(half - hr - 1):  # 5: nB1F1B0
+        backward(1)
+        overlapped(1, 0)
+    zero_bubble = False
+    for i in range(hr + 1):  # 6: nB1B0, the second half zero bubble
+        if i == (hr + 1) // 2 and hr % 2 == 1:
+            zero_bubble = True
+        backward(1, zero_bubble)
+        if i == (hr + 1) // 2 and hr % 2 == 0:
+            zero_bubble = True
+        backward(0, zero_bubble)
+    for _ in range(half - hr - 1):  # 7: nWB0, zero bubble
+        weight()
+        backward(0, True)
+    for _ in range(hr + 1):  # 8: nW
+        weight()
+    return ops
+
+
+def dualpipe_timeline(p: int, m: int, costs: OpCosts | None = None) -> Timeline:
+    """DualPipe played against its data dependencies: p ranks (even), m micro-batches (even, at
+    least 2p, as DualPipe asserts), m / 2 entering at each end. An overlapped forward-and-backward
+    takes T_F + T_B + T_W of compute (DualPipe overlaps their communication, not their compute)
+    and is drawn as its F then its B; both results are ready when it ends. Rows: stage = rank,
+    chunk = direction, microbatch = direction x m/2 + index. Without messages every rank idles
+    (p/2 - 1)(F&B + B - 3W) when T_F = T_B = T_W (the DualPipe README's bubble, F&B = F + B and B a
+    whole backward); otherwise the timeline is the measurement. The busiest ranks hold p + 1
+    micro-batches' activations (the README's "PP + 1"); each rank holds two chunks' weights."""
+    check_positive("p", p, integer=True, maximum=MAX_TIMELINE_STAGES)
+    check_positive("m", m, integer=True)
+    if p % 2 or m % 2 or m < 2 * p:
+        raise ValueError(f"DualPipe needs an even p and an even m of at least 2p (dualpipe.py asserts it), got p={p}, m={m}")
+    check_timeline_size(p, m)
+    c = _check_costs(costs)
+    durations = {"F": c.tf, "B": c.tb + c.tw, "Bi": c.tb, "W": c.tw}
+    orders = [_dualpipe_order(p, m, r) for r in range(p)]
+    done: dict[tuple, float] = {}  # (kind F/B, direction, index, rank) -> end time
+
+    def arrived(kind, d, i, r):
+        """When op kind's input for (d, i) is at rank r, or None if not yet produced."""
+        if kind == "F":
+            source = r - 1 if d == 0 else r + 1
+            if not 0 <= source < p:
+                return 0.0
+        else:
+            source = r + 1 if d == 0 else r - 1
+            if not 0 <= source < p:  # the last stage of its direction: its own forward (the loss)
+                return done.get(("F", d, i, r))
+        t = done.get((kind, d, i, source))
+        return None if t is None else t + c.comm
+
+    rows, free, cursor, total = [], [0.0] * p, [0] * p, sum(map(len, orders))
+    while sum(cursor) < total:
+        progressed = False
+        for r in range(p):
+            while cursor[r] < len(orders[r]):
+                op = orders[r][cursor[r]]
+                if op[0] == "FB":
+                    (df, i), (db, j) = op[1], op[2]
+                    a, b = arrived("F", df, i, r), arrived("B", db, j, r)
+                    ready = None if a is None or b is None else max(a, b)
+                elif op[0] == "W":
+                    ready = done.get(("B", op[1], op[2], r))
+                else:
+                    ready = arrived(op[0][0], op[1], op[2], r)
+                if ready is None:
+                    break
+                start = max(free[r], ready)
+                if op[0] == "FB":
+                    mid, end = start + c.tf, start + c.tf + c.tb + c.tw
+                    done["F", df, i, r] = done["B", db, j, r] = end
+                    rows += [(r, df * (m // 2) + i, df, 0, start, mid), (r, db * (m // 2) + j, db, 1, mid, end)]
+                else:
+                    end = start + durations[op[0]]
+                    if op[0] != "W":
+                        done[op[0][0], op[1], op[2], r] = end
+                    rows.append((r, op[1] * (m // 2) + op[2], op[1], "FBW".index(op[0][0]), start, end))
+                free[r] = end
+                cursor[r] += 1
+                progressed = True
+        if not progressed:
+            raise RuntimeError(f"DualPipe deadlocked at p={p}, m={m}")
+    stage, mb, chunk, kind, start, end = (np.array(x) for x in zip(*rows))
+    return Timeline(p, m, 1, "dualpipe", c, stage.astype(np.int32), mb.astype(np.int32), chunk.astype(np.int32),
+                    np.array(OPS)[kind.astype(int)], start.astype(float), end.astype(float))
