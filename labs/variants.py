@@ -305,4 +305,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    # the scenario modules import labs.variants: run its main, not this copy's, so that their
+    # LabVariants are the registry's
+    from labs.variants import main as _main
+
+    raise SystemExit(_main())

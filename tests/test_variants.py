@@ -202,6 +202,14 @@ def test_the_cli_prints_the_variant(capsys):
     assert variants.main(["99", "ada"]) == 2
 
 
+def test_python_m_labs_variants_finds_every_lab():
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "labs.variants", "10", "ada", "--salt", "s"], capture_output=True, text=True, check=True).stdout
+    assert json.loads(out)["settings"] == variant("10", "ada", salt="s").settings
+
+
 def test_a_numeric_answer_is_judged_within_its_tolerance():
     q = variant("10", "ada").questions["mtbf"]
     assert q.judge(f"{q.spec.answer:.1f}") and q.judge(str(q.spec.answer + 0.9 * q.spec.tolerance))
