@@ -530,12 +530,13 @@ def _(fp8_committed, recompute_committed, underflow_committed):
       small ones; with the right one it keeps them all. bf16 has fp32's range and needs no scale.
     - FP8 has neither range nor mantissa to spare: it works with a scale per tensor, or per tile
       where outliers live, and with partial sums promoted to fp32.
-    - FP8 saves compute, not memory: the master weights and Adam's moments stay in fp32.
+    - FP8 saves time, hardly memory: the master weights and Adam's moments stay in fp32, and a
+      1-byte copy of the weights is added.
     - Selective recomputation costs a few percent of FLOPs, full recomputation a third; with flash
       attention selective costs nothing extra, because flash already recomputes.
     - Accumulating gradients over micro-batches is free until the gradients are sharded.
 
-    **Back to:** Lab 06 (ZeRO stages and memory) and Lab 05, Act II (recompute and MFU at 1,024 GPUs).
+    **Back to:** Lab 06 (ZeRO stages and memory) and Lab 05, Act II (recompute and MFU at scale).
     """)
     return
 

@@ -206,7 +206,7 @@ def _(block_dropdown, ranks_slider, ring_committed, sp_checkbox):
                     "same, input gradient": f"{split['grad_input_diff']:.1e}",
                     "same, weight gradients": f"{split['grad_weight_diff']:.1e}",
                     "bytes each rank sent (fwd + bwd)": f"{split['sent_per_rank'] / 1e3:,.1f} kB",
-                    "block input + output held per rank": f"{split['held_bytes'] / 1e3:,.1f} kB of {split['held_unsplit_bytes'] / 1e3:,.1f}",
+                    "block input + output held per rank": f"{split['held_bytes'] / 1e3:,.1f} kB of {split['held_unsplit_bytes'] / 1e3:,.1f} kB",
                 }
             ),
             ui.static_table(_calls) if _calls and ranks_slider.value > 1 else mo.md("One rank: nothing to send."),

@@ -149,7 +149,8 @@ def scaling_explanations(hidden: int, seq: int) -> dict[str, str]:
     traffic, flops = scaling_measured(hidden, seq)
     measured = (f"from d = {hidden} to {2 * hidden}, per token and layer, the engine's TP bytes grow {traffic:.2f}x and the FLOPs "
                 f"{flops:.2f}x (24 d^2 of GEMMs and 4 s d of attention per token forward)")
-    return {k: f"claims x{c[0]} and x{c[1]}; {measured}." for k, c in SCALING_CLAIMS.items()}
+    answer = scaling_answer(hidden, seq)
+    return {k: ("what the engine finds: " if k == answer else "not what the engine finds: ") + f"{measured}." for k in SCALING_CLAIMS}
 
 
 # ---- where TP stops --------------------------------------------------------------------------------------
