@@ -43,23 +43,30 @@ def best_plans() -> dict[tuple, dict]:
     return out
 
 
-def _designs(rows: pd.DataFrame) -> str:
+DESIGN_COLUMNS = ["student", "file", "lab", "step", "status", "input.tp", "input.pp", "input.dp", "input.scenario", "fits", "mfu"]
+
+
+def _missing(value) -> bool:
+    return value is None or (isinstance(value, float) and value != value)
+
+
+def _designs(rows: list[dict]) -> str:
+    """The student's submitted designs (the grader's rows) against the engine's best plans."""
     try:
         plans = best_plans()
     except Exception:  # noqa: BLE001 - the page goes out without the comparison
         return ""
     lines = []
     for (lab, step, scenario), best in plans.items():
-        mine = rows[rows["lab"].eq(lab) & rows["step"].eq(step) & rows["status"].eq("ok")] if not rows.empty else rows
-        if scenario is not None:
-            mine = mine[mine["input.scenario"].eq(scenario)] if "input.scenario" in mine else mine.iloc[0:0]
-        for r in mine.to_dict("records"):
-            if pd.isna(r.get("input.tp", float("nan"))):
+        for r in rows:
+            if r.get("lab") != lab or r.get("step") != step or r.get("status") != "ok" or _missing(r.get("input.tp")):
+                continue
+            if scenario is not None and r.get("input.scenario") != scenario:
                 continue
             where = e(lab_title(lab)) + (f" · {e(lab09.JOB_LABELS.get(scenario, scenario))}" if scenario else "")
-            degrees = " × ".join(f"{k.upper()} {int(r[f'input.{k}'])}" for k in ("tp", "pp", "dp") if not pd.isna(r.get(f"input.{k}", float("nan"))))
+            degrees = " × ".join(f"{k.upper()} {int(r[f'input.{k}'])}" for k in ("tp", "pp", "dp") if not _missing(r.get(f"input.{k}")))
             mfu = r.get("mfu")
-            how = ("fits" if r.get("fits") else "does not fit in memory") + (f", MFU {float(mfu):.1%}" if mfu is not None and not pd.isna(mfu) else "")
+            how = ("fits" if r.get("fits") else "does not fit in memory") + (f", MFU {float(mfu):.1%}" if not _missing(mfu) else "")
             engine = f"TP {best['tp']} × PP {best['pp']} × DP {best['dp']}, micro-batch {best['micro_batch']}: MFU {best['mfu']:.1%}"
             lines.append(f"<tr><td>{where}</td><td>{degrees}: {how}</td><td>{engine}</td></tr>")
     if not lines:
@@ -76,15 +83,13 @@ def _changes(doc: dict, lab: str, item: str) -> str:
     return f"<small>{first}{'; ' + later if later else ''}</small>"
 
 
-def page(student: str, book: Book, rows: pd.DataFrame, doc: dict) -> str:
-    total = book.totals[book.totals["student"].eq(student)]
-    earned = float(total["total"].iloc[0]) if len(total) else 0.0
+def page(student: str, earned: float, possible: float, labs: list[dict], items: list[dict], rows: list[dict], doc: dict) -> str:
+    """One student's page from their grade-book rows (labs, items), the grader's rows and their ledger."""
     parts = [f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>Feedback: {e(student)}</title><style>{STYLE}</style></head><body>",
              f"<h1>Parallelism Labs: feedback for {e(student)}</h1>",
-             f"<p class='total'><b>{earned:g}</b> of {book.course_possible:g} points</p>",
+             f"<p class='total'><b>{earned:g}</b> of {possible:g} points</p>",
              "<p><small>Every outcome was recomputed by the engine from the inputs you recorded; each question is graded by the first answer you committed.</small></p>"]
-    items = book.items[book.items["student"].eq(student)]
-    for lab_row in book.labs[book.labs["student"].eq(student)].to_dict("records"):
+    for lab_row in labs:
         lab = lab_row["lab"]
         parts.append(f"<h2>{e(lab_title(lab))}: {lab_row['earned']:g} of {lab_row['possible']:g}</h2>")
         if not lab_row["submitted"]:
@@ -93,7 +98,7 @@ def page(student: str, book: Book, rows: pd.DataFrame, doc: dict) -> str:
         if lab_row["handed_in"]:
             parts.append(f"<p><small>Handed in {e(lab_row['handed_in'])} ({e(lab_row['time_source'])})</small></p>")
         parts.append("<table><tr><th>item</th><th>your answer</th><th>the engine's answer</th><th>points</th><th>integrity</th></tr>")
-        for it in items[items["lab"].eq(lab)].to_dict("records"):
+        for it in (i for i in items if i["lab"] == lab):
             if it["kind"] == "marked":
                 answer, engine = f"<blockquote>{e(it['answer']) or '<i>blank</i>'}</blockquote>", "<small>marked by your instructor</small>"
             else:
@@ -110,18 +115,30 @@ def page(student: str, book: Book, rows: pd.DataFrame, doc: dict) -> str:
     return "\n".join(parts)
 
 
+def _by_student(frame: pd.DataFrame, columns=None) -> dict[str, list[dict]]:
+    """A frame's rows as dicts, grouped by student (once, not filtered per student)."""
+    out: dict[str, list[dict]] = {}
+    if frame.empty:
+        return out
+    keep = frame[[c for c in columns if c in frame]] if columns else frame
+    for r in keep.to_dict("records"):
+        out.setdefault(r["student"], []).append(r)
+    return out
+
+
 def write_all(book: Book, table: pd.DataFrame, documents: dict[str, dict], folder: str | Path) -> list[Path]:
     """One page per student in the grade book, named like their ledger (`<slug>-<hash>.html`)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    files = book.totals.set_index("student")["file"].to_dict()
-    by_student = dict(tuple(table.groupby("student"))) if not table.empty else {}
+    items, labs, rows = _by_student(book.items), _by_student(book.labs), _by_student(table, DESIGN_COLUMNS)
     written = []
-    for student in book.totals["student"]:
-        rows = by_student.get(student, pd.DataFrame(columns=["lab", "step", "status"]))
-        file = next((f for f in rows.get("file", []) if Path(f).name == files.get(student)), None)
-        rows = rows[rows["file"].eq(file)] if file is not None else rows.iloc[0:0]
+    for total in book.totals.to_dict("records"):
+        student = total["student"]
+        mine = rows.get(student, [])
+        file = next((r["file"] for r in mine if Path(r["file"]).name == total["file"]), None)
+        mine = [r for r in mine if r["file"] == file]
         path = folder / f"{ledger_stem(student)}.html"
-        path.write_text(page(student, book, rows, documents.get(file, {}) if file else {}), encoding="utf-8")
+        path.write_text(page(student, float(total["total"]), book.course_possible, labs.get(student, []), items.get(student, []), mine,
+                             documents.get(file, {}) if file else {}), encoding="utf-8")
         written.append(path)
     return written
