@@ -271,6 +271,8 @@ _PLAN_KINDS = dict(
     reshard_after_forward=flag(), shard_group_size=optional_count(1 << 20), cp_algorithm=choice(CP_ALGORITHMS), precision=choice(("bf16", "fp8")),
     ep=count(1 << 20), capacity_factor=optional_size(positive=True), max_nodes_per_token=optional_count(1 << 20),
     rank_order=choice(RANK_ORDERS),
+    stack=choice(ERA_NAMES + (None,)), grad_sync=choice((None, "step", "microbatch")), torch_compile=flag(),
+    recompute_layers=optional_count(1 << 20, allow_zero=True),
 )
 PLAN_KINDS = {k: v for k, v in _PLAN_KINDS.items() if k in Plan.__dataclass_fields__}
 add("Plan", Plan, {}, PLAN_KINDS)

@@ -224,3 +224,23 @@ def test_deepseek_recompute_keeps_latents_and_swiglu_inputs_by_hand():
     got = float(layer_activation_columns(model, s, 1, 1, False, ALL_RECOMPUTE_MODES.index("norms_up_proj")))
     report("DeepSeek-V3 layer, its recomputation, bytes", got, by_hand)
     assert got == pytest.approx(by_hand, rel=1e-3)
+
+
+def test_recompute_num_layers_interpolates_between_none_and_full():
+    """Megatron's --recompute-method block --recompute-num-layers N on Llama 3 70B, TP8 PP4 (20
+    layers a stage): N = 10 re-runs half of each stage's layers, so the recomputed time and the
+    activations saved are half of full recompute's; N = 20 is full recompute, N = 0 recomputes
+    nothing (the hardware FLOPs equal the model's plus flash attention's own re-run)."""
+    model, cluster = Model.get("llama3-70b"), Cluster.get("dgx-h100", nodes=8)
+    kw = dict(tp=8, pp=4, dp=2, micro_batch=1, global_batch=64, recompute="full")
+    est = {n: estimate(model, cluster, Plan.for_era("megatron-core-2024", recompute_layers=n, **kw)) for n in (0, 10, 20)}
+    full = estimate(model, cluster, Plan.for_era("megatron-core-2024", **kw))
+    assert est[20].step_time_s == pytest.approx(full.step_time_s)
+    half_flops = (est[10].hardware_flops_per_step - est[0].hardware_flops_per_step) / (est[20].hardware_flops_per_step - est[0].hardware_flops_per_step)
+    half_memory = (est[0].memory.activations - est[10].memory.activations) / (est[0].memory.activations - est[20].memory.activations)
+    report("recompute_layers=10 of 20: share of full recompute's FLOPs", half_flops, 0.5)
+    report("recompute_layers=10 of 20: share of its activation saving", half_memory, 0.5)
+    assert half_flops == pytest.approx(0.5) and half_memory == pytest.approx(0.5, abs=0.02)
+    assert est[0].step_time_s < est[10].step_time_s < est[20].step_time_s
+    with pytest.raises(ValueError, match="recompute_layers"):
+        Plan(recompute_layers=4)

@@ -210,7 +210,7 @@ class Model:
         q = self.q_lora_rank * a * self.qk_head_dim if self.q_lora_rank else 0
         return float(q + self.kv_lora_rank * a * (self.qk_head_dim - self.qk_rope_dim + self.v_head_dim))
 
-    def flops_per_sequence(self, recompute_code, flash):
+    def flops_per_sequence(self, recompute_code, flash, full_share=1.0):
         """(model FLOPs, hardware FLOPs) per sequence over numpy columns (recompute_code indexes
         RECOMPUTE_MODES). Model FLOPs: forward + backward (3x forward) of every GEMM and of
         attention's score and value products, 4 s^2 score_dim per layer forward: all of the
@@ -220,12 +220,13 @@ class Model:
         above 1 at long context). Hardware FLOPs add what is recomputed: full recompute, every
         layer's forward (Narayanan eq. 3; logits are not recomputed); selective recompute without
         flash, Korthikanti Appendix A's 72 B L s h^2 * s/(6h) = 12 B L s^2 h; flash attention's
-        own backward, which recomputes the scores (half its forward)."""
+        own backward, which recomputes the scores (half its forward). full_share: the share of
+        layers full recompute re-runs (Megatron's --recompute-num-layers), 1 by default."""
         s, L = float(self.seq_len), self.layers
         attention = np.where(flash, 0.5, 1.0) * 4 * s * s * self.score_dim
         layer_forward = 2 * s * self.layer_matmul_params + attention
         model_flops = 3 * (L * layer_forward + self.logits_forward_flops())
-        extra = np.where(recompute_code == RECOMPUTE_MODES.index("full"), L * layer_forward, 0.0)
+        extra = np.where(recompute_code == RECOMPUTE_MODES.index("full"), full_share * L * layer_forward, 0.0)
         extra = extra + np.where((recompute_code == RECOMPUTE_MODES.index("selective")) & ~np.asarray(flash, dtype=bool), 12 * L * s * s * self.score_dim, 0.0)
         extra = extra + np.where(flash, 0.5 * L * attention, 0.0)
         extra = extra + np.where(recompute_code == ALL_RECOMPUTE_MODES.index("ops"), L * s * self.layer_matmul_params, 0.0)

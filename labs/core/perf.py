@@ -65,6 +65,9 @@ def check_plan_field(name: str, value) -> None:
             check_positive(name, value, maximum=1024)
             if value < 1:
                 raise ValueError(f"capacity_factor must be at least 1 (1: exactly the balanced load), got {value!r}")
+    elif name == "recompute_layers":
+        if value is not None:
+            check_positive(name, value, integer=True, allow_zero=True, maximum=1 << 20)
     elif name in ("microbatch_group_size", "shard_group_size", "max_nodes_per_token"):
         if value is not None:
             check_positive(name, value, integer=True, maximum=1 << 20)
@@ -116,6 +119,7 @@ class Plan:
     stack: str | None = None  # the software stack (an era of labs.core.eras) whose kernels run; None: Megatron-Core's
     grad_sync: str | None = None  # "step" (no_sync) or "microbatch"; None: the ZeRO stage's own (step up to ZeRO-1)
     torch_compile: bool = False  # PyTorch stacks: element-wise ops fused and fewer kernels launched
+    recompute_layers: int | None = None  # with recompute="full": layers of each pipeline chunk re-run (Megatron's --recompute-num-layers, block method); None: all
 
     def __post_init__(self):
         for name in self.__dataclass_fields__:
@@ -153,6 +157,8 @@ class Plan:
             raise ValueError(f"first_stage_layers and last_stage_layers need pp >= 2, got pp={self.pp}")
         if self.tp_comm_overlap and self.tp > 1 and stack_of(self.stack).tp_overlap_kind == "async_tp" and not self.torch_compile:
             raise ValueError(f"tp_comm_overlap in stack {self.stack!r} is AsyncTP, which needs torch_compile=True (torchtitan applies it as a compiler pass)")
+        if self.recompute_layers is not None and self.recompute != "full":
+            raise ValueError(f"recompute_layers needs recompute='full' (Megatron's --recompute-num-layers with --recompute-granularity full), got recompute={self.recompute!r}")
         if self.grad_sync == "step" and self.offload_optimizer and self.zero_stage >= 2:
             raise ValueError("grad_sync='step' keeps whole gradients on the GPU, which ZeRO-Offload from stage 2 streams out: use grad_sync=None")
 
@@ -256,6 +262,7 @@ def plan_columns(plan: Plan) -> dict:
         "ep": plan.ep, "capacity_factor": plan.capacity_factor or 0.0, "max_nodes_per_token": plan.max_nodes_per_token or 0,
         "rank_order": RANK_ORDERS.index(plan.rank_order),
         "grad_sync": GRAD_SYNCS.index(plan.grad_sync), "torch_compile": plan.torch_compile,
+        "recompute_layers": -1 if plan.recompute_layers is None else plan.recompute_layers,
     }
 
 

@@ -179,6 +179,12 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     tokens = b * s
     hbm_rate = gpu.hbm_bytes_per_s * gpu.hbm_efficiency
     full = rc == _FULL
+    # Megatron's --recompute-method block --recompute-num-layers N: only the first N layers of each
+    # pipeline chunk are recomputed in full, the rest keep their activations. `redo` is the share
+    # of a chunk's layers re-run (1 for full recompute of every layer, 0 without full recompute).
+    chunk_layers = np.ceil(model.layers / (pp * v))
+    recompute_layers = _col(c, "recompute_layers") if "recompute_layers" in c else -np.ones(np.shape(tp))
+    redo = np.where(full, np.where(recompute_layers >= 0, np.minimum(1.0, recompute_layers / chunk_layers), 1.0), 0.0)
 
     # ---- one layer, one micro-batch ----------------------------------------------------------
     if model.mla:  # down- and up-projections in, the output projection out, as two GEMMs of equal weight
@@ -211,7 +217,7 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     # launch them waits for the CPU (the forward launches `kernels`, the backward twice as many).
     cpu_f = np.where(torch_compile, kernels_per_layer(stack, True), kernels_per_layer(stack, False)) * stack.cpu_s_per_kernel
     fwd = np.maximum(fwd, cpu_f)
-    recompute = np.where(full, fwd, np.where((rc == _SELECTIVE) & ~flash, scores_f + scores_elementwise, 0.0))
+    recompute = np.where(full, redo * fwd, np.where((rc == _SELECTIVE) & ~flash, scores_f + scores_elementwise, 0.0))
     # Finer grains: op-level checkpointing re-runs the element-wise ops and half the GEMMs;
     # DeepSeek-V3's re-runs the norms and SwiGLU (element-wise) and MLA's up-projections.
     up_proj = gemm_time(gpu, tokens, model.up_projection_params / tp / max(model.q_lora_rank, 1), max(model.q_lora_rank, 1), fp8=fp8) if model.mla else 0.0
@@ -225,7 +231,7 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     all_reduce = sum(collective_columns("all_reduce", act, cluster, tp, s_tp))
     gather_scatter = sum(collective_columns("all_gather", act, cluster, tp, s_tp)) + sum(collective_columns("reduce_scatter", act, cluster, tp, s_tp))
     tp_pass = 2 * np.where(sp, gather_scatter, all_reduce)
-    tp_total = tp_pass * (2 + full)
+    tp_total = tp_pass * (2 + redo)
     # Context parallelism, causal load-balanced (each rank holds two mirrored chunks): either
     # Transformer Engine's ring, passing K and V blocks to the next rank while attention runs on
     # the current one (backward passes dK and dV too), or Llama 3's all-gather of K and V before
@@ -248,10 +254,10 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     ulysses_pass = sum(collective_columns("all_to_all", qkv_block, cluster, cp, s_cp)) + sum(collective_columns("all_to_all", out_block, cluster, cp, s_cp))
     cp_f = np.where(cp > 1, np.where(cp_ulysses, ulysses_pass, np.where(cp_ring, ring_f, gather_f)), 0.0)
     cp_b = np.where(cp > 1, np.where(cp_ulysses, ulysses_pass, np.where(cp_ring, ring_b, gather_b)), 0.0)
-    cp_total = cp_f + cp_b + np.where(full, cp_f, 0.0)
+    cp_total = cp_f + cp_b + redo * cp_f
     tp_in_node = members_per_node(cluster, tp, s_tp) >= tp  # the TP group inside one NVLink domain
     overlap = tp_overlap & sp & (tp > 1) & tp_in_node
-    gemm_all = gemm_f * (3 + full)
+    gemm_all = gemm_f * (3 + redo)
     contention = gemm_all * TP_OVERLAPPED_GEMM_SHARE * (gpu.sms / (gpu.sms - TP_OVERLAP_SMS) - 1)
     tp_exposed = np.where(overlap, np.maximum(tp_total - gemm_all, 0.5 * tp_total / TP_OVERLAP_SPLITS) + contention, tp_total)
     if stack.tp_overlap_kind == "async_tp":
@@ -261,12 +267,12 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
         # runs as tp smaller ones, each paying its launch (labs.core.gemm.GEMM_FIXED_S). Its
         # authors report forward-pass gains (PyTorch dev-discuss, "Introducing Async Tensor
         # Parallelism", 2024); the engine leaves the backward's collectives exposed (unconfirmed).
-        forward_tp = tp_pass * (1 + full)
-        split_gemms = 4 * (1 + full) * (tp - 1) * GEMM_FIXED_S
-        hidden_forward = np.maximum(forward_tp - gemm_f * (1 + full), forward_tp / tp) + split_gemms
+        forward_tp = tp_pass * (1 + redo)
+        split_gemms = 4 * (1 + redo) * (tp - 1) * GEMM_FIXED_S
+        hidden_forward = np.maximum(forward_tp - gemm_f * (1 + redo), forward_tp / tp) + split_gemms
         tp_exposed = np.where(overlap, hidden_forward + (tp_total - forward_tp), tp_total)
     a2a, a2a_sent = all_to_all_cost(model, cluster, tokens, tp, ep, max_nodes, np.where(fp8, 1.0, 2.0), stride=s_cp)
-    layer_a2a = a2a * (2 + full)  # dispatch + combine, forward and backward (and the re-run forward)
+    layer_a2a = a2a * (2 + redo)  # dispatch + combine, forward and backward (and the re-run forward)
     layer_comm = tp_exposed + cp_total + layer_a2a
 
     # ---- pipeline stages: the first rank, a middle one and the last ------------------------------
@@ -350,7 +356,7 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     module_calls = layers * ZERO3_GATHERS_PER_LAYER[stack.zero3_unit]
     module_ag = bucketed("all_gather", weights_bytes, module_calls, shard)
     per_parameter = stack.zero3_unit == "parameter"
-    z3_passes = np.where(full & per_parameter, 3.0, 2.0)  # gathers per micro-batch
+    z3_passes = 2.0 + np.where(per_parameter, redo, 0.0)  # gathers per micro-batch
     if per_parameter:
         # DeepSpeed's 2021 stage 3 (deepspeed/runtime/zero/partition_parameters.py at c814abd,
         # _allgather_param): torch.cuda.synchronize() before every parameter's all-gather, so no
@@ -409,17 +415,17 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     # stage (the one that sets the pace); "wire" is before any overlap, "exposed" what the step
     # waits for. ZeRO-3's prefetch hides gathers and reduce-scatters together: its exposed time
     # is split between them in proportion to their wire time.
-    tp_calls = np.where(tp > 1, m * layers_slowest * np.where(sp, 4, 2) * (2 + full), 0.0)
+    tp_calls = np.where(tp > 1, m * layers_slowest * np.where(sp, 4, 2) * (2 + redo), 0.0)
     # per layer and micro-batch: (2 + full) passes of 2 all-reduces or 4 gathers/scatters of half the bytes
-    tp_layer_sent = np.where(tp > 1, np.where(full, 12, 8) * (tp - 1) / tp * act, 0.0)
+    tp_layer_sent = np.where(tp > 1, (8 + 4 * redo) * (tp - 1) / tp * act, 0.0)
     tp_wire = np.where(tp > 1, m * layers_slowest * tp_total, 0.0)
     cp_used = cp > 1
-    cp_calls = np.where(cp_used, m * layers_slowest * np.where(cp_ulysses, 2 * (2 + full), np.where(cp_ring, (cp - 1) * (2 + full), 2 + full)), 0.0)
+    cp_calls = np.where(cp_used, m * layers_slowest * np.where(cp_ulysses, 2 * (2 + redo), np.where(cp_ring, (cp - 1) * (2 + redo), 2 + redo)), 0.0)
     cp_sent = np.where(cp_used, m * layers_slowest * np.where(
-        cp_ulysses, (cp - 1) / cp * (qkv_block + out_block) * (2 + full),
-        np.where(cp_ring, (cp - 1) * kv_block * (3 + full), (cp - 1) / cp * kv * (2 + full))), 0.0)
+        cp_ulysses, (cp - 1) / cp * (qkv_block + out_block) * (2 + redo),
+        np.where(cp_ring, (cp - 1) * kv_block * (3 + redo), (cp - 1) / cp * kv * (2 + redo))), 0.0)
     cp_wire = np.where(cp_used, m * layers_slowest * np.where(
-        cp_ulysses, ulysses_pass * (2 + full), np.where(cp_ring, (cp - 1) * step_p2p * (3 + full), gather_f * (1 + full) + gather_b)), 0.0)
+        cp_ulysses, ulysses_pass * (2 + redo), np.where(cp_ring, (cp - 1) * step_p2p * (3 + redo), gather_f * (1 + redo) + gather_b)), 0.0)
     pp_calls = np.where(pp > 1, 2 * m * v, 0.0)
     ep_used = (ep > 1) & bool(model.experts)  # dispatch + combine per pass: exposed in full (no DualPipe)
     ar_t, rs_t = ar[0] + ar[1], rs[0] + rs[1]
@@ -438,7 +444,7 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
         "tp": (tp_calls, m * layers_slowest * tp_layer_sent, tp_wire,
                np.where(tp > 1, m * layers_slowest * tp_exposed, 0.0), tp, s_tp),
         "cp": (cp_calls, cp_sent, cp_wire, np.where(cp_used, m * layers_slowest * cp_total, 0.0), cp, s_cp),
-        "ep": (np.where(ep_used, m * layers_slowest * 2 * (2 + full), 0.0), np.where(ep_used, m * layers_slowest * (2 + full) * a2a_sent, 0.0),
+        "ep": (np.where(ep_used, m * layers_slowest * 2 * (2 + redo), 0.0), np.where(ep_used, m * layers_slowest * (2 + redo) * a2a_sent, 0.0),
                np.where(ep_used, m * layers_slowest * layer_a2a, 0.0), np.where(ep_used, m * layers_slowest * layer_a2a, 0.0), ep, s_cp),
         "pp": (pp_calls, pp_sent, np.where(pp > 1, 2 * m * v * hop, 0.0), pp_comm, np.where(pp > 1, 2.0, 1.0), stage_stride),
         "dp_reduce": (np.where(active, syncs * np.where(z3 & per_parameter, module_calls, calls), 0.0),
@@ -482,6 +488,8 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     rank_index = np.stack([np.zeros_like(pp), np.minimum(1.0, pp - 1), pp - 1])
     held = in_flight_columns(sched, pp, m, v, rank_index, _col(c, "microbatch_group_size"))
     working = layer_activation_columns(model, s, b, tp, sp, np.where(flash, _SELECTIVE, _NONE))
+    kept_whole = working - np.where(fp8, fp8_activation_savings(model, s, b, tp, sp), 0.0)
+    per_layer = np.where(full, redo * per_layer + (1 - redo) * kept_whole, per_layer)  # layers a block recompute leaves out keep everything
     activations = per_layer * layers_r * held + np.where(stored == _FULL, working, 0.0)
     activations = activations + last_r * b * s * V * 4 / tp  # fp32 logits of the micro-batch in flight
     rank_total = w_mem + g_mem + o_mem + activations
@@ -498,7 +506,7 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     step = pipeline + pp_comm + dp_exposed + optimizer + offload_exposed
     # Memory of the first, a middle (the second, the fullest of them under 1F1B) and the last stage.
     stage_memory = rank_total + buffers - FRAGMENTATION * activations + FRAGMENTATION * rank_activations
-    model_per_sequence, hardware_per_sequence = model.flops_per_sequence(rc, flash)
+    model_per_sequence, hardware_per_sequence = model.flops_per_sequence(rc, flash, redo)
     tp_sent = m * layers * tp_layer_sent
     return {
         "step_time_s": step,
