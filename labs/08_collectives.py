@@ -508,7 +508,7 @@ def _(ring_committed):
 
     **The cliff that hurts is a per-layer collective leaving the NVLink domain.** {_cliff['model']} on
     {_cliff['gpus']:,} H100s (Lab 05, Act II): at TP = {_t8['plan'].tp} the step exposes **{_t8['tp_comm_s']:.2f} s** of
-    tensor-parallel communication ({_t8['mfu']:.0%} MFU); at TP = {_t16['plan'].tp}, spanning two nodes, **{_t16['tp_comm_s']:.2f} s**
+    tensor-parallel communication ({_t8['mfu']:.0%} MFU, the engine's for the `{_cliff['stack']}` software stack); at TP = {_t16['plan'].tp}, spanning two nodes, **{_t16['tp_comm_s']:.2f} s**
     ({_t16['mfu']:.0%} MFU). Each GPU moves {_t16['tp_bytes'] / _t8['tp_bytes']:.1f}x the bytes, pays network latency on
     every layer, and Transformer Engine can no longer hide the collectives behind the GEMMs.
     """
