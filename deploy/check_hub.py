@@ -79,6 +79,21 @@ def refuses_to_start(env: dict) -> bool:
     return done.returncode == 2 and "LABS_SIGNING_KEY" in done.stderr
 
 
+def processes() -> list[tuple[int, str]]:
+    """(uid, command line) of every process, from /proc."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            args = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+            uid = next(int(line.split()[1]) for line in (entry / "status").read_text().splitlines() if line.startswith("Uid:"))
+        except (OSError, StopIteration):
+            continue
+        found.append((uid, args))
+    return found
+
+
 def as_instructor(env: dict, code: str) -> subprocess.CompletedProcess:
     """Run Python as the instructor's own user (the dashboard's side of the live lecture)."""
     return subprocess.run(["runuser", "-u", TEACHER, "--", sys.executable, "-c", code], env=env, cwd="/", capture_output=True, text=True)
@@ -183,11 +198,13 @@ def main() -> int:
         lab = alice.get(f"{base}/user/{ALICE}/marimo/?file=05_parallelism.py", timeout=120).text
         checks["students get marimo run, not edit"] = '"mode": "gallery"' in page.text and '"mode": "read"' in lab and '"mode": "edit"' not in page.text + lab
         uids = {user: __import__("pwd").getpwnam(user).pw_uid for user in (ALICE, BOB)}
-        running = subprocess.run(["ps", "-eo", "uid=,args="], capture_output=True, text=True).stdout
-        server_uid = {user: [int(line.split()[0]) for line in running.splitlines() if "jupyterhub-singleuser" in line and int(line.split()[0]) == uid] for user, uid in uids.items()}
-        marimo_uids = {int(line.split()[0]) for line in running.splitlines() if "marimo run" in line}
+        running = processes()
+        server_uid = {user: [uid for uid, args in running if "jupyterhub-singleuser" in args and uid == want] for user, want in uids.items()}
+        marimo_uids = {uid for uid, args in running if "marimo run" in args and (f"/user/{ALICE}/" in args or f"/user/{BOB}/" in args)}  # this hub's students only
+        if not all(server_uid.values()):
+            print("servers seen:", [(uid, args[:120]) for uid, args in running if "singleuser" in args], file=sys.stderr)
         checks["alice's and bob's servers run as their own uids"] = all(server_uid[u] for u in uids) and uids[ALICE] != uids[BOB]
-        checks["no student process runs as root"] = 0 not in marimo_uids and marimo_uids <= set(uids.values())
+        checks["no student process runs as root"] = marimo_uids == set(uids.values())
         for name, response in {
             "bob cannot open alice's server": bob.get(f"{base}/user/{ALICE}/marimo/", allow_redirects=False, timeout=30),
             "bob cannot open the dashboard": bob.get(f"{base}/user/{TEACHER}/dashboard/", allow_redirects=False, timeout=30),
