@@ -47,6 +47,13 @@ code, never from an end-to-end run:
 - pipeline_overlaps_dp: DeepSpeed's 2021 PipelineEngine reduces gradients in a ReduceGrads
   instruction after the last micro-batch's backward (deepspeed/runtime/pipe/schedule.py,
   TrainSchedule, at c814abd), so with pp > 1 nothing of the reduction hides.
+- optimizer_bytes_per_param: what the optimizer step streams per parameter it updates. Megatron's
+  fused Adam with its fp32 main gradients: 42 (labs.core.step.OPTIMIZER_BYTES_PER_PARAM).
+  torch.optim.AdamW's default foreach path (torch/optim/adamw.py, _multi_tensor_adamw, PyTorch
+  2.0-2.1) over fp32 shards: weight decay 8, lerp of m 12, v scaled 8 and addcmul 12, sqrt 8,
+  div 8, add eps 8, addcdiv 16 = 80, plus clip_grad_norm_ (read 4, scale 8) and FSDP's bf16 cast
+  of the shard (6): 98. fused=True (torchtitan): Adam reads weight, gradient, m, v and writes
+  weight, m, v (28), plus clipping and the cast: 46.
 - grad_sync: gradients reduced once a step (DDP no_sync, Megatron's accumulation into main_grad)
   or every micro-batch; None is the ZeRO stage's own way (once a step up to ZeRO-1, every
   micro-batch from ZeRO-2, DeepSpeed's and FSDP's default).
@@ -90,6 +97,7 @@ class Era:
     zero3_unit: str = "module"
     pp_p2p: str = "scatter_gather"
     pipeline_overlaps_dp: bool = True  # False: a pipelined step reduces gradients after the flush
+    optimizer_bytes_per_param: float = 42.0  # HBM bytes the optimizer step moves per parameter it updates
     source: str = ""
 
     def __post_init__(self):
@@ -100,6 +108,7 @@ class Era:
         check_positive("kernels_per_layer", self.kernels_per_layer, integer=True, maximum=10_000)
         check_positive("cpu_s_per_kernel", self.cpu_s_per_kernel, allow_zero=True, maximum=1.0)
         check_positive("loss_bytes_per_logit", self.loss_bytes_per_logit, allow_zero=True, maximum=1000)
+        check_positive("optimizer_bytes_per_param", self.optimizer_bytes_per_param, maximum=1000)
 
     def defaults(self) -> dict:
         return {name: getattr(self, name)[0] for name in ERA_FIELDS}
@@ -147,7 +156,7 @@ ERAS: dict[str, Era] = {
     "pytorch-fsdp1-2023": Era(
         "pytorch-fsdp1-2023", ("1f1b",), 2, ("none", "full"), (F,), (T,), (3, 2), (F,), ("bf16", "fp32"), (T,), (T,),
         ("auto", "ring", "tree"), max_pp=1, attention_kernel="fa2", fused_elementwise=False, zero3_unit="layer",
-        kernels_per_layer=EAGER_KERNELS_PER_LAYER, loss_bytes_per_logit=40.0, tp_overlap_kind="none",
+        kernels_per_layer=EAGER_KERNELS_PER_LAYER, loss_bytes_per_logit=40.0, tp_overlap_kind="none", optimizer_bytes_per_param=98.0,
         source="torch.distributed.fsdp (PyTorch 2.0-2.1): ShardingStrategy, transformer_auto_wrap_policy, "
                "limit_all_gathers, BackwardPrefetch.BACKWARD_PRE; meta-llama/llama-recipes; Dao-AILab/flash-attention 2.x"),
     # PyTorch FSDP2 / DTensor in 2024-25 (torchtitan): fully_shard per block (reshard_after_forward),
@@ -159,7 +168,7 @@ ERAS: dict[str, Era] = {
         "pytorch-fsdp2-2024", ("1f1b", "interleaved", "gpipe"), 2, ("selective", "none", "full"), (T, F), (T,), (3, 2), (F, T), ("fp32", "bf16"),
         (T,), (T,), ("auto", "ring", "tree", "nvls"), ("ring", "all_gather"), 16, ("bf16", "fp8"), torch_compile=(F, T),
         attention_kernel="fa2", fused_elementwise=False, kernels_per_layer=EAGER_KERNELS_PER_LAYER, loss_bytes_per_logit=40.0,
-        tp_overlap_kind="async_tp", zero3_unit="layer",
+        tp_overlap_kind="async_tp", zero3_unit="layer", optimizer_bytes_per_param=46.0,
         source="pytorch/torchtitan (2024-25): parallelize_llama (fully_shard, parallelize_module, enable_async_tp), "
                "torch.distributed.pipelining schedules, torchao.float8; torch.nn.functional.scaled_dot_product_attention"),
 }

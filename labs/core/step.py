@@ -48,7 +48,8 @@ ACTIVATION_BYTES = 2  # bf16 activations sent between TP ranks and pipeline stag
 ELEMENTWISE_TRAFFIC = 2.2
 # Megatron-LM's mixed-precision Adam step moves, per parameter it updates: zero the fp32 main
 # gradient (4), read it for the global norm (4), Adam reads master, m, v, gradient and writes
-# master, m, v (28), then copies the master into the bf16 weight (4 + 2) = 42 bytes.
+# master, m, v (28), then copies the master into the bf16 weight (4 + 2) = 42 bytes: the Megatron
+# stacks' figure; others move their own (labs.core.eras.Era.optimizer_bytes_per_param).
 OPTIMIZER_BYTES_PER_PARAM = 42
 # CPU Adam (ZeRO-Offload) streams, per parameter of its shard: the bf16 gradient in (2), the
 # master weight and both moments read and written (2 x 12 in fp32), the bf16 weight out (2).
@@ -464,7 +465,7 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     # ---- optimizer, or ZeRO-Offload -----------------------------------------------------------
     updated = dense_params / np.where(zero >= 1, shard, 1.0) + expert_params / np.where(zero >= 1, expert_shard, 1.0)
     narrow = 2 * (OPTIMIZER_BYTES - opt_bytes)  # a narrower state is read and written once each
-    optimizer = np.where(offload, 0.0, updated * (OPTIMIZER_BYTES_PER_PARAM - narrow) / hbm_rate)
+    optimizer = np.where(offload, 0.0, updated * (stack.optimizer_bytes_per_param - narrow) / hbm_rate)
     pcie = cluster.host_link.effective_bytes_per_s
     down = GRAD_BYTES * updated / pcie
     cpu_adam = updated * (CPU_ADAM_BYTES_PER_PARAM - narrow) / cluster.host_bytes_per_s_per_gpu
