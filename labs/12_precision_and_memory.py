@@ -239,7 +239,8 @@ def _(e5m2_safe, fp16_safe, loss_curves, loss_scale_slider, settings):
                 f"bf16 keeps fp32's 8 exponent bits (smallest normal {FORMATS['bf16'].smallest_normal:.2g}) and needs no scaling, "
                 f"for {FORMATS['bf16'].mantissa_bits} stored mantissa bits instead of fp16's {FORMATS['fp16'].mantissa_bits}: "
                 f"its median error in the table is the coarser one. {_decades}: {_fp8}, and no scale keeps them all in E4M3. "
-                "That is why FP8 recipes scale each tensor, or each tile, on its own, and keep gradients in E5M2."
+                "That is why FP8 recipes scale each tensor, or each tile, on its own: Transformer Engine's hybrid recipe "
+                "keeps gradients in E5M2 for its range, DeepSeek-V3 uses E4M3 throughout with a scale per tile."
             ),
         ]
     )
