@@ -154,9 +154,7 @@ def quantise(x: np.ndarray, name: str, scaling: str = "tensor") -> np.ndarray:
     amax = np.abs(groups).max(axis=-1, keepdims=True)
     scale = np.where(amax > 0, amax / fmt(name).max, 1.0).astype(np.float32).astype(np.float64)
     back = round_trip(groups / scale, name) * scale
-    if scaling == "tensor":
-        return back.reshape(rows, cols)
-    if scaling == "tile":
+    if scaling != "block":
         return back.reshape(rows, cols)
     return back.reshape(rows // TILE, cols // TILE, TILE, TILE).transpose(0, 2, 1, 3).reshape(rows, cols)
 
