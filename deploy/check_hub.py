@@ -205,12 +205,14 @@ def main() -> int:
             print("servers seen:", [(uid, args[:120]) for uid, args in running if "singleuser" in args], file=sys.stderr)
         checks["alice's and bob's servers run as their own uids"] = all(server_uid[u] for u in uids) and uids[ALICE] != uids[BOB]
         checks["no student process runs as root"] = marimo_uids == set(uids.values())
-        for name, response in {
-            "bob cannot open alice's server": bob.get(f"{base}/user/{ALICE}/marimo/", allow_redirects=False, timeout=30),
-            "bob cannot open the dashboard": bob.get(f"{base}/user/{TEACHER}/dashboard/", allow_redirects=False, timeout=30),
-            "bob cannot read alice's files through the API": bob.get(f"{base}/user/{ALICE}/api/contents", allow_redirects=False, timeout=30),
+        for name, url in {
+            "bob cannot open alice's server": f"{base}/user/{ALICE}/marimo/?file=05_parallelism.py",
+            "bob cannot read alice's files through the API": f"{base}/user/{ALICE}/api/contents/parallelism-labs",
         }.items():
-            checks[name] = response.status_code in (302, 403, 404) and "marimo" not in response.text.lower()[:2000] or response.status_code == 403
+            response = bob.get(url, timeout=60)  # redirects followed: through the hub's OAuth
+            checks[name] = response.status_code in (403, 404) and '"mode":' not in response.text and "05_parallelism" not in response.text
+            if not checks[name]:
+                print(name, response.status_code, response.url, file=sys.stderr)
         xsrf = {"X-XSRFToken": xsrf_cookie(bob, f"/user/{BOB}/api/"), "Referer": f"{base}/user/{BOB}/"}
         api = f"{base}/user/{BOB}/api"
         checks["no terminal for bob"] = bob.post(f"{api}/terminals", headers=xsrf, timeout=30).status_code in (403, 404)
@@ -224,6 +226,8 @@ def main() -> int:
         checks["the instructor's group reads alice's ledger"] = run_as(TEACHER, "cat", str(ledger)).returncode == 0
         try:
             checks["the instructor reaches the dashboard"] = start_server(teacher, base, TEACHER) is not None and teacher.get(f"{base}/user/{TEACHER}/dashboard/", timeout=120).status_code == 200
+            denied = bob.get(f"{base}/user/{TEACHER}/dashboard/", timeout=60)  # the instructor's server is running now
+            checks["bob cannot open the dashboard"] = denied.status_code in (403, 404) and '"mode":' not in denied.text
         except (TimeoutError, requests.RequestException):
             checks["the instructor reaches the dashboard"] = False
     finally:
