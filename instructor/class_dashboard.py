@@ -28,7 +28,7 @@ with app.setup:
         "Lab 05 Act II: GPT-3 175B on 1,024 H100s": ("05_parallelism", "act2", None),
         **{f"Lab 09: {label}": (lab09.LAB, "worksheet", key) for key, label in lab09.JOB_LABELS.items()},
     }
-    ANSWER_COLUMNS = ["student", "file", "lab", "step", "question", "answer", "right", "changed", "misconception"]
+    ANSWER_COLUMNS = ["student", "file", "lab", "step", "question", "answer", "right", "changed", "misconception", "variant"]
     try:
         ARGS = dict(mo.cli_args())  # --ledgers, --roster, --points, --due, --marks, --lecture, --salt
     except Exception:  # imported outside a marimo runtime (a test): no command line
@@ -482,7 +482,7 @@ def answer_rows(table: pd.DataFrame) -> pd.DataFrame:
                         misconception = "an answer the lab does not offer"
                     else:  # the option's named misconception, else the question and option themselves
                         misconception = (option.misconception if option is not None else "") or f"{lab_name(lab)} · {question}: {answer}"
-                rows.append((student, file, lab, step, question, answer, judged, int(change or 0), misconception))
+                rows.append((student, file, lab, step, question, answer, judged, int(change or 0), misconception, drawn or ""))
     return pd.DataFrame(rows, columns=ANSWER_COLUMNS)
 
 
@@ -494,12 +494,13 @@ def question_summary(answers: pd.DataFrame) -> pd.DataFrame:
     for (lab, question), group in answers.groupby(["lab", "question"], sort=True):
         judged = group["right"].dropna()
         counts = group["answer"].value_counts()
-        engine = questions.answer_or_none(lab, question) if (lab, question) in questions.ANSWERS else None
+        varies = bool(group["variant"].ne("").any())  # per-student variants: each judged at their own
+        engine = None if varies else questions.answer_or_none(lab, question)
         out.append({
             "lab": lab, "question": question, "committed": int(len(judged)), "skipped": int((group["answer"] == "skipped").sum()),
             "right": int(judged.astype(bool).sum()), "share right": f"{judged.astype(bool).mean():.0%}" if len(judged) else "",
             "changed after commit": int(group["changed"].gt(0).sum()),
-            "engine's answer": engine if engine is not None else "none of the options",
+            "engine's answer": "each student's variant's" if varies else (engine if engine is not None else "none of the options"),
             "answers": "  ".join(f"{k} {int(counts.get(k, 0))}" for k in sorted(counts.index)),
         })
     return pd.DataFrame(out, columns=["lab", "question", "committed", "skipped", "right", "share right", "changed after commit", "engine's answer", "answers"])
@@ -514,7 +515,7 @@ def answer_distribution(answers: pd.DataFrame, key: tuple) -> pd.DataFrame:
     options = [o.key for o in QUESTION_OPTIONS.get(key, ())]
     labels = {o.key: o.label for o in QUESTION_OPTIONS.get(key, ())}
     order = options + ["skipped"] + sorted(set(mine["answer"]) - set(options) - {"skipped"})
-    engine = questions.answer_or_none(lab, question) if key in questions.ANSWERS else None
+    engine = None if mine["variant"].ne("").any() else questions.answer_or_none(lab, question)
     rows = []
     for answer in order:
         group = mine[mine["answer"] == answer]
@@ -677,7 +678,7 @@ def live_figure(counts: dict, key: tuple) -> go.Figure:
     """The class's committed answers to one question, large enough to project; the engine's in green."""
     options = [o.key for o in QUESTION_OPTIONS.get(key, ())]
     order = options + sorted(set(counts) - set(options))
-    engine = questions.answer_or_none(*key) if key in questions.ANSWERS else None
+    engine = questions.answer_or_none(*key)
     colors = [COLORS["green"] if a == engine else (COLORS["muted"] if a == "skipped" else COLORS["blue"]) for a in order]
     fig = go.Figure(go.Bar(x=order, y=[counts.get(a, 0) for a in order], marker_color=colors, text=[str(counts.get(a, 0)) for a in order],
                            textposition="outside", textfont=dict(size=28)))

@@ -3,7 +3,7 @@
 Each student's ledger is written through the labs' own ledger code (`labs.core.state.DesignLedger`:
 `commit_prediction`, then `save_step` with the outcomes the lab would show), with answers drawn
 from each lab's real prediction options and inputs drawn from the settings its sliders offer
-(Labs 05-11). A student has a hidden skill that sets how often they pick the engine's answer;
+(Labs 05-13). A student has a hidden skill that sets how often they pick the engine's answer;
 some skip a question, some change an answer after the reveal (recorded as a change: the labs
 invite it, and it is no flag), some commit and never press Submit, some never open a lab.
 
@@ -30,7 +30,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from labs.core import state
-from labs.core.scenarios import OUTCOMES, QUESTION_OPTIONS, lab05, lab08, lab09, lab10, lab11
+from labs.core.scenarios import OUTCOMES, QUESTION_OPTIONS, lab05, lab08, lab09, lab10, lab11, lab12, lab13
 from labs.core.state import DesignLedger
 from labs.gradebook.questions import answer_or_none, questions
 
@@ -96,6 +96,16 @@ def _context(rng):
                 capacity=rng.choice(list(lab11.CAPACITY_CHOICES)))
 
 
+def _precision(rng):
+    return dict(log2_loss_scale=_mostly(rng, 16, list(range(lab12.LOSS_SCALE_RANGE[0], lab12.LOSS_SCALE_RANGE[1] + 1)), 0.5),
+                outlier_scale=rng.choice(lab12.OUTLIER_SCALES), accumulation_k=rng.choice(lab12.ACCUMULATION_KS), accumulation_steps=rng.choice(lab12.ACCUMULATION_STEPS))
+
+
+def _split(rng):
+    return dict(block=rng.choice(lab13.tpm.BLOCKS), ranks=rng.choice(lab13.RANKS), sequence_parallel=_mostly(rng, True, [False]),
+                width=_mostly(rng, 8192, list(lab13.ENGINE_WIDTHS)), gpu=_mostly(rng, "h100", list(lab13.SWEEP_GPU_KEYS)), overlap=_mostly(rng, False, [True]))
+
+
 # lab -> [(step, inputs drawn by, the questions that step's predictions carry)]
 STEPS = {
     "05_parallelism": [("act1", _act1, ("cause",)), ("act2", _act2, ("design",))],
@@ -105,6 +115,8 @@ STEPS = {
     lab09.LAB: [("worksheet", _worksheet, ("dp64",))],
     lab10.LAB: [("cadence", _cadence, ("mtbf", "cadence"))],
     lab11.LAB: [(lab11.STEP, _context, ("fit", "moe"))],
+    lab12.LAB: [(lab12.STEP, _precision, ("underflow", "recompute", "fp8"))],
+    lab13.LAB: [(lab13.STEP, _split, ("ring", "scaling", "tp_best"))],
 }
 OPENS = {"05_parallelism": 0.97}  # share of students who open each lab (others: 0.9)
 
@@ -127,6 +139,9 @@ def _pick(rng, key, skill, right):
     (the first wrong ones more often: a class shares its misconceptions); None: skipped."""
     if rng.random() < 0.04:
         return None
+    if key not in QUESTION_OPTIONS:  # a number typed in: the engine's, or off by a misconception's factor
+        value = float(right)
+        return f"{value:g}" if rng.random() < 0.2 + 0.6 * skill else f"{value * rng.choice([0.5, 2.0, 4.0]):g}"
     options = [o.key for o in QUESTION_OPTIONS[key]]
     if right is not None and rng.random() < 0.2 + 0.6 * skill:
         return right

@@ -83,7 +83,7 @@ def _book(klass, due_path=None, **kw):
 # ---- points ----------------------------------------------------------------------------------
 def test_default_points_cover_every_question_and_free_text_field():
     table = points.default_table()
-    assert {k for k, v in table.items() if v.counts != "marked"} == set(questions.ANSWERS)
+    assert {k for k, v in table.items() if v.counts != "marked"} == set(questions.questions())
     assert table[("09_64gpu_design", "paragraph")] == points.Item(2.0, "marked")
     assert points.possible(table, "09_64gpu_design") == 1 + 4 * 1 + 2  # dp64, four reasons, the paragraph
 
@@ -288,7 +288,7 @@ def test_gradescope_zip_runs_and_writes_the_documented_results(klass, tmp_path):
         assert type(result[key]) is type(sample[key])
     for key in ("score", "max_score", "name", "output", "status"):
         assert all(type(t[key]) is type(sample["tests"][0][key]) for t in result["tests"])
-    assert len(result["tests"]) == len(questions.ANSWERS)  # one test per prediction question
+    assert len(result["tests"]) == len(questions.questions())  # one test per prediction question
     cause = next(t for t in result["tests"] if t["name"] == "Lab 05: parallelism · cause")
     assert (cause["score"], cause["max_score"], cause["status"]) == (1.0, 1.0, "passed") and "engine's answer: B" in cause["output"]
     assert result["score"] == 2.0

@@ -18,10 +18,10 @@ import pandas as pd
 from labs.gradebook import integrity
 from labs.gradebook.due import Deadlines, parse_time
 from labs.gradebook.points import Item
-from labs.gradebook.questions import ANSWERS, FREE_TEXT, answer_or_none
+from labs.gradebook.questions import FREE_TEXT, answer_or_none, student_variant, why
 
 SERVER_CLOCK, STUDENT_CLOCK = "server (signed)", "student's clock"
-ITEM_COLUMNS = ["student", "file", "lab", "item", "kind", "answer", "engine", "right", "points", "earned", "label", "note"]
+ITEM_COLUMNS = ["student", "file", "lab", "item", "kind", "answer", "engine", "why", "right", "points", "earned", "label", "note"]
 LAB_COLUMNS = ["student", "file", "lab", "submitted", "raw", "possible", "handed_in", "time_source", "late_hours", "factor", "earned", "flags"]
 
 
@@ -63,9 +63,10 @@ def _first_files(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def build(table: pd.DataFrame, documents: dict[str, dict], points: dict[tuple[str, str], Item], deadlines: Deadlines,
-          marks: dict | None = None, roster_students=(), key: bytes | None = None) -> Book:
+          marks: dict | None = None, roster_students=(), key: bytes | None = None, salt: str | None = None) -> Book:
     """The grade book. `documents`: file -> ledger (the ones the table was graded from);
-    `roster_students`: ids to list even with nothing handed in."""
+    `roster_students`: ids to list even with nothing handed in; `salt`: the class salt the
+    variants were drawn with (the engine's answer shown is the student's variant's)."""
     marks = marks or {}
     labs = sorted({lab for lab, _ in points})
     possible = {lab: sum(i.points for (l, _), i in points.items() if l == lab) for lab in labs}
@@ -90,10 +91,11 @@ def build(table: pd.DataFrame, documents: dict[str, dict], points: dict[tuple[st
                 flags.append(identity)
             if any(r.get("tampered") is True for r in lab_rows_of):
                 flags.append("tampered: a stored outcome disagrees with the engine")
+            variant = _variant(lab, student, salt) if any(r.get("variant") for r in lab_rows_of) else None
             for (l, item), spec in points.items():
                 if l != lab:
                     continue
-                row = _item_row(student, file, lab, item, spec, lab_rows_of, doc, labels, marks)
+                row = _item_row(student, file, lab, item, spec, lab_rows_of, doc, labels, marks, variant)
                 item_rows.append(row)
                 raw += row["earned"]
                 if row["note"]:
@@ -116,9 +118,16 @@ def build(table: pd.DataFrame, documents: dict[str, dict], points: dict[tuple[st
     return Book(items, by_lab, _totals(by_lab, labs), possible)
 
 
-def _item_row(student, file, lab, item, spec: Item, lab_rows, doc, labels, marks) -> dict:
+def _variant(lab: str, student: str, salt: str | None):
+    try:
+        return student_variant(lab, student, salt)
+    except Exception:  # noqa: BLE001 - the grader already judged at it; only the shown answer is lost
+        return None
+
+
+def _item_row(student, file, lab, item, spec: Item, lab_rows, doc, labels, marks, variant=None) -> dict:
     row = {"student": student, "file": Path(file).name if file else "", "lab": lab, "item": item, "kind": spec.counts,
-           "answer": None, "engine": None, "right": None, "points": spec.points, "earned": 0.0, "label": "", "note": ""}
+           "answer": None, "engine": None, "why": "", "right": None, "points": spec.points, "earned": 0.0, "label": "", "note": ""}
     if spec.counts == "marked":
         step = next((s for (l, s), fields in FREE_TEXT.items() if l == lab and item in fields), None)
         text = doc.get("labs", {}).get(lab, {}).get(step, {}).get("inputs", {}).get(item)
@@ -129,7 +138,7 @@ def _item_row(student, file, lab, item, spec: Item, lab_rows, doc, labels, marks
         elif text:
             row["note"] = "not marked yet"
         return row
-    row["engine"] = answer_or_none(lab, item) if (lab, item) in ANSWERS else None
+    row["engine"], row["why"] = answer_or_none(lab, item, variant), why(lab, item, variant)
     row["label"] = labels.get((lab, "question", item), "")
     column, outcome = f"answer.{item}", _outcome(lab, item)
     first = next((r for r in lab_rows if isinstance(r.get(column), str)), None)

@@ -42,7 +42,7 @@ def build(args, table: pd.DataFrame, people=()) -> tuple[gradebook.Book, dict]:
 
     documents = gradebook.read_documents(sorted(set(table["file"]))) if not table.empty else {}
     book = gradebook.build(table, documents, points.load(args.points, args.set_points), due.load(args.due), marks.load(args.marks),
-                           roster_students=[p.student for p in people], key=integrity.key_from_env())
+                           roster_students=[p.student for p in people], key=integrity.key_from_env(), salt=getattr(args, "salt", None))
     return book, documents
 
 

@@ -181,8 +181,6 @@ def write_gradescope_zip(path, points_file=None, due_file=None) -> list[str]:
 def results_json(book: Book, student: str | None = None) -> dict:
     """Gradescope's results.json for one student: a test per prediction question (its points
     and, in its output, the committed answer and the engine's with the why), and the total."""
-    from labs.gradebook.questions import why
-
     items = book.items if student is None else book.items[book.items["student"].eq(student)]
     tests = []
     for r in items.itertuples():
@@ -192,7 +190,7 @@ def results_json(book: Book, student: str | None = None) -> dict:
         tests.append({
             "name": f"{lab_title(r.lab)} · {r.item}", "score": float(r.earned), "max_score": float(r.points),
             "status": "passed" if r.earned >= r.points and r.points > 0 else "failed",
-            "output": f"Your committed answer: {answer}. The engine's answer: {why(r.lab, r.item)}." + (f" {r.note}" if r.note else ""),
+            "output": f"Your committed answer: {answer}. The engine's answer: {r.why}." + (f" {r.note}" if r.note else ""),
         })
     labs = book.labs if student is None else book.labs[book.labs["student"].eq(student)]
     late = [f for f in labs["flags"] if "late" in f]

@@ -16,7 +16,6 @@ from labs.core.scenarios import lab05, lab09
 from labs.core.state import ledger_stem
 from labs.gradebook.book import Book
 from labs.gradebook.exports import lab_title
-from labs.gradebook.questions import why
 
 STYLE = """body{font:15px/1.45 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#1d2330}
 table{border-collapse:collapse;width:100%;margin:.5rem 0 1.2rem}th,td{border:1px solid #d5d9e0;padding:.3rem .5rem;text-align:left;vertical-align:top}
@@ -104,7 +103,7 @@ def page(student: str, earned: float, possible: float, labs: list[dict], items: 
             else:
                 mark = "" if it["right"] is None else ("<span class='right'>✓</span> " if it["right"] else "<span class='wrong'>✗</span> ")
                 answer = mark + (e(it["answer"]) if it["answer"] is not None else "<i>skipped or not committed</i>") + "<br>" + _changes(doc, lab, it["item"])
-                engine = e(why(lab, it["item"]))
+                engine = e(it["why"])
             note = f"<br><small>{e(it['note'])}</small>" if it["note"] else ""
             parts.append(f"<tr><td>{e(it['item'])}</td><td>{answer}</td><td>{engine}</td><td>{it['earned']:g} / {it['points']:g}{note}</td><td>{e(it['label'] or 'self-reported')}</td></tr>")
         parts.append("</table>")

@@ -24,7 +24,7 @@ import tomllib
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from labs.gradebook.questions import ANSWERS, FREE_TEXT
+from labs.gradebook.questions import FREE_TEXT, questions
 
 COUNTS = ("correctness", "participation", "both")
 MAX_POINTS = 1000.0
@@ -50,7 +50,7 @@ class Item:
 
 
 def default_table() -> dict[tuple[str, str], Item]:
-    table = {key: Item(DEFAULT_QUESTION, "correctness") for key in ANSWERS}
+    table = {key: Item(DEFAULT_QUESTION, "correctness") for key in questions()}
     for (lab, _step), fields in FREE_TEXT.items():
         for field in fields:
             table[(lab, field)] = Item(DEFAULT_FREE_TEXT.get(field, 1.0), "marked")
