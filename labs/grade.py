@@ -335,6 +335,22 @@ class _Engine:
         self.limit = limit
         self.salt = salt
         self.spent = 0  # timeline ops priced for the current file (grade_document resets it)
+        self.checked: dict[str, str | None] = {}  # input checks by exact inputs: None, or why they were refused
+
+    def check(self, key: tuple[str, str], spec: StepSpec, inputs: dict) -> None:
+        """spec.check(inputs), remembered by exact inputs (some checks price the setting with the
+        engine, and a class repeats its slider settings)."""
+        token = json.dumps([key, inputs], sort_keys=True)
+        if token not in self.checked:
+            if len(self.checked) >= self.limit:
+                self.checked.clear()
+            try:
+                spec.check(inputs)
+                self.checked[token] = None
+            except ValueError as err:
+                self.checked[token] = str(err)
+        if self.checked[token] is not None:
+            raise ValueError(self.checked[token])
 
     def __call__(self, key: tuple[str, str], inputs: dict, predictions: dict, variant=None) -> dict:
         token = json.dumps([key, inputs, predictions, variant.seed if variant else None, variant.salt if variant else None], sort_keys=True)
@@ -383,7 +399,7 @@ def grade_step(doc: dict, lab: str, step: str, entry: dict, source: str, engine:
         return row
     inputs, stored_predictions = entry["inputs"], entry["predictions"]
     try:
-        spec.check(inputs)
+        engine.check((lab, step), spec, inputs)
         for q in stored_predictions:
             if q not in spec.questions:
                 raise ValueError(f"unknown prediction {q[:40]!r}")
