@@ -248,3 +248,20 @@ def test_libreoffice_imports_no_formula_g2(tmp_path):
     sheet = (tmp_path / "grades.fods").read_text(encoding="utf-8")
     assert sheet.count("<table:table-row") >= len(HOSTILE_NAMES) * 2 + 1
     assert "table:formula" not in sheet
+
+
+def test_the_dashboard_grades_a_deep_folder_and_a_non_utf8_name_d3(tmp_path):
+    """At e349cc8 the dashboard showed only its headings on a 1,200-deep folder (RecursionError on
+    3.11) and its grade-book download did nothing for a non-UTF-8 file name."""
+    import marimo as mo
+    from test_dashboard import _app
+
+    write_student(tmp_path, "ann")
+    source = write_student(tmp_path / "other", "zed")
+    os.rename(source, os.path.join(os.fsencode(tmp_path), b"\xff\xfe-student.json"))
+    (_nest(tmp_path / "zip", 1200) / "x.json").write_text("{}")
+    _, defs = _app().run(defs={"folder_input": mo.ui.text(value=str(tmp_path)), "roster_input": mo.ui.text(value="")})
+    assert set(defs["table"]["student"]) == {"ann", "zed"}
+    assert any("nested more than" in why for _, why in defs["problems"])
+    for frame in (defs["table"], defs["gradebook_view"]):  # what the two downloads write
+        spreadsheet_cells(csv_bytes(frame))
