@@ -205,6 +205,7 @@ def main() -> int:
             print("servers seen:", [(uid, args[:120]) for uid, args in running if "singleuser" in args], file=sys.stderr)
         checks["alice's and bob's servers run as their own uids"] = all(server_uid[u] for u in uids) and uids[ALICE] != uids[BOB]
         checks["no student process runs as root"] = marimo_uids == set(uids.values())
+        checks["no marimo token on a command line"] = not any("--token-password " in args or "--token-password=" in args for _, args in running if "marimo run" in args and "/user/chk-" in args)
         for name, url in {
             "bob cannot open alice's server": f"{base}/user/{ALICE}/marimo/?file=05_parallelism.py",
             "bob cannot read alice's files through the API": f"{base}/user/{ALICE}/api/contents/parallelism-labs",

@@ -3,23 +3,36 @@ so nothing in a student's ~/.jupyter is read). Students get `marimo run` of thei
 at /user/<name>/marimo/ and nothing else; the instructor also gets the class dashboard at
 /user/<instructor>/dashboard/."""
 
+import atexit
 import base64
+import contextlib
 import os
 import secrets
+import tempfile
 
 c = get_config()  # noqa: F821 - provided by Jupyter when it loads this file
 
 c.ServerApp.terminals_enabled = False
 c.ServerApp.authorizer_class = "labs_singleuser.ReadOnlyAuthorizer"
-c.ServerProxy.host_allowlist = []  # no /proxy/<port>: a student cannot reach other local services
+c.ServerProxy.host_allowlist = []  # no /proxy/<host>:<port>; labs_singleuser refuses /proxy/<port> too
 prefix = os.environ.get("JUPYTERHUB_SERVICE_PREFIX", "/")
 token = secrets.token_urlsafe(24)  # between this server and its marimo processes only
+# In a 0600 file, not on the command line: any user on the machine can read another's arguments.
+_fd, token_file = tempfile.mkstemp(prefix="labs-marimo-token-")
+os.write(_fd, token.encode())
+os.close(_fd)
+
+
+@atexit.register
+def _remove_token_file() -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(token_file)
 
 
 def marimo_run(name: str, target: str, *args: str) -> dict:
     """`marimo run` (never `marimo edit`) behind this server, reachable at <prefix><name>/."""
     return {
-        "command": ["marimo", "run", target, "--port", "{port}", "--base-url", prefix + name, "--headless", "--token", "--token-password", token, *args],
+        "command": ["marimo", "run", target, "--port", "{port}", "--base-url", prefix + name, "--headless", "--token", "--token-password-file", token_file, *args],
         "timeout": 120,
         "absolute_url": True,
         "request_headers_override": {"Authorization": "Basic " + base64.b64encode(f" :{token}".encode()).decode()},
