@@ -134,14 +134,41 @@ def test_a_timeline_past_the_files_work_limit_is_named_g3(tmp_path):
     assert main([str(tmp_path), "--strict"]) == 1
 
 
+DEEP_TREES: list[Path] = []
+
+
 def _nest(root: Path, depth: int) -> Path:
-    """root/d/d/.../d, made one level at a time (Path.mkdir(parents=True) recurses)."""
+    """root/d/d/.../d, made one level at a time (Path.mkdir(parents=True) recurses); removed after
+    the test by remove_deep_trees."""
     root.mkdir(parents=True, exist_ok=True)
+    DEEP_TREES.append(root)
     folder = root
     for _ in range(depth):
         folder = folder / "d"
         folder.mkdir()
     return folder
+
+
+@pytest.fixture(autouse=True)
+def remove_deep_trees():
+    """Delete the trees _nest made, without recursion: pytest's own cleanup of old temporary
+    folders uses shutil.rmtree, which recurses (RecursionError at 1,200 deep on Python 3.11)."""
+    yield
+    while DEEP_TREES:
+        stack = [(DEEP_TREES.pop(), False)]
+        while stack:
+            path, emptied = stack.pop()
+            if not path.exists():
+                continue
+            if emptied:
+                path.rmdir()
+                continue
+            stack.append((path, True))
+            for child in path.iterdir():
+                if child.is_dir() and not child.is_symlink():
+                    stack.append((child, False))
+                else:
+                    child.unlink()
 
 
 def test_a_folder_nested_1200_deep_is_named_not_a_crash_g4(tmp_path, capsys):
