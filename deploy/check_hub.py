@@ -114,6 +114,9 @@ def live_lecture(base: str, passwords: dict, env: dict, homes: Path, key: str) -
     checks = {}
     held = as_instructor(env, f"from labs.core import lecture; lecture.hold({LAB!r}, {QUESTION!r})")
     checks["the instructor holds a question"] = held.returncode == 0
+    release = f"from labs.core import lecture; lecture.release({LAB!r}, {QUESTION!r}); print(lecture.is_held({LAB!r}, {QUESTION!r}))"
+    by_student = subprocess.run(["runuser", "-u", BOB, "--", sys.executable, "-c", release], env=env, cwd="/", capture_output=True, text=True)
+    checks["a student cannot release it"] = by_student.returncode != 0 and "PermissionError" in by_student.stderr
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS, headless=True)
         try:
