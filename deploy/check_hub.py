@@ -102,7 +102,7 @@ def as_instructor(env: dict, code: str) -> subprocess.CompletedProcess:
 LAB, QUESTION = "05_parallelism", "cause"
 
 
-def live_lecture(base: str, passwords: dict, env: dict, homes: Path, key: str) -> dict[str, bool]:
+def live_lecture(base: str, passwords: dict, env: dict, ledgers: Path, key: str) -> dict[str, bool]:
     """Two students in Chromium, the instructor's hold and release: each student commits Lab 05's
     first question while it is held and sees only a waiting note; after the release both see the
     reveal without reloading; the instructor's histogram has both; both ledgers verify as signed."""
@@ -146,13 +146,13 @@ def live_lecture(base: str, passwords: dict, env: dict, homes: Path, key: str) -
                     page.get_by_text(re.compile(r"Right\.|Not quite|The engine says")).first.wait_for(timeout=30_000)
                     seen.append(True)
                 except Exception:
-                    page.screenshot(path=str(homes.parent / "released.png"))
+                    page.screenshot(path=str(ledgers.parent / "released.png"))
                     seen.append(False)
             checks["after the release both students see the reveal without reloading"] = released.returncode == 0 and all(seen)
         finally:
             browser.close()
     for user in (ALICE, BOB):
-        path = homes / user / ".parallelism_labs" / ledger_filename(user)
+        path = ledgers / user / ledger_filename(user)
         labels = signing.verify_document(json.loads(path.read_text()), key) if path.exists() else []
         checks[f"{user}'s commit from the page is signed and verifies"] = (LAB, QUESTION, "signed") in labels and all(label == "signed" for _, _, label in labels)
     return checks
@@ -167,7 +167,7 @@ def main() -> int:
         return 1
     start = time.time()
     work = Path(tempfile.mkdtemp(prefix="labs-hub-"))
-    homes, lecture = work / "homes", work / "lecture"
+    homes, lecture, ledgers = work / "homes", work / "lecture", work / "ledgers"
     homes.mkdir()
     os.chmod(work, 0o755)
     os.chmod(homes, 0o755)
@@ -181,7 +181,7 @@ def main() -> int:
         return 1
     port = free_port()
     key = os.urandom(24).hex()
-    env = {**os.environ, "HUB_PORT": str(port), "HUB_HOMES": str(homes), "HUB_STATE": str(work / "state"), "LABS_LECTURE_DIR": str(lecture), "HUB_INSTRUCTOR": TEACHER}
+    env = {**os.environ, "HUB_PORT": str(port), "HUB_HOMES": str(homes), "HUB_STATE": str(work / "state"), "HUB_LEDGERS": str(ledgers), "LABS_LECTURE_DIR": str(lecture), "HUB_INSTRUCTOR": TEACHER}
     env.pop("LABS_LEDGER_DIR", None)
     checks["refuses a missing signing key"] = refuses_to_start({**env, "LABS_SIGNING_KEY": ""})
     checks["refuses an example signing key"] = refuses_to_start({**env, "LABS_SIGNING_KEY": "change-me"})
@@ -224,10 +224,14 @@ def main() -> int:
         checks["no file writes for bob"] = bob.put(f"{api}/contents/evil.py", json={"type": "file", "format": "text", "content": "x"}, headers=xsrf, timeout=30).status_code == 403
         checks["no /proxy/<port> for bob"] = bob.get(f"{base}/user/{BOB}/proxy/{port}/hub/api", timeout=30).status_code in (403, 404)
 
-        checks.update(live_lecture(base, passwords, env, homes, key))
-        ledger = homes / ALICE / ".parallelism_labs" / ledger_filename(ALICE)
-        checks["bob cannot read alice's ledger or list her home"] = run_as(BOB, "cat", str(ledger)).returncode != 0 and run_as(BOB, "ls", str(homes / ALICE)).returncode != 0
+        checks.update(live_lecture(base, passwords, env, ledgers, key))
+        ledger = ledgers / ALICE / ledger_filename(ALICE)
+        checks["bob cannot read alice's ledger, list her ledgers or her home, or list the class"] = all(run_as(BOB, *command).returncode != 0 for command in (("cat", str(ledger)), ("ls", str(ledger.parent)), ("ls", str(homes / ALICE)), ("ls", str(ledgers))))
         checks["the instructor's group reads alice's ledger"] = run_as(TEACHER, "cat", str(ledger)).returncode == 0
+        graded = subprocess.run(["runuser", "-u", TEACHER, "--", sys.executable, "-m", "labs.grade", str(ledgers)], env=env, cwd=str(ROOT), capture_output=True, text=True)
+        checks["the instructor grades both students' ledgers"] = graded.returncode == 0 and ALICE in graded.stdout and BOB in graded.stdout and "not read" not in graded.stderr
+        if not checks["the instructor grades both students' ledgers"]:
+            print(graded.stdout[-1500:], graded.stderr[-1500:], file=sys.stderr)
         try:
             checks["the instructor reaches the dashboard"] = start_server(teacher, base, TEACHER) is not None and teacher.get(f"{base}/user/{TEACHER}/dashboard/", timeout=120).status_code == 200
             denied = bob.get(f"{base}/user/{TEACHER}/dashboard/", timeout=60)  # the instructor's server is running now

@@ -10,11 +10,12 @@ What it guarantees (deploy/check_hub.py proves each in CI):
   - sign-in through PAM against the machine's accounts, only for members of the groups
     labs-students and labs-instructors; no shared password, no sign-up page;
   - each student's server runs as that student's own uid (LocalProcessSpawner), never root; homes
-    are 0750 (group labs-instructors), so no student reads another's home or ledger;
+    are 0750 and ledgers are in HUB_LEDGERS/<user>/ (2750), both with group labs-instructors, so
+    no student reads another's home or ledger, and the instructor reads every ledger;
   - students reach only `marimo run` of their copy of the labs (/user/<name>/marimo/): no
     terminal, no kernel, no file writes through Jupyter, no `marimo edit`, no /proxy/<port>;
   - the instructor (HUB_INSTRUCTOR, a hub admin) also gets the class dashboard at
-    /user/<instructor>/dashboard/, reading every student's ledger through the group;
+    /user/<instructor>/dashboard/, reading HUB_LEDGERS through the group;
   - committed predictions and saved steps are signed with LABS_SIGNING_KEY (labs.core.signing);
   - the hub refuses to start without HUB_INSTRUCTOR, with a missing, short or example signing
     key, or when not run as root (it must start servers as other users).
@@ -33,7 +34,7 @@ jupyterhub-ltiauthenticator, then replace the PAM lines with
 and add each new user to labs-students (create_system_users runs useradd; see add_students.py).
 
 Environment: HUB_INSTRUCTOR, LABS_SIGNING_KEY (required); HUB_PORT (8000), HUB_HOMES
-(/srv/labs-homes), HUB_STATE (/srv/labs-hub: database, cookie secret, proxy pid), LABS_LECTURE_DIR
+(/srv/labs-homes), HUB_LEDGERS (/srv/labs-ledgers: one folder per student), HUB_STATE (/srv/labs-hub: database, cookie secret, proxy pid), LABS_LECTURE_DIR
 (/srv/labs-lecture: the live lecture's held questions and answers, labs.core.lecture).
 """
 
@@ -79,6 +80,7 @@ if instructor not in grp.getgrnam(INSTRUCTORS).gr_mem and instructor_pw.pw_gid !
     refuse(f"HUB_INSTRUCTOR {instructor!r} is not in the group {INSTRUCTORS}")
 
 homes = Path(os.environ.get("HUB_HOMES", "/srv/labs-homes"))
+ledger_root = Path(os.environ.get("HUB_LEDGERS", "/srv/labs-ledgers"))
 state = Path(os.environ.get("HUB_STATE", "/srv/labs-hub"))
 lecture = Path(os.environ.get("LABS_LECTURE_DIR", "/srv/labs-lecture"))
 state.mkdir(parents=True, exist_ok=True)
@@ -87,6 +89,9 @@ for folder, mode in ((lecture, 0o755), (lecture / "answers", 0o1733)):
     folder.mkdir(parents=True, exist_ok=True)
     os.chown(folder, instructor_pw.pw_uid, instructors_gid)
     os.chmod(folder, mode)
+ledger_root.mkdir(parents=True, exist_ok=True)
+os.chown(ledger_root, 0, instructors_gid)
+os.chmod(ledger_root, 0o751)  # students pass through to their own folder; only instructors list it
 
 c.JupyterHub.bind_url = f"http://127.0.0.1:{os.environ.get('HUB_PORT', '8000')}"
 c.JupyterHub.hub_ip = "127.0.0.1"
@@ -113,17 +118,19 @@ c.Spawner.environment = {
     "PYTHONNOUSERSITE": "1",
     "LABS_SIGNING_KEY": key,
     "LABS_LECTURE_DIR": str(lecture),
+    "LABS_LEDGER_DIR": lambda spawner: str(ledger_root / spawner.user.name),
     "LABS_LEDGER_MODE": "0640",  # ledgers readable by the group of their folder (labs-instructors)
     "LABS_INSTRUCTOR": instructor,
     "LABS_DASHBOARD": str(HERE.parent / "instructor" / "class_dashboard.py"),  # the instructor's, apart from the labs
-    "HUB_HOMES": str(homes),
+    "HUB_LEDGERS": str(ledger_root),
 }
 
 
 def prepare_home(spawner):
     """Before each start (as root): the home 0750 with group labs-instructors, the student's own
-    copy of the labs (made once, kept), and the ledger folder 2750 so every ledger it holds
-    belongs to group labs-instructors (the dashboard reads them; no other student can)."""
+    copy of the labs (made once, kept), and their ledger folder HUB_LEDGERS/<user> 2750 so every
+    ledger it holds belongs to group labs-instructors (the dashboard reads them; no other student
+    can)."""
     user = pwd.getpwnam(spawner.user.name)
     home = Path(user.pw_dir)
     if user.pw_uid == 0 or not home.is_dir() or home.is_symlink():
@@ -137,7 +144,7 @@ def prepare_home(spawner):
             shutil.copy2(lab, copy / lab.name)
             os.chown(copy / lab.name, user.pw_uid, user.pw_gid)
         os.chown(copy, user.pw_uid, user.pw_gid)
-    ledgers = home / ".parallelism_labs"
+    ledgers = ledger_root / spawner.user.name
     if not ledgers.is_symlink():
         ledgers.mkdir(exist_ok=True)
         os.chown(ledgers, user.pw_uid, instructors_gid)

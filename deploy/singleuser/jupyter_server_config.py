@@ -44,5 +44,5 @@ def marimo_run(name: str, target: str, *args: str) -> dict:
 # (which would run `marimo edit`) if that package is installed.
 servers = {"marimo": marimo_run("marimo", os.path.expanduser("~/parallelism-labs"))}
 if os.environ.get("JUPYTERHUB_USER") == os.environ.get("LABS_INSTRUCTOR") and os.environ.get("LABS_DASHBOARD"):
-    servers["dashboard"] = marimo_run("dashboard", os.environ["LABS_DASHBOARD"], "--", "--ledgers", os.environ.get("HUB_HOMES", "/srv/labs-homes"))
+    servers["dashboard"] = marimo_run("dashboard", os.environ["LABS_DASHBOARD"], "--", "--ledgers", os.environ.get("HUB_LEDGERS", "/srv/labs-ledgers"))
 c.ServerProxy.servers = servers
