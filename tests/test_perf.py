@@ -4,7 +4,7 @@ import pytest
 
 from conftest import report
 from labs.core import Cluster, Model, Plan, estimate, sweep
-from labs.core.calibration import BEYOND_ENGINE, TABLE2_GPUS, TABLE2_PUBLISHED, TABLE2_SCHEMES, public_runs, table2_estimate
+from labs.core.calibration import BEYOND_ENGINE, TABLE2_GPUS, TABLE2_SCHEMES, public_runs, table2_estimate, table2_published
 from labs.core.scenarios.lab05 import act1_correct_option
 from labs.core.scenarios.lab05 import DP_WALL_GPUS, design_inputs, dp_wall_estimate, dp_wall_model
 
@@ -33,26 +33,28 @@ def test_all_public_rows_are_covered(published):
 
 
 def test_table2_ptdp_holds_across_scales_and_zero3_collapses_by_its_mechanism():
-    """Narayanan 2021 Table 2: PTD-P holds 153 -> 149 -> 141 TFLOP/s per GPU from 384 to 1536
-    A100s; ZeRO-3 (DeepSpeed 2021) fell 144 -> 88 -> 44: aggregate throughput flat as GPUs
-    double. The engine stays within 10% of PTD-P at every scale and within 15% of ZeRO-3 (only
-    the 384-GPU rows are in the reference file). The collapse comes from DeepSpeed's code, not
-    from link bandwidth: every parameter's all-gather waits for a device synchronize, and the
-    host does work per rank of the group on every gather and reduce-scatter (deepspeed-2021's
-    stack in labs.core.eras). Without that host work the same plan would run at PTD-P's speed."""
+    """Narayanan 2021 Table 2: the reference file holds the 384-GPU rows (PTD-P 153, ZeRO-3 144
+    TFLOP/s per GPU); the engine is within 10% of each. At 768 and 1536 GPUs PHYSICS.md gives the
+    shape only: ZeRO-3's aggregate throughput stays flat as the GPUs double, while PTD-P's grows.
+    The collapse comes from DeepSpeed's code, not from link bandwidth: every parameter's
+    all-gather waits for a device synchronize, and the host does work per rank of the group on
+    every gather and reduce-scatter (deepspeed-2021's stack in labs.core.eras). Without that host
+    work the same plan would run far faster."""
     import dataclasses
 
     from labs.core import eras
 
     got = {(s, n): table2_estimate(s, n).hardware_tflops_per_gpu for s in TABLE2_SCHEMES for n in TABLE2_GPUS}
-    for key, value in got.items():
-        report(f"Table 2 {key[0]} at {key[1]} GPUs", value, TABLE2_PUBLISHED[key])
-    for n in TABLE2_GPUS:
-        assert abs(got[("PTD-P", n)] / TABLE2_PUBLISHED[("PTD-P", n)] - 1) < 0.10
-        assert abs(got[("ZeRO-3", n)] / TABLE2_PUBLISHED[("ZeRO-3", n)] - 1) < 0.15
-    aggregate = {n: got[("ZeRO-3", n)] * n for n in TABLE2_GPUS}
-    report("ZeRO-3 aggregate 1536 / 768 GPUs", aggregate[1536] / aggregate[768], 44 * 1536 / (88 * 768))
-    assert 0.8 < aggregate[1536] / aggregate[768] < 1.2
+    published = table2_published()
+    assert set(published) == {("ZeRO-3", 384), ("PTD-P", 384)}
+    for key, value in published.items():
+        report(f"Table 2 {key[0]} at {key[1]} GPUs", got[key], value)
+        assert abs(got[key] / value - 1) < 0.10
+    aggregate = {(s, n): got[(s, n)] * n for s, n in got}
+    print(f"ZeRO-3 aggregate 1536 / 768 GPUs: {aggregate[('ZeRO-3', 1536)] / aggregate[('ZeRO-3', 768)]:.2f} (flat is 1); "
+          f"PTD-P: {aggregate[('PTD-P', 1536)] / aggregate[('PTD-P', 768)]:.2f} (linear is 2)")
+    assert 0.8 < aggregate[("ZeRO-3", 1536)] / aggregate[("ZeRO-3", 768)] < 1.2
+    assert aggregate[("PTD-P", 1536)] / aggregate[("PTD-P", 768)] > 1.7
     zero3 = table2_estimate("ZeRO-3", 1536)
     assert zero3.time.dp_comm > 2 * zero3.time.compute
     saved = eras.ERAS["deepspeed-2021"]

@@ -135,11 +135,13 @@ def test_ep_bytes_split_by_link_deepseek_v3():
 
 # ---- M2: Narayanan et al.'s ZeRO-3 step stopped shrinking ----------------------------------------
 def test_table2_zero3_step_did_not_shrink():
-    from labs.core.calibration import TABLE2_GPUS, TABLE2_PUBLISHED
+    """PHYSICS.md: ZeRO-3's aggregate throughput in Table 2 stays flat as the GPUs double; the
+    lab's speed-up is the engine's, within 20% of flat."""
+    from labs.core.calibration import TABLE2_GPUS, table2_estimate
 
     mid, hi = TABLE2_GPUS[-2], TABLE2_GPUS[-1]
-    speedup = (hi * TABLE2_PUBLISHED[("ZeRO-3", hi)]) / (mid * TABLE2_PUBLISHED[("ZeRO-3", mid)])
-    assert speedup == pytest.approx(1.0, abs=0.01)
+    speedup = (hi * table2_estimate("ZeRO-3", hi).hardware_tflops_per_gpu) / (mid * table2_estimate("ZeRO-3", mid).hardware_tflops_per_gpu)
+    assert speedup == pytest.approx(1.0, abs=0.2)
 
 
 # ---- Lab 06: recompute's cost, HSDP ----------------------------------------------------------------
