@@ -385,3 +385,16 @@ def test_a_synthetic_class_grades_into_every_format(tmp_path, monkeypatch):
     assert {r[3] for r in canvas[2:]} == {p.sis_login_id for p in people}
     assert _read(tmp_path / "moodle.csv")[0] == _read(LMS / "moodle_worksheet_sample.csv")[0]
     assert len(list(out.glob("*.html"))) == len(b.totals)
+
+
+def test_an_id_no_lab_accepts_still_gets_an_escaped_page(tmp_path):
+    """bench_grade's hostile class: a student id with a terminal escape stopped the pages at the second."""
+    head = {"schema_version": 1, "engine_version": "0", "created": "t", "updated": "t", "labs": {}}
+    (tmp_path / "class").mkdir()
+    (tmp_path / "class" / "esc.json").write_text(json.dumps({**head, "student": "\x1b[31mFORGED<b>", "predictions": {LAB: {"cause": {"answer": "B", "committed": "t", "changes": []}}}}))
+    _commit_only(tmp_path / "class", "ann", {"cause": "B"})
+    assert grade.main([str(tmp_path / "class"), "--feedback", str(tmp_path / "fb")]) == 0
+    pages = sorted(p.name for p in (tmp_path / "fb").iterdir())
+    assert len(pages) == 2 and pages[0].startswith("ann-") and pages[1].startswith("invalid-id-")
+    text = (tmp_path / "fb" / pages[1]).read_text()
+    assert "\x1b" not in text and "\\x1b[31mFORGED&lt;b&gt;" in text  # the escape shown, the markup as text

@@ -6,7 +6,9 @@ opens offline."""
 
 from __future__ import annotations
 
+import hashlib
 import html
+import unicodedata
 from functools import lru_cache
 from pathlib import Path
 
@@ -27,7 +29,8 @@ def e(value) -> str:
     """Any value as escaped text ('' for None/NaN)."""
     if value is None or (isinstance(value, float) and pd.isna(value)):
         return ""
-    return html.escape(str(value), quote=True)
+    text = "".join(c if c in "\n\t" or unicodedata.category(c) != "Cc" else c.encode("unicode_escape").decode("ascii") for c in str(value))
+    return html.escape(text, quote=True)  # control characters shown as their escapes, markup as text
 
 
 @lru_cache(maxsize=None)
@@ -136,8 +139,17 @@ def write_all(book: Book, table: pd.DataFrame, documents: dict[str, dict], folde
         mine = rows.get(student, [])
         file = next((r["file"] for r in mine if Path(r["file"]).name == total["file"]), None)
         mine = [r for r in mine if r["file"] == file]
-        path = folder / f"{ledger_stem(student)}.html"
+        path = folder / f"{page_stem(student)}.html"
         path.write_text(page(student, float(total["total"]), book.course_possible, labs.get(student, []), items.get(student, []), mine,
-                             documents.get(file, {}) if file else {}), encoding="utf-8")
+                             documents.get(file, {}) if file else {}), encoding="utf-8", errors="backslashreplace")
         written.append(path)
     return written
+
+
+def page_stem(student: str) -> str:
+    """The page's file name: the ledger's own stem, or for an id no lab would accept (a control
+    character, a blank) `invalid-id-` and a digest of it, so every student still gets a page."""
+    try:
+        return ledger_stem(student)
+    except ValueError:
+        return "invalid-id-" + hashlib.sha256(student.encode("utf-8", "surrogatepass")).hexdigest()[:10]
