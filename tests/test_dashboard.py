@@ -285,3 +285,13 @@ def test_a_synthetic_class_from_make_class(tmp_path):
         assert row["skipped"] == (mine[f"answer.{question}"] == "skipped").sum()
         assert row["changed after commit"] == (mine[f"changes.{question}"] > 0).sum()
     assert len(questions) == len(make.answer_key())
+
+
+def test_the_gallery_of_labs_does_not_list_the_dashboard():
+    """Review finding M6a: `marimo run labs/` listed the class dashboard to students. Every marimo
+    app under labs/ (what the gallery lists, subfolders included) is a numbered lab."""
+    import re
+
+    apps = [p for p in (ROOT / "labs").rglob("*.py") if "marimo.App(" in p.read_text(encoding="utf-8")]
+    assert apps and all(re.fullmatch(r"\d\d_[a-z0-9_]+\.py", p.name) and p.parent == ROOT / "labs" for p in apps), apps
+    assert "marimo.App(" in (ROOT / "instructor" / "class_dashboard.py").read_text()
