@@ -66,7 +66,8 @@ def run(args, table: pd.DataFrame) -> int:
         print(f"grade book: {err}", file=sys.stderr)
         return 2
     if args.gradebook:
-        _numbers(book).pipe(lambda f: exports.write_csv([list(f.columns)] + f.values.tolist(), args.gradebook))
+        numbers = _numbers(book)
+        exports.write_csv([list(numbers.columns)] + numbers.values.tolist(), args.gradebook)
     if args.canvas:
         unlisted = exports.write_canvas(book, people, args.canvas, args.canvas_missing, args.canvas_template)
         print(f"Canvas import: {args.canvas} ({len(people)} roster students)" + (f"; not on the roster, left out: {', '.join(unlisted[:5])}{' ...' if len(unlisted) > 5 else ''}" if unlisted else ""), file=sys.stderr)

@@ -178,10 +178,11 @@ def write_gradescope_zip(path, points_file=None, due_file=None) -> list[str]:
         return z.namelist()
 
 
-def results_json(book: Book, student: str | None = None) -> dict:
+def results_json(book: Book, student: str) -> dict:
     """Gradescope's results.json for one student: a test per prediction question (its points
-    and, in its output, the committed answer and the engine's with the why), and the total."""
-    items = book.items if student is None else book.items[book.items["student"].eq(student)]
+    and, in its output, the committed answer and the engine's with the why), and the total
+    (late penalties and marks included, which is why it is given beside the tests)."""
+    items = book.items[book.items["student"].eq(student)]
     tests = []
     for r in items.itertuples():
         if r.kind == "marked":
@@ -192,10 +193,10 @@ def results_json(book: Book, student: str | None = None) -> dict:
             "status": "passed" if r.earned >= r.points and r.points > 0 else "failed",
             "output": f"Your committed answer: {answer}. The engine's answer: {r.why}." + (f" {r.note}" if r.note else ""),
         })
-    labs = book.labs if student is None else book.labs[book.labs["student"].eq(student)]
+    labs = book.labs[book.labs["student"].eq(student)]
     late = [f for f in labs["flags"] if "late" in f]
     return {
-        "score": float(round(labs["earned"].sum(), 4)) if student else 0.0,
+        "score": float(round(labs["earned"].sum(), 4)),
         "output": "Graded by the Parallelism Labs engine from your ledger: every outcome recomputed, every question judged by your first committed answer."
         + (" Free-text answers are marked by hand." if (book.items["kind"] == "marked").any() else "") + (" " + "; ".join(late) if late else ""),
         "tests": tests,
