@@ -4,7 +4,6 @@ Every expected number below is counted by hand from the class as written here.""
 
 import csv
 import importlib.util
-import io
 import json
 import os
 import shutil

@@ -21,7 +21,6 @@ prediction question (results_json)."""
 from __future__ import annotations
 
 import csv
-import io
 import re
 import zipfile
 from pathlib import Path
