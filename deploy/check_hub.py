@@ -251,9 +251,11 @@ def main() -> int:
         log.close()
         for user in (ALICE, BOB, TEACHER):
             subprocess.run(["userdel", "--remove", "--force", user], capture_output=True)
-        print(f"hub log: {work / 'hub.log'}", file=sys.stderr)
+        print(f"hub log: {work / 'hub.log'} (removed when every check passes)", file=sys.stderr)
     ok = all(checks.values())
     print(json.dumps({"ok": ok, "seconds": round(time.time() - start, 1), "checks": checks}, indent=2))
+    if ok:
+        shutil.rmtree(work, ignore_errors=True)  # kept, with the hub's log, when a check failed
     return 0 if ok else 1
 
 
