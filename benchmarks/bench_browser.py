@@ -1,44 +1,68 @@
-"""Slider to updated chart in a real browser: each lab served by `marimo run` on 127.0.0.1,
-driven in Debian's Chromium through Playwright (tests/browser.py). A benchmark, not a test.
+"""Each lab's heaviest instrument in a real browser, as a ratio to the floor page's move measured
+in the same run: each lab and the floor served by `marimo run` on 127.0.0.1, driven in Debian's
+Chromium through Playwright (tests/browser.py). A benchmark, not a test.
 
-    python benchmarks/bench_browser.py                 # every lab
-    python benchmarks/bench_browser.py --lab 07 --moves 10
+    python benchmarks/bench_browser.py                   # every lab
+    python benchmarks/bench_browser.py --lab 09 --lab 10 --moves 12
 
-For each lab: the time from starting `marimo run` to an interactive page (the first prediction
-shown), then the prediction is answered and the lab's heaviest widget is moved `--moves` times
-(one arrow key each); a move counts until every Plotly chart on the page has its new data
-drawn (its data or shapes differ from before and stay put for two frames). Printed: the median
-and the spread of the moves, at the lab's default setting and, where the lab has one, at the
-top of its slider ranges, with their ratio measured in the same run.
+The floor (benchmarks/floor_notebook.py: one slider, one small chart) is the least any marimo
+page costs on this machine: server start, Chromium, marimo's frontend and Plotly.js, one round
+trip per move. The machine is shared, so every lab number is read against the floor measured
+beside it, interleaved:
 
-The floor (benchmarks/floor_notebook.py: one slider, one small chart) runs first: the least any
-marimo page costs on this machine, so each lab's times can be read against it.
+- First prediction: the floor is started (time to its first chart), then the lab (time to its
+  first prediction's widget: the student's variant, labs.variants, with the default id), then the
+  floor again; printed is the lab's time minus the mean of the two floor starts.
+- Moves: the lab's first prediction is committed (which unlocks its instruments), then a floor
+  move and a lab move alternate, `--moves` of each; a move counts from the key press (or click)
+  until the kernel has reported the run complete (marimo's "completed-run" message) and the page's
+  outputs (the text of every cell and the data of every Plotly chart) have changed and held still
+  for two animation frames. Printed: each side's median and spread, and the ratio of the medians.
 
-Targets (issue 13): slider to updated chart under 300 ms median; the top of every slider range
-within 3x the default's time; `marimo run` to an interactive page under 3 s.
+Targets (issue 25): every lab's heaviest instrument within 2x the floor's move; the first
+prediction within 0.5 s of the floor's first chart.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
-import tempfile
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))
 
-from browser import browser_page, chromium_path, marimo_run  # noqa: E402
+from browser import CHROMIUM_ARGS, answer, chromium_path, marimo_run  # noqa: E402
+from labs.core.layout import RANK_ORDER_NOTES, RANK_ORDERS  # noqa: E402
+from labs.variants import variant  # noqa: E402
 
-# A fingerprint of every chart on the page: per trace its type, name and a hash of each data
-# array (a few ms for a raster of 64 x 4096 cells), plus the layout shapes.
+# Counts marimo's "completed-run" messages (one per kernel command, sent after the last output).
+COUNT_RUNS = """() => {
+  window.__benchRuns = 0;
+  const Native = window.WebSocket;
+  window.WebSocket = class extends Native {
+    constructor(...args) {
+      super(...args);
+      this.addEventListener('message', e => {
+        if (typeof e.data !== 'string') return;
+        if (e.data.includes('"completed-run"')) { window.__benchRuns++; window.__benchRunAt = performance.now(); }
+        if (e.data.includes('"cell-op"') && e.data.includes('"status":"running"')) window.__benchCells = (window.__benchCells || 0) + 1;
+      });
+    }
+  };
+}"""
+
+# A fingerprint of the page's outputs: per Plotly chart, per trace its type, name and a hash of
+# each data array plus the layout shapes ('drawing' while a chart has no layout yet), and a hash
+# of the text of the page outside the charts. marimo draws each chart inside the shadow root of a
+# <marimo-plotly> element.
 FINGERPRINT = """() => {
-  // marimo draws each chart inside the shadow root of a <marimo-plotly> element. Only those are
-  // looked at: walking every element of a long page on every animation frame would itself slow
-  // the page being timed.
   const plots = [...document.querySelectorAll('.js-plotly-plot')];
   document.querySelectorAll('marimo-plotly').forEach(host => {
     if (host.shadowRoot) plots.push(...host.shadowRoot.querySelectorAll('.js-plotly-plot'));
@@ -49,32 +73,62 @@ FINGERPRINT = """() => {
     : [v];
   const hash = s => { let h = 0; for (let i = 0; i < s.length; i++) h = (Math.imul(h, 31) + s.charCodeAt(i)) | 0; return h; };
   const cut = v => { const a = flat(v).map(String); return a.length + ':' + hash(a.join(',')); };
-  const trace = t => [t.type, t.name, ...['x', 'y', 'z', 'base', 'source'].map(k => k in t ? cut(t[k]) : '')].join(';');
+  const trace = t => [t.type, t.name, ...['x', 'y', 'z', 'base', 'source', 'text'].map(k => k in t ? cut(t[k]) : '')].join(';');
   const shape = s => [s.type, s.x0, s.x1, s.y0, s.y1].join(',');
-  return plots.map(el =>
+  const charts = plots.map(el =>
     el._fullLayout && el.querySelector('.main-svg')
       ? (el.data || []).map(trace).join('/') + '#' + ((el.layout || {}).shapes || []).map(shape).join('/')
       : 'drawing').join('|');
+  return charts + '|text:' + hash(document.body.textContent || '');
 }"""
+
+SETTLED = """([fp, before, runs]) => {
+  if (window.__benchRuns < runs) return false;
+  const now = (new Function('return ' + fp))()();
+  if (now === before || now.includes('drawing')) { window.__benchLast = null; return false; }
+  if (window.__benchLast === now) { window.__benchStill = (window.__benchStill || 0) + 1; } else { window.__benchStill = 0; }
+  window.__benchLast = now;
+  return window.__benchStill >= 2;
+}"""
+
+
+@dataclass
+class Instrument:
+    what: str
+    slider: int | None = None  # index among the page's sliders once the first prediction is committed
+    keys: tuple = ("ArrowRight", "ArrowLeft")
+    radio: tuple = ()  # or: option texts of a radio, clicked in turn
+
+    def act(self, page, i: int) -> None:
+        if self.slider is not None:
+            slider = page.get_by_role("slider").nth(self.slider)
+            slider.focus()
+            slider.press(self.keys[i % len(self.keys)])
+        else:
+            page.get_by_text(self.radio[i % len(self.radio)], exact=False).first.click()
 
 
 @dataclass
 class Lab:
     file: str
-    lock: str  # text shown before the prediction is answered
-    answer: str  # the option to click
-    widget: int  # index of the heaviest slider among the page's sliders, once unlocked
-    keys: tuple = ("ArrowRight", "ArrowLeft")
-    top: list = field(default_factory=list)  # (slider index, key) to reach the top of the ranges
-    what: str = ""
+    module: str = ""  # labs.variants name; "" for the floor
+    question: str = ""  # the first prediction's id
+    instruments: list = field(default_factory=list)
 
 
+FLOOR = Lab("../benchmarks/floor_notebook.py", instruments=[Instrument("the floor's slider", 0)])
 LABS = {
-    "floor": Lab("../benchmarks/floor_notebook.py", "Floor page", "A) ready", 0, what="one slider, one chart: the least any page costs here"),
-    "05": Lab("05_parallelism.py", "Commit to a prediction above (or skip it) to unlock the Act I instruments", "B) Each GPU's share", 0, what="Act I GPU slider"),
-    "06": Lab("06_zero_sweep.py", "Commit to a prediction above (or skip it) to unlock the memory instruments", "B) 9 to 24", 2, what="data-parallel GPUs slider"),
-    "07": Lab("07_pipeline_visualizer.py", "Commit to a prediction above (or skip it) to unlock the timelines", "C) 80%", 5, ("ArrowLeft", "ArrowRight"),
-              top=[(0, "End"), (1, "End"), (2, "End")], what="play slider (1F1B beside interleaved)"),
+    "05": Lab("05_parallelism.py", "05_parallelism", "cause", [Instrument("Act I GPU slider", 0)]),
+    "06": Lab("06_zero_sweep.py", "06_zero_sweep", "fit", [Instrument("data-parallel GPUs slider", 2)]),
+    "07": Lab("07_pipeline_visualizer.py", "07_pipeline_visualizer", "utilisation", [Instrument("play slider (1F1B beside interleaved)", 5, ("ArrowLeft", "ArrowRight"))]),
+    "08": Lab("08_collectives.py", "08_collectives", "ring", [Instrument("ring step slider", 1)]),
+    "09": Lab("09_64gpu_design.py", "09_64gpu_design", "dp64", [Instrument("rank-order radio", radio=tuple(f"{o}: {RANK_ORDER_NOTES[o]}" for o in (RANK_ORDERS[1], RANK_ORDERS[0])))]),
+    "10": Lab("10_failures_at_scale.py", "10_failures_at_scale", "mtbf", [Instrument("checkpoint-interval slider", 2)]),
+    "11": Lab("11_long_context_moe.py", "11_long_context_moe", "fit", [Instrument("CP-degree slider", 1, ("ArrowLeft", "ArrowRight"))]),
+    "12": Lab("12_precision_and_memory.py", "12_precision_and_memory", "underflow",
+              [Instrument("loss-scale slider", 0), Instrument("outlier slider", 1, ("ArrowLeft", "ArrowRight")),
+               Instrument("dot-product length slider", 2, ("ArrowLeft", "ArrowRight")), Instrument("accumulation-steps slider", 3)]),
+    "13": Lab("13_tensor_parallel.py", "13_tensor_parallel", "ring", [Instrument("ranks slider", 0)]),
 }
 
 
@@ -82,23 +136,9 @@ def fingerprint(page) -> str:
     return page.evaluate(FINGERPRINT)
 
 
-def wait_changed(page, before: str, timeout_s: float) -> None:
-    """Until the charts differ from `before` and hold still for two animation frames."""
-    page.wait_for_function(
-        """([fp, before]) => {
-             const now = (new Function('return ' + fp))()();
-             if (now === before || now.includes('drawing') || now === '') { window.__benchLast = null; return false; }
-             if (window.__benchLast === now) { window.__benchStill = (window.__benchStill || 0) + 1; } else { window.__benchStill = 0; }
-             window.__benchLast = now;
-             return window.__benchStill >= 2;
-           }""",
-        arg=[FINGERPRINT, before], polling="raf", timeout=timeout_s * 1000,
-    )
-
-
 def settle(page, quiet_s: float = 1.0, timeout_s: float = 120.0) -> None:
-    """Until no chart is drawing and the charts have not changed for `quiet_s`: a page that has
-    just unlocked draws its charts cell by cell, and a move timed before it is done measures both."""
+    """Until no chart is drawing and the outputs have not changed for `quiet_s`: a page that has
+    just unlocked draws its cells one by one, and a move timed before it is done measures both."""
     deadline, last, since = time.perf_counter() + timeout_s, None, time.perf_counter()
     while time.perf_counter() < deadline:
         now = fingerprint(page)
@@ -107,75 +147,120 @@ def settle(page, quiet_s: float = 1.0, timeout_s: float = 120.0) -> None:
         elif time.perf_counter() - since >= quiet_s:
             return
         time.sleep(0.1)
-    raise TimeoutError(f"the charts did not settle within {timeout_s:.0f} s")
+    raise TimeoutError(f"the page did not settle within {timeout_s:.0f} s")
 
 
-def move(page, index: int, key: str, timeout_s: float) -> float:
-    """Press `key` on slider `index`; seconds until the charts are redrawn."""
-    slider = page.get_by_role("slider").nth(index)
-    slider.focus()
+def move(page, instrument: Instrument, i: int, timeout_s: float) -> float:
+    """Move the instrument once; seconds until the run is complete and the outputs redrawn."""
+    page.bring_to_front()
+    if instrument.slider is not None:
+        page.get_by_role("slider").nth(instrument.slider).focus()
     before = fingerprint(page)
-    page.evaluate("() => { window.__benchLast = null; window.__benchStill = 0; }")
+    runs = page.evaluate("() => { window.__benchLast = null; window.__benchStill = 0; window.__benchCells = 0; window.__benchT0 = performance.now(); return window.__benchRuns; }")
     start = time.perf_counter()
-    slider.press(key)
-    wait_changed(page, before, timeout_s)
-    return time.perf_counter() - start
+    instrument.act(page, i)
+    page.wait_for_function(SETTLED, arg=[FINGERPRINT, before, runs + 1], polling="raf", timeout=timeout_s * 1000)
+    took = time.perf_counter() - start
+    kernel, cells = page.evaluate("() => [(window.__benchRunAt - window.__benchT0) / 1e3, window.__benchCells]")
+    SPLIT.append((kernel, took - kernel, cells))
+    return took
 
 
-def moves(page, lab: Lab, n: int, timeout_s: float) -> list[float]:
-    return [move(page, lab.widget, lab.keys[i % 2], timeout_s) for i in range(n)]
+SPLIT: list = []  # per move: (seconds until the run's completion reached the page, seconds after, cells run)
 
 
-def report(label: str, times: list[float]) -> float:
-    med = statistics.median(times)
-    print(f"  {label}: median {med * 1e3:.0f} ms over {len(times)} moves (min {min(times) * 1e3:.0f}, max {max(times) * 1e3:.0f}); "
-          f"target 300 ms: {med / 0.3:.2f} of the budget", flush=True)
-    return med
+@contextlib.contextmanager
+def browser_page(pw):
+    """A page in a Chromium of its own (as tests/browser.py opens it), under one Playwright."""
+    browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS, headless=True)
+    try:
+        page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+        page.set_default_timeout(60_000)
+        yield page
+    finally:
+        browser.close()
 
 
-def bench(key: str, n: int, timeout_s: float, top: bool) -> None:
-    lab = LABS[key]
-    print(f"{lab.file}: {lab.what}", flush=True)
+@contextlib.contextmanager
+def served(pw, lab: Lab, timeout_s: float):
+    """(page, seconds from `marimo run` to the first prediction's widget, or for the floor its
+    first chart)."""
     start = time.perf_counter()
-    with tempfile.TemporaryDirectory() as ledgers, marimo_run(lab.file, env={"LABS_LEDGER_DIR": ledgers}) as url, browser_page() as page:
-        served = time.perf_counter() - start
+    with tempfile.TemporaryDirectory() as ledgers, marimo_run(lab.file, env={"LABS_LEDGER_DIR": ledgers}) as url, browser_page(pw) as page:
+        page.add_init_script(f"({COUNT_RUNS})()")
         page.goto(url)
-        page.get_by_text(lab.answer, exact=False).first.wait_for(timeout=timeout_s * 1000)
-        ready = time.perf_counter() - start
-        print(f"  marimo run to an interactive page: {ready:.2f} s (server up {served:.2f} s, page {ready - served:.2f} s); target 3 s: {ready / 3:.2f}", flush=True)
-        page.get_by_text(lab.lock).first.wait_for()
-        before = fingerprint(page)
-        page.get_by_text(lab.answer, exact=False).first.click()
-        commit = page.get_by_role("button", name="Commit my prediction")
-        if commit.count():
-            commit.first.click()
-        page.get_by_role("slider").nth(lab.widget).wait_for(timeout=timeout_s * 1000)
-        wait_changed(page, before, timeout_s)
-        settle(page)
-        if not fingerprint(page):
-            raise RuntimeError(f"{lab.file}: no Plotly chart found in a <marimo-plotly> element; FINGERPRINT looks nowhere else")
-        base = report("default setting", moves(page, lab, n, timeout_s))
-        if top and lab.top:
-            t0 = time.perf_counter()
-            for index, k in lab.top:
-                move(page, index, k, timeout_s)
-            settle(page)
-            print(f"  reaching the top of the ranges ({len(lab.top)} slider moves): {time.perf_counter() - t0:.1f} s", flush=True)
-            high = report("top of the slider ranges", moves(page, lab, n, timeout_s))
-            print(f"  top / default: {high / base:.2f}x; target 3x: {high / base / 3:.2f} of the budget", flush=True)
+        if lab.module:
+            question = variant(lab.module, "student").questions[lab.question]
+            if question.numeric:
+                page.locator("marimo-number input").first.wait_for(timeout=timeout_s * 1000)
+            else:
+                label = next(o.label for o in question.options if o.key == question.key)
+                page.get_by_text(f"{question.key}) {label[:40]}", exact=False).first.wait_for(timeout=timeout_s * 1000)
+        else:
+            page.wait_for_function(f"() => {{ const f = ({FINGERPRINT})(); return f.split('|text:')[0] !== '' && !f.includes('drawing'); }}",
+                                   polling="raf", timeout=timeout_s * 1000)
+        yield page, time.perf_counter() - start
+
+
+def unlock(page, lab: Lab, timeout_s: float) -> None:
+    """Commit the first prediction (the engine's answer at the default student's variant) and
+    wait for the unlocked instruments to draw."""
+    answer(page, variant(lab.module, "student").questions[lab.question], commit=0)
+    first = lab.instruments[0]
+    if first.slider is not None:
+        page.get_by_role("slider").nth(first.slider).wait_for(timeout=timeout_s * 1000)
+    else:
+        page.get_by_text(first.radio[0], exact=False).first.wait_for(timeout=timeout_s * 1000)
+    settle(page)
+
+
+def spread(times: list[float]) -> str:
+    return f"median {statistics.median(times) * 1e3:.0f} ms (min {min(times) * 1e3:.0f}, max {max(times) * 1e3:.0f})"
+
+
+def bench(pw, key: str, n: int, timeout_s: float) -> list[tuple]:
+    lab = LABS[key]
+    print(f"Lab {key} ({lab.file})", flush=True)
+    with served(pw, FLOOR, timeout_s) as (_, floor_first_a):
+        pass
+    with served(pw, lab, timeout_s) as (page, lab_first), served(pw, FLOOR, timeout_s) as (floor_page, floor_first_b):
+        floor_first = (floor_first_a + floor_first_b) / 2
+        print(f"  first prediction {lab_first:.2f} s; floor's first chart {floor_first_a:.2f} / {floor_first_b:.2f} s; "
+              f"lab - floor {lab_first - floor_first:+.2f} s (target +0.5 s)", flush=True)
+        unlock(page, lab, timeout_s)
+        settle(floor_page)
+        rows = []
+        for inst in lab.instruments:
+            floor_t, lab_t, split = [], [], []
+            for i in range(n):
+                floor_t.append(move(floor_page, FLOOR.instruments[0], i, timeout_s))
+                lab_t.append(move(page, inst, i, timeout_s))
+                split.append(SPLIT[-1])
+            ratio = statistics.median(lab_t) / statistics.median(floor_t)
+            print(f"  {inst.what}: {spread(lab_t)}; floor {spread(floor_t)}; ratio {ratio:.2f}x (target 2x)", flush=True)
+            print(f"    lab moves ms: {' '.join(f'{t * 1e3:.0f}' for t in lab_t)}", flush=True)
+            print(f"    floor moves ms: {' '.join(f'{t * 1e3:.0f}' for t in floor_t)}", flush=True)
+            print(f"    lab: until the run's completion reached the page, median {statistics.median(k for k, _, _ in split) * 1e3:.0f} ms; drawing after it "
+                  f"{statistics.median(d for _, d, _ in split) * 1e3:.0f} ms; cells run per move {statistics.median(c for _, _, c in split):.0f}", flush=True)
+            rows.append((key, inst.what, statistics.median(lab_t), statistics.median(floor_t), ratio, lab_first - floor_first))
+    return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--lab", action="append", choices=sorted(LABS), help="lab number (repeatable); default: every lab")
-    parser.add_argument("--moves", type=int, default=10)
+    parser.add_argument("--moves", type=int, default=10, help="moves of the lab's instrument, and as many of the floor's")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for one move")
-    parser.add_argument("--no-top", action="store_true", help="skip the top-of-range setting")
     args = parser.parse_args()
     if chromium_path() is None:
         sys.exit("Debian's chromium is not installed (apt-get install chromium)")
-    for key in args.lab or sorted(LABS, key=lambda k: (k != "floor", k)):
-        bench(key, args.moves, args.timeout, not args.no_top)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        rows = [row for key in (args.lab or sorted(LABS)) for row in bench(pw, key, args.moves, args.timeout)]
+    print("\nlab  instrument                              lab ms  floor ms  ratio  first prediction - floor")
+    for key, what, lab_ms, floor_ms, ratio, first in rows:
+        print(f"{key:>3}  {what:<38} {lab_ms * 1e3:6.0f}  {floor_ms * 1e3:8.0f}  {ratio:4.2f}x  {first:+.2f} s")
 
 
 if __name__ == "__main__":

@@ -352,7 +352,6 @@ def _():
 @app.cell
 def _(
     gpus_slider,
-    interval_slider,
     model_dropdown,
     mtbf_committed,
     relaunch_slider,
@@ -362,14 +361,21 @@ def _(
     strategy_dropdown,
     swap_slider,
 ):
+    # Everything but the interval: the cells that read only `setting` do not re-run when it moves.
     mo.stop(not mtbf_committed.made)
-    cadence_inputs = dict(
+    setting_inputs = dict(
         model=model_dropdown.value, gpus=gpus_slider.value, zero_stage=sharding_dropdown.value, strategy=strategy_dropdown.value,
         storage_gbps=storage_slider.value, relaunch_min=relaunch_slider.value, swap_min=swap_slider.value,
-        hot_spares=bool(spares_switch.value), interval_min=interval_slider.value,
+        hot_spares=bool(spares_switch.value),
     )
-    setting = setting_costs(**{k: v for k, v in cadence_inputs.items() if k != "interval_min"})
-    return cadence_inputs, setting
+    setting = setting_costs(**setting_inputs)
+    return setting, setting_inputs
+
+
+@app.cell
+def _(interval_slider, setting_inputs):
+    cadence_inputs = {**setting_inputs, "interval_min": interval_slider.value}
+    return (cadence_inputs,)
 
 
 @app.cell

@@ -292,9 +292,8 @@ def gpu_grid(est: Estimate, color_by: str = "tp") -> go.Figure:
         fig.add_scatter(x=x[over], y=y[over], mode="markers", marker=dict(symbol="x-thin", size=40, line=dict(width=4, color=COLORS["red"])),
                         name=f"out of memory ({int(over.sum())} GPUs)", hoverinfo="skip")
     nodes = int(y.max()) + 1
-    for node in range(nodes):  # one frame per node: NVLink inside it, the NICs between them
-        fig.add_shape(type="rect", x0=-0.5, x1=gpn - 0.5, y0=node - 0.45, y1=node + 0.45, line=dict(color=COLORS["muted"], width=1), layer="below")
-    fig.update_layout(
+    fig.update_layout(  # one frame per node: NVLink inside it, the NICs between them (one list: add_shape costs ~1 ms a call)
+        shapes=[dict(type="rect", x0=-0.5, x1=gpn - 0.5, y0=node - 0.45, y1=node + 0.45, line=dict(color=COLORS["muted"], width=1), layer="below") for node in range(nodes)],
         height=80 * nodes + 150, width=110 * gpn + 200, legend=dict(orientation="h", y=-0.08),
         xaxis=dict(title="GPU in the node", tickvals=list(range(gpn)), range=[-0.6, gpn - 0.4], showgrid=False, zeroline=False),
         yaxis=dict(title=None, tickvals=list(range(nodes)), ticktext=[f"node {i}" for i in range(nodes)], autorange="reversed", showgrid=False, zeroline=False),
