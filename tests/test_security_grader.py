@@ -261,10 +261,15 @@ def test_csvsafe_cell_text_is_neutral(value):
     assert out.encode("utf-8") and not any(c in out for c in "\r\n\t") and (out.startswith("'") or not FORMULA.match(out))
 
 
-@pytest.mark.skipif(shutil.which("soffice") is None, reason="LibreOffice Calc not installed (apt-get install libreoffice-calc-nogui)")
 def test_libreoffice_imports_no_formula_g2(tmp_path):
     """The audit's own check: LibreOffice Calc imports the grader's --csv of the hostile names and
-    stores no formula (at e349cc8 it stored 4 cells of `of:=1+1`)."""
+    stores no formula (at e349cc8 it stored 4 cells of `of:=1+1`). Skipped without LibreOffice
+    locally; under CI (which installs it) a missing soffice fails."""
+    if shutil.which("soffice") is None:
+        message = "LibreOffice Calc not installed (apt-get install libreoffice-calc-nogui)"
+        if os.environ.get("CI"):
+            pytest.fail(message + "; CI must run the spreadsheet check")
+        pytest.skip(message)
     for name in HOSTILE_NAMES:
         handed_in(tmp_path / "class", name)
     out = tmp_path / "grades.csv"
