@@ -350,3 +350,30 @@ def test_the_same_bytes_are_schema_checked_once_and_other_bytes_always(tmp_path,
     for _ in range(2):
         with pytest.raises(ValueError, match="schema_version"):
             parse_document(bad)
+
+
+def test_a_ledger_on_a_read_only_file_system_can_still_be_read_r1(tmp_path, monkeypatch):
+    """Audit R1: on a file system remounted read-only the lock file cannot be created (EROFS).
+    At e349cc8 load() then failed with 'this was not saved' and the student could not see their
+    ledger; a read needs no lock there (nothing can write), a save is still refused by name."""
+    ledger = DesignLedger("s12", tmp_path)
+    ledger.save_step("lab", "one", {"a": 1})
+    ledger.commit_prediction("lab", "q", "B")
+    before = ledger.path.read_bytes()
+
+    class ReadOnlyLock:
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def acquire(self):
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS))
+
+        def release(self):
+            raise AssertionError("a lock never acquired is never released")
+
+    monkeypatch.setattr(state, "FileLock", ReadOnlyLock)
+    doc = DesignLedger("s12", tmp_path).load()
+    assert doc["labs"]["lab"]["one"]["inputs"] == {"a": 1}
+    with pytest.raises(LedgerUnavailable, match="read-only"):
+        DesignLedger("s12", tmp_path).save_step("lab", "two", {"a": 2})
+    assert ledger.path.read_bytes() == before

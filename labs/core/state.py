@@ -646,14 +646,18 @@ class DesignLedger:
         except Timeout:
             raise LedgerUnavailable(f"the ledger {self.path} stayed locked for {LOCK_TIMEOUT_S:.0f} s; another save may be stuck") from None
         except OSError as err:
-            raise _unavailable(err, self.lock_path, "lock") from None
+            if write or err.errno != errno.EROFS:
+                raise _unavailable(err, self.lock_path, "lock") from None
+            lock = None  # nothing can write a read-only file system, so a read needs no lock (audit R1)
         try:
-            self._clean_orphans()
-            self._adopt_old_name()
+            if lock is not None:
+                self._clean_orphans()
+                self._adopt_old_name()
             self._authorise(write)
             yield
         finally:
-            lock.release()
+            if lock is not None:
+                lock.release()
 
     def _clean_orphans(self) -> None:
         """Temp files of this ledger left by a killed save (every save runs under the lock, so
