@@ -516,7 +516,27 @@ def grade_document(doc: dict, source: str, engine: _Engine | None = None) -> lis
                 rows.append(grade_commits(doc, lab, step, source, engine))
             except Exception as err:  # noqa: BLE001
                 rows.append({"file": source, "student": doc["student"], "lab": lab, "step": step, "status": f"grader error: {_error(err)}"})
+    skew = version_skew(doc)
+    for row in rows:
+        row["version"] = skew
     return rows
+
+
+def version_skew(doc: dict) -> str:
+    """A note when the ledger was written by another schema or engine version than the one that
+    grades it (audit G10): outcomes are recomputed by this engine either way, so a number the
+    student saw may differ from the one graded."""
+    from labs.core import ENGINE_VERSION
+    from labs.core.state import SCHEMA_VERSION
+
+    notes = []
+    if type(doc["schema_version"]) is not int:  # JSON 1.0 passes the schema's const 1
+        notes.append(f"schema_version {doc['schema_version']!r} is not the integer {SCHEMA_VERSION}")
+    written = {doc.get("engine_version")} | {entry.get("engine_version") for steps in doc["labs"].values() for entry in steps.values()}
+    other = sorted(str(v)[:20] for v in written - {ENGINE_VERSION, None})
+    if other:
+        notes.append(f"written by engine {', '.join(other)}, graded by {ENGINE_VERSION}")
+    return "; ".join(notes)
 
 
 _HASH_IN_NAME = re.compile(r"-([0-9a-f]{10})(?![0-9a-f])")
@@ -620,6 +640,7 @@ def scores(table: pd.DataFrame) -> pd.DataFrame:
         tampered=("tampered", lambda s: "yes" if s.fillna(False).astype(bool).any() else ""),
         changed=("changes", lambda s: int(s.fillna(0).sum())),
         identity=("identity", lambda s: "; ".join(sorted(set(s.fillna("")) - {""}))),
+        version=("version", lambda s: "; ".join(sorted(set(s.fillna("")) - {""}))),
     )
     out = grid.join(flags).reset_index().rename(columns={"name": "file"})
     return out

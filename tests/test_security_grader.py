@@ -297,3 +297,22 @@ def test_the_dashboard_grades_a_deep_folder_and_a_non_utf8_name_d3(tmp_path):
     assert any("nested more than" in why for _, why in defs["problems"])
     for frame in (defs["table"], defs["gradebook_view"]):  # what the two downloads write
         spreadsheet_cells(csv_bytes(frame))
+
+
+def test_version_skew_is_noted_g10(tmp_path):
+    """Audit G10: `schema_version: 1.0` was accepted and `engine_version: "9.9.9"` graded ok with no
+    note. Both are graded (the engine recomputes every outcome) and the grade book says which."""
+    from labs.core import ENGINE_VERSION
+
+    plain = handed_in(tmp_path, "plain student")
+    skewed = handed_in(tmp_path, "skewed student")
+    doc = json.loads(skewed.read_text())
+    doc["engine_version"] = "9.9.9"
+    skewed.write_text(json.dumps(doc).replace('"schema_version": 1,', '"schema_version": 1.0,'))
+    assert '"schema_version": 1.0' in skewed.read_text()
+    table, problems = grade([str(tmp_path)])
+    assert not problems
+    notes = scores(table).set_index("student")["version"]
+    assert notes["plain student"] == ""
+    assert notes["skewed student"] == f"schema_version 1.0 is not the integer 1; written by engine 9.9.9, graded by {ENGINE_VERSION}"
+    assert set(table.loc[table["student"] == "skewed student", "status"]) == {"ok"}
