@@ -373,13 +373,9 @@ def _(
 
 
 @app.cell
-def _(interval_slider, setting_inputs):
+def _(interval_slider, setting, setting_inputs):
+    # What an interval move changes, in one cell (each cell a move re-runs costs marimo a few ms).
     cadence_inputs = {**setting_inputs, "interval_min": interval_slider.value}
-    return (cadence_inputs,)
-
-
-@app.cell
-def _(interval_slider, setting):
     _tau = interval_slider.value * MINUTE
     _m, _r, _cost = setting["mtbf_s"], setting["restart_s"], setting["cost"]
     _c = _cost.stall_at(_tau)
@@ -389,7 +385,7 @@ def _(interval_slider, setting):
         "best": optimal_interval(_cost.stall_s, _m),
         "curve": cadence_curve(_cost.stall_s, _r, _m, write_s=_cost.write_s if _cost.strategy == "async" else 0.0),
     }
-    return (cadence_view,)
+    return cadence_inputs, cadence_view
 
 
 @app.cell(hide_code=True)

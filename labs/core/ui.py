@@ -405,7 +405,8 @@ def commit_prediction(identity, lab: str, question_key: str, question, buttons, 
 def commitment_gate(made: Commitment, what: str = "the instruments") -> None:
     """Stop the calling cell (and everything downstream) until the prediction is committed or
     skipped, and, in a live lecture, while the instructor holds the question."""
-    mo.stop(not made.made, mo.callout(mo.md(f"Commit to a prediction above (or skip it) to unlock {what}."), kind="warn"))
+    if not made.made:  # the callout is built only when shown: this runs in every gated cell on every move
+        mo.stop(True, mo.callout(mo.md(f"Commit to a prediction above (or skip it) to unlock {what}."), kind="warn"))
     mo.stop(made.held, _HELD)
 
 
