@@ -3,8 +3,10 @@
     python benchmarks/bench_labs.py
 
 Targets: under 100 ms for a re-run of the flagship lab's heaviest cell and for the ZeRO
-lab's heaviest slider (accumulation: both placements' stage costs, offload, myths); the
-pipeline lab's 64 stages x 256 micro-batches timeline built and drawn in under 300 ms.
+lab's heaviest slider (accumulation: both placements' stage costs, offload, myths), and for
+each other lab's heaviest instrument (Labs 08-13); the pipeline lab's 64 stages x 256
+micro-batches timeline built and drawn in under 300 ms. The browser's side of a move, against a
+floor page measured in the same run: benchmarks/bench_browser.py.
 """
 
 import statistics
@@ -170,6 +172,32 @@ def long_context_unlock_cold() -> None:
         lab11.llama3_estimate(**kw)
 
 
+def precision_loss_scale_rerun(log2_scale: int) -> float:
+    """What Lab 12 recomputes when the loss-scale slider moves: the four formats' casts of the
+    variant's gradient sample at 2^k, and the shares figure with its marker, serialised. The
+    curves over every scale sit in a cell the slider does not feed: computed outside the timing."""
+    import importlib
+
+    from labs.core.scenarios import lab12
+    from labs.variants import variant
+
+    lab = importlib.import_module("labs.12_precision_and_memory")
+    settings = variant(lab12.LAB, "student").settings
+    curves = lab12.loss_scale_curves(settings)
+    start = time.perf_counter()
+    lab12.loss_scale_rows(settings, log2_scale)
+    pio.to_json(lab.shares_figure(curves, log2_scale))
+    return time.perf_counter() - start
+
+
+def tensor_parallel_ranks_rerun(ranks: int) -> None:
+    """What Lab 13 recomputes when the ranks slider moves: the MLP block split over n simulated
+    ranks in numpy, forward and backward, against the unsplit one, with the bytes counted."""
+    from labs.core.scenarios import lab13
+
+    lab13.split_report("mlp-gelu", ranks)
+
+
 def timed(fn, values) -> float:
     """Median seconds of fn over values (after one warm-up call); a fn that returns a float
     reports the seconds of the part it times itself (set-up outside the slider's path excluded)."""
@@ -214,6 +242,10 @@ def main() -> None:
     print(f"11_long_context_moe CP slider re-run, cold (24 estimates + chart JSON): {l1 * 1e3:.1f} ms; target 300 ms: {l1 / 0.3:.2f} of the budget")
     l2 = timed(lambda _: long_context_unlock_cold(), [0])
     print(f"11_long_context_moe first unlock, cold (fit, SP, orders, Llama 3, EP, DeepSeek-V3 tables): {l2 * 1e3:.0f} ms; target 1,000 ms: {l2 / 1.0:.2f} of the budget")
+    p1 = timed(precision_loss_scale_rerun, [0, 8, 16])
+    print(f"12_precision_and_memory loss-scale re-run (four formats cast at 2^k + figure JSON): {p1 * 1e3:.1f} ms; target 100 ms: {p1 / 0.1:.2f} of the budget")
+    t1 = timed(tensor_parallel_ranks_rerun, [2, 4, 8])
+    print(f"13_tensor_parallel ranks re-run (MLP split in numpy, forward + backward, bytes counted): {t1 * 1e3:.1f} ms; target 100 ms: {t1 / 0.1:.2f} of the budget")
     d = class_dashboard_times()
     print(f"class_dashboard on {d['students']} ledgers + {d['hostile']} hostile files (scripts/make_class.py), Python time of app.run, cold: {d['cold']:.2f} s"
           f" ({d['grade_cold']:.2f} s in labs.grade.grade: read, schema, engine; {d['cold'] - d['grade_cold']:.2f} s the dashboard's own cells); target 2 s: {d['cold'] / 2:.2f} of the budget")
