@@ -530,7 +530,7 @@ def version_skew(doc: dict) -> str:
     from labs.core.state import SCHEMA_VERSION
 
     notes = []
-    if type(doc["schema_version"]) is not int:  # JSON 1.0 passes the schema's const 1
+    if type(doc.get("schema_version", SCHEMA_VERSION)) is not int:  # JSON 1.0 passes the schema's const 1
         notes.append(f"schema_version {doc['schema_version']!r} is not the integer {SCHEMA_VERSION}")
     written = {doc.get("engine_version")} | {entry.get("engine_version") for steps in doc["labs"].values() for entry in steps.values()}
     other = sorted(str(v)[:20] for v in written - {ENGINE_VERSION, None})
