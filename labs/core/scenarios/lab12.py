@@ -4,9 +4,15 @@ recomputes. The small-scale numbers are casts of real arrays (labs.core.precisio
 the at-scale ones come from the engine (labs.core.perf.estimate, labs.core.memory).
 
 A variant (labs.variants) is a dict of settings (DEFAULT_SETTINGS's fields); every key below is
-computed by the engine at the student's settings."""
+computed by the engine at the student's settings.
+
+What depends only on a variant's settings or on one instrument setting (the casts, the engine's
+estimates, the legacy questions) is computed once per process and cached (functools.lru_cache,
+typed keys); public functions hand out copies, so a caller that edits a row edits its own."""
 
 from __future__ import annotations
+
+from functools import lru_cache
 
 from labs.core import precision
 from labs.core.scenarios.common import Option
@@ -63,8 +69,27 @@ def format_rows() -> list[dict]:
 
 
 def gradients(settings: dict | None):
+    """The variant's gradient sample (read-only: it is shared by every caller)."""
     v = check_settings(settings)
-    return precision.gradient_sample(GRADIENT_SAMPLE, v["grad_low_exp"], v["grad_high_exp"], v["sample_seed"])
+    return _gradients(v["grad_low_exp"], v["grad_high_exp"], v["sample_seed"])
+
+
+@lru_cache(maxsize=16, typed=True)
+def _gradients(low_exp: int, high_exp: int, seed: int):
+    g = precision.gradient_sample(GRADIENT_SAMPLE, low_exp, high_exp, seed)
+    g.flags.writeable = False
+    return g
+
+
+@lru_cache(maxsize=1024, typed=True)
+def _cast(low_exp: int, high_exp: int, seed: int, name: str, log2_scale: int) -> dict:
+    return precision.cast_report(_gradients(low_exp, high_exp, seed), name, 2.0 ** log2_scale)
+
+
+def cast_at_scale(settings: dict | None, name: str, log2_scale: int) -> dict:
+    """cast_report of the variant's gradients in a format at loss scale 2^k."""
+    v = check_settings(settings)
+    return dict(_cast(v["grad_low_exp"], v["grad_high_exp"], v["sample_seed"], name, log2_scale))
 
 
 UNDERFLOW_TOLERANCE = 5.0  # percentage points
@@ -72,7 +97,7 @@ UNDERFLOW_TOLERANCE = 5.0  # percentage points
 
 def underflow_share(settings: dict | None) -> float:
     """Percent of the variant's gradients a plain fp16 cast flushes to zero, counted."""
-    return 100 * precision.cast_report(gradients(settings), "fp16")["flushed"]
+    return 100 * cast_at_scale(settings, "fp16", 0)["flushed"]
 
 
 LOSS_SCALE_FORMATS = ("fp16", "bf16", "e5m2", "e4m3")
@@ -81,8 +106,7 @@ LOSS_SCALE_RANGE = (0, 32)  # log2 of the loss scale the slider offers
 
 def loss_scale_rows(settings: dict | None, log2_scale: int) -> list[dict]:
     """Per format, what the gradients keep when the loss is scaled by 2^k (and unscaled after)."""
-    g = gradients(settings)
-    return [{"format": name, **precision.cast_report(g, name, 2.0 ** log2_scale)} for name in LOSS_SCALE_FORMATS]
+    return [{"format": name, **cast_at_scale(settings, name, log2_scale)} for name in LOSS_SCALE_FORMATS]
 
 
 def loss_scale_curves(settings: dict | None) -> dict[str, dict]:
@@ -104,8 +128,13 @@ ACTIVATION_SHAPE = dict(tokens=128, channels=512, outlier_channels=2)
 
 def scaling_rows(outlier_scale: float) -> list[dict]:
     """E4M3 and E5M2 on activations with outlier channels: error per scaling granularity."""
+    return [dict(r) for r in _scaling_rows(outlier_scale)]
+
+
+@lru_cache(maxsize=32, typed=True)
+def _scaling_rows(outlier_scale: float) -> tuple[dict, ...]:
     x = precision.activation_sample(outlier_scale=outlier_scale, **ACTIVATION_SHAPE)
-    return [{"format": name, "scaling": scaling, **precision.quantisation_error(x, name, scaling)} for name in ("e4m3", "e5m2") for scaling in precision.SCALINGS]
+    return tuple({"format": name, "scaling": scaling, **precision.quantisation_error(x, name, scaling)} for name in ("e4m3", "e5m2") for scaling in precision.SCALINGS)
 
 
 ACCUMULATION_KS = (512, 1024, 2048, 4096, 8192, 16384)
@@ -116,8 +145,13 @@ ACCUMULATION_CASES = (("bf16", None), ("bf16", precision.TILE), ("fp16", None), 
 def accumulation_rows(k: int) -> list[dict]:
     """Dot products of length k of E4M3 inputs, summed in a narrow accumulator, with and without
     promotion to fp32 every 128 products: the median relative error against float64."""
+    return [dict(r) for r in _accumulation_rows(k)]
+
+
+@lru_cache(maxsize=32, typed=True)
+def _accumulation_rows(k: int) -> tuple[dict, ...]:
     a, b = precision.dot_products(ACCUMULATION_ROWS, k)
-    return [{"accumulator": acc, "promote_every": every, "error": precision.accumulation_error(a, b, acc, every)} for acc, every in ACCUMULATION_CASES]
+    return tuple({"accumulator": acc, "promote_every": every, "error": precision.accumulation_error(a, b, acc, every)} for acc, every in ACCUMULATION_CASES)
 
 
 # ---- the engine at scale ---------------------------------------------------------------------------
@@ -149,7 +183,12 @@ FP8_TOLERANCE = 0.15  # x
 
 def fp8_speedup(settings: dict | None) -> float:
     """How many times faster FP8 makes the variant's step, by the engine."""
-    e = fp8_estimates(settings)
+    return _fp8_speedup(check_settings(settings)["fp8_case"])
+
+
+@lru_cache(maxsize=None)
+def _fp8_speedup(case: str) -> float:
+    e = fp8_estimates({**DEFAULT_SETTINGS, "fp8_case": case})
     return e["bf16"].step_time_s / e["fp8"].step_time_s
 
 
@@ -209,6 +248,11 @@ RECOMPUTE_CLAIMS = {"as_full": (1 / 3, 1 / 3), "few_percent": (0.03, 1 / 3), "fr
 
 def recompute_estimates(flash_attention: bool) -> dict:
     """GPT-3 175B on 1,024 H100s (TP 8, SP, PP 8), each recompute mode, with or without flash attention."""
+    return dict(_recompute_estimates(flash_attention))
+
+
+@lru_cache(maxsize=4, typed=True)
+def _recompute_estimates(flash_attention: bool) -> dict:
     from labs.core.perf import estimate
 
     model, cluster = fp8_case({**DEFAULT_SETTINGS, "fp8_case": RECOMPUTE_CASE})
@@ -274,6 +318,11 @@ def accumulation_estimates(steps: int) -> dict:
     """Llama 2 7B on 64 H100s, pure data parallel, `steps` micro-batches per optimizer step: ZeRO-1
     (gradients accumulate locally, reduced once a step) against ZeRO-2 (sharded gradients cannot
     accumulate: reduce-scattered every micro-batch)."""
+    return dict(_accumulation_estimates(steps))
+
+
+@lru_cache(maxsize=16, typed=True)
+def _accumulation_estimates(steps: int) -> dict:
     from labs.core.hardware import Cluster
     from labs.core.models import Model
     from labs.core.perf import Plan, estimate
@@ -320,6 +369,11 @@ VARIANTS = LabVariants(LAB, draw_settings, build_questions)
 def legacy_questions() -> dict[str, Question]:
     """The questions at the default settings, options in their written order: how a step saved
     without a variant is graded."""
+    return dict(_legacy_questions())
+
+
+@lru_cache(maxsize=1)
+def _legacy_questions() -> dict[str, Question]:
     specs = build_questions(DEFAULT_SETTINGS)
     return {q: Question(q, spec, () if isinstance(spec, Numeric) else tuple(o.key for o in spec.options)) for q, spec in specs.items()}
 
@@ -347,7 +401,7 @@ def precision_outcomes(inputs: dict, predictions: dict, variant=None) -> dict:
     default settings), and each prediction judged there."""
     check_inputs(inputs)
     settings = check_settings(variant.settings if variant is not None else None)
-    fp16 = precision.cast_report(gradients(settings), "fp16", 2.0 ** inputs["log2_loss_scale"])
+    fp16 = cast_at_scale(settings, "fp16", inputs["log2_loss_scale"])
     err = {(r["format"], r["scaling"]): r["median_rel_error"] for r in scaling_rows(inputs["outlier_scale"])}
     acc = accumulation_rows(inputs["accumulation_k"])
     steps = accumulation_estimates(inputs["accumulation_steps"])

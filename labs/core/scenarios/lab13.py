@@ -3,9 +3,16 @@ shows and the outcome function `python -m labs.grade` recomputes. The split itse
 real arrays (labs.core.tensor_parallel); the at-scale numbers come from the engine
 (labs.core.perf.estimate, labs.core.collectives).
 
-Seed 001's week 23 milestone is checked here, claim by claim (SEED_CLAIMS)."""
+Seed 001's week 23 milestone is checked here, claim by claim (SEED_CLAIMS).
+
+The split on arrays, the engine's rows and the legacy questions depend only on the instruments'
+settings or the variant's: each is computed once per process and cached (functools.lru_cache,
+typed keys); public functions hand out copies, so a caller that edits a row edits its own."""
 
 from __future__ import annotations
+
+import copy
+from functools import lru_cache
 
 from labs.core import tensor_parallel as tpm
 from labs.core.scenarios.common import Option
@@ -41,6 +48,11 @@ def split_report(block: str, ranks: int, sequence_parallel: bool = False, wire: 
     check_choice("block", block, tpm.BLOCKS)
     check_choice("ranks", ranks, RANKS)
     check_bool("sequence_parallel", sequence_parallel)
+    return copy.deepcopy(_split_report(block, ranks, sequence_parallel, wire, shape))
+
+
+@lru_cache(maxsize=64, typed=True)
+def _split_report(block: str, ranks: int, sequence_parallel: bool, wire: str, shape: tpm.BlockShape) -> dict:
     weights = tpm.make_weights(shape, block)
     x, dz = tpm.block_inputs(shape)
     whole = tpm.run_block(x, dz, weights, block, shape, 1, wire=wire)
@@ -113,6 +125,11 @@ def width_model(hidden: int, seq: int = SEED_SHAPE.seq):
 def engine_width_row(hidden: int, seq: int = SEED_SHAPE.seq, tp: int = 2) -> dict:
     """Per token and layer at a width, from the engine: TP bytes each GPU sends (forward and
     backward) and the layer's model FLOPs (forward and backward)."""
+    return dict(_engine_width_row(hidden, seq, tp))
+
+
+@lru_cache(maxsize=64, typed=True)
+def _engine_width_row(hidden: int, seq: int, tp: int) -> dict:
     from labs.core.perf import Plan, estimate
 
     model = width_model(hidden, seq)
@@ -182,6 +199,11 @@ def sweep_plan(tp: int, overlap: bool = True):
 
 def tp_sweep(model_key: str, gpu: str, domain: str, overlap: bool = True) -> list[dict]:
     """The engine's step at each TP degree the model's heads allow, DP filling the 64 GPUs."""
+    return [dict(r) for r in _tp_sweep(model_key, gpu, domain, overlap)]
+
+
+@lru_cache(maxsize=64, typed=True)
+def _tp_sweep(model_key: str, gpu: str, domain: str, overlap: bool) -> tuple[dict, ...]:
     from labs.core.models import Model
     from labs.core.perf import estimate
 
@@ -193,7 +215,7 @@ def tp_sweep(model_key: str, gpu: str, domain: str, overlap: bool = True) -> lis
         e = estimate(model, cluster, sweep_plan(tp, overlap))
         rows.append({"tp": tp, "step_s": e.step_time_s, "tp_comm_s": e.time.tp_comm, "compute_s": e.time.compute, "fits": e.fits,
                      "memory_gb": e.memory.total / 1e9, "mfu": e.mfu, "kv_heads_per_rank": model.kv_head_count / tp})
-    return rows
+    return tuple(rows)
 
 
 def best_tp(model_key: str, gpu: str = "h100", domain: str = "nodes", overlap: bool = True) -> int | None:
@@ -308,6 +330,11 @@ VARIANTS = LabVariants(LAB, draw_settings, build_questions)
 def legacy_questions() -> dict[str, Question]:
     """The questions at the default settings, options in written order: how a step saved without
     a variant is graded."""
+    return dict(_legacy_questions())
+
+
+@lru_cache(maxsize=1)
+def _legacy_questions() -> dict[str, Question]:
     specs = build_questions(DEFAULT_SETTINGS)
     return {q: Question(q, spec, () if isinstance(spec, Numeric) else tuple(o.key for o in spec.options)) for q, spec in specs.items()}
 
