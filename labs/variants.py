@@ -252,7 +252,7 @@ def lab_name(lab: str) -> str:
     return matches[0]
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=2048)  # every lab's settings together (441 drawn for 1,000 ids in Nov 2026): a class never evicts
 def _built(lab: str, settings_json: str) -> dict:
     return registry()[lab].build(json.loads(settings_json))
 
