@@ -43,7 +43,7 @@ def test_lab13_end_to_end(tmp_path):
         number.fill(f"{q['ring'].spec.answer:.2f}")
         number.press("Tab")
         page.get_by_role("button", name="Commit my prediction").nth(0).click()
-        page.get_by_text("Seed 001's milestone, checked").first.wait_for(timeout=120_000)
+        page.get_by_text("Seed 001's milestone, checked").first.wait_for(timeout=60_000)
         number.fill("1")
         number.press("Tab")
         page.get_by_role("button", name="Commit my prediction").nth(0).click()
