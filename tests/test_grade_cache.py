@@ -1,5 +1,5 @@
 """The grader's caches change no result: a synthetic class graded cold (every labs cache cleared)
-and warm gives the same table, and Lab 12's and Lab 13's outcome functions, at the default
+and warm gives the same table, and Lab 11's, 12's and 13's outcome functions, at the default
 settings and at students' variants, equal a computation made with every cache cleared, whatever
 was computed in between. Copies handed out by cached functions are the caller's own."""
 
@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from labs import grade, variants
-from labs.core.scenarios import lab12, lab13
+from labs.core.scenarios import lab11, lab12, lab13
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -42,14 +42,18 @@ LAB12_INPUTS = [dict(log2_loss_scale=k, outlier_scale=o, accumulation_k=a, accum
 LAB13_INPUTS = [dict(block=b, ranks=r, sequence_parallel=sp, width=w, gpu=g, overlap=ov)
                 for b, r, sp, w, g, ov in [("mlp-gelu", 2, False, 512, "h100", True), ("attention", 8, True, 16384, "b200", False),
                                            ("attention", 1, False, 256, "h100", False), ("mlp-gelu", 4, True, 2048, "b200", True)]]
-PREDICTIONS = {12: [{}, {"underflow": "40", "recompute": "B", "fp8": "1.4"}, {"underflow": "x", "recompute": "A"}],
+LAB11_INPUTS = [dict(seq_len=s, cp=c, kv_heads=k, algorithm=a, capacity=cap)
+                for s, c, k, a, cap in [(131072, 16, 8, "ring", 1.25), (65536, 1, 8, "ring", 1.0), (262144, 8, 128, "ulysses", 2.0), (1048576, 32, 8, "all_gather", 1.1)]]
+PREDICTIONS = {11: [{}, {"fit": "C", "moe": "A"}, {"fit": "A", "moe": "B"}],
+               12: [{}, {"underflow": "40", "recompute": "B", "fp8": "1.4"}, {"underflow": "x", "recompute": "A"}],
                13: [{}, {"ring": "3.0", "scaling": "A", "tp_best": "B"}, {"ring": "1e9", "scaling": "C", "tp_best": "D"}]}
 STUDENTS = [None, "ada", "grace hopper", "Student 007"]
 
 
-@pytest.mark.parametrize("lab, outcome, inputs", [(12, lab12.precision_outcomes, LAB12_INPUTS), (13, lab13.split_outcomes, LAB13_INPUTS)])
+@pytest.mark.parametrize("lab, outcome, inputs", [(11, lab11.context_outcomes, LAB11_INPUTS), (12, lab12.precision_outcomes, LAB12_INPUTS),
+                                                   (13, lab13.split_outcomes, LAB13_INPUTS)])
 def test_cached_outcomes_equal_a_cold_computation(lab, outcome, inputs):
-    module = {12: lab12, 13: lab13}[lab]
+    module = {11: lab11, 12: lab12, 13: lab13}[lab]
     cases = list(itertools.product(inputs, PREDICTIONS[lab], STUDENTS))
     expected = []
     for ins, preds, student in cases:
@@ -91,6 +95,11 @@ def test_cache_keys_are_typed():
         lab13.split_report("mlp-gelu", 2.0)
     with pytest.raises(ValueError, match="accumulation_k"):
         lab12.precision_outcomes({**LAB12_INPUTS[0], "accumulation_k": 512.0}, {})
+    lab11.context_outcomes(LAB11_INPUTS[0], {})
+    with pytest.raises(ValueError, match="Ulysses"):  # refused by the engine each time, never a cached success
+        lab11.context_outcomes({**LAB11_INPUTS[0], "algorithm": "ulysses", "cp": 32, "seq_len": 131072}, {})
+    with pytest.raises(ValueError, match="Ulysses"):
+        lab11.context_outcomes({**LAB11_INPUTS[0], "algorithm": "ulysses", "cp": 32, "seq_len": 131072}, {})
 
 
 def test_a_class_grades_the_same_cold_and_warm(tmp_path, monkeypatch):

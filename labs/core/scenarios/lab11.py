@@ -360,15 +360,26 @@ def check_setting(inputs: dict) -> None:
     """The lab's choices, then the engine's own checks of the setting (a Ulysses degree the KV
     heads per TP rank cannot cover is refused here, by name)."""
     check_inputs(inputs)
-    long_estimate(int(inputs["seq_len"]), int(inputs["cp"]), inputs["algorithm"], int(inputs["kv_heads"]))
+    _setting_estimate(int(inputs["seq_len"]), int(inputs["cp"]), inputs["algorithm"], int(inputs["kv_heads"]))
+
+
+# The grader meets the same few settings in every ledger: each is estimated once per process.
+@lru_cache(maxsize=256, typed=True)
+def _setting_estimate(seq_len: int, cp: int, algorithm: str, kv_heads: int) -> Estimate:
+    return long_estimate(seq_len, cp, algorithm, kv_heads)
+
+
+@lru_cache(maxsize=64, typed=True)
+def _capacity_point(capacity: float) -> dict:
+    return capacity_point(capacity)
 
 
 def context_outcomes(inputs: dict, predictions: dict, variant=None) -> dict:
     """What the lab shows for the student's context-parallel setting and the grader recomputes;
     ValueError (e.g. a Ulysses degree the KV heads cannot cover) when the engine refuses it."""
     check_inputs(inputs)
-    e = long_estimate(int(inputs["seq_len"]), int(inputs["cp"]), inputs["algorithm"], int(inputs["kv_heads"]))
-    cap = capacity_point(float(inputs["capacity"]))
+    e = _setting_estimate(int(inputs["seq_len"]), int(inputs["cp"]), inputs["algorithm"], int(inputs["kv_heads"]))
+    cap = _capacity_point(float(inputs["capacity"]))
     fit, moe = fit_answer(), moe_answer()
     return {
         "fits": e.fits, "memory_gb": e.memory.total / 1e9, "step_time_s": e.step_time_s, "mfu": e.mfu,
