@@ -605,7 +605,9 @@ def grade(paths: list[str], roster: Roster | None = None, salt: str | None = Non
 
 # ---- reporting ----------------------------------------------------------------------------
 def _flagged(table: pd.DataFrame) -> pd.Series:
-    return table["tampered"].fillna(False).astype(bool) | table["identity"].fillna("").ne("") | table["changes"].fillna(0).gt(0)
+    """Rows left out of the summary's averages: tampered or an identity flag. A changed prediction
+    is not one: the first, committed answer is the one graded."""
+    return table["tampered"].fillna(False).astype(bool) | table["identity"].fillna("").ne("")
 
 
 def _needs_attention(table: pd.DataFrame) -> pd.Series:

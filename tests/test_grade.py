@@ -11,7 +11,7 @@ from labs.core.scenarios.lab05 import act1_correct_option, act1_outcomes, act2_b
 from labs.core.scenarios.lab07 import pipeline_outcomes
 from labs.core.pipeline import MAX_TIMELINE_OPS
 from labs.core.state import DesignLedger, Roster
-from labs.grade import grade, main, shown
+from labs.grade import grade, main, shown, summary
 
 ACT1_INPUTS = dict(gpus=64, global_batch=512, fixed_per_gpu=False, fabric="ib-ndr", algorithm="ring", overlap=True, params_b=7)
 ACT2_INPUTS = dict(tp=8, pp=8, dp=16, micro_batch=1, global_batch=1536, zero_stage=1, recompute="selective", sequence_parallel=True, flash_attention=True)
@@ -101,6 +101,8 @@ def test_the_committed_answer_is_graded_and_changes_are_counted(tmp_path):
     assert rows.loc["act1", "answer.cause"] == RIGHT1 and rows.loc["act1", "prediction_correct"] == True  # noqa: E712
     assert rows.loc["act2", "answer.design"] == WRONG2 and rows.loc["act2", "prediction_correct"] == False  # noqa: E712
     assert list(rows.changes) == [1, 1] and set(rows.answers_from) == {"commit"}
+    # a change is no flag (newcomer review: half the synthetic class was flagged for it): both rows count in the summary
+    assert list(summary(table)["flagged (left out)"]) == [0, 0]
 
 
 def test_a_skipped_prediction_is_skipped_not_wrong(tmp_path, capsys):
