@@ -10,16 +10,31 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from browser import browser_page, choose, marimo_run  # noqa: E402
+from browser import answer, browser_page, choose, marimo_run  # noqa: E402
 
-from labs.core.scenarios.lab05 import ACT1_OPTIONS, ACT2_OPTIONS
-from labs.core.scenarios.lab06 import FIT_OPTIONS  # noqa: E402
+from labs.variants import variant  # noqa: E402
+
+# No name is typed: each lab draws the variant of its default student id, "student", as the
+# browser tests do. answer() clicks that variant's option by letter or types its number.
+STUDENT = "student"
+
+
+def questions(lab: str) -> dict:
+    return variant(lab, STUDENT).questions
+
+
+def commit_first(page, question, lock: str, value=None) -> None:
+    """Wait for the lab's lock, answer its first question and commit it, as the browser tests do."""
+    page.get_by_text(f"Commit to a prediction above (or skip it) to unlock the {lock}").first.wait_for()
+    answer(page, question, value)
+    page.wait_for_timeout(500)
+    page.get_by_role("button", name="Commit my prediction").nth(0).click()
 
 
 def zero_sweep() -> None:
     with tempfile.TemporaryDirectory() as ledgers, marimo_run("06_zero_sweep.py", env={"LABS_LEDGER_DIR": ledgers}) as url, browser_page(width=1300, height=1500) as page:
         page.goto(url)
-        choose(page, f"B) {FIT_OPTIONS[1].label}", commit=0)
+        commit_first(page, questions("06_zero_sweep")["fit"], "memory instruments")
         page.get_by_text("The sweep: per-GPU memory").first.wait_for()
         slider = page.get_by_role("slider").nth(2)  # data-parallel GPUs: 8 -> 32
         slider.focus()
@@ -32,12 +47,11 @@ def zero_sweep() -> None:
 
 
 def pipeline() -> None:
-    from labs.core.scenarios.lab07 import MICROBATCH_OPTIONS, UTILISATION_OPTIONS
-
+    q = questions("07_pipeline_visualizer")
     with tempfile.TemporaryDirectory() as ledgers, marimo_run("07_pipeline_visualizer.py", env={"LABS_LEDGER_DIR": ledgers}) as url, browser_page(width=1300, height=1500) as page:
         page.goto(url)
-        choose(page, f"C) {UTILISATION_OPTIONS[2].label}", commit=0)
-        choose(page, f"C) {MICROBATCH_OPTIONS[2].label}", commit=1)
+        commit_first(page, q["utilisation"], "timelines", round(q["utilisation"].spec.answer))  # a whole percent, as a student types it
+        answer(page, q["microbatches"], commit=1)
         page.locator(".js-plotly-plot").first.wait_for()
         page.wait_for_timeout(2500)
         page.locator(".js-plotly-plot").first.scroll_into_view_if_needed()
@@ -48,12 +62,11 @@ def pipeline() -> None:
 
 def collectives() -> None:
     """Lab 08: both predictions committed, the ring stepper three steps into its reduce-scatter."""
-    from labs.core.scenarios.lab08 import BUCKET_OPTIONS, RING_OPTIONS
-
+    q = questions("08_collectives")
     with tempfile.TemporaryDirectory() as ledgers, marimo_run("08_collectives.py", env={"LABS_LEDGER_DIR": ledgers}) as url, browser_page(width=1300, height=1500) as page:
         page.goto(url)
-        choose(page, f"B) {RING_OPTIONS[1].label}", commit=0)
-        choose(page, f"B) {BUCKET_OPTIONS[1].label}", commit=1)
+        commit_first(page, q["ring"], "ring stepper")
+        answer(page, q["bucket"], commit=1)
         page.get_by_text("Ring all-reduce, N = 4: step 0 of 6").first.wait_for()
         slider = page.get_by_role("slider").nth(1)  # the step slider: 0 -> 3
         slider.focus()
@@ -69,16 +82,15 @@ def collectives() -> None:
 
 def failures() -> None:
     """Lab 10: both predictions committed, the cadence section with its chart."""
-    from labs.core.scenarios.lab10 import CADENCE_OPTIONS, MTBF_OPTIONS
-
+    q = questions("10_failures_at_scale")
     with tempfile.TemporaryDirectory() as ledgers, marimo_run("10_failures_at_scale.py", env={"LABS_LEDGER_DIR": ledgers}) as url, browser_page(width=1300, height=1500) as page:
         page.goto(url)
-        choose(page, f"C) {MTBF_OPTIONS[2].label}", commit=0)
+        commit_first(page, q["mtbf"], "failure model")
         page.get_by_text("Checkpoint every (minutes of training)").first.wait_for()
-        choose(page, f"B) {CADENCE_OPTIONS[1].label}", commit=1)
+        answer(page, q["cadence"], commit=1)
         page.get_by_text("goodput peaks at").first.wait_for()
         page.wait_for_timeout(2500)
-        page.get_by_text("4 · Cadence: how often to checkpoint").first.evaluate("el => el.scrollIntoView({block: 'start'})")
+        page.get_by_text("B1 · Cadence: how often to checkpoint").first.evaluate("el => el.scrollIntoView({block: 'start'})")
         page.wait_for_timeout(800)
         page.screenshot(path=str(ROOT / "assets" / "lab10.png"))
 
@@ -87,11 +99,10 @@ def design_worksheet() -> None:
     """Lab 09 with the prediction committed and DP innermost: the map and the grid whose TP groups
     straddle nodes."""
     from labs.core.layout import RANK_ORDER_NOTES
-    from labs.core.scenarios.lab09 import DP64_OPTIONS
 
     with tempfile.TemporaryDirectory() as ledgers, marimo_run("09_64gpu_design.py", env={"LABS_LEDGER_DIR": ledgers}) as url, browser_page(width=1300, height=1700) as page:
         page.goto(url)
-        choose(page, f"C) {DP64_OPTIONS[2].label[:40]}", commit=0)
+        commit_first(page, questions("09_64gpu_design")["dp64"], "worksheet")
         page.get_by_text("The communication map, filled by the engine").first.wait_for()
         page.get_by_text(f"cp-dp-tp-pp: {RANK_ORDER_NOTES['cp-dp-tp-pp']}").first.click()
         page.get_by_text("places the 8 GPUs of each TP group").first.wait_for()
@@ -102,18 +113,24 @@ def design_worksheet() -> None:
 
 
 def flagship() -> None:
+    """Lab 05 as "browser student" (the 7B variant the browser test types: the default student's
+    13B does not fit on Act I's 64 GPUs, so it shows no MFU): Act I's wall, then Act II's layout."""
+    name = "browser student"
+    q = variant("05_parallelism", name).questions
     with tempfile.TemporaryDirectory() as ledgers, marimo_run("05_parallelism.py", env={"LABS_LEDGER_DIR": ledgers}) as url, browser_page(width=1300, height=1500) as page:
         page.goto(url)
-        choose(page, f"B) {ACT1_OPTIONS[1].label[:40]}", commit=0)
+        page.get_by_label("Your name or student id (goes into your design ledger)").fill(name)
+        page.keyboard.press("Enter")
+        commit_first(page, q["cause"], "Act I instruments")
         page.get_by_text("exposed all-reduce").first.wait_for()
         page.wait_for_timeout(1500)
         page.get_by_text("Instruments").first.scroll_into_view_if_needed()
         page.get_by_text("Act I · The data-parallel wall").first.scroll_into_view_if_needed()
         page.screenshot(path=str(ROOT / "assets" / "lab05_act1.png"))
-        choose(page, f"C) {ACT2_OPTIONS[2].label[:40]}", commit=1)
+        answer(page, q["design"], commit=1)
         page.get_by_text("memory per GPU").first.wait_for()
         page.wait_for_timeout(1500)
-        page.get_by_text("Your prediction. Which layout").first.evaluate("el => el.scrollIntoView({block: 'start'})")
+        page.get_by_text("I want the highest MFU. Which layout").first.evaluate("el => el.scrollIntoView({block: 'start'})")
         page.wait_for_timeout(800)
         page.screenshot(path=str(ROOT / "assets" / "lab05_act2.png"))
 
@@ -121,11 +138,9 @@ def flagship() -> None:
 def long_context() -> None:
     """Lab 11 with the first prediction committed and CP at 8: the instruments, the step-time
     chart of the four CP algorithms and the chosen point's cards."""
-    from labs.core.scenarios.lab11 import FIT_OPTIONS
-
     with tempfile.TemporaryDirectory() as ledgers, marimo_run("11_long_context_moe.py", env={"LABS_LEDGER_DIR": ledgers}) as url, browser_page(width=1300, height=1300) as page:
         page.goto(url)
-        choose(page, f"C) {FIT_OPTIONS[2].label[:40]}", commit=0)
+        commit_first(page, questions("11_long_context_moe")["fit"], "context-parallel instruments")
         slider = page.get_by_role("slider").nth(1)  # the CP degree: 16 -> 8
         slider.focus()
         slider.press("ArrowLeft")
