@@ -71,6 +71,35 @@ def marimo_run(lab: str, env: dict | None = None, timeout: float = 90.0, args: l
             proc.kill()
 
 
+# Counts marimo's "completed-run" messages (the kernel sends one when it has finished a command,
+# such as a widget's new value): a test waits for the count to rise instead of for time.
+COUNT_RUNS = """() => {
+  window.__kernelRuns = 0;
+  const Native = window.WebSocket;
+  window.WebSocket = class extends Native {
+    constructor(...args) {
+      super(...args);
+      this.addEventListener('message', e => {
+        if (typeof e.data === 'string' && e.data.includes('"completed-run"')) window.__kernelRuns++;
+      });
+    }
+  };
+}"""
+
+
+def kernel_runs(page) -> int:
+    return page.evaluate("() => window.__kernelRuns || 0")
+
+
+def type_number(page, field, value: str) -> None:
+    """Type a number into a marimo number field and wait until the kernel has run with it, so a
+    commit pressed next reads the typed value (pressed before, it reads none)."""
+    before = kernel_runs(page)
+    field.fill(value)
+    field.press("Tab")
+    page.wait_for_function(f"() => (window.__kernelRuns || 0) > {before}")
+
+
 @contextlib.contextmanager
 def browser_page(downloads: Path | None = None, width: int = 1400, height: int = 1000):
     from playwright.sync_api import sync_playwright
@@ -79,6 +108,7 @@ def browser_page(downloads: Path | None = None, width: int = 1400, height: int =
         browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS, headless=True)
         context = browser.new_context(viewport={"width": width, "height": height}, accept_downloads=True)
         page = context.new_page()
+        page.add_init_script(f"({COUNT_RUNS})()")
         page.set_default_timeout(60_000)
         try:
             yield page
@@ -102,9 +132,7 @@ def answer(page, question, value=None, commit: int | None = None, box: int = 0) 
     commit-th "Commit my prediction" button."""
     if question.numeric:
         field = page.locator("marimo-number input").nth(box)
-        field.fill(f"{question.spec.answer if value is None else value:.6g}")
-        field.press("Tab")
-        page.wait_for_timeout(300)
+        type_number(page, field, f"{question.spec.answer if value is None else value:.6g}")
     else:
         key = value or question.key
         label = next(o.label for o in question.options if o.key == key)

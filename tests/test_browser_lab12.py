@@ -8,7 +8,7 @@ import json
 import jsonschema
 import pytest
 
-from browser import browser_page, choose, marimo_run, submit_and_download
+from browser import browser_page, choose, marimo_run, submit_and_download, type_number
 from labs import grade
 from labs.core.scenarios import lab12
 from labs.core.state import load_schema
@@ -45,19 +45,16 @@ def test_lab12_end_to_end(tmp_path):
         page.get_by_text(f"from 1e{v.settings['grad_low_exp']} to 1e{v.settings['grad_high_exp']}").first.wait_for()
 
         numbers = page.locator("input[aria-label*='Your prediction']")
-        numbers.nth(0).fill(f"{q['underflow'].spec.answer:.1f}")
-        numbers.nth(0).press("Tab")
+        type_number(page, numbers.nth(0), f"{q['underflow'].spec.answer:.1f}")
         page.get_by_role("button", name="Commit my prediction").nth(0).click()
         page.get_by_text("flushed to zero").first.wait_for()
-        numbers.nth(0).fill("90")  # a change after the commit: recorded, never graded
-        numbers.nth(0).press("Tab")
+        type_number(page, numbers.nth(0), "90")  # a change after the commit: recorded, never graded
         page.get_by_role("button", name="Commit my prediction").nth(0).click()
         page.get_by_text("Later answers are recorded as changes: 90").first.wait_for()
 
         key = q["recompute"].key
         choose(page, f"{key}) {next(o.label for o in q['recompute'].options if o.key == key)[:40]}", commit=1)
-        numbers.nth(1).fill(f"{q['fp8'].spec.answer:.2f}")
-        numbers.nth(1).press("Tab")
+        type_number(page, numbers.nth(1), f"{q['fp8'].spec.answer:.2f}")
         page.get_by_role("button", name="Commit my prediction").nth(2).click()
         page.get_by_text("FP8 throughput at scale").first.wait_for()
 

@@ -8,7 +8,7 @@ import json
 import jsonschema
 import pytest
 
-from browser import browser_page, choose, marimo_run, metric, submit_and_download
+from browser import browser_page, choose, marimo_run, metric, submit_and_download, type_number
 from labs import grade
 from labs.core.scenarios import lab13
 from labs.core.state import load_schema
@@ -40,12 +40,10 @@ def test_lab13_end_to_end(tmp_path):
         page.get_by_text(f"split over TP = {v.settings['tp']} ranks").first.wait_for()
 
         number = page.locator("input[aria-label*='Your prediction']").first
-        number.fill(f"{q['ring'].spec.answer:.2f}")
-        number.press("Tab")
+        type_number(page, number, f"{q['ring'].spec.answer:.2f}")
         page.get_by_role("button", name="Commit my prediction").nth(0).click()
         page.get_by_text("Seed 001's milestone, checked").first.wait_for(timeout=60_000)
-        number.fill("1")
-        number.press("Tab")
+        type_number(page, number, "1")
         page.get_by_role("button", name="Commit my prediction").nth(0).click()
         page.get_by_text("Later answers are recorded as changes: 1").first.wait_for()
 
