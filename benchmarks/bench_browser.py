@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
 
-from browser import CHROMIUM_ARGS, answer, chromium_path, marimo_run  # noqa: E402
+from browser import CHROMIUM_ARGS, answer, chromium_path, marimo_run, watch_kernel  # noqa: E402
 from labs.core.layout import RANK_ORDER_NOTES, RANK_ORDERS  # noqa: E402
 from labs.variants import variant  # noqa: E402
 
@@ -188,6 +188,7 @@ def served(pw, lab: Lab, timeout_s: float):
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as ledgers, marimo_run(lab.file, env={"LABS_LEDGER_DIR": ledgers}) as url, browser_page(pw) as page:
         page.add_init_script(f"({COUNT_RUNS})()")
+        watch_kernel(page)  # answer() waits for the kernel to take a typed number
         page.goto(url)
         if lab.module:
             question = variant(lab.module, "student").questions[lab.question]

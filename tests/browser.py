@@ -87,6 +87,11 @@ COUNT_RUNS = """() => {
 }"""
 
 
+def watch_kernel(page) -> None:
+    """Count the kernel's completed runs on this page (call before page.goto)."""
+    page.add_init_script(f"({COUNT_RUNS})()")
+
+
 def kernel_runs(page) -> int:
     return page.evaluate("() => window.__kernelRuns || 0")
 
@@ -108,7 +113,7 @@ def browser_page(downloads: Path | None = None, width: int = 1400, height: int =
         browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS, headless=True)
         context = browser.new_context(viewport={"width": width, "height": height}, accept_downloads=True)
         page = context.new_page()
-        page.add_init_script(f"({COUNT_RUNS})()")
+        watch_kernel(page)
         page.set_default_timeout(60_000)
         try:
             yield page

@@ -123,7 +123,7 @@ def test_the_lab_reports_a_ledger_it_moved_aside(tmp_path, monkeypatch):
 # ---- one server, two browsers ------------------------------------------------------------------
 @pytest.mark.browser
 def test_on_one_server_b_cannot_read_or_overwrite_as_ledger(tmp_path):
-    from browser import CHROMIUM_ARGS, answer, chromium_path, marimo_run
+    from browser import CHROMIUM_ARGS, answer, chromium_path, marimo_run, watch_kernel
     from labs.variants import variant
 
     if chromium_path() is None:
@@ -136,6 +136,7 @@ def test_on_one_server_b_cannot_read_or_overwrite_as_ledger(tmp_path):
 
     def visit(context, url, pin, expect):
         page = context.new_page()
+        watch_kernel(page)
         page.set_default_timeout(60_000)
         page.goto(url)
         page.get_by_label("Your name or student id (goes into your design ledger)").fill("alice")
