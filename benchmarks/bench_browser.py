@@ -42,21 +42,6 @@ from browser import CHROMIUM_ARGS, answer, chromium_path, marimo_run, watch_kern
 from labs.core.layout import RANK_ORDER_NOTES, RANK_ORDERS  # noqa: E402
 from labs.variants import variant  # noqa: E402
 
-# Counts marimo's "completed-run" messages (one per kernel command, sent after the last output).
-COUNT_RUNS = """() => {
-  window.__benchRuns = 0;
-  const Native = window.WebSocket;
-  window.WebSocket = class extends Native {
-    constructor(...args) {
-      super(...args);
-      this.addEventListener('message', e => {
-        if (typeof e.data !== 'string') return;
-        if (e.data.includes('"completed-run"')) { window.__benchRuns++; window.__benchRunAt = performance.now(); }
-        if (e.data.includes('"cell-op"') && e.data.includes('"status":"running"')) window.__benchCells = (window.__benchCells || 0) + 1;
-      });
-    }
-  };
-}"""
 
 # A fingerprint of the page's outputs: per Plotly chart, per trace its type, name and a hash of
 # each data array plus the layout shapes ('drawing' while a chart has no layout yet), and a hash
@@ -83,7 +68,7 @@ FINGERPRINT = """() => {
 }"""
 
 SETTLED = """([fp, before, runs]) => {
-  if (window.__benchRuns < runs) return false;
+  if (window.__kernelRuns < runs) return false;
   const now = (new Function('return ' + fp))()();
   if (now === before || now.includes('drawing')) { window.__benchLast = null; return false; }
   if (window.__benchLast === now) { window.__benchStill = (window.__benchStill || 0) + 1; } else { window.__benchStill = 0; }
@@ -156,12 +141,12 @@ def move(page, instrument: Instrument, i: int, timeout_s: float) -> float:
     if instrument.slider is not None:
         page.get_by_role("slider").nth(instrument.slider).focus()
     before = fingerprint(page)
-    runs = page.evaluate("() => { window.__benchLast = null; window.__benchStill = 0; window.__benchCells = 0; window.__benchT0 = performance.now(); return window.__benchRuns; }")
+    runs = page.evaluate("() => { window.__benchLast = null; window.__benchStill = 0; window.__kernelCells = 0; window.__benchT0 = performance.now(); return window.__kernelRuns; }")
     start = time.perf_counter()
     instrument.act(page, i)
     page.wait_for_function(SETTLED, arg=[FINGERPRINT, before, runs + 1], polling="raf", timeout=timeout_s * 1000)
     took = time.perf_counter() - start
-    kernel, cells = page.evaluate("() => [(window.__benchRunAt - window.__benchT0) / 1e3, window.__benchCells]")
+    kernel, cells = page.evaluate("() => [(window.__kernelRunAt - window.__benchT0) / 1e3, window.__kernelCells]")
     SPLIT.append((kernel, took - kernel, cells))
     return took
 
@@ -187,8 +172,7 @@ def served(pw, lab: Lab, timeout_s: float):
     first chart)."""
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as ledgers, marimo_run(lab.file, env={"LABS_LEDGER_DIR": ledgers}) as url, browser_page(pw) as page:
-        page.add_init_script(f"({COUNT_RUNS})()")
-        watch_kernel(page)  # answer() waits for the kernel to take a typed number
+        watch_kernel(page)  # the kernel's completed runs and running cells, counted (tests/browser.py)
         page.goto(url)
         if lab.module:
             question = variant(lab.module, "student").questions[lab.question]

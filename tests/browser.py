@@ -72,7 +72,8 @@ def marimo_run(lab: str, env: dict | None = None, timeout: float = 90.0, args: l
 
 
 # Counts marimo's "completed-run" messages (the kernel sends one when it has finished a command,
-# such as a widget's new value): a test waits for the count to rise instead of for time.
+# such as a widget's new value; a test waits for the count to rise instead of for time), with the
+# time of the last, and the cells it starts running (benchmarks/bench_browser.py reads both).
 COUNT_RUNS = """() => {
   window.__kernelRuns = 0;
   const Native = window.WebSocket;
@@ -80,7 +81,9 @@ COUNT_RUNS = """() => {
     constructor(...args) {
       super(...args);
       this.addEventListener('message', e => {
-        if (typeof e.data === 'string' && e.data.includes('"completed-run"')) window.__kernelRuns++;
+        if (typeof e.data !== 'string') return;
+        if (e.data.includes('"completed-run"')) { window.__kernelRuns++; window.__kernelRunAt = performance.now(); }
+        if (e.data.includes('"cell-op"') && e.data.includes('"status":"running"')) window.__kernelCells = (window.__kernelCells || 0) + 1;
       });
     }
   };
