@@ -44,7 +44,8 @@ from labs.core.layout import RANK_ORDERS
 from labs.core.reliability import STRATEGIES as CHECKPOINT_STRATEGIES
 from labs.core.scenarios import lab08, lab09, lab10, lab11
 from labs.core.scenarios import lab12, lab13
-from labs.core.state import MAX_LEDGER_BYTES, Roster, normalise_student, parse_document, student_hash
+from labs.core import ENGINE_VERSION
+from labs.core.state import MAX_LEDGER_BYTES, SCHEMA_VERSION, Roster, normalise_student, parse_document, student_hash
 from labs.core.validation import MAX_COUNT, check_bool, check_choice, check_positive, check_str
 from labs import csvsafe
 
@@ -526,9 +527,6 @@ def version_skew(doc: dict) -> str:
     """A note when the ledger was written by another schema or engine version than the one that
     grades it (audit G10): outcomes are recomputed by this engine either way, so a number the
     student saw may differ from the one graded."""
-    from labs.core import ENGINE_VERSION
-    from labs.core.state import SCHEMA_VERSION
-
     notes = []
     if type(doc.get("schema_version", SCHEMA_VERSION)) is not int:  # JSON 1.0 passes the schema's const 1
         notes.append(f"schema_version {doc['schema_version']!r} is not the integer {SCHEMA_VERSION}")
