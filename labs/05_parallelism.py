@@ -71,6 +71,21 @@ def _():
     return (student_input,)
 
 
+# The PIN in a cell of its own: typing it re-runs the commits and the submit, never a question
+# (the questions are drawn from the name), so a choice not yet committed stays chosen.
+@app.cell
+def _():
+    pin_input = ui.student_pin()
+    pin_input
+    return (pin_input,)
+
+
+@app.cell
+def _(pin_input, student_input):
+    identity = ui.identity(student_input.value, pin_input.value)
+    return (identity,)
+
+
 # Live lecture (labs.core.lecture): on a class server the instructor can hold a question's answer;
 # the clock ticks only there, and the commit cells re-run only when a hold starts or ends.
 @app.cell
@@ -134,8 +149,8 @@ def _():
 
 
 @app.cell
-def _(act1_commit_buttons, act1_question, held_now, student_input, variant):
-    _row, act1_committed = ui.commit_prediction(student_input.value, LAB, "cause", act1_question, act1_commit_buttons, variant=variant, held=held_now())
+def _(act1_commit_buttons, act1_question, held_now, identity, variant):
+    _row, act1_committed = ui.commit_prediction(identity, LAB, "cause", act1_question, act1_commit_buttons, variant=variant, held=held_now())
     _row
     return (act1_committed,)
 
@@ -431,8 +446,8 @@ def _():
 
 
 @app.cell
-def _(act2_commit_buttons, act2_question, held_now, student_input, variant):
-    _row, act2_committed = ui.commit_prediction(student_input.value, LAB, "design", act2_question, act2_commit_buttons, variant=variant, held=held_now())
+def _(act2_commit_buttons, act2_question, held_now, identity, variant):
+    _row, act2_committed = ui.commit_prediction(identity, LAB, "design", act2_question, act2_commit_buttons, variant=variant, held=held_now())
     _row
     return (act2_committed,)
 
@@ -564,7 +579,7 @@ def _(
     act2_error,
     act2_estimate,
     act2_inputs,
-    student_input,
+    identity,
     submit_button,
     variant,
 ):
@@ -580,7 +595,7 @@ def _(
         else:
             yield ui.NotSaved("act2", f"the layout is invalid ({act2_error})")
 
-    _view, submitted = ui.submit_to_ledger(student_input.value, submit_button, _steps)
+    _view, submitted = ui.submit_to_ledger(identity, submit_button, _steps)
     _view
     return (submitted,)
 

@@ -81,6 +81,21 @@ def _():
     return (student_input,)
 
 
+# The PIN in a cell of its own: typing it re-runs the commits and the submit, never a question
+# (the questions are drawn from the name), so a choice not yet committed stays chosen.
+@app.cell
+def _():
+    pin_input = ui.student_pin()
+    pin_input
+    return (pin_input,)
+
+
+@app.cell
+def _(pin_input, student_input):
+    identity = ui.identity(student_input.value, pin_input.value)
+    return (identity,)
+
+
 # Live lecture (labs.core.lecture): on a class server the instructor can hold a question's answer;
 # the clock ticks only there, and the commit cells re-run only when a hold starts or ends.
 @app.cell
@@ -134,8 +149,8 @@ def _():
 
 
 @app.cell
-def _(fit_commit_buttons, fit_question, held_now, student_input, variant):
-    _row, fit_committed = ui.commit_prediction(student_input.value, LAB, "fit", fit_question, fit_commit_buttons, variant=variant, held=held_now())
+def _(fit_commit_buttons, fit_question, held_now, identity, variant):
+    _row, fit_committed = ui.commit_prediction(identity, LAB, "fit", fit_question, fit_commit_buttons, variant=variant, held=held_now())
     _row
     return (fit_committed,)
 
@@ -154,8 +169,8 @@ def _():
 
 
 @app.cell
-def _(held_now, student_input, variant, zero2_commit_buttons, zero2_question):
-    _row, zero2_committed = ui.commit_prediction(student_input.value, LAB, "zero2", zero2_question, zero2_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, variant, zero2_commit_buttons, zero2_question):
+    _row, zero2_committed = ui.commit_prediction(identity, LAB, "zero2", zero2_question, zero2_commit_buttons, variant=variant, held=held_now())
     _row
     return (zero2_committed,)
 
@@ -692,7 +707,7 @@ def _():
 @app.cell
 def _(
     fit_committed,
-    student_input,
+    identity,
     submit_button,
     sweep_inputs,
     variant,
@@ -701,7 +716,7 @@ def _(
     mo.stop(not fit_committed.made)
     _pred = {"fit": fit_committed.answer, "zero2": zero2_committed.answer}
     _view, submitted = ui.submit_to_ledger(
-        student_input.value, submit_button, lambda: [(LAB, "sweep", sweep_inputs, _pred, zero_sweep_outcomes(sweep_inputs, _pred, variant=variant), variant)]
+        identity, submit_button, lambda: [(LAB, "sweep", sweep_inputs, _pred, zero_sweep_outcomes(sweep_inputs, _pred, variant=variant), variant)]
     )
     _view
     return (submitted,)

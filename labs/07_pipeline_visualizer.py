@@ -56,6 +56,21 @@ def _():
     return (student_input,)
 
 
+# The PIN in a cell of its own: typing it re-runs the commits and the submit, never a question
+# (the questions are drawn from the name), so a choice not yet committed stays chosen.
+@app.cell
+def _():
+    pin_input = ui.student_pin()
+    pin_input
+    return (pin_input,)
+
+
+@app.cell
+def _(pin_input, student_input):
+    identity = ui.identity(student_input.value, pin_input.value)
+    return (identity,)
+
+
 # Live lecture (labs.core.lecture): on a class server the instructor can hold a question's answer;
 # the clock ticks only there, and the commit cells re-run only when a hold starts or ends.
 @app.cell
@@ -107,8 +122,8 @@ def _():
 
 
 @app.cell
-def _(held_now, student_input, utilisation_commit_buttons, utilisation_question, variant):
-    _row, utilisation_committed = ui.commit_prediction(student_input.value, LAB, "utilisation", utilisation_question, utilisation_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, utilisation_commit_buttons, utilisation_question, variant):
+    _row, utilisation_committed = ui.commit_prediction(identity, LAB, "utilisation", utilisation_question, utilisation_commit_buttons, variant=variant, held=held_now())
     _row
     return (utilisation_committed,)
 
@@ -127,8 +142,8 @@ def _():
 
 
 @app.cell
-def _(held_now, microbatch_commit_buttons, microbatch_question, student_input, variant):
-    _row, microbatch_committed = ui.commit_prediction(student_input.value, LAB, "microbatches", microbatch_question, microbatch_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, microbatch_commit_buttons, microbatch_question, variant):
+    _row, microbatch_committed = ui.commit_prediction(identity, LAB, "microbatches", microbatch_question, microbatch_commit_buttons, variant=variant, held=held_now())
     _row
     return (microbatch_committed,)
 
@@ -428,9 +443,9 @@ def _():
 
 @app.cell
 def _(
+    identity,
     microbatch_committed,
     pipeline_inputs,
-    student_input,
     submit_button,
     utilisation_committed,
     variant,
@@ -438,7 +453,7 @@ def _(
     mo.stop(not utilisation_committed.made)
     _pred = {"utilisation": utilisation_committed.answer, "microbatches": microbatch_committed.answer}
     _view, submitted = ui.submit_to_ledger(
-        student_input.value, submit_button, lambda: [ui.ledger_step(LAB, "pipeline", pipeline_inputs, _pred, pipeline_outcomes, "the pipeline design", variant)]
+        identity, submit_button, lambda: [ui.ledger_step(LAB, "pipeline", pipeline_inputs, _pred, pipeline_outcomes, "the pipeline design", variant)]
     )
     _view
     return (submitted,)

@@ -88,6 +88,21 @@ def _():
     return (student_input,)
 
 
+# The PIN in a cell of its own: typing it re-runs the commits and the submit, never a question
+# (the questions are drawn from the name), so a choice not yet committed stays chosen.
+@app.cell
+def _():
+    pin_input = ui.student_pin()
+    pin_input
+    return (pin_input,)
+
+
+@app.cell
+def _(pin_input, student_input):
+    identity = ui.identity(student_input.value, pin_input.value)
+    return (identity,)
+
+
 # Live lecture (labs.core.lecture): on a class server the instructor can hold a question's answer;
 # the clock ticks only there, and the commit cells re-run only when a hold starts or ends.
 @app.cell
@@ -171,8 +186,8 @@ def _():
 
 
 @app.cell
-def _(held_now, ring_commit_buttons, ring_question, student_input, variant):
-    _row, ring_committed = ui.commit_prediction(student_input.value, LAB, "ring", ring_question, ring_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, ring_commit_buttons, ring_question, variant):
+    _row, ring_committed = ui.commit_prediction(identity, LAB, "ring", ring_question, ring_commit_buttons, variant=variant, held=held_now())
     _row
     return (ring_committed,)
 
@@ -191,8 +206,8 @@ def _():
 
 
 @app.cell
-def _(bucket_commit_buttons, bucket_question, held_now, student_input, variant):
-    _row, bucket_committed = ui.commit_prediction(student_input.value, LAB, "bucket", bucket_question, bucket_commit_buttons, variant=variant, held=held_now())
+def _(bucket_commit_buttons, bucket_question, held_now, identity, variant):
+    _row, bucket_committed = ui.commit_prediction(identity, LAB, "bucket", bucket_question, bucket_commit_buttons, variant=variant, held=held_now())
     _row
     return (bucket_committed,)
 
@@ -720,16 +735,16 @@ def _():
 @app.cell
 def _(
     bucket_committed,
+    identity,
     ring_committed,
     ring_inputs,
-    student_input,
     submit_button,
     variant,
 ):
     mo.stop(not ring_committed.made)
     _pred = {"ring": ring_committed.answer, "bucket": bucket_committed.answer}
     _view, submitted = ui.submit_to_ledger(
-        student_input.value, submit_button, lambda: [ui.ledger_step(LAB, STEP, ring_inputs, _pred, ring_outcomes, "the ring stepper", variant)]
+        identity, submit_button, lambda: [ui.ledger_step(LAB, STEP, ring_inputs, _pred, ring_outcomes, "the ring stepper", variant)]
     )
     _view
     return (submitted,)

@@ -65,6 +65,21 @@ def _():
     return (student_input,)
 
 
+# The PIN in a cell of its own: typing it re-runs the commits and the submit, never a question
+# (the questions are drawn from the name), so a choice not yet committed stays chosen.
+@app.cell
+def _():
+    pin_input = ui.student_pin()
+    pin_input
+    return (pin_input,)
+
+
+@app.cell
+def _(pin_input, student_input):
+    identity = ui.identity(student_input.value, pin_input.value)
+    return (identity,)
+
+
 # Live lecture (labs.core.lecture): on a class server the instructor can hold a question's answer;
 # the clock ticks only there, and the commit cells re-run only when a hold starts or ends.
 @app.cell
@@ -126,8 +141,8 @@ def _():
 
 
 @app.cell
-def _(dp64_commit_buttons, dp64_question, held_now, student_input, variant):
-    _row, dp64_committed = ui.commit_prediction(student_input.value, LAB, "dp64", dp64_question, dp64_commit_buttons, variant=variant, held=held_now())
+def _(dp64_commit_buttons, dp64_question, held_now, identity, variant):
+    _row, dp64_committed = ui.commit_prediction(identity, LAB, "dp64", dp64_question, dp64_commit_buttons, variant=variant, held=held_now())
     _row
     return (dp64_committed,)
 
@@ -510,10 +525,10 @@ def _(
     design,
     design_error,
     dp64_committed,
+    identity,
     paragraph_area,
     reason_inputs,
     spoken,
-    student_input,
     submit_button,
     variant,
     worksheet_inputs,
@@ -528,7 +543,7 @@ def _(
         _predictions = {"dp64": dp64_committed.answer}
         yield LAB, "worksheet", _inputs, _predictions, worksheet_outcomes(_inputs, _predictions, variant=variant), variant
 
-    _view, submitted = ui.submit_to_ledger(student_input.value, submit_button, _steps)
+    _view, submitted = ui.submit_to_ledger(identity, submit_button, _steps)
     _view
     return (submitted,)
 

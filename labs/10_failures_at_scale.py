@@ -92,6 +92,21 @@ def _():
     return (student_input,)
 
 
+# The PIN in a cell of its own: typing it re-runs the commits and the submit, never a question
+# (the questions are drawn from the name), so a choice not yet committed stays chosen.
+@app.cell
+def _():
+    pin_input = ui.student_pin()
+    pin_input
+    return (pin_input,)
+
+
+@app.cell
+def _(pin_input, student_input):
+    identity = ui.identity(student_input.value, pin_input.value)
+    return (identity,)
+
+
 # Live lecture (labs.core.lecture): on a class server the instructor can hold a question's answer;
 # the clock ticks only there, and the commit cells re-run only when a hold starts or ends.
 @app.cell
@@ -150,8 +165,8 @@ def _():
 
 
 @app.cell
-def _(held_now, mtbf_commit_buttons, mtbf_question, student_input, variant):
-    _row, mtbf_committed = ui.commit_prediction(student_input.value, LAB, "mtbf", mtbf_question, mtbf_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, mtbf_commit_buttons, mtbf_question, variant):
+    _row, mtbf_committed = ui.commit_prediction(identity, LAB, "mtbf", mtbf_question, mtbf_commit_buttons, variant=variant, held=held_now())
     _row
     return (mtbf_committed,)
 
@@ -319,8 +334,8 @@ def _():
 
 
 @app.cell
-def _(cadence_commit_buttons, cadence_question, held_now, student_input, variant):
-    _row, cadence_committed = ui.commit_prediction(student_input.value, LAB, "cadence", cadence_question, cadence_commit_buttons, variant=variant, held=held_now())
+def _(cadence_commit_buttons, cadence_question, held_now, identity, variant):
+    _row, cadence_committed = ui.commit_prediction(identity, LAB, "cadence", cadence_question, cadence_commit_buttons, variant=variant, held=held_now())
     _row
     return (cadence_committed,)
 
@@ -708,15 +723,15 @@ def _():
 def _(
     cadence_committed,
     cadence_inputs,
+    identity,
     mtbf_committed,
-    student_input,
     submit_button,
     variant,
 ):
     mo.stop(not mtbf_committed.made)
     _pred = {"mtbf": mtbf_committed.answer, "cadence": cadence_committed.answer}
     _view, submitted = ui.submit_to_ledger(
-        student_input.value, submit_button, lambda: [ui.ledger_step(LAB, "cadence", cadence_inputs, _pred, cadence_outcomes, "the cadence design", variant)]
+        identity, submit_button, lambda: [ui.ledger_step(LAB, "cadence", cadence_inputs, _pred, cadence_outcomes, "the cadence design", variant)]
     )
     _view
     return (submitted,)

@@ -80,6 +80,21 @@ def _():
     return (student_input,)
 
 
+# The PIN in a cell of its own: typing it re-runs the commits and the submit, never a question
+# (the questions are drawn from the name), so a choice not yet committed stays chosen.
+@app.cell
+def _():
+    pin_input = ui.student_pin()
+    pin_input
+    return (pin_input,)
+
+
+@app.cell
+def _(pin_input, student_input):
+    identity = ui.identity(student_input.value, pin_input.value)
+    return (identity,)
+
+
 # Live lecture (labs.core.lecture): on a class server the instructor can hold a question's answer;
 # the clock ticks only there, and the commit cells re-run only when a hold starts or ends.
 @app.cell
@@ -141,8 +156,8 @@ def _():
 
 
 @app.cell
-def _(fit_commit_buttons, fit_question, held_now, student_input, variant):
-    _row, fit_committed = ui.commit_prediction(student_input.value, LAB, "fit", fit_question, fit_commit_buttons, variant=variant, held=held_now())
+def _(fit_commit_buttons, fit_question, held_now, identity, variant):
+    _row, fit_committed = ui.commit_prediction(identity, LAB, "fit", fit_question, fit_commit_buttons, variant=variant, held=held_now())
     _row
     return (fit_committed,)
 
@@ -391,8 +406,8 @@ def _():
 
 
 @app.cell
-def _(held_now, moe_commit_buttons, moe_question, student_input, variant):
-    _row, moe_committed = ui.commit_prediction(student_input.value, LAB, "moe", moe_question, moe_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, moe_commit_buttons, moe_question, variant):
+    _row, moe_committed = ui.commit_prediction(identity, LAB, "moe", moe_question, moe_commit_buttons, variant=variant, held=held_now())
     _row
     return (moe_committed,)
 
@@ -613,8 +628,8 @@ def _(
     capacity_slider,
     cp_inputs,
     fit_committed,
+    identity,
     moe_committed,
-    student_input,
     submit_button,
     variant,
 ):
@@ -622,7 +637,7 @@ def _(
     _inputs = {**cp_inputs, "capacity": capacity_slider.value}
     _pred = {"fit": fit_committed.answer, "moe": moe_committed.answer}
     _view, submitted = ui.submit_to_ledger(
-        student_input.value, submit_button, lambda: [ui.ledger_step(LAB, STEP, _inputs, _pred, context_outcomes, "the context-parallel design", variant)]
+        identity, submit_button, lambda: [ui.ledger_step(LAB, STEP, _inputs, _pred, context_outcomes, "the context-parallel design", variant)]
     )
     _view
     return (submitted,)

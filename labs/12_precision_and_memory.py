@@ -66,6 +66,21 @@ def _():
     return (student_input,)
 
 
+# The PIN in a cell of its own: typing it re-runs the commits and the submit, never a question
+# (the questions are drawn from the name), so a choice not yet committed stays chosen.
+@app.cell
+def _():
+    pin_input = ui.student_pin()
+    pin_input
+    return (pin_input,)
+
+
+@app.cell
+def _(pin_input, student_input):
+    identity = ui.identity(student_input.value, pin_input.value)
+    return (identity,)
+
+
 # Live lecture (labs.core.lecture): on a class server the instructor can hold a question's answer;
 # the clock ticks only there, and the commit cells re-run only when a hold starts or ends.
 @app.cell
@@ -119,8 +134,8 @@ def _():
 
 
 @app.cell
-def _(held_now, student_input, underflow_commit_buttons, underflow_question, variant):
-    _row, underflow_committed = ui.commit_prediction(student_input.value, LAB, "underflow", underflow_question, underflow_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, underflow_commit_buttons, underflow_question, variant):
+    _row, underflow_committed = ui.commit_prediction(identity, LAB, "underflow", underflow_question, underflow_commit_buttons, variant=variant, held=held_now())
     _row
     return (underflow_committed,)
 
@@ -139,8 +154,8 @@ def _():
 
 
 @app.cell
-def _(held_now, recompute_commit_buttons, recompute_question, student_input, variant):
-    _row, recompute_committed = ui.commit_prediction(student_input.value, LAB, "recompute", recompute_question, recompute_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, recompute_commit_buttons, recompute_question, variant):
+    _row, recompute_committed = ui.commit_prediction(identity, LAB, "recompute", recompute_question, recompute_commit_buttons, variant=variant, held=held_now())
     _row
     return (recompute_committed,)
 
@@ -159,8 +174,8 @@ def _():
 
 
 @app.cell
-def _(fp8_commit_buttons, fp8_question, held_now, student_input, variant):
-    _row, fp8_committed = ui.commit_prediction(student_input.value, LAB, "fp8", fp8_question, fp8_commit_buttons, variant=variant, held=held_now())
+def _(fp8_commit_buttons, fp8_question, held_now, identity, variant):
+    _row, fp8_committed = ui.commit_prediction(identity, LAB, "fp8", fp8_question, fp8_commit_buttons, variant=variant, held=held_now())
     _row
     return (fp8_committed,)
 
@@ -500,12 +515,12 @@ def _():
 @app.cell
 def _(
     fp8_committed,
+    identity,
     k_slider,
     loss_scale_slider,
     outlier_slider,
     recompute_committed,
     steps_slider,
-    student_input,
     submit_button,
     underflow_committed,
     variant,
@@ -514,7 +529,7 @@ def _(
     _inputs = {"log2_loss_scale": loss_scale_slider.value, "outlier_scale": outlier_slider.value, "accumulation_k": k_slider.value, "accumulation_steps": steps_slider.value}
     _pred = {"underflow": underflow_committed.answer, "recompute": recompute_committed.answer, "fp8": fp8_committed.answer}
     _view, submitted = ui.submit_to_ledger(
-        student_input.value, submit_button, lambda: [ui.ledger_step(LAB, "precision", _inputs, _pred, precision_outcomes, "the precision settings", variant)]
+        identity, submit_button, lambda: [ui.ledger_step(LAB, "precision", _inputs, _pred, precision_outcomes, "the precision settings", variant)]
     )
     _view
     return (submitted,)

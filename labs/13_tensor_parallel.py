@@ -62,6 +62,21 @@ def _():
     return (student_input,)
 
 
+# The PIN in a cell of its own: typing it re-runs the commits and the submit, never a question
+# (the questions are drawn from the name), so a choice not yet committed stays chosen.
+@app.cell
+def _():
+    pin_input = ui.student_pin()
+    pin_input
+    return (pin_input,)
+
+
+@app.cell
+def _(pin_input, student_input):
+    identity = ui.identity(student_input.value, pin_input.value)
+    return (identity,)
+
+
 # Live lecture (labs.core.lecture): on a class server the instructor can hold a question's answer;
 # the clock ticks only there, and the commit cells re-run only when a hold starts or ends.
 @app.cell
@@ -114,8 +129,8 @@ def _():
 
 
 @app.cell
-def _(held_now, ring_commit_buttons, ring_question, student_input, variant):
-    _row, ring_committed = ui.commit_prediction(student_input.value, LAB, "ring", ring_question, ring_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, ring_commit_buttons, ring_question, variant):
+    _row, ring_committed = ui.commit_prediction(identity, LAB, "ring", ring_question, ring_commit_buttons, variant=variant, held=held_now())
     _row
     return (ring_committed,)
 
@@ -134,8 +149,8 @@ def _():
 
 
 @app.cell
-def _(held_now, scaling_commit_buttons, scaling_question, student_input, variant):
-    _row, scaling_committed = ui.commit_prediction(student_input.value, LAB, "scaling", scaling_question, scaling_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, scaling_commit_buttons, scaling_question, variant):
+    _row, scaling_committed = ui.commit_prediction(identity, LAB, "scaling", scaling_question, scaling_commit_buttons, variant=variant, held=held_now())
     _row
     return (scaling_committed,)
 
@@ -154,8 +169,8 @@ def _():
 
 
 @app.cell
-def _(held_now, student_input, tp_commit_buttons, tp_question, variant):
-    _row, tp_committed = ui.commit_prediction(student_input.value, LAB, "tp_best", tp_question, tp_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, tp_commit_buttons, tp_question, variant):
+    _row, tp_committed = ui.commit_prediction(identity, LAB, "tp_best", tp_question, tp_commit_buttons, variant=variant, held=held_now())
     _row
     return (tp_committed,)
 
@@ -408,12 +423,12 @@ def _():
 def _(
     block_dropdown,
     gpu_dropdown,
+    identity,
     overlap_checkbox,
     ranks_slider,
     ring_committed,
     scaling_committed,
     sp_checkbox,
-    student_input,
     submit_button,
     tp_committed,
     variant,
@@ -424,7 +439,7 @@ def _(
                "gpu": gpu_dropdown.value, "overlap": overlap_checkbox.value}
     _pred = {"ring": ring_committed.answer, "scaling": scaling_committed.answer, "tp_best": tp_committed.answer}
     _view, submitted = ui.submit_to_ledger(
-        student_input.value, submit_button, lambda: [ui.ledger_step(LAB, "split", _inputs, _pred, split_outcomes, "the tensor-parallel settings", variant)]
+        identity, submit_button, lambda: [ui.ledger_step(LAB, "split", _inputs, _pred, split_outcomes, "the tensor-parallel settings", variant)]
     )
     _view
     return (submitted,)

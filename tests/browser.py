@@ -108,6 +108,31 @@ def type_number(page, field, value: str) -> None:
     page.wait_for_function(f"() => (window.__kernelRuns || 0) > {before}")
 
 
+def type_text(page, field, value: str) -> None:
+    """Type into a marimo text field and wait until the kernel has run with it (as type_number)."""
+    before = kernel_runs(page)
+    field.fill(value)
+    field.press("Tab")
+    page.wait_for_function(f"() => (window.__kernelRuns || 0) > {before}")
+
+
+NAME_FIELD = "Your name or student id (goes into your design ledger)"
+PIN_FIELDS = ("PIN (optional here", "A PIN of at least 4 characters", "Your code from the class roster")
+
+
+def pin_field(page):
+    """The lab's PIN field (ui.student_pin), whichever label the server's mode gives it."""
+    return page.get_by_label(re.compile("|".join(re.escape(label) for label in PIN_FIELDS)))
+
+
+def sign_in(page, name: str, pin: str = "") -> None:
+    """Type the student's name (the variant is drawn from it), then the PIN if one is given, each
+    in its own field, waiting for the kernel's run after each."""
+    type_text(page, page.get_by_label(NAME_FIELD), name)
+    if pin:
+        type_text(page, pin_field(page), pin)
+
+
 @contextlib.contextmanager
 def browser_page(downloads: Path | None = None, width: int = 1400, height: int = 1000):
     from playwright.sync_api import sync_playwright

@@ -123,7 +123,7 @@ def test_the_lab_reports_a_ledger_it_moved_aside(tmp_path, monkeypatch):
 # ---- one server, two browsers ------------------------------------------------------------------
 @pytest.mark.browser
 def test_on_one_server_b_cannot_read_or_overwrite_as_ledger(tmp_path):
-    from browser import CHROMIUM_ARGS, answer, chromium_path, marimo_run, watch_kernel
+    from browser import CHROMIUM_ARGS, answer, chromium_path, marimo_run, sign_in, watch_kernel
     from labs.variants import variant
 
     if chromium_path() is None:
@@ -139,10 +139,7 @@ def test_on_one_server_b_cannot_read_or_overwrite_as_ledger(tmp_path):
         watch_kernel(page)
         page.set_default_timeout(60_000)
         page.goto(url)
-        page.get_by_label("Your name or student id (goes into your design ledger)").fill("alice")
-        page.keyboard.press("Tab")
-        page.get_by_label("A PIN of at least 4 characters", exact=False).fill(pin)
-        page.keyboard.press("Tab")
+        sign_in(page, "alice", pin)
         answer(page, variant("07_pipeline_visualizer", "alice").questions["utilisation"], commit=0)  # committing writes the ledger too
         if expect == "Saved":
             page.get_by_text("Committed").first.wait_for()
@@ -173,3 +170,35 @@ def test_on_one_server_b_cannot_read_or_overwrite_as_ledger(tmp_path):
             assert path.read_bytes() == saved
         finally:
             browser.close()
+
+
+@pytest.mark.browser
+def test_typing_a_pin_keeps_a_choice_not_yet_committed(tmp_path):
+    """The name and the PIN are separate widgets: the questions are drawn from the name only, so
+    a PIN typed after choosing an option (and before committing) leaves the choice selected, and
+    the commit then records it under that PIN."""
+    from browser import NAME_FIELD, browser_page, chromium_path, kernel_runs, marimo_run, pin_field, type_text
+    from labs.variants import variant
+
+    if chromium_path() is None:
+        if os.environ.get("CI"):
+            pytest.fail("Debian's chromium is not installed; CI must run the browser tests")
+        pytest.skip("Debian's chromium is not installed")
+    ledgers = tmp_path / "ledgers"
+    question = variant("05_parallelism", "carol").questions["cause"]
+    wrong = next(o for o in question.options if o.key != question.key)  # any option: the choice, not its merit
+    with marimo_run("05_parallelism.py", env={"LABS_LEDGER_DIR": str(ledgers), "LABS_SHARED": "1"}) as url, browser_page() as page:
+        page.goto(url)
+        type_text(page, page.get_by_label(NAME_FIELD), "carol")
+        radio = page.get_by_role("radio", name=f"{wrong.key}) {wrong.label}")
+        before = kernel_runs(page)
+        radio.click()
+        page.wait_for_function(f"() => (window.__kernelRuns || 0) > {before}")
+        assert radio.is_checked()
+        type_text(page, pin_field(page), "4821")
+        page.evaluate("() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))")  # the run's redraws painted
+        assert radio.is_checked(), "typing the PIN cleared the uncommitted choice"
+        page.get_by_role("button", name="Commit my prediction").first.click()
+        page.get_by_text(f"Committed {wrong.key} at").first.wait_for()
+    record = DesignLedger("carol", ledgers, secret="4821").committed("05_parallelism", "cause")
+    assert record["answer"] == wrong.key

@@ -39,7 +39,7 @@ def prediction_question(question: str, options, key: str = "prediction") -> mo.u
 
 def lab_variant(lab: str, identity):
     """The student's variant of `lab` (labs.variants), from the identity the lab reads
-    (student_identity()'s value, or a name): the typed id, else LABS_STUDENT, else "student", the
+    (student_identity()'s value: a name): the typed id, else LABS_STUDENT, else "student", the
     id the ledger would use. On a shared server nothing shows until an id is typed. Call it in a
     cell of its own, after the identity cell: every question is built from what it returns."""
     from labs.variants import variant
@@ -216,32 +216,48 @@ def client_id() -> str:
     return f"session-{threading.get_ident()}"
 
 
-def student_identity() -> mo.ui.batch:
-    """The name and PIN fields; `.value` is {"student": ..., "pin": ...}. Create it in its own cell.
-    On a class hub both are fixed: the student is the signed-in user.
+def student_identity() -> mo.ui.text:
+    """The name (or student id) field; `.value` is the typed name. Create it in its own cell: the
+    variant, and so every question, is drawn from it. On a class hub it is fixed to the signed-in
+    user. The PIN is a widget of its own (student_pin), so typing it re-runs only what commits or
+    saves, never a question: a choice not yet committed stays chosen.
 
     >>> student_input = student_identity()
     """
     user = signed_in_user()
     if user is not None:
-        return mo.md("{student}\n\n{pin}").batch(
-            student=mo.ui.text(value=user, label="Signed in to the class hub as (your design ledger's name)", full_width=True, disabled=True),
-            pin=mo.ui.text(kind="password", label="No PIN here: you signed in to the hub", disabled=True),
-        )
+        return mo.ui.text(value=user, label="Signed in to the class hub as (your design ledger's name)", full_width=True, disabled=True)
+    return mo.ui.text(label="Your name or student id (goes into your design ledger)", full_width=True, max_length=100)
+
+
+def student_pin() -> mo.ui.text:
+    """The PIN (or roster code) field, in a cell of its own; read only by identity(), which the
+    commit and submit cells take. Disabled on a class hub (the hub's sign-in is the identity).
+
+    >>> pin_input = student_pin()
+    """
+    if signed_in_user() is not None:
+        return mo.ui.text(kind="password", label="No PIN here: you signed in to the hub", disabled=True)
     if os.environ.get("LABS_ROSTER"):
-        pin_label = "Your code from the class roster (needed before your first commit, and to save and download)"
+        label = "Your code from the class roster (needed before your first commit, and to save and download)"
     elif shared_server():
-        pin_label = "A PIN of at least 4 characters: set at your first commit, needed to commit again, save or download"
+        label = "A PIN of at least 4 characters: set at your first commit, needed to commit again, save or download"
     else:
-        pin_label = "PIN (optional here: set one at your first commit and it protects your ledger)"
-    return mo.md("{student}\n\n{pin}").batch(
-        student=mo.ui.text(label="Your name or student id (goes into your design ledger)", full_width=True, max_length=100),
-        pin=mo.ui.text(kind="password", label=pin_label, max_length=200),
-    )
+        label = "PIN (optional here: set one at your first commit and it protects your ledger)"
+    return mo.ui.text(kind="password", label=label, max_length=200)
+
+
+def identity(student: str, pin: str) -> dict:
+    """{"student", "pin"} as commit_prediction, submit_to_ledger and open_ledger take it, from the
+    two fields' values.
+
+    >>> identity = ui.identity(student_input.value, pin_input.value)
+    """
+    return {"student": student or "", "pin": pin or ""}
 
 
 def open_ledger(identity) -> DesignLedger:
-    """The DesignLedger of a name (str) or of student_identity()'s value; ValueError for a bad name."""
+    """The DesignLedger of a name (str) or of identity()'s value; ValueError for a bad name."""
     user = signed_in_user()
     if user is not None:
         return DesignLedger(user, client=client_id())  # the hub's sign-in, whatever was typed
@@ -279,14 +295,14 @@ def ledger_step(lab: str, step: str, inputs: dict, predictions: dict, outcomes, 
 def submit_to_ledger(student, button, steps) -> tuple[mo.Html, dict | None]:
     """The explicit submit button beside a download of the student's ledger.
 
-    `student` is a name or student_identity()'s value ({"student", "pin"}). `steps()` returns
+    `student` is a name or identity()'s value ({"student", "pin"}). `steps()` returns
     (lab, step, inputs, predictions, outcomes) tuples; it runs only when the button was pressed,
     so nothing is saved (or recomputed) on a slider move. Returns the row to show and the saved
     document (None when nothing was submitted). Every ledger problem (a ledger moved aside, one
     that belongs to another session, a read-only folder, a full disk) is shown as a message;
     the download is offered only to a session allowed to read the ledger.
 
-    >>> view, saved = submit_to_ledger(student_input.value, submit_button, lambda: [("05_parallelism", "act1", {...}, {...}, {...})])
+    >>> view, saved = submit_to_ledger(identity, submit_button, lambda: [("05_parallelism", "act1", {...}, {...}, {...})])
     """
     note, saved, download, doc = "", None, None, None
     try:
