@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from labs.core.validation import check_choice, check_positive, check_fraction, check_str, unknown_key_error
+import numpy as np
+
+from labs.core.validation import check_choice, check_positive, check_fraction, check_str, short, unknown_key_error
 
 GB = 1e9
 ARCHS = ("ampere", "hopper", "blackwell")
@@ -55,6 +57,9 @@ class GPU:
     confirmed: bool
     source: str
     fp8_mamf_flops: float = 0.0  # best-shape FP8 GEMM FLOP/s measured (0 where the chip has no FP8)
+    tdp_w: float = 0.0  # the part's default (maximum) board power limit, watts; 0: not catalogued
+    power_curve: str = ""  # key into POWER_CURVES: how the chip's GEMM rate falls with its power limit
+    power_limit_w: float | None = None  # a lowered power limit (GPU.at_power_limit); None: at tdp_w
 
     def __post_init__(self):
         for name in ("bf16_flops", "hbm_bytes", "hbm_bytes_per_s", "mamf_flops"):
@@ -68,6 +73,32 @@ class GPU:
             raise ValueError(f"fp8_mamf_flops must be measured and at most fp8_flops ({self.fp8_flops:g}), got {self.fp8_mamf_flops:g}")
         if self.mamf_flops > self.bf16_flops:
             raise ValueError(f"mamf_flops must not exceed bf16_flops ({self.bf16_flops:g}), got {self.mamf_flops:g}")
+        check_positive("tdp_w", self.tdp_w, allow_zero=True)
+        if self.power_curve:
+            check_choice("power_curve", self.power_curve, POWER_CURVES)
+        if self.power_limit_w is not None:
+            self.power_limit_range()  # refuses a part without a curve
+            check_power_limit(self, self.power_limit_w)
+
+    def power_limit_range(self) -> tuple[float, float]:
+        """The power limits (watts) this part can be set to with a documented GEMM rate: from the
+        lowest documented point of its chip's curve to its own TDP."""
+        if not self.power_curve or not self.tdp_w:
+            raise ValueError(f"power_limit_w: {self.name} has no documented clock-vs-power curve (labs.core.hardware.POWER_CURVES)")
+        return POWER_CURVES[self.power_curve][0].watts, self.tdp_w
+
+    def at_power_limit(self, watts) -> "GPU":
+        """This GPU with its board power limit lowered to `watts` (nvidia-smi -pl): the compute clock,
+        and with it every compute rate (dense peaks, measured GEMM rates), falls by the chip's
+        documented curve; HBM bandwidth and capacity stay (the power limit lowers the SM clock only)."""
+        check_power_limit(self, watts)
+        ratio = power_limit_gemm_fraction(self.power_curve, watts) / power_limit_gemm_fraction(self.power_curve, self.power_limit_w or self.tdp_w)
+        return replace(
+            self, name=f"{self.name.split(' @ ')[0]} @ {watts:g} W", power_limit_w=float(watts),
+            bf16_flops=self.bf16_flops * ratio, fp8_flops=self.fp8_flops * ratio,
+            mamf_flops=self.mamf_flops * ratio, fp8_mamf_flops=self.fp8_mamf_flops * ratio,
+            source=f"{self.source} Power limit {watts:g} W of {self.tdp_w:g}: compute x {ratio:.3f} (POWER_CURVES[{self.power_curve!r}]).",
+        )
 
 
 @dataclass(frozen=True)
@@ -176,10 +207,68 @@ _H200_HBM = 143_771 * 2**20
 _B200_HBM = 183_359 * 2**20
 _HBM_EFF = 0.90  # STREAM-triad class kernels reach ~90% of HBM peak on A100 and H100.
 
+
+
+@dataclass(frozen=True)
+class PowerPoint:
+    """One documented point of a chip's GEMM rate against its board power limit."""
+
+    watts: float
+    gemm_fraction: float  # large-GEMM FLOP/s at this limit over the rate at the chip's full power
+    source: str
+
+
+# A lower board power limit (nvidia-smi -pl) makes GPU Boost run the SMs at a lower clock, so a
+# compute-bound GEMM slows by the clock ratio. Each chip's curve is read from kernel benchmarks of
+# one chip at different power limits (lower-TDP parts of the same die, same datasheet boost clock),
+# interpolated linearly between points; no point is extrapolated, so limits below a curve's lowest
+# point are refused. nvidia-smi accepts lower limits (A100 SXM 100-400 W, NVIDIA/DCGM #152 log), but
+# no GEMM rate there is documented here. The HBM clock is not lowered: nvidia-smi lists one memory
+# clock for these parts (A100 SXM 80GB: 1,593 MHz both "Max" and "Applications" clock, NVIDIA/DCGM
+# #152), and a measured binding power cap left the memory clock at its maximum in every sample while
+# the SM clock fell (ashalliants/ninfer-3090 #72, an RTX 3090: the only stored measurement, not a
+# data-center part; unconfirmed for HBM).
+POWER_CURVES: dict[str, tuple[PowerPoint, ...]] = {
+    "ga100": (  # A100: every part boosts to 1,410 MHz (A100 datasheet); only the power limit differs
+        PowerPoint(250, 220 / 263,
+                   "Fire-Flyer 2 (DeepSeek, SC24, arXiv:2408.14158), artifact A1 (github.com/haswelliris/sc_ad, "
+                   "A1/readme.md, A1/bench_gemm.py): FP16 GEMM 220 TFLOP/s on A100 PCIe 40GB (250 W TDP) against "
+                   "263 on DGX A100 SXM4 40GB (400 W), same script (square N = 2,048-16,384), PyTorch 1.12, CUDA 11.3."),
+        PowerPoint(300, 252.9 / 271.2,
+                   "stas00/ml-engineering compute/accelerator/README.md, MAMF table (BF16, best shape, mean of 100): "
+                   "A100 PCIe 80GB (300 W TDP, same README's power table) 252.9 TFLOP/s against A100 SXM (400 W) 271.2."),
+        PowerPoint(400, 1.0, "A100 SXM at its 400 W TDP: the reference."),
+    ),
+    "gh100": (  # H100 / H200 / H800: 132 SMs on the SXM and NVL parts
+        PowerPoint(400, 835.5 / 989.4,
+                   "NVIDIA H100 product page: H100 NVL (132 SMs, 350-400 W) 835.5 TFLOP/s BF16 dense against H100 SXM "
+                   "(132 SMs, 700 W) 989.4, i.e. NVIDIA's rated tensor clocks 1,545 and 1,830 MHz (peak / (132 SMs x "
+                   "4,096 FLOP per clock)). A datasheet rating, not a measurement (unconfirmed): no stored H100 GEMM "
+                   "benchmark at a lowered power limit."),
+        PowerPoint(700, 1.0, "H100 SXM at its 700 W TDP: the reference."),
+    ),
+}
+
+
+def power_limit_gemm_fraction(curve: str, watts):
+    """The chip's large-GEMM rate at `watts` over its full-power rate, interpolated on its curve."""
+    points = POWER_CURVES[curve]
+    return float(np.interp(watts, [p.watts for p in points], [p.gemm_fraction for p in points]))
+
+
+def check_power_limit(gpu: "GPU", watts) -> None:
+    low, high = gpu.power_limit_range()
+    check_positive("power_limit_w", watts)
+    if not low <= watts <= high:
+        raise ValueError(
+            f"power_limit_w must be between {low:g} and {high:g} W for {gpu.name} (its TDP; below {low:g} W no GEMM "
+            f"rate is documented, labs.core.hardware.POWER_CURVES[{gpu.power_curve!r}]), got {short(watts)}"
+        )
+
 GPUS: dict[str, GPU] = {
     "a100-sxm-80gb": GPU(
         "A100-SXM-80GB", 312e12, 0.0, _A100_HBM, 2039 * GB, "nvlink3", 271.2e12, "ampere", 108, _HBM_EFF, True,
-        _A100_SRC,
+        _A100_SRC, tdp_w=400, power_curve="ga100",
     ),
     # The 40 GB part: the same chip with 40 GB HBM2 at 1,555 GB/s (A100 datasheet). nvidia-smi
     # shows 40,960 MiB (40,536 MiB usable is what some driver versions print; the catalog keeps
@@ -188,15 +277,15 @@ GPUS: dict[str, GPU] = {
     "a100-sxm-40gb": GPU(
         "A100-SXM-40GB", 312e12, 0.0, 40_960 * 2**20, 1555 * GB, "nvlink3", 271.2e12, "ampere", 108, _HBM_EFF, True,
         "NVIDIA A100 datasheet (40 GB SXM4): 312 TFLOP/s BF16 dense, 40 GB HBM2, 1,555 GB/s; MAMF taken "
-        "as the 80 GB part's (same chip and clocks, no separate measurement stored).",
+        "as the 80 GB part's (same chip and clocks, no separate measurement stored). TDP 400 W.", tdp_w=400, power_curve="ga100",
     ),
     "a100-pcie-80gb": GPU(
         "A100-PCIe-80GB", 312e12, 0.0, _A100_HBM, 1935 * GB, "nvlink3", 252.9e12, "ampere", 108, _HBM_EFF, True,
-        "NVIDIA A100 80GB PCIe datasheet: 312 TFLOP/s BF16 dense, 80 GB HBM2e, 1,935 GB/s.",
+        "NVIDIA A100 80GB PCIe datasheet: 312 TFLOP/s BF16 dense, 80 GB HBM2e, 1,935 GB/s, 300 W.", tdp_w=300, power_curve="ga100",
     ),
     "h100-sxm": GPU(
         "H100-SXM", 989.4e12, 1979e12, _H100_HBM, 3350 * GB, "nvlink4", 794.5e12, "hopper", 132, _HBM_EFF, True,
-        _H100_SRC, 1402.6e12,
+        _H100_SRC, 1402.6e12, tdp_w=700, power_curve="gh100",
     ),
     # H100 NVL: the PCIe card with 94 GB HBM3 at 3.9 TB/s, 835.5 TFLOP/s BF16 dense (1,671 with
     # sparsity), FP8 1,670.5 dense, NVLink bridges 600 GB/s between pairs (NVIDIA H100 product
@@ -206,7 +295,7 @@ GPUS: dict[str, GPU] = {
     "h100-nvl-94gb": GPU(
         "H100-NVL-94GB", 835.5e12, 1670.5e12, 95_830 * 2**20, 3900 * GB, "nvlink4", 794.5e12 * 835.5 / 989.4, "hopper", 132, _HBM_EFF, False,
         "NVIDIA H100 product page (H100 NVL): 835.5 TFLOP/s BF16 dense, 94 GB HBM3, 3.9 TB/s, 350-400 W. "
-        "MAMF scaled from H100 SXM by the peak ratio (unconfirmed).", 1402.6e12 * 835.5 / 989.4,
+        "MAMF scaled from H100 SXM by the peak ratio (unconfirmed).", 1402.6e12 * 835.5 / 989.4, tdp_w=400, power_curve="gh100",
     ),
     # H100 94 GB with HBM2e at 2.41 TB/s, as in NHR@FAU's Helma nodes (4 GPUs a node), the H100
     # of Ujeniya et al. 2026 (arXiv:2604.11391, Sec. 3: "H100: HBM2e, 94 GiB, 2.41 TB/s", compute
@@ -214,23 +303,24 @@ GPUS: dict[str, GPU] = {
     "h100-94gb-hbm2e": GPU(
         "H100-94GB-HBM2e", 989.4e12, 1979e12, 94 * 2**30, 2410 * GB, "nvlink4", 794.5e12, "hopper", 132, _HBM_EFF, True,
         "Ujeniya et al. 2026 (arXiv:2604.11391) Sec. 3: H100 with 94 GiB HBM2e at 2.41 TB/s, H100 compute; "
-        "MAMF taken as H100 SXM's.", 1402.6e12,
+        "MAMF taken as H100 SXM's. Power caps 200-700 W in that study: TDP 700 W.", 1402.6e12, tdp_w=700, power_curve="gh100",
     ),
     # H100 SXM5 96 GB (HBM3, 3.36 TB/s; sold in China as the H800's successor parts and in some
     # HGX boards): the SXM5 die with 6 HBM stacks enabled. Compute as H100 SXM.
     "h100-sxm-96gb": GPU(
         "H100-SXM-96GB", 989.4e12, 1979e12, 96 * 1024 * 2**20, 3360 * GB, "nvlink4", 794.5e12, "hopper", 132, _HBM_EFF, False,
         "H100 SXM5 96 GB as listed by server vendors (unconfirmed by an NVIDIA datasheet): the H100 SXM compute with "
-        "96 GB HBM3 at 3.36 TB/s; capacity taken as 96 GiB.", 1402.6e12,
+        "96 GB HBM3 at 3.36 TB/s; capacity taken as 96 GiB; TDP as H100 SXM's 700 W.", 1402.6e12, tdp_w=700, power_curve="gh100",
     ),
     "h200-sxm": GPU(
         "H200-SXM", 989.4e12, 1979e12, _H200_HBM, 4800 * GB, "nvlink4", 794.5e12, "hopper", 132, _HBM_EFF, True,
-        "NVIDIA H200 product page: H100 compute, 141 GB HBM3e, 4.8 TB/s.", 1453.4e12,
+        "NVIDIA H200 product page: H100 compute, 141 GB HBM3e, 4.8 TB/s, 700 W.", 1453.4e12, tdp_w=700, power_curve="gh100",
     ),
     "h800-sxm": GPU(
         "H800-SXM", 989.4e12, 1979e12, _H100_HBM, 3350 * GB, "nvlink4-h800", 794.5e12, "hopper", 132, _HBM_EFF, True,
         "H800 SXM: the H100 SXM die and memory with NVLink cut to 400 GB/s bidirectional (reference file "
-        "hw_h800; DeepSeek-V3 Sec. 3.2.2). Matmul rates taken as H100's (same chip and clocks).", 1402.6e12,
+        "hw_h800; DeepSeek-V3 Sec. 3.2.2). Matmul rates taken as H100's (same chip and clocks); TDP as H100 SXM's 700 W.", 1402.6e12,
+        tdp_w=700, power_curve="gh100",
     ),
     "b200": GPU(
         "B200 (unconfirmed)", 2.25e15, 4.5e15, _B200_HBM, 7700 * GB, "nvlink5", 1745e12, "blackwell", 148, _HBM_EFF,
@@ -257,6 +347,14 @@ HOSTS: dict[str, Host] = {
         "2x Xeon Platinum 8480C, 2 TB DDR5", 2048 * GB, 2 * 8 * 38.4 * GB, _DRAM_EFF, "pcie5",
         "DGX H100 user guide: 2x Xeon Platinum 8480C, 2 TB; each socket 8 channels of "
         "DDR5-4800 = 307.2 GB/s. GPUs on PCIe Gen5 x16.",
+    ),
+    # Jean Zay's A100 nodes, where BLOOM trained: "AMD CPUs with 512GB memory per node" (bigscience/bloom
+    # and bloomz model cards, Hardware). The CPU model is not in the card: two 8-channel DDR4-3200
+    # EPYC sockets assumed, as in DGX A100 (unconfirmed).
+    "jean-zay-a100": Host(
+        "2x AMD EPYC (model unconfirmed), 512 GB DDR4", 512 * GB, 2 * 8 * 25.6 * GB, _DRAM_EFF, "pcie4",
+        "BLOOM model card (huggingface.co/bigscience/bloom, Hardware): AMD CPUs, 512 GB per node; memory "
+        "channels assumed as DGX A100's (2 sockets x 8 channels DDR4-3200), unconfirmed.",
     ),
     "dgx-b200": Host(
         "2x Xeon Platinum 8570, 2 TB DDR5 (unconfirmed)", 2048 * GB, 2 * 8 * 44.8 * GB, _DRAM_EFF, "pcie5",
@@ -323,13 +421,19 @@ class Cluster:
         return self.host.memory_bytes_per_s * self.host.memory_efficiency / self.gpus_per_node
 
     @classmethod
-    def get(cls, key: str, nodes: int = 1, **overrides) -> "Cluster":
+    def get(cls, key: str, nodes: int = 1, *, power_limit_w=None, **overrides) -> "Cluster":
+        """A preset of CLUSTERS with `nodes` nodes; `power_limit_w` lowers every GPU's power limit."""
         if not isinstance(key, str) or key not in CLUSTERS:
             raise unknown_key_error("cluster", key, CLUSTERS)
         unknown = set(overrides) - set(cls.__dataclass_fields__)
         if unknown:
             raise ValueError(f"unknown Cluster field(s) {sorted(unknown)}")
-        return replace(CLUSTERS[key], nodes=nodes, **overrides)
+        cluster = replace(CLUSTERS[key], nodes=nodes, **overrides)
+        return cluster if power_limit_w is None else cluster.with_power_limit(power_limit_w)
+
+    def with_power_limit(self, watts) -> "Cluster":
+        """The same cluster with every GPU's board power limit lowered to `watts` (GPU.at_power_limit)."""
+        return replace(self, gpu=self.gpu.at_power_limit(watts))
 
     def with_fabric(self, inter_key: str) -> "Cluster":
         """The same cluster with another inter-node link (a key of LINKS)."""
@@ -355,6 +459,11 @@ CLUSTERS: dict[str, Cluster] = {
     # DeepSeek-V3's cluster: 8 H800 per node on NVLink/NVSwitch, one 400 Gb/s IB NIC per GPU
     # (arXiv:2412.19437 Sec. 3.1: "IB 50 GB/s"); host assumed equal to DGX H100's.
     "h800-ib": Cluster(GPUS["h800-sxm"], 8, 1, LINKS["nvlink4-h800"], LINKS["ib-ndr"], None, "h800-ib"),
+    # Jean Zay (IDRIS), BLOOM's cluster: 8 A100 80GB SXM per node on NVLink/NVSwitch, 4 Omni-Path
+    # 100 Gb/s links per node (two GPUs a NIC), a dedicated NCCL subnet; BLOOM 176B ran on 48 such
+    # nodes (huggingface.co/bigscience/bloom model card, Hardware: "8 GPUs per node Using NVLink 4
+    # inter-gpu connects, 4 OmniPath links ... Inter-node connect: Omni-Path Architecture (OPA)").
+    "jean-zay-a100-opa": Cluster(GPUS["a100-sxm-80gb"], 8, 1, LINKS["nvlink3"], LINKS["opa-100"], 4, "jean-zay-a100-opa", HOSTS["jean-zay-a100"]),
     # A PCIe server: 8 x A100 PCIe, no NVLink bridges, 2 HDR NICs per node.
     "pcie-a100": Cluster(GPUS["a100-pcie-80gb"], 8, 1, LINKS["pcie4"], LINKS["ib-hdr"], 2, "pcie-a100", HOSTS["dgx-a100"]),
 }
