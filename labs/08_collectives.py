@@ -269,6 +269,7 @@ def _(
     return
 
 
+# The step's state and its drawing in one cell: a step move re-runs one cell here, not two.
 @app.cell
 def _(
     ring_committed,
@@ -280,16 +281,11 @@ def _(
     mo.stop(not ring_committed.made)
     ring_inputs = dict(n=ring_n_slider.value, nbytes=ring_size_dropdown.value, link=ring_link_dropdown.value, step=min(ring_step_slider.value, 2 * (ring_n_slider.value - 1)))
     ring_view = ring_state(**ring_inputs)
-    return ring_inputs, ring_view
-
-
-@app.cell
-def _(ring_view):
     _v = ring_view
     _phase = {"start": "before the first step", "reduce-scatter": "reduce-scatter", "all-gather": "all-gather"}[_v["phase"]]
     mo.vstack(
         [
-            ring_figure(_v),
+            mo.hstack([ring_figure(_v), holds_grid(_v)], widths=[5, 6], align="center"),
             ui.metric_cards(
                 {
                     "phase": _phase,
@@ -310,7 +306,7 @@ def _(ring_view):
             ),
         ]
     )
-    return
+    return ring_inputs, ring_view
 
 
 @app.cell
@@ -807,9 +803,8 @@ def nearest_index(values, target):
 
 @app.function
 def ring_figure(view: dict) -> go.Figure:
-    """The ring at one step: ranks on a circle with the chunk each sends (left), and each rank's
-    copy of each chunk coloured by how many ranks' contributions it sums (right). Built in one
-    go (a handful of traces, no annotations): plotly validates each added annotation at length."""
+    """The ring at one step: ranks on a circle with the chunk each sends. Built in one go (a
+    handful of traces, no annotations): plotly validates each added annotation at length."""
     import math
 
     n = view["n"]
@@ -833,26 +828,44 @@ def ring_figure(view: dict) -> go.Figure:
                                marker=dict(symbol="arrow", angleref="previous", size=[0, 13, 0] * n, color=color), hoverinfo="skip", showlegend=False))
         data.append(go.Scatter(x=[0.56 * (xs[r] + xs[(r + 1) % n]) for r in range(n)], y=[0.56 * (ys[r] + ys[(r + 1) % n]) for r in range(n)],
                                text=[f"c{c}" for c in view["sends"]], mode="text", textfont=dict(size=10, color=color), hoverinfo="skip", showlegend=False))
-    holds = view["holds"]
-    chunks, ranks = [f"c{c}" for c in range(n)], [f"GPU {r}" for r in range(n)]
-    data.append(go.Heatmap(z=[[h / n for h in row] for row in holds], x=chunks, y=ranks, xaxis="x2", yaxis="y2",
-                           zmin=0, zmax=1, colorscale=[[0, COLORS["panel"]], [1, COLORS["blue"]]],
-                           text=[[str(h) for h in row] for row in holds], texttemplate="%{text}" if small else None,
-                           colorbar=dict(title="of N", tickformat=".0%", len=0.8), hovertemplate="%{y}, %{x}: %{text} of " + str(n) + "<extra></extra>"))
-    if view["sends"] is not None:
-        data.append(go.Scatter(x=[chunks[c] for c in view["sends"]], y=ranks, xaxis="x2", yaxis="y2", mode="markers",
-                               marker=dict(symbol="square-open", size=16 if small else 10, color=COLORS["red"], line=dict(width=2)),
-                               name="sent this step", hoverinfo="skip"))
     phase = view["phase"] if view["step"] else "before the first step"
     layout = dict(
-        title=f"Ring all-reduce, N = {n}: step {view['step']} of {view['steps']} ({phase})", height=420,
-        margin=dict(t=70, l=40, r=20, b=40), legend=dict(orientation="h", y=-0.12),
-        xaxis=dict(domain=[0, 0.38], visible=False, range=[-1.3, 1.3]),
+        title=dict(text=f"Ring all-reduce, N = {n}: step {view['step']} of {view['steps']} ({phase})", font=dict(size=14)), height=400,
+        margin=dict(t=60, l=10, r=10, b=10), showlegend=False,
+        xaxis=dict(visible=False, range=[-1.3, 1.3]),
         yaxis=dict(visible=False, range=[-1.3, 1.3], scaleanchor="x"),
-        xaxis2=dict(domain=[0.48, 1], title="chunk: who sends it (left), how many ranks' parts it sums (colour)"),
-        yaxis2=dict(anchor="x2", autorange="reversed"),
     )
     return apply_plotly_theme(go.Figure(data=data, layout=layout))
+
+
+@app.function
+def holds_grid(view: dict) -> mo.Html:
+    """Each rank's copy of each chunk, shaded by how many ranks' contributions it sums (the
+    number; N is the full sum), the chunk each rank sends this step outlined. Plain HTML beside
+    the ring, not a Plotly heatmap: a heatmap redrawn on every step cost this CPU more than the
+    rest of the move. `data-holds` carries the numbers drawn (the browser test reads them)."""
+    import json
+
+    n, holds, sends = view["n"], view["holds"], view["sends"]
+    blue = tuple(int(COLORS["blue"][i:i + 2], 16) for i in (1, 3, 5))
+    cell = "padding:0;text-align:center;font-size:{}px;width:{}px;height:{}px".format(*((12, 30, 26) if n <= 8 else (9, 20, 18)))
+
+    def td(r: int, c: int) -> str:
+        share = holds[r][c] / n
+        ring = f";outline:2px solid {COLORS['red']};outline-offset:-2px" if sends is not None and sends[r] == c else ""
+        ink = "#fff" if share > 0.55 else COLORS["ink"]
+        return (f'<td title="GPU {r}, chunk c{c}: {holds[r][c]} of {n}" style="{cell};color:{ink};'
+                f'background:rgba({blue[0]},{blue[1]},{blue[2]},{share:.3f}){ring}">{holds[r][c]}</td>')
+
+    head = "".join(f'<th style="{cell};font-weight:normal">c{c}</th>' for c in range(n))
+    rows = "".join(f'<tr><th style="{cell};width:auto;padding-right:6px;font-weight:normal;text-align:right">GPU {r}</th>'
+                   + "".join(td(r, c) for c in range(n)) + "</tr>" for r in range(n))
+    return mo.Html(
+        f'<div style="color:{COLORS["ink"]}"><table data-holds="{json.dumps(holds)}" style="border-collapse:separate;border-spacing:1px;'
+        f'background:{COLORS["panel"]}"><thead><tr><th></th>{head}</tr></thead><tbody>{rows}</tbody></table>'
+        f'<div style="font-size:0.8rem;margin-top:4px">chunk (columns) per rank (rows): how many ranks\' parts its copy sums; '
+        f'<span style="outline:2px solid {COLORS["red"]};outline-offset:1px">outlined</span>: sent this step</div></div>'
+    )
 
 
 @app.function

@@ -398,7 +398,8 @@ def _(interval_slider, setting, setting_inputs):
         "tau": _tau, "stall": _c, "goodput": goodput(_tau, _c, _r, _m), "shares": wall_breakdown(_tau, _c, _r, _m),
         "young": young_interval(_cost.stall_s, _m), "daly": daly_interval(_cost.stall_s, _m),
         "best": optimal_interval(_cost.stall_s, _m),
-        "curve": cadence_curve(_cost.stall_s, _r, _m, write_s=_cost.write_s if _cost.strategy == "async" else 0.0),
+        # 80 log-spaced intervals draw these smooth curves as well as 200, at less than half the payload redrawn per move
+        "curve": cadence_curve(_cost.stall_s, _r, _m, points=80, write_s=_cost.write_s if _cost.strategy == "async" else 0.0),
     }
     return cadence_inputs, cadence_view
 
@@ -505,16 +506,7 @@ def _(mtbf_committed):
     return
 
 
-@app.cell
-def _(cadence_view, interval_slider, run_days, setting):
-    try:
-        simulation = simulate(run_days * DAY, interval_slider.value * MINUTE, cadence_view["stall"], setting["mtbf_s"], setting["restarts"], runs=SIM_RUNS, seed=SIM_SEED)
-        simulation_error = None
-    except ValueError as _err:  # a setting whose run would take millions of failures: shown, not drawn
-        simulation, simulation_error = None, str(_err)
-    return simulation, simulation_error
-
-
+# The simulation and its display in one cell: an interval move re-runs one cell here, not two.
 @app.cell(hide_code=True)
 def _(
     cadence_view,
@@ -522,25 +514,37 @@ def _(
     relaunch_slider,
     run_days,
     setting,
-    simulation,
-    simulation_error,
     spares_switch,
     swap_slider,
 ):
     mo.stop(not mtbf_committed.made)
-    mo.stop(simulation is None, ui.failure_banner([
-        f"This setting is not simulated: {simulation_error}. Its goodput is {cadence_view['goodput']:.2%}: a checkpoint stall of "
-        f"{fmt_s(cadence_view['stall'])} against an interruption every {fmt_s(setting['mtbf_s'])}, so the run hardly ever moves forward."
-    ]))
+    try:
+        simulation = simulate(run_days * DAY, cadence_view["tau"], cadence_view["stall"], setting["mtbf_s"], setting["restarts"], runs=SIM_RUNS, seed=SIM_SEED)
+        simulation_error = None
+    except ValueError as _err:  # a setting whose run would take millions of failures: shown, not drawn
+        simulation, simulation_error = None, str(_err)
+    simulation_view(simulation, simulation_error, cadence_view, setting, run_days, relaunch_slider.value, swap_slider.value, spares_switch.value)
+    return simulation, simulation_error
+
+
+@app.function
+def simulation_view(simulation, simulation_error, cadence_view, setting, run_days, relaunch_min, swap_min, spares) -> mo.Html:
+    """The simulated runs at the student's setting: cards, the goodput histogram and the levers;
+    or, for a setting too broken to simulate, why."""
+    if simulation is None:
+        return ui.failure_banner([
+            f"This setting is not simulated: {simulation_error}. Its goodput is {cadence_view['goodput']:.2%}: a checkpoint stall of "
+            f"{fmt_s(cadence_view['stall'])} against an interruption every {fmt_s(setting['mtbf_s'])}, so the run hardly ever moves forward."
+        ])
     _g = simulation.goodput
     _p5, _p50, _p95 = np.percentile(_g, [5, 50, 95])
     _m, _c = setting["mtbf_s"], setting["cost"].stall_s
-    _read, _relaunch, _swap = setting["restore_s"], relaunch_slider.value * MINUTE, swap_slider.value * MINUTE
+    _read, _relaunch, _swap = setting["restore_s"], relaunch_min * MINUTE, swap_min * MINUTE
     _lever = {
         "hot spares": best_goodput(_c, mean_restart_s(restart_by_cause(_relaunch + _read, _swap, True)), _m),
-        "relaunch halved": best_goodput(_c, mean_restart_s(restart_by_cause(_relaunch / 2 + _read, _swap, bool(spares_switch.value))), _m),
+        "relaunch halved": best_goodput(_c, mean_restart_s(restart_by_cause(_relaunch / 2 + _read, _swap, bool(spares))), _m),
     }
-    mo.vstack(
+    return mo.vstack(
         [
             mo.md(
                 f"{SIM_RUNS} runs of {run_days} days of work at your setting (random seed {SIM_SEED}, so every student sees the same runs): failures drawn at rate 1/M, each with a "
@@ -562,7 +566,6 @@ def _(
             ),
         ]
     )
-    return
 
 
 @app.cell(hide_code=True)
