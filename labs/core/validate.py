@@ -20,7 +20,7 @@ from labs.core.calibration import (
 )
 from labs.core.eras import ERAS
 from labs.core.gemm import ATTENTION_EFFICIENCY, unfused_elementwise_ratio
-from labs.core.hardware import Cluster
+from labs.core.hardware import POWER_CURVES, Cluster
 from labs.core.models import Model
 from labs.core.perf import Plan, estimate
 from labs.core.search import sweep
@@ -122,6 +122,13 @@ def main() -> None:
     print("\nMechanism checks (engine v3):")
     for what, value in mechanism_checks():
         print(f"  {what}: {value}")
+    print("\nGPU power limits (labs.core.hardware.POWER_CURVES): GPT-3 175B at TP 8 on one node, at each documented point:")
+    for cluster_key in ("dgx-a100", "dgx-h100"):
+        cluster, plan = Cluster.get(cluster_key), Plan(tp=8, pp=1, dp=1, micro_batch=1, global_batch=8)
+        full = estimate(Model.get("gpt3-175b"), cluster, plan).time.total
+        for point in POWER_CURVES[cluster.gpu.power_curve]:
+            capped = estimate(Model.get("gpt3-175b"), cluster.with_power_limit(point.watts), plan).time.total
+            print(f"  {cluster.gpu.name} at {point.watts:g} W: GEMM rate x{point.gemm_fraction:.3f}, step {capped:.2f} s (x{capped / full:.3f})")
     print()
     for key, cluster_key, nodes, batch, era in RECOMMEND:
         model, cluster = Model.get(key), Cluster.get(cluster_key, nodes=nodes)
