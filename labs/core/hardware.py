@@ -220,8 +220,9 @@ class PowerPoint:
 
 # A lower board power limit (nvidia-smi -pl) makes GPU Boost run the SMs at a lower clock, so a
 # compute-bound GEMM slows by the clock ratio. Each chip's curve is read from kernel benchmarks of
-# one chip at different power limits (lower-TDP parts of the same die, same datasheet boost clock),
-# interpolated linearly between points; no point is extrapolated, so limits below a curve's lowest
+# one chip at different power limits (lower-TDP parts of the same die, same datasheet boost clock;
+# the air-cooled PCIe cards' rates include whatever thermal throttling they had), interpolated
+# linearly between points; no point is extrapolated, so limits below a curve's lowest
 # point are refused. nvidia-smi accepts lower limits (A100 SXM 100-400 W, NVIDIA/DCGM #152 log), but
 # no GEMM rate there is documented here. The HBM clock is not lowered: nvidia-smi lists one memory
 # clock for these parts (A100 SXM 80GB: 1,593 MHz both "Max" and "Applications" clock, NVIDIA/DCGM
