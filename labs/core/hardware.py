@@ -9,6 +9,7 @@ is matched to a measurement named beside it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import partial
 
 import numpy as np
 
@@ -77,7 +78,6 @@ class GPU:
         if self.power_curve:
             check_choice("power_curve", self.power_curve, POWER_CURVES)
         if self.power_limit_w is not None:
-            self.power_limit_range()  # refuses a part without a curve
             check_power_limit(self, self.power_limit_w)
 
     def power_limit_range(self) -> tuple[float, float]:
@@ -92,12 +92,14 @@ class GPU:
         and with it every compute rate (dense peaks, measured GEMM rates), falls by the chip's
         documented curve; HBM bandwidth and capacity stay (the power limit lowers the SM clock only)."""
         check_power_limit(self, watts)
-        ratio = power_limit_gemm_fraction(self.power_curve, watts) / power_limit_gemm_fraction(self.power_curve, self.power_limit_w or self.tdp_w)
+        fraction = partial(power_limit_gemm_fraction, self.power_curve)
+        ratio = fraction(watts) / fraction(self.power_limit_w or self.tdp_w)
         return replace(
             self, name=f"{self.name.split(' @ ')[0]} @ {watts:g} W", power_limit_w=float(watts),
             bf16_flops=self.bf16_flops * ratio, fp8_flops=self.fp8_flops * ratio,
             mamf_flops=self.mamf_flops * ratio, fp8_mamf_flops=self.fp8_mamf_flops * ratio,
-            source=f"{self.source} Power limit {watts:g} W of {self.tdp_w:g}: compute x {ratio:.3f} (POWER_CURVES[{self.power_curve!r}]).",
+            source=f"{self.source.split(' Power limit ')[0]} Power limit {watts:g} W of {self.tdp_w:g}: compute x "
+                   f"{fraction(watts) / fraction(self.tdp_w):.3f} (POWER_CURVES[{self.power_curve!r}]).",
         )
 
 
