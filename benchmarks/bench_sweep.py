@@ -292,8 +292,8 @@ def extract_v1(into: Path) -> str | None:
     try:
         subprocess.run(["git", "-C", str(REPO), "cat-file", "-e", f"{V1_COMMIT}^{{commit}}"], check=True, capture_output=True)
         archive = subprocess.run(["git", "-C", str(REPO), "archive", V1_COMMIT, "labs"], check=True, capture_output=True).stdout
-    except (OSError, subprocess.CalledProcessError) as error:
-        return f"commit {V1_COMMIT} is not in this clone's history (shallow clone?): {error}"
+    except (OSError, subprocess.CalledProcessError):
+        return f"commit {V1_COMMIT} is not in the history of {REPO} (a shallow clone?)"
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         tar.extractall(into, filter="data")
     return None
