@@ -183,20 +183,21 @@ def fit_layer_constants(grid: int = 81) -> tuple[float, float]:
     """(LAYER_GEMM_SHARE, ELEMENTWISE_TRAFFIC) minimising the squared relative errors of FIT_ROWS:
     Table 4's baseline forward and backward and Table 5's 22B end-to-end MFU. The code's
     constants are this fit's result, rounded (tests/test_layer_timing.py checks it)."""
-    from labs.core import gemm, step
+    from labs.core import gemm
+    from labs.core.stages import compute
 
     rows = {row["id"]: row for row in load_rows()}
     t4 = rows[FIT_ROWS[0]]["outputs"]
     t5 = next(r for r in public_runs() if r.id == FIT_ROWS[1])
-    saved = gemm.LAYER_GEMM_SHARE, step.ELEMENTWISE_TRAFFIC
+    saved = gemm.LAYER_GEMM_SHARE, compute.ELEMENTWISE_TRAFFIC
     best = (float("inf"), saved)
     try:
         for share in np.linspace(0.70, 1.0, grid):
             for traffic in np.linspace(1.0, 4.0, grid):
-                gemm.LAYER_GEMM_SHARE, step.ELEMENTWISE_TRAFFIC = float(share), float(traffic)
+                gemm.LAYER_GEMM_SHARE, compute.ELEMENTWISE_TRAFFIC = float(share), float(traffic)
                 fwd, bwd = table4_layer_ms()
                 loss = (fwd / t4["fwd_ms"] - 1) ** 2 + (bwd / t4["bwd_ms"] - 1) ** 2 + t5.error() ** 2
                 best = min(best, (loss, (float(share), float(traffic))))
     finally:
-        gemm.LAYER_GEMM_SHARE, step.ELEMENTWISE_TRAFFIC = saved
+        gemm.LAYER_GEMM_SHARE, compute.ELEMENTWISE_TRAFFIC = saved
     return best[1]

@@ -31,6 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from labs.core.models import Model
+from labs.core.stages.xp import NUMPY
 from labs.core.validation import check_choice, check_positive
 
 CP_SPLITS = ("contiguous", "zigzag", "striped")
@@ -60,11 +61,10 @@ def causal_imbalance(cp: int, split: str, seq_len: int) -> float:
     return float(work.max() / work.mean())
 
 
-def contiguous_imbalance_columns(cp):
+def contiguous_imbalance_columns(cp, xp=NUMPY):
     """causal_imbalance of the contiguous split in the large-block limit, 2 - 1/cp, over numpy
     columns (labs.core.step prices the contiguous ring with it)."""
-    cp = np.asarray(cp, dtype=float)
-    return 2.0 - 1.0 / cp
+    return 2.0 - 1.0 / xp.floats(cp)
 
 
 def _check_model(model) -> None:
@@ -97,10 +97,10 @@ def ulysses_fits(q_per_tp_rank, kv_per_tp_rank, cp):
     return (cp == 1) | (whole_q & kv_ok)
 
 
-def ulysses_kv_replication(kv_per_tp_rank, cp):
+def ulysses_kv_replication(kv_per_tp_rank, cp, xp=NUMPY):
     """How many times the all-to-all carries each K/V head: max(1, cp / n_kv) (module docstring)."""
-    kv, cp = np.asarray(kv_per_tp_rank, dtype=float), np.asarray(cp, dtype=float)
-    return np.maximum(1.0, cp / np.maximum(kv, 1e-300))
+    kv, cp = xp.floats(kv_per_tp_rank), xp.floats(cp)
+    return xp.maximum(1.0, cp / xp.maximum(kv, 1e-300))
 
 
 def check_ulysses(model: Model, tp: int, cp: int) -> None:
@@ -118,10 +118,10 @@ def check_ulysses(model: Model, tp: int, cp: int) -> None:
         )
 
 
-def ulysses_qkv_bytes(model: Model, tokens, tp, cp, value_bytes: float = 2.0):
+def ulysses_qkv_bytes(model: Model, tokens, tp, cp, value_bytes: float = 2.0, xp=NUMPY):
     """Bytes of Q, K and V one rank holds before Ulysses' first all-to-all (numpy columns): its
     `tokens` (b s / cp) x (score_dim + 2 kv_dim) / tp values, K and V counted once per CP rank
     that needs them (ulysses_kv_replication)."""
-    tokens, tp, cp = (np.asarray(x, dtype=float) for x in (tokens, tp, cp))
-    repeat = ulysses_kv_replication(model.kv_head_count / tp, cp)
+    tokens, tp, cp = xp.floats(tokens), xp.floats(tp), xp.floats(cp)
+    repeat = ulysses_kv_replication(model.kv_head_count / tp, cp, xp)
     return tokens * (model.score_dim + 2 * model.kv_dim * repeat) / tp * value_bytes

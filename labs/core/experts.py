@@ -26,33 +26,34 @@ import numpy as np
 from labs.core.gemm import gemm_time
 from labs.core.hardware import NCCL_BASE_LATENCY_S, Cluster
 from labs.core.models import Model
+from labs.core.stages.xp import NUMPY
 from labs.core.topology import members_per_node
 from labs.core.validation import check_positive
 
 
-def ffn_forward_time(model: Model, cluster: Cluster, tokens, tp, ep, capacity, fp8):
+def ffn_forward_time(model: Model, cluster: Cluster, tokens, tp, ep, capacity, fp8, xp=NUMPY):
     """Forward seconds of one layer's FFN (averaged over dense and MoE layers) on one GPU."""
     gpu, h = cluster.gpu, model.hidden
-    dense = (gemm_time(gpu, tokens, model.ffn * (2 if model.gated_ffn else 1) / tp, h, fp8=fp8)
-             + gemm_time(gpu, tokens, h, model.ffn / tp, fp8=fp8))
+    dense = (gemm_time(gpu, tokens, model.ffn * (2 if model.gated_ffn else 1) / tp, h, fp8=fp8, xp=xp)
+             + gemm_time(gpu, tokens, h, model.ffn / tp, fp8=fp8, xp=xp))
     if not model.experts:
         return dense
     local = tokens / tp  # each TP rank dispatches its sequence-parallel share
-    per_expert = local * model.experts_per_token * ep / model.experts * np.where(capacity > 0, capacity, 1.0)
+    per_expert = local * model.experts_per_token * ep / model.experts * xp.where(capacity > 0, capacity, 1.0)
     local_experts = model.experts / ep
     f = model.expert_ffn
-    routed = gemm_time(gpu, per_expert, 2 * f, h, local_experts, fp8) + gemm_time(gpu, per_expert, h, f, local_experts, fp8)
+    routed = gemm_time(gpu, per_expert, 2 * f, h, local_experts, fp8, xp) + gemm_time(gpu, per_expert, h, f, local_experts, fp8, xp)
     shared_width = model.shared_experts * f
-    shared = np.where(shared_width > 0, gemm_time(gpu, local, 2 * shared_width, h, fp8=fp8) + gemm_time(gpu, local, h, shared_width, fp8=fp8), 0.0)
-    router = gemm_time(gpu, local, model.experts, h)
+    shared = xp.where(shared_width > 0, gemm_time(gpu, local, 2 * shared_width, h, fp8=fp8, xp=xp) + gemm_time(gpu, local, h, shared_width, fp8=fp8, xp=xp), 0.0)
+    router = gemm_time(gpu, local, model.experts, h, xp=xp)
     return (1 - model.moe_share) * dense + model.moe_share * (routed + shared + router)
 
 
-def destination_nodes(model: Model, nodes, max_nodes):
+def destination_nodes(model: Model, nodes, max_nodes, xp=NUMPY):
     """Distinct nodes a token's routed experts sit on, on average, capped by node-limited routing."""
-    nodes = np.asarray(nodes, dtype=float)
+    nodes = xp.floats(nodes)
     spread = nodes * (1 - (1 - 1 / nodes) ** model.experts_per_token)
-    return np.where(max_nodes > 0, np.minimum(spread, max_nodes), spread)
+    return xp.where(max_nodes > 0, xp.minimum(spread, max_nodes), spread)
 
 
 def all_to_all_time(model: Model, cluster: Cluster, tokens, tp, ep, max_nodes, dispatch_bytes, stride=None):
@@ -63,15 +64,15 @@ def all_to_all_time(model: Model, cluster: Cluster, tokens, tp, ep, max_nodes, d
     return all_to_all_cost(model, cluster, tokens, tp, ep, max_nodes, dispatch_bytes, stride)[0]
 
 
-def _routes(model: Model, cluster: Cluster, tp, ep, max_nodes, stride=None):
+def _routes(model: Model, cluster: Cluster, tp, ep, max_nodes, stride=None, xp=NUMPY):
     """(nodes the EP group spans, copies of a token's vector sent over the NICs, copies forwarded
     over NVLink inside the node), per token: one network copy per other destination node
     (DeepSeek-V3 Sec. 3.2.2: IB to the same-index GPU, then NVLink to the experts' GPUs), and
     the k experts' copies fanned out to the node's other members."""
-    g = members_per_node(cluster, ep, tp if stride is None else stride)
-    nodes = np.ceil(ep / g)
-    remote = destination_nodes(model, nodes, max_nodes) * (nodes - 1) / nodes
-    return nodes, remote, model.experts_per_token * np.where(g > 1, (g - 1) / g, 0.0)
+    g = members_per_node(cluster, ep, tp if stride is None else stride, xp)
+    nodes = xp.ceil(ep / g)
+    remote = destination_nodes(model, nodes, max_nodes, xp) * (nodes - 1) / nodes
+    return nodes, remote, model.experts_per_token * xp.where(g > 1, (g - 1) / g, 0.0)
 
 
 def all_to_all_network_share(model: Model, cluster: Cluster, tp, ep, max_nodes, stride=None):
@@ -82,24 +83,24 @@ def all_to_all_network_share(model: Model, cluster: Cluster, tp, ep, max_nodes, 
     return np.where(both > 0, remote / np.where(both > 0, both, 1.0), 0.0)
 
 
-def all_to_all_cost(model: Model, cluster: Cluster, tokens, tp, ep, max_nodes, dispatch_bytes, stride=None):
+def all_to_all_cost(model: Model, cluster: Cluster, tokens, tp, ep, max_nodes, dispatch_bytes, stride=None, xp=NUMPY):
     """(seconds, bytes sent) of one layer's dispatch + combine on one GPU, averaged over the
     layers: all_to_all_time's terms, with the bytes the GPU puts on the NICs and on NVLink."""
     if not model.experts:
-        zero = np.zeros_like(np.asarray(tokens, dtype=float))
+        zero = xp.full_like(tokens, 0.0)
         return zero, zero
     h = model.hidden
     local = tokens / tp
-    nodes, remote, fan_out = _routes(model, cluster, tp, ep, max_nodes, stride)
+    nodes, remote, fan_out = _routes(model, cluster, tp, ep, max_nodes, stride, xp)
     nic = cluster.inter_bytes_per_s_per_gpu
     nvlink = cluster.intra.effective_bytes_per_s
     total = sent = 0.0
     for element in (dispatch_bytes, 2.0):  # dispatch, then combine
         network_bytes = local * remote * h * element
         inside_bytes = local * fan_out * h * element
-        latency = np.where(nodes > 1, cluster.inter.latency_s, cluster.intra.latency_s) + NCCL_BASE_LATENCY_S
-        total = total + np.where(ep > 1, np.maximum(network_bytes / nic, inside_bytes / nvlink) + latency, 0.0)
-        sent = sent + np.where(ep > 1, network_bytes + inside_bytes, 0.0)
+        latency = xp.where(nodes > 1, cluster.inter.latency_s, cluster.intra.latency_s) + NCCL_BASE_LATENCY_S
+        total = total + xp.where(ep > 1, xp.maximum(network_bytes / nic, inside_bytes / nvlink) + latency, 0.0)
+        sent = sent + xp.where(ep > 1, network_bytes + inside_bytes, 0.0)
     return model.moe_share * total, model.moe_share * sent
 
 

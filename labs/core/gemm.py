@@ -23,9 +23,8 @@ than eager PyTorch, whose norms upcast to fp32 and whose RoPE and SwiGLU run as 
 
 from __future__ import annotations
 
-import numpy as np
-
 from labs.core.hardware import GPU
+from labs.core.stages.xp import NUMPY
 
 # Fitted on Korthikanti et al. 2022 Table 4 (22B layer, TP=8, A100; rows
 # korthikanti_t4_baseline_no_recompute forward and backward) together with ELEMENTWISE_TRAFFIC in
@@ -93,15 +92,15 @@ def attention_efficiency(kernel: str, arch: str) -> float:
     return ATTENTION_EFFICIENCY[(kernel, arch)]
 
 
-def layer_gemm_rate(gpu: GPU, fp8=False):
+def layer_gemm_rate(gpu: GPU, fp8=False, xp=NUMPY):
     """FLOP/s a transformer layer's large GEMMs sustain on this GPU, in BF16 or FP8 (the same
     share of each precision's measured best-shape rate)."""
-    return np.where(fp8, gpu.fp8_mamf_flops, gpu.mamf_flops) * LAYER_GEMM_SHARE
+    return xp.where(fp8, gpu.fp8_mamf_flops, gpu.mamf_flops) * LAYER_GEMM_SHARE
 
 
-def gemm_time(gpu: GPU, m, n, k, calls=1.0, fp8=False):
+def gemm_time(gpu: GPU, m, n, k, calls=1.0, fp8=False, xp=NUMPY):
     """Seconds for `calls` GEMMs of shape (m, n, k) each; every argument may be a numpy column."""
-    return calls * (2.0 * m * n * k / layer_gemm_rate(gpu, fp8) + GEMM_FIXED_S)
+    return calls * (2.0 * m * n * k / layer_gemm_rate(gpu, fp8, xp) + GEMM_FIXED_S)
 
 
 def gemm_efficiency(gpu: GPU, m, n, k):

@@ -16,8 +16,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from labs.core.models import ALL_RECOMPUTE_MODES, RECOMPUTE_MODES
+from labs.core.models import RECOMPUTE_MODES
 from labs.core.pipeline import SCHEDULES
+from labs.core.stages.activations import (  # noqa: F401 (re-exported: the per-layer activation bytes)
+    activation_columns, fp8_activation_savings, fp8_norms_up_proj_savings, layer_activation_columns)
+from labs.core.stages.xp import NUMPY
 from labs.core.validation import check_bool, check_choice, check_positive
 
 WEIGHT_BYTES = 2  # bf16 weights
@@ -134,16 +137,16 @@ def model_state_split(params: float, zero_stage: int, dp: int, offload: bool = F
     return tuple(float(x) for x in model_state_columns(params, zero_stage, dp, offload, state.bytes_per_param, GRAD_BYTES))
 
 
-def model_state_columns(params, zero_stage, dp, offload, optimizer_bytes, grad_bytes):
+def model_state_columns(params, zero_stage, dp, offload, optimizer_bytes, grad_bytes, xp=NUMPY):
     """(weights, gradients, optimizer) bytes per GPU over numpy columns; grad_bytes is 2 for
     bf16 gradients, 4 for fp32 main gradients (Megatron's bf16 default)."""
-    zero_stage = np.asarray(zero_stage)
-    dp = np.asarray(dp, dtype=float)
-    weights = WEIGHT_BYTES * params / np.where(zero_stage >= 3, dp, 1.0)
-    gradients = grad_bytes * params / np.where(zero_stage >= 2, dp, 1.0)
-    optimizer = optimizer_bytes * params / np.where(zero_stage >= 1, dp, 1.0)
-    gradients = np.where(offload & (zero_stage >= 2), 0.0, gradients)
-    return weights, gradients, np.where(offload, 0.0, optimizer)
+    zero_stage = zero_stage if xp.scalar else np.asarray(zero_stage)
+    dp = xp.floats(dp)
+    weights = WEIGHT_BYTES * params / xp.where(zero_stage >= 3, dp, 1.0)
+    gradients = grad_bytes * params / xp.where(zero_stage >= 2, dp, 1.0)
+    optimizer = optimizer_bytes * params / xp.where(zero_stage >= 1, dp, 1.0)
+    gradients = xp.where(offload & (zero_stage >= 2), 0.0, gradients)
+    return weights, gradients, xp.where(offload, 0.0, optimizer)
 
 
 def model_state_bytes(params: float, zero_stage: int, dp: int, offload: bool = False, optimizer: str = "fp32") -> float:
@@ -182,15 +185,6 @@ def activation_bytes_per_layer(
     return float(activation_columns(seq_len, micro_batch, hidden, heads, tp, sequence_parallel, RECOMPUTE_MODES.index(recompute)))
 
 
-def activation_columns(s, b, h, a, t, sp, recompute_code):
-    """activation_bytes_per_layer over numpy columns (recompute_code indexes RECOMPUTE_MODES)."""
-    s, b, t = (np.asarray(x, dtype=float) for x in (s, b, t))
-    sbh = s * b * h
-    attention = np.where(recompute_code == RECOMPUTE_MODES.index("none"), 5 * a * s / h, 0.0)
-    kept = np.where(sp, sbh * (34 + attention) / t, sbh * (10 + 24 / t + attention / t))
-    return np.where(recompute_code == RECOMPUTE_MODES.index("full"), 2 * sbh / np.where(sp, t, 1.0), kept)
-
-
 def in_flight_microbatches(schedule: str, p: int, m: int, v: int = 1, stage: int = 0) -> float:
     """Micro-batches whose activations stage `stage` holds at its peak, in units of one
     micro-batch through that stage's L/p layers.
@@ -208,98 +202,16 @@ def in_flight_microbatches(schedule: str, p: int, m: int, v: int = 1, stage: int
     return float(in_flight_columns(SCHEDULES.index(schedule), p, m, v, stage))
 
 
-def in_flight_columns(schedule_code, p, m, v, stage=0, group=-1):
+def in_flight_columns(schedule_code, p, m, v, stage=0, group=-1, xp=NUMPY):
     """in_flight_microbatches over numpy columns (schedule_code indexes SCHEDULES). Under
     interleaving, rank r runs (p - r - 1) x 2 + (v - 1) x N warm-up chunks before its first
     backward (Megatron-LM's schedule; N, the micro-batch group size, defaults to p), so it holds
     ((p - r - 1) x 2 + (v - 1) x N + 1) / v micro-batches' worth of its layers: for r = 0 and
     N = p that is p (1 + (p-1)/(p v)), Korthikanti's figure."""
-    p, m, v, stage = (np.asarray(x, dtype=float) for x in (p, m, v, stage))
-    n = np.where(np.asarray(group, dtype=float) > 0, group, p)
-    held = np.minimum(m, p - stage)
-    interleaved = np.minimum(m, ((p - stage - 1) * 2 + (v - 1) * n + 1) / v)
-    held = np.where((schedule_code == SCHEDULES.index("interleaved")) & (m >= p), interleaved, held)
-    held = np.where(schedule_code == SCHEDULES.index("zb-h2"), np.minimum(m, 2 * (p - stage) - 1), held)
-    return np.where(schedule_code == SCHEDULES.index("gpipe"), m, held)
-
-
-def layer_activation_columns(model, s, b, t, sp, recompute_code):
-    """Bytes one layer of `model` keeps per micro-batch, over numpy columns.
-
-    GPT layers (multi-head attention, 4h GeLU MLP, dropout): Korthikanti's formulas
-    (activation_columns). Llama-style layers (GQA, SwiGLU of width f, RMSNorm, no dropout),
-    counted tensor by tensor in bf16, per token:
-      replicated under TP, sharded by SP: the two RMSNorm inputs and the two GEMM inputs they
-        feed (QKV, FFN in), 4 x 2h
-      sharded by TP: Q (2h), K and V (2 x 2 kv), the attention output (2h), gate and up (2 x 2f),
-        the SwiGLU product that feeds the FFN out (2f); flash attention's softmax statistics
-        (fp32, 4 a); without flash attention the s x s softmax output, 2 a s
-    = s b (12h + 4 kv + 6f + 4a) / t with SP: 31.8 s b h / t for Llama 3 405B.
-    Selective recompute (or flash attention) drops the s x s term; full recompute keeps the layer
-    input only, 2 s b h (/ t with SP)."""
-    if not model.gated_ffn:
-        return activation_columns(s, b, model.hidden, model.heads, t, sp, recompute_code)
-    s, b, t = (np.asarray(x, dtype=float) for x in (s, b, t))
-    h, a, kv, f = model.hidden, model.heads, model.kv_dim, model.ffn
-    scores = np.where(recompute_code == RECOMPUTE_MODES.index("none"), 2 * a * s, 0.0)
-    ffn = 6 * f
-    if model.experts:  # routed tokens keep their dispatched input and the experts' gate, up and product
-        k, fe = model.experts_per_token, model.expert_ffn
-        moe = k * (2 * h + 6 * fe) + 6 * model.shared_experts * fe + 4 * model.experts
-        ffn = (1 - model.moe_share) * 6 * f + model.moe_share * moe
-    per_token = 8 * h / np.where(sp, t, 1.0) + (4 * h + 4 * kv + ffn + 4 * a + scores) / t
-    kept = s * b * per_token
-    kept = np.where(recompute_code == ALL_RECOMPUTE_MODES.index("ops"), s * b * _ops_per_token(model, h, kv, a, ffn, sp, t), kept)
-    kept = np.where(recompute_code == ALL_RECOMPUTE_MODES.index("norms_up_proj"), s * b * _norms_up_proj_per_token(model, sp, t), kept)
-    return np.where(recompute_code == RECOMPUTE_MODES.index("full"), 2 * s * b * h / np.where(sp, t, 1.0), kept)
-
-
-def _ops_per_token(model, h, kv, a, ffn, sp, t):
-    """Op-level selective checkpointing (every other matmul's output saved): the layer input, the
-    attention output and its softmax statistics, and half the matmul outputs (Q 2h, K and V 4 kv,
-    the projection 2h, the FFN's gate and up, two thirds of its stored bytes, and its output 2h)."""
-    matmul_outputs = 2 * h + 4 * kv + 2 * h + ffn * 2 / 3 + 2 * h
-    return 2 * h / np.where(sp, t, 1.0) + (2 * h + 4 * a + 0.5 * matmul_outputs) / t
-
-
-def _norms_up_proj_per_token(model, sp, t):
-    """DeepSeek-V3's recomputation (Sec. 3.2.3): the norms' inputs stay (4h), their outputs are
-    re-run; MLA keeps its latents (query, key-value and the shared RoPE key) instead of the
-    up-projected Q, K and V; the attention output and softmax statistics stay; gated FFNs keep
-    the inputs of SwiGLU (gate and up) and re-run its product; routed tokens keep their
-    dispatched copy. Without MLA only the norms and SwiGLU are re-run."""
-    h, a = model.hidden, model.heads
-    if model.mla:
-        attention = 2 * (model.q_lora_rank + model.kv_lora_rank + model.qk_rope_dim) + 2 * a * model.v_head_dim + 4 * a
-    else:
-        attention = 4 * h + 4 * model.kv_dim + 4 * a
-    ffn = 4 * model.ffn
-    if model.experts:
-        k, fe = model.experts_per_token, model.expert_ffn
-        moe = k * (2 * h + 4 * fe) + 4 * model.shared_experts * fe + 4 * model.experts
-        ffn = (1 - model.moe_share) * 4 * model.ffn + model.moe_share * moe
-    return 4 * h / np.where(sp, t, 1.0) + (attention + ffn) / t
-
-
-def fp8_norms_up_proj_savings(model, s, b, t):
-    """DeepSeek-V3's FP8 activation caching (Sec. 3.3.3) on top of its recomputation: the Linear
-    inputs it keeps are cached in FP8 (1 byte of 2): the MLA latents, the attention output (in
-    E5M6, 1.5 bytes), the SwiGLU inputs, and the routed tokens as dispatched (in FP8)."""
-    s, b, t = (np.asarray(x, dtype=float) for x in (s, b, t))
-    h, a = model.hidden, model.heads
-    latents = (model.q_lora_rank + model.kv_lora_rank + model.qk_rope_dim) if model.mla else 0.0
-    out = 0.25 * 2 * (a * model.v_head_dim if model.mla else h)
-    ffn = 2 * model.ffn
-    if model.experts:
-        k, fe = model.experts_per_token, model.expert_ffn
-        ffn = (1 - model.moe_share) * 2 * model.ffn + model.moe_share * (k * (h + 2 * fe) + 2 * model.shared_experts * fe)
-    return s * b * (latents + out + ffn) / t
-
-
-def fp8_activation_savings(model, s, b, t, sp):
-    """Bytes per layer and micro-batch that FP8 GEMMs save: Transformer Engine keeps the FP8
-    copy (1 byte) of a GEMM input that no other op needs in BF16: the QKV and FFN-in inputs (the
-    norm outputs) and the FFN-out input (GeLU output 4h for GPT, the SwiGLU product f for
-    Llama). The attention output stays: flash attention keeps it in BF16 for its backward."""
-    s, b, t = (np.asarray(x, dtype=float) for x in (s, b, t))
-    return s * b * (2 * model.hidden / np.where(sp, t, 1.0) + model.ffn / t)
+    p, m, v, stage = xp.floats(p), xp.floats(m), xp.floats(v), xp.floats(stage)
+    n = xp.where(xp.floats(group) > 0, group, p)
+    held = xp.minimum(m, p - stage)
+    interleaved = xp.minimum(m, ((p - stage - 1) * 2 + (v - 1) * n + 1) / v)
+    held = xp.where((schedule_code == SCHEDULES.index("interleaved")) & (m >= p), interleaved, held)
+    held = xp.where(schedule_code == SCHEDULES.index("zb-h2"), xp.minimum(m, 2 * (p - stage) - 1), held)
+    return xp.where(schedule_code == SCHEDULES.index("gpipe"), m, held)

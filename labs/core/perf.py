@@ -9,17 +9,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from labs.core.collectives import CollectiveCost
 from labs.core.context import check_ulysses
 from labs.core.eras import ERA_NAMES, GRAD_SYNCS, check_plan_in_era, get_era, stack_of
 from labs.core.hardware import GPUS, Cluster
-from labs.core.layout import RANK_ORDERS, axis_strides
+from labs.core.layout import RANK_ORDERS
 from labs.core.memory import OPTIMIZER_STATES, ZERO_STAGES, MemoryBreakdown, optimizer_state
 from labs.core.models import ALL_RECOMPUTE_MODES, Model
 from labs.core.pipeline import SCHEDULES
-from labs.core.step import CPU_ADAM_BYTES_PER_PARAM, evaluate
+from labs.core.stages.inputs import strides
+from labs.core.stages.xp import SCALAR
+from labs.core.step import CPU_ADAM_BYTES_PER_PARAM, evaluate_plan
 from labs.core.topology import DP_ALGORITHMS, check_algorithm, members_per_node
 from labs.core.validation import check_bool, check_choice, check_positive
 
@@ -419,8 +419,7 @@ def _collectives(cluster: Cluster, plan: Plan, r: dict) -> tuple[CollectiveUse, 
 
 
 def _run(model: Model, cluster: Cluster, plan: Plan) -> dict[str, float]:
-    out = evaluate(model, cluster, {k: np.asarray([v]) for k, v in plan_columns(plan).items()}, plan.dp_algorithm, stack_of(plan.stack))
-    return {k: float(v[0]) for k, v in out.items()}
+    return evaluate_plan(model, cluster, plan_columns(plan), plan.dp_algorithm, stack_of(plan.stack))
 
 
 def layer_times(hidden: int, heads: int, seq_len: int, micro_batch: int, gpu_key: str) -> dict[str, float]:
@@ -492,8 +491,8 @@ def _warnings(model, cluster, plan, memory, fits, bubble, dp_exposed, step, offl
                 f"Offloaded state needs {host / 1e9:,.0f} GB of CPU memory per node, more than the host's "
                 f"{cluster.host.memory_bytes / 1e9:,.0f} GB"
             )
-    tp_stride = float(axis_strides(plan.rank_order, plan.tp, plan.cp, plan.dp, plan.pp)["tp"])
-    if plan.tp <= cluster.gpus_per_node and plan.tp > 1 and members_per_node(cluster, plan.tp, tp_stride) < plan.tp:
+    tp_stride = strides(RANK_ORDERS.index(plan.rank_order), float(plan.tp), float(plan.cp), float(plan.dp), float(plan.pp), SCALAR)["tp"]
+    if plan.tp <= cluster.gpus_per_node and plan.tp > 1 and members_per_node(cluster, plan.tp, tp_stride, SCALAR) < plan.tp:
         out.append(
             f"Rank order {plan.rank_order} places the {plan.tp} GPUs of each TP group {tp_stride:g} ranks apart: every group "
             f"spans nodes, so its per-layer collectives leave {cluster.intra.name} for {cluster.inter.name}"

@@ -65,6 +65,7 @@ import numpy as np
 
 from labs.core.gemm import layer_gemm_rate
 from labs.core.hardware import GPUS, LINKS, NCCL_BASE_LATENCY_S
+from labs.core.stages.xp import NUMPY
 from labs.core.validation import check_bool, check_choice, check_positive
 
 SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2")
@@ -129,22 +130,22 @@ def check_group(p: int, m: int, group: int) -> None:
                          f"or leave at least p over")
 
 
-def idle_time(p, m, schedule_code, v, tf, tb, tw, comm=0.0, group=None):
+def idle_time(p, m, schedule_code, v, tf, tb, tw, comm=0.0, group=None, xp=NUMPY):
     """Idle time per stage of a pipeline (array-valued: every argument may be a column).
     schedule_code indexes SCHEDULES; tb and tw are the input- and weight-gradient passes (other
     schedules run them as one backward of tb + tw). The closed forms of the module docstring;
     with messages (comm > 0) only for the interleaved schedule, where message_idle adds them."""
-    p = np.asarray(p, dtype=float)
-    code = np.asarray(schedule_code)
-    zb1 = (p - 1) * np.maximum(tf + tb - tw, tb)
-    zb2 = (p - 1) * np.maximum(np.maximum(tf + tb - 2 * tw, tb - tf), 0.0)
+    p = xp.floats(p)
+    code = schedule_code if xp.scalar else np.asarray(schedule_code)
+    zb1 = (p - 1) * xp.maximum(tf + tb - tw, tb)
+    zb2 = (p - 1) * xp.maximum(xp.maximum(tf + tb - 2 * tw, tb - tf), 0.0)
     plain = (p - 1) * (tf + tb + tw) / v
-    interleaved = plain + message_idle(p, v, p if group is None else group, tf, tb + tw, comm)
-    return np.where(code == SCHEDULES.index("zb-h1"), zb1, np.where(code == SCHEDULES.index("zb-h2"), zb2,
-                    np.where(code == SCHEDULES.index("interleaved"), interleaved, plain)))
+    interleaved = plain + message_idle(p, v, p if group is None else group, tf, tb + tw, comm, xp)
+    return xp.where(code == SCHEDULES.index("zb-h1"), zb1, xp.where(code == SCHEDULES.index("zb-h2"), zb2,
+                    xp.where(code == SCHEDULES.index("interleaved"), interleaved, plain)))
 
 
-def message_idle(p, v, group, tf, tbw, comm):
+def message_idle(p, v, group, tf, tbw, comm, xp=NUMPY):
     """What p2p messages of `comm` each add to every stage's idle time under Megatron's interleaved
     schedule with micro-batch group size N (array-valued; tf and tbw are a whole stage's forward
     and backward, a chunk's are tf / v and tbw / v):
@@ -159,10 +160,10 @@ def message_idle(p, v, group, tf, tbw, comm):
     Sec. 3.3.2, tunes N for this trade against the memory N holds). Equal to the generated
     timeline's idle time for N >= p, m a multiple of N and comm <= min(tf, tbw) / v
     (tests/test_engine_v3_mechanisms.py); longer messages also stall the steady state."""
-    p, v, n = (np.asarray(x, dtype=float) for x in (p, v, group))
-    f, b = np.asarray(tf, dtype=float) / v, np.asarray(tbw, dtype=float) / v
+    p, v, n = xp.floats(p), xp.floats(v), xp.floats(group)
+    f, b = xp.floats(tf) / v, xp.floats(tbw) / v
     spare = n - p
-    return 2 * (p - 1) * comm + (v - 1) * (np.maximum(0.0, p * comm - spare * f) + np.maximum(0.0, p * comm - spare * b))
+    return 2 * (p - 1) * comm + (v - 1) * (xp.maximum(0.0, p * comm - spare * f) + xp.maximum(0.0, p * comm - spare * b))
 
 
 def bubble_fraction(p: int, m: int, schedule: str = "1f1b", v: int = 1, convention: str = "total", costs: OpCosts | None = None,

@@ -41,6 +41,7 @@ import numpy as np
 
 from labs.core.collectives import CollectiveCost
 from labs.core.hardware import NCCL_BASE_LATENCY_S, Cluster
+from labs.core.stages.xp import NUMPY
 from labs.core.validation import check_choice, check_positive
 
 DP_ALGORITHMS = ("auto", "ring", "tree", "nvls")
@@ -70,12 +71,12 @@ TREE_BANDWIDTH_CAP = 0.92
 _TREE_PROTOCOL_BW = {True: (1 / 3.8, 120 / 128, 1.0), False: (1 / 3.8, 7 / 9, 1.0)}  # keyed by "across nodes"
 
 
-def members_per_node(cluster: Cluster, n, stride):
+def members_per_node(cluster: Cluster, n, stride, xp=NUMPY):
     """How many members of a group of n ranks, `stride` apart, share one node."""
     gpn = cluster.gpus_per_node
-    stride = np.asarray(stride, dtype=float)
-    packed = np.where(stride < gpn, np.maximum(1.0, np.floor(gpn / np.maximum(stride, 1.0))), 1.0)
-    return np.minimum(np.asarray(n, dtype=float), packed)
+    stride = xp.floats(stride)
+    packed = xp.where(stride < gpn, xp.maximum(1.0, xp.floor(gpn / xp.maximum(stride, 1.0))), 1.0)
+    return xp.minimum(xp.floats(n), packed)
 
 
 def _uses(op: str, algorithm: str, cluster: Cluster) -> tuple[str, ...]:
@@ -90,12 +91,12 @@ def _uses(op: str, algorithm: str, cluster: Cluster) -> tuple[str, ...]:
     return ("ring",)
 
 
-def _ring_bus_bandwidth(cluster: Cluster, n, stride, g, nodes, intra):
+def _ring_bus_bandwidth(cluster: Cluster, n, stride, g, nodes, intra, xp=NUMPY):
     nics = cluster.rails * g / cluster.gpus_per_node
-    span = n * np.asarray(stride, dtype=float)
-    tier = np.where(span > cluster.pod_gpus, 1.0 / cluster.oversubscription, 1.0) if cluster.pod_gpus else 1.0
-    across = np.minimum(intra, nics * cluster.inter.effective_bytes_per_s * tier)
-    return np.where(nodes > 1, across, intra)
+    span = n * xp.floats(stride)
+    tier = xp.where(span > cluster.pod_gpus, 1.0 / cluster.oversubscription, 1.0) if cluster.pod_gpus else 1.0
+    across = xp.minimum(intra, nics * cluster.inter.effective_bytes_per_s * tier)
+    return xp.where(nodes > 1, across, intra)
 
 
 def group_bus_bandwidth(cluster: Cluster, n, stride, algorithm: str = "ring", op: str = "all_reduce"):
@@ -113,91 +114,100 @@ def group_bus_bandwidth(cluster: Cluster, n, stride, algorithm: str = "ring", op
     return ring
 
 
-def _nvls_bus_bandwidth(cluster: Cluster, op: str, n, stride, g, nodes, ring):
+def _nvls_bus_bandwidth(cluster: Cluster, op: str, n, stride, g, nodes, ring, xp=NUMPY):
     """NVLS bus bandwidth: the switch's all-reduce rate inside a node (capped by the NICs across
     nodes); a reduce-scatter or all-gather gets half that algorithm bandwidth (tuning.cc: intraBw
     x 2 for all-reduce only, which pipelines a reduce and a broadcast through the switch) and only
     inside a node. At least 1 byte/s: a group of one moves nothing."""
-    nvls = _ring_bus_bandwidth(cluster, n, stride, g, nodes, cluster.intra.nvls_bytes_per_s)
+    nvls = _ring_bus_bandwidth(cluster, n, stride, g, nodes, cluster.intra.nvls_bytes_per_s, xp)
     if op != "all_reduce":
-        nvls = np.where(nodes > 1, ring, nvls / 2 * (n - 1) / np.maximum(n, 1.0))
-    return np.maximum(nvls, 1.0)
+        nvls = xp.where(nodes > 1, ring, nvls / 2 * (n - 1) / xp.maximum(n, 1.0))
+    return xp.maximum(nvls, 1.0)
 
 
-# The tables as (protocol, 1) columns, so that one numpy operation prices every protocol at once.
-_COL = {key: np.array(value, dtype=float)[:, None] * _US for key, value in _HOP_US.items()}
-_RING_BASE, _TREE_BASE = (np.array(_BASE_US[a], dtype=float)[:, None] * _US for a in ("ring", "tree"))
-_RING_SHARES = np.array(_RING_PROTOCOL_BW, dtype=float)[:, None]
-_TREE_SHARES = {k: np.array(v, dtype=float)[:, None] for k, v in _TREE_PROTOCOL_BW.items()}
+# The tables per protocol (LL, LL128, Simple) in seconds. A formula over xp.options(tables) prices
+# every protocol at once on numpy columns, or one protocol at a time for one plan.
+_HOP_S = {key: tuple(x * _US for x in value) for key, value in _HOP_US.items()}
+_BASE_S = {key: tuple(x * _US for x in value) for key, value in _BASE_US.items()}
 
 
-def _ring_options(share, n, g, multi, nodes, hop, moved, ring_busbw):
-    """(latency, bandwidth) seconds of the ring under each protocol, stacked (tuning.cc): base +
+def _ring_option(base, hop_intra, hop_net_ring, hop_net_tree, protocol_bw, share, n, g, multi, nodes, moved, ring_busbw, xp):
+    """(latency, bandwidth) seconds of the ring under one protocol (tuning.cc): base +
     (nsteps - nInterSteps) intra hops + nInterSteps network hops, and the bytes at the protocol's
     share of the bandwidth. With one GPU per node tuning.cc charges the tree's network hop."""
-    net_steps = share * np.where(multi, nodes - 1, 0.0)
-    hop_net = np.where(g == 1, _COL["net", "tree"], _COL["net", "ring"])
-    latency = _RING_BASE + (share * (n - 1) - net_steps) * _COL[hop, "ring"] + net_steps * hop_net
-    return latency, moved / (_RING_SHARES * ring_busbw)
+    net_steps = share * xp.where(multi, nodes - 1, 0.0)
+    hop_net = xp.where(g == 1, hop_net_tree, hop_net_ring)
+    latency = base + (share * (n - 1) - net_steps) * hop_intra + net_steps * hop_net
+    return latency, moved / (protocol_bw * ring_busbw)
 
 
-def _tree_options(nbytes, g, multi, nodes, hop, ring_busbw):
-    """The tree all-reduce under each protocol: base + 2 ((g - 1) intra + log2(nodes) network)
+def _tree_option(base, hop_intra, hop_net, bw_across, bw_inside, nbytes, g, multi, nodes, ring_busbw, xp):
+    """The tree all-reduce under one protocol: base + 2 ((g - 1) intra + log2(nodes) network)
     hops, and 2 M at 0.92 of the ring's bus bandwidth times the protocol's share."""
-    levels = np.floor(np.log2(np.maximum(nodes, 1.0)))
-    latency = _TREE_BASE + 2 * ((g - 1) * _COL[hop, "tree"] + levels * _COL["net", "tree"])
-    shares = np.where(multi, _TREE_SHARES[True], _TREE_SHARES[False])
+    levels = xp.floor(xp.log2(xp.maximum(nodes, 1.0)))
+    latency = base + 2 * ((g - 1) * hop_intra + levels * hop_net)
+    shares = xp.where(multi, bw_across, bw_inside)
     return latency, 2 * nbytes / (shares * TREE_BANDWIDTH_CAP * ring_busbw)
 
 
-def collective_columns(op: str, nbytes, cluster: Cluster, n, stride=1, algorithm: str = "ring"):
+def collective_columns(op: str, nbytes, cluster: Cluster, n, stride=1, algorithm: str = "ring", xp=NUMPY):
     """(latency seconds, bandwidth seconds) of one collective of `nbytes` over groups of n ranks
     spaced `stride` apart, with the algorithm and protocol NCCL's cost model picks among those
-    `algorithm` allows; every argument but op, cluster and algorithm may be an array."""
+    `algorithm` allows; every argument but op, cluster and algorithm may be an array (xp: the
+    array namespace, labs.core.stages.xp)."""
     if op == "p2p":
-        nbytes = np.asarray(nbytes, dtype=float)
-        g = members_per_node(cluster, 2, stride)
-        bw = np.where(g >= 2, cluster.intra.effective_bytes_per_s, cluster.inter_bytes_per_s_per_gpu)
-        lat = np.where(g >= 2, cluster.intra.latency_s, cluster.inter.latency_s)
+        nbytes = xp.floats(nbytes)
+        g = members_per_node(cluster, 2, stride, xp)
+        bw = xp.where(g >= 2, cluster.intra.effective_bytes_per_s, cluster.inter_bytes_per_s_per_gpu)
+        lat = xp.where(g >= 2, cluster.intra.latency_s, cluster.inter.latency_s)
         active = nbytes > 0
-        return np.where(active, lat, 0.0), np.where(active, nbytes / bw, 0.0)
-    n, nbytes, stride = np.broadcast_arrays(np.asarray(n, dtype=float), np.asarray(nbytes, dtype=float), np.asarray(stride, dtype=float))
-    shape = n.shape
-    n, nbytes, stride = n.reshape(-1), nbytes.reshape(-1), stride.reshape(-1)
+        return xp.where(active, lat, 0.0), xp.where(active, nbytes / bw, 0.0)
+    if xp.scalar:
+        n, nbytes, stride = float(n), float(nbytes), float(stride)
+        if not (n > 1 and nbytes > 0):  # what the vector path's `active` mask gives
+            return 0.0, 0.0
+    else:
+        n, nbytes, stride = np.broadcast_arrays(np.asarray(n, dtype=float), np.asarray(nbytes, dtype=float), np.asarray(stride, dtype=float))
+        shape = n.shape
+        n, nbytes, stride = n.reshape(-1), nbytes.reshape(-1), stride.reshape(-1)
     share = _RING_SHARE[op]
-    g = members_per_node(cluster, n, stride)
-    nodes = np.ceil(n / g)
+    g = members_per_node(cluster, n, stride, xp)
+    nodes = xp.ceil(n / g)
     multi = nodes > 1
     hop = "nvlink" if cluster.intra.name.startswith("NVLink") else "pci"
-    ring_busbw = _ring_bus_bandwidth(cluster, n, stride, g, nodes, cluster.intra.effective_bytes_per_s)
-    moved = share * (n - 1) / np.maximum(n, 1.0) * nbytes  # bytes through each rank's links
+    ring_busbw = _ring_bus_bandwidth(cluster, n, stride, g, nodes, cluster.intra.effective_bytes_per_s, xp)
+    moved = share * (n - 1) / xp.maximum(n, 1.0) * nbytes  # bytes through each rank's links
     uses = _uses(op, algorithm, cluster)
     latencies, bandwidths = [], []
     if "ring" in uses:
-        lat, bw = _ring_options(share, n, g, multi, nodes, hop, moved, ring_busbw)
-        if algorithm == "nvls":  # NCCL_ALGO=NVLS: the ring only where NVLS cannot run
-            lat = np.where(_nvls_usable(op, g, multi), np.inf, lat)
-        latencies.append(lat)
-        bandwidths.append(bw)
+        tables = (_BASE_S["ring"], _HOP_S[hop, "ring"], _HOP_S["net", "ring"], _HOP_S["net", "tree"], _RING_PROTOCOL_BW)
+        for base, hop_intra, net_ring, net_tree, protocol_bw in zip(*xp.options(tables)):
+            lat, bw = _ring_option(base, hop_intra, net_ring, net_tree, protocol_bw, share, n, g, multi, nodes, moved, ring_busbw, xp)
+            if algorithm == "nvls":  # NCCL_ALGO=NVLS: the ring only where NVLS cannot run
+                lat = xp.where(_nvls_usable(op, g, multi, xp), xp.inf, lat)
+            latencies.append(lat)
+            bandwidths.append(bw)
     if "tree" in uses:
-        lat, bw = _tree_options(nbytes, g, multi, nodes, hop, ring_busbw)
-        latencies.append(lat)
-        bandwidths.append(bw)
+        tables = (_BASE_S["tree"], _HOP_S[hop, "tree"], _HOP_S["net", "tree"], _TREE_PROTOCOL_BW[True], _TREE_PROTOCOL_BW[False])
+        for base, hop_intra, hop_net, bw_across, bw_inside in zip(*xp.options(tables)):
+            lat, bw = _tree_option(base, hop_intra, hop_net, bw_across, bw_inside, nbytes, g, multi, nodes, ring_busbw, xp)
+            latencies.append(lat)
+            bandwidths.append(bw)
     if "nvls" in uses:  # NVLS inside a node; NVLSTree across nodes (all-reduce only)
-        busbw = _nvls_bus_bandwidth(cluster, op, n, stride, g, nodes, ring_busbw)
-        lat = (_NVLS_US + 2 * np.floor(np.log2(np.maximum(nodes, 1.0))) * _NVLS_TREE_NET_US) * _US
-        latencies.append(np.where(_nvls_usable(op, g, multi), lat, np.inf)[None])
-        bandwidths.append((moved / busbw)[None])
-    lat, bw = np.concatenate(latencies), np.concatenate(bandwidths)
-    pick = (np.argmin(lat + bw, axis=0), np.arange(lat.shape[1]))
-    latency, bandwidth = lat[pick], bw[pick]
+        busbw = _nvls_bus_bandwidth(cluster, op, n, stride, g, nodes, ring_busbw, xp)
+        lat = (_NVLS_US + 2 * xp.floor(xp.log2(xp.maximum(nodes, 1.0))) * _NVLS_TREE_NET_US) * _US
+        latencies.append(xp.where(_nvls_usable(op, g, multi, xp), lat, xp.inf))
+        bandwidths.append(moved / busbw)
+    latency, bandwidth = xp.cheapest(latencies, bandwidths)
+    if xp.scalar:
+        return latency, bandwidth
     active = (n > 1) & (nbytes > 0)
     return np.where(active, latency, 0.0).reshape(shape), np.where(active, bandwidth, 0.0).reshape(shape)
 
 
-def _nvls_usable(op, g, multi):
+def _nvls_usable(op, g, multi, xp=NUMPY):
     """NVLS needs two or more of a node's GPUs; across nodes only the all-reduce has it (NVLSTree)."""
-    return ((op == "all_reduce") | ~multi) & (g >= 2)
+    return ((op == "all_reduce") | xp.not_(multi)) & (g >= 2)
 
 
 def check_algorithm(cluster: Cluster, algorithm: str) -> None:

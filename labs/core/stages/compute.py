@@ -1,0 +1,77 @@
+"""Compute stage: one layer, one micro-batch, one GPU.
+
+- GEMMs by shape (labs.core.gemm): QKV, attention projection, FFN in (gate and up for SwiGLU),
+  FFN out; backward runs each twice (input and weight gradients).
+- Attention core: without flash attention, two batched GEMMs per head plus the s x s softmax and
+  dropout through HBM; with it, one fused kernel doing the causal half of the work.
+- Element-wise work streams ELEMENTWISE_TRAFFIC x the activation bytes the layer writes
+  (Korthikanti's count) through HBM.
+- The host issues every kernel: a layer whose kernels are shorter than the CPU's time to launch
+  them waits for the CPU.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from labs.core.context import contiguous_imbalance_columns
+from labs.core.eras import kernels_per_layer
+from labs.core.experts import ffn_forward_time
+from labs.core.gemm import flash_attention_time, gemm_time, unfused_elementwise_ratio
+from labs.core.models import ALL_RECOMPUTE_MODES, RECOMPUTE_MODES
+from labs.core.stages.activations import layer_activation_columns
+
+# HBM bytes the element-wise ops move per pass, per byte of activations the layer writes. Fitted
+# with labs.core.gemm.LAYER_GEMM_SHARE on Korthikanti Table 4's baseline row (forward 7.7 ms,
+# backward 11.9 ms): labs.core.calibration.fit_layer_constants.
+ELEMENTWISE_TRAFFIC = 2.2
+
+_SELECTIVE, _NONE = RECOMPUTE_MODES.index("selective"), RECOMPUTE_MODES.index("none")
+_OPS, _NORMS_UP = ALL_RECOMPUTE_MODES.index("ops"), ALL_RECOMPUTE_MODES.index("norms_up_proj")
+
+
+def layer_compute(model, cluster, stack, p, xp) -> SimpleNamespace:
+    """Seconds of one layer's forward (fwd), input-gradient (layer_b, with what is re-run) and
+    weight-gradient (layer_w) passes for one micro-batch, and the parts later stages overlap
+    communication with (gemm_f, attn_f, attn_b)."""
+    gpu, h, a = cluster.gpu, model.hidden, model.heads
+    tp, tokens, fp8, s, s_full, b = p.tp, p.tokens, p.fp8, p.s, p.s_full, p.b
+    hbm_rate = gpu.hbm_bytes_per_s * gpu.hbm_efficiency
+    if model.mla:  # down- and up-projections in, the output projection out, as two GEMMs of equal weight
+        attention_gemms = gemm_time(gpu, tokens, model.attention_params / (2 * h) / tp, h, 2, fp8, xp)
+    else:
+        attention_gemms = gemm_time(gpu, tokens, (h + 2 * model.kv_dim) / tp, h, fp8=fp8, xp=xp) + gemm_time(gpu, tokens, h, h / tp, fp8=fp8, xp=xp)
+    gemm_f = attention_gemms + ffn_forward_time(model, cluster, tokens, tp, p.ep, p.capacity, fp8, xp)
+    # FP8 (Transformer Engine's recipe): the layer's GEMMs run in FP8, each input cast first
+    # (read 2 bytes, write 1, and the amax reduction); attention, norms, the embedding and the
+    # output layer stay in BF16 (DeepSeek-V3 Sec. 3.3.1 keeps the same ones in higher precision).
+    gemm_inputs = tokens * (h + h / tp + h + model.ffn / tp)
+    fp8_casts = xp.where(fp8, 3 * gemm_inputs / hbm_rate, 0.0)
+    gemm_f = gemm_f + fp8_casts
+    head_dim = model.score_dim / a
+    scores_f = gemm_time(gpu, s, s_full, head_dim, calls=2 * b * a / tp, xp=xp)
+    flash_f, flash_b = flash_attention_time(gpu, 0.5 * 4 * b * s * s_full * model.score_dim / tp, stack.attention_kernel)
+    attn_f = xp.where(p.flash, flash_f, scores_f)
+    attn_b = xp.where(p.flash, flash_b, 2 * scores_f)
+    # A ring over contiguous blocks waits, every step, for the rank holding the sequence's end: it
+    # does 2 - 1/cp times the mean causal work (labs.core.context.causal_work).
+    imbalance = xp.where(p.cp_contiguous & (p.cp > 1), contiguous_imbalance_columns(p.cp, xp), 1.0)
+    attn_f, attn_b = attn_f * imbalance, attn_b * imbalance
+    written = layer_activation_columns(model, s, b, tp, p.sp, xp.where(p.flash, _SELECTIVE, _NONE), xp)
+    # Eager PyTorch moves more bytes per element-wise op than fused kernels (labs.core.gemm).
+    fused = stack.fused_elementwise | p.torch_compile
+    elementwise = ELEMENTWISE_TRAFFIC * xp.where(fused, 1.0, unfused_elementwise_ratio(model)) * written / hbm_rate
+    scores_elementwise = ELEMENTWISE_TRAFFIC * 5 * a * s * s_full * b / tp / hbm_rate
+    fwd = gemm_f + attn_f + elementwise
+    # The forward launches `kernels` per layer, the backward twice as many.
+    cpu_f = xp.where(p.torch_compile, kernels_per_layer(stack, True), kernels_per_layer(stack, False)) * stack.cpu_s_per_kernel
+    fwd = xp.maximum(fwd, cpu_f)
+    recompute = xp.where(p.full, p.redo * fwd, xp.where((p.rc == _SELECTIVE) & xp.not_(p.flash), scores_f + scores_elementwise, 0.0))
+    # Finer grains: op-level checkpointing re-runs the element-wise ops and half the GEMMs;
+    # DeepSeek-V3's re-runs the norms and SwiGLU (element-wise) and MLA's up-projections.
+    up_proj = gemm_time(gpu, tokens, model.up_projection_params / tp / max(model.q_lora_rank, 1), max(model.q_lora_rank, 1), fp8=fp8, xp=xp) if model.mla else 0.0
+    recompute = xp.where(p.rc == _OPS, elementwise + 0.5 * gemm_f, xp.where(p.rc == _NORMS_UP, elementwise + up_proj, recompute))
+    layer_b = gemm_f + attn_b + elementwise + recompute  # input gradients, with what is re-run
+    layer_w = gemm_f  # weight gradients
+    host_wait = xp.maximum(1.0, 2 * cpu_f / (layer_b + layer_w))
+    return SimpleNamespace(gemm_f=gemm_f, attn_f=attn_f, attn_b=attn_b, fwd=fwd, layer_b=layer_b * host_wait, layer_w=layer_w * host_wait)

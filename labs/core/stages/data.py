@@ -1,0 +1,158 @@
+"""DP / ZeRO stage: gradient reduction and weight gathers, and what of them the step waits for.
+
+Parameters on each candidate rank; the whole model when pp = 1. DP/ZeRO traffic and the
+optimizer follow the rank with the most. Hybrid sharding shards the state over groups of
+`shard` ranks and replicates it across the n / shard groups; the replicas all-reduce their
+gradient shard once a step. Routed experts' gradients reduce over the expert-data-parallel group
+(n / ep ranks, tp x ep apart), the rest over all n = dp x cp.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from labs.core.memory import WEIGHT_BYTES
+from labs.core.stages.parallel import NCCL_COLLECTIVE_SMS, overlap_contention
+from labs.core.topology import collective_columns
+
+# Megatron-LM's DDP bucket: max(40M, 1M x dp) parameters (DistributedDataParallelConfig).
+MEGATRON_BUCKET_PARAMS = 40_000_000
+# ZeRO-3's all-gathers per layer and pass (labs.core.eras.Era.zero3_unit). DeepSpeed's stage 3
+# gathers each weight of at least stage3_param_persistence_threshold (1e5) elements on its own:
+# the four weight matrices of a Megatron layer (QKV, projection, fc1, fc2; biases and norms stay
+# whole); its activation checkpointing re-runs the forward hooks, so with full recompute it
+# gathers a third time. "module": the same four, asynchronous and prefetched. FSDP gathers one
+# flat parameter per wrapped block, once in forward and once in backward (the recompute runs
+# inside the backward's unsharded block).
+ZERO3_GATHERS_PER_LAYER = {"parameter": 4, "module": 4, "layer": 1}
+
+
+def _plus(a, b):
+    return a[0] + b[0], a[1] + b[1]
+
+
+def _add(a, b):
+    return a + b
+
+
+def _rank_params(layers, first, last, pp, tp, ep, model, xp):
+    """One pipeline rank's dense parameters (after TP) and routed-expert ones (after EP: experts
+    are split over EP ranks, not over TP)."""
+    embed = model.vocab * model.hidden
+    expert_layer = model.layer_expert_params
+    dense = xp.where(pp > 1, layers * (model.layer_params - expert_layer) + (first + last) * embed, float(model.params) - model.layers * expert_layer) / tp
+    return dense, layers * expert_layer / ep
+
+
+def data_parallel_stage(model, cluster, stack, p, q, dp_algorithm, xp) -> SimpleNamespace:
+    """Reduce and gather seconds (wire and exposed), bytes sent, and the collectives' counts."""
+    gpu = cluster.gpu
+    d = SimpleNamespace()
+    d.rank_dense, d.rank_expert = xp.each(_rank_params, q.layers_r, q.first_r, q.last_r, p.pp, p.tp, p.ep, model, xp)
+    d.rank_params = xp.each(_add, d.rank_dense, d.rank_expert)
+    heaviest = xp.argmax(d.rank_params)
+    d.dense_params, d.expert_params = xp.pick(d.rank_dense, heaviest), xp.pick(d.rank_expert, heaviest)
+    d.layers = layers = xp.pick(q.layers_r, heaviest)
+    n = d.n = p.dp * p.cp
+    s_cp, ep, m, zero = p.s_cp, p.ep, p.m, p.zero
+    shard = d.shard = xp.where(p.shard_group > 0, p.shard_group, n)
+    replicas = n / shard
+    d.grad_bytes = grad_bytes = xp.where(p.grad_fp32, 4.0, 2.0)
+    grads = d.dense_params * grad_bytes
+    weights_bytes = d.dense_params * WEIGHT_BYTES
+    d.expert_shard = expert_shard = xp.maximum(shard / ep, 1.0)  # routed experts replicate over n / ep ranks only
+    bucket = xp.where(p.bucket_bytes > 0, p.bucket_bytes, xp.maximum(MEGATRON_BUCKET_PARAMS, 1_000_000 * p.dp) * grad_bytes)
+    calls = d.calls = xp.maximum(1.0, xp.ceil(grads / bucket))
+
+    def bucketed(op, nbytes, k, group=n, stride=s_cp):
+        lat, bw = collective_columns(op, nbytes / k, cluster, group, stride, dp_algorithm, xp)
+        return lat * k, bw * k
+
+    z0, z1, z2, z3 = (zero == k for k in range(4))
+    d.z0, d.z3 = z0, z3
+    # Each collective is priced on the bytes of the ZeRO stages that run it and on none elsewhere
+    # (its time is used under those stages only): ZeRO-0 all-reduces, ZeRO-1/2 reduce-scatter and
+    # all-gather per bucket, ZeRO-3 reduce-scatters and gathers per module.
+    reduced, gathered = (lambda x: xp.where(z0, x, 0.0)), (lambda x: xp.where(z1 | z2, x, 0.0))
+    scattered, per_module = (lambda x: xp.where(z0, 0.0, x)), (lambda x: xp.where(z3, x, 0.0))
+    ar = bucketed("all_reduce", reduced(grads), calls)
+    rs, ag = bucketed("reduce_scatter", scattered(grads), calls, shard), bucketed("all_gather", gathered(weights_bytes), calls, shard)
+    across = bucketed("all_reduce", scattered(grads / shard), calls, replicas, s_cp * shard)
+    rs = _plus(rs, across)
+    expert_grads, expert_weights = d.expert_params * grad_bytes, d.expert_params * WEIGHT_BYTES
+    ar = _plus(ar, bucketed("all_reduce", reduced(expert_grads), calls, n / ep, s_cp * ep))
+    rs = _plus(rs, bucketed("reduce_scatter", scattered(expert_grads), calls, expert_shard, s_cp * ep))
+    ag = _plus(ag, bucketed("all_gather", gathered(expert_weights), calls, expert_shard, s_cp * ep))
+    grads, weights_bytes = grads + expert_grads, weights_bytes + expert_weights
+    module_calls = d.module_calls = layers * ZERO3_GATHERS_PER_LAYER[stack.zero3_unit]
+    module_ag = bucketed("all_gather", per_module(weights_bytes), module_calls, shard)
+    per_parameter = d.per_parameter = stack.zero3_unit == "parameter"
+    z3_passes = d.z3_passes = 2.0 + xp.where(per_parameter, p.redo, 0.0)  # gathers per micro-batch
+    if per_parameter:
+        # DeepSpeed's 2021 stage 3 (deepspeed/runtime/zero/partition_parameters.py at c814abd,
+        # _allgather_param): torch.cuda.synchronize() before every parameter's all-gather, so no
+        # gather overlaps compute; a Python loop of one narrow() per rank builds the output list,
+        # and torch.distributed.all_gather into a list copies the flat result out rank by rank
+        # (one copy kernel each; _all_gather_base came in PyTorch 1.10). Gradients leave the same
+        # way, reduce-scattered parameter by parameter from a list of per-rank views. Both cost
+        # the host 2 ops per rank of the group, every call: linear in the number of GPUs.
+        host = 2 * shard * stack.cpu_s_per_kernel
+        module_ag = (module_ag[0] + module_calls * host, module_ag[1])
+        param_rs = bucketed("reduce_scatter", per_module(grads), module_calls, shard)
+        rs = xp.where(zero == 3, param_rs[0] + module_calls * host, rs[0]), xp.where(zero == 3, param_rs[1], rs[1])
+    # Sharded gradients cannot accumulate locally: from ZeRO-2 on every micro-batch's gradients
+    # are reduce-scattered as its backward produces them (DeepSpeed's and FSDP's default); ZeRO-1
+    # reduces once per step. grad_sync overrides it: "step" keeps whole gradients through the
+    # accumulation (FSDP's no_sync) and reduces once, "microbatch" reduces every micro-batch.
+    d.reduce_each_mb = reduce_each_mb = xp.where(p.grad_sync == 1, False, xp.where(p.grad_sync == 2, True, zero >= 2))
+    syncs = d.syncs = xp.where(reduce_each_mb, m, 1.0)
+    reduce_lat = xp.where(z0, syncs * ar[0], syncs * rs[0] + xp.where(z3, z3_passes * m * module_ag[0], 0.0))
+    reduce_bw = xp.where(z0, syncs * ar[1], syncs * rs[1] + xp.where(z3, z3_passes * m * module_ag[1], 0.0))
+    gather_lat = xp.where(z1 | z2, ag[0], 0.0)
+    gather_bw = xp.where(z1 | z2, ag[1], 0.0)
+    reduce_t, gather_t = reduce_lat + reduce_bw, gather_lat + gather_bw
+    # What hides it: the last micro-batch's backward (ZeRO 0-1), every backward (ZeRO-2); the
+    # last bucket always waits. ZeRO-3 prefetches the next module's weights behind the current
+    # module's compute, pass by pass: a forward gathers, a backward gathers and reduce-scatters,
+    # and the first module gather of each pass waits.
+    stage_f, stage_bwd, dp_overlap = q.stage_f, q.stage_bwd, p.dp_overlap
+    window = xp.where(reduce_each_mb, m * stage_bwd, stage_bwd)
+    plain = xp.where(dp_overlap, xp.maximum(reduce_t - window, reduce_t / calls), reduce_t)
+    gather_pass = module_ag[0] + module_ag[1]
+    first = gather_pass / module_calls
+    z3_forward = xp.maximum(gather_pass - stage_f, first)
+    backward_gathers = (z3_passes - 1) * gather_pass  # the recompute's gathers run in the backward
+    z3_backward = xp.maximum(backward_gathers + rs[0] + rs[1] - stage_bwd, first)
+    z3_backward_only = xp.maximum(backward_gathers - stage_bwd, first)  # a micro-batch that does not reduce
+    z3_exposed = m * z3_forward + syncs * z3_backward + (m - syncs) * z3_backward_only
+    prefetched = dp_overlap & (not per_parameter)
+    exposed_reduce = xp.where(z3, xp.where(prefetched, z3_exposed, reduce_t), plain)
+    # ZeRO-1/2 gather the updated weights bucket by bucket ahead of the next forward
+    # (Megatron-LM --overlap-param-gather): only the first bucket waits in full.
+    exposed_gather = xp.where(dp_overlap, xp.maximum(gather_t - stage_f, gather_t / calls), gather_t)
+    d.active = active = n > 1
+    d.dp_total = xp.where(active, reduce_t + gather_t, 0.0)
+    d.dp_latency = xp.where(active, reduce_lat + gather_lat, 0.0)
+    frac, sfrac = (n - 1) / n, (shard - 1) / shard
+    replica_sent = 2 * (replicas - 1) / replicas * grads / shard
+    # bytes each GPU sends a step: the gradient reduction (once a step up to ZeRO-1, per
+    # micro-batch from ZeRO-2) and the weight gathers (once a step, or twice per micro-batch at ZeRO-3)
+    d.reduce_sent = syncs * xp.where(z0, 2 * frac * grads, sfrac * grads + replica_sent)
+    d.gather_sent = xp.where(z0, 0.0, sfrac * weights_bytes * xp.where(z3, z3_passes * m, 1.0))
+    d.sent = d.reduce_sent + d.gather_sent
+
+    # Each collective on its own, for the communication map. ZeRO-3's prefetch hides gathers and
+    # reduce-scatters together: its exposed time is split between them in proportion to their wire
+    # time. What ran hidden slowed the compute beside it (overlap_contention): charged to each.
+    ar_t, rs_t = ar[0] + ar[1], rs[0] + rs[1]
+    d.reduce_only = syncs * xp.where(z0, ar_t, rs_t)
+    z3_gathers = z3_passes * m * (module_ag[0] + module_ag[1])
+    z3_share = backward_gathers / xp.maximum(backward_gathers + rs_t, 1e-300)
+    z3_gather_exposed = xp.where(prefetched, m * z3_forward + syncs * z3_backward * z3_share + (m - syncs) * z3_backward_only, z3_gathers)
+    reduce_exposed = xp.where(z3, exposed_reduce - z3_gather_exposed, plain)
+    gather_exposed = xp.where(z3, z3_gather_exposed, exposed_gather)
+    d.gather_wire = xp.where(z3, z3_gathers, gather_t)
+    d.reduce_exposed = reduce_exposed + overlap_contention(gpu.sms, xp.maximum(d.reduce_only - reduce_exposed, 0.0), NCCL_COLLECTIVE_SMS)
+    d.gather_exposed = gather_exposed + xp.where(xp.not_(z0), overlap_contention(gpu.sms, xp.maximum(d.gather_wire - gather_exposed, 0.0), NCCL_COLLECTIVE_SMS), 0.0)
+    d.dp_exposed = xp.where(active, d.reduce_exposed + d.gather_exposed, 0.0)
+    return d

@@ -1,0 +1,86 @@
+"""The plan's columns as the named terms every stage reads (one row per plan, or one plan's numbers).
+
+`read_plan` takes the columns of labs.core.plan.plan_columns (or sweep()'s) and returns them
+typed, with what follows from them alone: micro-batches, each axis's rank stride, tokens per
+rank, and the share of a pipeline chunk's layers that full recompute re-runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from functools import lru_cache
+from types import SimpleNamespace
+
+from labs.core.layout import axis_strides
+from labs.core.models import RECOMPUTE_MODES
+
+_FULL = RECOMPUTE_MODES.index("full")
+
+
+@lru_cache(maxsize=4096)
+def _scalar_strides(order: int, tp: float, cp: float, dp: float, pp: float) -> dict[str, float]:
+    return {k: float(v) for k, v in axis_strides(order, tp, cp, dp, pp).items()}
+
+
+def strides(order, tp, cp, dp, pp, xp):
+    """labs.core.layout.axis_strides, as floats for one plan."""
+    return _scalar_strides(order, tp, cp, dp, pp) if xp.scalar else axis_strides(order, tp, cp, dp, pp)
+
+
+@lru_cache(maxsize=256)
+def model_terms(model) -> SimpleNamespace:
+    """The model's fields and derived sizes (its properties: layer_params, kv_dim, ...) read once,
+    as plain attributes: the stages read them many times a plan."""
+    names = [f.name for f in fields(model)] + [name for name, value in vars(type(model)).items() if isinstance(value, property)]
+    return SimpleNamespace(**{name: getattr(model, name) for name in names})
+
+
+@lru_cache(maxsize=4096)
+def _scalar_flops(model, recompute: int, flash: bool, redo: float) -> tuple[float, float]:
+    return tuple(float(x) for x in model.flops_per_sequence(recompute, flash, redo))
+
+
+def flops_per_sequence(model, p, xp):
+    """(model FLOPs, hardware FLOPs) per sequence (labs.core.models.Model.flops_per_sequence)."""
+    return _scalar_flops(model, p.rc, p.flash, p.redo) if xp.scalar else model.flops_per_sequence(p.rc, p.flash, p.redo)
+
+
+def read_plan(model, c: dict, stack, xp) -> SimpleNamespace:
+    """The plan columns `c` as named terms (absent columns, from older callers, take the default:
+    Megatron's rank order, Ulysses off, the ring's split load-balanced, no torch.compile)."""
+    col = xp.col
+    p = SimpleNamespace()
+    p.tp, p.pp, p.dp, p.cp = col(c, "tp"), col(c, "pp"), col(c, "dp"), col(c, "cp")
+    p.b, p.gb, p.v = col(c, "micro_batch"), col(c, "global_batch"), col(c, "virtual_stages")
+    p.zero, p.rc, p.sched = col(c, "zero_stage", int), col(c, "recompute", int), col(c, "schedule", int)
+    p.sp, p.flash, p.tp_overlap = col(c, "sequence_parallel", bool), col(c, "flash_attention", bool), col(c, "tp_comm_overlap", bool)
+    p.grad_fp32, p.dp_overlap, p.pp_overlap = col(c, "grad_fp32", bool), col(c, "dp_overlap", bool), col(c, "pp_overlap", bool)
+    p.offload, p.fp8 = col(c, "offload", bool), col(c, "fp8", bool)
+    p.torch_compile = col(c, "torch_compile", bool, False)
+    # grad_sync codes index labs.core.eras.GRAD_SYNCS: 0 the ZeRO stage's own, 1 once a step, 2 every micro-batch
+    p.grad_sync = col(c, "grad_sync", int, 0)
+    if not stack.pipeline_overlaps_dp:  # the stack reduces gradients after a pipeline's flush
+        p.dp_overlap = p.dp_overlap & (p.pp == 1)
+    p.bucket_bytes, p.opt_bytes = col(c, "bucket_bytes"), col(c, "optimizer_bytes")
+    p.cp_ring = col(c, "cp_ring", bool)
+    p.cp_ulysses, p.cp_contiguous = col(c, "cp_ulysses", bool, False), col(c, "cp_contiguous", bool, False)
+    p.ep, p.capacity, p.max_nodes = col(c, "ep"), col(c, "capacity_factor"), col(c, "max_nodes_per_token")
+    p.first_layers, p.last_layers = col(c, "first_stage_layers"), col(c, "last_stage_layers")
+    p.group, p.shard_group = col(c, "microbatch_group_size"), col(c, "shard_group_size")
+    # FSDP that keeps the gathered weights through the step (Llama 3: reshard_after_forward=False)
+    # has ZeRO-2's memory and traffic: sharded gradients and optimizer, one weight gather a step.
+    p.zero = xp.where((p.zero == 3) & xp.not_(col(c, "reshard_after_forward", bool)), 2, p.zero)
+    p.m = p.gb / (p.b * p.dp)
+    p.stride = strides(col(c, "rank_order", int, 0), p.tp, p.cp, p.dp, p.pp, xp)
+    p.s_tp, p.s_cp = p.stride["tp"], p.stride["cp"]  # the data-parallel group (dp x cp) starts at CP's stride
+    p.s_full = float(model.seq_len)
+    p.s = p.s_full / p.cp
+    p.tokens = p.b * p.s
+    p.full = p.rc == _FULL
+    # Megatron's --recompute-method block --recompute-num-layers N: only the first N layers of each
+    # pipeline chunk are recomputed in full, the rest keep their activations. `redo` is the share
+    # of a chunk's layers re-run (1 for full recompute of every layer, 0 without full recompute).
+    chunk_layers = xp.ceil(model.layers / (p.pp * p.v))
+    recompute_layers = col(c, "recompute_layers", float, -1.0)
+    p.redo = xp.where(p.full, xp.where(recompute_layers >= 0, xp.minimum(1.0, recompute_layers / chunk_layers), 1.0), 0.0)
+    return p

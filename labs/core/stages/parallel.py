@@ -1,0 +1,111 @@
+"""TP, CP and EP stage: the communication inside one layer, per micro-batch.
+
+- TP: two collectives of b s h activations per pass (all-reduces, or all-gather + reduce-scatter
+  under SP). Megatron-LM 2021-22 ran them on the critical path; with tp_comm_overlap
+  (Transformer Engine userbuffers, inside an NVLink domain, with SP) the all-gathers hide behind
+  their GEMMs by ring exchange, the pipelined reduce-scatters expose one of TP_OVERLAP_SPLITS
+  chunks, and the overlapped GEMMs lose TP_OVERLAP_SMS of the GPU's SMs (TE's defaults,
+  transformer_engine/pytorch/module/base.py initialize_ub; NeMo communication_overlap.rst).
+- CP: Transformer Engine's ring, Llama 3's all-gather, or DeepSpeed-Ulysses' all-to-alls.
+- EP: the routed tokens' dispatch and combine (labs.core.experts), exposed in full.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from labs.core.context import ulysses_qkv_bytes
+from labs.core.experts import all_to_all_cost
+from labs.core.gemm import GEMM_FIXED_S
+from labs.core.topology import collective_columns, members_per_node
+
+ACTIVATION_BYTES = 2  # bf16 activations sent between TP ranks and pipeline stages
+# Transformer Engine userbuffers defaults: pipelined reduce-scatter in 4 chunks on 16 SMs, bulk
+# overlaps on 16 SMs with set_sm_margin (the GEMM runs on the rest); ring-exchange all-gathers on
+# the copy engines. About half the layer's GEMM time runs beside a communication kernel (forward
+# proj and fc2, backward QKV and fc1 dgrad/wgrad).
+TP_OVERLAP_SPLITS = 4
+TP_OVERLAP_SMS = 16
+TP_OVERLAPPED_GEMM_SHARE = 0.5
+# Overlap is not free for NCCL either: each channel of a collective runs one CTA on an SM of its
+# own, which compute kernels do not share while it runs (sjeaugey, NVIDIA/nccl #689). A ring
+# across DGX H100 nodes runs 16 channels ("Channel 05/16", NVIDIA/nccl #1453); send/recv runs
+# NCCL_NCHANNELS_PER_NET_PEER = 2 (NVIDIA/nccl #1424). Compute that runs beside a DP/ZeRO
+# collective, or beside the CP ring's K/V hops, loses those SMs, as TP overlap loses its 16.
+# Not charged: the HBM bandwidth the NCCL kernels take from memory-bound compute, and EP's
+# all-to-all, which the engine exposes in full (nothing runs beside it).
+NCCL_COLLECTIVE_SMS = 16
+NCCL_P2P_SMS = 2
+
+
+def overlap_contention(sms, hidden_s, taken):
+    """Extra compute time when `hidden_s` of communication ran beside compute on `taken` of the
+    GPU's `sms` SMs: that compute ran at (sms - taken) / sms of its speed."""
+    return hidden_s * (sms / (sms - taken) - 1)
+
+
+def _seconds(op, nbytes, cluster, n, stride, xp):
+    """Latency plus bandwidth seconds of one collective (labs.core.topology.collective_columns)."""
+    return sum(collective_columns(op, nbytes, cluster, n, stride, xp=xp))
+
+
+def layer_communication(model, cluster, stack, p, layer, xp) -> SimpleNamespace:
+    """Per layer and micro-batch: TP's collectives and what of them the step waits for
+    (tp_exposed), CP's (cp_total), EP's all-to-alls (layer_a2a), and their sum (layer_comm);
+    with the message sizes the communication map counts."""
+    gpu, h = cluster.gpu, model.hidden
+    tp, cp, b, s, s_tp, s_cp, redo = p.tp, p.cp, p.b, p.s, p.s_tp, p.s_cp, p.redo
+    t = SimpleNamespace()
+    t.act = p.tokens * h * ACTIVATION_BYTES
+    # A collective is priced on the bytes of the rows that use it, on none elsewhere: the same
+    # numbers, and one plan skips what it does not run (collective_columns returns 0 for 0 bytes).
+    all_reduce = _seconds("all_reduce", xp.where(p.sp, 0.0, t.act), cluster, tp, s_tp, xp)
+    sp_act = xp.where(p.sp, t.act, 0.0)
+    gather_scatter = _seconds("all_gather", sp_act, cluster, tp, s_tp, xp) + _seconds("reduce_scatter", sp_act, cluster, tp, s_tp, xp)
+    t.tp_pass = 2 * xp.where(p.sp, gather_scatter, all_reduce)
+    t.tp_total = t.tp_pass * (2 + redo)
+    # Context parallelism, causal load-balanced (each rank holds two mirrored chunks): either
+    # Transformer Engine's ring, passing K and V blocks to the next rank while attention runs on
+    # the current one (backward passes dK and dV too), or Llama 3's all-gather of K and V before
+    # attention (and a reduce-scatter of their gradients after), exposed.
+    t.kv_block = 2 * b * s * model.kv_dim / tp * ACTIVATION_BYTES
+    t.step_p2p = _seconds("p2p", xp.where(p.cp_ring & (cp > 1), t.kv_block, 0.0), cluster, 2, s_cp, xp)
+    attn_f, attn_b = layer.attn_f, layer.attn_b
+    ring_f = (cp - 1) * xp.maximum(t.step_p2p - attn_f / cp, 0.0)
+    ring_b = (cp - 1) * xp.maximum(2 * t.step_p2p - attn_b / cp, 0.0)
+    # the hops' hidden time (behind attention) slows that attention: it runs without NCCL's SMs
+    ring_f = ring_f + overlap_contention(gpu.sms, (cp - 1) * xp.minimum(t.step_p2p, attn_f / cp), NCCL_P2P_SMS)
+    ring_b = ring_b + overlap_contention(gpu.sms, (cp - 1) * xp.minimum(2 * t.step_p2p, attn_b / cp), NCCL_P2P_SMS)
+    t.kv = 2 * b * p.s_full * model.kv_dim / tp * ACTIVATION_BYTES
+    t.gather_f = _seconds("all_gather", t.kv, cluster, cp, s_cp, xp)
+    t.gather_b = _seconds("reduce_scatter", t.kv, cluster, cp, s_cp, xp)
+    # DeepSpeed-Ulysses (Jacobs et al. 2023): an all-to-all of Q, K and V from s/cp tokens x all
+    # heads to s tokens x heads/cp before attention and one of the output back, exposed; the
+    # backward runs the same two on the gradients. Q and the output are score_dim wide.
+    t.qkv_block = ulysses_qkv_bytes(model, b * s, tp, cp, ACTIVATION_BYTES, xp)  # K/V repeated where a TP rank has fewer K/V heads than cp
+    t.out_block = b * s * model.score_dim / tp * ACTIVATION_BYTES
+    t.ulysses_pass = _seconds("all_to_all", t.qkv_block, cluster, cp, s_cp, xp) + _seconds("all_to_all", t.out_block, cluster, cp, s_cp, xp)
+    cp_f = xp.where(cp > 1, xp.where(p.cp_ulysses, t.ulysses_pass, xp.where(p.cp_ring, ring_f, t.gather_f)), 0.0)
+    cp_b = xp.where(cp > 1, xp.where(p.cp_ulysses, t.ulysses_pass, xp.where(p.cp_ring, ring_b, t.gather_b)), 0.0)
+    t.cp_total = cp_f + cp_b + redo * cp_f
+    tp_in_node = members_per_node(cluster, tp, s_tp, xp) >= tp  # the TP group inside one NVLink domain
+    t.overlap = p.tp_overlap & p.sp & (tp > 1) & tp_in_node
+    gemm_f = layer.gemm_f
+    gemm_all = gemm_f * (3 + redo)
+    contention = gemm_all * TP_OVERLAPPED_GEMM_SHARE * (gpu.sms / (gpu.sms - TP_OVERLAP_SMS) - 1)
+    t.tp_exposed = xp.where(t.overlap, xp.maximum(t.tp_total - gemm_all, 0.5 * t.tp_total / TP_OVERLAP_SPLITS) + contention, t.tp_total)
+    if stack.tp_overlap_kind == "async_tp":
+        # PyTorch's AsyncTP (torch.distributed._symmetric_memory, applied by a torch.compile pass
+        # to the forward graph's all-gather -> matmul and matmul -> reduce-scatter patterns) splits
+        # each into tp steps on the copy engines, taking no SMs: the first step waits, and each GEMM
+        # runs as tp smaller ones, each paying its launch (labs.core.gemm.GEMM_FIXED_S). Its
+        # authors report forward-pass gains (PyTorch dev-discuss, "Introducing Async Tensor
+        # Parallelism", 2024); the engine leaves the backward's collectives exposed (unconfirmed).
+        forward_tp = t.tp_pass * (1 + redo)
+        split_gemms = 4 * (1 + redo) * (tp - 1) * GEMM_FIXED_S
+        hidden_forward = xp.maximum(forward_tp - gemm_f * (1 + redo), forward_tp / tp) + split_gemms
+        t.tp_exposed = xp.where(t.overlap, hidden_forward + (t.tp_total - forward_tp), t.tp_total)
+    a2a, t.a2a_sent = all_to_all_cost(model, cluster, p.tokens, tp, p.ep, p.max_nodes, xp.where(p.fp8, 1.0, 2.0), p.s_cp, xp)
+    t.layer_a2a = a2a * (2 + redo)  # dispatch + combine, forward and backward (and the re-run forward)
+    t.layer_comm = t.tp_exposed + t.cp_total + t.layer_a2a
+    return t

@@ -1,0 +1,154 @@
+"""Two array namespaces the step model's formulas run on, so that each formula is written once.
+
+NUMPY evaluates numpy columns, one row per plan (`sweep()`); SCALAR evaluates one plan's Python
+floats, ints and bools (`estimate()`), where numpy's fixed cost per operation would dominate.
+Both offer the same operations with numpy's meaning: `where` picks elementwise (SCALAR evaluates
+both branches, as numpy does), `maximum`/`minimum`/`ceil`/`floor`/`log2` are elementwise,
+`not_` is the logical not (`~` would flip a Python bool's bits).
+
+The pipeline's first, middle and last ranks ride on a leading axis of 3: `stack` builds it (a
+numpy axis, or a tuple of 3), `each` runs a per-rank function over it (once on the stacked
+columns, or once per rank), `argmax` finds the rank with the most and `pick` takes that rank's
+value. NCCL's protocols ride the same way on `options`.
+
+A SCALAR evaluation may divide by zero where numpy would write inf or nan into a row that a later
+`where` discards; it then raises ZeroDivisionError (or ValueError, OverflowError) and the caller
+runs the plan through NUMPY instead (labs.core.step.evaluate_plan).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+class _Numpy:
+    scalar = False
+    where = staticmethod(np.where)
+    maximum = staticmethod(np.maximum)
+    minimum = staticmethod(np.minimum)
+    ceil = staticmethod(np.ceil)
+    floor = staticmethod(np.floor)
+    log2 = staticmethod(np.log2)
+    not_ = staticmethod(np.logical_not)
+    inf = np.inf
+
+    @staticmethod
+    def floats(x):
+        return np.asarray(x, dtype=float)
+
+    @staticmethod
+    def col(c, key, dtype=float, default=None):
+        """Column `key` of the plan columns (`default` where an older caller left it out)."""
+        if key not in c:
+            return np.full(np.shape(c["tp"]), default, dtype=dtype)
+        return np.asarray(c[key], dtype=dtype)
+
+    @staticmethod
+    def stack(*xs):
+        return np.stack(xs)
+
+    @staticmethod
+    def each(fn, *args):
+        return fn(*args)
+
+    @staticmethod
+    def argmax(stacked):
+        return np.argmax(stacked, axis=0)
+
+    @staticmethod
+    def pick(x, index):
+        return np.take_along_axis(np.broadcast_to(x, (3,) + np.shape(index)), index[None], 0)[0]
+
+    @staticmethod
+    def options(tables):
+        """NCCL's per-protocol constants, each table as one (protocols, 1) column: a formula over
+        them prices every protocol of every row at once."""
+        return [[np.asarray(table, dtype=float)[:, None]] for table in tables]
+
+    @staticmethod
+    def cheapest(latencies, bandwidths):
+        """Per row, the (latency, bandwidth) of the option with the least total (the first on ties)."""
+        lat, bw = (np.concatenate([np.atleast_2d(x) for x in xs]) for xs in (latencies, bandwidths))
+        pick = (np.argmin(lat + bw, axis=0), np.arange(lat.shape[1]))
+        return lat[pick], bw[pick]
+
+    @staticmethod
+    def full_like(x, value):
+        return np.full(np.shape(x), value, dtype=float)
+
+
+def _where(cond, a, b):
+    return a if cond else b
+
+
+class _Scalar:
+    scalar = True
+    where = staticmethod(_where)
+    maximum = staticmethod(max)
+    minimum = staticmethod(min)
+    inf = math.inf
+
+    @staticmethod
+    def ceil(x):
+        return float(math.ceil(x))
+
+    @staticmethod
+    def floor(x):
+        return float(math.floor(x))
+
+    @staticmethod
+    def log2(x):
+        return math.log2(x)
+
+    @staticmethod
+    def not_(x):
+        return not x
+
+    floats = staticmethod(float)
+
+    @staticmethod
+    def col(c, key, dtype=float, default=None):
+        return dtype(c[key]) if key in c else dtype(default)
+
+    @staticmethod
+    def stack(*xs):
+        return xs
+
+    @staticmethod
+    def each(fn, *args):
+        outs = tuple(fn(*[a[i] if type(a) is tuple else a for a in args]) for i in range(3))
+        return tuple(zip(*outs)) if type(outs[0]) is tuple else outs
+
+    @staticmethod
+    def argmax(stacked):
+        best = 0
+        for i in (1, 2):
+            if stacked[i] > stacked[best]:
+                best = i
+        return best
+
+    @staticmethod
+    def pick(x, index):
+        return x[index] if type(x) is tuple else x
+
+    @staticmethod
+    def options(tables):
+        return tables  # tuples of floats, one entry per protocol
+
+    @staticmethod
+    def cheapest(latencies, bandwidths):
+        best = 0
+        for i in range(1, len(latencies)):
+            if latencies[i] + bandwidths[i] < latencies[best] + bandwidths[best]:
+                best = i
+        return latencies[best], bandwidths[best]
+
+    @staticmethod
+    def full_like(x, value):
+        return float(value)
+
+
+NUMPY = _Numpy()
+SCALAR = _Scalar()
