@@ -373,13 +373,12 @@ class _Engine:
         """(the student's variant regenerated from their id and the class salt, the fields where
         the ledger's record of it differs); (None, []) for a ledger without a variant of `lab`,
         graded as before variants."""
-        from labs.variants import registry, variant
+        from labs.variants import regenerate, registry
 
         recorded = doc.get("variants", {}).get(lab)
         if recorded is None or lab not in registry():
             return None, []
-        fresh = variant(lab, doc["student"], self.salt)
-        return fresh, fresh.mismatches(recorded)
+        return regenerate(lab, doc["student"], recorded, self.salt)  # at the edition the record names
 
 
 def _variant_status(mismatches: list[str]) -> str:

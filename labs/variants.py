@@ -176,11 +176,29 @@ class Question:
 
 @dataclass(frozen=True)
 class LabVariants:
-    """A lab's variant recipe: how its settings are drawn and its questions built from them."""
+    """A lab's variant recipe: how its settings are drawn and its questions built from them.
+
+    `version` is the recipe's edition. A lab that changes how it draws or builds raises it and
+    keeps each earlier edition's (draw, build) in `older`, by version: a ledger records the
+    version its variant was drawn with (version 1 records none), and the grader regenerates
+    that edition, so an old ledger grades as the lab its student saw."""
 
     lab: str
     draw: Callable[[Draw], dict]
     build: Callable[[dict], dict]
+    version: int = 1
+    older: dict[int, tuple[Callable[[Draw], dict], Callable[[dict], dict]]] = field(default_factory=dict)
+
+    def editions(self) -> tuple[int, ...]:
+        return tuple(sorted({*self.older, self.version}))
+
+    def recipe(self, version: int | None = None) -> tuple[Callable[[Draw], dict], Callable[[dict], dict]]:
+        """(draw, build) of an edition: the current one by default."""
+        if version is None or version == self.version:
+            return self.draw, self.build
+        if isinstance(version, int) and not isinstance(version, bool) and version in self.older:
+            return self.older[version]
+        raise ValueError(f"version must be one of {list(self.editions())} for {self.lab}, got {version!r}")
 
 
 @dataclass(frozen=True)
@@ -191,12 +209,15 @@ class Variant:
     seed: str
     settings: dict
     questions: dict[str, Question]
+    version: int = 1  # the edition of the lab's recipe it was drawn with
 
     def record(self) -> dict:
-        """What the ledger keeps: the seed's inputs, the settings, each question's order or number."""
+        """What the ledger keeps: the seed's inputs, the settings, each question's order or number,
+        and the recipe's edition when it is not the first (first-edition records carry none)."""
         return {
             "scheme": SCHEME, "seed": self.seed, "student": self.student, "salt": self.salt, "settings": dict(self.settings),
             "questions": {q: ({"answer": v.spec.answer, "tolerance": v.spec.tolerance} if v.numeric else {"order": list(v.order)}) for q, v in self.questions.items()},
+            **({"version": self.version} if self.version != 1 else {}),
         }
 
     def mismatches(self, recorded) -> list[str]:
@@ -204,6 +225,8 @@ class Variant:
         if not isinstance(recorded, dict):
             return ["variant"]
         mine, out = self.record(), []
+        if recorded.get("version", 1) != self.version:
+            out.append("version")
         for name in ("scheme", "seed", "student", "salt"):
             if recorded.get(name) != mine[name]:
                 out.append(name)
@@ -253,31 +276,52 @@ def lab_name(lab: str) -> str:
 
 
 @lru_cache(maxsize=2048)  # every lab's settings together (441 drawn for 1,000 ids in Nov 2026): a class never evicts
-def _built(lab: str, settings_json: str) -> dict:
-    return registry()[lab].build(json.loads(settings_json))
+def _built(lab: str, version: int, settings_json: str) -> dict:
+    return registry()[lab].recipe(version)[1](json.loads(settings_json))
 
 
-def settings_for(lab: str, student: str, salt: str | None = None) -> tuple[str, dict]:
+def settings_for(lab: str, student: str, salt: str | None = None, version: int | None = None) -> tuple[str, dict]:
     seed = seed_of(lab_name(lab), student, class_salt(salt))
-    return seed, registry()[lab_name(lab)].draw(Draw(seed))
+    return seed, registry()[lab_name(lab)].recipe(version)[0](Draw(seed))
 
 
 @lru_cache(maxsize=4096)
-def _variant(lab: str, student: str, salt: str) -> Variant:
+def _variant(lab: str, student: str, salt: str, version: int) -> Variant:
     seed = seed_of(lab, student, salt)
     draw = Draw(seed)
-    settings = registry()[lab].draw(draw)
-    specs = _built(lab, json.dumps(settings, sort_keys=True))
+    settings = registry()[lab].recipe(version)[0](draw)
+    specs = _built(lab, version, json.dumps(settings, sort_keys=True))
     questions = {
         q: Question(q, spec, () if isinstance(spec, Numeric) else tuple(draw.order(q, [o.key for o in spec.options])))
         for q, spec in specs.items()
     }
-    return Variant(lab, student, salt_fingerprint(salt), seed, settings, questions)
+    return Variant(lab, student, salt_fingerprint(salt), seed, settings, questions, version)
 
 
-def variant(lab: str, student: str, salt: str | None = None) -> Variant:
-    """The student's variant of a lab; the same id and salt always give the same one."""
-    return _variant(lab_name(lab), normalise_student(student), class_salt(salt))
+def variant(lab: str, student: str, salt: str | None = None, version: int | None = None) -> Variant:
+    """The student's variant of a lab (of the recipe's edition `version`, the current one by
+    default); the same id, salt and edition always give the same one."""
+    name = lab_name(lab)
+    recipe = registry()[name]
+    recipe.recipe(version)  # an edition the lab does not have is refused here, by name
+    return _variant(name, normalise_student(student), class_salt(salt), recipe.version if version is None else version)
+
+
+def recorded_version(recorded) -> int:
+    """The recipe edition a ledger's recorded variant names (a record without one is the first)."""
+    return recorded.get("version", 1) if isinstance(recorded, dict) else 1
+
+
+def regenerate(lab: str, student: str, recorded, salt: str | None = None) -> tuple[Variant, list[str]]:
+    """The variant a ledger's record stands for, regenerated from the student's id, the salt and
+    the edition the record names; and the fields where the record differs from it. A record
+    naming an edition the lab never had is regenerated at the current one and flagged."""
+    try:
+        fresh = variant(lab, student, salt, recorded_version(recorded))
+    except ValueError:
+        fresh = variant(lab, student, salt)
+        return fresh, ["version", *(m for m in fresh.mismatches(recorded) if m != "version")]
+    return fresh, fresh.mismatches(recorded)
 
 
 def judged(variant_: Variant | None, question: str, predictions: dict, legacy: Callable[[str | None], bool]) -> bool:

@@ -33,21 +33,22 @@ class Every(Draw):
         return values[self.picks.get(name, 0)]
 
 
-def every_setting(lab: str) -> list[dict]:
-    """Every settings dict a lab's draw can produce (its picks are independent and few)."""
-    recipe = variants.registry()[lab]
+def every_setting(lab: str, version: int | None = None) -> list[dict]:
+    """Every settings dict a lab's draw (of the recipe's edition `version`) can produce (its
+    picks are few, and a pick's number of values does not depend on another pick)."""
+    draw = variants.registry()[lab].recipe(version)[0]
     probe = Every({})
-    recipe.draw(probe)
+    draw(probe)
     names = sorted(probe.sizes)
     out = []
     for combo in itertools.product(*(range(probe.sizes[n]) for n in names)):
-        out.append(recipe.draw(Every(dict(zip(names, combo)))))
+        out.append(draw(Every(dict(zip(names, combo)))))
     unique = {json.dumps(s, sort_keys=True): s for s in out}
     return list(unique.values())
 
 
-def built(lab: str, settings: dict) -> dict:
-    return variants.registry()[lab].build(settings)
+def built(lab: str, settings: dict, version: int | None = None) -> dict:
+    return variants.registry()[lab].recipe(version)[1](settings)
 
 
 # ---- every variant keeps one right answer, with a margin ------------------------------------------
@@ -73,6 +74,15 @@ def margins_05(s, q):
 def margins_06(s, q):
     from labs.core.scenarios import lab06
 
+    _fit_06(s, q)
+    f = lab06.zero2_facts(s["accumulation"])
+    assert _one_claim(lab06.ZERO2_CLAIMS, f) == q["zero2"].correct
+    assert f["accumulated"] >= 2 and abs(f["one"] - 1) < 0.005, f
+
+
+def _fit_06(s, q):
+    from labs.core.scenarios import lab06
+
     fit = q["fit"]
     assert isinstance(fit, Numeric) and fit.answer >= 1
     act = lab06.fit_activations(s)
@@ -80,9 +90,6 @@ def margins_06(s, q):
     hbm = GPUS[s["gpu"]].hbm_bytes
     assert lab06.dp_memory(lab06.FIT_MODEL, n, lab06.FIT_STAGE, act).total <= hbm < lab06.dp_memory(lab06.FIT_MODEL, n - 1, lab06.FIT_STAGE, act).total
     assert abs(lab06.VENDOR_CLAIM_GPUS - fit.answer) > 1.5 * fit.tolerance, "the vendor's one server must not pass"
-    f = lab06.zero2_facts(s["accumulation"])
-    assert _one_claim(lab06.ZERO2_CLAIMS, f) == q["zero2"].correct
-    assert f["accumulated"] >= 2 and abs(f["one"] - 1) < 0.005, f
 
 
 def margins_07(s, q):
@@ -147,16 +154,101 @@ def margins_11(s, q):
     assert f["moe"] > 2 * f["dense"] and f["a2a"] > 5 * max(f["grad_increase"], 0.0), f
 
 
-MARGINS = {"05_parallelism": margins_05, "06_zero_sweep": margins_06, "07_pipeline_visualizer": margins_07, "08_collectives": margins_08,
-           "09_64gpu_design": margins_09, "10_failures_at_scale": margins_10, "11_long_context_moe": margins_11}
+# ---- the second editions (Labs 05, 06, 08, 09, 10, 11): the right mechanism moves with the variant ---------
+def margins_05_v2(s, q):
+    from labs.core.scenarios import lab05
+
+    f, story = lab05.act1_story_facts(s), lab05.act1_story(s)
+    assert _one_claim(lab05.ACT1_CLAIMS_V2, f) == q["cause"].correct
+    assert f["fits"] and f["mfu"][-1] < 0.75 * f["mfu"][0], f  # the stakeholder's MFU does fall, at settings that fit
+    assert f["bytes_ratio"] < 1.3 and f["latency_share"] < 0.4, f
+    if story["fixed_per_gpu"]:  # weak scaling: nothing shrinks, the network is well under half NVLink's bus bandwidth
+        assert f["compute_ratio"] > 0.95 and f["across_nodes_gbs"] < 0.45 * f["nvlink_gbs"] and f["exposed_growth"] > 2, f
+    else:  # strong scaling: compute an order smaller, the reduction well past half of it, the network near NVLink's
+        assert f["compute_ratio"] < 0.05 and f["exposed_over_compute"] > 0.75 and f["across_nodes_gbs"] > 0.6 * f["nvlink_gbs"], f
+    ests = lab05.act2_option_estimates(s["design_batch"])
+    fitting = sorted((e.mfu for e in ests.values() if e.fits), reverse=True)
+    assert ests[q["design"].correct].mfu == fitting[0] and fitting[0] - fitting[1] > 0.05, fitting
 
 
-@pytest.mark.parametrize("lab", LABS)
-def test_every_variant_keeps_one_right_answer_with_room(lab):
-    settings = every_setting(lab)
+def margins_06_v2(s, q):
+    from labs.core.scenarios import lab06
+
+    _fit_06(s, q)
+    m = int(s["accumulation"])
+    f = lab06.zero2_step_facts(m)
+    assert _one_claim(lab06.ZERO2_STEP_CLAIMS, f) == q["zero2"].correct
+    assert abs(f["one"] - 1) < 0.005, f
+    assert (abs(f["at"] - 1) < 0.005) if m == 1 else f["at"] >= 1.4, f
+
+
+def margins_08_v2(s, q):
+    from labs.core.scenarios import lab08
+
+    ring = q["ring"]
+    for misread in (s["ring_gb"], 2 * s["ring_gb"], s["ring_gb"] * s["ring_n"]):
+        assert abs(misread - ring.answer) > 1.5 * ring.tolerance, (misread, ring.answer)
+    f = lab08.bucket_group_facts(s["bucket_bytes"], s["bucket_nodes"], s["bucket_group"])
+    assert _one_claim(lab08.BUCKET_STEP_CLAIMS, f) == q["bucket"].correct
+    assert f["lead"] >= lab08.BUCKET_LEAD and f["spread"] >= lab08.BUCKET_LEAD, f
+
+
+def margins_09_v2(s, q):
+    from labs.core.scenarios import lab09
+
+    mb, rc = s["micro_batch"], s["recompute"]
+    assert _one_claim(lab09.DP64_CLAIMS, lab09.dp64_facts_at(mb, rc)) == q["dp64"].correct
+    for job in lab09.reference_estimates_at(mb, rc).values():
+        for e in (job["DP=64, ZeRO-0"], job["DP=64, ZeRO-3"]):
+            hbm = e.cluster.gpu.hbm_bytes
+            assert abs(e.memory.total - hbm) > 0.1 * hbm, (e.model.name, mb, rc, e.memory.total / 1e9)
+
+
+def margins_10_v2(s, q):
+    import math
+
+    from labs.core.scenarios import lab10
+
+    mtbf = q["mtbf"]
+    assert mtbf.answer > 1 and mtbf.tolerance < mtbf.answer / 2
+    f = lab10.cadence_interval_facts(s["gpus"], s["storage_gbps"])
+    best = "ABCD"[lab10.CADENCE_INTERVALS_MIN.index(f["best"])]
+    assert q["cadence"].correct == best and f["lead"] >= lab10.CADENCE_LEAD, f
+    # Young's sqrt(2CM), which the lab teaches, points at the same interval (nearest on a log scale)
+    young = f["young_s"] / 60
+    assert min(lab10.CADENCE_INTERVALS_MIN, key=lambda m: abs(math.log(m / young))) == f["best"], (young, f["best"])
+
+
+def margins_11_v2(s, q):
+    from labs.core.scenarios import lab11
+
+    ests = lab11.fit_estimates_at(s["seq_len"], s["cp"])
+    assert _one_claim(lab11.FIT_CLAIMS, {k: e.fits for k, e in ests.items()}) == q["fit"].correct
+    for name in ("plain", "full", "cp"):
+        hbm = ests[name].cluster.gpu.hbm_bytes
+        assert abs(ests[name].memory.total - hbm) > 0.1 * hbm, (name, s, ests[name].memory.total / 1e9)
+    f = lab11.moe_facts_at(s["ep"], s["max_nodes"], s["moe_batch"])
+    assert _one_claim(lab11.MOE_CLAIMS, f) == q["moe"].correct
+    grads = max(f["grad_increase"], 0.0)
+    assert f["moe"] > 2 * f["dense"], f
+    assert f["a2a"] > lab11.MOE_MARGIN * grads or grads > lab11.MOE_MARGIN * f["a2a"], f
+
+
+MARGINS = {  # (lab, the recipe's edition) -> its margins; first editions are kept: old ledgers regrade at them
+    ("05_parallelism", 1): margins_05, ("06_zero_sweep", 1): margins_06, ("07_pipeline_visualizer", 1): margins_07, ("08_collectives", 1): margins_08,
+    ("09_64gpu_design", 1): margins_09, ("10_failures_at_scale", 1): margins_10, ("11_long_context_moe", 1): margins_11,
+    ("05_parallelism", 2): margins_05_v2, ("06_zero_sweep", 2): margins_06_v2, ("08_collectives", 2): margins_08_v2,
+    ("09_64gpu_design", 2): margins_09_v2, ("10_failures_at_scale", 2): margins_10_v2, ("11_long_context_moe", 2): margins_11_v2,
+}
+
+
+@pytest.mark.parametrize("lab, version", sorted(MARGINS))
+def test_every_variant_keeps_one_right_answer_with_room(lab, version):
+    assert version in variants.registry()[lab].editions()
+    settings = every_setting(lab, version)
     assert len(settings) >= 2, "a lab's variants must differ"
     for s in settings:
-        q = built(lab, s)
+        q = built(lab, s, version)
         for name, spec in q.items():
             if isinstance(spec, Numeric):
                 continue
@@ -164,7 +256,11 @@ def test_every_variant_keeps_one_right_answer_with_room(lab):
             assert all(o.misconception for o in spec.options), f"{lab} {name}: every option carries a misconception"
             lengths = [len(o.label) for o in spec.options]
             assert max(lengths) <= 1.6 * min(lengths) or max(lengths) - min(lengths) <= 20, (lab, name, lengths)
-        MARGINS[lab](s, q)
+        MARGINS[(lab, version)](s, q)
+
+
+def test_every_edition_has_its_margins():
+    assert {(lab, v) for lab in LABS for v in variants.registry()[lab].editions()} == set(MARGINS)
 
 
 # ---- ids, salts and keys ----------------------------------------------------------------------------
@@ -182,6 +278,108 @@ def test_ids_spread_numbers_and_keys(lab):
     for q in choice:  # keys spread over A-D: none holds more than half the ids
         keys = [v.questions[q].key for v in drawn]
         assert max(keys.count(k) for k in "ABCD") < len(keys) / 2, (lab, q)
+
+
+# The questions whose right mechanism was once the same for every student (only its letter moved):
+# in their second editions the variant decides which mechanism is right.
+MECHANISM_QUESTIONS = (("05_parallelism", "cause"), ("06_zero_sweep", "zero2"), ("08_collectives", "bucket"),
+                       ("09_64gpu_design", "dp64"), ("10_failures_at_scale", "cadence"), ("11_long_context_moe", "moe"))
+
+
+def _content(question) -> tuple:
+    """What a classmate could pass on: the right option's text (not its letter), or the number."""
+    spec = question.spec
+    if question.numeric:
+        return ("number", round(spec.answer, 9))
+    return ("option", next(o.label for o in spec.options if o.key == spec.correct))
+
+
+@pytest.mark.parametrize("lab, q", MECHANISM_QUESTIONS)
+def test_the_right_mechanism_moves_with_the_variant(lab, q):
+    drawn = [variant(lab, i).questions[q] for i in IDS]
+    mechanisms = [x.spec.correct for x in drawn]  # the option's internal id: the mechanism it names
+    shares = {m: mechanisms.count(m) / len(IDS) for m in set(mechanisms)}
+    print(f"{lab} {q}: {', '.join(f'{m} {share:.0%}' for m, share in sorted(shares.items()))}")
+    assert len(shares) >= 2, f"{lab} {q}: one mechanism is right for every id"
+    assert max(shares.values()) <= 0.78, f"{lab} {q}: one mechanism is right for most ids: {shares}"
+    assert len({_content(x) for x in drawn}) >= 2
+
+
+def test_two_ids_differ_in_half_the_answers():
+    """Across every question of every lab, two ids' right answers (the option's content, or the
+    number) differ for at least half the questions on average. The share is printed."""
+    import random
+
+    labs = sorted(variants.registry())
+    drawn = {lab: [variant(lab, i) for i in IDS] for lab in labs}
+    rng, shares = random.Random(2026), []
+    for _ in range(500):
+        a, b = rng.sample(range(len(IDS)), 2)
+        differ = [_content(drawn[lab][a].questions[q]) != _content(drawn[lab][b].questions[q]) for lab in labs for q in drawn[lab][a].questions]
+        shares.append(sum(differ) / len(differ))
+    mean, half = sum(shares) / len(shares), sum(s >= 0.5 for s in shares) / len(shares)
+    print(f"two ids differ in {mean:.0%} of {len(differ)} questions on average; {half:.0%} of pairs differ in half or more")
+    assert mean >= 0.5, mean
+
+
+# ---- editions: an old ledger's variant regenerates exactly ------------------------------------------------
+def test_first_edition_variants_regenerate_exactly():
+    """tests/data/variants_v1.json: records (settings, option orders, numbers) drawn by the first
+    editions before the second existed (Nov 2026). A ledger holding one regrades at it."""
+    from pathlib import Path
+
+    data = json.loads((Path(__file__).parent / "data" / "variants_v1.json").read_text())
+    assert data["records"], "the snapshot is empty"
+    for lab, records in data["records"].items():
+        for student, old in records.items():
+            fresh, mismatches = variants.regenerate(lab, student, old, data["salt"])
+            assert fresh.version == 1 and "version" not in fresh.record()
+            mine = fresh.record()
+            assert mine["settings"] == old["settings"] and mine["seed"] == old["seed"], (lab, student)
+            for q, rec in old["questions"].items():
+                if "order" in rec:
+                    assert mine["questions"][q]["order"] == rec["order"], (lab, student, q)
+                else:
+                    assert mine["questions"][q]["answer"] == pytest.approx(rec["answer"], rel=1e-6), (lab, student, q)
+            assert not [m for m in mismatches if not m.endswith(".tolerance")], (lab, student, mismatches)
+
+
+def test_a_new_record_names_its_edition_and_a_bad_edition_is_flagged():
+    v = variant("10", "ada", salt="s")
+    assert v.version == variants.registry()[v.lab].version == 2 and v.record()["version"] == 2
+    again, mismatches = variants.regenerate("10", "ada", v.record(), "s")
+    assert again == v and mismatches == []
+    old, mismatches = variants.regenerate("10", "ada", {**v.record(), "version": 1}, "s")
+    assert old.version == 1 and "version" not in mismatches  # the first edition, then compared field by field
+    assert old.settings != v.settings or old.questions["cadence"].prompt != v.questions["cadence"].prompt
+    _, mismatches = variants.regenerate("10", "ada", {**v.record(), "version": 99}, "s")
+    assert mismatches[0] == "version"
+    with pytest.raises(ValueError, match="version"):
+        variant("10", "ada", version=99)
+
+
+def test_the_grader_grades_an_old_ledger_at_its_first_edition(tmp_path):
+    """A ledger written by the first edition of Lab 10 (recorded without a version): the grader
+    regenerates that edition, grades its committed answers there and flags nothing."""
+    from labs.core.scenarios.lab10 import cadence_outcomes
+    from labs.core.state import DesignLedger
+    from labs.grade import grade
+
+    old = variant("10", "dot", salt="s", version=1)
+    assert "version" not in old.record()
+    ledger = DesignLedger("dot", directory=tmp_path)
+    cadence, mtbf = old.questions["cadence"], old.questions["mtbf"]
+    ledger.commit_prediction(old.lab, "mtbf", f"{mtbf.spec.answer:.1f}", variant=old.record())
+    ledger.commit_prediction(old.lab, "cadence", cadence.key, variant=old.record())
+    inputs = dict(model="llama3-405b", gpus=16384, zero_stage=3, strategy="sharded", storage_gbps=2000.0, relaunch_min=10.0, swap_min=60.0,
+                  hot_spares=False, interval_min=30.0)
+    preds = {"mtbf": f"{mtbf.spec.answer:.1f}", "cadence": cadence.key}
+    ledger.save_step(old.lab, "cadence", inputs, preds, cadence_outcomes(inputs, preds, variant=old), variant=old.record())
+    row = grade([str(tmp_path)], salt="s")[0].iloc[0]
+    assert row["status"] == "ok" and not row["tampered"], row["status"]
+    assert row["cadence_correct"] and row["mtbf_correct"] and row["variant"] == old.seed
+    new = variant("10", "dot", salt="s")
+    assert new.questions["cadence"].prompt != cadence.prompt  # the second edition asks another question
 
 
 def test_the_salt_changes_the_lab_and_the_ledger_keeps_only_its_fingerprint():

@@ -96,7 +96,7 @@ def build(table: pd.DataFrame, documents: dict[str, dict], points: dict[tuple[st
                 flags.append(identity)
             if any(r.get("tampered") is True for r in lab_rows_of):
                 flags.append("tampered: a stored outcome disagrees with the engine")
-            variant = _variant(lab, student, salt) if any(r.get("variant") for r in lab_rows_of) else None
+            variant = _variant(lab, student, salt, (doc.get("variants") or {}).get(lab)) if any(r.get("variant") for r in lab_rows_of) else None
             for (l, item), spec in points.items():
                 if l != lab:
                     continue
@@ -123,9 +123,9 @@ def build(table: pd.DataFrame, documents: dict[str, dict], points: dict[tuple[st
     return Book(items, by_lab, _totals(by_lab, labs), possible)
 
 
-def _variant(lab: str, student: str, salt: str | None):
+def _variant(lab: str, student: str, salt: str | None, recorded=None):
     try:
-        return student_variant(lab, student, salt)
+        return student_variant(lab, student, salt, recorded)
     except Exception:  # noqa: BLE001 - the grader already judged at it; only the shown answer is lost
         return None
 

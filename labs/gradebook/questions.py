@@ -95,8 +95,11 @@ def why(lab: str, question: str, variant=None) -> str:
     return f"{answer}: {label}" if answer is not None else "no option's claim holds at the engine's numbers"
 
 
-def student_variant(lab: str, student: str, salt: str | None):
-    """The student's variant of a lab (labs.variants), or None when the lab has none."""
+def student_variant(lab: str, student: str, salt: str | None, recorded=None):
+    """The student's variant of a lab (labs.variants), or None when the lab has none; with the
+    ledger's `recorded` variant, at the edition of the lab's recipe it names."""
     from labs import variants
 
-    return variants.variant(lab, student, salt) if lab in variants.registry() else None
+    if lab not in variants.registry():
+        return None
+    return variants.variant(lab, student, salt) if recorded is None else variants.regenerate(lab, student, recorded, salt)[0]

@@ -245,18 +245,158 @@ VARIANT_PARAMS_B = (7, 13)
 VARIANT_DESIGN_BATCH = (1024, 1536, 2048)
 
 
-def draw_settings(d) -> dict:
+def draw_settings_v1(d) -> dict:
     return {"params_b": d.choice("params_b", VARIANT_PARAMS_B), "design_batch": d.choice("design_batch", VARIANT_DESIGN_BATCH)}
 
 
-def build_questions(s: dict) -> dict:
-    params_b, batch = int(s["params_b"]), int(s["design_batch"])
+def design_question(s: dict) -> Choice:
+    batch = int(s["design_batch"])
+    return Choice(f"Global batch {batch} sequences: which layout trains fastest while fitting in memory?", ACT2_OPTIONS,
+                  act2_best_option(act2_option_estimates(batch)))
+
+
+def build_questions_v1(s: dict) -> dict:
+    params_b = int(s["params_b"])
     facts = act1_facts(params_b=params_b)
     return {
         "cause": Choice(f"Why does MFU fall from {DP_WALL_GPUS[0]} to {DP_WALL_GPUS[-1]} GPUs?", act1_options(facts), act1_correct_option(params_b)),
-        "design": Choice(f"Global batch {batch} sequences: which layout trains fastest while fitting in memory?", ACT2_OPTIONS,
-                         act2_best_option(act2_option_estimates(batch))),
+        "design": design_question(s),
     }
 
 
-VARIANTS = LabVariants("05_parallelism", draw_settings, build_questions)
+# ---- variants, second edition: Act I's wall is the shrinking compute for some, the network for others ----
+# The first edition always scaled a fixed batch over InfiniBand NDR, so the cause was the same
+# option for every student. Now half the stakeholders scale strongly (512 sequences however many
+# GPUs, on NDR): each GPU's compute shrinks 64x while its bytes do not (B). The other half scale
+# weakly on InfiniBand HDR 200 Gb/s (one or two sequences per GPU): compute and bytes per GPU stay
+# put, and the ring leaves NVLink for a network with under half its bus bandwidth (D). Both run the
+# 7B: the 13B's fp32 gradients and weights do not fit on eight GPUs under ZeRO-1, so its story
+# could not quote an MFU there (the first edition's 13B did).
+ACT1_REGIMES = ("strong", "weak")
+ACT1_STRONG_FABRIC, ACT1_WEAK_FABRIC = "ib-ndr", "ib-hdr"
+VARIANT_WEAK_PER_GPU = (1, 2)  # sequences per GPU per step in weak scaling
+ACT1_PARAMS_B = 7
+
+
+def act1_story(settings: dict) -> dict:
+    """dp_wall_estimate's arguments (but gpus) for the stakeholder's runs of a variant (a first-edition
+    variant has no regime: the strong one)."""
+    if settings.get("act1_scaling", "strong") == "weak":
+        return {"global_batch": DP_WALL_GPUS[0] * int(settings["per_gpu_batch"]), "fixed_per_gpu": True, "fabric": ACT1_WEAK_FABRIC,
+                "params_b": int(settings["params_b"])}
+    return {"global_batch": DP_WALL_GLOBAL_BATCH, "fixed_per_gpu": False, "fabric": ACT1_STRONG_FABRIC, "params_b": int(settings["params_b"])}
+
+
+@lru_cache(maxsize=16)
+def act1_facts_at(params_b: int, global_batch: int, fixed_per_gpu: bool, fabric: str) -> dict:
+    """act1_facts for a stakeholder's runs: their model, batch, scaling mode and fabric."""
+    small, large = (dp_wall_estimate(n, global_batch, fixed_per_gpu, fabric, params_b=params_b) for n in (DP_WALL_GPUS[0], DP_WALL_GPUS[-1]))
+    return {
+        "bytes_ratio": large.comm_bytes_per_gpu["dp"] / small.comm_bytes_per_gpu["dp"],
+        "compute_ratio": large.time.compute / small.time.compute,
+        "latency_share": large.dp_exposed_latency_s / large.time.dp_comm if large.time.dp_comm else 0.0,
+        "exposed_over_compute": large.time.dp_comm / large.time.compute,
+        "exposed_over_compute_small": small.time.dp_comm / small.time.compute,
+        "nvlink_gbs": bus_bandwidth("all_reduce", 4e9, small.cluster, DP_WALL_GPUS[0], 1, "ring") / 1e9,
+        "across_nodes_gbs": bus_bandwidth("all_reduce", 4e9, large.cluster, DP_WALL_GPUS[-1], 1, "ring") / 1e9,
+        "one_nic_gbs": large.cluster.inter.effective_bytes_per_s / 1e9,
+        "fabric": large.cluster.inter.name,
+        "exposed_growth": large.time.dp_comm / max(small.time.dp_comm, 1e-12),
+        "mfu": [dp_wall_estimate(n, global_batch, fixed_per_gpu, fabric, params_b=params_b).mfu for n in DP_WALL_GPUS],
+        "fits": all(dp_wall_estimate(n, global_batch, fixed_per_gpu, fabric, params_b=params_b).fits for n in DP_WALL_GPUS),
+    }
+
+
+def act1_story_facts(settings: dict) -> dict:
+    story = act1_story(settings)
+    return act1_facts_at(story["params_b"], story["global_batch"], story["fixed_per_gpu"], story["fabric"])
+
+
+def act1_options_v2(facts: dict) -> tuple[Option, ...]:
+    """Act I's options, the network's numbers from the engine at the variant."""
+    return (
+        *act1_options(facts)[:3],
+        Option("D", f"Past one node the ring crosses the NICs: {facts['across_nodes_gbs']:.0f} GB/s of bus bandwidth, not NVLink's {facts['nvlink_gbs']:.0f}",
+               "the network, not the shrinking compute, is the wall"),
+    )
+
+
+ACT1_CLAIMS_V2: dict[str, Callable[[dict], bool]] = {
+    **{k: ACT1_CLAIMS[k] for k in "ABC"},
+    "D": lambda f: f["across_nodes_gbs"] < f["nvlink_gbs"] / 2 and f["compute_ratio"] > 0.5,  # the network, and nothing shrank
+}
+
+
+def act1_answer_at(settings: dict) -> str | None:
+    facts = act1_story_facts(settings)
+    held = [k for k, claim in ACT1_CLAIMS_V2.items() if claim(facts)]
+    return held[0] if len(held) == 1 else None
+
+
+def act1_explanations_at(settings: dict) -> dict[str, str]:
+    """The reveal's line per option, for the stakeholder's runs of the variant."""
+    f, story = act1_story_facts(settings), act1_story(settings)
+    lo, hi = DP_WALL_GPUS[0], DP_WALL_GPUS[-1]
+    if story["fixed_per_gpu"]:
+        b = (f"with the batch growing with the GPUs, each GPU's compute stays put ({f['compute_ratio']:.2f}x from {lo} to {hi} GPUs) and so do "
+             f"its bytes ({f['bytes_ratio']:.2f}x): nothing shrank, yet the reduction takes {f['exposed_growth']:.1f}x as long.")
+    else:
+        b = (f"each GPU's compute falls to {f['compute_ratio']:.1%} of what it was while the bytes it reduces grow only {f['bytes_ratio']:.2f}x: "
+             f"at {hi} GPUs the reduction takes {f['exposed_over_compute']:.0%} of the compute time, against {f['exposed_over_compute_small']:.0%} at {lo}.")
+    share = f["across_nodes_gbs"] / f["nvlink_gbs"]
+    d = (f"NCCL runs one ring per rail, so a ring over whole nodes crosses every node boundary on all eight NICs at once: "
+         f"{f['across_nodes_gbs']:.0f} GB/s of bus bandwidth on {f['fabric']} at {hi} GPUs against {f['nvlink_gbs']:.0f} GB/s inside one node "
+         f"({share:.0%} of it). ")
+    d += (f"With compute and bytes per GPU unchanged, that slower network is the whole of the fall: the reduction takes {f['exposed_growth']:.1f}x as long."
+          if story["fixed_per_gpu"] else
+          f"That costs the reduction {f['exposed_growth']:.1f}x its one-node time; the compute beside it shrank {1 / f['compute_ratio']:.0f}x.")
+    return {
+        "A": f"ring traffic per GPU is 2(N-1)/N of the gradients: it grows only {f['bytes_ratio']:.2f}x from {lo} to {hi} GPUs.",
+        "B": b,
+        "C": f"latency (alpha) terms are {f['latency_share']:.0%} of the reduction at {hi} GPUs with Megatron-sized buckets: real, and growing "
+             "with N, but not the main cost. NCCL's tree would not cut them: it runs only all-reduces, and ZeRO-1 reduce-scatters and "
+             "all-gathers, which NCCL runs as rings.",
+        "D": d,
+    }
+
+
+def act1_story_text(settings: dict) -> str:
+    """The stakeholder's message for the variant's runs."""
+    story, f = act1_story(settings), act1_story_facts(settings)
+    model, mfu = dp_wall_model(story["params_b"]), f["mfu"]
+    if story["fixed_per_gpu"]:
+        k = story["global_batch"] // DP_WALL_GPUS[0]
+        batch = (f"{k} sequence{'s' if k > 1 else ''} of {model.seq_len} tokens per GPU per step (the batch grows with the GPUs), "
+                 f"on DGX H100 nodes joined by {f['fabric']}")
+        same = "Same model, the same work on every GPU, more GPUs, and each one does less."
+    else:
+        batch = f"{story['global_batch']} sequences of {model.seq_len} tokens per step, on DGX H100 nodes joined by {f['fabric']}"
+        same = "Same model, same batch, more GPUs, and each one does less."
+    return (f"We train a {model.params / 1e9:.1f}B-parameter model with data parallelism, {batch}. Our framework is Megatron-Core's "
+            "distributed optimizer (ZeRO-1): once the backward pass is done it reduce-scatters the fp32 gradients, and after "
+            f"the optimizer step it all-gathers the updated bf16 weights. MFU was **{mfu[0]:.0%} on {DP_WALL_GPUS[0]} GPUs**, "
+            f"**{mfu[1]:.0%} on {DP_WALL_GPUS[1]}** and **{mfu[2]:.0%} on {DP_WALL_GPUS[2]}**. {same} Before I buy more nodes: why?")
+
+
+def draw_settings(d) -> dict:
+    regime, per_gpu = d.choice("act1_scaling", ACT1_REGIMES), d.choice("per_gpu_batch", VARIANT_WEAK_PER_GPU)
+    act1 = ({"act1_scaling": "weak", "params_b": ACT1_PARAMS_B, "per_gpu_batch": per_gpu} if regime == "weak"
+            else {"act1_scaling": "strong", "params_b": ACT1_PARAMS_B})
+    return {**act1, "design_batch": d.choice("design_batch", VARIANT_DESIGN_BATCH)}
+
+
+def build_questions(s: dict) -> dict:
+    story = act1_story(s)
+    if story["fixed_per_gpu"]:
+        k = story["global_batch"] // DP_WALL_GPUS[0]
+        how = f"With {k} sequence{'s' if k > 1 else ''} per GPU (the batch grows with the GPUs)"
+    else:
+        how = f"With the global batch fixed at {story['global_batch']} sequences"
+    return {
+        "cause": Choice(f"{how}, why does MFU fall from {DP_WALL_GPUS[0]} to {DP_WALL_GPUS[-1]} GPUs?", act1_options_v2(act1_story_facts(s)),
+                        act1_answer_at(s), act1_explanations_at(s)),
+        "design": design_question(s),
+    }
+
+
+VARIANTS = LabVariants("05_parallelism", draw_settings, build_questions, version=2, older={1: (draw_settings_v1, build_questions_v1)})

@@ -266,31 +266,36 @@ def fit_activations(settings: dict) -> Activations:
     return Activations(micro_batch=int(settings["micro_batch"]), seq_len=int(settings["seq_len"]), recompute="full", flash_attention=True)
 
 
-def draw_settings(d) -> dict:
+def draw_settings_v1(d) -> dict:
     return {"gpu": d.choice("gpu", VARIANT_GPUS), "seq_len": d.choice("seq_len", VARIANT_SEQ), "micro_batch": d.choice("micro_batch", VARIANT_MICRO_BATCH),
             "accumulation": d.choice("accumulation", VARIANT_ACCUMULATION)}
 
 
-def build_questions(s: dict) -> dict:
-    gpu, act, m = s["gpu"], fit_activations(s), int(s["accumulation"])
-    n = fewest_gpus(FIT_MODEL, gpu, FIT_STAGE, act)
-    if n is None:
-        raise ValueError(f"{FIT_MODEL} does not fit on {gpu} at {act}: not a variant the lab offers")
-    at = {k: dp_memory(FIT_MODEL, k, FIT_STAGE, act).total / 1e9 for k in (n - 1, n)}
-    hbm = GPUS[gpu].hbm_bytes / 1e9
+def build_questions_v1(s: dict) -> dict:
+    m = int(s["accumulation"])
     return {
-        "fit": Numeric(
-            f"With ZeRO-3, micro-batch {act.micro_batch}, {act.seq_len:,} tokens and full activation checkpointing, what is the fewest number "
-            f"of {GPUS[gpu].name} GPUs ({GPUS[gpu].hbm_bytes / 2**20:,.0f} MiB as nvidia-smi shows it, {hbm:.1f} GB) on which "
-            f"{Model.get(FIT_MODEL).name} fits, activations included? Type a number (right within {FIT_TOLERANCE:.0%}).",
-            float(n), max(1.0, FIT_TOLERANCE * n), "GPUs",
-            f"the engine's fewest is **{n}**: {at[n]:.1f} GB per GPU of {hbm:.1f}, against {at[n - 1]:.1f} GB on {n - 1}.",
-        ),
+        "fit": fit_question(s),
         "zero2": Choice(
             f"What does ZeRO-2 cost in communication over ZeRO-1, at one micro-batch per step and at {m} (gradient accumulation)?",
             ZERO2_OPTIONS, zero2_answer(m), zero2_explanations(m),
         ),
     }
+
+
+def fit_question(s: dict) -> Numeric:
+    gpu, act = s["gpu"], fit_activations(s)
+    n = fewest_gpus(FIT_MODEL, gpu, FIT_STAGE, act)
+    if n is None:
+        raise ValueError(f"{FIT_MODEL} does not fit on {gpu} at {act}: not a variant the lab offers")
+    at = {k: dp_memory(FIT_MODEL, k, FIT_STAGE, act).total / 1e9 for k in (n - 1, n)}
+    hbm = GPUS[gpu].hbm_bytes / 1e9
+    return Numeric(
+            f"With ZeRO-3, micro-batch {act.micro_batch}, {act.seq_len:,} tokens and full activation checkpointing, what is the fewest number "
+            f"of {GPUS[gpu].name} GPUs ({GPUS[gpu].hbm_bytes / 2**20:,.0f} MiB as nvidia-smi shows it, {hbm:.1f} GB) on which "
+            f"{Model.get(FIT_MODEL).name} fits, activations included? Type a number (right within {FIT_TOLERANCE:.0%}).",
+            float(n), max(1.0, FIT_TOLERANCE * n), "GPUs",
+            f"the engine's fewest is **{n}**: {at[n]:.1f} GB per GPU of {hbm:.1f}, against {at[n - 1]:.1f} GB on {n - 1}.",
+        )
 
 
 def zero2_explanations(accumulation: int = ZERO2_ACCUMULATION) -> dict[str, str]:
@@ -305,4 +310,80 @@ def zero2_explanations(accumulation: int = ZERO2_ACCUMULATION) -> dict[str, str]
     }
 
 
-VARIANTS = LabVariants(LAB, draw_settings, build_questions)
+# ---- variants, second edition: the ZeRO-2 question at the student's own accumulation ----------------
+# The first edition asked at one micro-batch and at m together, so its key was the same option for
+# every student. Now each student's step runs m micro-batches, m = 1 for about half the ids: at
+# m = 1 ZeRO-2 sends what ZeRO-1 does, above it (m + 1) / 2 times as much (DeepSpeed #2252).
+VARIANT_ACCUMULATE = (False, True)
+ZERO2_STEP_OPTIONS = (
+    Option("A", "The same bytes as ZeRO-1: one reduce-scatter and one all-gather a step", "ZeRO-2's sharded gradients always accumulate for free"),
+    Option("B", "More than ZeRO-1: sharded gradients cannot accumulate, so each micro-batch reduce-scatters",
+           "ZeRO-2 pays a reduce-scatter per micro-batch even with one micro-batch a step"),
+    Option("C", "Twice ZeRO-1's bytes: the gradients are reduce-scattered, then gathered back", "ZeRO-2 gathers the gradients back"),
+    Option("D", "Less than ZeRO-1: each GPU sends only its 1/N shard of the gradients", "sharding gradients shrinks the traffic"),
+)
+
+
+def zero2_step_facts(accumulation: int) -> dict:
+    """ZeRO-2's bytes over ZeRO-1's at one micro-batch a step and at `accumulation`."""
+    return {"one": traffic_ratio(2, 1, 1), "at": traffic_ratio(2, 1, accumulation), "m": accumulation}
+
+
+ZERO2_STEP_CLAIMS: dict[str, Callable[[dict], bool]] = {
+    "A": lambda f: abs(f["at"] - 1) < 0.01,
+    "B": lambda f: f["at"] > 1.2 and abs(f["one"] - 1) < 0.01,  # the extra bytes come with accumulation only
+    "C": lambda f: abs(f["one"] - 2) < 0.1,
+    "D": lambda f: f["at"] < 0.99,
+}
+
+
+@lru_cache(maxsize=8)
+def zero2_step_answer(accumulation: int) -> str | None:
+    facts = zero2_step_facts(accumulation)
+    held = [k for k, claim in ZERO2_STEP_CLAIMS.items() if claim(facts)]
+    return held[0] if len(held) == 1 else None
+
+
+def zero2_step_explanations(accumulation: int) -> dict[str, str]:
+    """The reveal's line for each option at the student's m, with the engine's traffic ratios."""
+    f, z3, m = zero2_step_facts(accumulation), traffic_ratio(3, 0, 1), accumulation
+    if m == 1:
+        a = (f"at one micro-batch a step ZeRO-2 sends {f['at']:.2f}x ZeRO-1's bytes: the gradients are reduce-scattered once, "
+             "and the updated weights all-gathered once, as in ZeRO-1.")
+        b = (f"the per-micro-batch reduce-scatter costs only when a step runs several: at one it is the step's only one "
+             f"({f['at']:.2f}x). Move the accumulation slider: at 4 micro-batches it is {traffic_ratio(2, 1, 4):.2f}x.")
+    else:
+        a = (f"with {m} micro-batches a step ZeRO-2 sends {f['at']:.2f}x ZeRO-1's bytes; the two match only at one micro-batch "
+             f"({f['one']:.2f}x), where there is nothing to accumulate.")
+        b = (f"a rank keeps only its shard of the gradients, so each of the {m} micro-batches reduce-scatters its own: "
+             f"{f['at']:.2f}x ZeRO-1's bytes, which accumulates locally and reduce-scatters once.")
+    return {
+        "A": a,
+        "B": b,
+        "C": f"the all-gather moves the updated weights, once a step, in ZeRO-1 too: the ratio is {f['one']:.2f}x at one micro-batch "
+             f"and {f['at']:.2f}x at {m}.",
+        "D": "each GPU sends (N-1)/N of the gradient bytes in a reduce-scatter whether or not it keeps the full gradient afterwards: "
+             f"{f['at']:.2f}x ZeRO-1's bytes here.",
+    }
+
+
+def draw_settings(d) -> dict:
+    accumulate = d.choice("accumulate", VARIANT_ACCUMULATE)
+    m = d.choice("accumulation", VARIANT_ACCUMULATION)
+    return {"gpu": d.choice("gpu", VARIANT_GPUS), "seq_len": d.choice("seq_len", VARIANT_SEQ), "micro_batch": d.choice("micro_batch", VARIANT_MICRO_BATCH),
+            "accumulation": m if accumulate else 1}
+
+
+def build_questions(s: dict) -> dict:
+    m = int(s["accumulation"])
+    step = "one micro-batch" if m == 1 else f"{m} micro-batches (gradient accumulation)"
+    return {
+        "fit": fit_question(s),
+        "zero2": Choice(
+            f"Each GPU runs {step} per optimizer step. What does ZeRO-2 cost in communication over ZeRO-1 at that step?",
+            ZERO2_STEP_OPTIONS, zero2_step_answer(m), zero2_step_explanations(m),
+        ),
+    }
+
+
+VARIANTS = LabVariants(LAB, draw_settings, build_questions, version=2, older={1: (draw_settings_v1, build_questions_v1)})

@@ -505,23 +505,16 @@ VARIANT_BUCKET_NODES = (32, 64, 128, 256)
 RING_TOLERANCE = 0.03  # of the bytes: "twice the message" is 6.7% off at N = 16
 
 
-def draw_settings(d) -> dict:
+def draw_settings_v1(d) -> dict:
     return {"ring_gb": d.choice("ring_gb", VARIANT_RING_GB), "ring_n": d.choice("ring_n", VARIANT_RING_N),
             "bucket_bytes": d.choice("bucket_bytes", VARIANT_BUCKET_BYTES), "bucket_nodes": d.choice("bucket_nodes", VARIANT_BUCKET_NODES)}
 
 
-def build_questions(s: dict) -> dict:
-    gb, n, nbytes, nodes = float(s["ring_gb"]), int(s["ring_n"]), float(s["bucket_bytes"]), int(s["bucket_nodes"])
-    sent = bytes_sent_per_rank("all_reduce", gb * 1e9, n) / 1e9
+def build_questions_v1(s: dict) -> dict:
+    nbytes, nodes = float(s["bucket_bytes"]), int(s["bucket_nodes"])
     cluster, ranks = bucket_cluster(nodes)
     return {
-        "ring": Numeric(
-            f"Each GPU all-reduces a {gb:g} GB gradient with a ring over {n:,} GPUs. How many GB does each GPU send? "
-            f"Type a number (right within {RING_TOLERANCE:.0%}).",
-            sent, RING_TOLERANCE * sent, "GB",
-            f"2(N-1)/N x M = 2 x {n - 1:,}/{n:,} x {gb:g} GB = **{sent:.3f} GB**: the reduce-scatter sends (N-1)/N of the message "
-            f"and the all-gather as much again, just under twice the message at any N.",
-        ),
+        "ring": ring_question(s),
         "bucket": Choice(
             f"A {nbytes / 1e6:g} MB gradient bucket is all-reduced over {ranks:,} H100s ({cluster.nodes} DGX nodes). Which algorithm finishes first?",
             BUCKET_OPTIONS, bucket_answer(nbytes, nodes), bucket_explanations(nbytes, nodes),
@@ -529,4 +522,103 @@ def build_questions(s: dict) -> dict:
     }
 
 
-VARIANTS = LabVariants(LAB, draw_settings, build_questions)
+def ring_question(s: dict) -> Numeric:
+    gb, n = float(s["ring_gb"]), int(s["ring_n"])
+    sent = bytes_sent_per_rank("all_reduce", gb * 1e9, n) / 1e9
+    return Numeric(
+            f"Each GPU all-reduces a {gb:g} GB gradient with a ring over {n:,} GPUs. How many GB does each GPU send? "
+            f"Type a number (right within {RING_TOLERANCE:.0%}).",
+            sent, RING_TOLERANCE * sent, "GB",
+            f"2(N-1)/N x M = 2 x {n - 1:,}/{n:,} x {gb:g} GB = **{sent:.3f} GB**: the reduce-scatter sends (N-1)/N of the message "
+            f"and the all-gather as much again, just under twice the message at any N.",
+        )
+
+
+# ---- variants, second edition: which algorithm wins depends on the bucket and the group ---------------
+# The first edition always asked across nodes with small buckets, so the tree won for every
+# student. Now half the students reduce their bucket inside one node (HSDP's shard group: 8 H100s
+# on NVLink), the other half across the whole job. Across nodes a 0.25-4 MB bucket is latency,
+# and the tree's log N steps win (2x or more); inside one node a 1 MB bucket goes fastest on the
+# ring (the tree's latency, fewer bytes; NVLS's switch round trip costs more latency than both)
+# and a 64-256 MB one on NVLS, whose switch does the adding (20% or more ahead of the next).
+BUCKET_GROUPS = ("node", "job")
+VARIANT_NODE_BUCKET_BYTES = (1e6, 64e6, 256e6)
+BUCKET_LEAD = 1.2  # the winner is at least this much faster than the next algorithm
+BUCKET_STEP_OPTIONS = (
+    Option("A", "Ring: the fewest bytes per GPU of the point-to-point algorithms", "bandwidth-optimal means fastest at every size"),
+    Option("B", "Tree: the fewest latency steps, about 2 log2 N across nodes", "the tree wins at any size"),
+    Option("C", "NVLS: the NVSwitch adds the data, so the GPUs move fewer bytes", "in-switch reduction is fastest everywhere"),
+    Option("D", "About the same: at this size the algorithm barely matters", "the algorithm does not matter at this size"),
+)
+ALGORITHM_OPTION = {"ring": "A", "tree": "B", "nvls": "C"}
+
+
+def bucket_group_cluster(nodes: int, group: str) -> tuple[Cluster, int]:
+    """The group a bucket is reduced over: the 8 GPUs of one DGX H100 node, or all `nodes` nodes."""
+    check_choice("group", group, BUCKET_GROUPS)
+    return bucket_cluster(1 if group == "node" else nodes)
+
+
+def bucket_group_facts(nbytes: float, nodes: int, group: str) -> dict:
+    """Each algorithm's (latency, bandwidth) cost of the bucket over the group; the fastest and its lead."""
+    cluster, n = bucket_group_cluster(nodes, group)
+    costs = {alg: group_cost("all_reduce", nbytes, cluster, n, 1, alg) for alg in lb_algorithms(cluster)}
+    t = {alg: c.total_s for alg, c in costs.items()}
+    ranked = sorted(t.values())
+    return {"costs": costs, "times": t, "fastest": min(t, key=t.get), "spread": ranked[-1] / ranked[0], "lead": ranked[1] / ranked[0], "ranks": n}
+
+
+BUCKET_STEP_CLAIMS: dict[str, Callable[[dict], bool]] = {
+    **{key: (lambda f, alg=alg: f["fastest"] == alg and f["spread"] >= 1.1) for alg, key in ALGORITHM_OPTION.items()},
+    "D": lambda f: f["spread"] < 1.1,
+}
+
+
+def bucket_group_answer(nbytes: float, nodes: int, group: str) -> str | None:
+    facts = bucket_group_facts(nbytes, nodes, group)
+    held = [k for k, claim in BUCKET_STEP_CLAIMS.items() if claim(facts)]
+    return held[0] if len(held) == 1 else None
+
+
+def bucket_group_explanations(nbytes: float, nodes: int, group: str) -> dict[str, str]:
+    """Each option's line at the student's bucket and group: every algorithm's latency and bandwidth terms."""
+    f = bucket_group_facts(nbytes, nodes, group)
+    best, t = f["fastest"], f["times"]
+
+    def line(alg: str) -> str:
+        c = f["costs"][alg]
+        verdict = f"the fastest, {f['lead']:.1f}x ahead of the next" if alg == best else f"{t[alg] / t[best]:.1f}x the {best}'s time"
+        return f"{c.latency_s * 1e6:,.0f} µs of latency and {c.bandwidth_s * 1e6:,.0f} µs moving bytes, {t[alg] * 1e6:,.0f} µs in all: {verdict}."
+
+    size = f"{nbytes / 1e6:g} MB on {f['ranks']:,} GPUs"
+    return {
+        "A": f"the ring's 2(N-1) steps at {size}: {line('ring')}",
+        "B": f"the tree's hops at {size}: {line('tree')}",
+        "C": f"NVLS at {size}: {line('nvls')}" if "nvls" in t else "this cluster has no NVLS.",
+        "D": f"the algorithms' times differ {f['spread']:.1f}x here: which one runs matters.",
+    }
+
+
+def draw_settings(d) -> dict:
+    group = d.choice("bucket_group", BUCKET_GROUPS)
+    job_bytes, node_bytes = d.choice("bucket_bytes", VARIANT_BUCKET_BYTES), d.choice("node_bucket_bytes", VARIANT_NODE_BUCKET_BYTES)
+    return {"ring_gb": d.choice("ring_gb", VARIANT_RING_GB), "ring_n": d.choice("ring_n", VARIANT_RING_N),
+            "bucket_bytes": node_bytes if group == "node" else job_bytes, "bucket_nodes": d.choice("bucket_nodes", VARIANT_BUCKET_NODES),
+            "bucket_group": group}
+
+
+def build_questions(s: dict) -> dict:
+    nbytes, nodes, group = float(s["bucket_bytes"]), int(s["bucket_nodes"]), s["bucket_group"]
+    cluster, ranks = bucket_group_cluster(nodes, group)
+    where = (f"inside one DGX H100 node, over its {ranks} GPUs on NVLink (a hybrid-sharded job's shard group)" if group == "node"
+             else f"over all {ranks:,} H100s of the job ({cluster.nodes} DGX nodes)")
+    return {
+        "ring": ring_question(s),
+        "bucket": Choice(
+            f"A {nbytes / 1e6:g} MB gradient bucket is all-reduced {where}. Which algorithm finishes first?",
+            BUCKET_STEP_OPTIONS, bucket_group_answer(nbytes, nodes, group), bucket_group_explanations(nbytes, nodes, group),
+        ),
+    }
+
+
+VARIANTS = LabVariants(LAB, draw_settings, build_questions, version=2, older={1: (draw_settings_v1, build_questions_v1)})

@@ -10,7 +10,7 @@ communication overlap wherever TP > 1, fp32 gradient reduction overlapped with t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Callable
 
@@ -256,11 +256,11 @@ OUTCOMES: dict[tuple[str, str], Callable[[dict, dict], dict]] = {
 VARIANT_MICRO_BATCH = (1, 2, 4)
 
 
-def draw_settings(d) -> dict:
+def draw_settings_v1(d) -> dict:
     return {"micro_batch": d.choice("micro_batch", VARIANT_MICRO_BATCH)}
 
 
-def build_questions(s: dict) -> dict:
+def build_questions_v1(s: dict) -> dict:
     mb = int(s["micro_batch"])
     return {
         "dp64": Choice(
@@ -271,4 +271,100 @@ def build_questions(s: dict) -> dict:
     }
 
 
-VARIANTS = LabVariants(LAB, draw_settings, build_questions)
+# ---- variants, second edition: the recompute setting varies too ----------------------------------------
+# The first edition drew only the micro-batch. Now half the students ask under full activation
+# recompute, where FSDP alone fits both jobs (the 70B at 33-57 of 86 GB, micro-batch 1-4): the key
+# is B there, C or D under selective recompute (the worksheet's own software).
+VARIANT_RECOMPUTE = ("selective", "full")
+RECOMPUTE_WORDS = {
+    "selective": "this worksheet's software (selective recompute: every layer's activations are kept for the backward, none recomputed in full)",
+    "full": "full activation recompute (each layer keeps only its input and recomputes the rest in the backward; the worksheet itself runs selective)",
+}
+
+
+@lru_cache(maxsize=None)
+def reference_estimates_at(micro_batch: int, recompute: str) -> dict[str, dict[str, Estimate]]:
+    """reference_estimates under another recompute setting (selective is the worksheet's own)."""
+    if recompute == "selective":
+        return reference_estimates(micro_batch)
+    out = {}
+    for key in JOBS:
+        model, cluster = job(key).inputs()
+        out[key] = {name: estimate(model, cluster, replace(worksheet_plan(f["tp"], f["pp"], f["zero_stage"], micro_batch), recompute=recompute))
+                    for name, f in REFERENCE_LAYOUTS.items()}
+    return out
+
+
+def dp64_facts_at(micro_batch: int, recompute: str) -> dict:
+    ests = reference_estimates_at(micro_batch, recompute)
+    return {key: {"plain": e["DP=64, ZeRO-0"].fits, "sharded": e["DP=64, ZeRO-3"].fits} for key, e in ests.items()}
+
+
+def dp64_answer_at(micro_batch: int, recompute: str) -> str | None:
+    facts = dp64_facts_at(micro_batch, recompute)
+    held = [k for k, claim in DP64_CLAIMS.items() if claim(facts)]
+    return held[0] if len(held) == 1 else None
+
+
+def dp64_explanations_at(micro_batch: int, recompute: str) -> dict[str, str]:
+    """The reveal's line per option at the variant's micro-batch and recompute setting."""
+    ests = reference_estimates_at(micro_batch, recompute)
+    e13, e70 = ests["13b-a100"], ests["70b-h100"]
+    z3_13, z3_70, plain13, plain70 = e13["DP=64, ZeRO-3"], e70["DP=64, ZeRO-3"], e13["DP=64, ZeRO-0"], e70["DP=64, ZeRO-0"]
+    hbm = plain13.cluster.gpu.hbm_bytes / 1e9
+    full = reference_estimates_at(micro_batch, "full")["70b-h100"]["DP=64, ZeRO-3"]
+    sel70 = reference_estimates(micro_batch)["70b-h100"]["DP=64, ZeRO-3"]
+
+    def gb(e: Estimate) -> str:
+        return f"{e.memory.total / 1e9:,.0f} GB"
+
+    a = (f"plain data parallelism keeps the whole model state on every GPU, {plain13.memory.model_state / plain13.model.params:.0f} bytes per parameter "
+         f"(bf16 weights, fp32 gradients, fp32 Adam state): {gb(plain13)} per GPU with activations for the 13B and {gb(plain70)} for the 70B, "
+         f"against {hbm:.1f} GB of HBM.")
+    if z3_70.fits and z3_13.fits:
+        b = (f"ZeRO-3 divides the model state by 64, and with {recompute} recompute each layer keeps little for the backward: the 13B needs "
+             f"{gb(z3_13)} per GPU and the 70B {gb(z3_70)}, inside the {hbm:.1f} GB. The price is the forward run twice: the 70B reaches "
+             f"{z3_70.mfu:.1%} MFU ({z3_70.hfu:.1%} HFU), against the {sel70.mfu:.1%} a selective step would reach if it fitted.")
+        c = (f"with {recompute} recompute the 70B fits sharded as well: {gb(z3_70)} per GPU, {z3_70.memory.activations / 1e9:,.0f} GB of it "
+             "activations; TP and PP are one way to fit it, not the only one.")
+    else:
+        note = (f" With full recomputation, which this question does not use, FSDP alone would fit it: {gb(full)} per GPU at {full.mfu:.1%} MFU "
+                f"({full.hfu:.1%} HFU: the gap is the forward passes run twice), against the {z3_70.mfu:.1%} a selective step would reach "
+                "if it fitted.") if full.fits else ""
+        b = (f"ZeRO-3 divides the model state by 64 but not the activations: the 70B still needs {gb(z3_70)} per GPU, "
+             f"{z3_70.memory.activations / 1e9:,.0f} GB of it activations of {z3_70.model.layers} layers, which no ZeRO stage shards." + note)
+        split = [(name.split(", ")[0], e70[name]) for name in ("TP=4 x PP=4 x DP=4, ZeRO-1", "TP=8 x DP=8, ZeRO-1")]
+        fitting = [(name, e) for name, e in split if e.fits]
+        seventy = (f"The 70B fits once TP and PP split its layers: {fitting[0][0]} needs {gb(fitting[0][1])} and reaches {fitting[0][1].mfu:.1%}"
+                   if fitting else
+                   f"The 70B needs more than these splits at micro-batch {micro_batch}: {split[0][0]} still needs {gb(split[0][1])}")
+        c = ((f"the 13B at DP = 64 with ZeRO-3 needs {gb(z3_13)} per GPU and reaches {z3_13.mfu:.1%} MFU "
+              f"(TP = 8 x DP = 8: {e13['TP=8 x DP=8, ZeRO-1'].mfu:.1%}). " + seventy
+              + (f"; full recomputation fits it too, at {full.mfu:.1%} (Lab 06)." if full.fits else "."))
+             if z3_13.fits else
+             (f"at micro-batch {micro_batch} the 13B needs {gb(z3_13)} per GPU even sharded over 64: {z3_13.memory.activations / 1e9:,.0f} GB of it "
+              "activations, which ZeRO does not shard."))
+    d = ((f"at micro-batch {micro_batch} the activations alone are {z3_13.memory.activations / 1e9:,.0f} GB per GPU for the 13B and "
+          f"{z3_70.memory.activations / 1e9:,.0f} GB for the 70B, and no ZeRO stage shards them: a smaller micro-batch (more "
+          "accumulation), recomputation or model parallelism is what fits.")
+         if not z3_13.fits else
+         (f"sharded over 64 GPUs the 13B's state is {z3_13.memory.model_state / 1e9:,.1f} GB per GPU: with its activations at micro-batch "
+          f"{micro_batch}, {gb(z3_13)}, inside the {hbm:.1f} GB."))
+    return {"A": a, "B": b, "C": c, "D": d}
+
+
+def draw_settings(d) -> dict:
+    return {"micro_batch": d.choice("micro_batch", VARIANT_MICRO_BATCH), "recompute": d.choice("recompute", VARIANT_RECOMPUTE)}
+
+
+def build_questions(s: dict) -> dict:
+    mb, recompute = int(s["micro_batch"]), s["recompute"]
+    return {
+        "dp64": Choice(
+            f"64 GPUs, so DP = 64? With {RECOMPUTE_WORDS[recompute]} and micro-batch {mb}, for which job is DP = 64 a design that fits in memory?",
+            DP64_OPTIONS, dp64_answer_at(mb, recompute), dp64_explanations_at(mb, recompute),
+        ),
+    }
+
+
+VARIANTS = LabVariants(LAB, draw_settings, build_questions, version=2, older={1: (draw_settings_v1, build_questions_v1)})

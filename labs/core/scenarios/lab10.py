@@ -247,26 +247,16 @@ VARIANT_DAYS = (30, 45, 54, 60, 90)
 INTERRUPTIONS_TOLERANCE = 0.10  # of the engine's count: the rate is a fit on one 54-day window
 
 
-def draw_settings(d) -> dict:
+def draw_settings_v1(d) -> dict:
     return {"gpus": d.choice("gpus", VARIANT_GPUS), "days": d.choice("days", VARIANT_DAYS)}
 
 
-def build_questions(s: dict) -> dict:
-    from labs.core.reliability import expected_interruptions, gpu_mtbf_s, job_mtbf_s
+def build_questions_v1(s: dict) -> dict:
+    from labs.core.reliability import job_mtbf_s
 
-    gpus, days = int(s["gpus"]), int(s["days"])
-    count = expected_interruptions(gpus, days * DAY)["unexpected"]
-    years = gpu_mtbf_s() / (365 * DAY)
+    gpus = int(s["gpus"])
     return {
-        "mtbf": Numeric(
-            f"Each GPU runs {years:.1f} years between job-stopping failures on average (Llama 3's interruptions of every cause, software "
-            "and network included, counted per GPU: assume every cause grows with the GPUs), and the job stops when any of its GPUs does. "
-            f"How many unexpected interruptions should a {gpus:,}-GPU job expect in {days} days? "
-            f"Type a number (right within {INTERRUPTIONS_TOLERANCE:.0%}).",
-            count, max(INTERRUPTIONS_TOLERANCE * count, 0.5), "interruptions",
-            f"{gpus:,} GPUs x {days} days / ({years:.1f} years x 365 days) = **{count:.0f}**: one every "
-            f"{_span(job_mtbf_s(gpus))}, the GPU's {_span(gpu_mtbf_s())} divided by {gpus:,}.",
-        ),
+        "mtbf": mtbf_question(s),
         "cadence": Choice(
             f"Your {gpus:,}-GPU job stops every {_span(job_mtbf_s(gpus))}. Checkpointing more often is always safer. True?",
             CADENCE_OPTIONS, cadence_answer(gpus), cadence_explanations(gpus),
@@ -274,4 +264,106 @@ def build_questions(s: dict) -> dict:
     }
 
 
-VARIANTS = LabVariants(LAB, draw_settings, build_questions)
+def mtbf_question(s: dict) -> Numeric:
+    from labs.core.reliability import expected_interruptions, gpu_mtbf_s, job_mtbf_s
+
+    gpus, days = int(s["gpus"]), int(s["days"])
+    count = expected_interruptions(gpus, days * DAY)["unexpected"]
+    years = gpu_mtbf_s() / (365 * DAY)
+    return Numeric(
+            f"Each GPU runs {years:.1f} years between job-stopping failures on average (Llama 3's interruptions of every cause, software "
+            "and network included, counted per GPU: assume every cause grows with the GPUs), and the job stops when any of its GPUs does. "
+            f"How many unexpected interruptions should a {gpus:,}-GPU job expect in {days} days? "
+            f"Type a number (right within {INTERRUPTIONS_TOLERANCE:.0%}).",
+            count, max(INTERRUPTIONS_TOLERANCE * count, 0.5), "interruptions",
+            f"{gpus:,} GPUs x {days} days / ({years:.1f} years x 365 days) = **{count:.0f}**: one every "
+            f"{_span(job_mtbf_s(gpus))}, the GPU's {_span(gpu_mtbf_s())} divided by {gpus:,}.",
+        )
+
+
+# ---- variants, second edition: the best cadence at the student's MTBF and checkpoint stall -------------
+# The first edition asked "more often is always safer?", whose answer (no) was the same for every
+# student. Now each student's file system has its own bandwidth (a value of the lab's slider),
+# which with the job's MTBF sets the checkpoint stall C and the best interval (about sqrt(2CM),
+# Young 1974): the question asks which of four intervals gives the most goodput. Per GPU count,
+# the bandwidths are those where one interval leads the next best by half a point of goodput or more.
+CADENCE_INTERVALS_MIN = (2, 5, 15, 45)
+VARIANT_STORAGE_GBPS = {4096: (20, 50, 100, 500), 8192: (20, 200, 500, 2000), 16384: (20, 100, 200, 1000), 32768: (100, 500, 1000, 7000)}
+CADENCE_LEAD = 0.005  # of goodput: the best interval's lead over the next
+
+
+def cadence_setting(settings: dict) -> dict:
+    """The setting a variant's cadence question is judged in: CLAIM_SETTING at the student's GPUs
+    and file-system bandwidth (the first edition drew no bandwidth: CLAIM_SETTING's)."""
+    return {**CLAIM_SETTING, "gpus": int(settings["gpus"]), "storage_gbps": float(settings.get("storage_gbps", CLAIM_SETTING["storage_gbps"]))}
+
+
+@lru_cache(maxsize=64)
+def cadence_interval_facts(gpus: int, storage_gbps: float) -> dict:
+    """Goodput at each offered interval (sharded checkpoints), the best of them and its lead,
+    the exact optimum and Young's sqrt(2CM), and the stall C, restart R and MTBF M behind them."""
+    from labs.core.reliability import goodput, optimal_interval, young_interval
+
+    s = setting_costs(strategy="sharded", **cadence_setting({"gpus": gpus, "storage_gbps": storage_gbps}))
+    m, r, c = s["mtbf_s"], s["restart_s"], s["cost"].stall_s
+    g = {minutes: goodput(minutes * MINUTE, c, r, m) for minutes in CADENCE_INTERVALS_MIN}
+    ranked = sorted(g.values(), reverse=True)
+    return {"goodput": g, "best": max(g, key=g.get), "lead": ranked[0] - ranked[1], "optimum_s": optimal_interval(c, m),
+            "young_s": young_interval(c, m), "stall_s": c, "restart_s": r, "mtbf_s": m, "bytes": s["size"].job_bytes}
+
+
+def cadence_interval_options(gpus: int, storage_gbps: float) -> tuple[Option, ...]:
+    """One option per offered interval; each wrong one stands for the side it errs on."""
+    best = cadence_interval_facts(gpus, storage_gbps)["best"]
+    return tuple(
+        Option("ABCD"[i], f"Every {minutes} minutes of training",
+               "checkpoints too often: the stalls cost more than the rework they save" if minutes < best
+               else ("checkpoints too rarely: the rework costs more than the stalls saved" if minutes > best else "misjudges where the stalls and the rework balance"))
+        for i, minutes in enumerate(CADENCE_INTERVALS_MIN)
+    )
+
+
+def cadence_interval_answer(gpus: int, storage_gbps: float) -> str:
+    return "ABCD"[CADENCE_INTERVALS_MIN.index(cadence_interval_facts(gpus, storage_gbps)["best"])]
+
+
+def cadence_interval_explanations(gpus: int, storage_gbps: float) -> dict[str, str]:
+    f = cadence_interval_facts(gpus, storage_gbps)
+    g, best = f["goodput"], f["best"]
+    out = {}
+    for i, minutes in enumerate(CADENCE_INTERVALS_MIN):
+        checkpoints = 60 / minutes
+        if minutes == best:
+            why = (f"the best of the four, {f['lead'] * 100:.1f} points ahead of the next; the exact optimum is "
+                   f"{f['optimum_s'] / MINUTE:.1f} min, Young's sqrt(2CM) {f['young_s'] / MINUTE:.1f} min.")
+        elif minutes < best:
+            why = (f"{(g[best] - g[minutes]) * 100:.1f} points below every {best} min: {checkpoints:g} stalls of {f['stall_s']:.1f} s an hour "
+                   "cost more than the rework they save.")
+        else:
+            why = (f"{(g[best] - g[minutes]) * 100:.1f} points below every {best} min: each interruption redoes half an interval, "
+                   f"{minutes / 2:g} min on average, more than the stalls saved.")
+        out["ABCD"[i]] = f"{g[minutes]:.1%} goodput: {why}"
+    return out
+
+
+def draw_settings(d) -> dict:
+    gpus = d.choice("gpus", VARIANT_GPUS)
+    return {"gpus": gpus, "days": d.choice("days", VARIANT_DAYS), "storage_gbps": d.choice("storage_gbps", VARIANT_STORAGE_GBPS[gpus])}
+
+
+def build_questions(s: dict) -> dict:
+    gpus, storage = int(s["gpus"]), float(s["storage_gbps"])
+    f = cadence_interval_facts(gpus, storage)
+    return {
+        "mtbf": mtbf_question(s),
+        "cadence": Choice(
+            f"Your {gpus:,}-GPU job stops every {_span(f['mtbf_s'])} on average. A sharded checkpoint of {Model.get(RUN_MODEL).name} "
+            f"({f['bytes'] / 1e12:.1f} TB) to a file system delivering {storage:g} GB/s stalls training {f['stall_s']:.1f} s, and a restart "
+            f"(relaunch, reading the checkpoint back, a node swap where one is needed) costs {f['restart_s'] / MINUTE:.0f} min on average. "
+            "Which checkpoint interval gives the most goodput?",
+            cadence_interval_options(gpus, storage), cadence_interval_answer(gpus, storage), cadence_interval_explanations(gpus, storage),
+        ),
+    }
+
+
+VARIANTS = LabVariants(LAB, draw_settings, build_questions, version=2, older={1: (draw_settings_v1, build_questions_v1)})

@@ -405,17 +405,22 @@ VARIANT_EP = (16, 32, 64)
 VARIANT_NODE_LIMIT = (2, 4)
 
 
-def draw_settings(d) -> dict:
+def draw_settings_v1(d) -> dict:
     seq, cp = d.choice("fit", VARIANT_FIT)
     return {"seq_len": seq, "cp": cp, "ep": d.choice("ep", VARIANT_EP), "max_nodes": d.choice("max_nodes", VARIANT_NODE_LIMIT)}
 
 
-def build_questions(s: dict) -> dict:
-    seq, cp, ep, nodes = int(s["seq_len"]), int(s["cp"]), int(s["ep"]), int(s["max_nodes"])
+def fit_question(s: dict) -> Choice:
+    seq, cp = int(s["seq_len"]), int(s["cp"])
     fit = next((k for k, claim in FIT_CLAIMS.items() if claim(fit_facts_at(seq, cp))), None)
+    return Choice(f"Can TP {TP} (with sequence parallelism) and PP {PP} alone carry the activations of {seq:,}-token sequences?", FIT_OPTIONS, fit)
+
+
+def build_questions_v1(s: dict) -> dict:
+    ep, nodes = int(s["ep"]), int(s["max_nodes"])
     moe, dense = moe_model(), dense_twin()
     return {
-        "fit": Choice(f"Can TP {TP} (with sequence parallelism) and PP {PP} alone carry the activations of {seq:,}-token sequences?", FIT_OPTIONS, fit),
+        "fit": fit_question(s),
         "moe": Choice(
             f"{moe.name} has {moe.experts} routed experts and activates about {dense.params / 1e9:.0f}B of its {moe.params / 1e9:,.0f}B parameters "
             f"per token. Laid out as DeepSeek did but with EP {ep} and each token sent to at most {nodes} nodes, does it cost the same "
@@ -425,4 +430,87 @@ def build_questions(s: dict) -> dict:
     }
 
 
-VARIANTS = LabVariants(LAB, draw_settings, build_questions)
+# ---- variants, second edition: what dominates the MoE's traffic depends on the batch and EP -------------
+# The first edition's layouts all had DeepSeek's 15,360-sequence batch, where the all-to-alls carry
+# 30-47x the extra gradient bytes: the key was C for every student. The all-to-all's bytes grow with
+# the tokens a GPU routes a step, the expert gradients' with the expert parameters a GPU holds and
+# the ranks that hold the same ones: with EP 8 (each GPU keeps 1/8 of the experts, replicated over
+# 16 groups) and a 128-sequence batch the gradients dominate (D); with EP 16-64 and a batch of
+# 4,096 or more, the all-to-alls do (C). Each regime holds for half the students.
+MOE_REGIMES = ("dispatch", "gradients")
+VARIANT_DISPATCH_BATCH = (4096, MOE_BATCH)
+GRADIENT_REGIME = dict(ep=8, batch=128)  # one sequence per data-parallel rank and pipeline: the smallest batch DeepSeek's layout runs
+MOE_MARGIN = 2.0  # the larger of all-to-all and extra gradient bytes is at least twice the other
+
+
+@lru_cache(maxsize=None)
+def moe_estimate_at(ep: int, max_nodes: int | None, batch: int, dense: bool = False) -> Estimate:
+    """moe_estimate's layout at another global batch (sequences of the model's 4,096 tokens)."""
+    plan = replace(moe_plan(ep=ep, max_nodes=max_nodes, dense=dense), global_batch=batch)
+    return estimate(dense_twin() if dense else moe_model(), moe_cluster(), plan)
+
+
+def moe_facts_at(ep: int, max_nodes: int | None, batch: int) -> dict:
+    """moe_facts at another global batch."""
+    moe, dense = moe_estimate_at(ep, max_nodes, batch), moe_estimate_at(1, None, batch, dense=True)
+    m, d = sent_by_axis(moe), sent_by_axis(dense)
+    grads_m = m.get("dp_reduce", 0.0) + m.get("dp_gather", 0.0)
+    grads_d = d.get("dp_reduce", 0.0) + d.get("dp_gather", 0.0)
+    return {"moe": sum(m.values()), "dense": sum(d.values()), "a2a": m.get("ep", 0.0), "grad_increase": grads_m - grads_d,
+            "grads_moe": grads_m, "grads_dense": grads_d}
+
+
+def moe_answer_at(ep: int, max_nodes: int | None, batch: int) -> str | None:
+    facts = moe_facts_at(ep, max_nodes, batch)
+    held = [k for k, claim in MOE_CLAIMS.items() if claim(facts)]
+    return held[0] if len(held) == 1 else None
+
+
+def moe_explanations_at(ep: int, max_nodes: int | None, batch: int) -> dict[str, str]:
+    """The reveal's line per option, every number from the engine at the student's layout and batch."""
+    from labs.core.scenarios.prose import ep_bytes_by_link
+
+    f, moe = moe_facts_at(ep, max_nodes, batch), moe_estimate_at(ep, max_nodes, batch)
+    links, gb = ep_bytes_by_link(moe), 1e9
+    grad_change = f["grad_increase"]
+    bigger = "the all-to-alls" if f["a2a"] > grad_change else "the expert gradients"
+    return {
+        "A": f"same FLOPs per token, not the same bytes: each GPU sends {f['moe'] / gb:,.0f} GB per step for the MoE and "
+             f"{f['dense'] / gb:,.0f} GB for the dense twin ({dense_twin().params / 1e9:.1f}B parameters), NVLink and network together.",
+        "B": f"each GPU does hold 1/{ep} of the experts, and its gradient traffic is {f['grads_moe'] / gb:,.1f} GB against the twin's "
+             f"{f['grads_dense'] / gb:,.1f} GB; the total is {f['moe'] / f['dense']:,.1f}x the twin's.",
+        "C": f"dispatch and combine send {f['a2a'] / gb:,.1f} GB per GPU per step, {f['a2a'] / f['moe']:.0%} of the MoE's traffic "
+             f"({links['network'] / gb:,.1f} GB over {links['network_link']} to other nodes, {links['nvlink'] / gb:,.1f} GB over "
+             f"{links['nvlink_link']} inside the node), against {grad_change / gb:,.1f} GB more gradient traffic than the twin's: {bigger} dominate.",
+        "D": f"expert gradients reduce over the {moe.plan.dp // ep if moe.plan.dp >= ep else 1} ranks that hold the same experts: "
+             f"{abs(grad_change) / gb:,.1f} GB {'more' if grad_change >= 0 else 'less'} than the twin's gradient traffic, "
+             f"against {f['a2a'] / gb:,.1f} GB of all-to-all for the {batch:,}-sequence batch: {bigger} dominate.",
+    }
+
+
+def draw_settings(d) -> dict:
+    seq, cp = d.choice("fit", VARIANT_FIT)
+    regime = d.choice("moe_regime", MOE_REGIMES)
+    ep, nodes, batch = d.choice("ep", VARIANT_EP), d.choice("max_nodes", VARIANT_NODE_LIMIT), d.choice("moe_batch", VARIANT_DISPATCH_BATCH)
+    if regime == "gradients":
+        ep, nodes, batch = GRADIENT_REGIME["ep"], None, GRADIENT_REGIME["batch"]
+    return {"seq_len": seq, "cp": cp, "ep": ep, "max_nodes": nodes, "moe_batch": batch}
+
+
+def build_questions(s: dict) -> dict:
+    ep, nodes, batch = int(s["ep"]), s["max_nodes"], int(s["moe_batch"])
+    moe, dense = moe_model(), dense_twin()
+    spread = (f"its experts spread over the {ep} GPUs of each node (EP {ep})" if nodes is None
+              else f"EP {ep} and each token sent to at most {int(nodes)} nodes")
+    return {
+        "fit": fit_question(s),
+        "moe": Choice(
+            f"{moe.name} has {moe.experts} routed experts and activates about {dense.params / 1e9:.0f}B of its {moe.params / 1e9:,.0f}B parameters "
+            f"per token. Laid out as DeepSeek did (PP {PP}, no TP, {MOE_GPUS:,} GPUs) but with {spread}, and a global batch of {batch:,} "
+            f"sequences of {moe.seq_len:,} tokens, does it cost the same communication per GPU as a dense model of the same active size, on the same layout?",
+            MOE_OPTIONS, moe_answer_at(ep, None if nodes is None else int(nodes), batch), moe_explanations_at(ep, None if nodes is None else int(nodes), batch),
+        ),
+    }
+
+
+VARIANTS = LabVariants(LAB, draw_settings, build_questions, version=2, older={1: (draw_settings_v1, build_questions_v1)})
