@@ -404,7 +404,7 @@ def op_costs_from_shape(hidden: int, heads: int, seq_len: int, micro_batch: int,
     h, s, b = float(hidden), float(seq_len), float(micro_batch)
     tokens = s * b
     if memory_bound:  # the step model's own layer (labs.core.step), one GPU, no TP
-        from labs.core.perf import layer_times  # here: labs.core.perf imports this module
+        from labs.core.stages.compute import layer_times  # here: only this path needs the step model's layer
 
         layer = layer_times(hidden, heads, seq_len, micro_batch, gpu)
         tf, tb, tw = layer["layer_forward_s"], layer["layer_input_grad_s"], layer["layer_weight_grad_s"]

@@ -15,11 +15,14 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from labs.core.context import contiguous_imbalance_columns
-from labs.core.eras import kernels_per_layer
+from labs.core.eras import kernels_per_layer, stack_of
 from labs.core.experts import ffn_forward_time
 from labs.core.gemm import flash_attention_time, gemm_time, unfused_elementwise_ratio
-from labs.core.models import ALL_RECOMPUTE_MODES, RECOMPUTE_MODES
+from labs.core.hardware import GPUS, Cluster
+from labs.core.models import ALL_RECOMPUTE_MODES, RECOMPUTE_MODES, Model
 from labs.core.stages.activations import layer_activation_columns
+from labs.core.stages.inputs import model_terms
+from labs.core.stages.xp import SCALAR
 
 # HBM bytes the element-wise ops move per pass, per byte of activations the layer writes. Fitted
 # with labs.core.gemm.LAYER_GEMM_SHARE on Korthikanti Table 4's baseline row (forward 7.7 ms,
@@ -75,3 +78,18 @@ def layer_compute(model, cluster, stack, p, xp) -> SimpleNamespace:
     layer_w = gemm_f  # weight gradients
     host_wait = xp.maximum(1.0, 2 * cpu_f / (layer_b + layer_w))
     return SimpleNamespace(gemm_f=gemm_f, attn_f=attn_f, attn_b=attn_b, fwd=fwd, layer_b=layer_b * host_wait, layer_w=layer_w * host_wait)
+
+
+def layer_times(hidden: int, heads: int, seq_len: int, micro_batch: int, gpu_key: str) -> dict[str, float]:
+    """One GPT layer's forward, input-gradient and weight-gradient seconds for one micro-batch on
+    one GPU without TP, flash attention or recomputation, in BF16 with the default stack's kernels
+    (labs.core.pipeline.op_costs_from_shape times Qi et al.'s stages with it)."""
+    model = Model("layer", 1, hidden, heads, seq_len, 1)
+    cluster = Cluster(GPUS[gpu_key], gpus_per_node=1, nodes=1)
+    s = float(seq_len)
+    b = float(micro_batch)
+    one_gpu = SimpleNamespace(
+        tp=1.0, cp=1.0, ep=1.0, b=b, s=s, s_full=s, tokens=b * s, fp8=False, flash=False, sp=False, cp_contiguous=False,
+        torch_compile=False, capacity=0.0, rc=_NONE, full=False, redo=0.0)
+    layer = layer_compute(model_terms(model), cluster, stack_of(None), one_gpu, SCALAR)
+    return {"layer_forward_s": layer.fwd, "layer_input_grad_s": layer.layer_b, "layer_weight_grad_s": layer.layer_w}
