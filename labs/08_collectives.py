@@ -390,9 +390,11 @@ def _(ps_size_dropdown, ps_worker_dropdown, ring_committed):
 
 
 @app.cell(hide_code=True)
-def _(bucket_committed):
-    mo.stop(not bucket_committed.made)  # the latency steps it names answer the bucket question
-    mo.md(r"""
+def _(bucket_committed, ring_committed):
+    mo.stop(not ring_committed.made)
+    # The heading shows with its neighbours' (no gap in the numbering before the bucket commit);
+    # the text waits for the bucket commit: the latency steps it names answer the bucket question.
+    mo.md("## 4 · Latency against bandwidth") if not bucket_committed.made else mo.md(r"""
     ## 4 · Latency against bandwidth
 
     Small messages pay the $\alpha$ steps, large ones the bytes. The ring takes $2(N-1)$ latency
@@ -565,7 +567,8 @@ def _(ring_committed):
 
 
 @app.cell(hide_code=True)
-def _():
+def _(ring_committed):
+    mo.stop(not ring_committed.made)  # with sections 1-6, not alone above them before the first commit
     mo.md(
         f"""
     ## 7 · The two-GPU milestone

@@ -48,7 +48,6 @@ with app.setup:
         moe_cluster,
         moe_model,
         order_rows,
-        sent_by_axis,
         sp_rows,
         ulysses_kv_repeat,
         ulysses_limit,
@@ -116,8 +115,7 @@ def _(held_now, lecture_clock, set_held):
 def _(student_input):
     variant = ui.lab_variant(LAB, student_input.value)
     fit_seq, fit_cp = variant.settings["seq_len"], variant.settings["cp"]
-    moe_ep, moe_nodes = variant.settings["ep"], variant.settings["max_nodes"]
-    return fit_cp, fit_seq, moe_ep, moe_nodes, variant
+    return fit_cp, fit_seq, variant
 
 
 @app.cell(hide_code=True)
@@ -363,22 +361,32 @@ def _(fit_committed, variant):
     _e = llama3_estimate()
     _v2 = llama3_estimate(**LLAMA3_VARIANTS["interleaved v = 2, all-gather CP"])
     _gather = next(c for c in _e.collectives if c.key == "cp")
+    _held, _hbm = _v2.memory.total / 1e9, _v2.cluster.gpu.hbm_bytes / 1e9
+    _v2_memory = (f"But the busiest GPU then holds {_held:,.1f} GB, over its {_hbm:,.1f} GB: the engine does not model every memory saving of Meta's stack."
+                  if not _v2.fits else f"And the busiest GPU still fits: {_held:,.1f} GB of {_hbm:,.1f} GB.")
     mo.md(
         f"""
     ## A4 · Llama 3's 128K stage
 
-    Llama 3 Table 4: {_r['gpus']:,} GPUs as TP {_r['tp']} x CP {_r['cp']} x PP {_r['pp']} x DP {_r['dp']}, {_r['seq_len']:,}-token sequences,
-    {_r['batch_per_dp']} per DP rank, reported at **{_r['tflops']:.0f} TFLOP/s per GPU, {_r['mfu']:.0%} MFU**. Laid out in Megatron's order
-    ({_e.plan.rank_order}) on {_e.cluster.nodes:,} nodes, with the first and last stages one layer lighter (the engine's
-    MFU is for {STACK}; Meta ran its own stack):
+    What Llama 3 published (Table 4):
+
+    | GPUs | layout | sequence | sequences per DP rank | reported |
+    |---:|---|---:|---:|---|
+    | {_r['gpus']:,} | TP {_r['tp']} x CP {_r['cp']} x PP {_r['pp']} x DP {_r['dp']} | {_r['seq_len']:,} tokens | {_r['batch_per_dp']} | **{_r['tflops']:.0f} TFLOP/s per GPU, {_r['mfu']:.0%} MFU** |
+
+    The engine lays it out in Megatron's order ({_e.plan.rank_order}) on {_e.cluster.nodes:,} nodes, the first and last
+    stages one layer lighter. Its MFU is for {STACK}; Meta ran its own stack.
 
     {chr(10).join(_lines)}
 
-    CP {_r['cp']}'s all-gather exposes {_gather.exposed_s:.2f} s a step; the 1F1B bubble of {_e.bubble_fraction:.0%} at
-    {_e.plan.microbatches} micro-batches costs {_e.time.bubble:.1f} s, and that is most of the gap between the engine's
-    {_e.mfu:.0%} and the published {_r['mfu']:.0%}. Llama 3 ran the interleaved schedule (its depth at 128K is not
-    published): at v = 2 the engine's bubble falls to {_v2.bubble_fraction:.0%} and MFU rises to {_v2.mfu:.0%}, but the busiest
-    GPU then holds {_v2.memory.total / 1e9:,.1f} GB, over the HBM: the engine does not model every memory saving of Meta's stack.
+    What the engine finds:
+
+    - CP {_r['cp']}'s all-gather exposes **{_gather.exposed_s:.2f} s** a step.
+    - The 1F1B bubble, {_e.bubble_fraction:.0%} of the step at {_e.plan.microbatches} micro-batches, costs **{_e.time.bubble:.1f} s**:
+      most of the gap between the engine's {_e.mfu:.0%} and the published {_r['mfu']:.0%}.
+    - Llama 3 ran the interleaved schedule (its depth at 128K is not published). At v = 2 the engine's bubble falls to
+      {_v2.bubble_fraction:.0%} and its MFU rises to {_v2.mfu:.0%}.
+    - {_v2_memory}
     """
     )
     return
@@ -413,30 +421,10 @@ def _(held_now, identity, moe_commit_buttons, moe_question, variant):
 
 
 @app.cell(hide_code=True)
-def _(moe_committed, moe_ep, moe_nodes, variant):
+def _(moe_committed, variant):
     mo.stop(not moe_committed.made)
-    _f = moe_facts(moe_ep, moe_nodes)
-    _moe, _dense = moe_estimate(ep=moe_ep, max_nodes=moe_nodes), moe_estimate(dense=True)
-    _m, _d = sent_by_axis(_moe), sent_by_axis(_dense)
-    _links = ep_bytes_by_link(_moe)
-    _grad_change = _f["grad_increase"]
-    ui.variant_reveal(
-        moe_committed,
-        variant.questions["moe"],
-        {
-            "A": f"Same FLOPs per token, not the same bytes: each GPU sends {_f['moe'] / 1e9:,.0f} GB per step for the MoE and "
-                 f"{_f['dense'] / 1e9:,.0f} GB for the dense twin ({_dense.model.params / 1e9:.1f}B parameters), NVLink and network together.",
-            "B": f"Each GPU does hold 1/{_moe.plan.ep} of the experts, and its gradient traffic is {(_m.get('dp_reduce', 0) + _m.get('dp_gather', 0)) / 1e9:,.1f} GB "
-                 f"against the twin's {(_d.get('dp_reduce', 0) + _d.get('dp_gather', 0)) / 1e9:,.1f} GB; the total is still "
-                 f"{_f['moe'] / _f['dense']:,.0f}x the twin's.",
-            "C": f"Dispatch and combine send {_f['a2a'] / 1e9:,.0f} GB per GPU per step, {_f['a2a'] / _f['moe']:.0%} of the MoE's traffic: "
-                 f"{_links['network'] / 1e9:,.0f} GB over {_links['network_link']} to other nodes (one copy per destination node) and "
-                 f"{_links['nvlink'] / 1e9:,.0f} GB forwarded over {_links['nvlink_link']} to the experts' GPUs inside each node. "
-                 "The dense twin's FFN never moves a token off its GPU.",
-            "D": f"Expert gradients reduce over only the ranks holding the same experts: the MoE's gradient traffic is "
-                 f"{abs(_grad_change) / 1e9:,.1f} GB {'more' if _grad_change >= 0 else 'less'} than the twin's, against {_f['a2a'] / 1e9:,.0f} GB of all-to-all.",
-        },
-    )
+    # Each option's line comes from the engine at the student's layout and batch (labs/core/scenarios/lab11.py).
+    ui.variant_reveal(moe_committed, variant.questions["moe"])
     return
 
 
@@ -607,8 +595,9 @@ def _(fit_committed, moe_committed):
       ({ulysses_limit(long_model().kv_heads):g} for Llama 3 405B at TP 8), and past the KV heads each K/V head is repeated
       ({ulysses_kv_repeat(long_model().kv_heads, CP_LONG):g}x at CP {CP_LONG}), multiplying the K/V bytes of its all-to-all.
     - Balance the causal mask: contiguous blocks cost {_cost['ring_contiguous']['step'] / _cost['ring']['step'] - 1:.0%} more step time than zig-zag at CP {CP_LONG}.
-    - An MoE's active size sets its FLOPs, not its traffic: {_f['moe'] / 1e9:,.0f} GB per GPU per step against a dense twin's {_f['dense'] / 1e9:,.0f} GB,
-      nearly all of it dispatch and combine.
+    - An MoE's active size sets its FLOPs, not its traffic: at DeepSeek-V3's own layout and batch, {_f['moe'] / 1e9:,.0f} GB per GPU per step against a
+      dense twin's {_f['dense'] / 1e9:,.0f} GB, nearly all of it dispatch and combine. The all-to-alls grow with the tokens a GPU routes, the expert
+      gradients with the experts it holds: at a small batch and a small EP the gradients dominate instead.
     - DeepSeek-V3 drops TP and limits each token to {MOE_NODE_LIMIT} nodes; its all-to-alls are {_d['ep_share']:.0%} of an unoverlapped step, what DualPipe hides.
 
     **Back to:** Lab 09, where the rank order decides which link each axis gets.
