@@ -7,6 +7,8 @@ app = marimo.App(
 )
 
 with app.setup:
+    from functools import lru_cache
+
     import marimo as mo
 
     from labs.core import ENGINE_VERSION
@@ -283,6 +285,7 @@ def _(
     return design, design_error, worksheet_inputs
 
 
+# The worksheet's sheet and its communication map in one cell: a move of the design re-runs one cell here, not two.
 @app.cell
 def _(design, design_error, reason_inputs):
     mo.stop(design is None, ui.failure_banner([f"Invalid design: {design_error}"]))
@@ -305,13 +308,6 @@ def _(design, design_error, reason_inputs):
         }),
         _sheet,
     ]
-    mo.vstack([i for i in _items if i is not None])
-    return
-
-
-@app.cell(hide_code=True)
-def _(design):
-    mo.stop(design is None)
     _rows = map_rows(design)
     _dominant = next((r for r in _rows if r["dominant"]), None)
     _lines = [
@@ -329,6 +325,7 @@ def _(design):
         if _dominant else "This design runs no collective: one GPU would do."
     )
     mo.vstack([
+        *[i for i in _items if i is not None],
         mo.md("## 3 · The communication map, filled by the engine"),
         mo.md("\n".join(_lines)),
         mo.md(_note + " *Wire time* is the time the collective occupies its link in one step; *exposed* is what overlap with compute leaves on the critical path."),
@@ -343,15 +340,25 @@ def _():
 
 
 @app.cell
-def _(design, grid_dropdown):
+def _(design, grid_dropdown, worksheet_inputs):
     mo.stop(design is None)
-    grid_figure = charts.gpu_grid(design, grid_dropdown.value)
+    grid_figure, _grid = grid_view(**worksheet_inputs, color_by=grid_dropdown.value)
     mo.vstack([
         mo.md(f"## 4 · The {design.cluster.nodes} x {design.cluster.gpus_per_node} grid\n\nOne row per node. Lines are the hops of the chosen groups that leave a node. Hover for a GPU's coordinates and memory; a cross marks a GPU over its HBM. Change the rank order and watch the TP groups."),
         grid_dropdown,
-        grid_figure,
+        _grid,
     ])
     return (grid_figure,)
+
+
+@app.function
+@lru_cache(maxsize=128)
+def grid_view(scenario: str, tp: int, pp: int, zero_stage: int, micro_batch: int, rank_order: str, color_by: str) -> tuple:
+    """The GPU grid of a design (charts.gpu_grid) and its page output, kept per design and colouring:
+    building and serialising the 64-GPU figure is most of a rank-order move's work, and students go
+    back and forth between a few designs (worksheet_estimate is cached the same way)."""
+    fig = charts.gpu_grid(worksheet_estimate(scenario, tp, pp, zero_stage, micro_batch, rank_order), color_by)
+    return fig, mo.as_html(fig)
 
 
 @app.cell(hide_code=True)
