@@ -18,6 +18,9 @@ with app.setup:
         ACT2_DESIGNS,
         act1_facts,
         act1_outcomes,
+        act1_story,
+        act1_story_facts,
+        act1_story_text,
         act2_option_estimates,
         act2_outcomes,
         best_design,
@@ -101,13 +104,13 @@ def _(held_now, lecture_clock, set_held):
     return
 
 
-# Act I's model and Act II's global batch are drawn from your id (labs.variants), and so is the
-# order of the options.
+# Act I's scaling, fabric and batch and Act II's global batch are drawn from your id
+# (labs.variants), and so is the order of the options.
 @app.cell
 def _(student_input):
     variant = ui.lab_variant(LAB, student_input.value)
-    act1_params_b, design_batch = variant.settings["params_b"], variant.settings["design_batch"]
-    return act1_params_b, design_batch, variant
+    act1_story_inputs, design_batch = act1_story(variant.settings), variant.settings["design_batch"]
+    return act1_story_inputs, design_batch, variant
 
 
 @app.cell(hide_code=True)
@@ -119,19 +122,8 @@ def _():
 
 
 @app.cell(hide_code=True)
-def _(act1_params_b):
-    _mfu = act1_facts(params_b=act1_params_b)["mfu"]
-    _model = dp_wall_model(act1_params_b)
-    ui.stakeholder_message(
-        "Training infrastructure lead",
-        f"We train a {_model.params / 1e9:.1f}B-parameter model with data parallelism on DGX H100 "
-        f"nodes, {DP_WALL_GLOBAL_BATCH} sequences of {_model.seq_len} tokens per step. Our framework is Megatron-Core's "
-        "distributed optimizer (ZeRO-1): once the backward pass is done it reduce-scatters the fp32 gradients, and after "
-        "the optimizer step it all-gathers the updated bf16 weights. MFU was "
-        f"**{_mfu[0]:.0%} on {DP_WALL_GPUS[0]} GPUs**, **{_mfu[1]:.0%} on {DP_WALL_GPUS[1]}** and "
-        f"**{_mfu[2]:.0%} on {DP_WALL_GPUS[2]}**. Same model, same batch, more GPUs, and each one "
-        "does less. Before I buy more nodes: why?",
-    )
+def _(variant):
+    ui.stakeholder_message("Training infrastructure lead", act1_story_text(variant.settings))
     return
 
 
@@ -158,12 +150,16 @@ def _(act1_commit_buttons, act1_question, held_now, identity, variant):
 # The instruments are created, and laid out, in one cell that reads nothing: moving one reruns
 # only the cells that read its value, never the panel.
 @app.cell
-def _(act1_params_b):
+def _(act1_story_inputs):
+    # Each instrument starts at the stakeholder's runs (the student's variant).
+    _story = act1_story_inputs
+    _batches = {"8 sequences": 8, "16 sequences": 16, "512 sequences": 512, "1024 sequences": 1024, "2048 sequences": 2048}
+    _scalings = {"fixed global batch (strong scaling)": False, "fixed per-GPU batch (weak scaling)": True}
     gpus_slider = mo.ui.slider(steps=GPU_STEPS, value=64, label="GPUs (data-parallel degree)", show_value=True)
-    model_dropdown = mo.ui.dropdown(options={"7B": 7, "13B": 13, "70B": 70}, value=f"{act1_params_b}B", label="Model size")
-    batch_dropdown = mo.ui.dropdown(options={"512 sequences": 512, "1024 sequences": 1024, "2048 sequences": 2048}, value="512 sequences", label="Global batch (in weak scaling: the batch of 8 GPUs)")
-    scaling_radio = mo.ui.radio(options={"fixed global batch (strong scaling)": False, "fixed per-GPU batch (weak scaling)": True}, value="fixed global batch (strong scaling)", label="Scaling mode")
-    fabric_dropdown = mo.ui.dropdown(options=FABRICS, value="InfiniBand NDR 400 Gb/s", label="Fabric across nodes")
+    model_dropdown = mo.ui.dropdown(options={"7B": 7, "13B": 13, "70B": 70}, value=f"{_story['params_b']}B", label="Model size")
+    batch_dropdown = mo.ui.dropdown(options=_batches, value=next(k for k, v in _batches.items() if v == _story["global_batch"]), label="Global batch (in weak scaling: the batch of 8 GPUs)")
+    scaling_radio = mo.ui.radio(options=_scalings, value=next(k for k, v in _scalings.items() if v == _story["fixed_per_gpu"]), label="Scaling mode")
+    fabric_dropdown = mo.ui.dropdown(options=FABRICS, value=next(k for k, v in FABRICS.items() if v == _story["fabric"]), label="Fabric across nodes")
     algorithm_dropdown = mo.ui.dropdown(options=ALGORITHMS, value="ring", label="All-reduce algorithm")
     overlap_checkbox = mo.ui.checkbox(value=False, label="Overlap the gradient reduction with the backward pass")
     grad_dropdown = mo.ui.dropdown(options={"fp32 (Megatron's bf16 default)": "fp32", "bf16": "bf16"}, value="fp32 (Megatron's bf16 default)", label="Gradients reduced in")
@@ -224,10 +220,10 @@ def _(act1_settings, gpus_slider):
 
 
 @app.cell
-def _(act1_current, act1_curve, act1_error, act1_inputs, act1_params_b):
+def _(act1_current, act1_curve, act1_error, act1_inputs, act1_story_inputs, variant):
     mo.stop(act1_current is None, ui.failure_banner([f"Invalid setting: {act1_error}. Every GPU needs at least one whole sequence."]))
-    _story = {"stakeholder's runs": (DP_WALL_GPUS, act1_facts(params_b=act1_params_b)["mfu"])}
-    _marked = _story if (act1_inputs["params_b"], act1_inputs["global_batch"]) == (act1_params_b, DP_WALL_GLOBAL_BATCH) else {}
+    _story = {"stakeholder's runs": (DP_WALL_GPUS, act1_story_facts(variant.settings)["mfu"])}
+    _marked = _story if all(act1_inputs[_k] == _v for _k, _v in act1_story_inputs.items()) else {}
     _cur = act1_current
     _fit_from = [e.cluster.gpus for e in act1_curve if e.fits]
     _share = bytes_sent_per_rank("reduce_scatter", 1.0, _cur.cluster.gpus)
@@ -273,19 +269,10 @@ def _(act1_curve):
 
 
 @app.cell(hide_code=True)
-def _(act1_committed, act1_params_b, variant):
+def _(act1_committed, variant):
     mo.stop(not act1_committed.made)
-    _f = act1_facts(params_b=act1_params_b)
-    ui.variant_reveal(
-        act1_committed,
-        variant.questions["cause"],
-        {
-            "A": f"Ring traffic per GPU is 2(N-1)/N of the gradients: it grows only {_f['bytes_ratio']:.2f}x from {DP_WALL_GPUS[0]} to {DP_WALL_GPUS[-1]} GPUs.",
-            "B": f"Each GPU's compute falls to {_f['compute_ratio']:.1%} of what it was while the bytes it all-reduces grow only {_f['bytes_ratio']:.2f}x: at {DP_WALL_GPUS[-1]} GPUs the reduction takes {_f['exposed_over_compute']:.0%} of the compute time, where at {DP_WALL_GPUS[0]} it was a rounding error.",
-            "C": f"Latency (alpha) terms are {_f['latency_share']:.0%} of the all-reduce at {DP_WALL_GPUS[-1]} GPUs with Megatron-sized buckets: real, and growing with N, but not the main cost. NCCL's tree would not cut them: it runs only all-reduces, and ZeRO-1 reduce-scatters and all-gathers, which NCCL runs as rings.",
-            "D": f"NCCL runs one ring per rail, so a ring over whole nodes crosses every node boundary on all eight NICs at once: {_f['across_nodes_gbs']:.0f} GB/s of bus bandwidth at {DP_WALL_GPUS[-1]} GPUs against {_f['nvlink_gbs']:.0f} GB/s inside one node. One NIC alone ({_f['one_nic_gbs']:.0f} GB/s) is what a group with one GPU per node gets: data parallelism behind TP = 8.",
-        },
-    )
+    # Each option's line comes from the engine at the stakeholder's runs (labs/core/scenarios/lab05.py).
+    ui.variant_reveal(act1_committed, variant.questions["cause"])
     return
 
 
@@ -337,7 +324,7 @@ def _(act1_committed):
         f"""
     ### Reflection: what walls data parallelism, and what helps
 
-    At {_n} GPUs the stakeholder's setup gives **{_ring.mfu:.1%}** MFU. Overlapping the reduction
+    At {_n} GPUs a fixed batch of {DP_WALL_GLOBAL_BATCH} sequences on {_cl.inter.name} gives **{_ring.mfu:.1%}** MFU. Overlapping the reduction
     with the backward pass gives **{_overlap.mfu:.1%}** (it can only hide behind the backward that is
     left, one micro-batch's here, and it is not free: while the reduction runs, NCCL's
     {NCCL_COLLECTIVE_SMS} channels hold {NCCL_COLLECTIVE_SMS} of the {_cl.gpu.sms} SMs the backward would use); reducing in
@@ -357,11 +344,11 @@ def _(act1_committed):
     The magnitudes agree; the meanings do not. Above the book's number a perfectly overlapped
     reduction costs nothing, and below it the GPUs start to wait. At the engine's number nothing is
     hidden and half of every step is waiting. Both assume the batch itself is free to choose, and it
-    is not: the stakeholder's {_price['strong_tokens'] / 1e6:.1f}M tokens a step is
+    is not: those {_price['strong_tokens'] / 1e6:.1f}M tokens a step are
     {_price['strong_tokens'] / _n:,.0f} tokens per GPU at {_n} GPUs, and only a bigger batch moves it.
 
     **What weak scaling costs.** At {_n} GPUs it runs {_price['weak_sequences']:,} sequences,
-    {_price['weak_tokens'] / 1e6:,.1f}M tokens a step, {_price['batch_ratio']:.0f}x the stakeholder's batch, for
+    {_price['weak_tokens'] / 1e6:,.1f}M tokens a step, {_price['batch_ratio']:.0f}x that fixed batch, for
     {_price['throughput_ratio']:.1f}x the tokens per second. That pays only if the bigger batch reaches the
     same loss in fewer than {_price['throughput_ratio']:.1f}x the tokens. Past the critical batch size
     (McCandlish et al. 2018, *An Empirical Model of Large-Batch Training*) each step's extra tokens
@@ -684,7 +671,7 @@ def _(act2_committed):
     and Transformer Engine cannot hide them behind the GEMMs outside the NVLink domain. (Bandwidth
     alone is not the cliff here: NCCL crosses each node boundary on all {_cluster.rails} NICs at once, so a
     ring over whole nodes keeps {tp8_dp_ring(_cluster.gpus)[0] / 1e9:.0f} GB/s of bus bandwidth against
-    {act1_facts()['nvlink_gbs']:.0f} GB/s inside one node, Act I's two numbers.)
+    {act1_facts()['nvlink_gbs']:.0f} GB/s inside one node.)
     TP talks every layer, twice each way; pipeline stages once per micro-batch per boundary; data
     parallelism once per step. Put the chattiest axis on the fastest wire.
     """

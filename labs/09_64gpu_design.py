@@ -97,8 +97,8 @@ def _(held_now, lecture_clock, set_held):
     return
 
 
-# The micro-batch of your DP = 64 question is drawn from your id (labs.variants), and so is the
-# options' order.
+# The micro-batch and recompute setting of your DP = 64 question are drawn from your id
+# (labs.variants), and so is the options' order.
 @app.cell
 def _(student_input):
     variant = ui.lab_variant(LAB, student_input.value)
@@ -152,47 +152,8 @@ def _(dp64_commit_buttons, dp64_question, held_now, identity, variant):
 @app.cell(hide_code=True)
 def _(dp64_committed, variant):
     mo.stop(not dp64_committed.made)
-    _mb = variant.settings["micro_batch"]
-    _ests = reference_estimates(_mb)
-    _13, _70 = _ests["13b-a100"], _ests["70b-h100"]
-
-    def _gb(e):
-        return f"{e.memory.total / 1e9:,.0f} GB"
-
-    _z3_70 = _70["DP=64, ZeRO-3"]
-    _rc = dp64_recompute("70b-h100", _mb)
-    _full = _rc["full"]
-    _full_note = (
-        f" With full recomputation, which this worksheet does not use, FSDP alone would fit it: {_gb(_full)} per GPU at "
-        f"{_full.mfu:.1%} MFU ({_full.hfu:.1%} HFU: the gap is the forward passes run twice), against the {_rc['selective'].mfu:.1%} "
-        "a selective step would reach if it fitted."
-    ) if _full.fits else ""
-    _z3_13 = _13["DP=64, ZeRO-3"]
-    ui.variant_reveal(
-        dp64_committed,
-        variant.questions["dp64"],
-        {
-            "A": f"Plain data parallelism keeps the whole model state on every GPU, {_13['DP=64, ZeRO-0'].memory.model_state / _13['DP=64, ZeRO-0'].model.params:.0f} bytes per parameter "
-                 f"(bf16 weights, fp32 gradients, fp32 Adam state): {_gb(_13['DP=64, ZeRO-0'])} per GPU with activations for the 13B and "
-                 f"{_gb(_70['DP=64, ZeRO-0'])} for the 70B, against {_13['DP=64, ZeRO-0'].cluster.gpu.hbm_bytes / 1e9:.1f} GB of HBM.",
-            "B": f"ZeRO-3 divides the model state by 64 but not the activations: the 70B still needs {_gb(_z3_70)} per GPU, "
-                 f"{_z3_70.memory.activations / 1e9:,.0f} GB of it activations of {_z3_70.model.layers} layers, which no ZeRO stage shards."
-                 + _full_note,
-            "C": (f"The 13B at DP = 64 with ZeRO-3 needs {_gb(_z3_13)} per GPU and reaches {_z3_13.mfu:.1%} MFU "
-                  f"(TP = 8 x DP = 8: {_13['TP=8 x DP=8, ZeRO-1'].mfu:.1%}). The 70B fits once TP and PP split its layers: "
-                  f"TP = 4 x PP = 4 x DP = 4 needs {_gb(_70['TP=4 x PP=4 x DP=4, ZeRO-1'])} and reaches {_70['TP=4 x PP=4 x DP=4, ZeRO-1'].mfu:.1%}"
-                  + (f"; so does full recomputation, at {_full.mfu:.1%} (Lab 06)." if _full.fits else "."))
-                 if _z3_13.fits else
-                 (f"at micro-batch {_mb} the 13B needs {_gb(_z3_13)} per GPU even sharded over 64: {_z3_13.memory.activations / 1e9:,.0f} GB of it "
-                  "activations, which ZeRO does not shard."),
-            "D": (f"at micro-batch {_mb} the activations alone are {_z3_13.memory.activations / 1e9:,.0f} GB per GPU for the 13B and "
-                  f"{_z3_70.memory.activations / 1e9:,.0f} GB for the 70B, and no ZeRO stage shards them: a smaller micro-batch (more "
-                  "accumulation), recomputation or model parallelism is what fits.")
-                 if not _z3_13.fits else
-                 (f"Sharded over 64 GPUs the 13B's state is {_z3_13.memory.model_state / 1e9:,.1f} GB per GPU: "
-                  f"with its activations at micro-batch {_mb}, {_gb(_z3_13)}, inside the {_z3_13.cluster.gpu.hbm_bytes / 1e9:.1f} GB."),
-        },
-    )
+    # Each option's line comes from the engine at the student's micro-batch and recompute setting (labs/core/scenarios/lab09.py).
+    ui.variant_reveal(dp64_committed, variant.questions["dp64"])
     return
 
 

@@ -261,8 +261,9 @@ def _():
 
 
 @app.cell
-def _():
-    storage_slider = mo.ui.slider(steps=STORAGE_STEPS, value=2000, label="File-system bandwidth (GB/s)", show_value=True, debounce=True)
+def _(variant):
+    # Starts at the student's file system (the cadence question's), a value of the slider.
+    storage_slider = mo.ui.slider(steps=STORAGE_STEPS, value=variant.settings["storage_gbps"], label="File-system bandwidth (GB/s)", show_value=True, debounce=True)
     return (storage_slider,)
 
 
@@ -387,9 +388,19 @@ def _(
     return setting, setting_inputs
 
 
-@app.cell
-def _(interval_slider, setting, setting_inputs):
-    # What an interval move changes, in one cell (each cell a move re-runs costs marimo a few ms).
+# What an interval move changes, computed and drawn in one cell (each cell a move re-runs costs marimo a few ms).
+@app.cell(hide_code=True)
+def _(
+    interval_slider,
+    mtbf_committed,
+    relaunch_slider,
+    setting,
+    setting_inputs,
+    spares_switch,
+    strategy_dropdown,
+    swap_slider,
+):
+    mo.stop(not mtbf_committed.made)
     cadence_inputs = {**setting_inputs, "interval_min": interval_slider.value}
     _tau = interval_slider.value * MINUTE
     _m, _r, _cost = setting["mtbf_s"], setting["restart_s"], setting["cost"]
@@ -401,21 +412,6 @@ def _(interval_slider, setting, setting_inputs):
         # 80 log-spaced intervals draw these smooth curves as well as 200, at less than half the payload redrawn per move
         "curve": cadence_curve(_cost.stall_s, _r, _m, points=80, write_s=_cost.write_s if _cost.strategy == "async" else 0.0),
     }
-    return cadence_inputs, cadence_view
-
-
-@app.cell(hide_code=True)
-def _(
-    cadence_view,
-    interval_slider,
-    mtbf_committed,
-    relaunch_slider,
-    setting,
-    spares_switch,
-    strategy_dropdown,
-    swap_slider,
-):
-    mo.stop(not mtbf_committed.made)
     _v = cadence_view
     _s = _v["shares"]
     _banner = None
@@ -444,7 +440,7 @@ def _(
             ),
         ]
     )
-    return
+    return cadence_inputs, cadence_view
 
 
 @app.cell(hide_code=True)
@@ -682,11 +678,11 @@ def _(cadence_committed, mtbf_committed):
 
 
 @app.cell(hide_code=True)
-def _(cadence_committed, mtbf_committed, run_gpus):
+def _(cadence_committed, mtbf_committed, run_gpus, variant):
     mo.stop(not mtbf_committed.made)
     mo.stop(not cadence_committed.made)
-    # The cadence reveal's setting (no hot spares), so the same interval reads the same goodput here.
-    _claim = {**CLAIM_SETTING, "gpus": run_gpus}
+    # The cadence question's setting (no hot spares, the student's storage), so the same interval reads the same goodput here.
+    _claim = {**CLAIM_SETTING, "gpus": run_gpus, "storage_gbps": variant.settings["storage_gbps"]}
     _run = setting_costs(strategy="sharded", **_claim)
     _sync = setting_costs(strategy="sync", **_claim)
     _hot = setting_costs(strategy="sharded", **{**_claim, "hot_spares": True})
@@ -722,10 +718,12 @@ def _():
     return (submit_button,)
 
 
+# The submit row and the status line in one cell: an interval move re-runs one cell here, not two.
 @app.cell
 def _(
     cadence_committed,
     cadence_inputs,
+    cadence_view,
     identity,
     mtbf_committed,
     submit_button,
@@ -736,22 +734,19 @@ def _(
     _view, submitted = ui.submit_to_ledger(
         identity, submit_button, lambda: [ui.ledger_step(LAB, "cadence", cadence_inputs, _pred, cadence_outcomes, "the cadence design", variant)]
     )
-    _view
+    mo.vstack([
+        _view,
+        ui.hud(
+            {
+                "engine": ENGINE_VERSION,
+                "MTBF prediction": mtbf_committed.describe(),
+                "cadence prediction": cadence_committed.describe(),
+                "goodput": f"{cadence_view['goodput']:.1%} at {cadence_view['tau'] / MINUTE:.0f} min",
+                "ledger": "saved" if submitted else "not submitted",
+            }
+        ),
+    ])
     return (submitted,)
-
-
-@app.cell
-def _(cadence_committed, cadence_view, mtbf_committed, submitted):
-    ui.hud(
-        {
-            "engine": ENGINE_VERSION,
-            "MTBF prediction": mtbf_committed.describe(),
-            "cadence prediction": cadence_committed.describe(),
-            "goodput": f"{cadence_view['goodput']:.1%} at {cadence_view['tau'] / MINUTE:.0f} min" if mtbf_committed.made else "—",
-            "ledger": "saved" if submitted else "not submitted",
-        }
-    )
-    return
 
 
 @app.function

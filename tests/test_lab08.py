@@ -20,6 +20,7 @@ from labs.core.scenarios.lab08 import (
     STEPPER_SIZES,
     bucket_answer,
     bucket_explanations,
+    bucket_group_explanations,
     bucket_times,
     busbw_rows,
     communication_efficiency,
@@ -85,7 +86,7 @@ def test_each_options_feedback_agrees_with_the_engine(app, key):
     text = html.unescape(text_of(outputs))
     assert text.count("Right.") == (key == BUCKET.key)
     assert text.count("Not quite") == 1 + (key != BUCKET.key)
-    explanations = bucket_explanations(SETTING["bucket_bytes"], SETTING["bucket_nodes"])
+    explanations = bucket_group_explanations(SETTING["bucket_bytes"], SETTING["bucket_nodes"], SETTING["bucket_group"])
     assert explanations[BUCKET.option_id(key)][:60] in text
     assert f"{RING.spec.answer:.3f} GB" in text
 

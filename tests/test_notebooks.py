@@ -12,7 +12,6 @@ import pytest
 
 pytestmark = pytest.mark.usefixtures("ledger_dir")
 
-from labs.core.scenarios.lab05 import act1_facts
 from labs.core.scenarios.lab05 import dp_wall_estimate
 from labs.core.state import DesignLedger, load_schema
 
@@ -119,16 +118,22 @@ def test_locked_by_default(app):
 
 
 C1, C2 = (mine("05_parallelism", q) for q in ("cause", "design"))  # Act I's and Act II's questions at the headless variant
-def _params_b() -> int:
+def mine_variant(lab: str):
     from labs.variants import variant
 
-    return variant("05_parallelism", "student").settings["params_b"]
+    return variant(lab, "student")
+
+
+def _params_b() -> int:
+    return mine_variant("05_parallelism").settings["params_b"]
 
 
 def test_stakeholder_figures_are_the_engines(app):
+    from labs.core.scenarios.lab05 import act1_story_facts
+
     outputs, _ = app.run()
     text = text_of(outputs)
-    for mfu in act1_facts(params_b=_params_b())["mfu"]:
+    for mfu in act1_story_facts(mine_variant("05_parallelism").settings)["mfu"]:
         assert f"{mfu:.0%}" in text
 
 
@@ -180,7 +185,7 @@ def test_commit_records_the_prediction_and_submit_the_design(app, ledger_dir):
     doc = DesignLedger(None, ledger_dir).load()
     assert doc["predictions"]["05_parallelism"]["cause"]["answer"] == C1.key
     assert doc["predictions"]["05_parallelism"]["design"]["answer"] == C2.key
-    assert doc["variants"]["05_parallelism"]["settings"] == {"params_b": _params_b(), "design_batch": doc["variants"]["05_parallelism"]["settings"]["design_batch"]}
+    assert doc["variants"]["05_parallelism"]["settings"] == mine_variant("05_parallelism").settings
     assert doc["labs"] == {}
 
 

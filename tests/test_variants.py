@@ -382,6 +382,27 @@ def test_the_grader_grades_an_old_ledger_at_its_first_edition(tmp_path):
     assert new.questions["cadence"].prompt != cadence.prompt  # the second edition asks another question
 
 
+def test_the_grader_grades_a_second_edition_ledger(tmp_path):
+    """The ledger (its schema) keeps the edition a variant names; the grader regrades there."""
+    from labs.core.scenarios.lab10 import cadence_outcomes
+    from labs.core.state import DesignLedger
+    from labs.grade import grade
+
+    new = variant("10", "eve", salt="s")
+    ledger = DesignLedger("eve", directory=tmp_path)
+    cadence = new.questions["cadence"]
+    wrong = next(o.key for o in cadence.options if o.key != cadence.key)
+    ledger.commit_prediction(new.lab, "cadence", wrong, variant=new.record())
+    inputs = dict(model="llama3-405b", gpus=new.settings["gpus"], zero_stage=3, strategy="sharded", storage_gbps=float(new.settings["storage_gbps"]),
+                  relaunch_min=10.0, swap_min=60.0, hot_spares=False, interval_min=30.0)
+    ledger.save_step(new.lab, "cadence", inputs, {"cadence": wrong}, cadence_outcomes(inputs, {"cadence": wrong}, variant=new), variant=new.record())
+    assert json.loads(ledger.path.read_text())["variants"][new.lab]["version"] == 2
+    row = grade([str(tmp_path)], salt="s")[0].iloc[0]
+    assert row["status"] == "ok" and not row["tampered"], row["status"]
+    assert row["cadence_correct"] is False or not row["cadence_correct"]
+    assert row["option.cadence"] == cadence.option_id(wrong)
+
+
 def test_the_salt_changes_the_lab_and_the_ledger_keeps_only_its_fingerprint():
     a, b = variant("07", "ada", salt="fall-2026"), variant("07", "ada", salt="spring-2027")
     assert a.seed != b.seed and a.salt != b.salt

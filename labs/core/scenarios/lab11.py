@@ -480,8 +480,12 @@ def moe_explanations_at(ep: int, max_nodes: int | None, batch: int) -> dict[str,
         "B": f"each GPU does hold 1/{ep} of the experts, and its gradient traffic is {f['grads_moe'] / gb:,.1f} GB against the twin's "
              f"{f['grads_dense'] / gb:,.1f} GB; the total is {f['moe'] / f['dense']:,.1f}x the twin's.",
         "C": f"dispatch and combine send {f['a2a'] / gb:,.1f} GB per GPU per step, {f['a2a'] / f['moe']:.0%} of the MoE's traffic "
-             f"({links['network'] / gb:,.1f} GB over {links['network_link']} to other nodes, {links['nvlink'] / gb:,.1f} GB over "
-             f"{links['nvlink_link']} inside the node), against {grad_change / gb:,.1f} GB more gradient traffic than the twin's: {bigger} dominate.",
+             + (f"({links['network'] / gb:,.1f} GB over {links['network_link']} to other nodes, one copy per destination node, and "
+                f"{links['nvlink'] / gb:,.1f} GB forwarded over {links['nvlink_link']} to the experts' GPUs inside each node)"
+                if links["network"] > 0 else
+                f"(none of it crosses {links['network_link']}: EP {ep} stays inside a node, all {links['nvlink'] / gb:,.1f} GB over {links['nvlink_link']})")
+             + f", against {grad_change / gb:,.1f} GB more gradient traffic than the twin's: {bigger} dominate. "
+             "The dense twin's FFN never moves a token off its GPU.",
         "D": f"expert gradients reduce over the {moe.plan.dp // ep if moe.plan.dp >= ep else 1} ranks that hold the same experts: "
              f"{abs(grad_change) / gb:,.1f} GB {'more' if grad_change >= 0 else 'less'} than the twin's gradient traffic, "
              f"against {f['a2a'] / gb:,.1f} GB of all-to-all for the {batch:,}-sequence batch: {bigger} dominate.",
