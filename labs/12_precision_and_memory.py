@@ -215,9 +215,19 @@ def _():
     return (loss_scale_slider,)
 
 
+# The curves once per commit (seconds of work); the gate's note shows here until then.
 @app.cell
-def _(loss_scale_slider, settings, underflow_committed):
+def _(settings, underflow_committed):
     ui.commitment_gate(underflow_committed, "the loss-scale instrument")
+    loss_curves = loss_scale_curves(settings)
+    fp16_safe = safe_loss_scales(settings, "fp16")
+    e5m2_safe = safe_loss_scales(settings, "e5m2")
+    return e5m2_safe, fp16_safe, loss_curves
+
+
+# The slider's table and chart in one cell: a loss-scale move re-runs one cell here, not two.
+@app.cell
+def _(e5m2_safe, fp16_safe, loss_curves, loss_scale_slider, settings):
     _rows = loss_scale_rows(settings, loss_scale_slider.value)
     _table = ui.static_table(
         [
@@ -225,21 +235,6 @@ def _(loss_scale_slider, settings, underflow_committed):
             for _r in _rows
         ]
     )
-    mo.vstack([loss_scale_slider, mo.md(f"**S = 2^{loss_scale_slider.value} = {2.0 ** loss_scale_slider.value:,.0f}**"), _table])
-    return
-
-
-@app.cell
-def _(settings, underflow_committed):
-    mo.stop(not underflow_committed.made)
-    loss_curves = loss_scale_curves(settings)
-    fp16_safe = safe_loss_scales(settings, "fp16")
-    e5m2_safe = safe_loss_scales(settings, "e5m2")
-    return e5m2_safe, fp16_safe, loss_curves
-
-
-@app.cell
-def _(e5m2_safe, fp16_safe, loss_curves, loss_scale_slider, settings):
     _fig = shares_figure(loss_curves, loss_scale_slider.value)
     _safe = f"2^{fp16_safe[0]} to 2^{fp16_safe[-1]}" if fp16_safe else "none of them"
     _span = settings["grad_high_exp"] - settings["grad_low_exp"]
@@ -247,6 +242,9 @@ def _(e5m2_safe, fp16_safe, loss_curves, loss_scale_slider, settings):
     _decades = f"E4M3 spans {format_decades('e4m3'):.1f} decades, E5M2 {format_decades('e5m2'):.1f}, the sample {_span}"
     mo.vstack(
         [
+            loss_scale_slider,
+            mo.md(f"**S = 2^{loss_scale_slider.value} = {2.0 ** loss_scale_slider.value:,.0f}**"),
+            _table,
             _fig,
             mo.md(
                 f"For fp16 the scales that neither flush nor overflow any of the {GRADIENT_SAMPLE:,} gradients are **{_safe}**: "
