@@ -4,7 +4,8 @@ the baseline row is one of the fit's rows (with Table 5's 22B run), the other fo
 import pytest
 
 from conftest import report
-from labs.core import gemm, step
+from labs.core import gemm
+from labs.core.stages import compute
 from labs.core.calibration import fit_layer_constants, table4_layer_ms
 
 
@@ -36,4 +37,4 @@ def test_constants_are_the_fit():
     """LAYER_GEMM_SHARE and ELEMENTWISE_TRAFFIC are what fit_layer_constants finds on its rows."""
     share, traffic = fit_layer_constants(grid=61)
     assert gemm.LAYER_GEMM_SHARE == pytest.approx(share, abs=0.006)
-    assert step.ELEMENTWISE_TRAFFIC == pytest.approx(traffic, abs=0.06)
+    assert compute.ELEMENTWISE_TRAFFIC == pytest.approx(traffic, abs=0.06)

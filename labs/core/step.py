@@ -147,13 +147,15 @@ def communication_map(model, cluster, p, tpcp, q, d, xp) -> dict:
                       xp.where(gathers, d.gather_wire, 0.0), xp.where(gathers, d.gather_exposed, 0.0), d.shard, p.s_cp),
     }
     out = {}
+    ones = xp.full_like(m, 1.0)
     for key, (calls, sent, wire, exposed, group, spacing) in collectives.items():
-        out.update({
-            f"coll_{key}_calls": calls, f"coll_{key}_sent_bytes": sent, f"coll_{key}_wire_s": wire, f"coll_{key}_exposed_s": exposed,
-            f"coll_{key}_group": xp.full_like(m, 1.0) * group,
-            f"coll_{key}_members_per_node": members_per_node(cluster, group, spacing, xp) * xp.full_like(m, 1.0),
-        })
+        names = _MAP_NAMES[key]
+        out.update(zip(names, (calls, sent, wire, exposed, ones * group, members_per_node(cluster, group, spacing, xp) * ones)))
     return out
+
+
+_MAP_NAMES = {key: tuple(f"coll_{key}_{field}" for field in ("calls", "sent_bytes", "wire_s", "exposed_s", "group", "members_per_node"))
+              for key in ("tp", "cp", "ep", "pp", "dp_reduce", "dp_gather")}
 
 
 def evaluate_plan(model: Model, cluster: Cluster, columns: dict, dp_algorithm: str = "auto", stack: Era | None = None) -> dict[str, float]:

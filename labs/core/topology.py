@@ -37,11 +37,13 @@ and still pick the protocol. Everything here is array-valued: scalars and numpy 
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from labs.core.collectives import CollectiveCost
 from labs.core.hardware import NCCL_BASE_LATENCY_S, Cluster
-from labs.core.stages.xp import NUMPY
+from labs.core.stages.xp import NUMPY, SCALAR
 from labs.core.validation import check_choice, check_positive
 
 DP_ALGORITHMS = ("auto", "ring", "tree", "nvls")
@@ -73,10 +75,20 @@ _TREE_PROTOCOL_BW = {True: (1 / 3.8, 120 / 128, 1.0), False: (1 / 3.8, 7 / 9, 1.
 
 def members_per_node(cluster: Cluster, n, stride, xp=NUMPY):
     """How many members of a group of n ranks, `stride` apart, share one node."""
-    gpn = cluster.gpus_per_node
+    if xp.scalar:
+        return _members_of_one(cluster.gpus_per_node, float(n), float(stride))
+    return _members(cluster.gpus_per_node, n, stride, xp)
+
+
+def _members(gpn, n, stride, xp):
     stride = xp.floats(stride)
     packed = xp.where(stride < gpn, xp.maximum(1.0, xp.floor(gpn / xp.maximum(stride, 1.0))), 1.0)
     return xp.minimum(xp.floats(n), packed)
+
+
+@lru_cache(maxsize=4096)
+def _members_of_one(gpn: int, n: float, stride: float) -> float:
+    return _members(gpn, n, stride, SCALAR)
 
 
 def _uses(op: str, algorithm: str, cluster: Cluster) -> tuple[str, ...]:
@@ -155,6 +167,8 @@ def collective_columns(op: str, nbytes, cluster: Cluster, n, stride=1, algorithm
     spaced `stride` apart, with the algorithm and protocol NCCL's cost model picks among those
     `algorithm` allows; every argument but op, cluster and algorithm may be an array (xp: the
     array namespace, labs.core.stages.xp)."""
+    if xp.scalar and op != "p2p" and not (n > 1 and nbytes > 0):  # one plan's group that does not run it
+        return 0.0, 0.0
     if op == "p2p":
         nbytes = xp.floats(nbytes)
         g = members_per_node(cluster, 2, stride, xp)
@@ -164,12 +178,20 @@ def collective_columns(op: str, nbytes, cluster: Cluster, n, stride=1, algorithm
         return xp.where(active, lat, 0.0), xp.where(active, nbytes / bw, 0.0)
     if xp.scalar:
         n, nbytes, stride = float(n), float(nbytes), float(stride)
-        if not (n > 1 and nbytes > 0):  # what the vector path's `active` mask gives
-            return 0.0, 0.0
-    else:
+    else:  # price the rows that run a collective (a group of more than one, bytes to move); the rest cost 0
         n, nbytes, stride = np.broadcast_arrays(np.asarray(n, dtype=float), np.asarray(nbytes, dtype=float), np.asarray(stride, dtype=float))
         shape = n.shape
-        n, nbytes, stride = n.reshape(-1), nbytes.reshape(-1), stride.reshape(-1)
+        active = np.flatnonzero((n > 1) & (nbytes > 0))
+        latency, bandwidth = np.zeros(n.size), np.zeros(n.size)
+        if len(active):
+            n, nbytes, stride = n.reshape(-1)[active], nbytes.reshape(-1)[active], stride.reshape(-1)[active]
+            latency[active], bandwidth[active] = _priced(op, nbytes, cluster, n, stride, algorithm, xp)
+        return latency.reshape(shape), bandwidth.reshape(shape)
+    return _priced(op, nbytes, cluster, n, stride, algorithm, xp)
+
+
+def _priced(op: str, nbytes, cluster: Cluster, n, stride, algorithm: str, xp):
+    """collective_columns for groups that run it (n > 1, nbytes > 0)."""
     share = _RING_SHARE[op]
     g = members_per_node(cluster, n, stride, xp)
     nodes = xp.ceil(n / g)
@@ -198,11 +220,7 @@ def collective_columns(op: str, nbytes, cluster: Cluster, n, stride=1, algorithm
         lat = (_NVLS_US + 2 * xp.floor(xp.log2(xp.maximum(nodes, 1.0))) * _NVLS_TREE_NET_US) * _US
         latencies.append(xp.where(_nvls_usable(op, g, multi, xp), lat, xp.inf))
         bandwidths.append(moved / busbw)
-    latency, bandwidth = xp.cheapest(latencies, bandwidths)
-    if xp.scalar:
-        return latency, bandwidth
-    active = (n > 1) & (nbytes > 0)
-    return np.where(active, latency, 0.0).reshape(shape), np.where(active, bandwidth, 0.0).reshape(shape)
+    return xp.cheapest(latencies, bandwidths)
 
 
 def _nvls_usable(op, g, multi, xp=NUMPY):

@@ -64,28 +64,28 @@ def data_parallel_stage(model, cluster, stack, p, q, dp_algorithm, xp) -> Simple
     bucket = xp.where(p.bucket_bytes > 0, p.bucket_bytes, xp.maximum(MEGATRON_BUCKET_PARAMS, 1_000_000 * p.dp) * grad_bytes)
     calls = d.calls = xp.maximum(1.0, xp.ceil(grads / bucket))
 
-    def bucketed(op, nbytes, k, group=n, stride=s_cp):
-        lat, bw = collective_columns(op, nbytes / k, cluster, group, stride, dp_algorithm, xp)
-        return lat * k, bw * k
-
     z0, z1, z2, z3 = (zero == k for k in range(4))
     d.z0, d.z3 = z0, z3
-    # Each collective is priced on the bytes of the ZeRO stages that run it and on none elsewhere
-    # (its time is used under those stages only): ZeRO-0 all-reduces, ZeRO-1/2 reduce-scatter and
-    # all-gather per bucket, ZeRO-3 reduce-scatters and gathers per module.
-    reduced, gathered = (lambda x: xp.where(z0, x, 0.0)), (lambda x: xp.where(z1 | z2, x, 0.0))
-    scattered, per_module = (lambda x: xp.where(z0, 0.0, x)), (lambda x: xp.where(z3, x, 0.0))
-    ar = bucketed("all_reduce", reduced(grads), calls)
-    rs, ag = bucketed("reduce_scatter", scattered(grads), calls, shard), bucketed("all_gather", gathered(weights_bytes), calls, shard)
-    across = bucketed("all_reduce", scattered(grads / shard), calls, replicas, s_cp * shard)
+
+    def bucketed(op, runs, nbytes, k, group=n, stride=s_cp):
+        """k collectives of nbytes / k each over the group, priced in the rows where `runs` (ZeRO-0
+        all-reduces, ZeRO-1/2 reduce-scatter and gather per bucket, ZeRO-3 per module) and on no
+        bytes elsewhere: those rows never use the time."""
+        lat, bw = collective_columns(op, xp.where(runs, nbytes / k, 0.0), cluster, group, stride, dp_algorithm, xp)
+        return lat * k, bw * k
+
+    scatters, gathers = xp.not_(z0), z1 | z2
+    ar = bucketed("all_reduce", z0, grads, calls)
+    rs, ag = bucketed("reduce_scatter", scatters, grads, calls, shard), bucketed("all_gather", gathers, weights_bytes, calls, shard)
+    across = bucketed("all_reduce", scatters, grads / shard, calls, replicas, s_cp * shard)
     rs = _plus(rs, across)
     expert_grads, expert_weights = d.expert_params * grad_bytes, d.expert_params * WEIGHT_BYTES
-    ar = _plus(ar, bucketed("all_reduce", reduced(expert_grads), calls, n / ep, s_cp * ep))
-    rs = _plus(rs, bucketed("reduce_scatter", scattered(expert_grads), calls, expert_shard, s_cp * ep))
-    ag = _plus(ag, bucketed("all_gather", gathered(expert_weights), calls, expert_shard, s_cp * ep))
+    ar = _plus(ar, bucketed("all_reduce", z0, expert_grads, calls, n / ep, s_cp * ep))
+    rs = _plus(rs, bucketed("reduce_scatter", scatters, expert_grads, calls, expert_shard, s_cp * ep))
+    ag = _plus(ag, bucketed("all_gather", gathers, expert_weights, calls, expert_shard, s_cp * ep))
     grads, weights_bytes = grads + expert_grads, weights_bytes + expert_weights
     module_calls = d.module_calls = layers * ZERO3_GATHERS_PER_LAYER[stack.zero3_unit]
-    module_ag = bucketed("all_gather", per_module(weights_bytes), module_calls, shard)
+    module_ag = bucketed("all_gather", z3, weights_bytes, module_calls, shard)
     per_parameter = d.per_parameter = stack.zero3_unit == "parameter"
     z3_passes = d.z3_passes = 2.0 + xp.where(per_parameter, p.redo, 0.0)  # gathers per micro-batch
     if per_parameter:
@@ -98,7 +98,7 @@ def data_parallel_stage(model, cluster, stack, p, q, dp_algorithm, xp) -> Simple
         # the host 2 ops per rank of the group, every call: linear in the number of GPUs.
         host = 2 * shard * stack.cpu_s_per_kernel
         module_ag = (module_ag[0] + module_calls * host, module_ag[1])
-        param_rs = bucketed("reduce_scatter", per_module(grads), module_calls, shard)
+        param_rs = bucketed("reduce_scatter", z3, grads, module_calls, shard)
         rs = xp.where(zero == 3, param_rs[0] + module_calls * host, rs[0]), xp.where(zero == 3, param_rs[1], rs[1])
     # Sharded gradients cannot accumulate locally: from ZeRO-2 on every micro-batch's gradients
     # are reduce-scattered as its backward produces them (DeepSpeed's and FSDP's default); ZeRO-1
@@ -108,8 +108,8 @@ def data_parallel_stage(model, cluster, stack, p, q, dp_algorithm, xp) -> Simple
     syncs = d.syncs = xp.where(reduce_each_mb, m, 1.0)
     reduce_lat = xp.where(z0, syncs * ar[0], syncs * rs[0] + xp.where(z3, z3_passes * m * module_ag[0], 0.0))
     reduce_bw = xp.where(z0, syncs * ar[1], syncs * rs[1] + xp.where(z3, z3_passes * m * module_ag[1], 0.0))
-    gather_lat = xp.where(z1 | z2, ag[0], 0.0)
-    gather_bw = xp.where(z1 | z2, ag[1], 0.0)
+    gather_lat = xp.where(gathers, ag[0], 0.0)
+    gather_bw = xp.where(gathers, ag[1], 0.0)
     reduce_t, gather_t = reduce_lat + reduce_bw, gather_lat + gather_bw
     # What hides it: the last micro-batch's backward (ZeRO 0-1), every backward (ZeRO-2); the
     # last bucket always waits. ZeRO-3 prefetches the next module's weights behind the current

@@ -118,8 +118,11 @@ class _Scalar:
 
     @staticmethod
     def each(fn, *args):
-        outs = tuple(fn(*[a[i] if type(a) is tuple else a for a in args]) for i in range(3))
-        return tuple(zip(*outs)) if type(outs[0]) is tuple else outs
+        ranks = [[a[i] if type(a) is tuple else a for a in args] for i in range(3)]
+        first = fn(*ranks[0])
+        # ranks with the same inputs (every rank when pp = 1) have the same outputs
+        outs = (first, first if ranks[1] == ranks[0] else fn(*ranks[1]), first if ranks[2] == ranks[0] else fn(*ranks[2]))
+        return tuple(zip(*outs)) if type(first) is tuple else outs
 
     @staticmethod
     def argmax(stacked):
