@@ -7,7 +7,7 @@ import jsonschema
 import pytest
 
 from browser import answer, browser_page, marimo_run, metric, submit_and_download
-from labs.core.scenarios.lab05 import dp_wall_estimate
+from labs.core.scenarios.lab05 import act1_story, dp_wall_estimate
 from labs.variants import variant
 from labs.core.state import load_schema
 
@@ -28,14 +28,14 @@ def test_flagship_lab_end_to_end(tmp_path):
         mine = variant("05_parallelism", "browser student")
         cause, design = mine.questions["cause"], mine.questions["design"]
         other = next(o.key for o in cause.options if o.key != cause.key)
-        params_b = mine.settings["params_b"]
+        story = act1_story(mine.settings)  # the instruments start at the stakeholder's runs
         answer(page, cause)
         page.wait_for_timeout(300)
         assert page.locator(".lab-card").count() == 0  # choosing is not committing
         page.get_by_role("button", name="Commit my prediction").first.click()
         page.get_by_text("exposed all-reduce").first.wait_for()
         before = metric(page, "MFU")
-        assert before == f"{dp_wall_estimate(64, params_b=params_b).mfu:.1%}"
+        assert before == f"{dp_wall_estimate(64, **story).mfu:.1%}"
         chart = page.locator(".js-plotly-plot").first
         chart.wait_for()
         points_before = chart.evaluate("el => JSON.stringify(el.data.map(t => [t.x, t.y]))")
@@ -44,9 +44,9 @@ def test_flagship_lab_end_to_end(tmp_path):
         slider.focus()
         slider.press("ArrowRight")
         slider.press("ArrowRight")
-        page.locator(".lab-card .value", has_text=f"{dp_wall_estimate(256, params_b=params_b).mfu:.1%}").first.wait_for()
+        page.locator(".lab-card .value", has_text=f"{dp_wall_estimate(256, **story).mfu:.1%}").first.wait_for()
         after = metric(page, "MFU")
-        assert after == f"{dp_wall_estimate(256, params_b=params_b).mfu:.1%}" and after != before
+        assert after == f"{dp_wall_estimate(256, **story).mfu:.1%}" and after != before
         points_after = page.locator(".js-plotly-plot").first.evaluate("el => JSON.stringify(el.data.map(t => [t.x, t.y]))")
         assert points_after != points_before
 

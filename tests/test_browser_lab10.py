@@ -36,7 +36,8 @@ def test_lab10_commit_move_interval_submit_download(tmp_path):
         slider.press("ArrowRight")  # 30 -> 45 minutes
         after = page.wait_for_function(f"() => {{ const m = ({MARKER})(); return m && m[0] !== {before[0]} ? m : null; }}").json_value()
         path = submit_and_download(page, "Submit to the ledger", tmp_path / "downloaded.json")
-    s = setting_costs(RUN_MODEL, variant("10_failures_at_scale", "student").settings["gpus"], 3, "sharded", 2000, 10, 60, False)  # the GPU slider starts at the variant's
+    mine = variant("10_failures_at_scale", "student").settings  # the GPU and storage sliders start at the variant's
+    s = setting_costs(RUN_MODEL, mine["gpus"], 3, "sharded", mine["storage_gbps"], 10, 60, False)
     assert after[0] == 45
     for minutes, (x, y) in ((30, before), (45, after)):
         assert y == pytest.approx(100 * goodput(minutes * 60, s["cost"].stall_s, s["restart_s"], s["mtbf_s"]), rel=1e-9)
