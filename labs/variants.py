@@ -2,7 +2,7 @@
 salt, so two students see different numbers and, mostly, different keys; the key is computed by
 the engine at the variant, never stored.
 
-    python -m labs.variants 07 ada [--salt S]     # the variant as JSON: settings, options, keys
+    python -m labs.variants 07 ada [--salt S] [--edition N]     # the variant as JSON: settings, options, keys
 
 The seed is SHA-256 over (lab, class salt, normalised student id): never Python's hash() or
 random, so the same id and salt give the same lab on every machine and Python version. The salt
@@ -23,6 +23,10 @@ How a lab plugs in. Its scenario module (labs/core/scenarios/labNN.py) defines
   Keep option labels of comparable length and hedging.
 - its outcome functions take `variant=None` and judge with `judged(variant, q, predictions,
   legacy)`: a ledger without a variant (older ones) is graded by `legacy`, as before.
+- a lab that changes how it draws or builds keeps the earlier edition:
+  `LabVariants(LAB, draw, build, version=2, older={1: (draw_v1, build_v1)})`. New records name
+  their edition ("version"; the first edition's name none), and `regenerate()` (the grader, the
+  grade book) rebuilds the edition a ledger names, so old ledgers grade as their students saw them.
 
 Nothing else registers: every module of labs.core.scenarios with a VARIANTS is found. The lab
 notebook calls `ui.lab_variant(LAB, student_input.value)` in a cell after the identity cell, shows
@@ -239,7 +243,7 @@ class Variant:
         return out
 
     def as_json(self) -> dict:
-        return {"lab": self.lab, "variant": self.seed, "student": self.student, "salt": self.salt, "settings": self.settings,
+        return {"lab": self.lab, "variant": self.seed, "version": self.version, "student": self.student, "salt": self.salt, "settings": self.settings,
                 "questions": {q: v.describe() for q, v in self.questions.items()}}
 
 
@@ -338,9 +342,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("lab", help="the lab's name or number, e.g. 07")
     parser.add_argument("student", help="the student's id, as typed in the lab")
     parser.add_argument("--salt", help=f"the class salt (default: ${SALT_ENV}, else none)")
+    parser.add_argument("--edition", type=int, help="an earlier edition of the lab's variants, as an old ledger records it (default: the current one)")
     args = parser.parse_args(argv)
     try:
-        v = variant(args.lab, args.student, args.salt)
+        v = variant(args.lab, args.student, args.salt, args.edition)
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

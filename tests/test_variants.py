@@ -419,6 +419,10 @@ def test_the_cli_prints_the_variant(capsys):
     assert out["questions"]["utilisation"]["answer"] == pytest.approx(v.questions["utilisation"].spec.answer)
     assert {"answer", "tolerance"} <= set(out["questions"]["utilisation"])
     assert variants.main(["99", "ada"]) == 2
+    assert variants.main(["10", "ada", "--salt", "s", "--edition", "1"]) == 0
+    old = json.loads(capsys.readouterr().out)
+    assert old["version"] == 1 and old["settings"] == variant("10", "ada", salt="s", version=1).settings
+    assert variants.main(["10", "ada", "--edition", "7"]) == 2
 
 
 def test_python_m_labs_variants_finds_every_lab():
