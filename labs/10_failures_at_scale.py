@@ -67,6 +67,7 @@ with app.setup:
     INTERVAL_STEPS = [1, 2, 3, 5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 240, 360, 720, 1440]
     MODEL_CHOICES = {MODELS[k].name: k for k in LAYOUTS}
     SIM_RUNS, SIM_SEED = 400, 0
+    CADENCE_CHARTS = {}  # cadence_chart's page outputs, by setting and interval
 
 
 @app.cell(hide_code=True)
@@ -430,7 +431,7 @@ def _(
                 "restarts": f"{_s.restart:.1%}",
                 "Daly's interval": f"{_v['daly'] / MINUTE:.1f} min",
             }),
-            cadence_figure(_v),
+            cadence_chart(cadence_inputs, _v),
             mo.md(
                 f"Stall per checkpoint **{fmt_s(_v['stall'])}**, mean restart R = **{setting['restart_s'] / MINUTE:.1f} min** "
                 f"(relaunch, the {fmt_s(setting['restore_s'])} read, and a node swap for the causes that need one"
@@ -772,6 +773,19 @@ def mtbf_figure(gpus: int) -> go.Figure:
     fig.add_scatter(x=[gpus], y=[job_mtbf_s(gpus) / HOUR], name="your job", mode="markers", marker=dict(symbol="diamond", size=14, color=COLORS["red"]))
     fig.update_layout(height=340, xaxis=dict(type="log", title="GPUs in the job", **charts.LOG_TICKS), yaxis=dict(type="log", title="hours between unexpected stops", **charts.LOG_TICKS))
     return apply_plotly_theme(fig)
+
+
+@app.function
+def cadence_chart(inputs: dict, view: dict) -> mo.Html:
+    """cadence_figure(view) as page output, kept per setting and interval (`view` is a function
+    of `inputs`, cadence_inputs): moving the interval back to a position shows its chart again
+    without building and serialising the figure, most of a move's work in the kernel."""
+    key = tuple(sorted(inputs.items()))
+    if key not in CADENCE_CHARTS:
+        if len(CADENCE_CHARTS) >= 512:
+            CADENCE_CHARTS.clear()
+        CADENCE_CHARTS[key] = mo.as_html(cadence_figure(view))
+    return CADENCE_CHARTS[key]
 
 
 @app.function
