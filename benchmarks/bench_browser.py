@@ -18,6 +18,11 @@ beside it, interleaved:
   until the kernel has reported the run complete (marimo's "completed-run" message) and the page's
   outputs (the text of every cell and the data of every Plotly chart) have changed and held still
   for two animation frames. Printed: each side's median and spread, and the ratio of the medians.
+  A slider alternates right and left, so after the first two moves every position has been shown
+  before (what a student moving back and forth sees, and what a lab's caches serve); with
+  `--fresh` a slider moves one way only, every move to a position not shown before, so no page
+  output can come from a cache (keep --moves within the slider's room: Lab 10's interval has 9
+  steps right of its start, Lab 08's ring step 6; a move that changes nothing waits --timeout).
 
 Targets (issue 25): every lab's heaviest instrument within 2x the floor's move; the first
 prediction within 0.5 s of the floor's first chart.
@@ -88,7 +93,7 @@ class Instrument:
         if self.slider is not None:
             slider = page.get_by_role("slider").nth(self.slider)
             slider.focus()
-            slider.press(self.keys[i % len(self.keys)])
+            slider.press(self.keys[0] if FRESH else self.keys[i % len(self.keys)])
         else:
             page.get_by_text(self.radio[i % len(self.radio)], exact=False).first.click()
 
@@ -151,6 +156,7 @@ def move(page, instrument: Instrument, i: int, timeout_s: float) -> float:
     return took
 
 
+FRESH = False  # --fresh: sliders move one way only (set by main)
 SPLIT: list = []  # per move: (seconds until the run's completion reached the page, seconds after, cells run)
 
 
@@ -236,7 +242,10 @@ def main() -> None:
     parser.add_argument("--lab", action="append", choices=sorted(LABS), help="lab number (repeatable); default: every lab")
     parser.add_argument("--moves", type=int, default=10, help="moves of the lab's instrument, and as many of the floor's")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for one move")
+    parser.add_argument("--fresh", action="store_true", help="sliders move one way only: every move to a position not shown before")
     args = parser.parse_args()
+    global FRESH
+    FRESH = args.fresh
     if chromium_path() is None:
         sys.exit("Debian's chromium is not installed (apt-get install chromium)")
     from playwright.sync_api import sync_playwright
