@@ -5,7 +5,8 @@
 
 from labs.core.hardware import CLUSTERS, GPUS, LINKS, Cluster
 from labs.core.models import MODELS, Model
-from labs.core.perf import Estimate, Plan, estimate
+from labs.core.perf import Estimate, estimate
+from labs.core.plan import Plan
 from labs.core.search import sweep
 
 ENGINE_VERSION = "0.1.0"

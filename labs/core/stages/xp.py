@@ -19,139 +19,79 @@ runs the plan through NUMPY instead (labs.core.step.evaluate_plan).
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import numpy as np
 
 
-class _Numpy:
-    scalar = False
-    where = staticmethod(np.where)
-    maximum = staticmethod(np.maximum)
-    minimum = staticmethod(np.minimum)
-    ceil = staticmethod(np.ceil)
-    floor = staticmethod(np.floor)
-    log2 = staticmethod(np.log2)
-    not_ = staticmethod(np.logical_not)
-    inf = np.inf
+def _np_col(c, key, dtype=float, default=None):
+    """Column `key` of the plan columns (`default` where an older caller left it out)."""
+    if key not in c:
+        return np.full(np.shape(c["tp"]), default, dtype=dtype)
+    return np.asarray(c[key], dtype=dtype)
 
-    @staticmethod
-    def floats(x):
-        return np.asarray(x, dtype=float)
 
-    @staticmethod
-    def col(c, key, dtype=float, default=None):
-        """Column `key` of the plan columns (`default` where an older caller left it out)."""
-        if key not in c:
-            return np.full(np.shape(c["tp"]), default, dtype=dtype)
-        return np.asarray(c[key], dtype=dtype)
+def _np_pick(x, index):
+    return np.take_along_axis(np.broadcast_to(x, (3,) + np.shape(index)), index[None], 0)[0]
 
-    @staticmethod
-    def stack(*xs):
-        return np.stack(xs)
 
-    @staticmethod
-    def each(fn, *args):
-        return fn(*args)
+def _np_options(tables):
+    """NCCL's per-protocol constants, each table as one (protocols, 1) column: a formula over
+    them prices every protocol of every row at once."""
+    return [[np.asarray(table, dtype=float)[:, None]] for table in tables]
 
-    @staticmethod
-    def argmax(stacked):
-        return np.argmax(stacked, axis=0)
 
-    @staticmethod
-    def pick(x, index):
-        return np.take_along_axis(np.broadcast_to(x, (3,) + np.shape(index)), index[None], 0)[0]
+def _np_cheapest(latencies, bandwidths):
+    """Per row, the (latency, bandwidth) of the option with the least total (the first on ties)."""
+    lat, bw = (np.concatenate([np.atleast_2d(x) for x in xs]) for xs in (latencies, bandwidths))
+    pick = (np.argmin(lat + bw, axis=0), np.arange(lat.shape[1]))
+    return lat[pick], bw[pick]
 
-    @staticmethod
-    def options(tables):
-        """NCCL's per-protocol constants, each table as one (protocols, 1) column: a formula over
-        them prices every protocol of every row at once."""
-        return [[np.asarray(table, dtype=float)[:, None]] for table in tables]
 
-    @staticmethod
-    def cheapest(latencies, bandwidths):
-        """Per row, the (latency, bandwidth) of the option with the least total (the first on ties)."""
-        lat, bw = (np.concatenate([np.atleast_2d(x) for x in xs]) for xs in (latencies, bandwidths))
-        pick = (np.argmin(lat + bw, axis=0), np.arange(lat.shape[1]))
-        return lat[pick], bw[pick]
-
-    @staticmethod
-    def full_like(x, value):
-        return np.full(np.shape(x), value, dtype=float)
+NUMPY = SimpleNamespace(
+    scalar=False, where=np.where, maximum=np.maximum, minimum=np.minimum, ceil=np.ceil, floor=np.floor, log2=np.log2,
+    not_=np.logical_not, inf=np.inf, floats=lambda x: np.asarray(x, dtype=float), col=_np_col,
+    stack=lambda *xs: np.stack(xs), each=lambda fn, *args: fn(*args), argmax=lambda stacked: np.argmax(stacked, axis=0),
+    pick=_np_pick, options=_np_options, cheapest=_np_cheapest, full_like=lambda x, value: np.full(np.shape(x), value, dtype=float),
+)
 
 
 def _where(cond, a, b):
     return a if cond else b
 
 
-class _Scalar:
-    scalar = True
-    where = staticmethod(_where)
-    maximum = staticmethod(max)
-    minimum = staticmethod(min)
-    inf = math.inf
-
-    @staticmethod
-    def ceil(x):
-        return float(math.ceil(x))
-
-    @staticmethod
-    def floor(x):
-        return float(math.floor(x))
-
-    @staticmethod
-    def log2(x):
-        return math.log2(x)
-
-    @staticmethod
-    def not_(x):
-        return not x
-
-    floats = staticmethod(float)
-
-    @staticmethod
-    def col(c, key, dtype=float, default=None):
-        return dtype(c[key]) if key in c else dtype(default)
-
-    @staticmethod
-    def stack(*xs):
-        return xs
-
-    @staticmethod
-    def each(fn, *args):
-        ranks = [[a[i] if type(a) is tuple else a for a in args] for i in range(3)]
-        first = fn(*ranks[0])
-        # ranks with the same inputs (every rank when pp = 1) have the same outputs
-        outs = (first, first if ranks[1] == ranks[0] else fn(*ranks[1]), first if ranks[2] == ranks[0] else fn(*ranks[2]))
-        return tuple(zip(*outs)) if type(first) is tuple else outs
-
-    @staticmethod
-    def argmax(stacked):
-        best = 0
-        for i in (1, 2):
-            if stacked[i] > stacked[best]:
-                best = i
-        return best
-
-    @staticmethod
-    def pick(x, index):
-        return x[index] if type(x) is tuple else x
-
-    @staticmethod
-    def options(tables):
-        return tables  # tuples of floats, one entry per protocol
-
-    @staticmethod
-    def cheapest(latencies, bandwidths):
-        best = 0
-        for i in range(1, len(latencies)):
-            if latencies[i] + bandwidths[i] < latencies[best] + bandwidths[best]:
-                best = i
-        return latencies[best], bandwidths[best]
-
-    @staticmethod
-    def full_like(x, value):
-        return float(value)
+def _col(c, key, dtype=float, default=None):
+    return dtype(c[key]) if key in c else dtype(default)
 
 
-NUMPY = _Numpy()
-SCALAR = _Scalar()
+def _each(fn, *args):
+    ranks = [[a[i] if type(a) is tuple else a for a in args] for i in range(3)]
+    first = fn(*ranks[0])
+    # ranks with the same inputs (every rank when pp = 1) have the same outputs
+    outs = (first, first if ranks[1] == ranks[0] else fn(*ranks[1]), first if ranks[2] == ranks[0] else fn(*ranks[2]))
+    return tuple(zip(*outs)) if type(first) is tuple else outs
+
+
+def _argmax(stacked):
+    best = 0
+    for i in (1, 2):
+        if stacked[i] > stacked[best]:
+            best = i
+    return best
+
+
+def _cheapest(latencies, bandwidths):
+    best = 0
+    for i in range(1, len(latencies)):
+        if latencies[i] + bandwidths[i] < latencies[best] + bandwidths[best]:
+            best = i
+    return latencies[best], bandwidths[best]
+
+
+SCALAR = SimpleNamespace(
+    scalar=True, where=_where, maximum=max, minimum=min, ceil=lambda x: float(math.ceil(x)), floor=lambda x: float(math.floor(x)),
+    log2=math.log2, not_=lambda x: not x, inf=math.inf, floats=float, col=_col,
+    stack=lambda *xs: xs, each=_each, argmax=_argmax, pick=lambda x, index: x[index] if type(x) is tuple else x,
+    options=lambda tables: tables,  # tuples of floats, one entry per protocol
+    cheapest=_cheapest, full_like=lambda x, value: float(value),
+)
