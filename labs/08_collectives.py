@@ -38,7 +38,7 @@ with app.setup:
         STEPPER_RANKS,
         STEPPER_DEFAULT_SIZE,
         STEPPER_SIZES,
-        bucket_facts,
+        bucket_group_facts,
         busbw_rows,
         fewest_tokens_to_win,
         lb_curves,
@@ -750,15 +750,15 @@ def _(
 
 
 @app.cell(hide_code=True)
-def _(bucket_bytes, bucket_committed, bucket_nodes, ring_committed):
+def _(bucket_bytes, bucket_committed, bucket_nodes, ring_committed, variant):
     mo.stop(not ring_committed.made)
     mo.stop(not bucket_committed.made)
     _f = ring_facts()
-    _b = bucket_facts(bucket_bytes, bucket_nodes)["times"]
+    _bf = bucket_group_facts(bucket_bytes, bucket_nodes, variant.settings["bucket_group"])
+    _b, _n = _bf["times"], _bf["ranks"]
     _rails = rails_rows()
     _cliff = tp_cliff()
     _nvls = nvls_busbw_note()
-    _cluster, _n = bucket_cluster(bucket_nodes)
     _pcie = milestone_estimates(next(iter(MILESTONE_SETUPS)), MILESTONE_MICROBATCHES[0], False)
     mo.md(
         f"""
@@ -766,8 +766,9 @@ def _(bucket_bytes, bucket_committed, bucket_nodes, ring_committed):
 
     - A ring rank sends 2(N-1)/N of the message: {_f['small'] / 1e9:.2f} GB at N = {RING_N_SMALL}, {_f['large'] / 1e9:.3f} GB at
       N = {RING_N_LARGE:,} for {_f['message'] / 1e9:.0f} GB. A parameter server receives N times the message.
-    - Small messages are latency: a {bucket_bytes / 1e6:g} MB bucket over {_n:,} GPUs takes {_b['ring'] * 1e3:.2f} ms as a ring and
-      {_b['tree'] * 1e3:.2f} ms as a tree.
+    - The size and the group pick the algorithm: your {bucket_bytes / 1e6:g} MB bucket over {_n:,} GPUs takes
+      {", ".join(f"{_t * 1e3:.2f} ms as {'NVLS' if _a == 'nvls' else 'a ' + _a}" for _a, _t in _b.items())}. A small message over many
+      nodes is latency, and the tree's log N steps win; a large one inside a node is bandwidth, and the switch that adds wins.
     - Compare busbw, not algbw: busbw = algbw x 2(N-1)/N is the wires' rate; NVLS shows {_nvls['busbw'] / 1e9:.0f} GB/s on 8 H100s
       because the switch adds.
     - Rails: a ring over whole DGX H100 nodes reaches {_rails[1]['busbw'] / 1e9:.0f} GB/s, one GPU per node {_rails[2]['busbw'] / 1e9:.0f} GB/s;
