@@ -5,6 +5,7 @@ overwrite A's ledger."""
 import errno
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -118,6 +119,37 @@ def test_the_lab_reports_a_ledger_it_moved_aside(tmp_path, monkeypatch):
     DesignLedger("cy", tmp_path).path.write_text("{broken again")
     with pytest.warns(state.LedgerRecovered):
         DesignLedger("cy", tmp_path).save_step("lab", "x", {})  # outside the lab the caller hears it as a warning
+
+
+# ---- the PIN is read only where a commit or a save needs it ------------------------------------
+LABS_WITH_IDENTITY = sorted(Path(__file__).resolve().parents[1].glob("labs/[01][0-9]_*.py"))
+
+
+@pytest.mark.parametrize("lab", [p for p in LABS_WITH_IDENTITY if "ui.student_identity()" in p.read_text()], ids=lambda p: p.stem[:2])
+def test_no_question_depends_on_the_pin(lab):
+    """marimo re-runs every cell downstream of a widget whose value changes: a question widget
+    downstream of the PIN would be re-created (its choice cleared) by each keystroke of the PIN.
+    The questions depend on the name (the variant); the PIN reaches only commit and submit."""
+    from test_notebooks import load_app
+
+    app = load_app(lab)
+    app._maybe_initialize()
+    cells = list(app._cell_manager.cells())
+    by_def = {name: c for c in cells for name in c.defs}
+    assert "pin_input" in by_def and "pin_input" not in by_def["student_input"].defs, "the PIN needs a widget and a cell of its own"
+    downstream, frontier = set(), ["pin_input"]
+    while frontier:
+        name = frontier.pop()
+        for c in cells:
+            if name in c.refs and id(c) not in downstream:
+                downstream.add(id(c))
+                frontier.extend(c.defs)
+    questions = [name for name in by_def if name.endswith("_question")]
+    assert len(questions) >= 1, "a lab without a question widget"
+    assert not [q for q in questions if id(by_def[q]) in downstream]
+    assert id(by_def["variant"]) not in downstream
+    readers = [sorted(c.defs) for c in cells if "identity" in c.refs]  # who reads the PIN, through identity
+    assert readers and all(d == ["submitted"] or (len(d) == 1 and d[0].endswith("_committed")) for d in readers), readers
 
 
 # ---- one server, two browsers ------------------------------------------------------------------
