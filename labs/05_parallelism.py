@@ -690,8 +690,9 @@ def _(act2_committed):
       per GPU data parallelism is communication bound; overlap, bf16 gradients and a larger batch
       push the wall back.
     - Past one node a data-parallel ring runs on every NIC of the node at once (one ring per
-      rail), so it keeps close to NVLink's bandwidth; the cliff is a per-layer collective (TP)
-      that spans nodes, or a group with one member per node.
+      rail), so on 400 Gb/s NICs it keeps close to NVLink's bandwidth; on slower NICs (HDR) the
+      network itself walls the ring, even in weak scaling, where nothing shrinks. The cliff is a
+      per-layer collective (TP) that spans nodes, or a group with one member per node.
     - Tensor parallelism inside the node, pipeline parallelism across nodes, data parallelism for
       the rest, and ZeRO or recompute to make it fit.
 
