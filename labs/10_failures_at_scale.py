@@ -123,7 +123,7 @@ def _(held_now, lecture_clock, set_held):
     return
 
 
-# Your run's size and length are drawn from your id (labs.variants), and so is the options' order.
+# Your run's size, length and file system are drawn from your id (labs.variants), and so is the options' order.
 @app.cell
 def _(student_input):
     variant = ui.lab_variant(LAB, student_input.value)
