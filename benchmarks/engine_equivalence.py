@@ -1,0 +1,250 @@
+"""Equivalence harness for refactoring the engine: dump the step model's outputs from one source
+tree, then compare another tree's against them.
+
+It evaluates labs.core.step.evaluate on ~2.4 million plan rows (search's plan spaces for 18
+model / cluster / era / option combinations, 8 draws each; all but the first draw of every third
+combination vary every column the sweep leaves fixed: offload, rank order, hybrid sharding,
+grad_sync, recompute grains and layers, ZB-H2, bucket size, first/last stage layers, micro-batch
+group size, capacity factor, node-limited routing, optimizer state) and estimate() on ~2,900
+valid plans (every field of the Estimate, warnings and the communication map included), and
+prints the worst relative difference (nan equal to nan).
+
+    git archive <commit> labs | tar -x -C /tmp/base
+    python benchmarks/engine_equivalence.py /tmp/base dump /tmp/eqv     # ~1.7 GB of .npz
+    python benchmarks/engine_equivalence.py . cmp /tmp/eqv
+    (a fourth argument, "quick": 3,000 rows a combination and 60 plans, for a first check)
+"""
+import dataclasses
+import os
+import pickle
+import sys
+import time
+
+SRC, MODE, OUT = sys.argv[1], sys.argv[2], sys.argv[3]
+QUICK = len(sys.argv) > 4
+sys.path.insert(0, SRC)
+import numpy as np  # noqa: E402
+
+from labs.core import search  # noqa: E402
+from labs.core.eras import get_era, stack_of  # noqa: E402
+from labs.core.hardware import Cluster  # noqa: E402
+from labs.core.models import Model  # noqa: E402
+from labs.core.step import evaluate  # noqa: E402
+from labs.core.perf import Plan, estimate  # noqa: E402
+
+np.seterr(all="ignore")
+os.makedirs(OUT, exist_ok=True)
+
+C = [
+    # model, cluster, nodes, global batch, era, fixed, dp_algorithm
+    ("gpt3-175b", "dgx-a100", 128, 1536, "megatron-2021", {}, "ring"),
+    ("gpt3-175b", "dgx-h100", 128, 1536, None, {}, "auto"),
+    ("gpt3-175b", "dgx-h100", 64, 1024, "megatron-core-2024", {"precision": "fp8"}, "auto"),
+    ("gpt3-175b", "dgx-a100", 96, 1536, "deepspeed-2021", {}, "ring"),
+    ("gpt3-175b", "dgx-a100", 64, 1024, "megatron-2022", {}, "tree"),
+    ("llama2-7b", "dgx-a100", 4, 256, "pytorch-fsdp1-2023", {}, "auto"),
+    ("llama2-7b", "dgx-h100", 8, 512, "pytorch-fsdp2-2024", {"torch_compile": True}, "auto"),
+    ("llama2-13b", "pcie-a100", 4, 256, None, {}, "ring"),
+    ("llama2-70b", "dgx-h100", 32, 1024, "pytorch-fsdp2-2024", {}, "nvls"),
+    ("llama2-70b", "dgx-h200", 16, 512, "megatron-core-2024", {}, "tree"),
+    ("llama3-8b", "dgx-h100", 8, 512, None, {"cp_algorithm": "ulysses", "cp": [1, 2, 4, 8]}, "auto"),
+    ("llama3-70b", "meta-h100-roce", 64, 2048, "llama3-2024", {"cp_algorithm": "all_gather"}, "auto"),
+    ("llama3-405b", "meta-h100-roce", 256, 2048, "llama3-2024", {}, "auto"),
+    ("llama3-405b", "dgx-b200", 128, 2048, None, {"cp_algorithm": "ring_contiguous"}, "ring"),
+    ("deepseek-v3", "h800-ib", 256, 4096, None, {"precision": "fp8"}, "auto"),
+    ("deepseek-v3", "dgx-h100", 128, 2048, "megatron-core-2024", {}, "tree"),
+    ("seed-100m", "dgx-a100", 1, 64, None, {}, "auto"),
+    ("seed-12l-512", "dgx-h100", 2, 128, "pytorch-fsdp1-2023", {}, "ring"),
+]
+
+
+def randomize(cols, model, rng):
+    n = len(cols["tp"])
+    r = lambda p: rng.random(n) < p  # noqa: E731
+    cols = dict(cols)
+    zero = np.asarray(cols["zero_stage"])
+    cols["offload"] = r(0.2) & (zero >= 1)
+    cols["rank_order"] = rng.integers(0, 3, n)
+    pp, dp, cp = (np.asarray(cols[k]) for k in ("pp", "dp", "cp"))
+    m = np.asarray(cols["global_batch"]) // (np.asarray(cols["micro_batch"]) * dp)
+    cols["microbatch_group_size"] = np.where(r(0.3) & (cols["schedule"] == 2), pp * rng.integers(1, 3, n), -1)
+    ends = r(0.15) & (pp >= 2)
+    cols["first_stage_layers"] = np.where(ends, rng.integers(0, 3, n), -1)
+    cols["last_stage_layers"] = np.where(ends & r(0.5), rng.integers(0, 3, n), -1)
+    nd = dp * cp
+    cols["shard_group_size"] = np.where(r(0.2) & (zero >= 1) & (nd % 2 == 0), nd // 2, -1)
+    cols["reshard_after_forward"] = ~(r(0.15) & (zero == 3))
+    cols["bucket_bytes"] = np.where(r(0.2), 2.5e7, 0.0)
+    cols["grad_sync"] = rng.integers(0, 3, n)
+    cols["torch_compile"] = r(0.3)
+    rc = np.asarray(cols["recompute"]).copy()
+    rc = np.where(r(0.1), 3, rc)
+    rc = np.where(r(0.1), 4, rc)
+    cols["recompute"] = rc
+    cols["recompute_layers"] = np.where((rc == 2) & r(0.3), rng.integers(0, 4, n), -1)
+    sched = np.asarray(cols["schedule"]).copy()
+    cols["schedule"] = np.where((sched == 3) & r(0.3), 4, sched)
+    cols["grad_fp32"] = r(0.5)
+    cols["dp_overlap"] = r(0.8)
+    cols["pp_overlap"] = r(0.8)
+    cols["optimizer_bytes"] = rng.choice([12.0, 8.0, 6.0], n)
+    if model.experts:
+        cols["capacity_factor"] = np.where(r(0.3), 1.25, 0.0)
+        cols["max_nodes_per_token"] = np.where(r(0.3), 4.0, 0.0)
+    return cols
+
+
+def rows_for(i, rep=0):
+    mname, cname, nodes, gb, era, fixed, algo = C[i]
+    model, cluster = Model.get(mname), Cluster.get(cname, nodes=nodes)
+    choices, options = search._settings(cluster, era, dict(fixed))
+    space = search._space(model, cluster, gb, choices, get_era(era))
+    if options["cp_algorithm"] == "ulysses":
+        keep = search.ulysses_fits(model.heads / space["tp"], model.kv_head_count / space["tp"], space["cp"])
+        space = {k: v[keep] for k, v in space.items()}
+    cols = search._columns(space, options)
+    rng = np.random.default_rng(1234 + 100 * rep + i)
+    if i % 3 != 0 or rep > 0:  # a third of the combos as the sweep runs them, the rest with every column varied
+        cols = randomize(cols, model, rng)
+    if QUICK:
+        pick = np.random.default_rng(i).permutation(len(cols["tp"]))[:3000]
+        cols = {k: np.asarray(v)[pick] for k, v in cols.items()}
+    return model, cluster, cols, algo, stack_of(era)
+
+
+def est_plans():
+    rng = np.random.default_rng(7)
+    out = []
+    for i, (mname, cname, nodes, gb, era, fixed, algo) in enumerate(C):
+        model, cluster = Model.get(mname), Cluster.get(cname, nodes=nodes)
+        try:
+            frame = search.plan_space(model, cluster, gb, era, **{k: v for k, v in fixed.items() if k in search.SWEPT})
+        except ValueError:
+            continue
+        idx = rng.permutation(len(frame))[: (60 if QUICK else 1200)]
+        for j in idx:
+            row = dict(frame.iloc[j])
+            base = {k: v for k, v in row.items() if k in Plan.__dataclass_fields__}
+            extra = dict(fixed, dp_algorithm=algo, stack=era)
+            if rng.random() < 0.5:
+                extra["rank_order"] = ["tp-cp-dp-pp", "tp-pp-cp-dp", "cp-dp-tp-pp"][rng.integers(3)]
+            if rng.random() < 0.3 and base["zero_stage"] >= 1:
+                extra["offload_optimizer"] = True
+            if rng.random() < 0.3:
+                extra["grad_sync"] = ["step", "microbatch"][rng.integers(2)]
+            if rng.random() < 0.2 and base["zero_stage"] == 3:
+                extra["reshard_after_forward"] = False
+            if rng.random() < 0.2 and base["recompute"] == "full":
+                extra["recompute_layers"] = int(rng.integers(0, 3))
+            if rng.random() < 0.2 and base["pp"] >= 3:
+                extra["first_stage_layers"] = int(rng.integers(0, 2))
+                extra["last_stage_layers"] = int(rng.integers(0, 2))
+            if rng.random() < 0.2 and base["schedule"] == "interleaved":
+                extra["microbatch_group_size"] = 2 * int(base["pp"])
+            if rng.random() < 0.2 and base["tp"] > 1:
+                extra.update(sequence_parallel=True, tp_comm_overlap=True)
+            if rng.random() < 0.2:
+                extra["recompute"] = ["ops", "norms_up_proj"][rng.integers(2)]
+            if rng.random() < 0.2 and model.experts:
+                extra["capacity_factor"], extra["max_nodes_per_token"] = 1.25, 4
+            if rng.random() < 0.2 and base["zero_stage"] >= 1 and (base["dp"] * base["cp"]) % 2 == 0:
+                extra["shard_group_size"] = int(base["dp"] * base["cp"]) // 2
+            for attempt in (extra, {k: v for k, v in extra.items() if k in ("dp_algorithm", "stack")}):
+                try:
+                    plan = Plan(**{**base, **attempt})
+                    estimate(model, cluster, plan)
+                except ValueError:
+                    continue
+                out.append((model, cluster, plan))
+                break
+    return out
+
+
+def fields(e):
+    d = {}
+    for f in dataclasses.fields(e):
+        if f.name in ("model", "cluster", "plan"):
+            continue
+        d[f.name] = getattr(e, f.name)
+    d["step_time_s"], d["mfu"], d["hfu"] = e.step_time_s, e.mfu, e.hfu
+    return d
+
+
+def flat(x, prefix=""):
+    if dataclasses.is_dataclass(x):
+        return flat(dataclasses.asdict(x), prefix)
+    if isinstance(x, dict):
+        out = {}
+        for k, v in x.items():
+            out.update(flat(v, f"{prefix}.{k}"))
+        return out
+    if isinstance(x, (list, tuple)):
+        out = {f"{prefix}#len": len(x)}
+        for k, v in enumerate(x):
+            out.update(flat(v, f"{prefix}[{k}]"))
+        return out
+    return {prefix: x}
+
+
+def rel(a, b):
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    both_nan = np.isnan(a) & np.isnan(b)
+    same = (a == b) | both_nan
+    d = np.abs(a - b) / np.maximum(np.maximum(np.abs(a), np.abs(b)), 1e-300)
+    return np.where(same, 0.0, np.where(np.isnan(d), np.inf, d))
+
+
+def main():
+    total, worst, worst_at = 0, 0.0, None
+    t0 = time.time()
+    for i, rep in [(i, rep) for i in range(len(C)) for rep in range(1 if QUICK else 8)]:
+        model, cluster, cols, algo, stack = rows_for(i, rep)
+        out = evaluate(model, cluster, cols, algo, stack)
+        n = len(cols["tp"])
+        total += n
+        path = f"{OUT}/eval_{i}_{rep}.npz"
+        if MODE == "dump":
+            np.savez(path, **{k: np.asarray(v, dtype=float) for k, v in out.items()})
+        else:
+            base = np.load(path)
+            keys = set(base.files) | set(out)
+            for k in sorted(keys):
+                if k not in base.files or k not in out:
+                    print("KEY MISSING", i, k)
+                    worst = np.inf
+                    continue
+                d = rel(base[k], out[k])
+                if d.max() > worst:
+                    worst, worst_at = float(d.max()), (i, k, int(d.argmax()))
+        print(f"combo {i}: {n} rows ({C[i][0]}, {C[i][1]}, {C[i][4]}) {time.time() - t0:.0f}s", flush=True)
+    print(f"EVAL rows {total}, worst rel diff {worst:.3g} at {worst_at}")
+    plans = est_plans()
+    ests = [flat(fields(estimate(m, c, p))) for m, c, p in plans]
+    path = f"{OUT}/estimates.pkl"
+    if MODE == "dump":
+        with open(path, "wb") as f:
+            pickle.dump(([p for _, _, p in plans], ests), f)
+    else:
+        with open(path, "rb") as f:
+            bplans, bests = pickle.load(f)
+        assert [p.as_dict() for p in bplans] == [p.as_dict() for _, _, p in plans], "plan lists differ"
+        ew, ew_at = 0.0, None
+        for j, (a, b) in enumerate(zip(bests, ests)):
+            if set(a) != set(b):
+                print("FIELDS DIFFER", j, set(a) ^ set(b))
+                ew = np.inf
+                continue
+            for k in a:
+                if isinstance(a[k], (str, type(None), bool)) or isinstance(b[k], (str, type(None), bool)):
+                    if a[k] != b[k]:
+                        print("DIFF", j, k, a[k], b[k])
+                        ew = np.inf
+                    continue
+                d = float(rel(a[k], b[k]))
+                if d > ew:
+                    ew, ew_at = d, (j, k)
+        print(f"ESTIMATE plans {len(plans)}, worst rel diff {ew:.3g} at {ew_at}")
+    print(f"estimates: {len(plans)} plans")
+
+
+main()
