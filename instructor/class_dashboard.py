@@ -468,7 +468,10 @@ def answer_rows(table: pd.DataFrame) -> pd.DataFrame:
             # a variant's numeric question has none
             named = mine[f"option.{question}"] if f"option.{question}" in mine else pd.Series(None, index=mine.index)
             variants = mine["variant"].fillna("") if "variant" in mine else pd.Series("", index=mine.index)
-            for student, file, answer, right, change, option_id, drawn in zip(mine["student"], mine["file"], mine[column], mine[outcome], changed, named, variants):
+            # ... and the misconception that option stands for in the student's own variant and edition
+            tagged = mine[f"misconception.{question}"] if f"misconception.{question}" in mine else pd.Series(None, index=mine.index)
+            for student, file, answer, right, change, option_id, drawn, tag in zip(
+                    mine["student"], mine["file"], mine[column], mine[outcome], changed, named, variants, tagged):
                 answer = "skipped" if answer is None or (isinstance(answer, float) and math.isnan(answer)) else str(answer)
                 judged = None if answer == "skipped" or right is None or (isinstance(right, float) and math.isnan(right)) else bool(right)
                 if isinstance(option_id, str):
@@ -476,6 +479,8 @@ def answer_rows(table: pd.DataFrame) -> pd.DataFrame:
                 misconception = ""
                 if judged is False and drawn and not isinstance(option_id, str):
                     misconception = f"{lab_name(lab)} · {question}: a number outside the tolerance"
+                elif judged is False and isinstance(tag, str) and tag:
+                    misconception = tag
                 elif judged is False:
                     option = options.get(answer)
                     if options and option is None:

@@ -439,7 +439,8 @@ def grade_step(doc: dict, lab: str, step: str, entry: dict, source: str, engine:
     for q, outcome in spec.questions.items():
         row[f"answer.{q}"] = "skipped" if answers[q] is None else answers[q]
         if variant is not None and q in variant.questions and not variant.questions[q].numeric:  # letters differ per student: the option they name
-            row[f"option.{q}"] = variant.questions[q].option_id(answers[q])
+            row[f"option.{q}"] = _option_name(variant, q, answers[q])
+            row[f"misconception.{q}"] = variant.questions[q].misconception(answers[q])
         if answers[q] is None:
             row[outcome] = None
             row["skipped"] += 1
@@ -454,6 +455,14 @@ def grade_step(doc: dict, lab: str, step: str, entry: dict, source: str, engine:
     if variant_mismatches:
         row["status"] = _variant_status(variant_mismatches) if not mismatched else f"{row['status']}; {_variant_status(variant_mismatches)}"
     return row
+
+
+def _option_name(variant, question: str, letter) -> str | None:
+    """The option a student's letter names in their variant: its id in the scenario module, with
+    the lab's edition when it is not the first (editions may give an id another meaning), so the
+    dashboard never pools two editions' different options."""
+    oid = variant.questions[question].option_id(letter)
+    return oid if oid is None or variant.version == 1 else f"{oid} (edition {variant.version})"
 
 
 def grade_commits(doc: dict, lab: str, step: str, source: str, engine: _Engine | None = None) -> dict:
@@ -472,7 +481,8 @@ def grade_commits(doc: dict, lab: str, step: str, source: str, engine: _Engine |
         row[f"changes.{q}"] = 0 if record is None else len(record["changes"])
         row[f"answer.{q}"] = "skipped" if answer is None else answer
         if variant is not None and q in variant.questions and not variant.questions[q].numeric:  # letters differ per student: the option they name
-            row[f"option.{q}"] = variant.questions[q].option_id(answer)
+            row[f"option.{q}"] = _option_name(variant, q, answer)
+            row[f"misconception.{q}"] = variant.questions[q].misconception(answer)
         if answer is None:
             row[outcome] = None
             row["skipped"] += 1

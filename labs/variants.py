@@ -155,6 +155,11 @@ class Question:
             return None
         return self.order[LETTERS.index(letter)]
 
+    def misconception(self, letter: str | None) -> str:
+        """The misconception the option at `letter` stands for in this variant ("" for none)."""
+        oid = self.option_id(letter)
+        return next((o.misconception for o in self.spec.options if o.key == oid), "") if oid else ""
+
     @property
     def key(self) -> str | None:
         if self.numeric or self.spec.correct is None:

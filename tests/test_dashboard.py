@@ -294,3 +294,25 @@ def test_the_gallery_of_labs_does_not_list_the_dashboard():
     apps = [p for p in (ROOT / "labs").rglob("*.py") if "marimo.App(" in p.read_text(encoding="utf-8")]
     assert apps and all(re.fullmatch(r"\d\d_[a-z0-9_]+\.py", p.name) and p.parent == ROOT / "labs" for p in apps), apps
     assert "marimo.App(" in (ROOT / "instructor" / "class_dashboard.py").read_text()
+
+
+def test_a_wrong_answer_names_the_misconception_of_its_own_edition(tmp_path):
+    """Lab 06's second edition gives the ZeRO-2 question other options than the first: a wrong
+    answer committed in it is named by its own option's misconception, and the two editions'
+    options are never counted as one."""
+    from labs.variants import variant
+
+    new, old = variant("06", "ivy", salt=""), variant("06", "ivy", salt="", version=1)
+    assert new.version == 2
+    for name, v in (("ivy", new), ("old", old)):
+        q = v.questions["zero2"]
+        wrong = next(letter for letter in "ABCD" if letter != q.key)
+        DesignLedger(name if v is new else "ivy-old", tmp_path).commit_prediction(v.lab, "zero2", wrong, variant=v.record())
+    _, defs = _app().run(defs={"folder_input": mo.ui.text(value=str(tmp_path)), "roster_input": mo.ui.text(value="")})
+    answers = defs["answers"]
+    rows = answers[answers["question"].eq("zero2")].set_index("student")
+    q = new.questions["zero2"]
+    wrong = next(letter for letter in "ABCD" if letter != q.key)
+    expected = next(o.misconception for o in q.options if o.key == wrong)
+    assert expected and rows.loc["ivy", "misconception"] == expected
+    assert rows.loc["ivy", "answer"].endswith("(edition 2)") and not rows.loc["ivy-old", "answer"].endswith(")")

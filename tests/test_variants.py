@@ -400,7 +400,8 @@ def test_the_grader_grades_a_second_edition_ledger(tmp_path):
     row = grade([str(tmp_path)], salt="s")[0].iloc[0]
     assert row["status"] == "ok" and not row["tampered"], row["status"]
     assert row["cadence_correct"] is False or not row["cadence_correct"]
-    assert row["option.cadence"] == cadence.option_id(wrong)
+    assert row["option.cadence"] == f"{cadence.option_id(wrong)} (edition 2)"  # never pooled with the first edition's option of that id
+    assert row["misconception.cadence"] == cadence.misconception(wrong) != ""
 
 
 def test_the_salt_changes_the_lab_and_the_ledger_keeps_only_its_fingerprint():
