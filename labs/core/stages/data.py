@@ -79,11 +79,12 @@ def data_parallel_stage(model, cluster, stack, p, q, dp_algorithm, xp) -> Simple
     rs, ag = bucketed("reduce_scatter", scatters, grads, calls, shard), bucketed("all_gather", gathers, weights_bytes, calls, shard)
     across = bucketed("all_reduce", scatters, grads / shard, calls, replicas, s_cp * shard)
     rs = _plus(rs, across)
-    expert_grads, expert_weights = d.expert_params * grad_bytes, d.expert_params * WEIGHT_BYTES
-    ar = _plus(ar, bucketed("all_reduce", z0, expert_grads, calls, n / ep, s_cp * ep))
-    rs = _plus(rs, bucketed("reduce_scatter", scatters, expert_grads, calls, expert_shard, s_cp * ep))
-    ag = _plus(ag, bucketed("all_gather", gathers, expert_weights, calls, expert_shard, s_cp * ep))
-    grads, weights_bytes = grads + expert_grads, weights_bytes + expert_weights
+    if model.experts:  # routed experts' gradients reduce over the expert-data-parallel group (n / ep ranks, tp x ep apart)
+        expert_grads, expert_weights = d.expert_params * grad_bytes, d.expert_params * WEIGHT_BYTES
+        ar = _plus(ar, bucketed("all_reduce", z0, expert_grads, calls, n / ep, s_cp * ep))
+        rs = _plus(rs, bucketed("reduce_scatter", scatters, expert_grads, calls, expert_shard, s_cp * ep))
+        ag = _plus(ag, bucketed("all_gather", gathers, expert_weights, calls, expert_shard, s_cp * ep))
+        grads, weights_bytes = grads + expert_grads, weights_bytes + expert_weights
     module_calls = d.module_calls = layers * ZERO3_GATHERS_PER_LAYER[stack.zero3_unit]
     module_ag = bucketed("all_gather", z3, weights_bytes, module_calls, shard)
     per_parameter = d.per_parameter = stack.zero3_unit == "parameter"

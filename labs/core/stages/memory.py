@@ -39,9 +39,10 @@ _NORMS_UP = ALL_RECOMPUTE_MODES.index("norms_up_proj")
 
 def _rank_memory(dense, expert, params, layers, last, rank, model, p, d, per_layer, stored, working, xp):
     """One pipeline rank's weights, gradients, optimizer state and activations, in bytes."""
-    dense_state = model_state_columns(dense, p.zero, d.shard, p.offload, p.opt_bytes, d.grad_bytes, xp)
-    expert_state = model_state_columns(expert, p.zero, d.expert_shard, p.offload, p.opt_bytes, d.grad_bytes, xp)
-    w_mem, g_mem, o_mem = (a + b for a, b in zip(dense_state, expert_state))
+    w_mem, g_mem, o_mem = model_state_columns(dense, p.zero, d.shard, p.offload, p.opt_bytes, d.grad_bytes, xp)
+    if model.experts:  # routed experts shard over n / ep ranks
+        expert_state = model_state_columns(expert, p.zero, d.expert_shard, p.offload, p.opt_bytes, d.grad_bytes, xp)
+        w_mem, g_mem, o_mem = w_mem + expert_state[0], g_mem + expert_state[1], o_mem + expert_state[2]
     # grad_sync="step" from ZeRO-2: the accumulated gradients stay whole until the step's reduce-scatter
     g_mem = xp.where(xp.not_(d.reduce_each_mb) & (p.zero >= 2) & xp.not_(p.offload), (dense + expert) * d.grad_bytes, g_mem)
     # ZeRO-3 holds the layer it computes and the one it prefetches, gathered; FP8 keeps a 1-byte
