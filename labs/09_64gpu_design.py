@@ -303,23 +303,23 @@ def _():
 @app.cell
 def _(design, grid_dropdown, worksheet_inputs):
     mo.stop(design is None)
-    grid_figure, _grid = grid_view(**worksheet_inputs, color_by=grid_dropdown.value)
+    grid_figure = grid_view(**worksheet_inputs, color_by=grid_dropdown.value)
     mo.vstack([
         mo.md(f"## 4 · The {design.cluster.nodes} x {design.cluster.gpus_per_node} grid\n\nOne row per node. Lines are the hops of the chosen groups that leave a node. Hover for a GPU's coordinates and memory; a cross marks a GPU over its HBM. Change the rank order and watch the TP groups."),
         grid_dropdown,
-        _grid,
+        grid_figure,
     ])
     return (grid_figure,)
 
 
 @app.function
 @lru_cache(maxsize=128)
-def grid_view(scenario: str, tp: int, pp: int, zero_stage: int, micro_batch: int, rank_order: str, color_by: str) -> tuple:
-    """The GPU grid of a design (charts.gpu_grid) and its page output, kept per design and colouring:
-    building and serialising the 64-GPU figure is most of a rank-order move's work, and students go
-    back and forth between a few designs (worksheet_estimate is cached the same way)."""
-    fig = charts.gpu_grid(worksheet_estimate(scenario, tp, pp, zero_stage, micro_batch, rank_order), color_by)
-    return fig, mo.as_html(fig)
+def grid_view(scenario: str, tp: int, pp: int, zero_stage: int, micro_batch: int, rank_order: str, color_by: str):
+    """The GPU grid of a design (charts.gpu_grid), kept per design and colouring: building the
+    64-GPU figure (plotly validates every property) is most of a rank-order move's work in the
+    kernel, and students go back and forth between a few designs (worksheet_estimate is cached
+    the same way). Shared, so never changed after it is built."""
+    return charts.gpu_grid(worksheet_estimate(scenario, tp, pp, zero_stage, micro_batch, rank_order), color_by)
 
 
 @app.cell(hide_code=True)

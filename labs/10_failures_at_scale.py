@@ -67,7 +67,7 @@ with app.setup:
     INTERVAL_STEPS = [1, 2, 3, 5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 240, 360, 720, 1440]
     MODEL_CHOICES = {MODELS[k].name: k for k in LAYOUTS}
     SIM_RUNS, SIM_SEED = 400, 0
-    CADENCE_CHARTS = {}  # cadence_chart's page outputs, by setting and interval
+    CADENCE_CHARTS = {}  # cadence_chart's figures, by setting and interval
 
 
 @app.cell(hide_code=True)
@@ -776,15 +776,16 @@ def mtbf_figure(gpus: int) -> go.Figure:
 
 
 @app.function
-def cadence_chart(inputs: dict, view: dict) -> mo.Html:
-    """cadence_figure(view) as page output, kept per setting and interval (`view` is a function
-    of `inputs`, cadence_inputs): moving the interval back to a position shows its chart again
-    without building and serialising the figure, most of a move's work in the kernel."""
+def cadence_chart(inputs: dict, view: dict) -> go.Figure:
+    """cadence_figure(view), kept per setting and interval (`view` is a function of `inputs`,
+    cadence_inputs): moving the interval back to a position shows its chart again without
+    building the figure (plotly validates every property: most of the chart's kernel time).
+    Shared between sessions, so never changed after it is built."""
     key = tuple(sorted(inputs.items()))
     if key not in CADENCE_CHARTS:
         if len(CADENCE_CHARTS) >= 512:
             CADENCE_CHARTS.clear()
-        CADENCE_CHARTS[key] = mo.as_html(cadence_figure(view))
+        CADENCE_CHARTS[key] = cadence_figure(view)
     return CADENCE_CHARTS[key]
 
 
