@@ -250,6 +250,7 @@ def _(ring_n_slider):
     return (ring_step_slider,)
 
 
+# The stepper's instruments, its state and its drawing in one cell: a step move re-runs one cell here, not three.
 @app.cell
 def _(
     ring_committed,
@@ -259,32 +260,15 @@ def _(
     ring_step_slider,
 ):
     ui.commitment_gate(ring_committed, "the ring stepper")
-    mo.vstack(
-        [
-            mo.md("### Instruments"),
-            mo.hstack([ring_n_slider, ring_size_dropdown, ring_link_dropdown], justify="start", wrap=True),
-            ring_step_slider,
-        ]
-    )
-    return
-
-
-# The step's state and its drawing in one cell: a step move re-runs one cell here, not two.
-@app.cell
-def _(
-    ring_committed,
-    ring_link_dropdown,
-    ring_n_slider,
-    ring_size_dropdown,
-    ring_step_slider,
-):
-    mo.stop(not ring_committed.made)
     ring_inputs = dict(n=ring_n_slider.value, nbytes=ring_size_dropdown.value, link=ring_link_dropdown.value, step=min(ring_step_slider.value, 2 * (ring_n_slider.value - 1)))
     ring_view = ring_state(**ring_inputs)
     _v = ring_view
     _phase = {"start": "before the first step", "reduce-scatter": "reduce-scatter", "all-gather": "all-gather"}[_v["phase"]]
     mo.vstack(
         [
+            mo.md("### Instruments"),
+            mo.hstack([ring_n_slider, ring_size_dropdown, ring_link_dropdown], justify="start", wrap=True),
+            ring_step_slider,
             mo.hstack([ring_figure(_v), holds_grid(_v)], widths=[5, 6], align="center"),
             ui.metric_cards(
                 {
