@@ -15,16 +15,16 @@ with app.setup:
     from labs.core.eras import ERAS
     from labs.core.hardware import LINKS
     from labs.core.scenarios.lab05 import (
-        ACT2_DESIGNS,
         act1_facts,
         act1_outcomes,
         act1_story,
         act1_story_facts,
         act1_story_text,
-        act2_option_estimates,
         act2_outcomes,
         best_design,
+        design_model_of,
         plan_from_inputs,
+        tp_reflection,
     )
     from labs.core.perf import estimate
     from labs.core.pipeline import bubble_fraction, timeline
@@ -104,13 +104,14 @@ def _(held_now, lecture_clock, set_held):
     return
 
 
-# Act I's scaling, fabric and batch and Act II's global batch are drawn from your id
-# (labs.variants), and so is the order of the options.
+# Act I's scaling, fabric and batch and Act II's model and global batch are drawn from your id
+# (labs.variants), and so are the options and their order.
 @app.cell
 def _(student_input):
     variant = ui.lab_variant(LAB, student_input.value)
     act1_story_inputs, design_batch = act1_story(variant.settings), variant.settings["design_batch"]
-    return act1_story_inputs, design_batch, variant
+    design_model = design_model_of(variant.settings)
+    return act1_story_inputs, design_batch, design_model, variant
 
 
 @app.cell(hide_code=True)
@@ -407,8 +408,8 @@ def _():
 
 
 @app.cell(hide_code=True)
-def _(design_batch):
-    _model, _cluster = design_inputs()
+def _(design_batch, design_model):
+    _model, _cluster = design_inputs(design_model)
     ui.stakeholder_message(
         "Head of pre-training",
         f"We have {_cluster.nodes} DGX H100 nodes ({_cluster.gpus} GPUs of {_cluster.gpu.hbm_bytes / 1e9:.1f} GB) "
@@ -439,10 +440,11 @@ def _(act2_commit_buttons, act2_question, held_now, identity, variant):
     return (act2_committed,)
 
 
+# The layout starts where Act I left off, pure data parallelism, for the variant's model.
 @app.cell
-def _():
-    tp_dropdown = mo.ui.dropdown(options=[str(t) for t in divisor_choices()["tp"]], value="8", label="TP (tensor parallel)")
-    pp_dropdown = mo.ui.dropdown(options=[str(p) for p in divisor_choices()["pp"]], value="8", label="PP (pipeline stages)")
+def _(design_model):
+    tp_dropdown = mo.ui.dropdown(options=[str(t) for t in divisor_choices(design_model)["tp"]], value="1", label="TP (tensor parallel)")
+    pp_dropdown = mo.ui.dropdown(options=[str(p) for p in divisor_choices(design_model)["pp"]], value="1", label="PP (pipeline stages)")
     microbatch_dropdown = mo.ui.dropdown(options=["1", "2", "4", "8"], value="1", label="Micro-batch (sequences)")
     zero_dropdown = mo.ui.dropdown(options=era_choices(DESIGN_ERA, "zero_stage", {"0 (none)": 0, "1 (distributed optimizer)": 1, "2 (+gradients)": 2, "3 (+weights)": 3}), value="1 (distributed optimizer)", label="ZeRO stage")
     recompute_dropdown = mo.ui.dropdown(options=era_choices(DESIGN_ERA, "recompute", {"none": "none", "selective": "selective", "full": "full"}), value="selective", label="Activation recompute")
@@ -482,6 +484,7 @@ def _(act2_committed, act2_instruments):
 def _(
     act2_committed,
     design_batch,
+    design_model,
     microbatch_dropdown,
     pp_dropdown,
     recompute_dropdown,
@@ -493,7 +496,7 @@ def _(
     zero_dropdown,
 ):
     mo.stop(not act2_committed.made)
-    _model, _cluster = design_inputs()
+    _model, _cluster = design_inputs(design_model)
     _tp, _pp = int(tp_dropdown.value), int(pp_dropdown.value)
     act2_inputs = dict(
         tp=_tp,
@@ -588,10 +591,11 @@ def _(
 
 
 @app.cell
-def _(act2_estimate, design_batch, submitted):
+def _(act2_estimate, design_batch, design_model, submitted):
     mo.stop(submitted is None or act2_estimate is None)
-    _best = best_design(design_batch)
+    _best = best_design(design_batch, design_model)
     _yours = act2_estimate
+    _nvidia = "; NVIDIA's own H100 recipe for GPT-3 175B is TP 4, PP 8 with 6 interleaved chunks" if design_model == "gpt3-175b" else ""
     mo.md(
         f"""
     ### The engine's best plan beside yours
@@ -605,35 +609,25 @@ def _(act2_estimate, design_batch, submitted):
     | bubble | {_yours.bubble_fraction:.1%} | {_best.bubble_fraction:.1%} |
     | memory per GPU | {_yours.memory.total / 1e9:.1f} GB | {_best.memory_bytes / 1e9:.1f} GB |
 
-    The best plan keeps every tensor-parallel group inside one NVLink domain and sizes it to the
-    smallest degree that fits with its pipeline (TP {_best.tp} here; NVIDIA's own H100 recipe for
-    GPT-3 175B is TP 4, PP 8 with 6 interleaved chunks), uses just enough pipeline stages for the
-    weights and activations to fit, and gives each pipeline enough micro-batches, interleaved,
-    that the bubble is a few percent.
+    The best plan keeps every tensor-parallel group inside one NVLink domain (TP {_best.tp} here{_nvidia}),
+    uses just enough pipeline stages for the weights and activations to fit (PP {_best.pp}), and gives
+    each pipeline enough micro-batches that the bubble is a few percent.
     """
     )
     return
 
 
 @app.cell(hide_code=True)
-def _(act2_committed, design_batch, variant):
+def _(act2_committed, variant):
     mo.stop(not act2_committed.made)
-    _ests = act2_option_estimates(design_batch)
-
-    def _say(key):
-        _e = _ests[key]
-        _fit = "fits" if _e.fits else f"does not fit ({_e.memory.total / 1e9:.0f} GB per GPU)"
-        _warn = f" {_e.warnings[0]}." if _e.warnings else ""
-        return f"MFU {_e.mfu:.1%}, bubble {_e.bubble_fraction:.0%}, {_fit}.{_warn}"
-
-    ui.variant_reveal(act2_committed, variant.questions["design"], {k: _say(k) for k in ACT2_DESIGNS})
+    ui.variant_reveal(act2_committed, variant.questions["design"])  # each option's line from the engine (lab05.design_explanation)
     return
 
 
 @app.cell(hide_code=True)
-def _(act2_committed):
+def _(act2_committed, design_model):
     mo.stop(not act2_committed.made)
-    _model, _cluster = design_inputs()
+    _model, _cluster = design_inputs(design_model)
     _h, _s = _model.hidden, _model.seq_len
     ui.math_peek(
         "The equations behind Act II",
@@ -655,11 +649,10 @@ def _(act2_committed):
 
 
 @app.cell(hide_code=True)
-def _(act2_committed):
+def _(act2_committed, design_model, variant):
     mo.stop(not act2_committed.made)
-    _model, _cluster = design_inputs()
-    _inside = estimate(_model, _cluster, ACT2_DESIGNS["C"])
-    _across = estimate(_model, _cluster, ACT2_DESIGNS["A"])
+    _model, _cluster = design_inputs(design_model)
+    _inside, _across = tp_reflection(variant.settings).values()
     mo.md(
         f"""
     ### Reflection: why TP stays inside a node
@@ -719,9 +712,9 @@ def _(act1_committed, act2_estimate, act2_committed, submitted):
 
 
 @app.function
-def divisor_choices() -> dict:
-    """TP and PP values that divide the GPUs (and the heads or the layers)."""
-    model, cluster = design_inputs()
+def divisor_choices(model_key: str) -> dict:
+    """TP and PP values that divide the GPUs (and the heads or the layers) for Act II's model."""
+    model, cluster = design_inputs(model_key)
     n = cluster.gpus
     return {
         "tp": [t for t in range(1, 65) if n % t == 0 and model.heads % t == 0],

@@ -59,7 +59,7 @@ def test_flagship_lab_end_to_end(tmp_path):
     doc = json.loads(path.read_text())
     jsonschema.validate(doc, load_schema())
     assert doc["student"] == "browser student"
-    assert doc["labs"]["05_parallelism"]["act2"]["inputs"]["tp"] == 8
+    assert (doc["labs"]["05_parallelism"]["act2"]["inputs"]["tp"], doc["labs"]["05_parallelism"]["act2"]["inputs"]["pp"]) == (1, 1)  # Act II starts at pure DP
     assert doc["labs"]["05_parallelism"]["act1"]["inputs"]["gpus"] == 256
     cause = doc["predictions"]["05_parallelism"]["cause"]
     assert cause["answer"] == mine.questions["cause"].key and [c["answer"] for c in cause["changes"]] == [other]

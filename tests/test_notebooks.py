@@ -158,7 +158,43 @@ def test_act2_feedback_agrees_with_the_engine(app, key):
     text = text_of(outputs)
     assert ("Right." in text) == (key == C2.key)
     assert text.count(f"engine says {C2.key}") == (key != C2.key) + (C1.key == C2.key)  # Act I's wrong answer gets its own
-    assert defs["act2_estimate"].fits
+    _assert_act2_starts_at_pure_dp(defs["act2_estimate"], mine_variant("05_parallelism").settings)
+
+
+def _assert_act2_starts_at_pure_dp(est, settings):
+    """Act II's instruments start at pure data parallelism (TP 1, PP 1, micro-batch 1) for the variant's model."""
+    from labs.core.scenarios.lab05 import design_estimate, design_model_of, design_plan, design_inputs
+
+    model_key = design_model_of(settings)
+    expected = design_estimate(design_plan(1, 1, 1, int(settings["design_batch"])), model_key)
+    assert est.model.name == design_inputs(model_key)[0].name and (est.plan.tp, est.plan.pp, est.plan.micro_batch) == (1, 1, 1)
+    assert est.mfu == pytest.approx(expected.mfu, rel=1e-9) and est.fits == expected.fits
+
+
+@pytest.mark.parametrize("model_key", ["gpt3-175b", "llama2-70b", "llama3-70b", "llama2-7b"])
+def test_act2_follows_the_variants_model(app, ledger_dir, model_key):
+    """Act II's stakeholder, instruments, reveal and reflection are the variant's model's: the
+    message names it, the instruments start at pure DP for it, the reveal judges the key right and
+    prints the engine's line for each option, and the reflection quotes TP 8 against TP 16 for it."""
+    from labs.core.scenarios.lab05 import design_inputs, tp_reflection
+    from labs.variants import variant
+
+    student = next(f"model-{i}" for i in range(400) if variant("05_parallelism", f"model-{i}").settings["design_model"] == model_key)
+    v = variant("05_parallelism", student)
+    c1, c2 = v.questions["cause"], v.questions["design"]
+    outputs, defs = app.run(defs={**committed("act1", c1, wrong(c1)), **committed("act2", c2, c2.key), "student_input": mo.ui.text(value=student)})
+    text = text_of(outputs)
+    model = design_inputs(model_key)[0]
+    assert f"for {model.name} ({model.params / 1e9:.1f}B parameters" in text
+    _assert_act2_starts_at_pure_dp(defs["act2_estimate"], v.settings)
+    assert "Right." in text
+    import html
+
+    for letter, line in c2.explanations.items():
+        assert line and line in html.unescape(text), (letter, line)
+    r = tp_reflection(v.settings)
+    assert f"<strong>{r['inside'].time.tp_comm:.2f} s</strong>" in text and f"<strong>{r['across'].time.tp_comm:.2f} s</strong>" in text
+    assert r["inside"].time.tp_comm < r["across"].time.tp_comm and r["across"].plan.tp > r["across"].cluster.gpus_per_node
 
 
 def test_submit_writes_both_steps_to_a_valid_ledger(app, ledger_dir):
@@ -172,7 +208,12 @@ def test_submit_writes_both_steps_to_a_valid_ledger(app, ledger_dir):
     doc = defs["submitted"]
     steps = doc["labs"]["05_parallelism"]
     assert steps["act1"]["outcomes"]["prediction_correct"] is True
-    assert steps["act2"]["inputs"]["tp"] == 8 and steps["act2"]["outcomes"]["fits"] is True
+    assert steps["act2"]["inputs"]["tp"] == 1 and steps["act2"]["inputs"]["pp"] == 1
+    from labs.variants import variant as _variant
+    from labs.core.scenarios.lab05 import design_estimate, design_model_of, design_plan
+
+    settings = _variant("05_parallelism", "headless tester").settings
+    assert steps["act2"]["outcomes"]["fits"] is design_estimate(design_plan(1, 1, 1, settings["design_batch"]), design_model_of(settings)).fits
     import jsonschema
     saved = json.loads(DesignLedger("headless tester", ledger_dir).path.read_text())
     jsonschema.validate(saved, load_schema())

@@ -166,9 +166,54 @@ def margins_05_v2(s, q):
         assert f["compute_ratio"] > 0.95 and f["across_nodes_gbs"] < 0.45 * f["nvlink_gbs"] and f["exposed_growth"] > 2, f
     else:  # strong scaling: compute an order smaller, the reduction well past half of it, the network near NVLink's
         assert f["compute_ratio"] < 0.05 and f["exposed_over_compute"] > 0.75 and f["across_nodes_gbs"] > 0.6 * f["nvlink_gbs"], f
+    if "design_model" in s:  # the third edition's Act II: margins_05_v3
+        return
     ests = lab05.act2_option_estimates(s["design_batch"])
     fitting = sorted((e.mfu for e in ests.values() if e.fits), reverse=True)
     assert ests[q["design"].correct].mfu == fitting[0] and fitting[0] - fitting[1] > 0.05, fitting
+
+
+def _layout(label: str) -> tuple[int, int, int, int]:
+    """(tp, pp, dp, micro-batch) read back from an Act II option's label, as a student reads it."""
+    import re
+
+    found = re.fullmatch(r"TP=(\d+) x PP=(\d+) x DP=(\d+), micro-batch (\d+)", label)
+    assert found, label
+    return tuple(int(x) for x in found.groups())
+
+
+def margins_05_v3(s, q):
+    """Act I as in the second edition; Act II at the variant's model: the right option is the fastest
+    fitting layout of an independent sweep under the question's settings, fits with 10% of the GPU's
+    memory to spare, and leads every other option by 5% of MFU unless that one needs 10% more memory
+    than the GPU has; every option is a layout the lab's instruments offer, and stands for its own
+    misconception."""
+    from labs.core.perf import Plan, estimate
+    from labs.core.scenarios import lab05
+    from labs.core.search import sweep
+
+    margins_05_v2(s, q)
+    design = q["design"]
+    model, cluster = lab05.design_inputs(s["design_model"])
+    batch, hbm = int(s["design_batch"]), cluster.gpu.hbm_bytes
+    assert f"Global batch {batch} sequences, ZeRO-1, selective recompute, 1F1B" in design.prompt
+    ests = {}
+    for o in design.options:
+        tp, pp, dp, mb = _layout(o.label)
+        assert tp * pp * dp == cluster.gpus and model.heads % tp == 0 and model.layers % pp == 0 and mb in (1, 2, 4, 8), (s, o.label)
+        plan = Plan.for_era("megatron-core-2024", tp=tp, pp=pp, dp=dp, micro_batch=mb, global_batch=batch, zero_stage=1, recompute="selective",
+                            schedule="1f1b", sequence_parallel=tp > 1, tp_comm_overlap=tp > 1)
+        ests[o.key] = estimate(model, cluster, plan)
+    table = sweep(model, cluster, global_batch=batch, era="megatron-core-2024", zero_stage=1, recompute="selective", schedule="1f1b")
+    top = table[table["fits"]].iloc[0]
+    right = ests[design.correct]
+    assert (right.plan.tp, right.plan.pp, right.plan.micro_batch) == (top["tp"], top["pp"], top["micro_batch"]), (s, top)
+    assert right.mfu == pytest.approx(top["mfu"], rel=1e-9) and right.memory.total <= 0.9 * hbm, (s, right.memory.total / 1e9)
+    for key, e in ests.items():
+        if key != design.correct:
+            assert right.mfu >= 1.05 * e.mfu or e.memory.total >= 1.1 * hbm, (s, key, e.mfu, e.memory.total / 1e9)
+    assert len({o.misconception for o in design.options}) == 4 and len({o.label for o in design.options}) == 4
+    assert any(e.plan.tp > cluster.gpus_per_node for e in ests.values()), "TP across nodes is always on offer"
 
 
 def margins_06_v2(s, q):
@@ -239,6 +284,7 @@ MARGINS = {  # (lab, the recipe's edition) -> its margins; first editions are ke
     ("09_64gpu_design", 1): margins_09, ("10_failures_at_scale", 1): margins_10, ("11_long_context_moe", 1): margins_11,
     ("05_parallelism", 2): margins_05_v2, ("06_zero_sweep", 2): margins_06_v2, ("08_collectives", 2): margins_08_v2,
     ("09_64gpu_design", 2): margins_09_v2, ("10_failures_at_scale", 2): margins_10_v2, ("11_long_context_moe", 2): margins_11_v2,
+    ("05_parallelism", 3): margins_05_v3,
 }
 
 
@@ -282,7 +328,7 @@ def test_ids_spread_numbers_and_keys(lab):
 
 # The questions whose right mechanism was once the same for every student (only its letter moved):
 # in their second editions the variant decides which mechanism is right.
-MECHANISM_QUESTIONS = (("05_parallelism", "cause"), ("06_zero_sweep", "zero2"), ("08_collectives", "bucket"),
+MECHANISM_QUESTIONS = (("05_parallelism", "cause"), ("05_parallelism", "design"), ("06_zero_sweep", "zero2"), ("08_collectives", "bucket"),
                        ("09_64gpu_design", "dp64"), ("10_failures_at_scale", "cadence"), ("11_long_context_moe", "moe"))
 
 
@@ -510,3 +556,55 @@ def test_a_ledger_without_a_variant_is_graded_as_before(tmp_path):
     ledger.save_step("07_pipeline_visualizer", "pipeline", inputs, preds, pipeline_outcomes(inputs, preds))
     row = grade([str(tmp_path)])[0].iloc[0]
     assert row["status"] == "ok" and row["variant"] == "" and row["right"] == 2
+
+
+# ---- Lab 05's third edition: Act II's right layout depends on the drawn model -------------------------------
+def test_lab05_act2_right_layout_differs_between_ids():
+    """Over 200 ids, the right layout's content (TP and PP, not only its letter) takes at least two
+    values and none holds more than 75% of the ids. The shares are printed."""
+    drawn = [variant("05_parallelism", i).questions["design"] for i in IDS]
+    layouts = [_layout(next(o.label for o in q.spec.options if o.key == q.spec.correct)) for q in drawn]
+    shapes = [(tp, pp) for tp, pp, _, _ in layouts]
+    shares = {f"TP{tp} PP{pp}": shapes.count((tp, pp)) / len(IDS) for tp, pp in set(shapes)}
+    full = {f"TP{tp} PP{pp} DP{dp} mb{mb}": layouts.count((tp, pp, dp, mb)) / len(IDS) for tp, pp, dp, mb in set(layouts)}
+    print(f"Lab 05 Act II right layouts: {shares}; in full: {full}")
+    assert len(shares) >= 2 and max(shares.values()) <= 0.75, shares
+
+
+def test_lab05_second_edition_still_regenerates():
+    """A second-edition Lab 05 ledger regrades at GPT-3 175B's four fixed layouts, as its student saw them."""
+    old = variant("05", "ada", salt="s", version=2)
+    assert old.version == 2 and "design_model" not in old.settings
+    again, mismatches = variants.regenerate("05", "ada", old.record(), "s")
+    assert again == old and mismatches == []
+    from labs.core.scenarios import lab05
+
+    assert {o.label for o in old.questions["design"].options} == set(lab05.ACT2_LABELS.values())
+    assert variant("05", "ada", salt="s").version == 3
+
+
+def test_the_grader_grades_a_third_edition_lab05_ledger(tmp_path):
+    """A new-edition Lab 05 ledger whose Act II model is not GPT-3: the grader regenerates the variant,
+    recomputes the design on the variant's model (the tamper check agrees with the lab's outcomes) and
+    grades the committed layout."""
+    from labs.core.scenarios.lab05 import act2_outcomes, design_best_plan
+    from labs.core.state import DesignLedger
+    from labs.grade import grade
+
+    student = next(i for i in IDS if variant("05", i, salt="s").settings["design_model"] != "gpt3-175b")
+    new = variant("05", student, salt="s")
+    design = new.questions["design"]
+    best = design_best_plan(new.settings["design_model"], new.settings["design_batch"])
+    inputs = dict(tp=best.tp, pp=best.pp, dp=best.dp, micro_batch=best.micro_batch, global_batch=best.global_batch, zero_stage=1,
+                  recompute="selective", sequence_parallel=best.sequence_parallel, tp_comm_overlap=best.tp_comm_overlap, schedule="1f1b",
+                  virtual_stages=1, flash_attention=True)
+    ledger = DesignLedger(student, directory=tmp_path)
+    ledger.commit_prediction(new.lab, "design", design.key, variant=new.record())
+    outcomes = act2_outcomes(inputs, {"design": design.key}, variant=new)
+    assert outcomes["fits"] and outcomes["prediction_correct"] and outcomes["correct_option"] == design.key
+    ledger.save_step(new.lab, "act2", inputs, {"design": design.key}, outcomes, variant=new.record())
+    assert json.loads(ledger.path.read_text())["variants"][new.lab]["version"] == 3
+    row = grade([str(tmp_path)], salt="s")[0].iloc[0]
+    assert row["status"] == "ok" and not row["tampered"], row["status"]
+    assert row["variant"] == new.seed and row["right"] == 1
+    assert row["option.design"] == f"{design.spec.correct} (edition 3)"

@@ -90,8 +90,9 @@ DESIGN_NODES = 128
 DESIGN_GLOBAL_BATCH = 1536
 
 
-def design_inputs() -> tuple[Model, Cluster]:
-    return Model.get(DESIGN_MODEL), Cluster.get(DESIGN_CLUSTER, nodes=DESIGN_NODES)
+def design_inputs(model_key: str = DESIGN_MODEL) -> tuple[Model, Cluster]:
+    """Act II's model (GPT-3 175B, or the variant's: `design_model_of`) and its 128 DGX H100 nodes."""
+    return Model.get(model_key), Cluster.get(DESIGN_CLUSTER, nodes=DESIGN_NODES)
 
 
 # ---- Flagship lab, Act I: why does MFU fall? ---------------------------------------------
@@ -196,9 +197,9 @@ def _act2_best_default() -> str:
 
 
 @lru_cache(maxsize=512)  # pure in its arguments: a class's ledgers (and a lab's re-runs) repeat them
-def design_estimate(plan: Plan) -> Estimate:
-    """Act II's estimate of one plan on the design cluster."""
-    model, cluster = design_inputs()
+def design_estimate(plan: Plan, model_key: str = DESIGN_MODEL) -> Estimate:
+    """Act II's estimate of one plan for its model on the design cluster."""
+    model, cluster = design_inputs(model_key)
     return estimate(model, cluster, plan)
 
 
@@ -208,8 +209,8 @@ def plan_from_inputs(inputs: dict) -> Plan:
 
 
 def act2_outcomes(inputs: dict, predictions: dict, variant=None) -> dict:
-    model, cluster = design_inputs()
-    est = design_estimate(plan_from_inputs(inputs))
+    """Act II's design judged for the variant's model (GPT-3 175B before the third edition)."""
+    est = design_estimate(plan_from_inputs(inputs), design_model_of(variant.settings if variant is not None else {}))
     best = act2_best_option()
     return {
         "fits": est.fits,
@@ -222,8 +223,8 @@ def act2_outcomes(inputs: dict, predictions: dict, variant=None) -> dict:
     }
 
 
-def best_design(global_batch: int = DESIGN_GLOBAL_BATCH, **fixed):
-    model, cluster = design_inputs()
+def best_design(global_batch: int = DESIGN_GLOBAL_BATCH, model_key: str = DESIGN_MODEL, **fixed):
+    model, cluster = design_inputs(model_key)
     return sweep(model, cluster, global_batch=global_batch, era=DESIGN_ERA, **fixed).iloc[0]
 
 
@@ -399,4 +400,183 @@ def build_questions(s: dict) -> dict:
     }
 
 
-VARIANTS = LabVariants("05_parallelism", draw_settings, build_questions, version=2, older={1: (draw_settings_v1, build_questions_v1)})
+# ---- variants, third edition: Act II's model is drawn, and with it the layout that wins ------------
+# Up to the second edition Act II always laid out GPT-3 175B, so its right layout (TP 8 x PP 8) was
+# the same for every student and only its letter moved. Now the model is drawn from the catalog,
+# on the same 1,024 H100s, and the right option is the engine's fastest fitting layout for it:
+# GPT-3 175B needs TP 8 and a pipeline to fit, a 70B fits with TP 8 alone, a 7B needs no model
+# parallelism. The three wrong options are built from that layout, each embodying a misconception
+# and each computed by the engine: TP across nodes always, and two of the others in an order the
+# variant draws. Every option runs the same software settings (the era's ZeRO-1, selective
+# recompute, 1F1B), which the question states.
+DESIGN_MODELS = ("gpt3-175b", "llama2-70b", "llama3-70b", "llama2-7b")
+VARIANT_DESIGN_BATCH_V3 = (1024, 2048)
+DESIGN_ROSTERS = (0, 1, 2)  # which of the other misconceptions join TP-across-nodes (a rotation of DESIGN_OTHER_ROLES)
+DESIGN_SETTINGS = dict(zero_stage=1, recompute="selective", schedule="1f1b")
+DESIGN_MARGIN = 1.05  # the right layout's MFU over a wrong option's, at least (unless that one plainly does not fit)
+DESIGN_NO_FIT = 1.10  # a wrong option that "does not fit" needs this many times the GPU's memory
+DESIGN_MISCONCEPTIONS = {  # what each wrong option stands for
+    "best": "the leanest layout that fits is always the fastest",
+    "tp_across": "tensor parallelism across nodes is fine",
+    "deep_pipeline": "more pipeline stages than memory needs cost nothing",
+    "no_tp": "pipeline parallelism alone is enough",
+    "big_microbatch": "a bigger micro-batch always runs faster",
+    "tp_node": "fill the node with tensor parallelism whatever the model",
+    "dp_only": "data parallelism with ZeRO-1 fits any model",
+}
+DESIGN_OTHER_ROLES = ("deep_pipeline", "no_tp", "big_microbatch", "tp_node", "dp_only")
+
+
+def design_model_of(settings: dict) -> str:
+    """Act II's model key for a variant's settings (GPT-3 175B before the third edition)."""
+    return settings.get("design_model", DESIGN_MODEL)
+
+
+def design_plan(tp: int, pp: int, micro_batch: int, global_batch: int, sequence_parallel: bool | None = None) -> Plan:
+    """An Act II layout on the design cluster under DESIGN_SETTINGS (SP and TP overlap wherever TP > 1)."""
+    sp = tp > 1 if sequence_parallel is None else sequence_parallel
+    return Plan.for_era(DESIGN_ERA, tp=tp, pp=pp, dp=DESIGN_NODES * Cluster.get(DESIGN_CLUSTER).gpus_per_node // (tp * pp), micro_batch=micro_batch,
+                        global_batch=global_batch, sequence_parallel=sp, tp_comm_overlap=sp, **DESIGN_SETTINGS)
+
+
+def layout_label(plan: Plan) -> str:
+    return f"TP={plan.tp} x PP={plan.pp} x DP={plan.dp}, micro-batch {plan.micro_batch}"
+
+
+def layout_id(plan: Plan) -> str:
+    """An option's internal id: its layout, which says nothing the label does not."""
+    return f"tp{plan.tp}-pp{plan.pp}-dp{plan.dp}-mb{plan.micro_batch}"
+
+
+@lru_cache(maxsize=32)
+def design_best_plan(model_key: str, global_batch: int) -> Plan:
+    """The engine's fastest layout that fits, for the model at the batch, under DESIGN_SETTINGS."""
+    model, cluster = design_inputs(model_key)
+    table = sweep(model, cluster, global_batch=global_batch, era=DESIGN_ERA, **DESIGN_SETTINGS)
+    table = table[table["fits"]]
+    if table.empty:
+        raise ValueError(f"design_model: nothing fits for {model.name} at global batch {global_batch}")
+    row = table.iloc[0]
+    return design_plan(int(row["tp"]), int(row["pp"]), int(row["micro_batch"]), global_batch, bool(row["sequence_parallel"]))
+
+
+def _candidate(role: str, best: Plan, model: Model, gpus: int, per_node: int) -> tuple[int, int, int] | None:
+    """(tp, pp, micro-batch) of the layout that embodies `role`, built from the best one; None where none is valid."""
+    t, p, mb = best.tp, best.pp, best.micro_batch
+    layout = {
+        "tp_across": (2 * per_node, max(1, p // 2), mb),
+        "deep_pipeline": (t, 4 * p if p > 1 else per_node, mb),
+        "no_tp": (1, t * p, mb),
+        "big_microbatch": (t, p, 4 * mb),
+        "tp_node": (per_node, p, mb),
+        "dp_only": (1, 1, mb),
+    }[role]
+    tp, pp, micro = layout
+    if model.heads % tp or gpus % (tp * pp) or model.layers % pp or best.global_batch % (gpus // (tp * pp) * micro) or micro > 8:
+        return None
+    return None if (tp, pp, micro) == (t, p, mb) else layout
+
+
+@lru_cache(maxsize=64)
+def design_options(model_key: str, global_batch: int, roster: int) -> tuple[tuple[str, Plan], ...]:
+    """Act II's options for a variant as (role, plan): the engine's best, then TP across nodes and
+    the first two other misconceptions (DESIGN_OTHER_ROLES rotated by `roster`) whose layouts are
+    valid, differ from the others and are plainly wrong: slower than the best by DESIGN_MARGIN, or
+    needing DESIGN_NO_FIT times the GPU's memory."""
+    model, cluster = design_inputs(model_key)
+    best = design_best_plan(model_key, global_batch)
+    best_est = design_estimate(best, model_key)
+    others = DESIGN_OTHER_ROLES[roster:] + DESIGN_OTHER_ROLES[:roster]
+    chosen, seen = [("best", best)], {(best.tp, best.pp, best.micro_batch)}
+    for role in ("tp_across", *others):
+        layout = _candidate(role, best, model, cluster.gpus, cluster.gpus_per_node)
+        if layout is None or layout in seen:
+            continue
+        plan = design_plan(*layout, global_batch)
+        est = design_estimate(plan, model_key)
+        if best_est.mfu >= DESIGN_MARGIN * est.mfu or est.memory.total >= DESIGN_NO_FIT * cluster.gpu.hbm_bytes:
+            chosen.append((role, plan))
+            seen.add(layout)
+        if len(chosen) == 4:
+            return tuple(chosen)
+    raise ValueError(f"design_model: fewer than three plainly wrong layouts for {model.name} at global batch {global_batch}")
+
+
+TIME_PARTS = {"compute": "compute", "bubble": "pipeline bubble", "tp_comm": "TP collectives", "pp_comm": "pipeline sends",
+              "dp_comm": "exposed DP reduction", "optimizer": "optimizer step", "offload": "offload", "ep_comm": "expert all-to-all"}
+
+
+def time_growth(e: Estimate, base: Estimate, most: int = 2) -> str:
+    """Where `e`'s step spends more than `base`'s: its largest increases, in seconds."""
+    grew = sorted(((getattr(e.time, k) - getattr(base.time, k), name) for k, name in TIME_PARTS.items()), reverse=True)
+    return ", ".join(f"{name} +{d:.2f} s" for d, name in grew[:most] if d > 0.005) or "no part of the step longer"
+
+
+def design_explanation(role: str, plan: Plan, model_key: str, best: Plan) -> str:
+    """The reveal's line for one option: its numbers from the engine, and why, against the best."""
+    e, b = design_estimate(plan, model_key), design_estimate(best, model_key)
+    hbm = e.cluster.gpu.hbm_bytes / 1e9
+    fit = f"fits ({e.memory.total / 1e9:.1f} of {hbm:.1f} GB)" if e.fits else f"does not fit ({e.memory.total / 1e9:.0f} GB per GPU of {hbm:.1f})"
+    head = f"MFU {e.mfu:.1%}, bubble {e.bubble_fraction:.0%}, {fit}."
+    if role == "best":
+        tp = (f"TP {plan.tp} inside one node ({e.time.tp_comm:.2f} s of TP collectives a step, over NVLink)" if plan.tp > 1
+              else "no TP (each GPU holds whole layers and they fit)")
+        pp = f"{plan.pp} pipeline stages across nodes" if plan.pp > 1 else "no pipeline, since it fits without one"
+        return f"{head} The engine's fastest layout that fits: {tp}, {pp}, DP {plan.dp} for the rest; step {e.step_time_s:.2f} s."
+    slower = f"Step {e.step_time_s:.2f} s against {b.step_time_s:.2f} s ({time_growth(e, b)})."
+    per_node = e.cluster.gpus_per_node
+    why = {
+        "tp_across": f"Its TP group spans {plan.tp // per_node} nodes: TP collectives run on every layer, over the NICs, and cannot hide behind the GEMMs there.",
+        "deep_pipeline": f"{plan.pp} stages where {best.pp} suffice: {e.plan.microbatches} micro-batches per pipeline, and each GPU's slice of the model is thinner.",
+        "no_tp": f"Without TP each stage holds whole layers: {e.memory.total / 1e9:.0f} GB per GPU.",
+        "big_microbatch": f"Micro-batch {plan.micro_batch} leaves {e.plan.microbatches} micro-batches per pipeline and holds {plan.micro_batch // best.micro_batch}x the activations in flight.",
+        "tp_node": (f"TP {plan.tp} splits layers that fit " + ("whole" if best.tp == 1 else f"with TP {best.tp}")
+                    + ": smaller GEMMs and collectives on every layer."),
+        "dp_only": f"Every GPU keeps the whole model's bf16 weights and gradients: {(e.memory.weights + e.memory.gradients) / 1e9:.0f} GB before activations.",
+    }[role]
+    return f"{head} {why}" + (f" {slower}" if e.fits else "")
+
+
+def design_question_v3(s: dict) -> Choice:
+    model_key, batch = design_model_of(s), int(s["design_batch"])
+    options = design_options(model_key, batch, int(s["design_roster"]))
+    best = options[0][1]
+    return Choice(
+        f"Global batch {batch} sequences, ZeRO-1, selective recompute, 1F1B: which layout trains fastest while fitting in memory?",
+        tuple(Option(layout_id(plan), layout_label(plan), DESIGN_MISCONCEPTIONS[role]) for role, plan in options),
+        layout_id(best),
+        {layout_id(plan): design_explanation(role, plan, model_key, best) for role, plan in options},
+    )
+
+
+def design_roles(settings: dict) -> dict[str, str]:
+    """Each option's role (its misconception's key) by its internal id, for a third-edition variant."""
+    return {layout_id(plan): role for role, plan in design_options(design_model_of(settings), int(settings["design_batch"]), int(settings["design_roster"]))}
+
+
+def tp_reflection(settings: dict) -> dict:
+    """The reflection's numbers: TP inside one node (TP 8) against TP across two (TP 16), at the
+    variant's model and batch, with the best layout's pipeline depth (halved for TP 16, so both
+    use the same GPUs per model replica)."""
+    model_key, batch = design_model_of(settings), int(settings.get("design_batch", DESIGN_GLOBAL_BATCH))
+    best = design_best_plan(model_key, batch) if "design_model" in settings else ACT2_DESIGNS["C"]
+    per_node = Cluster.get(DESIGN_CLUSTER).gpus_per_node
+    inside = design_estimate(design_plan(per_node, best.pp, best.micro_batch, batch), model_key)
+    across = design_estimate(design_plan(2 * per_node, max(1, best.pp // 2), best.micro_batch, batch), model_key)
+    return {"inside": inside, "across": across}
+
+
+def draw_settings_v3(d) -> dict:
+    regime, per_gpu = d.choice("act1_scaling", ACT1_REGIMES), d.choice("per_gpu_batch", VARIANT_WEAK_PER_GPU)
+    act1 = ({"act1_scaling": "weak", "params_b": ACT1_PARAMS_B, "per_gpu_batch": per_gpu} if regime == "weak"
+            else {"act1_scaling": "strong", "params_b": ACT1_PARAMS_B})
+    return {**act1, "design_model": d.choice("design_model", DESIGN_MODELS), "design_batch": d.choice("design_batch", VARIANT_DESIGN_BATCH_V3),
+            "design_roster": d.choice("design_roster", DESIGN_ROSTERS)}
+
+
+def build_questions_v3(s: dict) -> dict:
+    return {**{k: v for k, v in build_questions(s).items() if k != "design"}, "design": design_question_v3(s)}
+
+
+VARIANTS = LabVariants("05_parallelism", draw_settings_v3, build_questions_v3, version=3,
+                       older={1: (draw_settings_v1, build_questions_v1), 2: (draw_settings, build_questions)})
