@@ -8,7 +8,8 @@ data parallelism on DGX H100 nodes (NDR 400 Gb/s, one NIC per GPU, rail-optimise
 (plain DP needs 16 bytes x 6.7B = 108 GB per GPU), flash attention, micro-batch 1, a global
 batch of 512 sequences (1M tokens), and the stakeholder's framework as it stands: fp32 gradients
 (Megatron's bf16 default) reduced by a ring after the backward pass, not overlapped with it.
-Act II: GPT-3 175B on 128 DGX H100 nodes, global batch 1,536 (Brown et al. 2020).
+Act II: GPT-3 175B on 128 DGX H100 nodes, global batch 1,536 (Brown et al. 2020); from the third
+edition of the variants, a model drawn per student (DESIGN_MODELS) on the same nodes.
 """
 
 from __future__ import annotations
@@ -449,10 +450,24 @@ def layout_id(plan: Plan) -> str:
 
 
 @lru_cache(maxsize=32)
+def design_table(model_key: str, global_batch: int):
+    """Every layout of the model at the batch under DESIGN_SETTINGS, fitting ones first, fastest first (sweep)."""
+    model, cluster = design_inputs(model_key)
+    return sweep(model, cluster, global_batch=global_batch, era=DESIGN_ERA, **DESIGN_SETTINGS)
+
+
+def fastest_micro_batch(model_key: str, global_batch: int, tp: int, pp: int, default: int) -> int:
+    """The micro-batch with which a (TP, PP) layout runs fastest while fitting; `default` if none fits."""
+    table = design_table(model_key, global_batch)
+    rows = table[table["fits"] & (table["tp"] == tp) & (table["pp"] == pp) & (table["sequence_parallel"] == (tp > 1))]
+    return int(rows.iloc[0]["micro_batch"]) if len(rows) else default
+
+
+@lru_cache(maxsize=32)
 def design_best_plan(model_key: str, global_batch: int) -> Plan:
     """The engine's fastest layout that fits, for the model at the batch, under DESIGN_SETTINGS."""
-    model, cluster = design_inputs(model_key)
-    table = sweep(model, cluster, global_batch=global_batch, era=DESIGN_ERA, **DESIGN_SETTINGS)
+    model, _ = design_inputs(model_key)
+    table = design_table(model_key, global_batch)
     table = table[table["fits"]]
     if table.empty:
         raise ValueError(f"design_model: nothing fits for {model.name} at global batch {global_batch}")
@@ -482,7 +497,9 @@ def design_options(model_key: str, global_batch: int, roster: int) -> tuple[tupl
     """Act II's options for a variant as (role, plan): the engine's best, then TP across nodes and
     the first two other misconceptions (DESIGN_OTHER_ROLES rotated by `roster`) whose layouts are
     valid, differ from the others and are plainly wrong: slower than the best by DESIGN_MARGIN, or
-    needing DESIGN_NO_FIT times the GPU's memory."""
+    needing DESIGN_NO_FIT times the GPU's memory. Each wrong layout runs at its own fastest fitting
+    micro-batch (but the bigger-micro-batch one), so the options do not all share the right one's
+    micro-batch: the right option is not simply the one the others vary around."""
     model, cluster = design_inputs(model_key)
     best = design_best_plan(model_key, global_batch)
     best_est = design_estimate(best, model_key)
@@ -490,6 +507,8 @@ def design_options(model_key: str, global_batch: int, roster: int) -> tuple[tupl
     chosen, seen = [("best", best)], {(best.tp, best.pp, best.micro_batch)}
     for role in ("tp_across", *others):
         layout = _candidate(role, best, model, cluster.gpus, cluster.gpus_per_node)
+        if layout is not None and role != "big_microbatch":  # each wrong layout at its own best micro-batch, not the right one's
+            layout = (*layout[:2], fastest_micro_batch(model_key, global_batch, *layout))
         if layout is None or layout in seen:
             continue
         plan = design_plan(*layout, global_batch)
