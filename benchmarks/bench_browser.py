@@ -16,7 +16,7 @@ beside it, interleaved:
 - Moves: the lab's first prediction is committed (which unlocks its instruments), then a floor
   move and a lab move alternate, `--moves` of each; a move counts from the key press (or click)
   until the kernel has reported the run complete (marimo's "completed-run" message) and the page's
-  outputs (the text of every cell and the data of every Plotly chart) have changed and held still
+  outputs (the page's text, and each Plotly chart's data and layout objects) have changed and held still
   for two animation frames. Printed: each side's median and spread, and the ratio of the medians.
   A slider alternates right and left, so after the first two moves every position has been shown
   before (what a student moving back and forth sees, and what a lab's caches serve); with
@@ -48,27 +48,22 @@ from labs.core.layout import RANK_ORDER_NOTES, RANK_ORDERS  # noqa: E402
 from labs.variants import variant  # noqa: E402
 
 
-# A fingerprint of the page's outputs: per Plotly chart, per trace its type, name and a hash of
-# each data array plus the layout shapes ('drawing' while a chart has no layout yet), and a hash
-# of the text of the page outside the charts. marimo draws each chart inside the shadow root of a
-# <marimo-plotly> element.
+# A fingerprint of the page's outputs: per Plotly chart, the identity of its data and layout
+# objects (numbered once per object: Plotly.react gives a redrawn chart new ones; 'drawing' while a
+# chart has no layout yet), and a hash of the text of the page outside the charts. marimo draws
+# each chart inside the shadow root of a <marimo-plotly> element. It is evaluated on every
+# animation frame while a move settles, so it reads no chart's data: hashing every trace of a
+# page with several charts took milliseconds a frame on this CPU, inside the measured window.
 FINGERPRINT = """() => {
   const plots = [...document.querySelectorAll('.js-plotly-plot')];
   document.querySelectorAll('marimo-plotly').forEach(host => {
     if (host.shadowRoot) plots.push(...host.shadowRoot.querySelectorAll('.js-plotly-plot'));
   });
-  const flat = v => (v && typeof v === 'object')
-    ? (typeof v.bdata === 'string' ? [v.dtype, v.shape, v.bdata]  // base64 arrays
-       : (Array.isArray(v) || ArrayBuffer.isView(v)) ? Array.from(v).flat(3) : [JSON.stringify(v)])
-    : [v];
+  const ids = window.__benchIds || (window.__benchIds = new WeakMap());
+  const id = o => { if (!o || typeof o !== 'object') return 0; if (!ids.has(o)) ids.set(o, (window.__benchNext = (window.__benchNext || 0) + 1)); return ids.get(o); };
   const hash = s => { let h = 0; for (let i = 0; i < s.length; i++) h = (Math.imul(h, 31) + s.charCodeAt(i)) | 0; return h; };
-  const cut = v => { const a = flat(v).map(String); return a.length + ':' + hash(a.join(',')); };
-  const trace = t => [t.type, t.name, ...['x', 'y', 'z', 'base', 'source', 'text'].map(k => k in t ? cut(t[k]) : '')].join(';');
-  const shape = s => [s.type, s.x0, s.x1, s.y0, s.y1].join(',');
   const charts = plots.map(el =>
-    el._fullLayout && el.querySelector('.main-svg')
-      ? (el.data || []).map(trace).join('/') + '#' + ((el.layout || {}).shapes || []).map(shape).join('/')
-      : 'drawing').join('|');
+    el._fullLayout && el.querySelector('.main-svg') ? id(el.data) + '/' + id(el.layout) : 'drawing').join('|');
   return charts + '|text:' + hash(document.body.textContent || '');
 }"""
 
@@ -89,13 +84,20 @@ class Instrument:
     keys: tuple = ("ArrowRight", "ArrowLeft")
     radio: tuple = ()  # or: option texts of a radio, clicked in turn
 
-    def act(self, page, i: int) -> None:
+    def target(self, page, i: int):
+        """The element move i acts on, found before the clock starts (a role or text query walks
+        the whole page: on a long lab page it took milliseconds, a cost of the bench, not of the lab)."""
         if self.slider is not None:
-            slider = page.get_by_role("slider").nth(self.slider)
-            slider.focus()
-            slider.press(self.keys[0] if FRESH else self.keys[i % len(self.keys)])
+            handle = page.get_by_role("slider").nth(self.slider).element_handle()
+            handle.focus()
+            return handle
+        return page.get_by_text(self.radio[i % len(self.radio)], exact=False).first.element_handle()
+
+    def act(self, handle, i: int) -> None:
+        if self.slider is not None:
+            handle.press(self.keys[0] if FRESH else self.keys[i % len(self.keys)])
         else:
-            page.get_by_text(self.radio[i % len(self.radio)], exact=False).first.click()
+            handle.click()
 
 
 @dataclass
@@ -143,12 +145,11 @@ def settle(page, quiet_s: float = 1.0, timeout_s: float = 120.0) -> None:
 def move(page, instrument: Instrument, i: int, timeout_s: float) -> float:
     """Move the instrument once; seconds until the run is complete and the outputs redrawn."""
     page.bring_to_front()
-    if instrument.slider is not None:
-        page.get_by_role("slider").nth(instrument.slider).focus()
+    handle = instrument.target(page, i)
     before = fingerprint(page)
     runs = page.evaluate("() => { window.__benchLast = null; window.__benchStill = 0; window.__kernelCells = 0; window.__benchT0 = performance.now(); return window.__kernelRuns; }")
     start = time.perf_counter()
-    instrument.act(page, i)
+    instrument.act(handle, i)
     page.wait_for_function(SETTLED, arg=[FINGERPRINT, before, runs + 1], polling="raf", timeout=timeout_s * 1000)
     took = time.perf_counter() - start
     kernel, cells = page.evaluate("() => [(window.__kernelRunAt - window.__benchT0) / 1e3, window.__kernelCells]")
