@@ -8,6 +8,7 @@ software could do (labs.core.eras) and sets the era's defaults for the fixed set
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -201,39 +202,50 @@ def sweep(model: Model, cluster: Cluster, global_batch: int, era: str | None = N
     if len(space["tp"]) == 0:
         raise ValueError(f"no valid plan for {model.name} on {cluster.gpus} GPUs with global_batch={global_batch} and {fixed}")
     cols = _columns(space, options)
-    out = evaluate(model, cluster, cols, options["dp_algorithm"], stack_of(era))
+    out = evaluate(model, cluster, cols, options["dp_algorithm"], stack_of(era), collectives=False)
     gpus, peak = cluster.gpus, peak_flops(cluster.gpu, options["precision"])
-    step = out["step_time_s"]
-    frame = {k: v for k, v in space.items() if not k.startswith("_")}
-    frame.update({
-        "flash_attention": cols["flash_attention"], "tp_comm_overlap": cols["tp_comm_overlap"],
-        "grad_reduce_dtype": np.full(len(step), options["grad_reduce_dtype"], dtype=object),
-        "dp_algorithm": np.full(len(step), options["dp_algorithm"], dtype=object),
-        "dp_overlap": cols["dp_overlap"], "pp_overlap": cols["pp_overlap"],
-        "optimizer_state": np.full(len(step), options["optimizer_state"], dtype=object),
-        "cp_algorithm": np.full(len(step), options["cp_algorithm"], dtype=object),
-        "precision": np.full(len(step), options["precision"], dtype=object),
-        "stack": np.full(len(step), era, dtype=object),
-        "grad_sync": np.full(len(step), options["grad_sync"], dtype=object),
-        "torch_compile": cols["torch_compile"],
-        "fits": out["memory_bytes"] <= cluster.gpu.hbm_bytes,
-        "memory_bytes": out["memory_bytes"],
-        "step_time_s": step,
-        "bubble_fraction": out["bubble_fraction"],
-        "model_tflops_per_gpu": out["model_flops"] / step / gpus / 1e12,
-        "hardware_tflops_per_gpu": out["hardware_flops"] / step / gpus / 1e12,
-        "mfu": out["model_flops"] / step / gpus / peak,
-        "hfu": out["hardware_flops"] / step / gpus / peak,
-        "tokens_per_s": space["global_batch"] * model.seq_len / step,
-        "dp_comm_exposed_s": out["dp_comm_s"],
-        "dp_comm_latency_s": out["dp_exposed_latency_s"],
-        "tp_spans_nodes": space["tp"] > cluster.gpus_per_node,
-    })
-    frame["pareto"] = _pareto(frame["fits"], step, frame["memory_bytes"])
-    order = np.lexsort((step, ~frame["fits"]))
+    fits = out["memory_bytes"] <= cluster.gpu.hbm_bytes
+    pareto = _pareto(fits, out["step_time_s"], out["memory_bytes"])
+    order = np.lexsort((out["step_time_s"], ~fits))
+    step = out["step_time_s"][order]
+    model_flops, hardware_flops = out["model_flops"][order], out["hardware_flops"][order]
     import pandas as pd
 
-    return pd.DataFrame({k: np.asarray(v)[order] for k, v in frame.items()})
+    # Settings every row shares are given once (pandas repeats them), not as a column each
+    frame = {k: space[k][order] for k in ("tp", "pp", "dp", "cp", "ep", "micro_batch", "zero_stage")}
+    frame["recompute"] = _names(ALL_RECOMPUTE_MODES).take(space["_recompute_code"][order])
+    frame["sequence_parallel"] = space["sequence_parallel"][order]
+    frame["schedule"] = _names(SCHEDULES).take(space["_schedule_code"][order])
+    frame["virtual_stages"] = space["virtual_stages"][order]
+    frame.update({
+        "global_batch": global_batch, "flash_attention": bool(options["flash_attention"]), "tp_comm_overlap": cols["tp_comm_overlap"][order],
+        "grad_reduce_dtype": options["grad_reduce_dtype"], "dp_algorithm": options["dp_algorithm"],
+        "dp_overlap": bool(options["dp_overlap"]), "pp_overlap": bool(options["pp_overlap"]),
+        "optimizer_state": options["optimizer_state"], "cp_algorithm": options["cp_algorithm"], "precision": options["precision"],
+        "stack": era, "grad_sync": options["grad_sync"], "torch_compile": bool(options["torch_compile"]),
+        "fits": fits[order],
+        "memory_bytes": out["memory_bytes"][order],
+        "step_time_s": step,
+        "bubble_fraction": out["bubble_fraction"][order],
+        "model_tflops_per_gpu": model_flops / step / gpus / 1e12,
+        "hardware_tflops_per_gpu": hardware_flops / step / gpus / 1e12,
+        "mfu": model_flops / step / gpus / peak,
+        "hfu": hardware_flops / step / gpus / peak,
+        "tokens_per_s": global_batch * model.seq_len / step,
+        "dp_comm_exposed_s": out["dp_comm_s"][order],
+        "dp_comm_latency_s": out["dp_exposed_latency_s"][order],
+        "tp_spans_nodes": frame["tp"] > cluster.gpus_per_node,
+        "pareto": pareto[order],
+    })
+    return pd.DataFrame(frame, copy=False)
+
+
+@lru_cache(maxsize=None)
+def _names(names: tuple[str, ...]):
+    """A pandas string array of `names`, to take a column of them from their codes."""
+    import pandas as pd
+
+    return pd.array(names, dtype="str")
 
 
 def row_plan(row) -> Plan:

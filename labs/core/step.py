@@ -37,7 +37,8 @@ from labs.core.stages.xp import NUMPY, SCALAR
 from labs.core.topology import members_per_node
 
 
-def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto", stack: Era | None = None, xp=NUMPY) -> dict:
+def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto", stack: Era | None = None, xp=NUMPY,
+             collectives: bool = True) -> dict:
     """Every number of an Estimate for each row of the plan columns `c` (validated upstream).
 
     c holds tp, pp, dp, cp, micro_batch, global_batch, zero_stage, recompute (code into
@@ -48,7 +49,8 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
 
     Besides the per-axis totals it returns each collective's own numbers (coll_<name>_calls,
     _sent_bytes, _wire_s, _exposed_s, _group, _members_per_node for tp, cp, ep, pp, dp_reduce
-    and dp_gather): the communication map, from the same terms the step time adds up."""
+    and dp_gather): the communication map, from the same terms the step time adds up. `collectives=False`
+    leaves the map out (sweep() does not show it)."""
     stack = stack_of(None) if stack is None else stack  # the software's kernels (labs.core.eras)
     p = read_plan(model, c, stack, xp)
     model_per_sequence, hardware_per_sequence = flops_per_sequence(model, p, xp)
@@ -60,6 +62,7 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     o = optimizer_stage(cluster, stack, p, q, d, xp)
     r = memory_stage(model, cluster, dp_algorithm, p, q, d, tpcp, xp)
     m = p.m
+    comm_map = communication_map(model, cluster, p, tpcp, q, d, xp) if collectives else {}
     step = q.pipeline + q.pp_comm + d.dp_exposed + o.optimizer + o.offload_exposed
     ep_comm = m * q.layers_slowest * tpcp.layer_a2a
     return {
@@ -105,7 +108,7 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
         "memory_first_bytes": r.stage_memory[0],
         "memory_middle_bytes": r.stage_memory[1],
         "memory_last_bytes": r.stage_memory[2],
-        **communication_map(model, cluster, p, tpcp, q, d, xp),
+        **comm_map,
     }
 
 
