@@ -342,28 +342,26 @@ def _(cadence_commit_buttons, cadence_question, held_now, identity, variant):
     return (cadence_committed,)
 
 
+# The cadence instruments and their panel, made in one cell that reads nothing: the panel is shown
+# by a cell that reads none of their values, so a move redraws the chart, not the sliders.
 @app.cell
 def _():
     interval_slider = mo.ui.slider(steps=INTERVAL_STEPS, value=30, label="Checkpoint every (minutes of training)", show_value=True, debounce=True)
-    return (interval_slider,)
-
-
-@app.cell
-def _():
     relaunch_slider = mo.ui.slider(start=1, stop=60, step=1, value=10, label="Relaunch after a failure (minutes, plus the checkpoint read)", show_value=True, debounce=True)
-    return (relaunch_slider,)
-
-
-@app.cell
-def _():
     swap_slider = mo.ui.slider(steps=[5, 10, 15, 30, 60, 120, 240], value=60, label="Getting a replacement node without spares (minutes)", show_value=True, debounce=True)
-    return (swap_slider,)
+    spares_switch = mo.ui.switch(value=False, label="Hot spares standing by")
+    cadence_panel = mo.vstack([
+        mo.hstack([interval_slider, relaunch_slider], justify="start", wrap=True),
+        mo.hstack([swap_slider, spares_switch], justify="start", wrap=True),
+    ])
+    return cadence_panel, interval_slider, relaunch_slider, spares_switch, swap_slider
 
 
 @app.cell
-def _():
-    spares_switch = mo.ui.switch(value=False, label="Hot spares standing by")
-    return (spares_switch,)
+def _(cadence_panel, mtbf_committed):
+    mo.stop(not mtbf_committed.made)
+    cadence_panel
+    return
 
 
 @app.cell
@@ -421,8 +419,6 @@ def _(
                                      f"interval: each checkpoint waits for the previous one, a {fmt_s(_v['stall'])} stall."])
     mo.vstack(
         [
-            mo.hstack([interval_slider, relaunch_slider], justify="start", wrap=True),
-            mo.hstack([swap_slider, spares_switch], justify="start", wrap=True),
             *([_banner] if _banner is not None else []),
             ui.metric_cards({
                 "goodput": f"{_v['goodput']:.1%}",
