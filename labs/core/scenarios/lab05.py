@@ -547,7 +547,7 @@ def design_explanation(role: str, plan: Plan, model_key: str, best: Plan) -> str
     why = {
         "tp_across": f"Its TP group spans {plan.tp // per_node} nodes: TP collectives run on every layer, over the NICs, and cannot hide behind the GEMMs there.",
         "deep_pipeline": f"{plan.pp} stages where {best.pp} suffice: {e.plan.microbatches} micro-batches per pipeline, and each GPU's slice of the model is thinner.",
-        "no_tp": f"Without TP each stage holds whole layers: {e.memory.total / 1e9:.0f} GB per GPU.",
+        "no_tp": f"Without TP each GPU holds its {plan.pp}-stage share of the model in whole layers: weights, gradients and activations unsplit.",
         "big_microbatch": f"Micro-batch {plan.micro_batch} leaves {e.plan.microbatches} micro-batches per pipeline and holds {plan.micro_batch // best.micro_batch}x the activations in flight.",
         "tp_node": (f"TP {plan.tp} splits layers that fit " + ("whole" if best.tp == 1 else f"with TP {best.tp}")
                     + ": smaller GEMMs and collectives on every layer."),
