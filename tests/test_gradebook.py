@@ -398,3 +398,31 @@ def test_an_id_no_lab_accepts_still_gets_an_escaped_page(tmp_path):
     assert len(pages) == 2 and pages[0].startswith("ann-") and pages[1].startswith("invalid-id-")
     text = (tmp_path / "fb" / pages[1]).read_text()
     assert "\x1b" not in text and "\\x1b[31mFORGED&lt;b&gt;" in text  # the escape shown, the markup as text
+
+
+def test_feedback_compares_lab05_design_with_the_best_of_the_students_own_model(tmp_path):
+    """Lab 05's third edition draws Act II's model per student: the feedback page's "engine's best"
+    is that model's best layout (not GPT-3's at batch 1,536)."""
+    import json
+
+    from labs.core import estimate
+    from labs.core.scenarios.lab05 import act2_outcomes, design_best_plan, design_inputs
+    from labs.core.state import DesignLedger
+    from labs.grade import grade
+    from labs.variants import variant
+
+    student = next(s for s in (f"student-{i}" for i in range(200)) if variant("05", s, salt="s").settings["design_model"] == "llama2-70b")
+    v = variant("05", student, salt="s")
+    best = design_best_plan(v.settings["design_model"], v.settings["design_batch"])
+    inputs = dict(tp=1, pp=1, dp=1024, micro_batch=1, global_batch=best.global_batch, zero_stage=1, recompute="selective",
+                  sequence_parallel=False, tp_comm_overlap=False, schedule="1f1b", virtual_stages=1, flash_attention=True)
+    ledger = DesignLedger(student, directory=tmp_path)
+    key = v.questions["design"].key
+    ledger.commit_prediction(v.lab, "design", key, variant=v.record())
+    ledger.save_step(v.lab, "act2", inputs, {"design": key}, act2_outcomes(inputs, {"design": key}, variant=v), variant=v.record())
+    row = grade([str(tmp_path)], salt="s")[0].iloc[0].to_dict()
+    assert row["status"] == "ok", row["status"]
+    html = feedback._designs([row], json.loads(ledger.path.read_text()))
+    model, cluster = design_inputs("llama2-70b")
+    mfu = estimate(model, cluster, best).mfu
+    assert f"TP {best.tp} × PP {best.pp} × DP {best.dp}, micro-batch {best.micro_batch}: MFU {mfu:.1%}" in html
