@@ -608,3 +608,17 @@ def test_the_grader_grades_a_third_edition_lab05_ledger(tmp_path):
     assert row["status"] == "ok" and not row["tampered"], row["status"]
     assert row["variant"] == new.seed and row["right"] == 1
     assert row["option.design"] == f"{design.spec.correct} (edition 3)"
+
+
+def test_lab09_records_the_students_own_dp64_key_from_the_second_edition():
+    """Lab 09's worksheet outcome named the default variant's key for everyone; from the second
+    edition it names the student's own (first-edition ledgers keep the default they recorded)."""
+    from labs.core.scenarios import lab09
+
+    inputs = dict(scenario=next(iter(lab09.JOBS)), tp=8, pp=1, zero_stage=1, micro_batch=1)
+    student = next(i for i in IDS if variant("09", i, salt="s").questions["dp64"].key != lab09.dp64_answer())
+    new = variant("09", student, salt="s")
+    assert new.version >= 2
+    assert lab09.worksheet_outcomes(inputs, {"dp64": new.questions["dp64"].key}, variant=new)["correct_option"] == new.questions["dp64"].key
+    old = variant("09", student, salt="s", version=1)
+    assert lab09.worksheet_outcomes(inputs, {}, variant=old)["correct_option"] == lab09.dp64_answer()

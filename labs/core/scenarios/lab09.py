@@ -233,7 +233,8 @@ def worksheet_outcomes(inputs: dict, predictions: dict, variant=None) -> dict:
                              inputs.get("rank_order", RANK_ORDERS[0]))
     time_ms = inputs.get("bottleneck_time_ms")
     spoken = said_out_loud(est, inputs.get("bottleneck"), inputs.get("bottleneck_link"), None if time_ms is None else float(time_ms))
-    correct = dp64_answer()
+    # the student's own key from the second edition on (first-edition ledgers recorded the default one)
+    correct = variant.questions["dp64"].key if variant is not None and variant.version >= 2 else dp64_answer()
     return {
         "fits": est.fits,
         "mfu": est.mfu,
