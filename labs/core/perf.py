@@ -162,10 +162,16 @@ class CollectiveUse:
         return self.nodes > 1
 
 
+_CP_OPS = {"ulysses": "all-to-all", "all_gather": "all-gather + reduce-scatter"}
+# each collective's keys in the step model's outputs (labs.core.step.communication_map)
+_MAP_KEYS = {key: tuple(f"coll_{key}_{field}" for field in ("calls", "group", "members_per_node", "sent_bytes", "wire_s", "exposed_s"))
+             for key in COLLECTIVE_KINDS}
+
+
 def _collectives(cluster: Cluster, plan: Plan, r: dict) -> tuple[CollectiveUse, ...]:
     ops = {
         "tp": "all-gather + reduce-scatter" if plan.sequence_parallel else "all-reduce",
-        "cp": {"ulysses": "all-to-all", "all_gather": "all-gather + reduce-scatter"}.get(plan.cp_algorithm, "ring send/recv"),
+        "cp": _CP_OPS.get(plan.cp_algorithm, "ring send/recv"),
         "ep": "all-to-all",
         "pp": "send/recv",
         "dp_reduce": "all-reduce" if plan.zero_stage == 0 else "reduce-scatter",
@@ -173,13 +179,13 @@ def _collectives(cluster: Cluster, plan: Plan, r: dict) -> tuple[CollectiveUse, 
     }
     out = []
     for key, (axis, frequency, _) in COLLECTIVE_KINDS.items():
-        calls = r[f"coll_{key}_calls"]
+        calls_key, group_key, members_key, sent_key, wire_key, exposed_key = _MAP_KEYS[key]
+        calls = r[calls_key]
         if calls <= 0:
             continue
-        group, g = int(round(r[f"coll_{key}_group"])), int(round(r[f"coll_{key}_members_per_node"]))
+        group, g = int(round(r[group_key])), int(round(r[members_key]))
         link = cluster.intra.name if g >= group else cluster.inter.name
-        out.append(CollectiveUse(key, axis, ops[key], frequency, calls, r[f"coll_{key}_sent_bytes"], group, g, link,
-                                 r[f"coll_{key}_wire_s"], r[f"coll_{key}_exposed_s"]))
+        out.append(CollectiveUse(key, axis, ops[key], frequency, calls, r[sent_key], group, g, link, r[wire_key], r[exposed_key]))
     return tuple(out)
 
 

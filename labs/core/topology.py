@@ -143,6 +143,22 @@ _HOP_S = {key: tuple(x * _US for x in value) for key, value in _HOP_US.items()}
 _BASE_S = {key: tuple(x * _US for x in value) for key, value in _BASE_US.items()}
 
 
+_PROTOCOL_TABLES = {  # (algorithm, intra-node hop): the tables _ring_option and _tree_option read, per protocol
+    ("ring", hop): (_BASE_S["ring"], _HOP_S[hop, "ring"], _HOP_S["net", "ring"], _HOP_S["net", "tree"], _RING_PROTOCOL_BW) for hop in ("nvlink", "pci")
+} | {
+    ("tree", hop): (_BASE_S["tree"], _HOP_S[hop, "tree"], _HOP_S["net", "tree"], _TREE_PROTOCOL_BW[True], _TREE_PROTOCOL_BW[False]) for hop in ("nvlink", "pci")
+}
+
+
+def _protocols(algorithm: str, hop: str, xp) -> tuple:
+    """The protocols' table entries, one tuple per pass of the pricing loop (labs.core.stages.xp.options)."""
+    return _PROTOCOL_ROWS[algorithm, hop, xp.scalar]
+
+
+_PROTOCOL_ROWS = {(algorithm, hop, xp.scalar): tuple(zip(*xp.options(tables)))
+                  for (algorithm, hop), tables in _PROTOCOL_TABLES.items() for xp in (NUMPY, SCALAR)}
+
+
 def _ring_option(base, hop_intra, hop_net_ring, hop_net_tree, protocol_bw, share, n, g, multi, nodes, moved, ring_busbw, xp):
     """(latency, bandwidth) seconds of the ring under one protocol (tuning.cc): base +
     (nsteps - nInterSteps) intra hops + nInterSteps network hops, and the bytes at the protocol's
@@ -202,16 +218,14 @@ def _priced(op: str, nbytes, cluster: Cluster, n, stride, algorithm: str, xp):
     uses = _uses(op, algorithm, cluster)
     latencies, bandwidths = [], []
     if "ring" in uses:
-        tables = (_BASE_S["ring"], _HOP_S[hop, "ring"], _HOP_S["net", "ring"], _HOP_S["net", "tree"], _RING_PROTOCOL_BW)
-        for base, hop_intra, net_ring, net_tree, protocol_bw in zip(*xp.options(tables)):
+        for base, hop_intra, net_ring, net_tree, protocol_bw in _protocols("ring", hop, xp):
             lat, bw = _ring_option(base, hop_intra, net_ring, net_tree, protocol_bw, share, n, g, multi, nodes, moved, ring_busbw, xp)
             if algorithm == "nvls":  # NCCL_ALGO=NVLS: the ring only where NVLS cannot run
                 lat = xp.where(_nvls_usable(op, g, multi, xp), xp.inf, lat)
             latencies.append(lat)
             bandwidths.append(bw)
     if "tree" in uses:
-        tables = (_BASE_S["tree"], _HOP_S[hop, "tree"], _HOP_S["net", "tree"], _TREE_PROTOCOL_BW[True], _TREE_PROTOCOL_BW[False])
-        for base, hop_intra, hop_net, bw_across, bw_inside in zip(*xp.options(tables)):
+        for base, hop_intra, hop_net, bw_across, bw_inside in _protocols("tree", hop, xp):
             lat, bw = _tree_option(base, hop_intra, hop_net, bw_across, bw_inside, nbytes, g, multi, nodes, ring_busbw, xp)
             latencies.append(lat)
             bandwidths.append(bw)

@@ -91,10 +91,10 @@ def _col(c, key, dtype=float, default=None):
 
 
 def _each(fn, *args):
-    ranks = [[a[i] if type(a) is tuple else a for a in args] for i in range(3)]
-    first = fn(*ranks[0])
+    first_args, middle_args, last_args = zip(*[a if type(a) is tuple else (a, a, a) for a in args])
+    first = fn(*first_args)
     # ranks with the same inputs (every rank when pp = 1) have the same outputs
-    outs = (first, first if ranks[1] == ranks[0] else fn(*ranks[1]), first if ranks[2] == ranks[0] else fn(*ranks[2]))
+    outs = (first, first if middle_args == first_args else fn(*middle_args), first if last_args == first_args else fn(*last_args))
     return tuple(zip(*outs)) if type(first) is tuple else outs
 
 
