@@ -77,7 +77,8 @@ def layer_compute(model, cluster, stack, p, xp) -> SimpleNamespace:
     layer_b = gemm_f + attn_b + elementwise + recompute  # input gradients, with what is re-run
     layer_w = gemm_f  # weight gradients
     host_wait = xp.maximum(1.0, 2 * cpu_f / (layer_b + layer_w))
-    return SimpleNamespace(gemm_f=gemm_f, attn_f=attn_f, attn_b=attn_b, fwd=fwd, layer_b=layer_b * host_wait, layer_w=layer_w * host_wait)
+    return SimpleNamespace(gemm_f=gemm_f, attn_f=attn_f, attn_b=attn_b, fwd=fwd, layer_b=layer_b * host_wait, layer_w=layer_w * host_wait,
+                           written=written)
 
 
 def layer_times(hidden: int, heads: int, seq_len: int, micro_batch: int, gpu_key: str) -> dict[str, float]:

@@ -55,16 +55,17 @@ def _rank_memory(dense, expert, params, layers, last, rank, model, p, d, per_lay
     return w_mem, g_mem, o_mem, activations, w_mem + g_mem + o_mem + activations
 
 
-def memory_stage(model, cluster, dp_algorithm, p, q, d, tpcp, xp) -> SimpleNamespace:
+def memory_stage(model, cluster, dp_algorithm, p, layer, q, d, tpcp, xp) -> SimpleNamespace:
     """Weights, gradients, optimizer state, activations and buffers on the busiest rank, and the
     total on the first, a middle and the last pipeline rank (stage_memory)."""
     tp, s, b, sp = p.tp, p.s, p.b, p.sp
     stored = xp.where(p.flash & (p.rc == _NONE), _SELECTIVE, p.rc)
     per_layer = layer_activation_columns(model, s, b, tp, sp, stored, xp)
+    fp8_saved = fp8_activation_savings(model, s, b, tp, sp, xp)
     per_layer = per_layer - xp.where(p.fp8 & (stored == _NORMS_UP), fp8_norms_up_proj_savings(model, s, b, tp, xp),
-                                     xp.where(p.fp8 & (stored != _FULL), fp8_activation_savings(model, s, b, tp, sp, xp), 0.0))
-    working = layer_activation_columns(model, s, b, tp, sp, xp.where(p.flash, _SELECTIVE, _NONE), xp)
-    kept_whole = working - xp.where(p.fp8, fp8_activation_savings(model, s, b, tp, sp, xp), 0.0)
+                                     xp.where(p.fp8 & (stored != _FULL), fp8_saved, 0.0))
+    working = layer.written  # everything a layer writes in its forward (flash attention's s x s aside): labs.core.stages.compute
+    kept_whole = working - xp.where(p.fp8, fp8_saved, 0.0)
     per_layer = xp.where(p.full, p.redo * per_layer + (1 - p.redo) * kept_whole, per_layer)  # layers a block recompute leaves out keep everything
     rank_index = xp.stack(xp.full_like(p.pp, 0.0), xp.minimum(1.0, p.pp - 1), p.pp - 1)
     w_mem, g_mem, o_mem, rank_activations, rank_total = xp.each(
