@@ -84,6 +84,20 @@ def test_compute_bound_estimate_slows_by_the_clock_ratio():
     assert capped.memory.total == base.memory.total
 
 
+def test_mfu_is_measured_against_the_datasheet_peak():
+    """MFU counts the part's datasheet peak (PaLM's definition: the hardware's theoretical peak), so a
+    run at a lowered power limit shows its lower clock as a lower MFU: MFU scales as 1 / step time."""
+    model, plan = Model.get("gpt3-175b"), Plan(tp=8, pp=1, dp=1, micro_batch=1, global_batch=8)
+    base = estimate(model, Cluster.get("dgx-a100"), plan)
+    capped = estimate(model, Cluster.get("dgx-a100", power_limit_w=300), plan)
+    print(f"A100 at 300 W: MFU {base.mfu:.2%} -> {capped.mfu:.2%}, step x{capped.step_time_s / base.step_time_s:.4f}")
+    assert capped.peak_flops == pytest.approx(GPUS["a100-sxm-80gb"].bf16_flops, rel=1e-12)
+    assert capped.mfu == pytest.approx(base.mfu * base.step_time_s / capped.step_time_s, rel=1e-12)
+    rows = sweep(model, Cluster.get("dgx-a100", power_limit_w=300), 8, tp=8, pp=1, micro_batch=1, sequence_parallel=False, zero_stage=0,
+                 recompute="none", tp_comm_overlap=False, schedule="1f1b", virtual_stages=1)
+    assert len(rows) == 1 and rows.iloc[0]["mfu"] == pytest.approx(capped.mfu, rel=1e-9)
+
+
 def test_sweep_reads_the_capped_gpu():
     model = Model.get("llama3-8b")
     base = sweep(model, Cluster.get("dgx-h100"), 64, tp=[1, 2], pp=1)

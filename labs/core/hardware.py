@@ -87,6 +87,15 @@ class GPU:
             raise ValueError(f"power_limit_w: {self.name} has no documented clock-vs-power curve (labs.core.hardware.POWER_CURVES)")
         return POWER_CURVES[self.power_curve][0].watts, self.tdp_w
 
+    @property
+    def clock_fraction(self) -> float:
+        """The compute rates' share of the part's own at its power limit (1 at its TDP): dividing
+        a lowered rate by it gives the datasheet's, which MFU is measured against."""
+        if self.power_limit_w is None:
+            return 1.0
+        fraction = partial(power_limit_gemm_fraction, self.power_curve)
+        return fraction(self.power_limit_w) / fraction(self.tdp_w)
+
     def at_power_limit(self, watts) -> "GPU":
         """This GPU with its board power limit lowered to `watts` (nvidia-smi -pl): the compute clock,
         and with it every compute rate (dense peaks, measured GEMM rates), falls by the chip's

@@ -28,7 +28,9 @@ __all__ = ["CP_ALGORITHMS", "Plan", "Estimate", "TimeBreakdown", "OffloadCost", 
 
 
 def peak_flops(gpu, precision: str) -> float:
-    return gpu.fp8_flops if precision == "fp8" else gpu.bf16_flops
+    """The datasheet's dense peak MFU is measured against: a GPU run below its power limit keeps
+    the peak of its part (its lowered clock shows as a lower MFU, as published MFUs count it)."""
+    return (gpu.fp8_flops if precision == "fp8" else gpu.bf16_flops) / gpu.clock_fraction
 
 
 @dataclass(frozen=True)
