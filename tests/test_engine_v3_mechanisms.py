@@ -241,3 +241,18 @@ def test_dualpipe_idles_less_than_1f1b_and_is_drawn():
         dualpipe_timeline(5, 20)
     with pytest.raises(ValueError, match="DualPipe"):
         dualpipe_timeline(8, 12)
+
+
+def test_one_nccl_version_prices_every_hop():
+    """Point-to-point sends and the expert all-to-all take their per-hop latency from the links
+    (labs.core.hardware); collectives from topology's copy of NCCL's tuning.cc table. Both are the
+    same commit's Ring/Simple figures: NVLink 3.4, PCIe 5.7, network 14.0 us, base 8.4 us (the
+    links had kept an older NCCL's 9.6 us network hop)."""
+    from labs.core import topology
+    from labs.core.hardware import LINKS, NCCL_BASE_LATENCY_S
+
+    simple = {kind: topology._HOP_US[(kind, "ring")][2] * 1e-6 for kind in ("nvlink", "pci", "net")}
+    assert NCCL_BASE_LATENCY_S == topology._BASE_US["ring"][2] * 1e-6
+    for key, link in LINKS.items():
+        kind = "nvlink" if "nvlink" in key or "nvl" in key else "pci" if "pcie" in key else "net"
+        assert link.latency_s == pytest.approx(simple[kind], rel=1e-12), (key, link.latency_s, simple[kind])

@@ -129,12 +129,14 @@ class Host:
         check_fraction("memory_efficiency", self.memory_efficiency)
 
 
-# NCCL's cost model, src/graph/tuning.cc (hwLat, Ring / Simple protocol, microseconds per
-# ring step): NVLink 3.4, PCIe 5.7, network 9.6; baseLat Ring/Simple 8.4 per call.
+# NCCL's cost model, src/graph/tuning.cc at 5067397 (hwLat, Ring / Simple protocol, microseconds
+# per ring step): NVLink 3.4, PCIe 5.7, network 14.0; baseLat Ring/Simple 8.4 per call. The same
+# table as labs.core.topology's (tests/test_engine_v3_mechanisms.py holds them equal): these are
+# the hops of point-to-point sends (pipeline, CP ring) and the expert all-to-all.
 NCCL_BASE_LATENCY_S = 8.4e-6
 _NVLINK_HOP_S = 3.4e-6
 _PCIE_HOP_S = 5.7e-6
-_NET_HOP_S = 9.6e-6
+_NET_HOP_S = 14.0e-6
 
 LINKS: dict[str, Link] = {
     "nvlink3": Link(
