@@ -686,11 +686,12 @@ def _(act2_committed):
       rail), so on 400 Gb/s NICs it keeps close to NVLink's bandwidth; on slower NICs (HDR) the
       network itself walls the ring, even in weak scaling, where nothing shrinks. The cliff is a
       per-layer collective (TP) that spans nodes, or a group with one member per node.
-    - Tensor parallelism inside the node, pipeline parallelism across nodes, data parallelism for
-      the rest, and ZeRO or recompute to make it fit.
+    - Tensor parallelism inside the node; pipeline parallelism across nodes when the model does
+      not fit in one node's tensor-parallel group (each stage adds bubble, so no deeper than
+      memory needs); data parallelism for the rest; ZeRO or recompute to make it fit.
 
     **Next:** Lab 06 (ZeRO sweep) takes the 16 bytes per parameter apart; Lab 07 (pipeline
-    visualizer) draws the schedules behind the bubble you just measured.
+    visualizer) draws the schedules behind the pipeline bubble.
     """)
     return
 
