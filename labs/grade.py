@@ -438,9 +438,7 @@ def grade_step(doc: dict, lab: str, step: str, entry: dict, source: str, engine:
     row["right"] = row["judged"] = 0
     for q, outcome in spec.questions.items():
         row[f"answer.{q}"] = "skipped" if answers[q] is None else answers[q]
-        if variant is not None and q in variant.questions and not variant.questions[q].numeric:  # letters differ per student: the option they name
-            row[f"option.{q}"] = _option_name(variant, q, answers[q])
-            row[f"misconception.{q}"] = variant.questions[q].misconception(answers[q])
+        row.update(_option_columns(variant, q, answers[q]))
         if answers[q] is None:
             row[outcome] = None
             row["skipped"] += 1
@@ -457,12 +455,18 @@ def grade_step(doc: dict, lab: str, step: str, entry: dict, source: str, engine:
     return row
 
 
-def _option_name(variant, question: str, letter) -> str | None:
-    """The option a student's letter names in their variant: its id in the scenario module, with
-    the lab's edition when it is not the first (editions may give an id another meaning), so the
-    dashboard never pools two editions' different options."""
-    oid = variant.questions[question].option_id(letter)
-    return oid if oid is None or variant.version == 1 else f"{oid} (edition {variant.version})"
+def _option_columns(variant, question: str, letter) -> dict:
+    """option.<q> and misconception.<q> for a multiple-choice question of a student's variant
+    (letters differ per student: the option they name); none for a numeric question or a ledger
+    without a variant. The option is its id in the scenario module, with the lab's edition when it
+    is not the first (editions may give an id another meaning), so the dashboard never pools two
+    editions' different options."""
+    if variant is None or question not in variant.questions or variant.questions[question].numeric:
+        return {}
+    asked = variant.questions[question]
+    oid = asked.option_id(letter)
+    return {f"option.{question}": oid if oid is None or variant.version == 1 else f"{oid} (edition {variant.version})",
+            f"misconception.{question}": asked.misconception(letter)}
 
 
 def grade_commits(doc: dict, lab: str, step: str, source: str, engine: _Engine | None = None) -> dict:
@@ -480,9 +484,7 @@ def grade_commits(doc: dict, lab: str, step: str, source: str, engine: _Engine |
         row["changes"] += 0 if record is None else len(record["changes"])
         row[f"changes.{q}"] = 0 if record is None else len(record["changes"])
         row[f"answer.{q}"] = "skipped" if answer is None else answer
-        if variant is not None and q in variant.questions and not variant.questions[q].numeric:  # letters differ per student: the option they name
-            row[f"option.{q}"] = _option_name(variant, q, answer)
-            row[f"misconception.{q}"] = variant.questions[q].misconception(answer)
+        row.update(_option_columns(variant, q, answer))
         if answer is None:
             row[outcome] = None
             row["skipped"] += 1
