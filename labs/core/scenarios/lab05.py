@@ -380,11 +380,15 @@ def act1_story_text(settings: dict) -> str:
             f"**{mfu[1]:.0%} on {DP_WALL_GPUS[1]}** and **{mfu[2]:.0%} on {DP_WALL_GPUS[2]}**. {same} Before I buy more nodes: why?")
 
 
-def draw_settings(d) -> dict:
+def draw_act1(d) -> dict:
+    """Act I's settings from the second edition on: the stakeholder's scaling regime and batch."""
     regime, per_gpu = d.choice("act1_scaling", ACT1_REGIMES), d.choice("per_gpu_batch", VARIANT_WEAK_PER_GPU)
-    act1 = ({"act1_scaling": "weak", "params_b": ACT1_PARAMS_B, "per_gpu_batch": per_gpu} if regime == "weak"
+    return ({"act1_scaling": "weak", "params_b": ACT1_PARAMS_B, "per_gpu_batch": per_gpu} if regime == "weak"
             else {"act1_scaling": "strong", "params_b": ACT1_PARAMS_B})
-    return {**act1, "design_batch": d.choice("design_batch", VARIANT_DESIGN_BATCH)}
+
+
+def draw_settings(d) -> dict:
+    return {**draw_act1(d), "design_batch": d.choice("design_batch", VARIANT_DESIGN_BATCH)}
 
 
 def build_questions(s: dict) -> dict:
@@ -586,10 +590,7 @@ def tp_reflection(settings: dict) -> dict:
 
 
 def draw_settings_v3(d) -> dict:
-    regime, per_gpu = d.choice("act1_scaling", ACT1_REGIMES), d.choice("per_gpu_batch", VARIANT_WEAK_PER_GPU)
-    act1 = ({"act1_scaling": "weak", "params_b": ACT1_PARAMS_B, "per_gpu_batch": per_gpu} if regime == "weak"
-            else {"act1_scaling": "strong", "params_b": ACT1_PARAMS_B})
-    return {**act1, "design_model": d.choice("design_model", DESIGN_MODELS), "design_batch": d.choice("design_batch", VARIANT_DESIGN_BATCH_V3),
+    return {**draw_act1(d), "design_model": d.choice("design_model", DESIGN_MODELS), "design_batch": d.choice("design_batch", VARIANT_DESIGN_BATCH_V3),
             "design_roster": d.choice("design_roster", DESIGN_ROSTERS)}
 
 
