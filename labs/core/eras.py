@@ -48,7 +48,7 @@ code, never from an end-to-end run:
   instruction after the last micro-batch's backward (deepspeed/runtime/pipe/schedule.py,
   TrainSchedule, at c814abd), so with pp > 1 nothing of the reduction hides.
 - optimizer_bytes_per_param: what the optimizer step streams per parameter it updates. Megatron's
-  fused Adam with its fp32 main gradients: 42 (labs.core.step.OPTIMIZER_BYTES_PER_PARAM).
+  fused Adam with its fp32 main gradients: 42 (labs.core.stages.optimizer.OPTIMIZER_BYTES_PER_PARAM).
   torch.optim.AdamW's default foreach path (torch/optim/adamw.py, _multi_tensor_adamw, PyTorch
   2.0-2.1) over fp32 shards: weight decay 8, lerp of m 12, v scaled 8 and addcmul 12, sqrt 8,
   div 8, add eps 8, addcdiv 16 = 80, plus clip_grad_norm_ (read 4, scale 8) and FSDP's bf16 cast

@@ -18,8 +18,7 @@ import numpy as np
 
 from labs.core.models import RECOMPUTE_MODES
 from labs.core.pipeline import SCHEDULES
-from labs.core.stages.activations import (  # noqa: F401 (re-exported: the per-layer activation bytes)
-    activation_columns, fp8_activation_savings, fp8_norms_up_proj_savings, layer_activation_columns)
+from labs.core.stages.activations import activation_columns, layer_activation_columns  # noqa: F401 (layer_activation_columns: re-exported)
 from labs.core.stages.xp import NUMPY
 from labs.core.validation import check_bool, check_choice, check_positive
 

@@ -23,16 +23,13 @@ from labs.core.eras import Era, stack_of
 from labs.core.hardware import Cluster
 from labs.core.memory import GRAD_BYTES, WEIGHT_BYTES
 from labs.core.models import Model
-from labs.core.stages.compute import ELEMENTWISE_TRAFFIC, layer_compute  # noqa: F401 (ELEMENTWISE_TRAFFIC: re-exported)
-from labs.core.stages.data import MEGATRON_BUCKET_PARAMS, ZERO3_GATHERS_PER_LAYER, data_parallel_stage  # noqa: F401
+from labs.core.stages.compute import layer_compute
+from labs.core.stages.data import data_parallel_stage
 from labs.core.stages.inputs import flops_per_sequence, model_terms, read_plan
-from labs.core.stages.memory import (  # noqa: F401 (re-exported: the runtime's buffers)
-    CUDA_CONTEXT_BYTES, FRAGMENTATION, NCCL_COMMUNICATOR_BYTES, NCCL_NVLS_BYTES, TP_OVERLAP_BUFFERS, memory_stage)
-from labs.core.stages.optimizer import CPU_ADAM_BYTES_PER_PARAM, OPTIMIZER_BYTES_PER_PARAM, optimizer_stage  # noqa: F401
-from labs.core.stages.parallel import (  # noqa: F401 (re-exported: the overlap constants)
-    ACTIVATION_BYTES, NCCL_COLLECTIVE_SMS, NCCL_P2P_SMS, TP_OVERLAP_SMS, TP_OVERLAP_SPLITS, TP_OVERLAPPED_GEMM_SHARE, layer_communication,
-    overlap_contention)
-from labs.core.stages.pipe import pipeline_stage, stage_layers  # noqa: F401
+from labs.core.stages.memory import memory_stage
+from labs.core.stages.optimizer import CPU_ADAM_BYTES_PER_PARAM, optimizer_stage  # noqa: F401 (CPU_ADAM_BYTES_PER_PARAM: re-exported)
+from labs.core.stages.parallel import NCCL_COLLECTIVE_SMS, layer_communication  # noqa: F401 (NCCL_COLLECTIVE_SMS: re-exported)
+from labs.core.stages.pipe import pipeline_stage
 from labs.core.stages.xp import NUMPY, SCALAR
 from labs.core.topology import members_per_node
 
