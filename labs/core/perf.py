@@ -19,7 +19,7 @@ from labs.core.models import Model
 from labs.core.plan import CP_ALGORITHMS, GRAD_REDUCE_DTYPES, PLAN_SCHEDULES, Plan, check_plan_field, plan_columns, validate  # noqa: F401 (re-exported)
 from labs.core.stages.inputs import strides
 from labs.core.stages.xp import SCALAR
-from labs.core.step import CPU_ADAM_BYTES_PER_PARAM, evaluate_plan
+from labs.core.step import COMMUNICATION_MAP_KEYS, CPU_ADAM_BYTES_PER_PARAM, evaluate_plan
 from labs.core.topology import members_per_node
 from labs.core.validation import check_positive
 
@@ -165,9 +165,6 @@ class CollectiveUse:
 
 
 _CP_OPS = {"ulysses": "all-to-all", "all_gather": "all-gather + reduce-scatter"}
-# each collective's keys in the step model's outputs (labs.core.step.communication_map)
-_MAP_KEYS = {key: tuple(f"coll_{key}_{field}" for field in ("calls", "group", "members_per_node", "sent_bytes", "wire_s", "exposed_s"))
-             for key in COLLECTIVE_KINDS}
 
 
 def _collectives(cluster: Cluster, plan: Plan, r: dict) -> tuple[CollectiveUse, ...]:
@@ -181,7 +178,7 @@ def _collectives(cluster: Cluster, plan: Plan, r: dict) -> tuple[CollectiveUse, 
     }
     out = []
     for key, (axis, frequency, _) in COLLECTIVE_KINDS.items():
-        calls_key, group_key, members_key, sent_key, wire_key, exposed_key = _MAP_KEYS[key]
+        calls_key, sent_key, wire_key, exposed_key, group_key, members_key = COMMUNICATION_MAP_KEYS[key]
         calls = r[calls_key]
         if calls <= 0:
             continue

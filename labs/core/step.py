@@ -115,6 +115,11 @@ def _tp_layer_sent(p, tpcp, xp):
     return xp.where(p.tp > 1, (8 + 4 * p.redo) * (p.tp - 1) / p.tp * tpcp.act, 0.0)
 
 
+# each collective's keys in the outputs: (calls, sent bytes, wire seconds, exposed seconds, group, members per node)
+COMMUNICATION_MAP_KEYS = {key: tuple(f"coll_{key}_{field}" for field in ("calls", "sent_bytes", "wire_s", "exposed_s", "group", "members_per_node"))
+                          for key in ("tp", "cp", "ep", "pp", "dp_reduce", "dp_gather")}
+
+
 def communication_map(model, cluster, p, tpcp, q, d, xp) -> dict:
     """Each collective's calls, bytes and seconds per step, per GPU: the same terms the stages
     add up, kept apart instead of summed per axis. Times run on the slowest stage (the one that
@@ -149,13 +154,9 @@ def communication_map(model, cluster, p, tpcp, q, d, xp) -> dict:
     out = {}
     ones = xp.full_like(m, 1.0)
     for key, (calls, sent, wire, exposed, group, spacing) in collectives.items():
-        names = _MAP_NAMES[key]
+        names = COMMUNICATION_MAP_KEYS[key]
         out.update(zip(names, (calls, sent, wire, exposed, ones * group, members_per_node(cluster, group, spacing, xp) * ones)))
     return out
-
-
-_MAP_NAMES = {key: tuple(f"coll_{key}_{field}" for field in ("calls", "sent_bytes", "wire_s", "exposed_s", "group", "members_per_node"))
-              for key in ("tp", "cp", "ep", "pp", "dp_reduce", "dp_gather")}
 
 
 def evaluate_plan(model: Model, cluster: Cluster, columns: dict, dp_algorithm: str = "auto", stack: Era | None = None) -> dict[str, float]:
