@@ -50,15 +50,14 @@ def lab05_best(model_key: str, global_batch: int, version: int) -> dict:
     fastest fitting layout of the variant's model under the settings the question states; before,
     the best plan of GPT-3 175B at the variant's batch with every setting free."""
     if version >= 3:
-        table = lab05.design_table(model_key, global_batch)
-        return _plan(table[table["fits"]].iloc[0])
+        return _plan(lab05.design_best_row(model_key, global_batch))
     return _plan(lab05.best_design(global_batch))
 
 
 def _lab05_best_for(doc: dict) -> dict:
     record = (doc.get("variants") or {}).get("05_parallelism") or {}
     settings = record.get("settings") or {} if isinstance(record, dict) else {}
-    model_key = settings.get("design_model", lab05.DESIGN_MODEL)
+    model_key = lab05.design_model_of(settings)
     batch = settings.get("design_batch", lab05.DESIGN_GLOBAL_BATCH)
     return lab05_best(str(model_key), int(batch), int(record.get("version", 1)) if isinstance(record, dict) and "settings" in record else 1)
 

@@ -467,15 +467,19 @@ def fastest_micro_batch(model_key: str, global_batch: int, tp: int, pp: int, def
     return int(rows.iloc[0]["micro_batch"]) if len(rows) else default
 
 
-@lru_cache(maxsize=32)
-def design_best_plan(model_key: str, global_batch: int) -> Plan:
-    """The engine's fastest layout that fits, for the model at the batch, under DESIGN_SETTINGS."""
-    model, _ = design_inputs(model_key)
+def design_best_row(model_key: str, global_batch: int):
+    """design_table's row of the fastest layout that fits (its MFU among its columns)."""
     table = design_table(model_key, global_batch)
     table = table[table["fits"]]
     if table.empty:
-        raise ValueError(f"design_model: nothing fits for {model.name} at global batch {global_batch}")
-    row = table.iloc[0]
+        raise ValueError(f"design_model: nothing fits for {design_inputs(model_key)[0].name} at global batch {global_batch}")
+    return table.iloc[0]
+
+
+@lru_cache(maxsize=32)
+def design_best_plan(model_key: str, global_batch: int) -> Plan:
+    """The engine's fastest layout that fits, for the model at the batch, under DESIGN_SETTINGS."""
+    row = design_best_row(model_key, global_batch)
     return design_plan(int(row["tp"]), int(row["pp"]), int(row["micro_batch"]), global_batch, bool(row["sequence_parallel"]))
 
 
