@@ -43,7 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
 
-from browser import CHROMIUM_ARGS, answer, chromium_path, marimo_run, watch_kernel  # noqa: E402
+from browser import answer, chromium_path, marimo_run, open_page  # noqa: E402
 from labs.core.layout import RANK_ORDER_NOTES, RANK_ORDERS  # noqa: E402
 from labs.variants import variant  # noqa: E402
 
@@ -162,24 +162,11 @@ SPLIT: list = []  # per move: (seconds until the run's completion reached the pa
 
 
 @contextlib.contextmanager
-def browser_page(pw):
-    """A page in a Chromium of its own (as tests/browser.py opens it), under one Playwright."""
-    browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS, headless=True)
-    try:
-        page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
-        page.set_default_timeout(60_000)
-        yield page
-    finally:
-        browser.close()
-
-
-@contextlib.contextmanager
 def served(pw, lab: Lab, timeout_s: float):
     """(page, seconds from `marimo run` to the first prediction's widget, or for the floor its
     first chart)."""
     start = time.perf_counter()
-    with tempfile.TemporaryDirectory() as ledgers, marimo_run(lab.file, env={"LABS_LEDGER_DIR": ledgers}) as url, browser_page(pw) as page:
-        watch_kernel(page)  # the kernel's completed runs and running cells, counted (tests/browser.py)
+    with tempfile.TemporaryDirectory() as ledgers, marimo_run(lab.file, env={"LABS_LEDGER_DIR": ledgers}) as url, open_page(pw) as page:  # counts the kernel's completed runs and running cells
         page.goto(url)
         if lab.module:
             question = variant(lab.module, "student").questions[lab.question]

@@ -129,20 +129,27 @@ def sign_in(page, name: str, pin: str = "") -> None:
 
 
 @contextlib.contextmanager
+def open_page(pw, width: int = 1400, height: int = 1000):
+    """A page in a Chromium of its own under the Playwright `pw`, counting the kernel's runs
+    (several at once share one Playwright: benchmarks/bench_browser.py)."""
+    browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS, headless=True)
+    context = browser.new_context(viewport={"width": width, "height": height}, accept_downloads=True)
+    page = context.new_page()
+    watch_kernel(page)
+    page.set_default_timeout(60_000)
+    try:
+        yield page
+    finally:
+        context.close()
+        browser.close()
+
+
+@contextlib.contextmanager
 def browser_page(downloads: Path | None = None, width: int = 1400, height: int = 1000):
     from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS, headless=True)
-        context = browser.new_context(viewport={"width": width, "height": height}, accept_downloads=True)
-        page = context.new_page()
-        watch_kernel(page)
-        page.set_default_timeout(60_000)
-        try:
-            yield page
-        finally:
-            context.close()
-            browser.close()
+    with sync_playwright() as pw, open_page(pw, width, height) as page:
+        yield page
 
 
 def choose(page, option_text: str, commit: int | None = None) -> None:
