@@ -147,7 +147,7 @@ def data_parallel_stage(model, cluster, stack, p, q, dp_algorithm, xp) -> Simple
     # time. What ran hidden slowed the compute beside it (overlap_contention): charged to each.
     ar_t, rs_t = ar[0] + ar[1], rs[0] + rs[1]
     d.reduce_only = syncs * xp.where(z0, ar_t, rs_t)
-    z3_gathers = z3_passes * m * (module_ag[0] + module_ag[1])
+    z3_gathers = z3_passes * m * gather_pass
     z3_share = backward_gathers / xp.maximum(backward_gathers + rs_t, 1e-300)
     z3_gather_exposed = xp.where(prefetched, m * z3_forward + syncs * z3_backward * z3_share + (m - syncs) * z3_backward_only, z3_gathers)
     reduce_exposed = xp.where(z3, exposed_reduce - z3_gather_exposed, plain)
