@@ -391,18 +391,20 @@ def draw_settings(d) -> dict:
     return {**draw_act1(d), "design_batch": d.choice("design_batch", VARIANT_DESIGN_BATCH)}
 
 
-def build_questions(s: dict) -> dict:
+def cause_question(s: dict) -> Choice:
+    """Act I's question from the second edition on, for the stakeholder's runs of the variant."""
     story = act1_story(s)
     if story["fixed_per_gpu"]:
         k = story["global_batch"] // DP_WALL_GPUS[0]
         how = f"With {k} sequence{'s' if k > 1 else ''} per GPU (the batch grows with the GPUs)"
     else:
         how = f"With the global batch fixed at {story['global_batch']} sequences"
-    return {
-        "cause": Choice(f"{how}, why does MFU fall from {DP_WALL_GPUS[0]} to {DP_WALL_GPUS[-1]} GPUs?", act1_options_v2(act1_story_facts(s)),
-                        act1_answer_at(s), act1_explanations_at(s)),
-        "design": design_question(s),
-    }
+    return Choice(f"{how}, why does MFU fall from {DP_WALL_GPUS[0]} to {DP_WALL_GPUS[-1]} GPUs?", act1_options_v2(act1_story_facts(s)),
+                  act1_answer_at(s), act1_explanations_at(s))
+
+
+def build_questions(s: dict) -> dict:
+    return {"cause": cause_question(s), "design": design_question(s)}
 
 
 # ---- variants, third edition: Act II's model is drawn, and with it the layout that wins ------------
@@ -599,7 +601,7 @@ def draw_settings_v3(d) -> dict:
 
 
 def build_questions_v3(s: dict) -> dict:
-    return {**{k: v for k, v in build_questions(s).items() if k != "design"}, "design": design_question_v3(s)}
+    return {"cause": cause_question(s), "design": design_question_v3(s)}
 
 
 VARIANTS = LabVariants("05_parallelism", draw_settings_v3, build_questions_v3, version=3,
