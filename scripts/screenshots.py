@@ -10,7 +10,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from browser import answer, browser_page, choose, marimo_run  # noqa: E402
+from browser import answer, browser_page, choose, marimo_run, sign_in  # noqa: E402
 
 from labs.variants import variant  # noqa: E402
 
@@ -119,8 +119,7 @@ def flagship() -> None:
     q = variant("05_parallelism", name).questions
     with tempfile.TemporaryDirectory() as ledgers, marimo_run("05_parallelism.py", env={"LABS_LEDGER_DIR": ledgers}) as url, browser_page(width=1300, height=1500) as page:
         page.goto(url)
-        page.get_by_label("Your name or student id (goes into your design ledger)").fill(name)
-        page.keyboard.press("Enter")
+        sign_in(page, name)  # waits for the kernel's run with the name, so the commit reads its variant
         commit_first(page, q["cause"], "Act I instruments")
         page.get_by_text("exposed all-reduce").first.wait_for()
         page.wait_for_timeout(1500)
