@@ -54,6 +54,22 @@ code, never from an end-to-end run:
   div 8, add eps 8, addcdiv 16 = 80, plus clip_grad_norm_ (read 4, scale 8) and FSDP's bf16 cast
   of the shard (6): 98. fused=True (torchtitan): Adam reads weight, gradient, m, v and writes
   weight, m, v (28), plus clipping and the cast: 46.
+- fsdp_s_per_unshard and fsdp_s_per_param: the host time FSDP's hooks take each time a unit (one
+  wrapped transformer block) is unsharded for a pass and resharded after it: a fixed part per unit
+  and a part per original parameter of the block (labs.core.stages.compute.block_parameters).
+  FSDP1 (PyTorch 2.1, use_orig_params=True, as torch.compile and per-parameter optimizer groups
+  need): _use_unsharded_views, _writeback_orig_params and _use_sharded_views loop over the
+  original parameters, (4.268 + 1.071 + 2.75) ms for 400 parameters, 20 us each (pytorch/pytorch
+  #96958, a maintainer's microbenchmark; with the default safe setattr the unsharded views took
+  6.112 ms, so 20 us is the low end); around them the unit's host ops (flat_param.py and
+  _runtime_utils.py: the low-precision shard's allocation and cast, the stream waits, the rate
+  limiter's event sync, the unsharded flat parameter's allocation, the all-gather, the shard's free;
+  after the pass record_stream, the free and the limiter's event record): 11 ops at
+  cpu_s_per_kernel. FSDP2 (PyTorch 2.5): 0.37 ms of host time for one Llama 3 8B block's
+  all-gather (copy-in as three foreach dispatches, the collective, copy-out), measured in
+  pytorch/pytorch#133369; its copy-in and copy-out are foreach ops whatever the parameter count,
+  so nothing per parameter. Only these unshard/reshard costs are measured: the post-backward
+  reduce-scatter's host work is not charged. Other stacks: 0 (Megatron's buffers need no hooks).
 - grad_sync: gradients reduced once a step (DDP no_sync, Megatron's accumulation into main_grad)
   or every micro-batch; None is the ZeRO stage's own way (once a step up to ZeRO-1, every
   micro-batch from ZeRO-2, DeepSpeed's and FSDP's default).
@@ -65,6 +81,16 @@ from dataclasses import dataclass
 
 from labs.core.gemm import ATTENTION_KERNELS
 from labs.core.validation import check_choice, check_positive
+
+
+# Host time to issue one op: PyTorch's dispatcher, autograd and cudaLaunchKernel (module docstring).
+HOST_S_PER_OP = 10e-6
+# FSDP's hooks (module docstring): host ops per unit around an unshard + reshard in FSDP1, the time
+# per original parameter there (pytorch/pytorch#96958: 400 parameters), and FSDP2's measured
+# all-gather host time for a Llama 3 8B block (pytorch/pytorch#133369).
+FSDP1_OPS_PER_UNSHARD = 11
+FSDP1_S_PER_PARAM = (4.268e-3 + 1.071e-3 + 2.75e-3) / 400
+FSDP2_S_PER_UNSHARD = 0.37e-3
 
 
 @dataclass(frozen=True)
@@ -91,13 +117,15 @@ class Era:
     attention_kernel: str = "cudnn"
     fused_elementwise: bool = True
     kernels_per_layer: int = 12
-    cpu_s_per_kernel: float = 10e-6
+    cpu_s_per_kernel: float = HOST_S_PER_OP
     loss_bytes_per_logit: float = 60.0
     tp_overlap_kind: str = "userbuffers"
     zero3_unit: str = "module"
     pp_p2p: str = "scatter_gather"
     pipeline_overlaps_dp: bool = True  # False: a pipelined step reduces gradients after the flush
     optimizer_bytes_per_param: float = 42.0  # HBM bytes the optimizer step moves per parameter it updates
+    fsdp_s_per_unshard: float = 0.0  # host seconds of FSDP's hooks per unit, per unshard + reshard
+    fsdp_s_per_param: float = 0.0  # and per original parameter of the unit
     source: str = ""
 
     def __post_init__(self):
@@ -109,6 +137,8 @@ class Era:
         check_positive("cpu_s_per_kernel", self.cpu_s_per_kernel, allow_zero=True, maximum=1.0)
         check_positive("loss_bytes_per_logit", self.loss_bytes_per_logit, allow_zero=True, maximum=1000)
         check_positive("optimizer_bytes_per_param", self.optimizer_bytes_per_param, maximum=1000)
+        check_positive("fsdp_s_per_unshard", self.fsdp_s_per_unshard, allow_zero=True, maximum=1.0)
+        check_positive("fsdp_s_per_param", self.fsdp_s_per_param, allow_zero=True, maximum=1.0)
 
     def defaults(self) -> dict:
         return {name: getattr(self, name)[0] for name in ERA_FIELDS}
@@ -157,6 +187,7 @@ ERAS: dict[str, Era] = {
         "pytorch-fsdp1-2023", ("1f1b",), 2, ("none", "full"), (F,), (T,), (3, 2), (F,), ("bf16", "fp32"), (T,), (T,),
         ("auto", "ring", "tree"), max_pp=1, attention_kernel="fa2", fused_elementwise=False, zero3_unit="layer",
         kernels_per_layer=EAGER_KERNELS_PER_LAYER, loss_bytes_per_logit=40.0, tp_overlap_kind="none", optimizer_bytes_per_param=98.0,
+        fsdp_s_per_unshard=FSDP1_OPS_PER_UNSHARD * HOST_S_PER_OP, fsdp_s_per_param=FSDP1_S_PER_PARAM,
         source="torch.distributed.fsdp (PyTorch 2.0-2.1): ShardingStrategy, transformer_auto_wrap_policy, "
                "limit_all_gathers, BackwardPrefetch.BACKWARD_PRE; meta-llama/llama-recipes; Dao-AILab/flash-attention 2.x"),
     # PyTorch FSDP2 / DTensor in 2024-25 (torchtitan): fully_shard per block (reshard_after_forward),
@@ -168,7 +199,7 @@ ERAS: dict[str, Era] = {
         "pytorch-fsdp2-2024", ("1f1b", "interleaved", "gpipe"), 2, ("selective", "none", "full"), (T, F), (T,), (3, 2), (F, T), ("fp32", "bf16"),
         (T,), (T,), ("auto", "ring", "tree", "nvls"), ("ring", "all_gather"), 16, ("bf16", "fp8"), torch_compile=(F, T),
         attention_kernel="fa2", fused_elementwise=False, kernels_per_layer=EAGER_KERNELS_PER_LAYER, loss_bytes_per_logit=40.0,
-        tp_overlap_kind="async_tp", zero3_unit="layer", optimizer_bytes_per_param=46.0,
+        tp_overlap_kind="async_tp", zero3_unit="layer", optimizer_bytes_per_param=46.0, fsdp_s_per_unshard=FSDP2_S_PER_UNSHARD,
         source="pytorch/torchtitan (2024-25): parallelize_llama (fully_shard, parallelize_module, enable_async_tp), "
                "torch.distributed.pipelining schedules, torchao.float8; torch.nn.functional.scaled_dot_product_attention"),
 }

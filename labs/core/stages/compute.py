@@ -6,8 +6,8 @@
   dropout through HBM; with it, one fused kernel doing the causal half of the work.
 - Element-wise work streams ELEMENTWISE_TRAFFIC x the activation bytes the layer writes
   (Korthikanti's count) through HBM.
-- The host issues every kernel: a layer whose kernels are shorter than the CPU's time to launch
-  them waits for the CPU.
+- The host issues every kernel, and under FSDP runs its hooks around each unit (one per layer):
+  a layer whose kernels are shorter than the CPU's time to launch them waits for the CPU.
 """
 
 from __future__ import annotations
@@ -31,6 +31,18 @@ ELEMENTWISE_TRAFFIC = 2.2
 
 _SELECTIVE, _NONE = RECOMPUTE_MODES.index("selective"), RECOMPUTE_MODES.index("none")
 _OPS, _NORMS_UP = ALL_RECOMPUTE_MODES.index("ops"), ALL_RECOMPUTE_MODES.index("norms_up_proj")
+
+
+def block_parameters(model) -> float:
+    """Original parameters (nn.Parameters) of one transformer block as the eager stacks write it
+    (torchtitan, HF Llama): q, k, v and o (MLA: wq_a, q_norm, wq_b, wkv_a, kv_norm, wkv_b, wo), the
+    FFN's w1, w2, w3 (fc1, fc2 ungated), two norms; an MoE layer's FFN is the router, three grouped
+    expert weights (torchtitan's GroupedExperts) and the shared experts' w1, w2, w3. Averaged over
+    the layers; biases are not in the model and not counted."""
+    attention = 7 if model.mla else 4
+    dense_ffn = 3 if model.gated_ffn else 2
+    moe_ffn = 1 + 3 + (3 if model.shared_experts else 0)
+    return attention + 2 + (1 - model.moe_share) * dense_ffn + model.moe_share * moe_ffn
 
 
 def layer_compute(model, cluster, stack, p, xp) -> SimpleNamespace:
@@ -65,18 +77,24 @@ def layer_compute(model, cluster, stack, p, xp) -> SimpleNamespace:
     fused = stack.fused_elementwise | p.torch_compile
     elementwise = ELEMENTWISE_TRAFFIC * xp.where(fused, 1.0, unfused_elementwise_ratio(model)) * written / hbm_rate
     scores_elementwise = ELEMENTWISE_TRAFFIC * 5 * a * s * s_full * b / tp / hbm_rate
-    fwd = gemm_f + attn_f + elementwise
+    gpu_f = gemm_f + attn_f + elementwise
     # The forward launches `kernels` per layer, the backward twice as many.
-    cpu_f = xp.where(p.torch_compile, kernels_per_layer(stack, True), kernels_per_layer(stack, False)) * stack.cpu_s_per_kernel
-    fwd = xp.maximum(fwd, cpu_f)
-    recompute = xp.where(p.full, p.redo * fwd, xp.where((p.rc == _SELECTIVE) & xp.not_(p.flash), scores_f + scores_elementwise, 0.0))
+    launch_f = xp.where(p.torch_compile, kernels_per_layer(stack, True), kernels_per_layer(stack, False)) * stack.cpu_s_per_kernel
+    # FSDP unshards each unit (one per layer) for the forward and, resharded after it (ZeRO-3),
+    # again for the backward; its hooks run on the host beside the launches (labs.core.eras). The
+    # recompute runs inside the backward's unsharded unit: launches only.
+    unshard = stack.fsdp_s_per_unshard + block_parameters(model) * stack.fsdp_s_per_param
+    hooks_f, hooks_b = xp.where(p.zero >= 2, unshard, 0.0), xp.where(p.zero == 3, unshard, 0.0)
+    fwd = xp.maximum(gpu_f, launch_f + hooks_f)
+    rerun = xp.maximum(gpu_f, launch_f)
+    recompute = xp.where(p.full, p.redo * rerun, xp.where((p.rc == _SELECTIVE) & xp.not_(p.flash), scores_f + scores_elementwise, 0.0))
     # Finer grains: op-level checkpointing re-runs the element-wise ops and half the GEMMs;
     # DeepSeek-V3's re-runs the norms and SwiGLU (element-wise) and MLA's up-projections.
     up_proj = gemm_time(gpu, tokens, model.up_projection_params / tp / max(model.q_lora_rank, 1), max(model.q_lora_rank, 1), fp8=fp8, xp=xp) if model.mla else 0.0
     recompute = xp.where(p.rc == _OPS, elementwise + 0.5 * gemm_f, xp.where(p.rc == _NORMS_UP, elementwise + up_proj, recompute))
     layer_b = gemm_f + attn_b + elementwise + recompute  # input gradients, with what is re-run
     layer_w = gemm_f  # weight gradients
-    host_wait = xp.maximum(1.0, 2 * cpu_f / (layer_b + layer_w))
+    host_wait = xp.maximum(1.0, (2 * launch_f + hooks_b) / (layer_b + layer_w))
     return SimpleNamespace(gemm_f=gemm_f, attn_f=attn_f, attn_b=attn_b, fwd=fwd, layer_b=layer_b * host_wait, layer_w=layer_w * host_wait,
                            written=written)
 
@@ -91,6 +109,6 @@ def layer_times(hidden: int, heads: int, seq_len: int, micro_batch: int, gpu_key
     b = float(micro_batch)
     one_gpu = SimpleNamespace(
         tp=1.0, cp=1.0, ep=1.0, b=b, s=s, s_full=s, tokens=b * s, fp8=False, flash=False, sp=False, cp_contiguous=False,
-        torch_compile=False, capacity=0.0, rc=_NONE, full=False, redo=0.0)
+        torch_compile=False, capacity=0.0, rc=_NONE, full=False, redo=0.0, zero=0)
     layer = layer_compute(model_terms(model), cluster, stack_of(None), one_gpu, SCALAR)
     return {"layer_forward_s": layer.fwd, "layer_input_grad_s": layer.layer_b, "layer_weight_grad_s": layer.layer_w}
