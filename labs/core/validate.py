@@ -95,6 +95,13 @@ def mechanism_checks() -> list[tuple[str, str]]:
     return out
 
 
+def _fsdp_hooks(stack) -> str:
+    """The host time of FSDP's hooks per unshard + reshard of a unit, where the stack runs any."""
+    if not (stack.fsdp_s_per_unshard or stack.fsdp_s_per_param):
+        return ""
+    return f", FSDP hooks {stack.fsdp_s_per_unshard * 1e6:.0f} us a unit + {stack.fsdp_s_per_param * 1e6:.1f} us a parameter per unshard"
+
+
 def main() -> None:
     table = calibration_table()
     print(f"{'row':40s} {'paper':>7s} {'engine':>7s} {'error':>7s} {'era best':>9s} {'same rc':>8s}  best plan in the era")
@@ -102,7 +109,8 @@ def main() -> None:
         rows = [r for r in table if r["era"] == era]
         stack = ERAS[era]
         print(f"\n== {era}: attention {stack.attention_kernel}, element-wise {'fused' if stack.fused_elementwise else 'eager'}, "
-              f"{stack.kernels_per_layer} kernels a layer, TP overlap {stack.tp_overlap_kind}, ZeRO-3 by {stack.zero3_unit}, p2p {stack.pp_p2p}")
+              f"{stack.kernels_per_layer} kernels a layer, TP overlap {stack.tp_overlap_kind}, ZeRO-3 by {stack.zero3_unit}, p2p {stack.pp_p2p}"
+              f"{_fsdp_hooks(stack)}")
         if not rows:
             print("   no row of this stack in the reference file")
         for r in rows:
