@@ -75,7 +75,7 @@ _TREE_PROTOCOL_BW = {True: (1 / 3.8, 120 / 128, 1.0), False: (1 / 3.8, 7 / 9, 1.
 
 def members_per_node(cluster: Cluster, n, stride, xp=NUMPY):
     """How many members of a group of n ranks, `stride` apart, share one node."""
-    if xp.scalar:
+    if xp is SCALAR:
         return _members_of_one(cluster.gpus_per_node, float(n), float(stride))
     return _members(cluster.gpus_per_node, n, stride, xp)
 
@@ -183,8 +183,6 @@ def collective_columns(op: str, nbytes, cluster: Cluster, n, stride=1, algorithm
     spaced `stride` apart, with the algorithm and protocol NCCL's cost model picks among those
     `algorithm` allows; every argument but op, cluster and algorithm may be an array (xp: the
     array namespace, labs.core.stages.xp)."""
-    if xp.scalar and op != "p2p" and not (n > 1 and nbytes > 0):  # one plan's group that does not run it
-        return 0.0, 0.0
     if op == "p2p":
         nbytes = xp.floats(nbytes)
         g = members_per_node(cluster, 2, stride, xp)
@@ -192,18 +190,18 @@ def collective_columns(op: str, nbytes, cluster: Cluster, n, stride=1, algorithm
         lat = xp.where(g >= 2, cluster.intra.latency_s, cluster.inter.latency_s)
         active = nbytes > 0
         return xp.where(active, lat, 0.0), xp.where(active, nbytes / bw, 0.0)
-    if xp.scalar:
-        n, nbytes, stride = float(n), float(nbytes), float(stride)
-    else:  # price the rows that run a collective (a group of more than one, bytes to move); the rest cost 0
-        n, nbytes, stride = np.broadcast_arrays(np.asarray(n, dtype=float), np.asarray(nbytes, dtype=float), np.asarray(stride, dtype=float))
-        shape = n.shape
-        active = np.flatnonzero((n > 1) & (nbytes > 0))
-        latency, bandwidth = np.zeros(n.size), np.zeros(n.size)
-        if len(active):
-            n, nbytes, stride = n.reshape(-1)[active], nbytes.reshape(-1)[active], stride.reshape(-1)[active]
-            latency[active], bandwidth[active] = _priced(op, nbytes, cluster, n, stride, algorithm, xp)
-        return latency.reshape(shape), bandwidth.reshape(shape)
-    return _priced(op, nbytes, cluster, n, stride, algorithm, xp)
+    if xp.scalar:  # one plan: priced only if its group runs it
+        n, nbytes, stride = xp.floats(n), xp.floats(nbytes), xp.floats(stride)
+        return xp.only_if((n > 1) & (nbytes > 0), _priced, (op, nbytes, cluster, n, stride, algorithm, xp), (0.0, 0.0))
+    # price the rows that run a collective (a group of more than one, bytes to move); the rest cost 0
+    n, nbytes, stride = np.broadcast_arrays(np.asarray(n, dtype=float), np.asarray(nbytes, dtype=float), np.asarray(stride, dtype=float))
+    shape = n.shape
+    active = np.flatnonzero((n > 1) & (nbytes > 0))
+    latency, bandwidth = np.zeros(n.size), np.zeros(n.size)
+    if len(active):
+        n, nbytes, stride = n.reshape(-1)[active], nbytes.reshape(-1)[active], stride.reshape(-1)[active]
+        latency[active], bandwidth[active] = _priced(op, nbytes, cluster, n, stride, algorithm, xp)
+    return latency.reshape(shape), bandwidth.reshape(shape)
 
 
 def _priced(op: str, nbytes, cluster: Cluster, n, stride, algorithm: str, xp):

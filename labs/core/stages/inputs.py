@@ -11,20 +11,25 @@ from dataclasses import fields
 from functools import lru_cache
 from types import SimpleNamespace
 
-from labs.core.layout import axis_strides
+from labs.core.layout import RANK_ORDERS, axis_strides
 from labs.core.models import RECOMPUTE_MODES
 
 _FULL = RECOMPUTE_MODES.index("full")
 
 
-@lru_cache(maxsize=4096)
-def _scalar_strides(order: int, tp: float, cp: float, dp: float, pp: float) -> dict[str, float]:
-    return {k: float(v) for k, v in axis_strides(order, tp, cp, dp, pp).items()}
+def _one_plan_strides(order: int, tp, cp, dp, pp) -> dict:
+    """axis_strides of one plan's degrees (Python numbers, or traced: labs.core.stages.trace):
+    each axis's stride the product of the degrees inside it, in axis_strides' order."""
+    degrees, out, stride = {"tp": tp, "cp": cp, "dp": dp, "pp": pp}, {}, 1.0
+    for axis in RANK_ORDERS[order].split("-"):
+        out[axis] = stride
+        stride = stride * degrees[axis]
+    return out
 
 
 def strides(order, tp, cp, dp, pp, xp):
     """labs.core.layout.axis_strides, as floats for one plan."""
-    return _scalar_strides(order, tp, cp, dp, pp) if xp.scalar else axis_strides(order, tp, cp, dp, pp)
+    return _one_plan_strides(order, tp, cp, dp, pp) if xp.scalar else axis_strides(order, tp, cp, dp, pp)
 
 
 @lru_cache(maxsize=256)
@@ -42,7 +47,7 @@ def _scalar_flops(model, recompute: int, flash: bool, redo: float) -> tuple[floa
 
 def flops_per_sequence(model, p, xp):
     """(model FLOPs, hardware FLOPs) per sequence (labs.core.models.Model.flops_per_sequence)."""
-    return _scalar_flops(model, p.rc, p.flash, p.redo) if xp.scalar else model.flops_per_sequence(p.rc, p.flash, p.redo)
+    return xp.call(_scalar_flops, model, p.rc, p.flash, p.redo) if xp.scalar else model.flops_per_sequence(p.rc, p.flash, p.redo)
 
 
 def read_plan(model, c: dict, stack, xp) -> SimpleNamespace:

@@ -6,6 +6,11 @@ Both offer the same operations with numpy's meaning: `where` picks elementwise (
 both branches, as numpy does), `maximum`/`minimum`/`ceil`/`floor`/`log2` are elementwise,
 `not_` is the logical not (`~` would flip a Python bool's bits).
 
+One plan's namespaces (SCALAR, and TRACE of labs.core.stages.trace, which records SCALAR's
+operations to generate code from them) also offer `only_if(cond, fn, args, otherwise)`: fn(*args)
+where cond holds, `otherwise` elsewhere, running fn only where it is used; and `call(fn, *args)`,
+a Python function of plan values called as it is.
+
 The pipeline's first, middle and last ranks ride on a leading axis of 3: `stack` builds it (a
 numpy axis, or a tuple of 3), `each` runs a per-rank function over it (once on the stacked
 columns, or once per rank), `argmax` finds the rank with the most and `pick` takes that rank's
@@ -120,4 +125,5 @@ SCALAR = SimpleNamespace(
     stack=lambda *xs: xs, each=_each, argmax=_argmax, pick=lambda x, index: x[index] if type(x) is tuple else x,
     options=lambda tables: tables,  # tuples of floats, one entry per protocol
     cheapest=_cheapest, full_like=lambda x, value: float(value),
+    only_if=lambda cond, fn, args, otherwise: fn(*args) if cond else otherwise, call=lambda fn, *args: fn(*args),
 )
