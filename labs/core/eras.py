@@ -68,8 +68,10 @@ code, never from an end-to-end run:
   cpu_s_per_kernel. FSDP2 (PyTorch 2.5): 0.37 ms of host time for one Llama 3 8B block's
   all-gather (copy-in as three foreach dispatches, the collective, copy-out), measured in
   pytorch/pytorch#133369; its copy-in and copy-out are foreach ops whatever the parameter count,
-  so nothing per parameter. Only these unshard/reshard costs are measured: the post-backward
-  reduce-scatter's host work is not charged. Other stacks: 0 (Megatron's buffers need no hooks).
+  so nothing per parameter. Not charged, for want of a measurement: FSDP2's reshard (each
+  parameter set back to its sharded DTensor) and both stacks' post-backward reduce-scatter host
+  work (FSDP1's 2.0 code, before #96958, was slower still: 12.6 ms for the 400 parameters). Other
+  stacks: 0 (Megatron's contiguous buffers run no per-module hooks).
 - grad_sync: gradients reduced once a step (DDP no_sync, Megatron's accumulation into main_grad)
   or every micro-batch; None is the ZeRO stage's own way (once a step up to ZeRO-1, every
   micro-batch from ZeRO-2, DeepSpeed's and FSDP's default).
