@@ -15,8 +15,9 @@ gradients, in backward. Across nodes a token is sent once per destination node a
 over NVLink there; node-limited routing caps the destination nodes at M (DeepSeek-V3: 4 of 8).
 With k experts spread over N nodes a token reaches N (1 - (1 - 1/N)^k) distinct nodes on average.
 The network part runs on each GPU's own NIC (every GPU of the node sends at once), the
-NVLink part on NVLink; the slower sets the time. Not modelled: DualPipe's overlap of these
-all-to-alls with compute (DeepSeek-V3 Sec. 3.2.1), so the engine exposes them all.
+NVLink part on NVLink; the slower sets the time. The step exposes them all, except under the
+DualPipe schedule (DeepSeek-V3 Sec. 3.2.1), whose overlapped forward-and-backward pairs hide
+each pass's all-to-alls behind the other pass's compute (labs.core.stages.pipe).
 """
 
 from __future__ import annotations

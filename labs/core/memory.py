@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from labs.core.models import RECOMPUTE_MODES
-from labs.core.pipeline import SCHEDULES
+from labs.core.pipeline import SCHEDULES, check_dualpipe, dualpipe_in_flight
 from labs.core.stages.activations import activation_columns, layer_activation_columns  # noqa: F401 (layer_activation_columns: re-exported)
 from labs.core.stages.xp import NUMPY
 from labs.core.validation import check_bool, check_choice, check_positive
@@ -190,11 +190,14 @@ def in_flight_microbatches(schedule: str, p: int, m: int, v: int = 1, stage: int
 
     GPipe holds all m. 1F1B and ZB-H1 hold at most p - stage (the first stage: min(m, p)).
     Interleaved 1F1B holds p (1 + (p-1)/(p v)) on the first stage (Korthikanti Sec. 4.2.3).
-    ZB-H2 holds up to 2p - 1 (Qi et al. 2024 Table 2).
+    ZB-H2 holds up to 2p - 1 (Qi et al. 2024 Table 2). DualPipe holds p + 1 on every rank, in
+    units of one of its two chunks (deepseek-ai/DualPipe's README; labs.core.pipeline).
     """
     check_choice("schedule", schedule, SCHEDULES)
     for name, value in (("p", p), ("m", m), ("v", v)):
         check_positive(name, value, integer=True)
+    if schedule == "dualpipe":
+        check_dualpipe(p, m)
     check_positive("stage", stage, integer=True, allow_zero=True)
     if not 0 <= stage < p:
         raise ValueError(f"stage must be in [0, {p - 1}], got {stage}")
@@ -213,4 +216,5 @@ def in_flight_columns(schedule_code, p, m, v, stage=0, group=-1, xp=NUMPY):
     interleaved = xp.minimum(m, ((p - stage - 1) * 2 + (v - 1) * n + 1) / v)
     held = xp.where((schedule_code == SCHEDULES.index("interleaved")) & (m >= p), interleaved, held)
     held = xp.where(schedule_code == SCHEDULES.index("zb-h2"), xp.minimum(m, 2 * (p - stage) - 1), held)
+    held = xp.where(schedule_code == SCHEDULES.index("dualpipe"), dualpipe_in_flight(p, xp), held)  # every rank, its two chunks together
     return xp.where(schedule_code == SCHEDULES.index("gpipe"), m, held)

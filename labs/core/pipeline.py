@@ -26,11 +26,18 @@ Bubble, p stages, m micro-batches (Narayanan et al. 2021 Sec. 2.2; Qi et al. 202
     ZB-H2              idle (p-1) max(T_F + T_B - 2 T_W, T_B - T_F, 0) per stage (Qi et al.:
                        (p-1)(T_F + T_B - 2 T_W)); zero when T_F=T_B=T_W, at ~2x memory; for
                        m >= 2p, in each stage's own window (its ramp is outside it, see below)
-    DualPipe           (p/2 - 1)(F&B + B - 3W) per rank (DeepSeek-V3 Sec. 3.2.1; deepseek-ai/
-                       DualPipe's README, F&B an overlapped forward and backward, B a whole
-                       backward): bidirectional, m/2 micro-batches entering at each end, each
-                       rank holding two chunks; dualpipe_timeline plays dualpipe.py's own order
-                       and measures it (exact at T_F = T_B = T_W; tests/test_engine_v3_mechanisms.py)
+    DualPipe           idle (p/2 - 1) max(T_B - T_W, 0) + max((p - 2) T_F, (p/2 - 2) T_F + (p/2 - 1) T_B)
+                       per rank, every rank alike (DeepSeek-V3 Sec. 3.2.1; deepseek-ai/DualPipe):
+                       bidirectional, m/2 micro-batches entering at each end, each rank holding
+                       two chunks (stage r and stage p - 1 - r). dualpipe_timeline plays
+                       dualpipe.py's own order; the closed form is what it measures over random
+                       T_F, T_B, T_W (tests/test_dualpipe.py). At T_F = T_B = T_W it is the
+                       README's (p/2 - 1)(F&B + B - 3W), F&B = F + B an overlapped forward and
+                       backward, B a whole backward. For an even p and an even m >= 2p, as
+                       dualpipe.py asserts; p + 1 micro-batches' activations in flight on every
+                       rank (dualpipe_in_flight), and m - 3p/2 + 1 (+ what the rank's distance
+                       from the ends adds) of its m forwards run overlapped with a backward
+                       (dualpipe_overlapped_pairs): their all-to-alls are what DualPipe hides.
 Both maxima are what the generated timelines measure over random T_F, T_B, T_W
 (tests/test_zero_bubble.py), not an assumption.
 
@@ -68,10 +75,10 @@ from labs.core.hardware import GPUS, LINKS, NCCL_BASE_LATENCY_S
 from labs.core.stages.xp import NUMPY
 from labs.core.validation import check_bool, check_choice, check_positive
 
-SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2")
+SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "dualpipe")
 CONVENTIONS = ("total", "ideal")
 OPS = ("F", "B", "W")
-TIMELINE_SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2")
+TIMELINE_SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "dualpipe")
 WINDOWS = ("makespan", "stage")  # what a timeline's idle time is counted against
 ZB_WARMUP = {"zb-h1": 1, "zb-h2": 2}  # Qi et al.'s handcrafted schedules: warm-up F per later stage
 MAX_TIMELINE_OPS = 200_000  # p x m x v forward ops: a few seconds to generate, still drawable
@@ -116,6 +123,18 @@ def _check(p, m, schedule, v, group=None):
             raise ValueError(f"group (micro-batch group size) applies to the interleaved schedule only, got schedule={schedule!r}")
     if schedule == "interleaved" and p > 1:
         check_group(p, m, p if group is None else group)
+    if schedule == "dualpipe":
+        check_dualpipe(p, m)
+
+
+def check_dualpipe(p: int, m: int, p_name: str = "p", m_name: str = "m") -> None:
+    """deepseek-ai/DualPipe's asserts (dualpipe.py, DualPipe.step): an even number of ranks, and
+    an even number of micro-batches, at least twice the ranks (half enter at each end)."""
+    if p % 2:
+        raise ValueError(f"{p_name} must be even for DualPipe (dualpipe.py asserts num_ranks % 2 == 0), got {p}")
+    if m % 2 or m < 2 * p:
+        raise ValueError(f"{m_name}: DualPipe needs an even number of micro-batches of at least 2 x {p} = {2 * p} "
+                         f"(dualpipe.py asserts num_chunks % 2 == 0 and num_chunks >= num_ranks * 2), got {m}")
 
 
 def check_group(p: int, m: int, group: int) -> None:
@@ -141,8 +160,10 @@ def idle_time(p, m, schedule_code, v, tf, tb, tw, comm=0.0, group=None, xp=NUMPY
     zb2 = (p - 1) * xp.maximum(xp.maximum(tf + tb - 2 * tw, tb - tf), 0.0)
     plain = (p - 1) * (tf + tb + tw) / v
     interleaved = plain + message_idle(p, v, p if group is None else group, tf, tb + tw, comm, xp)
+    half = p / 2
+    dual = (half - 1) * xp.maximum(tb - tw, 0.0) + xp.maximum((p - 2) * tf, (half - 2) * tf + (half - 1) * tb)
     return xp.where(code == SCHEDULES.index("zb-h1"), zb1, xp.where(code == SCHEDULES.index("zb-h2"), zb2,
-                    xp.where(code == SCHEDULES.index("interleaved"), interleaved, plain)))
+                    xp.where(code == SCHEDULES.index("interleaved"), interleaved, xp.where(code == SCHEDULES.index("dualpipe"), dual, plain))))
 
 
 def message_idle(p, v, group, tf, tbw, comm, xp=NUMPY):
@@ -319,6 +340,8 @@ def timeline(p: int, m: int, schedule: str = "1f1b", v: int = 1, costs: OpCosts 
     interleaving's micro-batch group size N (Megatron's microbatch_group_size_per_vp_stage)."""
     _check(p, m, schedule, v, group)
     check_choice("schedule", schedule, TIMELINE_SCHEDULES)
+    if schedule == "dualpipe":
+        return dualpipe_timeline(p, m, costs)
     check_timeline_size(p, m, v)
     return _play(p, m, schedule, v, _check_costs(costs), group)
 
@@ -422,6 +445,24 @@ def peak_in_flight(p: int, m: int, schedule: str = "1f1b", v: int = 1, group: in
 
 
 # ---- DualPipe (DeepSeek-V3, arXiv:2412.19437 Sec. 3.2.1; deepseek-ai/DualPipe) -----------------
+def dualpipe_in_flight(p, xp=NUMPY):
+    """Micro-batches' activations (in one stage's units) every DualPipe rank holds at its peak:
+    p + 1 (the README's "Activation PP+1"), on every rank alike, as dualpipe_timeline measures."""
+    return xp.floats(p) + 1
+
+
+def dualpipe_overlapped_pairs(p, m, rank, xp=NUMPY):
+    """Forward-and-backward pairs ("FB", run together so that each one's communication hides
+    behind the other's compute) rank `rank` of p runs in a DualPipe step of m micro-batches:
+    step 4's two per round over m/2 - p + h + 1 rounds, less the middle ranks' first (not
+    overlapped, "to further reduce bubble size"), and step 5's p/2 - h - 1, h = min(r, p - 1 - r):
+    m - 3p/2 + 1 + h - [the rank is a middle one]. The end ranks overlap the fewest. Counted from
+    _dualpipe_order in tests/test_dualpipe.py. The rest of the m forwards and m backwards run alone."""
+    p, m, rank = xp.floats(p), xp.floats(m), xp.floats(rank)
+    h = xp.minimum(rank, p - 1 - rank)
+    return m - 1.5 * p + 1 + h - xp.where(h == p / 2 - 1, 1.0, 0.0)
+
+
 def _dualpipe_order(p: int, m: int, r: int) -> list[tuple]:
     """Rank r's ops under DualPipe, as deepseek-ai/DualPipe's dualpipe.py DualPipe.step plays
     them (its steps 1-8): ("F", direction, i), ("B", direction, i) a whole backward, ("Bi", ...)
@@ -500,8 +541,7 @@ def dualpipe_timeline(p: int, m: int, costs: OpCosts | None = None) -> Timeline:
     micro-batches' activations (the README's "PP + 1"); each rank holds two chunks' weights."""
     check_positive("p", p, integer=True, maximum=MAX_TIMELINE_STAGES)
     check_positive("m", m, integer=True)
-    if p % 2 or m % 2 or m < 2 * p:
-        raise ValueError(f"DualPipe needs an even p and an even m of at least 2p (dualpipe.py asserts it), got p={p}, m={m}")
+    check_dualpipe(p, m)
     check_timeline_size(p, m)
     c = _check_costs(costs)
     durations = {"F": c.tf, "B": c.tb + c.tw, "Bi": c.tb, "W": c.tw}

@@ -14,11 +14,13 @@ from labs.core.hardware import Cluster
 from labs.core.layout import RANK_ORDERS
 from labs.core.memory import OPTIMIZER_STATES, ZERO_STAGES, optimizer_state
 from labs.core.models import ALL_RECOMPUTE_MODES, Model
-from labs.core.pipeline import SCHEDULES
+from labs.core.pipeline import SCHEDULES, check_dualpipe
 from labs.core.topology import DP_ALGORITHMS, check_algorithm
 from labs.core.validation import check_bool, check_choice, check_positive
 
-PLAN_SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1")
+# DualPipe (DeepSeek-V3; deepseek-ai/DualPipe): bidirectional, each rank holding two chunks, the
+# expert all-to-alls of a forward hidden behind a backward's compute and back (labs.core.pipeline).
+PLAN_SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1", "dualpipe")
 GRAD_REDUCE_DTYPES = ("bf16", "fp32")
 # Context parallelism: "ring" (Transformer Engine: K/V blocks passed around the CP group,
 # overlapped with attention, the sequence split zig-zag so causal work is balanced),
@@ -135,6 +137,8 @@ class Plan:
         if self.schedule == "interleaved" and self.pp > 1 and group < self.pp:
             # Megatron-LM refuses N < pp (labs.core.pipeline.check_group): its order would wait on itself.
             raise ValueError(f"microbatch_group_size must be at least pp={self.pp} (Megatron-LM's range [pp, micro-batches]), got {group}")
+        if self.schedule == "dualpipe":  # dualpipe.py's asserts, on the plan's fields
+            check_dualpipe(self.pp, self.microbatches, "pp", "global_batch / (micro_batch x dp)")
         if self.microbatch_group_size is not None and self.schedule != "interleaved":
             raise ValueError(f"microbatch_group_size applies to the interleaved schedule only, got schedule={self.schedule!r}")
         if not self.reshard_after_forward and self.zero_stage != 3:

@@ -34,7 +34,7 @@ DEFAULT_CHOICES = {
     "zero_stage": [0, 1, 2, 3],
     "recompute": list(RECOMPUTE_MODES),
     "sequence_parallel": [False, True],
-    "schedule": list(PLAN_SCHEDULES),
+    "schedule": [s for s in PLAN_SCHEDULES if s != "dualpipe"],  # DualPipe doubles the parameters: swept when asked for
     "virtual_stages": [1, 2, 3, 4, 6, 8],
     "cp": [1, 2, 4, 8],
 }
@@ -140,6 +140,7 @@ def _space(model: Model, cluster: Cluster, global_batch: int, choices: dict, spe
     min_pp = spec.interleave_min_pp if spec else 2
     ok &= (sched != interleaved_code) | ((pp >= min_pp) & (m % pp == 0) & (pp * v <= model.layers))
     ok &= (pp > 1) | (sched == SCHEDULES.index("1f1b"))
+    ok &= (sched != SCHEDULES.index("dualpipe")) | ((pp % 2 == 0) & (m % 2 == 0) & (m >= 2 * pp))  # dualpipe.py's asserts (Plan's check)
     if "dp" in choices:
         ok &= np.isin(dp, choices["dp"])
     return {

@@ -61,7 +61,7 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     m = p.m
     comm_map = communication_map(model, cluster, p, tpcp, q, d, xp) if collectives else {}
     step = q.pipeline + q.pp_comm + d.dp_exposed + o.optimizer + o.offload_exposed
-    ep_comm = m * q.layers_slowest * tpcp.layer_a2a
+    ep_comm = q.ep_exposed  # the expert all-to-alls the step waits for (DualPipe hides part: stages.pipe)
     return {
         "step_time_s": step,
         "compute_s": m * q.work,
@@ -86,7 +86,7 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
         "memory_bytes": r.total,
         "model_flops": p.gb * model_per_sequence,
         "hardware_flops": p.gb * hardware_per_sequence,
-        "tp_bytes": m * d.layers * _tp_layer_sent(p, tpcp, xp),
+        "tp_bytes": m * d.layers * q.pass_share * _tp_layer_sent(p, tpcp, xp),
         "pp_bytes": q.pp_sent,
         "dp_bytes": xp.where(d.active, d.sent, 0.0),
         "pcie_bytes": xp.where(p.offload, (GRAD_BYTES + WEIGHT_BYTES) * o.updated, 0.0),
@@ -135,15 +135,15 @@ def communication_map(model, cluster, p, tpcp, q, d, xp) -> dict:
         xp.where(p.cp_ring, (cp - 1) * tpcp.kv_block * (3 + redo), (cp - 1) / cp * tpcp.kv * (2 + redo))), 0.0)
     cp_wire = xp.where(cp_used, per_layer * xp.where(
         p.cp_ulysses, tpcp.ulysses_pass * (2 + redo), xp.where(p.cp_ring, (cp - 1) * tpcp.step_p2p * (3 + redo), tpcp.gather_f * (1 + redo) + tpcp.gather_b)), 0.0)
-    ep_used = (p.ep > 1) & bool(model.experts)  # dispatch + combine per pass: exposed in full (no DualPipe)
-    ep_time = xp.where(ep_used, per_layer * tpcp.layer_a2a, 0.0)  # on the wire and exposed alike
+    ep_used = (p.ep > 1) & bool(model.experts)  # dispatch + combine per pass: exposed in full, but under DualPipe's overlapped pairs
+    ep_time = xp.where(ep_used, per_layer * tpcp.layer_a2a, 0.0)  # on the wire
     active, z0, z3 = d.active, d.z0, d.z3
     gathers = active & xp.not_(z0)
     collectives = {
         "tp": (tp_calls, per_layer * _tp_layer_sent(p, tpcp, xp), tp_wire, xp.where(tp > 1, per_layer * tpcp.tp_exposed, 0.0), tp, p.s_tp),
         "cp": (cp_calls, cp_sent, cp_wire, xp.where(cp_used, per_layer * tpcp.cp_total, 0.0), cp, p.s_cp),
         "ep": (xp.where(ep_used, per_layer * 2 * (2 + redo), 0.0), xp.where(ep_used, per_layer * (2 + redo) * tpcp.a2a_sent, 0.0),
-               ep_time, ep_time, p.ep, p.s_cp),
+               ep_time, xp.where(ep_used, q.ep_exposed, 0.0), p.ep, p.s_cp),
         "pp": (xp.where(pp > 1, 2 * m * v, 0.0), q.pp_sent, xp.where(pp > 1, 2 * m * v * q.hop, 0.0), q.pp_comm, xp.where(pp > 1, 2.0, 1.0), q.stage_stride),
         "dp_reduce": (xp.where(active, d.syncs * xp.where(z3 & d.per_parameter, d.module_calls, d.calls), 0.0),
                       xp.where(active, d.reduce_sent, 0.0),

@@ -37,11 +37,21 @@ _FULL, _SELECTIVE, _NONE = (RECOMPUTE_MODES.index(x) for x in ("full", "selectiv
 _NORMS_UP = ALL_RECOMPUTE_MODES.index("norms_up_proj")
 
 
-def _rank_memory(dense, expert, params, layers, last, rank, model, p, d, per_layer, stored, working, xp):
-    """One pipeline rank's weights, gradients, optimizer state and activations, in bytes."""
-    w_mem, g_mem, o_mem = model_state_columns(dense, p.zero, d.shard, p.offload, p.opt_bytes, d.grad_bytes, xp)
+def _rank_memory(dense, expert, params, layers, last, rank, share, model, p, d, per_layer, stored, working, xp):
+    """One pipeline rank's weights, gradients, optimizer state and activations, in bytes.
+
+    Under DualPipe the rank holds two chunks (labs.core.stages.pipe), each an nn.Module with its
+    own parameters and gradients (deepseek-ai/DualPipe examples/example_dualpipe.py builds the two
+    and sums each one's gradients with its mirror rank's copy): weights and gradients are twice a
+    stage's. Every stage then has 2 x dp copies, which update alike, so a ZeRO stage shards over
+    all of them: the optimizer state per rank is a stage's over dp, as without DualPipe (twice
+    that at ZeRO-0, where each copy keeps its own). DualPipe's code has no optimizer; this is the
+    engine's reading of the README's "Parameter 2x". Activations: p + 1 micro-batches through one
+    chunk (share: half the layers the rank holds)."""
+    copies = 1 / share  # pipeline ranks holding each stage's parameters: two under DualPipe
+    w_mem, g_mem, o_mem = model_state_columns(dense, p.zero, d.shard * copies, p.offload, p.opt_bytes, d.grad_bytes, xp)
     if model.experts:  # routed experts shard over n / ep ranks
-        expert_state = model_state_columns(expert, p.zero, d.expert_shard, p.offload, p.opt_bytes, d.grad_bytes, xp)
+        expert_state = model_state_columns(expert, p.zero, d.expert_shard * copies, p.offload, p.opt_bytes, d.grad_bytes, xp)
         w_mem, g_mem, o_mem = w_mem + expert_state[0], g_mem + expert_state[1], o_mem + expert_state[2]
     # grad_sync="step" from ZeRO-2: the accumulated gradients stay whole until the step's reduce-scatter
     g_mem = xp.where(xp.not_(d.reduce_each_mb) & (p.zero >= 2) & xp.not_(p.offload), (dense + expert) * d.grad_bytes, g_mem)
@@ -49,8 +59,8 @@ def _rank_memory(dense, expert, params, layers, last, rank, model, p, d, per_lay
     # copy of the layers' weights between micro-batches (Transformer Engine's FP8 weight cache).
     w_mem = w_mem + xp.where(p.zero == 3, 2 * model.layer_params / p.tp * WEIGHT_BYTES, 0.0)
     w_mem = w_mem + xp.where(p.fp8, params, 0.0)
-    held = in_flight_columns(p.sched, p.pp, p.m, p.v, rank, p.group, xp)
-    activations = per_layer * layers * held + xp.where(stored == _FULL, working, 0.0)
+    held = in_flight_columns(p.sched, p.pp, p.m, p.v, rank, p.group, xp)  # in micro-batches through one chunk's layers
+    activations = per_layer * layers * share * held + xp.where(stored == _FULL, working, 0.0)
     activations = activations + last * p.b * p.s * model.vocab * 4 / p.tp  # fp32 logits of the micro-batch in flight
     return w_mem, g_mem, o_mem, activations, w_mem + g_mem + o_mem + activations
 
@@ -69,7 +79,7 @@ def memory_stage(model, cluster, dp_algorithm, p, layer, q, d, tpcp, xp) -> Simp
     per_layer = xp.where(p.full, p.redo * per_layer + (1 - p.redo) * kept_whole, per_layer)  # layers a block recompute leaves out keep everything
     rank_index = xp.stack(xp.full_like(p.pp, 0.0), xp.minimum(1.0, p.pp - 1), p.pp - 1)
     w_mem, g_mem, o_mem, rank_activations, rank_total = xp.each(
-        _rank_memory, d.rank_dense, d.rank_expert, d.rank_params, q.layers_r, q.last_r, rank_index, model, p, d, per_layer, stored, working, xp)
+        _rank_memory, d.rank_dense, d.rank_expert, d.rank_params, q.layers_r, q.last_r, rank_index, q.pass_share, model, p, d, per_layer, stored, working, xp)
     busiest = xp.argmax(rank_total)
     r = SimpleNamespace()
     r.busiest_rank = xp.pick(rank_index, busiest)

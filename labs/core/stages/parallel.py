@@ -7,7 +7,8 @@
   chunks, and the overlapped GEMMs lose TP_OVERLAP_SMS of the GPU's SMs (TE's defaults,
   transformer_engine/pytorch/module/base.py initialize_ub; NeMo communication_overlap.rst).
 - CP: Transformer Engine's ring, Llama 3's all-gather, or DeepSpeed-Ulysses' all-to-alls.
-- EP: the routed tokens' dispatch and combine (labs.core.experts), exposed in full.
+- EP: the routed tokens' dispatch and combine (labs.core.experts), exposed in full here;
+  labs.core.stages.pipe hides part of them under the DualPipe schedule.
 """
 
 from __future__ import annotations
@@ -32,8 +33,8 @@ TP_OVERLAPPED_GEMM_SHARE = 0.5
 # across DGX H100 nodes runs 16 channels ("Channel 05/16", NVIDIA/nccl #1453); send/recv runs
 # NCCL_NCHANNELS_PER_NET_PEER = 2 (NVIDIA/nccl #1424). Compute that runs beside a DP/ZeRO
 # collective, or beside the CP ring's K/V hops, loses those SMs, as TP overlap loses its 16.
-# Not charged: the HBM bandwidth the NCCL kernels take from memory-bound compute, and EP's
-# all-to-all, which the engine exposes in full (nothing runs beside it).
+# Not charged: the HBM bandwidth the NCCL kernels take from memory-bound compute. EP's
+# all-to-all runs beside compute only under DualPipe (labs.core.stages.pipe charges its SMs).
 NCCL_COLLECTIVE_SMS = 16
 NCCL_P2P_SMS = 2
 

@@ -6,6 +6,17 @@ plan's first/last stage layers with the rest spread over the middle (Megatron-Co
 rank also holds the input embedding, the last the output layer, logits and loss. The first, a
 middle and the last rank ride on a leading axis of 3 (labs.core.stages.xp); the slowest sets
 the pace.
+
+DualPipe (deepseek-ai/DualPipe, examples/example_dualpipe.py): rank r holds two chunks, stage r
+for the micro-batches entering at rank 0 and stage p - 1 - r for those entering at rank p - 1,
+each an nn.Module with its own parameters and gradients, so the ranks' layers, embedding and
+output layer are held twice over (the README's "Parameter 2x"; the first and last ranks hold
+both the embedding and the output layer, as DeepSeek-V3 Sec. 3.2.3 places them). Half of a
+rank's m micro-batches pass through each chunk: a micro-batch's pass costs the mean of the
+two. In its overlapped forward-and-backward pairs (labs.core.pipeline.dualpipe_overlapped_pairs)
+each one's expert all-to-alls run under the other's compute (DeepSeek-V3 Sec. 3.2.1, Fig. 4) on
+DUALPIPE_COMM_SMS of the GPU's SMs, which the compute beside them loses (the engine's one
+contention charge, labs.core.stages.parallel.overlap_contention); the other passes expose them.
 """
 
 from __future__ import annotations
@@ -14,63 +25,95 @@ from types import SimpleNamespace
 
 from labs.core.eras import loss_bytes_per_logit
 from labs.core.gemm import gemm_time
-from labs.core.pipeline import SCHEDULES, idle_time, message_idle
-from labs.core.stages.parallel import _seconds
+from labs.core.pipeline import SCHEDULES, dualpipe_overlapped_pairs, idle_time, message_idle
+from labs.core.stages.parallel import _seconds, overlap_contention
 from labs.core.stages.xp import NUMPY
 
-_ZB_H1, _ZB_H2 = SCHEDULES.index("zb-h1"), SCHEDULES.index("zb-h2")
+_ZB_H1, _ZB_H2, _DUALPIPE = SCHEDULES.index("zb-h1"), SCHEDULES.index("zb-h2"), SCHEDULES.index("dualpipe")
+# SMs DeepSeek-V3's all-to-all kernels take while the other chunk computes: "only 20 SMs are
+# sufficient to fully utilize the bandwidths of IB and NVLink" (arXiv:2412.19437 Sec. 3.2.2).
+DUALPIPE_COMM_SMS = 20
 
 
-def stage_layers(L, pp, v, first, last, xp=NUMPY):
+def stage_layers(L, pp, v, first, last, dual=False, xp=NUMPY):
     """(layers, holds the embedding, holds the output layer) for the first, a middle and the last
-    rank, stacked on a leading axis of 3. first/last < 0: that end takes the even share."""
+    rank, stacked on a leading axis of 3. first/last < 0: that end takes the even share. dual
+    (DualPipe): each rank also holds its mirror stage p - 1 - r (the last's for the first rank,
+    the first's for the last; a middle one's for a middle rank, which at pp = 2 is the last)."""
     pp = xp.floats(pp)
     even = xp.ceil(L / (pp * v)) * v
     custom = (first >= 0) | (last >= 0)
     f = xp.where(first >= 0, first, xp.where(pp == 2, L - xp.maximum(last, 0), even))
     e = xp.where(last >= 0, last, xp.where(pp == 2, L - f, even))
     middle = xp.where(custom, xp.ceil((L - f - e) / xp.maximum(pp - 2, 1)), even)
+    first_layers = xp.where(pp == 1, L, xp.where(custom, f, even))
+    middle_layers = xp.where(pp == 1, L, xp.where(pp == 2, xp.where(custom, e, even), middle))
+    last_layers = xp.where(pp == 1, L, xp.where(custom, e, even))
+    mirror = xp.where(dual, 1.0, 0.0)
     layers = xp.stack(
-        xp.where(pp == 1, L, xp.where(custom, f, even)),
-        xp.where(pp == 1, L, xp.where(pp == 2, xp.where(custom, e, even), middle)),
-        xp.where(pp == 1, L, xp.where(custom, e, even)),
+        first_layers + mirror * last_layers,
+        middle_layers + mirror * xp.where(pp == 2, first_layers, middle_layers),
+        last_layers + mirror * first_layers,
     )
     ones = xp.full_like(pp, 1.0)
     single = xp.where(pp == 1, 1.0, 0.0)
-    first_rank = xp.stack(ones, single, single)
-    last_rank = xp.stack(single, xp.where(pp <= 2, 1.0, 0.0), ones)
+    ends = xp.where(pp <= 2, 1.0, 0.0)
+    first_rank = xp.stack(ones, single + mirror * ends, single + mirror)
+    last_rank = xp.stack(single + mirror, ends, ones)
     return layers, first_rank, last_rank
 
 
-def _rank_times(layers, last, fwd, layer_b, layer_w, layer_comm, logits, loss):
+def _rank_times(layers, last, share, fwd, layer_b, layer_w, layer_comm, logits, loss):
     """One rank's forward, input-gradient, weight-gradient and layer-communication seconds per
-    micro-batch, and their sum."""
-    f = layers * fwd + last * (logits + 0.5 * loss)
-    b = layers * layer_b + last * (logits + 0.5 * loss)
-    w = layers * layer_w + last * logits
-    comm = layers * layer_comm
+    micro-batch (a `share` of what it holds: 1/2 under DualPipe, whose micro-batches each pass
+    one of its two chunks), and their sum."""
+    f = share * (layers * fwd + last * (logits + 0.5 * loss))
+    b = share * (layers * layer_b + last * (logits + 0.5 * loss))
+    w = share * (layers * layer_w + last * logits)
+    comm = share * layers * layer_comm
     return f, b, w, comm, f + b + w + comm
+
+
+def _rank_comm(rank, pp, m, dual, layer_comm, layer_a2a, redo, fwd, bwd, sms, xp):
+    """A rank's layer communication per micro-batch and the expert all-to-all part of it: all of
+    it exposed; or under DualPipe, the mean over the step's m passes where, in each overlapped
+    pair, only what exceeds the other pass's compute waits (a forward's dispatch and combine
+    under the backward's compute, the backward's and the re-run forward's under the forward's),
+    plus what the hidden part cost that compute in SMs; a pass that runs alone exposes its own."""
+    a2a_f = layer_a2a / (2 + redo)
+    a2a_b = layer_a2a - a2a_f
+    pairs = dualpipe_overlapped_pairs(pp, m, rank, xp)
+    exposed = xp.maximum(a2a_f - bwd, 0.0) + xp.maximum(a2a_b - fwd, 0.0)
+    paired = exposed + overlap_contention(sms, layer_a2a - exposed, DUALPIPE_COMM_SMS)
+    a2a = xp.where(dual, (pairs * paired + (m - pairs) * layer_a2a) / m, layer_a2a)
+    return xp.where(dual, layer_comm - layer_a2a + a2a, layer_comm), a2a
 
 
 def pipeline_stage(model, cluster, stack, p, layer, tpcp, xp) -> SimpleNamespace:
     """The slowest rank's pass times (stage_f, stage_bwd), the pipeline's compute with its bubble
-    (pipeline), and the exposed send/recv (pp_comm)."""
+    (pipeline), the exposed send/recv (pp_comm) and the exposed expert all-to-alls (ep_exposed)."""
     gpu, h, V = cluster.gpu, model.hidden, model.vocab
     pp, m, v, tp, sched = p.pp, p.m, p.v, p.tp, p.sched
     q = SimpleNamespace()
-    q.layers_r, q.first_r, q.last_r = stage_layers(model.layers, pp, v, p.first_layers, p.last_layers, xp)
+    dual = sched == _DUALPIPE
+    q.pass_share = xp.where(dual, 0.5, 1.0)  # of a rank's layers, what one micro-batch passes through
+    q.layers_r, q.first_r, q.last_r = stage_layers(model.layers, pp, v, p.first_layers, p.last_layers, dual, xp)
     logits = gemm_time(gpu, p.tokens, V / tp, h, xp=xp)
     # The cross entropy streams the logits through HBM (the stack's passes, fp32 in most).
     hbm_rate = gpu.hbm_bytes_per_s * gpu.hbm_efficiency
     loss = p.tokens * V / tp * xp.where(p.torch_compile, loss_bytes_per_logit(stack, True), loss_bytes_per_logit(stack, False)) / hbm_rate
+    rank_index = xp.stack(xp.full_like(pp, 0.0), xp.minimum(1.0, pp - 1), pp - 1)
+    layer_comm_r, a2a_r = xp.each(_rank_comm, rank_index, pp, m, dual, tpcp.layer_comm, tpcp.layer_a2a, p.redo, layer.fwd,
+                                  layer.layer_b + layer.layer_w, gpu.sms, xp)
     stage_f, stage_b, stage_w, stage_comm, total = xp.each(
-        _rank_times, q.layers_r, q.last_r, layer.fwd, layer.layer_b, layer.layer_w, tpcp.layer_comm, logits, loss)
+        _rank_times, q.layers_r, q.last_r, q.pass_share, layer.fwd, layer.layer_b, layer.layer_w, layer_comm_r, logits, loss)
     slowest = xp.argmax(total)
     stage_f, stage_b, stage_w, q.stage_comm = (xp.pick(x, slowest) for x in (stage_f, stage_b, stage_w, stage_comm))
-    q.layers_slowest = xp.pick(q.layers_r, slowest)
-    q.stage_f, q.stage_bwd = stage_f, stage_b + stage_w
+    q.layers_slowest = xp.pick(q.layers_r, slowest) * q.pass_share
+    q.ep_exposed = m * q.layers_slowest * xp.pick(a2a_r, slowest)
+    q.stage_f, q.stage_b, q.stage_w, q.stage_bwd = stage_f, stage_b, stage_w, stage_b + stage_w
     q.per_mb = stage_f + q.stage_bwd + q.stage_comm
-    zb = (sched == _ZB_H1) | (sched == _ZB_H2)
+    zb = (sched == _ZB_H1) | (sched == _ZB_H2) | dual  # DualPipe defers weight passes as zero-bubble does
     idle = idle_time(pp, m, sched, v, stage_f, xp.where(zb, stage_b, q.stage_bwd), xp.where(zb, stage_w, 0.0), xp=xp)
     q.work = stage_f + q.stage_bwd
     q.bubble = xp.where(pp > 1, idle / (m * q.work + idle), 0.0)
