@@ -339,12 +339,20 @@ def capacity_point(capacity: float) -> dict:
 # ---- DeepSeek-V3's layout ------------------------------------------------------------------------
 @lru_cache(maxsize=None)
 def deepseek_rows() -> dict:
+    """The published layout in BF16 without recomputation, with full recomputation, with TP 8;
+    and DeepSeek's own recipe (FP8, its norm and MLA up-projection recomputation:
+    labs.core.calibration.DEEPSEEK_V3_LAYOUT) under 1F1B and under DualPipe, as it ran."""
+    from labs.core.calibration import deepseek_v3_estimate
+
     published = moe_estimate()
     recompute = moe_estimate(recompute="full")
     with_tp = moe_estimate(ep=16, tp=8)
-    return {"published": published, "full": recompute, "tp8": with_tp,
-            "hidden_step": published.step_time_s - published.time.ep_comm,
-            "ep_share": published.time.ep_comm / published.step_time_s}
+    recipe = deepseek_v3_estimate()
+    dualpipe = estimate(recipe.model, recipe.cluster, replace(recipe.plan, schedule="dualpipe"))
+    ep_1f1b, ep_dual = (next(c for c in e.collectives if c.key == "ep") for e in (recipe, dualpipe))
+    return {"published": published, "full": recompute, "tp8": with_tp, "recipe": recipe, "dualpipe": dualpipe,
+            "recipe_ep_share": recipe.time.ep_comm / recipe.step_time_s,
+            "dualpipe_hidden": 1 - ep_dual.exposed_s / ep_dual.wire_s, "ep_wire": ep_1f1b.wire_s}
 
 
 # ---- the ledger step ------------------------------------------------------------------------------
