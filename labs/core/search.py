@@ -176,15 +176,46 @@ def _columns(space: dict, options: dict) -> dict:
     }
 
 
-def _pareto(fits: np.ndarray, step: np.ndarray, memory: np.ndarray) -> np.ndarray:
-    """Plans that fit and that no other fitting plan beats on both memory and step time."""
+# Rows evaluated at once. A column of more rows than this (8 bytes each) is allocated past
+# glibc's 128 KiB mmap threshold, or grows and trims the heap: every one of the step model's
+# ~2,000 temporaries then page-faults in its memory afresh, which took ~40% of a sweep of 37,068
+# plans. Blocks of at most this many rows reuse freed memory; each costs ~1 ms of Python.
+BLOCK_ROWS = 12_000
+SWEEP_OUTPUTS = ("memory_bytes", "step_time_s", "bubble_fraction", "model_flops", "hardware_flops", "dp_comm_s", "dp_exposed_latency_s")
+
+
+def _evaluate_blocks(model: Model, cluster: Cluster, cols: dict, dp_algorithm: str, stack) -> dict[str, np.ndarray]:
+    """The outputs sweep() shows of labs.core.step.evaluate over the plan columns, run on blocks
+    of equal size up to BLOCK_ROWS rows."""
+    rows = len(cols["tp"])
+    blocks = -(-rows // BLOCK_ROWS)
+    size = -(-rows // blocks)
+    outs = [evaluate(model, cluster, {k: v[start:start + size] for k, v in cols.items()}, dp_algorithm, stack, collectives=False)
+            for start in range(0, rows, size)]
+    return {k: np.concatenate([out[k] for out in outs]) if blocks > 1 else outs[0][k] for k in SWEEP_OUTPUTS}
+
+
+def _best_first(fits: np.ndarray, step: np.ndarray) -> tuple[np.ndarray, int]:
+    """The sweep's row order, fitting plans by step time and then the rest (ties keep the
+    space's order), and how many fit."""
+    fit, rest = np.flatnonzero(fits), np.flatnonzero(~fits)
+    return np.concatenate([fit[np.argsort(step[fit], kind="stable")], rest[np.argsort(step[rest], kind="stable")]]), len(fit)
+
+
+def _pareto(step: np.ndarray, memory: np.ndarray) -> np.ndarray:
+    """Which of the fitting plans, sorted by step time (ties in the space's order), no other
+    fitting plan beats on both memory and step time: of each run of equal step times, the first
+    of least memory, when that memory is below every faster plan's."""
     front = np.zeros(len(step), dtype=bool)
-    idx = np.flatnonzero(fits)
-    if len(idx) == 0:
+    if len(step) == 0:
         return front
-    idx = idx[np.lexsort((memory[idx], step[idx]))]
-    best_before = np.minimum.accumulate(np.concatenate([[np.inf], memory[idx][:-1]]))
-    front[idx[memory[idx] < best_before]] = True
+    tied = (step[1:] == step[:-1]) | (np.isnan(step[1:]) & np.isnan(step[:-1]))  # nan sorts last, as one run
+    runs = np.cumsum(np.concatenate([[0], ~tied]))
+    starts = np.flatnonzero(np.concatenate([[True], ~tied]))
+    least = np.minimum.reduceat(memory, starts)
+    faster = np.concatenate([[np.inf], np.minimum.accumulate(least)[:-1]])
+    first_least = np.minimum.reduceat(np.where(memory == least[runs], np.arange(len(step)), len(step)), starts)
+    front[first_least[least < faster]] = True
     return front
 
 
@@ -203,29 +234,33 @@ def sweep(model: Model, cluster: Cluster, global_batch: int, era: str | None = N
     if len(space["tp"]) == 0:
         raise ValueError(f"no valid plan for {model.name} on {cluster.gpus} GPUs with global_batch={global_batch} and {fixed}")
     cols = _columns(space, options)
-    out = evaluate(model, cluster, cols, options["dp_algorithm"], stack_of(era), collectives=False)
+    out = _evaluate_blocks(model, cluster, cols, options["dp_algorithm"], stack_of(era))
     gpus, peak = cluster.gpus, peak_flops(cluster.gpu, options["precision"])
     fits = out["memory_bytes"] <= cluster.gpu.hbm_bytes
-    pareto = _pareto(fits, out["step_time_s"], out["memory_bytes"])
-    order = np.lexsort((out["step_time_s"], ~fits))
-    step = out["step_time_s"][order]
+    order, fitting = _best_first(fits, out["step_time_s"])
+    step, memory = out["step_time_s"][order], out["memory_bytes"][order]
     model_flops, hardware_flops = out["model_flops"][order], out["hardware_flops"][order]
     import pandas as pd
 
-    # Settings every row shares are given once (pandas repeats them), not as a column each
     frame = {k: space[k][order] for k in ("tp", "pp", "dp", "cp", "ep", "micro_batch", "zero_stage")}
     frame["recompute"] = _names(ALL_RECOMPUTE_MODES).take(space["_recompute_code"][order])
     frame["sequence_parallel"] = space["sequence_parallel"][order]
     frame["schedule"] = _names(SCHEDULES).take(space["_schedule_code"][order])
     frame["virtual_stages"] = space["virtual_stages"][order]
+    # Settings every row shares are given once: pandas repeats a number; a string is taken from
+    # a one-name array (pandas' own repeat of a string scalar takes several times longer)
+    shared = np.zeros(len(order), dtype=np.intp)
     frame.update({
-        "global_batch": global_batch, "flash_attention": bool(options["flash_attention"]), "tp_comm_overlap": cols["tp_comm_overlap"][order],
-        "grad_reduce_dtype": options["grad_reduce_dtype"], "dp_algorithm": options["dp_algorithm"],
-        "dp_overlap": bool(options["dp_overlap"]), "pp_overlap": bool(options["pp_overlap"]),
-        "optimizer_state": options["optimizer_state"], "cp_algorithm": options["cp_algorithm"], "precision": options["precision"],
-        "stack": era, "grad_sync": options["grad_sync"], "torch_compile": bool(options["torch_compile"]),
-        "fits": fits[order],
-        "memory_bytes": out["memory_bytes"][order],
+        k: _names((value,)).take(shared) if isinstance(value, str) else value for k, value in {
+            "global_batch": global_batch, "flash_attention": bool(options["flash_attention"]), "tp_comm_overlap": cols["tp_comm_overlap"][order],
+            "grad_reduce_dtype": options["grad_reduce_dtype"], "dp_algorithm": options["dp_algorithm"],
+            "dp_overlap": bool(options["dp_overlap"]), "pp_overlap": bool(options["pp_overlap"]),
+            "optimizer_state": options["optimizer_state"], "cp_algorithm": options["cp_algorithm"], "precision": options["precision"],
+            "stack": era, "grad_sync": options["grad_sync"], "torch_compile": bool(options["torch_compile"]),
+        }.items()})
+    frame.update({
+        "fits": np.arange(len(order)) < fitting,
+        "memory_bytes": memory,
         "step_time_s": step,
         "bubble_fraction": out["bubble_fraction"][order],
         "model_tflops_per_gpu": model_flops / step / gpus / 1e12,
@@ -236,7 +271,7 @@ def sweep(model: Model, cluster: Cluster, global_batch: int, era: str | None = N
         "dp_comm_exposed_s": out["dp_comm_s"][order],
         "dp_comm_latency_s": out["dp_exposed_latency_s"][order],
         "tp_spans_nodes": frame["tp"] > cluster.gpus_per_node,
-        "pareto": pareto[order],
+        "pareto": np.concatenate([_pareto(step[:fitting], memory[:fitting]), np.zeros(len(order) - fitting, dtype=bool)]),
     })
     return pd.DataFrame(frame, copy=False)
 
