@@ -92,6 +92,12 @@ def mechanism_checks() -> list[tuple[str, str]]:
     out.append(("Attention kernels, fraction of bf16 peak on H100 (fa2 / cudnn / fa3)",
                 " / ".join(f"{ATTENTION_EFFICIENCY[(k, 'hopper')]:.2f}" for k in ("fa2", "cudnn", "fa3"))))
     out.append(("Eager PyTorch element-wise bytes over fused, Llama 3 8B", f"{unfused_elementwise_ratio(Model.get('llama3-8b')):.2f}x"))
+    ds = deepseek_v3_estimate()
+    dual = estimate(ds.model, ds.cluster, replace(ds.plan, schedule="dualpipe"))
+    ep = {e.plan.schedule: next(c for c in e.collectives if c.key == "ep") for e in (ds, dual)}
+    out.append(("DualPipe: DeepSeek-V3 on 2,048 H800s, 1F1B / DualPipe step, bubble, EP all-to-all exposed of its wire time",
+                f"{ds.step_time_s:.1f} / {dual.step_time_s:.1f} s, {ds.bubble_fraction:.1%} / {dual.bubble_fraction:.1%}, "
+                f"{ep['1f1b'].exposed_s / ep['1f1b'].wire_s:.0%} / {ep['dualpipe'].exposed_s / ep['dualpipe'].wire_s:.0%}"))
     return out
 
 
@@ -127,6 +133,8 @@ def main() -> None:
         print(f"  {row['id']:28s} {est.memory.total / 1e9:6.1f} GB of {est.cluster.gpu.hbm_bytes / 1e9:.1f}, margin {est.hbm_margin_bytes / 1e9:+6.1f} GB")
     ds = deepseek_v3_estimate()
     print(f"  {'deepseek_v3_2048_h800':28s} {ds.memory.total / 1e9:6.1f} GB of {ds.cluster.gpu.hbm_bytes / 1e9:.1f}, margin {ds.hbm_margin_bytes / 1e9:+6.1f} GB")
+    dual = estimate(ds.model, ds.cluster, replace(ds.plan, schedule="dualpipe"))  # as it ran (DeepSeek-V3 Sec. 3.2.1)
+    print(f"  {'deepseek_v3_2048_dualpipe':28s} {dual.memory.total / 1e9:6.1f} GB of {dual.cluster.gpu.hbm_bytes / 1e9:.1f}, margin {dual.hbm_margin_bytes / 1e9:+6.1f} GB")
     print("\nMechanism checks (engine v3):")
     for what, value in mechanism_checks():
         print(f"  {what}: {value}")
