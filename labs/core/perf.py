@@ -20,7 +20,6 @@ from labs.core.plan import CP_ALGORITHMS, GRAD_REDUCE_DTYPES, PLAN_SCHEDULES, Pl
 from labs.core.stages.inputs import strides
 from labs.core.stages.xp import SCALAR
 from labs.core.step import COMMUNICATION_MAP_KEYS, CPU_ADAM_BYTES_PER_PARAM, evaluate_plan
-from labs.core.topology import members_per_node
 from labs.core.validation import check_positive
 
 LARGE_BUBBLE = 0.10
@@ -167,25 +166,41 @@ class CollectiveUse:
 _CP_OPS = {"ulysses": "all-to-all", "all_gather": "all-gather + reduce-scatter"}
 
 
+# key: (axis, frequency, the communication map's keys) for the collectives' fixed fields
+_COLLECTIVE_FIELDS = tuple((key, axis, frequency, COMMUNICATION_MAP_KEYS[key]) for key, (axis, frequency, _) in COLLECTIVE_KINDS.items())
+
+
 def _collectives(cluster: Cluster, plan: Plan, r: dict) -> tuple[CollectiveUse, ...]:
-    ops = {
-        "tp": "all-gather + reduce-scatter" if plan.sequence_parallel else "all-reduce",
-        "cp": _CP_OPS.get(plan.cp_algorithm, "ring send/recv"),
-        "ep": "all-to-all",
-        "pp": "send/recv",
-        "dp_reduce": "all-reduce" if plan.zero_stage == 0 else "reduce-scatter",
-        "dp_gather": "all-gather",
-    }
     out = []
-    for key, (axis, frequency, _) in COLLECTIVE_KINDS.items():
-        calls_key, sent_key, wire_key, exposed_key, group_key, members_key = COMMUNICATION_MAP_KEYS[key]
+    for key, axis, frequency, (calls_key, sent_key, wire_key, exposed_key, group_key, members_key) in _COLLECTIVE_FIELDS:
         calls = r[calls_key]
         if calls <= 0:
             continue
         group, g = int(round(r[group_key])), int(round(r[members_key]))
         link = cluster.intra.name if g >= group else cluster.inter.name
-        out.append(CollectiveUse(key, axis, ops[key], frequency, calls, r[sent_key], group, g, link, r[wire_key], r[exposed_key]))
+        out.append(_new(CollectiveUse, key=key, axis=axis, op=_collective_op(key, plan), frequency=frequency, calls=calls,
+                        sent_bytes=r[sent_key], group=group, members_per_node=g, link=link, wire_s=r[wire_key], exposed_s=r[exposed_key]))
     return tuple(out)
+
+
+def _collective_op(key: str, plan: Plan) -> str:
+    if key == "tp":
+        return "all-gather + reduce-scatter" if plan.sequence_parallel else "all-reduce"
+    if key == "cp":
+        return _CP_OPS.get(plan.cp_algorithm, "ring send/recv")
+    if key == "dp_reduce":
+        return "all-reduce" if plan.zero_stage == 0 else "reduce-scatter"
+    return {"ep": "all-to-all", "pp": "send/recv", "dp_gather": "all-gather"}[key]
+
+
+def _new(cls, **values):
+    """cls(**values) for a frozen dataclass of plain fields (no __post_init__), every field
+    given: the instance its __init__ would build, without that __init__'s object.__setattr__
+    per field (estimate() builds up to ten of them a plan; tests/test_compiled_estimate.py
+    holds each equal to its constructor's)."""
+    instance = object.__new__(cls)
+    object.__setattr__(instance, "__dict__", values)
+    return instance
 
 
 def _run(model: Model, cluster: Cluster, plan: Plan) -> dict[str, float]:
@@ -204,27 +219,30 @@ def memory_breakdown(model: Model, plan: Plan) -> MemoryBreakdown:
 
 
 def _memory(r: dict) -> MemoryBreakdown:
-    return MemoryBreakdown(r["weights_bytes"], r["gradients_bytes"], r["optimizer_bytes"], r["activations_bytes"], r["buffers_bytes"])
+    return _new(MemoryBreakdown, weights=r["weights_bytes"], gradients=r["gradients_bytes"], optimizer=r["optimizer_bytes"],
+                activations=r["activations_bytes"], buffers=r["buffers_bytes"])
 
 
 def estimate(model: Model, cluster: Cluster, plan: Plan) -> Estimate:
     """Memory, time and utilisation of one training step of `model` on `cluster` under `plan`."""
     validate(model, cluster, plan)
     r = _run(model, cluster, plan)
-    time = TimeBreakdown(r["compute_s"], r["bubble_s"], r["tp_comm_s"], r["pp_comm_s"], r["dp_comm_s"], r["optimizer_s"], r["offload_s"], r["ep_comm_s"])
+    time = _new(TimeBreakdown, compute=r["compute_s"], bubble=r["bubble_s"], tp_comm=r["tp_comm_s"], pp_comm=r["pp_comm_s"],
+                dp_comm=r["dp_comm_s"], optimizer=r["optimizer_s"], offload=r["offload_s"], ep_comm=r["ep_comm_s"])
     memory = _memory(r)
     fits = memory.total <= cluster.gpu.hbm_bytes
     offload = None
     if plan.offload_optimizer:
         offload = OffloadCost(r["offload_down_s"], r["cpu_adam_s"], r["offload_up_s"], r["offload_s"], r["pcie_bytes"], r["host_bytes_per_node"])
-    dp_cost = CollectiveCost(r["dp_latency_s"], r["dp_total_s"] - r["dp_latency_s"])
-    warnings = _warnings(model, cluster, plan, memory, fits, r["bubble_fraction"], r["dp_comm_s"], time.total, offload, int(r["layers_per_stage"]))
-    return Estimate(
-        model, cluster, plan, fits, memory, time, r["bubble_fraction"], r["model_flops"], r["hardware_flops"],
-        dp_cost, r["dp_exposed_latency_s"],
-        {"tp": r["tp_bytes"], "pp": r["pp_bytes"], "dp": r["dp_bytes"], "pcie": r["pcie_bytes"]},
-        tuple(warnings), offload, int(round(r["busiest_rank"])),
-        _collectives(cluster, plan, r), (r["memory_first_bytes"], r["memory_middle_bytes"], r["memory_last_bytes"]),
+    return _new(
+        Estimate, model=model, cluster=cluster, plan=plan, fits=fits, memory=memory, time=time, bubble_fraction=r["bubble_fraction"],
+        model_flops_per_step=r["model_flops"], hardware_flops_per_step=r["hardware_flops"],
+        dp_comm_cost=_new(CollectiveCost, latency_s=r["dp_latency_s"], bandwidth_s=r["dp_total_s"] - r["dp_latency_s"]),
+        dp_exposed_latency_s=r["dp_exposed_latency_s"],
+        comm_bytes_per_gpu={"tp": r["tp_bytes"], "pp": r["pp_bytes"], "dp": r["dp_bytes"], "pcie": r["pcie_bytes"]},
+        warnings=_warnings(model, cluster, plan, r, memory, fits, time.total, offload), offload=offload,
+        busiest_rank=int(round(r["busiest_rank"])), collectives=_collectives(cluster, plan, r),
+        stage_memory_bytes=(r["memory_first_bytes"], r["memory_middle_bytes"], r["memory_last_bytes"]),
     )
 
 
@@ -243,8 +261,9 @@ class OffloadCost:
     host_bytes_per_node: float  # CPU memory the node's ranks keep offloaded
 
 
-def _warnings(model, cluster, plan, memory, fits, bubble, dp_exposed, step, offload, heavy) -> list[str]:
+def _warnings(model, cluster, plan, r, memory, fits, step, offload) -> tuple[str, ...]:
     out = []
+    bubble, dp_exposed = r["bubble_fraction"], r["dp_comm_s"]
     if offload:
         host = offload.host_bytes_per_node
         if host > cluster.host.memory_bytes:
@@ -252,8 +271,8 @@ def _warnings(model, cluster, plan, memory, fits, bubble, dp_exposed, step, offl
                 f"Offloaded state needs {host / 1e9:,.0f} GB of CPU memory per node, more than the host's "
                 f"{cluster.host.memory_bytes / 1e9:,.0f} GB"
             )
-    tp_stride = strides(RANK_ORDERS.index(plan.rank_order), float(plan.tp), float(plan.cp), float(plan.dp), float(plan.pp), SCALAR)["tp"]
-    if plan.tp <= cluster.gpus_per_node and plan.tp > 1 and members_per_node(cluster, plan.tp, tp_stride, SCALAR) < plan.tp:
+    if 1 < plan.tp <= cluster.gpus_per_node and r["coll_tp_members_per_node"] < plan.tp:  # the rank order spreads TP over nodes
+        tp_stride = strides(RANK_ORDERS.index(plan.rank_order), float(plan.tp), float(plan.cp), float(plan.dp), float(plan.pp), SCALAR)["tp"]
         out.append(
             f"Rank order {plan.rank_order} places the {plan.tp} GPUs of each TP group {tp_stride:g} ranks apart: every group "
             f"spans nodes, so its per-layer collectives leave {cluster.intra.name} for {cluster.inter.name}"
@@ -273,9 +292,10 @@ def _warnings(model, cluster, plan, memory, fits, bubble, dp_exposed, step, offl
             f"largest term is {term} ({memory.as_dict()[term] / 1e9:.1f} GB)"
         )
     if model.layers % (plan.pp * plan.virtual_stages):
+        heavy = int(r["layers_per_stage"])
         out.append(f"{model.layers} layers do not split evenly over pp x v = {plan.pp * plan.virtual_stages}: the heaviest stage holds {heavy} layers and sets the pace")
     if bubble > LARGE_BUBBLE:
         out.append(f"Pipeline bubble is {bubble:.0%} of the step (pp={plan.pp}, {plan.microbatches} micro-batches)")
     if dp_exposed > 0.2 * step:
         out.append(f"Data-parallel communication leaves {dp_exposed / step:.0%} of the step exposed")
-    return out
+    return tuple(out)

@@ -30,6 +30,7 @@ from labs.core.stages.memory import memory_stage
 from labs.core.stages.optimizer import CPU_ADAM_BYTES_PER_PARAM, optimizer_stage  # noqa: F401 (CPU_ADAM_BYTES_PER_PARAM: re-exported)
 from labs.core.stages.parallel import NCCL_COLLECTIVE_SMS, layer_communication  # noqa: F401 (NCCL_COLLECTIVE_SMS: re-exported)
 from labs.core.stages.pipe import pipeline_stage
+from labs.core.stages.trace import FALLBACKS, StepCache
 from labs.core.stages.xp import NUMPY, SCALAR
 from labs.core.topology import members_per_node
 
@@ -160,12 +161,22 @@ def communication_map(model, cluster, p, tpcp, q, d, xp) -> dict:
     return out
 
 
+COMPILED = StepCache(evaluate)  # the stages traced into Python per model, cluster, stack and constant columns
+
+
 def evaluate_plan(model: Model, cluster: Cluster, columns: dict, dp_algorithm: str = "auto", stack: Era | None = None) -> dict[str, float]:
-    """`evaluate` for one plan's columns (Python numbers), as floats. Runs the stages on Python
-    numbers; where that divides by zero (numpy would carry an inf or nan into a row a later
-    `where` discards) it runs the plan as a numpy column of one instead."""
+    """`evaluate` for one plan's columns (Python numbers), as floats. Runs the stages' SCALAR
+    operations as code generated for the plan's constant columns (labs.core.stages.trace), or
+    SCALAR itself where they cannot be traced; where that divides by zero (numpy would carry an
+    inf or nan into a row a later `where` discards) it runs the plan as a numpy column of one."""
+    stack = stack_of(None) if stack is None else stack
+    compiled = COMPILED.lookup(model, cluster, columns, dp_algorithm, stack)
     try:
-        return {k: float(v) for k, v in evaluate(model, cluster, columns, dp_algorithm, stack, SCALAR).items()}
+        if compiled is None:
+            return {k: float(v) for k, v in evaluate(model, cluster, columns, dp_algorithm, stack, SCALAR).items()}
+        step, inputs_of = compiled
+        return step(*inputs_of(columns))
     except (ZeroDivisionError, OverflowError, ValueError):
+        FALLBACKS["numpy_plans"] += 1
         out = evaluate(model, cluster, {k: np.asarray([v]) for k, v in columns.items()}, dp_algorithm, stack, NUMPY)
         return {k: float(v[0]) for k, v in out.items()}

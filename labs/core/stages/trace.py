@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from collections import OrderedDict
 from dataclasses import fields
+from operator import eq, itemgetter
 from types import SimpleNamespace
 
 import numpy as np
@@ -309,8 +310,13 @@ TRACE = SimpleNamespace(
 
 _INLINE_DEPTH = 40  # deeper expressions are split into locals (the parser's nesting limit)
 _BINARY = {"+", "-", "*", "/", "**", "<", "<=", ">", ">=", "==", "!=", "&", "|"}
-_CALLS = {"max": "_max", "min": "_min", "ceil": "_ceil", "floor": "_floor", "log2": "_log2", "float": "float"}
-_GLOBALS = {"_max": max, "_min": min, "_ceil": SCALAR.ceil, "_floor": SCALAR.floor, "_log2": SCALAR.log2, "_inf": math.inf, "_nan": math.nan}
+# How each operation reads in the generated code, as SCALAR runs it: max(a, b) is b if b > a else
+# a (Python's max keeps the first of equals, and so for nan), min likewise with <; SCALAR's ceil
+# and floor are float(math.ceil(x)) and float(math.floor(x)).
+_FORMS = {"max": "({1} if {1} > {0} else {0})", "min": "({1} if {1} < {0} else {0})", "ceil": "float(_ceil({0}))",
+          "floor": "float(_floor({0}))", "log2": "_log2({0})", "float": "float({0})", "neg": "(-{0})", "not": "(not {0})"}
+_ATOMS = {"max", "min"}  # their operands are read twice: names or literals, never expressions
+_GLOBALS = {"_ceil": math.ceil, "_floor": math.floor, "_log2": math.log2, "_inf": math.inf, "_nan": math.nan}
 
 
 class _Scope:
@@ -388,8 +394,9 @@ def generate_source(outputs: dict, inputs: list[str]) -> str:
             if _is(arg):
                 uses[arg.id].append(scope)
     inlined, depth = set(), {}
+    operands_of_atoms = {a.id for n in order if n.op in _ATOMS for a in n.args if _is(a)}
     for node in order:
-        if node.op in ("input", "select", "call", "out") or len(uses[node.id]) != 1:
+        if node.op in ("input", "select", "call", "out") or len(uses[node.id]) != 1 or node.id in operands_of_atoms:
             continue
         d = 1 + max((depth.get(a.id, 0) for a in node.args if _is(a) and a.id in inlined), default=0)
         if d <= _INLINE_DEPTH:
@@ -405,14 +412,7 @@ def generate_source(outputs: dict, inputs: list[str]) -> str:
             return f"{x.args[0].op[0]}{x.args[0].id}_{x.extra}"
         if x.id not in inlined:
             return f"v{x.id}"
-        args = [expr(a) for a in x.args]
-        if x.op in _BINARY:
-            return f"({args[0]} {x.op} {args[1]})"
-        if x.op == "neg":
-            return f"(-{args[0]})"
-        if x.op == "not":
-            return f"(not {args[0]})"
-        return f"{_CALLS[x.op]}({', '.join(args)})"
+        return _form(x, expr)
 
     outs: dict[int, set] = {}
     for node in order:
@@ -440,7 +440,7 @@ def generate_source(outputs: dict, inputs: list[str]) -> str:
                 targets = "".join(f"c{node.id}_{i}, " for i in range(n))
                 lines.append(f"{pad}{targets}= {name}({', '.join(expr(a) for a in node.args)})")
             else:
-                lines.append(f"{pad}v{node.id} = {_statement(node, expr)}")
+                lines.append(f"{pad}v{node.id} = {_form(node, expr)}")
 
     emit(root, 1)
     out = ", ".join(f"{k!r}: {_output(v, expr)}" for k, v in outputs.items())
@@ -448,15 +448,11 @@ def generate_source(outputs: dict, inputs: list[str]) -> str:
     return f"def step({', '.join(inputs)}):\n" + "\n".join(head + lines) + f"\n    return {{{out}}}\n"
 
 
-def _statement(node, expr):
+def _form(node, expr):
     args = [expr(a) for a in node.args]
     if node.op in _BINARY:
-        return f"{args[0]} {node.op} {args[1]}"
-    if node.op == "neg":
-        return f"-{args[0]}"
-    if node.op == "not":
-        return f"not {args[0]}"
-    return f"{_CALLS[node.op]}({', '.join(args)})"
+        return f"({args[0]} {node.op} {args[1]})"
+    return _FORMS[node.op].format(*args)
 
 
 def _output(value, expr):
@@ -502,7 +498,7 @@ def compile_step(evaluate, model, cluster, columns, dp_algorithm, stack):
         return None
     namespace = dict(_GLOBALS, **functions)
     exec(compile(source, f"<step model: {model.name}>", "exec"), namespace)
-    return namespace["step"], inputs
+    return namespace["step"], _getter(inputs)
 
 
 class StepCache:
@@ -514,12 +510,18 @@ class StepCache:
         self.evaluate, self.size = evaluate, size
         self.functions: OrderedDict = OrderedDict()
         self.recent: dict = {}  # the same lookups by the objects' identity (hashing a Cluster is slow)
+        self.splits: dict = {}  # column names -> _split
         self.compiled = 0
 
     def lookup(self, model, cluster, columns, dp_algorithm, stack):
+        """(step, inputs_of): step(*inputs_of(columns)) is evaluate's outputs as floats; None
+        when the stages cannot be traced for these constants."""
         names = tuple(columns)
-        constants = tuple(v for k, v in columns.items() if k not in NUMERIC_COLUMNS and k not in OPTIONAL_COLUMNS)
-        unset = tuple(columns[k] == v for k, v in OPTIONAL_COLUMNS.items() if k in columns)
+        split = self.splits.get(names)
+        if split is None:
+            split = self.splits[names] = _split(names)
+        constants_of, optional_of, unset_values = split
+        constants, unset = constants_of(columns), tuple(map(eq, optional_of(columns), unset_values))
         fast = (id(model), id(cluster), id(stack), dp_algorithm, names, constants, unset)
         hit = self.recent.get(fast)
         if hit is not None and hit[0] is model and hit[1] is cluster and hit[2] is stack:
@@ -538,3 +540,18 @@ class StepCache:
             self.recent.clear()
         self.recent[fast] = (model, cluster, stack, entry)
         return entry
+
+
+def _getter(names):
+    """A function of the columns returning the tuple of `names`' values."""
+    if len(names) > 1:
+        return itemgetter(*names)
+    return lambda c: tuple(c[k] for k in names)
+
+
+def _split(names):
+    """Getters of the constant columns' values and of the optional ones', and the optional
+    columns' "not set" values, for columns with these names."""
+    optional = [k for k in names if k in OPTIONAL_COLUMNS]
+    constant = [k for k in names if k not in NUMERIC_COLUMNS and k not in OPTIONAL_COLUMNS]
+    return _getter(constant), _getter(optional), tuple(OPTIONAL_COLUMNS[k] for k in optional)
