@@ -129,13 +129,15 @@ def _const(x):
     return x
 
 
-def _key(x):
-    return ("n", x.id) if _is(x) else (type(x), repr(x))
-
-
 def _node(op, args, kind, extra=None):
-    graph = next(a.graph for a in args if _is(a))
-    key = (op, extra, tuple(_key(a) for a in args))
+    graph, key = None, [op, extra]
+    for a in args:  # a node by its id, a constant by its type and repr (1 and 1.0, 0.0 and -0.0 differ)
+        if type(a) is Node:
+            graph = a.graph
+            key.append(a.id)
+        else:
+            key.append((type(a), repr(a)))
+    key = tuple(key)
     found = graph.seen.get(key)
     if found is None:
         found = graph.seen[key] = Node(graph, op, args, kind, extra)
@@ -146,35 +148,39 @@ _NUMBER = {"+", "-", "*", "/", "**"}
 
 
 def _binary(op, a, b):
-    a, b = _const(a), _const(b)
+    if isinstance(a, np.generic) or isinstance(b, np.generic):
+        a, b = _const(a), _const(b)
+    if op in _NUMBER:
+        kind_a = a.kind if type(a) is Node else ("f" if type(a) is float else "i")
+        kind_b = b.kind if type(b) is Node else ("f" if type(b) is float else "i")
+        kind = "f" if (op == "/" or kind_a == "f" or kind_b == "f") else "i"
+        same = _identity(op, a, b)
+        if same is not None and same.kind == kind:
+            return same
+        return _node(op, (a, b), kind)
     if op in ("&", "|") and (type(a) is bool or type(b) is bool):
         const, other = (a, b) if type(a) is bool else (b, a)
         if _is(other) and other.kind == "b":
             if const == (op == "|"):
                 return const  # False & x, True | x
             return other
-    if op in _NUMBER:
-        kinds = {x.kind if _is(x) else ("f" if type(x) is float else "i") for x in (a, b)}
-        kind = "f" if (op == "/" or "f" in kinds) else "i"
-        same = _identity(op, a, b)
-        if same is not None and same.kind == kind:
-            return same
-    else:
-        kind = "b"
-    return _node(op, (a, b), kind)
+    return _node(op, (a, b), "b")
 
 
 def _identity(op, a, b):
     """x where `a op b` is x's value: 1 x, x 1, x / 1, 0 + x, x + 0, x - 0 (x + 0 turns -0.0 into
     0.0, equal to it)."""
-    one, zero = (lambda x: type(x) in (int, float) and x == 1), (lambda x: type(x) in (int, float) and x == 0)
     if op == "*":
-        return b if one(a) else (a if one(b) else None)
-    if op == "/" and one(b) or op in ("+", "-") and zero(b):
+        return b if _number(a, 1) else (a if _number(b, 1) else None)
+    if op == "/" and _number(b, 1) or op in ("+", "-") and _number(b, 0):
         return a
-    if op == "+" and zero(a):
+    if op == "+" and _number(a, 0):
         return b
     return None
+
+
+def _number(x, value):
+    return (type(x) is float or type(x) is int) and x == value
 
 
 def _unary(op, fn, x, kind="f"):
@@ -512,6 +518,11 @@ class StepCache:
         self.recent: dict = {}  # the same lookups by the objects' identity (hashing a Cluster is slow)
         self.splits: dict = {}  # column names -> _split
         self.compiled = 0
+
+    def clear(self):
+        """Forget every compiled function (benchmarks/bench_sweep.py times the cold calls)."""
+        self.functions.clear()
+        self.recent.clear()
 
     def lookup(self, model, cluster, columns, dp_algorithm, stack):
         """(step, inputs_of): step(*inputs_of(columns)) is evaluate's outputs as floats; None
