@@ -23,7 +23,7 @@ from labs.core.models import ALL_RECOMPUTE_MODES
 from labs.core.eras import ERA_NAMES
 from labs.core.stages import trace
 from labs.core.stages.xp import NUMPY, SCALAR
-from labs.core.step import COMPILED, evaluate, evaluate_plan
+from labs.core.step import evaluate, evaluate_plan
 from labs.core.topology import DP_ALGORITHMS
 
 # model, cluster, nodes, global batch, era (stack), fixed sweep options, DP algorithm

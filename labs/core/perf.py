@@ -168,29 +168,23 @@ _CP_OPS = {"ulysses": "all-to-all", "all_gather": "all-gather + reduce-scatter"}
 
 # key: (axis, frequency, the communication map's keys) for the collectives' fixed fields
 _COLLECTIVE_FIELDS = tuple((key, axis, frequency, COMMUNICATION_MAP_KEYS[key]) for key, (axis, frequency, _) in COLLECTIVE_KINDS.items())
+_FIXED_OPS = {"ep": "all-to-all", "pp": "send/recv", "dp_gather": "all-gather"}
 
 
 def _collectives(cluster: Cluster, plan: Plan, r: dict) -> tuple[CollectiveUse, ...]:
+    ops = None
     out = []
     for key, axis, frequency, (calls_key, sent_key, wire_key, exposed_key, group_key, members_key) in _COLLECTIVE_FIELDS:
         calls = r[calls_key]
         if calls <= 0:
             continue
-        group, g = int(round(r[group_key])), int(round(r[members_key]))
-        link = cluster.intra.name if g >= group else cluster.inter.name
-        out.append(_new(CollectiveUse, key=key, axis=axis, op=_collective_op(key, plan), frequency=frequency, calls=calls,
-                        sent_bytes=r[sent_key], group=group, members_per_node=g, link=link, wire_s=r[wire_key], exposed_s=r[exposed_key]))
+        if ops is None:
+            ops = dict(_FIXED_OPS, tp="all-gather + reduce-scatter" if plan.sequence_parallel else "all-reduce",
+                       cp=_CP_OPS.get(plan.cp_algorithm, "ring send/recv"), dp_reduce="all-reduce" if plan.zero_stage == 0 else "reduce-scatter")
+        group, g = round(r[group_key]), round(r[members_key])  # round() of a float is an int
+        out.append(_new(CollectiveUse, key=key, axis=axis, op=ops[key], frequency=frequency, calls=calls, sent_bytes=r[sent_key], group=group,
+                        members_per_node=g, link=cluster.intra.name if g >= group else cluster.inter.name, wire_s=r[wire_key], exposed_s=r[exposed_key]))
     return tuple(out)
-
-
-def _collective_op(key: str, plan: Plan) -> str:
-    if key == "tp":
-        return "all-gather + reduce-scatter" if plan.sequence_parallel else "all-reduce"
-    if key == "cp":
-        return _CP_OPS.get(plan.cp_algorithm, "ring send/recv")
-    if key == "dp_reduce":
-        return "all-reduce" if plan.zero_stage == 0 else "reduce-scatter"
-    return {"ep": "all-to-all", "pp": "send/recv", "dp_gather": "all-gather"}[key]
 
 
 def _new(cls, **values):

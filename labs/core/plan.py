@@ -12,7 +12,7 @@ from labs.core.context import check_ulysses
 from labs.core.eras import ERA_NAMES, GRAD_SYNCS, check_plan_in_era, get_era, stack_of
 from labs.core.hardware import Cluster
 from labs.core.layout import RANK_ORDERS
-from labs.core.memory import OPTIMIZER_STATES, ZERO_STAGES, optimizer_state
+from labs.core.memory import OPTIMIZER_STATES, ZERO_STAGES
 from labs.core.models import ALL_RECOMPUTE_MODES, Model
 from labs.core.pipeline import SCHEDULES, check_dualpipe
 from labs.core.topology import DP_ALGORITHMS, check_algorithm
@@ -232,16 +232,21 @@ def validate(model: Model, cluster: Cluster, plan: Plan) -> None:
         raise ValueError(f"precision='fp8' needs FP8 tensor cores, which {cluster.gpu.name} does not have; use 'bf16'")
 
 
+# the codes plan_columns writes for the named choices (a Plan holds valid names)
+_CODES = {name: {value: code for code, value in enumerate(values)} for name, values in
+          (("recompute", ALL_RECOMPUTE_MODES), ("schedule", SCHEDULES), ("rank_order", RANK_ORDERS), ("grad_sync", GRAD_SYNCS))}
+
+
 def plan_columns(plan: Plan) -> dict:
     """The plan as the step model's columns (labs.core.step.evaluate)."""
     return {
         "tp": plan.tp, "pp": plan.pp, "dp": plan.dp, "cp": plan.cp, "micro_batch": plan.micro_batch,
         "global_batch": plan.global_batch, "zero_stage": plan.zero_stage,
-        "recompute": ALL_RECOMPUTE_MODES.index(plan.recompute), "sequence_parallel": plan.sequence_parallel,
-        "schedule": SCHEDULES.index(plan.schedule), "virtual_stages": plan.virtual_stages,
+        "recompute": _CODES["recompute"][plan.recompute], "sequence_parallel": plan.sequence_parallel,
+        "schedule": _CODES["schedule"][plan.schedule], "virtual_stages": plan.virtual_stages,
         "flash_attention": plan.flash_attention, "tp_comm_overlap": plan.tp_comm_overlap,
         "grad_fp32": plan.grad_reduce_dtype == "fp32", "dp_overlap": plan.dp_overlap, "pp_overlap": plan.pp_overlap,
-        "bucket_bytes": plan.bucket_bytes or 0.0, "optimizer_bytes": optimizer_state(plan.optimizer_state).bytes_per_param,
+        "bucket_bytes": plan.bucket_bytes or 0.0, "optimizer_bytes": OPTIMIZER_STATES[plan.optimizer_state].bytes_per_param,
         "offload": plan.offload_optimizer,
         "first_stage_layers": -1 if plan.first_stage_layers is None else plan.first_stage_layers,
         "last_stage_layers": -1 if plan.last_stage_layers is None else plan.last_stage_layers,
@@ -253,7 +258,7 @@ def plan_columns(plan: Plan) -> dict:
         "cp_contiguous": plan.cp_algorithm == "ring_contiguous",
         "fp8": plan.precision == "fp8",
         "ep": plan.ep, "capacity_factor": plan.capacity_factor or 0.0, "max_nodes_per_token": plan.max_nodes_per_token or 0,
-        "rank_order": RANK_ORDERS.index(plan.rank_order),
-        "grad_sync": GRAD_SYNCS.index(plan.grad_sync), "torch_compile": plan.torch_compile,
+        "rank_order": _CODES["rank_order"][plan.rank_order],
+        "grad_sync": _CODES["grad_sync"][plan.grad_sync], "torch_compile": plan.torch_compile,
         "recompute_layers": -1 if plan.recompute_layers is None else plan.recompute_layers,
     }
