@@ -45,10 +45,6 @@ MIN_TOKENS_PER_CP_RANK = 4096
 MAX_PLANS = 5_000_000
 
 
-def _divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
-
-
 def _as_list(value):
     return list(value) if isinstance(value, (list, tuple, set, range, np.ndarray)) else [value]
 
@@ -104,12 +100,25 @@ def plan_space(model: Model, cluster: Cluster, global_batch: int, era: str | Non
     space = _space(model, cluster, global_batch, choices, get_era(era))
     import pandas as pd  # here, not at the top: a lab that never sweeps starts 0.4 s sooner
 
-    return pd.DataFrame({k: v for k, v in space.items() if not k.startswith("_")})
+    names = {"recompute": np.asarray(ALL_RECOMPUTE_MODES, dtype=object)[space["_recompute_code"]],
+             "schedule": np.asarray(SCHEDULES, dtype=object)[space["_schedule_code"]]}
+    return pd.DataFrame({k: names.get(k, space.get(k)) for k in PLAN_SPACE_COLUMNS})
+
+
+PLAN_SPACE_COLUMNS = ("tp", "pp", "dp", "cp", "ep", "micro_batch", "zero_stage", "recompute", "sequence_parallel", "schedule", "virtual_stages", "global_batch")
+
+
+def _divisors(n: int) -> list[int]:
+    small = [d for d in range(1, int(n**0.5) + 1) if n % d == 0]
+    return sorted(set(small + [n // d for d in small]))
 
 
 def _space(model: Model, cluster: Cluster, global_batch: int, choices: dict, spec) -> dict[str, np.ndarray]:
-    """The plan space as numpy columns: a product of the choices, filtered by the same rules
-    Plan and validate() apply."""
+    """The plan space as numpy columns (recompute and schedule as codes into ALL_RECOMPUTE_MODES
+    and SCHEDULES): a product of the choices, in the order layout, micro_batch, zero_stage,
+    recompute, sequence_parallel, schedule with virtual_stages, filtered by the same rules Plan
+    and validate() apply. Each rule is checked on the fewest choices it reads (a layout's, with
+    a micro-batch size, with a schedule) and the product keeps the rows that pass them all."""
     n = cluster.gpus
     tps = [t for t in choices.get("tp", _divisors(n)) if model.heads % t == 0]
     pps = [p for p in choices.get("pp", _divisors(n)) if p <= model.layers and (not spec or p <= spec.max_pp)]
@@ -121,34 +130,35 @@ def _space(model: Model, cluster: Cluster, global_batch: int, choices: dict, spe
         cp_ok &= c <= spec.max_cp
     fits_gpus = n % (t * p * c) == 0
     layouts = np.flatnonzero(fits_gpus & cp_ok & (e > 0) & ((np.where(fits_gpus, n // (t * p * c), 1) * c) % np.maximum(e, 1) == 0))
-    interleaved_code = SCHEDULES.index("interleaved")
     sched_v = [(SCHEDULES.index(s), v) for s in choices["schedule"] for v in choices["virtual_stages"] if (v >= 2) == (s == "interleaved")]
     sched_v = np.array(sched_v, dtype=np.int64).reshape(-1, 2)
     rc_codes = np.array([ALL_RECOMPUTE_MODES.index(x) for x in choices["recompute"]], dtype=np.int64)
-    candidates = len(layouts) * len(choices["micro_batch"]) * len(choices["zero_stage"]) * len(rc_codes) * len(choices["sequence_parallel"]) * len(sched_v)
-    if candidates > MAX_PLANS:
-        raise ValueError(f"the plan space has {candidates:,} candidates, more than {MAX_PLANS:,}: fix some of tp, pp, micro_batch, virtual_stages")
-    li, mb, zero, rc, sp, sv = (a.ravel() for a in np.meshgrid(
-        layouts, np.asarray(choices["micro_batch"], dtype=np.int64), np.asarray(choices["zero_stage"], dtype=np.int64), rc_codes,
-        np.asarray(choices["sequence_parallel"], dtype=bool), np.arange(len(sched_v)), indexing="ij"))
-    tp, pp, cp, ep = t[li], p[li], c[li], e[li]
-    sched, v = sched_v[sv, 0], sched_v[sv, 1]
-    dp = n // (tp * pp * cp)
-    ok = ~(sp & (tp == 1))
-    ok &= global_batch % (mb * dp) == 0
-    m = global_batch // (mb * dp)
-    min_pp = spec.interleave_min_pp if spec else 2
-    ok &= (sched != interleaved_code) | ((pp >= min_pp) & (m % pp == 0) & (pp * v <= model.layers))
-    ok &= (pp > 1) | (sched == SCHEDULES.index("1f1b"))
-    ok &= (sched != SCHEDULES.index("dualpipe")) | ((pp % 2 == 0) & (m % 2 == 0) & (m >= 2 * pp))  # dualpipe.py's asserts (Plan's check)
+    mbs = np.asarray(choices["micro_batch"], dtype=np.int64)
+    zeros_ = np.asarray(choices["zero_stage"], dtype=np.int64)
+    sps = np.asarray(choices["sequence_parallel"], dtype=bool)
+    shape = (len(layouts), len(mbs), len(zeros_), len(rc_codes), len(sps), len(sched_v))
+    if np.prod(shape, dtype=float) > MAX_PLANS:
+        raise ValueError(f"the plan space has {int(np.prod(shape, dtype=float)):,} candidates, more than {MAX_PLANS:,}: fix some of tp, pp, micro_batch, virtual_stages")
+    t, p, c, e = t[layouts], p[layouts], c[layouts], e[layouts]
+    dp = n // (t * p * c)
+    # a layout with a micro-batch size: (layouts, micro_batch)
+    batch_ok = global_batch % (mbs * dp[:, None]) == 0
     if "dp" in choices:
-        ok &= np.isin(dp, choices["dp"])
+        batch_ok &= np.isin(dp, choices["dp"])[:, None]
+    m = global_batch // (mbs * dp[:, None])
+    # ... with a schedule: (layouts, micro_batch, schedule)
+    pp, m, sched, v = p[:, None, None], m[:, :, None], sched_v[:, 0], sched_v[:, 1]
+    min_pp = spec.interleave_min_pp if spec else 2
+    sched_ok = batch_ok[:, :, None] & ((sched != SCHEDULES.index("interleaved")) | ((pp >= min_pp) & (m % pp == 0) & (pp * v <= model.layers)))
+    sched_ok &= (pp > 1) | (sched == SCHEDULES.index("1f1b"))
+    sched_ok &= (sched != SCHEDULES.index("dualpipe")) | ((pp % 2 == 0) & (m % 2 == 0) & (m >= 2 * pp))  # dualpipe.py's asserts (Plan's check)
+    sp_ok = ~(sps & (t == 1)[:, None])  # (layouts, sequence_parallel)
+    ok = sched_ok[:, :, None, None, None, :] & sp_ok[:, None, None, None, :, None]
+    li, mi, zi, ri, si, vi = np.unravel_index(np.flatnonzero(np.broadcast_to(ok, shape)), shape)
     return {
-        "tp": tp[ok], "pp": pp[ok], "dp": dp[ok], "cp": cp[ok], "ep": ep[ok], "micro_batch": mb[ok], "zero_stage": zero[ok],
-        "recompute": np.asarray(ALL_RECOMPUTE_MODES, dtype=object)[rc[ok]], "sequence_parallel": sp[ok],
-        "schedule": np.asarray(SCHEDULES, dtype=object)[sched[ok]], "virtual_stages": v[ok],
-        "global_batch": np.full(int(ok.sum()), global_batch),
-        "_recompute_code": rc[ok], "_schedule_code": sched[ok],
+        "tp": t[li], "pp": p[li], "dp": dp[li], "cp": c[li], "ep": e[li], "micro_batch": mbs[mi], "zero_stage": zeros_[zi],
+        "sequence_parallel": sps[si], "virtual_stages": sched_v[vi, 1], "global_batch": np.full(len(li), global_batch),
+        "_recompute_code": rc_codes[ri], "_schedule_code": sched_v[vi, 0],
     }
 
 

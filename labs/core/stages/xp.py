@@ -42,10 +42,23 @@ def _np_pick(x, index):
     return np.take_along_axis(np.broadcast_to(x, (3,) + np.shape(index)), index[None], 0)[0]
 
 
-def _first_best(options, better):
+def _first_best(options, better, extreme):
     """Index of the first option that `better` prefers along the leading axis, with np.argmin's
-    and np.argmax's handling of nan (the first nan wins): a loop of elementwise comparisons, many
-    times faster than the reductions along a short leading axis."""
+    and np.argmax's handling of nan (the first nan wins): elementwise passes over the options,
+    many times faster than the reductions along a short leading axis. `extreme` (np.minimum or
+    np.maximum) finds the best value; the first option equal to it wins, counted from the last."""
+    best = options[0]
+    for x in options[1:]:
+        best = extreme(best, x)  # nan wherever an option is nan
+    if np.isnan(best).any():
+        return _first_best_nan(options, better)
+    index = np.full(np.shape(best), len(options) - 1, dtype=np.int64)
+    for i in range(len(options) - 2, -1, -1):
+        index = np.where(options[i] == best, i, index)
+    return index
+
+
+def _first_best_nan(options, better):
     best, index = options[0], np.zeros(np.shape(options[0]), dtype=np.int64)
     for i in range(1, len(options)):
         x = options[i]
@@ -58,7 +71,7 @@ def _first_best(options, better):
 def _np_argmax(stacked):
     if np.ndim(stacked) < 1:
         return np.argmax(stacked, axis=0)
-    return _first_best(stacked, np.greater)
+    return _first_best(stacked, np.greater, np.maximum)
 
 
 def _np_options(tables):
@@ -70,12 +83,17 @@ def _np_options(tables):
 def _np_cheapest(latencies, bandwidths):
     """Per row, the (latency, bandwidth) of the option with the least total (the first on ties)."""
     options = [(lat, bw) for lats, bws in zip(latencies, bandwidths) for lat, bw in zip(np.atleast_2d(lats), np.atleast_2d(bws))]
-    best_lat, best_bw = options[0]
-    best = best_lat + best_bw
-    for lat, bw in options[1:]:  # np.argmin's choice along the options: the first least, or the first nan
-        total = lat + bw
-        wins = (total < best) | (np.isnan(total) & ~np.isnan(best))
-        best_lat, best_bw, best = np.where(wins, lat, best_lat), np.where(wins, bw, best_bw), np.where(wins, total, best)
+    totals = [lat + bw for lat, bw in options]
+    least = totals[0]
+    for total in totals[1:]:
+        least = np.minimum(least, total)  # nan wherever an option is nan
+    if np.isnan(least).any():  # np.argmin's choice: the first nan
+        index = _first_best_nan(totals, np.less)
+        return (np.choose(index, [lat for lat, _ in options]), np.choose(index, [bw for _, bw in options]))
+    best_lat, best_bw = options[-1]
+    for (lat, bw), total in zip(options[-2::-1], totals[-2::-1]):  # the first least wins
+        first = total == least
+        best_lat, best_bw = np.where(first, lat, best_lat), np.where(first, bw, best_bw)
     return best_lat, best_bw
 
 
