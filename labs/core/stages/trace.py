@@ -193,11 +193,21 @@ def _select(cond, then, otherwise):
     cond = _const(cond)
     if not _is(cond):
         return then if cond else otherwise
+    then = tuple(_known(_const(x), cond, 1) for x in then)  # where(c, where(c, a, b), d) is where(c, a, d)
+    otherwise = tuple(_known(_const(x), cond, 2) for x in otherwise)
     if all(_same(a, b) for a, b in zip(then, otherwise)):
         return then
-    then, otherwise = tuple(_const(x) for x in then), tuple(_const(x) for x in otherwise)
     select = _node("select", (cond,) + then + otherwise, "f", len(then))
     return tuple(_node("out", (select,), _branch_kind(a, b), i) for i, (a, b) in enumerate(zip(then, otherwise)))
+
+
+def _known(value, cond, branch):
+    """`value` where `cond` is known to be true (branch 1) or false (branch 2): an output of a
+    select on the same condition is its value in that branch."""
+    while type(value) is Node and value.op == "out" and value.args[0].op == "select" and value.args[0].args[0] is cond:
+        select = value.args[0]
+        value = select.args[value.extra + 1 + (branch - 1) * select.extra]
+    return value
 
 
 def _branch_kind(a, b):
@@ -426,29 +436,58 @@ def generate_source(outputs: dict, inputs: list[str]) -> str:
             outs.setdefault(node.args[0].id, set()).add(node.extra)
     lines = []
 
-    def emit(scope, indent):
-        for node in sorted(scope.nodes, key=lambda n: n.id):
-            if node.op in ("input", "out") or node.id in inlined:
+    def subtree(select):
+        """The nodes of a select's branches, nested branches included."""
+        stack, found = [scope_of[select.id].branch(select, 0), scope_of[select.id].branch(select, 1)], []
+        while stack:
+            branch = stack.pop()
+            found.extend(branch.nodes)
+            stack.extend(branch.branches.values())
+        return found
+
+    def joins(later, first, group, scopes):
+        """Whether `later`, a select on first's condition in the same block, can share first's
+        if/else: what it reads in the block is computed before first, and none of the group's."""
+        members = {s.id for s in group}
+        for node in [later] + subtree(later):
+            for a in node.args:
+                if _is(a) and (scope_of.get(a.id) in scopes and a.id > first.id or a.op == "out" and a.args[0].id in members):
+                    return False
+        return True
+
+    def emit(scopes, indent):
+        """The statements of one block: the nodes of `scopes` (a branch, or the same branch of
+        selects that share an if/else), in creation order."""
+        pad = "    " * indent
+        nodes = sorted((n for scope in scopes for n in scope.nodes if n.op not in ("input", "out") and n.id not in inlined), key=lambda n: n.id)
+        merged = set()
+        for i, node in enumerate(nodes):
+            if node.id in merged:
                 continue
-            pad = "    " * indent
-            if node.op == "select":
-                k = node.extra
-                used = sorted(outs[node.id])
+            if node.op == "select":  # with the later selects on the same condition that can join it
+                group = [node]
+                for later in nodes[i + 1:]:
+                    if later.op == "select" and later.args[0] is node.args[0] and later.id not in merged and joins(later, node, group, scopes):
+                        group.append(later)
+                        merged.add(later.id)
                 lines.append(f"{pad}if {expr(node.args[0])}:")
-                for which, values in ((0, node.args[1:1 + k]), (1, node.args[1 + k:])):
+                for which in (0, 1):
                     if which:
                         lines.append(f"{pad}else:")
-                    emit(scope.branch(node, which), indent + 1)
-                    for i in used:
-                        lines.append(f"{pad}    s{node.id}_{i} = {expr(values[i])}")
+                    emit([scope_of[select.id].branch(select, which) for select in group], indent + 1)
+                    for select in group:
+                        k = select.extra
+                        values = select.args[1 + which * k:1 + (which + 1) * k]
+                        for j in sorted(outs[select.id]):
+                            lines.append(f"{pad}    s{select.id}_{j} = {expr(values[j])}")
             elif node.op == "call":
                 name, n = node.extra
-                targets = "".join(f"c{node.id}_{i}, " for i in range(n))
+                targets = "".join(f"c{node.id}_{j}, " for j in range(n))
                 lines.append(f"{pad}{targets}= {name}({', '.join(expr(a) for a in node.args)})")
             else:
                 lines.append(f"{pad}v{node.id} = {_form(node, expr)}")
 
-    emit(root, 1)
+    emit([root], 1)
     out = ", ".join(f"{k!r}: {_output(v, expr)}" for k, v in outputs.items())
     head = [f"    {name} = float({name})" for name in inputs]
     return f"def step({', '.join(inputs)}):\n" + "\n".join(head + lines) + f"\n    return {{{out}}}\n"
