@@ -200,8 +200,20 @@ def collective_columns(op: str, nbytes, cluster: Cluster, n, stride=1, algorithm
     latency, bandwidth = np.zeros(n.size), np.zeros(n.size)
     if len(active):
         n, nbytes, stride = n.reshape(-1)[active], nbytes.reshape(-1)[active], stride.reshape(-1)[active]
-        latency[active], bandwidth[active] = _priced(op, nbytes, cluster, n, stride, algorithm, xp)
+        # Neighbouring rows often run the same collective (a sweep's rows vary the settings that
+        # do not change it, such as the ZeRO stage for TP's): each run of equal rows priced once.
+        new = np.concatenate([[True], (nbytes[1:] != nbytes[:-1]) | (n[1:] != n[:-1]) | (stride[1:] != stride[:-1])])
+        starts = np.flatnonzero(new)
+        if len(starts) <= RUNS_PRICED * len(active):
+            run = np.cumsum(new) - 1
+            lat, bw = _priced(op, nbytes[starts], cluster, n[starts], stride[starts], algorithm, xp)
+            latency[active], bandwidth[active] = lat.take(run), bw.take(run)
+        else:
+            latency[active], bandwidth[active] = _priced(op, nbytes, cluster, n, stride, algorithm, xp)
     return latency.reshape(shape), bandwidth.reshape(shape)
+
+
+RUNS_PRICED = 0.5  # priced run by run when there are at most half as many runs as rows
 
 
 def _priced(op: str, nbytes, cluster: Cluster, n, stride, algorithm: str, xp):
