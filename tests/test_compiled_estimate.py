@@ -247,3 +247,25 @@ def test_estimate_parts_equal_their_constructors():
             assert set(vars(part)) == {f.name for f in dataclasses.fields(cls)}
             assert dataclasses.replace(part) == part
     assert {Estimate, TimeBreakdown, MemoryBreakdown, CollectiveCost, CollectiveUse} >= {type(e), type(e.time), type(e.memory), type(e.dp_comm_cost)}
+
+
+def test_a_constant_changed_at_run_time_runs_interpreted():
+    """A compiled function keeps the module constants it was traced with; code that changes one
+    between calls (the calibration's fit) runs inside COMPILED.interpreted() and sees it."""
+    from labs.core import gemm
+    from labs.core.step import COMPILED
+
+    model, cluster = Model.get("gpt3-175b"), Cluster.get("dgx-a100", nodes=16)
+    plan = Plan(tp=8, pp=4, dp=4, micro_batch=1, global_batch=512)
+    columns, stack = plan_columns(plan), stack_of(None)
+    before = evaluate_plan(model, cluster, columns, "auto", stack)
+    saved = gemm.LAYER_GEMM_SHARE
+    try:
+        gemm.LAYER_GEMM_SHARE = 0.5
+        with COMPILED.interpreted():
+            slower = evaluate_plan(model, cluster, columns, "auto", stack)
+        assert slower == _interpreted(model, cluster, columns, "auto", stack)
+        assert slower["compute_s"] > 1.5 * before["compute_s"]
+    finally:
+        gemm.LAYER_GEMM_SHARE = saved
+    assert evaluate_plan(model, cluster, columns, "auto", stack) == before

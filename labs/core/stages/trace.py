@@ -16,7 +16,9 @@ plan value becomes an if/else that runs only the chosen branch, with everything 
 needs inside it. Python's errors are SCALAR's: a ZeroDivisionError, OverflowError or ValueError
 sends the plan to the numpy evaluation (labs.core.step.evaluate_plan), as SCALAR's do.
 
-Python control flow on a plan value cannot be traced: a node refuses `bool()`, and a stage that
+Module constants (a fitted share, an efficiency) are folded into the code like the model's sizes:
+code that changes one at run time must run inside `StepCache.interpreted()` (the calibration's
+fit does). Python control flow on a plan value cannot be traced: a node refuses `bool()`, and a stage that
 needs one raises TraceError while tracing; that key then runs SCALAR (counted in FALLBACKS).
 """
 
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
+from contextlib import contextmanager
 from dataclasses import fields
 from operator import eq, itemgetter
 from types import SimpleNamespace
@@ -557,6 +560,18 @@ class StepCache:
         self.recent: dict = {}  # the same lookups by the objects' identity (hashing a Cluster is slow)
         self.splits: dict = {}  # column names -> _split
         self.compiled = 0
+        self.paused = 0  # interpreted() blocks open
+
+    @contextmanager
+    def interpreted(self):
+        """Within it every lookup answers None, so evaluate_plan runs SCALAR: for code that changes
+        the stages' module constants between calls (labs.core.calibration's fit), since a
+        compiled function keeps the constants it was traced with."""
+        self.paused += 1
+        try:
+            yield
+        finally:
+            self.paused -= 1
 
     def clear(self):
         """Forget every compiled function (benchmarks/bench_sweep.py times the cold calls)."""
@@ -566,6 +581,8 @@ class StepCache:
     def lookup(self, model, cluster, columns, dp_algorithm, stack):
         """(step, inputs_of): step(*inputs_of(columns)) is evaluate's outputs as floats; None
         when the stages cannot be traced for these constants."""
+        if self.paused:
+            return None
         names = tuple(columns)
         split = self.splits.get(names)
         if split is None:
