@@ -68,7 +68,8 @@ def test_zero2_unshards_once_a_micro_batch():
 
 def test_the_hooks_cost_a_small_model_on_h100_and_nothing_where_the_kernels_are_longer():
     """The same hooks against the GPU time they run beside: a 1B model at 1,024 tokens on an H100
-    loses a fifth of its MFU or more; on an A100 (slower GEMMs), at 4,096 tokens, and for
+    loses a sixth of its MFU or more (FSDP's HBM copies, tests/test_fsdp_traffic.py, already slow its
+    GPU time with or without the hooks); on an A100 (slower GEMMs), at 4,096 tokens, and for
     Llama 3 70B the kernels outlast the host and nothing changes."""
     long_1b = replace(LLAMA_1B, seq_len=4096)
     cases = [(LLAMA_1B, H100, 8, "none", True), (LLAMA_1B, A100, 8, "none", False), (long_1b, H100, 8, "none", False),
@@ -79,7 +80,7 @@ def test_the_hooks_cost_a_small_model_on_h100_and_nothing_where_the_kernels_are_
             before, after = (_mfu(_layer(model, cluster, plan, hooks), model, cluster, plan) for hooks in (False, True))
             print(f"{era} {model.name} s={model.seq_len} on {cluster.gpu.name}: MFU {before:.1%} without hooks, {after:.1%} with")
             if exposed:
-                assert after < 0.8 * before
+                assert after < 0.85 * before
             else:
                 assert after == pytest.approx(before, rel=1e-12)
 

@@ -72,6 +72,29 @@ code, never from an end-to-end run:
   parameter set back to its sharded DTensor) and both stacks' post-backward reduce-scatter host
   work (FSDP1's 2.0 code, before #96958, was slower still: 12.6 ms for the 400 parameters). Other
   stacks: 0 (Megatron's contiguous buffers run no per-module hooks).
+- fsdp_unshard_bytes, fsdp_shard_bytes and fsdp_grad_bytes: HBM bytes FSDP's own copies move per
+  parameter of a unit, outside the collectives (labs.core.stages.compute charges them to the
+  layer). Each unshard: fsdp_unshard_bytes per parameter of the whole unit and fsdp_shard_bytes per
+  parameter of this rank's shard; each gradient reduction: fsdp_grad_bytes per parameter of the
+  unit, (bf16, fp32) by the reduce dtype. Counted from the code: FSDP1 (torch/distributed/fsdp,
+  PyTorch 2.1: _flat_param.py, _runtime_utils.py) casts the fp32 shard to the bf16 all-gather input
+  (_use_low_precision_shard: read 4, write 2 = 6 a shard parameter) and gathers straight into the
+  flat parameter, whose original parameters are views (nothing per unit parameter); its backward
+  runs through torch.split's backward, a torch.cat of the views' gradients into the flat gradient
+  (read 2, write 2), then on the post-backward stream the cast to an fp32 reduce dtype (read 2,
+  write 4) and the pre-divide (tensor.div_ by _gradient_predivide_factor, > 1 for any world size
+  above 1: read and write the reduce dtype): 2 + 2 + 2 + 2 = 8 in bf16, 4 + 6 + 8 = 18 in fp32.
+  FSDP2 (torch/distributed/_composable/fsdp/_fsdp_collectives.py, foreach_all_gather and
+  foreach_all_gather_copy_out) casts each fp32 shard to bf16 (read 4, write 2) and copies it into
+  the all-gather input with torch._foreach_copy_ (read 2, write 2): 10 a shard parameter; after the
+  gather, torch.split_with_sizes_copy copies the whole output into each parameter's own storage
+  on the compute stream (read 2, write 2 = 4 a unit parameter, every unshard); its
+  foreach_reduce_scatter_copy_in torch.cats the bf16 gradients into the reduce-scatter input in
+  the reduce dtype (read 2, write 2 or 4: 4 in bf16, 6 in fp32), with no divide kernel in bf16 or
+  fp32 (_get_gradient_divide_factors: NCCL's ReduceOp.AVG; the 2024 code pre-divided). The copies
+  that run on FSDP's side streams (the casts, the copy-ins, the divides) run on streams created
+  with high priority, so their blocks take the SMs ahead of the GEMM's: each is charged its own
+  HBM time. Not charged: the shard-sized accumulation of a second micro-batch's gradient shard.
 - grad_sync: gradients reduced once a step (DDP no_sync, Megatron's accumulation into main_grad)
   or every micro-batch; None is the ZeRO stage's own way (once a step up to ZeRO-1, every
   micro-batch from ZeRO-2, DeepSpeed's and FSDP's default).
@@ -93,6 +116,10 @@ HOST_S_PER_OP = 10e-6
 FSDP1_OPS_PER_UNSHARD = 11
 FSDP1_S_PER_PARAM = (4.268e-3 + 1.071e-3 + 2.75e-3) / 400
 FSDP2_S_PER_UNSHARD = 0.37e-3
+# FSDP's HBM copies per parameter (module docstring): per unshard, of the whole unit and of this
+# rank's shard; per gradient reduction, of the unit, with a bf16 and an fp32 reduce dtype.
+FSDP1_SHARD_BYTES, FSDP1_GRAD_BYTES = 4 + 2, (2 + 2 + 2 + 2, 2 + 2 + 2 + 4 + 4 + 4)
+FSDP2_UNSHARD_BYTES, FSDP2_SHARD_BYTES, FSDP2_GRAD_BYTES = 2 + 2, 4 + 2 + 2 + 2, (2 + 2, 2 + 4)
 
 
 @dataclass(frozen=True)
@@ -128,6 +155,9 @@ class Era:
     optimizer_bytes_per_param: float = 42.0  # HBM bytes the optimizer step moves per parameter it updates
     fsdp_s_per_unshard: float = 0.0  # host seconds of FSDP's hooks per unit, per unshard + reshard
     fsdp_s_per_param: float = 0.0  # and per original parameter of the unit
+    fsdp_unshard_bytes: float = 0.0  # HBM bytes of FSDP's copies per unit parameter, per unshard
+    fsdp_shard_bytes: float = 0.0  # and per parameter of the rank's shard, per unshard
+    fsdp_grad_bytes: tuple[float, float] = (0.0, 0.0)  # per unit parameter, per gradient reduction (bf16, fp32)
     source: str = ""
 
     def __post_init__(self):
@@ -141,6 +171,12 @@ class Era:
         check_positive("optimizer_bytes_per_param", self.optimizer_bytes_per_param, maximum=1000)
         check_positive("fsdp_s_per_unshard", self.fsdp_s_per_unshard, allow_zero=True, maximum=1.0)
         check_positive("fsdp_s_per_param", self.fsdp_s_per_param, allow_zero=True, maximum=1.0)
+        check_positive("fsdp_unshard_bytes", self.fsdp_unshard_bytes, allow_zero=True, maximum=1000)
+        check_positive("fsdp_shard_bytes", self.fsdp_shard_bytes, allow_zero=True, maximum=1000)
+        if not isinstance(self.fsdp_grad_bytes, tuple) or len(self.fsdp_grad_bytes) != 2:
+            raise ValueError(f"fsdp_grad_bytes must be a pair (bf16, fp32) of numbers >= 0, got {self.fsdp_grad_bytes!r}")
+        for grad_bytes in self.fsdp_grad_bytes:
+            check_positive("fsdp_grad_bytes", grad_bytes, allow_zero=True, maximum=1000)
 
     def defaults(self) -> dict:
         return {name: getattr(self, name)[0] for name in ERA_FIELDS}
@@ -190,6 +226,7 @@ ERAS: dict[str, Era] = {
         ("auto", "ring", "tree"), max_pp=1, attention_kernel="fa2", fused_elementwise=False, zero3_unit="layer",
         kernels_per_layer=EAGER_KERNELS_PER_LAYER, loss_bytes_per_logit=40.0, tp_overlap_kind="none", optimizer_bytes_per_param=98.0,
         fsdp_s_per_unshard=FSDP1_OPS_PER_UNSHARD * HOST_S_PER_OP, fsdp_s_per_param=FSDP1_S_PER_PARAM,
+        fsdp_shard_bytes=FSDP1_SHARD_BYTES, fsdp_grad_bytes=FSDP1_GRAD_BYTES,
         source="torch.distributed.fsdp (PyTorch 2.0-2.1): ShardingStrategy, transformer_auto_wrap_policy, "
                "limit_all_gathers, BackwardPrefetch.BACKWARD_PRE; meta-llama/llama-recipes; Dao-AILab/flash-attention 2.x"),
     # PyTorch FSDP2 / DTensor in 2024-25 (torchtitan): fully_shard per block (reshard_after_forward),
@@ -202,6 +239,7 @@ ERAS: dict[str, Era] = {
         (T,), (T,), ("auto", "ring", "tree", "nvls"), ("ring", "all_gather"), 16, ("bf16", "fp8"), torch_compile=(F, T),
         attention_kernel="fa2", fused_elementwise=False, kernels_per_layer=EAGER_KERNELS_PER_LAYER, loss_bytes_per_logit=40.0,
         tp_overlap_kind="async_tp", zero3_unit="layer", optimizer_bytes_per_param=46.0, fsdp_s_per_unshard=FSDP2_S_PER_UNSHARD,
+        fsdp_unshard_bytes=FSDP2_UNSHARD_BYTES, fsdp_shard_bytes=FSDP2_SHARD_BYTES, fsdp_grad_bytes=FSDP2_GRAD_BYTES,
         source="pytorch/torchtitan (2024-25): parallelize_llama (fully_shard, parallelize_module, enable_async_tp), "
                "torch.distributed.pipelining schedules, torchao.float8; torch.nn.functional.scaled_dot_product_attention"),
 }

@@ -8,6 +8,8 @@
   (Korthikanti's count) through HBM.
 - The host issues every kernel, and under FSDP runs its hooks around each unit (one per layer):
   a layer whose kernels are shorter than the CPU's time to launch them waits for the CPU.
+- FSDP's own copies (casts, copy-in and copy-out of the gathers, the gradients' copy into the
+  reduce-scatter input) stream the unit's parameters through HBM beside the GEMMs (labs.core.eras).
 """
 
 from __future__ import annotations
@@ -85,14 +87,23 @@ def layer_compute(model, cluster, stack, p, xp) -> SimpleNamespace:
     # recompute runs inside the backward's unsharded unit: launches only.
     unshard = stack.fsdp_s_per_unshard + block_parameters(model) * stack.fsdp_s_per_param
     hooks_f, hooks_b = xp.where(p.zero >= 2, unshard, 0.0), xp.where(p.zero == 3, unshard, 0.0)
-    fwd = xp.maximum(gpu_f, launch_f + hooks_f)
-    rerun = xp.maximum(gpu_f, launch_f)
+    # FSDP's copies (labs.core.eras: fsdp_*_bytes), per parameter of this rank's unit: each unshard
+    # (forward from ZeRO-2, backward again under ZeRO-3) and each micro-batch that reduces its gradients.
+    unit = (model.layer_params - model.layer_expert_params) / tp + model.layer_expert_params / p.ep
+    shard = xp.where(p.shard_group > 0, p.shard_group, p.dp * p.cp)
+    unshard_copies = unit * (stack.fsdp_unshard_bytes + stack.fsdp_shard_bytes / shard) / hbm_rate
+    reduces = (p.zero >= 2) & (p.grad_sync != 1)  # grad_sync "step" (no_sync) accumulates unreduced
+    grad_copies = xp.where(reduces, unit * xp.where(p.grad_fp32, stack.fsdp_grad_bytes[1], stack.fsdp_grad_bytes[0]) / hbm_rate, 0.0)
+    copies_f = xp.where(p.zero >= 2, unshard_copies, 0.0)
+    copies_b = xp.where(p.zero == 3, unshard_copies, 0.0) + grad_copies
+    fwd = xp.maximum(gpu_f + copies_f, launch_f + hooks_f)
+    rerun = xp.maximum(gpu_f, launch_f)  # inside the backward's unshard: no copies of its own
     recompute = xp.where(p.full, p.redo * rerun, xp.where((p.rc == _SELECTIVE) & xp.not_(p.flash), scores_f + scores_elementwise, 0.0))
     # Finer grains: op-level checkpointing re-runs the element-wise ops and half the GEMMs;
     # DeepSeek-V3's re-runs the norms and SwiGLU (element-wise) and MLA's up-projections.
     up_proj = gemm_time(gpu, tokens, model.up_projection_params / tp / max(model.q_lora_rank, 1), max(model.q_lora_rank, 1), fp8=fp8, xp=xp) if model.mla else 0.0
     recompute = xp.where(p.rc == _OPS, elementwise + 0.5 * gemm_f, xp.where(p.rc == _NORMS_UP, elementwise + up_proj, recompute))
-    layer_b = gemm_f + attn_b + elementwise + recompute  # input gradients, with what is re-run
+    layer_b = gemm_f + attn_b + elementwise + recompute + copies_b  # input gradients, with what is re-run
     layer_w = gemm_f  # weight gradients
     host_wait = xp.maximum(1.0, (2 * launch_f + hooks_b) / (layer_b + layer_w))
     return SimpleNamespace(gemm_f=gemm_f, attn_f=attn_f, attn_b=attn_b, fwd=fwd, layer_b=layer_b * host_wait, layer_w=layer_w * host_wait,
@@ -109,6 +120,7 @@ def layer_times(hidden: int, heads: int, seq_len: int, micro_batch: int, gpu_key
     b = float(micro_batch)
     one_gpu = SimpleNamespace(
         tp=1.0, cp=1.0, ep=1.0, b=b, s=s, s_full=s, tokens=b * s, fp8=False, flash=False, sp=False, cp_contiguous=False,
-        torch_compile=False, capacity=0.0, rc=_NONE, full=False, redo=0.0, zero=0)
+        torch_compile=False, capacity=0.0, rc=_NONE, full=False, redo=0.0, zero=0, dp=1.0, shard_group=0.0, grad_sync=0,
+        grad_fp32=False)
     layer = layer_compute(model_terms(model), cluster, stack_of(None), one_gpu, SCALAR)
     return {"layer_forward_s": layer.fwd, "layer_input_grad_s": layer.layer_b, "layer_weight_grad_s": layer.layer_w}
