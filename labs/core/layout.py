@@ -42,7 +42,15 @@ def axis_strides(order, tp, cp, dp, pp) -> dict[str, np.ndarray]:
     RANK_ORDERS or a column of indices into it; the degrees may be numpy columns."""
     degrees = {k: np.asarray(v, dtype=float) for k, v in zip(AXES, (tp, cp, dp, pp))}
     codes = np.asarray(RANK_ORDERS.index(order) if isinstance(order, str) else order)
-    out = {k: np.zeros(np.broadcast(codes, *degrees.values()).shape) for k in AXES}
+    shape = np.broadcast(codes, *degrees.values()).shape
+    first = int(codes.flat[0]) if codes.size else -1
+    if 0 <= first < len(RANK_ORDERS) and (codes == first).all():  # one order for every row (a sweep's)
+        out, stride = {}, np.ones(shape)
+        for axis in RANK_ORDERS[first].split("-"):
+            out[axis] = stride
+            stride = stride * degrees[axis]
+        return out
+    out = {k: np.zeros(shape) for k in AXES}
     for code, name in enumerate(RANK_ORDERS):
         stride = np.ones_like(out["tp"])
         for axis in name.split("-"):

@@ -47,7 +47,8 @@ def overlap_contention(sms, hidden_s, taken):
 
 def _seconds(op, nbytes, cluster, n, stride, xp):
     """Latency plus bandwidth seconds of one collective (labs.core.topology.collective_columns)."""
-    return sum(collective_columns(op, nbytes, cluster, n, stride, xp=xp))
+    latency, bandwidth = collective_columns(op, nbytes, cluster, n, stride, xp=xp)
+    return latency + bandwidth
 
 
 def layer_communication(model, cluster, stack, p, layer, xp) -> SimpleNamespace:
