@@ -541,11 +541,12 @@ def compile_step(evaluate, model, cluster, columns, dp_algorithm, stack):
     as floats, or None when the stages cannot be traced for these constants."""
     try:
         source, inputs, functions = trace_step(evaluate, model, cluster, columns, dp_algorithm, stack)
-    except TraceError:
+        code = compile(source, f"<step model: {model.name}>", "exec")
+    except (TraceError, SyntaxError, RecursionError):  # SyntaxError: nesting beyond the parser's limits
         FALLBACKS["untraced_keys"] += 1
         return None
     namespace = dict(_GLOBALS, **functions)
-    exec(compile(source, f"<step model: {model.name}>", "exec"), namespace)
+    exec(code, namespace)
     return namespace["step"], _getter(inputs)
 
 
