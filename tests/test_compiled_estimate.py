@@ -155,6 +155,7 @@ def test_compiled_equals_interpreted(tested):
         numpy_plans += trace.FALLBACKS["numpy_plans"] - before
         interpreted = _interpreted(model, cluster, columns, plan.dp_algorithm, stack)
         assert compiled.keys() == interpreted.keys()
+        assert all(type(v) is float for v in compiled.values()), plan
         for key, value in interpreted.items():
             error = _relative(compiled[key], value)
             if error > worst:

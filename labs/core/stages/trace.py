@@ -213,9 +213,17 @@ def _known(value, cond, branch):
     return value
 
 
+def _kind(x):
+    """"b" (a bool), "i" (an int) or "f" (a float) at run time: outputs that are not floats are
+    converted as SCALAR's evaluate_plan converts them."""
+    if type(x) is Node:
+        return x.kind
+    return "b" if type(x) is bool else ("i" if type(x) is int else "f")
+
+
 def _branch_kind(a, b):
-    kinds = {x.kind if _is(x) else ("b" if type(x) is bool else "f") for x in (a, b)}
-    return "b" if kinds == {"b"} else "f"
+    kinds = {_kind(a), _kind(b)}
+    return "f" if "f" in kinds else ("i" if "i" in kinds else "b")
 
 
 def _same(a, b):
@@ -232,12 +240,12 @@ def _where(cond, a, b):
 
 def _maximum(a, b):
     a, b = _const(a), _const(b)
-    return _node("max", (a, b), "f") if _is(a) or _is(b) else max(a, b)
+    return _node("max", (a, b), _branch_kind(a, b)) if _is(a) or _is(b) else max(a, b)
 
 
 def _minimum(a, b):
     a, b = _const(a), _const(b)
-    return _node("min", (a, b), "f") if _is(a) or _is(b) else min(a, b)
+    return _node("min", (a, b), _branch_kind(a, b)) if _is(a) or _is(b) else min(a, b)
 
 
 def _floats(x):
