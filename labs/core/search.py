@@ -234,7 +234,9 @@ def _best_first(fits: np.ndarray, step: np.ndarray) -> tuple[np.ndarray, int]:
     """The sweep's row order, fitting plans by step time and then the rest (ties keep the
     space's order), and how many fit."""
     fit, rest = np.flatnonzero(fits), np.flatnonzero(~fits)
-    return np.concatenate([fit[np.argsort(step[fit], kind="stable")], rest[np.argsort(step[rest], kind="stable")]]), len(fit)
+    if not (np.signbit(step).any() or np.isnan(step).any()):  # non-negative floats sort as their bits, ~30% faster
+        step = step.view(np.int64)
+    return np.concatenate([fit.take(np.argsort(step.take(fit), kind="stable")), rest.take(np.argsort(step.take(rest), kind="stable"))]), len(fit)
 
 
 def _pareto(step: np.ndarray, memory: np.ndarray) -> np.ndarray:
@@ -274,21 +276,21 @@ def sweep(model: Model, cluster: Cluster, global_batch: int, era: str | None = N
     gpus, peak = cluster.gpus, peak_flops(cluster.gpu, options["precision"])
     fits = out["memory_bytes"] <= cluster.gpu.hbm_bytes
     order, fitting = _best_first(fits, out["step_time_s"])
-    step, memory = out["step_time_s"][order], out["memory_bytes"][order]
-    model_flops, hardware_flops = out["model_flops"][order], out["hardware_flops"][order]
+    step, memory = out["step_time_s"].take(order), out["memory_bytes"].take(order)
+    model_flops, hardware_flops = out["model_flops"].take(order), out["hardware_flops"].take(order)
     import pandas as pd
 
-    frame = {k: space[k][order] for k in ("tp", "pp", "dp", "cp", "ep", "micro_batch", "zero_stage")}
-    frame["recompute"] = _names(ALL_RECOMPUTE_MODES).take(space["_recompute_code"][order])
-    frame["sequence_parallel"] = space["sequence_parallel"][order]
-    frame["schedule"] = _names(SCHEDULES).take(space["_schedule_code"][order])
-    frame["virtual_stages"] = space["virtual_stages"][order]
+    frame = {k: space[k].take(order) for k in ("tp", "pp", "dp", "cp", "ep", "micro_batch", "zero_stage")}
+    frame["recompute"] = _names(ALL_RECOMPUTE_MODES).take(space["_recompute_code"].take(order))
+    frame["sequence_parallel"] = space["sequence_parallel"].take(order)
+    frame["schedule"] = _names(SCHEDULES).take(space["_schedule_code"].take(order))
+    frame["virtual_stages"] = space["virtual_stages"].take(order)
     # Settings every row shares are given once: pandas repeats a number; a string is taken from
     # a one-name array (pandas' own repeat of a string scalar takes several times longer)
     shared = np.zeros(len(order), dtype=np.intp)
     frame.update({
         k: _names((value,)).take(shared) if isinstance(value, str) else value for k, value in {
-            "global_batch": global_batch, "flash_attention": bool(options["flash_attention"]), "tp_comm_overlap": cols["tp_comm_overlap"][order],
+            "global_batch": global_batch, "flash_attention": bool(options["flash_attention"]), "tp_comm_overlap": cols["tp_comm_overlap"].take(order),
             "grad_reduce_dtype": options["grad_reduce_dtype"], "dp_algorithm": options["dp_algorithm"],
             "dp_overlap": bool(options["dp_overlap"]), "pp_overlap": bool(options["pp_overlap"]),
             "optimizer_state": options["optimizer_state"], "cp_algorithm": options["cp_algorithm"], "precision": options["precision"],
@@ -298,14 +300,14 @@ def sweep(model: Model, cluster: Cluster, global_batch: int, era: str | None = N
         "fits": np.arange(len(order)) < fitting,
         "memory_bytes": memory,
         "step_time_s": step,
-        "bubble_fraction": out["bubble_fraction"][order],
+        "bubble_fraction": out["bubble_fraction"].take(order),
         "model_tflops_per_gpu": model_flops / step / gpus / 1e12,
         "hardware_tflops_per_gpu": hardware_flops / step / gpus / 1e12,
         "mfu": model_flops / step / gpus / peak,
         "hfu": hardware_flops / step / gpus / peak,
         "tokens_per_s": global_batch * model.seq_len / step,
-        "dp_comm_exposed_s": out["dp_comm_s"][order],
-        "dp_comm_latency_s": out["dp_exposed_latency_s"][order],
+        "dp_comm_exposed_s": out["dp_comm_s"].take(order),
+        "dp_comm_latency_s": out["dp_exposed_latency_s"].take(order),
         "tp_spans_nodes": frame["tp"] > cluster.gpus_per_node,
         "pareto": np.concatenate([_pareto(step[:fitting], memory[:fitting]), np.zeros(len(order) - fitting, dtype=bool)]),
     })
