@@ -19,6 +19,7 @@ from labs.core import Cluster, Model, Plan
 from labs.core.eras import ERAS
 from labs.core.plan import plan_columns
 from labs.core.step import evaluate_plan
+from labs.core.topology import collective_columns
 
 H100 = Cluster.get("dgx-h100", nodes=1)
 HBM_RATE = H100.gpu.hbm_bytes_per_s * H100.gpu.hbm_efficiency
@@ -98,3 +99,53 @@ def test_only_the_fsdp_stacks_copy():
 def test_bad_copy_bytes_are_refused_by_name(field, value):
     with pytest.raises(ValueError, match=field):
         replace(ERAS["pytorch-fsdp2-2024"], **{field: value})
+
+
+# ---- the root unit: embedding, final norm and output layer, gathered first and reduced last ----
+# Llama 3.2 1B's architecture (its config.json): 16 blocks, hidden 2048, 32 heads, 8 K/V heads,
+# SwiGLU 8192, embedding tied to the output layer, vocabulary 128,256.
+LLAMA_1B = Model("llama3.2-1b", 16, 2048, 32, 8192, 128256, ffn_hidden=8192, kv_heads=8, gated_ffn=True)
+BLOCK_1B = 2 * 2048 * 2048 + 2 * 2048 * 512 + 3 * 2048 * 8192 + 2 * 2048
+ROOT_1B = 128256 * 2048 + 2 * 2048  # the embedding and the final norm (labs.core.models counts 2 x hidden outside the blocks)
+
+
+def _dp(model, era, **fields):
+    plan = Plan.for_era(era, dp=8, micro_batch=1, global_batch=32, zero_stage=3, recompute="none", **fields)
+    return evaluate_plan(model, H100, plan_columns(plan), plan.dp_algorithm, ERAS[era])
+
+
+@pytest.mark.parametrize("era, dtype", [("pytorch-fsdp1-2023", "bf16"), ("pytorch-fsdp2-2024", "fp32")])
+def test_the_root_unit_is_gathered_once_a_micro_batch(era, dtype):
+    """The blocks are gathered for the forward and again for the backward; the root, not resharded
+    after forward, once: 7/8 of (2 x 16 blocks + the root) bf16 bytes a micro-batch, 4 of them."""
+    assert LLAMA_1B.layer_params == pytest.approx(BLOCK_1B)
+    r = _dp(LLAMA_1B, era, grad_reduce_dtype=dtype)
+    expected = 7 / 8 * 4 * (2 * 16 * BLOCK_1B + ROOT_1B) * 2
+    report(f"{era} 1B gather bytes sent a step", r["coll_dp_gather_sent_bytes"], expected)
+    assert r["coll_dp_gather_sent_bytes"] == pytest.approx(expected, rel=1e-6)
+
+
+@pytest.mark.parametrize("era, grad_bytes", [("pytorch-fsdp1-2023", 2), ("pytorch-fsdp2-2024", 4)])
+def test_the_root_units_gather_and_reduce_scatter_wait_in_full(era, grad_bytes):
+    """At 8,192 tokens the blocks' gathers and reduce-scatters hide behind the blocks' compute; the
+    root's all-gather (first thing of each forward) and reduce-scatter (after the embedding's
+    backward, the last op) cannot: against the same blocks under a 16-token vocabulary, each
+    micro-batch waits for one all-gather of the root's bf16 weights and one reduce-scatter of its
+    gradients over the 8 GPUs, as NCCL's tables price them (labs.core.topology)."""
+    tiny_vocab = replace(LLAMA_1B, vocab=16)
+    extra = _dp(LLAMA_1B, era)["dp_comm_s"] - _dp(tiny_vocab, era)["dp_comm_s"]
+
+    def seconds(op, nbytes):
+        return sum(float(x) for x in collective_columns(op, nbytes, H100, 8, 1.0, "auto"))
+
+    root = lambda vocab: vocab * 2048 + 2 * 2048  # noqa: E731  (with the final norm, as ROOT_1B)
+    per_micro_batch = (seconds("all_gather", 2 * root(128256)) + seconds("reduce_scatter", grad_bytes * root(128256))
+                       - seconds("all_gather", 2 * root(16)) - seconds("reduce_scatter", grad_bytes * root(16)))
+    report(f"{era} 1B root unit's wait a step, s", extra, 4 * per_micro_batch)
+    assert extra == pytest.approx(4 * per_micro_batch, rel=1e-6)
+
+
+def test_only_fsdp_has_a_root_unit():
+    """Megatron's ZeRO-3 ("module") spreads the embedding's gathers over the layers as before."""
+    assert {name for name, era in ERAS.items() if era.zero3_unit == "layer"} == {"llama3-2024", "pytorch-fsdp1-2023", "pytorch-fsdp2-2024"}
+    assert 3 not in ERAS["llama3-2024"].zero_stage  # its FSDP keeps the weights through the step: no ZeRO-3 root gathers

@@ -25,6 +25,13 @@ MEGATRON_BUCKET_PARAMS = 40_000_000
 # flat parameter per wrapped block, once in forward and once in backward (the recompute runs
 # inside the backward's unsharded block).
 ZERO3_GATHERS_PER_LAYER = {"parameter": 4, "module": 4, "layer": 1}
+# FSDP's root unit ("layer"): the outermost FSDP / fully_shard holds what no block does, the
+# embedding, the final norm and the output layer (llama-recipes' transformer_auto_wrap_policy,
+# torchtitan's apply_fsdp). The root is not resharded after forward (FSDP1 _post_forward_reshard:
+# `not state._is_root`; FSDP2 FSDPState._lazy_init sets the root's post_forward_mesh_info to None),
+# so it is gathered once a micro-batch, first, with nothing to hide behind; its gradients are
+# complete only after the embedding's backward, the pass's last op, so its reduce-scatter waits in
+# full as well (FSDP1's _post_backward_final_callback and FSDP2's finalize_backward wait for it).
 
 
 def _plus(a, b):
@@ -86,7 +93,19 @@ def data_parallel_stage(model, cluster, stack, p, q, dp_algorithm, xp) -> Simple
         ag = _plus(ag, bucketed("all_gather", gathers, expert_weights, calls, expert_shard, s_cp * ep))
         grads, weights_bytes = grads + expert_grads, weights_bytes + expert_weights
     module_calls = d.module_calls = layers * ZERO3_GATHERS_PER_LAYER[stack.zero3_unit]
-    module_ag = bucketed("all_gather", z3, weights_bytes, module_calls, shard)
+    root_unit = stack.zero3_unit == "layer"
+    root_bytes, root_ag, root_rs_t = 0.0, (0.0, 0.0), 0.0
+    if root_unit:
+        first_r, last_r = xp.pick(q.first_r, heaviest), xp.pick(q.last_r, heaviest)
+        d.root_params = xp.where(p.pp > 1, (first_r + last_r) * model.vocab * model.hidden, float(model.params - model.layers * model.layer_params)) / p.tp
+        root_bytes = d.root_params * WEIGHT_BYTES
+        root_ag = bucketed("all_gather", z3, root_bytes, 1.0, shard)
+        # FSDP reduce-scatters each unit's gradients on its own (not in Megatron's buckets)
+        unit_rs = bucketed("reduce_scatter", z3, grads - d.root_params * grad_bytes, module_calls, shard)
+        root_rs = bucketed("reduce_scatter", z3, d.root_params * grad_bytes, 1.0, shard)
+        root_rs_t = root_rs[0] + root_rs[1]
+        rs = xp.where(z3, unit_rs[0] + root_rs[0] + across[0], rs[0]), xp.where(z3, unit_rs[1] + root_rs[1] + across[1], rs[1])
+    module_ag = bucketed("all_gather", z3, weights_bytes - root_bytes, module_calls, shard)
     per_parameter = d.per_parameter = stack.zero3_unit == "parameter"
     z3_passes = d.z3_passes = 2.0 + xp.where(per_parameter, p.redo, 0.0)  # gathers per micro-batch
     if per_parameter:
@@ -107,23 +126,26 @@ def data_parallel_stage(model, cluster, stack, p, q, dp_algorithm, xp) -> Simple
     # accumulation (FSDP's no_sync) and reduces once, "microbatch" reduces every micro-batch.
     d.reduce_each_mb = reduce_each_mb = xp.where(p.grad_sync == 1, False, xp.where(p.grad_sync == 2, True, zero >= 2))
     syncs = d.syncs = xp.where(reduce_each_mb, m, 1.0)
-    reduce_lat = xp.where(z0, syncs * ar[0], syncs * rs[0] + xp.where(z3, z3_passes * m * module_ag[0], 0.0))
-    reduce_bw = xp.where(z0, syncs * ar[1], syncs * rs[1] + xp.where(z3, z3_passes * m * module_ag[1], 0.0))
+    reduce_lat = xp.where(z0, syncs * ar[0], syncs * rs[0] + xp.where(z3, z3_passes * m * module_ag[0] + m * root_ag[0], 0.0))
+    reduce_bw = xp.where(z0, syncs * ar[1], syncs * rs[1] + xp.where(z3, z3_passes * m * module_ag[1] + m * root_ag[1], 0.0))
     gather_lat = xp.where(gathers, ag[0], 0.0)
     gather_bw = xp.where(gathers, ag[1], 0.0)
     reduce_t, gather_t = reduce_lat + reduce_bw, gather_lat + gather_bw
     # What hides it: the last micro-batch's backward (ZeRO 0-1), every backward (ZeRO-2); the
     # last bucket always waits. ZeRO-3 prefetches the next module's weights behind the current
     # module's compute, pass by pass: a forward gathers, a backward gathers and reduce-scatters,
-    # and the first module gather of each pass waits.
+    # and the first module gather of each pass waits; FSDP's root unit waits in full (above), and
+    # the last block's reduce-scatter after its backward.
     stage_f, stage_bwd, dp_overlap = q.stage_f, q.stage_bwd, p.dp_overlap
     window = xp.where(reduce_each_mb, m * stage_bwd, stage_bwd)
     plain = xp.where(dp_overlap, xp.maximum(reduce_t - window, reduce_t / calls), reduce_t)
     gather_pass = module_ag[0] + module_ag[1]
     first = gather_pass / module_calls
-    z3_forward = xp.maximum(gather_pass - stage_f, first)
+    root_ag_t = root_ag[0] + root_ag[1]
+    z3_forward = xp.maximum(gather_pass - stage_f, first) + root_ag_t
     backward_gathers = (z3_passes - 1) * gather_pass  # the recompute's gathers run in the backward
-    z3_backward = xp.maximum(backward_gathers + rs[0] + rs[1] - stage_bwd, first)
+    last = (rs[0] + rs[1] - root_rs_t) / layers if root_unit else first
+    z3_backward = xp.maximum(backward_gathers + rs[0] + rs[1] - root_rs_t - stage_bwd, last) + root_rs_t
     z3_backward_only = xp.maximum(backward_gathers - stage_bwd, first)  # a micro-batch that does not reduce
     z3_exposed = m * z3_forward + syncs * z3_backward + (m - syncs) * z3_backward_only
     prefetched = dp_overlap & (not per_parameter)
@@ -139,7 +161,10 @@ def data_parallel_stage(model, cluster, stack, p, q, dp_algorithm, xp) -> Simple
     # bytes each GPU sends a step: the gradient reduction (once a step up to ZeRO-1, per
     # micro-batch from ZeRO-2) and the weight gathers (once a step, or twice per micro-batch at ZeRO-3)
     d.reduce_sent = syncs * xp.where(z0, 2 * frac * grads, sfrac * grads + replica_sent)
-    d.gather_sent = xp.where(z0, 0.0, sfrac * weights_bytes * xp.where(z3, z3_passes * m, 1.0))
+    if root_unit:  # the root gathered once a micro-batch, the blocks once a pass
+        d.gather_sent = xp.where(z0, 0.0, sfrac * xp.where(z3, ((weights_bytes - root_bytes) * z3_passes + root_bytes) * m, weights_bytes))
+    else:
+        d.gather_sent = xp.where(z0, 0.0, sfrac * weights_bytes * xp.where(z3, z3_passes * m, 1.0))
     d.sent = d.reduce_sent + d.gather_sent
 
     # Each collective on its own, for the communication map. ZeRO-3's prefetch hides gathers and
@@ -147,9 +172,9 @@ def data_parallel_stage(model, cluster, stack, p, q, dp_algorithm, xp) -> Simple
     # time. What ran hidden slowed the compute beside it (overlap_contention): charged to each.
     ar_t, rs_t = ar[0] + ar[1], rs[0] + rs[1]
     d.reduce_only = syncs * xp.where(z0, ar_t, rs_t)
-    z3_gathers = z3_passes * m * gather_pass
-    z3_share = backward_gathers / xp.maximum(backward_gathers + rs_t, 1e-300)
-    z3_gather_exposed = xp.where(prefetched, m * z3_forward + syncs * z3_backward * z3_share + (m - syncs) * z3_backward_only, z3_gathers)
+    z3_gathers = z3_passes * m * gather_pass + m * root_ag_t
+    z3_share = backward_gathers / xp.maximum(backward_gathers + rs_t - root_rs_t, 1e-300)
+    z3_gather_exposed = xp.where(prefetched, m * z3_forward + syncs * (z3_backward - root_rs_t) * z3_share + (m - syncs) * z3_backward_only, z3_gathers)
     reduce_exposed = xp.where(z3, exposed_reduce - z3_gather_exposed, plain)
     gather_exposed = xp.where(z3, z3_gather_exposed, exposed_gather)
     d.gather_wire = xp.where(z3, z3_gathers, gather_t)
