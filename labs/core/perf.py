@@ -172,7 +172,7 @@ _FIXED_OPS = {"ep": "all-to-all", "pp": "send/recv", "dp_gather": "all-gather"}
 
 
 def _collectives(cluster: Cluster, plan: Plan, r: dict) -> tuple[CollectiveUse, ...]:
-    ops = None
+    ops = intra = inter = None
     out = []
     for key, axis, frequency, (calls_key, sent_key, wire_key, exposed_key, group_key, members_key) in _COLLECTIVE_FIELDS:
         calls = r[calls_key]
@@ -181,19 +181,21 @@ def _collectives(cluster: Cluster, plan: Plan, r: dict) -> tuple[CollectiveUse, 
         if ops is None:
             ops = dict(_FIXED_OPS, tp="all-gather + reduce-scatter" if plan.sequence_parallel else "all-reduce",
                        cp=_CP_OPS.get(plan.cp_algorithm, "ring send/recv"), dp_reduce="all-reduce" if plan.zero_stage == 0 else "reduce-scatter")
+            intra, inter = cluster.intra.name, cluster.inter.name
         group, g = round(r[group_key]), round(r[members_key])  # round() of a float is an int
-        out.append(_new(CollectiveUse, key=key, axis=axis, op=ops[key], frequency=frequency, calls=calls, sent_bytes=r[sent_key], group=group,
-                        members_per_node=g, link=cluster.intra.name if g >= group else cluster.inter.name, wire_s=r[wire_key], exposed_s=r[exposed_key]))
+        out.append(_new(CollectiveUse, {"key": key, "axis": axis, "op": ops[key], "frequency": frequency, "calls": calls, "sent_bytes": r[sent_key],
+                                        "group": group, "members_per_node": g, "link": intra if g >= group else inter,
+                                        "wire_s": r[wire_key], "exposed_s": r[exposed_key]}))
     return tuple(out)
 
 
-def _new(cls, **values):
-    """cls(**values) for a frozen dataclass of plain fields (no __post_init__), every field
+def _new(cls, fields: dict):
+    """cls(**fields) for a frozen dataclass of plain fields (no __post_init__), every field
     given: the instance its __init__ would build, without that __init__'s object.__setattr__
     per field (estimate() builds up to ten of them a plan; tests/test_compiled_estimate.py
     holds each equal to its constructor's)."""
     instance = object.__new__(cls)
-    object.__setattr__(instance, "__dict__", values)
+    object.__setattr__(instance, "__dict__", fields)
     return instance
 
 
@@ -213,31 +215,31 @@ def memory_breakdown(model: Model, plan: Plan) -> MemoryBreakdown:
 
 
 def _memory(r: dict) -> MemoryBreakdown:
-    return _new(MemoryBreakdown, weights=r["weights_bytes"], gradients=r["gradients_bytes"], optimizer=r["optimizer_bytes"],
-                activations=r["activations_bytes"], buffers=r["buffers_bytes"])
+    return _new(MemoryBreakdown, {"weights": r["weights_bytes"], "gradients": r["gradients_bytes"], "optimizer": r["optimizer_bytes"],
+                                  "activations": r["activations_bytes"], "buffers": r["buffers_bytes"]})
 
 
 def estimate(model: Model, cluster: Cluster, plan: Plan) -> Estimate:
     """Memory, time and utilisation of one training step of `model` on `cluster` under `plan`."""
     validate(model, cluster, plan)
     r = _run(model, cluster, plan)
-    time = _new(TimeBreakdown, compute=r["compute_s"], bubble=r["bubble_s"], tp_comm=r["tp_comm_s"], pp_comm=r["pp_comm_s"],
-                dp_comm=r["dp_comm_s"], optimizer=r["optimizer_s"], offload=r["offload_s"], ep_comm=r["ep_comm_s"])
+    time = _new(TimeBreakdown, {"compute": r["compute_s"], "bubble": r["bubble_s"], "tp_comm": r["tp_comm_s"], "pp_comm": r["pp_comm_s"],
+                                "dp_comm": r["dp_comm_s"], "optimizer": r["optimizer_s"], "offload": r["offload_s"], "ep_comm": r["ep_comm_s"]})
     memory = _memory(r)
     fits = memory.total <= cluster.gpu.hbm_bytes
     offload = None
     if plan.offload_optimizer:
         offload = OffloadCost(r["offload_down_s"], r["cpu_adam_s"], r["offload_up_s"], r["offload_s"], r["pcie_bytes"], r["host_bytes_per_node"])
-    return _new(
-        Estimate, model=model, cluster=cluster, plan=plan, fits=fits, memory=memory, time=time, bubble_fraction=r["bubble_fraction"],
-        model_flops_per_step=r["model_flops"], hardware_flops_per_step=r["hardware_flops"],
-        dp_comm_cost=_new(CollectiveCost, latency_s=r["dp_latency_s"], bandwidth_s=r["dp_total_s"] - r["dp_latency_s"]),
-        dp_exposed_latency_s=r["dp_exposed_latency_s"],
-        comm_bytes_per_gpu={"tp": r["tp_bytes"], "pp": r["pp_bytes"], "dp": r["dp_bytes"], "pcie": r["pcie_bytes"]},
-        warnings=_warnings(model, cluster, plan, r, memory, fits, time.total, offload), offload=offload,
-        busiest_rank=int(round(r["busiest_rank"])), collectives=_collectives(cluster, plan, r),
-        stage_memory_bytes=(r["memory_first_bytes"], r["memory_middle_bytes"], r["memory_last_bytes"]),
-    )
+    return _new(Estimate, {
+        "model": model, "cluster": cluster, "plan": plan, "fits": fits, "memory": memory, "time": time, "bubble_fraction": r["bubble_fraction"],
+        "model_flops_per_step": r["model_flops"], "hardware_flops_per_step": r["hardware_flops"],
+        "dp_comm_cost": _new(CollectiveCost, {"latency_s": r["dp_latency_s"], "bandwidth_s": r["dp_total_s"] - r["dp_latency_s"]}),
+        "dp_exposed_latency_s": r["dp_exposed_latency_s"],
+        "comm_bytes_per_gpu": {"tp": r["tp_bytes"], "pp": r["pp_bytes"], "dp": r["dp_bytes"], "pcie": r["pcie_bytes"]},
+        "warnings": _warnings(model, cluster, plan, r, memory, fits, time.total, offload), "offload": offload,
+        "busiest_rank": round(r["busiest_rank"]), "collectives": _collectives(cluster, plan, r),
+        "stage_memory_bytes": (r["memory_first_bytes"], r["memory_middle_bytes"], r["memory_last_bytes"]),
+    })
 
 
 @dataclass(frozen=True)

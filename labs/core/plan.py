@@ -196,9 +196,10 @@ class Plan:
 
 def validate(model: Model, cluster: Cluster, plan: Plan) -> None:
     """Raise ValueError naming the field when the plan does not fit this model and cluster."""
-    for name, value, kind in (("model", model, Model), ("cluster", cluster, Cluster), ("plan", plan, Plan)):
-        if not isinstance(value, kind):
-            raise ValueError(f"{name} must be a {kind.__name__}, got {value!r}")
+    if type(model) is not Model or type(cluster) is not Cluster or type(plan) is not Plan:  # the common case checked at once
+        for name, value, kind in (("model", model, Model), ("cluster", cluster, Cluster), ("plan", plan, Plan)):
+            if not isinstance(value, kind):
+                raise ValueError(f"{name} must be a {kind.__name__}, got {value!r}")
     if plan.gpus != cluster.gpus:
         raise ValueError(
             f"tp x pp x dp x cp = {plan.tp} x {plan.pp} x {plan.dp} x {plan.cp} = {plan.gpus} must equal the cluster's "
@@ -223,7 +224,8 @@ def validate(model: Model, cluster: Cluster, plan: Plan) -> None:
         raise ValueError(f"cp must divide seq_len={model.seq_len}, got cp={plan.cp}")
     if plan.cp_algorithm == "ulysses":
         check_ulysses(model, plan.tp, plan.cp)
-    check_algorithm(cluster, plan.dp_algorithm)
+    if plan.dp_algorithm == "nvls":  # a Plan's dp_algorithm is one of DP_ALGORITHMS; only NVLS needs the cluster
+        check_algorithm(cluster, plan.dp_algorithm)
     if plan.ep > 1 and (not model.experts or model.experts % plan.ep):
         raise ValueError(f"ep must divide the model's {model.experts} routed experts, got ep={plan.ep}")
     if (plan.capacity_factor is not None or plan.max_nodes_per_token is not None) and not model.experts:
