@@ -4,11 +4,12 @@
 numbers there (SCALAR, labs.core.stages.xp), but most of their work repeats from plan to plan of
 the same model, cluster and software: the `where`s on the ZeRO stage, the schedule or the
 recompute mode, NCCL's protocol tables, the model's sizes. TRACE is a third namespace whose plan
-values are symbolic nodes. `compiled_step` runs the unchanged `evaluate` once over it, with the
+values are symbolic nodes. `trace_step` runs the unchanged `evaluate` once over it, with the
 plan's categorical columns as constants (so their `where`s are decided while tracing and
 arithmetic on constants is folded) and its numeric columns (tp, pp, dp, cp, batch sizes, layer
-counts...) as inputs; it then writes the resulting expression graph as one Python function,
-compiles it and keeps it (a bounded cache keyed by everything but the numeric columns).
+counts...) as inputs, and writes the resulting expression graph as one Python function;
+`compile_step` compiles it and `StepCache` keeps it (bounded, keyed by everything but the numeric
+columns and the node count; labs.core.step.COMPILED is estimate()'s).
 
 The generated code does the same Python operations in the same order as SCALAR, so its numbers
 are SCALAR's to the bit. Nodes used more than once become locals; a `where` whose condition is a
@@ -18,8 +19,9 @@ sends the plan to the numpy evaluation (labs.core.step.evaluate_plan), as SCALAR
 
 Module constants (a fitted share, an efficiency) are folded into the code like the model's sizes:
 code that changes one at run time must run inside `StepCache.interpreted()` (the calibration's
-fit does). Python control flow on a plan value cannot be traced: a node refuses `bool()`, and a stage that
-needs one raises TraceError while tracing; that key then runs SCALAR (counted in FALLBACKS).
+fit does). Python control flow on a plan value cannot be traced: a node refuses `bool()`, and a
+stage that needs one raises TraceError while tracing; that key then runs SCALAR (counted in
+FALLBACKS).
 """
 
 from __future__ import annotations
@@ -227,9 +229,11 @@ def _branch_kind(a, b):
 
 
 def _same(a, b):
-    if _is(a) or _is(b):
-        return a is b
-    return type(a) is type(b) and (a is b or a == b)
+    """The same value for certain: one node, or equal numbers of one type (other constants, such
+    as the stages' namespaces of nodes, by identity)."""
+    if a is b:
+        return True
+    return type(a) is type(b) and type(a) in (bool, int, float, str) and a == b
 
 
 # ---------------------------------------------------------------- the TRACE namespace
