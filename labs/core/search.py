@@ -225,7 +225,7 @@ def _evaluate_blocks(model: Model, cluster: Cluster, cols: dict, dp_algorithm: s
     rows = len(cols["tp"])
     blocks = -(-rows // BLOCK_ROWS)
     size = -(-rows // blocks)
-    outs = [evaluate(model, cluster, {k: v[start:start + size] for k, v in cols.items()}, dp_algorithm, stack, collectives=False)
+    outs = [evaluate(model, cluster, {k: v[start:start + size] for k, v in cols.items()}, dp_algorithm, stack, brief=True)
             for start in range(0, rows, size)]
     return {k: np.concatenate([out[k] for out in outs]) if blocks > 1 else outs[0][k] for k in SWEEP_OUTPUTS}
 

@@ -26,7 +26,7 @@ from labs.core.models import Model
 from labs.core.stages.compute import layer_compute
 from labs.core.stages.data import data_parallel_stage
 from labs.core.stages.inputs import flops_per_sequence, model_terms, read_plan
-from labs.core.stages.memory import memory_stage
+from labs.core.stages.memory import memory_stage, stage_memory
 from labs.core.stages.optimizer import CPU_ADAM_BYTES_PER_PARAM, optimizer_stage  # noqa: F401 (CPU_ADAM_BYTES_PER_PARAM: re-exported)
 from labs.core.stages.parallel import NCCL_COLLECTIVE_SMS, layer_communication  # noqa: F401 (NCCL_COLLECTIVE_SMS: re-exported)
 from labs.core.stages.pipe import pipeline_stage
@@ -36,7 +36,7 @@ from labs.core.topology import members_per_node
 
 
 def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto", stack: Era | None = None, xp=NUMPY,
-             collectives: bool = True) -> dict:
+             collectives: bool = True, brief: bool = False) -> dict:
     """Every number of an Estimate for each row of the plan columns `c` (validated upstream).
 
     c holds tp, pp, dp, cp, micro_batch, global_batch, zero_stage, recompute (code into
@@ -48,7 +48,7 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     Besides the per-axis totals it returns each collective's own numbers (coll_<name>_calls,
     _sent_bytes, _wire_s, _exposed_s, _group, _members_per_node for tp, cp, ep, pp, dp_reduce
     and dp_gather): the communication map, from the same terms the step time adds up. `collectives=False`
-    leaves the map out (sweep() does not show it)."""
+    leaves the map out; `brief` returns only what sweep() shows (SWEEP_OUTPUTS)."""
     stack = stack_of(None) if stack is None else stack  # the software's kernels (labs.core.eras)
     p = read_plan(model, c, stack, xp)
     model_per_sequence, hardware_per_sequence = flops_per_sequence(model, p, xp)
@@ -60,33 +60,38 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     o = optimizer_stage(cluster, stack, p, q, d, xp)
     r = memory_stage(model, cluster, dp_algorithm, p, layer, q, d, tpcp, xp)
     m = p.m
-    comm_map = communication_map(model, cluster, p, tpcp, q, d, xp) if collectives else {}
     step = q.pipeline + q.pp_comm + d.dp_exposed + o.optimizer + o.offload_exposed
     ep_comm = q.ep_exposed  # the expert all-to-alls the step waits for (DualPipe hides part: stages.pipe)
-    return {
+    out = {  # what sweep() shows
         "step_time_s": step,
+        "dp_comm_s": d.dp_exposed,
+        "bubble_fraction": q.bubble,
+        "dp_exposed_latency_s": d.dp_exposed * xp.where(d.dp_total > 0, d.dp_latency / xp.where(d.dp_total > 0, d.dp_total, 1.0), 0.0),
+        "memory_bytes": r.total,
+        "model_flops": p.gb * model_per_sequence,
+        "hardware_flops": p.gb * hardware_per_sequence,
+    }
+    if brief:
+        return out
+    comm_map = communication_map(model, cluster, p, tpcp, q, d, xp) if collectives else {}
+    stages = stage_memory(r, xp)
+    out.update({
         "compute_s": m * q.work,
         "bubble_s": q.pipeline - m * q.per_mb,
         "tp_comm_s": m * q.stage_comm - ep_comm,
         "ep_comm_s": ep_comm,
         "pp_comm_s": q.pp_comm,
-        "dp_comm_s": d.dp_exposed,
         "optimizer_s": o.optimizer,
         "offload_s": o.offload_exposed,
-        "bubble_fraction": q.bubble,
         "stage_forward_s": q.stage_f,
         "stage_backward_s": q.stage_bwd,
         "dp_total_s": d.dp_total,
         "dp_latency_s": d.dp_latency,
-        "dp_exposed_latency_s": d.dp_exposed * xp.where(d.dp_total > 0, d.dp_latency / xp.where(d.dp_total > 0, d.dp_total, 1.0), 0.0),
         "weights_bytes": r.weights,
         "gradients_bytes": r.gradients,
         "optimizer_bytes": r.optimizer,
         "activations_bytes": r.activations,
         "buffers_bytes": r.buffers,
-        "memory_bytes": r.total,
-        "model_flops": p.gb * model_per_sequence,
-        "hardware_flops": p.gb * hardware_per_sequence,
         "tp_bytes": m * d.layers * q.pass_share * _tp_layer_sent(p, tpcp, xp),
         "pp_bytes": q.pp_sent,
         "dp_bytes": xp.where(d.active, d.sent, 0.0),
@@ -103,11 +108,12 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
         "layers_per_stage": d.layers,
         "busiest_rank": r.busiest_rank,
         "microbatches": m,
-        "memory_first_bytes": r.stage_memory[0],
-        "memory_middle_bytes": r.stage_memory[1],
-        "memory_last_bytes": r.stage_memory[2],
+        "memory_first_bytes": stages[0],
+        "memory_middle_bytes": stages[1],
+        "memory_last_bytes": stages[2],
         **comm_map,
-    }
+    })
+    return out
 
 
 def _tp_layer_sent(p, tpcp, xp):

@@ -67,7 +67,8 @@ def _rank_memory(dense, expert, params, layers, last, rank, share, model, p, d, 
 
 def memory_stage(model, cluster, dp_algorithm, p, layer, q, d, tpcp, xp) -> SimpleNamespace:
     """Weights, gradients, optimizer state, activations and buffers on the busiest rank, and the
-    total on the first, a middle and the last pipeline rank (stage_memory)."""
+    first, a middle and the last rank's state and activations (rank_total, rank_activations: the
+    stage totals of stage_memory)."""
     tp, s, b, sp = p.tp, p.s, p.b, p.sp
     stored = xp.where(p.flash & (p.rc == _NONE), _SELECTIVE, p.rc)
     per_layer = layer_activation_columns(model, s, b, tp, sp, stored, xp)
@@ -90,9 +91,14 @@ def memory_stage(model, cluster, dp_algorithm, p, layer, q, d, tpcp, xp) -> Simp
     r.buffers = (CUDA_CONTEXT_BYTES + communicators * NCCL_COMMUNICATOR_BYTES + nvls * NCCL_NVLS_BYTES * xp.where((tp > 1) | (p.dp > 1), 1.0, 0.0)
                  + xp.where(tpcp.overlap, TP_OVERLAP_BUFFERS * p.tokens * model.hidden * ACTIVATION_BYTES, 0.0) + FRAGMENTATION * r.activations)
     r.total = computed + r.buffers
-    # Memory of the first, a middle (the second, the fullest of them under 1F1B) and the last stage.
-    r.stage_memory = xp.each(_stage_total, rank_total, rank_activations, r.buffers, r.activations)
+    r.rank_total, r.rank_activations = rank_total, rank_activations
     return r
+
+
+def stage_memory(r, xp):
+    """Memory of the first, a middle (the second, the fullest of them under 1F1B) and the last
+    stage, from memory_stage's namespace `r`."""
+    return xp.each(_stage_total, r.rank_total, r.rank_activations, r.buffers, r.activations)
 
 
 def _stage_total(total, activations, buffers, busiest_activations):

@@ -36,9 +36,11 @@ def _np_col(c, key, dtype=float, default=None):
     return np.asarray(c[key], dtype=dtype)
 
 
-def _np_pick(x, index):
-    if np.shape(x) == (3,) + index.shape:  # a flat take: ~10x faster than x[index, arange]
-        return np.ravel(x).take(index * index.size + np.arange(index.size).reshape(index.shape))
+def _np_pick(x, chosen):
+    """Each row's value of x at the rank `argmax` chose (its flat index into a (3,) + shape array)."""
+    if np.shape(x) == (3,) + np.shape(chosen):  # one take: ~10x faster than x[index, arange]
+        return np.ravel(x).take(chosen)
+    index = np.asarray(chosen // max(np.size(chosen), 1))
     return np.take_along_axis(np.broadcast_to(x, (3,) + np.shape(index)), index[None], 0)[0]
 
 
@@ -69,9 +71,12 @@ def _first_best_nan(options, better):
 
 
 def _np_argmax(stacked):
+    """The rank with the most, per row, as `pick` reads it: the flat index rank x rows + row of
+    its entry in the (3, rows) stack (computed once, not in every pick)."""
     if np.ndim(stacked) < 1:
         return np.argmax(stacked, axis=0)
-    return _first_best(stacked, np.greater, np.maximum)
+    index = _first_best(stacked, np.greater, np.maximum)
+    return index * index.size + np.arange(index.size).reshape(index.shape)
 
 
 def _np_options(tables):
