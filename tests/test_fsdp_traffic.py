@@ -149,3 +149,43 @@ def test_only_fsdp_has_a_root_unit():
     """Megatron's ZeRO-3 ("module") spreads the embedding's gathers over the layers as before."""
     assert {name for name, era in ERAS.items() if era.zero3_unit == "layer"} == {"llama3-2024", "pytorch-fsdp1-2023", "pytorch-fsdp2-2024"}
     assert 3 not in ERAS["llama3-2024"].zero_stage  # its FSDP keeps the weights through the step: no ZeRO-3 root gathers
+
+
+@pytest.mark.parametrize("era", ["pytorch-fsdp1-2023", "pytorch-fsdp2-2024"])
+def test_zero2_gathers_again_after_each_micro_batch_that_reduces(era):
+    """SHARD_GRAD_OP / reshard_after_forward=False: FSDP frees the gathered units after every
+    backward that reduces (FSDP1 _should_free_in_backward), so each of the 4 micro-batches gathers
+    the 16 blocks and the root once: 4 x 7/8 of their bf16 bytes. Under no_sync (grad_sync="step")
+    the units stay gathered: once a step."""
+    plan = Plan.for_era(era, dp=8, micro_batch=1, global_batch=32, zero_stage=2, recompute="none")
+    once = 7 / 8 * (16 * BLOCK_1B + ROOT_1B) * 2
+    for grad_sync, gathers in ((None, 4), ("step", 1)):
+        r = evaluate_plan(LLAMA_1B, H100, plan_columns(replace(plan, grad_sync=grad_sync)), plan.dp_algorithm, ERAS[era])
+        report(f"{era} ZeRO-2 grad_sync={grad_sync} gather bytes a step", r["coll_dp_gather_sent_bytes"], gathers * once)
+        assert r["coll_dp_gather_sent_bytes"] == pytest.approx(gathers * once, rel=1e-6)
+
+
+def test_zero2_waits_for_the_root_each_micro_batch():
+    """FSDP's ZeRO-2 forward gathers the root first and reduce-scatters it last, every micro-batch
+    that reduces: against the same blocks under a 16-token vocabulary, 4 x (the root's all-gather +
+    reduce-scatter) more wait a step (FSDP2, fp32 gradients)."""
+    plan = Plan.for_era("pytorch-fsdp2-2024", dp=8, micro_batch=1, global_batch=32, zero_stage=2, recompute="none")
+
+    def dp(model):
+        return evaluate_plan(model, H100, plan_columns(plan), plan.dp_algorithm, ERAS[plan.stack])["dp_comm_s"]
+
+    def seconds(op, nbytes):
+        return sum(float(x) for x in collective_columns(op, nbytes, H100, 8, 1.0, "auto"))
+
+    root = lambda vocab: vocab * 2048 + 2 * 2048  # noqa: E731
+    per_micro_batch = (seconds("all_gather", 2 * root(128256)) + seconds("reduce_scatter", 4 * root(128256))
+                       - seconds("all_gather", 2 * root(16)) - seconds("reduce_scatter", 4 * root(16)))
+    extra = dp(LLAMA_1B) - dp(replace(LLAMA_1B, vocab=16))
+    report("fsdp2 ZeRO-2 1B root unit's wait a step, s", extra, 4 * per_micro_batch)
+    assert extra == pytest.approx(4 * per_micro_batch, rel=1e-6)
+
+
+def test_regathering_needs_fsdp_units():
+    assert {name for name, era in ERAS.items() if era.fsdp_reshard_after_backward} == {"pytorch-fsdp1-2023", "pytorch-fsdp2-2024"}
+    with pytest.raises(ValueError, match="fsdp_reshard_after_backward"):
+        replace(ERAS["megatron-core-2024"], fsdp_reshard_after_backward=True)

@@ -94,18 +94,23 @@ def data_parallel_stage(model, cluster, stack, p, q, dp_algorithm, xp) -> Simple
         grads, weights_bytes = grads + expert_grads, weights_bytes + expert_weights
     module_calls = d.module_calls = layers * ZERO3_GATHERS_PER_LAYER[stack.zero3_unit]
     root_unit = stack.zero3_unit == "layer"
+    # PyTorch's FSDP under ZeRO-2 frees the gathered units after each backward that reduces
+    # (labs.core.eras: fsdp_reshard_after_backward): it gathers unit by unit like ZeRO-3's forward.
+    regather = stack.fsdp_reshard_after_backward
+    unit_rows = (z3 | z2) if regather else z3
     root_bytes, root_ag, root_rs_t = 0.0, (0.0, 0.0), 0.0
     if root_unit:
         first_r, last_r = xp.pick(q.first_r, heaviest), xp.pick(q.last_r, heaviest)
         d.root_params = xp.where(p.pp > 1, (first_r + last_r) * model.vocab * model.hidden, float(model.params - model.layers * model.layer_params)) / p.tp
         root_bytes = d.root_params * WEIGHT_BYTES
-        root_ag = bucketed("all_gather", z3, root_bytes, 1.0, shard)
+        root_ag = bucketed("all_gather", unit_rows, root_bytes, 1.0, shard)
         # FSDP reduce-scatters each unit's gradients on its own (not in Megatron's buckets)
-        unit_rs = bucketed("reduce_scatter", z3, grads - d.root_params * grad_bytes, module_calls, shard)
-        root_rs = bucketed("reduce_scatter", z3, d.root_params * grad_bytes, 1.0, shard)
+        unit_rs = bucketed("reduce_scatter", unit_rows, grads - d.root_params * grad_bytes, module_calls, shard)
+        root_rs = bucketed("reduce_scatter", unit_rows, d.root_params * grad_bytes, 1.0, shard)
         root_rs_t = root_rs[0] + root_rs[1]
-        rs = xp.where(z3, unit_rs[0] + root_rs[0] + across[0], rs[0]), xp.where(z3, unit_rs[1] + root_rs[1] + across[1], rs[1])
-    module_ag = bucketed("all_gather", z3, weights_bytes - root_bytes, module_calls, shard)
+        rs = (xp.where(unit_rows, unit_rs[0] + root_rs[0] + across[0], rs[0]),
+              xp.where(unit_rows, unit_rs[1] + root_rs[1] + across[1], rs[1]))
+    module_ag = bucketed("all_gather", unit_rows, weights_bytes - root_bytes, module_calls, shard)
     per_parameter = d.per_parameter = stack.zero3_unit == "parameter"
     z3_passes = d.z3_passes = 2.0 + xp.where(per_parameter, p.redo, 0.0)  # gathers per micro-batch
     if per_parameter:
@@ -128,6 +133,8 @@ def data_parallel_stage(model, cluster, stack, p, q, dp_algorithm, xp) -> Simple
     syncs = d.syncs = xp.where(reduce_each_mb, m, 1.0)
     reduce_lat = xp.where(z0, syncs * ar[0], syncs * rs[0] + xp.where(z3, z3_passes * m * module_ag[0] + m * root_ag[0], 0.0))
     reduce_bw = xp.where(z0, syncs * ar[1], syncs * rs[1] + xp.where(z3, z3_passes * m * module_ag[1] + m * root_ag[1], 0.0))
+    if regather:  # FSDP's ZeRO-2: the units (root included) once a micro-batch that reduces
+        ag = xp.where(z2, syncs * (module_ag[0] + root_ag[0]), ag[0]), xp.where(z2, syncs * (module_ag[1] + root_ag[1]), ag[1])
     gather_lat = xp.where(gathers, ag[0], 0.0)
     gather_bw = xp.where(gathers, ag[1], 0.0)
     reduce_t, gather_t = reduce_lat + reduce_bw, gather_lat + gather_bw
@@ -148,11 +155,15 @@ def data_parallel_stage(model, cluster, stack, p, q, dp_algorithm, xp) -> Simple
     z3_backward = xp.maximum(backward_gathers + rs[0] + rs[1] - root_rs_t - stage_bwd, last) + root_rs_t
     z3_backward_only = xp.maximum(backward_gathers - stage_bwd, first)  # a micro-batch that does not reduce
     z3_exposed = m * z3_forward + syncs * z3_backward + (m - syncs) * z3_backward_only
+    if regather:  # FSDP's ZeRO-2: ZeRO-3's forward and backward without the backward's gathers
+        plain = xp.where(z2 & dp_overlap, syncs * (xp.maximum(rs[0] + rs[1] - root_rs_t - stage_bwd, last) + root_rs_t), plain)
     prefetched = dp_overlap & (not per_parameter)
     exposed_reduce = xp.where(z3, xp.where(prefetched, z3_exposed, reduce_t), plain)
     # ZeRO-1/2 gather the updated weights bucket by bucket ahead of the next forward
     # (Megatron-LM --overlap-param-gather): only the first bucket waits in full.
     exposed_gather = xp.where(dp_overlap, xp.maximum(gather_t - stage_f, gather_t / calls), gather_t)
+    if regather:
+        exposed_gather = xp.where(z2 & dp_overlap, syncs * z3_forward, exposed_gather)
     d.active = active = n > 1
     d.dp_total = xp.where(active, reduce_t + gather_t, 0.0)
     d.dp_latency = xp.where(active, reduce_lat + gather_lat, 0.0)
@@ -161,8 +172,9 @@ def data_parallel_stage(model, cluster, stack, p, q, dp_algorithm, xp) -> Simple
     # bytes each GPU sends a step: the gradient reduction (once a step up to ZeRO-1, per
     # micro-batch from ZeRO-2) and the weight gathers (once a step, or twice per micro-batch at ZeRO-3)
     d.reduce_sent = syncs * xp.where(z0, 2 * frac * grads, sfrac * grads + replica_sent)
-    if root_unit:  # the root gathered once a micro-batch, the blocks once a pass
-        d.gather_sent = xp.where(z0, 0.0, sfrac * xp.where(z3, ((weights_bytes - root_bytes) * z3_passes + root_bytes) * m, weights_bytes))
+    if root_unit:  # the root gathered once a micro-batch, the blocks once a pass; FSDP's ZeRO-2 all once a reduction
+        once = xp.where(z2, syncs, 1.0) if regather else 1.0
+        d.gather_sent = xp.where(z0, 0.0, sfrac * xp.where(z3, ((weights_bytes - root_bytes) * z3_passes + root_bytes) * m, weights_bytes * once))
     else:
         d.gather_sent = xp.where(z0, 0.0, sfrac * weights_bytes * xp.where(z3, z3_passes * m, 1.0))
     d.sent = d.reduce_sent + d.gather_sent
