@@ -40,7 +40,9 @@ code, never from an end-to-end run:
   partition_parameters.py, 2021), "module" (each of a layer's four weight matrices gathered on
   its own, asynchronously, the next one prefetched behind the current one's compute: the
   engine's ZeRO-3 where no stack says otherwise) or "layer" (FSDP: one flat parameter per
-  wrapped transformer block, the next block's gathered during the current one's compute).
+  wrapped transformer block, the next block's gathered during the current one's compute, and a
+  root unit, the embedding, final norm and output layer, gathered first and reduce-scattered
+  last, each waited for in full: labs.core.stages.data).
 - pp_p2p: "scatter_gather" (Megatron: each TP rank sends 1/t of the activation and the next
   stage all-gathers it over NVLink) or "full" (DeepSpeed's 2021 pipeline engine: every TP rank
   sends the whole activation).
