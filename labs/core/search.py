@@ -190,8 +190,8 @@ def _columns(space: dict, options: dict) -> dict:
 
 # glibc returns a freed block of more than 128 KiB to the OS at once, and trims the heap whenever
 # its free top passes twice the largest such block (mallopt(3), M_MMAP_THRESHOLD and
-# M_TRIM_THRESHOLD, both adjusted on the fly): the step model's ~2,000 temporaries a block then
-# fault their pages in afresh, zeroed by the kernel, ~15-20% of a sweep's CPU. The first sweep
+# M_TRIM_THRESHOLD, both adjusted on the fly): the step model's temporary columns then fault
+# their pages in afresh, zeroed by the kernel, ~20% of a sweep's CPU. The first sweep
 # fixes the thresholds at glibc's own ceiling for the first (32 MiB, DEFAULT_MMAP_THRESHOLD_MAX on
 # 64-bit) and 4x that for the second, so freed columns are reused: the process may then keep up
 # to 128 MiB of freed heap. Other C libraries are left as they are.
@@ -213,8 +213,8 @@ def _reuse_freed_memory() -> None:
     libc.mallopt(_M_TRIM_THRESHOLD, 128 << 20)
 
 
-# Rows evaluated at once: a block's temporaries (the step model makes ~2,000 columns) stay near
-# half a megabyte each however large the space.
+# Rows evaluated at once: a block's temporary columns stay at most half a megabyte each (65,536
+# float64 rows) however large the space.
 BLOCK_ROWS = 65_536
 SWEEP_OUTPUTS = ("memory_bytes", "step_time_s", "bubble_fraction", "model_flops", "hardware_flops", "dp_comm_s", "dp_exposed_latency_s")
 
