@@ -12,9 +12,10 @@ Targets (issue 24, item 7):
 - the whole MT-NLG 530B space on 2,240 A100s swept in under 1 s.
 The sweep's speed-up over a loop of estimate() is printed too, but is no target: it rises when
 estimate() gets slower. estimate() runs step functions compiled per model, cluster, stack and
-constant columns (labs.core.stages.trace), so its timed loops are warm; the cold cost is printed
-beside them: how many compiled functions the plans use, the first call of each, and a first pass
-over the plans with the cache emptied.
+constant columns (labs.core.stages.trace) once a key has been called COMPILE_AFTER times (before,
+it runs interpreted), so the rounds are timed after warm-up loops that compile them; the cold cost
+is printed beside: how many compiled functions the plans use, a first pass with the cache emptied
+(interpreted), and the call that compiles a key.
 
 How: each engine runs in a subprocess of its own (the current one too, so both are measured the
 same way), fed JSON requests on stdin. v1 is the commit's labs/ extracted from this repository's
@@ -150,7 +151,8 @@ class LabsEngine:
     def loop_s(self, case: int, plans: int) -> list[float]:
         """[seconds per plan of estimate() over up to `plans` plans of the whole space, plans
         timed, seconds per plan of the first pass over them]: the engine's compiled step
-        functions (if it has them) are dropped first, so the first pass pays their compilation."""
+        functions (if it has them) are dropped first and compiled on their first call, so the
+        first pass pays their compilation and the second runs them."""
         from labs.core import estimate
         from labs.core.search import plan_space, row_plan
 
@@ -165,12 +167,15 @@ class LabsEngine:
         cache = self.compiled_cache()
         if cache is not None:
             cache.clear()
+            cache.compile_after, saved = 0, cache.compile_after
         passes = []
         for _ in range(2):
             start = time.perf_counter()
             for plan in sample:
                 estimate(model, cluster, plan)
             passes.append((time.perf_counter() - start) / len(sample))
+        if cache is not None:
+            cache.compile_after = saved
         return [passes[1], len(sample), passes[0]]
 
     @staticmethod
@@ -182,27 +187,39 @@ class LabsEngine:
             return None
         return COMPILED
 
+    def warm(self) -> int:
+        """Run every plan until its step function is compiled (the cache compiles a key after
+        COMPILE_AFTER calls); the loops' number (1 for an engine without compiled functions)."""
+        cache = self.compiled_cache()
+        loops = 1 if cache is None else cache.compile_after + 1
+        self.estimate_s(loops)
+        return loops
+
     def cold_s(self) -> list | None:
         """The cold cost of estimate() on the cases' plans, with the compiled step functions
-        dropped first: [compiled functions the plans use, mean seconds of the first call of each
-        (trace + compile + the estimate), seconds per plan of that first pass over all plans];
-        None for an engine without them (v1)."""
+        dropped first: [step functions the plans use, calls of a key before it is compiled,
+        seconds per plan of the first pass (those calls run interpreted), mean seconds of the
+        call that compiles a key (trace + compile + the estimate)]; None for an engine without
+        compiled functions (v1)."""
         from labs.core import estimate
 
         cache = self.compiled_cache()
         if cache is None:
             return None
         cache.clear()
-        firsts, plans, start_all = [], 0, time.perf_counter()
-        for model, cluster, _, case_plans in self.cases:
-            for plan in case_plans:
-                before = cache.compiled
-                start = time.perf_counter()
-                estimate(model, cluster, plan)
-                if cache.compiled > before:
-                    firsts.append(time.perf_counter() - start)
-                plans += 1
-        return [len(firsts), sum(firsts) / max(len(firsts), 1), (time.perf_counter() - start_all) / plans]
+        compiling, first_pass = [], None
+        for loop in range(cache.compile_after + 1):
+            start_all = time.perf_counter()
+            for model, cluster, _, case_plans in self.cases:
+                for plan in case_plans:
+                    before = cache.compiled
+                    start = time.perf_counter()
+                    estimate(model, cluster, plan)
+                    if cache.compiled > before:
+                        compiling.append(time.perf_counter() - start)
+            if loop == 0:
+                first_pass = (time.perf_counter() - start_all) / sum(len(c[3]) for c in self.cases)
+        return [len(compiling), cache.compile_after, first_pass, sum(compiling) / max(len(compiling), 1)]
 
 
 class LlmAnalysisEngine:
@@ -248,6 +265,10 @@ class LlmAnalysisEngine:
 
     def keep(self, masks: list[list[bool]]) -> None:
         self.cases = [[c for c, k in zip(calls, mask) if k] for calls, mask in zip(self.cases, masks)]
+
+    def warm(self) -> int:
+        self.estimate_s(1)
+        return 1
 
     def estimate_s(self, repeat: int) -> list[float]:
         times = []
@@ -381,6 +402,7 @@ def run(args) -> dict:
             sweepers = [name for name in ("current", "v1") if name in workers]
             # a fast engine loops over the plans several times a round, so that a round lasts
             # at least ROUND_S and a scheduler's hiccup is a small part of it
+            warm = {name: w.ask("warm") for name, w in workers.items()}  # compiled step functions ready before the rounds
             repeat = {name: max(1, math.ceil(ROUND_S / sum(w.ask("estimate_s", repeat=1)))) for name, w in workers.items()}
             est = {name: [] for name in workers}
             swp = {name: [] for name in sweepers}
@@ -413,9 +435,10 @@ def run(args) -> dict:
         print(f"  {case['name']:<26} " + "   ".join(f"{name} {fmt_s(per_plan(name, c))}" for name in workers))
     print(f"  {'all plans':<26} " + "   ".join(f"{name} {fmt_s(per_plan(name))}" for name in workers))
     if cold:
-        keys, first_s, pass_s = cold
-        print(f"  cold (current): the {sum(counts)} plans use {keys} compiled step functions; the first call of each "
-              f"{fmt_s(first_s)} (trace + compile), the first pass {fmt_s(pass_s)} a plan against {fmt_s(per_plan('current'))} warm")
+        keys, after, first_pass_s, compile_s = cold
+        print(f"  cold (current): the {sum(counts)} plans use {keys} compiled step functions, each compiled on its call after the "
+              f"first {after} (those run interpreted: {fmt_s(first_pass_s)} a plan on the first pass); the compiling call "
+              f"{fmt_s(compile_s)} (trace + compile); warm {fmt_s(per_plan('current'))} (timed after {warm['current']} warm-up loops)")
     print("sweep() per plan (each engine's whole default space):")
     for c, case in enumerate(cases):
         rows = "   ".join(f"{name} {fmt_s(sweep_per_plan(name, c))} ({swp[name][0][c][1]:,} plans)" for name in sweepers)

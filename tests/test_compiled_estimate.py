@@ -139,6 +139,16 @@ def _plans(combo, rng):
     return model, cluster, [p for k in keys for p in by_key[k][:PLANS_PER_KEY]]
 
 
+@pytest.fixture(autouse=True, scope="module")
+def compile_at_once():
+    """Every key compiled on its first call (estimate() waits for trace.COMPILE_AFTER calls)."""
+    from labs.core.step import COMPILED
+
+    COMPILED.compile_after, saved = 0, COMPILED.compile_after
+    yield
+    COMPILED.compile_after = saved
+
+
 @pytest.fixture(scope="module")
 def tested():
     rng = np.random.default_rng(24)
@@ -216,7 +226,7 @@ def test_untraceable_stage_falls_back_to_scalar():
     plan = Plan(tp=8, pp=4, dp=4, micro_batch=1, global_batch=512)
     with pytest.raises(trace.TraceError):
         bool(trace.Graph().input("tp") > 1)
-    cache, before = trace.StepCache(branching), trace.FALLBACKS["untraced_keys"]
+    cache, before = trace.StepCache(branching, compile_after=0), trace.FALLBACKS["untraced_keys"]
     assert cache.lookup(model, cluster, plan_columns(plan), "auto", stack_of(None)) is None
     assert trace.FALLBACKS["untraced_keys"] == before + 1
 
@@ -225,7 +235,7 @@ def test_one_function_serves_every_node_count():
     """The node count is no part of the key (the stages never read it): a GPU slider that builds
     a new Cluster per move reuses the function, with SCALAR's numbers at every size."""
     model = Model.get("llama2-70b")
-    cache = trace.StepCache(evaluate)
+    cache = trace.StepCache(evaluate, compile_after=0)
     for nodes in (4, 8, 16, 32, 64):
         cluster = Cluster.get("dgx-h100", nodes=nodes)
         plan = Plan(tp=8, pp=4, dp=nodes * 2, micro_batch=1, global_batch=1024)
@@ -233,6 +243,17 @@ def test_one_function_serves_every_node_count():
         step, inputs_of = cache.lookup(model, cluster, columns, "auto", stack_of(None))
         assert step(*inputs_of(columns)) == _interpreted(model, cluster, columns, "auto", stack_of(None))
     assert cache.compiled == 1
+
+
+def test_a_key_is_compiled_after_its_first_calls():
+    """Plans seen a few times run SCALAR (tracing and compiling costs ~100 estimates); the call
+    after the first `compile_after` of one key compiles its function, which later calls reuse."""
+    model, cluster = Model.get("gpt3-175b"), Cluster.get("dgx-h100", nodes=16)
+    cache = trace.StepCache(evaluate, compile_after=3)
+    columns = [plan_columns(Plan(tp=8, pp=pp, dp=16 // pp, micro_batch=1, global_batch=512)) for pp in (1, 2, 4, 8, 16)]
+    found = [cache.lookup(model, cluster, c, "auto", stack_of(None)) for c in columns]
+    assert found[:3] == [None] * 3 and found[3] is not None and found[4] is found[3] and cache.compiled == 1
+    assert trace.COMPILE_AFTER >= 8  # estimate()'s default: a one-off plan never pays a compilation
 
 
 def test_estimate_parts_equal_their_constructors():

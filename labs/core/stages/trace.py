@@ -43,6 +43,11 @@ NUMERIC_COLUMNS = ("tp", "pp", "dp", "cp", "micro_batch", "global_batch", "virtu
 OPTIONAL_COLUMNS = {"bucket_bytes": 0.0, "first_stage_layers": -1, "last_stage_layers": -1, "microbatch_group_size": -1,
                     "shard_group_size": -1, "capacity_factor": 0.0, "max_nodes_per_token": 0, "recompute_layers": -1}
 CACHE_SIZE = 256  # compiled functions kept (least recently used dropped)
+# Calls of a key (the same model, cluster and stack objects, DP algorithm and constant columns)
+# that run SCALAR before its function is compiled: tracing and compiling costs ~15 ms, ~100
+# SCALAR estimates, so plans seen once (a lab's table of variants, a class's graded designs)
+# are not worth it and a loop over the same settings is.
+COMPILE_AFTER = 32
 FALLBACKS = {"untraced_keys": 0, "numpy_plans": 0}  # keys that could not be traced; plans whose compiled run raised
 
 
@@ -565,10 +570,12 @@ def compile_step(evaluate, model, cluster, columns, dp_algorithm, stack):
 class StepCache:
     """Compiled step functions by (model, cluster without its node count, stack, DP algorithm,
     the plan's constant columns): the node count and the numeric columns are the function's
-    inputs or unused, so a slider over them reuses one function. Least recently used first out."""
+    inputs or unused, so a slider over them reuses one function. Least recently used first out.
+    A key is compiled on its call after the first `compile_after` (counted for the same model,
+    cluster and stack objects); until then, lookup answers None and the plan runs SCALAR."""
 
-    def __init__(self, evaluate, size=CACHE_SIZE):
-        self.evaluate, self.size = evaluate, size
+    def __init__(self, evaluate, size=CACHE_SIZE, compile_after=COMPILE_AFTER):
+        self.evaluate, self.size, self.compile_after = evaluate, size, compile_after
         self.functions: OrderedDict = OrderedDict()
         self.recent: dict = {}  # the same lookups by the objects' identity (hashing a Cluster is slow)
         self.splits: dict = {}  # column names -> _split
@@ -605,21 +612,36 @@ class StepCache:
         fast = (id(model), id(cluster), id(stack), dp_algorithm, names, constants, unset)
         hit = self.recent.get(fast)
         if hit is not None and hit[0] is model and hit[1] is cluster and hit[2] is stack:
+            if hit[3] is not _PENDING:
+                return hit[3]
+            hit[4] += 1
+            if hit[4] <= self.compile_after:
+                return None
+            hit[3] = self._function(model, cluster, columns, dp_algorithm, stack, names, constants, unset, compile=True)
             return hit[3]
-        layout = tuple(getattr(cluster, f.name) for f in fields(cluster) if f.name != "nodes")
-        key = (model, layout, stack, dp_algorithm, names, constants, unset)
-        entry = self.functions.get(key)
-        if entry is None:
-            self.compiled += 1
-            entry = self.functions[key] = compile_step(self.evaluate, model, cluster, columns, dp_algorithm, stack)
-            if len(self.functions) > self.size:
-                self.functions.popitem(last=False)
-        else:
-            self.functions.move_to_end(key)
+        entry = self._function(model, cluster, columns, dp_algorithm, stack, names, constants, unset, compile=not self.compile_after)
         if len(self.recent) >= 4 * self.size:
             self.recent.clear()
-        self.recent[fast] = (model, cluster, stack, entry)
+        self.recent[fast] = [model, cluster, stack, entry, 1]
+        return None if entry is _PENDING else entry
+
+    def _function(self, model, cluster, columns, dp_algorithm, stack, names, constants, unset, compile):
+        """The compiled function of this key (compiled now if `compile`), or _PENDING."""
+        layout = tuple(getattr(cluster, f.name) for f in fields(cluster) if f.name != "nodes")
+        key = (model, layout, stack, dp_algorithm, names, constants, unset)
+        if key in self.functions:
+            self.functions.move_to_end(key)
+            return self.functions[key]
+        if not compile:
+            return _PENDING
+        self.compiled += 1
+        entry = self.functions[key] = compile_step(self.evaluate, model, cluster, columns, dp_algorithm, stack)
+        if len(self.functions) > self.size:
+            self.functions.popitem(last=False)
         return entry
+
+
+_PENDING = object()  # a key whose calls still run SCALAR (StepCache.compile_after)
 
 
 def _getter(names):
