@@ -51,6 +51,36 @@ def _seconds(op, nbytes, cluster, n, stride, xp):
     return latency + bandwidth
 
 
+def _context_parallel(model, cluster, p, attn_f, attn_b, xp):
+    """CP's terms per layer and micro-batch: the ring's K/V block and its hop (kv_block,
+    step_p2p), the all-gather's K and V (kv, gather_f, gather_b), Ulysses' blocks and pass
+    (qkv_block, out_block, ulysses_pass), and the seconds the step waits for (cp_total)."""
+    gpu, tp, cp, b, s, s_cp, redo = cluster.gpu, p.tp, p.cp, p.b, p.s, p.s_cp, p.redo
+    # Context parallelism, causal load-balanced (each rank holds two mirrored chunks): either
+    # Transformer Engine's ring, passing K and V blocks to the next rank while attention runs on
+    # the current one (backward passes dK and dV too), or Llama 3's all-gather of K and V before
+    # attention (and a reduce-scatter of their gradients after), exposed.
+    kv_block = 2 * b * s * model.kv_dim / tp * ACTIVATION_BYTES
+    step_p2p = _seconds("p2p", xp.where(p.cp_ring & (cp > 1), kv_block, 0.0), cluster, 2, s_cp, xp)
+    ring_f = (cp - 1) * xp.maximum(step_p2p - attn_f / cp, 0.0)
+    ring_b = (cp - 1) * xp.maximum(2 * step_p2p - attn_b / cp, 0.0)
+    # the hops' hidden time (behind attention) slows that attention: it runs without NCCL's SMs
+    ring_f = ring_f + overlap_contention(gpu.sms, (cp - 1) * xp.minimum(step_p2p, attn_f / cp), NCCL_P2P_SMS)
+    ring_b = ring_b + overlap_contention(gpu.sms, (cp - 1) * xp.minimum(2 * step_p2p, attn_b / cp), NCCL_P2P_SMS)
+    kv = 2 * b * p.s_full * model.kv_dim / tp * ACTIVATION_BYTES
+    gather_f = _seconds("all_gather", kv, cluster, cp, s_cp, xp)
+    gather_b = _seconds("reduce_scatter", kv, cluster, cp, s_cp, xp)
+    # DeepSpeed-Ulysses (Jacobs et al. 2023): an all-to-all of Q, K and V from s/cp tokens x all
+    # heads to s tokens x heads/cp before attention and one of the output back, exposed; the
+    # backward runs the same two on the gradients. Q and the output are score_dim wide.
+    qkv_block = ulysses_qkv_bytes(model, b * s, tp, cp, ACTIVATION_BYTES, xp)  # K/V repeated where a TP rank has fewer K/V heads than cp
+    out_block = b * s * model.score_dim / tp * ACTIVATION_BYTES
+    ulysses_pass = _seconds("all_to_all", qkv_block, cluster, cp, s_cp, xp) + _seconds("all_to_all", out_block, cluster, cp, s_cp, xp)
+    cp_f = xp.where(cp > 1, xp.where(p.cp_ulysses, ulysses_pass, xp.where(p.cp_ring, ring_f, gather_f)), 0.0)
+    cp_b = xp.where(cp > 1, xp.where(p.cp_ulysses, ulysses_pass, xp.where(p.cp_ring, ring_b, gather_b)), 0.0)
+    return kv_block, step_p2p, kv, gather_f, gather_b, qkv_block, out_block, ulysses_pass, cp_f + cp_b + redo * cp_f
+
+
 def layer_communication(model, cluster, stack, p, layer, xp) -> SimpleNamespace:
     """Per layer and micro-batch: TP's collectives and what of them the step waits for
     (tp_exposed), CP's (cp_total), EP's all-to-alls (layer_a2a), and their sum (layer_comm);
@@ -66,30 +96,9 @@ def layer_communication(model, cluster, stack, p, layer, xp) -> SimpleNamespace:
     gather_scatter = _seconds("all_gather", sp_act, cluster, tp, s_tp, xp) + _seconds("reduce_scatter", sp_act, cluster, tp, s_tp, xp)
     t.tp_pass = 2 * xp.where(p.sp, gather_scatter, all_reduce)
     t.tp_total = t.tp_pass * (2 + redo)
-    # Context parallelism, causal load-balanced (each rank holds two mirrored chunks): either
-    # Transformer Engine's ring, passing K and V blocks to the next rank while attention runs on
-    # the current one (backward passes dK and dV too), or Llama 3's all-gather of K and V before
-    # attention (and a reduce-scatter of their gradients after), exposed.
-    t.kv_block = 2 * b * s * model.kv_dim / tp * ACTIVATION_BYTES
-    t.step_p2p = _seconds("p2p", xp.where(p.cp_ring & (cp > 1), t.kv_block, 0.0), cluster, 2, s_cp, xp)
-    attn_f, attn_b = layer.attn_f, layer.attn_b
-    ring_f = (cp - 1) * xp.maximum(t.step_p2p - attn_f / cp, 0.0)
-    ring_b = (cp - 1) * xp.maximum(2 * t.step_p2p - attn_b / cp, 0.0)
-    # the hops' hidden time (behind attention) slows that attention: it runs without NCCL's SMs
-    ring_f = ring_f + overlap_contention(gpu.sms, (cp - 1) * xp.minimum(t.step_p2p, attn_f / cp), NCCL_P2P_SMS)
-    ring_b = ring_b + overlap_contention(gpu.sms, (cp - 1) * xp.minimum(2 * t.step_p2p, attn_b / cp), NCCL_P2P_SMS)
-    t.kv = 2 * b * p.s_full * model.kv_dim / tp * ACTIVATION_BYTES
-    t.gather_f = _seconds("all_gather", t.kv, cluster, cp, s_cp, xp)
-    t.gather_b = _seconds("reduce_scatter", t.kv, cluster, cp, s_cp, xp)
-    # DeepSpeed-Ulysses (Jacobs et al. 2023): an all-to-all of Q, K and V from s/cp tokens x all
-    # heads to s tokens x heads/cp before attention and one of the output back, exposed; the
-    # backward runs the same two on the gradients. Q and the output are score_dim wide.
-    t.qkv_block = ulysses_qkv_bytes(model, b * s, tp, cp, ACTIVATION_BYTES, xp)  # K/V repeated where a TP rank has fewer K/V heads than cp
-    t.out_block = b * s * model.score_dim / tp * ACTIVATION_BYTES
-    t.ulysses_pass = _seconds("all_to_all", t.qkv_block, cluster, cp, s_cp, xp) + _seconds("all_to_all", t.out_block, cluster, cp, s_cp, xp)
-    cp_f = xp.where(cp > 1, xp.where(p.cp_ulysses, t.ulysses_pass, xp.where(p.cp_ring, ring_f, t.gather_f)), 0.0)
-    cp_b = xp.where(cp > 1, xp.where(p.cp_ulysses, t.ulysses_pass, xp.where(p.cp_ring, ring_b, t.gather_b)), 0.0)
-    t.cp_total = cp_f + cp_b + redo * cp_f
+    # Context parallelism, run only where cp > 1 (elsewhere its terms are 0: _context_parallel)
+    (t.kv_block, t.step_p2p, t.kv, t.gather_f, t.gather_b, t.qkv_block, t.out_block, t.ulysses_pass, t.cp_total) = xp.only_if(
+        cp > 1, _context_parallel, (model, cluster, p, layer.attn_f, layer.attn_b, xp), (0.0,) * 9)
     tp_in_node = members_per_node(cluster, tp, s_tp, xp) >= tp  # the TP group inside one NVLink domain
     t.overlap = p.tp_overlap & p.sp & (tp > 1) & tp_in_node
     gemm_f = layer.gemm_f

@@ -6,10 +6,10 @@ Both offer the same operations with numpy's meaning: `where` picks elementwise (
 both branches, as numpy does), `maximum`/`minimum`/`ceil`/`floor`/`log2` are elementwise,
 `not_` is the logical not (`~` would flip a Python bool's bits).
 
-One plan's namespaces (SCALAR, and TRACE of labs.core.stages.trace, which records SCALAR's
-operations to generate code from them) also offer `only_if(cond, fn, args, otherwise)`: fn(*args)
-where cond holds, `otherwise` elsewhere, running fn only where it is used; and `call(fn, *args)`,
-a Python function of plan values called as it is.
+All offer `only_if(cond, fn, args, otherwise)`: fn(*args) where cond holds, `otherwise`
+elsewhere, running fn only where it is used (NUMPY: when any row is). One plan's namespaces
+(SCALAR, and TRACE of labs.core.stages.trace, which records SCALAR's operations to generate code
+from them) also offer `call(fn, *args)`, a Python function of plan values called as it is.
 
 The pipeline's first, middle and last ranks ride on a leading axis of 3: `stack` builds it (a
 numpy axis, or a tuple of 3), `each` runs a per-rank function over it (once on the stacked
@@ -102,11 +102,23 @@ def _np_cheapest(latencies, bandwidths):
     return best_lat, best_bw
 
 
+def _np_only_if(cond, fn, args, otherwise):
+    """fn(*args) in the rows where cond holds, `otherwise` elsewhere (SCALAR's only_if, row by
+    row); fn runs only if some row needs it. fn returns a value or a tuple, otherwise the same."""
+    if not np.any(cond):
+        return otherwise
+    out = fn(*args)
+    if type(out) is tuple:
+        return tuple(np.where(cond, value, other) for value, other in zip(out, otherwise))
+    return np.where(cond, out, otherwise)
+
+
 NUMPY = SimpleNamespace(
     scalar=False, where=np.where, maximum=np.maximum, minimum=np.minimum, ceil=np.ceil, floor=np.floor, log2=np.log2,
     not_=np.logical_not, inf=np.inf, floats=lambda x: np.asarray(x, dtype=float), col=_np_col,
     stack=lambda *xs: np.stack(xs), each=lambda fn, *args: fn(*args), argmax=_np_argmax,
     pick=_np_pick, options=_np_options, cheapest=_np_cheapest, full_like=lambda x, value: np.full(np.shape(x), value, dtype=float),
+    only_if=_np_only_if,
 )
 
 
