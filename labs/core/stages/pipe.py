@@ -76,7 +76,12 @@ def _rank_times(layers, last, share, fwd, layer_b, layer_w, layer_comm, logits, 
 
 def _rank_comm(rank, pp, m, dual, layer_comm, layer_a2a, redo, fwd, bwd, sms, xp):
     """A rank's layer communication per micro-batch and the expert all-to-all part of it: all of
-    it exposed; or under DualPipe, the mean over the step's m passes where, in each overlapped
+    it exposed, or under DualPipe what _dualpipe_comm leaves exposed."""
+    return xp.only_if(dual, _dualpipe_comm, (rank, pp, m, layer_comm, layer_a2a, redo, fwd, bwd, sms, xp), (layer_comm, layer_a2a))
+
+
+def _dualpipe_comm(rank, pp, m, layer_comm, layer_a2a, redo, fwd, bwd, sms, xp):
+    """_rank_comm under DualPipe: the mean over the step's m passes where, in each overlapped
     pair, only what exceeds the other pass's compute waits (a forward's dispatch and combine
     under the backward's compute, the backward's and the re-run forward's under the forward's),
     plus what the hidden part cost that compute in SMs; a pass that runs alone exposes its own."""
@@ -85,8 +90,8 @@ def _rank_comm(rank, pp, m, dual, layer_comm, layer_a2a, redo, fwd, bwd, sms, xp
     pairs = dualpipe_overlapped_pairs(pp, m, rank, xp)
     exposed = xp.maximum(a2a_f - bwd, 0.0) + xp.maximum(a2a_b - fwd, 0.0)
     paired = exposed + overlap_contention(sms, layer_a2a - exposed, DUALPIPE_COMM_SMS)
-    a2a = xp.where(dual, (pairs * paired + (m - pairs) * layer_a2a) / m, layer_a2a)
-    return xp.where(dual, layer_comm - layer_a2a + a2a, layer_comm), a2a
+    a2a = (pairs * paired + (m - pairs) * layer_a2a) / m
+    return layer_comm - layer_a2a + a2a, a2a
 
 
 def pipeline_stage(model, cluster, stack, p, layer, tpcp, xp) -> SimpleNamespace:

@@ -40,6 +40,8 @@ def _np_pick(x, chosen):
     """Each row's value of x at the rank `argmax` chose (its flat index into a (3,) + shape array)."""
     if np.shape(x) == (3,) + np.shape(chosen):  # one take: ~10x faster than x[index, arange]
         return np.ravel(x).take(chosen)
+    if np.shape(x) == np.shape(chosen):  # the same on every rank
+        return x
     index = np.asarray(chosen // max(np.size(chosen), 1))
     return np.take_along_axis(np.broadcast_to(x, (3,) + np.shape(index)), index[None], 0)[0]
 
