@@ -160,10 +160,15 @@ def idle_time(p, m, schedule_code, v, tf, tb, tw, comm=0.0, group=None, xp=NUMPY
     zb2 = (p - 1) * xp.maximum(xp.maximum(tf + tb - 2 * tw, tb - tf), 0.0)
     plain = (p - 1) * (tf + tb + tw) / v
     interleaved = plain + message_idle(p, v, p if group is None else group, tf, tb + tw, comm, xp)
-    half = p / 2
-    dual = (half - 1) * xp.maximum(tb - tw, 0.0) + xp.maximum((p - 2) * tf, (half - 2) * tf + (half - 1) * tb)
+    dual = xp.only_if(code == SCHEDULES.index("dualpipe"), _dualpipe_idle, (p, tf, tb, tw, xp), plain)
     return xp.where(code == SCHEDULES.index("zb-h1"), zb1, xp.where(code == SCHEDULES.index("zb-h2"), zb2,
-                    xp.where(code == SCHEDULES.index("interleaved"), interleaved, xp.where(code == SCHEDULES.index("dualpipe"), dual, plain))))
+                    xp.where(code == SCHEDULES.index("interleaved"), interleaved, dual)))
+
+
+def _dualpipe_idle(p, tf, tb, tw, xp):
+    """idle_time under DualPipe (the module docstring's closed form)."""
+    half = p / 2
+    return (half - 1) * xp.maximum(tb - tw, 0.0) + xp.maximum((p - 2) * tf, (half - 2) * tf + (half - 1) * tb)
 
 
 def message_idle(p, v, group, tf, tbw, comm, xp=NUMPY):

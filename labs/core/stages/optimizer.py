@@ -26,9 +26,15 @@ def optimizer_stage(cluster, stack, p, q, d, xp) -> SimpleNamespace:
     o.updated = d.dense_params / xp.where(p.zero >= 1, d.shard, 1.0) + d.expert_params / xp.where(p.zero >= 1, d.expert_shard, 1.0)
     narrow = 2 * (OPTIMIZER_BYTES - p.opt_bytes)  # a narrower state is read and written once each
     o.optimizer = xp.where(p.offload, 0.0, o.updated * (stack.optimizer_bytes_per_param - narrow) / hbm_rate)
-    pcie = cluster.host_link.effective_bytes_per_s
-    o.down = GRAD_BYTES * o.updated / pcie
-    o.cpu_adam = o.updated * (CPU_ADAM_BYTES_PER_PARAM - narrow) / cluster.host_bytes_per_s_per_gpu
-    o.up = WEIGHT_BYTES * o.updated / pcie
-    o.offload_exposed = xp.where(p.offload, xp.where(p.dp_overlap, xp.maximum(0.0, o.down - q.stage_bwd), o.down) + o.cpu_adam + o.up, 0.0)
+    o.down, o.cpu_adam, o.up, o.offload_exposed = xp.only_if(p.offload, _offload, (cluster, p, q, o.updated, narrow, xp), (0.0, 0.0, 0.0, 0.0))
     return o
+
+
+def _offload(cluster, p, q, updated, narrow, xp):
+    """ZeRO-Offload's gradient copy down, CPU Adam and weight copy up, and what of them the step
+    waits for."""
+    pcie = cluster.host_link.effective_bytes_per_s
+    down = GRAD_BYTES * updated / pcie
+    cpu_adam = updated * (CPU_ADAM_BYTES_PER_PARAM - narrow) / cluster.host_bytes_per_s_per_gpu
+    up = WEIGHT_BYTES * updated / pcie
+    return down, cpu_adam, up, xp.where(p.dp_overlap, xp.maximum(0.0, down - q.stage_bwd), down) + cpu_adam + up

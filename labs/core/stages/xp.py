@@ -104,11 +104,16 @@ def _np_cheapest(latencies, bandwidths):
     return best_lat, best_bw
 
 
+def _np_rows(x, cond):
+    shape = np.broadcast_shapes(np.shape(x), np.shape(cond))
+    return x if np.shape(x) == shape else np.broadcast_to(np.asarray(x, dtype=float), shape).copy()
+
+
 def _np_only_if(cond, fn, args, otherwise):
     """fn(*args) in the rows where cond holds, `otherwise` elsewhere (SCALAR's only_if, row by
     row); fn runs only if some row needs it. fn returns a value or a tuple, otherwise the same."""
-    if not np.any(cond):
-        return otherwise
+    if not np.any(cond):  # otherwise, as columns of cond's rows
+        return tuple(_np_rows(x, cond) for x in otherwise) if type(otherwise) is tuple else _np_rows(otherwise, cond)
     out = fn(*args)
     if type(out) is tuple:
         return tuple(np.where(cond, value, other) for value, other in zip(out, otherwise))
