@@ -63,6 +63,7 @@ def _first_best(options, better, extreme):
 
 
 def _first_best_nan(options, better):
+    """_first_best where some option is nan: a running comparison, the first nan winning."""
     best, index = options[0], np.zeros(np.shape(options[0]), dtype=np.int64)
     for i in range(1, len(options)):
         x = options[i]
@@ -105,6 +106,7 @@ def _np_cheapest(latencies, bandwidths):
 
 
 def _np_rows(x, cond):
+    """x as a column of cond's rows (a copy where it broadcasts)."""
     shape = np.broadcast_shapes(np.shape(x), np.shape(cond))
     return x if np.shape(x) == shape else np.broadcast_to(np.asarray(x, dtype=float), shape).copy()
 
