@@ -92,7 +92,8 @@ def data_parallel_stage(model, cluster, stack, p, q, dp_algorithm, xp) -> Simple
         rs = _plus(rs, bucketed("reduce_scatter", scatters, expert_grads, calls, expert_shard, s_cp * ep))
         ag = _plus(ag, bucketed("all_gather", gathers, expert_weights, calls, expert_shard, s_cp * ep))
         grads, weights_bytes = grads + expert_grads, weights_bytes + expert_weights
-    module_calls = d.module_calls = layers * ZERO3_GATHERS_PER_LAYER[stack.zero3_unit]
+    # a pipeline rank holding no layer (first/last_stage_layers=0) still gathers what it holds, in one call
+    module_calls = d.module_calls = xp.maximum(layers * ZERO3_GATHERS_PER_LAYER[stack.zero3_unit], 1.0)
     root_unit = stack.zero3_unit == "layer"
     # PyTorch's FSDP under ZeRO-2 frees the gathered units after each backward that reduces
     # (labs.core.eras: fsdp_reshard_after_backward): it gathers unit by unit like ZeRO-3's forward.
@@ -151,7 +152,7 @@ def data_parallel_stage(model, cluster, stack, p, q, dp_algorithm, xp) -> Simple
     root_ag_t = root_ag[0] + root_ag[1]
     z3_forward = xp.maximum(gather_pass - stage_f, first) + root_ag_t
     backward_gathers = (z3_passes - 1) * gather_pass  # the recompute's gathers run in the backward
-    last = (rs[0] + rs[1] - root_rs_t) / layers if root_unit else first
+    last = (rs[0] + rs[1] - root_rs_t) / xp.maximum(layers, 1.0) if root_unit else first
     z3_backward = xp.maximum(backward_gathers + rs[0] + rs[1] - root_rs_t - stage_bwd, last) + root_rs_t
     z3_backward_only = xp.maximum(backward_gathers - stage_bwd, first)  # a micro-batch that does not reduce
     z3_exposed = m * z3_forward + syncs * z3_backward + (m - syncs) * z3_backward_only
