@@ -8,8 +8,6 @@ software could do (labs.core.eras) and sets the era's defaults for the fixed set
 
 from __future__ import annotations
 
-import ctypes
-import os
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -188,31 +186,6 @@ def _columns(space: dict, options: dict) -> dict:
     }
 
 
-# glibc returns a freed block of more than 128 KiB to the OS at once, and trims the heap whenever
-# its free top passes twice the largest such block (mallopt(3), M_MMAP_THRESHOLD and
-# M_TRIM_THRESHOLD, both adjusted on the fly): the step model's temporary columns then fault
-# their pages in afresh, zeroed by the kernel, ~20% of a sweep's CPU. The first sweep
-# fixes the thresholds at glibc's own ceiling for the first (32 MiB, DEFAULT_MMAP_THRESHOLD_MAX on
-# 64-bit) and 4x that for the second, so freed columns are reused: the process may then keep up
-# to 128 MiB of freed heap. Other C libraries are left as they are.
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # malloc.h
-_HEAP_THRESHOLDS = {"set": False}
-
-
-def _reuse_freed_memory() -> None:
-    if _HEAP_THRESHOLDS["set"]:
-        return
-    _HEAP_THRESHOLDS["set"] = True
-    try:
-        if not os.confstr("CS_GNU_LIBC_VERSION").startswith("glibc"):
-            return
-        libc = ctypes.CDLL("libc.so.6")
-    except (ValueError, OSError, AttributeError):
-        return
-    libc.mallopt(_M_MMAP_THRESHOLD, 32 << 20)
-    libc.mallopt(_M_TRIM_THRESHOLD, 128 << 20)
-
-
 # Rows evaluated at once: a block's temporary columns stay at most half a megabyte each (65,536
 # float64 rows) however large the space.
 BLOCK_ROWS = 65_536
@@ -264,7 +237,6 @@ def sweep(model: Model, cluster: Cluster, global_batch: int, era: str | None = N
     _model_cluster(model, cluster)
     check_positive("global_batch", global_batch, integer=True, maximum=1 << 31)
     choices, options = _settings(cluster, era, dict(fixed))
-    _reuse_freed_memory()
     space = _space(model, cluster, global_batch, choices, get_era(era))
     if options["cp_algorithm"] == "ulysses":  # whole query heads per CP rank, K/V heads split or repeated (labs.core.context.check_ulysses)
         keep = ulysses_fits(model.heads / space["tp"], model.kv_head_count / space["tp"], space["cp"])
