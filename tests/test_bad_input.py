@@ -468,7 +468,7 @@ def test_bubble_fraction_in_unit_interval(p, m, schedule, v, convention, c):
     else:
         v = 1
     if schedule == "dualpipe":  # dualpipe.py's asserts: p even, m even and at least 2p
-        p = 2 * max(1, p // 2)
+        p = 2 * max(1, min(p, 1 << 30) // 2)  # so that m stays within the engine's limit of 2**31
         m = 2 * max(m // 2, p)
     b = pipeline.bubble_fraction(p, m, schedule, v, convention, c)
     finite_non_negative("bubble_fraction", b)
@@ -483,7 +483,7 @@ def test_timeline_outputs_finite(p, m, schedule, v, c):
     else:
         v = 1
     if schedule == "dualpipe":  # dualpipe.py's asserts: p even, m even and at least 2p
-        p = 2 * max(1, p // 2)
+        p = 2 * max(1, min(p, 1 << 30) // 2)  # so that m stays within the engine's limit of 2**31
         m = 2 * max(m // 2, p)
     t = pipeline.timeline(p, m, schedule, v, c)
     finite_non_negative("start", t.start)
