@@ -23,7 +23,7 @@ from labs.core.eras import Era, stack_of
 from labs.core.hardware import Cluster
 from labs.core.memory import GRAD_BYTES, WEIGHT_BYTES
 from labs.core.models import Model
-from labs.core.stages.compute import layer_compute
+from labs.core.stages.compute import layer_compute, layer_kernels
 from labs.core.stages.data import data_parallel_stage
 from labs.core.stages.inputs import flops_per_sequence, model_terms, read_plan
 from labs.core.stages.memory import memory_stage, stage_memory
@@ -53,8 +53,8 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     p = read_plan(model, c, stack, xp)
     model_per_sequence, hardware_per_sequence = flops_per_sequence(model, p, xp)
     model = model_terms(model)  # the model's sizes read once
-    layer = layer_compute(model, cluster, stack, p, xp)
-    tpcp = layer_communication(model, cluster, stack, p, layer, xp)
+    kernels, tpcp = xp.distinct(_layer_stages, p, LAYER_READS, model, cluster, stack, xp)  # once per distinct layer shape
+    layer = layer_compute(model, cluster, stack, p, xp, kernels)  # with FSDP's hooks and copies
     q = pipeline_stage(model, cluster, stack, p, layer, tpcp, xp)
     d = data_parallel_stage(model, cluster, stack, p, q, dp_algorithm, xp)
     o = optimizer_stage(cluster, stack, p, q, d, xp)
@@ -114,6 +114,18 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
         **comm_map,
     })
     return out
+
+
+# The plan terms one layer's kernels and its TP/CP/EP communication read: a sweep evaluates them
+# once per distinct combination (xp.distinct), ~150 of a space's tens of thousands of rows.
+LAYER_READS = ("tp", "cp", "ep", "b", "s", "s_full", "tokens", "s_tp", "s_cp", "fp8", "flash", "sp", "torch_compile", "capacity",
+               "max_nodes", "cp_contiguous", "cp_ring", "cp_ulysses", "tp_overlap", "rc", "full", "redo")
+
+
+def _layer_stages(p, model, cluster, stack, xp):
+    """The layer's kernels (stages.compute.layer_kernels) and its communication."""
+    kernels = layer_kernels(model, cluster, stack, p, xp)
+    return kernels, layer_communication(model, cluster, stack, p, kernels, xp)
 
 
 def _tp_layer_sent(p, tpcp, xp):

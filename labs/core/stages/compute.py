@@ -47,10 +47,41 @@ def block_parameters(model) -> float:
     return attention + 2 + (1 - model.moe_share) * dense_ffn + model.moe_share * moe_ffn
 
 
-def layer_compute(model, cluster, stack, p, xp) -> SimpleNamespace:
+def layer_compute(model, cluster, stack, p, xp, kernels=None) -> SimpleNamespace:
     """Seconds of one layer's forward (fwd), input-gradient (layer_b, with what is re-run) and
     weight-gradient (layer_w) passes for one micro-batch, and the parts later stages overlap
-    communication with (gemm_f, attn_f, attn_b)."""
+    communication with (gemm_f, attn_f, attn_b): the layer's kernels (layer_kernels, or
+    `kernels` when computed already) with what FSDP adds on the host and in HBM copies."""
+    k = layer_kernels(model, cluster, stack, p, xp) if kernels is None else kernels
+    hbm_rate = cluster.gpu.hbm_bytes_per_s * cluster.gpu.hbm_efficiency
+    tp, gemm_f = p.tp, k.gemm_f
+    # FSDP unshards each unit (one per layer) for the forward and, resharded after it (ZeRO-3),
+    # again for the backward; its hooks run on the host beside the launches (labs.core.eras). The
+    # recompute runs inside the backward's unsharded unit: launches only.
+    unshard = stack.fsdp_s_per_unshard + block_parameters(model) * stack.fsdp_s_per_param
+    hooks_f, hooks_b = xp.where(p.zero >= 2, unshard, 0.0), xp.where(p.zero == 3, unshard, 0.0)
+    # FSDP's copies (labs.core.eras: fsdp_*_bytes), per parameter of this rank's unit: each unshard
+    # (forward from ZeRO-2, backward again under ZeRO-3) and each micro-batch that reduces its gradients.
+    unit = (model.layer_params - model.layer_expert_params) / tp + model.layer_expert_params / p.ep
+    shard = xp.where(p.shard_group > 0, p.shard_group, p.dp * p.cp)
+    unshard_copies = unit * (stack.fsdp_unshard_bytes + stack.fsdp_shard_bytes / shard) / hbm_rate
+    reduces = (p.zero >= 2) & (p.grad_sync != 1)  # grad_sync "step" (no_sync) accumulates unreduced
+    grad_copies = xp.where(reduces, unit * xp.where(p.grad_fp32, stack.fsdp_grad_bytes[1], stack.fsdp_grad_bytes[0]) / hbm_rate, 0.0)
+    copies_f = xp.where(p.zero >= 2, unshard_copies, 0.0)
+    copies_b = xp.where(p.zero == 3, unshard_copies, 0.0) + grad_copies
+    fwd = xp.maximum(k.gpu_f + copies_f, k.launch_f + hooks_f)
+    layer_b = k.gpu_b + copies_b  # input gradients, with what is re-run
+    layer_w = gemm_f  # weight gradients
+    host_wait = xp.maximum(1.0, (2 * k.launch_f + hooks_b) / (layer_b + layer_w))
+    return SimpleNamespace(gemm_f=gemm_f, attn_f=k.attn_f, attn_b=k.attn_b, fwd=fwd, layer_b=layer_b * host_wait, layer_w=layer_w * host_wait,
+                           written=k.written)
+
+
+def layer_kernels(model, cluster, stack, p, xp) -> SimpleNamespace:
+    """One layer's GPU kernels for one micro-batch, as its shape and settings make them (no
+    ZeRO or FSDP terms: a sweep runs this once per distinct shape): the forward's GEMMs (gemm_f),
+    attention (attn_f, attn_b) and whole GPU time (gpu_f), the host's launches (launch_f), the
+    input-gradient pass with what is re-run (gpu_b) and the activation bytes written."""
     gpu, h, a = cluster.gpu, model.hidden, model.heads
     tp, tokens, fp8, s, s_full, b = p.tp, p.tokens, p.fp8, p.s, p.s_full, p.b
     hbm_rate = gpu.hbm_bytes_per_s * gpu.hbm_efficiency
@@ -82,32 +113,14 @@ def layer_compute(model, cluster, stack, p, xp) -> SimpleNamespace:
     gpu_f = gemm_f + attn_f + elementwise
     # The forward launches `kernels` per layer, the backward twice as many.
     launch_f = xp.where(p.torch_compile, kernels_per_layer(stack, True), kernels_per_layer(stack, False)) * stack.cpu_s_per_kernel
-    # FSDP unshards each unit (one per layer) for the forward and, resharded after it (ZeRO-3),
-    # again for the backward; its hooks run on the host beside the launches (labs.core.eras). The
-    # recompute runs inside the backward's unsharded unit: launches only.
-    unshard = stack.fsdp_s_per_unshard + block_parameters(model) * stack.fsdp_s_per_param
-    hooks_f, hooks_b = xp.where(p.zero >= 2, unshard, 0.0), xp.where(p.zero == 3, unshard, 0.0)
-    # FSDP's copies (labs.core.eras: fsdp_*_bytes), per parameter of this rank's unit: each unshard
-    # (forward from ZeRO-2, backward again under ZeRO-3) and each micro-batch that reduces its gradients.
-    unit = (model.layer_params - model.layer_expert_params) / tp + model.layer_expert_params / p.ep
-    shard = xp.where(p.shard_group > 0, p.shard_group, p.dp * p.cp)
-    unshard_copies = unit * (stack.fsdp_unshard_bytes + stack.fsdp_shard_bytes / shard) / hbm_rate
-    reduces = (p.zero >= 2) & (p.grad_sync != 1)  # grad_sync "step" (no_sync) accumulates unreduced
-    grad_copies = xp.where(reduces, unit * xp.where(p.grad_fp32, stack.fsdp_grad_bytes[1], stack.fsdp_grad_bytes[0]) / hbm_rate, 0.0)
-    copies_f = xp.where(p.zero >= 2, unshard_copies, 0.0)
-    copies_b = xp.where(p.zero == 3, unshard_copies, 0.0) + grad_copies
-    fwd = xp.maximum(gpu_f + copies_f, launch_f + hooks_f)
-    rerun = xp.maximum(gpu_f, launch_f)  # inside the backward's unshard: no copies of its own
+    rerun = xp.maximum(gpu_f, launch_f)  # inside the backward's unshard (layer_compute): no copies of its own
     recompute = xp.where(p.full, p.redo * rerun, xp.where((p.rc == _SELECTIVE) & xp.not_(p.flash), scores_f + scores_elementwise, 0.0))
     # Finer grains: op-level checkpointing re-runs the element-wise ops and half the GEMMs;
     # DeepSeek-V3's re-runs the norms and SwiGLU (element-wise) and MLA's up-projections.
     up_proj = gemm_time(gpu, tokens, model.up_projection_params / tp / max(model.q_lora_rank, 1), max(model.q_lora_rank, 1), fp8=fp8, xp=xp) if model.mla else 0.0
     recompute = xp.where(p.rc == _OPS, elementwise + 0.5 * gemm_f, xp.where(p.rc == _NORMS_UP, elementwise + up_proj, recompute))
-    layer_b = gemm_f + attn_b + elementwise + recompute + copies_b  # input gradients, with what is re-run
-    layer_w = gemm_f  # weight gradients
-    host_wait = xp.maximum(1.0, (2 * launch_f + hooks_b) / (layer_b + layer_w))
-    return SimpleNamespace(gemm_f=gemm_f, attn_f=attn_f, attn_b=attn_b, fwd=fwd, layer_b=layer_b * host_wait, layer_w=layer_w * host_wait,
-                           written=written)
+    return SimpleNamespace(gemm_f=gemm_f, attn_f=attn_f, attn_b=attn_b, gpu_f=gpu_f, launch_f=launch_f,
+                           gpu_b=gemm_f + attn_b + elementwise + recompute, written=written)
 
 
 def layer_times(hidden: int, heads: int, seq_len: int, micro_batch: int, gpu_key: str) -> dict[str, float]:

@@ -339,6 +339,7 @@ TRACE = SimpleNamespace(
     log2=lambda x: _unary("log2", SCALAR.log2, x), not_=lambda x: _unary("not", lambda v: not v, x, "b"),
     inf=math.inf, floats=_floats, col=_col, stack=lambda *xs: xs, each=_each, argmax=_argmax, pick=_pick,
     options=SCALAR.options, cheapest=_cheapest, full_like=lambda x, value: float(value), only_if=_only_if, call=_call,
+    distinct=SCALAR.distinct,
 )
 
 

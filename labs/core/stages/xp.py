@@ -7,7 +7,9 @@ both branches, as numpy does), `maximum`/`minimum`/`ceil`/`floor`/`log2` are ele
 `not_` is the logical not (`~` would flip a Python bool's bits).
 
 All offer `only_if(cond, fn, args, otherwise)`: fn(*args) where cond holds, `otherwise`
-elsewhere, running fn only where it is used (NUMPY: when any row is). One plan's namespaces
+elsewhere, running fn only where it is used (NUMPY: when any row is), and `distinct(fn, rows,
+names, *args)`: fn(rows, *args), where NUMPY runs fn once per distinct combination of the
+columns `names` of the namespace `rows` and spreads its outputs back to every row. One plan's namespaces
 (SCALAR, and TRACE of labs.core.stages.trace, which records SCALAR's operations to generate code
 from them) also offer `call(fn, *args)`, a Python function of plan values called as it is.
 
@@ -122,12 +124,71 @@ def _np_only_if(cond, fn, args, otherwise):
     return np.where(cond, out, otherwise)
 
 
+class _Spread:
+    """A namespace of columns computed on distinct rows, read as columns of every row: each
+    attribute taken through `index` when first read (a stage reads only some)."""
+
+    def __init__(self, reduced, index):
+        self._reduced, self._index = reduced, index
+
+    def __getattr__(self, name):
+        value = getattr(self._reduced, name)
+        if np.ndim(value):
+            value = np.take(value, self._index, axis=-1)
+        setattr(self, name, value)
+        return value
+
+
+def _distinct_rows(columns, rows):
+    """(representatives, index): the first row of each distinct combination of `columns` and, for
+    every row, which of them it equals. Neighbouring rows of a plan space mostly repeat (the
+    settings that vary fastest are ones a stage does not read), so equal neighbours are merged
+    first; the runs are then grouped by a weighted sum of their columns, each group checked
+    equal column by column (runs stay apart where a check fails)."""
+    varying = [x for x in columns if np.ndim(x) and (x != x[0]).any()]
+    if not varying:
+        return np.zeros(1, dtype=np.intp), np.zeros(rows, dtype=np.intp)
+    change = varying[0][1:] != varying[0][:-1]
+    for x in varying[1:]:
+        change |= x[1:] != x[:-1]
+    starts = np.concatenate([[0], np.flatnonzero(change) + 1])
+    run = np.cumsum(np.concatenate([[False], change]))  # each row's run
+    at_starts = [x.take(starts) for x in varying]
+    key = at_starts[0].astype(float)
+    for x, weight in zip(at_starts[1:], _WEIGHTS):
+        key = key + x * weight
+    _, first, of_run = np.unique(key, return_index=True, return_inverse=True)
+    group = first.take(of_run)  # each run's group's first run
+    if not all(np.array_equal(x, x.take(group)) for x in at_starts):
+        return starts, run
+    return starts.take(first), of_run.take(run)
+
+
+# Weights of the grouping sum: irrational-looking, so distinct combinations of small integers
+# rarely collide (a collision only costs the grouping: the check keeps runs apart).
+_WEIGHTS = (np.pi * 10 ** np.arange(1, 40) % 1 + 1) * 1e3
+
+
+def _np_distinct(fn, rows, names, *args):
+    """fn(rows, *args) evaluated once per distinct combination of the columns `names` of the
+    namespace `rows` (the only ones fn may read of it), its outputs spread back to every row.
+    fn returns a namespace or a tuple of namespaces."""
+    columns = [getattr(rows, name) for name in names]
+    size = max((np.size(x) for x in columns), default=1)
+    if size < 2:
+        return fn(rows, *args)
+    reps, index = _distinct_rows([np.broadcast_to(x, (size,)) if np.ndim(x) else x for x in columns], size)
+    reduced = SimpleNamespace(**{name: x.take(reps) if np.ndim(x) else x for name, x in zip(names, columns)})
+    out = fn(reduced, *args)
+    return tuple(_Spread(o, index) for o in out) if type(out) is tuple else _Spread(out, index)
+
+
 NUMPY = SimpleNamespace(
     scalar=False, where=np.where, maximum=np.maximum, minimum=np.minimum, ceil=np.ceil, floor=np.floor, log2=np.log2,
     not_=np.logical_not, inf=np.inf, floats=lambda x: np.asarray(x, dtype=float), col=_np_col,
     stack=lambda *xs: np.stack(xs), each=lambda fn, *args: fn(*args), argmax=_np_argmax,
     pick=_np_pick, options=_np_options, cheapest=_np_cheapest, full_like=lambda x, value: np.full(np.shape(x), value, dtype=float),
-    only_if=_np_only_if,
+    only_if=_np_only_if, distinct=_np_distinct,
 )
 
 
@@ -170,4 +231,5 @@ SCALAR = SimpleNamespace(
     options=lambda tables: tables,  # tuples of floats, one entry per protocol
     cheapest=_cheapest, full_like=lambda x, value: float(value),
     only_if=lambda cond, fn, args, otherwise: fn(*args) if cond else otherwise, call=lambda fn, *args: fn(*args),
+    distinct=lambda fn, rows, names, *args: fn(rows, *args),
 )
