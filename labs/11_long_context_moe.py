@@ -499,6 +499,7 @@ def _(moe_committed):
     mo.stop(not moe_committed.made)
     _d = deepseek_rows()
     _p, _full, _tp, _r, _dp = _d["published"], _d["full"], _d["tp8"], _d["recipe"], _d["dualpipe"]
+    _model_state = lambda e: e.memory.weights + e.memory.gradients + e.memory.optimizer  # noqa: E731
     _ep = next(c for c in _p.collectives if c.key == "ep")
     _tpc = next(c for c in _tp.collectives if c.key == "tp")
     mo.md(
@@ -513,7 +514,7 @@ def _(moe_committed):
     | the published layout, BF16, no recomputation | {_p.step_time_s:.1f} s | {_p.time.ep_comm:.1f} s | — | {_p.memory.total / 1e9:,.1f} GB | {'yes' if _p.fits else 'no'} | {_p.mfu:.1%} |
     | with full recomputation | {_full.step_time_s:.1f} s | {_full.time.ep_comm:.1f} s | — | {_full.memory.total / 1e9:,.1f} GB | {'yes' if _full.fits else 'no'} | {_full.mfu:.1%} |
     | TP 8 x EP {_tp.plan.ep} instead | {_tp.step_time_s:.1f} s | {_tp.time.ep_comm:.1f} s | {_tpc.exposed_s:.1f} s | {_tp.memory.total / 1e9:,.1f} GB | {'yes' if _tp.fits else 'no'} | {_tp.mfu:.1%} |
-    | DeepSeek's recipe: FP8, norms and MLA up-projections recomputed, 1F1B | {_r.step_time_s:.1f} s | {_r.time.ep_comm:.1f} s | — | {_r.memory.total / 1e9:,.1f} GB | {'yes' if _r.fits else 'no'} | {_r.mfu:.1%} |
+    | DeepSeek's recipe: FP8, norms and MLA up-projections recomputed, BF16 Adam moments, 1F1B | {_r.step_time_s:.1f} s | {_r.time.ep_comm:.1f} s | — | {_r.memory.total / 1e9:,.1f} GB | {'yes' if _r.fits else 'no'} | {_r.mfu:.1%} |
     | the same with DualPipe, as it ran | {_dp.step_time_s:.1f} s | {_dp.time.ep_comm:.1f} s | — | {_dp.memory.total / 1e9:,.1f} GB | {'yes' if _dp.fits else 'no'} | {_dp.mfu:.1%} |
 
     (MFU of the last two rows against the FP8 peak.)
@@ -521,7 +522,7 @@ def _(moe_committed):
     **Why no TP:** the H800's NVLink is export-limited, and TP's per-layer collectives would take it
     ({_tpc.exposed_s:.1f} s a step) on top of the all-to-alls. Without TP each GPU keeps whole attention
     and whole experts. The first row keeps every activation in BF16; DeepSeek's recipe recomputes its norms and MLA
-    up-projections and caches activations in FP8 (Sec. 3.2.3, 3.3.3), which brings the busiest GPU to {_r.memory.total / 1e9:,.1f} GB.
+    up-projections, caches activations in FP8 and keeps AdamW's moments in BF16 (Sec. 3.2.3, 3.3.3), which brings the busiest GPU to {_r.memory.total / 1e9:,.1f} GB.
 
     **What DualPipe buys:** under 1F1B the engine exposes every all-to-all: {_r.time.ep_comm:.1f} s of a {_r.step_time_s:.1f} s
     step with DeepSeek's recipe ({_d['recipe_ep_share']:.0%}), against {_r.time.compute:.1f} s of compute. DeepSeek-V3 (Sec. 3.2.1)
@@ -529,10 +530,12 @@ def _(moe_committed):
     micro-batches enter at each end of the pipeline, and a forward of one direction runs beside a backward of the other, so
     that each one's dispatch and combine run under the other's compute. Of {_d['ep_wire']:.1f} s of all-to-all the engine hides
     {_d['dualpipe_hidden']:.0%}: what stays exposed is the passes the warm-up and cool-down run alone, and the SMs the
-    communication takes from the compute beside it. The bubble falls from {_r.bubble_fraction:.1%} to {_dp.bubble_fraction:.1%}
-    and the step from {_r.step_time_s:.1f} s to {_dp.step_time_s:.1f} s. The price is memory: every GPU holds two chunks of the
-    model ({_r.memory.weights / 1e9:,.1f} GB of weights become {_dp.memory.weights / 1e9:,.1f} GB) and the activations of
-    {_dp.plan.pp + 1} micro-batches, {_dp.memory.total / 1e9:,.1f} GB in all.
+    communication takes from the compute beside it. The bubble falls from {_r.bubble_fraction:.1%} to {_dp.bubble_fraction:.1%},
+    and the busiest GPU's compute from {_r.time.compute:.1f} s to {_dp.time.compute:.1f} s: under 1F1B the last stage runs the output
+    layer and the loss for every micro-batch, under DualPipe each end runs them for the half that leaves there. The step falls
+    from {_r.step_time_s:.1f} s to {_dp.step_time_s:.1f} s. The price is memory: every GPU holds two chunks of the model
+    ({_model_state(_r) / 1e9:,.1f} GB of weights, gradients and optimizer state become {_model_state(_dp) / 1e9:,.1f} GB) and the
+    activations of {_dp.plan.pp + 1} micro-batches, {_dp.memory.total / 1e9:,.1f} GB in all.
     """
     )
     return

@@ -119,9 +119,9 @@ def layout_estimate(row: dict) -> Estimate:
 
 # DeepSeek-V3 (arXiv:2412.19437) Sec. 3.2 on 2,048 H800s: PP16, EP64 over 8 nodes, ZeRO-1, routing
 # to at most 4 nodes, FP8 GEMMs, 15,360 sequences of 4K; Sec. 3.2.3 and 3.3.3 its recomputation
-# (RMSNorm, MLA up-projections) and FP8 activation caching.
+# (RMSNorm, MLA up-projections), FP8 activation caching and AdamW's moments kept in BF16.
 DEEPSEEK_V3_LAYOUT = dict(pp=16, dp=128, ep=64, max_nodes_per_token=4, micro_batch=1, global_batch=15360, zero_stage=1,
-                          precision="fp8", recompute="norms_up_proj")
+                          precision="fp8", recompute="norms_up_proj", optimizer_state="bf16-moments")
 
 
 def deepseek_v3_estimate() -> Estimate:

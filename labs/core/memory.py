@@ -68,7 +68,7 @@ OPTIMIZER_STATES: dict[str, OptimizerState] = {
     ),
     "bf16-moments": OptimizerState(
         "fp32 master, bf16 m and v", 8,
-        "DeepSeek-V3 technical report (arXiv:2412.19437) Sec. 3.3.2: AdamW moments tracked in "
+        "DeepSeek-V3 technical report (arXiv:2412.19437) Sec. 3.3.3: AdamW moments tracked in "
         "BF16, master weights kept in FP32: 4 + 2 + 2.",
     ),
     "8bit": OptimizerState(

@@ -105,7 +105,7 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
         "layer_input_grad_s": layer.layer_b,
         "layer_weight_grad_s": layer.layer_w,
         "layer_comm_s": tpcp.layer_comm,
-        "layers_per_stage": d.layers,
+        "layers_per_stage": d.layers * q.pass_share,  # a stage: one chunk of the two a DualPipe rank holds
         "busiest_rank": r.busiest_rank,
         "microbatches": m,
         "memory_first_bytes": stages[0],

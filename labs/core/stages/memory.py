@@ -42,16 +42,14 @@ def _rank_memory(dense, expert, params, layers, last, rank, share, model, p, d, 
 
     Under DualPipe the rank holds two chunks (labs.core.stages.pipe), each an nn.Module with its
     own parameters and gradients (deepseek-ai/DualPipe examples/example_dualpipe.py builds the two
-    and sums each one's gradients with its mirror rank's copy): weights and gradients are twice a
-    stage's. Every stage then has 2 x dp copies, which update alike, so a ZeRO stage shards over
-    all of them: the optimizer state per rank is a stage's over dp, as without DualPipe (twice
-    that at ZeRO-0, where each copy keeps its own). DualPipe's code has no optimizer; this is the
-    engine's reading of the README's "Parameter 2x". Activations: p + 1 micro-batches through one
-    chunk (share: half the layers the rank holds)."""
-    copies = 1 / share  # pipeline ranks holding each stage's parameters: two under DualPipe
-    w_mem, g_mem, o_mem = model_state_columns(dense, p.zero, d.shard * copies, p.offload, p.opt_bytes, d.grad_bytes, xp)
+    and sums each one's gradients with its mirror rank's copy): its model state is two stages',
+    each sharded over the dp ranks as a stage's is (DualPipe's code has no optimizer; the engine
+    keeps one optimizer shard a chunk, the README's "Parameter 2x"). The mirror ranks' gradient
+    exchange is not priced. Activations: p + 1 micro-batches through one chunk (share: half the
+    layers the rank holds)."""
+    w_mem, g_mem, o_mem = model_state_columns(dense, p.zero, d.shard, p.offload, p.opt_bytes, d.grad_bytes, xp)
     if model.experts:  # routed experts shard over n / ep ranks
-        expert_state = model_state_columns(expert, p.zero, d.expert_shard * copies, p.offload, p.opt_bytes, d.grad_bytes, xp)
+        expert_state = model_state_columns(expert, p.zero, d.expert_shard, p.offload, p.opt_bytes, d.grad_bytes, xp)
         w_mem, g_mem, o_mem = w_mem + expert_state[0], g_mem + expert_state[1], o_mem + expert_state[2]
     # grad_sync="step" from ZeRO-2: the accumulated gradients stay whole until the step's reduce-scatter
     g_mem = xp.where(xp.not_(d.reduce_each_mb) & (p.zero >= 2) & xp.not_(p.offload), (dense + expert) * d.grad_bytes, g_mem)
