@@ -255,6 +255,18 @@ def test_a_key_is_compiled_after_its_first_calls():
     assert trace.COMPILE_AFTER >= 8  # estimate()'s default: a one-off plan never pays a compilation
 
 
+def test_a_key_is_counted_by_value():
+    """A lab that builds its Cluster anew on every run (Cluster.get returns a new object) still
+    reaches its key's compilation: the calls are counted by the key's value, not by the objects."""
+    model = Model.get("gpt3-175b")
+    cache = trace.StepCache(evaluate, compile_after=3)
+    columns = plan_columns(Plan(tp=8, pp=2, dp=8, micro_batch=1, global_batch=512))
+    clusters = [Cluster.get("dgx-h100", nodes=16) for _ in range(5)]
+    assert len({id(c) for c in clusters}) == 5
+    found = [cache.lookup(model, c, columns, "auto", stack_of(None)) for c in clusters]
+    assert found[:3] == [None] * 3 and found[3] is not None and found[4] is found[3] and cache.compiled == 1
+
+
 def test_estimate_parts_equal_their_constructors():
     """perf builds the Estimate and its parts without their dataclass __init__ (perf._new): each
     holds exactly its fields and equals the instance its constructor builds."""

@@ -572,13 +572,15 @@ class StepCache:
     """Compiled step functions by (model, cluster without its node count, stack, DP algorithm,
     the plan's constant columns): the node count and the numeric columns are the function's
     inputs or unused, so a slider over them reuses one function. Least recently used first out.
-    A key is compiled on its call after the first `compile_after` (counted for the same model,
-    cluster and stack objects); until then, lookup answers None and the plan runs SCALAR."""
+    A key is compiled on its call after the first `compile_after`, counted by value (a lab that
+    builds its Cluster anew on every run counts as one); until then, lookup answers None and the
+    plan runs SCALAR."""
 
     def __init__(self, evaluate, size=CACHE_SIZE, compile_after=COMPILE_AFTER):
         self.evaluate, self.size, self.compile_after = evaluate, size, compile_after
         self.functions: OrderedDict = OrderedDict()
         self.recent: dict = {}  # the same lookups by the objects' identity (hashing a Cluster is slow)
+        self.calls: dict = {}  # key -> calls so far, for keys not compiled yet
         self.splits: dict = {}  # column names -> _split
         self.compiled = 0
         self.paused = 0  # interpreted() blocks open
@@ -598,6 +600,7 @@ class StepCache:
         """Forget every compiled function (benchmarks/bench_sweep.py times the cold calls)."""
         self.functions.clear()
         self.recent.clear()
+        self.calls.clear()
 
     def lookup(self, model, cluster, columns, dp_algorithm, stack):
         """(step, inputs_of): step(*inputs_of(columns)) is evaluate's outputs as floats; None
@@ -613,28 +616,29 @@ class StepCache:
         fast = (id(model), id(cluster), id(stack), dp_algorithm, names, constants, unset)
         hit = self.recent.get(fast)
         if hit is not None and hit[0] is model and hit[1] is cluster and hit[2] is stack:
-            if hit[3] is not _PENDING:
-                return hit[3]
-            hit[4] += 1
-            if hit[4] <= self.compile_after:
-                return None
-            hit[3] = self._function(model, cluster, columns, dp_algorithm, stack, names, constants, unset, compile=True)
-            return hit[3]
-        entry = self._function(model, cluster, columns, dp_algorithm, stack, names, constants, unset, compile=not self.compile_after)
+            if hit[3] is _PENDING:
+                hit[3] = self._function(model, cluster, columns, dp_algorithm, stack, names, constants, unset)
+            return None if hit[3] is _PENDING else hit[3]
+        entry = self._function(model, cluster, columns, dp_algorithm, stack, names, constants, unset)
         if len(self.recent) >= 4 * self.size:
             self.recent.clear()
-        self.recent[fast] = [model, cluster, stack, entry, 1]
+        self.recent[fast] = [model, cluster, stack, entry]
         return None if entry is _PENDING else entry
 
-    def _function(self, model, cluster, columns, dp_algorithm, stack, names, constants, unset, compile):
-        """The compiled function of this key (compiled now if `compile`), or _PENDING."""
+    def _function(self, model, cluster, columns, dp_algorithm, stack, names, constants, unset):
+        """The compiled function of this key (compiled now if this is its call after the first
+        compile_after), or _PENDING."""
         layout = tuple(getattr(cluster, f.name) for f in fields(cluster) if f.name != "nodes")
         key = (model, layout, stack, dp_algorithm, names, constants, unset)
         if key in self.functions:
             self.functions.move_to_end(key)
             return self.functions[key]
-        if not compile:
+        calls = self.calls[key] = self.calls.get(key, 0) + 1
+        if calls <= self.compile_after:
             return _PENDING
+        del self.calls[key]
+        if len(self.calls) >= 4 * self.size:
+            self.calls.clear()
         self.compiled += 1
         entry = self.functions[key] = compile_step(self.evaluate, model, cluster, columns, dp_algorithm, stack)
         if len(self.functions) > self.size:
