@@ -196,24 +196,30 @@ def collective_columns(op: str, nbytes, cluster: Cluster, n, stride=1, algorithm
     # price the rows that run a collective (a group of more than one, bytes to move); the rest cost 0
     n, nbytes, stride = np.broadcast_arrays(np.asarray(n, dtype=float), np.asarray(nbytes, dtype=float), np.asarray(stride, dtype=float))
     shape = n.shape
-    active = np.flatnonzero((n > 1) & (nbytes > 0))
-    latency, bandwidth = np.zeros(n.size), np.zeros(n.size)
-    if len(active):
-        n, nbytes, stride = n.reshape(-1)[active], nbytes.reshape(-1)[active], stride.reshape(-1)[active]
-        # Neighbouring rows often run the same collective (a sweep's rows vary the settings that
-        # do not change it, such as the ZeRO stage for TP's): each run of equal rows priced once.
-        new = np.concatenate([[True], (nbytes[1:] != nbytes[:-1]) | (n[1:] != n[:-1]) | (stride[1:] != stride[:-1])])
-        starts = np.flatnonzero(new)
-        if len(starts) <= RUNS_PRICED * len(active):
-            run = np.cumsum(new) - 1
-            lat, bw = _priced(op, nbytes[starts], cluster, n[starts], stride[starts], algorithm, xp)
-            latency[active], bandwidth[active] = lat.take(run), bw.take(run)
-        else:
-            latency[active], bandwidth[active] = _priced(op, nbytes, cluster, n, stride, algorithm, xp)
-    return latency.reshape(shape), bandwidth.reshape(shape)
+    n, nbytes, stride = n.reshape(-1), nbytes.reshape(-1), stride.reshape(-1)
+    # Neighbouring rows often run the same collective (a sweep's rows vary the settings that do
+    # not change it, such as the ZeRO stage for TP's): each run of equal rows priced once.
+    new = np.concatenate([[True], (nbytes[1:] != nbytes[:-1]) | (n[1:] != n[:-1]) | (stride[1:] != stride[:-1])])
+    starts = np.flatnonzero(new)
+    if len(starts) <= RUNS_PRICED * n.size:
+        lat, bw = _priced_active(op, nbytes.take(starts), cluster, n.take(starts), stride.take(starts), algorithm, xp)
+        run = np.cumsum(new) - 1
+        return lat.take(run).reshape(shape), bw.take(run).reshape(shape)
+    return tuple(x.reshape(shape) for x in _priced_active(op, nbytes, cluster, n, stride, algorithm, xp))
 
 
 RUNS_PRICED = 0.5  # priced run by run when there are at most half as many runs as rows
+
+
+def _priced_active(op: str, nbytes, cluster: Cluster, n, stride, algorithm: str, xp):
+    """_priced on the rows (numpy columns) that run the collective, 0 on the others."""
+    active = np.flatnonzero((n > 1) & (nbytes > 0))
+    latency, bandwidth = np.zeros(n.size), np.zeros(n.size)
+    if len(active) == n.size:
+        return _priced(op, nbytes, cluster, n, stride, algorithm, xp)
+    if len(active):
+        latency[active], bandwidth[active] = _priced(op, nbytes.take(active), cluster, n.take(active), stride.take(active), algorithm, xp)
+    return latency, bandwidth
 
 
 def _priced(op: str, nbytes, cluster: Cluster, n, stride, algorithm: str, xp):

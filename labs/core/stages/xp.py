@@ -132,14 +132,12 @@ class _Spread:
         self._reduced, self._index = reduced, index
 
     def __getattr__(self, name):
-        value = getattr(self._reduced, name)
-        if np.ndim(value):
-            value = np.take(value, self._index, axis=-1)
+        value = _spread(getattr(self._reduced, name), self._index)
         setattr(self, name, value)
         return value
 
 
-def _distinct_rows(columns, rows):
+def distinct_rows(columns, rows):
     """(representatives, index): the first row of each distinct combination of `columns` and, for
     every row, which of them it equals. Neighbouring rows of a plan space mostly repeat (the
     settings that vary fastest are ones a stage does not read), so equal neighbours are merged
@@ -172,15 +170,26 @@ _WEIGHTS = (np.pi * 10 ** np.arange(1, 40) % 1 + 1) * 1e3
 def _np_distinct(fn, rows, names, *args):
     """fn(rows, *args) evaluated once per distinct combination of the columns `names` of the
     namespace `rows` (the only ones fn may read of it), its outputs spread back to every row.
-    fn returns a namespace or a tuple of namespaces."""
+    fn returns columns, namespaces of columns or a tuple of them; a column may carry the
+    pipeline's ranks on a leading axis (labs.core.stages.xp's stack)."""
     columns = [getattr(rows, name) for name in names]
-    size = max((np.size(x) for x in columns), default=1)
+    size = max((np.shape(x)[-1] for x in columns if np.ndim(x)), default=1)
     if size < 2:
         return fn(rows, *args)
-    reps, index = _distinct_rows([np.broadcast_to(x, (size,)) if np.ndim(x) else x for x in columns], size)
-    reduced = SimpleNamespace(**{name: x.take(reps) if np.ndim(x) else x for name, x in zip(names, columns)})
-    out = fn(reduced, *args)
-    return tuple(_Spread(o, index) for o in out) if type(out) is tuple else _Spread(out, index)
+    columns = [np.broadcast_to(x, np.shape(x)[:-1] + (size,)) if np.ndim(x) else x for x in columns]
+    reps, index = distinct_rows([row for x in columns for row in (x if np.ndim(x) > 1 else [x])], size)
+    reduced = SimpleNamespace(**{name: x.take(reps, axis=-1) if np.ndim(x) else x for name, x in zip(names, columns)})
+    return _spread(fn(reduced, *args), index)
+
+
+def _spread(out, index):
+    """fn's outputs on the distinct rows as every row's: columns (on the last axis) taken through
+    `index`, namespaces of them as _Spread, tuples item by item."""
+    if type(out) is tuple:
+        return tuple(_spread(o, index) for o in out)
+    if isinstance(out, SimpleNamespace):
+        return _Spread(out, index)
+    return np.take(out, index, axis=-1) if np.ndim(out) else out
 
 
 NUMPY = SimpleNamespace(
