@@ -8,6 +8,7 @@ software could do (labs.core.eras) and sets the era's defaults for the fixed set
 
 from __future__ import annotations
 
+import sys
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -207,9 +208,20 @@ def _best_first(fits: np.ndarray, step: np.ndarray) -> tuple[np.ndarray, int]:
     """The sweep's row order, fitting plans by step time and then the rest (ties keep the
     space's order), and how many fit."""
     fit, rest = np.flatnonzero(fits), np.flatnonzero(~fits)
-    if not (np.signbit(step).any() or np.isnan(step).any()):  # non-negative floats sort as their bits, ~30% faster
-        step = step.view(np.int64)
+    if not (np.signbit(step).any() or np.isnan(step).any()) and sys.byteorder == "little":  # non-negative floats sort as their bits
+        return np.concatenate([fit.take(_radix_argsort(step.take(fit))), rest.take(_radix_argsort(step.take(rest)))]), len(fit)
     return np.concatenate([fit.take(np.argsort(step.take(fit), kind="stable")), rest.take(np.argsort(step.take(rest), kind="stable"))]), len(fit)
+
+
+def _radix_argsort(x: np.ndarray) -> np.ndarray:
+    """np.argsort(x, kind="stable") of non-negative float64s (ordered as their bit patterns): four
+    stable passes over their 16-bit digits, least significant first, each a radix sort in numpy
+    (~2x faster than one stable sort of 37,000 step times)."""
+    digits = x.view(np.uint16).reshape(-1, 4)  # little-endian: the least significant digit first
+    order = np.argsort(digits[:, 0], kind="stable")
+    for k in (1, 2, 3):
+        order = order.take(np.argsort(digits[:, k].take(order), kind="stable"))
+    return order
 
 
 def _pareto(step: np.ndarray, memory: np.ndarray) -> np.ndarray:
