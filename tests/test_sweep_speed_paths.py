@@ -122,3 +122,65 @@ def test_cheapest_option_and_busiest_rank_follow_numpy():
         chosen = NUMPY.argmax(ranks)
         assert np.array_equal(NUMPY.pick(ranks, chosen), ranks[np.argmax(ranks, axis=0), cols], equal_nan=True)
         assert np.array_equal(NUMPY.pick(np.arange(3.0)[:, None], chosen), np.argmax(ranks, axis=0).astype(float))
+
+
+def test_radix_order_is_a_stable_sort():
+    """The radix argsort of non-negative step times equals np.argsort's stable order (ties in
+    the space's order), on a sweep's sizes with repeated values and values of every scale."""
+    from labs.core.search import _radix_argsort
+
+    rng = np.random.default_rng(17)
+    for rows in (0, 1, 2, 1000, 37_068):
+        step = rng.random(rows) * 10.0 ** rng.integers(-6, 6, rows)
+        step[rng.random(rows) < 0.3] = 0.25  # ties
+        assert np.array_equal(_radix_argsort(step), np.argsort(step, kind="stable")), rows
+
+
+def test_distinct_rows_group_equal_rows_only():
+    """distinct_rows against np.unique over the rows: each row's representative has the same
+    values in every column, and there is one representative per distinct row (runs, repeats far
+    apart, constant columns, nan and a weighted-sum collision all included)."""
+    from labs.core.stages.xp import distinct_rows
+
+    rng = np.random.default_rng(19)
+    for trial in range(200):
+        rows = int(rng.integers(2, 400))
+        columns = [np.repeat(rng.integers(0, 4, rows), 1 + trial % 5)[:rows].astype(float), rng.integers(0, 3, rows) > 0,
+                   np.full(rows, 7.0), rng.choice([1.0, 2.0, 8.0], rows)]
+        if trial % 7 == 0:
+            columns[0][rng.random(rows) < 0.1] = np.nan
+        reps, index = distinct_rows(columns, rows)
+        for x in columns:  # every row equals its representative
+            assert np.array_equal(x, x[reps][index], equal_nan=True), trial
+        if trial % 7:  # without nan: one representative per distinct row, each the first of its kind
+            distinct, first = np.unique(np.stack(columns, 1).astype(float), axis=0, return_index=True)
+            assert sorted(reps.tolist()) == sorted(first.tolist()), trial
+    # two rows whose weighted sums collide are still told apart
+    from labs.core.stages.xp import _WEIGHTS
+
+    a = np.array([0.0, _WEIGHTS[0]])
+    b = np.array([1.0, 0.0])
+    reps, index = distinct_rows([a, b], 2)
+    assert len(reps) == 2 and index.tolist() == [0, 1]
+
+
+def test_numpy_distinct_equals_the_function_on_every_row():
+    """NUMPY.distinct spreads what fn computes on the distinct rows back to every row: the same
+    columns as fn on all rows, for namespaces, tuples and columns with ranks on a leading axis."""
+    from types import SimpleNamespace
+
+    rng = np.random.default_rng(23)
+    rows = 3000
+    p = SimpleNamespace(tp=np.repeat(rng.choice([1.0, 2.0, 8.0], rows // 30), 30), b=rng.choice([1.0, 4.0], rows), s=2048.0,
+                        ranks=np.stack([np.repeat(rng.integers(1, 5, rows // 10), 10).astype(float)] * 3), unread=np.arange(rows))
+
+    def fn(q, scale):
+        out = SimpleNamespace(work=q.b * q.s / q.tp * scale, per_rank=q.ranks * q.tp, constant=3.0)
+        return out, (q.tp + q.b, q.ranks.sum(0))
+
+    spread, (summed, ranks) = NUMPY.distinct(fn, p, ("tp", "b", "s", "ranks"), 2.0)
+    direct, (summed_all, ranks_all) = fn(p, 2.0)
+    assert np.array_equal(spread.work, direct.work) and np.array_equal(spread.per_rank, direct.per_rank)
+    assert spread.constant == 3.0 and np.array_equal(summed, summed_all) and np.array_equal(ranks, ranks_all)
+    with pytest.raises(AttributeError):  # fn may read only the columns it names
+        NUMPY.distinct(lambda q: q.unread, p, ("tp",))
