@@ -66,6 +66,20 @@ def test_zero2_unshards_once_a_micro_batch():
     assert r["layer_backward_s"] == pytest.approx(2 * LAUNCH_S)
 
 
+@pytest.mark.parametrize("era, forward_hooks", [
+    # FSDP1 keeps the units through no_sync: its 11 unshard ops in 1 of the 4 micro-batches' forwards;
+    # the views are swapped in every forward (FlatParamHandle.unshard, needs_unshard() False).
+    ("pytorch-fsdp1-2023", 11 * 10e-6 / 4 + 9 * (4.268e-3 + 1.071e-3 + 2.75e-3) / 400),
+    ("pytorch-fsdp2-2024", FSDP2_UNSHARD_S),  # FSDP2 reshards after every backward: every forward unshards
+])
+def test_zero2_under_no_sync_runs_the_unshard_hooks_as_often_as_it_gathers(era, forward_hooks):
+    plan = Plan.for_era(era, dp=8, micro_batch=1, global_batch=32, zero_stage=2, recompute="none", grad_sync="step")
+    r = _layer(LLAMA_1B, H100, plan)
+    report(f"{era} ZeRO-2 no_sync 1B block forward on H100, s", r["layer_forward_s"], LAUNCH_S + forward_hooks)
+    assert r["layer_forward_s"] == pytest.approx(LAUNCH_S + forward_hooks)
+    assert r["layer_backward_s"] == pytest.approx(2 * LAUNCH_S)
+
+
 def test_the_hooks_cost_a_small_model_on_h100_and_nothing_where_the_kernels_are_longer():
     """The same hooks against the GPU time they run beside: a 1B model at 1,024 tokens on an H100
     loses a sixth of its MFU or more (FSDP's HBM copies, tests/test_fsdp_traffic.py, already slow its

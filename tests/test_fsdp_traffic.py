@@ -151,18 +151,35 @@ def test_only_fsdp_has_a_root_unit():
     assert 3 not in ERAS["llama3-2024"].zero_stage  # its FSDP keeps the weights through the step: no ZeRO-3 root gathers
 
 
-@pytest.mark.parametrize("era", ["pytorch-fsdp1-2023", "pytorch-fsdp2-2024"])
-def test_zero2_gathers_again_after_each_micro_batch_that_reduces(era):
-    """SHARD_GRAD_OP / reshard_after_forward=False: FSDP frees the gathered units after every
-    backward that reduces (FSDP1 _should_free_in_backward), so each of the 4 micro-batches gathers
-    the 16 blocks and the root once: 4 x 7/8 of their bf16 bytes. Under no_sync (grad_sync="step")
-    the units stay gathered: once a step."""
-    plan = Plan.for_era(era, dp=8, micro_batch=1, global_batch=32, zero_stage=2, recompute="none")
+@pytest.mark.parametrize("era, grad_sync, gathers", [("pytorch-fsdp1-2023", None, 4), ("pytorch-fsdp1-2023", "step", 1),
+                                                     ("pytorch-fsdp2-2024", None, 4), ("pytorch-fsdp2-2024", "step", 4)])
+def test_zero2_gathers_again_after_each_backward_that_frees_the_units(era, grad_sync, gathers):
+    """SHARD_GRAD_OP / reshard_after_forward=False: each forward that finds its units freed gathers the
+    16 blocks and the root once, 7/8 of their bf16 bytes. FSDP1 frees them after a backward that
+    reduces (_runtime_utils._should_free_in_backward: `state._sync_gradients or` a reshard-after-
+    forward strategy): 4 gathers a step, 1 under no_sync (grad_sync="step"). FSDP2 reshards after
+    every backward (FSDPParamGroup.post_backward: reshard_after_backward, default True, whether or
+    not reduce_grads): 4 either way."""
+    plan = Plan.for_era(era, dp=8, micro_batch=1, global_batch=32, zero_stage=2, recompute="none", grad_sync=grad_sync)
     once = 7 / 8 * (16 * BLOCK_1B + ROOT_1B) * 2
-    for grad_sync, gathers in ((None, 4), ("step", 1)):
-        r = evaluate_plan(LLAMA_1B, H100, plan_columns(replace(plan, grad_sync=grad_sync)), plan.dp_algorithm, ERAS[era])
-        report(f"{era} ZeRO-2 grad_sync={grad_sync} gather bytes a step", r["coll_dp_gather_sent_bytes"], gathers * once)
-        assert r["coll_dp_gather_sent_bytes"] == pytest.approx(gathers * once, rel=1e-6)
+    r = evaluate_plan(LLAMA_1B, H100, plan_columns(plan), plan.dp_algorithm, ERAS[era])
+    report(f"{era} ZeRO-2 grad_sync={grad_sync} gather bytes a step", r["coll_dp_gather_sent_bytes"], gathers * once)
+    assert r["coll_dp_gather_sent_bytes"] == pytest.approx(gathers * once, rel=1e-6)
+
+
+@pytest.mark.parametrize("era, unshards", [("pytorch-fsdp1-2023", 1 / 4), ("pytorch-fsdp2-2024", 1.0)])
+def test_zero2_under_no_sync_copies_as_often_as_it_gathers(era, unshards):
+    """The forward's unshard copies follow the gathers: under no_sync FSDP1 casts the shard once a step
+    (1 of the 4 micro-batches; FlatParamHandle.pre_unshard skips the cast when needs_unshard() is
+    False), FSDP2 casts, copies in and copies out every micro-batch (Llama 3 8B at 4,096 tokens on 8
+    H100s: the GPU sets the pace)."""
+    model = replace(LLAMA3_8B, seq_len=4096)
+    plan = Plan.for_era(era, dp=8, micro_batch=1, global_batch=32, zero_stage=2, recompute="none", grad_sync="step")
+    stack = ERAS[era]
+    unshard = BLOCK_8B * (stack.fsdp_unshard_bytes + stack.fsdp_shard_bytes / 8) / HBM_RATE
+    forward = _layer(model, H100, plan)["layer_forward_s"] - _layer(model, H100, plan, copies=False)["layer_forward_s"]
+    report(f"{era} ZeRO-2 no_sync forward copies of an 8B block a micro-batch, s", forward, unshards * unshard)
+    assert forward == pytest.approx(unshards * unshard, rel=1e-9)
 
 
 def test_zero2_waits_for_the_root_each_micro_batch():
@@ -186,6 +203,57 @@ def test_zero2_waits_for_the_root_each_micro_batch():
 
 
 def test_regathering_needs_fsdp_units():
-    assert {name for name, era in ERAS.items() if era.fsdp_reshard_after_backward} == {"pytorch-fsdp1-2023", "pytorch-fsdp2-2024"}
+    regathers = {name: era.fsdp_reshard_after_backward for name, era in ERAS.items() if era.fsdp_reshard_after_backward != "never"}
+    assert regathers == {"pytorch-fsdp1-2023": "reducing", "pytorch-fsdp2-2024": "every"}
     with pytest.raises(ValueError, match="fsdp_reshard_after_backward"):
-        replace(ERAS["megatron-core-2024"], fsdp_reshard_after_backward=True)
+        replace(ERAS["megatron-core-2024"], fsdp_reshard_after_backward="every")
+    with pytest.raises(ValueError, match="fsdp_reshard_after_backward"):
+        replace(ERAS["pytorch-fsdp2-2024"], fsdp_reshard_after_backward=True)
+
+
+# ---- routed experts under FSDP: a unit of their own per MoE layer, over the expert-data-parallel ranks ----
+def test_experts_reduce_scatter_over_their_expert_group():
+    """DeepSeek-V3 (config.json: 61 layers, the first 3 dense, 256 routed experts of 3 x 7168 x 2048,
+    vocabulary 129,280 untied) under FSDP2 ZeRO-3 on 64 H100s with ep=8: torchtitan's apply_fsdp wraps
+    each MoE layer's experts in a fully_shard of their own on the dp_shard_mod_ep mesh (64 / 8 = 8
+    ranks, 8 apart), the rest of the block on all 64. Each of the 4 micro-batches reduce-scatters in
+    fp32 the 61 blocks' dense gradients and the root's over 64 ranks and the 58 expert units' (this
+    rank's 32 experts a layer) over 8, as NCCL's tables price them (labs.core.topology)."""
+    model, cluster = Model.get("deepseek-v3"), Cluster.get("dgx-h100", nodes=8)
+    plan = Plan.for_era("pytorch-fsdp2-2024", dp=64, ep=8, micro_batch=1, global_batch=256, zero_stage=3, recompute="full")
+    r = evaluate_plan(model, cluster, plan_columns(plan), plan.dp_algorithm, ERAS[plan.stack])
+    routed = 58 * 256 * 3 * 7168 * 2048
+    root = 2 * 129280 * 7168 + 7168  # embedding, output layer, final norm
+    dense = model.params - routed
+    assert model.layers * model.layer_expert_params == pytest.approx(routed)
+
+    def seconds(op, nbytes, calls, group, stride):
+        return calls * sum(float(x) for x in collective_columns(op, nbytes / calls, cluster, group, stride, "auto"))
+
+    per_micro_batch = (seconds("reduce_scatter", 4 * (dense - root), 61, 64, 1.0) + seconds("reduce_scatter", 4 * root, 1, 64, 1.0)
+                       + seconds("reduce_scatter", 4 * routed / 8, 58, 8, 8.0))
+    report("DeepSeek-V3 FSDP2 ep=8 reduce-scatter wire a step, s", r["coll_dp_reduce_wire_s"], 4 * per_micro_batch)
+    assert r["coll_dp_reduce_wire_s"] == pytest.approx(4 * per_micro_batch, rel=1e-6)
+    assert r["coll_dp_reduce_calls"] == pytest.approx(4 * (61 + 58 + 1))
+    assert r["coll_dp_gather_calls"] == pytest.approx(4 * (2 * (61 + 58) + 1))
+
+
+# ---- the communication map counts FSDP's collectives as they are priced: one per unit ----
+LLAMA3_8B_DP32 = Cluster.get("dgx-h100", nodes=4)
+
+
+@pytest.mark.parametrize("era, zero, grad_sync, reduces, gathers", [
+    ("pytorch-fsdp2-2024", 3, None, 4 * 33, 4 * (2 * 32 + 1)),  # 32 blocks twice a micro-batch, the root once
+    ("pytorch-fsdp2-2024", 2, None, 4 * 33, 4 * 33),
+    ("pytorch-fsdp2-2024", 2, "step", 33, 4 * 33),  # no_sync: one reduction; FSDP2 still reshards after every backward
+    ("pytorch-fsdp1-2023", 2, "step", 33, 33),  # FSDP1 keeps the units through no_sync
+])
+def test_the_map_counts_fsdp_collectives_unit_by_unit(era, zero, grad_sync, reduces, gathers):
+    """Llama 3 8B (32 blocks and the root unit) on 32 H100s, 4 micro-batches: each reduction
+    reduce-scatters the 33 units one by one, each unshard all-gathers them."""
+    plan = Plan.for_era(era, dp=32, micro_batch=1, global_batch=128, zero_stage=zero, recompute="none", grad_sync=grad_sync)
+    r = evaluate_plan(LLAMA3_8B, LLAMA3_8B_DP32, plan_columns(plan), plan.dp_algorithm, ERAS[era])
+    report(f"{era} ZeRO-{zero} grad_sync={grad_sync} reduce-scatters a step", r["coll_dp_reduce_calls"], reduces)
+    report(f"{era} ZeRO-{zero} grad_sync={grad_sync} all-gathers a step", r["coll_dp_gather_calls"], gathers)
+    assert r["coll_dp_reduce_calls"] == reduces
+    assert r["coll_dp_gather_calls"] == gathers

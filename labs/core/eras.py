@@ -61,9 +61,10 @@ code, never from an end-to-end run:
   and a part per original parameter of the block (labs.core.stages.compute.block_parameters).
   FSDP1 (PyTorch 2.1, use_orig_params=True, as torch.compile and per-parameter optimizer groups
   need): _use_unsharded_views, _writeback_orig_params and _use_sharded_views loop over the
-  original parameters, (4.268 + 1.071 + 2.75) ms for 400 parameters, 20 us each (pytorch/pytorch
-  #96958, a maintainer's microbenchmark; with the default safe setattr the unsharded views took
-  6.112 ms, so 20 us is the low end); around them the unit's host ops (flat_param.py and
+  original parameters (in every forward from ZeRO-2 on, gathered or not: FlatParamHandle.unshard
+  switches to the unsharded views when needs_unshard() is False), (4.268 + 1.071 + 2.75) ms for
+  400 parameters, 20 us each (pytorch/pytorch#96958, a maintainer's microbenchmark; with the
+  default safe setattr the unsharded views took 6.112 ms, so 20 us is the low end); around them the unit's host ops (flat_param.py and
   _runtime_utils.py: the low-precision shard's allocation and cast, the stream waits, the rate
   limiter's event sync, the unsharded flat parameter's allocation, the all-gather, the shard's free;
   after the pass record_stream, the free and the limiter's event record): 11 ops at
@@ -97,12 +98,15 @@ code, never from an end-to-end run:
   that run on FSDP's side streams (the casts, the copy-ins, the divides) run on streams created
   with high priority, so their blocks take the SMs ahead of the GEMM's: each is charged its own
   HBM time. Not charged: the shard-sized accumulation of a second micro-batch's gradient shard.
-- fsdp_reshard_after_backward: PyTorch's FSDP frees a unit's gathered weights after every backward
-  that reduces its gradients (FSDP1 _should_free_in_backward: `state._sync_gradients or` a
-  reshard-after-forward strategy; FSDP2's post_backward reshards), so under ZeRO-2
-  (SHARD_GRAD_OP, reshard_after_forward=False) each such micro-batch gathers the weights again,
-  unit by unit in its forward, the root unit first (labs.core.stages.data). Llama 3's FSDP keeps
-  them through the step (False), as Megatron's distributed optimizer does.
+- fsdp_reshard_after_backward: after which backwards PyTorch's FSDP frees a unit's gathered weights,
+  so that under ZeRO-2 (SHARD_GRAD_OP, reshard_after_forward=False) the next forward gathers them
+  again, unit by unit, the root unit first (labs.core.stages.inputs: forward_unshards). "reducing":
+  FSDP1 frees them after a backward that reduces (_runtime_utils._should_free_in_backward:
+  `state._sync_gradients or` a reshard-after-forward strategy), so under no_sync it gathers once a
+  step. "every": FSDP2's FSDPParamGroup.post_backward reshards whenever reshard_after_backward is
+  set, its default, whether or not the backward reduces (set_requires_gradient_sync(False) only
+  skips the reduce-scatter), so it gathers every micro-batch. "never": the weights stay gathered
+  through the step (Llama 3's FSDP, Megatron's distributed optimizer).
 - grad_sync: gradients reduced once a step (DDP no_sync, Megatron's accumulation into main_grad)
   or every micro-batch; None is the ZeRO stage's own way (once a step up to ZeRO-1, every
   micro-batch from ZeRO-2, DeepSpeed's and FSDP's default).
@@ -166,7 +170,7 @@ class Era:
     fsdp_unshard_bytes: float = 0.0  # HBM bytes of FSDP's copies per unit parameter, per unshard
     fsdp_shard_bytes: float = 0.0  # and per parameter of the rank's shard, per unshard
     fsdp_grad_bytes: tuple[float, float] = (0.0, 0.0)  # per unit parameter, per gradient reduction (bf16, fp32)
-    fsdp_reshard_after_backward: bool = False  # ZeRO-2 gathers again after each micro-batch that reduces
+    fsdp_reshard_after_backward: str = "never"  # ZeRO-2's gathers: after "every" backward, a "reducing" one, or "never"
     source: str = ""
 
     def __post_init__(self):
@@ -186,7 +190,8 @@ class Era:
             raise ValueError(f"fsdp_grad_bytes must be a pair (bf16, fp32) of numbers >= 0, got {self.fsdp_grad_bytes!r}")
         for grad_bytes in self.fsdp_grad_bytes:
             check_positive("fsdp_grad_bytes", grad_bytes, allow_zero=True, maximum=1000)
-        if self.fsdp_reshard_after_backward and self.zero3_unit != "layer":
+        check_choice("fsdp_reshard_after_backward", self.fsdp_reshard_after_backward, FSDP_RESHARDS)
+        if self.fsdp_reshard_after_backward != "never" and self.zero3_unit != "layer":
             raise ValueError("fsdp_reshard_after_backward needs zero3_unit='layer' (FSDP's units)")
 
     def defaults(self) -> dict:
@@ -201,6 +206,7 @@ ERA_FIELDS = (
 TP_OVERLAP_KINDS = ("userbuffers", "async_tp", "none")
 ZERO3_UNITS = ("parameter", "module", "layer")
 PP_P2P = ("scatter_gather", "full")
+FSDP_RESHARDS = ("never", "reducing", "every")  # Era.fsdp_reshard_after_backward
 GRAD_SYNCS = (None, "step", "microbatch")
 # Kernels a transformer layer's forward launches, counted from each stack's layer code (Llama-style
 # layer; a GPT layer differs by one or two): Megatron-LM 2021 (LayerNorm, QKV, two baddbmm and the
@@ -237,7 +243,7 @@ ERAS: dict[str, Era] = {
         ("auto", "ring", "tree"), max_pp=1, attention_kernel="fa2", fused_elementwise=False, zero3_unit="layer",
         kernels_per_layer=EAGER_KERNELS_PER_LAYER, loss_bytes_per_logit=40.0, tp_overlap_kind="none", optimizer_bytes_per_param=98.0,
         fsdp_s_per_unshard=FSDP1_OPS_PER_UNSHARD * HOST_S_PER_OP, fsdp_s_per_param=FSDP1_S_PER_PARAM,
-        fsdp_shard_bytes=FSDP1_SHARD_BYTES, fsdp_grad_bytes=FSDP1_GRAD_BYTES, fsdp_reshard_after_backward=True,
+        fsdp_shard_bytes=FSDP1_SHARD_BYTES, fsdp_grad_bytes=FSDP1_GRAD_BYTES, fsdp_reshard_after_backward="reducing",
         source="torch.distributed.fsdp (PyTorch 2.0-2.1): ShardingStrategy, transformer_auto_wrap_policy, "
                "limit_all_gathers, BackwardPrefetch.BACKWARD_PRE; meta-llama/llama-recipes; Dao-AILab/flash-attention 2.x"),
     # PyTorch FSDP2 / DTensor in 2024-25 (torchtitan): fully_shard per block (reshard_after_forward),
@@ -251,7 +257,7 @@ ERAS: dict[str, Era] = {
         attention_kernel="fa2", fused_elementwise=False, kernels_per_layer=EAGER_KERNELS_PER_LAYER, loss_bytes_per_logit=40.0,
         tp_overlap_kind="async_tp", zero3_unit="layer", optimizer_bytes_per_param=46.0, fsdp_s_per_unshard=FSDP2_S_PER_UNSHARD,
         fsdp_unshard_bytes=FSDP2_UNSHARD_BYTES, fsdp_shard_bytes=FSDP2_SHARD_BYTES, fsdp_grad_bytes=FSDP2_GRAD_BYTES,
-        fsdp_reshard_after_backward=True,
+        fsdp_reshard_after_backward="every",
         source="pytorch/torchtitan (2024-25): parallelize_llama (fully_shard, parallelize_module, enable_async_tp), "
                "torch.distributed.pipelining schedules, torchao.float8; torch.nn.functional.scaled_dot_product_attention"),
 }

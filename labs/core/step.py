@@ -156,7 +156,7 @@ def communication_map(model, cluster, p, tpcp, q, d, xp) -> dict:
         p.cp_ulysses, tpcp.ulysses_pass * (2 + redo), xp.where(p.cp_ring, (cp - 1) * tpcp.step_p2p * (3 + redo), tpcp.gather_f * (1 + redo) + tpcp.gather_b)), 0.0)
     ep_used = (p.ep > 1) & bool(model.experts)  # dispatch + combine per pass: exposed in full, but under DualPipe's overlapped pairs
     ep_time = xp.where(ep_used, per_layer * tpcp.layer_a2a, 0.0)  # on the wire
-    active, z0, z3 = d.active, d.z0, d.z3
+    active, z0 = d.active, d.z0
     gathers = active & xp.not_(z0)
     collectives = {
         "tp": (tp_calls, per_layer * _tp_layer_sent(p, tpcp, xp), tp_wire, xp.where(tp > 1, per_layer * tpcp.tp_exposed, 0.0), tp, p.s_tp),
@@ -164,10 +164,10 @@ def communication_map(model, cluster, p, tpcp, q, d, xp) -> dict:
         "ep": (xp.where(ep_used, per_layer * 2 * (2 + redo), 0.0), xp.where(ep_used, per_layer * (2 + redo) * tpcp.a2a_sent, 0.0),
                ep_time, xp.where(ep_used, q.ep_exposed, 0.0), p.ep, p.s_cp),
         "pp": (xp.where(pp > 1, 2 * m * v, 0.0), q.pp_sent, xp.where(pp > 1, 2 * m * v * q.hop, 0.0), q.pp_comm, xp.where(pp > 1, 2.0, 1.0), q.stage_stride),
-        "dp_reduce": (xp.where(active, d.syncs * xp.where(z3 & d.per_parameter, d.module_calls, d.calls), 0.0),
+        "dp_reduce": (xp.where(active, d.reduce_calls, 0.0),
                       xp.where(active, d.reduce_sent, 0.0),
                       xp.where(active, d.reduce_only, 0.0), xp.where(active, d.reduce_exposed, 0.0), xp.where(z0, d.n, d.shard), p.s_cp),
-        "dp_gather": (xp.where(gathers, xp.where(z3, d.z3_passes * m * d.module_calls, d.calls), 0.0),
+        "dp_gather": (xp.where(gathers, d.gather_calls, 0.0),
                       xp.where(active, d.gather_sent, 0.0),
                       xp.where(gathers, d.gather_wire, 0.0), xp.where(gathers, d.gather_exposed, 0.0), d.shard, p.s_cp),
     }

@@ -55,20 +55,26 @@ def layer_compute(model, cluster, stack, p, xp, kernels=None) -> SimpleNamespace
     k = layer_kernels(model, cluster, stack, p, xp) if kernels is None else kernels
     hbm_rate = cluster.gpu.hbm_bytes_per_s * cluster.gpu.hbm_efficiency
     tp, gemm_f = p.tp, k.gemm_f
-    # FSDP unshards each unit (one per layer) for the forward and, resharded after it (ZeRO-3),
-    # again for the backward; its hooks run on the host beside the launches (labs.core.eras). The
+    # FSDP unshards each unit (one per layer) for the forward as often as p.forward_unshards says
+    # (labs.core.stages.inputs) and, resharded after it (ZeRO-3), again for the backward; its hooks
+    # run on the host beside the launches (labs.core.eras). FSDP1's per-parameter view swaps run in
+    # every forward from ZeRO-2 on, gathered or not (FlatParamHandle.unshard switches to the
+    # unsharded views when needs_unshard() is False; the post-forward reshard switches back). The
     # recompute runs inside the backward's unsharded unit: launches only.
-    unshard = stack.fsdp_s_per_unshard + block_parameters(model) * stack.fsdp_s_per_param
-    hooks_f, hooks_b = xp.where(p.zero >= 2, unshard, 0.0), xp.where(p.zero == 3, unshard, 0.0)
-    # FSDP's copies (labs.core.eras: fsdp_*_bytes), per parameter of this rank's unit: each unshard
-    # (forward from ZeRO-2, backward again under ZeRO-3) and each micro-batch that reduces its gradients.
-    unit = (model.layer_params - model.layer_expert_params) / tp + model.layer_expert_params / p.ep
-    shard = xp.where(p.shard_group > 0, p.shard_group, p.dp * p.cp)
-    unshard_copies = unit * (stack.fsdp_unshard_bytes + stack.fsdp_shard_bytes / shard) / hbm_rate
+    z3 = p.zero == 3
+    views = block_parameters(model) * stack.fsdp_s_per_param
+    hooks_f = p.forward_unshards * stack.fsdp_s_per_unshard + xp.where(p.zero >= 2, views, 0.0)
+    hooks_b = xp.where(z3, stack.fsdp_s_per_unshard + views, 0.0)
+    # FSDP's copies (labs.core.eras: fsdp_*_bytes), per parameter of this rank's unit, its dense part
+    # sharded over p.shard ranks and its routed experts over p.expert_shard: each unshard and each
+    # micro-batch that reduces its gradients.
+    dense, experts = (model.layer_params - model.layer_expert_params) / tp, model.layer_expert_params / p.ep
+    unshard_copies = (dense * (stack.fsdp_unshard_bytes + stack.fsdp_shard_bytes / p.shard)
+                      + experts * (stack.fsdp_unshard_bytes + stack.fsdp_shard_bytes / p.expert_shard)) / hbm_rate
     reduces = (p.zero >= 2) & (p.grad_sync != 1)  # grad_sync "step" (no_sync) accumulates unreduced
-    grad_copies = xp.where(reduces, unit * xp.where(p.grad_fp32, stack.fsdp_grad_bytes[1], stack.fsdp_grad_bytes[0]) / hbm_rate, 0.0)
-    copies_f = xp.where(p.zero >= 2, unshard_copies, 0.0)
-    copies_b = xp.where(p.zero == 3, unshard_copies, 0.0) + grad_copies
+    grad_copies = xp.where(reduces, (dense + experts) * xp.where(p.grad_fp32, stack.fsdp_grad_bytes[1], stack.fsdp_grad_bytes[0]) / hbm_rate, 0.0)
+    copies_f = p.forward_unshards * unshard_copies
+    copies_b = xp.where(z3, unshard_copies, 0.0) + grad_copies
     fwd = xp.maximum(k.gpu_f + copies_f, k.launch_f + hooks_f)
     layer_b = k.gpu_b + copies_b  # input gradients, with what is re-run
     layer_w = gemm_f  # weight gradients
@@ -133,7 +139,7 @@ def layer_times(hidden: int, heads: int, seq_len: int, micro_batch: int, gpu_key
     b = float(micro_batch)
     one_gpu = SimpleNamespace(
         tp=1.0, cp=1.0, ep=1.0, b=b, s=s, s_full=s, tokens=b * s, fp8=False, flash=False, sp=False, cp_contiguous=False,
-        torch_compile=False, capacity=0.0, rc=_NONE, full=False, redo=0.0, zero=0, dp=1.0, shard_group=0.0, grad_sync=0,
-        grad_fp32=False)
+        torch_compile=False, capacity=0.0, rc=_NONE, full=False, redo=0.0, zero=0, dp=1.0, shard=1.0, expert_shard=1.0,
+        forward_unshards=0.0, grad_sync=0, grad_fp32=False)
     layer = layer_compute(model_terms(model), cluster, stack_of(None), one_gpu, SCALAR)
     return {"layer_forward_s": layer.fwd, "layer_input_grad_s": layer.layer_b, "layer_weight_grad_s": layer.layer_w}

@@ -60,14 +60,13 @@ def data_parallel_stage(model, cluster, stack, p, q, dp_algorithm, xp) -> Simple
     heaviest = xp.argmax(d.rank_params)
     d.dense_params, d.expert_params = xp.pick(d.rank_dense, heaviest), xp.pick(d.rank_expert, heaviest)
     d.layers = layers = xp.pick(q.layers_r, heaviest)
-    n = d.n = p.dp * p.cp
+    n, shard = d.n, d.shard = p.n, p.shard  # the sharding groups (stages.inputs.read_plan)
     s_cp, ep, m, zero = p.s_cp, p.ep, p.m, p.zero
-    shard = d.shard = xp.where(p.shard_group > 0, p.shard_group, n)
     replicas = n / shard
     d.grad_bytes = grad_bytes = xp.where(p.grad_fp32, 4.0, 2.0)
     grads = d.dense_params * grad_bytes
     weights_bytes = d.dense_params * WEIGHT_BYTES
-    d.expert_shard = expert_shard = xp.maximum(shard / ep, 1.0)  # routed experts replicate over n / ep ranks only
+    d.expert_shard = expert_shard = p.expert_shard  # routed experts replicate over n / ep ranks only
     bucket = xp.where(p.bucket_bytes > 0, p.bucket_bytes, xp.maximum(MEGATRON_BUCKET_PARAMS, 1_000_000 * p.dp) * grad_bytes)
     calls = d.calls = xp.maximum(1.0, xp.ceil(grads / bucket))
 
@@ -86,6 +85,7 @@ def data_parallel_stage(model, cluster, stack, p, q, dp_algorithm, xp) -> Simple
     rs, ag = bucketed("reduce_scatter", scatters, grads, calls, shard), bucketed("all_gather", gathers, weights_bytes, calls, shard)
     across = bucketed("all_reduce", scatters, grads / shard, calls, replicas, s_cp * shard)
     rs = _plus(rs, across)
+    dense_grads, dense_weights = grads, weights_bytes
     if model.experts:  # routed experts' gradients reduce over the expert-data-parallel group (n / ep ranks, tp x ep apart)
         expert_grads, expert_weights = d.expert_params * grad_bytes, d.expert_params * WEIGHT_BYTES
         ar = _plus(ar, bucketed("all_reduce", z0, expert_grads, calls, n / ep, s_cp * ep))
@@ -95,23 +95,35 @@ def data_parallel_stage(model, cluster, stack, p, q, dp_algorithm, xp) -> Simple
     # a pipeline rank holding no layer (first/last_stage_layers=0) still gathers what it holds, in one call
     module_calls = d.module_calls = xp.maximum(layers * ZERO3_GATHERS_PER_LAYER[stack.zero3_unit], 1.0)
     root_unit = stack.zero3_unit == "layer"
-    # PyTorch's FSDP under ZeRO-2 frees the gathered units after each backward that reduces
-    # (labs.core.eras: fsdp_reshard_after_backward): it gathers unit by unit like ZeRO-3's forward.
-    regather = stack.fsdp_reshard_after_backward
+    # PyTorch's FSDP under ZeRO-2 frees the gathered units after a backward (labs.core.eras:
+    # fsdp_reshard_after_backward): it gathers unit by unit like ZeRO-3's forward, p.forward_unshards
+    # times a micro-batch.
+    regather = stack.fsdp_reshard_after_backward != "never"
     unit_rows = (z3 | z2) if regather else z3
     root_bytes, root_ag, root_rs_t = 0.0, (0.0, 0.0), 0.0
+    expert_units = 0.0
     if root_unit:
         first_r, last_r = xp.pick(q.first_r, heaviest), xp.pick(q.last_r, heaviest)
         d.root_params = xp.where(p.pp > 1, (first_r + last_r) * model.vocab * model.hidden, float(model.params - model.layers * model.layer_params)) / p.tp
-        root_bytes = d.root_params * WEIGHT_BYTES
+        root_bytes, root_grads = d.root_params * WEIGHT_BYTES, d.root_params * grad_bytes
         root_ag = bucketed("all_gather", unit_rows, root_bytes, 1.0, shard)
-        # FSDP reduce-scatters each unit's gradients on its own (not in Megatron's buckets)
-        unit_rs = bucketed("reduce_scatter", unit_rows, grads - d.root_params * grad_bytes, module_calls, shard)
-        root_rs = bucketed("reduce_scatter", unit_rows, d.root_params * grad_bytes, 1.0, shard)
+        # FSDP gathers and reduce-scatters each unit on its own (not in Megatron's buckets): a block's
+        # dense parameters over the shard group, the root's last; an MoE layer's routed experts are a
+        # unit of their own over the expert-data-parallel ranks (torchtitan's apply_fsdp: fully_shard
+        # of each block's moe.experts on the dp_shard_mod_ep mesh, then of the block).
+        unit_ag = bucketed("all_gather", unit_rows, dense_weights - root_bytes, module_calls, shard)
+        unit_rs = bucketed("reduce_scatter", unit_rows, dense_grads - root_grads, module_calls, shard)
+        if model.experts:
+            expert_units = xp.maximum(layers * model.moe_share, 1.0)
+            unit_ag = _plus(unit_ag, bucketed("all_gather", unit_rows, expert_weights, expert_units, expert_shard, s_cp * ep))
+            unit_rs = _plus(unit_rs, bucketed("reduce_scatter", unit_rows, expert_grads, expert_units, expert_shard, s_cp * ep))
+        root_rs = bucketed("reduce_scatter", unit_rows, root_grads, 1.0, shard)
         root_rs_t = root_rs[0] + root_rs[1]
         rs = (xp.where(unit_rows, unit_rs[0] + root_rs[0] + across[0], rs[0]),
               xp.where(unit_rows, unit_rs[1] + root_rs[1] + across[1], rs[1]))
-    module_ag = bucketed("all_gather", unit_rows, weights_bytes - root_bytes, module_calls, shard)
+        module_ag = unit_ag
+    else:
+        module_ag = bucketed("all_gather", unit_rows, weights_bytes, module_calls, shard)
     per_parameter = d.per_parameter = stack.zero3_unit == "parameter"
     z3_passes = d.z3_passes = 2.0 + xp.where(per_parameter, p.redo, 0.0)  # gathers per micro-batch
     if per_parameter:
@@ -126,16 +138,13 @@ def data_parallel_stage(model, cluster, stack, p, q, dp_algorithm, xp) -> Simple
         module_ag = (module_ag[0] + module_calls * host, module_ag[1])
         param_rs = bucketed("reduce_scatter", z3, grads, module_calls, shard)
         rs = xp.where(zero == 3, param_rs[0] + module_calls * host, rs[0]), xp.where(zero == 3, param_rs[1], rs[1])
-    # Sharded gradients cannot accumulate locally: from ZeRO-2 on every micro-batch's gradients
-    # are reduce-scattered as its backward produces them (DeepSpeed's and FSDP's default); ZeRO-1
-    # reduces once per step. grad_sync overrides it: "step" keeps whole gradients through the
-    # accumulation (FSDP's no_sync) and reduces once, "microbatch" reduces every micro-batch.
-    d.reduce_each_mb = reduce_each_mb = xp.where(p.grad_sync == 1, False, xp.where(p.grad_sync == 2, True, zero >= 2))
-    syncs = d.syncs = xp.where(reduce_each_mb, m, 1.0)
+    # gradients reduced every micro-batch or once a step (stages.inputs.read_plan)
+    d.reduce_each_mb, d.syncs = reduce_each_mb, syncs = p.reduce_each_mb, p.syncs
     reduce_lat = xp.where(z0, syncs * ar[0], syncs * rs[0] + xp.where(z3, z3_passes * m * module_ag[0] + m * root_ag[0], 0.0))
     reduce_bw = xp.where(z0, syncs * ar[1], syncs * rs[1] + xp.where(z3, z3_passes * m * module_ag[1] + m * root_ag[1], 0.0))
-    if regather:  # FSDP's ZeRO-2: the units (root included) once a micro-batch that reduces
-        ag = xp.where(z2, syncs * (module_ag[0] + root_ag[0]), ag[0]), xp.where(z2, syncs * (module_ag[1] + root_ag[1]), ag[1])
+    if regather:  # FSDP's ZeRO-2: the units (root included) gathered m x forward_unshards times a step
+        unshards = m * p.forward_unshards
+        ag = xp.where(z2, unshards * (module_ag[0] + root_ag[0]), ag[0]), xp.where(z2, unshards * (module_ag[1] + root_ag[1]), ag[1])
     gather_lat = xp.where(gathers, ag[0], 0.0)
     gather_bw = xp.where(gathers, ag[1], 0.0)
     reduce_t, gather_t = reduce_lat + reduce_bw, gather_lat + gather_bw
@@ -164,7 +173,7 @@ def data_parallel_stage(model, cluster, stack, p, q, dp_algorithm, xp) -> Simple
     # (Megatron-LM --overlap-param-gather): only the first bucket waits in full.
     exposed_gather = xp.where(dp_overlap, xp.maximum(gather_t - stage_f, gather_t / calls), gather_t)
     if regather:
-        exposed_gather = xp.where(z2 & dp_overlap, syncs * z3_forward, exposed_gather)
+        exposed_gather = xp.where(z2 & dp_overlap, unshards * z3_forward, exposed_gather)
     d.active = active = n > 1
     d.dp_total = xp.where(active, reduce_t + gather_t, 0.0)
     d.dp_latency = xp.where(active, reduce_lat + gather_lat, 0.0)
@@ -173,12 +182,23 @@ def data_parallel_stage(model, cluster, stack, p, q, dp_algorithm, xp) -> Simple
     # bytes each GPU sends a step: the gradient reduction (once a step up to ZeRO-1, per
     # micro-batch from ZeRO-2) and the weight gathers (once a step, or twice per micro-batch at ZeRO-3)
     d.reduce_sent = syncs * xp.where(z0, 2 * frac * grads, sfrac * grads + replica_sent)
-    if root_unit:  # the root gathered once a micro-batch, the blocks once a pass; FSDP's ZeRO-2 all once a reduction
-        once = xp.where(z2, syncs, 1.0) if regather else 1.0
+    if root_unit:  # the root gathered once a micro-batch, the blocks once a pass; FSDP's ZeRO-2 all once an unshard
+        once = xp.where(z2, unshards, 1.0) if regather else 1.0
         d.gather_sent = xp.where(z0, 0.0, sfrac * xp.where(z3, ((weights_bytes - root_bytes) * z3_passes + root_bytes) * m, weights_bytes * once))
     else:
         d.gather_sent = xp.where(z0, 0.0, sfrac * weights_bytes * xp.where(z3, z3_passes * m, 1.0))
     d.sent = d.reduce_sent + d.gather_sent
+    # Collectives a step, as priced above (the communication map reads these): Megatron's buckets,
+    # DeepSpeed's parameters, or FSDP's units (the blocks' dense parameters, the MoE layers'
+    # experts and the root, each gathered per unshard and reduce-scattered per reduction).
+    if root_unit:
+        units = module_calls + expert_units + 1.0
+        d.reduce_calls = syncs * xp.where(unit_rows, units, calls)
+        zero2_gathers = xp.where(z2, unshards * units, calls) if regather else calls
+        d.gather_calls = xp.where(z3, m * (z3_passes * (module_calls + expert_units) + 1.0), zero2_gathers)
+    else:
+        d.reduce_calls = syncs * xp.where(z3 & per_parameter, module_calls, calls)
+        d.gather_calls = xp.where(z3, z3_passes * m * module_calls, calls)
 
     # Each collective on its own, for the communication map. ZeRO-3's prefetch hides gathers and
     # reduce-scatters together: its exposed time is split between them in proportion to their wire

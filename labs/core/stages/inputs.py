@@ -2,7 +2,8 @@
 
 `read_plan` takes the columns of labs.core.plan.plan_columns (or sweep()'s) and returns them
 typed, with what follows from them alone: micro-batches, each axis's rank stride, tokens per
-rank, and the share of a pipeline chunk's layers that full recompute re-runs.
+rank, the share of a pipeline chunk's layers that full recompute re-runs, the sharding groups,
+how often gradients are reduced and how often FSDP's units are unsharded.
 """
 
 from __future__ import annotations
@@ -76,6 +77,24 @@ def read_plan(model, c: dict, stack, xp) -> SimpleNamespace:
     # has ZeRO-2's memory and traffic: sharded gradients and optimizer, one weight gather a step.
     p.zero = xp.where((p.zero == 3) & xp.not_(col(c, "reshard_after_forward", bool)), 2, p.zero)
     p.m = p.gb / (p.b * p.dp)
+    # The data-parallel group (dp x cp ranks) and the ranks one shard of the model state spans: the
+    # whole group, or hybrid sharding's groups; routed experts' state only the group's n / ep
+    # expert-data-parallel ranks (tp x ep apart).
+    p.n = p.dp * p.cp
+    p.shard = xp.where(p.shard_group > 0, p.shard_group, p.n)
+    p.expert_shard = xp.maximum(p.shard / p.ep, 1.0)
+    # Sharded gradients cannot accumulate locally: from ZeRO-2 on every micro-batch's gradients
+    # are reduce-scattered as its backward produces them (DeepSpeed's and FSDP's default); ZeRO-1
+    # reduces once per step. grad_sync overrides it: "step" keeps whole gradients through the
+    # accumulation (FSDP's no_sync) and reduces once, "microbatch" reduces every micro-batch.
+    p.reduce_each_mb = xp.where(p.grad_sync == 1, False, xp.where(p.grad_sync == 2, True, p.zero >= 2))
+    p.syncs = xp.where(p.reduce_each_mb, p.m, 1.0)
+    # How often each FSDP unit is unsharded (all-gathered, with its hooks and copies) for a
+    # micro-batch's forward: always under ZeRO-3 (which unshards again for the backward); under
+    # ZeRO-2 when the previous backward freed it (labs.core.eras: fsdp_reshard_after_backward), on
+    # average syncs / m for FSDP1; never for a stack that gathers the weights once a step.
+    regathers = {"never": 0.0, "reducing": p.syncs / p.m, "every": 1.0}[stack.fsdp_reshard_after_backward]
+    p.forward_unshards = xp.where(p.zero == 3, 1.0, xp.where(p.zero == 2, regathers, 0.0))
     p.stride = strides(col(c, "rank_order", int, 0), p.tp, p.cp, p.dp, p.pp, xp)
     p.s_tp, p.s_cp = p.stride["tp"], p.stride["cp"]  # the data-parallel group (dp x cp) starts at CP's stride
     p.s_full = float(model.seq_len)
