@@ -109,6 +109,8 @@ def _np_cheapest(latencies, bandwidths):
 
 def _np_rows(x, cond):
     """x as a column of cond's rows (a copy where it broadcasts)."""
+    if type(x) is float and np.ndim(cond) == 1:  # a constant: a column of it
+        return np.full(len(cond), x)
     shape = np.broadcast_shapes(np.shape(x), np.shape(cond))
     return x if np.shape(x) == shape else np.broadcast_to(np.asarray(x, dtype=float), shape).copy()
 
