@@ -544,8 +544,8 @@ def _(zero2_committed):
         r"""
     **Whose choice is the per-micro-batch reduce-scatter?** DeepSpeed's stage 2 reduce-scatters
     each micro-batch's gradients from its backward hooks, because a rank keeps only its shard.
-    PyTorch FSDP's `SHARD_GRAD_OP` (gradients and optimizer sharded, weights kept through the step)
-    does the same unless the accumulation steps run under `no_sync()`, which holds full gradients
+    PyTorch FSDP's `SHARD_GRAD_OP` (gradients and optimizer sharded, weights kept gathered from a
+    micro-batch's forward to its backward and gathered again for the next) does the same unless the accumulation steps run under `no_sync()`, which holds full gradients
     until the last one. Megatron's distributed optimizer keeps a full fp32 gradient buffer,
     accumulates into it and reduce-scatters once per step: ZeRO-1's traffic, at the price of the
     unsharded gradients in memory.
