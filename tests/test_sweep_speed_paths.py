@@ -170,7 +170,7 @@ def test_numpy_distinct_equals_the_function_on_every_row():
     from types import SimpleNamespace
 
     rng = np.random.default_rng(23)
-    rows = 3000
+    rows = 6000  # above DISTINCT_MIN_ROWS (fewer rows run fn on them all)
     p = SimpleNamespace(tp=np.repeat(rng.choice([1.0, 2.0, 8.0], rows // 30), 30), b=rng.choice([1.0, 4.0], rows), s=2048.0,
                         ranks=np.stack([np.repeat(rng.integers(1, 5, rows // 10), 10).astype(float)] * 3), unread=np.arange(rows))
 
@@ -178,7 +178,11 @@ def test_numpy_distinct_equals_the_function_on_every_row():
         out = SimpleNamespace(work=q.b * q.s / q.tp * scale, per_rank=q.ranks * q.tp, constant=3.0)
         return out, (q.tp + q.b, q.ranks.sum(0))
 
+    from labs.core.stages import xp
+
+    assert rows >= xp.DISTINCT_MIN_ROWS
     spread, (summed, ranks) = NUMPY.distinct(fn, p, ("tp", "b", "s", "ranks"), 2.0)
+    assert len(spread._reduced.work) == len(np.unique(np.stack([p.tp, p.b, p.ranks[0]]), axis=1).T)  # once per distinct row
     direct, (summed_all, ranks_all) = fn(p, 2.0)
     assert np.array_equal(spread.work, direct.work) and np.array_equal(spread.per_rank, direct.per_rank)
     assert spread.constant == 3.0 and np.array_equal(summed, summed_all) and np.array_equal(ranks, ranks_all)
