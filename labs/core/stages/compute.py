@@ -54,14 +54,32 @@ def layer_compute(model, cluster, stack, p, xp, kernels=None) -> SimpleNamespace
     `kernels` when computed already) with what FSDP adds on the host and in HBM copies."""
     k = layer_kernels(model, cluster, stack, p, xp) if kernels is None else kernels
     hbm_rate = cluster.gpu.hbm_bytes_per_s * cluster.gpu.hbm_efficiency
-    tp, gemm_f = p.tp, k.gemm_f
+    gemm_f = k.gemm_f
     # FSDP unshards each unit (one per layer) for the forward as often as p.forward_unshards says
     # (labs.core.stages.inputs) and, resharded after it (ZeRO-3), again for the backward; its hooks
     # run on the host beside the launches (labs.core.eras). FSDP1's per-parameter view swaps run in
     # every forward from ZeRO-2 on, gathered or not (FlatParamHandle.unshard switches to the
     # unsharded views when needs_unshard() is False; the post-forward reshard switches back). The
     # recompute runs inside the backward's unsharded unit: launches only.
-    z3 = p.zero == 3
+    # A stack without FSDP's costs (Megatron's, DeepSpeed's) adds none: 0 seconds, not computed.
+    hooks_f, hooks_b, copies_f, copies_b = _fsdp_costs(model, stack, p, hbm_rate, xp) if _has_fsdp_costs(stack) else (0.0,) * 4
+    fwd = xp.maximum(k.gpu_f + copies_f, k.launch_f + hooks_f)
+    layer_b = k.gpu_b + copies_b  # input gradients, with what is re-run
+    layer_w = gemm_f  # weight gradients
+    host_wait = xp.maximum(1.0, (2 * k.launch_f + hooks_b) / (layer_b + layer_w))
+    return SimpleNamespace(gemm_f=gemm_f, attn_f=k.attn_f, attn_b=k.attn_b, fwd=fwd, layer_b=layer_b * host_wait, layer_w=layer_w * host_wait,
+                           written=k.written)
+
+
+def _has_fsdp_costs(stack) -> bool:
+    return bool(stack.fsdp_s_per_unshard or stack.fsdp_s_per_param or stack.fsdp_unshard_bytes or stack.fsdp_shard_bytes
+                or any(stack.fsdp_grad_bytes))
+
+
+def _fsdp_costs(model, stack, p, hbm_rate, xp):
+    """FSDP's seconds per layer and micro-batch: its hooks on the host in the forward and the
+    backward, and its HBM copies in each (layer_compute)."""
+    tp, z3 = p.tp, p.zero == 3
     views = block_parameters(model) * stack.fsdp_s_per_param
     hooks_f = p.forward_unshards * stack.fsdp_s_per_unshard + xp.where(p.zero >= 2, views, 0.0)
     hooks_b = xp.where(z3, stack.fsdp_s_per_unshard + views, 0.0)
@@ -75,12 +93,7 @@ def layer_compute(model, cluster, stack, p, xp, kernels=None) -> SimpleNamespace
     grad_copies = xp.where(reduces, (dense + experts) * xp.where(p.grad_fp32, stack.fsdp_grad_bytes[1], stack.fsdp_grad_bytes[0]) / hbm_rate, 0.0)
     copies_f = p.forward_unshards * unshard_copies
     copies_b = xp.where(z3, unshard_copies, 0.0) + grad_copies
-    fwd = xp.maximum(k.gpu_f + copies_f, k.launch_f + hooks_f)
-    layer_b = k.gpu_b + copies_b  # input gradients, with what is re-run
-    layer_w = gemm_f  # weight gradients
-    host_wait = xp.maximum(1.0, (2 * k.launch_f + hooks_b) / (layer_b + layer_w))
-    return SimpleNamespace(gemm_f=gemm_f, attn_f=k.attn_f, attn_b=k.attn_b, fwd=fwd, layer_b=layer_b * host_wait, layer_w=layer_w * host_wait,
-                           written=k.written)
+    return hooks_f, hooks_b, copies_f, copies_b
 
 
 def layer_kernels(model, cluster, stack, p, xp) -> SimpleNamespace:
