@@ -26,7 +26,7 @@ from labs.core.models import Model
 from labs.core.stages.compute import layer_compute, layer_kernels
 from labs.core.stages.data import data_parallel_stage
 from labs.core.stages.inputs import flops_per_sequence, model_terms, read_plan
-from labs.core.stages.memory import memory_stage, stage_memory
+from labs.core.stages.memory import layer_activations, memory_stage, stage_memory
 from labs.core.stages.optimizer import CPU_ADAM_BYTES_PER_PARAM, optimizer_stage  # noqa: F401 (CPU_ADAM_BYTES_PER_PARAM: re-exported)
 from labs.core.stages.parallel import NCCL_COLLECTIVE_SMS, layer_communication  # noqa: F401 (NCCL_COLLECTIVE_SMS: re-exported)
 from labs.core.stages.pipe import pipeline_stage
@@ -53,12 +53,12 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     p = read_plan(model, c, stack, xp)
     model_per_sequence, hardware_per_sequence = flops_per_sequence(model, p, xp)
     model = model_terms(model)  # the model's sizes read once
-    kernels, tpcp = xp.distinct(_layer_stages, p, LAYER_READS, model, cluster, stack, xp)  # once per distinct layer shape
+    kernels, tpcp, activations = xp.distinct(_layer_stages, p, LAYER_READS, model, cluster, stack, xp)  # once per distinct layer shape
     layer = layer_compute(model, cluster, stack, p, xp, kernels)  # with FSDP's hooks and copies
     q = pipeline_stage(model, cluster, stack, p, layer, tpcp, xp)
     d = data_parallel_stage(model, cluster, stack, p, q, dp_algorithm, xp)
     o = optimizer_stage(cluster, stack, p, q, d, xp)
-    r = memory_stage(model, cluster, dp_algorithm, p, layer, q, d, tpcp, xp)
+    r = memory_stage(model, cluster, dp_algorithm, p, layer, q, d, tpcp, xp, activations)
     m = p.m
     step = q.pipeline + q.pp_comm + d.dp_exposed + o.optimizer + o.offload_exposed
     ep_comm = q.ep_exposed  # the expert all-to-alls the step waits for (DualPipe hides part: stages.pipe)
@@ -123,9 +123,10 @@ LAYER_READS = ("tp", "cp", "ep", "b", "s", "s_full", "tokens", "s_tp", "s_cp", "
 
 
 def _layer_stages(p, model, cluster, stack, xp):
-    """The layer's kernels (stages.compute.layer_kernels) and its communication."""
+    """The layer's kernels (stages.compute.layer_kernels), its communication and the activations
+    it keeps (stages.memory.layer_activations)."""
     kernels = layer_kernels(model, cluster, stack, p, xp)
-    return kernels, layer_communication(model, cluster, stack, p, kernels, xp)
+    return kernels, layer_communication(model, cluster, stack, p, kernels, xp), layer_activations(model, p, kernels.written, xp)
 
 
 def _tp_layer_sent(p, tpcp, xp):

@@ -63,19 +63,27 @@ def _rank_memory(dense, expert, params, layers, last, rank, share, model, p, d, 
     return w_mem, g_mem, o_mem, activations, w_mem + g_mem + o_mem + activations
 
 
-def memory_stage(model, cluster, dp_algorithm, p, layer, q, d, tpcp, xp) -> SimpleNamespace:
-    """Weights, gradients, optimizer state, activations and buffers on the busiest rank, and the
-    first, a middle and the last rank's state and activations (rank_total, rank_activations: the
-    stage totals of stage_memory)."""
+def layer_activations(model, p, written, xp):
+    """Bytes of activations one layer keeps per micro-batch for its backward, from what its
+    forward writes (`written`: everything, flash attention's s x s aside; labs.core.stages.compute)."""
     tp, s, b, sp = p.tp, p.s, p.b, p.sp
     stored = xp.where(p.flash & (p.rc == _NONE), _SELECTIVE, p.rc)
     per_layer = layer_activation_columns(model, s, b, tp, sp, stored, xp)
     fp8_saved = fp8_activation_savings(model, s, b, tp, sp, xp)
     per_layer = per_layer - xp.where(p.fp8 & (stored == _NORMS_UP), fp8_norms_up_proj_savings(model, s, b, tp, xp),
                                      xp.where(p.fp8 & (stored != _FULL), fp8_saved, 0.0))
+    kept_whole = written - xp.where(p.fp8, fp8_saved, 0.0)
+    return xp.where(p.full, p.redo * per_layer + (1 - p.redo) * kept_whole, per_layer)  # layers a block recompute leaves out keep everything
+
+
+def memory_stage(model, cluster, dp_algorithm, p, layer, q, d, tpcp, xp, per_layer=None) -> SimpleNamespace:
+    """Weights, gradients, optimizer state, activations and buffers on the busiest rank, and the
+    first, a middle and the last rank's state and activations (rank_total, rank_activations: the
+    stage totals of stage_memory). `per_layer`: layer_activations, when computed already."""
+    tp = p.tp
+    stored = xp.where(p.flash & (p.rc == _NONE), _SELECTIVE, p.rc)
     working = layer.written  # everything a layer writes in its forward (flash attention's s x s aside): labs.core.stages.compute
-    kept_whole = working - xp.where(p.fp8, fp8_saved, 0.0)
-    per_layer = xp.where(p.full, p.redo * per_layer + (1 - p.redo) * kept_whole, per_layer)  # layers a block recompute leaves out keep everything
+    per_layer = layer_activations(model, p, working, xp) if per_layer is None else per_layer
     rank_index = xp.stack(xp.full_like(p.pp, 0.0), xp.minimum(1.0, p.pp - 1), p.pp - 1)
     w_mem, g_mem, o_mem, rank_activations, rank_total = xp.each(
         _rank_memory, d.rank_dense, d.rank_expert, d.rank_params, q.layers_r, q.last_r, rank_index, q.pass_share, model, p, d, per_layer, stored, working, xp)
