@@ -33,6 +33,12 @@ from labs.core.step import evaluate  # noqa: E402
 from labs.core.perf import Plan, estimate  # noqa: E402
 
 np.seterr(all="ignore")
+try:  # estimate() through its compiled step functions from the first call (a tree that has them)
+    from labs.core.step import COMPILED  # noqa: E402
+
+    COMPILED.compile_after = 0
+except ImportError:
+    pass
 os.makedirs(OUT, exist_ok=True)
 
 C = [
