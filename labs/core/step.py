@@ -24,7 +24,7 @@ from labs.core.hardware import Cluster
 from labs.core.memory import GRAD_BYTES, WEIGHT_BYTES
 from labs.core.models import Model
 from labs.core.stages.compute import layer_compute, layer_kernels
-from labs.core.stages.data import data_parallel_stage
+from labs.core.stages.data import data_parallel_stage, dp_traffic
 from labs.core.stages.inputs import flops_per_sequence, model_terms, read_plan
 from labs.core.stages.memory import layer_activations, memory_stage, stage_memory
 from labs.core.stages.optimizer import CPU_ADAM_BYTES_PER_PARAM, optimizer_stage  # noqa: F401 (CPU_ADAM_BYTES_PER_PARAM: re-exported)
@@ -73,6 +73,7 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     }
     if brief:
         return out
+    dp_traffic(p, d, xp)  # bytes sent and collectives' counts: the full outputs only
     comm_map = communication_map(model, cluster, p, tpcp, q, d, xp) if collectives else {}
     stages = stage_memory(r, xp)
     out.update({

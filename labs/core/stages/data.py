@@ -71,7 +71,7 @@ def data_parallel_stage(model, cluster, stack, p, q, dp_algorithm, xp) -> Simple
     calls = d.calls = xp.maximum(1.0, xp.ceil(grads / bucket))
 
     z0, z1, z2, z3 = (zero == k for k in range(4))
-    d.z0, d.z3 = z0, z3
+    d.z0, d.z2, d.z3 = z0, z2, z3
 
     def bucketed(op, runs, nbytes, k, group=n, stride=s_cp):
         """k collectives of nbytes / k each over the group, priced in the rows where `runs` (ZeRO-0
@@ -177,28 +177,10 @@ def data_parallel_stage(model, cluster, stack, p, q, dp_algorithm, xp) -> Simple
     d.active = active = n > 1
     d.dp_total = xp.where(active, reduce_t + gather_t, 0.0)
     d.dp_latency = xp.where(active, reduce_lat + gather_lat, 0.0)
-    frac, sfrac = (n - 1) / n, (shard - 1) / shard
-    replica_sent = 2 * (replicas - 1) / replicas * grads / shard
-    # bytes each GPU sends a step: the gradient reduction (once a step up to ZeRO-1, per
-    # micro-batch from ZeRO-2) and the weight gathers (once a step, or twice per micro-batch at ZeRO-3)
-    d.reduce_sent = syncs * xp.where(z0, 2 * frac * grads, sfrac * grads + replica_sent)
-    if root_unit:  # the root gathered once a micro-batch, the blocks once a pass; FSDP's ZeRO-2 all once an unshard
-        once = xp.where(z2, unshards, 1.0) if regather else 1.0
-        d.gather_sent = xp.where(z0, 0.0, sfrac * xp.where(z3, ((weights_bytes - root_bytes) * z3_passes + root_bytes) * m, weights_bytes * once))
-    else:
-        d.gather_sent = xp.where(z0, 0.0, sfrac * weights_bytes * xp.where(z3, z3_passes * m, 1.0))
-    d.sent = d.reduce_sent + d.gather_sent
-    # Collectives a step, as priced above (the communication map reads these): Megatron's buckets,
-    # DeepSpeed's parameters, or FSDP's units (the blocks' dense parameters, the MoE layers'
-    # experts and the root, each gathered per unshard and reduce-scattered per reduction).
-    if root_unit:
-        units = module_calls + expert_units + 1.0
-        d.reduce_calls = syncs * xp.where(unit_rows, units, calls)
-        zero2_gathers = xp.where(z2, unshards * units, calls) if regather else calls
-        d.gather_calls = xp.where(z3, m * (z3_passes * (module_calls + expert_units) + 1.0), zero2_gathers)
-    else:
-        d.reduce_calls = syncs * xp.where(z3 & per_parameter, module_calls, calls)
-        d.gather_calls = xp.where(z3, z3_passes * m * module_calls, calls)
+    # what dp_traffic reads (the bytes sent and the collectives' counts: only the full outputs show them)
+    d.replicas, d.total_grads, d.total_weights, d.root_bytes = replicas, grads, weights_bytes, root_bytes
+    d.root_unit, d.regather, d.unit_rows, d.expert_units = root_unit, regather, unit_rows, expert_units
+    d.unshards = unshards if regather else None
 
     # Each collective on its own, for the communication map. ZeRO-3's prefetch hides gathers and
     # reduce-scatters together: its exposed time is split between them in proportion to their wire
@@ -215,3 +197,37 @@ def data_parallel_stage(model, cluster, stack, p, q, dp_algorithm, xp) -> Simple
     d.gather_exposed = gather_exposed + xp.where(xp.not_(z0), overlap_contention(gpu.sms, xp.maximum(d.gather_wire - gather_exposed, 0.0), NCCL_COLLECTIVE_SMS), 0.0)
     d.dp_exposed = xp.where(active, d.reduce_exposed + d.gather_exposed, 0.0)
     return d
+
+
+def dp_traffic(p, d, xp) -> None:
+    """The bytes each GPU sends a step (reduce_sent, gather_sent, sent) and the collectives' counts
+    (reduce_calls, gather_calls), added to data_parallel_stage's `d`: the full outputs' and the
+    communication map's, which sweep() does not show."""
+    n, shard, replicas, m, syncs = d.n, d.shard, d.replicas, p.m, d.syncs
+    z0, z2, z3 = d.z0, d.z2, d.z3
+    grads, weights_bytes, root_bytes = d.total_grads, d.total_weights, d.root_bytes
+    root_unit, regather, unit_rows, expert_units, unshards = d.root_unit, d.regather, d.unit_rows, d.expert_units, d.unshards
+    calls, module_calls, z3_passes, per_parameter = d.calls, d.module_calls, d.z3_passes, d.per_parameter
+    frac, sfrac = (n - 1) / n, (shard - 1) / shard
+    replica_sent = 2 * (replicas - 1) / replicas * grads / shard
+    # bytes each GPU sends a step: the gradient reduction (once a step up to ZeRO-1, per
+    # micro-batch from ZeRO-2) and the weight gathers (once a step, or twice per micro-batch at ZeRO-3)
+    d.reduce_sent = syncs * xp.where(z0, 2 * frac * grads, sfrac * grads + replica_sent)
+    if root_unit:  # the root gathered once a micro-batch, the blocks once a pass; FSDP's ZeRO-2 all once an unshard
+        once = xp.where(z2, unshards, 1.0) if regather else 1.0
+        d.gather_sent = xp.where(z0, 0.0, sfrac * xp.where(z3, ((weights_bytes - root_bytes) * z3_passes + root_bytes) * m, weights_bytes * once))
+    else:
+        d.gather_sent = xp.where(z0, 0.0, sfrac * weights_bytes * xp.where(z3, z3_passes * m, 1.0))
+    d.sent = d.reduce_sent + d.gather_sent
+    # Collectives a step, as data_parallel_stage prices them (the communication map reads these): Megatron's buckets,
+    # DeepSpeed's parameters, or FSDP's units (the blocks' dense parameters, the MoE layers'
+    # experts and the root, each gathered per unshard and reduce-scattered per reduction).
+    if root_unit:
+        units = module_calls + expert_units + 1.0
+        d.reduce_calls = syncs * xp.where(unit_rows, units, calls)
+        zero2_gathers = xp.where(z2, unshards * units, calls) if regather else calls
+        d.gather_calls = xp.where(z3, m * (z3_passes * (module_calls + expert_units) + 1.0), zero2_gathers)
+    else:
+        d.reduce_calls = syncs * xp.where(z3 & per_parameter, module_calls, calls)
+        d.gather_calls = xp.where(z3, z3_passes * m * module_calls, calls)
+
