@@ -29,7 +29,7 @@ from labs.core.stages.inputs import flops_per_sequence, model_terms, read_plan
 from labs.core.stages.memory import layer_activations, memory_stage, stage_memory
 from labs.core.stages.optimizer import CPU_ADAM_BYTES_PER_PARAM, optimizer_stage  # noqa: F401 (CPU_ADAM_BYTES_PER_PARAM: re-exported)
 from labs.core.stages.parallel import NCCL_COLLECTIVE_SMS, layer_communication  # noqa: F401 (NCCL_COLLECTIVE_SMS: re-exported)
-from labs.core.stages.pipe import pipeline_stage
+from labs.core.stages.pipe import pipeline_stage, pp_sent
 from labs.core.stages.trace import FALLBACKS, StepCache
 from labs.core.stages.xp import NUMPY, SCALAR
 from labs.core.topology import members_per_node
@@ -74,6 +74,7 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     if brief:
         return out
     dp_traffic(p, d, xp)  # bytes sent and collectives' counts: the full outputs only
+    q.pp_sent = pp_sent(stack, p, tpcp, xp)
     comm_map = communication_map(model, cluster, p, tpcp, q, d, xp) if collectives else {}
     stages = stage_memory(r, xp)
     out.update({

@@ -139,5 +139,13 @@ def pipeline_stage(model, cluster, stack, p, layer, tpcp, xp) -> SimpleNamespace
     # N larger than p covers; without overlap every message also waits in line.
     ramp = message_idle(pp, v, xp.where(p.group > 0, p.group, pp), stage_f, q.stage_bwd, q.hop, xp)
     q.pp_comm = xp.where(pp > 1, ramp + xp.where(p.pp_overlap, 0.0, 2 * m * v * q.hop), 0.0)
-    q.pp_sent = xp.where(pp > 1, 2 * m * v * pp_bytes / (tp if scatter else 1.0), 0.0)
     return q
+
+
+def pp_sent(stack, p, tpcp, xp):
+    """Bytes each GPU sends to its pipeline neighbours a step (pipeline_stage's messages: one
+    micro-batch's activations each way per chunk, a TP slice each under scatter/gather): only
+    evaluate()'s full outputs show them."""
+    pp, m, v, tp = p.pp, p.m, p.v, p.tp
+    scatter = stack.pp_p2p == "scatter_gather"
+    return xp.where(pp > 1, 2 * m * v * tpcp.act / (tp if scatter else 1.0), 0.0)
