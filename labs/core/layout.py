@@ -37,6 +37,17 @@ def order_axes(order: str) -> tuple[str, ...]:
     return tuple(order.split("-"))
 
 
+def order_strides(name: str, degrees: dict, one=1.0) -> dict:
+    """Each axis's stride under the rank order `name` (one of RANK_ORDERS): the product of the
+    degrees of the axes inside it, the innermost axis's being `one`. The degrees may be numbers,
+    numpy columns or one traced plan's values (labs.core.stages.trace)."""
+    out, stride = {}, one
+    for axis in name.split("-"):
+        out[axis] = stride
+        stride = stride * degrees[axis]
+    return out
+
+
 def axis_strides(order, tp, cp, dp, pp) -> dict[str, np.ndarray]:
     """Rank distance between neighbouring members of each axis's groups. `order` is a name of
     RANK_ORDERS or a column of indices into it; the degrees may be numpy columns."""
@@ -45,17 +56,11 @@ def axis_strides(order, tp, cp, dp, pp) -> dict[str, np.ndarray]:
     shape = np.broadcast(codes, *degrees.values()).shape
     first = int(codes.flat[0]) if codes.size else -1
     if 0 <= first < len(RANK_ORDERS) and (codes == first).all():  # one order for every row (a sweep's)
-        out, stride = {}, np.ones(shape)
-        for axis in RANK_ORDERS[first].split("-"):
-            out[axis] = stride
-            stride = stride * degrees[axis]
-        return out
+        return order_strides(RANK_ORDERS[first], degrees, np.ones(shape))
     out = {k: np.zeros(shape) for k in AXES}
     for code, name in enumerate(RANK_ORDERS):
-        stride = np.ones_like(out["tp"])
-        for axis in name.split("-"):
+        for axis, stride in order_strides(name, degrees, np.ones(shape)).items():
             out[axis] = np.where(codes == code, stride, out[axis])
-            stride = stride * degrees[axis]
     return out
 
 

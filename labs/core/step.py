@@ -74,7 +74,7 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     if brief:
         return out
     dp_traffic(p, d, xp)  # bytes sent and collectives' counts: the full outputs only
-    q.pp_sent = pp_sent(stack, p, tpcp, xp)
+    q.pp_sent = pp_sent(p, q, tpcp, xp)
     comm_map = communication_map(model, cluster, p, tpcp, q, d, xp) if collectives else {}
     stages = stage_memory(r, xp)
     out.update({

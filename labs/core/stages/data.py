@@ -180,7 +180,6 @@ def data_parallel_stage(model, cluster, stack, p, q, dp_algorithm, xp) -> Simple
     # what dp_traffic reads (the bytes sent and the collectives' counts: only the full outputs show them)
     d.replicas, d.total_grads, d.total_weights, d.root_bytes = replicas, grads, weights_bytes, root_bytes
     d.root_unit, d.regather, d.unit_rows, d.expert_units = root_unit, regather, unit_rows, expert_units
-    d.unshards = unshards if regather else None
 
     # Each collective on its own, for the communication map. ZeRO-3's prefetch hides gathers and
     # reduce-scatters together: its exposed time is split between them in proportion to their wire
@@ -206,7 +205,8 @@ def dp_traffic(p, d, xp) -> None:
     n, shard, replicas, m, syncs = d.n, d.shard, d.replicas, p.m, d.syncs
     z0, z2, z3 = d.z0, d.z2, d.z3
     grads, weights_bytes, root_bytes = d.total_grads, d.total_weights, d.root_bytes
-    root_unit, regather, unit_rows, expert_units, unshards = d.root_unit, d.regather, d.unit_rows, d.expert_units, d.unshards
+    root_unit, regather, unit_rows, expert_units = d.root_unit, d.regather, d.unit_rows, d.expert_units
+    unshards = m * p.forward_unshards  # FSDP's ZeRO-2 gathers a step (data_parallel_stage)
     calls, module_calls, z3_passes, per_parameter = d.calls, d.module_calls, d.z3_passes, d.per_parameter
     frac, sfrac = (n - 1) / n, (shard - 1) / shard
     replica_sent = 2 * (replicas - 1) / replicas * grads / shard

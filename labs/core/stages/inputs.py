@@ -12,25 +12,17 @@ from dataclasses import fields
 from functools import lru_cache
 from types import SimpleNamespace
 
-from labs.core.layout import RANK_ORDERS, axis_strides
+from labs.core.layout import RANK_ORDERS, axis_strides, order_strides
 from labs.core.models import RECOMPUTE_MODES
 
 _FULL = RECOMPUTE_MODES.index("full")
 
 
-def _one_plan_strides(order: int, tp, cp, dp, pp) -> dict:
-    """axis_strides of one plan's degrees (Python numbers, or traced: labs.core.stages.trace):
-    each axis's stride the product of the degrees inside it, in axis_strides' order."""
-    degrees, out, stride = {"tp": tp, "cp": cp, "dp": dp, "pp": pp}, {}, 1.0
-    for axis in RANK_ORDERS[order].split("-"):
-        out[axis] = stride
-        stride = stride * degrees[axis]
-    return out
-
-
 def strides(order, tp, cp, dp, pp, xp):
     """labs.core.layout.axis_strides, as floats for one plan."""
-    return _one_plan_strides(order, tp, cp, dp, pp) if xp.scalar else axis_strides(order, tp, cp, dp, pp)
+    if xp.scalar:  # one plan's numbers (or traced values): the order's strides alone
+        return order_strides(RANK_ORDERS[order], {"tp": tp, "cp": cp, "dp": dp, "pp": pp})
+    return axis_strides(order, tp, cp, dp, pp)
 
 
 @lru_cache(maxsize=256)

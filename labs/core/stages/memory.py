@@ -84,7 +84,7 @@ def memory_stage(model, cluster, dp_algorithm, p, layer, q, d, tpcp, xp, per_lay
     stored = xp.where(p.flash & (p.rc == _NONE), _SELECTIVE, p.rc)
     working = layer.written  # everything a layer writes in its forward (flash attention's s x s aside): labs.core.stages.compute
     per_layer = layer_activations(model, p, working, xp) if per_layer is None else per_layer
-    rank_index = xp.stack(xp.full_like(p.pp, 0.0), xp.minimum(1.0, p.pp - 1), p.pp - 1)
+    rank_index = q.rank_index  # the first, a middle and the last rank (stages.pipe)
     w_mem, g_mem, o_mem, rank_activations, rank_total = xp.each(
         _rank_memory, d.rank_dense, d.rank_expert, d.rank_params, q.layers_r, q.last_r, rank_index, q.pass_share, model, p, d, per_layer, stored, working, xp)
     busiest = xp.argmax(rank_total)

@@ -107,7 +107,8 @@ def pipeline_stage(model, cluster, stack, p, layer, tpcp, xp) -> SimpleNamespace
     # The cross entropy streams the logits through HBM (the stack's passes, fp32 in most).
     hbm_rate = gpu.hbm_bytes_per_s * gpu.hbm_efficiency
     loss = p.tokens * V / tp * xp.where(p.torch_compile, loss_bytes_per_logit(stack, True), loss_bytes_per_logit(stack, False)) / hbm_rate
-    rank_index = xp.stack(xp.full_like(pp, 0.0), xp.minimum(1.0, pp - 1), pp - 1)
+    # the first, a middle (the second) and the last rank's index, for the per-rank stages
+    q.rank_index = rank_index = xp.stack(xp.full_like(pp, 0.0), xp.minimum(1.0, pp - 1), pp - 1)
     layer_comm_r, a2a_r = xp.each(_rank_comm, rank_index, pp, m, dual, tpcp.layer_comm, tpcp.layer_a2a, p.redo, layer.fwd,
                                   layer.layer_b + layer.layer_w, gpu.sms, xp)
     stage_f, stage_b, stage_w, stage_comm, total = xp.each(
@@ -129,7 +130,8 @@ def pipeline_stage(model, cluster, stack, p, layer, tpcp, xp) -> SimpleNamespace
     q.stage_stride = p.stride["pp"]  # neighbouring stages sit this many ranks apart (tp x cp x dp in Megatron's order)
     crosses = q.stage_stride >= cluster.gpus_per_node
     scatter = stack.pp_p2p == "scatter_gather"  # DeepSpeed 2021: every TP rank sends the whole activation
-    hop = _seconds("p2p", pp_bytes / (tp if scatter else 1.0), cluster, 2, q.stage_stride, xp)
+    q.message_split = tp if scatter else 1.0  # a message carries the activation over this
+    hop = _seconds("p2p", pp_bytes / q.message_split, cluster, 2, q.stage_stride, xp)
     if scatter:  # the receiving TP group all-gathers the activation its ranks got a slice of each
         gathered = crosses & (tp > 1)
         hop = hop + xp.where(gathered, _seconds("all_gather", xp.where(gathered, pp_bytes, 0.0), cluster, tp, p.s_tp, xp), 0.0)
@@ -142,10 +144,8 @@ def pipeline_stage(model, cluster, stack, p, layer, tpcp, xp) -> SimpleNamespace
     return q
 
 
-def pp_sent(stack, p, tpcp, xp):
+def pp_sent(p, q, tpcp, xp):
     """Bytes each GPU sends to its pipeline neighbours a step (pipeline_stage's messages: one
     micro-batch's activations each way per chunk, a TP slice each under scatter/gather): only
     evaluate()'s full outputs show them."""
-    pp, m, v, tp = p.pp, p.m, p.v, p.tp
-    scatter = stack.pp_p2p == "scatter_gather"
-    return xp.where(pp > 1, 2 * m * v * tpcp.act / (tp if scatter else 1.0), 0.0)
+    return xp.where(p.pp > 1, 2 * p.m * p.v * tpcp.act / q.message_split, 0.0)
