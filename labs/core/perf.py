@@ -172,16 +172,14 @@ _FIXED_OPS = {"ep": "all-to-all", "pp": "send/recv", "dp_gather": "all-gather"}
 
 
 def _collectives(cluster: Cluster, plan: Plan, r: dict) -> tuple[CollectiveUse, ...]:
-    ops = intra = inter = None
+    ops = dict(_FIXED_OPS, tp="all-gather + reduce-scatter" if plan.sequence_parallel else "all-reduce",
+               cp=_CP_OPS.get(plan.cp_algorithm, "ring send/recv"), dp_reduce="all-reduce" if plan.zero_stage == 0 else "reduce-scatter")
+    intra, inter = cluster.intra.name, cluster.inter.name
     out = []
     for key, axis, frequency, (calls_key, sent_key, wire_key, exposed_key, group_key, members_key) in _COLLECTIVE_FIELDS:
         calls = r[calls_key]
         if calls <= 0:
             continue
-        if ops is None:
-            ops = dict(_FIXED_OPS, tp="all-gather + reduce-scatter" if plan.sequence_parallel else "all-reduce",
-                       cp=_CP_OPS.get(plan.cp_algorithm, "ring send/recv"), dp_reduce="all-reduce" if plan.zero_stage == 0 else "reduce-scatter")
-            intra, inter = cluster.intra.name, cluster.inter.name
         group, g = round(r[group_key]), round(r[members_key])  # round() of a float is an int
         out.append(_new(CollectiveUse, {"key": key, "axis": axis, "op": ops[key], "frequency": frequency, "calls": calls, "sent_bytes": r[sent_key],
                                         "group": group, "members_per_node": g, "link": intra if g >= group else inter,

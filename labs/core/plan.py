@@ -15,7 +15,7 @@ from labs.core.layout import RANK_ORDERS
 from labs.core.memory import OPTIMIZER_STATES, ZERO_STAGES
 from labs.core.models import ALL_RECOMPUTE_MODES, Model
 from labs.core.pipeline import SCHEDULES, check_dualpipe
-from labs.core.topology import DP_ALGORITHMS, check_algorithm
+from labs.core.topology import DP_ALGORITHMS, check_cluster_has
 from labs.core.validation import check_bool, check_choice, check_positive
 
 # DualPipe (DeepSeek-V3; deepseek-ai/DualPipe): bidirectional, each rank holding two chunks, the
@@ -224,8 +224,7 @@ def validate(model: Model, cluster: Cluster, plan: Plan) -> None:
         raise ValueError(f"cp must divide seq_len={model.seq_len}, got cp={plan.cp}")
     if plan.cp_algorithm == "ulysses":
         check_ulysses(model, plan.tp, plan.cp)
-    if plan.dp_algorithm == "nvls":  # a Plan's dp_algorithm is one of DP_ALGORITHMS; only NVLS needs the cluster
-        check_algorithm(cluster, plan.dp_algorithm)
+    check_cluster_has(cluster, plan.dp_algorithm)  # a Plan's dp_algorithm is one of DP_ALGORITHMS already
     if plan.ep > 1 and (not model.experts or model.experts % plan.ep):
         raise ValueError(f"ep must divide the model's {model.experts} routed experts, got ep={plan.ep}")
     if (plan.capacity_factor is not None or plan.max_nodes_per_token is not None) and not model.experts:

@@ -9,7 +9,7 @@ software could do (labs.core.eras) and sets the era's defaults for the fixed set
 from __future__ import annotations
 
 import sys
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -209,8 +209,10 @@ def _best_first(fits: np.ndarray, step: np.ndarray) -> tuple[np.ndarray, int]:
     space's order), and how many fit."""
     fit, rest = np.flatnonzero(fits), np.flatnonzero(~fits)
     if not (np.signbit(step).any() or np.isnan(step).any()) and sys.byteorder == "little":  # non-negative floats sort as their bits
-        return np.concatenate([fit.take(_radix_argsort(step.take(fit))), rest.take(_radix_argsort(step.take(rest)))]), len(fit)
-    return np.concatenate([fit.take(np.argsort(step.take(fit), kind="stable")), rest.take(np.argsort(step.take(rest), kind="stable"))]), len(fit)
+        order = _radix_argsort
+    else:
+        order = partial(np.argsort, kind="stable")
+    return np.concatenate([fit.take(order(step.take(fit))), rest.take(order(step.take(rest)))]), len(fit)
 
 
 def _radix_argsort(x: np.ndarray) -> np.ndarray:

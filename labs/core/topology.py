@@ -260,6 +260,11 @@ def _nvls_usable(op, g, multi, xp=NUMPY):
 
 def check_algorithm(cluster: Cluster, algorithm: str) -> None:
     check_choice("dp_algorithm", algorithm, DP_ALGORITHMS)
+    check_cluster_has(cluster, algorithm)
+
+
+def check_cluster_has(cluster: Cluster, algorithm: str) -> None:
+    """Refuse an algorithm of DP_ALGORITHMS the cluster's links cannot run (NVLS without NVLink SHARP)."""
     if algorithm == "nvls" and not cluster.intra.nvls_bytes_per_s:
         raise ValueError(f"dp_algorithm='nvls' needs NVLink SHARP, which {cluster.intra.name} does not have; use 'ring' or 'tree'")
 

@@ -161,9 +161,7 @@ def _binary(op, a, b):
     if isinstance(a, np.generic) or isinstance(b, np.generic):
         a, b = _const(a), _const(b)
     if op in _NUMBER:
-        kind_a = a.kind if type(a) is Node else ("f" if type(a) is float else "i")
-        kind_b = b.kind if type(b) is Node else ("f" if type(b) is float else "i")
-        kind = "f" if (op == "/" or kind_a == "f" or kind_b == "f") else "i"
+        kind = "f" if (op == "/" or _kind(a) == "f" or _kind(b) == "f") else "i"
         same = _identity(op, a, b)
         if same is not None and same.kind == kind:
             return same
