@@ -1,13 +1,13 @@
 """Equivalence harness for refactoring the engine: dump the step model's outputs from one source
 tree, then compare another tree's against them.
 
-It evaluates labs.core.step.evaluate on ~2.4 million plan rows (search's plan spaces for 18
-model / cluster / era / option combinations, 8 draws each; all but the first draw of every third
-combination vary every column the sweep leaves fixed: offload, rank order, hybrid sharding,
-grad_sync, recompute grains and layers, ZB-H2, bucket size, first/last stage layers, micro-batch
-group size, capacity factor, node-limited routing, optimizer state) and estimate() on ~2,900
-valid plans (every field of the Estimate, warnings and the communication map included), and
-prints the worst relative difference (nan equal to nan).
+It evaluates labs.core.step.evaluate on ~2.4 million plan rows (search's plan spaces for the 18
+model / cluster / era / option combinations of benchmarks/plan_combos.py, 8 draws each; all but
+the first draw of every third combination vary every column the sweep leaves fixed: offload, rank
+order, hybrid sharding, grad_sync, recompute grains and layers, ZB-H2, bucket size, first/last
+stage layers, micro-batch group size, capacity factor, node-limited routing, optimizer state) and
+estimate() on ~2,900 valid plans (every field of the Estimate, warnings and the communication map
+included), and prints the worst relative difference (nan equal to nan).
 
     git archive <commit> labs | tar -x -C /tmp/base
     python benchmarks/engine_equivalence.py /tmp/base dump /tmp/eqv     # ~1.7 GB of .npz
@@ -31,6 +31,7 @@ from labs.core.hardware import Cluster  # noqa: E402
 from labs.core.models import Model  # noqa: E402
 from labs.core.step import evaluate  # noqa: E402
 from labs.core.perf import Plan, estimate  # noqa: E402
+from plan_combos import COMBOS  # noqa: E402  (this folder's, whichever tree SRC is)
 
 np.seterr(all="ignore")
 try:  # estimate() through its compiled step functions from the first call (a tree that has them)
@@ -40,28 +41,6 @@ try:  # estimate() through its compiled step functions from the first call (a tr
 except ImportError:
     pass
 os.makedirs(OUT, exist_ok=True)
-
-C = [
-    # model, cluster, nodes, global batch, era, fixed, dp_algorithm
-    ("gpt3-175b", "dgx-a100", 128, 1536, "megatron-2021", {}, "ring"),
-    ("gpt3-175b", "dgx-h100", 128, 1536, None, {}, "auto"),
-    ("gpt3-175b", "dgx-h100", 64, 1024, "megatron-core-2024", {"precision": "fp8"}, "auto"),
-    ("gpt3-175b", "dgx-a100", 96, 1536, "deepspeed-2021", {}, "ring"),
-    ("gpt3-175b", "dgx-a100", 64, 1024, "megatron-2022", {}, "tree"),
-    ("llama2-7b", "dgx-a100", 4, 256, "pytorch-fsdp1-2023", {}, "auto"),
-    ("llama2-7b", "dgx-h100", 8, 512, "pytorch-fsdp2-2024", {"torch_compile": True}, "auto"),
-    ("llama2-13b", "pcie-a100", 4, 256, None, {}, "ring"),
-    ("llama2-70b", "dgx-h100", 32, 1024, "pytorch-fsdp2-2024", {}, "nvls"),
-    ("llama2-70b", "dgx-h200", 16, 512, "megatron-core-2024", {}, "tree"),
-    ("llama3-8b", "dgx-h100", 8, 512, None, {"cp_algorithm": "ulysses", "cp": [1, 2, 4, 8]}, "auto"),
-    ("llama3-70b", "meta-h100-roce", 64, 2048, "llama3-2024", {"cp_algorithm": "all_gather"}, "auto"),
-    ("llama3-405b", "meta-h100-roce", 256, 2048, "llama3-2024", {}, "auto"),
-    ("llama3-405b", "dgx-b200", 128, 2048, None, {"cp_algorithm": "ring_contiguous"}, "ring"),
-    ("deepseek-v3", "h800-ib", 256, 4096, None, {"precision": "fp8"}, "auto"),
-    ("deepseek-v3", "dgx-h100", 128, 2048, "megatron-core-2024", {}, "tree"),
-    ("seed-100m", "dgx-a100", 1, 64, None, {}, "auto"),
-    ("seed-12l-512", "dgx-h100", 2, 128, "pytorch-fsdp1-2023", {}, "ring"),
-]
 
 
 def randomize(cols, model, rng):
@@ -101,7 +80,7 @@ def randomize(cols, model, rng):
 
 
 def rows_for(i, rep=0):
-    mname, cname, nodes, gb, era, fixed, algo = C[i]
+    mname, cname, nodes, gb, era, fixed, algo = COMBOS[i]
     model, cluster = Model.get(mname), Cluster.get(cname, nodes=nodes)
     choices, options = search._settings(cluster, era, dict(fixed))
     space = search._space(model, cluster, gb, choices, get_era(era))
@@ -121,7 +100,7 @@ def rows_for(i, rep=0):
 def est_plans():
     rng = np.random.default_rng(7)
     out = []
-    for i, (mname, cname, nodes, gb, era, fixed, algo) in enumerate(C):
+    for i, (mname, cname, nodes, gb, era, fixed, algo) in enumerate(COMBOS):
         model, cluster = Model.get(mname), Cluster.get(cname, nodes=nodes)
         try:
             frame = search.plan_space(model, cluster, gb, era, **{k: v for k, v in fixed.items() if k in search.SWEPT})
@@ -203,7 +182,7 @@ def rel(a, b):
 def main():
     total, worst, worst_at = 0, 0.0, None
     t0 = time.time()
-    for i, rep in [(i, rep) for i in range(len(C)) for rep in range(1 if QUICK else 8)]:
+    for i, rep in [(i, rep) for i in range(len(COMBOS)) for rep in range(1 if QUICK else 8)]:
         model, cluster, cols, algo, stack = rows_for(i, rep)
         out = evaluate(model, cluster, cols, algo, stack)
         n = len(cols["tp"])
@@ -222,7 +201,7 @@ def main():
                 d = rel(base[k], out[k])
                 if d.max() > worst:
                     worst, worst_at = float(d.max()), (i, k, int(d.argmax()))
-        print(f"combo {i}: {n} rows ({C[i][0]}, {C[i][1]}, {C[i][4]}) {time.time() - t0:.0f}s", flush=True)
+        print(f"combo {i}: {n} rows ({COMBOS[i][0]}, {COMBOS[i][1]}, {COMBOS[i][4]}) {time.time() - t0:.0f}s", flush=True)
     print(f"EVAL rows {total}, worst rel diff {worst:.3g} at {worst_at}")
     plans = est_plans()
     ests = [flat(fields(estimate(m, c, p))) for m, c, p in plans]

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import runpy
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -26,27 +28,11 @@ from labs.core.stages.xp import NUMPY, SCALAR
 from labs.core.step import evaluate, evaluate_plan
 from labs.core.topology import DP_ALGORITHMS
 
-# model, cluster, nodes, global batch, era (stack), fixed sweep options, DP algorithm
-COMBOS = [
-    ("gpt3-175b", "dgx-a100", 128, 1536, "megatron-2021", {}, "ring"),
-    ("gpt3-175b", "dgx-h100", 128, 1536, None, {}, "auto"),
-    ("gpt3-175b", "dgx-h100", 64, 1024, "megatron-core-2024", {"precision": "fp8"}, "auto"),
-    ("gpt3-175b", "dgx-a100", 96, 1536, "deepspeed-2021", {}, "ring"),
-    ("gpt3-175b", "dgx-a100", 64, 1024, "megatron-2022", {}, "tree"),
-    ("llama2-7b", "dgx-a100", 4, 256, "pytorch-fsdp1-2023", {}, "auto"),
-    ("llama2-7b", "dgx-h100", 8, 512, "pytorch-fsdp2-2024", {"torch_compile": True}, "auto"),
-    ("llama2-13b", "pcie-a100", 4, 256, None, {}, "ring"),
-    ("llama2-70b", "dgx-h100", 32, 1024, "pytorch-fsdp2-2024", {}, "nvls"),
-    ("llama2-70b", "dgx-h200", 16, 512, "megatron-core-2024", {}, "tree"),
-    ("llama3-8b", "dgx-h100", 8, 512, None, {"cp_algorithm": "ulysses", "cp": [1, 2, 4, 8]}, "auto"),
-    ("llama3-70b", "meta-h100-roce", 64, 2048, "llama3-2024", {"cp_algorithm": "all_gather"}, "auto"),
-    ("llama3-405b", "dgx-b200", 128, 2048, None, {"cp_algorithm": "ring_contiguous"}, "ring"),
-    ("deepseek-v3", "h800-ib", 256, 4096, None, {"precision": "fp8"}, "auto"),
-    ("deepseek-v3", "dgx-h100", 128, 2048, "megatron-core-2024", {}, "tree"),
-    ("seed-12l-512", "dgx-h100", 2, 128, "pytorch-fsdp1-2023", {}, "ring"),
-    ("deepseek-v3", "h800-ib", 256, 4096, None, {"schedule": "dualpipe", "precision": "fp8"}, "auto"),
-    ("llama3-70b", "dgx-h100", 64, 2048, None, {"schedule": "dualpipe"}, "ring"),
-]
+# the equivalence harness's combinations (model, cluster, nodes, global batch, era, fixed sweep
+# options, DP algorithm) but two, then the DualPipe ones
+SHARED = runpy.run_path(str(Path(__file__).resolve().parents[1] / "benchmarks" / "plan_combos.py"))
+UNTESTED = {("llama3-405b", "meta-h100-roce"), ("seed-100m", "dgx-a100")}
+COMBOS = [c for c in SHARED["COMBOS"] if c[:2] not in UNTESTED] + SHARED["DUALPIPE_COMBOS"]
 KEYS_PER_COMBO = 16  # compiled functions tested per combination
 PLANS_PER_KEY = 24  # plans (numeric columns varied) per compiled function
 
