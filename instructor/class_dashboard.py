@@ -481,6 +481,9 @@ def answer_rows(table: pd.DataFrame) -> pd.DataFrame:
                     misconception = f"{lab_name(lab)} · {question}: a number outside the tolerance"
                 elif judged is False and isinstance(tag, str) and tag:
                     misconception = tag
+                elif judged is False and isinstance(option_id, str):  # an option the student's variant offered, naming no misconception
+                    option = options.get(answer)  # the lab's table has an edition's id only where it is the same option
+                    misconception = f"{lab_name(lab)} · {question}: {option.label if option is not None else answer}"
                 elif judged is False:
                     option = options.get(answer)
                     if options and option is None:

@@ -53,12 +53,16 @@ def klass(tmp_path_factory):
     return folder, roster
 
 
-def _app():
+def _module():
     path = ROOT / "instructor" / "class_dashboard.py"
     spec = importlib.util.spec_from_file_location("class_dashboard", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.app
+    return module
+
+
+def _app():
+    return _module().app
 
 
 class Picked:
@@ -316,3 +320,32 @@ def test_a_wrong_answer_names_the_misconception_of_its_own_edition(tmp_path):
     expected = next(o.misconception for o in q.options if o.key == wrong)
     assert expected and rows.loc["ivy", "misconception"] == expected
     assert rows.loc["ivy", "answer"].endswith("(edition 2)") and not rows.loc["ivy-old", "answer"].endswith(")")
+
+
+def test_a_wrong_option_naming_no_misconception_reads_as_itself(tmp_path, monkeypatch):
+    """Every option names a misconception today; one that names none (here all, patched) is still
+    an option the student's variant offered: its wrong answer reads as the question and that option
+    (its label where the lab's option table has its id, as the first edition's; else its id, with
+    the edition), never as an answer the lab does not offer. An answer no option has still does."""
+    from labs import grade
+    from labs.variants import Question, variant
+
+    new, old = variant("06", "ivy", salt=""), variant("06", "ivy-old", salt="", version=1)
+    wrong = {}
+    for v in (new, old):
+        q = v.questions["zero2"]
+        wrong[v.student] = next(letter for letter in "ABCD" if letter != q.key)
+        DesignLedger(v.student, tmp_path).commit_prediction(v.lab, "zero2", wrong[v.student], variant=v.record())
+    monkeypatch.setattr(Question, "misconception", lambda self, letter: "")
+    table, problems = grade.grade([str(tmp_path)], salt="")
+    assert not problems and table["misconception.zero2"].eq("").all()
+    dashboard = _module()
+    rows = dashboard.answer_rows(table).query("question == 'zero2'").set_index("student")["misconception"]
+    edition2 = new.questions["zero2"].option_id(wrong["ivy"])
+    label = next(o.label for o in old.questions["zero2"].options if o.key == wrong["ivy-old"])  # as ivy-old saw it
+    assert rows["ivy"] == f"06 zero sweep · zero2: {edition2} (edition 2)"
+    assert rows["ivy-old"] == f"06 zero sweep · zero2: {label}"
+
+    # a ledger without a variant whose answer is no option of the lab's (the grader names none)
+    unnamed = table[table["student"].eq("ivy-old")].assign(**{"variant": "", "option.zero2": None, "answer.zero2": "F"})
+    assert dashboard.answer_rows(unnamed).query("question == 'zero2'")["misconception"].tolist() == ["an answer the lab does not offer"]
