@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 from functools import lru_cache, partial
+from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -97,8 +98,8 @@ def plan_space(model: Model, cluster: Cluster, global_batch: int, era: str | Non
     """Every plan that passes Plan and validate(), as a DataFrame (no estimates yet)."""
     _model_cluster(model, cluster)
     check_positive("global_batch", global_batch, integer=True, maximum=1 << 31)
-    choices, _ = _settings(cluster, era, dict(fixed))
-    space = _space(model, cluster, global_batch, choices, get_era(era))
+    choices, options = _settings(cluster, era, dict(fixed))
+    space = _space(model, cluster, global_batch, choices, get_era(era), options["cp_algorithm"])
     import pandas as pd  # here, not at the top: a lab that never sweeps starts 0.4 s sooner
 
     names = {"recompute": np.asarray(ALL_RECOMPUTE_MODES, dtype=object)[space["_recompute_code"]],
@@ -114,12 +115,15 @@ def _divisors(n: int) -> list[int]:
     return sorted(set(small + [n // d for d in small]))
 
 
-def _space(model: Model, cluster: Cluster, global_batch: int, choices: dict, spec) -> dict[str, np.ndarray]:
+def _space(model: Model, cluster: Cluster, global_batch: int, choices: dict, spec, cp_algorithm: str | None = None) -> dict[str, np.ndarray]:
     """The plan space as numpy columns (recompute and schedule as codes into ALL_RECOMPUTE_MODES
     and SCHEDULES): a product of the choices, in the order layout, micro_batch, zero_stage,
     recompute, sequence_parallel, schedule with virtual_stages, filtered by the same rules Plan
     and validate() apply. Each rule is checked on the fewest choices it reads (a layout's, with
-    a micro-batch size, with a schedule) and the product keeps the rows that pass them all."""
+    a micro-batch size, with a schedule) and the product keeps the rows that pass them all.
+    No rule reads the ZeRO stage, so every row has a sibling at each ZeRO choice, the same but
+    for it: `_zero_index` is a row's choice and `_zero_base` the row of its sibling at the first;
+    `_batch_key` numbers a row's layout, ZeRO stage and schedule (labs.core.search._row_groups)."""
     n = cluster.gpus
     tps = [t for t in choices.get("tp", _divisors(n)) if model.heads % t == 0]
     pps = [p for p in choices.get("pp", _divisors(n)) if p <= model.layers and (not spec or p <= spec.max_pp)]
@@ -129,6 +133,8 @@ def _space(model: Model, cluster: Cluster, global_batch: int, choices: dict, spe
     cp_ok = (c == 1) | ((model.seq_len % c == 0) & (model.seq_len // c >= MIN_TOKENS_PER_CP_RANK))
     if spec:
         cp_ok &= c <= spec.max_cp
+    if cp_algorithm == "ulysses":  # whole query heads per CP rank, K/V heads split or repeated (labs.core.context.check_ulysses)
+        cp_ok &= ulysses_fits(model.heads / t, model.kv_head_count / t, c)
     fits_gpus = n % (t * p * c) == 0
     layouts = np.flatnonzero(fits_gpus & cp_ok & (e > 0) & ((np.where(fits_gpus, n // (t * p * c), 1) * c) % np.maximum(e, 1) == 0))
     sched_v = [(SCHEDULES.index(s), v) for s in choices["schedule"] for v in choices["virtual_stages"] if (v >= 2) == (s == "interleaved")]
@@ -155,11 +161,15 @@ def _space(model: Model, cluster: Cluster, global_batch: int, choices: dict, spe
     sched_ok &= (sched != SCHEDULES.index("dualpipe")) | ((pp % 2 == 0) & (m % 2 == 0) & (m >= 2 * pp))  # dualpipe.py's asserts (Plan's check)
     sp_ok = ~(sps & (t == 1)[:, None])  # (layouts, sequence_parallel)
     ok = sched_ok[:, :, None, None, None, :] & sp_ok[:, None, None, None, :, None]
-    li, mi, zi, ri, si, vi = np.unravel_index(np.flatnonzero(np.broadcast_to(ok, shape)), shape)
+    ok = np.broadcast_to(ok, shape)
+    li, mi, zi, ri, si, vi = np.unravel_index(np.flatnonzero(ok), shape)
+    # a layout with a micro-batch size holds its rows ZeRO choice by ZeRO choice, `same` rows each
+    same = np.count_nonzero(ok[:, :, 0].reshape(shape[0], shape[1], -1), axis=-1)
     return {
         "tp": t[li], "pp": p[li], "dp": dp[li], "cp": c[li], "ep": e[li], "micro_batch": mbs[mi], "zero_stage": zeros_[zi],
         "sequence_parallel": sps[si], "virtual_stages": sched_v[vi, 1], "global_batch": np.full(len(li), global_batch),
         "_recompute_code": rc_codes[ri], "_schedule_code": sched_v[vi, 0],
+        "_zero_index": zi, "_zero_base": np.arange(len(li)) - zi * same[li, mi], "_batch_key": (li * len(zeros_) + zi) * len(sched_v) + vi,
     }
 
 
@@ -193,13 +203,31 @@ BLOCK_ROWS = 65_536
 SWEEP_OUTPUTS = ("memory_bytes", "step_time_s", "bubble_fraction", "model_flops", "hardware_flops", "dp_comm_s", "dp_exposed_latency_s")
 
 
-def _evaluate_blocks(model: Model, cluster: Cluster, cols: dict, dp_algorithm: str, stack) -> dict[str, np.ndarray]:
+def _row_groups(space: dict) -> SimpleNamespace:
+    """Which of the space's rows differ only in a few fields (labs.core.step.evaluate's groups),
+    each as (a row of each group, every row's group): `zero`, only in the ZeRO stage (each row's
+    sibling at the first ZeRO choice stands for it); `batch`, only in the micro-batch size,
+    recompute and SP (rows of one layout, ZeRO stage and schedule)."""
+    first = space["_zero_index"] == 0
+    zero = (np.flatnonzero(first), (np.cumsum(first) - 1).take(space["_zero_base"])) if not first.all() else None
+    key = space["_batch_key"]
+    present = np.zeros(int(key.max()) + 1, dtype=bool)
+    present[key] = True
+    index = (np.cumsum(present) - 1).take(key)
+    reps = np.empty(int(index.max()) + 1, dtype=np.intp)
+    reps[index] = np.arange(len(key))  # any row of a group stands for it
+    # Groups of one or two rows would cost more to gather and spread than they save: none.
+    return SimpleNamespace(zero=zero, batch=(reps, index) if 2 * len(reps) < len(key) else None)
+
+
+def _evaluate_blocks(model: Model, cluster: Cluster, cols: dict, dp_algorithm: str, stack, groups=None) -> dict[str, np.ndarray]:
     """The outputs sweep() shows of labs.core.step.evaluate over the plan columns, run on blocks
-    of equal size up to BLOCK_ROWS rows."""
+    of equal size up to BLOCK_ROWS rows (with the rows' groups when one block holds them all)."""
     rows = len(cols["tp"])
     blocks = -(-rows // BLOCK_ROWS)
     size = -(-rows // blocks)
-    outs = [evaluate(model, cluster, {k: v[start:start + size] for k, v in cols.items()}, dp_algorithm, stack, brief=True)
+    groups = groups if blocks == 1 else None
+    outs = [evaluate(model, cluster, {k: v[start:start + size] for k, v in cols.items()}, dp_algorithm, stack, brief=True, groups=groups)
             for start in range(0, rows, size)]
     return {k: np.concatenate([out[k] for out in outs]) if blocks > 1 else outs[0][k] for k in SWEEP_OUTPUTS}
 
@@ -251,14 +279,11 @@ def sweep(model: Model, cluster: Cluster, global_batch: int, era: str | None = N
     _model_cluster(model, cluster)
     check_positive("global_batch", global_batch, integer=True, maximum=1 << 31)
     choices, options = _settings(cluster, era, dict(fixed))
-    space = _space(model, cluster, global_batch, choices, get_era(era))
-    if options["cp_algorithm"] == "ulysses":  # whole query heads per CP rank, K/V heads split or repeated (labs.core.context.check_ulysses)
-        keep = ulysses_fits(model.heads / space["tp"], model.kv_head_count / space["tp"], space["cp"])
-        space = {k: v[keep] for k, v in space.items()}
+    space = _space(model, cluster, global_batch, choices, get_era(era), options["cp_algorithm"])
     if len(space["tp"]) == 0:
         raise ValueError(f"no valid plan for {model.name} on {cluster.gpus} GPUs with global_batch={global_batch} and {fixed}")
     cols = _columns(space, options)
-    out = _evaluate_blocks(model, cluster, cols, options["dp_algorithm"], stack_of(era))
+    out = _evaluate_blocks(model, cluster, cols, options["dp_algorithm"], stack_of(era), _row_groups(space))
     gpus, peak = cluster.gpus, peak_flops(cluster.gpu, options["precision"])
     fits = out["memory_bytes"] <= cluster.gpu.hbm_bytes
     order, fitting = _best_first(fits, out["step_time_s"])

@@ -23,20 +23,20 @@ from labs.core.eras import Era, stack_of
 from labs.core.hardware import Cluster
 from labs.core.memory import GRAD_BYTES, WEIGHT_BYTES
 from labs.core.models import Model
-from labs.core.stages.compute import layer_compute, layer_kernels
+from labs.core.stages.compute import has_fsdp_costs, layer_compute, layer_kernels
 from labs.core.stages.data import data_parallel_stage, dp_traffic
-from labs.core.stages.inputs import flops_per_sequence, model_terms, read_plan
-from labs.core.stages.memory import layer_activations, memory_stage, stage_memory
+from labs.core.stages.inputs import ZERO_TERMS, flops_per_sequence, model_terms, read_plan
+from labs.core.stages.memory import layer_activations, memory_stage, rank_activations, stage_memory
 from labs.core.stages.optimizer import CPU_ADAM_BYTES_PER_PARAM, optimizer_stage  # noqa: F401 (CPU_ADAM_BYTES_PER_PARAM: re-exported)
 from labs.core.stages.parallel import NCCL_COLLECTIVE_SMS, layer_communication  # noqa: F401 (NCCL_COLLECTIVE_SMS: re-exported)
 from labs.core.stages.pipe import pipeline_stage, pp_sent
 from labs.core.stages.trace import FALLBACKS, StepCache
-from labs.core.stages.xp import NUMPY, SCALAR
+from labs.core.stages.xp import NUMPY, SCALAR, on_groups
 from labs.core.topology import members_per_node
 
 
 def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto", stack: Era | None = None, xp=NUMPY,
-             collectives: bool = True, brief: bool = False) -> dict:
+             collectives: bool = True, brief: bool = False, groups=None) -> dict:
     """Every number of an Estimate for each row of the plan columns `c` (validated upstream).
 
     c holds tp, pp, dp, cp, micro_batch, global_batch, zero_stage, recompute (code into
@@ -48,17 +48,22 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     Besides the per-axis totals it returns each collective's own numbers (coll_<name>_calls,
     _sent_bytes, _wire_s, _exposed_s, _group, _members_per_node for tp, cp, ep, pp, dp_reduce
     and dp_gather): the communication map, from the same terms the step time adds up. `collectives=False`
-    leaves the map out; `brief` returns only what sweep() shows (SWEEP_OUTPUTS)."""
+    leaves the map out; `brief` returns only what sweep() shows (SWEEP_OUTPUTS). `groups`
+    (numpy rows only) says which rows differ in few plan fields, each as (a row of each group,
+    every row's group): `zero`, only in the ZeRO stage, which the stages before the DP stage do
+    not read; `batch`, only in the micro-batch size, recompute and SP, which no DP collective's
+    price reads. Those stages then evaluate once per group (labs.core.stages.xp.at_rows)."""
     stack = stack_of(None) if stack is None else stack  # the software's kernels (labs.core.eras)
     p = read_plan(model, c, stack, xp)
     model_per_sequence, hardware_per_sequence = flops_per_sequence(model, p, xp)
     model = model_terms(model)  # the model's sizes read once
-    kernels, tpcp, activations = xp.distinct(_layer_stages, p, LAYER_READS, model, cluster, stack, xp)  # once per distinct layer shape
-    layer = layer_compute(model, cluster, stack, p, xp, kernels)  # with FSDP's hooks and copies
-    q = pipeline_stage(model, cluster, stack, p, layer, tpcp, xp)
-    d = data_parallel_stage(model, cluster, stack, p, q, dp_algorithm, xp)
+    if groups is None or groups.zero is None or has_fsdp_costs(stack):  # FSDP's hooks and copies in a layer's time depend on the ZeRO stage
+        layer, q, tpcp, activations = _before_data(p, model, cluster, stack, xp)
+    else:  # nothing before the DP stage reads the ZeRO stage
+        layer, q, tpcp, activations = on_groups(_before_data, p, groups.zero, ZERO_TERMS, model, cluster, stack, xp)
+    d = data_parallel_stage(model, cluster, stack, p, q, dp_algorithm, xp, groups and groups.batch)
     o = optimizer_stage(cluster, stack, p, q, d, xp)
-    r = memory_stage(model, cluster, dp_algorithm, p, layer, q, d, tpcp, xp, activations)
+    r = memory_stage(model, cluster, dp_algorithm, p, q, d, tpcp, activations, xp)
     m = p.m
     step = q.pipeline + q.pp_comm + d.dp_exposed + o.optimizer + o.offload_exposed
     ep_comm = q.ep_exposed  # the expert all-to-alls the step waits for (DualPipe hides part: stages.pipe)
@@ -122,6 +127,15 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
 # once per distinct combination (xp.distinct), ~150 of a space's tens of thousands of rows.
 LAYER_READS = ("tp", "cp", "ep", "b", "s", "s_full", "tokens", "s_tp", "s_cp", "fp8", "flash", "sp", "torch_compile", "capacity",
                "max_nodes", "cp_contiguous", "cp_ring", "cp_ulysses", "tp_overlap", "rc", "full", "redo")
+
+
+def _before_data(p, model, cluster, stack, xp):
+    """A layer's compute (with FSDP's hooks and copies), the pipeline stage, the layer's
+    communication, and the activations each pipeline rank holds: what precedes the DP stage."""
+    kernels, tpcp, per_layer = xp.distinct(_layer_stages, p, LAYER_READS, model, cluster, stack, xp)  # once per distinct layer shape
+    layer = layer_compute(model, cluster, stack, p, xp, kernels)
+    q = pipeline_stage(model, cluster, stack, p, layer, tpcp, xp)
+    return layer, q, tpcp, rank_activations(model, p, layer, q, per_layer, xp)
 
 
 def _layer_stages(p, model, cluster, stack, xp):

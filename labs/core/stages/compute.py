@@ -62,7 +62,7 @@ def layer_compute(model, cluster, stack, p, xp, kernels=None) -> SimpleNamespace
     # unsharded views when needs_unshard() is False; the post-forward reshard switches back). The
     # recompute runs inside the backward's unsharded unit: launches only.
     # A stack without FSDP's costs (Megatron's, DeepSpeed's) adds none: 0 seconds, not computed.
-    hooks_f, hooks_b, copies_f, copies_b = _fsdp_costs(model, stack, p, hbm_rate, xp) if _has_fsdp_costs(stack) else (0.0,) * 4
+    hooks_f, hooks_b, copies_f, copies_b = _fsdp_costs(model, stack, p, hbm_rate, xp) if has_fsdp_costs(stack) else (0.0,) * 4
     fwd = xp.maximum(k.gpu_f + copies_f, k.launch_f + hooks_f)
     layer_b = k.gpu_b + copies_b  # input gradients, with what is re-run
     layer_w = gemm_f  # weight gradients
@@ -71,7 +71,7 @@ def layer_compute(model, cluster, stack, p, xp, kernels=None) -> SimpleNamespace
                            written=k.written)
 
 
-def _has_fsdp_costs(stack) -> bool:
+def has_fsdp_costs(stack) -> bool:
     return bool(stack.fsdp_s_per_unshard or stack.fsdp_s_per_param or stack.fsdp_unshard_bytes or stack.fsdp_shard_bytes
                 or any(stack.fsdp_grad_bytes))
 

@@ -12,7 +12,9 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from labs.core.memory import WEIGHT_BYTES
+from labs.core.stages.inputs import BATCH_TERMS
 from labs.core.stages.parallel import NCCL_COLLECTIVE_SMS, overlap_contention
+from labs.core.stages.xp import at_rows, spread_groups
 from labs.core.topology import collective_columns
 
 # Megatron-LM's DDP bucket: max(40M, 1M x dp) parameters (DistributedDataParallelConfig).
@@ -51,9 +53,23 @@ def _rank_params(layers, first, last, pp, tp, ep, model, xp):
     return dense, layers * expert_layer / ep
 
 
-def data_parallel_stage(model, cluster, stack, p, q, dp_algorithm, xp) -> SimpleNamespace:
-    """Reduce and gather seconds (wire and exposed), bytes sent, and the collectives' counts."""
-    gpu = cluster.gpu
+def data_parallel_stage(model, cluster, stack, p, q, dp_algorithm, xp, groups=None) -> SimpleNamespace:
+    """Reduce and gather seconds (wire and exposed), bytes sent, and the collectives' counts.
+    groups (numpy rows only): (each group's first row, every row's group) of rows that differ
+    only in the terms of the micro-batch size, recompute and SP (stages.inputs.BATCH_TERMS), on
+    which no collective's price depends: they are priced once per group."""
+    if groups is None:
+        d = _collective_prices(model, cluster, stack, p, q, dp_algorithm, xp)
+    else:
+        ranks = at_rows(q, groups, only=("layers_r", "first_r", "last_r"))
+        d = spread_groups(_collective_prices(model, cluster, stack, at_rows(p, groups, BATCH_TERMS), ranks, dp_algorithm, xp), groups)
+    return _exposed(cluster, p, q, d, xp)
+
+
+def _collective_prices(model, cluster, stack, p, q, dp_algorithm, xp) -> SimpleNamespace:
+    """The parameters on each pipeline rank (q: its stage layers) and the seconds of each DP/ZeRO
+    collective a step repeats: a bucket's (or unit's) reduction and gather, as (latency,
+    bandwidth) pairs, before the micro-batches multiply them."""
     d = SimpleNamespace()
     d.rank_dense, d.rank_expert = xp.each(_rank_params, q.layers_r, q.first_r, q.last_r, p.pp, p.tp, p.ep, model, xp)
     d.rank_params = xp.each(_add, d.rank_dense, d.rank_expert)
@@ -61,7 +77,7 @@ def data_parallel_stage(model, cluster, stack, p, q, dp_algorithm, xp) -> Simple
     d.dense_params, d.expert_params = xp.pick(d.rank_dense, heaviest), xp.pick(d.rank_expert, heaviest)
     d.layers = layers = xp.pick(q.layers_r, heaviest)
     n, shard = d.n, d.shard = p.n, p.shard  # the sharding groups (stages.inputs.read_plan)
-    s_cp, ep, m, zero = p.s_cp, p.ep, p.m, p.zero
+    s_cp, ep, zero = p.s_cp, p.ep, p.zero
     replicas = n / shard
     d.grad_bytes = grad_bytes = xp.where(p.grad_fp32, 4.0, 2.0)
     grads = d.dense_params * grad_bytes
@@ -125,7 +141,6 @@ def data_parallel_stage(model, cluster, stack, p, q, dp_algorithm, xp) -> Simple
     else:
         module_ag = bucketed("all_gather", unit_rows, weights_bytes, module_calls, shard)
     per_parameter = d.per_parameter = stack.zero3_unit == "parameter"
-    z3_passes = d.z3_passes = 2.0 + xp.where(per_parameter, p.redo, 0.0)  # gathers per micro-batch
     if per_parameter:
         # DeepSpeed's 2021 stage 3 (deepspeed/runtime/zero/partition_parameters.py at c814abd,
         # _allgather_param): torch.cuda.synchronize() before every parameter's all-gather, so no
@@ -138,6 +153,22 @@ def data_parallel_stage(model, cluster, stack, p, q, dp_algorithm, xp) -> Simple
         module_ag = (module_ag[0] + module_calls * host, module_ag[1])
         param_rs = bucketed("reduce_scatter", z3, grads, module_calls, shard)
         rs = xp.where(zero == 3, param_rs[0] + module_calls * host, rs[0]), xp.where(zero == 3, param_rs[1], rs[1])
+    d.ar, d.rs, d.ag, d.module_ag, d.root_ag, d.root_rs_t = ar, rs, ag, module_ag, root_ag, root_rs_t
+    d.scatters, d.gathers = scatters, gathers
+    # what dp_traffic reads (the bytes sent and the collectives' counts: only the full outputs show them)
+    d.replicas, d.total_grads, d.total_weights, d.root_bytes = replicas, grads, weights_bytes, root_bytes
+    d.root_unit, d.regather, d.unit_rows, d.expert_units = root_unit, regather, unit_rows, expert_units
+    return d
+
+
+def _exposed(cluster, p, q, d, xp) -> SimpleNamespace:
+    """data_parallel_stage's seconds a step from the collectives' prices `d`: on the wire, and
+    what the step waits for of them."""
+    gpu, m = cluster.gpu, p.m
+    z0, z2, z3, calls, layers, module_calls = d.z0, d.z2, d.z3, d.calls, d.layers, d.module_calls
+    ar, rs, ag, module_ag, root_ag, root_rs_t = d.ar, d.rs, d.ag, d.module_ag, d.root_ag, d.root_rs_t
+    gathers, root_unit, regather, per_parameter = d.gathers, d.root_unit, d.regather, d.per_parameter
+    z3_passes = d.z3_passes = 2.0 + xp.where(per_parameter, p.redo, 0.0)  # gathers per micro-batch
     # gradients reduced every micro-batch or once a step (stages.inputs.read_plan)
     d.reduce_each_mb, d.syncs = reduce_each_mb, syncs = p.reduce_each_mb, p.syncs
     reduce_lat = xp.where(z0, syncs * ar[0], syncs * rs[0] + xp.where(z3, z3_passes * m * module_ag[0] + m * root_ag[0], 0.0))
@@ -174,12 +205,9 @@ def data_parallel_stage(model, cluster, stack, p, q, dp_algorithm, xp) -> Simple
     exposed_gather = xp.where(dp_overlap, xp.maximum(gather_t - stage_f, gather_t / calls), gather_t)
     if regather:
         exposed_gather = xp.where(z2 & dp_overlap, unshards * z3_forward, exposed_gather)
-    d.active = active = n > 1
+    d.active = active = d.n > 1
     d.dp_total = xp.where(active, reduce_t + gather_t, 0.0)
     d.dp_latency = xp.where(active, reduce_lat + gather_lat, 0.0)
-    # what dp_traffic reads (the bytes sent and the collectives' counts: only the full outputs show them)
-    d.replicas, d.total_grads, d.total_weights, d.root_bytes = replicas, grads, weights_bytes, root_bytes
-    d.root_unit, d.regather, d.unit_rows, d.expert_units = root_unit, regather, unit_rows, expert_units
 
     # Each collective on its own, for the communication map. ZeRO-3's prefetch hides gathers and
     # reduce-scatters together: its exposed time is split between them in proportion to their wire

@@ -43,6 +43,12 @@ def flops_per_sequence(model, p, xp):
     return xp.call(_scalar_flops, model, p.rc, p.flash, p.redo) if xp.scalar else model.flops_per_sequence(p.rc, p.flash, p.redo)
 
 
+# The terms read_plan derives from the ZeRO stage, and from the micro-batch size, recompute and
+# sequence parallelism: rows that differ only in those plan fields differ only in these.
+ZERO_TERMS = ("zero", "reduce_each_mb", "syncs", "forward_unshards")
+BATCH_TERMS = ("b", "m", "rc", "sp", "tp_overlap", "syncs", "forward_unshards", "tokens", "full", "redo")
+
+
 def read_plan(model, c: dict, stack, xp) -> SimpleNamespace:
     """The plan columns `c` as named terms (absent columns, from older callers, take the default:
     Megatron's rank order, Ulysses off, the ring's split load-balanced, no torch.compile)."""

@@ -37,16 +37,15 @@ _FULL, _SELECTIVE, _NONE = (RECOMPUTE_MODES.index(x) for x in ("full", "selectiv
 _NORMS_UP = ALL_RECOMPUTE_MODES.index("norms_up_proj")
 
 
-def _rank_memory(dense, expert, params, layers, last, rank, share, model, p, d, per_layer, stored, working, xp):
-    """One pipeline rank's weights, gradients, optimizer state and activations, in bytes.
+def _rank_state(dense, expert, params, model, p, d, xp):
+    """One pipeline rank's weights, gradients and optimizer state, in bytes.
 
     Under DualPipe the rank holds two chunks (labs.core.stages.pipe), each an nn.Module with its
     own parameters and gradients (deepseek-ai/DualPipe examples/example_dualpipe.py builds the two
     and sums each one's gradients with its mirror rank's copy): its model state is two stages',
     each sharded over the dp ranks as a stage's is (DualPipe's code has no optimizer; the engine
     keeps one optimizer shard a chunk, the README's "Parameter 2x"). The mirror ranks' gradient
-    exchange is not priced. Activations: p + 1 micro-batches through one chunk (share: half the
-    layers the rank holds)."""
+    exchange is not priced."""
     w_mem, g_mem, o_mem = model_state_columns(dense, p.zero, d.shard, p.offload, p.opt_bytes, d.grad_bytes, xp)
     if model.experts:  # routed experts shard over n / ep ranks
         expert_state = model_state_columns(expert, p.zero, d.expert_shard, p.offload, p.opt_bytes, d.grad_bytes, xp)
@@ -57,10 +56,28 @@ def _rank_memory(dense, expert, params, layers, last, rank, share, model, p, d, 
     # copy of the layers' weights between micro-batches (Transformer Engine's FP8 weight cache).
     w_mem = w_mem + xp.where(p.zero == 3, 2 * model.layer_params / p.tp * WEIGHT_BYTES, 0.0)
     w_mem = w_mem + xp.where(p.fp8, params, 0.0)
+    return w_mem, g_mem, o_mem
+
+
+def rank_activations(model, p, layer, q, per_layer, xp):
+    """Bytes of activations the first, a middle and the last pipeline rank hold (stacked:
+    labs.core.stages.xp), from a layer's per micro-batch (`per_layer`: layer_activations) and
+    the micro-batches each holds in flight under its schedule; no ZeRO term enters them."""
+    stored = xp.where(p.flash & (p.rc == _NONE), _SELECTIVE, p.rc)
+    return xp.each(_rank_activations, q.layers_r, q.last_r, q.rank_index, q.pass_share, model, p, per_layer, stored, layer.written, xp)
+
+
+def _rank_activations(layers, last, rank, share, model, p, per_layer, stored, working, xp):
+    """One rank's activations: p + 1 micro-batches through one chunk under DualPipe (share: half
+    the layers the rank holds); full recompute's working layer (`working`: all a layer writes in
+    its forward, flash attention's s x s aside: labs.core.stages.compute)."""
     held = in_flight_columns(p.sched, p.pp, p.m, p.v, rank, p.group, xp)  # in micro-batches through one chunk's layers
     activations = per_layer * layers * share * held + xp.where(stored == _FULL, working, 0.0)
-    activations = activations + last * p.b * p.s * model.vocab * 4 / p.tp  # fp32 logits of the micro-batch in flight
-    return w_mem, g_mem, o_mem, activations, w_mem + g_mem + o_mem + activations
+    return activations + last * p.b * p.s * model.vocab * 4 / p.tp  # fp32 logits of the micro-batch in flight
+
+
+def _state_and_activations(w_mem, g_mem, o_mem, activations):
+    return w_mem + g_mem + o_mem + activations
 
 
 def layer_activations(model, p, written, xp):
@@ -76,17 +93,14 @@ def layer_activations(model, p, written, xp):
     return xp.where(p.full, p.redo * per_layer + (1 - p.redo) * kept_whole, per_layer)  # layers a block recompute leaves out keep everything
 
 
-def memory_stage(model, cluster, dp_algorithm, p, layer, q, d, tpcp, xp, per_layer=None) -> SimpleNamespace:
+def memory_stage(model, cluster, dp_algorithm, p, q, d, tpcp, rank_activations, xp) -> SimpleNamespace:
     """Weights, gradients, optimizer state, activations and buffers on the busiest rank, and the
     first, a middle and the last rank's state and activations (rank_total, rank_activations: the
-    stage totals of stage_memory). `per_layer`: layer_activations, when computed already."""
+    stage totals of stage_memory); `rank_activations` from the function of that name."""
     tp = p.tp
-    stored = xp.where(p.flash & (p.rc == _NONE), _SELECTIVE, p.rc)
-    working = layer.written  # everything a layer writes in its forward (flash attention's s x s aside): labs.core.stages.compute
-    per_layer = layer_activations(model, p, working, xp) if per_layer is None else per_layer
     rank_index = q.rank_index  # the first, a middle and the last rank (stages.pipe)
-    w_mem, g_mem, o_mem, rank_activations, rank_total = xp.each(
-        _rank_memory, d.rank_dense, d.rank_expert, d.rank_params, q.layers_r, q.last_r, rank_index, q.pass_share, model, p, d, per_layer, stored, working, xp)
+    w_mem, g_mem, o_mem = xp.each(_rank_state, d.rank_dense, d.rank_expert, d.rank_params, model, p, d, xp)
+    rank_total = xp.each(_state_and_activations, w_mem, g_mem, o_mem, rank_activations)
     busiest = xp.argmax(rank_total)
     r = SimpleNamespace()
     r.busiest_rank = xp.pick(rank_index, busiest)

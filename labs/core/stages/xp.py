@@ -126,7 +126,7 @@ def _np_only_if(cond, fn, args, otherwise):
     return np.where(cond, out, otherwise)
 
 
-class _Spread:
+class _Spread(SimpleNamespace):
     """A namespace of columns computed on distinct rows, read as columns of every row: each
     attribute taken through `index` when first read (a stage reads only some)."""
 
@@ -169,9 +169,10 @@ def distinct_rows(columns, rows):
 _WEIGHTS = (np.pi * 10 ** np.arange(1, 40) % 1 + 1) * 1e3
 
 
-# Rows from which NUMPY's distinct looks for repeats: grouping costs ~0.3 ms whatever the rows,
-# one layer's stages ~0.07 us a row more than on their distinct rows (bench_sweep's cases).
-DISTINCT_MIN_ROWS = 4096
+# Rows from which NUMPY's distinct looks for repeats: grouping 4,000 rows (a sweep's rows at one
+# ZeRO stage, labs.core.step.evaluate's groups) cost less than the layer's stages on all of them
+# (bench_sweep's cases, interleaved runs: ~3% of a sweep at 1,024 against 4,096).
+DISTINCT_MIN_ROWS = 1024
 
 
 def _np_distinct(fn, rows, names, *args):
@@ -187,6 +188,46 @@ def _np_distinct(fn, rows, names, *args):
     reps, index = distinct_rows([row for x in columns for row in (x if np.ndim(x) > 1 else [x])], size)
     reduced = SimpleNamespace(**{name: x.take(reps, axis=-1) if np.ndim(x) else x for name, x in zip(names, columns)})
     return _spread(fn(reduced, *args), index)
+
+
+class _Taken(SimpleNamespace):
+    """The namespace `rows` at the rows `reps` of its `size`: each column taken when first read;
+    reading a name of `varying`, or one not in `only` (when given), raises AttributeError."""
+
+    def __init__(self, rows, reps, size, varying, only):
+        self._rows, self._reps, self._size, self._varying, self._only = rows, reps, size, varying, only
+
+    def __getattr__(self, name):
+        if name in self._varying or (self._only is not None and name not in self._only):
+            raise AttributeError(f"{name} may differ within a group of rows (labs.core.stages.xp.at_rows)")
+        value = _take_rows(getattr(self._rows, name), self._reps, self._size)
+        setattr(self, name, value)
+        return value
+
+
+def _take_rows(x, reps, size):
+    if type(x) is dict:
+        return {k: _take_rows(v, reps, size) for k, v in x.items()}
+    return x.take(reps, axis=-1) if np.ndim(x) and np.shape(x)[-1] == size else x
+
+
+def at_rows(rows, groups, varying=(), only=None):
+    """A namespace of numpy columns at one row of each group, for a caller that knows its rows
+    come in groups differing only in the names `varying` (or in every name but those `only`
+    lists): reading any other raises. groups: (representatives, index), a row of each group and
+    every row's group (sweep()'s space knows them: labs.core.search._row_groups)."""
+    reps, index = groups
+    return _Taken(rows, reps, len(index), varying, only)
+
+
+def spread_groups(out, groups):
+    """Outputs computed at_rows (columns, namespaces or tuples of them) as every row's."""
+    return _spread(out, groups[1])
+
+
+def on_groups(fn, rows, groups, varying, *args):
+    """fn(rows, *args) evaluated at_rows(rows, groups, varying) and spread back to every row."""
+    return spread_groups(fn(at_rows(rows, groups, varying), *args), groups)
 
 
 def _spread(out, index):
