@@ -188,3 +188,97 @@ def test_numpy_distinct_equals_the_function_on_every_row():
     assert spread.constant == 3.0 and np.array_equal(summed, summed_all) and np.array_equal(ranks, ranks_all)
     with pytest.raises(AttributeError):  # fn may read only the columns it names
         NUMPY.distinct(lambda q: q.unread, p, ("tp",))
+
+
+SPACE_COLUMNS = ("tp", "pp", "dp", "cp", "ep", "micro_batch", "zero_stage", "_recompute_code", "sequence_parallel", "_schedule_code", "virtual_stages")
+
+
+@pytest.mark.parametrize("key, cluster_key, nodes, batch, era", [
+    ("llama2-7b", "dgx-h100", 2, 128, None),
+    ("gpt3-175b", "dgx-a100", 4, 96, "megatron-core-2024"),
+])
+def test_row_groups_differ_only_in_their_fields(key, cluster_key, nodes, batch, era):
+    """search._row_groups against the space's columns: a row's `zero` representative is the
+    row at the first ZeRO choice with every other column equal, one per group; rows of a `batch`
+    group share everything but micro_batch, recompute and sequence_parallel, and rows that
+    share all of that share a group."""
+    from labs.core.search import _row_groups
+
+    model, cluster = Model.get(key), Cluster.get(cluster_key, nodes=nodes)
+    choices, _ = _settings(cluster, era, {})
+    space = _space(model, cluster, batch, choices, get_era(era))
+    groups = _row_groups(space)
+    rows = np.stack([space[k] for k in SPACE_COLUMNS], 1).astype(float)
+    zero_col = SPACE_COLUMNS.index("zero_stage")
+    reps, index = groups.zero
+    assert (space["zero_stage"][reps] == choices["zero_stage"][0]).all()
+    others = [i for i in range(len(SPACE_COLUMNS)) if i != zero_col]
+    assert np.array_equal(rows[reps][index][:, others], rows[:, others])
+    assert len(reps) == len({tuple(r) for r in rows[:, others]})  # one representative per group
+    reps, index = groups.batch
+    kept = [SPACE_COLUMNS.index(k) for k in ("tp", "pp", "dp", "cp", "ep", "zero_stage", "_schedule_code", "virtual_stages")]
+    assert np.array_equal(rows[reps][index][:, kept], rows[:, kept])
+    assert len(reps) == len({tuple(r) for r in rows[:, kept]})
+    print(f"{key}: {len(rows)} rows, {len(groups.zero[0])} ZeRO groups, {len(reps)} batch groups")
+
+
+@pytest.mark.parametrize("key, cluster_key, nodes, batch, era, fixed", [
+    ("llama2-70b", "dgx-h100", 8, 512, None, {}),
+    ("gpt3-175b", "dgx-a100", 8, 384, "deepspeed-2021", {}),  # ZeRO-3 gathers per parameter
+    ("deepseek-v3", "h800-ib", 8, 256, None, {"cp_algorithm": "ulysses", "schedule": ["1f1b", "dualpipe"]}),
+    ("llama3-8b", "dgx-h100", 2, 256, "pytorch-fsdp2-2024", {}),  # FSDP's layer times read the ZeRO stage: not grouped
+])
+def test_grouped_evaluation_equals_every_row(key, cluster_key, nodes, batch, era, fixed):
+    """evaluate() with the space's row groups gives every output of every row exactly as
+    without them, the full outputs (communication map included) as well as sweep()'s."""
+    from labs.core.eras import stack_of
+    from labs.core.search import _columns, _row_groups
+    from labs.core.step import evaluate
+
+    model, cluster = Model.get(key), Cluster.get(cluster_key, nodes=nodes)
+    choices, options = _settings(cluster, era, dict(fixed))
+    space = _space(model, cluster, batch, choices, get_era(era), options["cp_algorithm"])
+    cols, groups = _columns(space, options), _row_groups(space)
+    for brief in (True, False):
+        plain = evaluate(model, cluster, cols, options["dp_algorithm"], stack_of(era), brief=brief)
+        grouped = evaluate(model, cluster, cols, options["dp_algorithm"], stack_of(era), brief=brief, groups=groups)
+        assert plain.keys() == grouped.keys()
+        for name in plain:
+            assert np.array_equal(np.broadcast_to(plain[name], np.shape(grouped[name])), grouped[name], equal_nan=True), name
+    print(f"{key} ({era}): {len(cols['tp'])} rows, {len(plain)} outputs equal")
+
+
+def test_at_rows_refuses_what_may_differ_within_a_group():
+    """A stage evaluated at_rows reads only what its groups share: a varying name, or one
+    outside `only`, raises instead of reading a representative's value for every row."""
+    from types import SimpleNamespace
+
+    from labs.core.stages.xp import at_rows, spread_groups
+
+    rows = SimpleNamespace(tp=np.array([2.0, 2.0, 4.0, 4.0]), zero=np.array([0.0, 1.0, 0.0, 1.0]), s=2048.0,
+                           stride={"pp": np.array([8.0, 8.0, 16.0, 16.0])})
+    groups = (np.array([0, 2]), np.array([0, 0, 1, 1]))
+    taken = at_rows(rows, groups, ("zero",))
+    assert taken.tp.tolist() == [2.0, 4.0] and taken.s == 2048.0 and taken.stride["pp"].tolist() == [8.0, 16.0]
+    with pytest.raises(AttributeError):
+        taken.zero
+    with pytest.raises(AttributeError):
+        at_rows(rows, groups, only=("s",)).tp
+    out = spread_groups((taken.tp * 2, SimpleNamespace(x=taken.tp + 1)), groups)
+    assert out[0].tolist() == [4.0, 4.0, 8.0, 8.0] and out[1].x.tolist() == [3.0, 3.0, 5.0, 5.0]
+
+
+def test_plan_space_keeps_whole_query_heads_per_ulysses_rank():
+    """Under Ulysses, plan_space() and sweep() keep only layouts whose CP ranks get whole query
+    heads (labs.core.context.ulysses_fits), the same rows in both, each valid."""
+    from labs.core.search import plan_space, sweep
+
+    model, cluster = Model.get("llama3-70b"), Cluster.get("dgx-h100", nodes=4)
+    space = plan_space(model, cluster, 64, cp_algorithm="ulysses", micro_batch=1, recompute="full", zero_stage=1)
+    assert ((model.heads // space["tp"]) % space["cp"] == 0).all() and (space["cp"] > 1).any()
+    swept = sweep(model, cluster, 64, cp_algorithm="ulysses", micro_batch=1, recompute="full", zero_stage=1)
+    assert len(swept) == len(space)
+    for row in space.sample(20, random_state=3).itertuples():
+        validate(model, cluster, Plan(tp=row.tp, pp=row.pp, dp=row.dp, cp=row.cp, micro_batch=1, global_batch=64, recompute="full",
+                                      sequence_parallel=row.sequence_parallel, schedule=row.schedule, virtual_stages=row.virtual_stages,
+                                      cp_algorithm="ulysses"))
