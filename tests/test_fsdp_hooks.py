@@ -1,9 +1,13 @@
-"""FSDP's hooks on the host (labs.core.eras: fsdp_s_per_unshard, fsdp_s_per_param): each unshard +
-reshard of a unit (one wrapped transformer block) costs host time beside the kernel launches, and
-the GPU waits for it only when the unit's kernels are shorter. Expectations are hand counts from
-the sources: pytorch/pytorch#96958 (FSDP1, 400 parameters: _use_unsharded_views 4.268 ms,
-_writeback_orig_params 1.071 ms, _use_sharded_views 2.75 ms) and #133369 (FSDP2: 0.37 ms of host
-time for one Llama 3 8B block's all-gather)."""
+"""FSDP's hooks on the host (labs.core.eras: fsdp_s_per_unshard, fsdp_s_per_param,
+fsdp_kept_s_per_param, fsdp_kept_s_per_pass): each unshard + reshard of a unit (one wrapped
+transformer block) costs host time beside the kernel launches, and the GPU waits for it only when
+the unit's kernels are shorter. Expectations are hand counts from the sources: pytorch/pytorch#96958
+(FSDP1, 400 parameters: _use_unsharded_views 4.268 ms, _writeback_orig_params 1.071 ms,
+_use_sharded_views 2.75 ms), PyTorch 2.1's flat_param.py and _runtime_utils.py for which of them a
+ZeRO-2 (SHARD_GRAD_OP) pass runs (#98250 skips the post-forward sharded views and so the
+pre-backward unsharded views), #133369 (FSDP2: 0.37 ms of host time for one Llama 3 8B block's
+all-gather) and PyTorch 2.4-2.5's FSDPParam.to_sharded (FSDP2's reshard: one storage free per
+parameter, unmeasured, at eager PyTorch's 10 us an op)."""
 
 from dataclasses import replace
 
@@ -21,15 +25,20 @@ H100 = Cluster.get("dgx-h100", nodes=1)
 A100 = Cluster.get("dgx-a100", nodes=1)
 # Llama 3.2 1B's architecture (its config.json): 16 blocks, hidden 2048, 32 heads, 8 K/V heads, SwiGLU 8192.
 LLAMA_1B = Model("llama3.2-1b", 16, 2048, 32, 1024, 128256, ffn_hidden=8192, kv_heads=8, gated_ffn=True)
-LAUNCH_S = 40 * 10e-6  # eager PyTorch's 40 kernels a block at 10 us each (labs.core.eras)
-FSDP1_UNSHARD_S = 11 * 10e-6 + 9 * (4.268e-3 + 1.071e-3 + 2.75e-3) / 400  # 11 host ops + a Llama block's 9 parameters
-FSDP2_UNSHARD_S = 0.37e-3
+# A GPT block (its q, k, v, o, fc1, fc2 and two LayerNorms: 8 parameters) of about the same size.
+GPT_1B = Model("gpt-1b", 16, 2048, 16, 1024, 50257)
+OP_S = 10e-6  # eager PyTorch's host time an op (labs.core.eras.HOST_S_PER_OP)
+LAUNCH_S = 40 * OP_S  # eager PyTorch's 40 kernels a block
+# FSDP1's three per-parameter loops (#96958) and a Llama block's 9 parameters.
+WRITEBACK_S, UNSHARDED_VIEWS_S, SHARDED_VIEWS_S = 1.071e-3 / 400, 4.268e-3 / 400, 2.75e-3 / 400
+FSDP1_UNSHARD_S = 11 * OP_S + 9 * (4.268e-3 + 1.071e-3 + 2.75e-3) / 400  # 11 host ops + the three loops
+FSDP2_UNSHARD_S = 0.37e-3 + 9 * OP_S  # the all-gather + the reshard's 9 storage frees
 
 
 def _layer(model, cluster, plan, hooks=True):
     stack = stack_of(plan.stack)
     if not hooks:
-        stack = replace(stack, fsdp_s_per_unshard=0.0, fsdp_s_per_param=0.0)
+        stack = replace(stack, fsdp_s_per_unshard=0.0, fsdp_s_per_param=0.0, fsdp_kept_s_per_param=(0.0, 0.0), fsdp_kept_s_per_pass=0.0)
     return evaluate_plan(model, cluster, plan_columns(plan), plan.dp_algorithm, stack)
 
 
@@ -57,27 +66,46 @@ def test_a_small_block_waits_for_the_hooks_in_both_passes_under_zero3(era, unsha
     assert r["layer_backward_s"] == pytest.approx(2 * LAUNCH_S + unshard)
 
 
-def test_zero2_unshards_once_a_micro_batch():
-    """SHARD_GRAD_OP / reshard_after_forward=False keeps the unit unsharded from the forward to the
-    end of the backward: one unshard + reshard a micro-batch, charged to the forward."""
-    plan = Plan.for_era("pytorch-fsdp1-2023", dp=8, micro_batch=1, global_batch=32, zero_stage=2, recompute="none")
-    r = _layer(LLAMA_1B, H100, plan)
-    assert r["layer_forward_s"] == pytest.approx(LAUNCH_S + FSDP1_UNSHARD_S)
-    assert r["layer_backward_s"] == pytest.approx(2 * LAUNCH_S)
-
-
-@pytest.mark.parametrize("era, forward_hooks", [
-    # FSDP1 keeps the units through no_sync: its 11 unshard ops in 1 of the 4 micro-batches' forwards;
-    # the views are swapped in every forward (FlatParamHandle.unshard, needs_unshard() False).
-    ("pytorch-fsdp1-2023", 11 * 10e-6 / 4 + 9 * (4.268e-3 + 1.071e-3 + 2.75e-3) / 400),
-    ("pytorch-fsdp2-2024", FSDP2_UNSHARD_S),  # FSDP2 reshards after every backward: every forward unshards
+@pytest.mark.parametrize("era, model, params, forward_hooks, backward_hooks", [
+    # FSDP1: the forward gathers (11 ops), writes back and swaps to the unsharded views; the
+    # post-forward reshard skips the sharded views, so the pre-backward hook only writes back and
+    # the post-backward reshard swaps to the sharded views, with 2 ops (record_stream of the freed
+    # bf16 shard, the wait on the unshard stream) in a backward that gathers nothing.
+    ("pytorch-fsdp1-2023", LLAMA_1B, 9, 11 * OP_S + 9 * (WRITEBACK_S + UNSHARDED_VIEWS_S), 2 * OP_S + 9 * (WRITEBACK_S + SHARDED_VIEWS_S)),
+    ("pytorch-fsdp1-2023", GPT_1B, 8, 11 * OP_S + 8 * (WRITEBACK_S + UNSHARDED_VIEWS_S), 2 * OP_S + 8 * (WRITEBACK_S + SHARDED_VIEWS_S)),
+    # FSDP2: the forward's all-gather; no post-forward reshard; the post-backward reshard frees each parameter.
+    ("pytorch-fsdp2-2024", LLAMA_1B, 9, 0.37e-3, 9 * OP_S),
+    ("pytorch-fsdp2-2024", GPT_1B, 8, 0.37e-3, 8 * OP_S),
 ])
-def test_zero2_under_no_sync_runs_the_unshard_hooks_as_often_as_it_gathers(era, forward_hooks):
+def test_zero2_hooks_split_between_the_forward_and_the_backward(era, model, params, forward_hooks, backward_hooks):
+    """SHARD_GRAD_OP / reshard_after_forward=False keeps the unit unsharded from the forward to the
+    end of the backward: one gather a micro-batch, in the forward, and each pass's own loops over
+    the block's parameters. A small block's backward waits for them (before: for nothing)."""
+    assert block_parameters(model_terms(model)) == params
+    plan = Plan.for_era(era, dp=8, micro_batch=1, global_batch=32, zero_stage=2, recompute="none")
+    r = _layer(model, H100, plan)
+    report(f"{era} ZeRO-2 {model.name} block forward on H100, s", r["layer_forward_s"], LAUNCH_S + forward_hooks)
+    report(f"{era} ZeRO-2 {model.name} block backward on H100, s", r["layer_backward_s"], 2 * LAUNCH_S + backward_hooks)
+    assert r["layer_forward_s"] == pytest.approx(LAUNCH_S + forward_hooks)
+    assert r["layer_backward_s"] == pytest.approx(2 * LAUNCH_S + backward_hooks)
+
+
+@pytest.mark.parametrize("era, forward_hooks, backward_hooks", [
+    # FSDP1 keeps the units through no_sync: its 11 gather ops in 1 of the 4 micro-batches' forwards
+    # and 2 ops in the 3 others; the writeback and the unsharded views in every forward
+    # (FlatParamHandle.unshard, needs_unshard() False), the writeback and the sharded views in every
+    # backward (_post_backward_reshard runs whether or not the backward frees).
+    ("pytorch-fsdp1-2023", (11 * 1 + 2 * 3) * OP_S / 4 + 9 * (WRITEBACK_S + UNSHARDED_VIEWS_S), 2 * OP_S + 9 * (WRITEBACK_S + SHARDED_VIEWS_S)),
+    # FSDP2 reshards after every backward (its 9 frees): every forward unshards
+    ("pytorch-fsdp2-2024", 0.37e-3, 9 * OP_S),
+])
+def test_zero2_under_no_sync_runs_the_unshard_hooks_as_often_as_it_gathers(era, forward_hooks, backward_hooks):
     plan = Plan.for_era(era, dp=8, micro_batch=1, global_batch=32, zero_stage=2, recompute="none", grad_sync="step")
     r = _layer(LLAMA_1B, H100, plan)
     report(f"{era} ZeRO-2 no_sync 1B block forward on H100, s", r["layer_forward_s"], LAUNCH_S + forward_hooks)
+    report(f"{era} ZeRO-2 no_sync 1B block backward on H100, s", r["layer_backward_s"], 2 * LAUNCH_S + backward_hooks)
     assert r["layer_forward_s"] == pytest.approx(LAUNCH_S + forward_hooks)
-    assert r["layer_backward_s"] == pytest.approx(2 * LAUNCH_S)
+    assert r["layer_backward_s"] == pytest.approx(2 * LAUNCH_S + backward_hooks)
 
 
 def test_the_hooks_cost_a_small_model_on_h100_and_nothing_where_the_kernels_are_longer():
@@ -100,15 +128,17 @@ def test_the_hooks_cost_a_small_model_on_h100_and_nothing_where_the_kernels_are_
 
 
 def test_only_the_fsdp_stacks_run_hooks():
-    hooked = {name for name, era in ERAS.items() if era.fsdp_s_per_unshard or era.fsdp_s_per_param}
+    hooked = {name for name, era in ERAS.items()
+              if era.fsdp_s_per_unshard or era.fsdp_s_per_param or any(era.fsdp_kept_s_per_param) or era.fsdp_kept_s_per_pass}
     assert hooked == {"pytorch-fsdp1-2023", "pytorch-fsdp2-2024"}
     megatron = Plan(stack="megatron-core-2024", dp=8, micro_batch=1, global_batch=32, zero_stage=3, recompute="none")
     r = _layer(LLAMA_1B, H100, megatron)
     assert r["layer_forward_s"] == pytest.approx(_layer(LLAMA_1B, H100, megatron, hooks=False)["layer_forward_s"])
 
 
-@pytest.mark.parametrize("field", ["fsdp_s_per_unshard", "fsdp_s_per_param"])
-def test_a_negative_hook_time_is_refused_by_name(field):
+@pytest.mark.parametrize("field, value", [("fsdp_s_per_unshard", -1e-6), ("fsdp_s_per_param", -1e-6), ("fsdp_kept_s_per_pass", -1e-6),
+                                          ("fsdp_kept_s_per_param", (1e-6, -1e-6)), ("fsdp_kept_s_per_param", 1e-6)])
+def test_a_negative_hook_time_is_refused_by_name(field, value):
     with pytest.raises(ValueError, match=field):
-        replace(ERAS["pytorch-fsdp1-2023"], **{field: -1e-6})
+        replace(ERAS["pytorch-fsdp1-2023"], **{field: value})
     assert isinstance(ERAS["pytorch-fsdp1-2023"], Era)

@@ -57,24 +57,48 @@ code, never from an end-to-end run:
   of the shard (6): 98. fused=True (torchtitan): Adam reads weight, gradient, m, v and writes
   weight, m, v (28), plus clipping and the cast: 46.
 - fsdp_s_per_unshard and fsdp_s_per_param: the host time FSDP's hooks take each time a unit (one
-  wrapped transformer block) is unsharded for a pass and resharded after it: a fixed part per unit
-  and a part per original parameter of the block (labs.core.stages.compute.block_parameters).
-  FSDP1 (PyTorch 2.1, use_orig_params=True, as torch.compile and per-parameter optimizer groups
-  need): _use_unsharded_views, _writeback_orig_params and _use_sharded_views loop over the
-  original parameters (in every forward from ZeRO-2 on, gathered or not: FlatParamHandle.unshard
-  switches to the unsharded views when needs_unshard() is False), (4.268 + 1.071 + 2.75) ms for
-  400 parameters, 20 us each (pytorch/pytorch#96958, a maintainer's microbenchmark; with the
-  default safe setattr the unsharded views took 6.112 ms, so 20 us is the low end); around them the unit's host ops (flat_param.py and
+  wrapped transformer block) is unsharded for a pass and resharded after it (ZeRO-3: both passes):
+  a fixed part per unit and a part per original parameter of the block
+  (labs.core.stages.compute.block_parameters). FSDP1 (PyTorch 2.1, use_orig_params=True, as
+  torch.compile and per-parameter optimizer groups need): _writeback_orig_params (pre_unshard),
+  _use_unsharded_views (unshard) and _use_sharded_views (reshard) loop over the original
+  parameters, 1.071, 4.268 and 2.75 ms for 400 parameters, 20 us each in all (pytorch/pytorch#96958,
+  a maintainer's microbenchmark; with the default safe setattr the unsharded views took 6.112 ms,
+  so 20 us is the low end); around them the unit's host ops (flat_param.py and
   _runtime_utils.py: the low-precision shard's allocation and cast, the stream waits, the rate
   limiter's event sync, the unsharded flat parameter's allocation, the all-gather, the shard's free;
   after the pass record_stream, the free and the limiter's event record): 11 ops at
   cpu_s_per_kernel. FSDP2 (PyTorch 2.5): 0.37 ms of host time for one Llama 3 8B block's
   all-gather (copy-in as three foreach dispatches, the collective, copy-out), measured in
-  pytorch/pytorch#133369; its copy-in and copy-out are foreach ops whatever the parameter count,
-  so nothing per parameter. Not charged, for want of a measurement: FSDP2's reshard (each
-  parameter set back to its sharded DTensor) and both stacks' post-backward reduce-scatter host
-  work (FSDP1's 2.0 code, before #96958, was slower still: 12.6 ms for the 400 parameters). Other
+  pytorch/pytorch#133369; its copy-in and copy-out are foreach ops (the copy-out's per-parameter
+  storage allocations are inside the measured 0.37 ms), so nothing per parameter in the unshard.
+  Its reshard (FSDPParamGroup.reshard -> FSDPParam.to_sharded, PyTorch 2.4-2.5) loops over the
+  parameters: the sharded DTensor put back in the module's _parameters (a dict store) and
+  free_unsharded_param, one storage resize_(0) a parameter through the caching allocator. No
+  maintainer has measured it: charged as 1 op a parameter at HOST_S_PER_OP, as FSDP1's fixed ops are.
+  Not charged: both stacks' post-backward reduce-scatter host work (FSDP1's 2.0 code, before #96958,
+  was slower still: 12.6 ms for the 400 parameters) and FSDP1's gradient-view loops
+  (_use_sharded_grad_views, _use_unsharded_grad_views), for want of a measurement. Other
   stacks: 0 (Megatron's contiguous buffers run no per-module hooks).
+- fsdp_kept_s_per_param and fsdp_kept_s_per_pass: the same hooks in each forward and backward of a
+  unit kept unsharded from its forward to its backward (ZeRO-2: SHARD_GRAD_OP,
+  reshard_after_forward=False), whose gathers (fsdp_s_per_unshard, labs.core.stages.inputs:
+  forward_unshards) are not every pass's. FSDP1 (PyTorch 2.1, after pytorch/pytorch#98250):
+  every forward writes back and swaps to the unsharded views, gathered or not (FlatParamHandle.unshard
+  switches to them when needs_unshard() is False); the post-forward reshard skips
+  _use_sharded_views (_use_sharded_flat_param: skip_use_sharded_views), so the pre-backward hook,
+  which still calls _unshard (_needs_pre_backward_unshard is set for every unit whose output needs a
+  gradient), runs only the writeback loop (#98250's profile of that hook: 4.356 ms before the skip,
+  1.044 ms after, its model not stated, so the charge takes #96958's loops), and every post-backward
+  reshard, freeing or not, switches to the sharded views: (1.071 + 4.268, 1.071 + 2.75) ms per 400
+  parameters. A pass that
+  does not gather still runs 2 ops (post_unshard's record_stream of the freed low-precision
+  shard, the compute stream's wait on the unshard stream); the gather's 11 are charged to the
+  forward that gathers, though its last three (record_stream, free, event record) run in the
+  backward that frees. FSDP2: pre_backward's unshard is a no-op on an unsharded group and the
+  post-forward reshard returns at once (not _reshard_after_forward); post_backward reshards
+  (reshard_after_backward, default True: fsdp_reshard_after_backward) as under ZeRO-3: (0, 1 op)
+  a parameter, nothing fixed.
 - fsdp_unshard_bytes, fsdp_shard_bytes and fsdp_grad_bytes: HBM bytes FSDP's own copies move per
   parameter of a unit, outside the collectives (labs.core.stages.compute charges them to the
   layer). Each unshard: fsdp_unshard_bytes per parameter of the whole unit and fsdp_shard_bytes per
@@ -123,11 +147,19 @@ from labs.core.validation import check_choice, check_positive
 # Host time to issue one op: PyTorch's dispatcher, autograd and cudaLaunchKernel (module docstring).
 HOST_S_PER_OP = 10e-6
 # FSDP's hooks (module docstring): host ops per unit around an unshard + reshard in FSDP1, the time
-# per original parameter there (pytorch/pytorch#96958: 400 parameters), and FSDP2's measured
-# all-gather host time for a Llama 3 8B block (pytorch/pytorch#133369).
+# per original parameter of its three loops (pytorch/pytorch#96958, 400 parameters: the writeback,
+# the unsharded views, the sharded views) and FSDP2's measured all-gather host time for a Llama 3
+# 8B block (pytorch/pytorch#133369); FSDP2's reshard, unmeasured, as one op (a storage free) a parameter.
 FSDP1_OPS_PER_UNSHARD = 11
+FSDP1_WRITEBACK_S, FSDP1_UNSHARDED_VIEWS_S, FSDP1_SHARDED_VIEWS_S = 1.071e-3 / 400, 4.268e-3 / 400, 2.75e-3 / 400
 FSDP1_S_PER_PARAM = (4.268e-3 + 1.071e-3 + 2.75e-3) / 400
+# ZeRO-2 keeps the unit unsharded from forward to backward: the forward writes back and swaps to the
+# unsharded views, the backward writes back and swaps to the sharded views; a pass that does not
+# gather runs 2 host ops (record_stream of the freed bf16 shard, the wait on the unshard stream).
+FSDP1_KEPT_S_PER_PARAM = (FSDP1_WRITEBACK_S + FSDP1_UNSHARDED_VIEWS_S, FSDP1_WRITEBACK_S + FSDP1_SHARDED_VIEWS_S)
+FSDP1_KEPT_OPS_PER_PASS = 2
 FSDP2_S_PER_UNSHARD = 0.37e-3
+FSDP2_OPS_PER_PARAM_RESHARD = 1
 # FSDP's HBM copies per parameter (module docstring): per unshard, of the whole unit and of this
 # rank's shard; per gradient reduction, of the unit, with a bf16 and an fp32 reduce dtype.
 FSDP1_SHARD_BYTES, FSDP1_GRAD_BYTES = 4 + 2, (2 + 2 + 2 + 2, 2 + 2 + 2 + 4 + 4 + 4)
@@ -167,6 +199,8 @@ class Era:
     optimizer_bytes_per_param: float = 42.0  # HBM bytes the optimizer step moves per parameter it updates
     fsdp_s_per_unshard: float = 0.0  # host seconds of FSDP's hooks per unit, per unshard + reshard
     fsdp_s_per_param: float = 0.0  # and per original parameter of the unit
+    fsdp_kept_s_per_param: tuple[float, float] = (0.0, 0.0)  # per original parameter, each (forward, backward) of a unit kept unsharded between them (ZeRO-2)
+    fsdp_kept_s_per_pass: float = 0.0  # and per unit, each such pass that does not gather
     fsdp_unshard_bytes: float = 0.0  # HBM bytes of FSDP's copies per unit parameter, per unshard
     fsdp_shard_bytes: float = 0.0  # and per parameter of the rank's shard, per unshard
     fsdp_grad_bytes: tuple[float, float] = (0.0, 0.0)  # per unit parameter, per gradient reduction (bf16, fp32)
@@ -184,6 +218,11 @@ class Era:
         check_positive("optimizer_bytes_per_param", self.optimizer_bytes_per_param, maximum=1000)
         check_positive("fsdp_s_per_unshard", self.fsdp_s_per_unshard, allow_zero=True, maximum=1.0)
         check_positive("fsdp_s_per_param", self.fsdp_s_per_param, allow_zero=True, maximum=1.0)
+        if not isinstance(self.fsdp_kept_s_per_param, tuple) or len(self.fsdp_kept_s_per_param) != 2:
+            raise ValueError(f"fsdp_kept_s_per_param must be a pair (forward, backward) of seconds >= 0, got {self.fsdp_kept_s_per_param!r}")
+        for seconds in self.fsdp_kept_s_per_param:
+            check_positive("fsdp_kept_s_per_param", seconds, allow_zero=True, maximum=1.0)
+        check_positive("fsdp_kept_s_per_pass", self.fsdp_kept_s_per_pass, allow_zero=True, maximum=1.0)
         check_positive("fsdp_unshard_bytes", self.fsdp_unshard_bytes, allow_zero=True, maximum=1000)
         check_positive("fsdp_shard_bytes", self.fsdp_shard_bytes, allow_zero=True, maximum=1000)
         if not isinstance(self.fsdp_grad_bytes, tuple) or len(self.fsdp_grad_bytes) != 2:
@@ -243,6 +282,7 @@ ERAS: dict[str, Era] = {
         ("auto", "ring", "tree"), max_pp=1, attention_kernel="fa2", fused_elementwise=False, zero3_unit="layer",
         kernels_per_layer=EAGER_KERNELS_PER_LAYER, loss_bytes_per_logit=40.0, tp_overlap_kind="none", optimizer_bytes_per_param=98.0,
         fsdp_s_per_unshard=FSDP1_OPS_PER_UNSHARD * HOST_S_PER_OP, fsdp_s_per_param=FSDP1_S_PER_PARAM,
+        fsdp_kept_s_per_param=FSDP1_KEPT_S_PER_PARAM, fsdp_kept_s_per_pass=FSDP1_KEPT_OPS_PER_PASS * HOST_S_PER_OP,
         fsdp_shard_bytes=FSDP1_SHARD_BYTES, fsdp_grad_bytes=FSDP1_GRAD_BYTES, fsdp_reshard_after_backward="reducing",
         source="torch.distributed.fsdp (PyTorch 2.0-2.1): ShardingStrategy, transformer_auto_wrap_policy, "
                "limit_all_gathers, BackwardPrefetch.BACKWARD_PRE; meta-llama/llama-recipes; Dao-AILab/flash-attention 2.x"),
@@ -256,6 +296,8 @@ ERAS: dict[str, Era] = {
         (T,), (T,), ("auto", "ring", "tree", "nvls"), ("ring", "all_gather"), 16, ("bf16", "fp8"), torch_compile=(F, T),
         attention_kernel="fa2", fused_elementwise=False, kernels_per_layer=EAGER_KERNELS_PER_LAYER, loss_bytes_per_logit=40.0,
         tp_overlap_kind="async_tp", zero3_unit="layer", optimizer_bytes_per_param=46.0, fsdp_s_per_unshard=FSDP2_S_PER_UNSHARD,
+        fsdp_s_per_param=FSDP2_OPS_PER_PARAM_RESHARD * HOST_S_PER_OP,
+        fsdp_kept_s_per_param=(0.0, FSDP2_OPS_PER_PARAM_RESHARD * HOST_S_PER_OP),
         fsdp_unshard_bytes=FSDP2_UNSHARD_BYTES, fsdp_shard_bytes=FSDP2_SHARD_BYTES, fsdp_grad_bytes=FSDP2_GRAD_BYTES,
         fsdp_reshard_after_backward="every",
         source="pytorch/torchtitan (2024-25): parallelize_llama (fully_shard, parallelize_module, enable_async_tp), "

@@ -57,10 +57,8 @@ def layer_compute(model, cluster, stack, p, xp, kernels=None) -> SimpleNamespace
     gemm_f = k.gemm_f
     # FSDP unshards each unit (one per layer) for the forward as often as p.forward_unshards says
     # (labs.core.stages.inputs) and, resharded after it (ZeRO-3), again for the backward; its hooks
-    # run on the host beside the launches (labs.core.eras). FSDP1's per-parameter view swaps run in
-    # every forward from ZeRO-2 on, gathered or not (FlatParamHandle.unshard switches to the
-    # unsharded views when needs_unshard() is False; the post-forward reshard switches back). The
-    # recompute runs inside the backward's unsharded unit: launches only.
+    # run on the host beside the launches (_fsdp_costs). The recompute runs inside the backward's
+    # unsharded unit: launches only.
     # A stack without FSDP's costs (Megatron's, DeepSpeed's) adds none: 0 seconds, not computed.
     hooks_f, hooks_b, copies_f, copies_b = _fsdp_costs(model, stack, p, hbm_rate, xp) if has_fsdp_costs(stack) else (0.0,) * 4
     fwd = xp.maximum(k.gpu_f + copies_f, k.launch_f + hooks_f)
@@ -72,17 +70,27 @@ def layer_compute(model, cluster, stack, p, xp, kernels=None) -> SimpleNamespace
 
 
 def has_fsdp_costs(stack) -> bool:
-    return bool(stack.fsdp_s_per_unshard or stack.fsdp_s_per_param or stack.fsdp_unshard_bytes or stack.fsdp_shard_bytes
-                or any(stack.fsdp_grad_bytes))
+    return bool(stack.fsdp_s_per_unshard or stack.fsdp_s_per_param or any(stack.fsdp_kept_s_per_param) or stack.fsdp_kept_s_per_pass
+                or stack.fsdp_unshard_bytes or stack.fsdp_shard_bytes or any(stack.fsdp_grad_bytes))
 
 
 def _fsdp_costs(model, stack, p, hbm_rate, xp):
     """FSDP's seconds per layer and micro-batch: its hooks on the host in the forward and the
     backward, and its HBM copies in each (layer_compute)."""
     tp, z3 = p.tp, p.zero == 3
-    views = block_parameters(model) * stack.fsdp_s_per_param
-    hooks_f = p.forward_unshards * stack.fsdp_s_per_unshard + xp.where(p.zero >= 2, views, 0.0)
-    hooks_b = xp.where(z3, stack.fsdp_s_per_unshard + views, 0.0)
+    # The hooks (labs.core.eras: fsdp_s_per_*, fsdp_kept_s_per_*), with the unit's original parameters.
+    # ZeRO-3: each pass unshards and reshards the unit. ZeRO-2 keeps it unsharded from the forward
+    # to the backward: the forward's gathers (p.forward_unshards) cost what ZeRO-3's do, and each
+    # pass runs its own per-parameter loops (FSDP1: writeback and unsharded views in the forward,
+    # writeback and sharded views in the backward; FSDP2: the post-backward reshard) and, when it
+    # does not gather, a few fixed ops.
+    params = block_parameters(model)
+    unshard = stack.fsdp_s_per_unshard + params * stack.fsdp_s_per_param
+    kept_f = (p.forward_unshards * stack.fsdp_s_per_unshard + (1.0 - p.forward_unshards) * stack.fsdp_kept_s_per_pass
+              + params * stack.fsdp_kept_s_per_param[0])
+    kept_b = stack.fsdp_kept_s_per_pass + params * stack.fsdp_kept_s_per_param[1]
+    hooks_f = xp.where(z3, unshard, xp.where(p.zero == 2, kept_f, 0.0))
+    hooks_b = xp.where(z3, unshard, xp.where(p.zero == 2, kept_b, 0.0))
     # FSDP's copies (labs.core.eras: fsdp_*_bytes), per parameter of this rank's unit, its dense part
     # sharded over p.shard ranks and its routed experts over p.expert_shard: each unshard and each
     # micro-batch that reduces its gradients.
