@@ -91,11 +91,10 @@ code, never from an end-to-end run:
   gradient), runs only the writeback loop (#98250's profile of that hook: 4.356 ms before the skip,
   1.044 ms after, its model not stated, so the charge takes #96958's loops), and every post-backward
   reshard, freeing or not, switches to the sharded views: (1.071 + 4.268, 1.071 + 2.75) ms per 400
-  parameters. A pass that
-  does not gather still runs 2 ops (post_unshard's record_stream of the freed low-precision
-  shard, the compute stream's wait on the unshard stream); the gather's 11 are charged to the
-  forward that gathers, though its last three (record_stream, free, event record) run in the
-  backward that frees. FSDP2: pre_backward's unshard is a no-op on an unsharded group and the
+  parameters. A pass that does not gather still runs 2 ops (post_unshard's record_stream of the
+  freed low-precision shard, the compute stream's wait on the unshard stream); the gather's 11 are
+  charged to the forward that gathers, though its last three (record_stream, free, event record)
+  run in the backward that frees. FSDP2: pre_backward's unshard is a no-op on an unsharded group and the
   post-forward reshard returns at once (not _reshard_after_forward); post_backward reshards
   (reshard_after_backward, default True: fsdp_reshard_after_backward) as under ZeRO-3: (0, 1 op)
   a parameter, nothing fixed.
@@ -199,7 +198,7 @@ class Era:
     optimizer_bytes_per_param: float = 42.0  # HBM bytes the optimizer step moves per parameter it updates
     fsdp_s_per_unshard: float = 0.0  # host seconds of FSDP's hooks per unit, per unshard + reshard
     fsdp_s_per_param: float = 0.0  # and per original parameter of the unit
-    fsdp_kept_s_per_param: tuple[float, float] = (0.0, 0.0)  # per original parameter, each (forward, backward) of a unit kept unsharded between them (ZeRO-2)
+    fsdp_kept_s_per_param: tuple[float, float] = (0.0, 0.0)  # (forward, backward), per parameter, of a unit kept unsharded (ZeRO-2)
     fsdp_kept_s_per_pass: float = 0.0  # and per unit, each such pass that does not gather
     fsdp_unshard_bytes: float = 0.0  # HBM bytes of FSDP's copies per unit parameter, per unshard
     fsdp_shard_bytes: float = 0.0  # and per parameter of the rank's shard, per unshard
