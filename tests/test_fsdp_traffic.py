@@ -257,3 +257,64 @@ def test_the_map_counts_fsdp_collectives_unit_by_unit(era, zero, grad_sync, redu
     report(f"{era} ZeRO-{zero} grad_sync={grad_sync} all-gathers a step", r["coll_dp_gather_calls"], gathers)
     assert r["coll_dp_reduce_calls"] == reduces
     assert r["coll_dp_gather_calls"] == gathers
+
+
+# ---- hybrid sharding (shard_group_size): each reduced shard all-reduced across the replicas ----
+def _seconds(cluster, op, nbytes, calls, group, stride):
+    return calls * sum(float(x) for x in collective_columns(op, nbytes / calls, cluster, group, stride, "auto"))
+
+
+def test_hybrid_sharding_all_reduces_each_units_shard_across_replicas():
+    """Llama 3 8B under FSDP2 HSDP on 32 H100s (shard groups of 8, one node; 4 replicas 8 ranks
+    apart), ZeRO-3, 4 micro-batches: each unit (32 blocks, then the root) is reduce-scattered over
+    its node and its shard all-reduced across the 4 replicas right after (foreach_reduce: the
+    all_reduce on the replicate group), unit by unit, not in Megatron's buckets."""
+    plan = Plan.for_era("pytorch-fsdp2-2024", dp=32, micro_batch=1, global_batch=128, zero_stage=3, recompute="none", shard_group_size=8)
+    r = evaluate_plan(LLAMA3_8B, LLAMA3_8B_DP32, plan_columns(plan), plan.dp_algorithm, ERAS[plan.stack])
+    grad = 4 if plan.grad_reduce_dtype == "fp32" else 2
+    root = 2 * 128256 * 4096 + 4096  # embedding and output layer (untied, config.json), final norm
+    blocks = LLAMA3_8B.params - root
+    per_micro_batch = sum(_seconds(LLAMA3_8B_DP32, "reduce_scatter", grad * nbytes, units, 8, 1.0)
+                          + _seconds(LLAMA3_8B_DP32, "all_reduce", grad * nbytes / 8, units, 4, 8.0) for nbytes, units in ((blocks, 32), (root, 1)))
+    report("Llama 3 8B FSDP2 HSDP 8 x 4: reduce wire a step, s", r["coll_dp_reduce_wire_s"], 4 * per_micro_batch)
+    assert r["coll_dp_reduce_wire_s"] == pytest.approx(4 * per_micro_batch, rel=1e-6)
+    assert r["coll_dp_reduce_sent_bytes"] == pytest.approx(4 * grad * LLAMA3_8B.params * (7 / 8 + 2 * 3 / 4 / 8), rel=1e-9)
+
+
+def test_hybrid_sharded_experts_all_reduce_across_their_replicas():
+    """DeepSeek-V3 under FSDP2 ZeRO-3 on 64 H100s, ep=8, shard groups of 16: the dense units shard
+    over 16 ranks with 4 replicas; each MoE layer's experts (this rank's 32 of 256) over the
+    expert-data-parallel group's 64 / 8 = 8 ranks, sharded over 16 / 8 = 2 of them (8 apart) with
+    4 replicas (16 apart), each shard all-reduced across them after its reduce-scatter."""
+    model, cluster = Model.get("deepseek-v3"), Cluster.get("dgx-h100", nodes=8)
+    plan = Plan.for_era("pytorch-fsdp2-2024", dp=64, ep=8, micro_batch=1, global_batch=256, zero_stage=3, recompute="full", shard_group_size=16)
+    r = evaluate_plan(model, cluster, plan_columns(plan), plan.dp_algorithm, ERAS[plan.stack])
+    grad = 4 if plan.grad_reduce_dtype == "fp32" else 2
+    routed = 58 * 256 * 3 * 7168 * 2048
+    root = 2 * 129280 * 7168 + 7168
+    dense = model.params - routed
+    expert = routed / 8
+    per_micro_batch = (_seconds(cluster, "reduce_scatter", grad * (dense - root), 61, 16, 1.0) + _seconds(cluster, "all_reduce", grad * (dense - root) / 16, 61, 4, 16.0)
+                       + _seconds(cluster, "reduce_scatter", grad * root, 1, 16, 1.0) + _seconds(cluster, "all_reduce", grad * root / 16, 1, 4, 16.0)
+                       + _seconds(cluster, "reduce_scatter", grad * expert, 58, 2, 8.0) + _seconds(cluster, "all_reduce", grad * expert / 2, 58, 4, 16.0))
+    report("DeepSeek-V3 FSDP2 HSDP ep=8: reduce wire a step, s", r["coll_dp_reduce_wire_s"], 4 * per_micro_batch)
+    assert r["coll_dp_reduce_wire_s"] == pytest.approx(4 * per_micro_batch, rel=1e-6)
+    sent = grad * (dense * (15 / 16 + 2 * 3 / 4 / 16) + expert * (1 / 2 + 2 * 3 / 4 / 2))
+    report("DeepSeek-V3 FSDP2 HSDP ep=8: bytes sent reducing a step", r["coll_dp_reduce_sent_bytes"], 4 * sent)
+    assert r["coll_dp_reduce_sent_bytes"] == pytest.approx(4 * sent, rel=1e-9)
+
+
+def test_experts_bytes_are_counted_over_the_expert_group():
+    """Megatron-Core's ZeRO-1 for DeepSeek-V3 on 64 H100s with ep=8: once a step the dense
+    gradients reduce-scatter over all 64 ranks ((63/64) of them sent) and the routed experts' over
+    the 8 expert-data-parallel ranks ((7/8) of this rank's 32 experts' gradients), then each
+    gathers its updated weights the same way."""
+    model, cluster = Model.get("deepseek-v3"), Cluster.get("dgx-h100", nodes=8)
+    plan = Plan.for_era("megatron-core-2024", dp=64, ep=8, micro_batch=1, global_batch=256, zero_stage=1, recompute="full")
+    r = evaluate_plan(model, cluster, plan_columns(plan), plan.dp_algorithm, ERAS[plan.stack])
+    grad = 4 if plan.grad_reduce_dtype == "fp32" else 2
+    routed = 58 * 256 * 3 * 7168 * 2048
+    dense, expert = model.params - routed, routed / 8
+    report("DeepSeek-V3 ZeRO-1 ep=8: bytes sent reducing a step", r["coll_dp_reduce_sent_bytes"], grad * (dense * 63 / 64 + expert * 7 / 8))
+    assert r["coll_dp_reduce_sent_bytes"] == pytest.approx(grad * (dense * 63 / 64 + expert * 7 / 8), rel=1e-9)
+    assert r["coll_dp_gather_sent_bytes"] == pytest.approx(2 * (dense * 63 / 64 + expert * 7 / 8), rel=1e-9)

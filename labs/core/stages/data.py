@@ -99,13 +99,16 @@ def _collective_prices(model, cluster, stack, p, q, dp_algorithm, xp) -> SimpleN
     scatters, gathers = xp.not_(z0), z1 | z2
     ar = bucketed("all_reduce", z0, grads, calls)
     rs, ag = bucketed("reduce_scatter", scatters, grads, calls, shard), bucketed("all_gather", gathers, weights_bytes, calls, shard)
-    across = bucketed("all_reduce", scatters, grads / shard, calls, replicas, s_cp * shard)
-    rs = _plus(rs, across)
+    # hybrid sharding: each reduced shard is then all-reduced across the replicas
+    rs = _plus(rs, bucketed("all_reduce", scatters, grads / shard, calls, replicas, s_cp * shard))
     dense_grads, dense_weights = grads, weights_bytes
+    expert_grads = expert_weights = 0.0
+    expert_replicas = d.expert_replicas = n / ep / expert_shard
     if model.experts:  # routed experts' gradients reduce over the expert-data-parallel group (n / ep ranks, tp x ep apart)
         expert_grads, expert_weights = d.expert_params * grad_bytes, d.expert_params * WEIGHT_BYTES
         ar = _plus(ar, bucketed("all_reduce", z0, expert_grads, calls, n / ep, s_cp * ep))
         rs = _plus(rs, bucketed("reduce_scatter", scatters, expert_grads, calls, expert_shard, s_cp * ep))
+        rs = _plus(rs, bucketed("all_reduce", scatters, expert_grads / expert_shard, calls, expert_replicas, s_cp * ep * expert_shard))
         ag = _plus(ag, bucketed("all_gather", gathers, expert_weights, calls, expert_shard, s_cp * ep))
         grads, weights_bytes = grads + expert_grads, weights_bytes + expert_weights
     # a pipeline rank holding no layer (first/last_stage_layers=0) still gathers what it holds, in one call
@@ -126,17 +129,23 @@ def _collective_prices(model, cluster, stack, p, q, dp_algorithm, xp) -> SimpleN
         # FSDP gathers and reduce-scatters each unit on its own (not in Megatron's buckets): a block's
         # dense parameters over the shard group, the root's last; an MoE layer's routed experts are a
         # unit of their own over the expert-data-parallel ranks (torchtitan's apply_fsdp: fully_shard
-        # of each block's moe.experts on the dp_shard_mod_ep mesh, then of the block).
+        # of each block's moe.experts on the dp_shard_mod_ep mesh, then of the block). Under hybrid
+        # sharding each unit's reduced shard is all-reduced across the replicas right after its
+        # reduce-scatter (FSDP1 _runtime_utils._reduce_grad: dist.all_reduce on _inter_node_pg;
+        # FSDP2 _fsdp_collectives.foreach_reduce: all_reduce on the replicate group), unit by unit.
+        def unit_reduce(nbytes, units, group, stride, unit_replicas):
+            scatter = bucketed("reduce_scatter", unit_rows, nbytes, units, group, stride)
+            return _plus(scatter, bucketed("all_reduce", unit_rows, nbytes / group, units, unit_replicas, stride * group))
+
         unit_ag = bucketed("all_gather", unit_rows, dense_weights - root_bytes, module_calls, shard)
-        unit_rs = bucketed("reduce_scatter", unit_rows, dense_grads - root_grads, module_calls, shard)
+        unit_rs = unit_reduce(dense_grads - root_grads, module_calls, shard, s_cp, replicas)
         if model.experts:
             expert_units = xp.maximum(layers * model.moe_share, 1.0)
             unit_ag = _plus(unit_ag, bucketed("all_gather", unit_rows, expert_weights, expert_units, expert_shard, s_cp * ep))
-            unit_rs = _plus(unit_rs, bucketed("reduce_scatter", unit_rows, expert_grads, expert_units, expert_shard, s_cp * ep))
-        root_rs = bucketed("reduce_scatter", unit_rows, root_grads, 1.0, shard)
+            unit_rs = _plus(unit_rs, unit_reduce(expert_grads, expert_units, expert_shard, s_cp * ep, expert_replicas))
+        root_rs = unit_reduce(root_grads, 1.0, shard, s_cp, replicas)
         root_rs_t = root_rs[0] + root_rs[1]
-        rs = (xp.where(unit_rows, unit_rs[0] + root_rs[0] + across[0], rs[0]),
-              xp.where(unit_rows, unit_rs[1] + root_rs[1] + across[1], rs[1]))
+        rs = xp.where(unit_rows, unit_rs[0] + root_rs[0], rs[0]), xp.where(unit_rows, unit_rs[1] + root_rs[1], rs[1])
         module_ag = unit_ag
     else:
         module_ag = bucketed("all_gather", unit_rows, weights_bytes, module_calls, shard)
@@ -156,7 +165,8 @@ def _collective_prices(model, cluster, stack, p, q, dp_algorithm, xp) -> SimpleN
     d.ar, d.rs, d.ag, d.module_ag, d.root_ag, d.root_rs_t = ar, rs, ag, module_ag, root_ag, root_rs_t
     d.scatters, d.gathers = scatters, gathers
     # what dp_traffic reads (the bytes sent and the collectives' counts: only the full outputs show them)
-    d.replicas, d.total_grads, d.total_weights, d.root_bytes = replicas, grads, weights_bytes, root_bytes
+    d.replicas, d.root_bytes = replicas, root_bytes
+    d.dense_grads, d.dense_weights, d.expert_grads, d.expert_weights = dense_grads, dense_weights, expert_grads, expert_weights
     d.root_unit, d.regather, d.unit_rows, d.expert_units = root_unit, regather, unit_rows, expert_units
     return d
 
@@ -232,20 +242,28 @@ def dp_traffic(p, d, xp) -> None:
     communication map's, which sweep() does not show."""
     n, shard, replicas, m, syncs = d.n, d.shard, d.replicas, p.m, d.syncs
     z0, z2, z3 = d.z0, d.z2, d.z3
-    grads, weights_bytes, root_bytes = d.total_grads, d.total_weights, d.root_bytes
+    dense_grads, dense_weights, root_bytes = d.dense_grads, d.dense_weights, d.root_bytes
+    expert_grads, expert_weights, expert_shard, expert_replicas = d.expert_grads, d.expert_weights, d.expert_shard, d.expert_replicas
     root_unit, regather, unit_rows, expert_units = d.root_unit, d.regather, d.unit_rows, d.expert_units
     unshards = m * p.forward_unshards  # FSDP's ZeRO-2 gathers a step (data_parallel_stage)
     calls, module_calls, z3_passes, per_parameter = d.calls, d.module_calls, d.z3_passes, d.per_parameter
+    # Each part over its own groups: the dense parameters over all n ranks (sharded over `shard`,
+    # replicated across the rest), the routed experts over the n / ep expert-data-parallel ranks.
+    expert_n = n / p.ep
     frac, sfrac = (n - 1) / n, (shard - 1) / shard
-    replica_sent = 2 * (replicas - 1) / replicas * grads / shard
+    expert_frac, expert_sfrac = (expert_n - 1) / expert_n, (expert_shard - 1) / expert_shard
+    replica_sent = (2 * (replicas - 1) / replicas * dense_grads / shard
+                    + 2 * (expert_replicas - 1) / expert_replicas * expert_grads / expert_shard)
     # bytes each GPU sends a step: the gradient reduction (once a step up to ZeRO-1, per
     # micro-batch from ZeRO-2) and the weight gathers (once a step, or twice per micro-batch at ZeRO-3)
-    d.reduce_sent = syncs * xp.where(z0, 2 * frac * grads, sfrac * grads + replica_sent)
+    d.reduce_sent = syncs * xp.where(z0, 2 * frac * dense_grads + 2 * expert_frac * expert_grads,
+                                     sfrac * dense_grads + expert_sfrac * expert_grads + replica_sent)
+    gathered = sfrac * dense_weights + expert_sfrac * expert_weights  # one gather of everything
     if root_unit:  # the root gathered once a micro-batch, the blocks once a pass; FSDP's ZeRO-2 all once an unshard
         once = xp.where(z2, unshards, 1.0) if regather else 1.0
-        d.gather_sent = xp.where(z0, 0.0, sfrac * xp.where(z3, ((weights_bytes - root_bytes) * z3_passes + root_bytes) * m, weights_bytes * once))
+        d.gather_sent = xp.where(z0, 0.0, xp.where(z3, (gathered * z3_passes - sfrac * root_bytes * (z3_passes - 1)) * m, gathered * once))
     else:
-        d.gather_sent = xp.where(z0, 0.0, sfrac * weights_bytes * xp.where(z3, z3_passes * m, 1.0))
+        d.gather_sent = xp.where(z0, 0.0, gathered * xp.where(z3, z3_passes * m, 1.0))
     d.sent = d.reduce_sent + d.gather_sent
     # Collectives a step, as data_parallel_stage prices them (the communication map reads these): Megatron's buckets,
     # DeepSpeed's parameters, or FSDP's units (the blocks' dense parameters, the MoE layers'
