@@ -31,8 +31,8 @@ OP_S = 10e-6  # eager PyTorch's host time an op (labs.core.eras.HOST_S_PER_OP)
 LAUNCH_S = 40 * OP_S  # eager PyTorch's 40 kernels a block
 # FSDP1's three per-parameter loops (#96958) and a Llama block's 9 parameters.
 WRITEBACK_S, UNSHARDED_VIEWS_S, SHARDED_VIEWS_S = 1.071e-3 / 400, 4.268e-3 / 400, 2.75e-3 / 400
-FSDP1_UNSHARD_S = 11 * OP_S + 9 * (4.268e-3 + 1.071e-3 + 2.75e-3) / 400  # 11 host ops + the three loops
-FSDP2_UNSHARD_S = 0.37e-3 + 9 * OP_S  # the all-gather + the reshard's 9 storage frees
+FSDP1_UNSHARD_RESHARD_S = 11 * OP_S + 9 * (4.268e-3 + 1.071e-3 + 2.75e-3) / 400  # 11 host ops + the three loops
+FSDP2_UNSHARD_RESHARD_S = 0.37e-3 + 9 * OP_S  # the all-gather + the reshard's 9 storage frees
 
 
 def _layer(model, cluster, plan, hooks=True):
@@ -40,6 +40,15 @@ def _layer(model, cluster, plan, hooks=True):
     if not hooks:
         stack = replace(stack, fsdp_s_per_unshard=0.0, fsdp_s_per_param=0.0, fsdp_kept_s_per_param=(0.0, 0.0), fsdp_kept_s_per_pass=0.0)
     return evaluate_plan(model, cluster, plan_columns(plan), plan.dp_algorithm, stack)
+
+
+def _check_block(r, label, forward_hooks, backward_hooks):
+    """A block's forward and backward on the H100 at 1,024 tokens: its launches (40 kernels a
+    pass, 2 passes' worth in the backward) and the hooks, which set the pace."""
+    report(f"{label} block forward on H100, s", r["layer_forward_s"], LAUNCH_S + forward_hooks)
+    report(f"{label} block backward on H100, s", r["layer_backward_s"], 2 * LAUNCH_S + backward_hooks)
+    assert r["layer_forward_s"] == pytest.approx(LAUNCH_S + forward_hooks)
+    assert r["layer_backward_s"] == pytest.approx(2 * LAUNCH_S + backward_hooks)
 
 
 def _mfu(r, model, cluster, plan):
@@ -54,16 +63,12 @@ def test_a_block_has_the_parameters_of_its_modules():
     assert block_parameters(model_terms(Model.get("deepseek-v3"))) == pytest.approx(7 + 2 + (3 * 3 + 58 * 7) / 61)
 
 
-@pytest.mark.parametrize("era, unshard", [("pytorch-fsdp1-2023", FSDP1_UNSHARD_S), ("pytorch-fsdp2-2024", FSDP2_UNSHARD_S)])
+@pytest.mark.parametrize("era, unshard", [("pytorch-fsdp1-2023", FSDP1_UNSHARD_RESHARD_S), ("pytorch-fsdp2-2024", FSDP2_UNSHARD_RESHARD_S)])
 def test_a_small_block_waits_for_the_hooks_in_both_passes_under_zero3(era, unshard):
     """A 1B block at 1,024 tokens on an H100 runs its GEMMs in about 0.2 ms: the host's launches and
     hooks set its pace. ZeRO-3 unshards for the forward and again for the backward."""
     plan = Plan.for_era(era, dp=8, micro_batch=1, global_batch=32, zero_stage=3, recompute="none")
-    r = _layer(LLAMA_1B, H100, plan)
-    report(f"{era} 1B block forward on H100, s", r["layer_forward_s"], LAUNCH_S + unshard)
-    report(f"{era} 1B block backward on H100, s", r["layer_backward_s"], 2 * LAUNCH_S + unshard)
-    assert r["layer_forward_s"] == pytest.approx(LAUNCH_S + unshard)
-    assert r["layer_backward_s"] == pytest.approx(2 * LAUNCH_S + unshard)
+    _check_block(_layer(LLAMA_1B, H100, plan), f"{era} 1B", unshard, unshard)
 
 
 @pytest.mark.parametrize("era, model, params, forward_hooks, backward_hooks", [
@@ -83,11 +88,7 @@ def test_zero2_hooks_split_between_the_forward_and_the_backward(era, model, para
     the block's parameters. A small block's backward waits for them (before: for nothing)."""
     assert block_parameters(model_terms(model)) == params
     plan = Plan.for_era(era, dp=8, micro_batch=1, global_batch=32, zero_stage=2, recompute="none")
-    r = _layer(model, H100, plan)
-    report(f"{era} ZeRO-2 {model.name} block forward on H100, s", r["layer_forward_s"], LAUNCH_S + forward_hooks)
-    report(f"{era} ZeRO-2 {model.name} block backward on H100, s", r["layer_backward_s"], 2 * LAUNCH_S + backward_hooks)
-    assert r["layer_forward_s"] == pytest.approx(LAUNCH_S + forward_hooks)
-    assert r["layer_backward_s"] == pytest.approx(2 * LAUNCH_S + backward_hooks)
+    _check_block(_layer(model, H100, plan), f"{era} ZeRO-2 {model.name}", forward_hooks, backward_hooks)
 
 
 @pytest.mark.parametrize("era, forward_hooks, backward_hooks", [
@@ -101,11 +102,7 @@ def test_zero2_hooks_split_between_the_forward_and_the_backward(era, model, para
 ])
 def test_zero2_under_no_sync_runs_the_unshard_hooks_as_often_as_it_gathers(era, forward_hooks, backward_hooks):
     plan = Plan.for_era(era, dp=8, micro_batch=1, global_batch=32, zero_stage=2, recompute="none", grad_sync="step")
-    r = _layer(LLAMA_1B, H100, plan)
-    report(f"{era} ZeRO-2 no_sync 1B block forward on H100, s", r["layer_forward_s"], LAUNCH_S + forward_hooks)
-    report(f"{era} ZeRO-2 no_sync 1B block backward on H100, s", r["layer_backward_s"], 2 * LAUNCH_S + backward_hooks)
-    assert r["layer_forward_s"] == pytest.approx(LAUNCH_S + forward_hooks)
-    assert r["layer_backward_s"] == pytest.approx(2 * LAUNCH_S + backward_hooks)
+    _check_block(_layer(LLAMA_1B, H100, plan), f"{era} ZeRO-2 no_sync 1B", forward_hooks, backward_hooks)
 
 
 def test_the_hooks_cost_a_small_model_on_h100_and_nothing_where_the_kernels_are_longer():

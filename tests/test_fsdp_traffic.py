@@ -318,3 +318,47 @@ def test_experts_bytes_are_counted_over_the_expert_group():
     report("DeepSeek-V3 ZeRO-1 ep=8: bytes sent reducing a step", r["coll_dp_reduce_sent_bytes"], grad * (dense * 63 / 64 + expert * 7 / 8))
     assert r["coll_dp_reduce_sent_bytes"] == pytest.approx(grad * (dense * 63 / 64 + expert * 7 / 8), rel=1e-9)
     assert r["coll_dp_gather_sent_bytes"] == pytest.approx(2 * (dense * 63 / 64 + expert * 7 / 8), rel=1e-9)
+
+
+def test_megatron_hybrid_sharded_buckets_all_reduce_across_replicas():
+    """Megatron-Core's distributed optimizer for DeepSeek-V3 on 64 H100s, ep=8, sharded over groups
+    of 16 (4 replicas): once a step each bucket (max(40M, 1M x dp) = 64M parameters, DDP's bucket)
+    is reduce-scattered over its 16 ranks and all-reduced across the 4 replicas; the routed
+    experts' in as many buckets over their 2-rank shard (8 apart) and its 4 replicas (16 apart)."""
+    import math
+
+    model, cluster = Model.get("deepseek-v3"), Cluster.get("dgx-h100", nodes=8)
+    plan = Plan.for_era("megatron-core-2024", dp=64, ep=8, micro_batch=1, global_batch=256, zero_stage=1, recompute="full", shard_group_size=16)
+    r = evaluate_plan(model, cluster, plan_columns(plan), plan.dp_algorithm, ERAS[plan.stack])
+    grad = 4 if plan.grad_reduce_dtype == "fp32" else 2
+    routed = 58 * 256 * 3 * 7168 * 2048
+    dense, expert = model.params - routed, routed / 8
+    buckets = math.ceil(dense / 64e6)
+    wire = (_seconds(cluster, "reduce_scatter", grad * dense, buckets, 16, 1.0) + _seconds(cluster, "all_reduce", grad * dense / 16, buckets, 4, 16.0)
+            + _seconds(cluster, "reduce_scatter", grad * expert, buckets, 2, 8.0) + _seconds(cluster, "all_reduce", grad * expert / 2, buckets, 4, 16.0))
+    report("DeepSeek-V3 Megatron ZeRO-1 16 x 4, ep=8: reduce wire a step, s", r["coll_dp_reduce_wire_s"], wire)
+    assert r["coll_dp_reduce_wire_s"] == pytest.approx(wire, rel=1e-6)
+    assert r["coll_dp_reduce_calls"] == 2 * buckets  # each bucket's reduce-scatter and its all-reduce
+
+
+def test_zero0_experts_all_reduce_over_their_group():
+    """Plain data parallelism (ZeRO-0) for DeepSeek-V3 on 64 H100s with ep=8: the dense gradients
+    all-reduce over all 64 ranks, 2 x 63/64 of them sent, the routed experts' over their 8
+    expert-data-parallel ranks, 2 x 7/8."""
+    model, cluster = Model.get("deepseek-v3"), Cluster.get("dgx-h100", nodes=8)
+    plan = Plan.for_era("megatron-core-2024", dp=64, ep=8, micro_batch=1, global_batch=256, zero_stage=0, recompute="full")
+    r = evaluate_plan(model, cluster, plan_columns(plan), plan.dp_algorithm, ERAS[plan.stack])
+    grad = 4 if plan.grad_reduce_dtype == "fp32" else 2
+    routed = 58 * 256 * 3 * 7168 * 2048
+    dense, expert = model.params - routed, routed / 8
+    sent = grad * (2 * 63 / 64 * dense + 2 * 7 / 8 * expert)
+    report("DeepSeek-V3 ZeRO-0 ep=8: bytes sent reducing a step", r["coll_dp_reduce_sent_bytes"], sent)
+    assert r["coll_dp_reduce_sent_bytes"] == pytest.approx(sent, rel=1e-9)
+
+
+def test_hybrid_shard_groups_hold_whole_expert_shards():
+    """Routed experts shard over shard_group_size / ep ranks (torchtitan's ParallelDims builds
+    dp_shard_mod_ep = dp_shard x cp / ep): a group that ep does not divide is refused by name."""
+    with pytest.raises(ValueError, match="shard_group_size must be a multiple of ep"):
+        Plan(dp=48, ep=8, global_batch=96, zero_stage=3, shard_group_size=12)
+    Plan(dp=48, ep=8, global_batch=96, zero_stage=3, shard_group_size=24)

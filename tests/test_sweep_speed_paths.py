@@ -207,7 +207,7 @@ def test_row_groups_differ_only_in_their_fields(key, cluster_key, nodes, batch, 
     model, cluster = Model.get(key), Cluster.get(cluster_key, nodes=nodes)
     choices, _ = _settings(cluster, era, {})
     space = _space(model, cluster, batch, choices, get_era(era))
-    groups = _row_groups(space)
+    groups = _row_groups(space, 0, len(space["tp"]))
     rows = np.stack([space[k] for k in SPACE_COLUMNS], 1).astype(float)
     zero_col = SPACE_COLUMNS.index("zero_stage")
     reps, index = groups.zero
@@ -238,7 +238,7 @@ def test_grouped_evaluation_equals_every_row(key, cluster_key, nodes, batch, era
     model, cluster = Model.get(key), Cluster.get(cluster_key, nodes=nodes)
     choices, options = _settings(cluster, era, dict(fixed))
     space = _space(model, cluster, batch, choices, get_era(era), options["cp_algorithm"])
-    cols, groups = _columns(space, options), _row_groups(space)
+    cols, groups = _columns(space, options), _row_groups(space, 0, len(space["tp"]))
     for brief in (True, False):
         plain = evaluate(model, cluster, cols, options["dp_algorithm"], stack_of(era), brief=brief)
         grouped = evaluate(model, cluster, cols, options["dp_algorithm"], stack_of(era), brief=brief, groups=groups)
@@ -282,3 +282,29 @@ def test_plan_space_keeps_whole_query_heads_per_ulysses_rank():
         validate(model, cluster, Plan(tp=row.tp, pp=row.pp, dp=row.dp, cp=row.cp, micro_batch=1, global_batch=64, recompute="full",
                                       sequence_parallel=row.sequence_parallel, schedule=row.schedule, virtual_stages=row.virtual_stages,
                                       cp_algorithm="ulysses"))
+
+
+def test_blocks_hold_whole_layouts(monkeypatch):
+    """sweep()'s blocks cover every row once, each of whole layouts and at most BLOCK_ROWS rows
+    unless a single layout has more; a space of 40,000-odd rows swept in blocks of ~5,000 gives the
+    frame it gives in one block."""
+    from labs.core import search
+
+    rng = np.random.default_rng(5)
+    for trial in range(100):
+        layout = np.repeat(np.arange(60), rng.integers(1, 400, 60))
+        limit = int(rng.integers(50, 3000))
+        monkeypatch.setattr(search, "BLOCK_ROWS", limit)
+        blocks = search._blocks(layout)
+        assert blocks[0][0] == 0 and blocks[-1][1] == len(layout) and all(a[1] == b[0] for a, b in zip(blocks, blocks[1:]))
+        for start, stop in blocks:
+            assert start == 0 or layout[start] != layout[start - 1], trial  # whole layouts
+            assert stop - start <= limit or layout[start] == layout[stop - 1], trial  # within the limit, or one layout
+    model, cluster = Model.get("deepseek-v3"), Cluster.get("h800-ib", nodes=32)
+    monkeypatch.setattr(search, "BLOCK_ROWS", 1 << 20)
+    whole = search.sweep(model, cluster, 1024)
+    monkeypatch.setattr(search, "BLOCK_ROWS", 5000)
+    space = search._space(model, cluster, 1024, search._settings(cluster, None, {})[0], None)
+    assert len(search._blocks(space["_layout"])) > 4
+    assert whole.equals(search.sweep(model, cluster, 1024))
+    print(f"{len(whole)} rows in {len(search._blocks(space['_layout']))} blocks: the same frame")

@@ -283,7 +283,7 @@ ERAS: dict[str, Era] = {
         fsdp_s_per_unshard=FSDP1_OPS_PER_UNSHARD * HOST_S_PER_OP, fsdp_s_per_param=FSDP1_S_PER_PARAM,
         fsdp_kept_s_per_param=FSDP1_KEPT_S_PER_PARAM, fsdp_kept_s_per_pass=FSDP1_KEPT_OPS_PER_PASS * HOST_S_PER_OP,
         fsdp_shard_bytes=FSDP1_SHARD_BYTES, fsdp_grad_bytes=FSDP1_GRAD_BYTES, fsdp_reshard_after_backward="reducing",
-        source="torch.distributed.fsdp (PyTorch 2.0-2.1): ShardingStrategy, transformer_auto_wrap_policy, "
+        source="torch.distributed.fsdp (PyTorch 2.1: its hooks after pytorch#98250): ShardingStrategy, transformer_auto_wrap_policy, "
                "limit_all_gathers, BackwardPrefetch.BACKWARD_PRE; meta-llama/llama-recipes; Dao-AILab/flash-attention 2.x"),
     # PyTorch FSDP2 / DTensor in 2024-25 (torchtitan): fully_shard per block (reshard_after_forward),
     # TP and SP as DTensor plans, AsyncTP under torch.compile, pipeline schedules from

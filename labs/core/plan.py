@@ -148,6 +148,9 @@ class Plan:
                 raise ValueError("shard_group_size needs zero_stage >= 1: it is the group the ZeRO/FSDP state is sharded over")
             if (self.dp * self.cp) % self.shard_group_size:
                 raise ValueError(f"shard_group_size must divide dp x cp = {self.dp * self.cp}, got {self.shard_group_size}")
+            if self.shard_group_size % self.ep:  # torchtitan's ParallelDims: the expert shard is dp_shard x cp / ep ranks
+                raise ValueError(f"shard_group_size must be a multiple of ep = {self.ep} (routed experts shard over shard_group_size / ep ranks), "
+                                 f"got {self.shard_group_size}")
         if (self.dp * self.cp) % self.ep:
             raise ValueError(f"ep must divide dp x cp = {self.dp * self.cp} (experts are spread over data-parallel ranks), got {self.ep}")
         if (self.first_stage_layers is not None or self.last_stage_layers is not None) and self.pp < 2:

@@ -123,7 +123,8 @@ def _space(model: Model, cluster: Cluster, global_batch: int, choices: dict, spe
     a micro-batch size, with a schedule) and the product keeps the rows that pass them all.
     No rule reads the ZeRO stage, so every row has a sibling at each ZeRO choice, the same but
     for it: `_zero_index` is a row's choice and `_zero_base` the row of its sibling at the first;
-    `_batch_key` numbers a row's layout, ZeRO stage and schedule (labs.core.search._row_groups)."""
+    `_layout` numbers a row's layout (its rows are consecutive) and `_batch_key` its layout, ZeRO
+    stage and schedule (labs.core.search._row_groups)."""
     n = cluster.gpus
     tps = [t for t in choices.get("tp", _divisors(n)) if model.heads % t == 0]
     pps = [p for p in choices.get("pp", _divisors(n)) if p <= model.layers and (not spec or p <= spec.max_pp)]
@@ -169,7 +170,7 @@ def _space(model: Model, cluster: Cluster, global_batch: int, choices: dict, spe
         "tp": t[li], "pp": p[li], "dp": dp[li], "cp": c[li], "ep": e[li], "micro_batch": mbs[mi], "zero_stage": zeros_[zi],
         "sequence_parallel": sps[si], "virtual_stages": sched_v[vi, 1], "global_batch": np.full(len(li), global_batch),
         "_recompute_code": rc_codes[ri], "_schedule_code": sched_v[vi, 0],
-        "_zero_index": zi, "_zero_base": np.arange(len(li)) - zi * same[li, mi], "_batch_key": (li * len(zeros_) + zi) * len(sched_v) + vi,
+        "_layout": li, "_zero_index": zi, "_zero_base": np.arange(len(li)) - zi * same[li, mi], "_batch_key": (li * len(zeros_) + zi) * len(sched_v) + vi,
     }
 
 
@@ -198,19 +199,20 @@ def _columns(space: dict, options: dict) -> dict:
 
 
 # Rows evaluated at once: a block's temporary columns stay at most half a megabyte each (65,536
-# float64 rows) however large the space.
+# float64 rows) however large the space, unless one layout has more rows.
 BLOCK_ROWS = 65_536
 SWEEP_OUTPUTS = ("memory_bytes", "step_time_s", "bubble_fraction", "model_flops", "hardware_flops", "dp_comm_s", "dp_exposed_latency_s")
 
 
-def _row_groups(space: dict) -> SimpleNamespace:
-    """Which of the space's rows differ only in a few fields (labs.core.step.evaluate's groups),
-    each as (a row of each group, every row's group): `zero`, only in the ZeRO stage (each row's
-    sibling at the first ZeRO choice stands for it); `batch`, only in the micro-batch size,
-    recompute and SP (rows of one layout, ZeRO stage and schedule)."""
-    first = space["_zero_index"] == 0
-    zero = (np.flatnonzero(first), (np.cumsum(first) - 1).take(space["_zero_base"])) if not first.all() else None
-    key = space["_batch_key"]
+def _row_groups(space: dict, start: int, stop: int) -> SimpleNamespace:
+    """Which of the space's rows start:stop (whole layouts) differ only in a few fields
+    (labs.core.step.evaluate's groups), each as (a row of each group, every row's group): `zero`,
+    only in the ZeRO stage (each row's sibling at the first ZeRO choice stands for it); `batch`,
+    only in the micro-batch size, recompute and SP (rows of one layout, ZeRO stage and schedule)."""
+    first = space["_zero_index"][start:stop] == 0
+    base = space["_zero_base"][start:stop] - start
+    zero = (np.flatnonzero(first), (np.cumsum(first) - 1).take(base)) if not first.all() else None
+    key = space["_batch_key"][start:stop]
     present = np.zeros(int(key.max()) + 1, dtype=bool)
     present[key] = True
     index = (np.cumsum(present) - 1).take(key)
@@ -220,16 +222,27 @@ def _row_groups(space: dict) -> SimpleNamespace:
     return SimpleNamespace(zero=zero, batch=(reps, index) if 2 * len(reps) < len(key) else None)
 
 
-def _evaluate_blocks(model: Model, cluster: Cluster, cols: dict, dp_algorithm: str, stack, groups=None) -> dict[str, np.ndarray]:
+def _blocks(layout: np.ndarray) -> list[tuple[int, int]]:
+    """(start, stop) of the blocks sweep() evaluates at once: whole layouts (whose rows hold every
+    group of _row_groups), as many as fit in BLOCK_ROWS rows (a larger layout alone)."""
+    rows = len(layout)
+    if rows <= BLOCK_ROWS:
+        return [(0, rows)]
+    cuts, last = [0], 0
+    for start in np.flatnonzero(layout[1:] != layout[:-1]).tolist() + [rows - 1]:
+        start += 1  # a layout's first row (the end, last)
+        if start - cuts[-1] > BLOCK_ROWS and last > cuts[-1]:
+            cuts.append(last)
+        last = start
+    return list(zip(cuts, cuts[1:] + [rows]))
+
+
+def _evaluate_blocks(model: Model, cluster: Cluster, cols: dict, dp_algorithm: str, stack, space: dict) -> dict[str, np.ndarray]:
     """The outputs sweep() shows of labs.core.step.evaluate over the plan columns, run on blocks
-    of equal size up to BLOCK_ROWS rows (with the rows' groups when one block holds them all)."""
-    rows = len(cols["tp"])
-    blocks = -(-rows // BLOCK_ROWS)
-    size = -(-rows // blocks)
-    groups = groups if blocks == 1 else None
-    outs = [evaluate(model, cluster, {k: v[start:start + size] for k, v in cols.items()}, dp_algorithm, stack, brief=True, groups=groups)
-            for start in range(0, rows, size)]
-    return {k: np.concatenate([out[k] for out in outs]) if blocks > 1 else outs[0][k] for k in SWEEP_OUTPUTS}
+    of whole layouts (_blocks), each with its rows' groups."""
+    outs = [evaluate(model, cluster, {k: v[start:stop] for k, v in cols.items()}, dp_algorithm, stack, brief=True,
+                     groups=_row_groups(space, start, stop)) for start, stop in _blocks(space["_layout"])]
+    return {k: np.concatenate([out[k] for out in outs]) if len(outs) > 1 else outs[0][k] for k in SWEEP_OUTPUTS}
 
 
 def _best_first(fits: np.ndarray, step: np.ndarray) -> tuple[np.ndarray, int]:
@@ -283,7 +296,7 @@ def sweep(model: Model, cluster: Cluster, global_batch: int, era: str | None = N
     if len(space["tp"]) == 0:
         raise ValueError(f"no valid plan for {model.name} on {cluster.gpus} GPUs with global_batch={global_batch} and {fixed}")
     cols = _columns(space, options)
-    out = _evaluate_blocks(model, cluster, cols, options["dp_algorithm"], stack_of(era), _row_groups(space))
+    out = _evaluate_blocks(model, cluster, cols, options["dp_algorithm"], stack_of(era), space)
     gpus, peak = cluster.gpus, peak_flops(cluster.gpu, options["precision"])
     fits = out["memory_bytes"] <= cluster.gpu.hbm_bytes
     order, fitting = _best_first(fits, out["step_time_s"])

@@ -55,9 +55,9 @@ def _rank_params(layers, first, last, pp, tp, ep, model, xp):
 
 def data_parallel_stage(model, cluster, stack, p, q, dp_algorithm, xp, groups=None) -> SimpleNamespace:
     """Reduce and gather seconds (wire and exposed), bytes sent, and the collectives' counts.
-    groups (numpy rows only): (each group's first row, every row's group) of rows that differ
-    only in the terms of the micro-batch size, recompute and SP (stages.inputs.BATCH_TERMS), on
-    which no collective's price depends: they are priced once per group."""
+    groups (numpy rows only): (a row of each group, every row's group) of rows that differ only
+    in the terms of the micro-batch size, recompute and SP (stages.inputs.BATCH_TERMS), on which
+    no collective's price depends: they are priced once per group."""
     if groups is None:
         d = _collective_prices(model, cluster, stack, p, q, dp_algorithm, xp)
     else:
@@ -103,12 +103,14 @@ def _collective_prices(model, cluster, stack, p, q, dp_algorithm, xp) -> SimpleN
     rs = _plus(rs, bucketed("all_reduce", scatters, grads / shard, calls, replicas, s_cp * shard))
     dense_grads, dense_weights = grads, weights_bytes
     expert_grads = expert_weights = 0.0
+    expert_rs = (0.0, 0.0)
     expert_replicas = d.expert_replicas = n / ep / expert_shard
     if model.experts:  # routed experts' gradients reduce over the expert-data-parallel group (n / ep ranks, tp x ep apart)
         expert_grads, expert_weights = d.expert_params * grad_bytes, d.expert_params * WEIGHT_BYTES
         ar = _plus(ar, bucketed("all_reduce", z0, expert_grads, calls, n / ep, s_cp * ep))
-        rs = _plus(rs, bucketed("reduce_scatter", scatters, expert_grads, calls, expert_shard, s_cp * ep))
-        rs = _plus(rs, bucketed("all_reduce", scatters, expert_grads / expert_shard, calls, expert_replicas, s_cp * ep * expert_shard))
+        expert_rs = _plus(bucketed("reduce_scatter", scatters, expert_grads, calls, expert_shard, s_cp * ep),
+                          bucketed("all_reduce", scatters, expert_grads / expert_shard, calls, expert_replicas, s_cp * ep * expert_shard))
+        rs = _plus(rs, expert_rs)
         ag = _plus(ag, bucketed("all_gather", gathers, expert_weights, calls, expert_shard, s_cp * ep))
         grads, weights_bytes = grads + expert_grads, weights_bytes + expert_weights
     # a pipeline rank holding no layer (first/last_stage_layers=0) still gathers what it holds, in one call
@@ -160,10 +162,14 @@ def _collective_prices(model, cluster, stack, p, q, dp_algorithm, xp) -> SimpleN
         # the host 2 ops per rank of the group, every call: linear in the number of GPUs.
         host = 2 * shard * stack.cpu_s_per_kernel
         module_ag = (module_ag[0] + module_calls * host, module_ag[1])
-        param_rs = bucketed("reduce_scatter", z3, grads, module_calls, shard)
+        # (the dense parameters one by one over the shard group, then across any replicas; the
+        # routed experts as in buckets, over their own group)
+        param_rs = _plus(bucketed("reduce_scatter", z3, dense_grads, module_calls, shard),
+                         bucketed("all_reduce", z3, dense_grads / shard, module_calls, replicas, s_cp * shard))
+        param_rs = _plus(param_rs, expert_rs)
         rs = xp.where(zero == 3, param_rs[0] + module_calls * host, rs[0]), xp.where(zero == 3, param_rs[1], rs[1])
     d.ar, d.rs, d.ag, d.module_ag, d.root_ag, d.root_rs_t = ar, rs, ag, module_ag, root_ag, root_rs_t
-    d.scatters, d.gathers = scatters, gathers
+    d.gathers = gathers
     # what dp_traffic reads (the bytes sent and the collectives' counts: only the full outputs show them)
     d.replicas, d.root_bytes = replicas, root_bytes
     d.dense_grads, d.dense_weights, d.expert_grads, d.expert_weights = dense_grads, dense_weights, expert_grads, expert_weights
@@ -267,13 +273,15 @@ def dp_traffic(p, d, xp) -> None:
     d.sent = d.reduce_sent + d.gather_sent
     # Collectives a step, as data_parallel_stage prices them (the communication map reads these): Megatron's buckets,
     # DeepSpeed's parameters, or FSDP's units (the blocks' dense parameters, the MoE layers'
-    # experts and the root, each gathered per unshard and reduce-scattered per reduction).
+    # experts and the root, each gathered per unshard and reduce-scattered per reduction); under
+    # hybrid sharding each reduce-scatter is followed by its all-reduce across the replicas.
+    across, expert_across = 1.0 + xp.where(replicas > 1, 1.0, 0.0), 1.0 + xp.where(expert_replicas > 1, 1.0, 0.0)
     if root_unit:
         units = module_calls + expert_units + 1.0
-        d.reduce_calls = syncs * xp.where(unit_rows, units, calls)
+        d.reduce_calls = syncs * xp.where(unit_rows, (module_calls + 1.0) * across + expert_units * expert_across, calls * across)
         zero2_gathers = xp.where(z2, unshards * units, calls) if regather else calls
         d.gather_calls = xp.where(z3, m * (z3_passes * (module_calls + expert_units) + 1.0), zero2_gathers)
     else:
-        d.reduce_calls = syncs * xp.where(z3 & per_parameter, module_calls, calls)
+        d.reduce_calls = syncs * xp.where(z3 & per_parameter, module_calls, calls) * xp.where(z0, 1.0, across)
         d.gather_calls = xp.where(z3, z3_passes * m * module_calls, calls)
 

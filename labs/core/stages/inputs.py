@@ -44,7 +44,8 @@ def flops_per_sequence(model, p, xp):
 
 
 # The terms read_plan derives from the ZeRO stage, and from the micro-batch size, recompute and
-# sequence parallelism: rows that differ only in those plan fields differ only in these.
+# sequence parallelism (tp_overlap too: sweep() turns TP overlap on wherever SP is): rows that
+# differ only in those plan fields differ only in these.
 ZERO_TERMS = ("zero", "reduce_each_mb", "syncs", "forward_unshards")
 BATCH_TERMS = ("b", "m", "rc", "sp", "tp_overlap", "syncs", "forward_unshards", "tokens", "full", "redo")
 

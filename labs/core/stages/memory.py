@@ -63,8 +63,7 @@ def rank_activations(model, p, layer, q, per_layer, xp):
     """Bytes of activations the first, a middle and the last pipeline rank hold (stacked:
     labs.core.stages.xp), from a layer's per micro-batch (`per_layer`: layer_activations) and
     the micro-batches each holds in flight under its schedule; no ZeRO term enters them."""
-    stored = xp.where(p.flash & (p.rc == _NONE), _SELECTIVE, p.rc)
-    return xp.each(_rank_activations, q.layers_r, q.last_r, q.rank_index, q.pass_share, model, p, per_layer, stored, layer.written, xp)
+    return xp.each(_rank_activations, q.layers_r, q.last_r, q.rank_index, q.pass_share, model, p, per_layer, _stored(p, xp), layer.written, xp)
 
 
 def _rank_activations(layers, last, rank, share, model, p, per_layer, stored, working, xp):
@@ -76,6 +75,12 @@ def _rank_activations(layers, last, rank, share, model, p, per_layer, stored, wo
     return activations + last * p.b * p.s * model.vocab * 4 / p.tp  # fp32 logits of the micro-batch in flight
 
 
+def _stored(p, xp):
+    """What a layer keeps for its backward, as a recompute mode: flash attention keeps no s x s
+    scores, so without recompute it keeps what selective recompute does."""
+    return xp.where(p.flash & (p.rc == _NONE), _SELECTIVE, p.rc)
+
+
 def _state_and_activations(w_mem, g_mem, o_mem, activations):
     return w_mem + g_mem + o_mem + activations
 
@@ -84,7 +89,7 @@ def layer_activations(model, p, written, xp):
     """Bytes of activations one layer keeps per micro-batch for its backward, from what its
     forward writes (`written`: everything, flash attention's s x s aside; labs.core.stages.compute)."""
     tp, s, b, sp = p.tp, p.s, p.b, p.sp
-    stored = xp.where(p.flash & (p.rc == _NONE), _SELECTIVE, p.rc)
+    stored = _stored(p, xp)
     per_layer = layer_activation_columns(model, s, b, tp, sp, stored, xp)
     fp8_saved = fp8_activation_savings(model, s, b, tp, sp, xp)
     per_layer = per_layer - xp.where(p.fp8 & (stored == _NORMS_UP), fp8_norms_up_proj_savings(model, s, b, tp, xp),
@@ -93,25 +98,25 @@ def layer_activations(model, p, written, xp):
     return xp.where(p.full, p.redo * per_layer + (1 - p.redo) * kept_whole, per_layer)  # layers a block recompute leaves out keep everything
 
 
-def memory_stage(model, cluster, dp_algorithm, p, q, d, tpcp, rank_activations, xp) -> SimpleNamespace:
+def memory_stage(model, cluster, dp_algorithm, p, q, d, tpcp, held, xp) -> SimpleNamespace:
     """Weights, gradients, optimizer state, activations and buffers on the busiest rank, and the
     first, a middle and the last rank's state and activations (rank_total, rank_activations: the
-    stage totals of stage_memory); `rank_activations` from the function of that name."""
+    stage totals of stage_memory); `held`: the ranks' activations (rank_activations)."""
     tp = p.tp
     rank_index = q.rank_index  # the first, a middle and the last rank (stages.pipe)
     w_mem, g_mem, o_mem = xp.each(_rank_state, d.rank_dense, d.rank_expert, d.rank_params, model, p, d, xp)
-    rank_total = xp.each(_state_and_activations, w_mem, g_mem, o_mem, rank_activations)
+    rank_total = xp.each(_state_and_activations, w_mem, g_mem, o_mem, held)
     busiest = xp.argmax(rank_total)
     r = SimpleNamespace()
     r.busiest_rank = xp.pick(rank_index, busiest)
-    r.weights, r.gradients, r.optimizer, r.activations = (xp.pick(x, busiest) for x in (w_mem, g_mem, o_mem, rank_activations))
+    r.weights, r.gradients, r.optimizer, r.activations = (xp.pick(x, busiest) for x in (w_mem, g_mem, o_mem, held))
     computed = r.weights + r.gradients + r.optimizer + r.activations
     communicators = sum(xp.where(x > 1, 1.0, 0.0) for x in (tp, p.pp, p.dp, p.cp))
     nvls = float(bool(cluster.intra.nvls_bytes_per_s) and dp_algorithm in ("auto", "nvls"))
     r.buffers = (CUDA_CONTEXT_BYTES + communicators * NCCL_COMMUNICATOR_BYTES + nvls * NCCL_NVLS_BYTES * xp.where((tp > 1) | (p.dp > 1), 1.0, 0.0)
                  + xp.where(tpcp.overlap, TP_OVERLAP_BUFFERS * p.tokens * model.hidden * ACTIVATION_BYTES, 0.0) + FRAGMENTATION * r.activations)
     r.total = computed + r.buffers
-    r.rank_total, r.rank_activations = rank_total, rank_activations
+    r.rank_total, r.rank_activations = rank_total, held
     return r
 
 
