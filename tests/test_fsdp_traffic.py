@@ -264,6 +264,19 @@ def _seconds(cluster, op, nbytes, calls, group, stride):
     return calls * sum(float(x) for x in collective_columns(op, nbytes / calls, cluster, group, stride, "auto"))
 
 
+DEEPSEEK_CLUSTER = Cluster.get("dgx-h100", nodes=8)
+DEEPSEEK_ROUTED = 58 * 256 * 3 * 7168 * 2048  # config.json: 58 MoE layers of 256 routed experts of 3 x 7168 x 2048
+
+
+def _deepseek_on_64(era, **fields):
+    """DeepSeek-V3 on 64 H100s with ep=8 (dp 64, 4 micro-batches): the plan's outputs, its
+    gradients' bytes a parameter, and one rank's dense and routed-expert (32 of 256) parameters."""
+    model = Model.get("deepseek-v3")
+    plan = Plan.for_era(era, dp=64, ep=8, micro_batch=1, global_batch=256, recompute="full", **fields)
+    r = evaluate_plan(model, DEEPSEEK_CLUSTER, plan_columns(plan), plan.dp_algorithm, ERAS[plan.stack])
+    return r, 4 if plan.grad_reduce_dtype == "fp32" else 2, model.params - DEEPSEEK_ROUTED, DEEPSEEK_ROUTED / 8
+
+
 def test_hybrid_sharding_all_reduces_each_units_shard_across_replicas():
     """Llama 3 8B under FSDP2 HSDP on 32 H100s (shard groups of 8, one node; 4 replicas 8 ranks
     apart), ZeRO-3, 4 micro-batches: each unit (32 blocks, then the root) is reduce-scattered over
@@ -286,14 +299,8 @@ def test_hybrid_sharded_experts_all_reduce_across_their_replicas():
     over 16 ranks with 4 replicas; each MoE layer's experts (this rank's 32 of 256) over the
     expert-data-parallel group's 64 / 8 = 8 ranks, sharded over 16 / 8 = 2 of them (8 apart) with
     4 replicas (16 apart), each shard all-reduced across them after its reduce-scatter."""
-    model, cluster = Model.get("deepseek-v3"), Cluster.get("dgx-h100", nodes=8)
-    plan = Plan.for_era("pytorch-fsdp2-2024", dp=64, ep=8, micro_batch=1, global_batch=256, zero_stage=3, recompute="full", shard_group_size=16)
-    r = evaluate_plan(model, cluster, plan_columns(plan), plan.dp_algorithm, ERAS[plan.stack])
-    grad = 4 if plan.grad_reduce_dtype == "fp32" else 2
-    routed = 58 * 256 * 3 * 7168 * 2048
-    root = 2 * 129280 * 7168 + 7168
-    dense = model.params - routed
-    expert = routed / 8
+    r, grad, dense, expert = _deepseek_on_64("pytorch-fsdp2-2024", zero_stage=3, shard_group_size=16)
+    cluster, root = DEEPSEEK_CLUSTER, 2 * 129280 * 7168 + 7168
     per_micro_batch = (_seconds(cluster, "reduce_scatter", grad * (dense - root), 61, 16, 1.0) + _seconds(cluster, "all_reduce", grad * (dense - root) / 16, 61, 4, 16.0)
                        + _seconds(cluster, "reduce_scatter", grad * root, 1, 16, 1.0) + _seconds(cluster, "all_reduce", grad * root / 16, 1, 4, 16.0)
                        + _seconds(cluster, "reduce_scatter", grad * expert, 58, 2, 8.0) + _seconds(cluster, "all_reduce", grad * expert / 2, 58, 4, 16.0))
@@ -309,12 +316,7 @@ def test_experts_bytes_are_counted_over_the_expert_group():
     gradients reduce-scatter over all 64 ranks ((63/64) of them sent) and the routed experts' over
     the 8 expert-data-parallel ranks ((7/8) of this rank's 32 experts' gradients), then each
     gathers its updated weights the same way."""
-    model, cluster = Model.get("deepseek-v3"), Cluster.get("dgx-h100", nodes=8)
-    plan = Plan.for_era("megatron-core-2024", dp=64, ep=8, micro_batch=1, global_batch=256, zero_stage=1, recompute="full")
-    r = evaluate_plan(model, cluster, plan_columns(plan), plan.dp_algorithm, ERAS[plan.stack])
-    grad = 4 if plan.grad_reduce_dtype == "fp32" else 2
-    routed = 58 * 256 * 3 * 7168 * 2048
-    dense, expert = model.params - routed, routed / 8
+    r, grad, dense, expert = _deepseek_on_64("megatron-core-2024", zero_stage=1)
     report("DeepSeek-V3 ZeRO-1 ep=8: bytes sent reducing a step", r["coll_dp_reduce_sent_bytes"], grad * (dense * 63 / 64 + expert * 7 / 8))
     assert r["coll_dp_reduce_sent_bytes"] == pytest.approx(grad * (dense * 63 / 64 + expert * 7 / 8), rel=1e-9)
     assert r["coll_dp_gather_sent_bytes"] == pytest.approx(2 * (dense * 63 / 64 + expert * 7 / 8), rel=1e-9)
@@ -327,13 +329,9 @@ def test_megatron_hybrid_sharded_buckets_all_reduce_across_replicas():
     experts' in as many buckets over their 2-rank shard (8 apart) and its 4 replicas (16 apart)."""
     import math
 
-    model, cluster = Model.get("deepseek-v3"), Cluster.get("dgx-h100", nodes=8)
-    plan = Plan.for_era("megatron-core-2024", dp=64, ep=8, micro_batch=1, global_batch=256, zero_stage=1, recompute="full", shard_group_size=16)
-    r = evaluate_plan(model, cluster, plan_columns(plan), plan.dp_algorithm, ERAS[plan.stack])
-    grad = 4 if plan.grad_reduce_dtype == "fp32" else 2
-    routed = 58 * 256 * 3 * 7168 * 2048
-    dense, expert = model.params - routed, routed / 8
+    r, grad, dense, expert = _deepseek_on_64("megatron-core-2024", zero_stage=1, shard_group_size=16)
     buckets = math.ceil(dense / 64e6)
+    cluster = DEEPSEEK_CLUSTER
     wire = (_seconds(cluster, "reduce_scatter", grad * dense, buckets, 16, 1.0) + _seconds(cluster, "all_reduce", grad * dense / 16, buckets, 4, 16.0)
             + _seconds(cluster, "reduce_scatter", grad * expert, buckets, 2, 8.0) + _seconds(cluster, "all_reduce", grad * expert / 2, buckets, 4, 16.0))
     report("DeepSeek-V3 Megatron ZeRO-1 16 x 4, ep=8: reduce wire a step, s", r["coll_dp_reduce_wire_s"], wire)
@@ -345,12 +343,7 @@ def test_zero0_experts_all_reduce_over_their_group():
     """Plain data parallelism (ZeRO-0) for DeepSeek-V3 on 64 H100s with ep=8: the dense gradients
     all-reduce over all 64 ranks, 2 x 63/64 of them sent, the routed experts' over their 8
     expert-data-parallel ranks, 2 x 7/8."""
-    model, cluster = Model.get("deepseek-v3"), Cluster.get("dgx-h100", nodes=8)
-    plan = Plan.for_era("megatron-core-2024", dp=64, ep=8, micro_batch=1, global_batch=256, zero_stage=0, recompute="full")
-    r = evaluate_plan(model, cluster, plan_columns(plan), plan.dp_algorithm, ERAS[plan.stack])
-    grad = 4 if plan.grad_reduce_dtype == "fp32" else 2
-    routed = 58 * 256 * 3 * 7168 * 2048
-    dense, expert = model.params - routed, routed / 8
+    r, grad, dense, expert = _deepseek_on_64("megatron-core-2024", zero_stage=0)
     sent = grad * (2 * 63 / 64 * dense + 2 * 7 / 8 * expert)
     report("DeepSeek-V3 ZeRO-0 ep=8: bytes sent reducing a step", r["coll_dp_reduce_sent_bytes"], sent)
     assert r["coll_dp_reduce_sent_bytes"] == pytest.approx(sent, rel=1e-9)
