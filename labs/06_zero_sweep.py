@@ -454,8 +454,8 @@ def _(fit_act, fit_committed, fit_gpu, fit_n):
         f"""
     ### Hybrid sharding (HSDP): shard inside a group, replicate across groups
 
-    ZeRO-3 over all {_dp} GPUs gathers every layer's weights from {_dp} ranks on {_dp // _node} servers. PyTorch FSDP's
-    `HYBRID_SHARD` (the engine's `Plan.shard_group_size`) shards over a group of {_group} GPUs, the fewest whole servers
+    ZeRO-3 over all {_dp} GPUs gathers every layer's weights from {_dp} ranks on {_dp // _node} servers. Hybrid sharding
+    (PyTorch FSDP's `HYBRID_SHARD`, DeepSpeed's MiCS; the engine's `Plan.shard_group_size`) shards over a group of {_group} GPUs, the fewest whole servers
     that fit {MODELS[FIT_MODEL].name}, and keeps {_dp // _group} replicas of that group: the gathers span {_group} GPUs, and
     the gradients are reduce-scattered in the group and all-reduced across replicas. The price is memory: each GPU holds
     {_rows[1]['model_state'] / GB:,.1f} GB of model state against {_rows[0]['model_state'] / GB:,.1f} GB under full sharding. Replicas also make silent-corruption checks possible (Lab 10): a hash of a
