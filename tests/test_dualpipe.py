@@ -186,3 +186,34 @@ def test_sweep_and_estimate_price_dualpipe_alike():
         assert e.step_time_s == pytest.approx(row.step_time_s, rel=1e-12)
         assert e.memory.total == pytest.approx(row.memory_bytes, rel=1e-12)
     assert "dualpipe" not in set(sweep(model, cluster, global_batch=96, tp=[8], pp=[4], cp=[1])["schedule"])
+
+
+def test_each_chunk_sums_its_gradients_with_its_mirror_copy():
+    """example_dualpipe.py adds each chunk's gradient to the mirror rank's copy of that stage. Llama
+    2 7B (config.json: 32 layers of 202,383,360 parameters, 32,000 x 4,096 embedding and output
+    layer, untied) on PP 4 x DP 2 of one DGX H100, ZeRO-1, bf16 gradients: rank 0 holds stages 0
+    and 3 (16 layers, the embedding and the output layer), its mirror is rank 3, 3 stages x 2 GPUs =
+    6 GPUs away. After the DP reduce-scatter over 2 ranks, its half of the gradient is all-reduced
+    with rank 3's, in the same buckets (max(40M, 1M x dp) = 40M parameters each)."""
+    import math
+
+    from labs.core.plan import plan_columns as columns
+    from labs.core.step import evaluate_plan
+    from labs.core.topology import collective_columns
+
+    model, cluster = Model.get("llama2-7b"), Cluster.get("dgx-h100", nodes=1)
+    plan = Plan(pp=4, dp=2, micro_batch=1, global_batch=16, schedule="dualpipe", zero_stage=1, grad_reduce_dtype="bf16")
+    r = evaluate_plan(model, cluster, columns(plan), plan.dp_algorithm, stack_of(None))
+    params = 16 * 202_383_360 + 2 * 32_000 * 4_096
+    grads, buckets = 2 * params, math.ceil(params / 40e6)
+
+    def wire(op, nbytes, group, stride):
+        return buckets * sum(float(x) for x in collective_columns(op, nbytes / buckets, cluster, group, stride, plan.dp_algorithm))
+
+    expected = wire("reduce_scatter", grads, 2, 1.0) + wire("all_reduce", grads / 2, 2, 6.0)
+    report("Llama 2 7B DualPipe PP4 x DP2: reduce wire a step, s", r["coll_dp_reduce_wire_s"], expected)
+    assert r["coll_dp_reduce_wire_s"] == pytest.approx(expected, rel=1e-9)
+    assert r["coll_dp_reduce_sent_bytes"] == pytest.approx(grads / 2 + grads / 2, rel=1e-12)  # half the gradient out, then the pair's 2 x 1/2
+    assert r["coll_dp_reduce_calls"] == 2 * buckets
+    one_f_one_b = evaluate_plan(model, cluster, columns(replace(plan, schedule="1f1b")), plan.dp_algorithm, stack_of(None))
+    assert one_f_one_b["coll_dp_reduce_calls"] == math.ceil((8 * 202_383_360 + 32_000 * 4_096) / 40e6)  # one chunk, no mirror

@@ -12,11 +12,13 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from labs.core.memory import WEIGHT_BYTES
+from labs.core.pipeline import SCHEDULES
 from labs.core.stages.inputs import BATCH_TERMS
 from labs.core.stages.parallel import NCCL_COLLECTIVE_SMS, overlap_contention
 from labs.core.stages.xp import at_rows, spread_groups
 from labs.core.topology import collective_columns
 
+_DUALPIPE = SCHEDULES.index("dualpipe")
 # Megatron-LM's DDP bucket: max(40M, 1M x dp) parameters (DistributedDataParallelConfig).
 MEGATRON_BUCKET_PARAMS = 40_000_000
 # ZeRO-3's all-gathers per layer and pass (labs.core.eras.Era.zero3_unit). DeepSpeed's stage 3
@@ -61,7 +63,7 @@ def data_parallel_stage(model, cluster, stack, p, q, dp_algorithm, xp, groups=No
     if groups is None:
         d = _collective_prices(model, cluster, stack, p, q, dp_algorithm, xp)
     else:
-        ranks = at_rows(q, groups, only=("layers_r", "first_r", "last_r"))
+        ranks = at_rows(q, groups, only=("layers_r", "first_r", "last_r", "rank_index"))
         d = spread_groups(_collective_prices(model, cluster, stack, at_rows(p, groups, BATCH_TERMS), ranks, dp_algorithm, xp), groups)
     return _exposed(cluster, p, q, d, xp)
 
@@ -168,6 +170,17 @@ def _collective_prices(model, cluster, stack, p, q, dp_algorithm, xp) -> SimpleN
                          bucketed("all_reduce", z3, dense_grads / shard, module_calls, replicas, s_cp * shard))
         param_rs = _plus(param_rs, expert_rs)
         rs = xp.where(zero == 3, param_rs[0] + module_calls * host, rs[0]), xp.where(zero == 3, param_rs[1], rs[1])
+    # DualPipe: a rank's two chunks are copies of the stages its mirror rank (p - 1 - r) holds too
+    # (deepseek-ai/DualPipe examples/example_dualpipe.py adds each chunk's gradient to its mirror's
+    # copy): once reduced over the DP group, each shard is all-reduced with the mirror's, 2 ranks
+    # (p - 1 - 2r) stages apart, as hybrid sharding's replicas are.
+    dual = p.sched == _DUALPIPE
+    d.mirror_bytes = mirror_bytes = xp.where(dual, xp.where(z0, grads, dense_grads / shard + expert_grads / expert_shard), 0.0)
+    rank = xp.pick(q.rank_index, heaviest)
+    mirror_stride = xp.maximum(p.pp - 1 - 2 * rank, 1.0) * p.stride["pp"]
+    mirror = xp.only_if(dual, bucketed, ("all_reduce", dual, mirror_bytes, calls, 2.0, mirror_stride), (0.0, 0.0))
+    ar = xp.where(z0, ar[0] + mirror[0], ar[0]), xp.where(z0, ar[1] + mirror[1], ar[1])
+    rs = xp.where(z0, rs[0], rs[0] + mirror[0]), xp.where(z0, rs[1], rs[1] + mirror[1])
     d.ar, d.rs, d.ag, d.module_ag, d.root_ag, d.root_rs_t = ar, rs, ag, module_ag, root_ag, root_rs_t
     d.gathers = gathers
     # what dp_traffic reads (the bytes sent and the collectives' counts: only the full outputs show them)
@@ -262,8 +275,9 @@ def dp_traffic(p, d, xp) -> None:
                     + 2 * (expert_replicas - 1) / expert_replicas * expert_grads / expert_shard)
     # bytes each GPU sends a step: the gradient reduction (once a step up to ZeRO-1, per
     # micro-batch from ZeRO-2) and the weight gathers (once a step, or twice per micro-batch at ZeRO-3)
-    d.reduce_sent = syncs * xp.where(z0, 2 * frac * dense_grads + 2 * expert_frac * expert_grads,
-                                     sfrac * dense_grads + expert_sfrac * expert_grads + replica_sent)
+    d.reduce_sent = syncs * (xp.where(z0, 2 * frac * dense_grads + 2 * expert_frac * expert_grads,
+                                      sfrac * dense_grads + expert_sfrac * expert_grads + replica_sent)
+                             + d.mirror_bytes)  # DualPipe's pair all-reduce sends 2 x 1/2 of its bytes
     gathered = sfrac * dense_weights + expert_sfrac * expert_weights  # one gather of everything
     if root_unit:  # the root gathered once a micro-batch, the blocks once a pass; FSDP's ZeRO-2 all once an unshard
         once = xp.where(z2, unshards, 1.0) if regather else 1.0
@@ -274,7 +288,8 @@ def dp_traffic(p, d, xp) -> None:
     # Collectives a step, as data_parallel_stage prices them (the communication map reads these): Megatron's buckets,
     # DeepSpeed's parameters, or FSDP's units (the blocks' dense parameters, the MoE layers'
     # experts and the root, each gathered per unshard and reduce-scattered per reduction); under
-    # hybrid sharding each reduce-scatter is followed by its all-reduce across the replicas.
+    # hybrid sharding each reduce-scatter is followed by its all-reduce across the replicas, and
+    # under DualPipe each bucket by its all-reduce with the mirror rank's.
     across, expert_across = 1.0 + xp.where(replicas > 1, 1.0, 0.0), 1.0 + xp.where(expert_replicas > 1, 1.0, 0.0)
     if root_unit:
         units = module_calls + expert_units + 1.0
@@ -284,4 +299,5 @@ def dp_traffic(p, d, xp) -> None:
     else:
         d.reduce_calls = syncs * xp.where(z3 & per_parameter, module_calls, calls) * xp.where(z0, 1.0, across)
         d.gather_calls = xp.where(z3, z3_passes * m * module_calls, calls)
+    d.reduce_calls = d.reduce_calls + syncs * xp.where(d.mirror_bytes > 0, calls, 0.0)  # DualPipe's pair all-reduces
 

@@ -44,8 +44,8 @@ def _rank_state(dense, expert, params, model, p, d, xp):
     own parameters and gradients (deepseek-ai/DualPipe examples/example_dualpipe.py builds the two
     and sums each one's gradients with its mirror rank's copy): its model state is two stages',
     each sharded over the dp ranks as a stage's is (DualPipe's code has no optimizer; the engine
-    keeps one optimizer shard a chunk, the README's "Parameter 2x"). The mirror ranks' gradient
-    exchange is not priced."""
+    keeps one optimizer shard a chunk, the README's "Parameter 2x"; the mirror ranks' gradient
+    exchange is priced with the DP stage's reduction, labs.core.stages.data)."""
     w_mem, g_mem, o_mem = model_state_columns(dense, p.zero, d.shard, p.offload, p.opt_bytes, d.grad_bytes, xp)
     if model.experts:  # routed experts shard over n / ep ranks
         expert_state = model_state_columns(expert, p.zero, d.expert_shard, p.offload, p.opt_bytes, d.grad_bytes, xp)
