@@ -133,11 +133,19 @@ code, never from an end-to-end run:
 - grad_sync: gradients reduced once a step (DDP no_sync, Megatron's accumulation into main_grad)
   or every micro-batch; None is the ZeRO stage's own way (once a step up to ZeRO-1, every
   micro-batch from ZeRO-2, DeepSpeed's and FSDP's default).
+- nccl_pat: whether the stack's NCCL has PAT, the logarithmic reduce-scatter and all-gather for
+  groups of one GPU per node (labs.core.topology). PAT came with NCCL 2.23.4 (NVIDIA/nccl commit
+  68b5423, 2024-09-10, "Add PAT algorithms for Allgather and ReduceScatter"; nvidia-nccl-cu12
+  2.23.4 on PyPI 2024-09-11). No named stack has it: the 2021-2023 stacks predate it; PyTorch's
+  wheels pinned NCCL 2.20.5 (2.4) and 2.21.5 (2.5) until pytorch/pytorch#146073 moved to 2.25.1
+  in 2025 (FSDP2 2024); Llama 3's runs (NCCLX, a fork of NCCL, before its July 2024 paper) and
+  Megatron-Core's 2024 recipes ran before it (if a late-2024 NeMo container shipped 2.23, that
+  one recipe is not told apart). era=None (today's software, TODAY_STACK) has it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from labs.core.gemm import ATTENTION_KERNELS
 from labs.core.validation import check_choice, check_positive
@@ -204,6 +212,7 @@ class Era:
     fsdp_shard_bytes: float = 0.0  # and per parameter of the rank's shard, per unshard
     fsdp_grad_bytes: tuple[float, float] = (0.0, 0.0)  # per unit parameter, per gradient reduction (bf16, fp32)
     fsdp_reshard_after_backward: str = "never"  # ZeRO-2's gathers: after "every" backward, a "reducing" one, or "never"
+    nccl_pat: bool = False  # NCCL 2.23+: PAT for reduce-scatter and all-gather at one GPU per node (module docstring)
     source: str = ""
 
     def __post_init__(self):
@@ -313,9 +322,14 @@ def get_era(name: str | None) -> Era | None:
     return ERAS[name]
 
 
+# era=None: DEFAULT_STACK's kernels with today's NCCL (PAT).
+TODAY_STACK = replace(ERAS[DEFAULT_STACK], nccl_pat=True)
+
+
 def stack_of(name: str | None) -> Era:
-    """The era whose kernel-level constants a plan runs with: its own, or DEFAULT_STACK's."""
-    return ERAS[DEFAULT_STACK if name is None else name]
+    """The era whose kernel-level constants a plan runs with: its own, or (era=None) DEFAULT_STACK's
+    with today's NCCL."""
+    return TODAY_STACK if name is None else ERAS[name]
 
 
 def kernels_per_layer(stack: Era, torch_compile: bool) -> int:

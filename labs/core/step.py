@@ -32,7 +32,7 @@ from labs.core.stages.parallel import NCCL_COLLECTIVE_SMS, layer_communication  
 from labs.core.stages.pipe import pipeline_stage, pp_sent
 from labs.core.stages.trace import FALLBACKS, StepCache
 from labs.core.stages.xp import NUMPY, SCALAR, on_groups
-from labs.core.topology import members_per_node
+from labs.core.topology import members_per_node, nccl_algorithm
 
 
 def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto", stack: Era | None = None, xp=NUMPY,
@@ -61,7 +61,7 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
         layer, q, tpcp, activations = _before_data(p, model, cluster, stack, xp)
     else:  # nothing before the DP stage reads the ZeRO stage
         layer, q, tpcp, activations = on_groups(_before_data, p, groups.zero, ZERO_TERMS, model, cluster, stack, xp)
-    d = data_parallel_stage(model, cluster, stack, p, q, dp_algorithm, xp, groups and groups.batch)
+    d = data_parallel_stage(model, cluster, stack, p, q, nccl_algorithm(dp_algorithm, stack.nccl_pat), xp, groups and groups.batch)
     o = optimizer_stage(cluster, stack, p, q, d, xp)
     r = memory_stage(model, cluster, dp_algorithm, p, q, d, tpcp, activations, xp)
     m = p.m

@@ -20,10 +20,17 @@ Algorithms and protocols follow NCCL's own cost model (NVIDIA/nccl src/graph/tun
 5067397, 2026; the tables below are copied from it, in microseconds):
 - Which algorithms run which collective: all-reduce on ring, tree, NVLS (one node) or NVLSTree
   (NVLink SHARP inside each node, a tree across nodes: NVLS itself across nodes needs CollNet,
-  which tuning.cc disables without IB SHARP); reduce-scatter and all-gather on ring or NVLS (one
-  node; across nodes only with CollNet), never tree; PAT (one GPU per node, NCCL 2.23+) is not
-  modelled. Everything else runs as a ring here. "tree" and "nvls" asked of a collective that
-  cannot use them fall back to the ring, as NCCL does.
+  which tuning.cc disables without IB SHARP); reduce-scatter and all-gather on ring, NVLS (one
+  node; across nodes only with CollNet) or PAT, never tree. Everything else runs as a ring here.
+  "tree" and "nvls" asked of a collective that cannot use them fall back to the ring, as NCCL does.
+- PAT (Parallel Aggregated Trees, a variant of Bruck's algorithm, NCCL 2.23+): reduce-scatter and
+  all-gather over groups of one GPU per node (tuning.cc's ncclPatEnable: nNodes == nRanks), Simple
+  protocol only, with log2(nodes) network steps: latency 8 us + log2(nodes) x 14/3.5 us + 2.8 us
+  per rank (tuning.cc keeps that linear part), bytes at 0.75 of the bus bandwidth and the whole
+  buffer counted (no (n-1)/n). So it wins over the ring's (n-1) network hops on small and medium
+  messages, and the ring wins on large ones. NCCL skips it for a reduce-scatter that divides
+  (ncclAvg: PreMulSum/SumPostDiv, enqueue.cc); Megatron reduces with a sum after pre-scaling.
+  Only a stack whose NCCL has it (labs.core.eras: Era.nccl_pat) runs it: nccl_algorithm().
 - Tree bandwidth: tuning.cc caps the tree's bus bandwidth at 0.92 of the ring's and converts it at
   half (algbw = busbw / 2), so a tree all-reduce moves 2 M / (0.92 busbw) where the ring moves
   2 (N-1)/N M / busbw (H100 over RoCE measured tree 150 against ring 190 GB/s, NVIDIA/nccl #1368).
@@ -31,8 +38,8 @@ Algorithms and protocols follow NCCL's own cost model (NVIDIA/nccl src/graph/tun
   bandwidth, LL128 at 0.92, Simple at all of it); NCCL takes, per message, the algorithm and
   protocol with the least predicted time, so a 1 MB message pays LL128's 1.9 us per NVLink hop,
   not Simple's 3.4, and small messages LL's 0.6.
-"auto" is NCCL's own choice among them; "ring", "tree" and "nvls" force the algorithm (NCCL_ALGO)
-and still pick the protocol. Everything here is array-valued: scalars and numpy columns broadcast.
+"auto" is NCCL's own choice among them (PRE_PAT_AUTO: the same without PAT, NCCL before 2.23);
+"ring", "tree" and "nvls" force the algorithm (NCCL_ALGO) and still pick the protocol. Everything here is array-valued: scalars and numpy columns broadcast.
 """
 
 from __future__ import annotations
@@ -47,6 +54,7 @@ from labs.core.stages.xp import NUMPY, SCALAR
 from labs.core.validation import check_choice, check_positive
 
 DP_ALGORITHMS = ("auto", "ring", "tree", "nvls")
+PRE_PAT_AUTO = "auto_before_pat"  # "auto" on a stack whose NCCL predates PAT (2.23): nccl_algorithm()
 _REDUCTIONS = ("all_reduce", "reduce_scatter", "all_gather")
 # Ring steps per member for each op: all-reduce is a reduce-scatter then an all-gather.
 _RING_SHARE = {"all_reduce": 2.0, "reduce_scatter": 1.0, "all_gather": 1.0, "all_to_all": 1.0}
@@ -65,6 +73,10 @@ _HOP_US = {
 # far slower (8 MB: 172 GB/s busbw, 85 us): 54.5 us fitted on that point, tests/data/nccl_busbw.json
 # azure_nd_h100_v5_nvls (NCCL 2.18.5, 8x H100); the model is then within 8% from 16 MB up.
 _NVLS_US, _NVLS_TREE_NET_US = 54.5, 20.9
+# PAT (tuning.cc, commit 5067397, unchanged since it came in 2.23.4, 68b5423): Simple protocol only,
+# base 8.0 us, log2i(nNodes) x interLat / 3.5 with interLat the tree's network hop (14 us: one GPU
+# per node), nRanks x 2.8 us; busBw x 0.75, not converted to algorithm bandwidth (nBytes / busBw).
+_PAT_BASE_US, _PAT_LOG_DIVISOR, _PAT_PER_RANK_US, PAT_BANDWIDTH = 8.0, 3.5, 2.8, 0.75
 # Bus bandwidth each protocol keeps of Simple's (tuning.cc "model refinements"): ring LL x 0.5,
 # LL128 x 0.92 (120 of 128 bytes); the tree all-reduce x 0.92 of the ring, then LL x 1/3.8,
 # LL128 x 120/128 across nodes or 7/9 inside one.
@@ -91,11 +103,17 @@ def _members_of_one(gpn: int, n: float, stride: float) -> float:
     return _members(gpn, n, stride, SCALAR)
 
 
+def nccl_algorithm(dp_algorithm: str, pat: bool) -> str:
+    """What a Plan's dp_algorithm asks of a stack's NCCL: "auto" without PAT where it predates 2.23."""
+    return PRE_PAT_AUTO if dp_algorithm == "auto" and not pat else dp_algorithm
+
+
 def _uses(op: str, algorithm: str, cluster: Cluster) -> tuple[str, ...]:
     """The algorithms NCCL may run `op` with when asked for `algorithm` (module docstring)."""
     nvls = bool(cluster.intra.nvls_bytes_per_s) and op in _REDUCTIONS
-    if algorithm == "auto":
-        return ("ring",) + (("tree",) if op == "all_reduce" else ()) + (("nvls",) if nvls else ())
+    if algorithm in ("auto", PRE_PAT_AUTO):
+        pat = algorithm == "auto" and op in ("reduce_scatter", "all_gather")
+        return ("ring",) + (("tree",) if op == "all_reduce" else ()) + (("nvls",) if nvls else ()) + (("pat",) if pat else ())
     if algorithm == "tree" and op == "all_reduce":
         return ("tree",)
     if algorithm == "nvls" and nvls:
@@ -250,7 +268,18 @@ def _priced(op: str, nbytes, cluster: Cluster, n, stride, algorithm: str, xp):
         lat = (_NVLS_US + 2 * xp.floor(xp.log2(xp.maximum(nodes, 1.0))) * _NVLS_TREE_NET_US) * _US
         latencies.append(xp.where(_nvls_usable(op, g, multi, xp), lat, xp.inf))
         bandwidths.append(moved / busbw)
+    if "pat" in uses:  # reduce-scatter and all-gather, one GPU per node
+        latencies.append(xp.where(g == 1, _pat_latency(n, nodes, xp), xp.inf))
+        bandwidths.append(nbytes / (PAT_BANDWIDTH * ring_busbw))
     return xp.cheapest(latencies, bandwidths)
+
+
+def _pat_latency(n, nodes, xp):
+    """PAT's latency (tuning.cc): base + log2(nodes) network steps at 1/3.5 of the tree's hop +
+    a part linear in the ranks."""
+    levels = xp.floor(xp.log2(xp.maximum(nodes, 1.0)))
+    simple_tree_net_hop = _HOP_US["net", "tree"][2]
+    return (_PAT_BASE_US + levels * simple_tree_net_hop / _PAT_LOG_DIVISOR + n * _PAT_PER_RANK_US) * _US
 
 
 def _nvls_usable(op, g, multi, xp=NUMPY):
