@@ -69,6 +69,11 @@ def mechanism_checks() -> list[tuple[str, str]]:
     plan = replace(table2_plan("ZeRO-3", 1536), dp_overlap=False)
     ring, tree = (estimate(model, cluster, replace(plan, dp_algorithm=a)).time.dp_comm for a in ("ring", "tree"))
     out.append(("NCCL's tree runs all-reduce only: ZeRO-3 on 1,536 A100s, DP seconds under ring / tree", f"{ring:.2f} / {tree:.2f}"))
+    pat = estimate(Model.get("llama3-8b"), Cluster.get("dgx-h100", nodes=64), Plan(tp=8, dp=64, global_batch=512, zero_stage=1, bucket_bytes=25e6))
+    pre_pat = estimate(pat.model, pat.cluster, replace(pat.plan, stack="megatron-core-2024"))
+    rs = {e.plan.stack: next(c for c in e.collectives if c.key == "dp_reduce") for e in (pat, pre_pat)}
+    out.append(("NCCL 2.23's PAT (one GPU per node): Llama 3 8B TP8 x DP64 ZeRO-1, 25 MB buckets, reduce-scatter wire with / without PAT",
+                f"{rs[None].wire_s:.3f} / {rs['megatron-core-2024'].wire_s:.3f} s"))
     llama = Model.get("llama3-405b")
     try:
         ulysses = estimate(llama, Cluster.get("meta-h100-roce", nodes=256), Plan.for_era(
