@@ -590,8 +590,9 @@ def _(zero2_committed):
     A fixed batch is a fixed number of FLOPs per step, so the step time goes as 1 / (GPUs x TFLOP/s per GPU): in the engine, from
     {_mid} to {_hi} GPUs ZeRO-3's step gets **{_speedup:.2f}x** as fast, twice the GPUs for almost no speed-up. That is the signature of a cost
     that grows with the number of ranks, such as the latency of every per-module all-gather on a ring of {_hi} ranks (NCCL had
-    only the ring for all-gather and reduce-scatter then; NCCL 2.23's PAT, from 2024, takes about log2 N steps, but only for
-    groups with one rank per node), more than of a fixed software cost per step. The paper puts
+    only the ring for all-gather and reduce-scatter then; NCCL 2.23's PAT, from 2024, crosses the network in about log2 N
+    steps, plus a small cost per rank, but only for groups with one rank per node, which ZeRO-3 over all 8 GPUs of every
+    server is not), more than of a fixed software cost per step. The paper puts
     PTD-P's advantage down to "less cross-node communication".
 
     **The engine reproduces the row from DeepSpeed 2021's mechanism** ({' / '.join(f'{_engine[(_z, n)]:.0f}' for n in TABLE2_GPUS)}

@@ -536,8 +536,9 @@ def _(moe_committed):
     from {_r.step_time_s:.1f} s to {_dp.step_time_s:.1f} s. The price is memory: every GPU holds two chunks of the model
     ({_model_state(_r) / 1e9:,.1f} GB of weights, gradients and optimizer state become {_model_state(_dp) / 1e9:,.1f} GB) and the
     activations of {_dp.plan.pp + 1} micro-batches, {_dp.memory.total / 1e9:,.1f} GB in all. And the two copies of each
-    stage add up their gradients once a step (DualPipe's example does it after the step): with the data-parallel
-    reduction, {_dp.time.dp_comm:.2f} s of the step waits for it, against {_r.time.dp_comm:.2f} s under 1F1B.
+    stage must add up their gradients once a step (DualPipe's example sums them after its step): {_d['mirror'].sent_bytes / 1e9:,.1f} GB
+    per GPU with its mirror rank over {_d['mirror'].link}, which the engine runs bucket by bucket behind the data-parallel
+    reduction, so {_d['mirror'].exposed_s:.3f} s of its {_d['mirror'].wire_s:.2f} s wait.
     """
     )
     return

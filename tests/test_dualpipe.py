@@ -188,32 +188,55 @@ def test_sweep_and_estimate_price_dualpipe_alike():
     assert "dualpipe" not in set(sweep(model, cluster, global_batch=96, tp=[8], pp=[4], cp=[1])["schedule"])
 
 
-def test_each_chunk_sums_its_gradients_with_its_mirror_copy():
-    """example_dualpipe.py adds each chunk's gradient to the mirror rank's copy of that stage. Llama
-    2 7B (config.json: 32 layers of 202,383,360 parameters, 32,000 x 4,096 embedding and output
-    layer, untied) on PP 4 x DP 2 of one DGX H100, ZeRO-1, bf16 gradients: rank 0 holds stages 0
-    and 3 (16 layers, the embedding and the output layer), its mirror is rank 3, 3 stages x 2 GPUs =
-    6 GPUs away. After the DP reduce-scatter over 2 ranks, its half of the gradient is all-reduced
-    with rank 3's, in the same buckets (max(40M, 1M x dp) = 40M parameters each)."""
-    import math
-
+def _mirror_plan(cluster_nodes, pp, zero_stage=1):
+    """Llama 2 7B under DualPipe on DGX H100s, DP 2, bf16 gradients, 32 sequences: the plan's
+    outputs and its heaviest rank's parameters (rank 0: the first and the last stage, the
+    embedding and the output layer; config.json: 32 layers of 202,383,360, 32,000 x 4,096 each)."""
     from labs.core.plan import plan_columns as columns
     from labs.core.step import evaluate_plan
+
+    model, cluster = Model.get("llama2-7b"), Cluster.get("dgx-h100", nodes=cluster_nodes)
+    plan = Plan(pp=pp, dp=2, micro_batch=1, global_batch=32, schedule="dualpipe", zero_stage=zero_stage, grad_reduce_dtype="bf16")
+    r = evaluate_plan(model, cluster, columns(plan), plan.dp_algorithm, stack_of(None))
+    return r, cluster, plan, 2 * (32 // pp) * 202_383_360 + 2 * 32_000 * 4_096
+
+
+def test_each_chunk_sums_its_gradients_with_its_mirror_copy():
+    """example_dualpipe.py adds each chunk's gradient to the mirror rank's copy of that stage. PP 4 x
+    DP 2 on one DGX H100, ZeRO-1: rank 0 (stages 0 and 3) and its mirror rank 3 sit 3 stages x 2 GPUs
+    = 6 GPUs apart, in one node. Once a step, after the DP reduce-scatter over 2 ranks, each half
+    of the gradient is all-reduced with rank 3's over NVLink, in the DP buckets (max(40M, 1M x dp)
+    = 40M parameters); only the last bucket's sum waits behind the reduction."""
+    import math
+
     from labs.core.topology import collective_columns
 
-    model, cluster = Model.get("llama2-7b"), Cluster.get("dgx-h100", nodes=1)
-    plan = Plan(pp=4, dp=2, micro_batch=1, global_batch=16, schedule="dualpipe", zero_stage=1, grad_reduce_dtype="bf16")
-    r = evaluate_plan(model, cluster, columns(plan), plan.dp_algorithm, stack_of(None))
-    params = 16 * 202_383_360 + 2 * 32_000 * 4_096
+    r, cluster, plan, params = _mirror_plan(1, 4)
     grads, buckets = 2 * params, math.ceil(params / 40e6)
 
     def wire(op, nbytes, group, stride):
         return buckets * sum(float(x) for x in collective_columns(op, nbytes / buckets, cluster, group, stride, plan.dp_algorithm))
 
-    expected = wire("reduce_scatter", grads, 2, 1.0) + wire("all_reduce", grads / 2, 2, 6.0)
-    report("Llama 2 7B DualPipe PP4 x DP2: reduce wire a step, s", r["coll_dp_reduce_wire_s"], expected)
-    assert r["coll_dp_reduce_wire_s"] == pytest.approx(expected, rel=1e-9)
-    assert r["coll_dp_reduce_sent_bytes"] == pytest.approx(grads / 2 + grads / 2, rel=1e-12)  # half the gradient out, then the pair's 2 x 1/2
-    assert r["coll_dp_reduce_calls"] == 2 * buckets
-    one_f_one_b = evaluate_plan(model, cluster, columns(replace(plan, schedule="1f1b")), plan.dp_algorithm, stack_of(None))
-    assert one_f_one_b["coll_dp_reduce_calls"] == math.ceil((8 * 202_383_360 + 32_000 * 4_096) / 40e6)  # one chunk, no mirror
+    assert r["coll_dp_mirror_members_per_node"] == 2  # on NVLink
+    report("Llama 2 7B DualPipe PP4 x DP2: the mirror sum's wire a step, s", r["coll_dp_mirror_wire_s"], wire("all_reduce", grads / 2, 2, 1.0))
+    assert r["coll_dp_mirror_wire_s"] == pytest.approx(wire("all_reduce", grads / 2, 2, 1.0), rel=1e-9)
+    assert r["coll_dp_reduce_wire_s"] == pytest.approx(wire("reduce_scatter", grads, 2, 1.0), rel=1e-9)
+    assert r["coll_dp_mirror_sent_bytes"] == pytest.approx(grads / 2, rel=1e-12)  # 2 x 1/2 of the half it holds
+    assert r["coll_dp_mirror_calls"] == buckets
+    assert r["coll_dp_mirror_exposed_s"] < r["coll_dp_mirror_wire_s"] / 2  # behind the reduction, but the last bucket
+
+
+def test_the_mirror_sum_crosses_nodes_when_its_pair_does_and_runs_once_a_step():
+    """PP 8 x DP 2 on two DGX H100s: rank 0 and its mirror rank 7 sit 7 x 2 = 14 GPUs apart, on two
+    nodes, so the pair's all-reduce runs over the NICs. Under ZeRO-2 the reduce-scatter runs every
+    micro-batch (16 of them) and the mirror sum still once a step."""
+    import math
+
+    r, cluster, plan, params = _mirror_plan(2, 8, zero_stage=2)
+    buckets = math.ceil(params / 40e6)
+    assert r["coll_dp_mirror_members_per_node"] == 1 and r["coll_dp_mirror_group"] == 2
+    assert r["coll_dp_mirror_calls"] == buckets and r["coll_dp_reduce_calls"] == plan.microbatches * buckets
+    near, _, _, _ = _mirror_plan(1, 4)
+    per_byte = (r["coll_dp_mirror_wire_s"] / r["coll_dp_mirror_sent_bytes"], near["coll_dp_mirror_wire_s"] / near["coll_dp_mirror_sent_bytes"])
+    report("seconds a byte of the mirror sum, across nodes over inside one", per_byte[0] / per_byte[1], cluster.intra.effective_bytes_per_s / cluster.inter_bytes_per_s_per_gpu)
+    assert per_byte[0] > 3 * per_byte[1]  # a NIC (47 GB/s of bus bandwidth) against NVLink

@@ -1,8 +1,9 @@
 """NCCL's PAT (issue #24, mechanism 2): reduce-scatter and all-gather over groups of one GPU per
 node run PAT where NCCL's cost model says it is cheaper than the ring, from NCCL 2.23 on.
 
-Every expectation is a hand count of NCCL's src/graph/tuning.cc (NVIDIA/nccl commit 5067397; the
-PAT lines unchanged since 2.23.4, commit 68b5423), written out here with its constants:
+Every expectation is a hand count of NCCL's src/graph/tuning.cc (NVIDIA/nccl commit 5067397; PAT's
+latency terms as they came in 2.23.4, commit 68b5423, its bandwidth factor 0.75 from 2.24.3, 0.85
+before), written out here with its constants:
 - PAT (Simple only, nNodes == nRanks): latency 8.0 + log2i(nNodes) x 14 / 3.5 + nRanks x 2.8 us
   (14 us: the tree's Simple network hop, which tuning.cc charges at one GPU per node); time
   nBytes / (0.75 busBw), nBytes the whole buffer (enqueue.cc: ncclFuncMaxSendRecvCount).
@@ -101,7 +102,7 @@ def test_only_todays_stack_has_pat():
     (labs.core.eras: nccl_pat), era=None is today's software."""
     assert stack_of(None).nccl_pat
     assert [name for name, era in ERAS.items() if era.nccl_pat] == []
-    assert replace(stack_of(None), nccl_pat=False) == ERAS[DEFAULT_STACK]  # the same kernels otherwise
+    assert replace(stack_of(None), name=DEFAULT_STACK, nccl_pat=False) == ERAS[DEFAULT_STACK]  # the same kernels otherwise
 
 
 def _bucketed_reduce(stack, dp_algorithm="auto"):
@@ -116,7 +117,7 @@ def _bucketed_reduce(stack, dp_algorithm="auto"):
 
 
 def test_a_bucketed_reduce_scatter_runs_pat_on_todays_stack_only():
-    """Each of the ~80 buckets (25 MB) pays PAT's price under era=None and the ring's under
+    """Each of the 161 buckets (25 MB) pays PAT's price under era=None and the ring's under
     Megatron-Core 2024, whose NCCL predated PAT; forcing the ring gives the ring on both."""
     today, calls, nbytes, busbw = _bucketed_reduce(stack_of(None))
     assert today["coll_dp_reduce_calls"] == calls and today["coll_dp_reduce_members_per_node"] == 1

@@ -323,7 +323,7 @@ def get_era(name: str | None) -> Era | None:
 
 
 # era=None: DEFAULT_STACK's kernels with today's NCCL (PAT).
-TODAY_STACK = replace(ERAS[DEFAULT_STACK], nccl_pat=True)
+TODAY_STACK = replace(ERAS[DEFAULT_STACK], name="today", nccl_pat=True)
 
 
 def stack_of(name: str | None) -> Era:

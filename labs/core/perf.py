@@ -134,6 +134,7 @@ COLLECTIVE_KINDS = {
     "pp": ("PP", "per micro-batch per stage boundary, each way", "a micro-batch's activations"),
     "dp_reduce": ("DP", "per gradient bucket", "gradients"),
     "dp_gather": ("ZeRO/FSDP", "per bucket (ZeRO-1/2) or per wrapped unit (ZeRO-3)", "weights"),
+    "dp_mirror": ("DualPipe", "once a step, per gradient bucket", "the gradients of a stage's two copies"),
 }
 
 
@@ -142,7 +143,7 @@ class CollectiveUse:
     """One row of the communication map: a collective the plan runs, per GPU per step, priced by
     labs.core.step with the rest of the step (wire: before overlap; exposed: what the step waits for)."""
 
-    key: str  # "tp", "cp", "ep", "pp", "dp_reduce", "dp_gather"
+    key: str  # "tp", "cp", "ep", "pp", "dp_reduce", "dp_gather", "dp_mirror"
     axis: str
     op: str
     frequency: str
@@ -168,7 +169,7 @@ _CP_OPS = {"ulysses": "all-to-all", "all_gather": "all-gather + reduce-scatter"}
 
 # key: (axis, frequency, the communication map's keys) for the collectives' fixed fields
 _COLLECTIVE_FIELDS = tuple((key, axis, frequency, COMMUNICATION_MAP_KEYS[key]) for key, (axis, frequency, _) in COLLECTIVE_KINDS.items())
-_FIXED_OPS = {"ep": "all-to-all", "pp": "send/recv", "dp_gather": "all-gather"}
+_FIXED_OPS = {"ep": "all-to-all", "pp": "send/recv", "dp_gather": "all-gather", "dp_mirror": "all-reduce"}
 
 
 def _collectives(cluster: Cluster, plan: Plan, r: dict) -> tuple[CollectiveUse, ...]:

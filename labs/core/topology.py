@@ -73,9 +73,11 @@ _HOP_US = {
 # far slower (8 MB: 172 GB/s busbw, 85 us): 54.5 us fitted on that point, tests/data/nccl_busbw.json
 # azure_nd_h100_v5_nvls (NCCL 2.18.5, 8x H100); the model is then within 8% from 16 MB up.
 _NVLS_US, _NVLS_TREE_NET_US = 54.5, 20.9
-# PAT (tuning.cc, commit 5067397, unchanged since it came in 2.23.4, 68b5423): Simple protocol only,
-# base 8.0 us, log2i(nNodes) x interLat / 3.5 with interLat the tree's network hop (14 us: one GPU
-# per node), nRanks x 2.8 us; busBw x 0.75, not converted to algorithm bandwidth (nBytes / busBw).
+# PAT (tuning.cc, commit 5067397; the latency terms as they came in 2.23.4, 68b5423, the bandwidth
+# factor 0.85 there and 0.75 from 2.24.3): Simple protocol only, base 8.0 us, log2i(nNodes) x
+# interLat / 3.5 with interLat the tree's network hop (14 us: one GPU per node), nRanks x 2.8 us;
+# busBw x 0.75, not converted to algorithm bandwidth (nBytes / busBw). PAT runs on the tree's
+# graph; at one GPU per node its bus bandwidth is the NIC's, as the ring's is.
 _PAT_BASE_US, _PAT_LOG_DIVISOR, _PAT_PER_RANK_US, PAT_BANDWIDTH = 8.0, 3.5, 2.8, 0.75
 # Bus bandwidth each protocol keeps of Simple's (tuning.cc "model refinements"): ring LL x 0.5,
 # LL128 x 0.92 (120 of 128 bytes); the tree all-reduce x 0.92 of the ring, then LL x 1/3.8,

@@ -136,7 +136,7 @@ def map_rows(est: Estimate) -> list[dict]:
     return rows
 
 
-BOTTLENECK_CHOICES = {f"{axis}: {what}": key for key, (axis, _, what) in COLLECTIVE_KINDS.items()}
+BOTTLENECK_CHOICES = {f"{axis}: {what}": key for key, (axis, _, what) in COLLECTIVE_KINDS.items() if key != "dp_mirror"}  # no DualPipe here
 LINK_CHOICES = {"inside a node (NVLink)": "intra", "across nodes (InfiniBand)": "inter"}
 
 

@@ -351,6 +351,7 @@ def deepseek_rows() -> dict:
     dualpipe = estimate(recipe.model, recipe.cluster, replace(recipe.plan, schedule="dualpipe"))
     ep_1f1b, ep_dual = (next(c for c in e.collectives if c.key == "ep") for e in (recipe, dualpipe))
     return {"published": published, "full": recompute, "tp8": with_tp, "recipe": recipe, "dualpipe": dualpipe,
+            "mirror": next(c for c in dualpipe.collectives if c.key == "dp_mirror"),
             "recipe_ep_share": recipe.time.ep_comm / recipe.step_time_s,
             "dualpipe_hidden": 1 - ep_dual.exposed_s / ep_dual.wire_s, "ep_wire": ep_1f1b.wire_s}
 

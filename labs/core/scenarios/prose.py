@@ -14,7 +14,8 @@ from labs.core.perf import Estimate, estimate
 
 # The software stack the engine's absolute MFUs describe: its GEMM rates are cuBLAS matmul
 # microbenchmarks (MAMF), with flash attention, Transformer Engine's TP overlap and Megatron-Core's
-# distributed optimizer and bucketed reductions (labs.core.eras, "megatron-core-2024"). Other
+# distributed optimizer and bucketed reductions (labs.core.eras: "megatron-core-2024"'s, with today's
+# NCCL, TODAY_STACK). Other
 # stacks (plain PyTorch FSDP, older Megatron) reach less on the same hardware.
 STACK = "Megatron-Core with Transformer Engine"
 

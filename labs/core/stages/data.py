@@ -172,15 +172,14 @@ def _collective_prices(model, cluster, stack, p, q, dp_algorithm, xp) -> SimpleN
         rs = xp.where(zero == 3, param_rs[0] + module_calls * host, rs[0]), xp.where(zero == 3, param_rs[1], rs[1])
     # DualPipe: a rank's two chunks are copies of the stages its mirror rank (p - 1 - r) holds too
     # (deepseek-ai/DualPipe examples/example_dualpipe.py adds each chunk's gradient to its mirror's
-    # copy): once reduced over the DP group, each shard is all-reduced with the mirror's, 2 ranks
-    # (p - 1 - 2r) stages apart, as hybrid sharding's replicas are.
+    # copy after the step): once a step each reduced shard is all-reduced with the mirror's, a pair
+    # of ranks on one node or two (rank r's position, r x the stages' stride, against p - 1 - r's).
     dual = p.sched == _DUALPIPE
     d.mirror_bytes = mirror_bytes = xp.where(dual, xp.where(z0, grads, dense_grads / shard + expert_grads / expert_shard), 0.0)
-    rank = xp.pick(q.rank_index, heaviest)
-    mirror_stride = xp.maximum(p.pp - 1 - 2 * rank, 1.0) * p.stride["pp"]
-    mirror = xp.only_if(dual, bucketed, ("all_reduce", dual, mirror_bytes, calls, 2.0, mirror_stride), (0.0, 0.0))
-    ar = xp.where(z0, ar[0] + mirror[0], ar[0]), xp.where(z0, ar[1] + mirror[1], ar[1])
-    rs = xp.where(z0, rs[0], rs[0] + mirror[0]), xp.where(z0, rs[1], rs[1] + mirror[1])
+    rank, gpn = xp.pick(q.rank_index, heaviest), cluster.gpus_per_node
+    same_node = xp.floor(rank * p.stride["pp"] / gpn) == xp.floor((p.pp - 1 - rank) * p.stride["pp"] / gpn)
+    d.mirror_stride = mirror_stride = xp.where(same_node, 1.0, float(gpn))
+    d.mirror = xp.only_if(dual, bucketed, ("all_reduce", dual, mirror_bytes, calls, 2.0, mirror_stride), (0.0, 0.0))
     d.ar, d.rs, d.ag, d.module_ag, d.root_ag, d.root_rs_t = ar, rs, ag, module_ag, root_ag, root_rs_t
     d.gathers = gathers
     # what dp_traffic reads (the bytes sent and the collectives' counts: only the full outputs show them)
@@ -235,8 +234,12 @@ def _exposed(cluster, p, q, d, xp) -> SimpleNamespace:
     if regather:
         exposed_gather = xp.where(z2 & dp_overlap, unshards * z3_forward, exposed_gather)
     d.active = active = d.n > 1
-    d.dp_total = xp.where(active, reduce_t + gather_t, 0.0)
-    d.dp_latency = xp.where(active, reduce_lat + gather_lat, 0.0)
+    # DualPipe's mirror sum (_collective_prices), once a step whatever the DP group, bucket by bucket
+    # behind the reduction's: the last bucket's waits
+    d.mirror_wire = mirror_t = d.mirror[0] + d.mirror[1]
+    mirror_exposed = xp.where(dp_overlap, mirror_t / calls, mirror_t)
+    d.dp_total = xp.where(active, reduce_t + gather_t, 0.0) + mirror_t
+    d.dp_latency = xp.where(active, reduce_lat + gather_lat, 0.0) + d.mirror[0]
 
     # Each collective on its own, for the communication map. ZeRO-3's prefetch hides gathers and
     # reduce-scatters together: its exposed time is split between them in proportion to their wire
@@ -251,7 +254,8 @@ def _exposed(cluster, p, q, d, xp) -> SimpleNamespace:
     d.gather_wire = xp.where(z3, z3_gathers, gather_t)
     d.reduce_exposed = reduce_exposed + overlap_contention(gpu.sms, xp.maximum(d.reduce_only - reduce_exposed, 0.0), NCCL_COLLECTIVE_SMS)
     d.gather_exposed = gather_exposed + xp.where(xp.not_(z0), overlap_contention(gpu.sms, xp.maximum(d.gather_wire - gather_exposed, 0.0), NCCL_COLLECTIVE_SMS), 0.0)
-    d.dp_exposed = xp.where(active, d.reduce_exposed + d.gather_exposed, 0.0)
+    d.mirror_exposed = mirror_exposed + overlap_contention(gpu.sms, mirror_t - mirror_exposed, NCCL_COLLECTIVE_SMS)
+    d.dp_exposed = xp.where(active, d.reduce_exposed + d.gather_exposed, 0.0) + d.mirror_exposed
     return d
 
 
@@ -275,9 +279,10 @@ def dp_traffic(p, d, xp) -> None:
                     + 2 * (expert_replicas - 1) / expert_replicas * expert_grads / expert_shard)
     # bytes each GPU sends a step: the gradient reduction (once a step up to ZeRO-1, per
     # micro-batch from ZeRO-2) and the weight gathers (once a step, or twice per micro-batch at ZeRO-3)
-    d.reduce_sent = syncs * (xp.where(z0, 2 * frac * dense_grads + 2 * expert_frac * expert_grads,
-                                      sfrac * dense_grads + expert_sfrac * expert_grads + replica_sent)
-                             + d.mirror_bytes)  # DualPipe's pair all-reduce sends 2 x 1/2 of its bytes
+    d.reduce_sent = syncs * xp.where(z0, 2 * frac * dense_grads + 2 * expert_frac * expert_grads,
+                                     sfrac * dense_grads + expert_sfrac * expert_grads + replica_sent)
+    d.mirror_sent = d.mirror_bytes  # DualPipe's pair all-reduce, once a step: 2 x 1/2 of its bytes
+    d.mirror_calls = xp.where(d.mirror_bytes > 0, calls, 0.0)
     gathered = sfrac * dense_weights + expert_sfrac * expert_weights  # one gather of everything
     if root_unit:  # the root gathered once a micro-batch, the blocks once a pass; FSDP's ZeRO-2 all once an unshard
         once = xp.where(z2, unshards, 1.0) if regather else 1.0
@@ -288,8 +293,7 @@ def dp_traffic(p, d, xp) -> None:
     # Collectives a step, as data_parallel_stage prices them (the communication map reads these): Megatron's buckets,
     # DeepSpeed's parameters, or FSDP's units (the blocks' dense parameters, the MoE layers'
     # experts and the root, each gathered per unshard and reduce-scattered per reduction); under
-    # hybrid sharding each reduce-scatter is followed by its all-reduce across the replicas, and
-    # under DualPipe each bucket by its all-reduce with the mirror rank's.
+    # hybrid sharding each reduce-scatter is followed by its all-reduce across the replicas.
     across, expert_across = 1.0 + xp.where(replicas > 1, 1.0, 0.0), 1.0 + xp.where(expert_replicas > 1, 1.0, 0.0)
     if root_unit:
         units = module_calls + expert_units + 1.0
@@ -299,5 +303,4 @@ def dp_traffic(p, d, xp) -> None:
     else:
         d.reduce_calls = syncs * xp.where(z3 & per_parameter, module_calls, calls) * xp.where(z0, 1.0, across)
         d.gather_calls = xp.where(z3, z3_passes * m * module_calls, calls)
-    d.reduce_calls = d.reduce_calls + syncs * xp.where(d.mirror_bytes > 0, calls, 0.0)  # DualPipe's pair all-reduces
 
