@@ -16,7 +16,7 @@ import pytest
 
 from conftest import report
 from labs.core import Cluster, Model, Plan
-from labs.core.eras import ERAS
+from labs.core.eras import ERAS, stack_of
 from labs.core.plan import plan_columns
 from labs.core.step import evaluate_plan
 from labs.core.topology import collective_columns
@@ -273,7 +273,7 @@ def _deepseek_on_64(era, **fields):
     gradients' bytes a parameter, and one rank's dense and routed-expert (32 of 256) parameters."""
     model = Model.get("deepseek-v3")
     plan = Plan.for_era(era, dp=64, ep=8, micro_batch=1, global_batch=256, recompute="full", **fields)
-    r = evaluate_plan(model, DEEPSEEK_CLUSTER, plan_columns(plan), plan.dp_algorithm, ERAS[plan.stack])
+    r = evaluate_plan(model, DEEPSEEK_CLUSTER, plan_columns(plan), plan.dp_algorithm, stack_of(plan.stack))
     return r, 4 if plan.grad_reduce_dtype == "fp32" else 2, model.params - DEEPSEEK_ROUTED, DEEPSEEK_ROUTED / 8
 
 
@@ -323,13 +323,14 @@ def test_experts_bytes_are_counted_over_the_expert_group():
 
 
 def test_megatron_hybrid_sharded_buckets_all_reduce_across_replicas():
-    """Megatron-Core's distributed optimizer for DeepSeek-V3 on 64 H100s, ep=8, sharded over groups
+    """Megatron-Core's distributed optimizer (era=None: its kernels with today's software, whose
+    hybrid sharding covers MoE, Core v0.13) for DeepSeek-V3 on 64 H100s, ep=8, sharded over groups
     of 16 (4 replicas): once a step each bucket (max(40M, 1M x dp) = 64M parameters, DDP's bucket)
     is reduce-scattered over its 16 ranks and all-reduced across the 4 replicas; the routed
     experts' in as many buckets over their 2-rank shard (8 apart) and its 4 replicas (16 apart)."""
     import math
 
-    r, grad, dense, expert = _deepseek_on_64("megatron-core-2024", zero_stage=1, shard_group_size=16)
+    r, grad, dense, expert = _deepseek_on_64(None, zero_stage=1, shard_group_size=16)
     buckets = math.ceil(dense / 64e6)
     cluster = DEEPSEEK_CLUSTER
     wire = (_seconds(cluster, "reduce_scatter", grad * dense, buckets, 16, 1.0) + _seconds(cluster, "all_reduce", grad * dense / 16, buckets, 4, 16.0)
@@ -347,6 +348,19 @@ def test_zero0_experts_all_reduce_over_their_group():
     sent = grad * (2 * 63 / 64 * dense + 2 * 7 / 8 * expert)
     report("DeepSeek-V3 ZeRO-0 ep=8: bytes sent reducing a step", r["coll_dp_reduce_sent_bytes"], sent)
     assert r["coll_dp_reduce_sent_bytes"] == pytest.approx(sent, rel=1e-9)
+
+
+def test_hybrid_sharding_only_where_the_software_had_it():
+    """DeepSpeed's 2021 stage 3 sharded over the whole data-parallel group (MiCS came in 2022);
+    Megatron-Core added hybrid sharding for MoE models in v0.13 (2025). Each is refused by name in
+    its era; FSDP2 and today's software take both."""
+    with pytest.raises(ValueError, match="shard_group_size=4 is not available in era 'deepspeed-2021'"):
+        Plan.for_era("deepspeed-2021", dp=8, global_batch=16, zero_stage=3, shard_group_size=4)
+    with pytest.raises(ValueError, match="no hybrid sharding with expert parallelism"):
+        Plan.for_era("megatron-core-2024", dp=8, ep=2, global_batch=16, zero_stage=1, shard_group_size=4)
+    assert Plan.for_era("megatron-core-2024", dp=8, global_batch=16, zero_stage=1, shard_group_size=4).shard_group_size == 4
+    for era in ("pytorch-fsdp2-2024", None):
+        assert Plan.for_era(era, dp=8, ep=2, global_batch=16, zero_stage=3, shard_group_size=4).shard_group_size == 4
 
 
 def test_hybrid_shard_groups_hold_whole_expert_shards():

@@ -141,6 +141,13 @@ code, never from an end-to-end run:
   in 2025 (FSDP2 2024); Llama 3's runs (NCCLX, a fork of NCCL, before its July 2024 paper) and
   Megatron-Core's 2024 recipes ran before it (if a late-2024 NeMo container shipped 2.23, that
   one recipe is not told apart). era=None (today's software, TODAY_STACK) has it.
+- hybrid_sharding: whether Plan.shard_group_size (ZeRO/FSDP state sharded over a group, replicated
+  across groups) existed: "all", "dense" (not with routed experts) or "none". DeepSpeed's stage 3
+  of 2021 sharded over the whole data-parallel group; its hybrid forms came later (MiCS,
+  arXiv:2205.00119, 2022; ZeRO++'s hpZ, arXiv:2306.10209, 2023). Megatron-Core added hybrid
+  sharding for MoE models in Core v0.13, 2025/07 (--num-distributed-optimizer-instances;
+  megatron/core/transformer/moe/README.md); its dense form is not dated here and stays allowed.
+  PyTorch FSDP1 has had HYBRID_SHARD since 2.0 and FSDP2 HSDP from its start.
 """
 
 from __future__ import annotations
@@ -213,6 +220,7 @@ class Era:
     fsdp_grad_bytes: tuple[float, float] = (0.0, 0.0)  # per unit parameter, per gradient reduction (bf16, fp32)
     fsdp_reshard_after_backward: str = "never"  # ZeRO-2's gathers: after "every" backward, a "reducing" one, or "never"
     nccl_pat: bool = False  # NCCL 2.23+: PAT for reduce-scatter and all-gather at one GPU per node (module docstring)
+    hybrid_sharding: str = "all"  # Plan.shard_group_size: "all", "dense" (no routed experts) or "none" (module docstring)
     source: str = ""
 
     def __post_init__(self):
@@ -238,6 +246,7 @@ class Era:
         for grad_bytes in self.fsdp_grad_bytes:
             check_positive("fsdp_grad_bytes", grad_bytes, allow_zero=True, maximum=1000)
         check_choice("fsdp_reshard_after_backward", self.fsdp_reshard_after_backward, FSDP_RESHARDS)
+        check_choice("hybrid_sharding", self.hybrid_sharding, HYBRID_SHARDINGS)
         if self.fsdp_reshard_after_backward != "never" and self.zero3_unit != "layer":
             raise ValueError("fsdp_reshard_after_backward needs zero3_unit='layer' (FSDP's units)")
 
@@ -254,6 +263,7 @@ TP_OVERLAP_KINDS = ("userbuffers", "async_tp", "none")
 ZERO3_UNITS = ("parameter", "module", "layer")
 PP_P2P = ("scatter_gather", "full")
 FSDP_RESHARDS = ("never", "reducing", "every")  # Era.fsdp_reshard_after_backward
+HYBRID_SHARDINGS = ("all", "dense", "none")  # Era.hybrid_sharding
 GRAD_SYNCS = (None, "step", "microbatch")
 # Kernels a transformer layer's forward launches, counted from each stack's layer code (Llama-style
 # layer; a GPT layer differs by one or two): Megatron-LM 2021 (LayerNorm, QKV, two baddbmm and the
@@ -274,10 +284,12 @@ ERAS: dict[str, Era] = {
                          kernels_per_layer=14, tp_overlap_kind="none"),
     # DeepSpeed 2021 ran Megatron's fused layer code (Megatron-DeepSpeed) under its own engine.
     "deepspeed-2021": Era("deepspeed-2021", ("1f1b",), 3, ("full", "none"), (F,), (F,), (0, 1, 2, 3), (F,), ("bf16",), (T, F), (F,), ("auto", "ring", "tree"),
-                          kernels_per_layer=14, tp_overlap_kind="none", zero3_unit="parameter", pp_p2p="full", pipeline_overlaps_dp=False),
+                          kernels_per_layer=14, tp_overlap_kind="none", zero3_unit="parameter", pp_p2p="full", pipeline_overlaps_dp=False,
+                          hybrid_sharding="none"),
     "megatron-2022": Era("megatron-2022", ("interleaved", "1f1b"), 3, ("selective", "full", "none"), (T, F), (F,), (0,), (F,), ("bf16",), (F,), (F,), ("auto", "ring", "tree"),
                          kernels_per_layer=14, tp_overlap_kind="none"),
-    "megatron-core-2024": Era("megatron-core-2024", ("interleaved", "1f1b"), 2, ("selective", "none", "full"), (T, F), (T, F), (1, 0), (T, F), ("bf16", "fp32"), (T, F), (T, F), ("auto", "ring", "tree", "nvls"), ("ring", "all_gather"), 8, ("bf16", "fp8")),
+    "megatron-core-2024": Era("megatron-core-2024", ("interleaved", "1f1b"), 2, ("selective", "none", "full"), (T, F), (T, F), (1, 0), (T, F), ("bf16", "fp32"), (T, F), (T, F), ("auto", "ring", "tree", "nvls"), ("ring", "all_gather"), 8, ("bf16", "fp8"),
+                              hybrid_sharding="dense"),
     # FSDP that keeps the gathered weights through the step (part 2's reshard_after_forward=False)
     # is ZeRO-2's memory and traffic: sharded gradients and optimizer, whole weights in the step.
     "llama3-2024": Era("llama3-2024", ("interleaved", "1f1b"), 2, ("none", "selective", "full"), (T,), (T,), (2, 1), (F, T), ("fp32",), (T,), (T,), ("auto", "ring", "tree"), ("all_gather", "ring"), 16,
@@ -345,6 +357,9 @@ def check_plan_in_era(era: Era, values: dict) -> None:
     for name in ERA_FIELDS:
         if name in values and values[name] not in getattr(era, name):
             raise ValueError(f"{name}={values[name]!r} is not available in era {era.name!r}; it allows {getattr(era, name)}")
+    if values.get("shard_group_size") is not None and (era.hybrid_sharding == "none" or (era.hybrid_sharding == "dense" and values.get("ep", 1) > 1)):
+        what = "hybrid sharding" if era.hybrid_sharding == "none" else "hybrid sharding with expert parallelism"
+        raise ValueError(f"shard_group_size={values['shard_group_size']!r} is not available in era {era.name!r}: its software had no {what}")
     if values.get("pp", 1) > era.max_pp:
         raise ValueError(f"pp={values['pp']} is not available in era {era.name!r}: its software has no pipeline parallelism (pp <= {era.max_pp})")
     if values.get("schedule") == "interleaved" and values.get("pp", era.interleave_min_pp) < era.interleave_min_pp:
