@@ -101,7 +101,7 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
         "buffers_bytes": r.buffers,
         "tp_bytes": m * d.layers * q.pass_share * _tp_layer_sent(p, tpcp, xp),
         "pp_bytes": q.pp_sent,
-        "dp_bytes": xp.where(d.active, d.sent, 0.0) + d.mirror_sent,
+        "dp_bytes": xp.where(d.active, d.sent, 0.0) + d.mirror_bytes,  # DualPipe's pair all-reduce sends 2 x 1/2 of its bytes
         "pcie_bytes": xp.where(p.offload, (GRAD_BYTES + WEIGHT_BYTES) * o.updated, 0.0),
         "offload_down_s": xp.where(p.offload, o.down, 0.0),
         "offload_up_s": xp.where(p.offload, o.up, 0.0),
@@ -184,7 +184,7 @@ def communication_map(model, cluster, p, tpcp, q, d, xp) -> dict:
         "dp_reduce": (xp.where(active, d.reduce_calls, 0.0),
                       xp.where(active, d.reduce_sent, 0.0),
                       xp.where(active, d.reduce_only, 0.0), xp.where(active, d.reduce_exposed, 0.0), xp.where(z0, d.n, d.shard), p.s_cp),
-        "dp_mirror": (d.mirror_calls, d.mirror_sent, d.mirror_wire, d.mirror_exposed, xp.where(d.mirror_calls > 0, 2.0, 1.0), d.mirror_stride),
+        "dp_mirror": (d.mirror_calls, d.mirror_bytes, d.mirror_wire, d.mirror_exposed, xp.where(d.mirror_calls > 0, 2.0, 1.0), d.mirror_stride),
         "dp_gather": (xp.where(gathers, d.gather_calls, 0.0),
                       xp.where(active, d.gather_sent, 0.0),
                       xp.where(gathers, d.gather_wire, 0.0), xp.where(gathers, d.gather_exposed, 0.0), d.shard, p.s_cp),

@@ -192,8 +192,7 @@ def _ring_option(base, hop_intra, hop_net_ring, hop_net_tree, protocol_bw, share
 def _tree_option(base, hop_intra, hop_net, bw_across, bw_inside, nbytes, g, multi, nodes, ring_busbw, xp):
     """The tree all-reduce under one protocol: base + 2 ((g - 1) intra + log2(nodes) network)
     hops, and 2 M at 0.92 of the ring's bus bandwidth times the protocol's share."""
-    levels = xp.floor(xp.log2(xp.maximum(nodes, 1.0)))
-    latency = base + 2 * ((g - 1) * hop_intra + levels * hop_net)
+    latency = base + 2 * ((g - 1) * hop_intra + _log2_levels(nodes, xp) * hop_net)
     shares = xp.where(multi, bw_across, bw_inside)
     return latency, 2 * nbytes / (shares * TREE_BANDWIDTH_CAP * ring_busbw)
 
@@ -267,7 +266,7 @@ def _priced(op: str, nbytes, cluster: Cluster, n, stride, algorithm: str, xp):
             bandwidths.append(bw)
     if "nvls" in uses:  # NVLS inside a node; NVLSTree across nodes (all-reduce only)
         busbw = _nvls_bus_bandwidth(cluster, op, n, stride, g, nodes, ring_busbw, xp)
-        lat = (_NVLS_US + 2 * xp.floor(xp.log2(xp.maximum(nodes, 1.0))) * _NVLS_TREE_NET_US) * _US
+        lat = (_NVLS_US + 2 * _log2_levels(nodes, xp) * _NVLS_TREE_NET_US) * _US
         latencies.append(xp.where(_nvls_usable(op, g, multi, xp), lat, xp.inf))
         bandwidths.append(moved / busbw)
     if "pat" in uses:  # reduce-scatter and all-gather, one GPU per node
@@ -279,9 +278,13 @@ def _priced(op: str, nbytes, cluster: Cluster, n, stride, algorithm: str, xp):
 def _pat_latency(n, nodes, xp):
     """PAT's latency (tuning.cc): base + log2(nodes) network steps at 1/3.5 of the tree's hop +
     a part linear in the ranks."""
-    levels = xp.floor(xp.log2(xp.maximum(nodes, 1.0)))
     simple_tree_net_hop = _HOP_US["net", "tree"][2]
-    return (_PAT_BASE_US + levels * simple_tree_net_hop / _PAT_LOG_DIVISOR + n * _PAT_PER_RANK_US) * _US
+    return (_PAT_BASE_US + _log2_levels(nodes, xp) * simple_tree_net_hop / _PAT_LOG_DIVISOR + n * _PAT_PER_RANK_US) * _US
+
+
+def _log2_levels(nodes, xp):
+    """tuning.cc's log2i(nNodes): the levels of a tree over the nodes (the tree, NVLSTree, PAT)."""
+    return xp.floor(xp.log2(xp.maximum(nodes, 1.0)))
 
 
 def _nvls_usable(op, g, multi, xp=NUMPY):

@@ -98,11 +98,16 @@ def _collective_prices(model, cluster, stack, p, q, dp_algorithm, xp) -> SimpleN
         lat, bw = collective_columns(op, xp.where(runs, nbytes / k, 0.0), cluster, group, stride, dp_algorithm, xp)
         return lat * k, bw * k
 
+    def sharded_reduce(runs, nbytes, k, group, stride, copies):
+        """k reduce-scatters of nbytes over a shard group of `group` ranks `stride` apart, each
+        followed by the all-reduce of its shard across the `copies` replicas of that group
+        (hybrid sharding; one replica: no bytes, no time)."""
+        scatter = bucketed("reduce_scatter", runs, nbytes, k, group, stride)
+        return _plus(scatter, bucketed("all_reduce", runs, nbytes / group, k, copies, stride * group))
+
     scatters, gathers = xp.not_(z0), z1 | z2
     ar = bucketed("all_reduce", z0, grads, calls)
-    rs, ag = bucketed("reduce_scatter", scatters, grads, calls, shard), bucketed("all_gather", gathers, weights_bytes, calls, shard)
-    # hybrid sharding: each reduced shard is then all-reduced across the replicas
-    rs = _plus(rs, bucketed("all_reduce", scatters, grads / shard, calls, replicas, s_cp * shard))
+    rs, ag = sharded_reduce(scatters, grads, calls, shard, s_cp, replicas), bucketed("all_gather", gathers, weights_bytes, calls, shard)
     dense_grads, dense_weights = grads, weights_bytes
     expert_grads = expert_weights = 0.0
     expert_rs = (0.0, 0.0)
@@ -110,8 +115,7 @@ def _collective_prices(model, cluster, stack, p, q, dp_algorithm, xp) -> SimpleN
     if model.experts:  # routed experts' gradients reduce over the expert-data-parallel group (n / ep ranks, tp x ep apart)
         expert_grads, expert_weights = d.expert_params * grad_bytes, d.expert_params * WEIGHT_BYTES
         ar = _plus(ar, bucketed("all_reduce", z0, expert_grads, calls, n / ep, s_cp * ep))
-        expert_rs = _plus(bucketed("reduce_scatter", scatters, expert_grads, calls, expert_shard, s_cp * ep),
-                          bucketed("all_reduce", scatters, expert_grads / expert_shard, calls, expert_replicas, s_cp * ep * expert_shard))
+        expert_rs = sharded_reduce(scatters, expert_grads, calls, expert_shard, s_cp * ep, expert_replicas)
         rs = _plus(rs, expert_rs)
         ag = _plus(ag, bucketed("all_gather", gathers, expert_weights, calls, expert_shard, s_cp * ep))
         grads, weights_bytes = grads + expert_grads, weights_bytes + expert_weights
@@ -137,17 +141,13 @@ def _collective_prices(model, cluster, stack, p, q, dp_algorithm, xp) -> SimpleN
         # sharding each unit's reduced shard is all-reduced across the replicas right after its
         # reduce-scatter (FSDP1 _runtime_utils._reduce_grad: dist.all_reduce on _inter_node_pg;
         # FSDP2 _fsdp_collectives.foreach_reduce: all_reduce on the replicate group), unit by unit.
-        def unit_reduce(nbytes, units, group, stride, unit_replicas):
-            scatter = bucketed("reduce_scatter", unit_rows, nbytes, units, group, stride)
-            return _plus(scatter, bucketed("all_reduce", unit_rows, nbytes / group, units, unit_replicas, stride * group))
-
         unit_ag = bucketed("all_gather", unit_rows, dense_weights - root_bytes, module_calls, shard)
-        unit_rs = unit_reduce(dense_grads - root_grads, module_calls, shard, s_cp, replicas)
+        unit_rs = sharded_reduce(unit_rows, dense_grads - root_grads, module_calls, shard, s_cp, replicas)
         if model.experts:
             expert_units = xp.maximum(layers * model.moe_share, 1.0)
             unit_ag = _plus(unit_ag, bucketed("all_gather", unit_rows, expert_weights, expert_units, expert_shard, s_cp * ep))
-            unit_rs = _plus(unit_rs, unit_reduce(expert_grads, expert_units, expert_shard, s_cp * ep, expert_replicas))
-        root_rs = unit_reduce(root_grads, 1.0, shard, s_cp, replicas)
+            unit_rs = _plus(unit_rs, sharded_reduce(unit_rows, expert_grads, expert_units, expert_shard, s_cp * ep, expert_replicas))
+        root_rs = sharded_reduce(unit_rows, root_grads, 1.0, shard, s_cp, replicas)
         root_rs_t = root_rs[0] + root_rs[1]
         rs = xp.where(unit_rows, unit_rs[0] + root_rs[0], rs[0]), xp.where(unit_rows, unit_rs[1] + root_rs[1], rs[1])
         module_ag = unit_ag
@@ -166,9 +166,7 @@ def _collective_prices(model, cluster, stack, p, q, dp_algorithm, xp) -> SimpleN
         module_ag = (module_ag[0] + module_calls * host, module_ag[1])
         # (the dense parameters one by one over the shard group, then across any replicas; the
         # routed experts as in buckets, over their own group)
-        param_rs = _plus(bucketed("reduce_scatter", z3, dense_grads, module_calls, shard),
-                         bucketed("all_reduce", z3, dense_grads / shard, module_calls, replicas, s_cp * shard))
-        param_rs = _plus(param_rs, expert_rs)
+        param_rs = _plus(sharded_reduce(z3, dense_grads, module_calls, shard, s_cp, replicas), expert_rs)
         rs = xp.where(zero == 3, param_rs[0] + module_calls * host, rs[0]), xp.where(zero == 3, param_rs[1], rs[1])
     # DualPipe: a rank's two chunks are copies of the stages its mirror rank (p - 1 - r) holds too
     # (deepseek-ai/DualPipe examples/example_dualpipe.py adds each chunk's gradient to its mirror's
@@ -281,7 +279,6 @@ def dp_traffic(p, d, xp) -> None:
     # micro-batch from ZeRO-2) and the weight gathers (once a step, or twice per micro-batch at ZeRO-3)
     d.reduce_sent = syncs * xp.where(z0, 2 * frac * dense_grads + 2 * expert_frac * expert_grads,
                                      sfrac * dense_grads + expert_sfrac * expert_grads + replica_sent)
-    d.mirror_sent = d.mirror_bytes  # DualPipe's pair all-reduce, once a step: 2 x 1/2 of its bytes
     d.mirror_calls = xp.where(d.mirror_bytes > 0, calls, 0.0)
     gathered = sfrac * dense_weights + expert_sfrac * expert_weights  # one gather of everything
     if root_unit:  # the root gathered once a micro-batch, the blocks once a pass; FSDP's ZeRO-2 all once an unshard
