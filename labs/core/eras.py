@@ -166,7 +166,7 @@ HOST_S_PER_OP = 10e-6
 # 8B block (pytorch/pytorch#133369); FSDP2's reshard, unmeasured, as one op (a storage free) a parameter.
 FSDP1_OPS_PER_UNSHARD = 11
 FSDP1_WRITEBACK_S, FSDP1_UNSHARDED_VIEWS_S, FSDP1_SHARDED_VIEWS_S = 1.071e-3 / 400, 4.268e-3 / 400, 2.75e-3 / 400
-FSDP1_S_PER_PARAM = (4.268e-3 + 1.071e-3 + 2.75e-3) / 400
+FSDP1_S_PER_PARAM = FSDP1_WRITEBACK_S + FSDP1_UNSHARDED_VIEWS_S + FSDP1_SHARDED_VIEWS_S
 # ZeRO-2 keeps the unit unsharded from forward to backward: the forward writes back and swaps to the
 # unsharded views, the backward writes back and swaps to the sharded views; a pass that does not
 # gather runs 2 host ops (record_stream of the freed bf16 shard, the wait on the unshard stream).
