@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
 
 from browser import answer, chromium_path, marimo_run, open_page  # noqa: E402
-from labs.core.layout import RANK_ORDER_NOTES, RANK_ORDERS  # noqa: E402
+from labs.core.engine.layout import RANK_ORDER_NOTES, RANK_ORDERS  # noqa: E402
 from labs.variants import variant  # noqa: E402
 
 

@@ -17,9 +17,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from labs.core.perf import Plan, estimate
+from labs.core.engine.perf import Plan, estimate
 from labs.core.charts import timeline_figure
-from labs.core.pipeline import timeline
+from labs.core.engine.pipeline import timeline
 from labs.core.scenarios.lab05 import DP_WALL_GLOBAL_BATCH, design_inputs, dp_wall_curve, dp_wall_estimate
 from labs.core import charts, ui
 import plotly.io as pio
@@ -113,7 +113,7 @@ def design_rerun(order_index: int) -> None:
     """What Lab 09 recomputes when the rank order (or a degree) moves: the estimate, its
     placements and communication map, the 8 x 8 grid, serialised as the browser receives it."""
     _cold()
-    from labs.core.layout import RANK_ORDERS
+    from labs.core.engine.layout import RANK_ORDERS
     from labs.core.scenarios.lab09 import map_rows, placements, worksheet_estimate
 
     est = worksheet_estimate("70b-h100", 8, 1, 1, 1, RANK_ORDERS[order_index])
@@ -136,7 +136,7 @@ def failures_interval_rerun(minutes: int) -> None:
     serialised as the browser receives it and the histogram's HTML."""
     import importlib
 
-    from labs.core import reliability as rel
+    from labs.core.engine import reliability as rel
     from labs.core.scenarios.lab10 import CLAIM_SETTING, setting_costs
 
     lab = importlib.import_module("labs.10_failures_at_scale")

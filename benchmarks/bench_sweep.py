@@ -12,7 +12,7 @@ Targets (issue 24, item 7):
 - the whole MT-NLG 530B space on 2,240 A100s swept in under 1 s.
 The sweep's speed-up over a loop of estimate() is printed too, but is no target: it rises when
 estimate() gets slower. estimate() runs step functions compiled per model, cluster, stack and
-constant columns (labs.core.stages.trace) once a key has been called COMPILE_AFTER times (before,
+constant columns (labs.core.engine.stages.trace) once a key has been called COMPILE_AFTER times (before,
 it runs interpreted), so the rounds are timed after warm-up loops that compile them; the cold cost
 is printed beside: how many compiled functions the plans use, a first pass with the cache emptied
 (interpreted), and the call that compiles a key.
@@ -161,7 +161,7 @@ class LabsEngine:
         functions (if it has them) are dropped first and compiled on their first call, so the
         first pass pays their compilation and the second runs them."""
         from labs.core import estimate
-        from labs.core.search import plan_space, row_plan
+        from labs.core.engine.search import plan_space, row_plan
 
         model, cluster, batch, _ = self.cases[case]
         rows = plan_space(model, cluster, batch).to_dict("records")
@@ -187,9 +187,9 @@ class LabsEngine:
 
     @staticmethod
     def compiled_cache():
-        """The engine's cache of compiled step functions (labs.core.step.COMPILED), or None."""
+        """The engine's cache of compiled step functions (labs.core.engine.step.COMPILED), or None."""
         try:
-            from labs.core.step import COMPILED
+            from labs.core.engine.step import COMPILED
         except ImportError:
             return None
         return COMPILED
@@ -342,8 +342,8 @@ class Worker:
 def build_cases(plans_per_case: int) -> list[dict]:
     """Each case's model shape, cluster, llm-analysis GPU and plan sample, from the current engine."""
     from labs.core import Cluster, Model
-    from labs.core.models import RECOMPUTE_MODES
-    from labs.core.search import plan_space
+    from labs.core.engine.models import RECOMPUTE_MODES
+    from labs.core.engine.search import plan_space
 
     cases = []
     for name, model_spec, cluster_key, nodes, batch in CASES:

@@ -1,7 +1,7 @@
 """Equivalence harness for refactoring the engine: dump the step model's outputs from one source
 tree, then compare another tree's against them.
 
-It evaluates labs.core.step.evaluate on ~2.4 million plan rows (search's plan spaces for the 18
+It evaluates labs.core.engine.step.evaluate on ~2.4 million plan rows (search's plan spaces for the 18
 model / cluster / era / option combinations of benchmarks/plan_combos.py, 8 draws each; all but
 the first draw of every third combination vary every column the sweep leaves fixed: offload, rank
 order, hybrid sharding, grad_sync, recompute grains and layers, ZB-H2, bucket size, first/last
@@ -25,17 +25,17 @@ QUICK = len(sys.argv) > 4
 sys.path.insert(0, SRC)
 import numpy as np  # noqa: E402
 
-from labs.core import search  # noqa: E402
-from labs.core.eras import get_era, stack_of  # noqa: E402
-from labs.core.hardware import Cluster  # noqa: E402
-from labs.core.models import Model  # noqa: E402
-from labs.core.step import evaluate  # noqa: E402
-from labs.core.perf import Plan, estimate  # noqa: E402
+from labs.core.engine import search  # noqa: E402
+from labs.core.engine.eras import get_era, stack_of  # noqa: E402
+from labs.core.engine.hardware import Cluster  # noqa: E402
+from labs.core.engine.models import Model  # noqa: E402
+from labs.core.engine.step import evaluate  # noqa: E402
+from labs.core.engine.perf import Plan, estimate  # noqa: E402
 from plan_combos import COMBOS  # noqa: E402  (this folder's, whichever tree SRC is)
 
 np.seterr(all="ignore")
 try:  # estimate() through its compiled step functions from the first call (a tree that has them)
-    from labs.core.step import COMPILED  # noqa: E402
+    from labs.core.engine.step import COMPILED  # noqa: E402
 
     COMPILED.compile_after = 0
 except ImportError:

@@ -11,9 +11,9 @@ with app.setup:
 
     from labs.core import ENGINE_VERSION
     from labs.core import charts, ui
-    from labs.core.collectives import bytes_sent_per_rank
-    from labs.core.eras import ERAS
-    from labs.core.hardware import LINKS
+    from labs.core.engine.collectives import bytes_sent_per_rank
+    from labs.core.engine.eras import ERAS
+    from labs.core.engine.hardware import LINKS
     from labs.core.scenarios.lab05 import (
         act1_facts,
         act1_outcomes,
@@ -26,9 +26,9 @@ with app.setup:
         plan_from_inputs,
         tp_reflection,
     )
-    from labs.core.perf import estimate
-    from labs.core.pipeline import bubble_fraction, timeline
-    from labs.core.step import NCCL_COLLECTIVE_SMS
+    from labs.core.engine.perf import estimate
+    from labs.core.engine.pipeline import bubble_fraction, timeline
+    from labs.core.engine.step import NCCL_COLLECTIVE_SMS
     from labs.core.scenarios.prose import STACK, era_choices, scaling_book_dp_tokens, weak_scaling_price
     from labs.core.scenarios.lab05 import (
         DESIGN_ERA,

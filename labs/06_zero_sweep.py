@@ -14,13 +14,13 @@ with app.setup:
 
     from labs.core import ENGINE_VERSION
     from labs.core import charts, ui
-    from labs.core.perf import estimate
-    from labs.core.topology import group_cost
-    from labs.core.calibration import TABLE2_GPUS, TABLE2_SCHEMES, table2_estimate, table2_plan, table2_published
-    from labs.core.hardware import GB, GPUS, Cluster
-    from labs.core.memory import BYTES_CONVENTIONS, BYTES_PER_PARAM, OPTIMIZER_STATES, ZERO_STAGES
-    from labs.core.perf import CPU_ADAM_BYTES_PER_PARAM
-    from labs.core.models import MODELS, RECOMPUTE_MODES
+    from labs.core.engine.perf import estimate
+    from labs.core.engine.topology import group_cost
+    from labs.core.engine.calibration import TABLE2_GPUS, TABLE2_SCHEMES, table2_estimate, table2_plan, table2_published
+    from labs.core.engine.hardware import GB, GPUS, Cluster
+    from labs.core.engine.memory import BYTES_CONVENTIONS, BYTES_PER_PARAM, OPTIMIZER_STATES, ZERO_STAGES
+    from labs.core.engine.perf import CPU_ADAM_BYTES_PER_PARAM
+    from labs.core.engine.models import MODELS, RECOMPUTE_MODES
     from labs.core.scenarios.lab06 import (
         FIT_MODEL,
         fit_activations,

@@ -24,8 +24,8 @@ with app.setup:
         table5_profile,
         table5_rows,
     )
-    from labs.core.perf import estimate
-    from labs.core.pipeline import OpCosts, bubble_fraction, timeline
+    from labs.core.engine.perf import estimate
+    from labs.core.engine.pipeline import OpCosts, bubble_fraction, timeline
     from labs.core.scenarios.lab05 import design_inputs
 
     LAB = "07_pipeline_visualizer"
@@ -40,7 +40,7 @@ def _():
 
     A pipeline of $p$ stages idles while it fills and drains. How much, and what buys it back:
     more micro-batches, interleaved chunks, or splitting the backward pass? Every box below is an
-    op the engine scheduled (`labs.core.pipeline.timeline`); the idle time is counted on the
+    op the engine scheduled (`labs.core.engine.pipeline.timeline`); the idle time is counted on the
     drawing, then set beside the formula.
 
     **Before you start:** Narayanan et al. 2021 Sec. 2.2 (1F1B and interleaving); Qi et al. 2024,
@@ -260,7 +260,7 @@ def _(pipeline_runs):
             mo.md(
                 "**Counted on the timeline, and the closed form.** Activation memory is for GPT-3 175B layers "
                 f"({activation_setting()}), $L/p$ layers a stage, from the engine's per-rank model "
-                "(`labs.core.memory`; interleaved warm-up $(p-1)\\cdot 2 + (v-1)\\cdot N$ chunks, micro-batch group $N = p$)."
+                "(`labs.core.engine.memory`; interleaved warm-up $(p-1)\\cdot 2 + (v-1)\\cdot N$ chunks, micro-batch group $N = p$)."
             ),
             mo.ui.table(pd.DataFrame(_rows), selection=None, show_column_summaries=False, show_data_types=False),
             mo.md(

@@ -72,7 +72,7 @@ def _():
     weights, an exchange of tokens between experts. This lab plays the ring all-reduce one step at a
     time, puts a clock on each step from a real link, and follows the same collective out to message
     sizes, node boundaries and a two-GPU training run. Every number is the engine's
-    (`labs.core.collectives`, `labs.core.topology`) or a measured NCCL figure with its source.
+    (`labs.core.engine.collectives`, `labs.core.engine.topology`) or a measured NCCL figure with its source.
 
     **Before you start:** Thakur, Rabenseifner and Gropp 2005, *Optimization of Collective
     Communication Operations in MPICH* (Sec. 2-4); nccl-tests `doc/PERFORMANCE.md` (algbw and busbw);

@@ -13,7 +13,7 @@ with app.setup:
 
     from labs.core import ENGINE_VERSION
     from labs.core import charts, ui
-    from labs.core.layout import RANK_ORDER_NOTES, RANK_ORDERS
+    from labs.core.engine.layout import RANK_ORDER_NOTES, RANK_ORDERS
     from labs.core.scenarios.prose import STACK, dp64_recompute
     from labs.core.scenarios.lab09 import (
         BOTTLENECK_CHOICES,

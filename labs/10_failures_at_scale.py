@@ -14,9 +14,9 @@ with app.setup:
 
     from labs.core import ENGINE_VERSION
     from labs.core import charts, ui
-    from labs.core.memory import BYTES_PER_PARAM, OPTIMIZER_BYTES, WEIGHT_BYTES
-    from labs.core.models import MODELS
-    from labs.core.reliability import (
+    from labs.core.engine.memory import BYTES_PER_PARAM, OPTIMIZER_BYTES, WEIGHT_BYTES
+    from labs.core.engine.models import MODELS
+    from labs.core.engine.reliability import (
         LLAMA3_CAUSES,
         LLAMA3_EFFECTIVE_TRAINING,
         LLAMA3_GPUS,
@@ -224,7 +224,7 @@ def _(gpus_slider, mtbf_committed, run_days):
                 f"**{job_mtbf_s(LLAMA3_GPUS) / HOUR:.2f} hours**, and every GPU adds the same rate: the job's MTBF is the GPU's "
                 f"divided by N. GPUs and their memory cause "
                 f"{sum(cause_shares()[_c.key] for _c in LLAMA3_CAUSES if _c.category == 'GPU'):.0%} of them; the rest (software bugs, "
-                "the network, host maintenance) need not grow with the GPUs, but this lab, like `labs.core.reliability`, assumes "
+                "the network, host maintenance) need not grow with the GPUs, but this lab, like `labs.core.engine.reliability`, assumes "
                 "every cause does: a per-GPU rate that counts them all is an upper bound on what the GPUs themselves cause. "
                 "Which causes take a node out of the job is this lab's assumption (last column); it matters once restarts are priced."
             ),

@@ -12,7 +12,7 @@ with app.setup:
 
     from labs.core import ENGINE_VERSION
     from labs.core import ui
-    from labs.core.perf import CP_ALGORITHMS
+    from labs.core.engine.perf import CP_ALGORITHMS
     from labs.core.scenarios.prose import STACK, ep_bytes_by_link
     from labs.core.scenarios.lab11 import (
         CAPACITY_CHOICES,

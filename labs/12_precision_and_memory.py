@@ -12,8 +12,8 @@ with app.setup:
 
     from labs.core import ENGINE_VERSION
     from labs.core import ui
-    from labs.core.hardware import GB
-    from labs.core.precision import FORMATS, TILE
+    from labs.core.engine.hardware import GB
+    from labs.core.engine.precision import FORMATS, TILE
     from labs.core.scenarios.lab12 import (
         ACCUMULATION_CASE,
         ACCUMULATION_KS,

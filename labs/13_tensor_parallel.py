@@ -12,7 +12,7 @@ with app.setup:
 
     from labs.core import ENGINE_VERSION
     from labs.core import ui
-    from labs.core.models import Model
+    from labs.core.engine.models import Model
     from labs.core.scenarios.lab13 import (
         COUNTED_WIDTHS,
         DOMAINS,

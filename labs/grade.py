@@ -33,20 +33,20 @@ from typing import Callable
 
 import pandas as pd
 
-from labs.core.hardware import GPUS, LINKS
-from labs.core.models import MODELS
+from labs.core.engine.hardware import GPUS, LINKS
+from labs.core.engine.models import MODELS
 from labs.core.scenarios import OUTCOMES
 from labs.core.scenarios.lab06 import SWEEP_FIELDS
-from labs.core.perf import Plan, check_plan_field
-from labs.core.pipeline import SCHEDULES, check_timeline_size
+from labs.core.engine.perf import Plan, check_plan_field
+from labs.core.engine.pipeline import SCHEDULES, check_timeline_size
 from labs.core.scenarios.lab05 import dp_wall_estimate
-from labs.core.layout import RANK_ORDERS
-from labs.core.reliability import STRATEGIES as CHECKPOINT_STRATEGIES
+from labs.core.engine.layout import RANK_ORDERS
+from labs.core.engine.reliability import STRATEGIES as CHECKPOINT_STRATEGIES
 from labs.core.scenarios import lab08, lab09, lab10, lab11
 from labs.core.scenarios import lab12, lab13
 from labs.core import ENGINE_VERSION
 from labs.core.state import MAX_LEDGER_BYTES, SCHEMA_VERSION, Roster, normalise_student, parse_document, student_hash
-from labs.core.validation import MAX_COUNT, check_bool, check_choice, check_positive, check_str
+from labs.core.engine.validation import MAX_COUNT, check_bool, check_choice, check_positive, check_str
 from labs import csvsafe
 
 MAX_BYTES = MAX_LEDGER_BYTES

@@ -98,7 +98,7 @@ def failures() -> None:
 def design_worksheet() -> None:
     """Lab 09 with the prediction committed and DP innermost: the map and the grid whose TP groups
     straddle nodes."""
-    from labs.core.layout import RANK_ORDER_NOTES
+    from labs.core.engine.layout import RANK_ORDER_NOTES
 
     with tempfile.TemporaryDirectory() as ledgers, marimo_run("09_64gpu_design.py", env={"LABS_LEDGER_DIR": ledgers}) as url, browser_page(width=1300, height=1700) as page:
         page.goto(url)

@@ -27,6 +27,23 @@ def report(label: str, predicted: float, expected: float) -> float:
     return error
 
 
+def need(missing: list[str], install: str) -> None:
+    """Skip a test whose extra pieces are missing, naming them and how to install them; under
+    CI=true fail instead, since CI installs everything and must run every test."""
+    if not missing:
+        return
+    message = f"needs {', '.join(missing)} ({install})"
+    if os.environ.get("CI"):
+        pytest.fail(message + "; CI must run this test")
+    pytest.skip(message)
+
+
+def missing_modules(*modules: str) -> list[str]:
+    import importlib.util
+
+    return [m for m in modules if importlib.util.find_spec(m) is None]
+
+
 @pytest.fixture(scope="module")
 def need_chromium():
     """Browser tests need Debian's chromium: skipped without it locally, failed under CI."""

@@ -25,17 +25,17 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
-from labs.core import collectives, memory, pipeline, topology
-from labs.core.eras import ERA_NAMES
-from labs.core.hardware import CLUSTERS, GPUS, HOSTS, LINKS, Cluster
-from labs.core.memory import OPTIMIZER_STATES, ZERO_STAGES
-from labs.core.models import MODELS, RECOMPUTE_MODES, Model
-from labs.core.perf import GRAD_REDUCE_DTYPES, PLAN_SCHEDULES, Plan, estimate, memory_breakdown, validate
-from labs.core.perf import CP_ALGORITHMS
-from labs.core.pipeline import CONVENTIONS, SCHEDULES, TIMELINE_SCHEDULES, OpCosts
-from labs.core.search import FIXED_ONLY, MAX_PLANS, SWEPT, plan_space, sweep
-from labs.core.topology import DP_ALGORITHMS
-from labs.core.layout import RANK_ORDERS
+from labs.core.engine import collectives, memory, pipeline, topology
+from labs.core.engine.eras import ERA_NAMES
+from labs.core.engine.hardware import CLUSTERS, GPUS, HOSTS, LINKS, Cluster
+from labs.core.engine.memory import OPTIMIZER_STATES, ZERO_STAGES
+from labs.core.engine.models import MODELS, RECOMPUTE_MODES, Model
+from labs.core.engine.perf import GRAD_REDUCE_DTYPES, PLAN_SCHEDULES, Plan, estimate, memory_breakdown, validate
+from labs.core.engine.perf import CP_ALGORITHMS
+from labs.core.engine.pipeline import CONVENTIONS, SCHEDULES, TIMELINE_SCHEDULES, OpCosts
+from labs.core.engine.search import FIXED_ONLY, MAX_PLANS, SWEPT, plan_space, sweep
+from labs.core.engine.topology import DP_ALGORITHMS
+from labs.core.engine.layout import RANK_ORDERS
 
 NAN, INF = float("nan"), float("inf")
 # numbers no float holds: math.isfinite(10**400) raised OverflowError in 13 entry points (audit M4/E1)
@@ -169,7 +169,7 @@ LLAMA = Model.get("llama2-7b")
 NOT_A_CLUSTER = (GPUS["h100-sxm"], LLAMA, "dgx-h100")
 NOT_A_MODEL = (H100, "llama2-7b", Plan())
 
-# labs.core.collectives
+# labs.core.engine.collectives
 COLLECTIVE = dict(nbytes=1e6, n=8, bandwidth=1e11, latency=1e-6, algorithm="ring")
 COLLECTIVE_KINDS = dict(
     nbytes=size(maximum=collectives.MAX_BYTES), n=count(), bandwidth=size(positive=True, maximum=collectives.MAX_BANDWIDTH),
@@ -203,7 +203,7 @@ add("ring_link_bytes", collectives.ring_link_bytes, dict(n=8, nbytes=1e6),
 add("parameter_server_ingress_bytes", collectives.parameter_server_ingress_bytes, dict(nbytes=1e6, n=8),
     dict(nbytes=size(maximum=collectives.MAX_BYTES), n=count()))
 
-# labs.core.topology
+# labs.core.engine.topology
 GROUP = dict(op="all_reduce", nbytes=1e6, cluster=H100, n=16, stride=1, algorithm="auto")
 GROUP_KINDS = dict(
     op=choice(("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "p2p")), nbytes=size(), cluster=obj(*NOT_A_CLUSTER),
@@ -213,7 +213,7 @@ for _fn in (topology.group_cost, topology.bus_bandwidth):
     add(_fn.__name__, _fn, GROUP, GROUP_KINDS, names={"algorithm": ("algorithm", "dp_algorithm")})
     CASES.append(Case(f"{_fn.__name__}-algorithm-nvls-without-sharp", lambda v, f=_fn: f(**{**GROUP, "cluster": A100, "algorithm": v}), ("algorithm", "dp_algorithm"), Kind(("nvls",), st.just("nvls"))))
 
-# labs.core.pipeline
+# labs.core.engine.pipeline
 PIPE = dict(p=4, m=8, schedule="1f1b", v=1)
 INTERLEAVED = dict(p=4, m=8, schedule="interleaved", v=2)
 PIPE_KINDS = dict(p=count(), m=count(), costs=obj((1.0, 1.0, 1.0), {"tf": 1.0}, none_ok=True))
@@ -226,7 +226,7 @@ add("peak_in_flight[interleaved]", pipeline.peak_in_flight, INTERLEAVED, dict(v=
 add("OpCosts", OpCosts, {}, dict(tf=size(positive=True), tb=size(positive=True), tw=size(positive=True), comm=size()))
 add("Timeline.bubble_fraction", pipeline.timeline(**PIPE).bubble_fraction, {}, dict(convention=choice(CONVENTIONS)))
 
-# labs.core.memory
+# labs.core.engine.memory
 STATE = dict(params=7e9, zero_stage=1, dp=8, offload=False, optimizer="fp32")
 STATE_KINDS = dict(params=size(), zero_stage=choice(ZERO_STAGES), dp=count(), offload=flag(), optimizer=choice(OPTIMIZER_STATES))
 add("model_state_bytes", memory.model_state_bytes, STATE, STATE_KINDS)
@@ -239,7 +239,7 @@ add("in_flight_microbatches", memory.in_flight_microbatches, dict(schedule="1f1b
 add("offloaded_bytes", memory.offloaded_bytes, dict(shard_params=1e9, optimizer="fp32"), dict(shard_params=size(), optimizer=choice(OPTIMIZER_STATES)))
 add("optimizer_state", memory.optimizer_state, {}, dict(name=choice(OPTIMIZER_STATES)), names={"name": ("optimizer_state", "name")})
 
-# labs.core.models
+# labs.core.engine.models
 TINY = dict(name="tiny", layers=2, hidden=64, heads=4, seq_len=128, vocab=1000)
 add("Model", Model, TINY, dict(
     name=text(), layers=count(), hidden=count(), heads=count(), seq_len=count(), vocab=count(), ffn_hidden=optional_count(),
@@ -249,7 +249,7 @@ add("Model.get", Model.get, dict(key="llama2-7b"), dict(key=choice(MODELS, extra
 add("Model.get-override", Model.get, dict(key="llama2-7b"), dict(layers=count(), hidden=count(), gated_ffn=flag()))
 CASES.append(Case("Model.get-unknown-field", lambda v: Model.get("llama2-7b", **{v: 1}), ("bogus", "layer", "Layers"), Kind(("bogus", "layer", "Layers"), st.sampled_from(("bogus", "layer", "Layers")))))
 
-# labs.core.hardware
+# labs.core.engine.hardware
 add("Cluster", Cluster, dict(gpu=GPUS["h100-sxm"]), dict(
     gpu=obj(LINKS["nvlink4"], "h100-sxm"), gpus_per_node=count(1024), nodes=count(1 << 17), intra=obj(GPUS["h100-sxm"], "nvlink4"),
     inter=obj(HOSTS["dgx-h100"], "ib-ndr"), nics_per_node=optional_count(1024), name=text(), host=obj(LINKS["pcie5"], "dgx-h100"),
@@ -260,7 +260,7 @@ add("Cluster.get-override", Cluster.get, dict(key="dgx-h100", nodes=2), dict(gpu
 CASES.append(Case("Cluster.get-unknown-field", lambda v: Cluster.get("dgx-h100", **{v: 1}), ("bogus", "node", "Nodes"), Kind(("bogus", "node", "Nodes"), st.sampled_from(("bogus", "node", "Nodes")))))
 add("Cluster.with_fabric", H100.with_fabric, {}, dict(inter_key=choice(LINKS, extra=(LINKS["ib-ndr"],))), names={"inter_key": ("inter_key", "inter")})
 
-# labs.core.perf (fields being added to Plan show up in test_every_plan_field_and_sweep_argument_is_covered)
+# labs.core.engine.perf (fields being added to Plan show up in test_every_plan_field_and_sweep_argument_is_covered)
 _PLAN_KINDS = dict(
     tp=count(1 << 20), pp=count(1 << 20), dp=count(1 << 20), cp=count(1 << 20), micro_batch=count(1 << 20), global_batch=count(),
     virtual_stages=count(1 << 10), zero_stage=choice(ZERO_STAGES), recompute=choice(RECOMPUTE_MODES), schedule=choice(PLAN_SCHEDULES, extra=("zb-h2",)),
@@ -289,8 +289,8 @@ add("validate", validate, dict(model=LLAMA, cluster=Cluster.get("dgx-h100", 1), 
     dict(model=obj(*NOT_A_MODEL), cluster=obj(*NOT_A_CLUSTER), plan=obj(LLAMA, {"tp": 8}, PLAN_8.as_dict())))
 add("memory_breakdown", memory_breakdown, dict(model=LLAMA, plan=PLAN_8), dict(model=obj(*NOT_A_MODEL), plan=obj(LLAMA, {"tp": 8}, PLAN_8.as_dict())))
 
-# labs.core.reliability (Lab 10)
-from labs.core import reliability  # noqa: E402
+# labs.core.engine.reliability (Lab 10)
+from labs.core.engine import reliability  # noqa: E402
 
 _SEC, _SEC0 = size(positive=True, maximum=reliability.MAX_SECONDS), size(maximum=reliability.MAX_SECONDS)
 _GPUS = count(reliability.MAX_GPUS)
@@ -323,8 +323,8 @@ add("straggler_all_reduce", reliability.straggler_all_reduce, dict(nbytes=1e9, c
     nbytes=size(maximum=1e18), cluster=obj(*NOT_A_CLUSTER), n=count(1 << 20), stride=count(),
     slow_fraction=Kind((0, -0.5, 1.5, NAN, INF, None, "x", True, 1e-4), st.one_of(st.floats(max_value=0.0), st.floats(min_value=1.0, exclude_min=True), st.text()))))
 
-# labs.core.context and the capacity factor (Lab 11)
-from labs.core import context as _context, experts as _experts  # noqa: E402
+# labs.core.engine.context and the capacity factor (Lab 11)
+from labs.core.engine import context as _context, experts as _experts  # noqa: E402
 
 add("causal_work", _context.causal_work, dict(cp=2, split="zigzag", seq_len=8), dict(cp=count(1 << 16), split=choice(_context.CP_SPLITS), seq_len=count(1 << 40)))
 add("causal_imbalance", _context.causal_imbalance, dict(cp=2, split="zigzag", seq_len=8), dict(cp=count(1 << 16), split=choice(_context.CP_SPLITS), seq_len=count(1 << 40)))
@@ -335,7 +335,7 @@ add("tokens_per_expert", _experts.tokens_per_expert, dict(model=Model.get("deeps
 add("poisson_drop_fraction", _experts.poisson_drop_fraction, dict(mean_tokens=8.0, capacity_factor=1.25),
     dict(mean_tokens=size(positive=True, maximum=1e6), capacity_factor=Kind((0.5, 0, -1, NAN, INF, None, "x", True, 1025.0), st.one_of(st.floats(max_value=1.0, exclude_max=True), st.floats(min_value=1024, exclude_min=True), st.text()))))
 
-# labs.core.search: sweep's own arguments, then every fixed field, alone and inside a list
+# labs.core.engine.search: sweep's own arguments, then every fixed field, alone and inside a list
 SWEEP = dict(model=LLAMA, cluster=Cluster.get("dgx-h100", 1), global_batch=16)
 add("sweep", sweep, SWEEP, dict(model=obj(*NOT_A_MODEL), cluster=obj(*NOT_A_CLUSTER), global_batch=count(), era=choice(ERA_NAMES + (None,))))
 SWEPT_KINDS = {k: PLAN_KINDS[k] for k in SWEPT + ("dp",) if k in PLAN_KINDS}

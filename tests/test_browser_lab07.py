@@ -8,7 +8,7 @@ import pytest
 
 from browser import answer, browser_page, marimo_run
 from labs.variants import variant
-from labs.core.pipeline import timeline
+from labs.core.engine.pipeline import timeline
 
 pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("need_chromium")]
 

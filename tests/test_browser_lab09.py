@@ -9,7 +9,7 @@ import pytest
 
 from browser import answer, browser_page, marimo_run, metric, submit_and_download
 from labs.variants import variant
-from labs.core.layout import RANK_ORDER_NOTES
+from labs.core.engine.layout import RANK_ORDER_NOTES
 from labs.core.scenarios.lab09 import LAB, worksheet_estimate
 from labs.core.state import load_schema
 

@@ -9,7 +9,7 @@ import pytest
 
 from browser import answer, browser_page, marimo_run, submit_and_download
 from labs.variants import variant
-from labs.core.reliability import goodput
+from labs.core.engine.reliability import goodput
 from labs.core.scenarios.lab10 import RUN_MODEL, setting_costs
 from labs.core.state import load_schema
 

@@ -21,7 +21,7 @@ spec = importlib.util.spec_from_file_location("build_site", ROOT / "scripts" / "
 build_site = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(build_site)
 
-from labs.core.datafiles import FILES  # noqa: E402
+from labs.core.engine.datafiles import FILES  # noqa: E402
 
 need_uv = pytest.mark.skipif(build_site.shutil.which("uv") is None and not os.environ.get("CI"), reason='uv is not installed (pip install -e ".[site]")')
 
@@ -59,7 +59,7 @@ def test_the_wheel_alone_runs_the_engine_without_fcntl(wheel, tmp_path):
         "import sys, tempfile, warnings; sys.modules['fcntl'] = None\n"
         "warnings.simplefilter('ignore')\n"
         "import labs, labs.core, labs.core.scenarios, labs.grade\n"
-        "from labs.core import calibration, state\n"
+        "from labs.core import state\nfrom labs.core.engine import calibration\n"
         "from labs.core.scenarios import lab07, lab08\n"
         f"assert labs.__file__.startswith({str(tmp_path / 'unpacked')!r}), labs.__file__\n"
         "assert str(state.SCHEMA_PATH).startswith(labs.__path__[0]) and str(calibration.DATA).startswith(labs.__path__[0])\n"

@@ -3,11 +3,11 @@
 import pytest
 
 from conftest import report
-from labs.core.collectives import (
+from labs.core.engine.collectives import (
     algbw_from_busbw, all_gather_time, all_reduce_time, bytes_sent_per_rank, busbw_from_algbw,
     reduce_scatter_time, simulate_ring_all_reduce,
 )
-from labs.core.models import Model
+from labs.core.engine.models import Model
 
 
 def test_seed_milestone_4gb_ring_on_8_gpus_sends_7gb():

@@ -1,5 +1,5 @@
-"""estimate()'s compiled step model (labs.core.stages.trace) gives the interpreted SCALAR path's
-numbers: every output of labs.core.step.evaluate, on plans of every stack, schedule, ZeRO stage,
+"""estimate()'s compiled step model (labs.core.engine.stages.trace) gives the interpreted SCALAR path's
+numbers: every output of labs.core.engine.step.evaluate, on plans of every stack, schedule, ZeRO stage,
 recompute mode, rank order, CP kind, precision, offload, DP algorithm, dense and MoE models and
 several clusters; plans whose compiled run raises go to numpy as SCALAR's do; no key falls back
 to SCALAR for want of a trace; the cache serves every node count with one function."""
@@ -14,19 +14,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from labs.core import Cluster, Model, search
-from labs.core.eras import stack_of
-from labs.core.memory import MemoryBreakdown
-from labs.core.collectives import CollectiveCost
-from labs.core.perf import CollectiveUse, Estimate, Plan, TimeBreakdown, estimate, plan_columns, validate
-from labs.core.plan import CP_ALGORITHMS, PLAN_SCHEDULES
-from labs.core.layout import RANK_ORDERS
-from labs.core.models import ALL_RECOMPUTE_MODES
-from labs.core.eras import ERA_NAMES
-from labs.core.stages import trace
-from labs.core.stages.xp import NUMPY, SCALAR
-from labs.core.step import evaluate, evaluate_plan
-from labs.core.topology import DP_ALGORITHMS
+from labs.core import Cluster, Model
+from labs.core.engine import search
+from labs.core.engine.eras import stack_of
+from labs.core.engine.memory import MemoryBreakdown
+from labs.core.engine.collectives import CollectiveCost
+from labs.core.engine.perf import CollectiveUse, Estimate, Plan, TimeBreakdown, estimate, plan_columns, validate
+from labs.core.engine.plan import CP_ALGORITHMS, PLAN_SCHEDULES
+from labs.core.engine.layout import RANK_ORDERS
+from labs.core.engine.models import ALL_RECOMPUTE_MODES
+from labs.core.engine.eras import ERA_NAMES
+from labs.core.engine.stages import trace
+from labs.core.engine.stages.xp import NUMPY, SCALAR
+from labs.core.engine.step import evaluate, evaluate_plan
+from labs.core.engine.topology import DP_ALGORITHMS
 
 # the equivalence harness's combinations (model, cluster, nodes, global batch, era, fixed sweep
 # options, DP algorithm) but two, then the DualPipe ones
@@ -128,7 +129,7 @@ def _plans(combo, rng):
 @pytest.fixture(autouse=True, scope="module")
 def compile_at_once():
     """Every key compiled on its first call (estimate() waits for trace.COMPILE_AFTER calls)."""
-    from labs.core.step import COMPILED
+    from labs.core.engine.step import COMPILED
 
     COMPILED.compile_after, saved = 0, COMPILED.compile_after
     yield
@@ -271,8 +272,8 @@ def test_estimate_parts_equal_their_constructors():
 def test_a_constant_changed_at_run_time_runs_interpreted():
     """A compiled function keeps the module constants it was traced with; code that changes one
     between calls (the calibration's fit) runs inside COMPILED.interpreted() and sees it."""
-    from labs.core import gemm
-    from labs.core.step import COMPILED
+    from labs.core.engine import gemm
+    from labs.core.engine.step import COMPILED
 
     model, cluster = Model.get("gpt3-175b"), Cluster.get("dgx-a100", nodes=16)
     plan = Plan(tp=8, pp=4, dp=4, micro_batch=1, global_batch=512)

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from labs.core import Cluster, Model, Plan, estimate
-from labs.core.context import causal_imbalance, causal_work, check_ulysses, kv_heads_per_tp_rank
-from labs.core.experts import poisson_drop_fraction, tokens_per_expert
-from labs.core.perf import CP_ALGORITHMS, plan_columns
-from labs.core.search import sweep
-from labs.core.step import evaluate
+from labs.core.engine.context import causal_imbalance, causal_work, check_ulysses, kv_heads_per_tp_rank
+from labs.core.engine.experts import poisson_drop_fraction, tokens_per_expert
+from labs.core.engine.perf import CP_ALGORITHMS, plan_columns
+from labs.core.engine.search import sweep
+from labs.core.engine.step import evaluate
 
 L3 = Model.get("llama3-8b")  # 32 heads, 8 KV heads, 8,192 tokens
 H100_2 = Cluster.get("dgx-h100", nodes=2)

@@ -10,17 +10,17 @@ import pytest
 
 from conftest import report
 from labs.core import Cluster, Model, Plan, estimate
-from labs.core.calibration import deepseek_v3_estimate
-from labs.core.eras import ERA_NAMES, stack_of
-from labs.core.memory import activation_bytes_per_layer
-from labs.core.pipeline import SCHEDULES, OpCosts, _dualpipe_order, bubble_fraction, dualpipe_overlapped_pairs, dualpipe_timeline, idle_time, timeline
-from labs.core.plan import plan_columns
-from labs.core.search import sweep
-from labs.core.stages.compute import layer_compute
-from labs.core.stages.inputs import model_terms, read_plan
-from labs.core.stages.parallel import layer_communication
-from labs.core.stages.pipe import pipeline_stage
-from labs.core.stages.xp import SCALAR
+from labs.core.engine.calibration import deepseek_v3_estimate
+from labs.core.engine.eras import ERA_NAMES, stack_of
+from labs.core.engine.memory import activation_bytes_per_layer
+from labs.core.engine.pipeline import SCHEDULES, OpCosts, _dualpipe_order, bubble_fraction, dualpipe_overlapped_pairs, dualpipe_timeline, idle_time, timeline
+from labs.core.engine.plan import plan_columns
+from labs.core.engine.search import sweep
+from labs.core.engine.stages.compute import layer_compute
+from labs.core.engine.stages.inputs import model_terms, read_plan
+from labs.core.engine.stages.parallel import layer_communication
+from labs.core.engine.stages.pipe import pipeline_stage
+from labs.core.engine.stages.xp import SCALAR
 
 DUALPIPE = SCHEDULES.index("dualpipe")
 
@@ -85,7 +85,7 @@ def test_overlapped_pairs_follow_dualpipe_py_loop_bounds():
 
 
 def _pipe_stage(model, cluster, plan):
-    """The step model's PP stage for one plan (labs.core.step.evaluate's first stages)."""
+    """The step model's PP stage for one plan (labs.core.engine.step.evaluate's first stages)."""
     stack = stack_of(plan.stack)
     p = read_plan(model, plan_columns(plan), stack, SCALAR)
     terms = model_terms(model)
@@ -192,8 +192,8 @@ def _mirror_plan(cluster_nodes, pp, zero_stage=1):
     """Llama 2 7B under DualPipe on DGX H100s, DP 2, bf16 gradients, 32 sequences: the plan's
     outputs and its heaviest rank's parameters (rank 0: the first and the last stage, the
     embedding and the output layer; config.json: 32 layers of 202,383,360, 32,000 x 4,096 each)."""
-    from labs.core.plan import plan_columns as columns
-    from labs.core.step import evaluate_plan
+    from labs.core.engine.plan import plan_columns as columns
+    from labs.core.engine.step import evaluate_plan
 
     model, cluster = Model.get("llama2-7b"), Cluster.get("dgx-h100", nodes=cluster_nodes)
     plan = Plan(pp=pp, dp=2, micro_batch=1, global_batch=32, schedule="dualpipe", zero_stage=zero_stage, grad_reduce_dtype="bf16")
@@ -209,7 +209,7 @@ def test_each_chunk_sums_its_gradients_with_its_mirror_copy():
     = 40M parameters); only the last bucket's sum waits behind the reduction."""
     import math
 
-    from labs.core.topology import collective_columns
+    from labs.core.engine.topology import collective_columns
 
     r, cluster, plan, params = _mirror_plan(1, 4)
     grads, buckets = 2 * params, math.ceil(params / 40e6)

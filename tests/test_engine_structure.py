@@ -1,6 +1,6 @@
 """The engine's structure: no import cycle in labs/core (function-level imports included), and
 the step model's two paths agree: estimate() runs the stages on one plan's Python numbers,
-sweep() on numpy columns (labs.core.stages.xp), and both must give the same numbers."""
+sweep() on numpy columns (labs.core.engine.stages.xp), and both must give the same numbers."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from labs.core import Cluster, Model, estimate, sweep
-from labs.core.eras import stack_of
-from labs.core.perf import plan_columns
-from labs.core.search import row_plan
-from labs.core.stages.xp import SCALAR
-from labs.core.step import evaluate, evaluate_plan
+from labs.core.engine.eras import stack_of
+from labs.core.engine.perf import plan_columns
+from labs.core.engine.search import row_plan
+from labs.core.engine.stages.xp import SCALAR
+from labs.core.engine.step import evaluate, evaluate_plan
 
 CORE = Path(__file__).resolve().parent.parent / "labs" / "core"
 
@@ -86,14 +86,14 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 def test_cycle_finder_sees_a_lazy_import_cycle():
     """The finder itself: the engine's old cycle (pipeline imported perf inside a function, perf
     imported step, step imported pipeline) is one."""
-    graph = {"labs.core.perf": {"labs.core.step"}, "labs.core.step": {"labs.core.pipeline"}, "labs.core.pipeline": {"labs.core.perf"}}
-    assert find_cycle(graph) == ["labs.core.perf", "labs.core.step", "labs.core.pipeline", "labs.core.perf"]
+    graph = {"labs.core.engine.perf": {"labs.core.engine.step"}, "labs.core.engine.step": {"labs.core.engine.pipeline"}, "labs.core.engine.pipeline": {"labs.core.engine.perf"}}
+    assert find_cycle(graph) == ["labs.core.engine.perf", "labs.core.engine.step", "labs.core.engine.pipeline", "labs.core.engine.perf"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None
 
 
 def test_no_import_cycle_in_labs_core():
     graph = import_graph(CORE)
-    assert "labs.core.stages.compute" in graph["labs.core.pipeline"], "op_costs_from_shape's function-level import is in the graph"
+    assert "labs.core.engine.stages.compute" in graph["labs.core.engine.pipeline"], "op_costs_from_shape's function-level import is in the graph"
     assert len(graph) > 30
     cycle = find_cycle(graph)
     assert cycle is None, " -> ".join(cycle)
@@ -141,7 +141,7 @@ def test_scalar_and_numpy_paths_agree_on_every_output():
     """Every number evaluate returns, on plans that vary every column (offload, rank order,
     hybrid sharding, grad_sync, recompute grains, schedules), on one plan's numbers and as a
     numpy column of many."""
-    from labs.core.perf import Plan
+    from labs.core.engine.perf import Plan
 
     model, cluster = Model.get("llama3-70b"), Cluster.get("dgx-h100", nodes=16)
     rng = np.random.default_rng(1)

@@ -8,10 +8,10 @@ import pytest
 
 from conftest import DATA, report
 from labs.core import Cluster, Model, Plan, estimate, sweep
-from labs.core.eras import ERAS
-from labs.core.gemm import gemm_efficiency
-from labs.core.hardware import GPUS
-from labs.core.topology import bus_bandwidth
+from labs.core.engine.eras import ERAS
+from labs.core.engine.gemm import gemm_efficiency
+from labs.core.engine.hardware import GPUS
+from labs.core.engine.topology import bus_bandwidth
 
 NCCL = json.loads((DATA / "nccl_busbw.json").read_text())
 

@@ -9,10 +9,10 @@ import pytest
 
 from conftest import report
 from labs.core import Cluster, Model, Plan, estimate
-from labs.core.calibration import table2_plan
-from labs.core.memory import in_flight_columns
-from labs.core.pipeline import SCHEDULES, OpCosts, _play, dualpipe_timeline, idle_time, schedule_table, timeline
-from labs.core.topology import group_cost
+from labs.core.engine.calibration import table2_plan
+from labs.core.engine.memory import in_flight_columns
+from labs.core.engine.pipeline import SCHEDULES, OpCosts, _play, dualpipe_timeline, idle_time, schedule_table, timeline
+from labs.core.engine.topology import group_cost
 
 # NCCL src/graph/tuning.cc (NVIDIA/nccl commit 5067397), microseconds, (LL, LL128, Simple).
 RING_BASE_US = (6.6, 14.0, 8.4)
@@ -245,11 +245,11 @@ def test_dualpipe_idles_less_than_1f1b_and_is_drawn():
 
 def test_one_nccl_version_prices_every_hop():
     """Point-to-point sends and the expert all-to-all take their per-hop latency from the links
-    (labs.core.hardware); collectives from topology's copy of NCCL's tuning.cc table. Both are the
+    (labs.core.engine.hardware); collectives from topology's copy of NCCL's tuning.cc table. Both are the
     same commit's Ring/Simple figures: NVLink 3.4, PCIe 5.7, network 14.0 us, base 8.4 us (the
     links had kept an older NCCL's 9.6 us network hop)."""
-    from labs.core import topology
-    from labs.core.hardware import LINKS, NCCL_BASE_LATENCY_S
+    from labs.core.engine import topology
+    from labs.core.engine.hardware import LINKS, NCCL_BASE_LATENCY_S
 
     simple = {kind: topology._HOP_US[(kind, "ring")][2] * 1e-6 for kind in ("nvlink", "pci", "net")}
     assert NCCL_BASE_LATENCY_S == topology._BASE_US["ring"][2] * 1e-6

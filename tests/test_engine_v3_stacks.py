@@ -1,14 +1,14 @@
-"""Engine v3: the software stack as an input (labs.core.eras), against the kernels' own
+"""Engine v3: the software stack as an input (labs.core.engine.eras), against the kernels' own
 benchmarks, the frameworks' code and counts made by hand."""
 
 import pytest
 
 from conftest import report
 from labs.core import Cluster, Model, Plan, estimate, sweep
-from labs.core.eras import ERAS, EAGER_KERNELS_PER_LAYER, stack_of
-from labs.core.gemm import ATTENTION_EFFICIENCY, FLASH_BACKWARD_OVER_FORWARD, elementwise_bytes_per_token, flash_attention_time, unfused_elementwise_ratio
-from labs.core.hardware import GPUS, LINKS
-from labs.core.perf import _run
+from labs.core.engine.eras import ERAS, EAGER_KERNELS_PER_LAYER, stack_of
+from labs.core.engine.gemm import ATTENTION_EFFICIENCY, FLASH_BACKWARD_OVER_FORWARD, elementwise_bytes_per_token, flash_attention_time, unfused_elementwise_ratio
+from labs.core.engine.hardware import GPUS, LINKS
+from labs.core.engine.perf import _run
 
 H100 = Cluster.get("dgx-h100", nodes=1)
 LLAMA8 = Model.get("llama3-8b")
@@ -199,8 +199,8 @@ def test_op_level_checkpointing_keeps_half_the_matmul_outputs_by_hand():
     the layer input (2h), the attention output (2h) and its softmax statistics (4 x 32 heads,
     fp32), and every other matmul output of q (2h), k and v (2 x 2 x 1024), o (2h), gate and up
     (2 x 2f) and down (2h): half of 6h + 4 kv + 4f bytes a token."""
-    from labs.core.memory import layer_activation_columns
-    from labs.core.models import ALL_RECOMPUTE_MODES
+    from labs.core.engine.memory import layer_activation_columns
+    from labs.core.engine.models import ALL_RECOMPUTE_MODES
 
     h, kv, f, a, s = 4096, 1024, 14336, 32, 8192
     by_hand = s * (2 * h + 2 * h + 4 * a + (6 * h + 4 * kv + 4 * f) / 2)
@@ -217,8 +217,8 @@ def test_deepseek_recompute_keeps_latents_and_swiglu_inputs_by_hand():
     8 routed copies of each token (2h each) with their experts' gate and up (2 x 2 x 2048), the
     shared expert's gate and up and the router's 256 scores (fp32); a dense layer (3 of 61) its
     gate and up (2 x 2 x 18432)."""
-    from labs.core.memory import layer_activation_columns
-    from labs.core.models import ALL_RECOMPUTE_MODES
+    from labs.core.engine.memory import layer_activation_columns
+    from labs.core.engine.models import ALL_RECOMPUTE_MODES
 
     model = Model.get("deepseek-v3")
     h, s = 7168, 4096

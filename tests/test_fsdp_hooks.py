@@ -1,4 +1,4 @@
-"""FSDP's hooks on the host (labs.core.eras: fsdp_s_per_unshard, fsdp_s_per_param,
+"""FSDP's hooks on the host (labs.core.engine.eras: fsdp_s_per_unshard, fsdp_s_per_param,
 fsdp_kept_s_per_param, fsdp_kept_s_per_pass): each unshard + reshard of a unit (one wrapped
 transformer block) costs host time beside the kernel launches, and the GPU waits for it only when
 the unit's kernels are shorter. Expectations are hand counts from the sources: pytorch/pytorch#96958
@@ -15,11 +15,11 @@ import pytest
 
 from conftest import report
 from labs.core import Cluster, Model, Plan
-from labs.core.eras import ERAS, Era, stack_of
-from labs.core.plan import plan_columns
-from labs.core.stages.compute import block_parameters
-from labs.core.stages.inputs import model_terms
-from labs.core.step import evaluate_plan
+from labs.core.engine.eras import ERAS, Era, stack_of
+from labs.core.engine.plan import plan_columns
+from labs.core.engine.stages.compute import block_parameters
+from labs.core.engine.stages.inputs import model_terms
+from labs.core.engine.step import evaluate_plan
 
 H100 = Cluster.get("dgx-h100", nodes=1)
 A100 = Cluster.get("dgx-a100", nodes=1)
@@ -27,7 +27,7 @@ A100 = Cluster.get("dgx-a100", nodes=1)
 LLAMA_1B = Model("llama3.2-1b", 16, 2048, 32, 1024, 128256, ffn_hidden=8192, kv_heads=8, gated_ffn=True)
 # A GPT block (its q, k, v, o, fc1, fc2 and two LayerNorms: 8 parameters) of about the same size.
 GPT_1B = Model("gpt-1b", 16, 2048, 16, 1024, 50257)
-OP_S = 10e-6  # eager PyTorch's host time an op (labs.core.eras.HOST_S_PER_OP)
+OP_S = 10e-6  # eager PyTorch's host time an op (labs.core.engine.eras.HOST_S_PER_OP)
 LAUNCH_S = 40 * OP_S  # eager PyTorch's 40 kernels a block
 # FSDP1's three per-parameter loops (#96958) and a Llama block's 9 parameters.
 WRITEBACK_S, UNSHARDED_VIEWS_S, SHARDED_VIEWS_S = 1.071e-3 / 400, 4.268e-3 / 400, 2.75e-3 / 400

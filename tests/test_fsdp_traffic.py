@@ -1,5 +1,5 @@
-"""What PyTorch FSDP moves through HBM and waits for beyond its collectives (labs.core.eras:
-fsdp_unshard_bytes, fsdp_shard_bytes, fsdp_grad_bytes; labs.core.stages.data: the root unit).
+"""What PyTorch FSDP moves through HBM and waits for beyond its collectives (labs.core.engine.eras:
+fsdp_unshard_bytes, fsdp_shard_bytes, fsdp_grad_bytes; labs.core.engine.stages.data: the root unit).
 Expectations are hand counts from the frameworks' code, with the layer's parameters counted from
 Llama 3 8B's config.json (hidden 4096, 8 K/V heads of 128, SwiGLU 14336):
 - FSDP1 (torch/distributed/fsdp, 2.1): the fp32 shard cast to bf16 before the all-gather (6 bytes
@@ -16,10 +16,10 @@ import pytest
 
 from conftest import report
 from labs.core import Cluster, Model, Plan
-from labs.core.eras import ERAS, stack_of
-from labs.core.plan import plan_columns
-from labs.core.step import evaluate_plan
-from labs.core.topology import collective_columns
+from labs.core.engine.eras import ERAS, stack_of
+from labs.core.engine.plan import plan_columns
+from labs.core.engine.step import evaluate_plan
+from labs.core.engine.topology import collective_columns
 
 H100 = Cluster.get("dgx-h100", nodes=1)
 HBM_RATE = H100.gpu.hbm_bytes_per_s * H100.gpu.hbm_efficiency
@@ -106,7 +106,7 @@ def test_bad_copy_bytes_are_refused_by_name(field, value):
 # SwiGLU 8192, embedding tied to the output layer, vocabulary 128,256.
 LLAMA_1B = Model("llama3.2-1b", 16, 2048, 32, 8192, 128256, ffn_hidden=8192, kv_heads=8, gated_ffn=True)
 BLOCK_1B = 2 * 2048 * 2048 + 2 * 2048 * 512 + 3 * 2048 * 8192 + 2 * 2048
-ROOT_1B = 128256 * 2048 + 2 * 2048  # the embedding and the final norm (labs.core.models counts 2 x hidden outside the blocks)
+ROOT_1B = 128256 * 2048 + 2 * 2048  # the embedding and the final norm (labs.core.engine.models counts 2 x hidden outside the blocks)
 
 
 def _dp(model, era, **fields):
@@ -131,7 +131,7 @@ def test_the_root_units_gather_and_reduce_scatter_wait_in_full(era, grad_bytes):
     root's all-gather (first thing of each forward) and reduce-scatter (after the embedding's
     backward, the last op) cannot: against the same blocks under a 16-token vocabulary, each
     micro-batch waits for one all-gather of the root's bf16 weights and one reduce-scatter of its
-    gradients over the 8 GPUs, as NCCL's tables price them (labs.core.topology)."""
+    gradients over the 8 GPUs, as NCCL's tables price them (labs.core.engine.topology)."""
     tiny_vocab = replace(LLAMA_1B, vocab=16)
     extra = _dp(LLAMA_1B, era)["dp_comm_s"] - _dp(tiny_vocab, era)["dp_comm_s"]
 
@@ -218,7 +218,7 @@ def test_experts_reduce_scatter_over_their_expert_group():
     each MoE layer's experts in a fully_shard of their own on the dp_shard_mod_ep mesh (64 / 8 = 8
     ranks, 8 apart), the rest of the block on all 64. Each of the 4 micro-batches reduce-scatters in
     fp32 the 61 blocks' dense gradients and the root's over 64 ranks and the 58 expert units' (this
-    rank's 32 experts a layer) over 8, as NCCL's tables price them (labs.core.topology)."""
+    rank's 32 experts a layer) over 8, as NCCL's tables price them (labs.core.engine.topology)."""
     model, cluster = Model.get("deepseek-v3"), Cluster.get("dgx-h100", nodes=8)
     plan = Plan.for_era("pytorch-fsdp2-2024", dp=64, ep=8, micro_batch=1, global_batch=256, zero_stage=3, recompute="full")
     r = evaluate_plan(model, cluster, plan_columns(plan), plan.dp_algorithm, ERAS[plan.stack])

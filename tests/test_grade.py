@@ -9,7 +9,7 @@ import os
 from labs.core import state
 from labs.core.scenarios.lab05 import act1_correct_option, act1_outcomes, act2_best_option, act2_outcomes
 from labs.core.scenarios.lab07 import pipeline_outcomes
-from labs.core.pipeline import MAX_TIMELINE_OPS
+from labs.core.engine.pipeline import MAX_TIMELINE_OPS
 from labs.core.state import DesignLedger, Roster
 from labs.grade import grade, main, shown, summary
 

@@ -60,7 +60,7 @@ def test_zero2_feedback_agrees_with_the_engine(app, key):
 def test_nic_placement_is_slower_for_zero3(app):
     import marimo as mo
 
-    from labs.core.hardware import GPUS
+    from labs.core.engine.hardware import GPUS
     from test_notebooks import with_instruments
 
     gpus = app.run()[1]["GPU_CHOICES"]  # the lab before variants: H100s at 4,096 tokens

@@ -5,7 +5,7 @@ import pytest
 pytestmark = pytest.mark.usefixtures("ledger_dir")
 
 from labs.core.scenarios.lab07 import microbatch_answer
-from labs.core.pipeline import bubble_fraction
+from labs.core.engine.pipeline import bubble_fraction
 from labs.variants import variant
 from test_notebooks import LABS, Pressed, committed, load_app, mine, right, text_of, wrong
 
@@ -68,7 +68,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 
 from labs.core import charts
-from labs.core.memory import in_flight_columns
+from labs.core.engine.memory import in_flight_columns
 from labs.core.scenarios.common import Option
 from labs.core.scenarios.lab07 import (
     BUBBLE_TARGET,
@@ -82,7 +82,7 @@ from labs.core.scenarios.lab07 import (
     stage0_in_flight,
     table5_rows,
 )
-from labs.core.pipeline import SCHEDULES, OpCosts, timeline
+from labs.core.engine.pipeline import SCHEDULES, OpCosts, timeline
 
 BOTH = {**committed("utilisation", U, right(U)), **committed("microbatch", M, M.key)}
 GATED = ("Key takeaways", "What each schedule pays", "The equations behind the bubble", "Deep pipelines are run interleaved", "Qi et al. Table 5")

@@ -13,9 +13,9 @@ pytestmark = pytest.mark.usefixtures("ledger_dir")
 
 from labs.core import Cluster, Model, Plan, estimate
 from labs.core import charts
-from labs.core.hardware import NCCL_BASE_LATENCY_S
-from labs.core.layout import RANK_ORDERS, axis_strides, cross_node_links, groups, rank_coordinates
-from labs.core.perf import plan_columns
+from labs.core.engine.hardware import NCCL_BASE_LATENCY_S
+from labs.core.engine.layout import RANK_ORDERS, axis_strides, cross_node_links, groups, rank_coordinates
+from labs.core.engine.perf import plan_columns
 from labs.core.scenarios.lab09 import (
     GLOBAL_BATCH,
     LAB,
@@ -24,7 +24,7 @@ from labs.core.scenarios.lab09 import (
     worksheet_estimate,
     worksheet_outcomes,
 )
-from labs.core.step import evaluate
+from labs.core.engine.step import evaluate
 from labs.variants import variant
 from test_notebooks import LABS, Pressed, committed, load_app, mine, text_of
 

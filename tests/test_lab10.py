@@ -7,7 +7,7 @@ import pytest
 
 pytestmark = pytest.mark.usefixtures("ledger_dir")
 
-from labs.core.reliability import goodput, job_mtbf_s
+from labs.core.engine.reliability import goodput, job_mtbf_s
 from labs.core.scenarios.lab10 import (
     MTBF_RANGES,
     cadence_answer,
@@ -57,7 +57,7 @@ def test_the_cadence_claims_are_judged_false_except_one():
     claims = cadence_claims()
     assert sum(claims.values()) == 1 and claims[cadence_answer()]
     # The variant's question (second edition): the interval of the four with the most goodput, by the closed form
-    from labs.core.reliability import goodput
+    from labs.core.engine.reliability import goodput
     from labs.core.scenarios.lab10 import CADENCE_INTERVALS_MIN, cadence_setting, setting_costs
 
     s = setting_costs(strategy="sharded", **cadence_setting(SETTING))

@@ -84,7 +84,7 @@ def test_moe_feedback_agrees_with_the_engine(app, key):
 
 def test_fit_answer_follows_from_activations_by_hand():
     """Llama 3 405B's layer keeps s b (12h + 4 kv + 6f + 4a) / t bytes with SP and flash
-    attention (labs.core.memory), 8.5 GB per 131,072-token sequence at TP 8. PP 16 with
+    attention (labs.core.engine.memory), 8.5 GB per 131,072-token sequence at TP 8. PP 16 with
     7 + 14 x 8 + 7 layers: a middle stage holds 8 layers x 15 micro-batches in flight under 1F1B
     (p - 1 of 16). That alone is over a terabyte; CP 16 divides it by 16."""
     m = Model.get("llama3-405b")

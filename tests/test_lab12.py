@@ -12,8 +12,8 @@ import pytest
 
 import marimo as mo
 from labs import grade
-from labs.core import precision
-from labs.core.models import Model
+from labs.core.engine import precision
+from labs.core.engine.models import Model
 from labs.core.scenarios import lab12
 from labs.variants import Draw, variant
 from test_notebooks import LABS, Commit, Pressed, committed, load_app, text_of

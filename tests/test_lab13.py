@@ -11,11 +11,11 @@ import pytest
 
 import marimo as mo
 from labs import grade
-from labs.core import tensor_parallel as tpm
-from labs.core.collectives import bytes_sent_per_rank
-from labs.core.hardware import GPUS, LINKS, Cluster
-from labs.core.models import Model
-from labs.core.perf import estimate
+from labs.core.engine import tensor_parallel as tpm
+from labs.core.engine.collectives import bytes_sent_per_rank
+from labs.core.engine.hardware import GPUS, LINKS, Cluster
+from labs.core.engine.models import Model
+from labs.core.engine.perf import estimate
 from labs.core.scenarios import lab13
 from labs.variants import variant
 from test_notebooks import LABS, Commit, Pressed, committed, load_app, text_of
@@ -26,7 +26,7 @@ LAB13 = next(p for p in LABS if p.name == "13_tensor_parallel.py")
 SHAPE = tpm.BlockShape(batch=2, seq=16, hidden=64, heads=8)
 
 
-# ---- an unsplit block written from the papers, not from labs.core.tensor_parallel ---------------------
+# ---- an unsplit block written from the papers, not from labs.core.engine.tensor_parallel ---------------------
 def reference_block(x, w, block, shape):
     """x + Block(x), plainly: GeLU (tanh) MLP, SwiGLU MLP, or causal multi-head attention."""
     if block == "mlp-gelu":

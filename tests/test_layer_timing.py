@@ -4,9 +4,9 @@ the baseline row is one of the fit's rows (with Table 5's 22B run), the other fo
 import pytest
 
 from conftest import report
-from labs.core import gemm
-from labs.core.stages import compute
-from labs.core.calibration import fit_layer_constants, table4_layer_ms
+from labs.core.engine import gemm
+from labs.core.engine.stages import compute
+from labs.core.engine.calibration import fit_layer_constants, table4_layer_ms
 
 
 @pytest.mark.parametrize("row_id, kwargs, tolerance", [

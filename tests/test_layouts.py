@@ -7,9 +7,9 @@ import pytest
 
 from conftest import DATA, report
 from labs.core import Model
-from labs.core.calibration import deepseek_v3_estimate, layout_estimate
-from labs.core.memory import activation_bytes_per_layer, layer_activation_columns
-from labs.core.models import RECOMPUTE_MODES
+from labs.core.engine.calibration import deepseek_v3_estimate, layout_estimate
+from labs.core.engine.memory import activation_bytes_per_layer, layer_activation_columns
+from labs.core.engine.models import RECOMPUTE_MODES
 
 LAYOUTS = json.loads((DATA / "nvidia_h100_layouts.json").read_text())["layouts"]
 
@@ -25,7 +25,7 @@ def test_published_layout_fits(row):
 
 
 def test_deepseek_v3_layout_fits():
-    """DeepSeek-V3 at its published layout on 2,048 H800s (labs.core.calibration.DEEPSEEK_V3_LAYOUT)."""
+    """DeepSeek-V3 at its published layout on 2,048 H800s (labs.core.engine.calibration.DEEPSEEK_V3_LAYOUT)."""
     est = deepseek_v3_estimate()
     print(f"deepseek_v3_2048_h800: {est.memory.total / 1e9:.1f} GB of {est.cluster.gpu.hbm_bytes / 1e9:.1f}, margin {est.hbm_margin_bytes / 1e9:+.1f} GB; "
           + ", ".join(f"{k} {v / 1e9:.1f}" for k, v in est.memory.as_dict().items()))

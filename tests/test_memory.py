@@ -3,7 +3,7 @@
 import pytest
 
 from conftest import report
-from labs.core.memory import activation_bytes_per_layer, in_flight_microbatches, model_state_bytes, model_state_split
+from labs.core.engine.memory import activation_bytes_per_layer, in_flight_microbatches, model_state_bytes, model_state_split
 
 STAGE_KEYS = {1: "gb_per_device_Pos", 2: "gb_per_device_Pos+g", 3: "gb_per_device_Pos+g+p"}
 

@@ -20,10 +20,10 @@ import pytest
 
 from conftest import report
 from labs.core import Cluster, Model, Plan
-from labs.core.eras import DEFAULT_STACK, ERAS, stack_of
-from labs.core.perf import plan_columns
-from labs.core.step import evaluate_plan
-from labs.core.topology import PRE_PAT_AUTO, collective_columns, group_cost
+from labs.core.engine.eras import DEFAULT_STACK, ERAS, stack_of
+from labs.core.engine.perf import plan_columns
+from labs.core.engine.step import evaluate_plan
+from labs.core.engine.topology import PRE_PAT_AUTO, collective_columns, group_cost
 
 US = 1e-6
 RING_BASE_US = {"LL": 6.6, "LL128": 14.0, "Simple": 8.4}
@@ -32,7 +32,7 @@ RING_PROTOCOL_BW = {"LL": 0.5, "LL128": 0.92, "Simple": 1.0}
 
 
 def one_nic_busbw(cluster):
-    """A group of one GPU per node owns one of the node's rails (labs.core.topology's docstring)."""
+    """A group of one GPU per node owns one of the node's rails (labs.core.engine.topology's docstring)."""
     return cluster.rails / cluster.gpus_per_node * cluster.inter.effective_bytes_per_s
 
 
@@ -99,7 +99,7 @@ def test_no_pat_for_all_reduce():
 
 def test_only_todays_stack_has_pat():
     """PAT came with NCCL 2.23.4 (September 2024); every named stack ran an older NCCL
-    (labs.core.eras: nccl_pat), era=None is today's software."""
+    (labs.core.engine.eras: nccl_pat), era=None is today's software."""
     assert stack_of(None).nccl_pat
     assert [name for name, era in ERAS.items() if era.nccl_pat] == []
     assert replace(stack_of(None), name=DEFAULT_STACK, nccl_pat=False) == ERAS[DEFAULT_STACK]  # the same kernels otherwise

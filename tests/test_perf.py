@@ -4,7 +4,7 @@ import pytest
 
 from conftest import report
 from labs.core import Cluster, Model, Plan, estimate, sweep
-from labs.core.calibration import BEYOND_ENGINE, TABLE2_GPUS, TABLE2_SCHEMES, public_runs, table2_estimate, table2_published
+from labs.core.engine.calibration import BEYOND_ENGINE, TABLE2_GPUS, TABLE2_SCHEMES, public_runs, table2_estimate, table2_published
 from labs.core.scenarios.lab05 import act1_correct_option
 from labs.core.scenarios.lab05 import DP_WALL_GPUS, design_inputs, dp_wall_estimate, dp_wall_model
 
@@ -38,11 +38,11 @@ def test_table2_ptdp_holds_across_scales_and_zero3_collapses_by_its_mechanism():
     shape only: ZeRO-3's aggregate throughput stays flat as the GPUs double, while PTD-P's grows.
     The collapse comes from DeepSpeed's code, not from link bandwidth: every parameter's
     all-gather waits for a device synchronize, and the host does work per rank of the group on
-    every gather and reduce-scatter (deepspeed-2021's stack in labs.core.eras). Without that host
+    every gather and reduce-scatter (deepspeed-2021's stack in labs.core.engine.eras). Without that host
     work the same plan would run far faster."""
     import dataclasses
 
-    from labs.core import eras
+    from labs.core.engine import eras
 
     got = {(s, n): table2_estimate(s, n).hardware_tflops_per_gpu for s in TABLE2_SCHEMES for n in TABLE2_GPUS}
     published = table2_published()
@@ -197,9 +197,9 @@ def test_unknown_catalog_keys():
 
 
 def test_validate_era_best_sits_at_or_somewhat_above_each_row():
-    """python -m labs.core.validate: within its era the sweep finds at least the published plan's
+    """python -m labs.core.engine.validate: within its era the sweep finds at least the published plan's
     speed, and keeping the paper's recomputation it is at most 25% faster (no free lunches)."""
-    from labs.core.validate import calibration_table
+    from labs.core.engine.validate import calibration_table
 
     for r in calibration_table():
         if r["id"] in BEYOND_ENGINE:

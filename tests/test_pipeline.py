@@ -3,7 +3,7 @@
 import pytest
 
 from conftest import report
-from labs.core.pipeline import bubble_fraction, timeline
+from labs.core.engine.pipeline import bubble_fraction, timeline
 
 GRID = [(p, m) for p in (1, 2, 4, 8) for m in (1, 4, 8, 16, 32)]
 

@@ -11,8 +11,8 @@ The expected values are the sources' own numbers, typed here from the source:
 import pytest
 
 from labs.core import Cluster, Model, Plan, estimate, sweep
-from labs.core.gemm import GEMM_FIXED_S, gemm_time
-from labs.core.hardware import GPUS, LINKS, POWER_CURVES
+from labs.core.engine.gemm import GEMM_FIXED_S, gemm_time
+from labs.core.engine.hardware import GPUS, LINKS, POWER_CURVES
 
 A100_250W = 220 / 263  # Fire-Flyer 2, A1
 A100_300W = 252.9 / 271.2  # MAMF table

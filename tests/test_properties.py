@@ -4,9 +4,9 @@ import math
 
 from hypothesis import given, settings, strategies as st
 
-from labs.core.collectives import all_gather_time, all_reduce_time, bytes_sent_per_rank, reduce_scatter_time
-from labs.core.memory import activation_bytes_per_layer, model_state_bytes
-from labs.core.pipeline import bubble_fraction
+from labs.core.engine.collectives import all_gather_time, all_reduce_time, bytes_sent_per_rank, reduce_scatter_time
+from labs.core.engine.memory import activation_bytes_per_layer, model_state_bytes
+from labs.core.engine.pipeline import bubble_fraction
 
 sizes = st.floats(min_value=0, max_value=1e12, allow_nan=False)
 ranks = st.integers(min_value=1, max_value=4096)

@@ -1,4 +1,4 @@
-"""labs.core.reliability against Llama 3 (arXiv:2407.21783 Sec. 3.3.4, Table 5; Sec. 3.3.1),
+"""labs.core.engine.reliability against Llama 3 (arXiv:2407.21783 Sec. 3.3.4, Table 5; Sec. 3.3.1),
 Young 1974 and Daly 2006, with hand-computed values; the Monte Carlo against the closed form."""
 
 import math
@@ -8,8 +8,8 @@ import pytest
 
 from conftest import report
 from labs.core import Cluster, Model
-from labs.core import reliability as rel
-from labs.core.memory import model_state_split
+from labs.core.engine import reliability as rel
+from labs.core.engine.memory import model_state_split
 
 H = 3600.0
 CLUSTER = Cluster.get("meta-h100-roce", nodes=2048)

@@ -8,7 +8,7 @@ from pathlib import Path
 import marimo as mo
 import pytest
 
-from labs.core.hardware import Cluster
+from labs.core.engine.hardware import Cluster
 from test_notebooks import LABS, Pressed, committed, load_app, mine, right, text_of
 
 pytestmark = pytest.mark.usefixtures("ledger_dir")
@@ -36,7 +36,7 @@ def test_no_lab_source_holds_a_control_character():
 
 # ---- W6: Lab 05 Act II offers only what its era allows ------------------------------------------
 def test_act2_instruments_offer_only_the_eras_values():
-    from labs.core.eras import ERAS
+    from labs.core.engine.eras import ERAS
     from labs.core.scenarios.lab05 import DESIGN_ERA, design_estimate, plan_from_inputs
 
     q = mine("05_parallelism", "cause")
@@ -137,7 +137,7 @@ def test_ep_bytes_split_by_link_deepseek_v3():
 def test_table2_zero3_step_did_not_shrink():
     """PHYSICS.md: ZeRO-3's aggregate throughput in Table 2 stays flat as the GPUs double; the
     lab's speed-up is the engine's, within 20% of flat."""
-    from labs.core.calibration import TABLE2_GPUS, table2_estimate
+    from labs.core.engine.calibration import TABLE2_GPUS, table2_estimate
 
     mid, hi = TABLE2_GPUS[-2], TABLE2_GPUS[-1]
     speedup = (hi * table2_estimate("ZeRO-3", hi).hardware_tflops_per_gpu) / (mid * table2_estimate("ZeRO-3", mid).hardware_tflops_per_gpu)
@@ -224,7 +224,7 @@ def test_lab09_checks_the_spoken_bottleneck_only_after_the_submit():
 
 
 def test_lab10_sdc_check_follows_the_sharding_and_cadence_reads_one_goodput():
-    from labs.core.reliability import goodput
+    from labs.core.engine.reliability import goodput
     from labs.core.scenarios.lab10 import CLAIM_INTERVALS_MIN, CLAIM_SETTING, setting_costs
 
     m, c = mine("10_failures_at_scale", "mtbf"), mine("10_failures_at_scale", "cadence")

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from labs.core import Cluster, Model, estimate, sweep
-from labs.core.search import row_plan
+from labs.core.engine.search import row_plan
 
 CASES = [
     ("gpt3-175b", "dgx-h100", 128, 1536, {"flash_attention": True}),

@@ -8,13 +8,14 @@ import itertools
 import numpy as np
 import pytest
 
-from labs.core import Cluster, Model, topology
-from labs.core.eras import get_era
-from labs.core.models import ALL_RECOMPUTE_MODES
-from labs.core.perf import Plan, validate
-from labs.core.pipeline import SCHEDULES
-from labs.core.search import _best_first, _pareto, _settings, _space
-from labs.core.stages.xp import NUMPY
+from labs.core import Cluster, Model
+from labs.core.engine import topology
+from labs.core.engine.eras import get_era
+from labs.core.engine.models import ALL_RECOMPUTE_MODES
+from labs.core.engine.perf import Plan, validate
+from labs.core.engine.pipeline import SCHEDULES
+from labs.core.engine.search import _best_first, _pareto, _settings, _space
+from labs.core.engine.stages.xp import NUMPY
 
 
 @pytest.mark.parametrize("key, cluster_key, nodes, batch, era", [
@@ -127,7 +128,7 @@ def test_cheapest_option_and_busiest_rank_follow_numpy():
 def test_radix_order_is_a_stable_sort():
     """The radix argsort of non-negative step times equals np.argsort's stable order (ties in
     the space's order), on a sweep's sizes with repeated values and values of every scale."""
-    from labs.core.search import _radix_argsort
+    from labs.core.engine.search import _radix_argsort
 
     rng = np.random.default_rng(17)
     for rows in (0, 1, 2, 1000, 37_068):
@@ -140,7 +141,7 @@ def test_distinct_rows_group_equal_rows_only():
     """distinct_rows against np.unique over the rows: each row's representative has the same
     values in every column, and there is one representative per distinct row (runs, repeats far
     apart, constant columns, nan and a weighted-sum collision all included)."""
-    from labs.core.stages.xp import distinct_rows
+    from labs.core.engine.stages.xp import distinct_rows
 
     rng = np.random.default_rng(19)
     for trial in range(200):
@@ -156,7 +157,7 @@ def test_distinct_rows_group_equal_rows_only():
             distinct, first = np.unique(np.stack(columns, 1).astype(float), axis=0, return_index=True)
             assert sorted(reps.tolist()) == sorted(first.tolist()), trial
     # two rows whose weighted sums collide are still told apart
-    from labs.core.stages.xp import _WEIGHTS
+    from labs.core.engine.stages.xp import _WEIGHTS
 
     a = np.array([0.0, _WEIGHTS[0]])
     b = np.array([1.0, 0.0])
@@ -178,7 +179,7 @@ def test_numpy_distinct_equals_the_function_on_every_row():
         out = SimpleNamespace(work=q.b * q.s / q.tp * scale, per_rank=q.ranks * q.tp, constant=3.0)
         return out, (q.tp + q.b, q.ranks.sum(0))
 
-    from labs.core.stages import xp
+    from labs.core.engine.stages import xp
 
     assert rows >= xp.DISTINCT_MIN_ROWS
     spread, (summed, ranks) = NUMPY.distinct(fn, p, ("tp", "b", "s", "ranks"), 2.0)
@@ -202,7 +203,7 @@ def test_row_groups_differ_only_in_their_fields(key, cluster_key, nodes, batch, 
     row at the first ZeRO choice with every other column equal, one per group; rows of a `batch`
     group share everything but micro_batch, recompute and sequence_parallel, and rows that
     share all of that share a group."""
-    from labs.core.search import _row_groups
+    from labs.core.engine.search import _row_groups
 
     model, cluster = Model.get(key), Cluster.get(cluster_key, nodes=nodes)
     choices, _ = _settings(cluster, era, {})
@@ -231,9 +232,9 @@ def test_row_groups_differ_only_in_their_fields(key, cluster_key, nodes, batch, 
 def test_grouped_evaluation_equals_every_row(key, cluster_key, nodes, batch, era, fixed):
     """evaluate() with the space's row groups gives every output of every row exactly as
     without them, the full outputs (communication map included) as well as sweep()'s."""
-    from labs.core.eras import stack_of
-    from labs.core.search import _columns, _row_groups
-    from labs.core.step import evaluate
+    from labs.core.engine.eras import stack_of
+    from labs.core.engine.search import _columns, _row_groups
+    from labs.core.engine.step import evaluate
 
     model, cluster = Model.get(key), Cluster.get(cluster_key, nodes=nodes)
     choices, options = _settings(cluster, era, dict(fixed))
@@ -253,7 +254,7 @@ def test_at_rows_refuses_what_may_differ_within_a_group():
     outside `only`, raises instead of reading a representative's value for every row."""
     from types import SimpleNamespace
 
-    from labs.core.stages.xp import at_rows, spread_groups
+    from labs.core.engine.stages.xp import at_rows, spread_groups
 
     rows = SimpleNamespace(tp=np.array([2.0, 2.0, 4.0, 4.0]), zero=np.array([0.0, 1.0, 0.0, 1.0]), s=2048.0,
                            stride={"pp": np.array([8.0, 8.0, 16.0, 16.0])})
@@ -270,8 +271,8 @@ def test_at_rows_refuses_what_may_differ_within_a_group():
 
 def test_plan_space_keeps_whole_query_heads_per_ulysses_rank():
     """Under Ulysses, plan_space() and sweep() keep only layouts whose CP ranks get whole query
-    heads (labs.core.context.ulysses_fits), the same rows in both, each valid."""
-    from labs.core.search import plan_space, sweep
+    heads (labs.core.engine.context.ulysses_fits), the same rows in both, each valid."""
+    from labs.core.engine.search import plan_space, sweep
 
     model, cluster = Model.get("llama3-70b"), Cluster.get("dgx-h100", nodes=4)
     space = plan_space(model, cluster, 64, cp_algorithm="ulysses", micro_batch=1, recompute="full", zero_stage=1)
@@ -288,7 +289,7 @@ def test_blocks_hold_whole_layouts(monkeypatch):
     """sweep()'s blocks cover every row once, each of whole layouts and at most BLOCK_ROWS rows
     unless a single layout has more; a space of 40,000-odd rows swept in blocks of ~5,000 gives the
     frame it gives in one block."""
-    from labs.core import search
+    from labs.core.engine import search
 
     rng = np.random.default_rng(5)
     for trial in range(100):

@@ -12,7 +12,7 @@ import json
 import pytest
 
 from labs import variants
-from labs.core.hardware import GPUS
+from labs.core.engine.hardware import GPUS
 from labs.variants import Draw, Numeric, variant
 
 LABS = ("05_parallelism", "06_zero_sweep", "07_pipeline_visualizer", "08_collectives", "09_64gpu_design", "10_failures_at_scale", "11_long_context_moe")
@@ -93,7 +93,7 @@ def _fit_06(s, q):
 
 
 def margins_07(s, q):
-    from labs.core.pipeline import bubble_fraction
+    from labs.core.engine.pipeline import bubble_fraction
 
     p, m = s["seed_p"], s["seed_m"]
     u = q["utilisation"]
@@ -188,9 +188,9 @@ def margins_05_v3(s, q):
     memory to spare, and leads every other option by 5% of MFU unless that one needs 10% more memory
     than the GPU has; every option is a layout the lab's instruments offer, and stands for its own
     misconception."""
-    from labs.core.perf import Plan, estimate
+    from labs.core.engine.perf import Plan, estimate
     from labs.core.scenarios import lab05
-    from labs.core.search import sweep
+    from labs.core.engine.search import sweep
 
     margins_05_v2(s, q)
     design = q["design"]

@@ -4,9 +4,9 @@ GPUs that fit, and the seed milestones, each against the paper or formula it com
 import pytest
 
 from conftest import report
-from labs.core.memory import model_state_bytes, model_state_split
+from labs.core.engine.memory import model_state_bytes, model_state_split
 from labs.core.scenarios.lab06 import FIT_ACTIVATIONS, fit_fewest, zero2_facts
-from labs.core.perf import Plan
+from labs.core.engine.perf import Plan
 from labs.core.scenarios.lab06 import (
     Activations,
     DP_SIZES,
@@ -92,7 +92,7 @@ def test_fewest_gpus_is_the_first_that_fits():
     16 Psi / N + activations + runtime <= HBM. By hand, 1,104 GB / N + ~7 GB of activations and
     ~3 GB of context and NCCL buffers gives N between 14 and 16; the search must return an N
     that fits with N - 1 not fitting."""
-    from labs.core.hardware import GPUS
+    from labs.core.engine.hardware import GPUS
 
     hbm = GPUS["h100-sxm"].hbm_bytes
     n = fit_fewest()

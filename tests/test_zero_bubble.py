@@ -8,7 +8,7 @@ timelines are played the same way and their idle slots counted (window="stage").
 1. With the paper's profiled inputs (tests/data/zero_bubble.json) the timelines must give the
    nine published numbers to their printed four decimals: that checks the schedules and where
    the messages sit.
-2. With inputs derived from the model's shape (labs.core.pipeline.op_costs_from_shape: Table 2
+2. With inputs derived from the model's shape (labs.core.engine.pipeline.op_costs_from_shape: Table 2
    FLOPs and Table 1 activation bytes timed by the engine's layer model on an A100, a middle
    stage of 3 layers) and the paper's measured T_comm, each of the nine within 0.02.
 3. What the other choices give, and why they miss, is printed and pinned: Table 2's FLOP ratios
@@ -25,8 +25,8 @@ import numpy as np
 import pytest
 
 from conftest import DATA
-from labs.core import pipeline
-from labs.core.pipeline import OpCosts, idle_time, op_costs_from_shape, timeline
+from labs.core.engine import pipeline
+from labs.core.engine.pipeline import OpCosts, idle_time, op_costs_from_shape, timeline
 
 SCHEDULES = (("1f1b", "1F1B"), ("zb-h1", "ZB-H1"), ("zb-h2", "ZB-H2"))
 ROW_IDS = ("zb_t5_1.5B_m24", "zb_t5_1.5B_m32", "zb_t5_1.5B_m64")
@@ -134,7 +134,7 @@ def test_other_assumptions_and_where_they_miss(published, profiled, model, link)
 
 def test_zb_h2_timeline_holds_2p_minus_1_and_is_bubble_free_with_equal_costs():
     """Qi et al. Table 2: ZB-H2 keeps up to 2p - 1 micro-batches on stage 0 (2(p - s) - 1 on
-    stage s, labs.core.memory) and idles nothing inside its stage windows when T_F=T_B=T_W."""
+    stage s, labs.core.engine.memory) and idles nothing inside its stage windows when T_F=T_B=T_W."""
     t = timeline(8, 32, "zb-h2")
     assert list(t.peak_in_flight()) == [2 * (8 - s) - 1 for s in range(8)]
     assert t.bubble_fraction(window="stage") == pytest.approx(0.0, abs=1e-12)

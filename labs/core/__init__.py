@@ -1,14 +1,9 @@
-"""The physics engine and lab kit. Public names:
+"""The lab kit (ledger, signing, live lecture, variants, widgets, charts, scenarios) on top of the
+physics engine in labs.core.engine, whose public names it re-exports:
 
     from labs.core import Model, Cluster, Plan, estimate, sweep
 """
 
-from labs.core.hardware import CLUSTERS, GPUS, LINKS, Cluster
-from labs.core.models import MODELS, Model
-from labs.core.perf import Estimate, estimate
-from labs.core.plan import Plan
-from labs.core.search import sweep
-
-ENGINE_VERSION = "0.1.0"
+from labs.core.engine import CLUSTERS, ENGINE_VERSION, GPUS, LINKS, MODELS, Cluster, Estimate, Model, Plan, estimate, sweep
 
 __all__ = ["CLUSTERS", "GPUS", "LINKS", "MODELS", "Cluster", "Model", "Plan", "Estimate", "estimate", "sweep", "ENGINE_VERSION"]

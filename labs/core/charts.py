@@ -7,10 +7,10 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from labs.core.hardware import GB
-from labs.core.memory import MemoryBreakdown
-from labs.core.perf import Estimate
-from labs.core.pipeline import Timeline
+from labs.core.engine.hardware import GB
+from labs.core.engine.memory import MemoryBreakdown
+from labs.core.engine.perf import Estimate
+from labs.core.engine.pipeline import Timeline
 from labs.core.style import COLORS, TERM_COLORS, apply_plotly_theme
 
 # Log axes labelled 1, 2, 5, 10, 20, 50, ...: Plotly's default labels every minor tick, which
@@ -257,7 +257,7 @@ def gpu_grid(est: Estimate, color_by: str = "tp") -> go.Figure:
     """Every GPU of the cluster as a cell (a row per node), coloured by its TP group, PP stage or
     DP group under the plan's rank order; the hops of the chosen axis's groups that leave a node
     drawn as lines; the GPU's memory on hover; GPUs over their HBM crossed out."""
-    from labs.core.layout import AXES, cross_node_links, groups, rank_coordinates
+    from labs.core.engine.layout import AXES, cross_node_links, groups, rank_coordinates
 
     p, gpn = est.plan, est.cluster.gpus_per_node
     coords = rank_coordinates(p.rank_order, p.tp, p.cp, p.dp, p.pp)
@@ -302,7 +302,7 @@ def gpu_grid(est: Estimate, color_by: str = "tp") -> go.Figure:
 
 
 def design_front(plans, mine: Estimate | None = None) -> go.Figure:
-    """Every plan of a sweep (labs.core.search.sweep's frame) as memory per GPU against step
+    """Every plan of a sweep (labs.core.engine.search.sweep's frame) as memory per GPU against step
     time: the memory-versus-time front marked, the HBM line, and the student's plan."""
     fits = plans["fits"].to_numpy(dtype=bool)
     front = plans["pareto"].to_numpy(dtype=bool)

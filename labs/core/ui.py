@@ -15,8 +15,8 @@ import warnings
 import marimo as mo
 
 from labs.core import lecture
-from labs.core.hardware import GB
-from labs.core.perf import Estimate
+from labs.core.engine.hardware import GB
+from labs.core.engine.perf import Estimate
 from labs.core.state import DesignLedger, LedgerError, LedgerLocked, LedgerRecovered
 from labs.core.style import LAB_CSS, TERM_COLORS
 

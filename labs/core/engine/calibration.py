@@ -3,7 +3,7 @@ paper reports, in the FLOP convention the paper used (hardware FLOPs with full r
 Narayanan et al. 2021; model FLOPs for Korthikanti et al. 2022).
 
 The rows live in tests/data/published_numbers.json (copied from the project's reference file,
-sources inside). Each row runs in its era (labs.core.eras): Megatron-LM 2021 (full recompute,
+sources inside). Each row runs in its era (labs.core.engine.eras): Megatron-LM 2021 (full recompute,
 no SP, no flash attention, gradients all-reduced after the backward, blocking send/recv, the
 interleaved schedule with the scatter/gather optimisation, Narayanan Sec. 5.1), DeepSpeed 2021
 (ZeRO-3 with its communication overlap), Megatron 2022 (SP and selective recompute).
@@ -20,12 +20,12 @@ import numpy as np
 from dataclasses import dataclass
 from pathlib import Path
 
-from labs.core.datafiles import data_dir
-from labs.core.hardware import Cluster
-from labs.core.models import Model
-from labs.core.perf import Estimate, Plan, estimate
+from labs.core.engine.datafiles import data_dir
+from labs.core.engine.hardware import Cluster
+from labs.core.engine.models import Model
+from labs.core.engine.perf import Estimate, Plan, estimate
 
-DATA = data_dir() / "published_numbers.json"  # tests/data, or its copy inside the wheel (labs.core.datafiles)
+DATA = data_dir() / "published_numbers.json"  # tests/data, or its copy inside the wheel (labs.core.engine.datafiles)
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ class CalibrationRow:
     plan: Plan
     metric: str  # "hardware_tflops_per_gpu" or "model_tflops_per_gpu"
     published: float
-    era: str  # the software of the run: labs.core.eras
+    era: str  # the software of the run: labs.core.engine.eras
 
     def predict(self) -> Estimate:
         return estimate(self.model, self.cluster, self.plan)
@@ -60,7 +60,7 @@ TABLE2_SCHEMES = ("ZeRO-3", "PTD-P")
 # gap; the tests require the engine to be faster than such a row, never slower). Empty since
 # engine v3: DeepSpeed 2021's ZeRO-3 collapse in Table 2 comes out of its mechanism (per-parameter
 # gathers with a device synchronize before each and host work per rank of the group: see
-# labs.core.step and labs.core.eras' deepspeed-2021 stack).
+# labs.core.engine.step and labs.core.engine.eras' deepspeed-2021 stack).
 BEYOND_ENGINE: dict[str, str] = {}
 
 
@@ -170,7 +170,7 @@ FIT_ROWS = ("korthikanti_t4_baseline_no_recompute", "korthikanti_t5_22B")
 def table4_layer_ms(**fields) -> tuple[float, float]:
     """(forward, backward) ms of one 22B layer at TP=8, micro-batch 4, as Korthikanti Table 4
     times them: the TP all-reduces of each pass counted in that pass."""
-    from labs.core.perf import _run
+    from labs.core.engine.perf import _run
 
     fields = {"recompute": "none", "sequence_parallel": False, **fields}
     plan = Plan.for_era("megatron-2022", tp=8, pp=1, dp=1, micro_batch=4, global_batch=4, **fields)
@@ -183,13 +183,13 @@ def fit_layer_constants(grid: int = 81) -> tuple[float, float]:
     """(LAYER_GEMM_SHARE, ELEMENTWISE_TRAFFIC) minimising the squared relative errors of FIT_ROWS:
     Table 4's baseline forward and backward and Table 5's 22B end-to-end MFU. The code's
     constants are this fit's result, rounded (tests/test_layer_timing.py checks it)."""
-    from labs.core import gemm
-    from labs.core.stages import compute
+    from labs.core.engine import gemm
+    from labs.core.engine.stages import compute
 
     rows = {row["id"]: row for row in load_rows()}
     t4 = rows[FIT_ROWS[0]]["outputs"]
     t5 = next(r for r in public_runs() if r.id == FIT_ROWS[1])
-    from labs.core.step import COMPILED
+    from labs.core.engine.step import COMPILED
 
     saved = gemm.LAYER_GEMM_SHARE, compute.ELEMENTWISE_TRAFFIC
     best = (float("inf"), saved)

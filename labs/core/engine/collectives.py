@@ -12,7 +12,7 @@ alpha (seconds):
 
 all-reduce = reduce-scatter + all-gather, in time and in bytes. The bandwidth term per rank
 saturates at 2M as N grows; the latency term keeps growing with N, which is where trees win for
-small messages. Where a group's ranks sit (NVLink, rails, pods) is labs.core.topology's business.
+small messages. Where a group's ranks sit (NVLink, rails, pods) is labs.core.engine.topology's business.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from labs.core.validation import check_choice, check_positive
+from labs.core.engine.validation import check_choice, check_positive
 
 ALGORITHMS = ("ring", "tree")
 MAX_SIMULATED_RANKS = 64  # the simulator keeps n x n sums per step, 2(n-1) steps: n^3 grows fast

@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from labs.core.models import Model
-from labs.core.stages.xp import NUMPY
-from labs.core.validation import check_choice, check_positive
+from labs.core.engine.models import Model
+from labs.core.engine.stages.xp import NUMPY
+from labs.core.engine.validation import check_choice, check_positive
 
 CP_SPLITS = ("contiguous", "zigzag", "striped")
 
@@ -63,7 +63,7 @@ def causal_imbalance(cp: int, split: str, seq_len: int) -> float:
 
 def contiguous_imbalance_columns(cp, xp=NUMPY):
     """causal_imbalance of the contiguous split in the large-block limit, 2 - 1/cp, over numpy
-    columns (labs.core.step prices the contiguous ring with it)."""
+    columns (labs.core.engine.step prices the contiguous ring with it)."""
     return 2.0 - 1.0 / xp.floats(cp)
 
 

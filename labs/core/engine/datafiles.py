@@ -1,4 +1,4 @@
-"""Where the engine's reference data lives: `labs/core/data/` inside an installed wheel (the build
+"""Where the engine's reference data lives: `labs/core/engine/data/` inside an installed wheel (the build
 copies tests/data/*.json there, as it copies the ledger schema), else the repository's
 `tests/data/`. The browser build of the labs installs the wheel, so it has no repository."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 PACKAGED = Path(__file__).resolve().parent / "data"
-REPOSITORY = Path(__file__).resolve().parents[2] / "tests" / "data"
+REPOSITORY = Path(__file__).resolve().parents[3] / "tests" / "data"
 FILES = ("published_numbers.json", "zero_bubble.json", "nccl_busbw.json")  # what the engine and the labs read at run time
 
 

@@ -15,11 +15,11 @@ gradients and optimizer state, fp32 gradient reduce-scatter, interleaving, no re
 An era is also a software stack: besides what it allows, each row carries what its kernels and
 runtime cost outside the GEMMs (engine v3), from the kernels' benchmarks and the frameworks'
 code, never from an end-to-end run:
-- attention_kernel: the fused attention it runs (labs.core.gemm.ATTENTION_EFFICIENCY per GPU
+- attention_kernel: the fused attention it runs (labs.core.engine.gemm.ATTENTION_EFFICIENCY per GPU
   architecture): cuDNN through Transformer Engine (Megatron-Core), FlashAttention-2 (PyTorch's
   SDPA flash backend, flash-attn 2 in 2023 recipes).
 - fused_elementwise: Megatron's and TE's hand-fused norms, RoPE, bias-GeLU/SwiGLU and
-  bias-dropout-add, or eager PyTorch ops (labs.core.gemm.elementwise_bytes_per_token); a plan's
+  bias-dropout-add, or eager PyTorch ops (labs.core.engine.gemm.elementwise_bytes_per_token); a plan's
   torch_compile=True fuses them too.
 - kernels_per_layer and cpu_s_per_kernel: the kernels a layer's forward launches (its backward
   about twice as many) and the host time to issue each (PyTorch's dispatcher, autograd and
@@ -42,7 +42,7 @@ code, never from an end-to-end run:
   engine's ZeRO-3 where no stack says otherwise) or "layer" (FSDP: one flat parameter per
   wrapped transformer block, the next block's gathered during the current one's compute, and a
   root unit, the embedding, final norm and output layer, gathered first and reduce-scattered
-  last, each waited for in full: labs.core.stages.data).
+  last, each waited for in full: labs.core.engine.stages.data).
 - pp_p2p: "scatter_gather" (Megatron: each TP rank sends 1/t of the activation and the next
   stage all-gathers it over NVLink) or "full" (DeepSpeed's 2021 pipeline engine: every TP rank
   sends the whole activation).
@@ -50,7 +50,7 @@ code, never from an end-to-end run:
   instruction after the last micro-batch's backward (deepspeed/runtime/pipe/schedule.py,
   TrainSchedule, at c814abd), so with pp > 1 nothing of the reduction hides.
 - optimizer_bytes_per_param: what the optimizer step streams per parameter it updates. Megatron's
-  fused Adam with its fp32 main gradients: 42 (labs.core.stages.optimizer.OPTIMIZER_BYTES_PER_PARAM).
+  fused Adam with its fp32 main gradients: 42 (labs.core.engine.stages.optimizer.OPTIMIZER_BYTES_PER_PARAM).
   torch.optim.AdamW's default foreach path (torch/optim/adamw.py, _multi_tensor_adamw, PyTorch
   2.0-2.1) over fp32 shards: weight decay 8, lerp of m 12, v scaled 8 and addcmul 12, sqrt 8,
   div 8, add eps 8, addcdiv 16 = 80, plus clip_grad_norm_ (read 4, scale 8) and FSDP's bf16 cast
@@ -59,7 +59,7 @@ code, never from an end-to-end run:
 - fsdp_s_per_unshard and fsdp_s_per_param: the host time FSDP's hooks take each time a unit (one
   wrapped transformer block) is unsharded for a pass and resharded after it (ZeRO-3: both passes):
   a fixed part per unit and a part per original parameter of the block
-  (labs.core.stages.compute.block_parameters). FSDP1 (PyTorch 2.1, use_orig_params=True, as
+  (labs.core.engine.stages.compute.block_parameters). FSDP1 (PyTorch 2.1, use_orig_params=True, as
   torch.compile and per-parameter optimizer groups need): _writeback_orig_params (pre_unshard),
   _use_unsharded_views (unshard) and _use_sharded_views (reshard) loop over the original
   parameters, 1.071, 4.268 and 2.75 ms for 400 parameters, 20 us each in all (pytorch/pytorch#96958,
@@ -82,7 +82,7 @@ code, never from an end-to-end run:
   stacks: 0 (Megatron's contiguous buffers run no per-module hooks).
 - fsdp_kept_s_per_param and fsdp_kept_s_per_pass: the same hooks in each forward and backward of a
   unit kept unsharded from its forward to its backward (ZeRO-2: SHARD_GRAD_OP,
-  reshard_after_forward=False), whose gathers (fsdp_s_per_unshard, labs.core.stages.inputs:
+  reshard_after_forward=False), whose gathers (fsdp_s_per_unshard, labs.core.engine.stages.inputs:
   forward_unshards) are not every pass's. FSDP1 (PyTorch 2.1, after pytorch/pytorch#98250):
   every forward writes back and swaps to the unsharded views, gathered or not (FlatParamHandle.unshard
   switches to them when needs_unshard() is False); the post-forward reshard skips
@@ -99,7 +99,7 @@ code, never from an end-to-end run:
   (reshard_after_backward, default True: fsdp_reshard_after_backward) as under ZeRO-3: (0, 1 op)
   a parameter, nothing fixed.
 - fsdp_unshard_bytes, fsdp_shard_bytes and fsdp_grad_bytes: HBM bytes FSDP's own copies move per
-  parameter of a unit, outside the collectives (labs.core.stages.compute charges them to the
+  parameter of a unit, outside the collectives (labs.core.engine.stages.compute charges them to the
   layer). Each unshard: fsdp_unshard_bytes per parameter of the whole unit and fsdp_shard_bytes per
   parameter of this rank's shard; each gradient reduction: fsdp_grad_bytes per parameter of the
   unit, (bf16, fp32) by the reduce dtype. Counted from the code: FSDP1 (torch/distributed/fsdp,
@@ -123,7 +123,7 @@ code, never from an end-to-end run:
   HBM time. Not charged: the shard-sized accumulation of a second micro-batch's gradient shard.
 - fsdp_reshard_after_backward: after which backwards PyTorch's FSDP frees a unit's gathered weights,
   so that under ZeRO-2 (SHARD_GRAD_OP, reshard_after_forward=False) the next forward gathers them
-  again, unit by unit, the root unit first (labs.core.stages.inputs: forward_unshards). "reducing":
+  again, unit by unit, the root unit first (labs.core.engine.stages.inputs: forward_unshards). "reducing":
   FSDP1 frees them after a backward that reduces (_runtime_utils._should_free_in_backward:
   `state._sync_gradients or` a reshard-after-forward strategy), so under no_sync it gathers once a
   step. "every": FSDP2's FSDPParamGroup.post_backward reshards whenever reshard_after_backward is
@@ -134,7 +134,7 @@ code, never from an end-to-end run:
   or every micro-batch; None is the ZeRO stage's own way (once a step up to ZeRO-1, every
   micro-batch from ZeRO-2, DeepSpeed's and FSDP's default).
 - nccl_pat: whether the stack's NCCL has PAT, the logarithmic reduce-scatter and all-gather for
-  groups of one GPU per node (labs.core.topology). PAT came with NCCL 2.23.4 (NVIDIA/nccl commit
+  groups of one GPU per node (labs.core.engine.topology). PAT came with NCCL 2.23.4 (NVIDIA/nccl commit
   68b5423, 2024-09-10, "Add PAT algorithms for Allgather and ReduceScatter"; nvidia-nccl-cu12
   2.23.4 on PyPI 2024-09-11). No named stack has it: the 2021-2023 stacks predate it; PyTorch's
   wheels pinned NCCL 2.20.5 (2.4) and 2.21.5 (2.5) until pytorch/pytorch#146073 moved to 2.25.1
@@ -154,8 +154,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from labs.core.gemm import ATTENTION_KERNELS
-from labs.core.validation import check_choice, check_positive
+from labs.core.engine.gemm import ATTENTION_KERNELS
+from labs.core.engine.validation import check_choice, check_positive
 
 
 # Host time to issue one op: PyTorch's dispatcher, autograd and cudaLaunchKernel (module docstring).

@@ -1,11 +1,11 @@
 """Mixture-of-experts layers: the experts' GEMMs under expert parallelism, and the all-to-alls
-that move tokens to them (array-valued, like labs.core.step).
+that move tokens to them (array-valued, like labs.core.engine.step).
 
 Expert parallelism (EP) spreads the routed experts over ep ranks of the data-parallel group
 (Megatron-Core's expert_tensor_parallel_size = 1: experts are not split by TP). Each token is
 routed to experts_per_token (k) experts; with balanced routing (DeepSeek-V3's auxiliary-loss-free
 balancing) every local expert receives ep x tokens x k / experts tokens, so its GEMMs shrink as
-experts multiply: grouped GEMMs of small M run below the large-GEMM rate (labs.core.gemm's
+experts multiply: grouped GEMMs of small M run below the large-GEMM rate (labs.core.engine.gemm's
 fixed cost per call). A capacity factor c pads every expert to c times the balanced load (and
 drops what exceeds it), so the experts compute c times the balanced work.
 
@@ -17,19 +17,19 @@ With k experts spread over N nodes a token reaches N (1 - (1 - 1/N)^k) distinct 
 The network part runs on each GPU's own NIC (every GPU of the node sends at once), the
 NVLink part on NVLink; the slower sets the time. The step exposes them all, except under the
 DualPipe schedule (DeepSeek-V3 Sec. 3.2.1), whose overlapped forward-and-backward pairs hide
-each pass's all-to-alls behind the other pass's compute (labs.core.stages.pipe).
+each pass's all-to-alls behind the other pass's compute (labs.core.engine.stages.pipe).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from labs.core.gemm import gemm_time
-from labs.core.hardware import NCCL_BASE_LATENCY_S, Cluster
-from labs.core.models import Model
-from labs.core.stages.xp import NUMPY
-from labs.core.topology import members_per_node
-from labs.core.validation import check_positive
+from labs.core.engine.gemm import gemm_time
+from labs.core.engine.hardware import NCCL_BASE_LATENCY_S, Cluster
+from labs.core.engine.models import Model
+from labs.core.engine.stages.xp import NUMPY
+from labs.core.engine.topology import members_per_node
+from labs.core.engine.validation import check_positive
 
 
 def ffn_forward_time(model: Model, cluster: Cluster, tokens, tp, ep, capacity, fp8, xp=NUMPY):
@@ -61,7 +61,7 @@ def all_to_all_time(model: Model, cluster: Cluster, tokens, tp, ep, max_nodes, d
     """Seconds of one layer's dispatch + combine on one GPU (averaged over the layers), for
     `tokens` of this GPU's micro-batch; dispatch_bytes per element (1 in FP8, 2 in BF16),
     combine in BF16. `stride`: ranks between the EP group's members (None: tp, Megatron's
-    order; labs.core.layout.axis_strides for another)."""
+    order; labs.core.engine.layout.axis_strides for another)."""
     return all_to_all_cost(model, cluster, tokens, tp, ep, max_nodes, dispatch_bytes, stride)[0]
 
 

@@ -13,7 +13,7 @@ Not modelled: wave and tile quantisation (a 10,922-wide SwiGLU runs 46% slower t
 Fused flash attention is its own kernel (Dao 2023): it executes the causal half of the s^2
 work, and its backward recomputes the scores, doing 2.5x the forward's FLOPs (5 matmuls to 2).
 MFU still counts attention as Megatron does: 4 b s^2 h per layer forward, all of it. How fast
-it runs is the kernel's, not the GPU's: the software stack (labs.core.eras) names the kernel.
+it runs is the kernel's, not the GPU's: the software stack (labs.core.engine.eras) names the kernel.
 
 Element-wise work (norms, RoPE, activation, residual adds, casts) streams through HBM. A stack
 that fuses them (Megatron's and Transformer Engine's kernels, or torch.compile) moves fewer bytes
@@ -23,12 +23,12 @@ than eager PyTorch, whose norms upcast to fp32 and whose RoPE and SwiGLU run as 
 
 from __future__ import annotations
 
-from labs.core.hardware import GPU
-from labs.core.stages.xp import NUMPY
+from labs.core.engine.hardware import GPU
+from labs.core.engine.stages.xp import NUMPY
 
 # Fitted on Korthikanti et al. 2022 Table 4 (22B layer, TP=8, A100; rows
 # korthikanti_t4_baseline_no_recompute forward and backward) together with ELEMENTWISE_TRAFFIC in
-# labs.core.step: see labs.core.calibration.fit_layer_constants, whose result the tests compare
+# labs.core.engine.step: see labs.core.engine.calibration.fit_layer_constants, whose result the tests compare
 # with these values. Applied unchanged to every GPU's own MAMF.
 LAYER_GEMM_SHARE = 0.825
 # Calculon's A100 GEMM table (calculon-ai/calculon systems/a100_80g.json, gflops_efficiency):
@@ -111,6 +111,6 @@ def gemm_efficiency(gpu: GPU, m, n, k):
 
 def flash_attention_time(gpu: GPU, causal_flops_forward, kernel: str = "cudnn"):
     """(forward, backward) seconds of fused attention doing `causal_flops_forward` in forward,
-    with the stack's kernel (labs.core.eras.Era.attention_kernel) on this GPU's architecture."""
+    with the stack's kernel (labs.core.engine.eras.Era.attention_kernel) on this GPU's architecture."""
     forward = causal_flops_forward / (gpu.bf16_flops * attention_efficiency(kernel, gpu.arch))
     return forward, FLASH_BACKWARD_OVER_FORWARD * forward

@@ -13,7 +13,7 @@ from functools import partial
 
 import numpy as np
 
-from labs.core.validation import check_choice, check_positive, check_fraction, check_str, short, unknown_key_error
+from labs.core.engine.validation import check_choice, check_positive, check_fraction, check_str, short, unknown_key_error
 
 GB = 1e9
 ARCHS = ("ampere", "hopper", "blackwell")
@@ -52,7 +52,7 @@ class GPU:
     hbm_bytes_per_s: float
     nvlink: str  # key into LINKS of the GPU's own NVLink generation
     mamf_flops: float  # best-shape bf16 GEMM FLOP/s measured on the part (Maximum Achievable Matmul FLOPS)
-    arch: str  # "ampere", "hopper" or "blackwell": which attention kernels run, and how fast (labs.core.gemm)
+    arch: str  # "ampere", "hopper" or "blackwell": which attention kernels run, and how fast (labs.core.engine.gemm)
     sms: int  # streaming multiprocessors: communication kernels take some of them
     hbm_efficiency: float  # fraction of HBM bandwidth a streaming kernel reaches
     confirmed: bool
@@ -84,7 +84,7 @@ class GPU:
         """The power limits (watts) this part can be set to with a documented GEMM rate: from the
         lowest documented point of its chip's curve to its own TDP."""
         if not self.power_curve or not self.tdp_w:
-            raise ValueError(f"power_limit_w: {self.name} has no documented clock-vs-power curve (labs.core.hardware.POWER_CURVES)")
+            raise ValueError(f"power_limit_w: {self.name} has no documented clock-vs-power curve (labs.core.engine.hardware.POWER_CURVES)")
         return POWER_CURVES[self.power_curve][0].watts, self.tdp_w
 
     @property
@@ -131,7 +131,7 @@ class Host:
 
 # NCCL's cost model, src/graph/tuning.cc at 5067397 (hwLat, Ring / Simple protocol, microseconds
 # per ring step): NVLink 3.4, PCIe 5.7, network 14.0; baseLat Ring/Simple 8.4 per call. The same
-# table as labs.core.topology's (tests/test_engine_v3_mechanisms.py holds them equal): these are
+# table as labs.core.engine.topology's (tests/test_engine_v3_mechanisms.py holds them equal): these are
 # the hops of point-to-point sends (pipeline, CP ring) and the expert all-to-all.
 NCCL_BASE_LATENCY_S = 8.4e-6
 _NVLINK_HOP_S = 3.4e-6
@@ -205,9 +205,9 @@ _H100_SRC = (
 )
 # Measured best-shape bf16 GEMMs, stas00/ml-engineering compute/accelerator/README.md (MAMF table,
 # mean of 100 iterations): A100 SXM 271.2 of 312 TFLOP/s, H100 SXM 794.5 of 989 ("H200 is the
-# same"), B200 SXM 1745 of 2250; A100 PCIe 252.9. labs.core.gemm turns these into a layer's GEMM
+# same"), B200 SXM 1745 of 2250; A100 PCIe 252.9. labs.core.engine.gemm turns these into a layer's GEMM
 # time by shape. How fast attention runs depends on the kernel the software stack uses, so its
-# efficiency lives with the stack (labs.core.eras, labs.core.gemm.ATTENTION_EFFICIENCY), keyed
+# efficiency lives with the stack (labs.core.engine.eras, labs.core.engine.gemm.ATTENTION_EFFICIENCY), keyed
 # by the GPU's architecture. SM counts: A100 108, H100/H200 132 (NVIDIA architecture whitepapers), B200
 # 148 (unconfirmed). FP8 (float8_e4m3fn) MAMF from the same table: H100 SXM 1402.6 of 1979, H200
 # SXM 1453.4 of 1979.
@@ -276,7 +276,7 @@ def check_power_limit(gpu: "GPU", watts) -> None:
     if not low <= watts <= high:
         raise ValueError(
             f"power_limit_w must be between {low:g} and {high:g} W for {gpu.name} (its TDP; below {low:g} W no GEMM "
-            f"rate is documented, labs.core.hardware.POWER_CURVES[{gpu.power_curve!r}]), got {short(watts)}"
+            f"rate is documented, labs.core.engine.hardware.POWER_CURVES[{gpu.power_curve!r}]), got {short(watts)}"
         )
 
 GPUS: dict[str, GPU] = {
@@ -395,12 +395,12 @@ class Cluster:
 
     def __post_init__(self):
         if not isinstance(self.gpu, GPU):
-            raise ValueError(f"gpu must be a GPU from labs.core.hardware.GPUS, got {self.gpu!r}")
+            raise ValueError(f"gpu must be a GPU from labs.core.engine.hardware.GPUS, got {self.gpu!r}")
         for name in ("intra", "inter"):
             if not isinstance(getattr(self, name), Link):
-                raise ValueError(f"{name} must be a Link from labs.core.hardware.LINKS, got {getattr(self, name)!r}")
+                raise ValueError(f"{name} must be a Link from labs.core.engine.hardware.LINKS, got {getattr(self, name)!r}")
         if not isinstance(self.host, Host):
-            raise ValueError(f"host must be a Host from labs.core.hardware.HOSTS, got {self.host!r}")
+            raise ValueError(f"host must be a Host from labs.core.engine.hardware.HOSTS, got {self.host!r}")
         check_str("name", self.name)
         check_positive("gpus_per_node", self.gpus_per_node, integer=True, maximum=1024)
         check_positive("nodes", self.nodes, integer=True, maximum=1 << 17)

@@ -5,11 +5,11 @@ order says which parallel axis varies fastest along the ranks. Megatron-LM's def
 innermost, then CP, then DP, with PP outermost (megatron/core/parallel_state.py,
 `order="tp-cp-ep-dp-pp"`); Megatron-Core's `--use-tp-pp-dp-mapping` puts the pipeline inside
 the data-parallel axis. An axis's ranks sit `stride` apart, the product of the degrees of the
-axes inside it, and labs.core.topology turns a group's size and stride into the link it runs
+axes inside it, and labs.core.engine.topology turns a group's size and stride into the link it runs
 on (NVLink inside a node, the NICs across nodes).
 
 Every order here keeps CP immediately inside DP, so the data-parallel gradient group (dp x cp
-ranks) is one strided group, as labs.core.step prices it. Expert parallelism is carved out of
+ranks) is one strided group, as labs.core.engine.step prices it. Expert parallelism is carved out of
 that group's innermost ranks.
 
     strides = axis_strides("tp-cp-dp-pp", tp=8, cp=1, dp=4, pp=2)   # {"tp": 1, "cp": 8, "dp": 8, "pp": 32}
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from labs.core.validation import check_choice, check_positive
+from labs.core.engine.validation import check_choice, check_positive
 
 AXES = ("tp", "cp", "dp", "pp")
 # Innermost first. The first is Megatron's default and the engine's default.
@@ -40,7 +40,7 @@ def order_axes(order: str) -> tuple[str, ...]:
 def order_strides(name: str, degrees: dict, one=1.0) -> dict:
     """Each axis's stride under the rank order `name` (one of RANK_ORDERS): the product of the
     degrees of the axes inside it, the innermost axis's being `one`. The degrees may be numbers,
-    numpy columns or one traced plan's values (labs.core.stages.trace)."""
+    numpy columns or one traced plan's values (labs.core.engine.stages.trace)."""
     out, stride = {}, one
     for axis in name.split("-"):
         out[axis] = stride

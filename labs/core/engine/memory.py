@@ -16,11 +16,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from labs.core.models import RECOMPUTE_MODES
-from labs.core.pipeline import SCHEDULES, check_dualpipe, dualpipe_in_flight
-from labs.core.stages.activations import activation_columns, layer_activation_columns  # noqa: F401 (layer_activation_columns: re-exported)
-from labs.core.stages.xp import NUMPY
-from labs.core.validation import check_bool, check_choice, check_positive
+from labs.core.engine.models import RECOMPUTE_MODES
+from labs.core.engine.pipeline import SCHEDULES, check_dualpipe, dualpipe_in_flight
+from labs.core.engine.stages.activations import activation_columns, layer_activation_columns  # noqa: F401 (layer_activation_columns: re-exported)
+from labs.core.engine.stages.xp import NUMPY
+from labs.core.engine.validation import check_bool, check_choice, check_positive
 
 WEIGHT_BYTES = 2  # bf16 weights
 GRAD_BYTES = 2  # bf16 gradients
@@ -191,7 +191,7 @@ def in_flight_microbatches(schedule: str, p: int, m: int, v: int = 1, stage: int
     GPipe holds all m. 1F1B and ZB-H1 hold at most p - stage (the first stage: min(m, p)).
     Interleaved 1F1B holds p (1 + (p-1)/(p v)) on the first stage (Korthikanti Sec. 4.2.3).
     ZB-H2 holds up to 2p - 1 (Qi et al. 2024 Table 2). DualPipe holds p + 1 on every rank, in
-    units of one of its two chunks (deepseek-ai/DualPipe's README; labs.core.pipeline).
+    units of one of its two chunks (deepseek-ai/DualPipe's README; labs.core.engine.pipeline).
     """
     check_choice("schedule", schedule, SCHEDULES)
     for name, value in (("p", p), ("m", m), ("v", v)):

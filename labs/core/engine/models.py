@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from labs.core.validation import check_bool, check_choice, check_positive, check_str, unknown_key_error
+from labs.core.engine.validation import check_bool, check_choice, check_positive, check_str, unknown_key_error
 
 RECOMPUTE_MODES = ("none", "selective", "full")
 # Finer grains (engine v3), codes after the classic three so those keep theirs; the labs' menus and

@@ -1,26 +1,26 @@
 """A training step: `Plan` in, `Estimate` out (memory, step time, MFU/HFU, bubble, warnings).
 
-The physics lives in labs.core.step's stages (labs.core.stages), written once over an array
+The physics lives in labs.core.engine.step's stages (labs.core.engine.stages), written once over an array
 namespace; `estimate()` runs them on one plan's numbers and wraps them in an `Estimate`,
-`sweep()` (labs.core.search) on numpy columns of every plan. `Plan`, its checks and `validate`
-live in labs.core.plan (re-exported here).
+`sweep()` (labs.core.engine.search) on numpy columns of every plan. `Plan`, its checks and `validate`
+live in labs.core.engine.plan (re-exported here).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from labs.core.collectives import CollectiveCost
-from labs.core.eras import stack_of
-from labs.core.hardware import GPUS, Cluster
-from labs.core.layout import RANK_ORDERS
-from labs.core.memory import MemoryBreakdown
-from labs.core.models import Model
-from labs.core.plan import CP_ALGORITHMS, GRAD_REDUCE_DTYPES, PLAN_SCHEDULES, Plan, check_plan_field, plan_columns, validate  # noqa: F401 (re-exported)
-from labs.core.stages.inputs import strides
-from labs.core.stages.xp import SCALAR
-from labs.core.step import COMMUNICATION_MAP_KEYS, CPU_ADAM_BYTES_PER_PARAM, evaluate_plan
-from labs.core.validation import check_positive
+from labs.core.engine.collectives import CollectiveCost
+from labs.core.engine.eras import stack_of
+from labs.core.engine.hardware import GPUS, Cluster
+from labs.core.engine.layout import RANK_ORDERS
+from labs.core.engine.memory import MemoryBreakdown
+from labs.core.engine.models import Model
+from labs.core.engine.plan import CP_ALGORITHMS, GRAD_REDUCE_DTYPES, PLAN_SCHEDULES, Plan, check_plan_field, plan_columns, validate  # noqa: F401 (re-exported)
+from labs.core.engine.stages.inputs import strides
+from labs.core.engine.stages.xp import SCALAR
+from labs.core.engine.step import COMMUNICATION_MAP_KEYS, CPU_ADAM_BYTES_PER_PARAM, evaluate_plan
+from labs.core.engine.validation import check_positive
 
 LARGE_BUBBLE = 0.10
 __all__ = ["CP_ALGORITHMS", "Plan", "Estimate", "TimeBreakdown", "OffloadCost", "CollectiveUse", "estimate", "validate", "memory_breakdown", "plan_columns", "CPU_ADAM_BYTES_PER_PARAM"]
@@ -141,7 +141,7 @@ COLLECTIVE_KINDS = {
 @dataclass(frozen=True)
 class CollectiveUse:
     """One row of the communication map: a collective the plan runs, per GPU per step, priced by
-    labs.core.step with the rest of the step (wire: before overlap; exposed: what the step waits for)."""
+    labs.core.engine.step with the rest of the step (wire: before overlap; exposed: what the step waits for)."""
 
     key: str  # "tp", "cp", "ep", "pp", "dp_reduce", "dp_gather", "dp_mirror"
     axis: str

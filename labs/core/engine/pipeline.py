@@ -16,7 +16,7 @@ Bubble, p stages, m micro-batches (Narayanan et al. 2021 Sec. 2.2; Qi et al. 202
                        a group's first micro-batch needs its chunk-k output back from stage
                        p - 1 before the stage has run out of chunk-k work, and Megatron's fixed
                        warm-up then deadlocks (the generator shows it). Without messages N does
-                       not move the bubble; it moves the memory in flight (labs.core.memory)
+                       not move the bubble; it moves the memory in flight (labs.core.engine.memory)
                        and how much of the p2p time the group's other micro-batches cover
     ZB-H1              idle (p-1) max(T_F + T_B - T_W, T_B) per stage; (p-1)/(3m) of ideal if
                        T_F=T_B=T_W (Qi et al. write (p-1)(T_F + T_B - T_W), which assumes
@@ -58,7 +58,7 @@ against T_W, as at Table 5's profiled costs; efficiency.py asserts the ZB-H2 one
 The closed forms above (idle_time, bubble_fraction) stay without messages.
 
 op_costs_from_shape() derives T_F, T_B, T_W of a GPT stage from its shape (Qi et al. Table 1-2
-FLOPs and activation bytes, timed as labs.core.step times a layer) and T_comm from the
+FLOPs and activation bytes, timed as labs.core.engine.step times a layer) and T_comm from the
 activation message over a link.
 """
 
@@ -70,10 +70,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from labs.core.gemm import layer_gemm_rate
-from labs.core.hardware import GPUS, LINKS, NCCL_BASE_LATENCY_S
-from labs.core.stages.xp import NUMPY
-from labs.core.validation import check_bool, check_choice, check_positive
+from labs.core.engine.gemm import layer_gemm_rate
+from labs.core.engine.hardware import GPUS, LINKS, NCCL_BASE_LATENCY_S
+from labs.core.engine.stages.xp import NUMPY
+from labs.core.engine.validation import check_bool, check_choice, check_positive
 
 SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "dualpipe")
 CONVENTIONS = ("total", "ideal")
@@ -410,7 +410,7 @@ def op_costs_from_shape(hidden: int, heads: int, seq_len: int, micro_batch: int,
     one activation message to the next stage, in seconds.
 
     Qi et al. Table 2 counts per layer F = sbh(24h + 4s), B = sbh(24h + 8s), W = sbh(24h) FLOPs.
-    memory_bound=False times exactly those FLOPs at the layer GEMM rate (labs.core.gemm), so
+    memory_bound=False times exactly those FLOPs at the layer GEMM rate (labs.core.engine.gemm), so
     F:B:W is Table 2's ratio. memory_bound=True times them as the step model does a layer: the
     24h GEMMs by shape, the s x s score and value products as b a per-head GEMMs (B runs them
     twice), and the element-wise work of F and of B streaming ELEMENTWISE_TRAFFIC x the bytes
@@ -419,7 +419,7 @@ def op_costs_from_shape(hidden: int, heads: int, seq_len: int, micro_batch: int,
     al.'s 1.5B stage, profiled 0.50) where Table 2's FLOPs alone say 0.93.
 
     T_comm: the b s h activation in 2-byte values over one hop of `link` (a key of
-    labs.core.hardware.LINKS) at its NCCL rate, plus NCCL's base and per-hop latency."""
+    labs.core.engine.hardware.LINKS) at its NCCL rate, plus NCCL's base and per-hop latency."""
     for name, value in (("hidden", hidden), ("heads", heads), ("seq_len", seq_len), ("micro_batch", micro_batch)):
         check_positive(name, value, integer=True)
     check_positive("layers", layers, maximum=1 << 20)
@@ -431,8 +431,8 @@ def op_costs_from_shape(hidden: int, heads: int, seq_len: int, micro_batch: int,
     g, wire = GPUS[gpu], LINKS[link]
     h, s, b = float(hidden), float(seq_len), float(micro_batch)
     tokens = s * b
-    if memory_bound:  # the step model's own layer (labs.core.step), one GPU, no TP
-        from labs.core.stages.compute import layer_times  # here: only this path needs the step model's layer
+    if memory_bound:  # the step model's own layer (labs.core.engine.step), one GPU, no TP
+        from labs.core.engine.stages.compute import layer_times  # here: only this path needs the step model's layer
 
         layer = layer_times(hidden, heads, seq_len, micro_batch, gpu)
         tf, tb, tw = layer["layer_forward_s"], layer["layer_input_grad_s"], layer["layer_weight_grad_s"]

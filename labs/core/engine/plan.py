@@ -1,25 +1,25 @@
 """A training plan: `Plan` (a parallel layout and its training settings), the checks of its
 fields, `validate` against a model and a cluster, and `plan_columns`, the plan as the step
-model's columns (labs.core.step). `Plan.for_era(...)` fills the defaults of a published run's
-software (labs.core.eras).
+model's columns (labs.core.engine.step). `Plan.for_era(...)` fills the defaults of a published run's
+software (labs.core.engine.eras).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from labs.core.context import check_ulysses
-from labs.core.eras import ERA_NAMES, GRAD_SYNCS, check_plan_in_era, get_era, stack_of
-from labs.core.hardware import Cluster
-from labs.core.layout import RANK_ORDERS
-from labs.core.memory import OPTIMIZER_STATES, ZERO_STAGES
-from labs.core.models import ALL_RECOMPUTE_MODES, Model
-from labs.core.pipeline import SCHEDULES, check_dualpipe
-from labs.core.topology import DP_ALGORITHMS, check_cluster_has
-from labs.core.validation import check_bool, check_choice, check_positive
+from labs.core.engine.context import check_ulysses
+from labs.core.engine.eras import ERA_NAMES, GRAD_SYNCS, check_plan_in_era, get_era, stack_of
+from labs.core.engine.hardware import Cluster
+from labs.core.engine.layout import RANK_ORDERS
+from labs.core.engine.memory import OPTIMIZER_STATES, ZERO_STAGES
+from labs.core.engine.models import ALL_RECOMPUTE_MODES, Model
+from labs.core.engine.pipeline import SCHEDULES, check_dualpipe
+from labs.core.engine.topology import DP_ALGORITHMS, check_cluster_has
+from labs.core.engine.validation import check_bool, check_choice, check_positive
 
 # DualPipe (DeepSeek-V3; deepseek-ai/DualPipe): bidirectional, each rank holding two chunks, the
-# expert all-to-alls of a forward hidden behind a backward's compute and back (labs.core.pipeline).
+# expert all-to-alls of a forward hidden behind a backward's compute and back (labs.core.engine.pipeline).
 PLAN_SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1", "dualpipe")
 GRAD_REDUCE_DTYPES = ("bf16", "fp32")
 # Context parallelism: "ring" (Transformer Engine: K/V blocks passed around the CP group,
@@ -27,7 +27,7 @@ GRAD_REDUCE_DTYPES = ("bf16", "fp32")
 # "all_gather" (Llama 3: K and V gathered before attention), "ulysses" (DeepSpeed-Ulysses: two
 # all-to-alls per attention pass, degree bounded by the KV heads per TP rank) and
 # "ring_contiguous" (Ring Attention over contiguous blocks: the causal mask leaves the last rank
-# 2 - 1/cp times the mean work). labs.core.context holds the split and head arithmetic.
+# 2 - 1/cp times the mean work). labs.core.engine.context holds the split and head arithmetic.
 CP_ALGORITHMS = ("ring", "all_gather", "ulysses", "ring_contiguous")
 
 
@@ -92,11 +92,11 @@ class Plan:
     virtual_stages: int = 1
     cp: int = 1
     flash_attention: bool = True  # attention scores never reach HBM (Dao et al. 2022); off in the 2021 eras
-    dp_algorithm: str = "auto"  # NCCL's choice, or "ring", "tree", "nvls"; see labs.core.topology
+    dp_algorithm: str = "auto"  # NCCL's choice, or "ring", "tree", "nvls"; see labs.core.engine.topology
     dp_overlap: bool = True  # gradient reduction overlaps the backward (Megatron-LM 2021: after it)
     pp_overlap: bool = True  # steady-state send/recv hidden behind compute (Megatron-LM 2021: blocking)
     bucket_bytes: float | None = None  # None: Megatron's bucket, max(40M, 1M x dp) parameters
-    optimizer_state: str = "fp32"  # a key of labs.core.memory.OPTIMIZER_STATES
+    optimizer_state: str = "fp32"  # a key of labs.core.engine.memory.OPTIMIZER_STATES
     offload_optimizer: bool = False  # ZeRO-Offload: gradients shard, optimizer state and Adam on the CPU
     tp_comm_overlap: bool = False  # TE userbuffers: TP collectives pipelined with the GEMMs (needs SP)
     grad_reduce_dtype: str = "bf16"  # "fp32": Megatron's bf16 default, fp32 main grads reduced in fp32
@@ -110,8 +110,8 @@ class Plan:
     ep: int = 1  # expert parallelism: routed experts split over this many of the dp x cp ranks
     capacity_factor: float | None = None  # None: no token dropping (balanced routing); c: experts padded to c x balanced load
     max_nodes_per_token: int | None = None  # node-limited routing (DeepSeek-V3: 4)
-    rank_order: str = RANK_ORDERS[0]  # which axis varies fastest along the ranks (labs.core.layout); Megatron's by default
-    stack: str | None = None  # the software stack (an era of labs.core.eras) whose kernels run; None: Megatron-Core's
+    rank_order: str = RANK_ORDERS[0]  # which axis varies fastest along the ranks (labs.core.engine.layout); Megatron's by default
+    stack: str | None = None  # the software stack (an era of labs.core.engine.eras) whose kernels run; None: Megatron-Core's
     grad_sync: str | None = None  # "step" (no_sync) or "microbatch"; None: the ZeRO stage's own (step up to ZeRO-1)
     torch_compile: bool = False  # PyTorch stacks: element-wise ops fused and fewer kernels launched
     recompute_layers: int | None = None  # with recompute="full": layers of each pipeline chunk re-run (Megatron's --recompute-num-layers, block method); None: all
@@ -135,7 +135,7 @@ class Plan:
         if self.schedule == "interleaved" and self.pp > 1 and self.microbatches % group:
             raise ValueError(f"global_batch / (micro_batch x dp) = {self.microbatches} micro-batches must be a multiple of microbatch_group_size={group} (default pp) for the interleaved schedule")
         if self.schedule == "interleaved" and self.pp > 1 and group < self.pp:
-            # Megatron-LM refuses N < pp (labs.core.pipeline.check_group): its order would wait on itself.
+            # Megatron-LM refuses N < pp (labs.core.engine.pipeline.check_group): its order would wait on itself.
             raise ValueError(f"microbatch_group_size must be at least pp={self.pp} (Megatron-LM's range [pp, micro-batches]), got {group}")
         if self.schedule == "dualpipe":  # dualpipe.py's asserts, on the plan's fields
             check_dualpipe(self.pp, self.microbatches, "pp", "global_batch / (micro_batch x dp)")
@@ -242,7 +242,7 @@ _CODES = {name: {value: code for code, value in enumerate(values)} for name, val
 
 
 def plan_columns(plan: Plan) -> dict:
-    """The plan as the step model's columns (labs.core.step.evaluate)."""
+    """The plan as the step model's columns (labs.core.engine.step.evaluate)."""
     return {
         "tp": plan.tp, "pp": plan.pp, "dp": plan.dp, "cp": plan.cp, "micro_batch": plan.micro_batch,
         "global_batch": plan.global_batch, "zero_stage": plan.zero_stage,

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import ml_dtypes
 import numpy as np
 
-from labs.core.validation import check_choice, check_positive
+from labs.core.engine.validation import check_choice, check_positive
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ GPUs for the whole window gives the lowest per-GPU rate the row allows: 54 x 24 
 between unexpected interruptions at 16,384 GPUs. Every cause is assumed to scale with N.
 
 Checkpoints. What a checkpoint holds is the model state minus the gradients: the bf16 weights
-and the optimizer state (fp32 master weights, Adam m and v), from labs.core.memory's terms; the
+and the optimizer state (fp32 master weights, Adam m and v), from labs.core.engine.memory's terms; the
 job's total once, and each GPU's share under its ZeRO stage. Three ways to write it:
 - "sync": the state gathered to one writer, training paused; one writer reaches at most one
   NIC's bandwidth, and the file system at most its own (Llama 3's: 2 TB/s sustained, 7 TB/s peak,
@@ -26,7 +26,7 @@ writes M exp(R/M) for M + R: restarts that fail too). Young 1974: tau = sqrt(2 C
 higher order estimate of the optimum checkpoint interval for restart dumps* (FGCS 22): tau =
 sqrt(2 C M)(1 + sqrt(C/(2M))/3 + C/(18 M)) - C for C < 2M, else M.
 
-Stragglers: a ring moves in lock step, so one slow member paces it (labs.core.topology).
+Stragglers: a ring moves in lock step, so one slow member paces it (labs.core.engine.topology).
 """
 
 from __future__ import annotations
@@ -36,12 +36,12 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from labs.core.collectives import CollectiveCost
-from labs.core.hardware import Cluster
-from labs.core.memory import model_state_split
-from labs.core.models import Model
-from labs.core.topology import group_cost
-from labs.core.validation import check_bool, check_choice, check_fraction, check_positive
+from labs.core.engine.collectives import CollectiveCost
+from labs.core.engine.hardware import Cluster
+from labs.core.engine.memory import model_state_split
+from labs.core.engine.models import Model
+from labs.core.engine.topology import group_cost
+from labs.core.engine.validation import check_bool, check_choice, check_fraction, check_positive
 
 FITTED_ON = ("llama3_reliability", "llama3_cluster")  # rows of tests/data/published_numbers.json
 HOUR, DAY = 3600.0, 86400.0
@@ -148,10 +148,10 @@ class CheckpointSize:
 
 
 def checkpoint_size(model: Model, tp: int, pp: int, dp: int, zero_stage: int, optimizer: str = "fp32") -> CheckpointSize:
-    """Weights + optimizer state (labs.core.memory.model_state_split): the whole model's once,
+    """Weights + optimizer state (labs.core.engine.memory.model_state_split): the whole model's once,
     and a GPU's for its TP x PP shard under ZeRO over `dp` ranks (even stages assumed)."""
     if not isinstance(model, Model):
-        raise ValueError(f"model must be a Model from labs.core.models, got {model!r}")
+        raise ValueError(f"model must be a Model from labs.core.engine.models, got {model!r}")
     for name, value in (("tp", tp), ("pp", pp), ("dp", dp)):
         _gpus(value, name)
     _gpus(tp * pp * dp, "tp x pp x dp")
@@ -187,7 +187,7 @@ def _check_size_cluster(size, cluster):
     if not isinstance(size, CheckpointSize):
         raise ValueError(f"size must be a CheckpointSize from checkpoint_size(), got {size!r}")
     if not isinstance(cluster, Cluster):
-        raise ValueError(f"cluster must be a Cluster from labs.core.hardware, got {cluster!r}")
+        raise ValueError(f"cluster must be a Cluster from labs.core.engine.hardware, got {cluster!r}")
 
 
 def checkpoint_cost(size: CheckpointSize, strategy: str, storage_bytes_per_s: float, cluster: Cluster) -> CheckpointCost:
@@ -386,9 +386,9 @@ class Straggler:
 def straggler_all_reduce(nbytes: float, cluster: Cluster, n: int, stride: int, slow_fraction: float) -> Straggler:
     """A ring all-reduce of `nbytes` over n ranks `stride` apart, healthy and with one member's
     NICs at `slow_fraction` of their speed: a ring moves in lock step, so every step waits for
-    that member and the whole ring runs as if every NIC were that slow (labs.core.topology)."""
+    that member and the whole ring runs as if every NIC were that slow (labs.core.engine.topology)."""
     if not isinstance(cluster, Cluster):
-        raise ValueError(f"cluster must be a Cluster from labs.core.hardware, got {cluster!r}")
+        raise ValueError(f"cluster must be a Cluster from labs.core.engine.hardware, got {cluster!r}")
     check_fraction("slow_fraction", slow_fraction)
     if slow_fraction < 1e-3:
         raise ValueError(f"slow_fraction must be at least 0.001, got {slow_fraction!r}")

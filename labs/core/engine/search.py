@@ -1,9 +1,9 @@
 """`sweep()`: every valid plan for a model on a cluster, evaluated in one vectorised pass.
 
 The plan space (tp, pp, dp, cp, micro_batch, zero_stage, recompute, sequence_parallel, schedule,
-virtual_stages) is enumerated as integer columns and run through labs.core.step.evaluate, the
+virtual_stages) is enumerated as integer columns and run through labs.core.engine.step.evaluate, the
 same function `estimate()` runs on one plan. `era=` limits the space to what a published run's
-software could do (labs.core.eras) and sets the era's defaults for the fixed settings.
+software could do (labs.core.engine.eras) and sets the era's defaults for the fixed settings.
 """
 
 from __future__ import annotations
@@ -15,16 +15,16 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from labs.core.context import ulysses_fits
-from labs.core.eras import ERA_FIELDS, GRAD_SYNCS, get_era, stack_of
-from labs.core.hardware import Cluster
-from labs.core.memory import optimizer_state
-from labs.core.models import ALL_RECOMPUTE_MODES, RECOMPUTE_MODES, Model
-from labs.core.perf import PLAN_SCHEDULES, Plan, check_plan_field, peak_flops
-from labs.core.pipeline import SCHEDULES
-from labs.core.step import evaluate
-from labs.core.topology import check_algorithm
-from labs.core.validation import check_positive
+from labs.core.engine.context import ulysses_fits
+from labs.core.engine.eras import ERA_FIELDS, GRAD_SYNCS, get_era, stack_of
+from labs.core.engine.hardware import Cluster
+from labs.core.engine.memory import optimizer_state
+from labs.core.engine.models import ALL_RECOMPUTE_MODES, RECOMPUTE_MODES, Model
+from labs.core.engine.perf import PLAN_SCHEDULES, Plan, check_plan_field, peak_flops
+from labs.core.engine.pipeline import SCHEDULES
+from labs.core.engine.step import evaluate
+from labs.core.engine.topology import check_algorithm
+from labs.core.engine.validation import check_positive
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -124,7 +124,7 @@ def _space(model: Model, cluster: Cluster, global_batch: int, choices: dict, spe
     No rule reads the ZeRO stage, so every row has a sibling at each ZeRO choice, the same but
     for it: `_zero_index` is a row's choice and `_zero_base` the row of its sibling at the first;
     `_layout` numbers a row's layout (its rows are consecutive) and `_batch_key` its layout, ZeRO
-    stage and schedule (labs.core.search._row_groups)."""
+    stage and schedule (labs.core.engine.search._row_groups)."""
     n = cluster.gpus
     tps = [t for t in choices.get("tp", _divisors(n)) if model.heads % t == 0]
     pps = [p for p in choices.get("pp", _divisors(n)) if p <= model.layers and (not spec or p <= spec.max_pp)]
@@ -134,7 +134,7 @@ def _space(model: Model, cluster: Cluster, global_batch: int, choices: dict, spe
     cp_ok = (c == 1) | ((model.seq_len % c == 0) & (model.seq_len // c >= MIN_TOKENS_PER_CP_RANK))
     if spec:
         cp_ok &= c <= spec.max_cp
-    if cp_algorithm == "ulysses":  # whole query heads per CP rank, K/V heads split or repeated (labs.core.context.check_ulysses)
+    if cp_algorithm == "ulysses":  # whole query heads per CP rank, K/V heads split or repeated (labs.core.engine.context.check_ulysses)
         cp_ok &= ulysses_fits(model.heads / t, model.kv_head_count / t, c)
     fits_gpus = n % (t * p * c) == 0
     layouts = np.flatnonzero(fits_gpus & cp_ok & (e > 0) & ((np.where(fits_gpus, n // (t * p * c), 1) * c) % np.maximum(e, 1) == 0))
@@ -206,7 +206,7 @@ SWEEP_OUTPUTS = ("memory_bytes", "step_time_s", "bubble_fraction", "model_flops"
 
 def _row_groups(space: dict, start: int, stop: int) -> SimpleNamespace:
     """Which of the space's rows start:stop (whole layouts) differ only in a few fields
-    (labs.core.step.evaluate's groups), each as (a row of each group, every row's group): `zero`,
+    (labs.core.engine.step.evaluate's groups), each as (a row of each group, every row's group): `zero`,
     only in the ZeRO stage (each row's sibling at the first ZeRO choice stands for it); `batch`,
     only in the micro-batch size, recompute and SP (rows of one layout, ZeRO stage and schedule)."""
     first = space["_zero_index"][start:stop] == 0
@@ -238,7 +238,7 @@ def _blocks(layout: np.ndarray) -> list[tuple[int, int]]:
 
 
 def _evaluate_blocks(model: Model, cluster: Cluster, cols: dict, dp_algorithm: str, stack, space: dict) -> dict[str, np.ndarray]:
-    """The outputs sweep() shows of labs.core.step.evaluate over the plan columns, run on blocks
+    """The outputs sweep() shows of labs.core.engine.step.evaluate over the plan columns, run on blocks
     of whole layouts (_blocks), each with its rows' groups."""
     outs = [evaluate(model, cluster, {k: v[start:stop] for k, v in cols.items()}, dp_algorithm, stack, brief=True,
                      groups=_row_groups(space, start, stop)) for start, stop in _blocks(space["_layout"])]
@@ -288,7 +288,7 @@ def sweep(model: Model, cluster: Cluster, global_batch: int, era: str | None = N
     """Every valid plan, one row each: Plan fields and the Estimate's numbers under the same
     names, sorted best first (fitting plans by step time, then the rest); `pareto` marks the
     memory-vs-time front. Any Plan field in `fixed` (a value or a list) restricts the space;
-    `era` keeps to what that era's software could do (labs.core.eras.ERA_NAMES)."""
+    `era` keeps to what that era's software could do (labs.core.engine.eras.ERA_NAMES)."""
     _model_cluster(model, cluster)
     check_positive("global_batch", global_batch, integer=True, maximum=1 << 31)
     choices, options = _settings(cluster, era, dict(fixed))

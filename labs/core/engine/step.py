@@ -2,7 +2,7 @@
 
 `sweep()` evaluates every plan of a space through `evaluate` on numpy columns; `estimate()`
 evaluates one plan through `evaluate_plan`, which runs the same stages on Python numbers
-(labs.core.stages.xp). No formula of the step exists anywhere else.
+(labs.core.engine.stages.xp). No formula of the step exists anywhere else.
 
 step time = pipeline compute with its bubble      (stages.compute, stages.pipe)
           + exposed TP, CP and EP communication   (stages.parallel, inside each stage's time)
@@ -11,7 +11,7 @@ step time = pipeline compute with its bubble      (stages.compute, stages.pipe)
           + the optimizer step, or ZeRO-Offload's copies and CPU Adam (stages.optimizer)
 memory    = the busiest pipeline rank's state, activations and buffers (stages.memory)
 
-MFU counts model FLOPs (labs.core.models.Model.flops_per_sequence: all of attention's s^2 work
+MFU counts model FLOPs (labs.core.engine.models.Model.flops_per_sequence: all of attention's s^2 work
 without flash attention, its causal half with it); HFU adds what is recomputed.
 """
 
@@ -19,20 +19,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from labs.core.eras import Era, stack_of
-from labs.core.hardware import Cluster
-from labs.core.memory import GRAD_BYTES, WEIGHT_BYTES
-from labs.core.models import Model
-from labs.core.stages.compute import has_fsdp_costs, layer_compute, layer_kernels
-from labs.core.stages.data import data_parallel_stage, dp_traffic
-from labs.core.stages.inputs import ZERO_TERMS, flops_per_sequence, model_terms, read_plan
-from labs.core.stages.memory import layer_activations, memory_stage, rank_activations, stage_memory
-from labs.core.stages.optimizer import CPU_ADAM_BYTES_PER_PARAM, optimizer_stage  # noqa: F401 (CPU_ADAM_BYTES_PER_PARAM: re-exported)
-from labs.core.stages.parallel import NCCL_COLLECTIVE_SMS, layer_communication  # noqa: F401 (NCCL_COLLECTIVE_SMS: re-exported)
-from labs.core.stages.pipe import pipeline_stage, pp_sent
-from labs.core.stages.trace import FALLBACKS, StepCache
-from labs.core.stages.xp import NUMPY, SCALAR, on_groups
-from labs.core.topology import members_per_node, nccl_algorithm
+from labs.core.engine.eras import Era, stack_of
+from labs.core.engine.hardware import Cluster
+from labs.core.engine.memory import GRAD_BYTES, WEIGHT_BYTES
+from labs.core.engine.models import Model
+from labs.core.engine.stages.compute import has_fsdp_costs, layer_compute, layer_kernels
+from labs.core.engine.stages.data import data_parallel_stage, dp_traffic
+from labs.core.engine.stages.inputs import ZERO_TERMS, flops_per_sequence, model_terms, read_plan
+from labs.core.engine.stages.memory import layer_activations, memory_stage, rank_activations, stage_memory
+from labs.core.engine.stages.optimizer import CPU_ADAM_BYTES_PER_PARAM, optimizer_stage  # noqa: F401 (CPU_ADAM_BYTES_PER_PARAM: re-exported)
+from labs.core.engine.stages.parallel import NCCL_COLLECTIVE_SMS, layer_communication  # noqa: F401 (NCCL_COLLECTIVE_SMS: re-exported)
+from labs.core.engine.stages.pipe import pipeline_stage, pp_sent
+from labs.core.engine.stages.trace import FALLBACKS, StepCache
+from labs.core.engine.stages.xp import NUMPY, SCALAR, on_groups
+from labs.core.engine.topology import members_per_node, nccl_algorithm
 
 
 def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto", stack: Era | None = None, xp=NUMPY,
@@ -42,7 +42,7 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     c holds tp, pp, dp, cp, micro_batch, global_batch, zero_stage, recompute (code into
     RECOMPUTE_MODES), sequence_parallel, schedule (code into SCHEDULES), virtual_stages,
     flash_attention, tp_comm_overlap, grad_fp32, dp_overlap, pp_overlap, bucket_bytes (0: Megatron's),
-    optimizer_bytes (per parameter) and offload; rank_order (code into labs.core.layout.RANK_ORDERS,
+    optimizer_bytes (per parameter) and offload; rank_order (code into labs.core.engine.layout.RANK_ORDERS,
     0 when absent: Megatron's order) places every group's ranks and so picks its links.
 
     Besides the per-axis totals it returns each collective's own numbers (coll_<name>_calls,
@@ -52,8 +52,8 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     (numpy rows only) says which rows differ in few plan fields, each as (a row of each group,
     every row's group): `zero`, only in the ZeRO stage, which the stages before the DP stage do
     not read; `batch`, only in the micro-batch size, recompute and SP, which no DP collective's
-    price reads. Those stages then evaluate once per group (labs.core.stages.xp.at_rows)."""
-    stack = stack_of(None) if stack is None else stack  # the software's kernels (labs.core.eras)
+    price reads. Those stages then evaluate once per group (labs.core.engine.stages.xp.at_rows)."""
+    stack = stack_of(None) if stack is None else stack  # the software's kernels (labs.core.engine.eras)
     p = read_plan(model, c, stack, xp)
     model_per_sequence, hardware_per_sequence = flops_per_sequence(model, p, xp)
     model = model_terms(model)  # the model's sizes read once
@@ -202,7 +202,7 @@ COMPILED = StepCache(evaluate)  # the stages traced into Python per model, clust
 
 def evaluate_plan(model: Model, cluster: Cluster, columns: dict, dp_algorithm: str = "auto", stack: Era | None = None) -> dict[str, float]:
     """`evaluate` for one plan's columns (Python numbers), as floats. Runs the stages' SCALAR
-    operations as code generated for the plan's constant columns (labs.core.stages.trace), or
+    operations as code generated for the plan's constant columns (labs.core.engine.stages.trace), or
     SCALAR itself where they cannot be traced; where that divides by zero (numpy would carry an
     inf or nan into a row a later `where` discards) it runs the plan as a numpy column of one."""
     stack = stack_of(None) if stack is None else stack

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from labs.core.precision import FORMATS
-from labs.core.validation import check_bool, check_choice, check_positive
+from labs.core.engine.precision import FORMATS
+from labs.core.engine.validation import check_bool, check_choice, check_positive
 
 BLOCKS = ("mlp-gelu", "mlp-swiglu", "attention")
 WIRES = ("fp64", "fp32", "bf16")  # the dtype the partial sums travel in

@@ -1,7 +1,7 @@
 """Where a group's collective runs, and what it costs: NVLink, rails, pods.
 
 Ranks are numbered tensor-parallel fastest, then context, then data, then pipeline (Megatron's
-order, the default; a Plan's rank_order picks another, labs.core.layout gives each axis's stride),
+order, the default; a Plan's rank_order picks another, labs.core.engine.layout gives each axis's stride),
 so a group whose members sit `stride` ranks apart packs g = G / stride of them into a node of G
 GPUs (one when stride >= G).
 
@@ -30,7 +30,7 @@ Algorithms and protocols follow NCCL's own cost model (NVIDIA/nccl src/graph/tun
   buffer counted (no (n-1)/n). So it wins over the ring's (n-1) network hops on small and medium
   messages, and the ring wins on large ones. NCCL skips it for a reduce-scatter that divides
   (ncclAvg: PreMulSum/SumPostDiv, enqueue.cc); Megatron reduces with a sum after pre-scaling.
-  Only a stack whose NCCL has it (labs.core.eras: Era.nccl_pat) runs it: nccl_algorithm().
+  Only a stack whose NCCL has it (labs.core.engine.eras: Era.nccl_pat) runs it: nccl_algorithm().
 - Tree bandwidth: tuning.cc caps the tree's bus bandwidth at 0.92 of the ring's and converts it at
   half (algbw = busbw / 2), so a tree all-reduce moves 2 M / (0.92 busbw) where the ring moves
   2 (N-1)/N M / busbw (H100 over RoCE measured tree 150 against ring 190 GB/s, NVIDIA/nccl #1368).
@@ -48,10 +48,10 @@ from functools import lru_cache
 
 import numpy as np
 
-from labs.core.collectives import CollectiveCost
-from labs.core.hardware import NCCL_BASE_LATENCY_S, Cluster
-from labs.core.stages.xp import NUMPY, SCALAR
-from labs.core.validation import check_choice, check_positive
+from labs.core.engine.collectives import CollectiveCost
+from labs.core.engine.hardware import NCCL_BASE_LATENCY_S, Cluster
+from labs.core.engine.stages.xp import NUMPY, SCALAR
+from labs.core.engine.validation import check_choice, check_positive
 
 DP_ALGORITHMS = ("auto", "ring", "tree", "nvls")
 PRE_PAT_AUTO = "auto_before_pat"  # "auto" on a stack whose NCCL predates PAT (2.23): nccl_algorithm()
@@ -171,7 +171,7 @@ _PROTOCOL_TABLES = {  # (algorithm, intra-node hop): the tables _ring_option and
 
 
 def _protocols(algorithm: str, hop: str, xp) -> tuple:
-    """The protocols' table entries, one tuple per pass of the pricing loop (labs.core.stages.xp.options)."""
+    """The protocols' table entries, one tuple per pass of the pricing loop (labs.core.engine.stages.xp.options)."""
     return _PROTOCOL_ROWS[algorithm, hop, xp.scalar]
 
 
@@ -201,7 +201,7 @@ def collective_columns(op: str, nbytes, cluster: Cluster, n, stride=1, algorithm
     """(latency seconds, bandwidth seconds) of one collective of `nbytes` over groups of n ranks
     spaced `stride` apart, with the algorithm and protocol NCCL's cost model picks among those
     `algorithm` allows; every argument but op, cluster and algorithm may be an array (xp: the
-    array namespace, labs.core.stages.xp)."""
+    array namespace, labs.core.engine.stages.xp)."""
     if op == "p2p":
         nbytes = xp.floats(nbytes)
         g = members_per_node(cluster, 2, stride, xp)
@@ -306,7 +306,7 @@ def check_cluster_has(cluster: Cluster, algorithm: str) -> None:
 def group_cost(op: str, nbytes: float, cluster: Cluster, n: int, stride: int = 1, algorithm: str = "auto") -> CollectiveCost:
     """One collective of `nbytes` over a group of n ranks spaced `stride` apart."""
     if not isinstance(cluster, Cluster):
-        raise ValueError(f"cluster must be a Cluster from labs.core.hardware, got {cluster!r}")
+        raise ValueError(f"cluster must be a Cluster from labs.core.engine.hardware, got {cluster!r}")
     check_choice("op", op, tuple(_RING_SHARE) + ("p2p",))
     check_positive("nbytes", nbytes, allow_zero=True, maximum=1e18)
     check_positive("n", n, integer=True)

@@ -1,7 +1,7 @@
-"""`python -m labs.core.validate`: the engine against every public run, era by era, then the
+"""`python -m labs.core.engine.validate`: the engine against every public run, era by era, then the
 published layouts' memory margins, the mechanism checks of engine v3 and its own picks.
 
-For each era (a software stack, labs.core.eras) it prints the reference file's rows that ran on
+For each era (a software stack, labs.core.engine.eras) it prints the reference file's rows that ran on
 it (hardware FLOPs for Narayanan et al. 2021, model FLOPs for Korthikanti et al. 2022), the
 engine at the published settings and the best plan the sweep finds within the era: the best
 should sit at or somewhat above the published figure (far above would mean the engine believes
@@ -14,16 +14,16 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from labs.core.calibration import (
+from labs.core.engine.calibration import (
     BEYOND_ENGINE, TABLE2_GPUS, deepseek_v3_estimate, layout_estimate, layout_rows, public_runs,
     table2_estimate, table2_plan,
 )
-from labs.core.eras import ERAS
-from labs.core.gemm import ATTENTION_EFFICIENCY, unfused_elementwise_ratio
-from labs.core.hardware import POWER_CURVES, Cluster
-from labs.core.models import Model
-from labs.core.perf import Plan, estimate
-from labs.core.search import sweep
+from labs.core.engine.eras import ERAS
+from labs.core.engine.gemm import ATTENTION_EFFICIENCY, unfused_elementwise_ratio
+from labs.core.engine.hardware import POWER_CURVES, Cluster
+from labs.core.engine.models import Model
+from labs.core.engine.perf import Plan, estimate
+from labs.core.engine.search import sweep
 
 RECOMMEND = (
     # model, cluster, nodes, global batch (sequences), era
@@ -143,7 +143,7 @@ def main() -> None:
     print("\nMechanism checks (engine v3):")
     for what, value in mechanism_checks():
         print(f"  {what}: {value}")
-    print("\nGPU power limits (labs.core.hardware.POWER_CURVES): GPT-3 175B at TP 8 on one node, at each documented point:")
+    print("\nGPU power limits (labs.core.engine.hardware.POWER_CURVES): GPT-3 175B at TP 8 on one node, at each documented point:")
     for cluster_key in ("dgx-a100", "dgx-h100"):
         cluster, plan = Cluster.get(cluster_key), Plan(tp=8, pp=1, dp=1, micro_batch=1, global_batch=8)
         full = estimate(Model.get("gpt3-175b"), cluster, plan).time.total

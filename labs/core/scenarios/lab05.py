@@ -18,12 +18,12 @@ from dataclasses import replace
 from functools import lru_cache
 from typing import Callable
 
-from labs.core.hardware import Cluster
-from labs.core.models import Model
-from labs.core.perf import Estimate, Plan, estimate
+from labs.core.engine.hardware import Cluster
+from labs.core.engine.models import Model
+from labs.core.engine.perf import Estimate, Plan, estimate
 from labs.core.scenarios.common import Option
-from labs.core.search import sweep
-from labs.core.topology import bus_bandwidth
+from labs.core.engine.search import sweep
+from labs.core.engine.topology import bus_bandwidth
 from labs.variants import Choice, LabVariants, judged
 
 DP_WALL_GPUS = (8, 64, 512)
@@ -72,7 +72,7 @@ def dp_comm_bound_tokens(grad_reduce_dtype: str = "bf16", gpus: int = DP_WALL_GP
 def tp8_dp_ring(gpus: int = DP_WALL_GPUS[-1]) -> tuple[float, float]:
     """(bus bandwidth of a DP ring over whole nodes, of one behind TP = 8) on Act I's cluster,
     bytes/s: the second group has one GPU per node, so it crosses nodes on one NIC."""
-    from labs.core.topology import bus_bandwidth
+    from labs.core.engine.topology import bus_bandwidth
 
     cluster = Cluster.get("dgx-h100", nodes=gpus // 8)
     return bus_bandwidth("all_reduce", 4e9, cluster, gpus, 1, "ring"), bus_bandwidth("all_reduce", 4e9, cluster, gpus // 8, 8, "ring")

@@ -2,7 +2,7 @@
 
 ZeRO in numbers for Lab 06: what each stage keeps on a GPU, what it sends, what fitting costs.
 
-Everything here is pure data parallelism (tp = pp = 1) built from `labs.core.perf`: the same
+Everything here is pure data parallelism (tp = pp = 1) built from `labs.core.engine.perf`: the same
 memory_breakdown() and estimate() the other labs use, with the student's activation settings.
 """
 
@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable
 
-from labs.core.hardware import GPUS, Cluster
-from labs.core.memory import ZERO_STAGES, MemoryBreakdown, model_state_bytes
-from labs.core.models import Model
-from labs.core.perf import Estimate, Plan, estimate, memory_breakdown
+from labs.core.engine.hardware import GPUS, Cluster
+from labs.core.engine.memory import ZERO_STAGES, MemoryBreakdown, model_state_bytes
+from labs.core.engine.models import Model
+from labs.core.engine.perf import Estimate, Plan, estimate, memory_breakdown
 from labs.core.scenarios.common import Option
-from labs.core.validation import check_choice, check_positive
+from labs.core.engine.validation import check_choice, check_positive
 from labs.variants import Choice, LabVariants, Numeric, judged
 
 WALL_MODELS = ("llama2-7b", "llama2-70b", "gpt3-175b", "llama3-405b")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import math
 from fractions import Fraction
-from labs.core.datafiles import data_dir
+from labs.core.engine.datafiles import data_dir
 from labs.core.scenarios.common import Option
 from labs.core.scenarios.lab05 import ACT2_DESIGNS, design_inputs
 from labs.variants import Choice, LabVariants, Numeric, judged
@@ -28,7 +28,7 @@ _DATA = data_dir()  # tests/data, or its copy inside the wheel
 
 def seed_utilisation(p: int = SEED_P, m: int = SEED_M) -> float:
     """Utilisation of a p-stage, m-micro-batch 1F1B pipeline, counted on its generated timeline."""
-    from labs.core.pipeline import timeline
+    from labs.core.engine.pipeline import timeline
 
     return 1 - timeline(p, m, "1f1b").bubble_fraction("total")
 
@@ -55,7 +55,7 @@ def share_against(x: float, target: float = BUBBLE_TARGET) -> str:
 
 def microbatch_bubbles(p: int = DEEP_P, options=MICROBATCH_OPTIONS) -> dict[str, float]:
     """Each option's 1F1B bubble, of the wall time, at p stages."""
-    from labs.core.pipeline import bubble_fraction
+    from labs.core.engine.pipeline import bubble_fraction
 
     return {o.key: bubble_fraction(p, int(o.label), "1f1b", 1, "total") for o in options}
 
@@ -88,7 +88,7 @@ def fewest_microbatches(p: int, v: int = 1, target: float = BUBBLE_TARGET, multi
     """The fewest micro-batches whose closed-form bubble (of the wall time) is strictly under
     `target`: 1F1B for v = 1, interleaved with v chunks otherwise; multiple_of_p: only m the
     interleaved schedule runs (a multiple of p)."""
-    from labs.core.pipeline import bubble_fraction
+    from labs.core.engine.pipeline import bubble_fraction
 
     schedule = "interleaved" if v > 1 else "1f1b"
     step = p if multiple_of_p or (v > 1 and p > 1) else 1
@@ -103,8 +103,8 @@ def fewest_microbatches(p: int, v: int = 1, target: float = BUBBLE_TARGET, multi
 def interleaving_rows(p: int = DEEP_P, target: float = BUBBLE_TARGET, chunks=INTERLEAVE_CHUNKS) -> list[dict]:
     """Deep pipelines run interleaved: per v, the fewest micro-batches under the target (by the
     closed form, then the fewest the schedule runs), the bubble counted on that timeline, and
-    the stage-0 activations held (in micro-batches' worth of its layers, labs.core.memory)."""
-    from labs.core.pipeline import timeline
+    the stage-0 activations held (in micro-batches' worth of its layers, labs.core.engine.memory)."""
+    from labs.core.engine.pipeline import timeline
 
     rows = []
     for v in chunks:
@@ -122,7 +122,7 @@ def interleaving_rows(p: int = DEEP_P, target: float = BUBBLE_TARGET, chunks=INT
 
 def _fewest_any_m(p: int, v: int, target: float) -> int:
     """The fewest m, any integer, under the interleaved closed form (p - 1)/v of idle stage-steps."""
-    from labs.core.pipeline import OpCosts, idle_time
+    from labs.core.engine.pipeline import OpCosts, idle_time
 
     c = OpCosts()
     idle = float(idle_time(p, 1, 2, v, c.tf, c.tb, c.tw))  # schedule code 2: interleaved
@@ -134,10 +134,10 @@ def _fewest_any_m(p: int, v: int, target: float) -> int:
 
 def stage0_in_flight(schedule: str, p: int, m: int, v: int = 1, group: int | None = None) -> float:
     """Micro-batches' worth of its layers stage 0 holds at its peak, from the engine's per-rank
-    model (labs.core.memory.in_flight_columns): interleaved warm-up (p - 1) x 2 + (v - 1) x N
+    model (labs.core.engine.memory.in_flight_columns): interleaved warm-up (p - 1) x 2 + (v - 1) x N
     chunks with N the micro-batch group size, p by default as in the timelines played here."""
-    from labs.core.memory import in_flight_columns
-    from labs.core.pipeline import SCHEDULES
+    from labs.core.engine.memory import in_flight_columns
+    from labs.core.engine.pipeline import SCHEDULES
 
     return float(in_flight_columns(SCHEDULES.index(schedule), p, m, v, 0, p if group is None else group))
 
@@ -159,7 +159,7 @@ def run_report(t) -> dict:
     """What the lab shows for one generated timeline: the bubble counted on it (of the step, of
     the busy time, and in stage windows as Qi et al. count it), the closed form where it holds
     (else None), and stage 0's peak in flight from the engine's memory model."""
-    from labs.core.pipeline import bubble_fraction
+    from labs.core.engine.pipeline import bubble_fraction
 
     holds = closed_form_holds(t.p, t.m, t.schedule, t.costs)
     return {
@@ -182,7 +182,7 @@ def stage_activation_bytes(p: int, held: float) -> float:
     """Activation bytes stage 0 holds for GPT-3 175B layers, L/p of them, `held` micro-batches'
     worth, laid out as Act II's design C (TP, sequence parallelism, selective recompute, its
     micro-batch)."""
-    from labs.core.memory import activation_bytes_per_layer
+    from labs.core.engine.memory import activation_bytes_per_layer
 
     model, _ = design_inputs()
     plan = ACT2_DESIGNS[ACTIVATION_PLAN]
@@ -200,7 +200,7 @@ def schedule_cost_rows(p: int) -> list[dict]:
     """What each schedule pays for its bubble at p stages and m = COSTS_M_PER_STAGE x p, with
     T_F = T_B = T_W: the closed-form bubble (which holds there: m >= 2p, equal costs; ZB-H2's
     in each stage's window, its ramp outside) and stage 0's activations (engine memory model)."""
-    from labs.core.pipeline import bubble_fraction
+    from labs.core.engine.pipeline import bubble_fraction
 
     m = COSTS_M_PER_STAGE * p
     rows = []
@@ -214,7 +214,7 @@ def schedule_cost_rows(p: int) -> list[dict]:
 def table5_profile() -> dict:
     """Qi et al. 2024 Table 5's profiled inputs (1.5B model, p = 8) with the published bubble
     rates: tests/data/zero_bubble.json and published_numbers.json."""
-    from labs.core.calibration import load_rows
+    from labs.core.engine.calibration import load_rows
 
     prof = next(r for r in json.loads((_DATA / "zero_bubble.json").read_text()) if r["id"] == TABLE5_PROFILE)
     published = {r["id"]: r for r in load_rows()}
@@ -226,7 +226,7 @@ def table5_rows() -> list[dict]:
     """Per profiled row and schedule: the closed form (no messages), the timeline counted in
     stage windows with the profiled T_F, T_B, T_W, T_comm (Table 5's definition), and the paper's
     rate; for ZB-H2 also its idle per stage in ms."""
-    from labs.core.pipeline import OpCosts, bubble_fraction, timeline
+    from labs.core.engine.pipeline import OpCosts, bubble_fraction, timeline
 
     prof = table5_profile()
     p = prof["inputs"]["pp"]
@@ -248,7 +248,7 @@ def table5_rows() -> list[dict]:
 
 
 def pipeline_outcomes(inputs: dict, predictions: dict, variant=None) -> dict:
-    from labs.core.pipeline import OpCosts, bubble_fraction, timeline
+    from labs.core.engine.pipeline import OpCosts, bubble_fraction, timeline
 
     p, m, v = int(inputs["p"]), int(inputs["m"]), int(inputs.get("v", 1))
     costs = OpCosts(float(inputs["tf"]), float(inputs["tb"]), float(inputs["tw"]))

@@ -2,8 +2,8 @@
 options (each naming the misconception it stands for), the claims the engine judges them by, the
 tables the lab shows, and the outcome function `python -m labs.grade` recomputes.
 
-Every number here is computed by labs.core.collectives (alpha-beta costs, the ring simulator,
-busbw), labs.core.topology (rails, NVLS, tree, pods) and labs.core.perf (the step model), or read
+Every number here is computed by labs.core.engine.collectives (alpha-beta costs, the ring simulator,
+busbw), labs.core.engine.topology (rails, NVLS, tree, pods) and labs.core.engine.perf (the step model), or read
 from tests/data/nccl_busbw.json (measured NCCL bus bandwidth, each row with its source).
 """
 
@@ -16,7 +16,7 @@ from typing import Callable
 
 import numpy as np
 
-from labs.core.collectives import (
+from labs.core.engine.collectives import (
     MAX_BYTES,
     algbw_from_busbw,
     all_reduce_time,
@@ -29,11 +29,11 @@ from labs.core.collectives import (
     ring_link_bytes,
     simulate_ring_all_reduce,
 )
-from labs.core.datafiles import data_dir
-from labs.core.hardware import LINKS, Cluster
+from labs.core.engine.datafiles import data_dir
+from labs.core.engine.hardware import LINKS, Cluster
 from labs.core.scenarios.common import Option
-from labs.core.topology import bus_bandwidth, collective_columns, group_bus_bandwidth, group_cost
-from labs.core.validation import check_choice, check_positive
+from labs.core.engine.topology import bus_bandwidth, collective_columns, group_bus_bandwidth, group_cost
+from labs.core.engine.validation import check_choice, check_positive
 from labs.variants import Choice, LabVariants, Numeric, judged
 
 LAB = "08_collectives"
@@ -63,7 +63,7 @@ PRIMITIVES = (
 
 def primitive_rows(n: int = PRIMITIVE_N, nbytes: float = PRIMITIVE_BYTES, link: str = PRIMITIVE_LINK) -> list[dict]:
     """Per primitive: bytes each sending rank puts on the wire, and its alpha-beta time on `link`
-    at its measured efficiency (labs.core.collectives)."""
+    at its measured efficiency (labs.core.engine.collectives)."""
     ln = LINKS[link]
     rows = []
     for name, op, sends, receives, ends, use in PRIMITIVES:
@@ -366,7 +366,7 @@ def rails_rows(nbytes: float = RAILS_BYTES) -> list[dict]:
 def tp_cliff() -> dict:
     """Lab 05 Act II's GPT-3 175B on 1,024 H100s (Megatron-Core 2024): TP = 8 inside a node against
     TP = 16 across two nodes, from the step model."""
-    from labs.core.perf import estimate
+    from labs.core.engine.perf import estimate
     from labs.core.scenarios.lab05 import ACT2_DESIGNS, design_inputs
 
     model, cluster = design_inputs()
@@ -420,8 +420,8 @@ def communication_efficiency(compute_s: float, exposed_s: float) -> float:
 def _ddp_estimate(key: str, gpus: int, micro_batch: int, overlap: bool, model_key: str):
     """PyTorch DDP on `gpus` GPUs of the catalog's `key` machine (the step model; remembered, since
     the lab's tables ask for the same few settings again on every slider move)."""
-    from labs.core.models import Model
-    from labs.core.perf import Plan, estimate
+    from labs.core.engine.models import Model
+    from labs.core.engine.perf import Plan, estimate
 
     plan = Plan(dp=gpus, micro_batch=micro_batch, global_batch=gpus * micro_batch, zero_stage=0, dp_overlap=gpus > 1 and overlap,
                 bucket_bytes=MILESTONE_BUCKET_BYTES, grad_reduce_dtype=MILESTONE_GRAD_DTYPE)

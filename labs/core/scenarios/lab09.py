@@ -14,13 +14,13 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Callable
 
-from labs.core.hardware import Cluster
-from labs.core.layout import RANK_ORDERS, axis_strides
-from labs.core.models import Model
-from labs.core.perf import COLLECTIVE_KINDS, Estimate, Plan, estimate
+from labs.core.engine.hardware import Cluster
+from labs.core.engine.layout import RANK_ORDERS, axis_strides
+from labs.core.engine.models import Model
+from labs.core.engine.perf import COLLECTIVE_KINDS, Estimate, Plan, estimate
 from labs.core.scenarios.common import Option
-from labs.core.search import sweep
-from labs.core.topology import members_per_node
+from labs.core.engine.search import sweep
+from labs.core.engine.topology import members_per_node
 from labs.variants import Choice, LabVariants, judged
 
 LAB = "09_64gpu_design"
@@ -159,7 +159,7 @@ def said_out_loud(est: Estimate, bottleneck: str | None, link: str | None, time_
 
 def placements(est: Estimate) -> dict[str, str]:
     """Where each worksheet axis's groups sit under the plan's rank order: inside a node or
-    across nodes (labs.core.layout strides, labs.core.topology members per node)."""
+    across nodes (labs.core.engine.layout strides, labs.core.engine.topology members per node)."""
     p, cluster = est.plan, est.cluster
     strides = axis_strides(p.rank_order, p.tp, p.cp, p.dp, p.pp)
     out = {}
@@ -200,7 +200,7 @@ def pp_costs(scenario: str, global_batch: int = GLOBAL_BATCH) -> list[dict]:
 
 
 def best_plans(scenario: str):
-    """Every plan of the lab's software for the job, best first (labs.core.search.sweep)."""
+    """Every plan of the lab's software for the job, best first (labs.core.engine.search.sweep)."""
     model, cluster = job(scenario).inputs()
     return sweep(model, cluster, global_batch=GLOBAL_BATCH, cp=1, schedule=["1f1b"], recompute=["selective"], micro_batch=list(MICRO_BATCHES),
                  tp=[t for t in TP_CHOICES if model.heads % t == 0], pp=list(PP_CHOICES), tp_comm_overlap=True, grad_reduce_dtype="fp32")

@@ -1,13 +1,13 @@
 """Lab 10, failures at scale: the stakeholder's run, the prediction options and the claims the
 engine judges them by, the checkpoint settings the lab offers, and the outcome function
-`python -m labs.grade` recomputes. Every number comes from labs.core.reliability."""
+`python -m labs.grade` recomputes. Every number comes from labs.core.engine.reliability."""
 
 from __future__ import annotations
 
 from functools import lru_cache
 
-from labs.core.hardware import Cluster
-from labs.core.models import Model
+from labs.core.engine.hardware import Cluster
+from labs.core.engine.models import Model
 from labs.core.scenarios.common import Option
 from labs.variants import Choice, LabVariants, Numeric, judged
 
@@ -47,7 +47,7 @@ def run_cluster(gpus: int = RUN_GPUS) -> Cluster:
 
 
 def mtbf_answer(gpus: int = RUN_GPUS) -> str:
-    from labs.core.reliability import job_mtbf_s
+    from labs.core.engine.reliability import job_mtbf_s
 
     m = job_mtbf_s(gpus)
     return next(k for k, (lo, hi) in MTBF_RANGES.items() if lo <= m < hi)
@@ -64,7 +64,7 @@ def _span(seconds: float) -> str:
 
 
 def mtbf_explanations(gpus: int = RUN_GPUS) -> dict[str, str]:
-    from labs.core.reliability import LLAMA3_UNEXPECTED, LLAMA3_WINDOW_S, gpu_mtbf_s, job_mtbf_s
+    from labs.core.engine.reliability import LLAMA3_UNEXPECTED, LLAMA3_WINDOW_S, gpu_mtbf_s, job_mtbf_s
 
     job, gpu = job_mtbf_s(gpus), gpu_mtbf_s()
     return {
@@ -93,7 +93,7 @@ NEGLIGIBLE = 0.01  # goodput differences below one point do not count as matteri
 def setting_costs(model: str, gpus: int, zero_stage: int, strategy: str, storage_gbps: float, relaunch_min: float, swap_min: float, hot_spares: bool) -> dict:
     """The run's MTBF, its checkpoint (size, cost) and its mean restart R (relaunch + the
     checkpoint read + a node swap where needed), for one setting of the lab's controls."""
-    from labs.core.reliability import checkpoint_cost, checkpoint_size, job_mtbf_s, mean_restart_s, restart_by_cause, restore_s
+    from labs.core.engine.reliability import checkpoint_cost, checkpoint_size, job_mtbf_s, mean_restart_s, restart_by_cause, restore_s
 
     if model not in LAYOUTS:
         raise ValueError(f"model must be one of {', '.join(LAYOUTS)}; got {model!r}")
@@ -113,7 +113,7 @@ def cadence_margins(gpus: int = RUN_GPUS) -> dict[str, float]:
     """The goodput gaps the cadence claims turn on, in CLAIM_SETTING at `gpus`: the optimum over
     a checkpoint every minute and over once a day (sharded), and the spread of async goodput
     between those intervals. The tests ask each to clear its threshold with room."""
-    from labs.core.reliability import goodput, optimal_interval
+    from labs.core.engine.reliability import goodput, optimal_interval
 
     often, daily = (m * MINUTE for m in CLAIM_INTERVALS_MIN)
     setting = {**CLAIM_SETTING, "gpus": gpus}
@@ -146,7 +146,7 @@ def cadence_answer(gpus: int = RUN_GPUS) -> str | None:
 
 
 def cadence_explanations(gpus: int = RUN_GPUS) -> dict[str, str]:
-    from labs.core.reliability import goodput, optimal_interval
+    from labs.core.engine.reliability import goodput, optimal_interval
 
     s = setting_costs(strategy="sharded", **{**CLAIM_SETTING, "gpus": gpus})
     a = setting_costs(strategy="async", **{**CLAIM_SETTING, "gpus": gpus})["cost"]
@@ -180,7 +180,7 @@ def checkpoint_rows(zero_stage: int, storage_gbps: float, gpus: int = RUN_GPUS) 
 def seed_claim_bandwidths(zero_stage: int = 1) -> tuple[float, float, float]:
     """The seed's 70B sync checkpoint: its bytes, and the storage bandwidths (bytes/s) at which a
     sync write takes 10 and 30 minutes."""
-    from labs.core.reliability import checkpoint_size
+    from labs.core.engine.reliability import checkpoint_size
 
     tp, pp = LAYOUTS[SEED_CLAIM_MODEL]
     size = checkpoint_size(Model.get(SEED_CLAIM_MODEL), tp, pp, RUN_GPUS // (tp * pp), zero_stage)
@@ -191,7 +191,7 @@ def seed_claim_bandwidths(zero_stage: int = 1) -> tuple[float, float, float]:
 def max_checkpoint_for(target: float, restart_s: float, mtbf_s: float) -> float | None:
     """The largest checkpoint stall C whose best goodput still reaches `target` at this R and M
     (bisection: best goodput falls as C grows); None when even a free checkpoint cannot."""
-    from labs.core.reliability import best_goodput
+    from labs.core.engine.reliability import best_goodput
 
     if mtbf_s / (mtbf_s + restart_s) <= target:
         return None
@@ -205,7 +205,7 @@ def max_checkpoint_for(target: float, restart_s: float, mtbf_s: float) -> float 
 def inverse_rows(restart_minutes=(1, 5, 10, 15, 20, 30), target: float | None = None) -> list[dict]:
     """Llama 3's 'over 90% effective training time' read as goodput against unexpected
     interruptions only: the checkpoint stalls it allows at each restart cost."""
-    from labs.core.reliability import LLAMA3_EFFECTIVE_TRAINING, job_mtbf_s, optimal_interval
+    from labs.core.engine.reliability import LLAMA3_EFFECTIVE_TRAINING, job_mtbf_s, optimal_interval
 
     target = LLAMA3_EFFECTIVE_TRAINING if target is None else target
     m = job_mtbf_s(RUN_GPUS)
@@ -217,7 +217,7 @@ def inverse_rows(restart_minutes=(1, 5, 10, 15, 20, 30), target: float | None = 
 
 
 def cadence_outcomes(inputs: dict, predictions: dict, variant=None) -> dict:
-    from labs.core.reliability import daly_interval, goodput, optimal_interval, young_interval
+    from labs.core.engine.reliability import daly_interval, goodput, optimal_interval, young_interval
 
     s = setting_costs(inputs["model"], int(inputs["gpus"]), int(inputs["zero_stage"]), inputs["strategy"], float(inputs["storage_gbps"]),
                       float(inputs["relaunch_min"]), float(inputs["swap_min"]), bool(inputs["hot_spares"]))
@@ -252,7 +252,7 @@ def draw_settings_v1(d) -> dict:
 
 
 def build_questions_v1(s: dict) -> dict:
-    from labs.core.reliability import job_mtbf_s
+    from labs.core.engine.reliability import job_mtbf_s
 
     gpus = int(s["gpus"])
     return {
@@ -265,7 +265,7 @@ def build_questions_v1(s: dict) -> dict:
 
 
 def mtbf_question(s: dict) -> Numeric:
-    from labs.core.reliability import expected_interruptions, gpu_mtbf_s, job_mtbf_s
+    from labs.core.engine.reliability import expected_interruptions, gpu_mtbf_s, job_mtbf_s
 
     gpus, days = int(s["gpus"]), int(s["days"])
     count = expected_interruptions(gpus, days * DAY)["unexpected"]
@@ -302,7 +302,7 @@ def cadence_setting(settings: dict) -> dict:
 def cadence_interval_facts(gpus: int, storage_gbps: float) -> dict:
     """Goodput at each offered interval (sharded checkpoints), the best of them and its lead,
     the exact optimum and Young's sqrt(2CM), and the stall C, restart R and MTBF M behind them."""
-    from labs.core.reliability import goodput, optimal_interval, young_interval
+    from labs.core.engine.reliability import goodput, optimal_interval, young_interval
 
     s = setting_costs(strategy="sharded", **cadence_setting({"gpus": gpus, "storage_gbps": storage_gbps}))
     m, r, c = s["mtbf_s"], s["restart_s"], s["cost"].stall_s

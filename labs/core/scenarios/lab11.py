@@ -17,14 +17,14 @@ from dataclasses import replace
 from functools import lru_cache
 from typing import Callable
 
-from labs.core.context import CP_SPLITS, causal_imbalance, kv_heads_per_tp_rank, query_heads_per_tp_rank, ulysses_kv_replication
-from labs.core.experts import poisson_drop_fraction, tokens_per_expert
-from labs.core.hardware import Cluster
-from labs.core.layout import RANK_ORDERS, axis_strides
-from labs.core.models import Model
-from labs.core.perf import CP_ALGORITHMS, Estimate, Plan, estimate
+from labs.core.engine.context import CP_SPLITS, causal_imbalance, kv_heads_per_tp_rank, query_heads_per_tp_rank, ulysses_kv_replication
+from labs.core.engine.experts import poisson_drop_fraction, tokens_per_expert
+from labs.core.engine.hardware import Cluster
+from labs.core.engine.layout import RANK_ORDERS, axis_strides
+from labs.core.engine.models import Model
+from labs.core.engine.perf import CP_ALGORITHMS, Estimate, Plan, estimate
 from labs.core.scenarios.common import Option
-from labs.core.topology import members_per_node
+from labs.core.engine.topology import members_per_node
 from labs.variants import Choice, LabVariants, judged
 
 LAB = "11_long_context_moe"
@@ -178,7 +178,7 @@ def ulysses_kv_repeat(kv_heads: int, cp: int) -> float:
 
 
 def imbalance_rows(cp: int = CP_LONG, seq_len: int = LONG_SEQ) -> list[dict]:
-    """The busiest rank's causal work over the mean, for each split (labs.core.context)."""
+    """The busiest rank's causal work over the mean, for each split (labs.core.engine.context)."""
     return [{"split": s, "label": SPLIT_LABELS[s], "imbalance": causal_imbalance(cp, s, seq_len)} for s in CP_SPLITS]
 
 
@@ -341,8 +341,8 @@ def capacity_point(capacity: float) -> dict:
 def deepseek_rows() -> dict:
     """The published layout in BF16 without recomputation, with full recomputation, with TP 8;
     and DeepSeek's own recipe (FP8, its norm and MLA up-projection recomputation:
-    labs.core.calibration.DEEPSEEK_V3_LAYOUT) under 1F1B and under DualPipe, as it ran."""
-    from labs.core.calibration import deepseek_v3_estimate
+    labs.core.engine.calibration.DEEPSEEK_V3_LAYOUT) under 1F1B and under DualPipe, as it ran."""
+    from labs.core.engine.calibration import deepseek_v3_estimate
 
     published = moe_estimate()
     recompute = moe_estimate(recompute="full")

@@ -1,7 +1,7 @@
 """Lab 12, precision and memory: its variant settings, its predictions (two numeric, one
 multiple choice), the tables the lab shows and the outcome function `python -m labs.grade`
-recomputes. The small-scale numbers are casts of real arrays (labs.core.precision, ml_dtypes);
-the at-scale ones come from the engine (labs.core.perf.estimate, labs.core.memory).
+recomputes. The small-scale numbers are casts of real arrays (labs.core.engine.precision, ml_dtypes);
+the at-scale ones come from the engine (labs.core.engine.perf.estimate, labs.core.engine.memory).
 
 A variant (labs.variants) is a dict of settings (DEFAULT_SETTINGS's fields); every key below is
 computed by the engine at the student's settings.
@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from labs.core import precision
+from labs.core.engine import precision
 from labs.core.scenarios.common import Option
-from labs.core.validation import check_choice
+from labs.core.engine.validation import check_choice
 from labs.variants import Choice, LabVariants, Numeric, Question, judged
 
 LAB = "12_precision_and_memory"
@@ -156,15 +156,15 @@ def _accumulation_rows(k: int) -> tuple[dict, ...]:
 
 # ---- the engine at scale ---------------------------------------------------------------------------
 def fp8_case(settings: dict | None):
-    from labs.core.hardware import Cluster
-    from labs.core.models import Model
+    from labs.core.engine.hardware import Cluster
+    from labs.core.engine.models import Model
 
     model, cluster, nodes, _ = FP8_CASES[check_settings(settings)["fp8_case"]]
     return Model.get(model), Cluster.get(cluster, nodes=nodes)
 
 
 def fp8_plan(settings: dict | None, precision_name: str = "bf16", **changes):
-    from labs.core.perf import Plan
+    from labs.core.engine.perf import Plan
 
     plan = FP8_CASES[check_settings(settings)["fp8_case"]][3]
     return Plan.for_era(ERA, precision=precision_name, **{**plan, **changes})
@@ -172,7 +172,7 @@ def fp8_plan(settings: dict | None, precision_name: str = "bf16", **changes):
 
 def fp8_estimates(settings: dict | None, **changes) -> dict:
     """The variant's layout in bf16 and with FP8 GEMMs (Transformer Engine's recipe)."""
-    from labs.core.perf import estimate
+    from labs.core.engine.perf import estimate
 
     model, cluster = fp8_case(settings)
     return {name: estimate(model, cluster, fp8_plan(settings, name, **changes)) for name in ("bf16", "fp8")}
@@ -200,9 +200,9 @@ def fp8_rows(settings: dict | None) -> list[dict]:
 
 
 def bytes_rows(settings: dict | None) -> list[dict]:
-    """Bytes per parameter, the conventions in use (labs.core.memory, each with its source), and
+    """Bytes per parameter, the conventions in use (labs.core.engine.memory, each with its source), and
     what FP8 adds: Transformer Engine's 1-byte FP8 copy of the weights beside the bf16 ones."""
-    from labs.core.memory import BYTES_CONVENTIONS, OPTIMIZER_STATES, GRAD_BYTES, WEIGHT_BYTES
+    from labs.core.engine.memory import BYTES_CONVENTIONS, OPTIMIZER_STATES, GRAD_BYTES, WEIGHT_BYTES
 
     rows = [{"recipe": name, "bytes": c.bytes_per_param, "parts": c.parts, "source": c.source} for name, c in BYTES_CONVENTIONS.items()]
     for key, state in OPTIMIZER_STATES.items():
@@ -214,13 +214,13 @@ def bytes_rows(settings: dict | None) -> list[dict]:
     extra = (e["fp8"].memory.weights - e["bf16"].memory.weights) / params
     rows.append({"recipe": "FP8 GEMMs (Transformer Engine)", "bytes": BYTES_CONVENTIONS["ZeRO"].bytes_per_param + extra,
                  "parts": f"16 + {extra:g} FP8 weight copy kept between micro-batches; bf16 weights, fp32 master and Adam unchanged",
-                 "source": "labs.core.step: Transformer Engine's FP8 weight cache"})
+                 "source": "labs.core.engine.step: Transformer Engine's FP8 weight cache"})
     return rows
 
 
 def _rank_params(est) -> float:
     """Parameters on the busiest GPU, read back from its bf16 weights (2 bytes each, ZeRO < 3)."""
-    from labs.core.memory import WEIGHT_BYTES
+    from labs.core.engine.memory import WEIGHT_BYTES
 
     return est.memory.weights / WEIGHT_BYTES
 
@@ -253,10 +253,10 @@ def recompute_estimates(flash_attention: bool) -> dict:
 
 @lru_cache(maxsize=4, typed=True)
 def _recompute_estimates(flash_attention: bool) -> dict:
-    from labs.core.perf import estimate
+    from labs.core.engine.perf import estimate
 
     model, cluster = fp8_case({**DEFAULT_SETTINGS, "fp8_case": RECOMPUTE_CASE})
-    from labs.core.models import RECOMPUTE_MODES
+    from labs.core.engine.models import RECOMPUTE_MODES
 
     return {mode: estimate(model, cluster, fp8_plan({**DEFAULT_SETTINGS, "fp8_case": RECOMPUTE_CASE}, "bf16", recompute=mode, flash_attention=flash_attention)) for mode in RECOMPUTE_MODES}
 
@@ -323,9 +323,9 @@ def accumulation_estimates(steps: int) -> dict:
 
 @lru_cache(maxsize=16, typed=True)
 def _accumulation_estimates(steps: int) -> dict:
-    from labs.core.hardware import Cluster
-    from labs.core.models import Model
-    from labs.core.perf import Plan, estimate
+    from labs.core.engine.hardware import Cluster
+    from labs.core.engine.models import Model
+    from labs.core.engine.perf import Plan, estimate
 
     model, cluster, nodes, plan = ACCUMULATION_CASE
     m, c = Model.get(model), Cluster.get(cluster, nodes=nodes)

@@ -1,7 +1,7 @@
 """Lab 13, inside tensor parallelism: its variant settings, its predictions, the tables the lab
 shows and the outcome function `python -m labs.grade` recomputes. The split itself is computed on
-real arrays (labs.core.tensor_parallel); the at-scale numbers come from the engine
-(labs.core.perf.estimate, labs.core.collectives).
+real arrays (labs.core.engine.tensor_parallel); the at-scale numbers come from the engine
+(labs.core.engine.perf.estimate, labs.core.engine.collectives).
 
 Seed 001's week 23 milestone is checked here, claim by claim (SEED_CLAIMS).
 
@@ -14,9 +14,9 @@ from __future__ import annotations
 import copy
 from functools import lru_cache
 
-from labs.core import tensor_parallel as tpm
+from labs.core.engine import tensor_parallel as tpm
 from labs.core.scenarios.common import Option
-from labs.core.validation import check_bool, check_choice
+from labs.core.engine.validation import check_bool, check_choice
 from labs.variants import Choice, LabVariants, Numeric, Question, judged
 
 LAB = "13_tensor_parallel"
@@ -27,7 +27,7 @@ ERA = "megatron-core-2024"
 # The milestone's claims, as the seed states them (seeds/001, week 23): what the lab checks.
 SEED_CLAIMS = {"layers": 12, "hidden": 512, "batch": 8, "seq": 512, "tp": 2, "comms": 24, "mb_each": 4, "mb_total": 96,
                "pcie_gb_per_s": 32, "comm_ms": 3, "forward_ms": 50, "overhead": 0.06}
-SEED_MODEL = "seed-12l-512"  # labs.core.models: 12 layers, d_model 512, 8 heads, 512 tokens
+SEED_MODEL = "seed-12l-512"  # labs.core.engine.models: 12 layers, d_model 512, 8 heads, 512 tokens
 SEED_SHAPE = tpm.BlockShape(batch=8, seq=512, hidden=512, heads=8)
 SPLIT_SHAPE = tpm.BlockShape(batch=2, seq=16, hidden=128, heads=8)  # the instrument's block: small enough for a slider
 RANKS = (1, 2, 4, 8)
@@ -35,7 +35,7 @@ RANKS = (1, 2, 4, 8)
 
 def seed_cluster():
     """Two A100 PCIe GPUs joined by PCIe Gen4 only: the seed's 'PCIe (~32 GB/s)' setting."""
-    from labs.core.hardware import GPUS, HOSTS, LINKS, Cluster
+    from labs.core.engine.hardware import GPUS, HOSTS, LINKS, Cluster
 
     return Cluster(GPUS["a100-pcie-80gb"], 2, 1, LINKS["pcie4"], LINKS["ib-hdr"], None, "2x A100 PCIe", HOSTS["dgx-a100"])
 
@@ -79,8 +79,8 @@ def collectives_per_layer_forward() -> int:
 
 def seed_estimate(tp: int = SEED_CLAIMS["tp"]):
     """The engine's step for seed 001's model, batch 8, TP over two A100 PCIe GPUs."""
-    from labs.core.models import Model
-    from labs.core.perf import Plan, estimate
+    from labs.core.engine.models import Model
+    from labs.core.engine.perf import Plan, estimate
 
     return estimate(Model.get(SEED_MODEL), seed_cluster(), Plan(tp=tp, micro_batch=SEED_SHAPE.batch, global_batch=SEED_SHAPE.batch))
 
@@ -89,7 +89,7 @@ def seed_check(tp: int = SEED_CLAIMS["tp"]) -> dict:
     """Seed 001's milestone recomputed: the all-reduces of a forward pass counted on the arrays,
     their bytes counted at the seed's size, their PCIe time from the collective cost model, and
     the engine's step (forward and backward) on two A100 PCIe GPUs."""
-    from labs.core.collectives import all_reduce_time
+    from labs.core.engine.collectives import all_reduce_time
 
     counted = tpm.forward_all_reduce_bytes(SEED_SHAPE, tp, "bf16")
     comms = SEED_CLAIMS["layers"] * collectives_per_layer_forward()
@@ -117,7 +117,7 @@ def counted_bytes_per_token(hidden: int, tp: int = 2) -> float:
 
 def width_model(hidden: int, seq: int = SEED_SHAPE.seq):
     """Seed 001's 12-layer model at another width (heads grow with it: 64-wide heads)."""
-    from labs.core.models import Model
+    from labs.core.engine.models import Model
 
     return Model.get(SEED_MODEL, hidden=hidden, heads=max(1, hidden // 64), seq_len=seq)
 
@@ -130,7 +130,7 @@ def engine_width_row(hidden: int, seq: int = SEED_SHAPE.seq, tp: int = 2) -> dic
 
 @lru_cache(maxsize=64, typed=True)
 def _engine_width_row(hidden: int, seq: int, tp: int) -> dict:
-    from labs.core.perf import Plan, estimate
+    from labs.core.engine.perf import Plan, estimate
 
     model = width_model(hidden, seq)
     est = estimate(model, seed_cluster(), Plan(tp=tp, micro_batch=SEED_SHAPE.batch, global_batch=SEED_SHAPE.batch))
@@ -179,7 +179,7 @@ SWEEP_GPU_KEYS = {"h100": ("h100-sxm", "dgx-h100"), "b200": ("b200", "dgx-b200")
 
 def sweep_cluster(gpu: str, domain: str):
     """64 GPUs either as 8 nodes of 8, or in one NVLink domain (the same GPU, link and host)."""
-    from labs.core.hardware import GPUS, LINKS, Cluster
+    from labs.core.engine.hardware import GPUS, LINKS, Cluster
 
     check_choice("gpu", gpu, SWEEP_GPU_KEYS)
     check_choice("domain", domain, DOMAINS)
@@ -191,7 +191,7 @@ def sweep_cluster(gpu: str, domain: str):
 
 
 def sweep_plan(tp: int, overlap: bool = True):
-    from labs.core.perf import Plan
+    from labs.core.engine.perf import Plan
 
     return Plan.for_era(ERA, tp=tp, pp=1, dp=SWEEP_GPUS // tp, micro_batch=1, global_batch=128, zero_stage=1,
                         recompute="selective", sequence_parallel=True, tp_comm_overlap=overlap)
@@ -204,8 +204,8 @@ def tp_sweep(model_key: str, gpu: str, domain: str, overlap: bool = True) -> lis
 
 @lru_cache(maxsize=64, typed=True)
 def _tp_sweep(model_key: str, gpu: str, domain: str, overlap: bool) -> tuple[dict, ...]:
-    from labs.core.models import Model
-    from labs.core.perf import estimate
+    from labs.core.engine.models import Model
+    from labs.core.engine.perf import estimate
 
     model, cluster = Model.get(model_key), sweep_cluster(gpu, domain)
     rows = []
@@ -230,8 +230,8 @@ def scaling_book_threshold(model_key: str, gpu: str) -> dict:
     B x D bf16 activations, 4 B D / W; compute-bound while Y < F W / C. Its assumptions: the
     collectives overlap the matmuls perfectly, the matmuls run at the peak C, W is the one-way
     NVLink bandwidth per GPU, attention and latency are left out."""
-    from labs.core.hardware import GPUS, LINKS
-    from labs.core.models import Model
+    from labs.core.engine.hardware import GPUS, LINKS
+    from labs.core.engine.models import Model
 
     g = GPUS[SWEEP_GPU_KEYS[gpu][0]]
     w = LINKS[g.nvlink].bandwidth_bytes_per_s
@@ -278,7 +278,7 @@ def draw_settings(d) -> dict:
 
 def ring_bytes_answer(settings: dict | None) -> float:
     """MB each rank sends in one ring all-reduce of the MLP output, b x s x d bf16 (engine)."""
-    from labs.core.collectives import bytes_sent_per_rank
+    from labs.core.engine.collectives import bytes_sent_per_rank
 
     v = check_settings(settings)
     return bytes_sent_per_rank("all_reduce", v["batch"] * SEED_SHAPE.seq * SEED_SHAPE.hidden * 2, v["tp"]) / 1e6
@@ -297,7 +297,7 @@ def build_questions(settings: dict) -> dict:
     v = check_settings(settings)
     ring = ring_bytes_answer(v)
     payload = v["batch"] * SEED_SHAPE.seq * SEED_SHAPE.hidden * 2 / 1e6
-    from labs.core.models import Model
+    from labs.core.engine.models import Model
 
     name = Model.get(v["model"]).name
     best = best_tp(v["model"])

@@ -9,12 +9,12 @@ from __future__ import annotations
 from dataclasses import replace
 from functools import lru_cache
 
-from labs.core.hardware import Cluster
-from labs.core.perf import Estimate, estimate
+from labs.core.engine.hardware import Cluster
+from labs.core.engine.perf import Estimate, estimate
 
 # The software stack the engine's absolute MFUs describe: its GEMM rates are cuBLAS matmul
 # microbenchmarks (MAMF), with flash attention, Transformer Engine's TP overlap and Megatron-Core's
-# distributed optimizer and bucketed reductions (labs.core.eras: "megatron-core-2024"'s, with today's
+# distributed optimizer and bucketed reductions (labs.core.engine.eras: "megatron-core-2024"'s, with today's
 # NCCL, TODAY_STACK). Other
 # stacks (plain PyTorch FSDP, older Megatron) reach less on the same hardware.
 STACK = "Megatron-Core with Transformer Engine"
@@ -52,7 +52,7 @@ def weak_scaling_price(gpus: int) -> dict:
 def era_choices(era_name: str, field: str, labels: dict) -> dict:
     """A dropdown's {label: value} cut to the values the era allows, in the era's order (its
     default first): an instrument never offers a value its own setting refuses."""
-    from labs.core.eras import ERAS
+    from labs.core.engine.eras import ERAS
 
     allowed = getattr(ERAS[era_name], field)
     by_value = {v: k for k, v in labels.items()}
@@ -78,7 +78,7 @@ def dp64_recompute(scenario: str = "70b-h100", micro_batch: int = 1) -> dict[str
 def table2_ring_unoverlapped(scheme: str, gpus: int) -> float:
     """Hardware TFLOP/s per GPU for a row of Narayanan et al. 2021 Table 2 with its data-parallel
     collectives on the ring and not overlapped: the engine's most pessimistic reading of the row."""
-    from labs.core.calibration import table2_estimate
+    from labs.core.engine.calibration import table2_estimate
 
     run = table2_estimate(scheme, gpus)
     return estimate(run.model, run.cluster, replace(run.plan, dp_algorithm="ring", dp_overlap=False)).hardware_tflops_per_gpu
@@ -87,7 +87,7 @@ def table2_ring_unoverlapped(scheme: str, gpus: int) -> float:
 def recompute_rows(model_key: str, gpu_key: str, dp: int, zero_stage: int, act, microbatches: int = 1) -> list[dict]:
     """The same data-parallel step under each recompute setting: what it keeps, whether it fits,
     and what it costs (MFU counts the model's FLOPs, HFU also the recomputed ones)."""
-    from labs.core.models import RECOMPUTE_MODES
+    from labs.core.engine.models import RECOMPUTE_MODES
     from labs.core.scenarios.lab06 import dp_estimate
 
     rows = []
@@ -121,9 +121,9 @@ def hsdp_rows(model_key: str, gpu_key: str, dp: int, group: int, act, microbatch
 def ep_bytes_by_link(est: Estimate) -> dict:
     """The expert all-to-all's bytes per GPU per step split by the link they cross: the NICs
     (one copy per other destination node) and NVLink (forwarding inside the node), from the
-    engine's routing model (labs.core.experts); zero when the plan has no expert parallelism."""
-    from labs.core.experts import all_to_all_network_share
-    from labs.core.layout import axis_strides
+    engine's routing model (labs.core.engine.experts); zero when the plan has no expert parallelism."""
+    from labs.core.engine.experts import all_to_all_network_share
+    from labs.core.engine.layout import axis_strides
 
     ep = next((c for c in est.collectives if c.key == "ep"), None)
     if ep is None:

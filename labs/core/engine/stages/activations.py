@@ -1,12 +1,12 @@
 """Activation bytes one transformer layer keeps per micro-batch (the memory stage's per-layer
 term, also the bytes the compute stage's element-wise kernels stream): Korthikanti et al. 2022
 (arXiv:2205.05198) for GPT layers, counted tensor by tensor for Llama-style layers, MLA and MoE.
-labs.core.memory documents the conventions and re-exports these functions."""
+labs.core.engine.memory documents the conventions and re-exports these functions."""
 
 from __future__ import annotations
 
-from labs.core.models import ALL_RECOMPUTE_MODES, RECOMPUTE_MODES
-from labs.core.stages.xp import NUMPY
+from labs.core.engine.models import ALL_RECOMPUTE_MODES, RECOMPUTE_MODES
+from labs.core.engine.stages.xp import NUMPY
 
 
 def activation_columns(s, b, h, a, t, sp, recompute_code, xp=NUMPY):

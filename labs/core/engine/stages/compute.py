@@ -1,6 +1,6 @@
 """Compute stage: one layer, one micro-batch, one GPU.
 
-- GEMMs by shape (labs.core.gemm): QKV, attention projection, FFN in (gate and up for SwiGLU),
+- GEMMs by shape (labs.core.engine.gemm): QKV, attention projection, FFN in (gate and up for SwiGLU),
   FFN out; backward runs each twice (input and weight gradients).
 - Attention core: without flash attention, two batched GEMMs per head plus the s x s softmax and
   dropout through HBM; with it, one fused kernel doing the causal half of the work.
@@ -9,26 +9,26 @@
 - The host issues every kernel, and under FSDP runs its hooks around each unit (one per layer):
   a layer whose kernels are shorter than the CPU's time to launch them waits for the CPU.
 - FSDP's own copies (casts, copy-in and copy-out of the gathers, the gradients' copy into the
-  reduce-scatter input) stream the unit's parameters through HBM beside the GEMMs (labs.core.eras).
+  reduce-scatter input) stream the unit's parameters through HBM beside the GEMMs (labs.core.engine.eras).
 """
 
 from __future__ import annotations
 
 from types import SimpleNamespace
 
-from labs.core.context import contiguous_imbalance_columns
-from labs.core.eras import kernels_per_layer, stack_of
-from labs.core.experts import ffn_forward_time
-from labs.core.gemm import flash_attention_time, gemm_time, unfused_elementwise_ratio
-from labs.core.hardware import GPUS, Cluster
-from labs.core.models import ALL_RECOMPUTE_MODES, RECOMPUTE_MODES, Model
-from labs.core.stages.activations import layer_activation_columns
-from labs.core.stages.inputs import model_terms
-from labs.core.stages.xp import SCALAR
+from labs.core.engine.context import contiguous_imbalance_columns
+from labs.core.engine.eras import kernels_per_layer, stack_of
+from labs.core.engine.experts import ffn_forward_time
+from labs.core.engine.gemm import flash_attention_time, gemm_time, unfused_elementwise_ratio
+from labs.core.engine.hardware import GPUS, Cluster
+from labs.core.engine.models import ALL_RECOMPUTE_MODES, RECOMPUTE_MODES, Model
+from labs.core.engine.stages.activations import layer_activation_columns
+from labs.core.engine.stages.inputs import model_terms
+from labs.core.engine.stages.xp import SCALAR
 
 # HBM bytes the element-wise ops move per pass, per byte of activations the layer writes. Fitted
-# with labs.core.gemm.LAYER_GEMM_SHARE on Korthikanti Table 4's baseline row (forward 7.7 ms,
-# backward 11.9 ms): labs.core.calibration.fit_layer_constants.
+# with labs.core.engine.gemm.LAYER_GEMM_SHARE on Korthikanti Table 4's baseline row (forward 7.7 ms,
+# backward 11.9 ms): labs.core.engine.calibration.fit_layer_constants.
 ELEMENTWISE_TRAFFIC = 2.2
 
 _SELECTIVE, _NONE = RECOMPUTE_MODES.index("selective"), RECOMPUTE_MODES.index("none")
@@ -56,7 +56,7 @@ def layer_compute(model, cluster, stack, p, xp, kernels=None) -> SimpleNamespace
     hbm_rate = cluster.gpu.hbm_bytes_per_s * cluster.gpu.hbm_efficiency
     gemm_f = k.gemm_f
     # FSDP unshards each unit (one per layer) for the forward as often as p.forward_unshards says
-    # (labs.core.stages.inputs) and, resharded after it (ZeRO-3), again for the backward; its hooks
+    # (labs.core.engine.stages.inputs) and, resharded after it (ZeRO-3), again for the backward; its hooks
     # run on the host beside the launches (_fsdp_costs). The recompute runs inside the backward's
     # unsharded unit: launches only.
     # A stack without FSDP's costs (Megatron's, DeepSpeed's) adds none: 0 seconds, not computed.
@@ -78,7 +78,7 @@ def _fsdp_costs(model, stack, p, hbm_rate, xp):
     """FSDP's seconds per layer and micro-batch: its hooks on the host in the forward and the
     backward, and its HBM copies in each (layer_compute)."""
     tp, z3 = p.tp, p.zero == 3
-    # The hooks (labs.core.eras: fsdp_s_per_*, fsdp_kept_s_per_*), with the unit's original parameters.
+    # The hooks (labs.core.engine.eras: fsdp_s_per_*, fsdp_kept_s_per_*), with the unit's original parameters.
     # ZeRO-3: each pass unshards and reshards the unit. ZeRO-2 keeps it unsharded from the forward
     # to the backward: the forward's gathers (p.forward_unshards) cost what ZeRO-3's do, and each
     # pass runs its own per-parameter loops (FSDP1: writeback and unsharded views in the forward,
@@ -91,7 +91,7 @@ def _fsdp_costs(model, stack, p, hbm_rate, xp):
     kept_b = stack.fsdp_kept_s_per_pass + params * stack.fsdp_kept_s_per_param[1]
     hooks_f = xp.where(z3, unshard, xp.where(p.zero == 2, kept_f, 0.0))
     hooks_b = xp.where(z3, unshard, xp.where(p.zero == 2, kept_b, 0.0))
-    # FSDP's copies (labs.core.eras: fsdp_*_bytes), per parameter of this rank's unit, its dense part
+    # FSDP's copies (labs.core.engine.eras: fsdp_*_bytes), per parameter of this rank's unit, its dense part
     # sharded over p.shard ranks and its routed experts over p.expert_shard: each unshard and each
     # micro-batch that reduces its gradients.
     dense, experts = (model.layer_params - model.layer_expert_params) / tp, model.layer_expert_params / p.ep
@@ -129,11 +129,11 @@ def layer_kernels(model, cluster, stack, p, xp) -> SimpleNamespace:
     attn_f = xp.where(p.flash, flash_f, scores_f)
     attn_b = xp.where(p.flash, flash_b, 2 * scores_f)
     # A ring over contiguous blocks waits, every step, for the rank holding the sequence's end: it
-    # does 2 - 1/cp times the mean causal work (labs.core.context.causal_work).
+    # does 2 - 1/cp times the mean causal work (labs.core.engine.context.causal_work).
     imbalance = xp.where(p.cp_contiguous & (p.cp > 1), contiguous_imbalance_columns(p.cp, xp), 1.0)
     attn_f, attn_b = attn_f * imbalance, attn_b * imbalance
     written = layer_activation_columns(model, s, b, tp, p.sp, xp.where(p.flash, _SELECTIVE, _NONE), xp)
-    # Eager PyTorch moves more bytes per element-wise op than fused kernels (labs.core.gemm).
+    # Eager PyTorch moves more bytes per element-wise op than fused kernels (labs.core.engine.gemm).
     fused = stack.fused_elementwise | p.torch_compile
     elementwise = ELEMENTWISE_TRAFFIC * xp.where(fused, 1.0, unfused_elementwise_ratio(model)) * written / hbm_rate
     scores_elementwise = ELEMENTWISE_TRAFFIC * 5 * a * s * s_full * b / tp / hbm_rate
@@ -153,7 +153,7 @@ def layer_kernels(model, cluster, stack, p, xp) -> SimpleNamespace:
 def layer_times(hidden: int, heads: int, seq_len: int, micro_batch: int, gpu_key: str) -> dict[str, float]:
     """One GPT layer's forward, input-gradient and weight-gradient seconds for one micro-batch on
     one GPU without TP, flash attention or recomputation, in BF16 with the default stack's kernels
-    (labs.core.pipeline.op_costs_from_shape times Qi et al.'s stages with it)."""
+    (labs.core.engine.pipeline.op_costs_from_shape times Qi et al.'s stages with it)."""
     model = Model("layer", 1, hidden, heads, seq_len, 1)
     cluster = Cluster(GPUS[gpu_key], gpus_per_node=1, nodes=1)
     s = float(seq_len)

@@ -11,17 +11,17 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from labs.core.memory import WEIGHT_BYTES
-from labs.core.pipeline import SCHEDULES
-from labs.core.stages.inputs import BATCH_TERMS
-from labs.core.stages.parallel import NCCL_COLLECTIVE_SMS, overlap_contention
-from labs.core.stages.xp import at_rows, spread_groups
-from labs.core.topology import collective_columns
+from labs.core.engine.memory import WEIGHT_BYTES
+from labs.core.engine.pipeline import SCHEDULES
+from labs.core.engine.stages.inputs import BATCH_TERMS
+from labs.core.engine.stages.parallel import NCCL_COLLECTIVE_SMS, overlap_contention
+from labs.core.engine.stages.xp import at_rows, spread_groups
+from labs.core.engine.topology import collective_columns
 
 _DUALPIPE = SCHEDULES.index("dualpipe")
 # Megatron-LM's DDP bucket: max(40M, 1M x dp) parameters (DistributedDataParallelConfig).
 MEGATRON_BUCKET_PARAMS = 40_000_000
-# ZeRO-3's all-gathers per layer and pass (labs.core.eras.Era.zero3_unit). DeepSpeed's stage 3
+# ZeRO-3's all-gathers per layer and pass (labs.core.engine.eras.Era.zero3_unit). DeepSpeed's stage 3
 # gathers each weight of at least stage3_param_persistence_threshold (1e5) elements on its own:
 # the four weight matrices of a Megatron layer (QKV, projection, fc1, fc2; biases and norms stay
 # whole); its activation checkpointing re-runs the forward hooks, so with full recompute it
@@ -122,7 +122,7 @@ def _collective_prices(model, cluster, stack, p, q, dp_algorithm, xp) -> SimpleN
     # a pipeline rank holding no layer (first/last_stage_layers=0) still gathers what it holds, in one call
     module_calls = d.module_calls = xp.maximum(layers * ZERO3_GATHERS_PER_LAYER[stack.zero3_unit], 1.0)
     root_unit = stack.zero3_unit == "layer"
-    # PyTorch's FSDP under ZeRO-2 frees the gathered units after a backward (labs.core.eras:
+    # PyTorch's FSDP under ZeRO-2 frees the gathered units after a backward (labs.core.engine.eras:
     # fsdp_reshard_after_backward): it gathers unit by unit like ZeRO-3's forward, p.forward_unshards
     # times a micro-batch.
     regather = stack.fsdp_reshard_after_backward != "never"

@@ -1,6 +1,6 @@
 """The plan's columns as the named terms every stage reads (one row per plan, or one plan's numbers).
 
-`read_plan` takes the columns of labs.core.plan.plan_columns (or sweep()'s) and returns them
+`read_plan` takes the columns of labs.core.engine.plan.plan_columns (or sweep()'s) and returns them
 typed, with what follows from them alone: micro-batches, each axis's rank stride, tokens per
 rank, the share of a pipeline chunk's layers that full recompute re-runs, the sharding groups,
 how often gradients are reduced and how often FSDP's units are unsharded.
@@ -12,14 +12,14 @@ from dataclasses import fields
 from functools import lru_cache
 from types import SimpleNamespace
 
-from labs.core.layout import RANK_ORDERS, axis_strides, order_strides
-from labs.core.models import RECOMPUTE_MODES
+from labs.core.engine.layout import RANK_ORDERS, axis_strides, order_strides
+from labs.core.engine.models import RECOMPUTE_MODES
 
 _FULL = RECOMPUTE_MODES.index("full")
 
 
 def strides(order, tp, cp, dp, pp, xp):
-    """labs.core.layout.axis_strides, as floats for one plan."""
+    """labs.core.engine.layout.axis_strides, as floats for one plan."""
     if xp.scalar:  # one plan's numbers (or traced values): the order's strides alone
         return order_strides(RANK_ORDERS[order], {"tp": tp, "cp": cp, "dp": dp, "pp": pp})
     return axis_strides(order, tp, cp, dp, pp)
@@ -39,7 +39,7 @@ def _scalar_flops(model, recompute: int, flash: bool, redo: float) -> tuple[floa
 
 
 def flops_per_sequence(model, p, xp):
-    """(model FLOPs, hardware FLOPs) per sequence (labs.core.models.Model.flops_per_sequence)."""
+    """(model FLOPs, hardware FLOPs) per sequence (labs.core.engine.models.Model.flops_per_sequence)."""
     return xp.call(_scalar_flops, model, p.rc, p.flash, p.redo) if xp.scalar else model.flops_per_sequence(p.rc, p.flash, p.redo)
 
 
@@ -62,7 +62,7 @@ def read_plan(model, c: dict, stack, xp) -> SimpleNamespace:
     p.grad_fp32, p.dp_overlap, p.pp_overlap = col(c, "grad_fp32", bool), col(c, "dp_overlap", bool), col(c, "pp_overlap", bool)
     p.offload, p.fp8 = col(c, "offload", bool), col(c, "fp8", bool)
     p.torch_compile = col(c, "torch_compile", bool, False)
-    # grad_sync codes index labs.core.eras.GRAD_SYNCS: 0 the ZeRO stage's own, 1 once a step, 2 every micro-batch
+    # grad_sync codes index labs.core.engine.eras.GRAD_SYNCS: 0 the ZeRO stage's own, 1 once a step, 2 every micro-batch
     p.grad_sync = col(c, "grad_sync", int, 0)
     if not stack.pipeline_overlaps_dp:  # the stack reduces gradients after a pipeline's flush
         p.dp_overlap = p.dp_overlap & (p.pp == 1)
@@ -90,7 +90,7 @@ def read_plan(model, c: dict, stack, xp) -> SimpleNamespace:
     p.syncs = xp.where(p.reduce_each_mb, p.m, 1.0)
     # How often each FSDP unit is unsharded (all-gathered, with its hooks and copies) for a
     # micro-batch's forward: always under ZeRO-3 (which unshards again for the backward); under
-    # ZeRO-2 when the previous backward freed it (labs.core.eras: fsdp_reshard_after_backward), on
+    # ZeRO-2 when the previous backward freed it (labs.core.engine.eras: fsdp_reshard_after_backward), on
     # average syncs / m for FSDP1; never for a stack that gathers the weights once a step.
     regathers = {"never": 0.0, "reducing": p.syncs / p.m, "every": 1.0}[stack.fsdp_reshard_after_backward]
     p.forward_unshards = xp.where(p.zero == 3, 1.0, xp.where(p.zero == 2, regathers, 0.0))

@@ -1,18 +1,18 @@
 """Memory stage: bytes on the busiest pipeline rank, and the runtime's own buffers.
 
-Model state under the plan's ZeRO stage (labs.core.memory.model_state_columns), activations
-per layer (labs.core.stages.activations) times the micro-batches a rank holds in flight under
-its schedule (labs.core.memory.in_flight_columns), and the runtime's buffers below.
+Model state under the plan's ZeRO stage (labs.core.engine.memory.model_state_columns), activations
+per layer (labs.core.engine.stages.activations) times the micro-batches a rank holds in flight under
+its schedule (labs.core.engine.memory.in_flight_columns), and the runtime's buffers below.
 """
 
 from __future__ import annotations
 
 from types import SimpleNamespace
 
-from labs.core.memory import WEIGHT_BYTES, in_flight_columns, model_state_columns
-from labs.core.models import ALL_RECOMPUTE_MODES, RECOMPUTE_MODES
-from labs.core.stages.activations import fp8_activation_savings, fp8_norms_up_proj_savings, layer_activation_columns
-from labs.core.stages.parallel import ACTIVATION_BYTES
+from labs.core.engine.memory import WEIGHT_BYTES, in_flight_columns, model_state_columns
+from labs.core.engine.models import ALL_RECOMPUTE_MODES, RECOMPUTE_MODES
+from labs.core.engine.stages.activations import fp8_activation_savings, fp8_norms_up_proj_savings, layer_activation_columns
+from labs.core.engine.stages.parallel import ACTIVATION_BYTES
 
 # The runtime's own memory, in parts:
 # - the driver and the CUDA context with lazily loaded kernels: an H100 80GB shows 81,559 MiB in
@@ -40,12 +40,12 @@ _NORMS_UP = ALL_RECOMPUTE_MODES.index("norms_up_proj")
 def _rank_state(dense, expert, params, model, p, d, xp):
     """One pipeline rank's weights, gradients and optimizer state, in bytes.
 
-    Under DualPipe the rank holds two chunks (labs.core.stages.pipe), each an nn.Module with its
+    Under DualPipe the rank holds two chunks (labs.core.engine.stages.pipe), each an nn.Module with its
     own parameters and gradients (deepseek-ai/DualPipe examples/example_dualpipe.py builds the two
     and sums each one's gradients with its mirror rank's copy): its model state is two stages',
     each sharded over the dp ranks as a stage's is (DualPipe's code has no optimizer; the engine
     keeps one optimizer shard a chunk, the README's "Parameter 2x"; the mirror ranks' gradient
-    exchange is priced with the DP stage's reduction, labs.core.stages.data)."""
+    exchange is priced with the DP stage's reduction, labs.core.engine.stages.data)."""
     w_mem, g_mem, o_mem = model_state_columns(dense, p.zero, d.shard, p.offload, p.opt_bytes, d.grad_bytes, xp)
     if model.experts:  # routed experts shard over n / ep ranks
         expert_state = model_state_columns(expert, p.zero, d.expert_shard, p.offload, p.opt_bytes, d.grad_bytes, xp)
@@ -61,7 +61,7 @@ def _rank_state(dense, expert, params, model, p, d, xp):
 
 def rank_activations(model, p, layer, q, per_layer, xp):
     """Bytes of activations the first, a middle and the last pipeline rank hold (stacked:
-    labs.core.stages.xp), from a layer's per micro-batch (`per_layer`: layer_activations) and
+    labs.core.engine.stages.xp), from a layer's per micro-batch (`per_layer`: layer_activations) and
     the micro-batches each holds in flight under its schedule; no ZeRO term enters them."""
     return xp.each(_rank_activations, q.layers_r, q.last_r, q.rank_index, q.pass_share, model, p, per_layer, _stored(p, xp), layer.written, xp)
 
@@ -69,7 +69,7 @@ def rank_activations(model, p, layer, q, per_layer, xp):
 def _rank_activations(layers, last, rank, share, model, p, per_layer, stored, working, xp):
     """One rank's activations: p + 1 micro-batches through one chunk under DualPipe (share: half
     the layers the rank holds); full recompute's working layer (`working`: all a layer writes in
-    its forward, flash attention's s x s aside: labs.core.stages.compute)."""
+    its forward, flash attention's s x s aside: labs.core.engine.stages.compute)."""
     held = in_flight_columns(p.sched, p.pp, p.m, p.v, rank, p.group, xp)  # in micro-batches through one chunk's layers
     activations = per_layer * layers * share * held + xp.where(stored == _FULL, working, 0.0)
     return activations + last * p.b * p.s * model.vocab * 4 / p.tp  # fp32 logits of the micro-batch in flight
@@ -87,7 +87,7 @@ def _state_and_activations(w_mem, g_mem, o_mem, activations):
 
 def layer_activations(model, p, written, xp):
     """Bytes of activations one layer keeps per micro-batch for its backward, from what its
-    forward writes (`written`: everything, flash attention's s x s aside; labs.core.stages.compute)."""
+    forward writes (`written`: everything, flash attention's s x s aside; labs.core.engine.stages.compute)."""
     tp, s, b, sp = p.tp, p.s, p.b, p.sp
     stored = _stored(p, xp)
     per_layer = layer_activation_columns(model, s, b, tp, sp, stored, xp)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from labs.core.memory import GRAD_BYTES, OPTIMIZER_BYTES, WEIGHT_BYTES
+from labs.core.engine.memory import GRAD_BYTES, OPTIMIZER_BYTES, WEIGHT_BYTES
 
 # Megatron-LM's mixed-precision Adam step moves, per parameter it updates: zero the fp32 main
 # gradient (4), read it for the global norm (4), Adam reads master, m, v, gradient and writes
 # master, m, v (28), then copies the master into the bf16 weight (4 + 2) = 42 bytes: the Megatron
-# stacks' figure; others move their own (labs.core.eras.Era.optimizer_bytes_per_param).
+# stacks' figure; others move their own (labs.core.engine.eras.Era.optimizer_bytes_per_param).
 OPTIMIZER_BYTES_PER_PARAM = 42
 # CPU Adam (ZeRO-Offload) streams, per parameter of its shard: the bf16 gradient in (2), the
 # master weight and both moments read and written (2 x 12 in fp32), the bf16 weight out (2).

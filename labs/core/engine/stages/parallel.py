@@ -7,18 +7,18 @@
   chunks, and the overlapped GEMMs lose TP_OVERLAP_SMS of the GPU's SMs (TE's defaults,
   transformer_engine/pytorch/module/base.py initialize_ub; NeMo communication_overlap.rst).
 - CP: Transformer Engine's ring, Llama 3's all-gather, or DeepSpeed-Ulysses' all-to-alls.
-- EP: the routed tokens' dispatch and combine (labs.core.experts), exposed in full here;
-  labs.core.stages.pipe hides part of them under the DualPipe schedule.
+- EP: the routed tokens' dispatch and combine (labs.core.engine.experts), exposed in full here;
+  labs.core.engine.stages.pipe hides part of them under the DualPipe schedule.
 """
 
 from __future__ import annotations
 
 from types import SimpleNamespace
 
-from labs.core.context import ulysses_qkv_bytes
-from labs.core.experts import all_to_all_cost
-from labs.core.gemm import GEMM_FIXED_S
-from labs.core.topology import collective_columns, members_per_node
+from labs.core.engine.context import ulysses_qkv_bytes
+from labs.core.engine.experts import all_to_all_cost
+from labs.core.engine.gemm import GEMM_FIXED_S
+from labs.core.engine.topology import collective_columns, members_per_node
 
 ACTIVATION_BYTES = 2  # bf16 activations sent between TP ranks and pipeline stages
 # Transformer Engine userbuffers defaults: pipelined reduce-scatter in 4 chunks on 16 SMs, bulk
@@ -34,7 +34,7 @@ TP_OVERLAPPED_GEMM_SHARE = 0.5
 # NCCL_NCHANNELS_PER_NET_PEER = 2 (NVIDIA/nccl #1424). Compute that runs beside a DP/ZeRO
 # collective, or beside the CP ring's K/V hops, loses those SMs, as TP overlap loses its 16.
 # Not charged: the HBM bandwidth the NCCL kernels take from memory-bound compute. EP's
-# all-to-all runs beside compute only under DualPipe (labs.core.stages.pipe charges its SMs).
+# all-to-all runs beside compute only under DualPipe (labs.core.engine.stages.pipe charges its SMs).
 NCCL_COLLECTIVE_SMS = 16
 NCCL_P2P_SMS = 2
 
@@ -46,7 +46,7 @@ def overlap_contention(sms, hidden_s, taken):
 
 
 def _seconds(op, nbytes, cluster, n, stride, xp):
-    """Latency plus bandwidth seconds of one collective (labs.core.topology.collective_columns)."""
+    """Latency plus bandwidth seconds of one collective (labs.core.engine.topology.collective_columns)."""
     latency, bandwidth = collective_columns(op, nbytes, cluster, n, stride, xp=xp)
     return latency + bandwidth
 
@@ -109,7 +109,7 @@ def layer_communication(model, cluster, stack, p, layer, xp) -> SimpleNamespace:
         # PyTorch's AsyncTP (torch.distributed._symmetric_memory, applied by a torch.compile pass
         # to the forward graph's all-gather -> matmul and matmul -> reduce-scatter patterns) splits
         # each into tp steps on the copy engines, taking no SMs: the first step waits, and each GEMM
-        # runs as tp smaller ones, each paying its launch (labs.core.gemm.GEMM_FIXED_S). Its
+        # runs as tp smaller ones, each paying its launch (labs.core.engine.gemm.GEMM_FIXED_S). Its
         # authors report forward-pass gains (PyTorch dev-discuss, "Introducing Async Tensor
         # Parallelism", 2024); the engine leaves the backward's collectives exposed (unconfirmed).
         forward_tp = t.tp_pass * (1 + redo)

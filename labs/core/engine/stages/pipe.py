@@ -4,7 +4,7 @@ Layers per rank: an even split (the heaviest stage holds ceil(L / (p v)) per chu
 plan's first/last stage layers with the rest spread over the middle (Megatron-Core's
 --decoder-first/last-pipeline-num-layers; Llama 3 405B: 7 + 14 x 8 + 7 on 16 stages). The first
 rank also holds the input embedding, the last the output layer, logits and loss. The first, a
-middle and the last rank ride on a leading axis of 3 (labs.core.stages.xp); the slowest sets
+middle and the last rank ride on a leading axis of 3 (labs.core.engine.stages.xp); the slowest sets
 the pace.
 
 DualPipe (deepseek-ai/DualPipe, examples/example_dualpipe.py): rank r holds two chunks, stage r
@@ -13,21 +13,21 @@ each an nn.Module with its own parameters and gradients, so the ranks' layers, e
 output layer are held twice over (the README's "Parameter 2x"; the first and last ranks hold
 both the embedding and the output layer, as DeepSeek-V3 Sec. 3.2.3 places them). Half of a
 rank's m micro-batches pass through each chunk: a micro-batch's pass costs the mean of the
-two. In its overlapped forward-and-backward pairs (labs.core.pipeline.dualpipe_overlapped_pairs)
+two. In its overlapped forward-and-backward pairs (labs.core.engine.pipeline.dualpipe_overlapped_pairs)
 each one's expert all-to-alls run under the other's compute (DeepSeek-V3 Sec. 3.2.1, Fig. 4) on
 DUALPIPE_COMM_SMS of the GPU's SMs, which the compute beside them loses (the engine's one
-contention charge, labs.core.stages.parallel.overlap_contention); the other passes expose them.
+contention charge, labs.core.engine.stages.parallel.overlap_contention); the other passes expose them.
 """
 
 from __future__ import annotations
 
 from types import SimpleNamespace
 
-from labs.core.eras import loss_bytes_per_logit
-from labs.core.gemm import gemm_time
-from labs.core.pipeline import SCHEDULES, dualpipe_overlapped_pairs, idle_time, message_idle
-from labs.core.stages.parallel import _seconds, overlap_contention
-from labs.core.stages.xp import NUMPY
+from labs.core.engine.eras import loss_bytes_per_logit
+from labs.core.engine.gemm import gemm_time
+from labs.core.engine.pipeline import SCHEDULES, dualpipe_overlapped_pairs, idle_time, message_idle
+from labs.core.engine.stages.parallel import _seconds, overlap_contention
+from labs.core.engine.stages.xp import NUMPY
 
 _ZB_H1, _ZB_H2, _DUALPIPE = SCHEDULES.index("zb-h1"), SCHEDULES.index("zb-h2"), SCHEDULES.index("dualpipe")
 # SMs DeepSeek-V3's all-to-all kernels take while the other chunk computes: "only 20 SMs are
@@ -136,7 +136,7 @@ def pipeline_stage(model, cluster, stack, p, layer, tpcp, xp) -> SimpleNamespace
         gathered = crosses & (tp > 1)
         hop = hop + xp.where(gathered, _seconds("all_gather", xp.where(gathered, pp_bytes, 0.0), cluster, tp, p.s_tp, xp), 0.0)
     q.hop = hop
-    # The messages' share of the pipeline's idle time (labs.core.pipeline.message_idle): the ramp's
+    # The messages' share of the pipeline's idle time (labs.core.engine.pipeline.message_idle): the ramp's
     # 2 (p - 1) hops, and under interleaving a stall at each chunk change that a micro-batch group
     # N larger than p covers; without overlap every message also waits in line.
     ramp = message_idle(pp, v, xp.where(p.group > 0, p.group, pp), stage_f, q.stage_bwd, q.hop, xp)

@@ -1,7 +1,7 @@
 """One plan's step model as generated Python: trace the stages once, run straight-line code per plan.
 
-`estimate()` evaluates one plan at a time. The stages (labs.core.step.evaluate) run on Python
-numbers there (SCALAR, labs.core.stages.xp), but most of their work repeats from plan to plan of
+`estimate()` evaluates one plan at a time. The stages (labs.core.engine.step.evaluate) run on Python
+numbers there (SCALAR, labs.core.engine.stages.xp), but most of their work repeats from plan to plan of
 the same model, cluster and software: the `where`s on the ZeRO stage, the schedule or the
 recompute mode, NCCL's protocol tables, the model's sizes. TRACE is a third namespace whose plan
 values are symbolic nodes. `trace_step` runs the unchanged `evaluate` once over it, with the
@@ -9,13 +9,13 @@ plan's categorical columns as constants (so their `where`s are decided while tra
 arithmetic on constants is folded) and its numeric columns (tp, pp, dp, cp, batch sizes, layer
 counts...) as inputs, and writes the resulting expression graph as one Python function;
 `compile_step` compiles it and `StepCache` keeps it (bounded, keyed by everything but the numeric
-columns and the node count; labs.core.step.COMPILED is estimate()'s).
+columns and the node count; labs.core.engine.step.COMPILED is estimate()'s).
 
 The generated code does the same Python operations in the same order as SCALAR, so its numbers
 are SCALAR's to the bit. Nodes used more than once become locals; a `where` whose condition is a
 plan value becomes an if/else that runs only the chosen branch, with everything only that branch
 needs inside it. Python's errors are SCALAR's: a ZeroDivisionError, OverflowError or ValueError
-sends the plan to the numpy evaluation (labs.core.step.evaluate_plan), as SCALAR's do.
+sends the plan to the numpy evaluation (labs.core.engine.step.evaluate_plan), as SCALAR's do.
 
 Module constants (a fitted share, an efficiency) are folded into the code like the model's sizes:
 code that changes one at run time must run inside `StepCache.interpreted()` (the calibration's
@@ -35,7 +35,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from labs.core.stages.xp import SCALAR
+from labs.core.engine.stages.xp import SCALAR
 
 # Plan columns that are numbers a slider moves: inputs of the generated function. The optional
 # ones are inputs only when set; their "not set" value (Plan's None) is a constant of the key.
@@ -586,7 +586,7 @@ class StepCache:
     @contextmanager
     def interpreted(self):
         """Within it every lookup answers None, so evaluate_plan runs SCALAR: for code that changes
-        the stages' module constants between calls (labs.core.calibration's fit), since a
+        the stages' module constants between calls (labs.core.engine.calibration's fit), since a
         compiled function keeps the constants it was traced with."""
         self.paused += 1
         try:

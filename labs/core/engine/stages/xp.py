@@ -10,7 +10,7 @@ All offer `only_if(cond, fn, args, otherwise)`: fn(*args) where cond holds, `oth
 elsewhere, running fn only where it is used (NUMPY: when any row is), and `distinct(fn, rows,
 names, *args)`: fn(rows, *args), where NUMPY runs fn once per distinct combination of the
 columns `names` of the namespace `rows` and spreads its outputs back to every row. One plan's namespaces
-(SCALAR, and TRACE of labs.core.stages.trace, which records SCALAR's operations to generate code
+(SCALAR, and TRACE of labs.core.engine.stages.trace, which records SCALAR's operations to generate code
 from them) also offer `call(fn, *args)`, a Python function of plan values called as it is.
 
 The pipeline's first, middle and last ranks ride on a leading axis of 3: `stack` builds it (a
@@ -20,7 +20,7 @@ value. NCCL's protocols ride the same way on `options`.
 
 A SCALAR evaluation may divide by zero where numpy would write inf or nan into a row that a later
 `where` discards; it then raises ZeroDivisionError (or ValueError, OverflowError) and the caller
-runs the plan through NUMPY instead (labs.core.step.evaluate_plan).
+runs the plan through NUMPY instead (labs.core.engine.step.evaluate_plan).
 """
 
 from __future__ import annotations
@@ -170,7 +170,7 @@ _WEIGHTS = (np.pi * 10 ** np.arange(1, 40) % 1 + 1) * 1e3
 
 
 # Rows from which NUMPY's distinct looks for repeats: grouping 4,000 rows (a sweep's rows at one
-# ZeRO stage, labs.core.step.evaluate's groups) cost less than the layer's stages on all of them
+# ZeRO stage, labs.core.engine.step.evaluate's groups) cost less than the layer's stages on all of them
 # (bench_sweep's cases, interleaved runs: ~3% of a sweep at 1,024 against 4,096).
 DISTINCT_MIN_ROWS = 1024
 
@@ -179,7 +179,7 @@ def _np_distinct(fn, rows, names, *args):
     """fn(rows, *args) evaluated once per distinct combination of the columns `names` of the
     namespace `rows` (the only ones fn may read of it), its outputs spread back to every row.
     fn returns columns, namespaces of columns or a tuple of them; a column may carry the
-    pipeline's ranks on a leading axis (labs.core.stages.xp's stack)."""
+    pipeline's ranks on a leading axis (labs.core.engine.stages.xp's stack)."""
     columns = [getattr(rows, name) for name in names]
     size = max((np.shape(x)[-1] for x in columns if np.ndim(x)), default=1)
     if size < DISTINCT_MIN_ROWS:  # finding the distinct rows would cost more than it saves
@@ -199,7 +199,7 @@ class _Taken(SimpleNamespace):
 
     def __getattr__(self, name):
         if name in self._varying or (self._only is not None and name not in self._only):
-            raise AttributeError(f"{name} may differ within a group of rows (labs.core.stages.xp.at_rows)")
+            raise AttributeError(f"{name} may differ within a group of rows (labs.core.engine.stages.xp.at_rows)")
         value = _take_rows(getattr(self._rows, name), self._reps, self._size)
         setattr(self, name, value)
         return value
@@ -215,7 +215,7 @@ def at_rows(rows, groups, varying=(), only=None):
     """A namespace of numpy columns at one row of each group, for a caller that knows its rows
     come in groups differing only in the names `varying` (or in every name but those `only`
     lists): reading any other raises. groups: (representatives, index), a row of each group and
-    every row's group (sweep()'s space knows them: labs.core.search._row_groups)."""
+    every row's group (sweep()'s space knows them: labs.core.engine.search._row_groups)."""
     reps, index = groups
     return _Taken(rows, reps, len(index), varying, only)
 

@@ -1,0 +1,16 @@
+"""The physics engine: hardware and model catalogs, collectives and topology, memory, pipelines,
+the step model (estimate on one plan, sweep on every plan), eras, calibration and validation.
+It imports neither the lab kit (labs.core's ledger, widgets, charts, scenarios) nor marimo.
+
+    from labs.core.engine import Model, Cluster, Plan, estimate, sweep
+"""
+
+from labs.core.engine.hardware import CLUSTERS, GPUS, LINKS, Cluster
+from labs.core.engine.models import MODELS, Model
+from labs.core.engine.perf import Estimate, estimate
+from labs.core.engine.plan import Plan
+from labs.core.engine.search import sweep
+
+ENGINE_VERSION = "0.1.0"
+
+__all__ = ["CLUSTERS", "GPUS", "LINKS", "MODELS", "Cluster", "Model", "Plan", "Estimate", "estimate", "sweep", "ENGINE_VERSION"]
