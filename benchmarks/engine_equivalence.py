@@ -25,21 +25,23 @@ QUICK = len(sys.argv) > 4
 sys.path.insert(0, SRC)
 import numpy as np  # noqa: E402
 
-from labs.core.engine import search  # noqa: E402
-from labs.core.engine.eras import get_era, stack_of  # noqa: E402
-from labs.core.engine.hardware import Cluster  # noqa: E402
-from labs.core.engine.models import Model  # noqa: E402
-from labs.core.engine.step import evaluate  # noqa: E402
-from labs.core.engine.perf import Plan, estimate  # noqa: E402
+import importlib.util  # noqa: E402
+
+# The engine's package in either layout: labs.core.engine (since the engine moved), or labs.core
+# (trees before it, such as 38bda0b), so two trees of either kind compare.
+ENGINE = "labs.core.engine" if importlib.util.find_spec("labs.core.engine") else "labs.core"
+search = importlib.import_module(f"{ENGINE}.search")
+get_era, stack_of = (getattr(importlib.import_module(f"{ENGINE}.eras"), n) for n in ("get_era", "stack_of"))
+Cluster = importlib.import_module(f"{ENGINE}.hardware").Cluster
+Model = importlib.import_module(f"{ENGINE}.models").Model
+step = importlib.import_module(f"{ENGINE}.step")
+evaluate = step.evaluate
+Plan, estimate = (getattr(importlib.import_module(f"{ENGINE}.perf"), n) for n in ("Plan", "estimate"))
 from plan_combos import COMBOS  # noqa: E402  (this folder's, whichever tree SRC is)
 
 np.seterr(all="ignore")
-try:  # estimate() through its compiled step functions from the first call (a tree that has them)
-    from labs.core.engine.step import COMPILED  # noqa: E402
-
-    COMPILED.compile_after = 0
-except ImportError:
-    pass
+if hasattr(step, "COMPILED"):  # a tree with compiled step functions: estimate() through them from the first call
+    step.COMPILED.compile_after = 0
 os.makedirs(OUT, exist_ok=True)
 
 
@@ -208,11 +210,11 @@ def main():
     path = f"{OUT}/estimates.pkl"
     if MODE == "dump":
         with open(path, "wb") as f:
-            pickle.dump(([p for _, _, p in plans], ests), f)
+            pickle.dump(([p.as_dict() for _, _, p in plans], ests), f)  # dicts: a tree's classes may move
     else:
         with open(path, "rb") as f:
             bplans, bests = pickle.load(f)
-        assert [p.as_dict() for p in bplans] == [p.as_dict() for _, _, p in plans], "plan lists differ"
+        assert bplans == [p.as_dict() for _, _, p in plans], "plan lists differ"
         ew, ew_at = 0.0, None
         for j, (a, b) in enumerate(zip(bests, ests)):
             if set(a) != set(b):
