@@ -189,18 +189,15 @@ def fit_layer_constants(grid: int = 81) -> tuple[float, float]:
     rows = {row["id"]: row for row in load_rows()}
     t4 = rows[FIT_ROWS[0]]["outputs"]
     t5 = next(r for r in public_runs() if r.id == FIT_ROWS[1])
-    from labs.core.engine.step import COMPILED
-
     saved = gemm.LAYER_GEMM_SHARE, compute.ELEMENTWISE_TRAFFIC
     best = (float("inf"), saved)
-    with COMPILED.interpreted():  # a compiled step function keeps the constants it was traced with
-        try:
-            for share in np.linspace(0.70, 1.0, grid):
-                for traffic in np.linspace(1.0, 4.0, grid):
-                    gemm.LAYER_GEMM_SHARE, compute.ELEMENTWISE_TRAFFIC = float(share), float(traffic)
-                    fwd, bwd = table4_layer_ms()
-                    loss = (fwd / t4["fwd_ms"] - 1) ** 2 + (bwd / t4["bwd_ms"] - 1) ** 2 + t5.error() ** 2
-                    best = min(best, (loss, (float(share), float(traffic))))
-        finally:
-            gemm.LAYER_GEMM_SHARE, compute.ELEMENTWISE_TRAFFIC = saved
+    try:
+        for share in np.linspace(0.70, 1.0, grid):
+            for traffic in np.linspace(1.0, 4.0, grid):
+                gemm.LAYER_GEMM_SHARE, compute.ELEMENTWISE_TRAFFIC = float(share), float(traffic)
+                fwd, bwd = table4_layer_ms()
+                loss = (fwd / t4["fwd_ms"] - 1) ** 2 + (bwd / t4["bwd_ms"] - 1) ** 2 + t5.error() ** 2
+                best = min(best, (loss, (float(share), float(traffic))))
+    finally:
+        gemm.LAYER_GEMM_SHARE, compute.ELEMENTWISE_TRAFFIC = saved
     return best[1]

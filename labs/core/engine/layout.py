@@ -40,7 +40,7 @@ def order_axes(order: str) -> tuple[str, ...]:
 def order_strides(name: str, degrees: dict, one=1.0) -> dict:
     """Each axis's stride under the rank order `name` (one of RANK_ORDERS): the product of the
     degrees of the axes inside it, the innermost axis's being `one`. The degrees may be numbers,
-    numpy columns or one traced plan's values (labs.core.engine.stages.trace)."""
+    numpy columns or one plan's values."""
     out, stride = {}, one
     for axis in name.split("-"):
         out[axis] = stride

@@ -191,7 +191,7 @@ def _collectives(cluster: Cluster, plan: Plan, r: dict) -> tuple[CollectiveUse, 
 def _new(cls, fields: dict):
     """cls(**fields) for a frozen dataclass of plain fields (no __post_init__), every field
     given: the instance its __init__ would build, without that __init__'s object.__setattr__
-    per field (estimate() builds up to ten of them a plan; tests/test_compiled_estimate.py
+    per field (estimate() builds up to ten of them a plan; tests/test_estimate_paths.py
     holds each equal to its constructor's)."""
     instance = object.__new__(cls)
     object.__setattr__(instance, "__dict__", fields)

@@ -30,7 +30,6 @@ from labs.core.engine.stages.memory import layer_activations, memory_stage, rank
 from labs.core.engine.stages.optimizer import CPU_ADAM_BYTES_PER_PARAM, optimizer_stage  # noqa: F401 (CPU_ADAM_BYTES_PER_PARAM: re-exported)
 from labs.core.engine.stages.parallel import NCCL_COLLECTIVE_SMS, layer_communication  # noqa: F401 (NCCL_COLLECTIVE_SMS: re-exported)
 from labs.core.engine.stages.pipe import pipeline_stage, pp_sent
-from labs.core.engine.stages.trace import FALLBACKS, StepCache
 from labs.core.engine.stages.xp import NUMPY, SCALAR, on_groups
 from labs.core.engine.topology import members_per_node, nccl_algorithm
 
@@ -197,21 +196,16 @@ def communication_map(model, cluster, p, tpcp, q, d, xp) -> dict:
     return out
 
 
-COMPILED = StepCache(evaluate)  # the stages traced into Python per model, cluster, stack and constant columns
+FALLBACKS = {"numpy_plans": 0}  # plans whose Python-number evaluation raised and ran as a numpy row (tests read it)
 
 
 def evaluate_plan(model: Model, cluster: Cluster, columns: dict, dp_algorithm: str = "auto", stack: Era | None = None) -> dict[str, float]:
-    """`evaluate` for one plan's columns (Python numbers), as floats. Runs the stages' SCALAR
-    operations as code generated for the plan's constant columns (labs.core.engine.stages.trace), or
-    SCALAR itself where they cannot be traced; where that divides by zero (numpy would carry an
-    inf or nan into a row a later `where` discards) it runs the plan as a numpy column of one."""
+    """`evaluate` for one plan's columns (Python numbers), as floats: the stages' SCALAR
+    operations. Where that divides by zero (numpy would carry an inf or nan into a row a later
+    `where` discards) it runs the plan as a numpy column of one."""
     stack = stack_of(None) if stack is None else stack
-    compiled = COMPILED.lookup(model, cluster, columns, dp_algorithm, stack)
     try:
-        if compiled is None:
-            return {k: float(v) for k, v in evaluate(model, cluster, columns, dp_algorithm, stack, SCALAR).items()}
-        step, inputs_of = compiled
-        return step(*inputs_of(columns))
+        return {k: float(v) for k, v in evaluate(model, cluster, columns, dp_algorithm, stack, SCALAR).items()}
     except (ZeroDivisionError, OverflowError, ValueError):
         FALLBACKS["numpy_plans"] += 1
         out = evaluate(model, cluster, {k: np.asarray([v]) for k, v in columns.items()}, dp_algorithm, stack, NUMPY)

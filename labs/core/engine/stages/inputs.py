@@ -20,7 +20,7 @@ _FULL = RECOMPUTE_MODES.index("full")
 
 def strides(order, tp, cp, dp, pp, xp):
     """labs.core.engine.layout.axis_strides, as floats for one plan."""
-    if xp.scalar:  # one plan's numbers (or traced values): the order's strides alone
+    if xp.scalar:  # one plan's numbers: the order's strides alone
         return order_strides(RANK_ORDERS[order], {"tp": tp, "cp": cp, "dp": dp, "pp": pp})
     return axis_strides(order, tp, cp, dp, pp)
 

@@ -9,9 +9,8 @@ both branches, as numpy does), `maximum`/`minimum`/`ceil`/`floor`/`log2` are ele
 All offer `only_if(cond, fn, args, otherwise)`: fn(*args) where cond holds, `otherwise`
 elsewhere, running fn only where it is used (NUMPY: when any row is), and `distinct(fn, rows,
 names, *args)`: fn(rows, *args), where NUMPY runs fn once per distinct combination of the
-columns `names` of the namespace `rows` and spreads its outputs back to every row. One plan's namespaces
-(SCALAR, and TRACE of labs.core.engine.stages.trace, which records SCALAR's operations to generate code
-from them) also offer `call(fn, *args)`, a Python function of plan values called as it is.
+columns `names` of the namespace `rows` and spreads its outputs back to every row. The one-plan
+namespace (SCALAR) also offers `call(fn, *args)`, a Python function of plan values called as it is.
 
 The pipeline's first, middle and last ranks ride on a leading axis of 3: `stack` builds it (a
 numpy axis, or a tuple of 3), `each` runs a per-rank function over it (once on the stacked
