@@ -234,3 +234,26 @@ def test_typing_a_pin_keeps_a_choice_not_yet_committed(tmp_path):
         page.get_by_text(f"Committed {wrong.key} at").first.wait_for()
     record = DesignLedger("carol", ledgers, secret="4821").committed("05_parallelism", "cause")
     assert record["answer"] == wrong.key
+
+
+# ---- the hub's identity comes from the server, never from the page (audit N2) -------------------
+def test_on_the_hub_a_crafted_identity_value_draws_and_records_only_the_signed_in_user(tmp_path, monkeypatch):
+    """N2: a crafted set_ui_element_value can give the disabled identity field any value; the lab
+    still draws the signed-in user's variant and records everything under that user alone."""
+    import marimo as mo
+    from test_notebooks import FLAGSHIP, committed, load_app
+    from labs.variants import variant
+
+    lab = "05_parallelism"
+    monkeypatch.setenv("LABS_LEDGER_DIR", str(tmp_path))
+    monkeypatch.setenv("JUPYTERHUB_USER", "carol")
+    carol, alice = variant(lab, "carol"), variant(lab, "t4-alice")
+    assert carol.settings != alice.settings  # else the test could not tell them apart
+    question = carol.questions["cause"]
+    _, defs = load_app(FLAGSHIP).run(defs={"student_input": mo.ui.text(value="t4-alice"), **committed("act1", question, question.key)})
+    assert defs["variant"].student == "carol" and defs["variant"].settings == carol.settings
+    assert defs["identity"]["student"] == "carol"
+    doc = DesignLedger("carol", tmp_path).load()
+    assert doc["predictions"][lab]["cause"]["answer"] == question.key
+    assert doc["variants"][lab]["student"] == "carol" and doc["variants"][lab]["settings"] == carol.settings
+    assert [p.name for p in tmp_path.glob("*.ledger.json")] == [DesignLedger("carol", tmp_path).path.name]

@@ -39,12 +39,13 @@ def prediction_question(question: str, options, key: str = "prediction") -> mo.u
 
 def lab_variant(lab: str, identity):
     """The student's variant of `lab` (labs.variants), from the identity the lab reads
-    (student_identity()'s value: a name): the typed id, else LABS_STUDENT, else "student", the
-    id the ledger would use. On a shared server nothing shows until an id is typed. Call it in a
-    cell of its own, after the identity cell: every question is built from what it returns."""
+    (student_identity()'s value: a name): on a class hub the signed-in user whatever the page
+    sent, else the typed id, else LABS_STUDENT, else "student", the id the ledger would use. On a
+    shared server nothing shows until an id is typed. Call it in a cell of its own, after the
+    identity cell: every question is built from what it returns."""
     from labs.variants import variant
 
-    student = (identity.get("student") if isinstance(identity, dict) else identity) or ""
+    student = signed_in_user() or (identity.get("student") if isinstance(identity, dict) else identity) or ""
     if not student.strip() and shared_server():
         mo.stop(True, mo.callout(mo.md("Type your name or student id above: your lab's numbers are drawn for you."), kind="warn"))
     try:
@@ -195,7 +196,9 @@ def shared_server() -> bool:
 def signed_in_user() -> str | None:
     """The class hub's signed-in user (JUPYTERHUB_USER, set by the hub in each student's own
     server), or None away from a hub. On a hub it is the student's identity, fixed before any
-    question shows: a typed name is ignored, so no other name can commit or see a reveal."""
+    question shows: read from the server's environment, never from the page, so neither a typed
+    name nor a crafted value for the (disabled) identity field can draw another student's
+    variant, commit or see a reveal under another name (audit N2)."""
     return os.environ.get("JUPYTERHUB_USER", "").strip() or None
 
 
@@ -249,11 +252,11 @@ def student_pin() -> mo.ui.text:
 
 def identity(student: str, pin: str) -> dict:
     """{"student", "pin"} as commit_prediction, submit_to_ledger and open_ledger take it, from the
-    two fields' values.
+    two fields' values; on a class hub the student is the signed-in user, whatever the field says.
 
     >>> identity = ui.identity(student_input.value, pin_input.value)
     """
-    return {"student": student or "", "pin": pin or ""}
+    return {"student": signed_in_user() or student or "", "pin": pin or ""}
 
 
 def open_ledger(identity) -> DesignLedger:
