@@ -11,8 +11,20 @@ question, without the signature failing. The grader labels every entry:
     self-reported  no signature (a student's own machine, the static site, a server without a key)
     edited         a signature that does not match: the entry was changed after the server signed it
 
+Sequence (format v2). Each signature also carries the ledger's sequence number at that write
+(1 + the highest already in the ledger), under the HMAC, and a second HMAC, the ledger's head:
+every entry of the ledger at that moment with its sequence number (null for an entry written
+unsigned, before the server had a key). The grader checks the head of the newest entry against
+the ledger as handed in (check_document): an entry replaced by an older signed version of itself,
+a signed entry removed, a signature stripped or an entry added since the server's last write all
+break it ("rolled back"). Ledgers signed before sequence numbers (format v1, `hmac-sha256:v1:`)
+still verify entry by entry; their ledger state is "no sequence": a replay among those entries
+cannot be seen. Nor can a whole ledger handed in as it stood at an earlier write: it is what the
+server wrote then (grade from the server's ledger folder to see its latest state).
+
     from labs.core import signing
     signing.verify_document(doc, key)   # [("05_parallelism", "cause", "signed"), ...]
+    signing.check_document(doc, key)    # the same rows, and the ledger's sequence state
 
 What it does not prove: that the student did the work alone, or anything about an entry written
 where the key was not set. Anyone who can read the key (the instructor, root, or code running as
@@ -26,11 +38,17 @@ import hashlib
 import hmac
 import json
 import os
+import re
+from dataclasses import dataclass
 
 ENV = "LABS_SIGNING_KEY"
 MIN_KEY_CHARS = 16
-SCHEME = "hmac-sha256:v1:"
+SCHEME = "hmac-sha256:"  # every signature this module writes starts so
+V1, V2 = SCHEME + "v1:", SCHEME + "v2:"
 SIGNED, SELF_REPORTED, EDITED = "signed", "self-reported", "edited"
+IN_SEQUENCE, NO_SEQUENCE, ROLLED_BACK = "in sequence", "no sequence", "rolled back"
+_V1 = re.compile(r"hmac-sha256:v1:([0-9a-f]{64})")
+_V2 = re.compile(r"hmac-sha256:v2:([1-9][0-9]{0,11}):([0-9a-f]{64}):([0-9a-f]{64})")
 
 
 def signing_key(value: str | bytes | None = None) -> bytes | None:
@@ -46,9 +64,20 @@ def signing_key(value: str | bytes | None = None) -> bytes | None:
     return raw
 
 
+def _secret(key) -> bytes:
+    secret = signing_key(key)
+    if secret is None:
+        raise ValueError(f"{ENV} is not set: nothing can be signed")
+    return secret
+
+
 def canonical(value) -> bytes:
     """The one byte string an entry signs as: sorted keys, no spaces, UTF-8."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
+
+
+def _hex(secret: bytes, value) -> str:
+    return hmac.new(secret, canonical(value), hashlib.sha256).hexdigest()
 
 
 def _variant(document: dict, lab: str):
@@ -66,29 +95,124 @@ def payload(document: dict, lab: str, kind: str, name: str, entry: dict) -> dict
 
 
 def sign(entry, key: str | bytes | None = None) -> str:
-    """The signature of any JSON value (for a ledger entry, sign its payload()). Raises
-    ValueError when no key is given and LABS_SIGNING_KEY is unset."""
-    secret = signing_key(key)
-    if secret is None:
-        raise ValueError(f"{ENV} is not set: nothing can be signed")
-    return SCHEME + hmac.new(secret, canonical(entry), hashlib.sha256).hexdigest()
+    """The signature of any JSON value (format v1, no sequence). Raises ValueError when no key is
+    given and LABS_SIGNING_KEY is unset."""
+    return V1 + _hex(_secret(key), entry)
 
 
 def sign_entry(document: dict, lab: str, kind: str, name: str, entry: dict, key: str | bytes | None = None) -> str:
+    """A v1 signature (no sequence number): what servers wrote before sequences; kept for tests
+    and tools that sign one entry alone. A class server signs with seal_entry."""
     return sign(payload(document, lab, kind, name, entry), key)
+
+
+def entries(document: dict):
+    """(kind, lab, name, entry) of every saved step, then every committed prediction."""
+    for kind, section in (("step", "labs"), ("prediction", "predictions")):
+        labs = document.get(section)
+        if not isinstance(labs, dict):
+            continue
+        for lab, named in labs.items():
+            if isinstance(named, dict):
+                for name, entry in named.items():
+                    yield kind, lab, name, entry
+
+
+def _parse(signature) -> tuple[int | None, str, str | None] | None:
+    """(sequence, entry HMAC, head HMAC) of a v2 signature, (None, HMAC, None) of a v1 one, None
+    for anything else (upper-case hex included: not what the server wrote)."""
+    if not isinstance(signature, str):
+        return None
+    v2 = _V2.fullmatch(signature)
+    if v2:
+        return int(v2.group(1)), v2.group(2), v2.group(3)
+    v1 = _V1.fullmatch(signature)
+    return (None, v1.group(1), None) if v1 else None
+
+
+def _sequence_of(entry):
+    """An entry's place in the ledger's head: its sequence number, 0 for a v1 signature, None
+    when unsigned, "unreadable" for a signature that is neither."""
+    signature = entry.get("signature") if isinstance(entry, dict) else None
+    if signature is None:
+        return None
+    parsed = _parse(signature)
+    return "unreadable" if parsed is None else (parsed[0] or 0)
+
+
+def _head(document: dict, sequence: int, places: dict) -> dict:
+    listed = [[kind, lab, name, places[(kind, lab, name)]] for kind, lab, name in sorted(places)]
+    return {"head": sequence, "student": document.get("student"), "entries": listed}
+
+
+def _places(document: dict) -> dict:
+    return {(kind, lab, name): _sequence_of(entry) for kind, lab, name, entry in entries(document)}
+
+
+def seal_entry(document: dict, lab: str, kind: str, name: str, entry: dict, key: str | bytes | None = None) -> str:
+    """The v2 signature a class server writes on `entry`, about to be placed at (kind, lab, name)
+    of `document` (replacing what is there): the next sequence number of the ledger, the entry's
+    HMAC with that number, and the head of the ledger as it will stand."""
+    secret = _secret(key)
+    places = _places(document)
+    places.pop((kind, lab, name), None)
+    sequence = 1 + max((v for v in places.values() if isinstance(v, int)), default=0)
+    places[(kind, lab, name)] = sequence
+    body = {**payload(document, lab, kind, name, entry), "seq": sequence}
+    return f"{V2}{sequence}:{_hex(secret, body)}:{_hex(secret, _head(document, sequence, places))}"
 
 
 def label(document: dict, lab: str, kind: str, name: str, entry, key: str | bytes) -> str:
     signature = entry.get("signature") if isinstance(entry, dict) else None
     if signature is None:
         return SELF_REPORTED
-    if not isinstance(signature, str):
+    parsed = _parse(signature)
+    if parsed is None:
         return EDITED
+    sequence, mac, _head_mac = parsed
     try:
-        expected = sign_entry(document, lab, kind, name, entry, key)
+        body = payload(document, lab, kind, name, entry)
+        expected = _hex(signing_key(key), body if sequence is None else {**body, "seq": sequence})
     except (TypeError, ValueError):  # not JSON-serialisable as signed: it was not what was signed
         return EDITED
-    return SIGNED if hmac.compare_digest(expected, signature) else EDITED
+    return SIGNED if hmac.compare_digest(expected, mac) else EDITED
+
+
+@dataclass(frozen=True)
+class Checked:
+    rows: list  # (lab, step_or_question, label), steps first, as verify_document
+    kinds: list  # "step" or "prediction" for each row
+    sequence: str  # IN_SEQUENCE, NO_SEQUENCE (no v2 signature verifies) or ROLLED_BACK
+    signed_any: bool  # whether any entry carries a signature at all (valid or not)
+
+
+def _sequence(document: dict, secret: bytes, verified: list) -> str:
+    """The ledger's state: the newest verified v2 entry's head against the ledger as it stands."""
+    newest = [(parsed[0], parsed[2]) for entry, lab_label in verified if lab_label == SIGNED
+              for parsed in [_parse(entry.get("signature"))] if parsed[0] is not None]
+    if not newest:
+        return NO_SEQUENCE
+    top = max(seq for seq, _ in newest)
+    heads = [head for seq, head in newest if seq == top]
+    if len(heads) != 1:  # two entries claim the same write: one was copied in
+        return ROLLED_BACK
+    expected = _hex(secret, _head(document, top, _places(document)))
+    return IN_SEQUENCE if hmac.compare_digest(expected, heads[0]) else ROLLED_BACK
+
+
+def check_document(document: dict, key: str | bytes) -> Checked:
+    """Every entry's label and the ledger's sequence state. ValueError when `key` is empty."""
+    secret = signing_key(key)
+    if secret is None:
+        raise ValueError(f"check_document needs the class's key ({ENV})")
+    rows, kinds, verified = [], [], []
+    for kind, lab, name, entry in entries(document):
+        got = label(document, lab, kind, name, entry, secret)
+        rows.append((lab, name, got))
+        kinds.append(kind)
+        verified.append((entry, got))
+    signed_any = any(isinstance(e, dict) and e.get("signature") is not None for e, _ in verified)
+    return Checked(rows, kinds, _sequence(document, secret, verified), signed_any)
 
 
 def verify_document(document: dict, key: str | bytes) -> list[tuple[str, str, str]]:
@@ -96,14 +220,4 @@ def verify_document(document: dict, key: str | bytes) -> list[tuple[str, str, st
     each labelled "signed", "self-reported" or "edited". ValueError when `key` is empty."""
     if signing_key(key) is None:
         raise ValueError(f"verify_document needs the class's key ({ENV})")
-    rows = []
-    for kind, section in (("step", "labs"), ("prediction", "predictions")):
-        labs = document.get(section)
-        if not isinstance(labs, dict):
-            continue
-        for lab, entries in labs.items():
-            if not isinstance(entries, dict):
-                continue
-            for name, entry in entries.items():
-                rows.append((lab, name, label(document, lab, kind, name, entry, key)))
-    return rows
+    return check_document(document, key).rows
