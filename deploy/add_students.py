@@ -6,7 +6,9 @@ students.csv has a column `student` (a login name: lowercase letters, digits, '-
 32 characters). Each gets a system user in group labs-students with a home under --homes and a
 new random password; the instructor joins labs-instructors. The new passwords are written to
 passwords-<time>.csv (mode 0600) beside the roster for you to hand out; existing users are left
-as they are. Prints what it did.
+as they are. Prints what it did. The homes folder is made 0711: each student reaches their own
+home, none lists the others (audit N17; /etc/passwd and `getent group labs-students` still name
+every account to a shell on the machine, and the hub gives students none).
 """
 
 from __future__ import annotations
@@ -44,16 +46,25 @@ def ensure_user(name: str, group: str, homes: Path) -> str | None:
         return None
     except KeyError:
         pass
-    homes.mkdir(parents=True, exist_ok=True)
     subprocess.run(["useradd", "--create-home", "--base-dir", str(homes), "--shell", "/usr/sbin/nologin", "--user-group", "-G", group, name], check=True)
     password = secrets.token_urlsafe(12)
     subprocess.run(["chpasswd"], input=f"{name}:{password}\n", text=True, check=True)
     return password
 
 
+def make_homes(homes: Path) -> None:
+    """The folder of the class's homes: root's, 0711 (passable, not listable)."""
+    homes.mkdir(parents=True, exist_ok=True)
+    os.chown(homes, 0, 0)
+    os.chmod(homes, 0o711)
+
+
 def add(names: list[str], instructor: str | None, homes: Path) -> dict[str, str]:
+    """Each name's account (and the instructor's), made if missing: {name: new password} for
+    those made; names already there keep their passwords and are not in it."""
     ensure_group(STUDENTS)
     ensure_group(INSTRUCTORS)
+    make_homes(homes)
     made = {}
     for name in names:
         password = ensure_user(name, STUDENTS, homes)
@@ -64,6 +75,12 @@ def add(names: list[str], instructor: str | None, homes: Path) -> dict[str, str]
         if password is not None:
             made[instructor] = password
     return made
+
+
+def summary(accounts: set[str], made: dict[str, str], out: Path) -> str:
+    """What main() prints: the accounts made and those already there, each counted once (the
+    instructor among them; a name listed twice is one account)."""
+    return f"{len(made)} new account(s), {len(accounts) - len(made)} existing; passwords in {out} (0600)"
 
 
 def main(argv=None) -> int:
@@ -78,13 +95,22 @@ def main(argv=None) -> int:
     with args.roster.open(newline="", encoding="utf-8-sig") as handle:
         names = [row["student"].strip() for row in csv.DictReader(handle)]
     made = add(names, args.instructor, args.homes)
-    out = args.roster.with_name(f"passwords-{datetime.now():%Y%m%dT%H%M%S}.csv")
-    fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    accounts = set(names) | ({args.instructor} if args.instructor else set())
+    stamp = f"passwords-{datetime.now():%Y%m%dT%H%M%S}"
+    for n in range(1, 100):  # a second run within the same second gets its own file
+        out = args.roster.with_name(f"{stamp}.csv" if n == 1 else f"{stamp}-{n}.csv")
+        try:
+            fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            break
+        except FileExistsError:
+            continue
+    else:
+        raise FileExistsError(f"{args.roster.parent}/{stamp}*.csv: 99 files already")
     with os.fdopen(fd, "w", newline="") as handle:
         writer = csv.writer(handle, quoting=csv.QUOTE_ALL)
         writer.writerow(["student", "password"])
         writer.writerows(made.items())
-    print(f"{len(made)} new account(s), {len(names) - len(made)} existing; passwords in {out} (0600)")
+    print(summary(accounts, made, out))
     return 0
 
 

@@ -2,12 +2,20 @@
 instructor as real system users, and check what it guarantees: `python deploy/check_hub.py`
 (as root: it creates the users chk-alice, chk-bob, chk-teach and removes them afterwards).
 
-  - the hub refuses to start without a signing key or with an example one;
+  - the hub refuses to start without a signing key or a class salt, or with an example or
+    short one;
   - bob cannot sign in as alice (his password, no password, a shared one);
   - alice's and bob's servers run as their own uids, neither root;
   - bob cannot reach alice's server, the instructor's dashboard, or read alice's home or ledger;
   - students get `marimo run` only: no terminal, no kernel, no file writes, no /proxy/<port>;
-  - the instructor's dashboard answers, and the instructor's group reads alice's ledger.
+  - the instructor's dashboard answers, and the instructor's group reads alice's ledger;
+  - the class salt reaches every student's marimo: bob's variant, recorded in his ledger from the
+    page, carries the class salt's fingerprint, and `python -m labs.variants 05 chk-bob` without
+    the salt refuses, or with --no-salt prints another variant; the hub's ledgers graded with the
+    salt are not flagged, graded without it they are;
+  - marimo runs in the root-owned copy of the labs (HUB_NOTEBOOKS) that bob cannot write, and
+    files bob planted in his home before his server started (~/parallelism-labs/labs/, a
+    ~/.marimo.toml and ~/.config/marimo/marimo.toml putting ~/planted on sys.path) never run.
 
 Needs: pip install -e ".[hub]"; npm install -g configurable-http-proxy. tests/test_hub.py runs it.
 Exits 0 when every check passes; prints each check and the seconds taken.
@@ -72,11 +80,99 @@ def start_server(session: requests.Session, base: str, user: str) -> requests.Re
     raise TimeoutError(f"{user}'s marimo page did not answer in 150 s")
 
 
-def refuses_to_start(env: dict) -> bool:
-    """Load the hub's configuration as JupyterHub would, in a child process: exit 2 naming the key."""
+def refuses_to_start(env: dict, name: str = "LABS_SIGNING_KEY") -> bool:
+    """Load the hub's configuration as JupyterHub would, in a child process: exit 2 naming `name`."""
     load = f"import runpy, traitlets.config as t; runpy.run_path({str(ROOT / 'deploy' / 'jupyterhub_config.py')!r}, init_globals={{'get_config': t.Config}})"
     done = subprocess.run([sys.executable, "-c", load], env=env, capture_output=True, text=True, timeout=60)
-    return done.returncode == 2 and "LABS_SIGNING_KEY" in done.stderr
+    return done.returncode == 2 and name in done.stderr
+
+
+def marimo_pid(uid: int) -> int | None:
+    """The pid of the `marimo run` of this hub that runs as `uid`."""
+    for entry in Path("/proc").iterdir():
+        try:
+            args = (entry / "cmdline").read_bytes().split(b"\0")
+            owner = next(int(line.split()[1]) for line in (entry / "status").read_text().splitlines() if line.startswith("Uid:"))
+        except (OSError, StopIteration, ValueError):
+            continue
+        if owner == uid and b"marimo" in b" ".join(args) and b"run" in args and any(b"/user/chk-" in a for a in args):
+            return int(entry.name)
+    return None
+
+
+def process_environment(pid: int) -> dict[str, str]:
+    pairs = (item.split(b"=", 1) for item in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0") if b"=" in item)
+    return {k.decode(errors="replace"): v.decode(errors="replace") for k, v in pairs}
+
+
+PLANTED = "planted-ran"  # what a planted file writes in bob's home if it ever runs
+
+
+def plant(user: str, home: Path) -> bool:
+    """As `user`, before their server first starts: files that would run in their kernel if marimo
+    read code or configuration from their home (audit N12). Each writes ~/planted-ran."""
+    payload = f"import pathlib; pathlib.Path({str(home / PLANTED)!r}).write_text(__file__)\n"
+    toml = f'[runtime]\npythonpath = ["{home / "planted"}"]\n'
+    script = (
+        f"import pathlib; h = pathlib.Path({str(home)!r})\n"
+        "for folder in ('parallelism-labs/labs', 'planted/labs', 'planted/labs/core'):\n"
+        "    (h / folder).mkdir(parents=True, exist_ok=True)\n"
+        f"    (h / folder / '__init__.py').write_text({payload!r})\n"
+        f"(h / 'planted' / 'sitecustomize.py').write_text({payload!r})\n"
+        f"(h / '.marimo.toml').write_text({toml!r})\n"
+        "(h / '.config' / 'marimo').mkdir(parents=True, exist_ok=True)\n"
+        f"(h / '.config' / 'marimo' / 'marimo.toml').write_text({toml!r})\n"
+    )
+    return run_as(user, sys.executable, "-c", script).returncode == 0
+
+
+def salt_checks(env: dict, ledgers: Path, salt: str) -> dict[str, bool]:
+    """The class salt end to end: in bob's marimo, in the variant his page recorded, absent from
+    what a student can print, and what the grader needs (labs.variants.class_salt reads it)."""
+    from labs.core.state import ledger_filename
+    from labs.variants import salt_fingerprint
+
+    checks = {}
+    pid = marimo_pid(__import__("pwd").getpwnam(BOB).pw_uid)
+    seen = process_environment(pid) if pid else {}
+    checks["the class salt is in bob's marimo's environment"] = seen.get("LABS_CLASS_SALT") == salt
+    doc = json.loads((ledgers / BOB / ledger_filename(BOB)).read_text())
+    recorded = (doc.get("variants") or {}).get(LAB) or {}
+    checks["bob's variant, recorded from his page, carries the class salt's fingerprint"] = recorded.get("salt") == salt_fingerprint(salt) != salt_fingerprint("")
+    bare = {k: v for k, v in env.items() if k != "LABS_CLASS_SALT"}
+    refused = subprocess.run(["runuser", "-u", BOB, "--", sys.executable, "-m", "labs.variants", "05", BOB], env=bare, cwd="/", capture_output=True, text=True)
+    checks["without the salt, python -m labs.variants prints no variant for bob"] = refused.returncode == 2 and refused.stdout == "" and "no class salt" in refused.stderr
+    unsalted = subprocess.run(["runuser", "-u", BOB, "--", sys.executable, "-m", "labs.variants", "05", BOB, "--no-salt"], env=bare, cwd="/", capture_output=True, text=True)
+    printed = json.loads(unsalted.stdout) if unsalted.returncode == 0 else {}
+    orders = {q: v.get("order") for q, v in (recorded.get("questions") or {}).items()}
+    printed_orders = {q: v.get("ids") for q, v in (printed.get("questions") or {}).items()}
+    print(f"bob's lab 05, on his page: seed {recorded.get('seed')}, option orders {orders}; printed without the salt: seed {printed.get('variant')}, option orders {printed_orders}", file=sys.stderr)
+    checks["--no-salt says it is the unsalted variant, and it is not bob's (seed, settings or option order differ)"] = (
+        "UNSALTED" in unsalted.stderr and printed.get("variant") not in (None, recorded.get("seed"))
+        and (printed.get("settings") != recorded.get("settings") or printed_orders != orders))
+    with_salt = subprocess.run(["runuser", "-u", TEACHER, "--", sys.executable, "-m", "labs.grade", "--strict", str(ledgers)], env=env, cwd="/", capture_output=True, text=True)
+    checks["graded with the class salt, no hub ledger is flagged"] = with_salt.returncode == 0 and ALICE in with_salt.stdout and BOB in with_salt.stdout and "0 row(s) flagged or in error" in with_salt.stderr
+    if not checks["graded with the class salt, no hub ledger is flagged"]:
+        print(with_salt.stdout[-1500:], with_salt.stderr[-1500:], file=sys.stderr)
+    without = subprocess.run(["runuser", "-u", TEACHER, "--", sys.executable, "-m", "labs.grade", str(ledgers)], env=bare, cwd="/", capture_output=True, text=True)
+    checks["graded without it, both students' variants are flagged as another class salt's"] = all(any(u in line and "another class salt" in line for line in without.stderr.splitlines()) for u in (ALICE, BOB))
+    return checks
+
+
+def served_checks(notebooks: Path, homes: Path) -> dict[str, bool]:
+    """Audit N12: what bob's kernel imports first is a folder only root writes."""
+    checks = {}
+    pid = marimo_pid(__import__("pwd").getpwnam(BOB).pw_uid)
+    cwd = Path(os.readlink(f"/proc/{pid}/cwd")) if pid else None
+    info = notebooks.stat()
+    files = sorted(notebooks.iterdir())
+    checks["bob's marimo runs in the hub's root-owned copy of the labs, 0755, files root's 0644"] = (
+        cwd == notebooks.resolve() and info.st_uid == 0 and info.st_mode & 0o777 == 0o755
+        and all(f.stat().st_uid == 0 and f.stat().st_mode & 0o777 == 0o644 for f in files) and any(f.name == f"{LAB}.py" for f in files))
+    checks["bob cannot write there"] = all(run_as(BOB, *command).returncode != 0 for command in (
+        ("mkdir", str(notebooks / "labs")), ("touch", str(notebooks / "sitecustomize.py")), ("touch", str(notebooks / f"{LAB}.py"))))
+    checks["nothing bob planted in his home ran (labs copy, ~/.marimo.toml, ~/.config/marimo)"] = not (homes / BOB / PLANTED).exists() and (homes / BOB / ".marimo.toml").exists()
+    return checks
 
 
 def processes() -> list[tuple[int, str]]:
@@ -171,25 +267,26 @@ def main() -> int:
         return 1
     start = time.time()
     work = Path(tempfile.mkdtemp(prefix="labs-hub-"))
-    homes, lecture, ledgers = work / "homes", work / "lecture", work / "ledgers"
-    homes.mkdir()
+    homes, lecture, ledgers, notebooks = work / "homes", work / "lecture", work / "ledgers", work / "notebooks"
     os.chmod(work, 0o755)
-    os.chmod(homes, 0o755)
     checks: dict[str, bool] = {}
-    passwords = add_students.add([ALICE, BOB], TEACHER, homes)
+    passwords = add_students.add([ALICE, BOB], TEACHER, homes)  # makes homes 0711
     reach = run_as(ALICE, sys.executable, "-c", "import labs, jupyterhub")
     if reach.returncode != 0:
         print(f"FAIL: a student cannot run {sys.executable} or import labs ({reach.stderr.strip()[-200:]}); the folders above the interpreter and the checkout must be executable by others (.ci/run does chmod o+x)")
         for user in (ALICE, BOB, TEACHER):
             subprocess.run(["userdel", "--remove", "--force", user], capture_output=True)
         return 1
+    checks["bob plants files in his home before his server starts"] = plant(BOB, homes / BOB)
     port = free_port()
-    key = os.urandom(24).hex()
-    env = {**os.environ, "HUB_PORT": str(port), "HUB_HOMES": str(homes), "HUB_STATE": str(work / "state"), "HUB_LEDGERS": str(ledgers), "LABS_LECTURE_DIR": str(lecture), "HUB_INSTRUCTOR": TEACHER}
+    key, salt = os.urandom(24).hex(), os.urandom(18).hex()
+    env = {**os.environ, "HUB_PORT": str(port), "HUB_HOMES": str(homes), "HUB_STATE": str(work / "state"), "HUB_LEDGERS": str(ledgers), "LABS_LECTURE_DIR": str(lecture), "HUB_NOTEBOOKS": str(notebooks), "HUB_INSTRUCTOR": TEACHER}
     env.pop("LABS_LEDGER_DIR", None)
-    checks["refuses a missing signing key"] = refuses_to_start({**env, "LABS_SIGNING_KEY": ""})
-    checks["refuses an example signing key"] = refuses_to_start({**env, "LABS_SIGNING_KEY": "change-me"})
-    env["LABS_SIGNING_KEY"] = key
+    env.pop("LABS_CLASS_SALT", None)
+    checks["refuses a missing signing key"] = refuses_to_start({**env, "LABS_SIGNING_KEY": "", "LABS_CLASS_SALT": salt})
+    checks["refuses an example signing key"] = refuses_to_start({**env, "LABS_SIGNING_KEY": "change-me", "LABS_CLASS_SALT": salt})
+    checks["refuses a missing, example or short class salt"] = all(refuses_to_start({**env, "LABS_SIGNING_KEY": key, **extra}, "LABS_CLASS_SALT") for extra in ({}, {"LABS_CLASS_SALT": ""}, {"LABS_CLASS_SALT": "fall-2026"}, {"LABS_CLASS_SALT": "short-salt"}))
+    env["LABS_SIGNING_KEY"], env["LABS_CLASS_SALT"] = key, salt
     log = (work / "hub.log").open("w")
     hub = subprocess.Popen(["jupyterhub", "-f", str(ROOT / "deploy" / "jupyterhub_config.py")], cwd=work / "homes", env=env, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
@@ -230,7 +327,9 @@ def main() -> int:
 
         checks.update(live_lecture(base, passwords, env, ledgers, key))
         ledger = ledgers / ALICE / ledger_filename(ALICE)
-        checks["bob cannot read alice's ledger, list her ledgers or her home, or list the class"] = all(run_as(BOB, *command).returncode != 0 for command in (("cat", str(ledger)), ("ls", str(ledger.parent)), ("ls", str(homes / ALICE)), ("ls", str(ledgers))))
+        checks["bob cannot read alice's ledger, list her ledgers or her home, or list the class"] = all(run_as(BOB, *command).returncode != 0 for command in (("cat", str(ledger)), ("ls", str(ledger.parent)), ("ls", str(homes / ALICE)), ("ls", str(ledgers)), ("ls", str(homes))))
+        checks.update(salt_checks(env, ledgers, salt))
+        checks.update(served_checks(notebooks, homes))
         checks["the instructor's group reads alice's ledger"] = run_as(TEACHER, "cat", str(ledger)).returncode == 0
         graded = subprocess.run(["runuser", "-u", TEACHER, "--", sys.executable, "-m", "labs.grade", str(ledgers)], env=env, cwd=str(ROOT), capture_output=True, text=True)
         checks["the instructor grades both students' ledgers"] = graded.returncode == 0 and ALICE in graded.stdout and BOB in graded.stdout and "not read" not in graded.stderr

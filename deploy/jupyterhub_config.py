@@ -4,6 +4,7 @@
     python deploy/add_students.py students.csv         # as root: one system user per student (and passwords)
     export HUB_INSTRUCTOR=<your user name>              # must exist and be in group labs-instructors
     export LABS_SIGNING_KEY=$(python -c 'import secrets; print(secrets.token_urlsafe(32))')
+    export LABS_CLASS_SALT=$(python -c 'import secrets; print(secrets.token_urlsafe(24))')
     jupyterhub -f deploy/jupyterhub_config.py           # as root, behind an HTTPS reverse proxy
 
 What it guarantees (deploy/check_hub.py proves each in CI):
@@ -12,13 +13,17 @@ What it guarantees (deploy/check_hub.py proves each in CI):
   - each student's server runs as that student's own uid (LocalProcessSpawner), never root; homes
     are 0750 and ledgers are in HUB_LEDGERS/<user>/ (2750), both with group labs-instructors, so
     no student reads another's home or ledger, and the instructor reads every ledger;
-  - students reach only `marimo run` of their copy of the labs (/user/<name>/marimo/): no
-    terminal, no kernel, no file writes through Jupyter, no `marimo edit`, no /proxy/<port>;
+  - students reach only `marimo run` of the labs (/user/<name>/marimo/): no terminal, no
+    kernel, no file writes through Jupyter, no `marimo edit`, no /proxy/<port>; the notebooks
+    it runs are a root-owned, read-only copy (HUB_NOTEBOOKS), never a folder a student's uid
+    can write, since the kernel imports from the notebooks' folder first;
+  - every student's labs draw their variants with the class salt (LABS_CLASS_SALT, passed into
+    each server's environment), so no student can print a classmate's variant or key without it;
   - the instructor (HUB_INSTRUCTOR, a hub admin) also gets the class dashboard at
     /user/<instructor>/dashboard/, reading HUB_LEDGERS through the group;
   - committed predictions and saved steps are signed with LABS_SIGNING_KEY (labs.core.signing);
   - the hub refuses to start without HUB_INSTRUCTOR, with a missing, short or example signing
-    key, or when not run as root (it must start servers as other users).
+    key or class salt, or when not run as root (it must start servers as other users).
 What it does not: TLS (put a reverse proxy in front; it listens on 127.0.0.1), quotas, backups,
 or containers (a student's server shares the machine's CPU, memory and /tmp with the others).
 
@@ -33,8 +38,13 @@ jupyterhub-ltiauthenticator, then replace the PAM lines with
     c.LocalAuthenticator.create_system_users = True  # each LTI user gets a system user at first login
 and add each new user to labs-students (create_system_users runs useradd; see add_students.py).
 
-Environment: HUB_INSTRUCTOR, LABS_SIGNING_KEY (required); HUB_PORT (8000), HUB_HOMES
-(/srv/labs-homes), HUB_LEDGERS (/srv/labs-ledgers: one folder per student), HUB_STATE (/srv/labs-hub: database, cookie secret, proxy pid), LABS_LECTURE_DIR
+Keep LABS_SIGNING_KEY and LABS_CLASS_SALT the same for the whole course and out of the
+repository: the grader, the grade book and the dashboard need both (LABS_CLASS_SALT or --salt).
+
+Environment: HUB_INSTRUCTOR, LABS_SIGNING_KEY, LABS_CLASS_SALT (required); HUB_PORT (8000), HUB_HOMES
+(/srv/labs-homes), HUB_LEDGERS (/srv/labs-ledgers: one folder per student), HUB_STATE (/srv/labs-hub: database, cookie secret, proxy pid), HUB_NOTEBOOKS
+(/srv/labs-notebooks: the root-owned copy of labs/NN_*.py every student's marimo serves, made
+afresh at each start), LABS_LECTURE_DIR
 (/srv/labs-lecture: the live lecture's held questions and answers, labs.core.lecture).
 """
 
@@ -51,6 +61,8 @@ HERE = Path(__file__).resolve().parent
 LABS = HERE.parent / "labs"
 STUDENTS, INSTRUCTORS = "labs-students", "labs-instructors"
 EXAMPLE_KEYS = {"change-me", "changeme", "secret", "password", "<your key>"}
+EXAMPLE_SALTS = EXAMPLE_KEYS | {"<your salt>", "fall-2026", "spring-2027", "salt", "class-salt"}
+SALT = "LABS_CLASS_SALT"  # the variable labs.variants.class_salt reads: the labs, grader, grade book and dashboard
 
 
 def refuse(message: str):
@@ -71,6 +83,9 @@ instructor = required("HUB_INSTRUCTOR")
 key = required("LABS_SIGNING_KEY")
 if key.lower() in EXAMPLE_KEYS or len(key) < 16:
     refuse("LABS_SIGNING_KEY must be a secret of at least 16 characters (python -c 'import secrets; print(secrets.token_urlsafe(32))')")
+salt = required(SALT)
+if salt.lower() in EXAMPLE_SALTS or len(salt) < 16:
+    refuse(f"{SALT} must be a secret of at least 16 characters, kept for the whole course (python -c 'import secrets; print(secrets.token_urlsafe(24))'): without it any student prints a classmate's variant and keys with python -m labs.variants")
 try:
     instructors_gid = grp.getgrnam(INSTRUCTORS).gr_gid
     instructor_pw = pwd.getpwnam(instructor)
@@ -83,6 +98,9 @@ homes = Path(os.environ.get("HUB_HOMES", "/srv/labs-homes"))
 ledger_root = Path(os.environ.get("HUB_LEDGERS", "/srv/labs-ledgers"))
 state = Path(os.environ.get("HUB_STATE", "/srv/labs-hub"))
 lecture = Path(os.environ.get("LABS_LECTURE_DIR", "/srv/labs-lecture"))
+notebooks = Path(os.environ.get("HUB_NOTEBOOKS", "/srv/labs-notebooks"))
+if homes.resolve() in (notebooks.resolve(), *notebooks.resolve().parents):
+    refuse(f"HUB_NOTEBOOKS ({notebooks}) must not be inside HUB_HOMES ({homes}): students must not write the code their labs import")
 state.mkdir(parents=True, exist_ok=True)
 os.chmod(state, 0o700)  # the database and cookie secret: root's alone, outside every home
 for folder, mode in ((lecture, 0o755), (lecture / "answers", 0o1733)):
@@ -92,6 +110,41 @@ for folder, mode in ((lecture, 0o755), (lecture / "answers", 0o1733)):
 ledger_root.mkdir(parents=True, exist_ok=True)
 os.chown(ledger_root, 0, instructors_gid)
 os.chmod(ledger_root, 0o751)  # students pass through to their own folder; only instructors list it
+
+
+MARIMO_TOML = """# Written by deploy/jupyterhub_config.py at each start: the students' marimo run starts in this
+# root-owned folder and reads this file, never a .marimo.toml or marimo.toml from a home.
+"""
+
+
+def publish_notebooks(target: Path) -> None:
+    """The labs every student's `marimo run` serves: a copy of labs/NN_*.py owned by root, 0755
+    and 0644, made afresh at each start (so an edit to the labs reaches the class at the next
+    restart). marimo puts the notebooks' folder first on the kernel's sys.path, so it must be a
+    folder no student can write: a student-owned copy would let a planted labs/__init__.py run
+    in every kernel of that student, beside LABS_SIGNING_KEY (audit N12)."""
+    if target.is_symlink():
+        refuse(f"HUB_NOTEBOOKS ({target}) is a symbolic link")
+    target.mkdir(parents=True, exist_ok=True)
+    os.chown(target, 0, 0)
+    os.chmod(target, 0o755)
+    wanted = {lab.name: lab.read_bytes() for lab in sorted(LABS.glob("[0-9][0-9]_*.py"))}
+    # marimo (started here: deploy/singleuser) takes the first .marimo.toml from its working folder
+    # upwards, so this one, not a student's ~/.marimo.toml, is its user configuration
+    wanted[".marimo.toml"] = MARIMO_TOML.encode()
+    for entry in target.iterdir():  # nothing else in it: no package, no .pth, no old lab
+        if entry.name not in wanted:
+            shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
+    for name, text in wanted.items():
+        staged = target / f".{name}.new"
+        staged.unlink(missing_ok=True)
+        staged.write_bytes(text)
+        os.chown(staged, 0, 0)
+        os.chmod(staged, 0o644)
+        os.replace(staged, target / name)
+
+
+publish_notebooks(notebooks)
 
 c.JupyterHub.bind_url = f"http://127.0.0.1:{os.environ.get('HUB_PORT', '8000')}"
 c.JupyterHub.hub_ip = "127.0.0.1"
@@ -117,6 +170,8 @@ c.Spawner.environment = {
     "PYTHONPATH": str(HERE / "singleuser"),
     "PYTHONNOUSERSITE": "1",
     "LABS_SIGNING_KEY": key,
+    SALT: salt,  # JupyterHub passes only env_keep and this: without it the labs would draw unsalted variants
+    "LABS_NOTEBOOKS": str(notebooks),  # what deploy/singleuser serves with `marimo run`
     "LABS_LECTURE_DIR": str(lecture),
     "LABS_LEDGER_DIR": lambda spawner: str(ledger_root / spawner.user.name),
     "LABS_LEDGER_MODE": "0640",  # ledgers readable by the group of their folder (labs-instructors)
@@ -127,23 +182,16 @@ c.Spawner.environment = {
 
 
 def prepare_home(spawner):
-    """Before each start (as root): the home 0750 with group labs-instructors, the student's own
-    copy of the labs (made once, kept), and their ledger folder HUB_LEDGERS/<user> 2750 so every
-    ledger it holds belongs to group labs-instructors (the dashboard reads them; no other student
-    can)."""
+    """Before each start (as root): the home 0750 with group labs-instructors, and the student's
+    ledger folder HUB_LEDGERS/<user> 2750 so every ledger it holds belongs to group
+    labs-instructors (the dashboard reads them; no other student can). The labs are served from
+    HUB_NOTEBOOKS, not from the home."""
     user = pwd.getpwnam(spawner.user.name)
     home = Path(user.pw_dir)
     if user.pw_uid == 0 or not home.is_dir() or home.is_symlink():
         raise RuntimeError(f"{spawner.user.name}: no usable home folder (or a root account)")
     os.chown(home, user.pw_uid, instructors_gid)
     os.chmod(home, 0o750)
-    copy = home / "parallelism-labs"
-    if not copy.exists() and not copy.is_symlink():
-        copy.mkdir()
-        for lab in sorted(LABS.glob("[0-9][0-9]_*.py")):
-            shutil.copy2(lab, copy / lab.name)
-            os.chown(copy / lab.name, user.pw_uid, user.pw_gid)
-        os.chown(copy, user.pw_uid, user.pw_gid)
     ledgers = ledger_root / spawner.user.name
     if not ledgers.is_symlink():
         ledgers.mkdir(exist_ok=True)

@@ -1,7 +1,14 @@
 """Configuration of every single-user server the class hub starts (JUPYTER_CONFIG_DIR points here,
-so nothing in a student's ~/.jupyter is read). Students get `marimo run` of their copy of the labs
-at /user/<name>/marimo/ and nothing else; the instructor also gets the class dashboard at
-/user/<instructor>/dashboard/."""
+so nothing in a student's ~/.jupyter is read). Students get `marimo run` of the labs at
+/user/<name>/marimo/ and nothing else; the instructor also gets the class dashboard at
+/user/<instructor>/dashboard/.
+
+marimo runs in LABS_NOTEBOOKS (the hub's root-owned copy of the labs), not in the student's
+home: the kernel puts the notebooks' folder first on sys.path, and marimo takes the first
+.marimo.toml from its working folder upwards (whose runtime.pythonpath it also puts on sys.path),
+so a folder the student's uid can write would let a planted file run in their kernel, beside
+LABS_SIGNING_KEY (audit N12). The hub writes a root-owned .marimo.toml there, so a student's
+~/.marimo.toml or ~/.config/marimo/marimo.toml is never read."""
 
 import atexit
 import base64
@@ -29,10 +36,14 @@ def _remove_token_file() -> None:
         os.unlink(token_file)
 
 
+NOTEBOOKS = os.environ.get("LABS_NOTEBOOKS", "/srv/labs-notebooks")  # set by deploy/jupyterhub_config.py
+
+
 def marimo_run(name: str, target: str, *args: str) -> dict:
-    """`marimo run` (never `marimo edit`) behind this server, reachable at <prefix><name>/."""
+    """`marimo run` (never `marimo edit`) behind this server, reachable at <prefix><name>/,
+    started in the root-owned NOTEBOOKS folder (env -C), never in the home."""
     return {
-        "command": ["marimo", "run", target, "--port", "{port}", "--base-url", prefix + name, "--headless", "--token", "--token-password-file", token_file, *args],
+        "command": ["env", "-C", NOTEBOOKS, "marimo", "run", target, "--port", "{port}", "--base-url", prefix + name, "--headless", "--token", "--token-password-file", token_file, *args],
         "timeout": 120,
         "absolute_url": True,
         "request_headers_override": {"Authorization": "Basic " + base64.b64encode(f" :{token}".encode()).decode()},
@@ -42,7 +53,7 @@ def marimo_run(name: str, target: str, *args: str) -> dict:
 
 # Named "marimo": the configured server is matched before jupyter-marimo-proxy's entry point
 # (which would run `marimo edit`) if that package is installed.
-servers = {"marimo": marimo_run("marimo", os.path.expanduser("~/parallelism-labs"))}
+servers = {"marimo": marimo_run("marimo", NOTEBOOKS)}
 if os.environ.get("JUPYTERHUB_USER") == os.environ.get("LABS_INSTRUCTOR") and os.environ.get("LABS_DASHBOARD"):
     servers["dashboard"] = marimo_run("dashboard", os.environ["LABS_DASHBOARD"], "--", "--ledgers", os.environ.get("HUB_LEDGERS", "/srv/labs-ledgers"))
 c.ServerProxy.servers = servers
