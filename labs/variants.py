@@ -1,366 +1,52 @@
-"""Per-student variants: each student's lab is drawn from a seed made of their id and a class
-salt, so two students see different numbers and, mostly, different keys; the key is computed by
-the engine at the variant, never stored.
+"""`python -m labs.variants LAB STUDENT`: a student's variant of a lab, as JSON (settings,
+options, keys). The machinery is labs.core.variants; the registry and the drawing are
+labs.core.scenarios (`variant`, `regenerate`, `registry`).
 
-    python -m labs.variants 07 ada [--salt S] [--edition N]     # the variant as JSON: settings, options, keys
-
-The seed is SHA-256 over (lab, class salt, normalised student id): never Python's hash() or
-random, so the same id and salt give the same lab on every machine and Python version. The salt
-is LABS_CLASS_SALT (or --salt); the ledger records only its fingerprint.
-
-How a lab plugs in. Its scenario module (labs/core/scenarios/labNN.py) defines
-
-    VARIANTS = LabVariants(LAB, draw=draw_settings, build=build_questions)
-
-- `draw_settings(d: Draw) -> dict`: the lab's settings, each picked with `d.choice(name, values)`
-  from values where the lesson holds (a test walks every combination: keep them few and discrete);
-  JSON-able (numbers, text, booleans).
-- `build_questions(settings) -> {question_id: Choice | Numeric}`, computed by the engine:
-  `Choice(prompt, options, correct)` with options as `Option(id, label, misconception)` (the id is
-  internal and stable, every option carries a misconception, the one used when it is judged
-  wrong) and `correct` the id the engine's numbers bear out; `Numeric(prompt, answer,
-  tolerance, unit)` for a quantity typed in, right within +-tolerance (in the unit shown).
-  Keep option labels of comparable length and hedging.
-- its outcome functions take `variant=None` and judge with `judged(variant, q, predictions,
-  legacy)`: a ledger without a variant (older ones) is graded by `legacy`, as before.
-- a lab that changes how it draws or builds keeps the earlier edition:
-  `LabVariants(LAB, draw, build, version=2, older={1: (draw_v1, build_v1)})`. New records name
-  their edition ("version"; the first edition's name none), and `regenerate()` (the grader, the
-  grade book) rebuilds the edition a ledger names, so old ledgers grade as their students saw them.
-
-Nothing else registers: every module of labs.core.scenarios with a VARIANTS is found. The lab
-notebook calls `ui.lab_variant(LAB, student_input.value)` in a cell after the identity cell, shows
-`variant.settings` in its stakeholder cell, builds its questions with
-`ui.variant_question(variant.questions[q])` and commits with
-`ui.commit_prediction(..., variant=variant)`, which records the variant in the ledger.
+    python -m labs.variants 07 ada --salt S [--edition N]     # the variant as JSON: settings, options, keys
+    python -m labs.variants 07 ada --no-salt                   # the unsalted variant (a class with a salt never uses it)
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
-import importlib
 import json
-import math
-import os
-import pkgutil
 import sys
-from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import Callable
 
-from labs.core.state import normalise_student
-
-SALT_ENV = "LABS_CLASS_SALT"
-SCHEME = "labs-variant/1"  # changes only if the way a seed is drawn changes
-LETTERS = "ABCDEFGH"
-
-
-def class_salt(salt: str | None = None) -> str:
-    """The class salt: the one given, else LABS_CLASS_SALT, else none."""
-    return salt if salt is not None else os.environ.get(SALT_ENV, "")
-
-
-def salt_fingerprint(salt: str) -> str:
-    """What a ledger records of the salt: enough to tell two salts apart, not the salt."""
-    return hashlib.sha256(f"{SCHEME}/salt/{salt}".encode()).hexdigest()[:12]
-
-
-def seed_of(lab: str, student: str, salt: str) -> str:
-    text = "\0".join((SCHEME, lab, salt, normalise_student(student)))
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-
-
-class Draw:
-    """Stable picks from a seed: each named pick hashes (seed, name) with SHA-256."""
-
-    def __init__(self, seed: str):
-        self.seed = seed
-
-    def _digest(self, *parts) -> bytes:
-        return hashlib.sha256("/".join((self.seed, *map(str, parts))).encode("utf-8")).digest()
-
-    def choice(self, name: str, values):
-        values = tuple(values)
-        if not values:
-            raise ValueError(f"{name}: nothing to choose from")
-        return values[int.from_bytes(self._digest(name)[:8], "big") % len(values)]
-
-    def order(self, name: str, ids) -> list[str]:
-        """`ids` in an order of this seed's own."""
-        return sorted(ids, key=lambda i: self._digest("order", name, i))
-
-
-@dataclass(frozen=True)
-class Choice:
-    """A multiple-choice question: options by internal id, and the id the engine judges right."""
-
-    prompt: str
-    options: tuple[Option, ...]
-    correct: str | None
-    explanations: dict[str, str] = field(default_factory=dict)  # by internal id
-
-
-@dataclass(frozen=True)
-class Numeric:
-    """A quantity the student types: right within +-tolerance of the engine's answer."""
-
-    prompt: str
-    answer: float
-    tolerance: float
-    unit: str
-    explanation: str = ""
-
-    def __post_init__(self):
-        if not (math.isfinite(self.answer) and math.isfinite(self.tolerance) and self.tolerance > 0):
-            raise ValueError(f"a numeric question needs a finite answer and a positive tolerance, got {self.answer!r} +- {self.tolerance!r}")
-
-
-def parse_number(answer) -> float | None:
-    """A typed answer as a number, or None when it is not one (or not finite)."""
-    if answer is None or isinstance(answer, bool):
-        return None
-    try:
-        value = float(str(answer).strip().rstrip("%").replace(",", ""))
-    except ValueError:
-        return None
-    return value if math.isfinite(value) else None
-
-
-@dataclass(frozen=True)
-class Question:
-    """One question as one student sees it: options lettered in their order, the key computed."""
-
-    id: str
-    spec: Choice | Numeric
-    order: tuple[str, ...] = ()  # internal option ids in the student's order (Choice only)
-
-    @property
-    def numeric(self) -> bool:
-        return isinstance(self.spec, Numeric)
-
-    @property
-    def prompt(self) -> str:
-        return self.spec.prompt
-
-    @property
-    def options(self) -> tuple:
-        from labs.core.scenarios.common import Option  # here: the scenario modules import this module
-
-        by_id = {o.key: o for o in self.spec.options} if not self.numeric else {}
-        return tuple(Option(LETTERS[i], by_id[oid].label, by_id[oid].misconception) for i, oid in enumerate(self.order))
-
-    def option_id(self, letter: str | None) -> str | None:
-        if letter is None or self.numeric or len(letter) != 1 or letter not in LETTERS[: len(self.order)]:
-            return None
-        return self.order[LETTERS.index(letter)]
-
-    def misconception(self, letter: str | None) -> str:
-        """The misconception the option at `letter` stands for in this variant ("" for none)."""
-        oid = self.option_id(letter)
-        return next((o.misconception for o in self.spec.options if o.key == oid), "") if oid else ""
-
-    @property
-    def key(self) -> str | None:
-        if self.numeric or self.spec.correct is None:
-            return None
-        return LETTERS[self.order.index(self.spec.correct)]
-
-    @property
-    def explanations(self) -> dict[str, str]:
-        """The reveal's line per letter (Choice)."""
-        return {LETTERS[i]: self.spec.explanations.get(oid, "") for i, oid in enumerate(self.order)}
-
-    def judge(self, answer) -> bool:
-        if self.numeric:
-            value = parse_number(answer)
-            return value is not None and abs(value - self.spec.answer) <= self.spec.tolerance
-        return self.key is not None and answer == self.key
-
-    def describe(self) -> dict:
-        if self.numeric:
-            return {"prompt": self.prompt, "answer": self.spec.answer, "tolerance": self.spec.tolerance, "unit": self.spec.unit}
-        return {"prompt": self.prompt, "options": [o.label for o in self.options], "ids": list(self.order), "key": self.key}
-
-
-@dataclass(frozen=True)
-class LabVariants:
-    """A lab's variant recipe: how its settings are drawn and its questions built from them.
-
-    `version` is the recipe's edition. A lab that changes how it draws or builds raises it and
-    keeps each earlier edition's (draw, build) in `older`, by version: a ledger records the
-    version its variant was drawn with (version 1 records none), and the grader regenerates
-    that edition, so an old ledger grades as the lab its student saw."""
-
-    lab: str
-    draw: Callable[[Draw], dict]
-    build: Callable[[dict], dict]
-    version: int = 1
-    older: dict[int, tuple[Callable[[Draw], dict], Callable[[dict], dict]]] = field(default_factory=dict)
-
-    def editions(self) -> tuple[int, ...]:
-        return tuple(sorted({*self.older, self.version}))
-
-    def recipe(self, version: int | None = None) -> tuple[Callable[[Draw], dict], Callable[[dict], dict]]:
-        """(draw, build) of an edition: the current one by default."""
-        if version is None or version == self.version:
-            return self.draw, self.build
-        if isinstance(version, int) and not isinstance(version, bool) and version in self.older:
-            return self.older[version]
-        raise ValueError(f"version must be one of {list(self.editions())} for {self.lab}, got {version!r}")
-
-
-@dataclass(frozen=True)
-class Variant:
-    lab: str
-    student: str
-    salt: str  # the salt's fingerprint
-    seed: str
-    settings: dict
-    questions: dict[str, Question]
-    version: int = 1  # the edition of the lab's recipe it was drawn with
-
-    def record(self) -> dict:
-        """What the ledger keeps: the seed's inputs, the settings, each question's order or number,
-        and the recipe's edition when it is not the first (first-edition records carry none)."""
-        return {
-            "scheme": SCHEME, "seed": self.seed, "student": self.student, "salt": self.salt, "settings": dict(self.settings),
-            "questions": {q: ({"answer": v.spec.answer, "tolerance": v.spec.tolerance} if v.numeric else {"order": list(v.order)}) for q, v in self.questions.items()},
-            **({"version": self.version} if self.version != 1 else {}),
-        }
-
-    def mismatches(self, recorded) -> list[str]:
-        """Where a ledger's recorded variant differs from this one (regenerated): field names."""
-        if not isinstance(recorded, dict):
-            return ["variant"]
-        mine, out = self.record(), []
-        if recorded.get("version", 1) != self.version:
-            out.append("version")
-        for name in ("scheme", "seed", "student", "salt"):
-            if recorded.get(name) != mine[name]:
-                out.append(name)
-        theirs = recorded.get("settings") if isinstance(recorded.get("settings"), dict) else {}
-        out += [f"settings.{k}" for k in sorted(set(mine["settings"]) | set(theirs)) if not _same(theirs.get(k), mine["settings"].get(k))]
-        qs = recorded.get("questions") if isinstance(recorded.get("questions"), dict) else {}
-        for q, expected in mine["questions"].items():
-            got = qs.get(q) if isinstance(qs.get(q), dict) else {}
-            out += [f"{q}.{k}" for k in expected if not _same(got.get(k), expected[k])]
-        return out
-
-    def as_json(self) -> dict:
-        return {"lab": self.lab, "variant": self.seed, "version": self.version, "student": self.student, "salt": self.salt, "settings": self.settings,
-                "questions": {q: v.describe() for q, v in self.questions.items()}}
-
-
-def _same(a, b) -> bool:
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) and not isinstance(b, bool):
-        return math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-9)
-    return a == b
-
-
-# ---- the registry ------------------------------------------------------------------------------
-@lru_cache(maxsize=1)
-def registry() -> dict[str, LabVariants]:
-    """Every scenario module's VARIANTS, by lab."""
-    import labs.core.scenarios as package
-
-    found = {}
-    for info in pkgutil.iter_modules(package.__path__):
-        module = importlib.import_module(f"{package.__name__}.{info.name}")
-        recipe = getattr(module, "VARIANTS", None)
-        if isinstance(recipe, LabVariants):
-            found[recipe.lab] = recipe
-    return found
-
-
-def lab_name(lab: str) -> str:
-    """A lab's full name from its name or its number ("07" -> "07_pipeline_visualizer")."""
-    labs = registry()
-    if lab in labs:
-        return lab
-    matches = [name for name in labs if name.split("_", 1)[0] == str(lab).zfill(2)]
-    if len(matches) != 1:
-        raise ValueError(f"lab must be one of {', '.join(sorted(labs))} (or its number), got {lab!r}")
-    return matches[0]
-
-
-@lru_cache(maxsize=2048)  # every lab's settings together (441 drawn for 1,000 ids in Nov 2026): a class never evicts
-def _built(lab: str, version: int, settings_json: str) -> dict:
-    return registry()[lab].recipe(version)[1](json.loads(settings_json))
-
-
-def settings_for(lab: str, student: str, salt: str | None = None, version: int | None = None) -> tuple[str, dict]:
-    seed = seed_of(lab_name(lab), student, class_salt(salt))
-    return seed, registry()[lab_name(lab)].recipe(version)[0](Draw(seed))
-
-
-@lru_cache(maxsize=4096)
-def _variant(lab: str, student: str, salt: str, version: int) -> Variant:
-    seed = seed_of(lab, student, salt)
-    draw = Draw(seed)
-    settings = registry()[lab].recipe(version)[0](draw)
-    specs = _built(lab, version, json.dumps(settings, sort_keys=True))
-    questions = {
-        q: Question(q, spec, () if isinstance(spec, Numeric) else tuple(draw.order(q, [o.key for o in spec.options])))
-        for q, spec in specs.items()
-    }
-    return Variant(lab, student, salt_fingerprint(salt), seed, settings, questions, version)
-
-
-def variant(lab: str, student: str, salt: str | None = None, version: int | None = None) -> Variant:
-    """The student's variant of a lab (of the recipe's edition `version`, the current one by
-    default); the same id, salt and edition always give the same one."""
-    name = lab_name(lab)
-    recipe = registry()[name]
-    recipe.recipe(version)  # an edition the lab does not have is refused here, by name
-    return _variant(name, normalise_student(student), class_salt(salt), recipe.version if version is None else version)
-
-
-def recorded_version(recorded) -> int:
-    """The recipe edition a ledger's recorded variant names (a record without one is the first)."""
-    return recorded.get("version", 1) if isinstance(recorded, dict) else 1
-
-
-def regenerate(lab: str, student: str, recorded, salt: str | None = None) -> tuple[Variant, list[str]]:
-    """The variant a ledger's record stands for, regenerated from the student's id, the salt and
-    the edition the record names; and the fields where the record differs from it. A record
-    naming an edition the lab never had is regenerated at the current one and flagged."""
-    try:
-        fresh = variant(lab, student, salt, recorded_version(recorded))
-    except ValueError:
-        fresh = variant(lab, student, salt)
-        return fresh, ["version", *(m for m in fresh.mismatches(recorded) if m != "version")]
-    return fresh, fresh.mismatches(recorded)
-
-
-def judged(variant_: Variant | None, question: str, predictions: dict, legacy: Callable[[str | None], bool]) -> bool:
-    """A prediction judged at the student's variant; a ledger without a variant by `legacy`
-    (the lab as it was before variants)."""
-    answer = predictions.get(question)
-    if variant_ is None:
-        return legacy(answer)
-    return answer is not None and variant_.questions[question].judge(answer)
+from labs.core.scenarios import lab_name, regenerate, registry, settings_for, variant  # noqa: F401 (re-exported)
+from labs.core.variants import (  # noqa: F401 (re-exported: labs written against labs.variants keep working)
+    LETTERS, SALT_ENV, SCHEME, Choice, Draw, LabVariants, Numeric, Question, Variant, class_salt, judged, parse_number,
+    recorded_version, salt_fingerprint, seed_of,
+)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m labs.variants", description="Print a student's variant of a lab as JSON.")
+    """Print a variant, keys included, only for a salt given (--salt or LABS_CLASS_SALT): a class's
+    variants are drawn with its salt, so without it this would print a variant no student of a
+    salted class sees. --no-salt prints the unsalted one (a lab run with no salt), saying so."""
+    parser = argparse.ArgumentParser(prog="python -m labs.variants", description="Print a student's variant of a lab as JSON, keys included: only with the class salt given.")
     parser.add_argument("lab", help="the lab's name or number, e.g. 07")
     parser.add_argument("student", help="the student's id, as typed in the lab")
-    parser.add_argument("--salt", help=f"the class salt (default: ${SALT_ENV}, else none)")
+    given = parser.add_mutually_exclusive_group()
+    given.add_argument("--salt", help=f"the class salt the labs run with (default: ${SALT_ENV})")
+    given.add_argument("--no-salt", action="store_true", help="print the unsalted variant: what a lab run without a salt draws, never a salted class's")
     parser.add_argument("--edition", type=int, help="an earlier edition of the lab's variants, as an old ledger records it (default: the current one)")
     args = parser.parse_args(argv)
+    salt = "" if args.no_salt else class_salt(args.salt)
+    if not salt and not args.no_salt:
+        print(f"error: no class salt: give --salt S or set {SALT_ENV} to the salt the labs run with (a class hub requires one); "
+              "--no-salt prints the unsalted variant, which a class with a salt never uses", file=sys.stderr)
+        return 2
     try:
-        v = variant(args.lab, args.student, args.salt, args.edition)
+        v = variant(args.lab, args.student, salt, args.edition)
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    if args.no_salt:
+        print(f"NOTE: the UNSALTED variant of {v.lab} for {v.student!r} (salt fingerprint {v.salt}): what a lab run without "
+              f"{SALT_ENV} draws; a class with a salt (every class hub) draws another", file=sys.stderr)
     print(json.dumps(v.as_json(), indent=2, sort_keys=False))
     return 0
 
 
 if __name__ == "__main__":
-    # the scenario modules import labs.variants: run its main, not this copy's, so that their
-    # LabVariants are the registry's
-    from labs.variants import main as _main
-
-    raise SystemExit(_main())
+    raise SystemExit(main())

@@ -1,7 +1,16 @@
 """One module per lab: its stakeholder setting, its prediction options and the outcome functions
 the lab shows and the grader recomputes from a ledger's recorded inputs (so a stored outcome or
 "correct" flag is never trusted). OUTCOMES is the one registry the grader reads:
-(lab, step) -> outcome function. The engine modules never import these."""
+(lab, step) -> outcome function; `registry()` every lab's per-student variants (labs.core.variants),
+and `variant()` a student's. The engine modules never import these."""
+
+import importlib
+import json
+import pkgutil
+from functools import lru_cache
+
+from labs.core.state import normalise_student
+from labs.core.variants import Draw, LabVariants, Numeric, Question, Variant, class_salt, recorded_version, salt_fingerprint, seed_of
 
 from labs.core.scenarios import lab05, lab06, lab07
 from labs.core.scenarios import lab10
@@ -53,3 +62,72 @@ QUESTION_OPTIONS[(lab12.LAB, "recompute")] = lab12.legacy_options("recompute")
 QUESTION_OPTIONS[(lab13.LAB, "scaling")] = lab13.legacy_options("scaling")
 QUESTION_OPTIONS[(lab13.LAB, "tp_best")] = lab13.legacy_options("tp_best")
 __all__ += ["lab12", "lab13"]
+
+# ---- the registry ------------------------------------------------------------------------------
+@lru_cache(maxsize=1)
+def registry() -> dict[str, LabVariants]:
+    """Every scenario module's VARIANTS, by lab."""
+    import labs.core.scenarios as package  # this package: its lab modules are imported above
+
+    found = {}
+    for info in pkgutil.iter_modules(package.__path__):
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        recipe = getattr(module, "VARIANTS", None)
+        if isinstance(recipe, LabVariants):
+            found[recipe.lab] = recipe
+    return found
+
+
+def lab_name(lab: str) -> str:
+    """A lab's full name from its name or its number ("07" -> "07_pipeline_visualizer")."""
+    labs = registry()
+    if lab in labs:
+        return lab
+    matches = [name for name in labs if name.split("_", 1)[0] == str(lab).zfill(2)]
+    if len(matches) != 1:
+        raise ValueError(f"lab must be one of {', '.join(sorted(labs))} (or its number), got {lab!r}")
+    return matches[0]
+
+
+@lru_cache(maxsize=2048)  # every lab's settings together (441 drawn for 1,000 ids in Nov 2026): a class never evicts
+def _built(lab: str, version: int, settings_json: str) -> dict:
+    return registry()[lab].recipe(version)[1](json.loads(settings_json))
+
+
+def settings_for(lab: str, student: str, salt: str | None = None, version: int | None = None) -> tuple[str, dict]:
+    seed = seed_of(lab_name(lab), student, class_salt(salt))
+    return seed, registry()[lab_name(lab)].recipe(version)[0](Draw(seed))
+
+
+@lru_cache(maxsize=4096)
+def _variant(lab: str, student: str, salt: str, version: int) -> Variant:
+    seed = seed_of(lab, student, salt)
+    draw = Draw(seed)
+    settings = registry()[lab].recipe(version)[0](draw)
+    specs = _built(lab, version, json.dumps(settings, sort_keys=True))
+    questions = {
+        q: Question(q, spec, () if isinstance(spec, Numeric) else tuple(draw.order(q, [o.key for o in spec.options])))
+        for q, spec in specs.items()
+    }
+    return Variant(lab, student, salt_fingerprint(salt), seed, settings, questions, version)
+
+
+def variant(lab: str, student: str, salt: str | None = None, version: int | None = None) -> Variant:
+    """The student's variant of a lab (of the recipe's edition `version`, the current one by
+    default); the same id, salt and edition always give the same one."""
+    name = lab_name(lab)
+    recipe = registry()[name]
+    recipe.recipe(version)  # an edition the lab does not have is refused here, by name
+    return _variant(name, normalise_student(student), class_salt(salt), recipe.version if version is None else version)
+
+
+def regenerate(lab: str, student: str, recorded, salt: str | None = None) -> tuple[Variant, list[str]]:
+    """The variant a ledger's record stands for, regenerated from the student's id, the salt and
+    the edition the record names; and the fields where the record differs from it. A record
+    naming an edition the lab never had is regenerated at the current one and flagged."""
+    try:
+        fresh = variant(lab, student, salt, recorded_version(recorded))
+    except ValueError:
+        fresh = variant(lab, student, salt)
+        return fresh, ["version", *(m for m in fresh.mismatches(recorded) if m != "version")]
+    return fresh, fresh.mismatches(recorded)

@@ -24,7 +24,7 @@ from labs.core.engine.perf import Estimate, Plan, estimate
 from labs.core.scenarios.common import Option
 from labs.core.engine.search import sweep
 from labs.core.engine.topology import bus_bandwidth
-from labs.variants import Choice, LabVariants, judged
+from labs.core.variants import Choice, LabVariants, judged
 
 DP_WALL_GPUS = (8, 64, 512)
 GPU_STEPS_DEFAULT = (8, 16, 32, 64, 128, 256, 512, 1024)

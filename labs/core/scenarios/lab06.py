@@ -18,7 +18,7 @@ from labs.core.engine.models import Model
 from labs.core.engine.perf import Estimate, Plan, estimate, memory_breakdown
 from labs.core.scenarios.common import Option
 from labs.core.engine.validation import check_choice, check_positive
-from labs.variants import Choice, LabVariants, Numeric, judged
+from labs.core.variants import Choice, LabVariants, Numeric, judged
 
 WALL_MODELS = ("llama2-7b", "llama2-70b", "gpt3-175b", "llama3-405b")
 WALL_GPUS = ("h100-sxm", "h200-sxm", "b200")

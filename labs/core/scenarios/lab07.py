@@ -9,7 +9,7 @@ from fractions import Fraction
 from labs.core.engine.datafiles import data_dir
 from labs.core.scenarios.common import Option
 from labs.core.scenarios.lab05 import ACT2_DESIGNS, design_inputs
-from labs.variants import Choice, LabVariants, Numeric, judged
+from labs.core.variants import Choice, LabVariants, Numeric, judged
 
 # ---- Lab 07, pipeline visualizer -------------------------------------------------------------
 # The lab before per-student variants (older ledgers are graded against it): p = 2, m = 4.

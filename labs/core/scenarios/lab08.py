@@ -34,7 +34,7 @@ from labs.core.engine.hardware import LINKS, Cluster
 from labs.core.scenarios.common import Option
 from labs.core.engine.topology import bus_bandwidth, collective_columns, group_bus_bandwidth, group_cost
 from labs.core.engine.validation import check_choice, check_positive
-from labs.variants import Choice, LabVariants, Numeric, judged
+from labs.core.variants import Choice, LabVariants, Numeric, judged
 
 LAB = "08_collectives"
 STEP = "ring"

@@ -9,7 +9,7 @@ from functools import lru_cache
 from labs.core.engine.hardware import Cluster
 from labs.core.engine.models import Model
 from labs.core.scenarios.common import Option
-from labs.variants import Choice, LabVariants, Numeric, judged
+from labs.core.variants import Choice, LabVariants, Numeric, judged
 
 LAB = "10_failures_at_scale"
 HOUR, DAY, MINUTE = 3600.0, 86400.0, 60.0

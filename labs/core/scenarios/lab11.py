@@ -25,7 +25,7 @@ from labs.core.engine.models import Model
 from labs.core.engine.perf import CP_ALGORITHMS, Estimate, Plan, estimate
 from labs.core.scenarios.common import Option
 from labs.core.engine.topology import members_per_node
-from labs.variants import Choice, LabVariants, judged
+from labs.core.variants import Choice, LabVariants, judged
 
 LAB = "11_long_context_moe"
 STEP = "context"

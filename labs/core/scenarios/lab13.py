@@ -17,7 +17,7 @@ from functools import lru_cache
 from labs.core.engine import tensor_parallel as tpm
 from labs.core.scenarios.common import Option
 from labs.core.engine.validation import check_bool, check_choice
-from labs.variants import Choice, LabVariants, Numeric, Question, judged
+from labs.core.variants import Choice, LabVariants, Numeric, Question, judged
 
 LAB = "13_tensor_parallel"
 STEP = "split"
