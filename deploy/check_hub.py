@@ -9,6 +9,7 @@ instructor as real system users, and check what it guarantees: `python deploy/ch
   - bob cannot reach alice's server, the instructor's dashboard, or read alice's home or ledger;
   - students get `marimo run` only: no terminal, no kernel, no file writes, no /proxy/<port>;
   - the instructor's dashboard answers, and the instructor's group reads alice's ledger;
+  - the gallery titles each lab by its title ("Lab 11: Long context and mixture of experts");
   - the class salt reaches every student's marimo: bob's variant, recorded in his ledger from the
     page, carries the class salt's fingerprint, and `python -m labs.variants 05 chk-bob` without
     the salt refuses, or with --no-salt prints another variant; the hub's ledgers graded with the
@@ -226,6 +227,10 @@ def live_lecture(base: str, passwords: dict, env: dict, ledgers: Path, key: str)
                     page.fill("#password_input", passwords[user])
                     page.click("#login_submit")
                     page.wait_for_url(f"**/user/{user}/**")
+                    if user == ALICE:  # the gallery's cards carry the labs' titles, not their file names
+                        page.goto(f"{base}/user/{user}/marimo/")
+                        page.get_by_text("Lab 11: Long context and mixture of experts").first.wait_for(timeout=60_000)
+                        checks["the gallery titles each lab by its title"] = page.get_by_text("11 Long Context Moe").count() == 0
                     page.goto(f"{base}/user/{user}/marimo/?file={LAB}.py")
                     page.get_by_label("Signed in to the class hub as (your design ledger's name)").wait_for()
                     page.get_by_role("radio").first.click()

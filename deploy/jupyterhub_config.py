@@ -51,6 +51,7 @@ afresh at each start), LABS_LECTURE_DIR
 import grp
 import os
 import pwd
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -117,6 +118,17 @@ MARIMO_TOML = """# Written by deploy/jupyterhub_config.py at each start: the stu
 """
 
 
+def gallery_header(source: str) -> str:
+    """A notebook with its app_title as the gallery card's title. marimo's gallery (`marimo run`
+    on a folder) titles a card from the notebook's PEP 723 [tool.marimo.opengraph] title, else
+    from its file name ("11 Long Context Moe"), never from marimo.App(app_title=...); the served
+    copy gets the header, the repository's notebooks do not (marimo warns about it on every run)."""
+    found = re.search(r'^\s*app_title\s*=\s*"([^"\\]+)"', source, re.MULTILINE)
+    if found is None or source.startswith("# /// script"):
+        return source
+    return f'# /// script\n# [tool.marimo.opengraph]\n# title = "{found.group(1)}"\n# ///\n{source}'
+
+
 def publish_notebooks(target: Path) -> None:
     """The labs every student's `marimo run` serves: a copy of labs/NN_*.py owned by root, 0755
     and 0644, made afresh at each start (so an edit to the labs reaches the class at the next
@@ -128,7 +140,7 @@ def publish_notebooks(target: Path) -> None:
     target.mkdir(parents=True, exist_ok=True)
     os.chown(target, 0, 0)
     os.chmod(target, 0o755)
-    wanted = {lab.name: lab.read_bytes() for lab in sorted(LABS.glob("[0-9][0-9]_*.py"))}
+    wanted = {lab.name: gallery_header(lab.read_text(encoding="utf-8")).encode() for lab in sorted(LABS.glob("[0-9][0-9]_*.py"))}
     # marimo (started here: deploy/singleuser) takes the first .marimo.toml from its working folder
     # upwards, so this one, not a student's ~/.marimo.toml, is its user configuration
     wanted[".marimo.toml"] = MARIMO_TOML.encode()

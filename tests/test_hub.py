@@ -13,6 +13,7 @@ fails instead of skipping."""
 
 import importlib.util
 import os
+import re
 import runpy
 import shutil
 from pathlib import Path
@@ -122,7 +123,8 @@ def test_students_run_a_root_owned_copy_of_the_labs_outside_their_homes(monkeypa
     were a copy in the student's home, owned by the student: a planted labs/__init__.py ran in
     their kernel beside LABS_SIGNING_KEY. Now every student's marimo runs, in that folder, a
     copy made at each start that root owns (0755, files 0644), with a .marimo.toml of its own so
-    no ~/.marimo.toml is read; nothing else stays in it, and the home gets no copy."""
+    no ~/.marimo.toml is read; nothing else stays in it, and the home gets no copy. The copy's
+    gallery cards carry the labs' titles."""
     chowned = fake_root(monkeypatch, tmp_path)
     served = tmp_path / "notebooks"
     served.mkdir()
@@ -134,7 +136,15 @@ def test_students_run_a_root_owned_copy_of_the_labs_outside_their_homes(monkeypa
     labs = sorted(p.name for p in (ROOT / "labs").glob("[0-9][0-9]_*.py"))
     assert len(labs) >= 9 and sorted(p.name for p in served.iterdir()) == sorted([".marimo.toml", *labs])
     assert served.stat().st_mode & 0o777 == 0o755 and all((served / n).stat().st_mode & 0o777 == 0o644 for n in labs)
-    assert (served / labs[0]).read_bytes() == (ROOT / "labs" / labs[0]).read_bytes()
+    # each is the lab as it is, under a header that gives marimo's gallery the lab's title (the
+    # newcomer's review: cards titled from file names, "11 Long Context Moe")
+    from marimo._metadata.opengraph import resolve_opengraph_metadata
+
+    for name in labs:
+        source = (ROOT / "labs" / name).read_text()
+        title = re.search(r'app_title="([^"]+)"', source).group(1)
+        assert (served / name).read_text().endswith(source) and resolve_opengraph_metadata(str(served / name)).title == title
+    assert resolve_opengraph_metadata(str(served / "11_long_context_moe.py")).title == "Lab 11: Long context and mixture of experts"
     assert {(str(served), 0, 0), *((str(served / n), 0, 0) for n in labs)} <= {(p.replace(".new", "").replace("/.", "/"), u, g) for p, u, g in chowned}
     assert config["c"].Spawner.environment["LABS_NOTEBOOKS"] == str(served)
     config["prepare_home"](SimpleNamespace(user=SimpleNamespace(name="stu")))
