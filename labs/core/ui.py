@@ -45,6 +45,8 @@ def lab_variant(lab: str, identity):
     identity cell: every question is built from what it returns."""
     from labs.variants import variant
 
+    if (notice := salt_notice()) is not None:  # the first screen says when no class salt is set
+        mo.output.append(notice)
     student = signed_in_user() or (identity.get("student") if isinstance(identity, dict) else identity) or ""
     if not student.strip() and shared_server():
         mo.stop(True, mo.callout(mo.md("Type your name or student id above: your lab's numbers are drawn for you."), kind="warn"))
@@ -205,6 +207,20 @@ def signed_in_user() -> str | None:
 def class_server() -> bool:
     """A class hub, or one shared `marimo run` (LABS_SHARED or LABS_ROSTER)."""
     return signed_in_user() is not None or shared_server()
+
+
+def salt_notice() -> mo.Html | None:
+    """What the first screen says when no class salt (LABS_CLASS_SALT, read by
+    labs.variants.class_salt) is set, None when one is: on a class server, that anyone can print
+    every student's numbers and keys; elsewhere, that these are the unsalted numbers, which a
+    class with a salt does not grade. lab_variant() shows it above the lab."""
+    from labs.variants import class_salt
+
+    if class_salt():
+        return None
+    if class_server():
+        return mo.callout(mo.md("**This lab is served without a class salt** (`LABS_CLASS_SALT`): anyone can print every student's numbers and answers with `python -m labs.variants --no-salt`. Instructor: set one and restart the server."), kind="danger")
+    return mo.callout(mo.md("No class salt here: these are the **unsalted** numbers for your id. If your class runs its labs on a server with a salt, do your graded work there: a ledger from this page will not match your variant."), kind="neutral")
 
 
 def client_id() -> str:

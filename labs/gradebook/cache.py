@@ -23,6 +23,7 @@ from pathlib import Path
 import pandas as pd
 
 from labs import grade
+from labs.variants import class_salt
 
 
 DEFAULT_STORE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "parallelism_labs" / "grades"
@@ -47,8 +48,8 @@ class ClassCache:
     def __init__(self, salt: str | None = None, store: str | Path | None = None):
         self.store = Path(store) if store is not None else None
         self.stored: dict[str, dict] = {}  # store file -> {"path|digest": [rows, document, problem]}
-        self.salt = salt
-        self.engine = grade._Engine(salt=salt)
+        self.salt = class_salt(salt)  # the salt itself, not None for $LABS_CLASS_SALT: it keys the store file
+        self.engine = grade._Engine(salt=self.salt)
         self.seen: dict[str, tuple[int, int, bytes]] = {}  # path -> (mtime_ns, size, digest)
         self.graded: dict[tuple[str, bytes], tuple[list[dict], dict | None, str | None]] = {}  # (path, digest) -> rows, document, problem
         self.regraded = 0  # files graded by the last refresh (the rest came from the cache)
