@@ -187,7 +187,7 @@ def _(act1_story_inputs):
 
 @app.cell
 def _(act1_committed, act1_instruments):
-    ui.commitment_gate(act1_committed, "the Act I instruments")
+    ui.gate(act1_committed, what="the Act I instruments")
     act1_instruments
     return
 
@@ -195,7 +195,7 @@ def _(act1_committed, act1_instruments):
 # The curve over every GPU count does not read the GPU slider: moving it reruns one estimate.
 @app.cell
 def _(act1_committed, algorithm_dropdown, batch_dropdown, fabric_dropdown, grad_dropdown, model_dropdown, overlap_checkbox, scaling_radio):
-    mo.stop(not act1_committed.made)
+    ui.gate(act1_committed)
     act1_settings = dict(
         global_batch=batch_dropdown.value,
         fixed_per_gpu=scaling_radio.value,
@@ -271,7 +271,7 @@ def _(act1_curve):
 
 @app.cell(hide_code=True)
 def _(act1_committed, variant):
-    mo.stop(not act1_committed.made)
+    ui.gate(act1_committed)
     # Each option's line comes from the engine at the stakeholder's runs (labs/core/scenarios/lab05.py).
     ui.variant_reveal(act1_committed, variant.questions["cause"])
     return
@@ -279,7 +279,7 @@ def _(act1_committed, variant):
 
 @app.cell(hide_code=True)
 def _(act1_committed):
-    mo.stop(not act1_committed.made)
+    ui.gate(act1_committed)
     _b = LINKS["ib-ndr"]
     ui.math_peek(
         "The equations behind Act I",
@@ -310,7 +310,7 @@ def _(act1_committed):
 
 @app.cell(hide_code=True)
 def _(act1_committed):
-    mo.stop(not act1_committed.made)
+    ui.gate(act1_committed)
     _n = DP_WALL_GPUS[-1]
     _ring = dp_wall_estimate(_n)
     _overlap = dp_wall_estimate(_n, overlap=True)
@@ -366,7 +366,7 @@ def _(act1_committed):
 
 @app.cell(hide_code=True)
 def _(act1_committed):
-    mo.stop(not act1_committed.made)
+    ui.gate(act1_committed)
     _c = dp_wall_estimate(DP_WALL_GPUS[-1]).cluster
     _C, _W = _c.gpu.bf16_flops, _c.rails * _c.inter.bandwidth_bytes_per_s
     mo.vstack(
@@ -475,7 +475,7 @@ def _(design_model):
 
 @app.cell
 def _(act2_committed, act2_instruments):
-    mo.stop(not act2_committed.made)
+    ui.gate(act2_committed)
     act2_instruments
     return
 
@@ -495,7 +495,7 @@ def _(
     v_slider,
     zero_dropdown,
 ):
-    mo.stop(not act2_committed.made)
+    ui.gate(act2_committed)
     _model, _cluster = design_inputs(design_model)
     _tp, _pp = int(tp_dropdown.value), int(pp_dropdown.value)
     act2_inputs = dict(
@@ -573,7 +573,7 @@ def _(
     submit_button,
     variant,
 ):
-    mo.stop(not act2_committed.made)
+    ui.gate(act2_committed, held=(act1_committed,))
 
     def _steps():
         if act1_error is None:
@@ -619,14 +619,14 @@ def _(act2_estimate, design_batch, design_model, submitted):
 
 @app.cell(hide_code=True)
 def _(act2_committed, variant):
-    mo.stop(not act2_committed.made)
+    ui.gate(act2_committed)
     ui.variant_reveal(act2_committed, variant.questions["design"])  # each option's line from the engine (lab05.design_explanation)
     return
 
 
 @app.cell(hide_code=True)
 def _(act2_committed, design_model):
-    mo.stop(not act2_committed.made)
+    ui.gate(act2_committed)
     _model, _cluster = design_inputs(design_model)
     _h, _s = _model.hidden, _model.seq_len
     ui.math_peek(
@@ -650,7 +650,7 @@ def _(act2_committed, design_model):
 
 @app.cell(hide_code=True)
 def _(act2_committed, design_model, variant):
-    mo.stop(not act2_committed.made)
+    ui.gate(act2_committed)
     _model, _cluster = design_inputs(design_model)
     _inside, _across = tp_reflection(variant.settings).values()
     mo.md(
@@ -674,7 +674,7 @@ def _(act2_committed, design_model, variant):
 
 @app.cell(hide_code=True)
 def _(act2_committed):
-    mo.stop(not act2_committed.made)
+    ui.gate(act2_committed)
     mo.md(r"""
     ## Key takeaways
 

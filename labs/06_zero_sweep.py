@@ -217,7 +217,7 @@ def _(fit_act, fit_gpu):
 
 @app.cell
 def _(fit_committed, instruments):
-    ui.commitment_gate(fit_committed, "the memory instruments")
+    ui.gate(fit_committed, what="the memory instruments")
     instruments
     return
 
@@ -229,7 +229,7 @@ def _(fit_committed, instruments):
 # shown by that one cell.
 @app.cell
 def _(fit_committed, flash_box, micro_batch_slider, offload_box, recompute_pick, seq_slider, stage_pick):
-    mo.stop(not fit_committed.made)
+    ui.gate(fit_committed)
     act = Activations(micro_batch_slider.value, seq_slider.value, recompute_pick.value, flash_box.value)
     sweep_offload = offload_box.value and stage_pick.value > 0
     return act, sweep_offload
@@ -272,7 +272,7 @@ def _(act):
 
 @app.cell(hide_code=True)
 def _(fit_committed, model_pick):
-    mo.stop(not fit_committed.made)
+    ui.gate(fit_committed)
     _params = MODELS[model_pick.value].params
     _rows = [
         {"convention": name, "bytes / parameter": f"{c.bytes_per_param:g}", "what": c.parts,
@@ -390,7 +390,7 @@ def _(
 
 @app.cell(hide_code=True)
 def _(fit_act, fit_committed, fit_n, variant):
-    mo.stop(not fit_committed.made)
+    ui.gate(fit_committed)
     _n = fit_n
     _at = {n: dp_memory(FIT_MODEL, n, FIT_STAGE, fit_act).total / GB for n in (8, _n - 1, _n)}
     _selective = Activations(fit_act.micro_batch, fit_act.seq_len, "selective", fit_act.flash_attention)
@@ -406,7 +406,7 @@ def _(fit_act, fit_committed, fit_n, variant):
 
 @app.cell(hide_code=True)
 def _(fit_act, fit_committed, fit_gpu, fit_n):
-    mo.stop(not fit_committed.made)
+    ui.gate(fit_committed)
     _n = -(-fit_n // Cluster.get(GPU_CLUSTER[fit_gpu]).gpus_per_node) * Cluster.get(GPU_CLUSTER[fit_gpu]).gpus_per_node  # whole servers
     _rows = recompute_rows(FIT_MODEL, fit_gpu, _n, FIT_STAGE, fit_act)
     _by = {r["recompute"]: r for r in _rows}
@@ -438,7 +438,7 @@ def _(fit_act, fit_committed, fit_gpu, fit_n):
 
 @app.cell(hide_code=True)
 def _(fit_act, fit_committed, fit_gpu, fit_n):
-    mo.stop(not fit_committed.made)
+    ui.gate(fit_committed)
     _n = fit_n
     _node = Cluster.get(GPU_CLUSTER[fit_gpu]).gpus_per_node
     _group = -(-_n // _node) * _node  # whole servers, at least the fewest that fit
@@ -469,7 +469,7 @@ def _(fit_act, fit_committed, fit_gpu, fit_n):
 
 @app.cell(hide_code=True)
 def _(accumulation_slider, act, gpu_pick, model_pick, zero2_committed):
-    ui.commitment_gate(zero2_committed, "the communication instruments")
+    ui.gate(zero2_committed, what="the communication instruments")
     _m = accumulation_slider.value
 
     def _fits_somewhere(key):
@@ -532,14 +532,14 @@ def _(accumulation_slider, act, gpu_pick, model_pick, zero2_committed):
 
 @app.cell(hide_code=True)
 def _(variant, zero2_committed):
-    mo.stop(not zero2_committed.made)
+    ui.gate(zero2_committed)
     ui.variant_reveal(zero2_committed, variant.questions["zero2"])
     return
 
 
 @app.cell(hide_code=True)
 def _(zero2_committed):
-    mo.stop(not zero2_committed.made)
+    ui.gate(zero2_committed)
     mo.md(
         r"""
     **Whose choice is the per-micro-batch reduce-scatter?** DeepSpeed's stage 2 reduce-scatters
@@ -556,7 +556,7 @@ def _(zero2_committed):
 
 @app.cell(hide_code=True)
 def _(zero2_committed):
-    mo.stop(not zero2_committed.made)
+    ui.gate(zero2_committed)
     _engine = {(s, n): table2_estimate(s, n).hardware_tflops_per_gpu for s in TABLE2_SCHEMES for n in TABLE2_GPUS}
     _paper = table2_published()  # the reference file's rows: 384 GPUs only
     _series = {s: ([_paper.get((s, n)) for n in TABLE2_GPUS], [_engine[(s, n)] for n in TABLE2_GPUS]) for s in TABLE2_SCHEMES}
@@ -647,7 +647,7 @@ def _(accumulation_slider, act, fit_act, model_pick, sweep_curves):
 
 @app.cell(hide_code=True)
 def _(fit_committed):
-    mo.stop(not fit_committed.made)
+    ui.gate(fit_committed)
     _rows = [
         {
             "milestone": m.claim,
@@ -673,7 +673,7 @@ def _(fit_committed):
 
 @app.cell(hide_code=True)
 def _(zero2_committed):
-    mo.stop(not zero2_committed.made)
+    ui.gate(zero2_committed)
     ui.math_peek(
         "The equations behind the sweep",
         r"""
@@ -715,7 +715,7 @@ def _(
     variant,
     zero2_committed,
 ):
-    mo.stop(not fit_committed.made)
+    ui.gate(fit_committed, held=(zero2_committed,))
     _pred = {"fit": fit_committed.answer, "zero2": zero2_committed.answer}
     _view, submitted = ui.submit_to_ledger(
         identity, submit_button, lambda: [(LAB, "sweep", sweep_inputs, _pred, zero_sweep_outcomes(sweep_inputs, _pred, variant=variant), variant)]
@@ -726,7 +726,7 @@ def _(
 
 @app.cell(hide_code=True)
 def _(zero2_committed):
-    mo.stop(not zero2_committed.made)
+    ui.gate(zero2_committed)
     _server = Cluster.get("dgx-h100")
     _cliff = _server.intra.effective_bytes_per_s / _server.inter_bytes_per_s_per_gpu
     mo.md(rf"""
@@ -755,8 +755,8 @@ def _(fit_committed, submitted, sweep_estimate, sweep_inputs, zero2_committed):
             "engine": ENGINE_VERSION,
             "fit prediction": fit_committed.describe(),
             "ZeRO-2 prediction": zero2_committed.describe(),
-            "setting": f"{MODELS[sweep_inputs['model']].name}, ZeRO-{sweep_inputs['zero_stage']}, DP {sweep_inputs['dp']}" if fit_committed.made else "—",
-            "memory": f"{sweep_estimate.memory.total / GB:,.1f} GB" if fit_committed.made else "—",
+            "setting": f"{MODELS[sweep_inputs['model']].name}, ZeRO-{sweep_inputs['zero_stage']}, DP {sweep_inputs['dp']}" if ui.gate(fit_committed, stop=False) else "—",
+            "memory": f"{sweep_estimate.memory.total / GB:,.1f} GB" if ui.gate(fit_committed, stop=False) else "—",
             "ledger": "saved" if submitted else "not submitted",
         }
     )

@@ -183,7 +183,7 @@ def _():
 
 @app.cell
 def _(instruments, utilisation_committed):
-    ui.commitment_gate(utilisation_committed, "the timelines")
+    ui.gate(utilisation_committed, what="the timelines")
     instruments
     return
 
@@ -199,7 +199,7 @@ def _(
     utilisation_committed,
     v_slider,
 ):
-    mo.stop(not utilisation_committed.made)
+    ui.gate(utilisation_committed)
     pipeline_inputs = dict(p=p_slider.value, m=m_slider.value, schedule=schedule_a.value, v=v_slider.value if schedule_a.value == "interleaved" else 1, tf=1.0, tb=tb_slider.value, tw=tw_slider.value)
     _costs = OpCosts(1.0, tb_slider.value, tw_slider.value)
     pipeline_runs = {}
@@ -276,8 +276,8 @@ def _(pipeline_runs):
 
 @app.cell(hide_code=True)
 def _(microbatch_committed, p_slider, utilisation_committed):
-    mo.stop(not utilisation_committed.made)
-    ui.commitment_gate(microbatch_committed, "what each schedule pays")
+    ui.gate(utilisation_committed)
+    ui.gate(microbatch_committed, what="what each schedule pays")
     _cost = schedule_cost_rows(p_slider.value)
     _rows = [
         {
@@ -305,22 +305,22 @@ def _(microbatch_committed, p_slider, utilisation_committed):
 
 @app.cell(hide_code=True)
 def _(utilisation_committed, variant):
-    mo.stop(not utilisation_committed.made)
+    ui.gate(utilisation_committed)
     ui.variant_reveal(utilisation_committed, variant.questions["utilisation"])
     return
 
 
 @app.cell(hide_code=True)
 def _(microbatch_committed, variant):
-    mo.stop(not microbatch_committed.made)
+    ui.gate(microbatch_committed)
     ui.variant_reveal(microbatch_committed, variant.questions["microbatches"])
     return
 
 
 @app.cell(hide_code=True)
 def _(bubble_target, deep_p, microbatch_committed, utilisation_committed):
-    mo.stop(not utilisation_committed.made)
-    mo.stop(not microbatch_committed.made)
+    ui.gate(utilisation_committed)
+    ui.gate(microbatch_committed)
     _rows = interleaving_rows(deep_p, bubble_target)
     _one = _rows[0]
     _table = [
@@ -354,8 +354,8 @@ def _(bubble_target, deep_p, microbatch_committed, utilisation_committed):
 
 @app.cell(hide_code=True)
 def _(microbatch_committed, utilisation_committed):
-    mo.stop(not utilisation_committed.made)
-    mo.stop(not microbatch_committed.made)
+    ui.gate(utilisation_committed)
+    ui.gate(microbatch_committed)
     _prof = table5_profile()
     _rows = table5_rows()
     _table = [
@@ -414,8 +414,8 @@ def _():
 
 @app.cell(hide_code=True)
 def _(microbatch_committed, utilisation_committed):
-    mo.stop(not utilisation_committed.made)
-    mo.stop(not microbatch_committed.made)
+    ui.gate(utilisation_committed)
+    ui.gate(microbatch_committed)
     ui.math_peek(
         "The equations behind the bubble",
         r"""
@@ -450,7 +450,7 @@ def _(
     utilisation_committed,
     variant,
 ):
-    mo.stop(not utilisation_committed.made)
+    ui.gate(utilisation_committed, held=(microbatch_committed,))
     _pred = {"utilisation": utilisation_committed.answer, "microbatches": microbatch_committed.answer}
     _view, submitted = ui.submit_to_ledger(
         identity, submit_button, lambda: [ui.ledger_step(LAB, "pipeline", pipeline_inputs, _pred, pipeline_outcomes, "the pipeline design", variant)]
@@ -461,8 +461,8 @@ def _(
 
 @app.cell(hide_code=True)
 def _(microbatch_committed, utilisation_committed):
-    mo.stop(not utilisation_committed.made)
-    mo.stop(not microbatch_committed.made)
+    ui.gate(utilisation_committed)
+    ui.gate(microbatch_committed)
     mo.md(r"""
     ## Key takeaways
 
@@ -486,7 +486,7 @@ def _(microbatch_committed, pipeline_runs, submitted, utilisation_committed):
             "engine": ENGINE_VERSION,
             "utilisation prediction": utilisation_committed.describe(),
             "micro-batch prediction": microbatch_committed.describe(),
-            "bubbles": ", ".join(f"{k} {t.bubble_fraction():.1%}" for k, t in pipeline_runs.items()) if utilisation_committed.made else "—",
+            "bubbles": ", ".join(f"{k} {t.bubble_fraction():.1%}" for k, t in pipeline_runs.items()) if ui.gate(utilisation_committed, stop=False) else "—",
             "ledger": "saved" if submitted else "not submitted",
         }
     )

@@ -144,7 +144,7 @@ def _(bucket_bytes, bucket_nodes):
 
 @app.cell(hide_code=True)
 def _(ring_committed):
-    mo.stop(not ring_committed.made)  # its all-reduce row answers the ring question
+    ui.gate(ring_committed)  # its all-reduce row answers the ring question
     _rows = primitive_rows()
     _table = [
         {
@@ -214,7 +214,7 @@ def _(bucket_commit_buttons, bucket_question, held_now, identity, variant):
 
 @app.cell(hide_code=True)
 def _(ring_committed):
-    mo.stop(not ring_committed.made)
+    ui.gate(ring_committed)
     mo.md(r"""
     ## 2 · Ring all-reduce, step by step
 
@@ -259,7 +259,7 @@ def _(
     ring_size_dropdown,
     ring_step_slider,
 ):
-    ui.commitment_gate(ring_committed, "the ring stepper")
+    ui.gate(ring_committed, what="the ring stepper")
     ring_inputs = dict(n=ring_n_slider.value, nbytes=ring_size_dropdown.value, link=ring_link_dropdown.value, step=min(ring_step_slider.value, 2 * (ring_n_slider.value - 1)))
     ring_view = ring_state(**ring_inputs)
     _v = ring_view
@@ -295,7 +295,7 @@ def _(
 
 @app.cell
 def _(ring_committed, ring_link_dropdown, ring_size_dropdown):
-    mo.stop(not ring_committed.made)
+    ui.gate(ring_committed)
     _rows = ring_computed_rows(ring_size_dropdown.value, ring_link_dropdown.value)
     _table = [
         {
@@ -318,14 +318,14 @@ def _(ring_committed, ring_link_dropdown, ring_size_dropdown):
 
 @app.cell(hide_code=True)
 def _(ring_committed, variant):
-    mo.stop(not ring_committed.made)
+    ui.gate(ring_committed)
     ui.variant_reveal(ring_committed, variant.questions["ring"])
     return
 
 
 @app.cell(hide_code=True)
 def _(ring_committed):
-    mo.stop(not ring_committed.made)
+    ui.gate(ring_committed)
     mo.md(r"""
     ## 3 · The parameter server against the ring
 
@@ -352,7 +352,7 @@ def _():
 
 @app.cell
 def _(ps_size_dropdown, ps_worker_dropdown, ring_committed):
-    mo.stop(not ring_committed.made)
+    ui.gate(ring_committed)
     _res = ps_vs_ring(ps_size_dropdown.value, ps_worker_dropdown.value)
     _by_n = {_r["n"]: _r for _r in _res["rows"]}
     _x = _res["crossover"]
@@ -375,10 +375,10 @@ def _(ps_size_dropdown, ps_worker_dropdown, ring_committed):
 
 @app.cell(hide_code=True)
 def _(bucket_committed, ring_committed):
-    mo.stop(not ring_committed.made)
+    ui.gate(ring_committed)
     # The heading shows with its neighbours' (no gap in the numbering before the bucket commit);
     # the text waits for the bucket commit: the latency steps it names answer the bucket question.
-    mo.md("## 4 · Latency against bandwidth") if not bucket_committed.made else mo.md(r"""
+    mo.md("## 4 · Latency against bandwidth") if not ui.gate(bucket_committed, stop=False) else mo.md(r"""
     ## 4 · Latency against bandwidth
 
     Small messages pay the $\alpha$ steps, large ones the bytes. The ring takes $2(N-1)$ latency
@@ -400,7 +400,7 @@ def _():
 
 @app.cell
 def _(bucket_committed, lb_setup_dropdown):
-    ui.commitment_gate(bucket_committed, "the latency-bandwidth curves")
+    ui.gate(bucket_committed, what="the latency-bandwidth curves")
     _curves = lb_curves(lb_setup_dropdown.value)
     _measured = measured_busbw(lb_setup_dropdown.value)
     _rows = [
@@ -430,7 +430,7 @@ def _(bucket_committed, lb_setup_dropdown):
 
 @app.cell(hide_code=True)
 def _(bucket_committed, variant):
-    mo.stop(not bucket_committed.made)
+    ui.gate(bucket_committed)
     _q = variant.questions["bucket"]
     ui.reveal(bucket_committed.answer, _q.key, {_o.key: f"{_o.label}: {_q.explanations[_o.key]}" for _o in _q.options})
     return
@@ -438,7 +438,7 @@ def _(bucket_committed, variant):
 
 @app.cell(hide_code=True)
 def _(ring_committed):
-    mo.stop(not ring_committed.made)
+    ui.gate(ring_committed)
     _rows = busbw_rows()
     _nvls = nvls_busbw_note()
     _table = [
@@ -474,7 +474,7 @@ def _(ring_committed):
 
 @app.cell(hide_code=True)
 def _(ring_committed):
-    mo.stop(not ring_committed.made)
+    ui.gate(ring_committed)
     _rows = rails_rows()
     _table = [
         {
@@ -517,7 +517,7 @@ def _(ring_committed):
 
 @app.cell(hide_code=True)
 def _(ring_committed):
-    mo.stop(not ring_committed.made)
+    ui.gate(ring_committed)
     _rows = nvl72_rows()
     _rack = nvl72_cluster()
     _table = [
@@ -552,7 +552,7 @@ def _(ring_committed):
 
 @app.cell(hide_code=True)
 def _(ring_committed):
-    mo.stop(not ring_committed.made)  # with sections 1-6, not alone above them before the first commit
+    ui.gate(ring_committed)  # with sections 1-6, not alone above them before the first commit
     mo.md(
         f"""
     ## 7 · The two-GPU milestone
@@ -591,7 +591,7 @@ def _(
     milestone_setup_dropdown,
     ring_committed,
 ):
-    mo.stop(not ring_committed.made)
+    ui.gate(ring_committed)
     _e = milestone_estimates(milestone_setup_dropdown.value, milestone_mb_slider.value, milestone_overlap_switch.value)
     mo.vstack(
         [
@@ -617,7 +617,7 @@ def _(
 
 @app.cell(hide_code=True)
 def _(ring_committed):
-    mo.stop(not ring_committed.made)
+    ui.gate(ring_committed)
     _ranges = seed_ranges()
     _example = seed_example()
     _near = _example["nearest"]
@@ -667,8 +667,8 @@ def _(ring_committed):
 
 @app.cell(hide_code=True)
 def _(bucket_committed, ring_committed):
-    mo.stop(not ring_committed.made)
-    mo.stop(not bucket_committed.made)
+    ui.gate(ring_committed)
+    ui.gate(bucket_committed)
     ui.math_peek(
         "The equations behind the collectives",
         r"""
@@ -694,7 +694,7 @@ def _(bucket_committed, ring_committed):
 
 @app.cell(hide_code=True)
 def _(bucket_nodes, ring_committed):
-    mo.stop(not ring_committed.made)
+    ui.gate(ring_committed)
     _whole, _one = rails_rows()[1], rails_rows()[2]
     mo.md(
         f"""
@@ -724,7 +724,7 @@ def _(
     submit_button,
     variant,
 ):
-    mo.stop(not ring_committed.made)
+    ui.gate(ring_committed, held=(bucket_committed,))
     _pred = {"ring": ring_committed.answer, "bucket": bucket_committed.answer}
     _view, submitted = ui.submit_to_ledger(
         identity, submit_button, lambda: [ui.ledger_step(LAB, STEP, ring_inputs, _pred, ring_outcomes, "the ring stepper", variant)]
@@ -735,8 +735,8 @@ def _(
 
 @app.cell(hide_code=True)
 def _(bucket_bytes, bucket_committed, bucket_nodes, ring_committed, variant):
-    mo.stop(not ring_committed.made)
-    mo.stop(not bucket_committed.made)
+    ui.gate(ring_committed)
+    ui.gate(bucket_committed)
     _f = ring_facts()
     _bf = bucket_group_facts(bucket_bytes, bucket_nodes, variant.settings["bucket_group"])
     _b, _n = _bf["times"], _bf["ranks"]
@@ -774,7 +774,7 @@ def _(bucket_committed, ring_committed, ring_view, submitted):
             "engine": ENGINE_VERSION,
             "ring prediction": ring_committed.describe(),
             "bucket prediction": bucket_committed.describe(),
-            "stepper": f"N = {ring_view['n']}, step {ring_view['step']}/{ring_view['steps']}, {ring_view['clock_s'] * 1e3:.3f} ms" if ring_committed.made else "—",
+            "stepper": f"N = {ring_view['n']}, step {ring_view['step']}/{ring_view['steps']}, {ring_view['clock_s'] * 1e3:.3f} ms" if ui.gate(ring_committed, stop=False) else "—",
             "ledger": "saved" if submitted else "not submitted",
         }
     )

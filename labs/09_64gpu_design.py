@@ -29,7 +29,8 @@ with app.setup:
         SMALL_BATCH,
         TIME_TOLERANCE,
         TP_CHOICES,
-        map_rows,
+        inputs_estimate,
+        map_markdown,
         placements,
         pp_costs,
         recipe,
@@ -151,7 +152,7 @@ def _(dp64_commit_buttons, dp64_question, held_now, identity, variant):
 
 @app.cell(hide_code=True)
 def _(dp64_committed, variant):
-    mo.stop(not dp64_committed.made)
+    ui.gate(dp64_committed)
     # Each option's line comes from the engine at the student's micro-batch and recompute setting (labs/core/scenarios/lab09.py).
     ui.variant_reveal(dp64_committed, variant.questions["dp64"])
     return
@@ -224,7 +225,7 @@ def _(
     tp_dropdown,
     zero_dropdown,
 ):
-    ui.commitment_gate(dp64_committed, "the worksheet")
+    ui.gate(dp64_committed, what="the worksheet")
     worksheet_inputs = dict(
         scenario=scenario_dropdown.value,
         tp=tp_dropdown.value,
@@ -269,27 +270,10 @@ def _(design, design_error, reason_inputs):
         }),
         _sheet,
     ]
-    _rows = map_rows(design)
-    _dominant = next((r for r in _rows if r["dominant"]), None)
-    _lines = [
-        "| | collective | how often | calls / step | sent per GPU / step | group | link | wire time | exposed |",
-        "|---|---|---|---:|---:|---|---|---:|---:|",
-    ]
-    for _r in _rows:
-        _lines.append(
-            f"| {'★' if _r['dominant'] else ''} | {_r['collective']} | {_r['how often']} | {_r['calls / step']:,.0f} | {_r['GB sent / GPU / step']:,.2f} GB | "
-            f"{_r['group']} | {_r['link']} | {_r['wire ms']:,.1f} ms | {_r['exposed ms']:,.1f} ms ({_r['exposed % of step']:.2%} of the step) |"
-        )
-    _note = (
-        f"★ marks the collective the step waits for longest: **{_dominant['collective']}** on {_dominant['link']}, "
-        f"{_dominant['exposed ms']:,.1f} ms exposed of {design.step_time_s * 1e3:,.0f} ms per step."
-        if _dominant else "This design runs no collective: one GPU would do."
-    )
     mo.vstack([
         *[i for i in _items if i is not None],
         mo.md("## 3 · The communication map, filled by the engine"),
-        mo.md("\n".join(_lines)),
-        mo.md(_note + " *Wire time* is the time the collective occupies its link in one step; *exposed* is what overlap with compute leaves on the critical path."),
+        mo.md(map_markdown(design, mark_dominant=False)),
     ])
     return
 
@@ -324,7 +308,7 @@ def grid_view(scenario: str, tp: int, pp: int, zero_stage: int, micro_batch: int
 
 @app.cell(hide_code=True)
 def _(dp64_committed):
-    mo.stop(not dp64_committed.made)
+    ui.gate(dp64_committed)
     _ests = reference_estimates()
     _lines = ["| job | layout | memory per GPU | fits | MFU |", "|---|---|---:|---|---:|"]
     for _key, _by in _ests.items():
@@ -396,7 +380,7 @@ def _(
     paragraph_area,
     time_number,
 ):
-    mo.stop(not dp64_committed.made)
+    ui.gate(dp64_committed)
     _t = time_number.value
     _bad_time = _t is not None and not 0 <= _t <= SPOKEN_TIME_MAX_MS
     spoken = dict(bottleneck=bottleneck_dropdown.value, bottleneck_link=link_dropdown.value, bottleneck_time_ms=None if _bad_time else (_t or None))
@@ -410,7 +394,7 @@ def _(
 
 @app.cell(hide_code=True)
 def _(dp64_committed):
-    mo.stop(not dp64_committed.made)
+    ui.gate(dp64_committed)
     ui.math_peek(
         "The equations behind the map",
         r"""
@@ -436,7 +420,7 @@ def _(dp64_committed):
 
 @app.cell(hide_code=True)
 def _(dp64_committed):
-    mo.stop(not dp64_committed.made)
+    ui.gate(dp64_committed)
     _inner = worksheet_estimate("70b-h100", 8, 1, 1, 1, RANK_ORDERS[0])
     _outer = worksheet_estimate("70b-h100", 8, 1, 1, 1, "cp-dp-tp-pp")
     _tp_in = next(c for c in _inner.collectives if c.key == "tp")
@@ -458,7 +442,7 @@ def _(dp64_committed):
 
 @app.cell(hide_code=True)
 def _(dp64_committed):
-    mo.stop(not dp64_committed.made)
+    ui.gate(dp64_committed)
     _ests = reference_estimates()
     _z3 = _ests["70b-h100"]["DP=64, ZeRO-3"]
     _rows = pp_costs("70b-h100", SMALL_BATCH)
@@ -501,7 +485,7 @@ def _(
     variant,
     worksheet_inputs,
 ):
-    mo.stop(not dp64_committed.made)
+    ui.gate(dp64_committed)
 
     def _steps():
         if design is None:
@@ -527,10 +511,13 @@ def _(submitted):
     _said = _names.get(_in.get("bottleneck"), "none named")
     _truth = (f"the map's bottleneck is **{_names.get(_o['dominant'], _o['dominant'])}**, {'across nodes' if _o['dominant_link'] == 'inter' else 'inside a node'}, "
               f"{_o['dominant_exposed_s'] * 1e3:,.1f} ms exposed per step") if _o.get("dominant") else "this design runs no collective"
-    mo.callout(
-        mo.md(f"**Your spoken bottleneck, as submitted** ({_said}): {_marks} (time within {TIME_TOLERANCE:.0%} of the engine's). Checked: {_truth}."),
-        kind="success" if all(_o.get(k) for k in _keys) else "warn",
-    )
+    mo.vstack([
+        mo.callout(
+            mo.md(f"**Your spoken bottleneck, as submitted** ({_said}): {_marks} (time within {TIME_TOLERANCE:.0%} of the engine's). Checked: {_truth}."),
+            kind="success" if all(_o.get(k) for k in _keys) else "warn",
+        ),
+        mo.md("**The submitted design's communication map, marked**\n\n" + map_markdown(inputs_estimate(_in), mark_dominant=True)),
+    ])
     return
 
 

@@ -174,14 +174,14 @@ def _(held_now, identity, mtbf_commit_buttons, mtbf_question, variant):
 
 @app.cell(hide_code=True)
 def _(mtbf_committed, variant):
-    mo.stop(not mtbf_committed.made)
+    ui.gate(mtbf_committed)
     ui.variant_reveal(mtbf_committed, variant.questions["mtbf"])
     return
 
 
 @app.cell(hide_code=True)
 def _(mtbf_committed):
-    mo.stop(not mtbf_committed.made)
+    ui.gate(mtbf_committed)
     mo.md(r"""
     ## A2 · Time between failures against the number of GPUs, calibrated on Llama 3
     """)
@@ -196,7 +196,7 @@ def _(run_gpus):
 
 @app.cell(hide_code=True)
 def _(gpus_slider, mtbf_committed, run_days):
-    ui.commitment_gate(mtbf_committed, "the failure model")
+    ui.gate(mtbf_committed, what="the failure model")
     _n = gpus_slider.value
     _m = job_mtbf_s(_n)
     _wall = run_days * DAY
@@ -236,7 +236,7 @@ def _(gpus_slider, mtbf_committed, run_days):
 
 @app.cell(hide_code=True)
 def _(mtbf_committed):
-    mo.stop(not mtbf_committed.made)
+    ui.gate(mtbf_committed)
     mo.md(r"""
     ## A3 · What a checkpoint weighs, and what it costs to write
     """)
@@ -277,7 +277,7 @@ def _(
     storage_slider,
     strategy_dropdown,
 ):
-    mo.stop(not mtbf_committed.made)
+    ui.gate(mtbf_committed)
     _rows = checkpoint_rows(sharding_dropdown.value, storage_slider.value, gpus_slider.value)
     setting_cluster = run_cluster(gpus_slider.value)
     _table = [
@@ -359,7 +359,7 @@ def _():
 
 @app.cell
 def _(cadence_panel, mtbf_committed):
-    mo.stop(not mtbf_committed.made)
+    ui.gate(mtbf_committed)
     cadence_panel
     return
 
@@ -377,7 +377,7 @@ def _(
     swap_slider,
 ):
     # Everything but the interval: the cells that read only `setting` do not re-run when it moves.
-    mo.stop(not mtbf_committed.made)
+    ui.gate(mtbf_committed)
     setting_inputs = dict(
         model=model_dropdown.value, gpus=gpus_slider.value, zero_stage=sharding_dropdown.value, strategy=strategy_dropdown.value,
         storage_gbps=storage_slider.value, relaunch_min=relaunch_slider.value, swap_min=swap_slider.value,
@@ -399,7 +399,7 @@ def _(
     strategy_dropdown,
     swap_slider,
 ):
-    mo.stop(not mtbf_committed.made)
+    ui.gate(mtbf_committed)
     cadence_inputs = {**setting_inputs, "interval_min": interval_slider.value}
     _tau = interval_slider.value * MINUTE
     _m, _r, _cost = setting["mtbf_s"], setting["restart_s"], setting["cost"]
@@ -442,14 +442,14 @@ def _(
 
 @app.cell(hide_code=True)
 def _(cadence_committed, variant):
-    ui.commitment_gate(cadence_committed, "the answer on cadence")
+    ui.gate(cadence_committed, what="the answer on cadence")
     ui.variant_reveal(cadence_committed, variant.questions["cadence"])
     return
 
 
 @app.cell(hide_code=True)
 def _(mtbf_committed):
-    mo.stop(not mtbf_committed.made)
+    ui.gate(mtbf_committed)
     mo.md(r"""
     ## B2 · The inverse problem: what Llama 3's over-90% implies
     """)
@@ -458,7 +458,7 @@ def _(mtbf_committed):
 
 @app.cell(hide_code=True)
 def _(mtbf_committed, run_gpus, setting):
-    mo.stop(not mtbf_committed.made)
+    ui.gate(mtbf_committed)
     _m = job_mtbf_s(run_gpus)
     _rows = inverse_rows()
     _table = [
@@ -492,7 +492,7 @@ def _(mtbf_committed, run_gpus, setting):
 
 @app.cell(hide_code=True)
 def _(mtbf_committed):
-    mo.stop(not mtbf_committed.made)
+    ui.gate(mtbf_committed)
     mo.md(r"""
     ## B3 · The long run, simulated
     """)
@@ -510,7 +510,7 @@ def _(
     spares_switch,
     swap_slider,
 ):
-    mo.stop(not mtbf_committed.made)
+    ui.gate(mtbf_committed)
     try:
         simulation = simulate(run_days * DAY, cadence_view["tau"], cadence_view["stall"], setting["mtbf_s"], setting["restarts"], runs=SIM_RUNS, seed=SIM_SEED)
         simulation_error = None
@@ -563,7 +563,7 @@ def simulation_view(simulation, simulation_error, cadence_view, setting, run_day
 
 @app.cell(hide_code=True)
 def _(mtbf_committed):
-    mo.stop(not mtbf_committed.made)
+    ui.gate(mtbf_committed)
     mo.md(r"""
     ## B4 · Failures that do not stop the job: silent corruption and stragglers
     """)
@@ -586,7 +586,7 @@ def _(
     sharding_dropdown,
     slow_slider,
 ):
-    mo.stop(not mtbf_committed.made)
+    ui.gate(mtbf_committed)
     _n = gpus_slider.value
     _replicas = sharding_dropdown.value < 3  # ZeRO-0/1/2 keep whole bf16 weights on every data-parallel replica
     _sharding = next(k for k, v in SHARDINGS.items() if v == sharding_dropdown.value)
@@ -633,8 +633,8 @@ def _(
 
 @app.cell(hide_code=True)
 def _(cadence_committed, mtbf_committed):
-    mo.stop(not mtbf_committed.made)
-    mo.stop(not cadence_committed.made)
+    ui.gate(mtbf_committed)
+    ui.gate(cadence_committed)
     ui.math_peek(
         "The equations behind cadence and goodput",
         r"""
@@ -662,8 +662,8 @@ def _(cadence_committed, mtbf_committed):
 
 @app.cell(hide_code=True)
 def _(cadence_committed, mtbf_committed):
-    mo.stop(not mtbf_committed.made)
-    mo.stop(not cadence_committed.made)
+    ui.gate(mtbf_committed)
+    ui.gate(cadence_committed)
     mo.md(r"""
     ### Reflection
 
@@ -676,8 +676,8 @@ def _(cadence_committed, mtbf_committed):
 
 @app.cell(hide_code=True)
 def _(cadence_committed, mtbf_committed, run_gpus, variant):
-    mo.stop(not mtbf_committed.made)
-    mo.stop(not cadence_committed.made)
+    ui.gate(mtbf_committed)
+    ui.gate(cadence_committed)
     # The cadence question's setting (no hot spares, the student's storage), so the same interval reads the same goodput here.
     _claim = {**CLAIM_SETTING, "gpus": run_gpus, "storage_gbps": variant.settings["storage_gbps"]}
     _run = setting_costs(strategy="sharded", **_claim)
@@ -726,7 +726,7 @@ def _(
     submit_button,
     variant,
 ):
-    mo.stop(not mtbf_committed.made)
+    ui.gate(mtbf_committed, held=(cadence_committed,))
     _pred = {"mtbf": mtbf_committed.answer, "cadence": cadence_committed.answer}
     _view, submitted = ui.submit_to_ledger(
         identity, submit_button, lambda: [ui.ledger_step(LAB, "cadence", cadence_inputs, _pred, cadence_outcomes, "the cadence design", variant)]

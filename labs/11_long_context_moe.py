@@ -162,7 +162,7 @@ def _(fit_commit_buttons, fit_question, held_now, identity, variant):
 
 @app.cell(hide_code=True)
 def _(fit_committed, fit_cp, fit_seq, variant):
-    mo.stop(not fit_committed.made)
+    ui.gate(fit_committed)
     _e = fit_estimates_at(fit_seq, fit_cp)
     _plain, _full, _noflash, _cp = (_e[n] for n in ("plain", "full", "no_flash", "cp"))
 
@@ -190,7 +190,7 @@ def _(fit_committed, fit_cp, fit_seq, variant):
 
 @app.cell(hide_code=True)
 def _(fit_committed):
-    mo.stop(not fit_committed.made)
+    ui.gate(fit_committed)
     _no, _sp = sp_rows()
     mo.md(
         f"""
@@ -215,7 +215,7 @@ def _(fit_committed):
 
 @app.cell(hide_code=True)
 def _(fit_committed):
-    mo.stop(not fit_committed.made)
+    ui.gate(fit_committed)
     mo.md(r"""
     ## A3 · Context parallelism: ring against Ulysses
 
@@ -251,14 +251,14 @@ def _():
 
 @app.cell
 def _(cp_panel, fit_committed):
-    ui.commitment_gate(fit_committed, "the context-parallel instruments")
+    ui.gate(fit_committed, what="the context-parallel instruments")
     cp_panel
     return
 
 
 @app.cell
 def _(cp_slider, fit_committed, kv_slider):
-    mo.stop(not fit_committed.made)
+    ui.gate(fit_committed)
     cp_curve_points = cp_curves(cp_slider.value, kv_slider.value)
     return (cp_curve_points,)
 
@@ -300,7 +300,7 @@ def _(algorithm_dropdown, cp_curve_points, cp_slider, kv_slider, seq_slider):
 
 @app.cell(hide_code=True)
 def _(fit_committed):
-    mo.stop(not fit_committed.made)
+    ui.gate(fit_committed)
     _rows = imbalance_rows()
     _cost = imbalance_cost()
     _lines = ["| split | busiest rank's causal work / mean |", "|---|---:|"] + [f"| {r['label']} | {r['imbalance']:.3f} |" for r in _rows]
@@ -324,7 +324,7 @@ def _(fit_committed):
 
 @app.cell(hide_code=True)
 def _(fit_committed):
-    mo.stop(not fit_committed.made)
+    ui.gate(fit_committed)
     _rows = order_rows()
     _lines = ["| rank order (innermost first) | CP ranks apart | CP per node | CP link | CP exposed | TP link | TP exposed | DP group spans | DP exposed | MFU |", "|---|---:|---:|---|---:|---|---:|---:|---:|---:|"]
     _lines += [f"| {r['order']} | {r['cp_stride']:g} | {r['cp_per_node']} | {r['cp_link']} | {r['cp_exposed']:.2f} s | {r['tp_link']} | {r['tp_exposed']:.2f} s | {r['dp_span']:,.0f} GPUs | {r['dp_exposed']:.2f} s | {r['mfu']:.1%} |" for r in _rows]
@@ -351,7 +351,7 @@ def _(fit_committed):
 
 @app.cell(hide_code=True)
 def _(fit_committed, variant):
-    mo.stop(not fit_committed.made)
+    ui.gate(fit_committed)
     _r = LLAMA3_128K
     _lines = ["| variant | memory, busiest GPU | fits | bubble | CP exposed | model TFLOP/s per GPU | MFU |", "|---|---:|---|---:|---:|---:|---:|"]
     for _name, _kw in LLAMA3_VARIANTS.items():
@@ -422,7 +422,7 @@ def _(held_now, identity, moe_commit_buttons, moe_question, variant):
 
 @app.cell(hide_code=True)
 def _(moe_committed, variant):
-    mo.stop(not moe_committed.made)
+    ui.gate(moe_committed)
     # Each option's line comes from the engine at the student's layout and batch (labs/core/scenarios/lab11.py).
     ui.variant_reveal(moe_committed, variant.questions["moe"])
     return
@@ -430,7 +430,7 @@ def _(moe_committed, variant):
 
 @app.cell(hide_code=True)
 def _(moe_committed):
-    ui.commitment_gate(moe_committed, "the expert layouts")
+    ui.gate(moe_committed, what="the expert layouts")
     _rows = ep_rows()
     _split = [ep_bytes_by_link(moe_estimate(**_kw)) for _kw in EP_LAYOUTS.values()]
     _nic, _nvl = moe_cluster().inter.name, moe_cluster().intra.name
@@ -470,14 +470,14 @@ def _():
 
 @app.cell
 def _(capacity_panel, moe_committed):
-    mo.stop(not moe_committed.made)
+    ui.gate(moe_committed)
     capacity_panel
     return
 
 
 @app.cell
 def _(capacity_slider, moe_committed):
-    mo.stop(not moe_committed.made)
+    ui.gate(moe_committed)
     _c = capacity_point(capacity_slider.value)
     mo.vstack([
         mo.md(
@@ -496,7 +496,7 @@ def _(capacity_slider, moe_committed):
 
 @app.cell(hide_code=True)
 def _(moe_committed):
-    mo.stop(not moe_committed.made)
+    ui.gate(moe_committed)
     _d = deepseek_rows()
     _p, _full, _tp, _r, _dp = _d["published"], _d["full"], _d["tp8"], _d["recipe"], _d["dualpipe"]
     _model_state = lambda e: e.memory.weights + e.memory.gradients + e.memory.optimizer  # noqa: E731
@@ -546,8 +546,8 @@ def _(moe_committed):
 
 @app.cell(hide_code=True)
 def _(fit_committed, moe_committed):
-    mo.stop(not fit_committed.made)
-    mo.stop(not moe_committed.made)
+    ui.gate(fit_committed)
+    ui.gate(moe_committed)
     ui.math_peek(
         "The equations behind CP and EP",
         r"""
@@ -570,8 +570,8 @@ def _(fit_committed, moe_committed):
 
 @app.cell(hide_code=True)
 def _(fit_committed, moe_committed):
-    mo.stop(not fit_committed.made)
-    mo.stop(not moe_committed.made)
+    ui.gate(fit_committed)
+    ui.gate(moe_committed)
     _r = cp_curves(CP_LONG, KV_HEAD_CHOICES[-1])
     _u = next(p for p in _r if p["algorithm"] == "ulysses" and p["seq_len"] == LONG_SEQ)
     _g = next(p for p in _r if p["algorithm"] == "ring" and p["seq_len"] == LONG_SEQ)
@@ -592,8 +592,8 @@ def _(fit_committed, moe_committed):
 
 @app.cell(hide_code=True)
 def _(fit_committed, moe_committed):
-    mo.stop(not fit_committed.made)
-    mo.stop(not moe_committed.made)
+    ui.gate(fit_committed)
+    ui.gate(moe_committed)
     _e = fit_estimates()
     _plain = _e["TP 8 + SP"]
     _cp = _e[f"TP 8 + SP + CP {CP_LONG}"]
@@ -638,7 +638,7 @@ def _(
     submit_button,
     variant,
 ):
-    mo.stop(not fit_committed.made)
+    ui.gate(fit_committed, held=(moe_committed,))
     _inputs = {**cp_inputs, "capacity": capacity_slider.value}
     _pred = {"fit": fit_committed.answer, "moe": moe_committed.answer}
     _view, submitted = ui.submit_to_ledger(

@@ -182,7 +182,7 @@ def _(fp8_commit_buttons, fp8_question, held_now, identity, variant):
 
 @app.cell(hide_code=True)
 def _(underflow_committed):
-    ui.commitment_gate(underflow_committed, "the formats")
+    ui.gate(underflow_committed, what="the formats")
     ui.static_table(
         [
             {
@@ -218,7 +218,7 @@ def _():
 # The curves once per commit (seconds of work); the gate's note shows here until then.
 @app.cell
 def _(settings, underflow_committed):
-    ui.commitment_gate(underflow_committed, "the loss-scale instrument")
+    ui.gate(underflow_committed, what="the loss-scale instrument")
     loss_curves = loss_scale_curves(settings)
     fp16_safe = safe_loss_scales(settings, "fp16")
     e5m2_safe = safe_loss_scales(settings, "e5m2")
@@ -281,7 +281,7 @@ def _():
 
 @app.cell
 def _(outlier_slider, underflow_committed):
-    ui.commitment_gate(underflow_committed, "the scaling instrument")
+    ui.gate(underflow_committed, what="the scaling instrument")
     _rows = scaling_rows(outlier_slider.value)
     mo.vstack(
         [
@@ -316,7 +316,7 @@ def _():
 
 @app.cell
 def _(k_slider, underflow_committed):
-    ui.commitment_gate(underflow_committed, "the accumulation instrument")
+    ui.gate(underflow_committed, what="the accumulation instrument")
     _rows = accumulation_rows(k_slider.value)
     mo.vstack(
         [
@@ -332,7 +332,7 @@ def _(k_slider, underflow_committed):
 
 @app.cell(hide_code=True)
 def _(fp8_committed, settings):
-    ui.commitment_gate(fp8_committed, "bytes per parameter")
+    ui.gate(fp8_committed, what="bytes per parameter")
     _model, _cluster = fp8_case(settings)
     _rows = bytes_rows(settings)
     _mem = memory_rows(settings)
@@ -373,7 +373,7 @@ def _():
 
 @app.cell
 def _(flash_checkbox, recompute_committed):
-    ui.commitment_gate(recompute_committed, "the recompute table")
+    ui.gate(recompute_committed, what="the recompute table")
     _rows = recompute_rows(flash_checkbox.value)
     mo.vstack(
         [
@@ -408,7 +408,7 @@ def _():
 
 @app.cell
 def _(steps_slider, underflow_committed):
-    ui.commitment_gate(underflow_committed, "the accumulation instrument")
+    ui.gate(underflow_committed, what="the accumulation instrument")
     _e = accumulation_estimates(steps_slider.value)
     _model, _cluster, _nodes, _plan = ACCUMULATION_CASE
     _one = _e[1]
@@ -429,7 +429,7 @@ def _(steps_slider, underflow_committed):
 
 @app.cell(hide_code=True)
 def _(fp8_committed, settings):
-    ui.commitment_gate(fp8_committed, "FP8 at scale")
+    ui.gate(fp8_committed, what="FP8 at scale")
     _e = fp8_estimates(settings)
     _rows = fp8_rows(settings)
     _b, _f = _e["bf16"], _e["fp8"]
@@ -458,29 +458,28 @@ def _(fp8_committed, settings):
 
 @app.cell(hide_code=True)
 def _(underflow_committed, variant):
-    ui.commitment_gate(underflow_committed, "the answer on underflow")
+    ui.gate(underflow_committed, what="the answer on underflow")
     ui.variant_reveal(underflow_committed, variant.questions["underflow"])
     return
 
 
 @app.cell(hide_code=True)
 def _(recompute_committed, variant):
-    ui.commitment_gate(recompute_committed, "the answer on recomputation")
+    ui.gate(recompute_committed, what="the answer on recomputation")
     ui.variant_reveal(recompute_committed, variant.questions["recompute"])
     return
 
 
 @app.cell(hide_code=True)
 def _(fp8_committed, variant):
-    ui.commitment_gate(fp8_committed, "the answer on FP8")
+    ui.gate(fp8_committed, what="the answer on FP8")
     ui.variant_reveal(fp8_committed, variant.questions["fp8"])
     return
 
 
 @app.cell(hide_code=True)
 def _(fp8_committed, recompute_committed, underflow_committed):
-    for _c in (underflow_committed, recompute_committed, fp8_committed):
-        ui.commitment_gate(_c, "the equations")
+    ui.gate(underflow_committed, recompute_committed, fp8_committed, what="the equations")
     ui.math_peek(
         "The equations behind the formats",
         r"""
@@ -523,7 +522,7 @@ def _(
     underflow_committed,
     variant,
 ):
-    mo.stop(not underflow_committed.made)
+    ui.gate(underflow_committed, held=(recompute_committed, fp8_committed))
     _inputs = {"log2_loss_scale": loss_scale_slider.value, "outlier_scale": outlier_slider.value, "accumulation_k": k_slider.value, "accumulation_steps": steps_slider.value}
     _pred = {"underflow": underflow_committed.answer, "recompute": recompute_committed.answer, "fp8": fp8_committed.answer}
     _view, submitted = ui.submit_to_ledger(
@@ -535,8 +534,7 @@ def _(
 
 @app.cell(hide_code=True)
 def _(fp8_committed, recompute_committed, underflow_committed):
-    for _c in (underflow_committed, recompute_committed, fp8_committed):
-        ui.commitment_gate(_c, "the key takeaways")
+    ui.gate(underflow_committed, recompute_committed, fp8_committed, what="the key takeaways")
     mo.md(r"""
     ## Key takeaways
 

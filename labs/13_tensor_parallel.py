@@ -205,7 +205,7 @@ def _():
 
 @app.cell
 def _(block_dropdown, ranks_slider, ring_committed, sp_checkbox):
-    ui.commitment_gate(ring_committed, "the split")
+    ui.gate(ring_committed, what="the split")
     split = split_report(block_dropdown.value, ranks_slider.value, sp_checkbox.value)
     _calls = [
         {"collective": _c["op"], "pass": "forward" if _i < split["forward_calls"] else "backward",
@@ -232,14 +232,14 @@ def _(block_dropdown, ranks_slider, ring_committed, sp_checkbox):
 
 @app.cell
 def _(ring_committed):
-    mo.stop(not ring_committed.made)
+    ui.gate(ring_committed)
     seed = seed_check()
     return (seed,)
 
 
 @app.cell(hide_code=True)
 def _(ring_committed, seed):
-    ui.commitment_gate(ring_committed, "seed 001's milestone, checked")
+    ui.gate(ring_committed, what="seed 001's milestone, checked")
     _e = seed["estimate"]
     _rows = [
         {"quantity": "collectives in one forward pass", "seed 001": f"{SEED_CLAIMS['comms']}", "computed": f"{seed['comms']} (counted on the split blocks: 2 a layer)"},
@@ -288,7 +288,7 @@ def _():
 
 @app.cell
 def _(scaling_committed):
-    mo.stop(not scaling_committed.made)
+    ui.gate(scaling_committed)
     width_rows = [engine_width_row(_d) for _d in ENGINE_WIDTHS]
     counted_rows = {_d: counted_bytes_per_token(_d) for _d in COUNTED_WIDTHS}
     return counted_rows, width_rows
@@ -296,7 +296,7 @@ def _(scaling_committed):
 
 @app.cell
 def _(counted_rows, scaling_committed, width_rows, width_slider):
-    ui.commitment_gate(scaling_committed, "the scaling instrument")
+    ui.gate(scaling_committed, what="the scaling instrument")
     _now = next(_r for _r in width_rows if _r["hidden"] == width_slider.value)
     _fig = width_figure(width_rows, counted_rows, width_slider.value)
     mo.vstack(
@@ -338,7 +338,7 @@ def _():
 
 @app.cell
 def _(gpu_dropdown, overlap_checkbox, settings, tp_committed):
-    ui.commitment_gate(tp_committed, "the TP sweep")
+    ui.gate(tp_committed, what="the TP sweep")
     sweeps = {_d: tp_sweep(settings["model"], gpu_dropdown.value, _d, overlap_checkbox.value) for _d in DOMAINS}
     _book = scaling_book_threshold(settings["model"], gpu_dropdown.value)
     _model = Model.get(settings["model"])
@@ -368,29 +368,28 @@ def _(gpu_dropdown, overlap_checkbox, settings, tp_committed):
 
 @app.cell(hide_code=True)
 def _(ring_committed, variant):
-    ui.commitment_gate(ring_committed, "the answer on the message size")
+    ui.gate(ring_committed, what="the answer on the message size")
     ui.variant_reveal(ring_committed, variant.questions["ring"])
     return
 
 
 @app.cell(hide_code=True)
 def _(scaling_committed, variant):
-    ui.commitment_gate(scaling_committed, "the answer on scaling")
+    ui.gate(scaling_committed, what="the answer on scaling")
     ui.variant_reveal(scaling_committed, variant.questions["scaling"])
     return
 
 
 @app.cell(hide_code=True)
 def _(tp_committed, variant):
-    ui.commitment_gate(tp_committed, "the answer on the TP degree")
+    ui.gate(tp_committed, what="the answer on the TP degree")
     ui.variant_reveal(tp_committed, variant.questions["tp_best"])
     return
 
 
 @app.cell(hide_code=True)
 def _(ring_committed, scaling_committed, tp_committed):
-    for _c in (ring_committed, scaling_committed, tp_committed):
-        ui.commitment_gate(_c, "the equations")
+    ui.gate(ring_committed, scaling_committed, tp_committed, what="the equations")
     ui.math_peek(
         "The equations behind tensor parallelism",
         r"""
@@ -434,7 +433,7 @@ def _(
     variant,
     width_slider,
 ):
-    mo.stop(not ring_committed.made)
+    ui.gate(ring_committed, held=(scaling_committed, tp_committed))
     _inputs = {"block": block_dropdown.value, "ranks": ranks_slider.value, "sequence_parallel": sp_checkbox.value, "width": width_slider.value,
                "gpu": gpu_dropdown.value, "overlap": overlap_checkbox.value}
     _pred = {"ring": ring_committed.answer, "scaling": scaling_committed.answer, "tp_best": tp_committed.answer}
@@ -447,8 +446,7 @@ def _(
 
 @app.cell(hide_code=True)
 def _(ring_committed, scaling_committed, tp_committed):
-    for _c in (ring_committed, scaling_committed, tp_committed):
-        ui.commitment_gate(_c, "the key takeaways")
+    ui.gate(ring_committed, scaling_committed, tp_committed, what="the key takeaways")
     mo.md(r"""
     ## Key takeaways
 

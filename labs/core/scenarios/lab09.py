@@ -136,6 +136,33 @@ def map_rows(est: Estimate) -> list[dict]:
     return rows
 
 
+def map_markdown(est: Estimate, mark_dominant: bool) -> str:
+    """The communication map as a markdown table and the note under it. The spoken check (section
+    6) asks for the collective the step waits for longest, its link and its exposed time: before
+    the worksheet is submitted the map lists every collective's numbers and marks none of them
+    (the student reads the bottleneck off the map); after the submit (`mark_dominant`) a ★
+    marks the dominant one and the note names it."""
+    rows = map_rows(est)
+    lines = [
+        "| | collective | how often | calls / step | sent per GPU / step | group | link | wire time | exposed |",
+        "|---|---|---|---:|---:|---|---|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {'★' if mark_dominant and r['dominant'] else ''} | {r['collective']} | {r['how often']} | {r['calls / step']:,.0f} | {r['GB sent / GPU / step']:,.2f} GB | "
+            f"{r['group']} | {r['link']} | {r['wire ms']:,.1f} ms | {r['exposed ms']:,.1f} ms ({r['exposed % of step']:.2%} of the step) |"
+        )
+    dominant = next((r for r in rows if r["dominant"]), None)
+    if dominant is None:
+        note = "This design runs no collective: one GPU would do."
+    elif mark_dominant:
+        note = (f"★ marks the collective the step waits for longest: **{dominant['collective']}** on {dominant['link']}, "
+                f"{dominant['exposed ms']:,.1f} ms exposed of {est.step_time_s * 1e3:,.0f} ms per step.")
+    else:
+        note = "Which collective does the step wait for longest, on which link, for how long? Section 6 asks; the map marks it after you submit."
+    return "\n".join(lines) + "\n\n" + note + " *Wire time* is the time the collective occupies its link in one step; *exposed* is what overlap with compute leaves on the critical path."
+
+
 BOTTLENECK_CHOICES = {f"{axis}: {what}": key for key, (axis, _, what) in COLLECTIVE_KINDS.items() if key != "dp_mirror"}  # no DualPipe here
 LINK_CHOICES = {"inside a node (NVLink)": "intra", "across nodes (InfiniBand)": "inter"}
 
@@ -225,12 +252,17 @@ REASON_CHARS = 100
 PARAGRAPH_CHARS = 2000
 
 
+def inputs_estimate(inputs: dict) -> Estimate:
+    """The worksheet's design as a ledger step's inputs record it."""
+    return worksheet_estimate(inputs["scenario"], int(inputs["tp"]), int(inputs["pp"]), int(inputs["zero_stage"]), int(inputs.get("micro_batch", 1)),
+                              inputs.get("rank_order", RANK_ORDERS[0]))
+
+
 def worksheet_outcomes(inputs: dict, predictions: dict, variant=None) -> dict:
     """What the lab shows for a worksheet and the grader recomputes: the plan's fit and MFU, the
     engine's dominant collective with its link and exposed time, the spoken claims against them,
     and the committed prediction against the engine's answer."""
-    est = worksheet_estimate(inputs["scenario"], int(inputs["tp"]), int(inputs["pp"]), int(inputs["zero_stage"]), int(inputs.get("micro_batch", 1)),
-                             inputs.get("rank_order", RANK_ORDERS[0]))
+    est = inputs_estimate(inputs)
     time_ms = inputs.get("bottleneck_time_ms")
     spoken = said_out_loud(est, inputs.get("bottleneck"), inputs.get("bottleneck_link"), None if time_ms is None else float(time_ms))
     # the student's own key from the second edition on (first-edition ledgers recorded the default one)
