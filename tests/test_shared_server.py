@@ -35,20 +35,21 @@ def test_wrong_pins_from_another_browser_never_lock_the_owner_out(tmp_path):
     assert DesignLedger("alice", tmp_path, secret="4821", shared=True, client="alice-new-tab").load()["student"] == "alice"
 
 
-def test_the_attacking_browser_is_refused_unchecked_until_its_failures_age_out(tmp_path):
-    DesignLedger("alice", tmp_path, secret="4821", shared=True, client="a").save_step("lab", "one", {})
+def test_the_attacking_browser_is_refused_unchecked_until_its_failures_age_out():
     clock = [1000.0]
-    attempts = state.Attempts()
+    attempts = state.Attempts(clock=lambda: clock[0])
+    attempts.prove("alice", b"owner's proof")
     for _ in range(state.MAX_FAILURES):
         with pytest.raises(LedgerLocked, match="wrong"):
-            attempts.check("alice", "bob", lambda: False, "wrong", clock=lambda: clock[0])
+            attempts.check("alice", "bob", lambda: False, "wrong")
     checked = []
     with pytest.raises(LedgerLocked, match="too many"):
-        attempts.check("alice", "bob", lambda: checked.append(1) or True, "wrong", clock=lambda: clock[0])
-    assert checked == []  # even the right code is not checked for the attacker: no oracle
-    attempts.check("alice", "owner", lambda: True, "wrong", clock=lambda: clock[0])  # the owner is checked
+        attempts.check("alice", "bob", lambda: checked.append(1) or True, "wrong", proof=b"owner's proof")
+    attempts.check("alice", "owner", lambda: checked.append(1) or True, "wrong", proof=b"owner's proof")  # the owner gets in
+    assert checked == []  # neither try was hashed: the attacker's is refused unchecked, the owner's proven
     clock[0] += state.LOCKOUT_S + 1
-    attempts.check("alice", "bob", lambda: True, "wrong", clock=lambda: clock[0])
+    attempts.check("alice", "bob", lambda: checked.append(1) or True, "wrong")
+    assert checked == [1]
 
 
 def test_roster_codes_are_rate_limited_per_browser(tmp_path):
@@ -87,6 +88,126 @@ def test_one_browser_cannot_fill_the_server(tmp_path, monkeypatch):
             made += 1
     assert made == state.MAX_NEW_PER_CLIENT
     DesignLedger("real", tmp_path, secret="5678", shared=True, client="student").save_step("lab", "one", {})
+
+
+def test_pin_guesses_from_fresh_sessions_cost_a_bounded_number_of_hashes_per_ledger(tmp_path, monkeypatch):
+    """N14: 200 guesses for alice's PIN, each from a fresh session, hash at most MAX_FAILURES of
+    them per LOCKOUT_S (not 200 PBKDF2s); alice, from a new session of her own, still gets in
+    without one; other ledgers are untouched; once the window passes, guesses are checked again."""
+    clock = [5000.0]
+    monkeypatch.setattr(state.ATTEMPTS, "clock", lambda: clock[0])
+    state._hash_secret_cached.cache_clear()
+    DesignLedger("alice", tmp_path, secret="4821", shared=True, client="alice-tab").save_step("lab", "one", {})
+    DesignLedger("bob", tmp_path, secret="7777", shared=True, client="bob-tab").save_step("lab", "one", {})
+    hashed = []
+    real = state._hash_secret
+    monkeypatch.setattr(state, "_hash_secret", lambda *args: hashed.append(args[0]) or real(*args))
+    refusals = []
+    for n in range(200):
+        with pytest.raises(LedgerLocked) as err:
+            DesignLedger("alice", tmp_path, secret=f"{n:04d}", shared=True, client=f"fresh-session-{n}").load()
+        refusals.append(str(err.value))
+    assert len(hashed) == state.MAX_FAILURES
+    assert all("not its PIN" in m for m in refusals[:state.MAX_FAILURES])
+    assert all("too many wrong PINs or codes for 'alice'" in m for m in refusals[state.MAX_FAILURES:])
+    assert DesignLedger("alice", tmp_path, secret="4821", shared=True, client="alice-phone").load()["student"] == "alice"
+    assert len(hashed) == state.MAX_FAILURES  # her PIN was proven when she set it: no hash
+    with pytest.raises(LedgerLocked, match="not its PIN"):
+        DesignLedger("bob", tmp_path, secret="0000", shared=True, client="fresh-session-x").load()  # bob's ledger is checked as before
+    assert DesignLedger("bob", tmp_path, secret="7777", shared=True, client="bob-phone").load()["student"] == "bob"
+    clock[0] += state.LOCKOUT_S
+    with pytest.raises(LedgerLocked, match="not its PIN"):
+        DesignLedger("alice", tmp_path, secret="9999", shared=True, client="fresh-session-late").load()
+    assert hashed.count("9999") == 1
+
+
+def test_a_server_restarted_under_attack_keeps_the_owner_out_only_for_the_window(tmp_path, monkeypatch):
+    """N14's price: a PIN not proven in this process (the server restarted) is not checked while
+    its ledger is hammered; it opens the ledger once the wrong tries age out."""
+    clock = [0.0]
+    monkeypatch.setattr(state.ATTEMPTS, "clock", lambda: clock[0])
+    DesignLedger("cy", tmp_path, secret="2468", shared=True, client="cy-tab").save_step("lab", "one", {})
+    state.ATTEMPTS.clear()  # a restart forgets proofs
+    for n in range(state.MAX_FAILURES):
+        with pytest.raises(LedgerLocked, match="not its PIN"):
+            DesignLedger("cy", tmp_path, secret=f"{n:04d}", shared=True, client=f"s{n}").load()
+    with pytest.raises(LedgerLocked, match="too many wrong PINs or codes for 'cy'"):
+        DesignLedger("cy", tmp_path, secret="2468", shared=True, client="cy-new-tab").load()
+    clock[0] = state.LOCKOUT_S
+    assert DesignLedger("cy", tmp_path, secret="2468", shared=True, client="cy-new-tab").load()["student"] == "cy"
+
+
+# ---- the per-browser limits follow marimo's sessions, and expire (N6) -----------------------------
+def _session_app():
+    """A marimo app whose run commits one prediction per name in `names` on a shared server, as a
+    lab's commit cell does (ui.commit_prediction, which asks ui.client_id() who is asking)."""
+    import marimo
+
+    app = marimo.App()
+
+    @app.cell
+    def _():
+        names = ["nobody"]
+        return (names,)
+
+    @app.cell
+    def _(names):
+        from types import SimpleNamespace
+
+        from labs.core import ui
+
+        notes, made = [], []
+        for name in names:
+            chosen = SimpleNamespace(value="B")  # the question's widget, answered
+            view, commitment = ui.commit_prediction({"student": name, "pin": "4821"}, "05_parallelism", "cause", chosen, (True, False))
+            notes.append(view.text)
+            made.append(commitment.made)
+        client = ui.client_id()
+        return client, made, notes
+
+    return app
+
+
+def test_sequential_sessions_on_one_thread_each_start_their_own_ledger(tmp_path, monkeypatch):
+    """N6: marimo sessions that follow one another on one thread (CPython reuses a finished
+    thread's id for the next) are distinct clients: 20 students, one after another, all commit."""
+    import threading
+
+    monkeypatch.setenv("LABS_LEDGER_DIR", str(tmp_path))
+    monkeypatch.setenv("LABS_SHARED", "1")
+    app, seen = _session_app(), []
+    for n in range(20):
+        _, defs = app.run(defs={"names": [f"student {n}"]})  # one session each, all on this thread
+        assert defs["made"] == [True], defs["notes"]
+        seen.append((threading.get_ident(), defs["client"]))
+    assert len({ident for ident, _ in seen}) == 1 and len({client for _, client in seen}) == 20
+    assert len(list(tmp_path.glob("*.ledger.json"))) == 20
+
+
+def test_one_session_still_starts_at_most_three_ledgers(tmp_path, monkeypatch):
+    """I5 still holds per session: the fourth new ledger of one session is refused, by name."""
+    monkeypatch.setenv("LABS_LEDGER_DIR", str(tmp_path))
+    monkeypatch.setenv("LABS_SHARED", "1")
+    _, defs = _session_app().run(defs={"names": [f"bot {n}" for n in range(4)]})
+    assert defs["made"] == [True] * state.MAX_NEW_PER_CLIENT + [False]
+    assert f"this browser has already started {state.MAX_NEW_PER_CLIENT} ledgers" in defs["notes"][-1]
+    assert len(list(tmp_path.glob("*.ledger.json"))) == state.MAX_NEW_PER_CLIENT
+
+
+def test_new_ledger_counts_expire_after_their_window():
+    clock = [0.0]
+    started = state.NewLedgers(clock=lambda: clock[0], window_s=3600)
+    for _ in range(3):
+        started.claim("session-a", 3)
+    with pytest.raises(LedgerUnavailable, match="already started 3"):
+        started.claim("session-a", 3)
+    started.claim("session-b", 3)
+    clock[0] = 3599.0
+    with pytest.raises(LedgerUnavailable):
+        started.claim("session-a", 3)
+    clock[0] = 3600.0
+    started.claim("session-a", 3)  # the first three aged out
+    assert set(started._started) == {"session-a"}  # session-b's start aged out and was forgotten
 
 
 def test_names_typed_but_never_saved_leave_no_files(tmp_path):

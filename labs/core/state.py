@@ -17,8 +17,10 @@ LABS_SHARED=1, or a roster) a secret is required from the first save on; with a 
 (`roster=`, or LABS_ROSTER=roster.csv: columns `student,code`) only listed students may save,
 each with the instructor's code, and no owner file is needed. Wrong secrets are counted in the
 process per client (`client=`: a browser session) and per name (Attempts): a client with too many
-is refused unchecked for a while, but a client that never failed on a name is always checked, so
-nobody can lock an owner out. One client starts at most MAX_NEW_PER_CLIENT ledgers.
+is refused unchecked for a while; a name with too many, from any clients, has no new secret
+checked against its hash for a while, only the one already proven right in this process, so its
+owner still gets in and guesses cost no PBKDF2. One client starts at most MAX_NEW_PER_CLIENT
+ledgers in NEW_LEDGER_WINDOW_S (NewLedgers).
 
 Signatures. Where LABS_SIGNING_KEY is set (a class server), every committed prediction and saved
 step carries a signature over its content, place and the student's variant (labs.core.signing).
@@ -72,6 +74,7 @@ LOCK_TIMEOUT_S = 30.0
 PBKDF2_ITERATIONS = 100_000
 MAX_FAILURES, LOCKOUT_S = 10, 300  # wrong secrets per client (and per name) before that client's tries are refused for a while
 MAX_NEW_PER_CLIENT = 3  # new ledgers one client may start on a shared server (LABS_MAX_NEW_PER_CLIENT)
+NEW_LEDGER_WINDOW_S = 3600  # ... within this many seconds (a class period); older starts are forgotten
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 _SLUG = re.compile(r"[^a-z0-9]+")
 
@@ -296,7 +299,10 @@ class Roster:
             codes = {}
             for line, row in enumerate(reader, start=2):
                 row = {k.strip().lower(): (v or "") for k, v in row.items() if k}
-                student, code = normalise_student(row["student"]), row["code"].strip()
+                try:
+                    student, code = normalise_student(row["student"]), row["code"].strip()
+                except ValueError as err:
+                    raise ValueError(f"{path} line {line}: student: {err}") from None
                 if len(code) < MIN_PIN_CHARS:
                     raise ValueError(f"{path} line {line}: the code for {student!r} is shorter than {MIN_PIN_CHARS} characters")
                 if student in codes:
@@ -313,8 +319,9 @@ class Roster:
             raise LedgerLocked(f"{student!r} is not on the class roster; use the id your instructor gave you")
         if not code:
             raise LedgerLocked(f"type the code your instructor gave you for {student!r}")
+        ATTEMPTS.prove(student, _proof(student, expected, expected))  # the roster itself proves its code: cheap to check, hammered or not
         ATTEMPTS.check(student, client, lambda: hmac.compare_digest(expected.encode(), code.strip().encode()),
-                       f"the code for {student!r} is wrong; use the code your instructor gave you")
+                       f"the code for {student!r} is wrong; use the code your instructor gave you", proof=_proof(student, code.strip(), expected))
 
 
 class Attempts:
@@ -322,13 +329,19 @@ class Attempts:
 
     A client (one browser session, or one address behind a trusted proxy) with MAX_FAILURES wrong
     tries in LOCKOUT_S is refused unchecked until they age out; so is a client that already failed
-    on a name once that name has MAX_FAILURES wrong tries from anyone. A client that never failed
-    on the name is always checked, so the right code still opens the owner's ledger while someone
-    else hammers it (audit I1); a right code clears that client's record for the name."""
+    on a name once that name has MAX_FAILURES wrong tries from anyone. A name with MAX_FAILURES
+    wrong tries (from any clients, fresh sessions included) is "hammered": until they age out a
+    try is not checked against the ledger's hash (no PBKDF2, audit N14), only against the secret
+    already proven right for it in this process (`proof`: a cheap keyed fingerprint of the secret
+    and the credential it opened), so its owner still gets in (audit I1) and at most MAX_FAILURES
+    guesses per LOCKOUT_S cost a hash. A right secret clears that client's record for the name.
+    `clock`: seconds, monotonic; tests pass their own."""
 
-    def __init__(self):
+    def __init__(self, clock=time.monotonic):
+        self.clock = clock
         self._lock = threading.Lock()
         self._failures: dict[tuple[str, str], list[float]] = {}  # ("client", c) / ("name", n) / ("pair", c+n)
+        self._proven: dict[str, bytes] = {}  # name -> proof of the secret last found right for it
 
     def _recent(self, key, now: float) -> list[float]:
         times = [t for t in self._failures.get(key, ()) if now - t < LOCKOUT_S]
@@ -338,33 +351,100 @@ class Attempts:
             self._failures.pop(key, None)
         return times
 
-    def check(self, name: str, client: str, is_right, wrong_message: str, clock=time.monotonic) -> None:
-        now = clock()
-        pair = ("pair", f"{client}\x00{name}")
+    def _refuse_unchecked(self, name: str, client: str, now: float) -> None:
+        if len(self._recent(("client", client), now)) >= MAX_FAILURES:
+            raise LedgerLocked(f"too many wrong PINs or codes from this browser; wait {LOCKOUT_S // 60} minutes before trying again")
+        if self._recent(("pair", f"{client}\x00{name}"), now) and self._hammered(name, now):
+            raise LedgerLocked(f"too many wrong tries for {name!r} from this browser; wait {LOCKOUT_S // 60} minutes (its owner can still open it)")
+
+    def _hammered(self, name: str, now: float) -> bool:
+        return len(self._recent(("name", name), now)) >= MAX_FAILURES
+
+    def check(self, name: str, client: str, is_right, wrong_message: str, proof: bytes | None = None) -> None:
+        """Raise LedgerLocked unless `is_right()` (the costly check, called only when allowed)
+        or, for a hammered name, `proof` matches the proof of a secret already found right."""
+        now = self.clock()
         with self._lock:
-            if len(self._recent(("client", client), now)) >= MAX_FAILURES:
-                raise LedgerLocked(f"too many wrong PINs or codes from this browser; wait {LOCKOUT_S // 60} minutes before trying again")
-            if self._recent(pair, now) and len(self._recent(("name", name), now)) >= MAX_FAILURES:
-                raise LedgerLocked(f"too many wrong tries for {name!r} from this browser; wait {LOCKOUT_S // 60} minutes (its owner can still open it)")
-        if is_right():
-            with self._lock:
-                self._failures.pop(pair, None)
-            return
+            self._forget(now)
+            self._refuse_unchecked(name, client, now)
+            hammered, proven = self._hammered(name, now), self._proven.get(name)
+        if hammered:
+            right = proof is not None and proven is not None and hmac.compare_digest(proof, proven)
+        else:
+            right = is_right()
         with self._lock:
-            for key in (("client", client), ("name", name), pair):
+            if right:
+                self._failures.pop(("pair", f"{client}\x00{name}"), None)
+                self.prove(name, proof)
+                return
+            for key in (("client", client), ("name", name), ("pair", f"{client}\x00{name}")):
                 self._failures.setdefault(key, []).append(now)
+        if hammered:
+            raise LedgerLocked(f"too many wrong PINs or codes for {name!r} on this server; wait {LOCKOUT_S // 60} minutes (if it is yours and you opened it here before, your PIN still works)")
         raise LedgerLocked(wrong_message)
+
+    def prove(self, name: str, proof: bytes | None) -> None:
+        """Remember `proof` as that of the right secret for `name` (at a check, or when the
+        owner sets it)."""
+        if proof is not None:
+            self._proven[name] = proof
+
+    def _forget(self, now: float) -> None:
+        """Drop every record older than LOCKOUT_S, so sessions that never come back cost nothing."""
+        for key in [k for k, times in self._failures.items() if now - times[-1] >= LOCKOUT_S]:
+            del self._failures[key]
 
     def clear(self) -> None:
         with self._lock:
             self._failures.clear()
-        with _NEW_LOCK:
-            _NEW_LEDGERS.clear()
+            self._proven.clear()
+        NEW_LEDGERS.clear()
+
+
+class NewLedgers:
+    """The ledgers each client started on a shared server in the last NEW_LEDGER_WINDOW_S: a client
+    may start `cap` of them (audit I5); older starts are forgotten, and so are clients with none
+    left in the window, so an ended session's count neither lingers nor passes to another (N6).
+    `clock`: seconds, monotonic; tests pass their own."""
+
+    def __init__(self, clock=time.monotonic, window_s: float = NEW_LEDGER_WINDOW_S):
+        self.clock, self.window_s = clock, window_s
+        self._lock = threading.Lock()
+        self._started: dict[str, list[float]] = {}  # client -> times it started a ledger
+
+    def claim(self, client: str, cap: int) -> None:
+        """Count one new ledger for `client`; LedgerUnavailable when it has `cap` in the window."""
+        now = self.clock()
+        with self._lock:
+            self._forget(now)
+            started = self._started.setdefault(client, [])
+            if len(started) >= cap:
+                raise LedgerUnavailable(f"this browser has already started {cap} ledgers on this server; keep using yours, or ask your instructor")
+            started.append(now)
+
+    def _forget(self, now: float) -> None:
+        for client in list(self._started):
+            kept = [t for t in self._started[client] if now - t < self.window_s]
+            if kept:
+                self._started[client] = kept
+            else:
+                del self._started[client]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._started.clear()
 
 
 ATTEMPTS = Attempts()
-_NEW_LEDGERS: dict[str, int] = {}  # client -> ledgers it started in this process (shared server)
-_NEW_LOCK = threading.Lock()
+NEW_LEDGERS = NewLedgers()
+_PROOF_KEY = secrets.token_bytes(32)  # this process's key for proofs of secrets found right (never stored)
+
+
+def _proof(name: str, secret: str, credential: str) -> bytes:
+    """A cheap fingerprint of `secret` for `name` and the stored credential it opens (an owner
+    record's hash, a roster code): keyed by this process, so it is no hash anyone could test
+    guesses against; a new owner record makes the old proofs worthless."""
+    return hmac.new(_PROOF_KEY, "\x00".join((name, credential, secret)).encode(), hashlib.sha256).digest()
 
 
 def _env_flag(name: str) -> bool:
@@ -628,24 +708,26 @@ class DesignLedger:
                 raise LedgerLocked(f"choose a PIN of at least {MIN_PIN_CHARS} characters: it protects your ledger on this shared server, and you need it to save again or download")
             if len(list(self.directory.glob("*.ledger.json"))) >= int(os.environ.get("LABS_MAX_LEDGERS", MAX_LEDGERS)):
                 raise LedgerUnavailable("this server holds as many ledgers as it allows; ask your instructor")
-            with _NEW_LOCK:
-                cap = int(os.environ.get("LABS_MAX_NEW_PER_CLIENT", MAX_NEW_PER_CLIENT))
-                if _NEW_LEDGERS.get(self.client, 0) >= cap:
-                    raise LedgerUnavailable(f"this browser has already started {cap} ledgers on this server; keep using yours, or ask your instructor")
-                _NEW_LEDGERS[self.client] = _NEW_LEDGERS.get(self.client, 0) + 1
+            NEW_LEDGERS.claim(self.client, int(os.environ.get("LABS_MAX_NEW_PER_CLIENT", MAX_NEW_PER_CLIENT)))
         if write and self.secret:
             salt = secrets.token_bytes(16)
             owner = {"scheme": "pbkdf2_sha256", "iterations": PBKDF2_ITERATIONS, "salt": salt.hex(), "hash": _hash_secret(self.secret, salt, PBKDF2_ITERATIONS), "created": _now(), "failures": 0}
             self._atomic_write(self.owner_path, json.dumps(owner).encode())
 
+            ATTEMPTS.prove(self.student, _proof(self.student, self.secret, owner["hash"]))
     def _verify_owner(self, owner: dict) -> None:
         """The owner's PIN opens the ledger; wrong tries count against the client and the name
-        (Attempts), never against the owner, so they cannot lock the owner out (audit I1)."""
+        (Attempts), never against the owner: a PIN proven right in this process still opens a
+        hammered ledger, so they cannot lock the owner out (audit I1)."""
         if not self.secret:
             raise LedgerLocked(f"the name {self.student!r} is taken on this server: if it is yours, type its PIN; if not, use your full name or student id")
-        digest = _hash_secret_cached(self.secret, owner["salt"], int(owner["iterations"]))
-        ATTEMPTS.check(self.student, self.client, lambda: hmac.compare_digest(digest, owner["hash"]),
-                       f"the name {self.student!r} is taken on this server and that is not its PIN: if it is yours, check the PIN; if not, use your full name or student id")
+
+        def is_right() -> bool:  # PBKDF2: run only when Attempts lets this try be checked (N14)
+            return hmac.compare_digest(_hash_secret_cached(self.secret, owner["salt"], int(owner["iterations"])), owner["hash"])
+
+        ATTEMPTS.check(self.student, self.client, is_right,
+                       f"the name {self.student!r} is taken on this server and that is not its PIN: if it is yours, check the PIN; if not, use your full name or student id",
+                       proof=_proof(self.student, self.secret, str(owner["hash"])))
 
     # the lock ----------------------------------------------------------------------------
     @contextlib.contextmanager

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import html
 import os
-import threading
+import secrets
 import warnings
 
 import marimo as mo
@@ -224,15 +224,33 @@ def salt_notice() -> mo.Html | None:
 
 
 def client_id() -> str:
-    """Who is asking, for the shared server's PIN limits: the browser session (each session of
-    `marimo run` runs in its own thread), or its address as the nearest proxy saw it when the
-    instructor says a proxy sets X-Forwarded-For (LABS_TRUST_PROXY=1)."""
+    """Who is asking, for the shared server's PIN limits: the marimo session (session_key()), or
+    its address as the nearest proxy saw it when the instructor says a proxy sets X-Forwarded-For
+    (LABS_TRUST_PROXY=1)."""
     if os.environ.get("LABS_TRUST_PROXY", "").strip().lower() in ("1", "true", "yes", "on"):
         request = mo.app_meta().request
         forwarded = (request.headers.get("x-forwarded-for", "") if request is not None else "").split(",")[-1].strip()
         if forwarded:
             return f"addr-{forwarded}"
-    return f"session-{threading.get_ident()}"
+    return session_key()
+
+
+def session_key() -> str:
+    """A key for this marimo session, never given to another: drawn at random the first time the
+    session asks, and kept on the session's runtime context (the object marimo 0.25 installs for
+    one session, on its kernel thread and the threads it starts), so it ends with the session.
+    Not the thread's id, which CPython hands to the next session (audit N6); not marimo's session
+    id, which reaches a cell only on the first run (the websocket's `session_id` query) and is
+    stripped from later requests' headers. "local" outside marimo (one process, one person)."""
+    from marimo._runtime.context import ContextNotInitializedError, get_context
+
+    try:
+        context = get_context()
+    except ContextNotInitializedError:
+        return "local"
+    while getattr(context, "parent", None) is not None:  # an embedded app belongs to its host's session
+        context = context.parent
+    return vars(context).setdefault("_labs_session_key", f"session-{secrets.token_hex(16)}")
 
 
 def student_identity() -> mo.ui.text:
