@@ -9,13 +9,19 @@ disagrees with the engine (tampered, or an older engine), a recorded variant tha
 the one regenerated from the student's id and the class salt (labs.variants: predictions are
 graded at the regenerated variant; a ledger without one is graded as before variants),
 predictions changed after their commit, and identity problems (one student id in several files, a file named for another id,
-an id missing from the roster). Nothing in a ledger is executed; the only file written is --csv.
-Exit status 0, or with --strict 1 when any file was unreadable or any row is flagged or in error.
+an id missing from the roster). With the class's signing key (LABS_SIGNING_KEY) every row also
+carries its trust (labs.gradebook.integrity, the one rule the grade book and exports apply too):
+an answer edited after the server signed it, a signature missing from a signed ledger or a ledger
+rolled back to an older signed version earns no credit and is flagged; an unsigned ledger is
+flagged, and earns no credit with --require-signatures. Nothing in a ledger is executed; the only
+file written is --csv. Exit status 0, or with --strict 1 when any file was unreadable or any row is
+flagged or in error; 2 for a roster or option that cannot be used.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import dataclasses
 import json
 import math
@@ -38,7 +44,7 @@ from labs.core.engine.models import MODELS
 from labs.core.scenarios import OUTCOMES
 from labs.core.scenarios.lab06 import SWEEP_FIELDS
 from labs.core.engine.perf import Plan, check_plan_field
-from labs.core.engine.pipeline import SCHEDULES, check_timeline_size
+from labs.core.engine.pipeline import SCHEDULES, OpCosts, check_timeline_size
 from labs.core.scenarios.lab05 import dp_wall_estimate
 from labs.core.engine.layout import RANK_ORDERS
 from labs.core.engine.reliability import STRATEGIES as CHECKPOINT_STRATEGIES
@@ -48,12 +54,13 @@ from labs.core import ENGINE_VERSION
 from labs.core.state import MAX_LEDGER_BYTES, SCHEMA_VERSION, Roster, normalise_student, parse_document, student_hash
 from labs.core.engine.validation import MAX_COUNT, check_bool, check_choice, check_positive, check_str
 from labs import csvsafe
+from labs.gradebook import integrity
 
 MAX_BYTES = MAX_LEDGER_BYTES
 TOLERANCE = 1e-6
 MAX_TEXT = 100  # characters of a string input
 FLOAT_RANGE = (1e-9, 1e15)  # a finite float input is 0 or within this range in magnitude
-BASE_COLUMNS = ["file", "student", "lab", "step", "saved", "status", "tampered", "identity", "changes", "right", "judged", "skipped", "answers_from"]
+BASE_COLUMNS = ["file", "student", "lab", "step", "saved", "status", "tampered", "identity", "trust", "trust_flag", "changes", "right", "judged", "skipped", "answers_from"]
 
 
 # ---- what each step's inputs may be -------------------------------------------------------
@@ -65,6 +72,12 @@ def _real(name, value):
     check_positive(name, value, maximum=FLOAT_RANGE[1])
     if value < FLOAT_RANGE[0]:
         raise ValueError(f"{name} must be at least {FLOAT_RANGE[0]:g}, got {value!r}")
+
+
+def _op_time(name, value):
+    """A pipeline op time: a real input the engine's OpCosts accepts (its own limit, by name)."""
+    _real(name, value)
+    OpCosts(**{name: value})
 
 
 def _text(name, value):
@@ -188,7 +201,7 @@ SPECS: dict[tuple[str, str], StepSpec] = {
         {"fit": "fit_correct", "zero2": "zero2_correct"},
     ),
     ("07_pipeline_visualizer", "pipeline"): StepSpec(
-        {"p": _integer, "m": _integer, "v": _integer, "schedule": _choice(SCHEDULES), "tf": _real, "tb": _real, "tw": _real},
+        {"p": _integer, "m": _integer, "v": _integer, "schedule": _choice(SCHEDULES), "tf": _op_time, "tb": _op_time, "tw": _op_time},
         ("p", "m", "schedule", "tf", "tb", "tw"),
         {"utilisation": "utilisation_correct", "microbatches": "microbatches_correct"},
         _timeline_size,
@@ -331,10 +344,12 @@ class _Engine:
     repeat the same slider settings many times); `salt`: the class salt the variants were drawn
     with (labs.variants; default LABS_CLASS_SALT)."""
 
-    def __init__(self, limit: int = 20_000, salt: str | None = None):
+    def __init__(self, limit: int = 20_000, salt: str | None = None, key: bytes | None | str = "env", require_signatures: bool = False):
         self.cache: dict[str, dict] = {}
         self.limit = limit
         self.salt = salt
+        self.key = integrity.key_from_env() if key == "env" else key  # the class's signing key: trust is checked with it
+        self.signatures = integrity.policy(self.key, require_signatures)
         self.spent = 0  # timeline ops priced for the current file (grade_document resets it)
         self.checked: dict[str, str | None] = {}  # input checks by exact inputs: None, or why they were refused
 
@@ -502,6 +517,21 @@ def grade_commits(doc: dict, lab: str, step: str, source: str, engine: _Engine |
     return row
 
 
+def _trust(row: dict, ledger: integrity.Ledger) -> None:
+    """Trust columns of a graded row, by integrity's rule: trust.<q> per question, the row's
+    worst label and its flags; `right` counts only the answers that keep their credit."""
+    spec = SPECS.get((row["lab"], row["step"]))
+    row["signatures"] = ledger.rule
+    if spec is None or "judged" not in row:
+        return
+    saved = row["step"] if row["step"] in ledger.doc.get("labs", {}).get(row["lab"], {}) else None
+    verdicts = [ledger.item(row["lab"], q, saved) for q in spec.questions]
+    row.update({f"trust.{q}": t.label for q, t in zip(spec.questions, verdicts)})
+    row["right"] = sum(bool(row.get(o)) and t.credit for o, t in zip(spec.questions.values(), verdicts))
+    row["trust"] = integrity.trust([t.label for t in verdicts if t.label], ledger.rule).label
+    row["trust_flag"] = "; ".join(dict.fromkeys(t.flag for t in verdicts if t.flag))
+
+
 def grade_document(doc: dict, source: str, engine: _Engine | None = None) -> list[dict]:
     engine = engine or _Engine()
     engine.spent = 0
@@ -529,8 +559,10 @@ def grade_document(doc: dict, source: str, engine: _Engine | None = None) -> lis
             except Exception as err:  # noqa: BLE001
                 rows.append({"file": source, "student": doc["student"], "lab": lab, "step": step, "status": f"grader error: {_error(err)}"})
     skew = version_skew(doc)
+    ledger = integrity.Ledger(doc, engine.key, engine.signatures)
     for row in rows:
         row["version"] = skew
+        _trust(row, ledger)
     return rows
 
 
@@ -585,9 +617,12 @@ def _identity_flags(rows: list[dict], roster: Roster | None) -> None:
         row["identity"] = "; ".join(flags)
 
 
-def grade(paths: list[str], roster: Roster | None = None, salt: str | None = None) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
+def grade(paths: list[str], roster: Roster | None = None, salt: str | None = None, key: bytes | None | str = "env",
+          require_signatures: bool = False) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
+    """The table of every step of every ledger and the files not graded. `key`: the class's
+    signing key ("env": LABS_SIGNING_KEY; None: trust not checked)."""
     rows, problems = [], []
-    engine = _Engine(salt=salt)
+    engine = _Engine(salt=salt, key=key, require_signatures=require_signatures)
     for path in collect(paths, problems):
         if ".corrupt-" in path.name:
             problems.append((str(path), "a copy the lab moved aside as unreadable; not graded"))
@@ -614,16 +649,17 @@ def grade(paths: list[str], roster: Roster | None = None, salt: str | None = Non
 
 # ---- reporting ----------------------------------------------------------------------------
 def _flagged(table: pd.DataFrame) -> pd.Series:
-    """Rows left out of the summary's averages: tampered or an identity flag. A changed prediction
-    is not one: the first, committed answer is the one graded."""
-    return table["tampered"].fillna(False).astype(bool) | table["identity"].fillna("").ne("")
+    """Rows left out of the summary's averages: tampered, an identity flag or a trust flag
+    (integrity). A changed prediction is not one: the first, committed answer is the one graded."""
+    trust_flag = table["trust_flag"] if "trust_flag" in table else pd.Series("", index=table.index)
+    return table["tampered"].fillna(False).astype(bool) | table["identity"].fillna("").ne("") | trust_flag.fillna("").ne("")
 
 
 def _needs_attention(table: pd.DataFrame) -> pd.Series:
-    """Rows --strict fails on: tampered, an identity flag, or an input or engine error (a changed
-    prediction is graded by its commit, and a step without an engine check is only listed)."""
+    """Rows --strict fails on: tampered, an identity or trust flag, or an input or engine error (a
+    changed prediction is graded by its commit, and a step without an engine check is only listed)."""
     graded = ~table["status"].fillna("").str.startswith("not graded")
-    return table["tampered"].fillna(False).astype(bool) | table["identity"].fillna("").ne("") | (graded & ~table["status"].eq("ok"))
+    return _flagged(table) | (graded & ~table["status"].eq("ok"))
 
 
 def _outcome_columns(table: pd.DataFrame) -> list[str]:
@@ -637,6 +673,7 @@ def scores(table: pd.DataFrame) -> pd.DataFrame:
     if table.empty:
         return pd.DataFrame()
     t = table.assign(
+        trust=table["trust"] if "trust" in table else "",
         right=table["right"].fillna(0).astype(int), judged=table["judged"].fillna(0).astype(int), skipped=table["skipped"].fillna(0).astype(int),
         errors=(~table["status"].eq("ok") & ~table["status"].fillna("").str.startswith(("stored", "not graded"))).astype(int),
         name=table["file"].map(lambda f: Path(f).name),
@@ -651,6 +688,7 @@ def scores(table: pd.DataFrame) -> pd.DataFrame:
         tampered=("tampered", lambda s: "yes" if s.fillna(False).astype(bool).any() else ""),
         changed=("changes", lambda s: int(s.fillna(0).sum())),
         identity=("identity", lambda s: "; ".join(sorted(set(s.fillna("")) - {""}))),
+        trust=("trust", lambda s: "; ".join(sorted(set(s.fillna("")) - {""}))),
         version=("version", lambda s: "; ".join(sorted(set(s.fillna("")) - {""}))),
     )
     out = grid.join(flags).reset_index().rename(columns={"name": "file"})
@@ -705,12 +743,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--roster", help="CSV with columns student,code: flag ledgers whose id is not on it")
     parser.add_argument("--strict", action="store_true", help="exit 1 if any file is unreadable or any row is flagged or in error")
     parser.add_argument("--salt", help="the class salt the labs drew their variants with (default: $LABS_CLASS_SALT, else none)")
+    parser.add_argument("--require-signatures", action="store_true",
+                        help="with LABS_SIGNING_KEY (a class whose server signs): an answer without the server's signature, "
+                             "and its time, earns no credit (edited, stripped or rolled-back ones never do); flagged either way")
     from labs.gradebook import cli as gradebook_cli
 
     gradebook_cli.add_arguments(parser)
     args = parser.parse_args(argv)
-    roster = Roster.load(args.roster) if args.roster else None
-    table, problems = grade(args.paths, roster, salt=args.salt)
+    try:
+        roster = Roster.load(args.roster) if args.roster else None
+        key = integrity.key_from_env()
+        integrity.policy(key, args.require_signatures)
+    except (OSError, ValueError, csv.Error) as err:
+        print(f"python -m labs.grade: {shown(' '.join(str(err).split()), 300)}", file=sys.stderr)
+        return 2
+    table, problems = grade(args.paths, roster, salt=args.salt, key=key, require_signatures=args.require_signatures)
     for name, why in problems:
         print(f"not graded {shown(name, 200)}: {shown(why, 300)}", file=sys.stderr)
     for file, rows in table[~table["status"].isin(["ok"])].groupby("file", sort=False) if not table.empty else []:

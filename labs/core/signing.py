@@ -154,8 +154,7 @@ def seal_entry(document: dict, lab: str, kind: str, name: str, entry: dict, key:
     of `document` (replacing what is there): the next sequence number of the ledger, the entry's
     HMAC with that number, and the head of the ledger as it will stand."""
     secret = _secret(key)
-    places = _places(document)
-    places.pop((kind, lab, name), None)
+    places = _places(document)  # the entry's own earlier version counts: a re-signed entry moves up
     sequence = 1 + max((v for v in places.values() if isinstance(v, int)), default=0)
     places[(kind, lab, name)] = sequence
     body = {**payload(document, lab, kind, name, entry), "seq": sequence}

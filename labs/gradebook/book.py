@@ -3,8 +3,8 @@ item and lab (points.py), lateness by each lab's due date and policy (due.py), m
 text (marks.py) and integrity labels (integrity.py), and the course total.
 
 A student id handed in several files is booked by its first file (as the dashboard counts it),
-and the identity flag says so. A lab's hand-in time is the latest of its first commits and its
-submitted steps; where no server signed them, those times are the student's own clock."""
+and the identity flag says so. Credit, labels and hand-in times follow integrity's trust rule,
+under the policy the grader's table was graded with (its `signatures` column: --require-signatures)."""
 
 from __future__ import annotations
 
@@ -16,11 +16,11 @@ from pathlib import Path
 import pandas as pd
 
 from labs.gradebook import integrity
-from labs.gradebook.due import Deadlines, parse_time
+from labs.gradebook.due import Deadlines
 from labs.gradebook.points import Item
 from labs.gradebook.questions import FREE_TEXT, answer_or_none, student_variant, why
 
-SERVER_CLOCK, STUDENT_CLOCK = "server (signed)", "student's clock"
+SERVER_CLOCK, STUDENT_CLOCK = integrity.SERVER_CLOCK, integrity.STUDENT_CLOCK
 ITEM_COLUMNS = ["student", "file", "lab", "item", "kind", "answer", "engine", "why", "right", "points", "earned", "label", "note"]
 LAB_COLUMNS = ["student", "file", "lab", "submitted", "raw", "possible", "handed_in", "time_source", "late_hours", "factor", "earned", "flags"]
 
@@ -37,23 +37,12 @@ class Book:
         return sum(self.possible.values())
 
 
-def _times(doc: dict, lab: str) -> list[tuple[str, str, str]]:
-    """(kind, name, time) of what the student handed in for a lab: first commits and steps."""
-    out = [("question", q, r["committed"]) for q, r in doc.get("predictions", {}).get(lab, {}).items()]
-    return out + [("step", s, e["saved"]) for s, e in doc.get("labs", {}).get(lab, {}).items()]
-
-
-def _hand_in(doc: dict, lab: str, labels: dict) -> tuple[object, str, str]:
-    """(latest time or None, where the times come from, a note when a time cannot be read)."""
-    times, note = [], ""
-    entries = _times(doc, lab)
-    for _kind, name, value in entries:
-        try:
-            times.append(parse_time(value, f"{lab} {name}"))
-        except ValueError as err:
-            note = f"unreadable time ({err}); not counted late"
-    signed = bool(entries) and all(labels.get((lab, kind, name)) == integrity.SIGNED for kind, name, _v in entries)
-    return (max(times) if times else None), (SERVER_CLOCK if signed else STUDENT_CLOCK), note
+def _policy(table: pd.DataFrame, key: bytes | None) -> str:
+    """The trust policy the grader's table was graded under (--require-signatures travels in its
+    `signatures` column); CHECKED when only the book was given the key."""
+    if "signatures" in table and table["signatures"].eq(integrity.REQUIRED).any():
+        return integrity.REQUIRED
+    return integrity.policy(key)
 
 
 def _first_files(table: pd.DataFrame) -> pd.DataFrame:
@@ -70,12 +59,13 @@ def build(table: pd.DataFrame, documents: dict[str, dict], points: dict[tuple[st
     marks = marks or {}
     labs = sorted({lab for lab, _ in points})
     possible = {lab: sum(i.points for (l, _), i in points.items() if l == lab) for lab in labs}
+    rule = _policy(table, key)
     rows = _first_files(table)
     if not rows.empty:  # only the columns read here: a class's table is wide (every input and outcome)
         from labs.grade import SPECS
 
         outcomes = {o for spec in SPECS.values() for o in spec.questions.values()}
-        rows = rows[[c for c in rows.columns if c in ("student", "file", "lab", "identity", "tampered", "variant") or c.startswith("answer.") or c in outcomes]]
+        rows = rows[[c for c in rows.columns if c in ("student", "file", "lab", "step", "identity", "tampered", "variant") or c.startswith("answer.") or c in outcomes]]
     records = defaultdict(lambda: defaultdict(list))  # student -> lab -> the grader's rows
     for r in rows.to_dict("records") if not rows.empty else []:
         records[r["student"]][r["lab"]].append(r)
@@ -86,7 +76,7 @@ def build(table: pd.DataFrame, documents: dict[str, dict], points: dict[tuple[st
         first = next((r for lab_rows_of in mine.values() for r in lab_rows_of), None)
         file = first["file"] if first else ""
         doc = documents.get(file, {"predictions": {}, "labs": {}})
-        labels = integrity.labels(doc, key) if file else {}
+        ledger = integrity.Ledger(doc, key if file else None, rule)
         identity = "; ".join(sorted({r.get("identity") or "" for rs in mine.values() for r in rs if isinstance(r.get("identity"), str)} - {""}))
         for lab in labs:
             lab_rows_of = mine.get(lab, [])
@@ -100,12 +90,14 @@ def build(table: pd.DataFrame, documents: dict[str, dict], points: dict[tuple[st
             for (l, item), spec in points.items():
                 if l != lab:
                     continue
-                row = _item_row(student, file, lab, item, spec, lab_rows_of, doc, labels, marks, variant)
+                row, unflagged = _item_row(student, file, lab, item, spec, lab_rows_of, doc, ledger, marks, variant)
                 item_rows.append(row)
                 raw += row["earned"]
                 if row["note"]:
                     flags.append(f"{item}: {row['note']}")
-            handed_in, source, note = _hand_in(doc, lab, labels) if submitted else (None, "", "")
+                elif unflagged and unflagged not in flags:
+                    flags.append(unflagged)
+            handed_in, source, note = ledger.hand_in(lab) if submitted else (None, "", "")
             if note:
                 flags.append(note)
             rule = deadlines.rule(lab)
@@ -130,33 +122,39 @@ def _variant(lab: str, student: str, salt: str | None, recorded=None):
         return None
 
 
-def _item_row(student, file, lab, item, spec: Item, lab_rows, doc, labels, marks, variant=None) -> dict:
+def _item_row(student, file, lab, item, spec: Item, lab_rows, doc, ledger: integrity.Ledger, marks, variant=None) -> tuple[dict, str]:
+    """The item's row, and a trust flag of an answer that keeps its credit (for the lab's flags)."""
     row = {"student": student, "file": Path(file).name if file else "", "lab": lab, "item": item, "kind": spec.counts,
            "answer": None, "engine": None, "why": "", "right": None, "points": spec.points, "earned": 0.0, "label": "", "note": ""}
     if spec.counts == "marked":
         step = next((s for (l, s), fields in FREE_TEXT.items() if l == lab and item in fields), None)
         text = doc.get("labs", {}).get(lab, {}).get(step, {}).get("inputs", {}).get(item)
-        row["answer"], row["label"] = text, labels.get((lab, "step", step), "")
+        trusted = ledger.item(lab, step=step)
+        row["answer"], row["label"] = text, trusted.label
         mark = marks.get(student, {}).get(lab, {}).get(item)
-        if mark is not None:
+        if not trusted.credit and (mark is not None or text):
+            row["note"] = trusted.flag
+        elif mark is not None:
             row["earned"] = min(float(mark["points"]), spec.points)
         elif text:
             row["note"] = "not marked yet"
-        return row
+        return row, trusted.flag if text else ""
     row["engine"], row["why"] = answer_or_none(lab, item, variant), why(lab, item, variant)
-    row["label"] = labels.get((lab, "question", item), "")
     column, outcome = f"answer.{item}", _outcome(lab, item)
     first = next((r for r in lab_rows if isinstance(r.get(column), str)), None)
+    saved = first.get("step") if first is not None and first.get("step") in doc.get("labs", {}).get(lab, {}) else None
+    trusted = ledger.item(lab, question=item, step=saved)
+    row["label"] = trusted.label
     if first is None:
-        return row
+        return row, ""
     answer = None if first[column] == "skipped" else first[column]
     right = first.get(outcome)
     row["answer"], row["right"] = answer, (None if answer is None or right is None or pd.isna(right) else bool(right))
-    if row["label"] == integrity.EDITED:
-        row["note"] = "edited after the server signed it: not trusted, 0 points"
-        return row
+    if not trusted.credit:
+        row["note"] = trusted.flag
+        return row, ""
     row["earned"] = spec.earned(answer, row["right"])
-    return row
+    return row, trusted.flag
 
 
 @lru_cache(maxsize=None)
