@@ -713,8 +713,8 @@ class DesignLedger:
             salt = secrets.token_bytes(16)
             owner = {"scheme": "pbkdf2_sha256", "iterations": PBKDF2_ITERATIONS, "salt": salt.hex(), "hash": _hash_secret(self.secret, salt, PBKDF2_ITERATIONS), "created": _now(), "failures": 0}
             self._atomic_write(self.owner_path, json.dumps(owner).encode())
-
             ATTEMPTS.prove(self.student, _proof(self.student, self.secret, owner["hash"]))
+
     def _verify_owner(self, owner: dict) -> None:
         """The owner's PIN opens the ledger; wrong tries count against the client and the name
         (Attempts), never against the owner: a PIN proven right in this process still opens a
