@@ -1,8 +1,11 @@
 """One self-contained HTML page per student (`--feedback DIR`): per lab, each question's
-committed answer and later changes, the engine's answer with its one-line why, the points and
-the integrity label; the designs handed in against the engine's best plan; marks, lateness and
-flags. Every value from a ledger is escaped; the page loads nothing (no script, no link), so it
-opens offline."""
+committed answer (its letter and its option's text, as the student's variant showed it; "skipped"
+for a skip) and later changes, the engine's answer with its one-line why, the points and the
+integrity label, all as the grade book has them; the designs handed in against the engine's best
+plan; marks, lateness and the flags that concern the student (the grader's identity checks, such
+as "same id in 2 other file(s)", are for the instructor: the grade book CSV has them). Every value
+from a ledger is escaped; the page loads nothing (no script, no link), so it opens offline. Each
+student gets a page of their own, even for ids that differ only by spaces."""
 
 from __future__ import annotations
 
@@ -15,9 +18,9 @@ from pathlib import Path
 import pandas as pd
 
 from labs.core.scenarios import lab05, lab09
-from labs.core.state import ledger_stem
+from labs.core.state import ledger_stem, normalise_student
 from labs.gradebook.book import Book
-from labs.gradebook.exports import lab_title
+from labs.gradebook.exports import NO_ANSWER, SKIPPED, answer_text, committed_answer, lab_title, student_variant_of
 
 STYLE = """body{font:15px/1.45 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#1d2330}
 table{border-collapse:collapse;width:100%;margin:.5rem 0 1.2rem}th,td{border:1px solid #d5d9e0;padding:.3rem .5rem;text-align:left;vertical-align:top}
@@ -95,17 +98,30 @@ def _designs(rows: list[dict], doc: dict) -> str:
     return "<h2>Your designs against the engine's best plan</h2><table><tr><th>step</th><th>yours</th><th>the engine's best</th></tr>" + "".join(lines) + "</table>"
 
 
-def _changes(doc: dict, lab: str, item: str) -> str:
+def _changes(doc: dict, lab: str, item: str, variant=None) -> str:
     record = doc.get("predictions", {}).get(lab, {}).get(item)
-    if not record:
+    if not isinstance(record, dict):
         return ""
     first = f"committed {e(record.get('committed'))}"
-    later = "; ".join(f"then {e(c['answer'] if c['answer'] is not None else 'skipped')} at {e(c['at'])}" for c in record.get("changes", []))
+    later = "; ".join(f"then {e(answer_text(lab, item, c.get('answer'), variant) if c.get('answer') is not None else SKIPPED)} at {e(c.get('at'))}"
+                      for c in record.get("changes", []) if isinstance(c, dict))
     return f"<small>{first}{'; ' + later if later else ''}</small>"
 
 
-def page(student: str, earned: float, possible: float, labs: list[dict], items: list[dict], rows: list[dict], doc: dict) -> str:
-    """One student's page from their grade-book rows (labs, items), the grader's rows and their ledger."""
+def student_flags(flags: str, identity=()) -> str:
+    """A lab's flags without the grader's identity checks (each of `identity` is one of the
+    grader's identity texts, as the grade book wrote it into the flags)."""
+    text = flags or ""
+    for who in sorted({i for i in identity if i}, key=len, reverse=True):
+        text = text.replace(who, "")
+    return "; ".join(part for part in (p.strip() for p in text.split("; ")) if part)
+
+
+def page(student: str, earned: float, possible: float, labs: list[dict], items: list[dict], rows: list[dict], doc: dict,
+         salt: str | None = None, identity=()) -> str:
+    """One student's page from their grade-book rows (labs, items), the grader's rows and their
+    ledger; `salt` regenerates the variant the answers' option texts come from; `identity`: the
+    grader's identity flags, left off the page."""
     parts = [f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>Feedback: {e(student)}</title><style>{STYLE}</style></head><body>",
              f"<h1>Parallelism Labs: feedback for {e(student)}</h1>",
              f"<p class='total'><b>{earned:g}</b> of {possible:g} points</p>",
@@ -119,18 +135,21 @@ def page(student: str, earned: float, possible: float, labs: list[dict], items: 
         if lab_row["handed_in"]:
             parts.append(f"<p><small>Handed in {e(lab_row['handed_in'])} ({e(lab_row['time_source'])})</small></p>")
         parts.append("<table><tr><th>item</th><th>your answer</th><th>the engine's answer</th><th>points</th><th>integrity</th></tr>")
+        variant = student_variant_of(lab, student, doc, salt)
         for it in (i for i in items if i["lab"] == lab):
             if it["kind"] == "marked":
                 answer, engine = f"<blockquote>{e(it['answer']) or '<i>blank</i>'}</blockquote>", "<small>marked by your instructor</small>"
             else:
                 mark = "" if it["right"] is None else ("<span class='right'>✓</span> " if it["right"] else "<span class='wrong'>✗</span> ")
-                answer = mark + (e(it["answer"]) if it["answer"] is not None else "<i>skipped or not committed</i>") + "<br>" + _changes(doc, lab, it["item"])
+                words = committed_answer(doc, lab, it["item"], it["answer"], variant)
+                answer = mark + (f"<i>{e(words)}</i>" if words in (SKIPPED, NO_ANSWER) else e(words)) + "<br>" + _changes(doc, lab, it["item"], variant)
                 engine = e(it["why"])
             note = f"<br><small>{e(it['note'])}</small>" if it["note"] else ""
             parts.append(f"<tr><td>{e(it['item'])}</td><td>{answer}</td><td>{engine}</td><td>{it['earned']:g} / {it['points']:g}{note}</td><td>{e(it['label'] or 'self-reported')}</td></tr>")
         parts.append("</table>")
-        if lab_row["flags"]:
-            parts.append(f"<p class='flag'>{e(lab_row['flags'])}</p>")
+        shown = student_flags(lab_row["flags"], identity)
+        if shown:
+            parts.append(f"<p class='flag'>{e(shown)}</p>")
     parts.append(_designs(rows, doc))
     parts.append("</body></html>")
     return "\n".join(parts)
@@ -147,28 +166,45 @@ def _by_student(frame: pd.DataFrame, columns=None) -> dict[str, list[dict]]:
     return out
 
 
-def write_all(book: Book, table: pd.DataFrame, documents: dict[str, dict], folder: str | Path) -> list[Path]:
-    """One page per student in the grade book, named like their ledger (`<slug>-<hash>.html`)."""
+def write_all(book: Book, table: pd.DataFrame, documents: dict[str, dict], folder: str | Path, salt: str | None = None) -> list[Path]:
+    """One page per student in the grade book, named like their ledger (`<slug>-<hash>.html`);
+    never two students on one file (page_stem)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     items, labs, rows = _by_student(book.items), _by_student(book.labs), _by_student(table, DESIGN_COLUMNS)
-    written = []
+    identity = _by_student(table, ["student", "identity"])
+    written, taken = [], set()
     for total in book.totals.to_dict("records"):
         student = total["student"]
         mine = rows.get(student, [])
         file = next((r["file"] for r in mine if Path(r["file"]).name == total["file"]), None)
         mine = [r for r in mine if r["file"] == file]
-        path = folder / f"{page_stem(student)}.html"
+        flags = {r.get("identity") for r in identity.get(student, []) if isinstance(r.get("identity"), str)} - {""}
+        stem = page_stem(student)
+        if stem.casefold() in taken:  # never on a case-blind disk either
+            stem = f"{stem}-{_digest(student)}"
+        taken.add(stem.casefold())
+        path = folder / f"{stem}.html"
         path.write_text(page(student, float(total["total"]), book.course_possible, labs.get(student, []), items.get(student, []), mine,
-                             documents.get(file, {}) if file else {}), encoding="utf-8", errors="backslashreplace")
+                             documents.get(file, {}) if file else {}, salt, {*flags, "; ".join(sorted(flags))}),
+                        encoding="utf-8", errors="backslashreplace")
         written.append(path)
     return written
 
 
+def _digest(student: str) -> str:
+    return hashlib.sha256(student.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+
+
 def page_stem(student: str) -> str:
-    """The page's file name: the ledger's own stem, or for an id no lab would accept (a control
-    character, a blank) `invalid-id-` and a digest of it, so every student still gets a page."""
+    """The page's file name: the ledger's own stem for an id as the labs write it; an id that
+    differs from its normal form (two spaces, an NBSP or an ideographic space where the labs
+    write one space: audit N13) keeps the slug but takes the digest of the id as handed in, so
+    it never lands on another student's page; an id no lab would accept (a control character, a
+    blank) gets `invalid-id-` and its digest."""
     try:
-        return ledger_stem(student)
+        normal = normalise_student(student)
     except ValueError:
-        return "invalid-id-" + hashlib.sha256(student.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+        return "invalid-id-" + _digest(student)
+    stem = ledger_stem(normal)
+    return stem if normal == student else f"{stem.rsplit('-', 1)[0]}-{_digest(student)}"
