@@ -242,6 +242,7 @@ def test_on_the_hub_a_crafted_identity_value_draws_and_records_only_the_signed_i
     still draws the signed-in user's variant and records everything under that user alone."""
     import marimo as mo
     from test_notebooks import FLAGSHIP, committed, load_app
+
     from labs.variants import variant
 
     lab = "05_parallelism"

@@ -444,7 +444,7 @@ def _proof(name: str, secret: str, credential: str) -> bytes:
     """A cheap fingerprint of `secret` for `name` and the stored credential it opens (an owner
     record's hash, a roster code): keyed by this process, so it is no hash anyone could test
     guesses against; a new owner record makes the old proofs worthless."""
-    return hmac.new(_PROOF_KEY, "\x00".join((name, credential, secret)).encode(), hashlib.sha256).digest()
+    return hmac.new(_PROOF_KEY, f"{name}\x00{credential}\x00{secret}".encode(), hashlib.sha256).digest()
 
 
 def _env_flag(name: str) -> bool:
