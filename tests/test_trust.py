@@ -51,8 +51,9 @@ def _strip(doc):
 
 
 def _graded(folder, key, require=False, due_path=None):
-    """(grader rows of the cause question by student, the grade book's cause items by student)."""
-    table, problems = grade.grade([str(folder)], key=key, require_signatures=require)
+    """(grader rows of the cause question by student, the grade book's cause items by student);
+    the grader takes the key from LABS_SIGNING_KEY, as `python -m labs.grade` does."""
+    table, problems = grade.grade([str(folder)], **({"require_signatures": True} if require else {}))
     assert not problems
     b = book.build(table, book.read_documents(sorted(set(table["file"]))), points.load(), due.load(due_path), key=key)
     rows = table[table["step"].eq("act1")].set_index("student")
@@ -188,9 +189,9 @@ def test_an_edited_signed_step_earns_nothing_when_its_commit_was_deleted(tmp_pat
 
     _edit(path, edit)
     rows, items, _ = _graded(tmp_path, key)
+    assert items.loc["sid", ["label", "earned"]].tolist() == ["edited", 0.0] and "not trusted" in items.loc["sid", "note"]
     assert rows.loc["sid", "answers_from"] == "step" and rows.loc["sid", "prediction_correct"] == True  # noqa: E712
     assert (rows.loc["sid", "trust"], rows.loc["sid", "right"]) == ("edited", 0)
-    assert items.loc["sid", ["label", "earned"]].tolist() == ["edited", 0.0] and "not trusted" in items.loc["sid", "note"]
 
 
 def test_an_intact_commit_judged_at_an_edited_step_earns_nothing(tmp_path, key):
@@ -198,7 +199,7 @@ def test_an_intact_commit_judged_at_an_edited_step_earns_nothing(tmp_path, key):
     path = _student(tmp_path, "ivy", cause=RIGHT)
     _edit(path, lambda d: d["labs"][LAB]["act1"]["inputs"].__setitem__("gpus", 128))
     rows, items, _ = _graded(tmp_path, key)
-    assert rows.loc["ivy", "trust.cause"] == "edited" and items.loc["ivy", "earned"] == 0.0
+    assert items.loc["ivy", "earned"] == 0.0 and rows.loc["ivy", "trust.cause"] == "edited"
 
 
 # ---- N11: a replayed older signed commit --------------------------------------------------------
@@ -210,12 +211,12 @@ def test_a_replayed_older_signed_commit_is_flagged(tmp_path, key):
     ledger.commit_prediction(LAB, "cause", WRONG)  # the change the student wants to hide
     ledger.save_step(LAB, "act1", ACT1, {"cause": WRONG}, act1_outcomes(ACT1, {"cause": WRONG}))
     _edit(ledger.path, lambda d: d["predictions"][LAB].__setitem__("cause", before))
+    rows, items, _ = _graded(tmp_path, key)
+    assert items.loc["rex", ["label", "earned"]].tolist() == ["rolled back", 0.0]
+    assert (rows.loc["rex", "trust"], rows.loc["rex", "changes"], rows.loc["rex", "right"]) == ("rolled back", 0, 0)
     doc = json.loads(ledger.path.read_text())
     assert {label for _, _, label in signing.verify_document(doc, KEY)} == {"signed"}  # each entry alone is genuine
     assert signing.check_document(doc, key).sequence == signing.ROLLED_BACK
-    rows, items, _ = _graded(tmp_path, key)
-    assert (rows.loc["rex", "trust"], rows.loc["rex", "changes"], rows.loc["rex", "right"]) == ("rolled back", 0, 0)
-    assert items.loc["rex", ["label", "earned"]].tolist() == ["rolled back", 0.0]
     assert grade.main([str(tmp_path), "--strict"]) == 1
 
 
@@ -268,7 +269,7 @@ def test_an_op_time_the_engine_refuses_is_an_input_refusal(tmp_path):
            "labs": {"07_pipeline_visualizer": {"pipeline": {"saved": "t", "inputs": dict(p=4, m=8, schedule="1f1b", v=1, tf=1.0, tb=1e15, tw=1.0),
                                                              "predictions": {}, "outcomes": {}}}}}
     (tmp_path / "tom.json").write_text(json.dumps(doc))
-    table, _ = grade.grade([str(tmp_path)], key=None)
+    table, _ = grade.grade([str(tmp_path)])
     assert table["status"].iloc[0].startswith(f"invalid inputs: tb must be at most {MAX_OP_TIME:g}, got 1")
 
 
