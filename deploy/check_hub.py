@@ -152,7 +152,7 @@ def salt_checks(env: dict, ledgers: Path, salt: str) -> dict[str, bool]:
         "UNSALTED" in unsalted.stderr and printed.get("variant") not in (None, recorded.get("seed"))
         and (printed.get("settings") != recorded.get("settings") or printed_orders != orders))
     with_salt = subprocess.run(["runuser", "-u", TEACHER, "--", sys.executable, "-m", "labs.grade", "--strict", str(ledgers)], env=env, cwd="/", capture_output=True, text=True)
-    checks["graded with the class salt, no hub ledger is flagged"] = with_salt.returncode == 0 and ALICE in with_salt.stdout and BOB in with_salt.stdout and "0 row(s) flagged or in error" in with_salt.stderr
+    checks["graded with the class salt, no hub ledger is flagged"] = with_salt.returncode == 0 and ALICE in with_salt.stdout and BOB in with_salt.stdout and "0 file(s) not graded, 0 row(s) flagged or in error" in with_salt.stderr
     if not checks["graded with the class salt, no hub ledger is flagged"]:
         print(with_salt.stdout[-1500:], with_salt.stderr[-1500:], file=sys.stderr)
     without = subprocess.run(["runuser", "-u", TEACHER, "--", sys.executable, "-m", "labs.grade", str(ledgers)], env=bare, cwd="/", capture_output=True, text=True)

@@ -51,14 +51,15 @@ afresh at each start), LABS_LECTURE_DIR
 import grp
 import os
 import pwd
-import re
-import shutil
 import sys
 from pathlib import Path
 
 c = get_config()  # noqa: F821 - provided by JupyterHub when it loads this file
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from publish_notebooks import publish_notebooks  # deploy/publish_notebooks.py, beside this file
+
 LABS = HERE.parent / "labs"
 STUDENTS, INSTRUCTORS = "labs-students", "labs-instructors"
 EXAMPLE_KEYS = {"change-me", "changeme", "secret", "password", "<your key>"}
@@ -113,50 +114,10 @@ os.chown(ledger_root, 0, instructors_gid)
 os.chmod(ledger_root, 0o751)  # students pass through to their own folder; only instructors list it
 
 
-MARIMO_TOML = """# Written by deploy/jupyterhub_config.py at each start: the students' marimo run starts in this
-# root-owned folder and reads this file, never a .marimo.toml or marimo.toml from a home.
-"""
-
-
-def gallery_header(source: str) -> str:
-    """A notebook with its app_title as the gallery card's title. marimo's gallery (`marimo run`
-    on a folder) titles a card from the notebook's PEP 723 [tool.marimo.opengraph] title, else
-    from its file name ("11 Long Context Moe"), never from marimo.App(app_title=...); the served
-    copy gets the header, the repository's notebooks do not (marimo warns about it on every run)."""
-    found = re.search(r'^\s*app_title\s*=\s*"([^"\\]+)"', source, re.MULTILINE)
-    if found is None or source.startswith("# /// script"):
-        return source
-    return f'# /// script\n# [tool.marimo.opengraph]\n# title = "{found.group(1)}"\n# ///\n{source}'
-
-
-def publish_notebooks(target: Path) -> None:
-    """The labs every student's `marimo run` serves: a copy of labs/NN_*.py owned by root, 0755
-    and 0644, made afresh at each start (so an edit to the labs reaches the class at the next
-    restart). marimo puts the notebooks' folder first on the kernel's sys.path, so it must be a
-    folder no student can write: a student-owned copy would let a planted labs/__init__.py run
-    in every kernel of that student, beside LABS_SIGNING_KEY (audit N12)."""
-    if target.is_symlink():
-        refuse(f"HUB_NOTEBOOKS ({target}) is a symbolic link")
-    target.mkdir(parents=True, exist_ok=True)
-    os.chown(target, 0, 0)
-    os.chmod(target, 0o755)
-    wanted = {lab.name: gallery_header(lab.read_text(encoding="utf-8")).encode() for lab in sorted(LABS.glob("[0-9][0-9]_*.py"))}
-    # marimo (started here: deploy/singleuser) takes the first .marimo.toml from its working folder
-    # upwards, so this one, not a student's ~/.marimo.toml, is its user configuration
-    wanted[".marimo.toml"] = MARIMO_TOML.encode()
-    for entry in target.iterdir():  # nothing else in it: no package, no .pth, no old lab
-        if entry.name not in wanted:
-            shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
-    for name, text in wanted.items():
-        staged = target / f".{name}.new"
-        staged.unlink(missing_ok=True)
-        staged.write_bytes(text)
-        os.chown(staged, 0, 0)
-        os.chmod(staged, 0o644)
-        os.replace(staged, target / name)
-
-
-publish_notebooks(notebooks)
+try:
+    publish_notebooks(notebooks, LABS)
+except ValueError as err:
+    refuse(str(err))
 
 c.JupyterHub.bind_url = f"http://127.0.0.1:{os.environ.get('HUB_PORT', '8000')}"
 c.JupyterHub.hub_ip = "127.0.0.1"
