@@ -175,32 +175,42 @@ def _space(model: Model, cluster: Cluster, global_batch: int, choices: dict, spe
 
 
 def _columns(space: dict, options: dict) -> dict:
+    """The plan columns of labs.core.engine.step.evaluate; a setting every row shares is one value
+    seen as a column (a read-only broadcast, no memory per row), in the dtype read_plan reads."""
     sp = space["sequence_parallel"]
     rows = len(sp)
+
+    def same(value, dtype=float):
+        return np.broadcast_to(np.asarray(value, dtype=dtype), (rows,))
+
     return {
-        **{k: space[k] for k in ("tp", "pp", "dp", "cp", "micro_batch", "global_batch", "zero_stage", "sequence_parallel", "virtual_stages")},
+        **{k: space[k] for k in ("tp", "pp", "dp", "cp", "micro_batch", "zero_stage", "sequence_parallel", "virtual_stages")},
+        "global_batch": same(space["global_batch"][0]),
         "recompute": space["_recompute_code"], "schedule": space["_schedule_code"],
-        "flash_attention": np.full(rows, options["flash_attention"]),
+        "flash_attention": same(options["flash_attention"], bool),
         "tp_comm_overlap": sp & options["tp_comm_overlap"],  # on wherever SP allows it
-        "grad_fp32": np.full(rows, options["grad_reduce_dtype"] == "fp32"),
-        "dp_overlap": np.full(rows, options["dp_overlap"]), "pp_overlap": np.full(rows, options["pp_overlap"]),
-        "bucket_bytes": np.full(rows, float(options["bucket_bytes"] or 0.0)),
-        "optimizer_bytes": np.full(rows, float(optimizer_state(options["optimizer_state"]).bytes_per_param)),
-        "offload": np.zeros(rows, dtype=bool),
-        "first_stage_layers": np.full(rows, -1), "last_stage_layers": np.full(rows, -1), "microbatch_group_size": np.full(rows, -1),
-        "reshard_after_forward": np.ones(rows, dtype=bool), "shard_group_size": np.full(rows, -1),
-        "cp_ring": np.full(rows, options["cp_algorithm"] in ("ring", "ring_contiguous")),
-        "cp_ulysses": np.full(rows, options["cp_algorithm"] == "ulysses"),
-        "cp_contiguous": np.full(rows, options["cp_algorithm"] == "ring_contiguous"),
-        "fp8": np.full(rows, options["precision"] == "fp8"),
-        "ep": space["ep"], "capacity_factor": np.zeros(rows), "max_nodes_per_token": np.zeros(rows),
-        "grad_sync": np.full(rows, GRAD_SYNCS.index(options["grad_sync"])), "torch_compile": np.full(rows, options["torch_compile"]),
+        "grad_fp32": same(options["grad_reduce_dtype"] == "fp32", bool),
+        "dp_overlap": same(options["dp_overlap"], bool), "pp_overlap": same(options["pp_overlap"], bool),
+        "bucket_bytes": same(float(options["bucket_bytes"] or 0.0)),
+        "optimizer_bytes": same(float(optimizer_state(options["optimizer_state"]).bytes_per_param)),
+        "offload": same(False, bool),
+        "first_stage_layers": same(-1), "last_stage_layers": same(-1), "microbatch_group_size": same(-1),
+        "reshard_after_forward": same(True, bool), "shard_group_size": same(-1),
+        "cp_ring": same(options["cp_algorithm"] in ("ring", "ring_contiguous"), bool),
+        "cp_ulysses": same(options["cp_algorithm"] == "ulysses", bool),
+        "cp_contiguous": same(options["cp_algorithm"] == "ring_contiguous", bool),
+        "fp8": same(options["precision"] == "fp8", bool),
+        "ep": space["ep"], "capacity_factor": same(0.0), "max_nodes_per_token": same(0.0),
+        "grad_sync": same(GRAD_SYNCS.index(options["grad_sync"]), int), "torch_compile": same(options["torch_compile"], bool),
     }
 
 
-# Rows evaluated at once: a block's temporary columns stay at most half a megabyte each (65,536
-# float64 rows) however large the space, unless one layout has more rows.
-BLOCK_ROWS = 65_536
+# Rows evaluated at once: a block's temporary columns stay at most 128 KiB each (16,384 float64
+# rows) however large the space, unless one layout has more rows. That is glibc's default mmap
+# threshold: a larger column is mapped afresh or trimmed back, page-faulted on every call, while
+# smaller ones reuse the heap's freed chunks (bench_sweep.py's cases: ~1 KB of faults a plan at
+# 65,536, none here). Fewer rows a block cost more than they save: each block runs the stages' Python.
+BLOCK_ROWS = 16_384
 SWEEP_OUTPUTS = ("memory_bytes", "step_time_s", "bubble_fraction", "model_flops", "hardware_flops", "dp_comm_s", "dp_exposed_latency_s")
 
 

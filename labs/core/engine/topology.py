@@ -179,22 +179,22 @@ _PROTOCOL_ROWS = {(algorithm, hop, xp.scalar): tuple(zip(*xp.options(tables)))
                   for (algorithm, hop), tables in _PROTOCOL_TABLES.items() for xp in (NUMPY, SCALAR)}
 
 
-def _ring_option(base, hop_intra, hop_net_ring, hop_net_tree, protocol_bw, share, n, g, multi, nodes, moved, ring_busbw, xp):
-    """(latency, bandwidth) seconds of the ring under one protocol (tuning.cc): base +
-    (nsteps - nInterSteps) intra hops + nInterSteps network hops, and the bytes at the protocol's
-    share of the bandwidth. With one GPU per node tuning.cc charges the tree's network hop."""
+def _ring_option(base, hop_intra, hop_net_ring, hop_net_tree, protocol_bw, share, n, g, multi, nodes, ring_busbw, xp):
+    """The ring under one protocol (tuning.cc): its latency, base + (nsteps - nInterSteps) intra
+    hops + nInterSteps network hops, and the bus bandwidth its bytes move at, the protocol's share
+    of the ring's. With one GPU per node tuning.cc charges the tree's network hop."""
     net_steps = share * xp.where(multi, nodes - 1, 0.0)
     hop_net = xp.where(g == 1, hop_net_tree, hop_net_ring)
     latency = base + (share * (n - 1) - net_steps) * hop_intra + net_steps * hop_net
-    return latency, moved / (protocol_bw * ring_busbw)
+    return latency, protocol_bw * ring_busbw
 
 
-def _tree_option(base, hop_intra, hop_net, bw_across, bw_inside, nbytes, g, multi, nodes, ring_busbw, xp):
+def _tree_option(base, hop_intra, hop_net, bw_across, bw_inside, g, multi, nodes, ring_busbw, xp):
     """The tree all-reduce under one protocol: base + 2 ((g - 1) intra + log2(nodes) network)
-    hops, and 2 M at 0.92 of the ring's bus bandwidth times the protocol's share."""
+    hops, and 2 M moved at 0.92 of the ring's bus bandwidth times the protocol's share."""
     latency = base + 2 * ((g - 1) * hop_intra + _log2_levels(nodes, xp) * hop_net)
     shares = xp.where(multi, bw_across, bw_inside)
-    return latency, 2 * nbytes / (shares * TREE_BANDWIDTH_CAP * ring_busbw)
+    return latency, shares * TREE_BANDWIDTH_CAP * ring_busbw
 
 
 def collective_columns(op: str, nbytes, cluster: Cluster, n, stride=1, algorithm: str = "ring", xp=NUMPY):
@@ -242,37 +242,57 @@ def _priced_active(op: str, nbytes, cluster: Cluster, n, stride, algorithm: str,
 
 
 def _priced(op: str, nbytes, cluster: Cluster, n, stride, algorithm: str, xp):
-    """collective_columns for groups that run it (n > 1, nbytes > 0)."""
+    """collective_columns for groups that run it (n > 1, nbytes > 0): of the options NCCL weighs
+    for the group, the one with the least latency + bytes moved / bus bandwidth."""
+    options = _scalar_options(op, cluster, n, stride, algorithm) if xp.scalar else _options(op, cluster, n, stride, algorithm, xp)
+    latencies, moved, busbws = options
+    return xp.cheapest(latencies, [share * nbytes / busbw for share, busbw in zip(moved, busbws)])
+
+
+def _options(op: str, cluster: Cluster, n, stride, algorithm: str, xp) -> tuple:
+    """What a collective costs over the group whatever its bytes, per option (algorithm and
+    protocol) NCCL weighs: (latencies, the share of the bytes each rank moves, the bus bandwidth
+    it moves them at)."""
     share = _RING_SHARE[op]
     g = members_per_node(cluster, n, stride, xp)
     nodes = xp.ceil(n / g)
     multi = nodes > 1
     hop = "nvlink" if cluster.intra.name.startswith("NVLink") else "pci"
     ring_busbw = _ring_bus_bandwidth(cluster, n, stride, g, nodes, cluster.intra.effective_bytes_per_s, xp)
-    moved = share * (n - 1) / xp.maximum(n, 1.0) * nbytes  # bytes through each rank's links
+    ring_moved = share * (n - 1) / xp.maximum(n, 1.0)  # of the bytes, through each rank's links
     uses = _uses(op, algorithm, cluster)
-    latencies, bandwidths = [], []
+    latencies, moved, busbws = [], [], []
     if "ring" in uses:
         for base, hop_intra, net_ring, net_tree, protocol_bw in _protocols("ring", hop, xp):
-            lat, bw = _ring_option(base, hop_intra, net_ring, net_tree, protocol_bw, share, n, g, multi, nodes, moved, ring_busbw, xp)
+            lat, busbw = _ring_option(base, hop_intra, net_ring, net_tree, protocol_bw, share, n, g, multi, nodes, ring_busbw, xp)
             if algorithm == "nvls":  # NCCL_ALGO=NVLS: the ring only where NVLS cannot run
                 lat = xp.where(_nvls_usable(op, g, multi, xp), xp.inf, lat)
             latencies.append(lat)
-            bandwidths.append(bw)
-    if "tree" in uses:
+            moved.append(ring_moved)
+            busbws.append(busbw)
+    if "tree" in uses:  # 2 M at the tree's bandwidth
         for base, hop_intra, hop_net, bw_across, bw_inside in _protocols("tree", hop, xp):
-            lat, bw = _tree_option(base, hop_intra, hop_net, bw_across, bw_inside, nbytes, g, multi, nodes, ring_busbw, xp)
+            lat, busbw = _tree_option(base, hop_intra, hop_net, bw_across, bw_inside, g, multi, nodes, ring_busbw, xp)
             latencies.append(lat)
-            bandwidths.append(bw)
+            moved.append(2.0)
+            busbws.append(busbw)
     if "nvls" in uses:  # NVLS inside a node; NVLSTree across nodes (all-reduce only)
-        busbw = _nvls_bus_bandwidth(cluster, op, n, stride, g, nodes, ring_busbw, xp)
         lat = (_NVLS_US + 2 * _log2_levels(nodes, xp) * _NVLS_TREE_NET_US) * _US
         latencies.append(xp.where(_nvls_usable(op, g, multi, xp), lat, xp.inf))
-        bandwidths.append(moved / busbw)
-    if "pat" in uses:  # reduce-scatter and all-gather, one GPU per node
+        moved.append(ring_moved)
+        busbws.append(_nvls_bus_bandwidth(cluster, op, n, stride, g, nodes, ring_busbw, xp))
+    if "pat" in uses:  # reduce-scatter and all-gather, one GPU per node: the whole buffer
         latencies.append(xp.where(g == 1, _pat_latency(n, nodes, xp), xp.inf))
-        bandwidths.append(nbytes / (PAT_BANDWIDTH * ring_busbw))
-    return xp.cheapest(latencies, bandwidths)
+        moved.append(1.0)
+        busbws.append(PAT_BANDWIDTH * ring_busbw)
+    return tuple(latencies), tuple(moved), tuple(busbws)
+
+
+@lru_cache(maxsize=4096)
+def _scalar_options(op: str, cluster: Cluster, n: float, stride: float, algorithm: str) -> tuple:
+    """_options of one plan's group: the same few groups (a cluster's op, size and stride) recur
+    from plan to plan, so they are priced once."""
+    return _options(op, cluster, n, stride, algorithm, SCALAR)
 
 
 def _pat_latency(n, nodes, xp):
