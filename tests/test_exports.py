@@ -122,6 +122,8 @@ def test_gradescope_zip_without_salt_or_key_says_so(salted, tmp_path, monkeypatc
     ({"env": {"LABS_CLASS_SALT": "a\nb"}}, "env.LABS_CLASS_SALT"),
     ({"args": "--due due.toml"}, "args must be a list"),
     ({"visibility": "visible"}, "visibility must be one of"),
+    ({"args": ["--csv", "/tmp/out.csv"]}, "args: '--csv' is not one of"),
+    ({"args": ["--due", "/etc/passwd"]}, "args: '--due' is not one of"),
 ])
 def test_a_bad_autograder_config_is_refused_by_field(tmp_path, config, field):
     path = tmp_path / exports.CONFIG
@@ -200,6 +202,20 @@ def test_gradescope_checks_the_submitter_through_the_roster(ann, tmp_path, monke
     assert refused["score"] == 0.0 and "written by 'ann'" in refused["output"]
     people = class_roster.load(roster)
     assert exports.identity_problem("ann", {"users": []}, people).startswith("Gradescope's submission metadata names no submitter")
+
+
+def test_gradescope_applies_require_signatures_as_the_zip_was_built(ann, tmp_path, monkeypatch):
+    """The grader's --require-signatures (issue 34 item 4) travels in the zip: ann's ledger was
+    written on a laptop (no signature), so under it her right answer earns nothing, flagged."""
+    folder, ledger = ann
+    zpath = _zip(folder, tmp_path, monkeypatch, "--require-signatures", salt=None)
+    with zipfile.ZipFile(zpath) as z:
+        assert json.loads(z.read(exports.CONFIG))["args"] == ["--require-signatures"]
+    result = _autograde(zpath, ledger, _metadata("ann@uni.edu"), tmp_path)
+    cause = next(t for t in result["tests"] if t["name"].endswith("cause"))
+    assert result["score"] == 0.0 and cause["score"] == 0.0 and "Integrity: self-reported." in cause["output"]
+    with pytest.raises(ValueError, match="needs the class's signing key"):
+        exports.write_gradescope_zip(tmp_path / "x.zip", require_signatures=True)
 
 
 def test_gradescope_without_metadata_scores_0(ann, tmp_path, monkeypatch):

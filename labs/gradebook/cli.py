@@ -61,8 +61,9 @@ def build(args, table: pd.DataFrame, people=()) -> tuple[gradebook.Book, dict]:
 
 
 def _zip(args) -> None:
-    """The autograder zip, with the class salt (--salt, else LABS_CLASS_SALT) and the signing key
-    (LABS_SIGNING_KEY) of this environment, and the roster's identity columns (no codes)."""
+    """The autograder zip, with the class salt (--salt, else LABS_CLASS_SALT), the signing key
+    (LABS_SIGNING_KEY) of this environment and the grader's --require-signatures, and the
+    roster's identity columns (no codes)."""
     given = getattr(args, "salt", None)
     salt = (given if given is not None else os.environ.get("LABS_CLASS_SALT", "")) or None  # as labs.variants.class_salt reads it
     key = os.environ.get("LABS_SIGNING_KEY", "").strip() or None
@@ -73,11 +74,12 @@ def _zip(args) -> None:
         writer.writerow(["student", "name", "email", "sis_user_id"])
         writer.writerows([p.student, p.name, p.email, p.sis_user_id] for p in class_roster.load(args.roster))
         roster_text = out.getvalue()
+    require = bool(getattr(args, "require_signatures", False))
     names = exports.write_gradescope_zip(args.gradescope_zip, args.points, args.due, salt=salt, signing_key=key,
-                                         roster_text=roster_text, visibility=args.gradescope_visibility)
+                                         roster_text=roster_text, visibility=args.gradescope_visibility, require_signatures=require)
     print(f"Gradescope autograder: {args.gradescope_zip} ({len(names)} files; class salt {'inside' if salt else 'NONE (variants drawn unsalted)'}, "
           f"signing key {'inside' if key else 'NONE (every entry self-reported)'}, roster {'inside' if roster_text else 'none'}, "
-          f"answers shown {args.gradescope_visibility.replace('_', ' ')})", file=sys.stderr)
+          f"{'--require-signatures, ' if require else ''}answers shown {args.gradescope_visibility.replace('_', ' ')})", file=sys.stderr)
 
 
 def run(args, table: pd.DataFrame) -> int:
@@ -174,8 +176,9 @@ def autograder(root: str | Path) -> int:
                 os.environ[name] = value
         from labs.grade import main
 
+        options = config["args"]
         argv = [str(root / "submission"), "--gradescope-results", str(results), "--gradescope-metadata", str(root / "submission_metadata.json"),
-                "--gradescope-visibility", visibility, *[str(source / a) if i % 2 else a for i, a in enumerate(config["args"])]]
+                "--gradescope-visibility", visibility, *[str(source / a) if i and options[i - 1] in exports.CONFIG_FILES else a for i, a in enumerate(options)]]
         status = main(argv)
         if not results.exists():
             raise RuntimeError(f"the grader stopped (exit {status}) before writing results.json")

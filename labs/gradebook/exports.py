@@ -241,6 +241,8 @@ python3 -m pip install --break-system-packages . || python3 -m pip install .
 """
 CONFIG = "autograder_config.json"  # in the zip, mode 0600: the class salt, the signing key, the options
 CONFIG_ENV = ("LABS_CLASS_SALT", "LABS_SIGNING_KEY")  # the names every tool reads them from
+CONFIG_FILES = ("--points", "--due", "--gradescope-roster")  # options of config["args"] naming a file in the zip
+CONFIG_SWITCHES = ("--require-signatures",)
 VISIBILITY = ("after_due_date", "after_published")  # Gradescope's test visibilities that wait
 SOURCE_FILES = ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "assets/ledger.schema.json")
 PACKED = (".py", ".json", ".csv", ".toml")
@@ -274,19 +276,22 @@ def _secret(name: str, value) -> str | None:
 
 
 def write_gradescope_zip(path, points_file=None, due_file=None, salt: str | None = None, signing_key: str | None = None,
-                         roster_text: str | None = None, visibility: str = "after_due_date") -> list[str]:
+                         roster_text: str | None = None, visibility: str = "after_due_date", require_signatures: bool = False) -> list[str]:
     """The autograder zip: setup.sh and run_autograder at its root, this package's source beside
     them, the instructor's points and due files when given, the roster's identity columns
     (`roster_text`, CSV: student, name, email, sis_user_id; 0600) and autograder_config.json
-    (0600) with the class salt and the signing key. Returns the names it holds."""
+    (0600) with the class salt, the signing key and the trust policy (`require_signatures`: the
+    grader's --require-signatures, which needs the key). Returns the names it holds."""
     if visibility not in VISIBILITY:
         raise ValueError(f"--gradescope-visibility must be one of {', '.join(VISIBILITY)}, got {visibility!r}")
     if signing_key is not None:
         from labs.core import signing
 
         signing.signing_key(signing_key)  # a key too short to sign with is refused here, by name
+    elif require_signatures:
+        raise ValueError("--require-signatures needs the class's signing key: set LABS_SIGNING_KEY as on the class server")
     config = {"env": {"LABS_CLASS_SALT": _secret("LABS_CLASS_SALT (--salt)", salt), "LABS_SIGNING_KEY": _secret("LABS_SIGNING_KEY", signing_key)},
-              "args": [], "visibility": visibility}
+              "args": ["--require-signatures"] if require_signatures else [], "visibility": visibility}
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
         for name, given, flag in (("points.toml", points_file, "--points"), ("due.toml", due_file, "--due")):
             if given is not None:
@@ -322,6 +327,14 @@ def read_config(path: str | Path) -> dict:
         _secret(f"{Path(path).name}: env.{name}", value)
     if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
         raise ValueError(f"{Path(path).name}: args must be a list of text")
+    i = 0
+    while i < len(args):  # only the options the zip writes: nothing else reaches the grader's command line
+        if args[i] in CONFIG_FILES and i + 1 < len(args) and "/" not in args[i + 1] and not args[i + 1].startswith("."):
+            i += 2
+        elif args[i] in CONFIG_SWITCHES:
+            i += 1
+        else:
+            raise ValueError(f"{Path(path).name}: args: {args[i]!r} is not one of {', '.join(CONFIG_FILES + CONFIG_SWITCHES)} (with a file name in the zip)")
     if visibility not in VISIBILITY:
         raise ValueError(f"{Path(path).name}: visibility must be one of {', '.join(VISIBILITY)}, got {visibility!r}")
     return {"env": env, "args": args, "visibility": visibility}
