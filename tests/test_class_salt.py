@@ -96,3 +96,20 @@ def test_the_dashboards_cache_is_kept_per_class_salt_from_the_environment(no_sal
     assert first.salt == SALT and second.salt == "another-class-salt-0123"
     assert first._store_file(tmp_path) != second._store_file(tmp_path)
     assert ClassCache(SALT, tmp_path)._store_file(tmp_path) == first._store_file(tmp_path)
+
+
+def test_every_lab_shows_the_notice_above_its_questions(no_salt):
+    """lab_variant(), which every lab calls right after its identity cell, puts the notice in
+    that cell's output (checked in a real kernel by `marimo export html`: the page says
+    "unsalted"), and nothing with a salt."""
+    import marimo as mo
+
+    from labs.core import ui
+
+    appended = []
+    no_salt.setattr(mo.output, "append", appended.append)
+    assert ui.lab_variant("05_parallelism", "bob").lab == "05_parallelism"
+    assert len(appended) == 1 and "unsalted" in appended[0].text
+    no_salt.setenv("LABS_CLASS_SALT", SALT)
+    appended.clear()
+    assert ui.lab_variant("05_parallelism", "bob").salt == salt_fingerprint(SALT) and appended == []
