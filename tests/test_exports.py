@@ -20,7 +20,8 @@ import pytest
 
 from labs import grade
 from labs.core.state import DesignLedger
-from labs.gradebook import book, cli, due, exports, feedback, points, roster as class_roster
+from labs.gradebook import book, due, exports, feedback, points
+from labs.gradebook import roster as class_roster
 from labs.variants import variant
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -91,7 +92,7 @@ def test_gradescope_carries_the_salt_and_the_key_as_configured(salted, tmp_path,
     result = _autograde(zpath, ledger, _metadata("student-0@uni.edu", "Student Zero"), tmp_path / "honest")
     tests = {t["name"]: t for t in result["tests"]}
     cause = tests["Lab 05: parallelism · cause"]
-    label = dict((o.key, o.label) for o in v.questions["cause"].options)["D"]
+    label = {o.key: o.label for o in v.questions["cause"].options}["D"]
     assert (cause["score"], cause["status"]) == (1.0, "passed") and f"The engine's answer: D: {label}" in cause["output"]
     assert f"Your committed answer: D: {label}." in cause["output"]  # the letter and its option's words
     assert "Integrity: signed." in cause["output"]  # the key checked the server's signature
@@ -308,7 +309,7 @@ def test_feedback_shows_the_answer_with_its_option_text_and_skipped(salted, ann,
     text = page.read_text()
     from labs.core.scenarios import QUESTION_OPTIONS
 
-    label = dict((o.key, o.label) for o in QUESTION_OPTIONS[(LAB, "cause")])["B"]
+    label = {o.key: o.label for o in QUESTION_OPTIONS[(LAB, "cause")]}["B"]
     assert f"B: {html.escape(label, quote=True)}" in text and "<i>skipped</i>" in text and "skipped or not committed" not in text
     # a varianted ledger: the option's words are the student's variant's, at the class salt
     folder, _, v = salted
@@ -317,7 +318,7 @@ def test_feedback_shows_the_answer_with_its_option_text_and_skipped(salted, ann,
     docs = book.read_documents(sorted(set(table["file"])))
     b = book.build(table, docs, points.load(), due.load(None), key=KEY.encode(), salt=SALT)
     [page] = feedback.write_all(b, table, docs, tmp_path / "fb2", salt=SALT)
-    label = dict((o.key, o.label) for o in v.questions["cause"].options)["D"]
+    label = {o.key: o.label for o in v.questions["cause"].options}["D"]
     assert f"D: {html.escape(label, quote=True)}" in page.read_text()
 
 

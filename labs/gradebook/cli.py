@@ -20,7 +20,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from labs.gradebook import book as gradebook, due, exports, feedback, marks, points, roster as class_roster
+from labs.gradebook import book as gradebook
+from labs.gradebook import due, exports, feedback, marks, points
+from labs.gradebook import roster as class_roster
 
 FLAGS = ("canvas", "moodle", "gradescope_zip", "gradescope_results", "feedback", "gradebook")
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import csv
 import json
-import os
+import math
 import re
 import stat
 import unicodedata
@@ -65,7 +65,7 @@ def _number(x: float) -> str:
 
 
 def _missing(value) -> bool:
-    return value is None or (isinstance(value, float) and value != value)
+    return value is None or (isinstance(value, float) and math.isnan(value))
 
 
 def write_csv(rows: list[list], path: str | Path) -> None:
@@ -319,7 +319,7 @@ def read_config(path: str | Path) -> dict:
     except (OSError, ValueError) as err:
         raise ValueError(f"{Path(path).name}: cannot be read ({err})") from None
     if not isinstance(config, dict):
-        raise ValueError(f"{Path(path).name}: not an object")
+        raise ValueError(f"{Path(path).name}: not an object")  # noqa: TRY004 - a bad file, refused as bad input
     env, args, visibility = config.get("env", {}), config.get("args", []), config.get("visibility", "after_due_date")
     if not isinstance(env, dict) or set(env) - set(CONFIG_ENV):
         raise ValueError(f"{Path(path).name}: env may name only {', '.join(CONFIG_ENV)}")

@@ -20,7 +20,14 @@ import pandas as pd
 from labs.core.scenarios import lab05, lab09
 from labs.core.state import ledger_stem, normalise_student
 from labs.gradebook.book import Book
-from labs.gradebook.exports import NO_ANSWER, SKIPPED, answer_text, committed_answer, lab_title, student_variant_of
+from labs.gradebook.exports import (
+    NO_ANSWER,
+    SKIPPED,
+    answer_text,
+    committed_answer,
+    lab_title,
+    student_variant_of,
+)
 
 STYLE = """body{font:15px/1.45 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#1d2330}
 table{border-collapse:collapse;width:100%;margin:.5rem 0 1.2rem}th,td{border:1px solid #d5d9e0;padding:.3rem .5rem;text-align:left;vertical-align:top}
