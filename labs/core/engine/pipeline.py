@@ -355,52 +355,72 @@ def _play(p: int, m: int, schedule: str, v: int, c: OpCosts, group: int | None) 
     """timeline() on inputs already checked; raises RuntimeError when the order waits on itself."""
     # Durations of F, B, W: zero-bubble schedules split the backward into B (input gradients)
     # and W; the others run one backward of T_B + T_W, and v chunks share a stage's layers.
-    durations = [c.tf, c.tb, c.tw] if schedule in ZB_WARMUP else [c.tf / v, (c.tb + c.tw) / v, 0.0]
-    # Ops are coded as whole numbers and end times kept in a flat array, not dicts of tuples: the
-    # grader rebuilds a student's timeline at the engine's largest size (600k ops) in about a
-    # tenth of the memory. A stage's order holds (k m + i) v + chunk for op kind k (F, B, W) of
-    # micro-batch i; `done` is indexed k m V + i V + j, j the virtual stage (chunk x p + stage).
-    kinds = ("F", "B", "W")
-    last_virtual = p * v - 1
+    durations = np.array([c.tf, c.tb, c.tw] if schedule in ZB_WARMUP else [c.tf / v, (c.tb + c.tw) / v, 0.0])
+    # Ops are coded as whole numbers, and everything about an op but its start is worked out per
+    # stage in numpy before the play: the slot its end time goes to in `done` (k m V + i V + j for
+    # op kind k (F, B, W) of micro-batch i, j the virtual stage, chunk x p + stage), the slot of the
+    # op it waits for (-1: none), the message time it adds, its duration. The play itself is one
+    # tight loop over typed arrays, not dicts of tuples: the grader rebuilds a student's timeline
+    # at the engine's largest size (600k ops) in about a tenth of the memory.
     V = p * v
-    orders = [array("q", ((kinds.index(op) * m + i) * v + ch for op, i, ch in _stage_order(schedule, p, m, v, s, group))) for s in range(p)]
+    per_stage = []
+    for s in range(p):
+        code = np.array([(OPS.index(op) * m + i) * v + ch for op, i, ch in _stage_order(schedule, p, m, v, s, group)], dtype=np.int64)
+        k, rest = np.divmod(code, m * v)
+        i, ch = np.divmod(rest, v)
+        j = ch * p + s
+        dep = np.where(k == 0, np.where(j > 0, i * V + j - 1, -1),  # F waits for the previous virtual stage's F
+                       np.where(k == 1, np.where(j < V - 1, m * V + i * V + j + 1, i * V + j),  # B: the next stage's B, or its own F
+                                m * V + i * V + j))  # W: its own B
+        message = np.where((dep >= 0) & (dep % V != j), c.comm, 0.0)
+        per_stage.append((k, i, ch, array("q", dep.tobytes()), array("q", (k * m * V + i * V + j).tobytes()),
+                          array("d", message.tobytes()), array("d", durations[k].tobytes())))
     done = array("d", [-1.0]) * (3 * m * V)  # end time of each op, -1 until it has run
-    total = sum(map(len, orders))
-    out_stage, out_mb, out_chunk = np.empty(total, np.int32), np.empty(total, np.int32), np.empty(total, np.int32)
-    out_kind, out_start, out_end = np.empty(total, np.int8), np.empty(total), np.empty(total)
-    free = [0.0] * p
-    cursor = [0] * p
-    n = 0
+    lengths = [len(x[0]) for x in per_stage]
+    starts = [array("d", bytes(8 * n)) for n in lengths]
+    free, cursor, segments = [0.0] * p, [0] * p, []  # segments: (stage, first op, past the last) in the order played
+    n, total = 0, sum(lengths)
     while n < total:
         progressed = False
         for s in range(p):
-            order, at = orders[s], cursor[s]
-            while at < len(order):
-                code = order[at]
-                k, rest = divmod(code, m * v)
-                i, ch = divmod(rest, v)
-                j = ch * p + s
-                if k == 0:
-                    dep = (i * V + j - 1) if j > 0 else -1  # F waits for the previous virtual stage's F
-                elif k == 1:
-                    dep = (m * V + i * V + j + 1) if j < last_virtual else (i * V + j)  # B: the next stage's B, or its own F
-                else:
-                    dep = m * V + i * V + j  # W: its own B
-                if dep >= 0 and done[dep] < 0:
-                    break
-                ready = 0.0 if dep < 0 else done[dep] + (c.comm if dep % V != j else 0.0)
-                start = max(free[s], ready)
-                end = start + durations[k]
-                done[k * m * V + i * V + j] = end
-                free[s] = end
-                out_stage[n], out_mb[n], out_chunk[n], out_kind[n], out_start[n], out_end[n] = s, i, ch, k, start, end
-                n += 1
+            at, stop = cursor[s], lengths[s]
+            if at == stop:
+                continue
+            _, _, _, deps, slots, messages, durs = per_stage[s]
+            began, start = at, starts[s]
+            t = free[s]
+            while at < stop:
+                d = deps[at]
+                if d >= 0:
+                    ready = done[d]
+                    if ready < 0:
+                        break
+                    ready += messages[at]
+                    if ready > t:  # start = max(the stage is free, the input has arrived)
+                        t = ready
+                start[at] = t
+                t += durs[at]
+                done[slots[at]] = t
                 at += 1
+            if at > began:
+                segments.append((s, began, at))
+                free[s], cursor[s] = t, at
+                n += at - began
                 progressed = True
-            cursor[s] = at
         if not progressed:
             raise RuntimeError(f"schedule {schedule!r} deadlocked at p={p}, m={m}, v={v}")
-    return Timeline(p, m, v, schedule, c, out_stage, out_mb, out_chunk, np.array(kinds)[out_kind], out_start, out_end, group)
+    # The rows in the order they were played: each segment's ops, stage by stage.
+    seg = np.array(segments, dtype=np.int64).reshape(-1, 3)
+    offset = np.r_[0, np.cumsum(lengths)[:-1]]
+    runs = seg[:, 2] - seg[:, 1]
+    order = np.repeat(offset[seg[:, 0]] + seg[:, 1] - np.r_[0, np.cumsum(runs)[:-1]], runs) + np.arange(total)
+    kind = np.concatenate([x[0] for x in per_stage])[order]
+    out_start = np.concatenate([np.frombuffer(x, dtype=float) for x in starts])[order]
+    out_end = out_start + durations[kind]
+    out_stage = np.repeat(np.arange(p, dtype=np.int32), lengths)[order]
+    out_mb = np.concatenate([x[1] for x in per_stage]).astype(np.int32)[order]
+    out_chunk = np.concatenate([x[2] for x in per_stage]).astype(np.int32)[order]
+    return Timeline(p, m, v, schedule, c, out_stage, out_mb, out_chunk, np.array(OPS)[kind], out_start, out_end, group)
 
 
 def op_costs_from_shape(hidden: int, heads: int, seq_len: int, micro_batch: int, layers: float = 1, gpu: str = "a100-sxm-80gb",
