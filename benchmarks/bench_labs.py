@@ -5,10 +5,13 @@
 Targets: under 100 ms for a re-run of the flagship lab's heaviest cell and for the ZeRO
 lab's heaviest slider (accumulation: both placements' stage costs, offload, myths), and for
 each other lab's heaviest instrument (Labs 08-13); the pipeline lab's 64 stages x 256
-micro-batches timeline built and drawn in under 300 ms. The browser's side of a move, against a
+micro-batches timeline built and drawn in under 300 ms. Every cache of the labs' code (each
+functools cache of the scenarios, the engine, the kit and the notebooks) is emptied before each
+timed call, so no number is a cache hit. The browser's side of a move, against a
 floor page measured in the same run: benchmarks/bench_browser.py.
 """
 
+import functools
 import os
 import statistics
 import subprocess
@@ -28,19 +31,35 @@ from labs.core.scenarios.lab06 import DP_SIZES, Activations, dp_estimate, memory
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _cold() -> None:
-    """Empty the scenario modules' caches of engine calls (lru_cache: dp_wall_estimate,
-    design_estimate, dp_estimate, fewest_gpus, worksheet_estimate), so a re-run is timed as a
-    slider moved to a value not seen before, not as a cache hit."""
-    from labs.core.scenarios import lab05, lab06, lab09
+def lab_caches() -> list:
+    """Every functools cache of the labs' code loaded in this process: the scenarios', the
+    engine's, the kit's and the lab notebooks' own (labs.09_64gpu_design keeps one), module-level
+    functions and methods of their classes alike."""
+    found, seen = [], set()
+    for name, module in list(sys.modules.items()):
+        if not (name == "labs" or name.startswith("labs.")) or module is None:
+            continue
+        for obj in list(vars(module).values()):
+            for candidate in [obj, *(vars(obj).values() if isinstance(obj, type) and obj.__module__ == name else ())]:
+                candidate = getattr(candidate, "__func__", candidate)  # classmethod, staticmethod
+                if isinstance(candidate, functools._lru_cache_wrapper) and id(candidate) not in seen:
+                    seen.add(id(candidate))
+                    found.append(candidate)
+    return found
 
-    for fn in (lab05.dp_wall_estimate, lab05.design_estimate, lab06.dp_estimate, lab06.fewest_gpus, lab09.worksheet_estimate):
-        fn.cache_clear()
+
+def _cold() -> int:
+    """Empty every cache of the labs' code (lab_caches), so a re-run is timed as a slider moved
+    to a value not seen before, never as a cache hit. An upper bound: a running lab keeps warm
+    what does not depend on the slider (the engine's tables, a scenario's constants)."""
+    caches = lab_caches()
+    for cache in caches:
+        cache.cache_clear()
+    return len(caches)
 
 
 def act1_rerun(gpus: int) -> None:
     """What the Act I cells do when the GPU slider moves: the whole curve and the current point."""
-    _cold()
     inputs = dict(gpus=gpus, global_batch=DP_WALL_GLOBAL_BATCH, fixed_per_gpu=False, fabric="ib-ndr", algorithm="ring", overlap=True, params_b=7)
     dp_wall_curve(inputs)
     dp_wall_estimate(**inputs)
@@ -57,7 +76,6 @@ def zero_dp_rerun(dp: int) -> float:
     """What Lab 06 recomputes when the data-parallel slider moves: the current estimate, the
     sweep figure with its marker and the memory bar, and the offload comparison (two estimates).
     The curves and the fewest-GPU search sit in cells that do not read the slider."""
-    _cold()
     act = Activations(1, 4096, "full", True)
     curves = memory_curves("llama2-70b", act)  # computed once per setting, outside the slider's path
     start = time.perf_counter()
@@ -72,7 +90,6 @@ def zero_dp_rerun(dp: int) -> float:
 def zero_accumulation_rerun(m: int) -> None:
     """What Lab 06 recomputes when the accumulation slider moves: eight stage costs and their
     figure, the offload comparison, and the myths' traffic ratios."""
-    _cold()
     act = Activations(1, 4096, "full", True)
     costs = {p: stage_costs("llama2-70b", "h100-sxm", 8, act, m, p) for p in ("packed", "spread")}
     charts.stage_step_times(costs)
@@ -97,7 +114,6 @@ def collectives_tables_cold() -> None:
     two-GPU milestone's tables (about 70 step-model estimates), the TP cliff (two GPT-3 estimates)."""
     from labs.core.scenarios import lab08
 
-    lab08._ddp_estimate.cache_clear()
     for setup in lab08.LB_SETUPS:
         lab08.lb_curves(setup)
     lab08.seed_ranges()
@@ -112,7 +128,6 @@ def collectives_tables_cold() -> None:
 def design_rerun(order_index: int) -> None:
     """What Lab 09 recomputes when the rank order (or a degree) moves: the estimate, its
     placements and communication map, the 8 x 8 grid, serialised as the browser receives it."""
-    _cold()
     from labs.core.engine.layout import RANK_ORDERS
     from labs.core.scenarios.lab09 import map_rows, placements, worksheet_estimate
 
@@ -125,7 +140,6 @@ def design_reveal_cold() -> None:
     """Lab 09's submit reveal, cold: the sweep of the job's plan space and the memory-time front."""
     from labs.core.scenarios import lab09
 
-    lab09.recipe.cache_clear()
     r = lab09.recipe("70b-h100")
     pio.to_json(charts.design_front(r["frame"], lab09.worksheet_estimate("70b-h100", 8, 1, 1)))
 
@@ -157,7 +171,6 @@ def long_context_rerun(cp: int) -> None:
     from labs.core.scenarios import lab11
 
     lab = importlib.import_module("labs.11_long_context_moe")
-    lab11.cp_curves.cache_clear()
     pio.to_json(lab.cp_figure(lab11.cp_curves(cp, 8), cp, 8))
 
 
@@ -166,8 +179,6 @@ def long_context_unlock_cold() -> None:
     the EP layouts and DeepSeek-V3's (about 25 step-model estimates)."""
     from labs.core.scenarios import lab11
 
-    for f in (lab11.fit_estimates, lab11.sp_rows, lab11.order_rows, lab11.llama3_estimate, lab11.moe_estimate, lab11.ep_rows, lab11.deepseek_rows, lab11.imbalance_cost):
-        f.cache_clear()
     lab11.fit_answer(), lab11.sp_rows(), lab11.order_rows(), lab11.imbalance_cost(), lab11.moe_answer(), lab11.ep_rows(), lab11.deepseek_rows()
     for kw in lab11.LLAMA3_VARIANTS.values():
         lab11.llama3_estimate(**kw)
@@ -200,11 +211,14 @@ def tensor_parallel_ranks_rerun(ranks: int) -> None:
 
 
 def timed(fn, values) -> float:
-    """Median seconds of fn over values (after one warm-up call); a fn that returns a float
-    reports the seconds of the part it times itself (set-up outside the slider's path excluded)."""
+    """Median seconds of fn over values (after one warm-up call: imports, first-call costs), every
+    cache of the labs' code emptied before each call, outside the clock (_cold); a fn that returns
+    a float reports the seconds of the part it times itself (set-up outside the slider's path
+    excluded)."""
     fn(values[0])
     runs = []
     for v in values * 3:
+        _cold()
         start = time.perf_counter()
         inner = fn(v)
         runs.append(inner if isinstance(inner, float) else time.perf_counter() - start)
