@@ -205,7 +205,8 @@ def evaluate_plan(model: Model, cluster: Cluster, columns: dict, dp_algorithm: s
     `where` discards) it runs the plan as a numpy column of one."""
     stack = stack_of(None) if stack is None else stack
     try:
-        return {k: float(v) for k, v in evaluate(model, cluster, columns, dp_algorithm, stack, SCALAR).items()}
+        out = evaluate(model, cluster, columns, dp_algorithm, stack, SCALAR)
+        return dict(zip(out, map(float, out.values())))
     except (ZeroDivisionError, OverflowError, ValueError):
         FALLBACKS["numpy_plans"] += 1
         out = evaluate(model, cluster, {k: np.asarray([v]) for k, v in columns.items()}, dp_algorithm, stack, NUMPY)

@@ -257,10 +257,12 @@ def _col(c, key, dtype=float, default=None):
 
 
 def _each(fn, *args):
-    first_args, middle_args, last_args = zip(*[a if type(a) is tuple else (a, a, a) for a in args])
-    first = fn(*first_args)
+    ranked = [a for a in args if type(a) is tuple]
+    first = fn(*[a[0] if type(a) is tuple else a for a in args])
     # ranks with the same inputs (every rank when pp = 1) have the same outputs
-    outs = (first, first if middle_args == first_args else fn(*middle_args), first if last_args == first_args else fn(*last_args))
+    middle = first if all(a[1] == a[0] for a in ranked) else fn(*[a[1] if type(a) is tuple else a for a in args])
+    last = first if all(a[2] == a[0] for a in ranked) else fn(*[a[2] if type(a) is tuple else a for a in args])
+    outs = (first, middle, last)
     return tuple(zip(*outs)) if type(first) is tuple else outs
 
 
