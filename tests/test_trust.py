@@ -245,9 +245,13 @@ def test_the_rule_table():
         integrity.policy(None, require=True)
 
 
-def test_every_output_gives_the_same_credit(tmp_path, key):
-    """The grader's credited answers and the grade book's points agree, ledger by ledger."""
+def test_every_output_gives_the_same_credit(tmp_path, monkeypatch, key):
+    """The grader's credited answers and the grade book's points agree, ledger by ledger (and the
+    policy holds for every student of the book, not only its first)."""
     folder = tmp_path / "class"
+    monkeypatch.delenv("LABS_SIGNING_KEY")
+    _student(folder, "lap", cause=RIGHT)  # a laptop's ledger
+    monkeypatch.setenv("LABS_SIGNING_KEY", KEY)
     _student(folder, "good", cause=RIGHT)
     _edit(_student(folder, "edit"), _to_right)
     _edit(_student(folder, "strip"), lambda d: (_to_right(d), _strip(d)))
@@ -257,7 +261,7 @@ def test_every_output_gives_the_same_credit(tmp_path, key):
         credited = items["earned"].gt(0)
         assert (rows["right"].astype(bool) == credited.reindex(rows.index)).all(), require
         assert rows["trust"].to_dict() == items["label"].reindex(rows.index).to_dict()
-        assert credited.to_dict() == {"edit": False, "gone": False, "good": True, "strip": False}
+        assert credited.to_dict() == {"edit": False, "gone": False, "good": True, "lap": not require, "strip": False}
 
 
 # ---- N15, N16 ---------------------------------------------------------------------------------------

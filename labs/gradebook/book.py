@@ -59,7 +59,7 @@ def build(table: pd.DataFrame, documents: dict[str, dict], points: dict[tuple[st
     marks = marks or {}
     labs = sorted({lab for lab, _ in points})
     possible = {lab: sum(i.points for (l, _), i in points.items() if l == lab) for lab in labs}
-    rule = _policy(table, key)
+    policy = _policy(table, key)
     rows = _first_files(table)
     if not rows.empty:  # only the columns read here: a class's table is wide (every input and outcome)
         from labs.grade import SPECS
@@ -76,7 +76,7 @@ def build(table: pd.DataFrame, documents: dict[str, dict], points: dict[tuple[st
         first = next((r for lab_rows_of in mine.values() for r in lab_rows_of), None)
         file = first["file"] if first else ""
         doc = documents.get(file, {"predictions": {}, "labs": {}})
-        ledger = integrity.Ledger(doc, key if file else None, rule)
+        ledger = integrity.Ledger(doc, key if file else None, policy)
         identity = "; ".join(sorted({r.get("identity") or "" for rs in mine.values() for r in rs if isinstance(r.get("identity"), str)} - {""}))
         for lab in labs:
             lab_rows_of = mine.get(lab, [])
