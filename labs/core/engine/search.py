@@ -205,12 +205,12 @@ def _columns(space: dict, options: dict) -> dict:
     }
 
 
-# Rows evaluated at once: a block's temporary columns stay at most 128 KiB each (16,384 float64
-# rows) however large the space, unless one layout has more rows. That is glibc's default mmap
-# threshold: a larger column is mapped afresh or trimmed back, page-faulted on every call, while
-# smaller ones reuse the heap's freed chunks (bench_sweep.py's cases: ~1 KB of faults a plan at
-# 65,536, none here). Fewer rows a block cost more than they save: each block runs the stages' Python.
-BLOCK_ROWS = 16_384
+# Rows evaluated at once: a block's temporary columns stay at most 192 KiB each (24,576 float64
+# rows) however large the space, unless one layout has more rows. Larger columns make glibc's
+# default allocator map fresh pages or trim its heap back after each sweep, so every call
+# page-faults them again (bench_sweep.py's cases at 65,536: ~1 KB of faults a plan; none here);
+# fewer rows a block cost more than they save: each block runs the stages' Python once.
+BLOCK_ROWS = 24_576
 SWEEP_OUTPUTS = ("memory_bytes", "step_time_s", "bubble_fraction", "model_flops", "hardware_flops", "dp_comm_s", "dp_exposed_latency_s")
 
 
