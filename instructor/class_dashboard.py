@@ -8,6 +8,8 @@ app = marimo.App(
 
 with app.setup:
     import csv
+    import html
+    import json
     import math
     from pathlib import Path
 
@@ -28,7 +30,17 @@ with app.setup:
         "Lab 05 Act II: GPT-3 175B on 1,024 H100s": ("05_parallelism", "act2", None),
         **{f"Lab 09: {label}": (lab09.LAB, "worksheet", key) for key, label in lab09.JOB_LABELS.items()},
     }
-    ANSWER_COLUMNS = ["student", "file", "lab", "step", "question", "answer", "right", "changed", "misconception", "variant"]
+    # One committed answer: the letter pressed (`answer`), the option it names in the student's own variant
+    # (`option`: its text; `option_id`: which option across variants, never shown), the right option's text for
+    # them, right at their own key; a typed number with the student's key and the relative error
+    ANSWER_COLUMNS = ["student", "file", "lab", "step", "question", "answer", "option", "option_id", "key_option", "right", "changed",
+                      "misconception", "stands_for", "value", "key_value", "error", "numeric", "variant"]
+    # A typed number's error against the student's own key, (typed - key) / key, in bands: the labs'
+    # misconceptions are off by factors (half, double, four times)
+    ERROR_BINS = [(-math.inf, -0.8, "under ÷5"), (-0.8, -0.6, "about ÷4 to ÷3"), (-0.6, -0.3, "about ÷2"), (-0.3, -0.05, "5-30% low"),
+                  (-0.05, 0.05, "within 5%"), (0.05, 0.3, "5-30% high"), (0.3, 1.5, "about ×2"), (1.5, 3.5, "about ×3 to ×4"), (3.5, math.inf, "over ×4")]
+    LECTURE_REFRESH_OPTIONS = ["5s", "10s", "30s"]
+    LECTURE_REFRESH_DEFAULT = None  # off until the instructor picks an interval (a live page never idles: see the panel's note)
     try:
         ARGS = dict(mo.cli_args())  # --ledgers, --roster, --points, --due, --marks, --lecture, --salt
     except Exception:  # imported outside a marimo runtime (a test): no command line
@@ -86,23 +98,21 @@ def _(folder_input, reread_button, reread_timer, roster_input):
     except (OSError, ValueError) as _err:
         roster, roster_error = None, str(_err)
     class_cache_ = class_cache.shared(ARGS.get("salt"))
-    table, problems, documents = class_cache_.refresh(folder_input.value.strip(), roster)
-    answers = answer_rows(table)
-    scores = grade.scores(table)
-    return answers, class_cache_, documents, problems, roster, roster_error, scores, table
+    # read, not graded: the answer charts need the commits alone; the grading runs below them
+    read_documents, read_problems = class_cache_.read(folder_input.value.strip())
+    answers = commit_answers(read_documents, class_cache_.salt)
+    return answers, class_cache_, read_documents, read_problems, roster, roster_error
 
 
 @app.cell(hide_code=True)
-def _(answers, class_cache_, problems, roster, roster_error, table):
-    _students = table["student"].nunique() if not table.empty else 0
-    _files = table["file"].nunique() if not table.empty else 0
+def _(answers, read_documents, read_problems, roster, roster_error):
     mo.vstack([
         mo.md(
-            f"**{_files} ledgers** from **{_students} students** graded, **{len(problems)} files not graded**"
+            f"**{len(read_documents)} ledgers** from **{answers['student'].nunique()} students** with answers, **{len(read_problems)} files not read**"
             + (f", roster of **{len(roster.codes)}**" if roster is not None else "")
-            + f"; {len(answers)} committed answers judged by the engine ({class_cache_.regraded} files graded on this read, the rest unchanged)."
+            + f"; {len(answers)} committed answers, each judged at the student's own variant. The grading of every step follows below the charts."
         ),
-        mo.callout(mo.md(f"The roster could not be read: {roster_error}"), kind="warn") if roster_error else mo.md(""),
+        mo.callout(mo.md(f"The roster could not be read: {plain(roster_error)}"), kind="warn") if roster_error else mo.md(""),
     ])
     return
 
@@ -112,11 +122,14 @@ def _():
     mo.md(r"""
     ## The prediction questions
 
-    One row per question: how many committed an answer or skipped it, the share the engine judges
-    right, and how many changed their answer after committing (the first answer is the one graded;
-    trying other answers after the reveal is what the labs ask, so a change is no flag). The
-    engine's answer is computed by the engine, not read off the students who got it right.
-    A student who handed in several files counts once, by the first file.
+    One row per question: how many committed an answer or skipped it, the share right, and how
+    many changed their answer after committing (the first answer is the one graded; trying other
+    answers after the reveal is what the labs ask, so a change is no flag). Each student has their
+    own variant of a lab (their numbers, their option order, their key): every answer is read as
+    the option it names in the student's own variant and judged at the student's own key, which
+    the engine computes; the charts count options by what they say, never by letter. A typed
+    number is shown as its error against the student's own key. A student who handed in several
+    files counts once, by the first file.
     """)
     return
 
@@ -155,10 +168,30 @@ def _(answer_bars, question_key):
 
 
 @app.cell
-def _(answer_bars, answer_plot):
+def _(answer_bars, answer_plot, answers, question_key):
     bar_students = answer_bars.iloc[picked_rows(answer_plot, answer_bars, "answer")]
-    students_panel(bar_students, "Click a bar above to list the students who committed that answer.")
+    students_panel(bar_students, "Click a bar above to list the students who committed that answer.", answers, question_key)
     return (bar_students,)
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## Grading
+
+    Every step of every ledger, recomputed by the engine from the inputs the student recorded
+    (`labs.grade`): the flags, the designs, the marking and the grade book below read it. Files
+    are graded once and kept by their digest: a reread grades only the files that changed.
+    """)
+    return
+
+
+@app.cell
+def _(class_cache_, problems, table):
+    _files = table["file"].nunique() if not table.empty else 0
+    mo.md(f"**{_files} ledgers** graded from **{table['student'].nunique() if not table.empty else 0} students**, **{len(problems)} files not graded** "
+          f"({class_cache_.regraded} files graded on this read, the rest unchanged).")
+    return
 
 
 @app.cell(hide_code=True)
@@ -167,7 +200,11 @@ def _():
     ## Live lecture
 
     Hold a question's reveal while the class commits, watch the answers arrive, then release it:
-    every student who has committed sees the reveal at once. The histogram refreshes by itself.
+    every student who has committed sees the reveal at once. The histogram counts options by what
+    they say (each student's letter read in their own variant), green where right at their own
+    key. It refreshes when you pick an interval (off by default: a page that redraws every few
+    seconds is never idle, and a projected chart that jumps while you speak distracts more than
+    it informs; 10 s is enough in a lecture), or press the refresh button.
     The shared state is the folder `LABS_LECTURE_DIR` names (the hub config sets it; `--lecture DIR`
     here); without it the histogram counts the ledgers in the folder above.
     """)
@@ -182,7 +219,7 @@ def _():
     )
     hold_button = mo.ui.run_button(label="Hold the reveal", kind="warn")
     release_button = mo.ui.run_button(label="Release the reveal", kind="success")
-    lecture_timer = mo.ui.refresh(options=["1s", "2s", "5s"], default_interval="2s", label="refresh")
+    lecture_timer = mo.ui.refresh(options=LECTURE_REFRESH_OPTIONS, default_interval=LECTURE_REFRESH_DEFAULT, label="refresh")
     mo.hstack([lecture_question, hold_button, release_button, lecture_timer], justify="start", wrap=True)
     return hold_button, lecture_question, lecture_timer, release_button
 
@@ -199,21 +236,26 @@ def _(hold_button, lecture_question, release_button):
 
 
 @app.cell
-def _(class_cache_, folder_input, lecture_dir, lecture_timer, live_key, roster):
+def _(answers, class_cache_, lecture_dir, lecture_timer, live_key):
     lecture_timer
     if lecture_dir is not None:
-        live_counts = dict(lecture.histogram(*live_key, path=lecture_dir, check_owner=not ARGS.get("lecture-any-owner")))
+        _dropped = lecture.read_answers(*live_key, path=lecture_dir, check_owner=not ARGS.get("lecture-any-owner"))
+        live_answers = live_rows(dict(_dropped), live_key, class_cache_.salt)
+        live_notes = list(_dropped.notes)
         live_source = f"answers dropped in `{lecture_dir}`"
     else:
-        _answers = answer_rows(class_cache_.refresh(folder_input.value.strip(), roster)[0])
-        live_counts = _answers[(_answers["lab"] == live_key[0]) & (_answers["question"] == live_key[1])]["answer"].value_counts().to_dict()
+        live_answers = answers[(answers["lab"] == live_key[0]) & (answers["question"] == live_key[1])]
+        live_notes = []
         live_source = "the ledgers in the folder (no lecture folder: `--lecture DIR` or LABS_LECTURE_DIR)"
+    live_bars = answer_distribution(live_answers, live_key)
+    live_counts = dict(zip(live_bars["answer"], live_bars["students"]))
     held_now = lecture_dir is not None and lecture.is_held(*live_key, path=lecture_dir)
     mo.vstack([
-        mo.md(f"**{'Held' if held_now else 'Not held'}** · {sum(live_counts.values())} committed · from {live_source}"),
-        mo.ui.plotly(live_figure(live_counts, live_key)),
+        mo.md(f"**{'Held' if held_now else 'Not held'}** · {len(live_answers)} committed · from {live_source}"),
+        *[mo.callout(mo.plain_text(n), kind="warn") for n in live_notes],
+        mo.ui.plotly(answer_figure(live_bars, live_key, big=True)),
     ])
-    return held_now, live_counts
+    return held_now, live_answers, live_bars, live_counts
 
 
 @app.cell(hide_code=True)
@@ -374,8 +416,8 @@ def _(documents, marking_index, marks_input, to_mark):
         for field in questions.FREE_TEXT[(marking_lab, _step)]
     }
     save_marks_button = mo.ui.run_button(label="Save these marks")
-    mo.vstack([mo.md(f"### {marking_student}")] + [
-        mo.vstack([mo.md(f"**{field}** (out of {marking_points[(marking_lab, field)].points:g})"), mo.md(f"> {quoted(_inputs.get(field))}"), widget])
+    mo.vstack([mo.Html(f"<h3>{html.escape(marking_student)}</h3>")] + [
+        mo.vstack([mo.md(f"**{field}** (out of {marking_points[(marking_lab, field)].points:g})"), quoted(_inputs.get(field)), widget])
         for field, widget in marking_fields.items()
     ] + [save_marks_button])
     return marking_fields, marking_lab, marking_points, marking_student, save_marks_button
@@ -388,7 +430,7 @@ def _(marking_fields, marking_lab, marking_points, marking_student, marks_input,
         _level, _comment = _widget.value["level"], _widget.value["comment"]
         if _level is not None:
             marks.save(marks_input.value, marking_student, marking_lab, _field, float(_level), _comment, most=marking_points[(marking_lab, _field)].points)
-    mo.md(f"Saved {marking_student}'s marks to `{marks_input.value}`.")
+    mo.Html(f"<p>Saved {html.escape(marking_student)}'s marks to <code>{html.escape(marks_input.value)}</code>.</p>")
     return
 
 
@@ -445,107 +487,256 @@ def load_roster(path: str) -> Roster:
 
 
 @app.function
-def answer_rows(table: pd.DataFrame) -> pd.DataFrame:
-    """One row per student and committed answer, from the grader's table: the answer, whether the
-    engine judges it right (None when skipped), how often it was changed after its commit, and the
-    misconception a wrong option stands for. A student id in several files counts once (its first
-    file); steps the grader could not judge are left out."""
-    if table.empty:
-        return pd.DataFrame(columns=ANSWER_COLUMNS)
-    graded = table[table["status"].eq("ok") | table["tampered"].fillna(False).astype(bool)]
-    first_file = graded.groupby("student")["file"].transform("min")
-    graded = graded[graded["file"].eq(first_file)]
-    rows = []
-    for (lab, step), spec in grade.SPECS.items():
-        mine = graded[(graded["lab"] == lab) & (graded["step"] == step)]
-        for question, outcome in spec.questions.items():
-            column = f"answer.{question}"
-            if mine.empty or column not in mine:
-                continue
-            options = {o.key: o for o in QUESTION_OPTIONS.get((lab, question), ())}
-            changed = mine[f"changes.{question}"] if f"changes.{question}" in mine else pd.Series(0, index=mine.index)
-            # a variant's letters differ per student (labs.variants): the grader names the option in option.<question>;
-            # a variant's numeric question has none
-            named = mine[f"option.{question}"] if f"option.{question}" in mine else pd.Series(None, index=mine.index)
-            variants = mine["variant"].fillna("") if "variant" in mine else pd.Series("", index=mine.index)
-            # ... and the misconception that option stands for in the student's own variant and edition
-            tagged = mine[f"misconception.{question}"] if f"misconception.{question}" in mine else pd.Series(None, index=mine.index)
-            for student, file, answer, right, change, option_id, drawn, tag in zip(
-                    mine["student"], mine["file"], mine[column], mine[outcome], changed, named, variants, tagged):
-                answer = "skipped" if answer is None or (isinstance(answer, float) and math.isnan(answer)) else str(answer)
-                judged = None if answer == "skipped" or right is None or (isinstance(right, float) and math.isnan(right)) else bool(right)
-                if isinstance(option_id, str):
-                    answer = option_id
-                misconception = ""
-                if judged is False and drawn and not isinstance(option_id, str):
-                    misconception = f"{lab_name(lab)} · {question}: a number outside the tolerance"
-                elif judged is False and isinstance(tag, str) and tag:
-                    misconception = tag
-                elif judged is False and isinstance(option_id, str):  # an option the student's variant offered, naming no misconception
-                    option = options.get(answer)  # the lab's table has an edition's id only where it is the same option
-                    misconception = f"{lab_name(lab)} · {question}: {option.label if option is not None else answer}"
-                elif judged is False:
-                    option = options.get(answer)
-                    if options and option is None:
-                        misconception = "an answer the lab does not offer"
-                    else:  # the option's named misconception, else the question and option themselves
-                        misconception = (option.misconception if option is not None else "") or f"{lab_name(lab)} · {question}: {answer}"
-                rows.append((student, file, lab, step, question, answer, judged, int(change or 0), misconception, drawn or ""))
+def asked_question(lab: str, question: str, student: str, salt, recorded=None, cache: dict | None = None, current: bool = False):
+    """(the labs.variants Question the student answered, or None, and the edition): their
+    variant's, regenerated from their id and the class salt at the edition their ledger records
+    (`recorded`), or at the lab's current edition with `current` (a live lecture's drop, written
+    by the lab as it is now); a ledger without a variant gets the lab's default question (Labs 12
+    and 13) or None (the others: their options are the lab's table, QUESTION_OPTIONS)."""
+    token = (lab, student, json.dumps(recorded, sort_keys=True, default=str) if recorded is not None else None, current)
+    if cache is not None and token in cache:
+        drawn = cache[token]
+    else:
+        try:
+            drawn = questions.student_variant(lab, student, salt, recorded) if recorded is not None or current else None
+        except Exception:  # noqa: BLE001 - an id the variants refuse: the lab's default question
+            drawn = None
+        if cache is not None:
+            cache[token] = drawn
+    if drawn is not None and question in drawn.questions:
+        return drawn.questions[question], drawn.version
+    try:
+        return questions._question(lab, question, None), None
+    except Exception:  # noqa: BLE001
+        return None, None
+
+
+@app.function
+def judge_answer(lab: str, question: str, answer, asked) -> dict:
+    """One committed answer as the student saw it: the option's text (`option`), the right option's
+    text for them (`key_option`), whether it is right at their own key, the misconception a wrong
+    option stands for; for a number, the number, their key and the relative error. `option_id`
+    names the option across variants (its id in the scenario module, with the edition when not
+    the first) and is never shown."""
+    out = {"option": "", "option_id": "", "key_option": "", "right": None, "misconception": "", "stands_for": "", "value": None, "key_value": None, "error": None,
+           "numeric": False}
+    if answer is None:
+        out["option"] = "skipped"
+        return out
+    if asked is not None and asked.numeric:
+        from labs.variants import parse_number
+
+        value, key = parse_number(answer), asked.spec.answer
+        out.update(numeric=True, value=value, key_value=key, right=asked.judge(answer), option=str(answer))
+        out["error"] = (value - key) / abs(key) if value is not None and key else None
+        if not out["right"]:
+            out["misconception"] = f"{lab_name(lab)} · {question}: a number outside the tolerance"
+        return out
+    if asked is not None:
+        labels = {o.key: o for o in asked.options}  # by letter, in the student's order
+        oid = asked.option_id(answer)
+        option = labels.get(answer)
+        key_letter = asked.key
+        out["key_option"] = option_text(labels[key_letter]) if key_letter in labels else "none of the options"
+        out["right"] = asked.judge(answer)
+        if option is None:
+            out.update(option="an answer the lab does not offer", option_id="?", misconception="an answer the lab does not offer" if not out["right"] else "")
+            return out
+        out.update(option=option.label, option_id=oid, stands_for=option.misconception)
+        if not out["right"]:
+            out["misconception"] = option.misconception or f"{lab_name(lab)} · {question}: {option.label}"
+        return out
+    table = {o.key: o for o in QUESTION_OPTIONS.get((lab, question), ())}
+    engine = questions.answer_or_none(lab, question)
+    out["right"] = engine is not None and answer == engine
+    out["key_option"] = option_text(table[engine]) if engine in table else (engine if engine is not None and not table else "none of the options")
+    option = table.get(answer)
+    if table and option is None:
+        out.update(option="an answer the lab does not offer", option_id="?", misconception="" if out["right"] else "an answer the lab does not offer")
+        return out
+    out.update(option=option.label if option is not None else str(answer), option_id=f"legacy:{answer}", stands_for=option.misconception if option is not None else "")
+    if not out["right"]:
+        out["misconception"] = (option.misconception if option is not None else "") or f"{lab_name(lab)} · {question}: {out['option']}"
+    return out
+
+
+@app.function
+def option_text(option) -> str:
+    """An option as the student read it; one that is only a number, with the reasoning behind it."""
+    import re
+
+    return option.label if re.search(r"[A-Za-z]{3}", option.label) or not option.misconception else f"{option.label} ({option.misconception})"
+
+
+@app.function
+def commit_answers(documents: dict, salt=None) -> pd.DataFrame:
+    """One row per student and question from the ledgers' committed predictions alone (no grading:
+    the first chart waits for nothing else): the letter the student pressed, the option it names
+    in their own variant (labs.variants, regenerated from the id and the class salt at the edition
+    the ledger records) and whether it is right at their own key, as the grader judges a commit;
+    a number with its error against their own key. A ledger's question without a commit record
+    counts the answer saved with its step, as the grader does. One file per student (the first,
+    by name, as everywhere on this page)."""
+    first = {}
+    for file in sorted(documents):
+        doc = documents[file]
+        if isinstance(doc, dict) and isinstance(doc.get("student"), str):
+            first.setdefault(doc["student"], file)
+    cache, rows = {}, []
+    for student, file in sorted(first.items()):
+        doc = documents[file]
+        commits, saved, recorded = doc.get("predictions") or {}, doc.get("labs") or {}, doc.get("variants") or {}
+        for (lab, step), spec in grade.SPECS.items():
+            mine = commits.get(lab) or {}
+            entry = (saved.get(lab) or {}).get(step) or {}
+            stored = entry.get("predictions") if isinstance(entry.get("predictions"), dict) else {}
+            for question in spec.questions:
+                record = mine.get(question)
+                if record is None and question not in stored:
+                    continue
+                answer = record["answer"] if record is not None else stored.get(question)
+                if answer is not None and not isinstance(answer, str):
+                    continue
+                asked, edition = asked_question(lab, question, student, salt, recorded.get(lab), cache)
+                judged = judge_answer(lab, question, answer, asked)
+                if judged["option_id"] and edition not in (None, 1) and not judged["option_id"].startswith(("legacy:", "?")):
+                    judged["option_id"] = f"{judged['option_id']}@{edition}"
+                rows.append({"student": student, "file": file, "lab": lab, "step": step, "question": question,
+                             "answer": "skipped" if answer is None else answer, "changed": len(record["changes"]) if record is not None else 0,
+                             "variant": "yes" if lab in recorded else "", **judged})
     return pd.DataFrame(rows, columns=ANSWER_COLUMNS)
 
 
 @app.function
-def question_summary(answers: pd.DataFrame) -> pd.DataFrame:
-    """Per question: answers committed and skipped, the share right among the committed ones, how
-    many changed after the commit, and the distribution of answers (with the engine's answer)."""
-    out = []
-    for (lab, question), group in answers.groupby(["lab", "question"], sort=True):
-        judged = group["right"].dropna()
-        counts = group["answer"].value_counts()
-        varies = bool(group["variant"].ne("").any())  # per-student variants: each judged at their own
-        engine = None if varies else questions.answer_or_none(lab, question)
-        out.append({
-            "lab": lab, "question": question, "committed": int(len(judged)), "skipped": int((group["answer"] == "skipped").sum()),
-            "right": int(judged.astype(bool).sum()), "share right": f"{judged.astype(bool).mean():.0%}" if len(judged) else "",
-            "changed after commit": int(group["changed"].gt(0).sum()),
-            "engine's answer": "each student's variant's" if varies else (engine if engine is not None else "none of the options"),
-            "answers": "  ".join(f"{k} {int(counts.get(k, 0))}" for k in sorted(counts.index)),
-        })
-    return pd.DataFrame(out, columns=["lab", "question", "committed", "skipped", "right", "share right", "changed after commit", "engine's answer", "answers"])
+def content_label(texts: list[str], misconception: str = "") -> str:
+    """One name for an option across variants: its text when every student saw the same one;
+    else the text with its numbers left out ("… GB/s") when the words agree; else (an option
+    that is only a number) its numbers and the reasoning behind it."""
+    import re
+
+    seen = sorted(set(texts), key=texts.index)
+    if len(seen) == 1 and (re.search(r"[A-Za-z]{3}", seen[0]) or not misconception):
+        return seen[0]
+    masks = {re.sub(r"\d[\d,.]*", "…", t) for t in seen}
+    if len(masks) == 1 and re.search(r"[A-Za-z]{3}", next(iter(masks))):
+        return next(iter(masks)) + " (numbers per variant)"
+    shown = ", ".join(seen[:3]) + (", …" if len(seen) > 3 else "")
+    return f"{shown}: {misconception}" if misconception else f"{shown} (per variant)"
 
 
 @app.function
 def answer_distribution(answers: pd.DataFrame, key: tuple) -> pd.DataFrame:
-    """One row per option of a question (then skipped, then anything else handed in): the count,
-    whether the engine judges it right, how many of them changed, and the students."""
+    """One bar per option by what it says (each student's letter mapped to the option it names in
+    their own variant; options that read alike across variants are one bar), then skipped: how
+    many chose it, for how many of them it was right at their own key, how many changed after the
+    commit, and who. A numeric question: one bar per band of error against each student's own
+    key (the band "within 5%" and the tolerance are not the same: right is judged per student)."""
     lab, question = key
     mine = answers[(answers["lab"] == lab) & (answers["question"] == question)]
-    options = [o.key for o in QUESTION_OPTIONS.get(key, ())]
-    labels = {o.key: o.label for o in QUESTION_OPTIONS.get(key, ())}
-    order = options + ["skipped"] + sorted(set(mine["answer"]) - set(options) - {"skipped"})
-    engine = None if mine["variant"].ne("").any() else questions.answer_or_none(lab, question)
+    columns = ["answer", "students", "right", "wrong", "changed", "names"]
+    if mine.empty:
+        return pd.DataFrame(columns=columns)
+    numeric = bool(mine["numeric"].any())
+    groups: dict[str, list[int]] = {}
+    if numeric:
+        def band(row) -> str:
+            if row.option == "skipped":
+                return "skipped"
+            if row.error is None or (isinstance(row.error, float) and math.isnan(row.error)):
+                return "not a number"
+            return next(name for lo, hi, name in ERROR_BINS if lo <= row.error < hi)
+
+        for i, row in enumerate(mine.itertuples()):
+            groups.setdefault(band(row), []).append(i)
+        order = [name for _, _, name in ERROR_BINS if name in groups] + [g for g in ("not a number", "skipped") if g in groups]
+        labels = {g: g for g in order}
+    else:
+        by_id: dict[str, list[int]] = {}
+        for i, oid in enumerate(mine["option_id"]):
+            by_id.setdefault(oid or "skipped", []).append(i)
+        labels, merged = {}, {}
+        for oid, rows in by_id.items():
+            texts = [mine["option"].iloc[i] for i in rows]
+            reasons = [m for m in (mine["stands_for"].iloc[i] for i in rows) if m]
+            label = "skipped" if oid == "skipped" else content_label(texts, reasons[0] if reasons else "")
+            merged.setdefault(label, []).extend(rows)
+        groups = merged
+        order = sorted((g for g in groups if g != "skipped"), key=lambda g: (-len(groups[g]), g)) + (["skipped"] if "skipped" in groups else [])
+        labels = {g: g for g in order}
     rows = []
-    for answer in order:
-        group = mine[mine["answer"] == answer]
-        if answer in ("skipped",) and group.empty:
-            continue
-        rows.append({
-            "answer": answer, "label": labels.get(answer, ""), "students": len(group), "right": answer == engine if engine is not None else bool(group["right"].eq(True).any()),
-            "changed": int(group["changed"].gt(0).sum()), "names": sorted(group["student"]),
-        })
-    return pd.DataFrame(rows, columns=["answer", "label", "students", "right", "changed", "names"])
+    for g in order:
+        part = mine.iloc[groups[g]]
+        right = int(part["right"].eq(True).sum())
+        rows.append({"answer": labels[g], "students": len(part), "right": right, "wrong": int(part["right"].eq(False).sum()),
+                     "changed": int(part["changed"].gt(0).sum()), "names": sorted(part["student"])})
+    return pd.DataFrame(rows, columns=columns)
 
 
 @app.function
-def answer_figure(bars: pd.DataFrame, key: tuple) -> go.Figure:
-    colors = [COLORS["green"] if r else (COLORS["muted"] if a == "skipped" else COLORS["red"]) for a, r in zip(bars["answer"], bars["right"])]
-    fig = go.Figure(go.Bar(
-        x=bars["answer"], y=bars["students"], marker_color=colors, text=[f"{n} ({c} changed)" if c else str(n) for n, c in zip(bars["students"], bars["changed"])],
-        textposition="outside", customdata=bars["label"], hovertemplate="%{x}: %{y} students<br>%{customdata}<extra></extra>",
-    ))
-    fig.update_layout(title=f"{lab_name(key[0])} · {key[1]}: committed answers (green: the engine's answer)", height=360,
-                      xaxis_title="answer", yaxis_title="students", showlegend=False, margin=dict(t=60, b=40), clickmode="event+select")
+def wrapped(text: str, width: int = 26) -> str:
+    """An axis label on lines of about `width` characters (Plotly's <br>)."""
+    import textwrap
+
+    return "<br>".join(textwrap.wrap(text, width)[:4]) or text
+
+
+@app.function
+def answer_figure(bars: pd.DataFrame, key: tuple, big: bool = False) -> go.Figure:
+    """Bars by option content, each split into the students for whom it was right at their own
+    key (green) and those for whom it was wrong (red); skipped in grey."""
+    x = [wrapped(a) for a in bars["answer"]]
+    skipped = [a == "skipped" for a in bars["answer"]]
+    font = dict(size=22) if big else None
+    fig = go.Figure([
+        go.Bar(name="right for them", x=x, y=bars["right"], marker_color=COLORS["green"], customdata=bars["answer"],
+               hovertemplate="%{customdata}<br>right for %{y} of the students who chose it<extra></extra>"),
+        go.Bar(name="wrong for them", x=x, y=[0 if s else w for s, w in zip(skipped, bars["wrong"])], marker_color=COLORS["red"], customdata=bars["answer"],
+               hovertemplate="%{customdata}<br>wrong for %{y}<extra></extra>"),
+        go.Bar(name="skipped", x=x, y=[n if s else 0 for s, n in zip(skipped, bars["students"])], marker_color=COLORS["muted"], customdata=bars["answer"],
+               text=[f"{n} ({c} changed)" if c else str(n) for n, c in zip(bars["students"], bars["changed"])], textposition="outside",
+               hovertemplate="%{customdata}: %{y}<extra></extra>"),
+    ])
+    fig.update_layout(barmode="stack", title=dict(text=f"{lab_name(key[0])} · {key[1]}: committed answers by what the option says (green: right at the student's own key)", font=font),
+                      height=560 if big else 420, yaxis_title="students", legend=dict(orientation="h", y=1.08), margin=dict(t=90, b=40),
+                      clickmode="event+select", xaxis=dict(tickfont=font))
     return fig
+
+
+@app.function
+def question_summary(answers: pd.DataFrame) -> pd.DataFrame:
+    """Per question: answers committed and skipped, the share right at each student's own key, how
+    many changed after the commit, the right answer (the same for everyone, or how it varies), and
+    the options chosen most, by what they say."""
+    from collections import Counter
+
+    out = []
+    for (lab, question), group in answers.groupby(["lab", "question"], sort=True):
+        judged = group["right"].dropna()
+        committed = group[group["option"].ne("skipped")]
+        if bool(group["numeric"].any()):
+            keys = pd.to_numeric(committed["key_value"], errors="coerce").dropna()
+            engine = f"each student's own number (median {keys.median():g})" if keys.nunique() > 1 else (f"{keys.iloc[0]:g}" if len(keys) else "")
+        else:
+            import re
+
+            raw = Counter(committed["key_option"])
+            shares = Counter(re.sub(r"\d[\d,.]*", "…", k) for k in committed["key_option"])  # the same option, its numbers per variant
+            if len(raw) == 1:
+                engine = next(iter(raw))
+            elif len(shares) == 1:
+                engine = f"{next(iter(shares))} (numbers per variant)"
+            else:
+                engine = "; ".join(f"{k} ({n} of {len(committed)})" for k, n in shares.most_common(2)) + (" ..." if len(shares) > 2 else "")
+            engine = engine or "none of the options"
+        bars = answer_distribution(group, (lab, question))
+        out.append({
+            "lab": lab, "question": question, "committed": int(len(judged)), "skipped": int((group["option"] == "skipped").sum()),
+            "right": int(judged.astype(bool).sum()), "share right": f"{judged.astype(bool).mean():.0%}" if len(judged) else "",
+            "changed after commit": int(group["changed"].gt(0).sum()),
+            "right answer": engine,
+            "answers": " · ".join(f"{a if len(a) <= 40 else a[:39] + '…'}: {n}" for a, n in zip(bars["answer"], bars["students"])),
+        })
+    return pd.DataFrame(out, columns=["lab", "question", "committed", "skipped", "right", "share right", "changed after commit", "right answer", "answers"])
 
 
 @app.function
@@ -627,7 +818,7 @@ def picked_rows(plot, frame: pd.DataFrame, kind: str) -> list[int]:
     points = [p for p in (plot.value or []) if isinstance(p, dict)]
     if not indices and kind == "answer":
         xs = {p.get("x") for p in points}
-        indices = [i for i, a in enumerate(frame["answer"]) if a in xs]
+        indices = [i for i, a in enumerate(frame["answer"]) if a in xs or wrapped(a) in xs]
     elif not indices and kind == "design":
         xy = {(round(float(p["x"]), 3), round(float(p["y"]), 3)) for p in points if isinstance(p.get("x"), (int, float)) and isinstance(p.get("y"), (int, float))}
         indices = [i for i, (x, y) in enumerate(zip(frame["x"], frame["y"])) if (round(x, 3), round(y, 3)) in xy]
@@ -635,11 +826,16 @@ def picked_rows(plot, frame: pd.DataFrame, kind: str) -> list[int]:
 
 
 @app.function
-def students_panel(rows: pd.DataFrame, empty_note: str):
+def students_panel(rows: pd.DataFrame, empty_note: str, answers: pd.DataFrame | None = None, key: tuple | None = None):
+    """A table of the students behind a selection; behind a bar of answers, each with the letter
+    they pressed, what that option said in their variant, and the right option for them."""
     if rows is None or len(rows) == 0:
         return mo.md(f"_{empty_note}_")
     if "names" in rows:
-        rows = rows.explode("names").rename(columns={"names": "student"})[["answer", "label", "student"]]
+        rows = rows.explode("names").rename(columns={"names": "student", "answer": "bar"})[["bar", "student"]]
+        if answers is not None and key is not None:
+            mine = answers[(answers["lab"] == key[0]) & (answers["question"] == key[1])][["student", "answer", "option", "key_option", "right"]]
+            rows = rows.merge(mine.rename(columns={"answer": "pressed", "option": "their option", "key_option": "right for them"}), on="student", how="left")
     return mo.ui.table(rows.reset_index(drop=True), selection=None, page_size=15, show_column_summaries=False, label=f"{len(rows)} rows")
 
 
@@ -682,17 +878,16 @@ def gradebook_table(scores: pd.DataFrame, roster) -> pd.DataFrame:
 
 
 @app.function
-def live_figure(counts: dict, key: tuple) -> go.Figure:
-    """The class's committed answers to one question, large enough to project; the engine's in green."""
-    options = [o.key for o in QUESTION_OPTIONS.get(key, ())]
-    order = options + sorted(set(counts) - set(options))
-    engine = questions.answer_or_none(*key)
-    colors = [COLORS["green"] if a == engine else (COLORS["muted"] if a == "skipped" else COLORS["blue"]) for a in order]
-    fig = go.Figure(go.Bar(x=order, y=[counts.get(a, 0) for a in order], marker_color=colors, text=[str(counts.get(a, 0)) for a in order],
-                           textposition="outside", textfont=dict(size=28)))
-    fig.update_layout(title=dict(text=f"{lab_name(key[0])} · {key[1]}", font=dict(size=28)), height=560, showlegend=False,
-                      xaxis=dict(tickfont=dict(size=28)), yaxis=dict(title="students", tickfont=dict(size=18)), margin=dict(t=80, b=60))
-    return fig
+def live_rows(dropped: dict, key: tuple, salt) -> pd.DataFrame:
+    """The live lecture's drops ({student: letter}) as answer rows: each letter read in the
+    student's variant of the lab as it is now (a drop is written by the running lab)."""
+    lab, question = key
+    cache, rows = {}, []
+    for student, answer in sorted(dropped.items()):
+        asked, _ = asked_question(lab, question, student, salt, None, cache, current=True)
+        rows.append({"student": student, "file": "", "lab": lab, "step": "", "question": question, "answer": "skipped" if answer is None else answer,
+                     "changed": 0, "variant": "yes", **judge_answer(lab, question, answer, asked)})
+    return pd.DataFrame(rows, columns=ANSWER_COLUMNS)
 
 
 @app.function
@@ -733,11 +928,32 @@ def rubric_widget(lab: str, field: str, most: float, saved: dict | None):
 
 
 @app.function
-def quoted(text) -> str:
-    """A student's free text for a markdown quote: escaped, so it shows as typed and runs nothing."""
-    import html
+def quoted(text) -> mo.Html:
+    """A student's free text shown as typed: HTML-escaped inside a <pre>, never read as markdown (a
+    markdown image in it would be fetched by the instructor's browser, with the hub's cookies)."""
+    if not (isinstance(text, str) and text.strip()):
+        return mo.Html("<i>blank</i>")
+    return mo.Html(f'<blockquote><pre style="white-space: pre-wrap; font-family: inherit; margin: 0">{html.escape(text)}</pre></blockquote>')
 
-    return html.escape(str(text)).replace("\n", "<br>") if isinstance(text, str) and text.strip() else "<i>blank</i>"
+
+@app.function
+def plain(text) -> str:
+    """Text for inside mo.md, escaped for HTML and for markdown (a student's id, a file name): shown
+    as typed, no image fetched, no link made."""
+    import re
+
+    return re.sub(r"([\\`*_{}\[\]()<>#+!|~-])", r"\\\1", html.escape(str(text), quote=False))
+
+
+@app.cell
+def _(class_cache_, folder_input, read_documents, roster):
+    # The grading of every step, the last cell of the file: marimo runs the cells that are ready in
+    # the file's order, so every chart that needs only the commits (the answers, the live lecture,
+    # the misconceptions) is drawn before this starts; its summary shows under "Grading" above.
+    read_documents  # after the read: the files it parsed are not parsed again
+    table, problems, documents = class_cache_.refresh(folder_input.value.strip(), roster)
+    scores = grade.scores(table)
+    return documents, problems, scores, table
 
 
 if __name__ == "__main__":

@@ -7,6 +7,13 @@ from each lab's real prediction options and inputs drawn from the settings its s
 some skip a question, some change an answer after the reveal (recorded as a change: the labs
 invite it, and it is no flag), some commit and never press Submit, some never open a lab.
 
+Every student works in their own variant of each lab (labs.variants, drawn from their id and the
+class salt, as the labs draw it): their numbers, their option order, their key. A student's
+answers are drawn by what the options say, not by letter: a class shares its misconceptions, so
+the same wrong option is popular whatever letter it has in each student's variant, and a typed
+number is the engine's or off by a misconception's factor. The salt (random per class, or
+--salt) goes to OUT/class.env as LABS_CLASS_SALT.
+
 As on a class server, most ledgers are signed (LABS_SIGNING_KEY, a random key written to
 OUT/class.env for the grader); some are unsigned (a student's laptop or the static site), a few
 were signed and then edited by hand (a committed answer changed to the engine's: the grader
@@ -33,6 +40,7 @@ from labs.core import state
 from labs.core.scenarios import OUTCOMES, QUESTION_OPTIONS, lab05, lab08, lab09, lab10, lab11, lab12, lab13
 from labs.core.state import DesignLedger
 from labs.gradebook.questions import answer_or_none, questions
+from labs.variants import LETTERS, registry, variant
 
 STUDENTS = 200
 NEVER_SUBMITTED = 5  # roster names with no ledger
@@ -122,31 +130,48 @@ OPENS = {"05_parallelism": 0.97}  # share of students who open each lab (others:
 
 
 class _Outcomes:
-    """OUTCOMES[(lab, step)], remembered by exact inputs (a class repeats slider settings)."""
+    """OUTCOMES[(lab, step)] at a student's variant, remembered by exact inputs and variant (a
+    class repeats slider settings, and variants repeat)."""
 
     def __init__(self):
         self.cache = {}
 
-    def __call__(self, key, inputs, predictions):
-        token = json.dumps([key, inputs, predictions], sort_keys=True)
+    def __call__(self, key, inputs, predictions, drawn=None):
+        token = json.dumps([key, inputs, predictions, drawn.seed if drawn else None, drawn.salt if drawn else None], sort_keys=True)
         if token not in self.cache:
-            self.cache[token] = OUTCOMES[key](dict(inputs), dict(predictions))
+            extra = {} if drawn is None else {"variant": drawn}
+            self.cache[token] = OUTCOMES[key](dict(inputs), dict(predictions), **extra)
         return self.cache[token]
 
 
-def _pick(rng, key, skill, right):
+def _wrong_weights(n: int) -> list[int]:
+    return [3, 2, 1][:n] + [1] * max(0, n - 3)
+
+
+def _pick(rng, key, skill, right, asked=None):
     """A student's answer: the engine's with probability set by their skill, else a wrong option
-    (the first wrong ones more often: a class shares its misconceptions); None: skipped."""
+    (the first wrong ones more often: a class shares its misconceptions); None: skipped. With the
+    student's variant's question (`asked`) the wrong option is drawn by what it says (its place
+    in the scenario module's list) and answered by the letter it has in this student's order."""
     if rng.random() < 0.04:
         return None
-    if key not in QUESTION_OPTIONS:  # a number typed in: the engine's, or off by a misconception's factor
+    good = rng.random() < 0.2 + 0.6 * skill
+    if asked is not None and asked.numeric:  # a number typed in: the engine's, or off by a misconception's factor
+        value = asked.spec.answer
+        return f"{value:g}" if good else f"{value * rng.choice([0.5, 2.0, 4.0]):g}"
+    if asked is not None:
+        if asked.key is not None and good:
+            return asked.key
+        wrong = [o.key for o in asked.spec.options if o.key != asked.spec.correct]
+        return LETTERS[asked.order.index(rng.choices(wrong, weights=_wrong_weights(len(wrong)))[0])]
+    if key not in QUESTION_OPTIONS:
         value = float(right)
-        return f"{value:g}" if rng.random() < 0.2 + 0.6 * skill else f"{value * rng.choice([0.5, 2.0, 4.0]):g}"
+        return f"{value:g}" if good else f"{value * rng.choice([0.5, 2.0, 4.0]):g}"
     options = [o.key for o in QUESTION_OPTIONS[key]]
-    if right is not None and rng.random() < 0.2 + 0.6 * skill:
+    if right is not None and good:
         return right
     wrong = [k for k in options if k != right]
-    return rng.choices(wrong, weights=[3, 2, 1][: len(wrong)] + [1] * max(0, len(wrong) - 3))[0]
+    return rng.choices(wrong, weights=_wrong_weights(len(wrong)))[0]
 
 
 def student_name(i: int) -> str:
@@ -167,30 +192,36 @@ def _signing(key: str | None):
             os.environ["LABS_SIGNING_KEY"] = before
 
 
-def write_student(folder: Path, name: str, rng: random.Random, key: dict, outcomes: _Outcomes, submit: bool = True) -> Path:
+def write_student(folder: Path, name: str, rng: random.Random, key: dict, outcomes: _Outcomes, submit: bool = True, salt: str | None = "") -> Path:
+    """One student's ledger; `salt`: the class salt their variants are drawn with (None: the labs
+    as they were before variants, every student the same questions)."""
     ledger = DesignLedger(name, folder, engine_version=None)
     skill = rng.random()
     for lab, steps in STEPS.items():
         if rng.random() > OPENS.get(lab, 0.9):
             continue
+        drawn = variant(lab, name, salt) if salt is not None and lab in registry() else None
+        record = drawn.record() if drawn is not None else None
         for step, draw, questions_ in steps:
             predictions = {}
             for q in questions_:
-                answer = _pick(rng, (lab, q), skill, key[(lab, q)])
-                ledger.commit_prediction(lab, q, answer)
-                if answer is not None and answer != key[(lab, q)] and rng.random() < 0.15:
-                    ledger.commit_prediction(lab, q, key[(lab, q)])  # changed after the reveal
+                asked = drawn.questions.get(q) if drawn is not None else None
+                right = (None if asked.numeric else asked.key) if asked is not None else key[(lab, q)]
+                answer = _pick(rng, (lab, q), skill, key[(lab, q)], asked)
+                ledger.commit_prediction(lab, q, answer, variant=record)
+                if answer is not None and right is not None and answer != right and rng.random() < 0.15:
+                    ledger.commit_prediction(lab, q, right, variant=record)  # changed after the reveal
                 predictions[q] = answer
             if not submit:
                 continue  # committed, never pressed Submit: still graded
             for _ in range(20):  # a setting the lab accepts (the sliders offer no others)
                 inputs = draw(rng)
                 try:
-                    result = outcomes((lab, step), inputs, predictions)
+                    result = outcomes((lab, step), inputs, predictions, drawn)
                     break
                 except ValueError:
                     continue
-            ledger.save_step(lab, step, inputs, predictions, result)
+            ledger.save_step(lab, step, inputs, predictions, result, variant=record)
     return ledger.path
 
 
@@ -209,12 +240,15 @@ def make_late(path: Path, when: datetime, rng: random.Random) -> None:
     path.write_text(json.dumps(doc, indent=1))
 
 
-def make_edited(path: Path, key: dict) -> bool:
-    """A signed ledger whose first committed wrong answer is changed by hand to the engine's."""
+def make_edited(path: Path, key: dict, salt: str | None = None) -> bool:
+    """A signed ledger whose first committed wrong answer is changed by hand to the engine's (at
+    the student's variant)."""
     doc = json.loads(path.read_text())
     for lab, questions_ in doc.get("predictions", {}).items():
+        drawn = variant(lab, doc["student"], salt) if salt is not None and lab in (doc.get("variants") or {}) else None
         for q, record in questions_.items():
-            right = key.get((lab, q))
+            asked = drawn.questions.get(q) if drawn is not None else None
+            right = (None if asked.numeric else asked.key) if asked is not None else key.get((lab, q))
             if record.get("signature") and right is not None and record["answer"] not in (None, right):
                 record["answer"] = right
                 path.write_text(json.dumps(doc, indent=1))
@@ -241,21 +275,24 @@ def write_hostile(folder: Path, first: Path, second: Path) -> None:
     (folder / "zz-text-number.json").write_text(json.dumps(bad))
 
 
-def make_class(folder: str | Path, students: int = STUDENTS, seed: int = 19, hostile: bool = True) -> Path:
+def make_class(folder: str | Path, students: int = STUDENTS, seed: int = 19, hostile: bool = True, salt: str | None = None,
+               variants: bool = True) -> Path:
     """Write the class into `folder` (created; must be empty of ledgers) with its class.env
-    (the signing key) and due.toml; returns the roster's path."""
+    (the signing key and the class salt) and due.toml; returns the roster's path. `salt`: the
+    class salt (default: a random one); `variants=False`: ledgers as written before variants."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     rng, key, outcomes = random.Random(seed), answer_key(), _Outcomes()
     signing_key = secrets.token_urlsafe(32)
+    salt = (secrets.token_urlsafe(12) if salt is None else salt) if variants else None
     due = datetime.now(timezone.utc).replace(microsecond=0) + timedelta(days=DUE_IN_DAYS)
     names = [student_name(i) for i in range(students)]
     for name in names:
         kind = rng.choices(["signed", "unsigned", "edited", "late"], weights=[1 - UNSIGNED - EDITED - LATE, UNSIGNED, EDITED, LATE])[0]
         with _signing(signing_key if kind in ("signed", "edited") else None):
-            path = write_student(folder, name, rng, key, outcomes, submit=rng.random() > UNSUBMITTED)
+            path = write_student(folder, name, rng, key, outcomes, submit=rng.random() > UNSUBMITTED, salt=salt)
         if kind == "edited":
-            make_edited(path, key)
+            make_edited(path, key, salt)
         elif kind == "late":
             make_late(path, due, rng)
     for lock in folder.glob(".*.lock"):
@@ -267,7 +304,7 @@ def make_class(folder: str | Path, students: int = STUDENTS, seed: int = 19, hos
     absent = [f"Absent Student {i}" for i in range(NEVER_SUBMITTED)]
     roster.write_text("student,code,name,sis_login_id,email,section\n" + "".join(
         f"{n},code{i:04d},\"{n.split()[-1]}, {n.split()[0]}\",s{i:05d},s{i:05d}@example.edu,Section {1 + i % 2:03d}\n" for i, n in enumerate(names + absent)))
-    (folder / "class.env").write_text(f"LABS_SIGNING_KEY={signing_key}\n")
+    (folder / "class.env").write_text(f"LABS_SIGNING_KEY={signing_key}\n" + (f"LABS_CLASS_SALT={salt}\n" if salt is not None else ""))
     labs = sorted({lab for lab, _ in key})
     (folder / "due.toml").write_text('policy = "percent"\npercent_per_day = 10\ngrace_hours = 1\n' + "".join(f'["{lab}"]\ndue = {due.isoformat().replace("+00:00", "Z")}\n' for lab in labs))
     return roster
@@ -279,8 +316,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--students", type=int, default=STUDENTS)
     parser.add_argument("--seed", type=int, default=19)
     parser.add_argument("--no-hostile", action="store_true")
+    parser.add_argument("--salt", help="the class salt the variants are drawn with (default: a random one, written to OUT/class.env)")
+    parser.add_argument("--no-variants", action="store_true", help="ledgers as the labs wrote them before variants (one key for everyone)")
     args = parser.parse_args(argv)
-    roster = make_class(args.out, args.students, args.seed, not args.no_hostile)
+    roster = make_class(args.out, args.students, args.seed, not args.no_hostile, args.salt, not args.no_variants)
     print(f"{args.students} ledgers, a roster ({roster}) and {0 if args.no_hostile else len(HOSTILE)} hostile files in {args.out}")
     print(f"grade:     export $(cat {args.out}/class.env); python -m labs.grade {args.out} --roster {roster} --due {args.out}/due.toml --canvas grades.csv")
     print(f"dashboard: marimo run instructor/class_dashboard.py -- --ledgers {args.out} --roster {roster} --due {args.out}/due.toml")

@@ -52,6 +52,7 @@ class ClassCache:
         self.engine = grade._Engine(salt=self.salt)
         self.seen: dict[str, tuple[int, int, bytes]] = {}  # path -> (mtime_ns, size, digest)
         self.graded: dict[tuple[str, bytes], tuple[list[dict], dict | None, str | None]] = {}  # (path, digest) -> rows, document, problem
+        self.parsed: dict[tuple[str, bytes], tuple[dict | None, str | None]] = {}  # (path, digest) -> document, problem: read, not graded
         self.regraded = 0  # files graded by the last refresh (the rest came from the cache)
         self.lock = threading.Lock()  # one refresh at a time (several dashboard sessions share a cache)
 
@@ -71,13 +72,45 @@ class ClassCache:
         self.seen[str(path)] = (info.st_mtime_ns, info.st_size, digest)
         return digest
 
-    def _grade_file(self, path: Path) -> tuple[list[dict], dict | None, str | None]:
+    def _parse_file(self, path: Path) -> tuple[dict | None, str | None]:
         if ".corrupt-" in path.name:
-            return [], None, "a copy the lab moved aside as unreadable; not graded"
+            return None, "a copy the lab moved aside as unreadable; not graded"
         try:
-            doc = grade.read_ledger(path)
+            return grade.read_ledger(path), None
         except Exception as err:  # noqa: BLE001 - one file must not stop the class
-            return [], None, (str(err).splitlines() or [type(err).__name__])[0][:300]
+            return None, (str(err).splitlines() or [type(err).__name__])[0][:300]
+
+    def _parsed(self, path: Path, digest: bytes | None) -> tuple[dict | None, str | None]:
+        if digest is None:
+            return self._parse_file(path)
+        key = (str(path), digest)
+        if key not in self.parsed:
+            self.parsed[key] = self._parse_file(path)
+        return self.parsed[key]
+
+    def read(self, folder: str | Path) -> tuple[dict[str, dict], list[tuple[str, str]]]:
+        """(file -> ledger, files not read with why): every ledger read and validated, none graded
+        (what the dashboard's first chart needs: the committed answers). Kept by digest, so the
+        grading that follows (refresh) does not read a file again."""
+        with self.lock:
+            problems: list[tuple[str, str]] = []
+            documents, live = {}, set()
+            for path in grade.collect([str(folder)], problems):
+                digest = self._digest(path)
+                doc, problem = self._parsed(path, digest)
+                live.add((str(path), digest))
+                if problem:
+                    problems.append((str(path), problem))
+                elif doc is not None:
+                    documents[str(path)] = doc
+            for key in set(self.parsed) - live:
+                del self.parsed[key]
+            return documents, problems
+
+    def _grade_file(self, path: Path, digest: bytes | None = None) -> tuple[list[dict], dict | None, str | None]:
+        doc, problem = self._parsed(path, digest)
+        if problem:
+            return [], None, problem
         try:
             return grade.grade_document(doc, str(path), self.engine), doc, None
         except Exception as err:  # noqa: BLE001
@@ -127,7 +160,7 @@ class ClassCache:
             if digest is not None and key not in self.graded and token in stored:
                 self.graded[key] = tuple(stored[token])
             if digest is None or key not in self.graded:
-                self.graded[key] = self._grade_file(path)
+                self.graded[key] = self._grade_file(path, digest)
                 self.regraded += 1
             live.add(key)
             file_rows, doc, problem = self.graded[key]
