@@ -271,7 +271,7 @@ def _(act1_curve):
 
 @app.cell(hide_code=True)
 def _(act1_committed, variant):
-    ui.gate(act1_committed)
+    ui.gate(act1_committed, held_note=True)
     # Each option's line comes from the engine at the stakeholder's runs (labs/core/scenarios/lab05.py).
     ui.variant_reveal(act1_committed, variant.questions["cause"])
     return
@@ -619,7 +619,7 @@ def _(act2_estimate, design_batch, design_model, submitted):
 
 @app.cell(hide_code=True)
 def _(act2_committed, variant):
-    ui.gate(act2_committed)
+    ui.gate(act2_committed, held_note=True)
     ui.variant_reveal(act2_committed, variant.questions["design"])  # each option's line from the engine (lab05.design_explanation)
     return
 

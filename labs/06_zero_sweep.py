@@ -390,7 +390,7 @@ def _(
 
 @app.cell(hide_code=True)
 def _(fit_act, fit_committed, fit_n, variant):
-    ui.gate(fit_committed)
+    ui.gate(fit_committed, held_note=True)
     _n = fit_n
     _at = {n: dp_memory(FIT_MODEL, n, FIT_STAGE, fit_act).total / GB for n in (8, _n - 1, _n)}
     _selective = Activations(fit_act.micro_batch, fit_act.seq_len, "selective", fit_act.flash_attention)
@@ -532,7 +532,7 @@ def _(accumulation_slider, act, gpu_pick, model_pick, zero2_committed):
 
 @app.cell(hide_code=True)
 def _(variant, zero2_committed):
-    ui.gate(zero2_committed)
+    ui.gate(zero2_committed, held_note=True)
     ui.variant_reveal(zero2_committed, variant.questions["zero2"])
     return
 

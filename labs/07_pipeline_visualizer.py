@@ -305,14 +305,14 @@ def _(microbatch_committed, p_slider, utilisation_committed):
 
 @app.cell(hide_code=True)
 def _(utilisation_committed, variant):
-    ui.gate(utilisation_committed)
+    ui.gate(utilisation_committed, held_note=True)
     ui.variant_reveal(utilisation_committed, variant.questions["utilisation"])
     return
 
 
 @app.cell(hide_code=True)
 def _(microbatch_committed, variant):
-    ui.gate(microbatch_committed)
+    ui.gate(microbatch_committed, held_note=True)
     ui.variant_reveal(microbatch_committed, variant.questions["microbatches"])
     return
 

@@ -318,7 +318,7 @@ def _(ring_committed, ring_link_dropdown, ring_size_dropdown):
 
 @app.cell(hide_code=True)
 def _(ring_committed, variant):
-    ui.gate(ring_committed)
+    ui.gate(ring_committed, held_note=True)
     ui.variant_reveal(ring_committed, variant.questions["ring"])
     return
 

@@ -152,7 +152,7 @@ def _(dp64_commit_buttons, dp64_question, held_now, identity, variant):
 
 @app.cell(hide_code=True)
 def _(dp64_committed, variant):
-    ui.gate(dp64_committed)
+    ui.gate(dp64_committed, held_note=True)
     # Each option's line comes from the engine at the student's micro-batch and recompute setting (labs/core/scenarios/lab09.py).
     ui.variant_reveal(dp64_committed, variant.questions["dp64"])
     return

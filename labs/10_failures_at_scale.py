@@ -174,7 +174,7 @@ def _(held_now, identity, mtbf_commit_buttons, mtbf_question, variant):
 
 @app.cell(hide_code=True)
 def _(mtbf_committed, variant):
-    ui.gate(mtbf_committed)
+    ui.gate(mtbf_committed, held_note=True)
     ui.variant_reveal(mtbf_committed, variant.questions["mtbf"])
     return
 

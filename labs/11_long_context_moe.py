@@ -162,7 +162,7 @@ def _(fit_commit_buttons, fit_question, held_now, identity, variant):
 
 @app.cell(hide_code=True)
 def _(fit_committed, fit_cp, fit_seq, variant):
-    ui.gate(fit_committed)
+    ui.gate(fit_committed, held_note=True)
     _e = fit_estimates_at(fit_seq, fit_cp)
     _plain, _full, _noflash, _cp = (_e[n] for n in ("plain", "full", "no_flash", "cp"))
 
@@ -422,7 +422,7 @@ def _(held_now, identity, moe_commit_buttons, moe_question, variant):
 
 @app.cell(hide_code=True)
 def _(moe_committed, variant):
-    ui.gate(moe_committed)
+    ui.gate(moe_committed, held_note=True)
     # Each option's line comes from the engine at the student's layout and batch (labs/core/scenarios/lab11.py).
     ui.variant_reveal(moe_committed, variant.questions["moe"])
     return

@@ -7,9 +7,12 @@ The shared state is a folder named by LABS_LECTURE_DIR (the hub config sets it f
     <dir>/answers/                mode 1733 (sticky, write-only for students): each student drops a
                                   file per committed question; the instructor lists and reads them
 
-The instructor's dashboard calls hold(), release(), is_held() and committed_answers(); a lab calls
-is_held() to keep a reveal hidden and record_answer() when a student commits. Without
-LABS_LECTURE_DIR nothing is ever held and nothing is recorded: a lab run alone behaves as before.
+The instructor's dashboard calls hold(), release(), is_held() and committed_answers() (or
+read_answers(), whose .notes say when the drop box was capped or filled with junk); a lab reads
+held() through ui.live_lecture, and ui.gate keeps everything that bears on a held question (the
+instruments, cards, charts, reveal, reflection, takeaways) as hidden as before the commit;
+ui.commit_prediction calls record_answer() when a student commits. Without LABS_LECTURE_DIR
+nothing is ever held and nothing is recorded: a lab run alone behaves as before.
 
 On a hub every single-user server runs as its student's own uid, so a file in answers/ is
 credited to a student only when that student's uid owns it (a student cannot write another's
@@ -33,15 +36,17 @@ import os
 import re
 import stat
 import tempfile
+import warnings
 from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
 
 ENV = "LABS_LECTURE_DIR"
 ANSWERS = "answers"
-MAX_ANSWER_FILES = 20_000  # a class is a few hundred students x a few questions; more is junk
+MAX_ANSWER_FILES = 20_000  # answer files read for one question (a class is a few hundred students); only answer-file names count
 MAX_ANSWER_BYTES = 4_096
 _KEY = re.compile(r"[A-Za-z0-9_.-]{1,100}")
+_ANY_ANSWER = re.compile(r"[A-Za-z0-9_.-]{1,100}--[A-Za-z0-9_.-]{1,100}--[0-9a-f]{32}\.json")  # any question's answer file
 
 
 def directory(path: str | os.PathLike | None = None) -> Path | None:
@@ -157,30 +162,70 @@ def _owner_name(uid: int) -> str | None:
         return None
 
 
-def committed_answers(lab: str, question: str, path: str | os.PathLike | None = None, *, check_owner: bool = True) -> dict[str, str | None]:
-    """{student: first committed answer (None: skipped)} for one question, from answers/.
-    With check_owner (the default) a file counts only when its owner's user name is the student
-    it names, as on a hub where each student is an OS user. Unreadable or malformed files are
-    skipped; at most MAX_ANSWER_FILES files are looked at."""
+class AnswersCapped(UserWarning):
+    """The drop box held more answer files for one question than MAX_ANSWER_FILES: the histogram
+    counts the first ones read and says so (the dashboard shows the message)."""
+
+
+class Answers(dict):
+    """{student: first committed answer (None: skipped)}, with `notes`: what the reader could not
+    count (a cap reached, junk ignored), each a sentence the dashboard can show."""
+
+    def __init__(self, found=(), notes=()):
+        super().__init__(found)
+        self.notes = list(notes)
+
+
+_DIGEST_FILE = re.compile(r"[0-9a-f]{32}\.json")
+
+
+def _is_answer_file(name: str, prefix: str) -> bool:
+    """True when `name` is an answer file of the question `prefix` names (<lab>--<question>--
+    32 hex digits .json, as _answer_name writes it): only such names count toward a cap."""
+    return name.startswith(prefix) and _DIGEST_FILE.fullmatch(name, len(prefix)) is not None
+
+
+def read_answers(lab: str, question: str, path: str | os.PathLike | None = None, *, check_owner: bool = True) -> Answers:
+    """committed_answers with its notes (Answers.notes), for a dashboard that shows them.
+
+    Only names of this question's answer files (_is_answer_file) are looked at, and with
+    check_owner only a file named for its owner (a hub student can drop one per question, not
+    thousands): junk in the drop box (other names, temporary files, another uid's squatting)
+    costs one directory entry each and counts toward no cap. At most MAX_ANSWER_FILES of this
+    question's files are read; when there are more, the notes say how many were left unread."""
     root = directory(path)
     if root is None:
-        return {}
+        return Answers()
     prefix = f"{_check('lab', lab)}--{_check('question', question)}--"
     found: dict[str, str | None] = {}
+    counted = junk = left = 0
+    owners: dict[int, str | None] = {}
     try:
         entries = os.scandir(root / ANSWERS)
     except OSError:
-        return {}
+        return Answers()
     with entries:
-        for n, entry in enumerate(entries):
-            if n >= MAX_ANSWER_FILES:
-                break
-            if not (entry.name.startswith(prefix) and entry.name.endswith(".json")):
+        for entry in entries:
+            if not _is_answer_file(entry.name, prefix):
+                junk += _ANY_ANSWER.fullmatch(entry.name) is None  # another question's answers are not junk
                 continue
             try:
                 info = entry.stat(follow_symlinks=False)
-                if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_ANSWER_BYTES:
-                    continue
+            except OSError:
+                continue
+            if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_ANSWER_BYTES:
+                continue
+            if check_owner:
+                if info.st_uid not in owners:
+                    owners[info.st_uid] = _owner_name(info.st_uid)
+                owner = owners[info.st_uid]
+                if owner is None or entry.name != _answer_name(lab, question, owner):
+                    continue  # not its owner's file for this question: never counted, never read
+            if counted >= MAX_ANSWER_FILES:
+                left += 1
+                continue
+            counted += 1
+            try:
                 with open(entry.path, "rb") as handle:
                     item = json.loads(handle.read(MAX_ANSWER_BYTES))
                 student, answer = item["student"], item["answer"]
@@ -190,10 +235,29 @@ def committed_answers(lab: str, question: str, path: str | os.PathLike | None = 
                 continue
             if entry.name != _answer_name(lab, question, student):
                 continue  # a file named for another student
-            if check_owner and _owner_name(info.st_uid) != student:
+            if check_owner and owners.get(info.st_uid) != student:
                 continue
             found[student] = answer
-    return found
+    notes = []
+    if left:
+        notes.append(f"{lab} · {question}: the drop box holds {counted + left:,} answer files for this question; "
+                     f"the first {MAX_ANSWER_FILES:,} read are counted, {left:,} are not (the histogram may be incomplete).")
+    if junk > MAX_ANSWER_FILES:
+        notes.append(f"The drop box {root / ANSWERS} holds {junk:,} entries that are not answer files (ignored, but someone is filling it).")
+    return Answers(found, notes)
+
+
+def committed_answers(lab: str, question: str, path: str | os.PathLike | None = None, *, check_owner: bool = True) -> dict[str, str | None]:
+    """{student: first committed answer (None: skipped)} for one question, from answers/.
+    With check_owner (the default) a file counts only when its owner's user name is the student
+    it names, as on a hub where each student is an OS user. Unreadable or malformed files are
+    skipped. Only this question's answer files count toward the cap (MAX_ANSWER_FILES read);
+    when it is reached, or junk piles up, an AnswersCapped warning says so (read_answers returns
+    the same sentences as Answers.notes)."""
+    answers = read_answers(lab, question, path, check_owner=check_owner)
+    for note in answers.notes:
+        warnings.warn(note, AnswersCapped, stacklevel=2)
+    return answers
 
 
 def histogram(lab: str, question: str, path: str | os.PathLike | None = None, *, check_owner: bool = True) -> Counter:

@@ -466,25 +466,28 @@ def commitment_gate(made: Commitment, what: str = "the instruments") -> None:
 _HELD = mo.callout(mo.md("Committed. **Your instructor is holding this question's answer**: it opens here, for everyone, when they release it."), kind="info")
 
 
-def gate(*made: Commitment, what: str | None = None, stop: bool = True, held: tuple = ()) -> bool:
+def gate(*made: Commitment, what: str | None = None, stop: bool = True, held: tuple = (), held_note: bool = False) -> bool:
     """The one gate for everything that bears on a prediction (instruments, cards, charts,
     tables, reveal, math, reflection, takeaways): open only when every one of `made` is
     committed (or skipped) and none is held by the instructor in a live lecture, so a hold hides
     exactly what the lock hides. `held`: more predictions that need not be committed but must
     not be held (a submit that records every prediction of the lab, judged). Closed, it stops
     the calling cell and everything downstream: with `what`, showing why (commitment_gate's
-    note, or the hold's), else quietly. With stop=False it returns False instead of stopping
-    (a HUD line that shows "—").
+    note, or the hold's), else quietly; `held_note`: quietly while not committed, the hold's
+    note while held (the reveal's place, in a section whose first cell says nothing). With
+    stop=False it returns False instead of stopping (a HUD line that shows "—").
 
     >>> ui.gate(act1_committed, what="the Act I instruments")   # the first cell of a section
     >>> ui.gate(act1_committed)                                  # every other cell below it
+    >>> ui.gate(act1_committed, held_note=True)                  # the reveal, below a quiet section
     >>> ui.gate(act2_committed, held=(act1_committed,))          # the submit
     """
     shut = any(not m.made or m.held for m in made) or any(m.held for m in held)
     if shut and stop:
         for m in made if what is not None else ():
             commitment_gate(m, what)
-        mo.stop(True, _HELD if what is not None and any(m.held for m in held) else None)
+        on_hold = all(m.made for m in made) and any(m.held for m in (*made, *held))
+        mo.stop(True, _HELD if on_hold and (what is not None or held_note) else None)
     return not shut
 
 
