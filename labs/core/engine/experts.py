@@ -14,8 +14,10 @@ goes to the k experts' ranks and their outputs come back, once each in forward a
 gradients, in backward. Across nodes a token is sent once per destination node and fanned out
 over NVLink there; node-limited routing caps the destination nodes at M (DeepSeek-V3: 4 of 8).
 With k experts spread over N nodes a token reaches N (1 - (1 - 1/N)^k) distinct nodes on average.
-The network part runs on each GPU's own NIC (every GPU of the node sends at once), the
-NVLink part on NVLink; the slower sets the time. The step exposes them all, except under the
+"Node" here is the scale-up (NVLink) domain (Cluster.domain_gpus: EP 64 inside one NVL72 rack
+stays on NVLink; node-limited routing across racks counts racks). The network part runs on each
+GPU's own NIC (every GPU of the domain sends at once), the NVLink part on NVLink; the slower sets
+the time. The step exposes them all, except under the
 DualPipe schedule (DeepSeek-V3 Sec. 3.2.1), whose overlapped forward-and-backward pairs hide
 each pass's all-to-alls behind the other pass's compute (labs.core.engine.stages.pipe).
 """
@@ -28,7 +30,7 @@ from labs.core.engine.gemm import gemm_time
 from labs.core.engine.hardware import NCCL_BASE_LATENCY_S, Cluster
 from labs.core.engine.models import Model
 from labs.core.engine.stages.xp import NUMPY
-from labs.core.engine.topology import members_per_node
+from labs.core.engine.topology import members_per_domain
 from labs.core.engine.validation import check_positive
 
 
@@ -66,11 +68,11 @@ def all_to_all_time(model: Model, cluster: Cluster, tokens, tp, ep, max_nodes, d
 
 
 def _routes(model: Model, cluster: Cluster, tp, ep, max_nodes, stride=None, xp=NUMPY):
-    """(nodes the EP group spans, copies of a token's vector sent over the NICs, copies forwarded
-    over NVLink inside the node), per token: one network copy per other destination node
+    """(NVLink domains the EP group spans, copies of a token's vector sent over the NICs, copies
+    forwarded over NVLink inside the domain), per token: one network copy per other destination domain
     (DeepSeek-V3 Sec. 3.2.2: IB to the same-index GPU, then NVLink to the experts' GPUs), and
     the k experts' copies fanned out to the node's other members."""
-    g = members_per_node(cluster, ep, tp if stride is None else stride, xp)
+    g = members_per_domain(cluster, ep, tp if stride is None else stride, xp)
     nodes = xp.ceil(ep / g)
     remote = destination_nodes(model, nodes, max_nodes, xp) * (nodes - 1) / nodes
     return nodes, remote, model.experts_per_token * xp.where(g > 1, (g - 1) / g, 0.0)

@@ -29,9 +29,14 @@ class Link:
     efficiency: float  # achieved / line rate for large collectives
     source: str
     nvls_bytes_per_s: float = 0.0  # NVLink SHARP all-reduce busbw where the switch reduces (0: none)
+    # 0: the GPUs reach one another through switches (NVSwitch, a NIC's fabric) and the bandwidth
+    # above is per GPU; k: a full mesh (AMD Infinity Fabric / xGMI), one point-to-point link to
+    # each of k peers, and the bandwidth above is per link (labs.core.engine.topology prices it)
+    mesh_peers: int = 0
 
     def __post_init__(self):
         check_positive("bandwidth_bytes_per_s", self.bandwidth_bytes_per_s)
+        check_positive("mesh_peers", self.mesh_peers, allow_zero=True, integer=True, maximum=1024)
         check_positive("latency_s", self.latency_s, allow_zero=True)
         check_fraction("efficiency", self.efficiency)
         check_positive("nvls_bytes_per_s", self.nvls_bytes_per_s, allow_zero=True)
@@ -195,6 +200,32 @@ LINKS: dict[str, Link] = {
         "RoCE 400 Gb/s", 50 * GB, _NET_HOP_S, 47 / 50,
         "400 Gb/s per GPU as on Meta's Llama 3 cluster (arXiv:2407.21783 Sec. 3.3.1); "
         "efficiency assumed equal to NDR's at the same line rate.",
+    ),
+    # AMD Instinct's 8-GPU node: a full mesh, 7 Infinity Fabric links per GPU, one to each peer
+    # (ROCm docs mi300.md, ds_mi300x_if_links; RCCL's rome_model_79 connMatrix is all ones).
+    # Bandwidth per link and direction (labs.core.engine.topology.scale_up_bytes_per_s adds the
+    # links a group has); hop latency RCCL's (topology._RCCL_XGMI_HOP_US prices collectives).
+    "xgmi-mi300x": Link(
+        "Infinity Fabric xGMI (MI300X/MI325X, 7 links)", 64 * GB, 2.1e-6, 46.552 / 64,
+        "ds_mi300x_xgmi_link_uni / ds_mi325x_xgmi_link_uni: 64 GB/s per link each way (AMD's 128 GB/s "
+        "peak halved, derived). Efficiency: TransferBench all-to-all with all 56 links busy, 46.552 GB/s per "
+        "link (rccl_mi300x_xgmi_link_transferbench, AMD ROCm blog 2025-03; AMD's stated usable ~48, 75%). "
+        "Latency: RCCL tuning_model_5's xGMI ring hop, Simple (src/graph/tuning.cc).",
+        mesh_peers=7,
+    ),
+    "xgmi-mi355x": Link(
+        "Infinity Fabric xGMI (MI355X, 7 links, unconfirmed)", 76.5 * GB, 2.1e-6, 46.552 / 64,
+        "ds_mi355x_xgmi_link_uni: 76.5 GB/s per link each way (AMD's 153 GB/s halved, derived). Efficiency "
+        "and latency assumed MI300X's (unconfirmed: no TransferBench or rccl-tests row on MI355X).",
+        mesh_peers=7,
+    ),
+    # Grace to Blackwell: NVLink-C2C, 900 GB/s both ways per GB200 superchip (one Grace, two
+    # GPUs; NVIDIA GB200 material, not a stored row): 450 GB/s each way shared by the two GPUs.
+    "nvlink-c2c": Link(
+        "NVLink-C2C (Grace to Blackwell, unconfirmed)", 225 * GB, _PCIE_HOP_S, 0.80,
+        "GB200 superchip: NVLink-C2C 900 GB/s bidirectional between one Grace and its two Blackwell GPUs "
+        "(unconfirmed: no stored row; whether each GPU has the whole 450 GB/s each way is not checked, "
+        "half of it assumed); efficiency and latency assumed PCIe's.",
     ),
 }
 
@@ -375,12 +406,42 @@ HOSTS: dict[str, Host] = {
         "DGX B200 spec page as transcribed (unconfirmed): 2x Xeon Platinum 8570, 2 TB (4 TB "
         "option); 8 channels of DDR5-5600 per socket = 358.4 GB/s.",
     ),
+    # A GB200 / GB300 NVL72 compute tray: 2 Grace CPUs, 4 Blackwell GPUs (pf_gb200_nvl72_grace_per_tray,
+    # pf_gb300_nvl72_gpus_per_tray). Grace memory (480 GB LPDDR5X, 512 GB/s per Grace) is NVIDIA's
+    # Grace material, not a stored row: unconfirmed.
+    "gb200-tray": Host(
+        "2x Grace, 960 GB LPDDR5X (unconfirmed)", 2 * 480 * GB, 2 * 512 * GB, _DRAM_EFF, "nvlink-c2c",
+        "DGX GB200 user guide (Hardware): 2 Grace CPUs and 4 Blackwell GPUs per 1RU compute tray. Per Grace "
+        "480 GB LPDDR5X at 512 GB/s assumed from NVIDIA's Grace material (unconfirmed). GPUs on NVLink-C2C.",
+    ),
+    # Instinct MI300X node (Supermicro AS-8125GS-TNMR2, mlcommons/inference_results_v4.1
+    # closed/AMD/systems/8xMI300X_2xEPYC-9374F.json): 2x EPYC 9374F, 1.5 TiB as 24 x 64 GB DDR5-4800
+    # RDIMMs (Micron MTC40F2046S1RC48BA1), GPUs on PCIe Gen5 x16: 12 channels per socket x 38.4 GB/s.
+    "mi300x-epyc": Host(
+        "2x AMD EPYC 9374F, 1.5 TiB DDR5", 1.5 * 2**40, 2 * 12 * 38.4 * GB, _DRAM_EFF, "pcie5",
+        "mlcommons inference v4.1, AMD 8xMI300X_2xEPYC-9374F system description: 2x EPYC 9374F, 1.5 TiB "
+        "(24x 64 GB DDR5-4800), PCIe Gen5 x16 to each GPU; 12 DDR5-4800 channels per socket (derived from 24 DIMMs).",
+    ),
+    # Instinct MI355X node: 2x EPYC 9575F per 8 GPUs (mlcommons inference v6.0, AMD
+    # 87xMI355X_22xEPYC_9575F: 8 GPUs a node, pf_mi355x_platform_gpus); memory not stored: the
+    # MI300X node's 1.5 TiB and 12 channels a socket at DDR5-6000 assumed (unconfirmed).
+    "mi355x-epyc": Host(
+        "2x AMD EPYC 9575F, 1.5 TiB DDR5 (unconfirmed)", 1.5 * 2**40, 2 * 12 * 48.0 * GB, _DRAM_EFF, "pcie5",
+        "mlcommons inference v6.0 (AMD, 87xMI355X_22xEPYC_9575F): EPYC 9575F hosts of 8 MI355X. Memory size "
+        "and speed assumed (1.5 TiB, 12 channels of DDR5-6000 per socket): unconfirmed.",
+    ),
 }
 
 
 @dataclass(frozen=True)
 class Cluster:
-    """Nodes of `gpus_per_node` GPUs joined by `intra` inside a node and `inter` across."""
+    """Three levels: hosts ("nodes": `gpus_per_node` GPUs with their CPUs, DRAM, PCIe and
+    `nics_per_node` NICs) inside scale-up domains (`gpus_per_domain` GPUs joined by `intra`: an
+    NVLink domain behind NVSwitch, or Instinct's xGMI mesh) inside a scale-out fabric (`inter`,
+    rails, pods, oversubscription). Where a group's collectives run is decided by the domain
+    (labs.core.engine.topology); offload, checkpoints and host memory by the host. A DGX is one
+    host and one domain (gpus_per_domain None: the host's gpus_per_node); a GB200 NVL72 rack is
+    18 hosts of 4 GPUs in one 72-GPU domain."""
 
     gpu: GPU
     gpus_per_node: int = 8
@@ -392,6 +453,7 @@ class Cluster:
     host: Host = field(default_factory=lambda: HOSTS["dgx-h100"])
     pod_gpus: int | None = None  # GPUs under one full-bisection tier; None: the whole cluster
     oversubscription: float = 1.0  # above a pod, each NIC's share of the upper tier is 1/this
+    gpus_per_domain: int | None = None  # GPUs joined by `intra` (an NVLink domain); None: one host's gpus_per_node
 
     def __post_init__(self):
         if not isinstance(self.gpu, GPU):
@@ -411,10 +473,35 @@ class Cluster:
         check_positive("oversubscription", self.oversubscription, maximum=1024)
         if self.oversubscription < 1:
             raise ValueError(f"oversubscription must be >= 1 (1 is full bisection), got {self.oversubscription!r}")
+        if self.gpus_per_domain is not None:
+            check_positive("gpus_per_domain", self.gpus_per_domain, integer=True, maximum=1 << 17)
+            if self.gpus_per_domain % self.gpus_per_node:
+                raise ValueError(f"gpus_per_domain must be a multiple of gpus_per_node ({self.gpus_per_node}): a domain holds whole "
+                                 f"hosts, got {self.gpus_per_domain}")
+            if self.gpus > self.gpus_per_domain and self.gpus % self.gpus_per_domain:
+                raise ValueError(f"gpus_per_domain ({self.gpus_per_domain}) must divide the cluster's {self.gpus} GPUs "
+                                 f"(nodes x gpus_per_node) when it spans more than one domain, got nodes={self.nodes}")
+        if self.intra.mesh_peers and self.domain_gpus > self.intra.mesh_peers + 1:
+            raise ValueError(f"gpus_per_domain must be at most {self.intra.mesh_peers + 1} on {self.intra.name}, a full mesh of "
+                             f"{self.intra.mesh_peers} links per GPU, got {self.domain_gpus}")
+        own = LINKS.get(self.gpu.nvlink)
+        if self.domain_gpus > 1 and (self.intra.mesh_peers or (own and own.mesh_peers)) and own != self.intra:
+            raise ValueError(f"intra: {self.gpu.name} joins its peers by its own {self.gpu.nvlink!r}, not {self.intra.name} "
+                             "(a GPU on a platform it does not come in)")
 
     @property
     def gpus(self) -> int:
         return self.gpus_per_node * self.nodes
+
+    @property
+    def domain_gpus(self) -> int:
+        """GPUs in one scale-up (NVLink) domain: where a group's traffic stays off the NICs."""
+        return self.gpus_per_node if self.gpus_per_domain is None else self.gpus_per_domain
+
+    @property
+    def domains(self) -> int:
+        """Scale-up domains the cluster's GPUs fill (a part of one counts as one)."""
+        return -(-self.gpus // self.domain_gpus)
 
     @property
     def rails(self) -> int:
@@ -435,13 +522,22 @@ class Cluster:
         return self.host.memory_bytes_per_s * self.host.memory_efficiency / self.gpus_per_node
 
     @classmethod
-    def get(cls, key: str, nodes: int = 1, *, power_limit_w=None, **overrides) -> "Cluster":
-        """A preset of CLUSTERS with `nodes` nodes; `power_limit_w` lowers every GPU's power limit."""
+    def get(cls, key: str, nodes: int = 1, *, domains: int | None = None, power_limit_w=None, **overrides) -> "Cluster":
+        """A preset of CLUSTERS with `nodes` hosts, or `domains` whole scale-up domains (an NVL72
+        rack is 18 hosts); `power_limit_w` lowers every GPU's power limit. A `gpu` override must
+        be one the platform comes with (PLATFORM_GPUS)."""
         if not isinstance(key, str) or key not in CLUSTERS:
             raise unknown_key_error("cluster", key, CLUSTERS)
         unknown = set(overrides) - set(cls.__dataclass_fields__)
         if unknown:
             raise ValueError(f"unknown Cluster field(s) {sorted(unknown)}")
+        if "gpu" in overrides and not any(overrides["gpu"] == GPUS.get(k) for k in PLATFORM_GPUS.get(key, ())):
+            raise ValueError(f"gpu: the {key} platform comes with {', '.join(PLATFORM_GPUS.get(key, ()))} only, "
+                             f"got {getattr(overrides['gpu'], 'name', overrides['gpu'])!r}")
+        if domains is not None:
+            check_positive("domains", domains, integer=True, maximum=1 << 17)
+            preset = replace(CLUSTERS[key], **{k: v for k, v in overrides.items() if k in ("gpus_per_node", "gpus_per_domain")})
+            nodes = domains * preset.domain_gpus // preset.gpus_per_node
         cluster = replace(CLUSTERS[key], nodes=nodes, **overrides)
         return cluster if power_limit_w is None else cluster.with_power_limit(power_limit_w)
 
@@ -468,7 +564,9 @@ CLUSTERS: dict[str, Cluster] = {
     # its host is assumed equal to DGX H100's.
     # Pods of 3,072 GPUs at full bisection, 1:7 oversubscribed above (Sec. 3.3.1).
     "meta-h100-roce": Cluster(GPUS["h100-sxm"], 8, 1, LINKS["nvlink4"], LINKS["roce-400"], None, "meta-h100-roce", pod_gpus=3072, oversubscription=7.0),
-    # DGX B200 (unconfirmed GPU figures): 8 x ConnectX-7 400 Gb/s.
+    # DGX B200: 8 B200 in one host and one NVLink domain (pf_dgx_b200_gpus), two NVLink 5 switch
+    # chips (pf_dgx_b200_nvswitch_bw, 14.4 TB/s = 8 x 1.8), 8 single-port ConnectX-7 at up to
+    # 400 Gb/s, one per GPU (pf_dgx_b200_nics, pf_dgx_b200_nic_speed; DGX B200 user guide).
     "dgx-b200": Cluster(GPUS["b200"], 8, 1, LINKS["nvlink5"], LINKS["ib-ndr"], None, "dgx-b200", HOSTS["dgx-b200"]),
     # DeepSeek-V3's cluster: 8 H800 per node on NVLink/NVSwitch, one 400 Gb/s IB NIC per GPU
     # (arXiv:2412.19437 Sec. 3.1: "IB 50 GB/s"); host assumed equal to DGX H100's.
@@ -480,4 +578,25 @@ CLUSTERS: dict[str, Cluster] = {
     "jean-zay-a100-opa": Cluster(GPUS["a100-sxm-80gb"], 8, 1, LINKS["nvlink3"], LINKS["opa-100"], 4, "jean-zay-a100-opa", HOSTS["jean-zay-a100"]),
     # A PCIe server: 8 x A100 PCIe, no NVLink bridges, 2 HDR NICs per node.
     "pcie-a100": Cluster(GPUS["a100-pcie-80gb"], 8, 1, LINKS["pcie4"], LINKS["ib-hdr"], 2, "pcie-a100", HOSTS["dgx-a100"]),
+}
+
+# The GPUs each platform comes with (keys of GPUS): Cluster.get refuses a `gpu` override outside
+# them, by name. The SXM/OAM parts are soldered to their baseboard: a DGX H100 holds H100 SXM
+# only (DGX H100 user guide), an HGX A100 board its A100 SXM4 40 or 80 GB (A100 datasheet).
+PLATFORM_GPUS: dict[str, tuple[str, ...]] = {
+    "dgx-a100": ("a100-sxm-80gb", "a100-sxm-40gb"),
+    "dgx-h100": ("h100-sxm",),
+    "dgx-h200": ("h200-sxm",),
+    "meta-h100-roce": ("h100-sxm",),
+    "dgx-b200": ("b200",),
+    "h800-ib": ("h800-sxm",),
+    "jean-zay-a100-opa": ("a100-sxm-80gb",),
+    "pcie-a100": ("a100-pcie-80gb",),
+    "hgx-b300": ("b300",),
+    "gb200-nvl72": ("gb200",),
+    "gb300-nvl72": ("gb300",),
+    "gb200-nvl36x2": ("gb200",),
+    "mi300x": ("mi300x",),
+    "mi325x": ("mi325x",),
+    "mi355x": ("mi355x",),
 }

@@ -1,12 +1,14 @@
 """Rank layout: which GPU holds which (tp, cp, dp, pp) coordinates, for a rank order.
 
-A job's ranks are numbered 0..N-1 and GPU r sits in node r // G (G GPUs per node). The rank
+A job's ranks are numbered 0..N-1 and GPU r sits in scale-up domain r // D (D GPUs per NVLink
+domain, Cluster.domain_gpus: a DGX's 8, an NVL72 rack's 72; the host holding it, r // G, matters
+only to offload and checkpoints). The rank
 order says which parallel axis varies fastest along the ranks. Megatron-LM's default is TP
 innermost, then CP, then DP, with PP outermost (megatron/core/parallel_state.py,
 `order="tp-cp-ep-dp-pp"`); Megatron-Core's `--use-tp-pp-dp-mapping` puts the pipeline inside
 the data-parallel axis. An axis's ranks sit `stride` apart, the product of the degrees of the
 axes inside it, and labs.core.engine.topology turns a group's size and stride into the link it runs
-on (NVLink inside a node, the NICs across nodes).
+on (NVLink inside a domain, the NICs across domains).
 
 Every order here keeps CP immediately inside DP, so the data-parallel gradient group (dp x cp
 ranks) is one strided group, as labs.core.engine.step prices it. Expert parallelism is carved out of
@@ -91,8 +93,10 @@ def groups(order: str, tp: int, cp: int, dp: int, pp: int, axis: str) -> list[li
 
 
 def cross_node_links(order: str, tp: int, cp: int, dp: int, pp: int, axis: str, gpus_per_node: int) -> list[tuple[int, int]]:
-    """(rank, rank) pairs of neighbouring members of an `axis` group that sit in different nodes:
-    the hops whose traffic leaves the node (a ring's hops, or a pipeline's stage boundaries)."""
+    """(rank, rank) pairs of neighbouring members of an `axis` group that sit in different
+    scale-up domains: the hops whose traffic leaves the NVLink domain for the NICs (a ring's hops,
+    or a pipeline's stage boundaries). `gpus_per_node` is the domain's GPUs (Cluster.domain_gpus;
+    a DGX's host and domain are one)."""
     check_positive("gpus_per_node", gpus_per_node, integer=True, maximum=1 << 10)
     out = []
     for members in groups(order, tp, cp, dp, pp, axis):

@@ -266,17 +266,17 @@ def _warnings(model, cluster, plan, r, memory, fits, step, offload) -> tuple[str
                 f"Offloaded state needs {host / 1e9:,.0f} GB of CPU memory per node, more than the host's "
                 f"{cluster.host.memory_bytes / 1e9:,.0f} GB"
             )
-    if 1 < plan.tp <= cluster.gpus_per_node and r["coll_tp_members_per_node"] < plan.tp:  # the rank order spreads TP over nodes
+    if 1 < plan.tp <= cluster.domain_gpus and r["coll_tp_members_per_node"] < plan.tp:  # the rank order spreads TP over NVLink domains
         tp_stride = strides(RANK_ORDERS.index(plan.rank_order), float(plan.tp), float(plan.cp), float(plan.dp), float(plan.pp), SCALAR)["tp"]
         out.append(
             f"Rank order {plan.rank_order} places the {plan.tp} GPUs of each TP group {tp_stride:g} ranks apart: every group "
             f"spans nodes, so its per-layer collectives leave {cluster.intra.name} for {cluster.inter.name}"
         )
-    if plan.tp > cluster.gpus_per_node:
+    if plan.tp > cluster.domain_gpus:
         nvlink = cluster.intra.effective_bytes_per_s / 1e9
         nic = cluster.inter.effective_bytes_per_s / 1e9
         out.append(
-            f"TP={plan.tp} spans nodes of {cluster.gpus_per_node} GPUs: its per-layer collectives leave {cluster.intra.name} "
+            f"TP={plan.tp} spans nodes of {cluster.domain_gpus} GPUs: its per-layer collectives leave {cluster.intra.name} "
             f"({nvlink:.0f} GB/s of bus bandwidth) for the node's {cluster.rails} {cluster.inter.name} NICs ({nic:.0f} GB/s each), "
             "pay network latency on every layer, and cannot be overlapped by Transformer Engine outside the NVLink domain"
         )

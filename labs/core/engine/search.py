@@ -342,7 +342,7 @@ def sweep(model: Model, cluster: Cluster, global_batch: int, era: str | None = N
         "tokens_per_s": global_batch * model.seq_len / step,
         "dp_comm_exposed_s": out["dp_comm_s"].take(order),
         "dp_comm_latency_s": out["dp_exposed_latency_s"].take(order),
-        "tp_spans_nodes": frame["tp"] > cluster.gpus_per_node,
+        "tp_spans_nodes": frame["tp"] > cluster.domain_gpus,  # beyond one NVLink domain
         "pareto": np.concatenate([_pareto(step[:fitting], memory[:fitting]), np.zeros(len(order) - fitting, dtype=bool)]),
     })
     return pd.DataFrame(frame, copy=False)

@@ -1,14 +1,19 @@
-"""Where a group's collective runs, and what it costs: NVLink, rails, pods.
+"""Where a group's collective runs, and what it costs: NVLink domains, rails, pods.
 
 Ranks are numbered tensor-parallel fastest, then context, then data, then pipeline (Megatron's
 order, the default; a Plan's rank_order picks another, labs.core.engine.layout gives each axis's stride),
-so a group whose members sit `stride` ranks apart packs g = G / stride of them into a node of G
-GPUs (one when stride >= G).
+so a group whose members sit `stride` ranks apart packs g = D / stride of them into a scale-up
+domain of D GPUs (one when stride >= D). The domain, not the host, decides: a DGX is one host and
+one 8-GPU NVLink domain, a GB200 NVL72 rack is 18 hosts of 4 GPUs in one 72-GPU domain, so TP 16
+or EP 64 inside the rack never touches a NIC (Cluster.domain_gpus). Below, "node" is the domain
+(the scaling book's GPU chapter calls it so; NCCL's multi-node NVLink support treats an NVL72
+rack's NVLink clique as one node of its topology: assumed here, the version not checked).
 
-- Inside one node a group runs on NVLink at NCCL's measured bus bandwidth.
-- Across nodes NCCL runs one ring per channel and crosses each node boundary on a different NIC
-  (rails). With every group of the node communicating at once, a group with g members per node
-  owns g/G of the node's NICs: on a rail-optimised DGX (one NIC per GPU) that is g NICs, so a
+- Inside one domain a group runs on NVLink at NCCL's measured bus bandwidth.
+- Across domains NCCL runs one ring per channel and crosses each domain boundary on a different
+  NIC (rails). With every group of the domain communicating at once, a group with g members per
+  domain owns g NICs per GPU's share of them (g x nics_per_node / gpus_per_node: the NICs are the
+  hosts'): on a rail-optimised DGX (one NIC per GPU) that is g NICs, so a
   ring over whole nodes moves about 8 x 47 GB/s of bus bandwidth, capped by NVLink's, and a group
   with one member per node (DP behind TP=8) has one NIC. Evidence: nccl-tests #119 (3 nodes x
   4 HDR: 84.8 of 100 GB/s), #309 (2 x 8 H100 with 8 NDR NICs: up to ~400 GB/s), #283 (1,984
@@ -38,6 +43,27 @@ Algorithms and protocols follow NCCL's own cost model (NVIDIA/nccl src/graph/tun
   bandwidth, LL128 at 0.92, Simple at all of it); NCCL takes, per message, the algorithm and
   protocol with the least predicted time, so a 1 MB message pays LL128's 1.9 us per NVLink hop,
   not Simple's 3.4, and small messages LL's 0.6.
+On a full mesh (AMD Instinct's 8-GPU node: each GPU has one Infinity Fabric (xGMI) link to each
+of its 7 peers, no switch; Link.mesh_peers) RCCL, not NCCL, decides (_mesh_priced, the tables
+below from ROCm/rccl at 0cbce2a7, 2024-10):
+- One ring uses one link per hop; RCCL runs many rings at once (src/graph/rome_models.cc,
+  rome_model_79, the 8 x MI300X full mesh: 28 channels over 14 rings, "tuning=5") so that every
+  link carries one: a group with g members in the mesh reaches the g - 1 links among them, (g - 1)
+  x one link's rate (scale_up_bytes_per_s). TP 2 on a MI300X node gets one link (~47 GB/s), where
+  an NVSwitch gives a pair the GPU's whole NVLink bandwidth.
+- Its ring cost model is tuning_model_5 (src/graph/tuning.cc): base 12 / 17 us (LL / Simple),
+  0.8 / 2.1 us per xGMI hop, LL at 0.08 of the bus bandwidth; LL128 is off on gfx942 (enabled on
+  gfx90a only) and the tree runs LL only inside one node (tree Simple skipped on gfx94 single
+  node), at 0.06 of the bus bandwidth with more latency than ring LL: it never wins, so it is left out.
+- Direct algorithms: RCCL loads MSCCL's all-pairs all-reduce for 8 GPUs of one mesh
+  (tools/msccl-algorithms/allreduce-allpairs-8n-*.xml: LL up to 512 KiB, Simple from 512 KiB to
+  16 MiB; mscclEnabled=1 in rome_model_79) and runs it before its tuning model: each GPU sends an
+  eighth to each peer on its own link, reduces, and sends the result back: 2 steps, not the ring's
+  14, the same bytes over the same 7 links. Its latency (base + 2 hops of the ring's table) is
+  assumed (unconfirmed: MSCCL has no entry in RCCL's cost model). An all-to-all inside the mesh
+  runs direct too (every peer on its own link at once: base + 1 hop, unconfirmed).
+- Across nodes the network hops are NCCL's (unconfirmed for RCCL, whose tuning_model_5 charges a
+  Simple ring 320 us a network step with per-size bandwidth corrections: not modelled).
 "auto" is NCCL's own choice among them (PRE_PAT_AUTO: the same without PAT, NCCL before 2.23);
 "ring", "tree" and "nvls" force the algorithm (NCCL_ALGO) and still pick the protocol. Everything here is array-valued: scalars and numpy columns broadcast.
 """
@@ -87,11 +113,14 @@ TREE_BANDWIDTH_CAP = 0.92
 _TREE_PROTOCOL_BW = {True: (1 / 3.8, 120 / 128, 1.0), False: (1 / 3.8, 7 / 9, 1.0)}  # keyed by "across nodes"
 
 
-def members_per_node(cluster: Cluster, n, stride, xp=NUMPY):
-    """How many members of a group of n ranks, `stride` apart, share one node."""
+def members_per_domain(cluster: Cluster, n, stride, xp=NUMPY):
+    """How many members of a group of n ranks, `stride` apart, share one scale-up (NVLink) domain."""
     if xp is SCALAR:
-        return _members_of_one(cluster.gpus_per_node, float(n), float(stride))
-    return _members(cluster.gpus_per_node, n, stride, xp)
+        return _members_of_one(cluster.domain_gpus, float(n), float(stride))
+    return _members(cluster.domain_gpus, n, stride, xp)
+
+
+members_per_node = members_per_domain  # the name the communication map's "members_per_node" columns and the labs use
 
 
 def _members(gpn, n, stride, xp):
@@ -103,6 +132,15 @@ def _members(gpn, n, stride, xp):
 @lru_cache(maxsize=4096)
 def _members_of_one(gpn: int, n: float, stride: float) -> float:
     return _members(gpn, n, stride, SCALAR)
+
+
+def scale_up_bytes_per_s(cluster: Cluster, g, xp=NUMPY):
+    """What one GPU moves at once to the other g - 1 members of its group inside one domain:
+    through a switch the GPU's whole (achieved) link bandwidth; on a full mesh the g - 1 direct
+    links among them, one per peer (module docstring)."""
+    if not cluster.intra.mesh_peers:
+        return cluster.intra.effective_bytes_per_s
+    return xp.maximum(xp.minimum(g - 1.0, float(cluster.intra.mesh_peers)), 1.0) * cluster.intra.effective_bytes_per_s
 
 
 def nccl_algorithm(dp_algorithm: str, pat: bool) -> str:
@@ -124,6 +162,8 @@ def _uses(op: str, algorithm: str, cluster: Cluster) -> tuple[str, ...]:
 
 
 def _ring_bus_bandwidth(cluster: Cluster, n, stride, g, nodes, intra, xp=NUMPY):
+    """The ring's bus bandwidth: `intra` inside one domain; across domains the g members' NICs
+    (each GPU's share of its host's: rails / gpus_per_node), capped by `intra`."""
     nics = cluster.rails * g / cluster.gpus_per_node
     span = n * xp.floats(stride)
     tier = xp.where(span > cluster.pod_gpus, 1.0 / cluster.oversubscription, 1.0) if cluster.pod_gpus else 1.0
@@ -135,9 +175,9 @@ def group_bus_bandwidth(cluster: Cluster, n, stride, algorithm: str = "ring", op
     """nccl-tests' bus bandwidth (bytes/s) one collective of the group reaches at large messages
     with `algorithm` (falling back to the ring where NCCL cannot use it)."""
     n = np.asarray(n, dtype=float)
-    g = members_per_node(cluster, n, stride)
+    g = members_per_domain(cluster, n, stride)
     nodes = np.ceil(n / g)
-    ring = _ring_bus_bandwidth(cluster, n, stride, g, nodes, cluster.intra.effective_bytes_per_s)
+    ring = _ring_bus_bandwidth(cluster, n, stride, g, nodes, scale_up_bytes_per_s(cluster, g))
     algorithm = _uses(op, algorithm, cluster)[0] if algorithm != "auto" else "ring"
     if algorithm == "tree":  # 2 M moved at 0.92 busbw, reported by nccl-tests as 2 (n-1)/n M
         return TREE_BANDWIDTH_CAP * ring * (n - 1) / np.maximum(n, 1.0)
@@ -204,7 +244,7 @@ def collective_columns(op: str, nbytes, cluster: Cluster, n, stride=1, algorithm
     array namespace, labs.core.engine.stages.xp)."""
     if op == "p2p":
         nbytes = xp.floats(nbytes)
-        g = members_per_node(cluster, 2, stride, xp)
+        g = members_per_domain(cluster, 2, stride, xp)
         bw = xp.where(g >= 2, cluster.intra.effective_bytes_per_s, cluster.inter_bytes_per_s_per_gpu)
         lat = xp.where(g >= 2, cluster.intra.latency_s, cluster.inter.latency_s)
         active = nbytes > 0
@@ -244,6 +284,8 @@ def _priced_active(op: str, nbytes, cluster: Cluster, n, stride, algorithm: str,
 def _priced(op: str, nbytes, cluster: Cluster, n, stride, algorithm: str, xp):
     """collective_columns for groups that run it (n > 1, nbytes > 0): of the options NCCL weighs
     for the group, the one with the least latency + bytes moved / bus bandwidth."""
+    if cluster.intra.mesh_peers:
+        return _mesh_priced(op, nbytes, cluster, n, stride, algorithm, xp)
     options = _scalar_options(op, cluster, n, stride, algorithm) if xp.scalar else _options(op, cluster, n, stride, algorithm, xp)
     latencies, moved, busbws = options
     return xp.cheapest(latencies, [share * nbytes / busbw for share, busbw in zip(moved, busbws)])
@@ -254,7 +296,7 @@ def _options(op: str, cluster: Cluster, n, stride, algorithm: str, xp) -> tuple:
     protocol) NCCL weighs: (latencies, the share of the bytes each rank moves, the bus bandwidth
     it moves them at)."""
     share = _RING_SHARE[op]
-    g = members_per_node(cluster, n, stride, xp)
+    g = members_per_domain(cluster, n, stride, xp)
     nodes = xp.ceil(n / g)
     multi = nodes > 1
     hop = "nvlink" if cluster.intra.name.startswith("NVLink") else "pci"
@@ -286,6 +328,57 @@ def _options(op: str, cluster: Cluster, n, stride, algorithm: str, xp) -> tuple:
         moved.append(1.0)
         busbws.append(PAT_BANDWIDTH * ring_busbw)
     return tuple(latencies), tuple(moved), tuple(busbws)
+
+
+# RCCL on a full mesh (module docstring): ROCm/rccl src/graph/tuning.cc at 0cbce2a7, baseLat (Ring,
+# LL and Simple) and tuning_model_5 (MI300X, rome_model_79 "tuning=5"): hwLat[NVLINK][Ring] (RCCL
+# types xGMI as NVLink) and bwRatio[2 nodes or fewer][Ring], per protocol (LL, Simple); LL128 off.
+_RCCL_BASE_US = (12.0, 17.0)
+_RCCL_XGMI_HOP_US = (0.8, 2.1)
+_RCCL_RING_PROTOCOL_BW = (0.08, 1.0)
+# MSCCL's all-pairs all-reduce (tools/msccl-algorithms/allreduce-allpairs-8n-ll-*-op.xml: minBytes 0
+# / 65537, maxBytes 65536 / 524287; -simple-op.xml 524288 to 16777216, out of place), for exactly
+# 8 ranks (ngpus="8"); the in-place Simple files stop at 11.5 MiB and cover 14-16 MiB.
+RCCL_DIRECT_RANKS = 8
+_RCCL_DIRECT_BYTES = ((0.0, 524287.0), (524288.0, 16777216.0))  # (min, max) per protocol (LL, Simple)
+_MESH_TABLES = (  # per protocol: base, xGMI hop, NCCL's network hops (ring, tree), bandwidth share, direct range
+    tuple(x * _US for x in _RCCL_BASE_US), tuple(x * _US for x in _RCCL_XGMI_HOP_US),
+    (_HOP_US["net", "ring"][0] * _US, _HOP_US["net", "ring"][2] * _US), (_HOP_US["net", "tree"][0] * _US, _HOP_US["net", "tree"][2] * _US),
+    _RCCL_RING_PROTOCOL_BW, tuple(lo for lo, _ in _RCCL_DIRECT_BYTES), tuple(hi for _, hi in _RCCL_DIRECT_BYTES),
+)
+_MESH_ROWS = tuple(zip(*_MESH_TABLES))  # one row per protocol, plain floats: priced one protocol at a time on columns or a plan
+
+
+def _mesh_priced(op: str, nbytes, cluster: Cluster, n, stride, algorithm: str, xp):
+    """_priced on a full mesh (module docstring): RCCL's ring under LL or Simple, whichever costs
+    less, except where MSCCL's direct all-pairs all-reduce runs (8 ranks of one mesh, up to 16 MiB,
+    its protocol fixed by the size) and for an all-to-all inside one mesh (direct, cheaper protocol)."""
+    share = _RING_SHARE[op]
+    g = members_per_domain(cluster, n, stride, xp)
+    nodes = xp.ceil(n / g)
+    multi = nodes > 1
+    ring_busbw = _ring_bus_bandwidth(cluster, n, stride, g, nodes, scale_up_bytes_per_s(cluster, g, xp), xp)
+    ring_moved = share * (n - 1) / xp.maximum(n, 1.0)
+    ring_lat, ring_bw, direct_lat, direct_bw, in_range = [], [], [], [], []
+    for base, hop, net_ring, net_tree, protocol_bw, low, high in _MESH_ROWS:
+        lat, busbw = _ring_option(base, hop, net_ring, net_tree, protocol_bw, share, n, g, multi, nodes, ring_busbw, xp)
+        ring_lat.append(lat)
+        ring_bw.append(ring_moved * nbytes / busbw)
+        direct_lat.append(base + (2.0 if op == "all_reduce" else 1.0) * hop)
+        direct_bw.append(ring_bw[-1])
+        in_range.append((nbytes >= low) & (nbytes <= high))
+    ring = xp.cheapest(ring_lat, ring_bw)
+    if algorithm not in ("auto", PRE_PAT_AUTO) or op not in ("all_reduce", "all_to_all"):
+        return ring
+    one_mesh = xp.not_(multi)
+    if op == "all_to_all":
+        direct = xp.cheapest(direct_lat, direct_bw)
+        return xp.where(one_mesh, direct[0], ring[0]), xp.where(one_mesh, direct[1], ring[1])
+    use = one_mesh & (n == RCCL_DIRECT_RANKS)
+    lat = xp.where(in_range[0], direct_lat[0], direct_lat[1])
+    bw = xp.where(in_range[0], direct_bw[0], direct_bw[1])
+    use = use & (in_range[0] | in_range[1])
+    return xp.where(use, lat, ring[0]), xp.where(use, bw, ring[1])
 
 
 @lru_cache(maxsize=4096)

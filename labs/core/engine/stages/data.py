@@ -171,10 +171,10 @@ def _collective_prices(model, cluster, stack, p, q, dp_algorithm, xp) -> SimpleN
     # DualPipe: a rank's two chunks are copies of the stages its mirror rank (p - 1 - r) holds too
     # (deepseek-ai/DualPipe examples/example_dualpipe.py adds each chunk's gradient to its mirror's
     # copy after the step): once a step each reduced shard is all-reduced with the mirror's, a pair
-    # of ranks on one node or two (rank r's position, r x the stages' stride, against p - 1 - r's).
+    # of ranks in one NVLink domain or two (rank r's position, r x the stages' stride, against p - 1 - r's).
     dual = p.sched == _DUALPIPE
     d.mirror_bytes = mirror_bytes = xp.where(dual, xp.where(z0, grads, dense_grads / shard + expert_grads / expert_shard), 0.0)
-    rank, gpn = xp.pick(q.rank_index, heaviest), cluster.gpus_per_node
+    rank, gpn = xp.pick(q.rank_index, heaviest), cluster.domain_gpus
     same_node = xp.floor(rank * p.stride["pp"] / gpn) == xp.floor((p.pp - 1 - rank) * p.stride["pp"] / gpn)
     d.mirror_stride = mirror_stride = xp.where(same_node, 1.0, float(gpn))
     d.mirror = xp.only_if(dual, bucketed, ("all_reduce", dual, mirror_bytes, calls, 2.0, mirror_stride), (0.0, 0.0))

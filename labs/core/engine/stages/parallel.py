@@ -18,7 +18,7 @@ from types import SimpleNamespace
 from labs.core.engine.context import ulysses_qkv_bytes
 from labs.core.engine.experts import all_to_all_cost
 from labs.core.engine.gemm import GEMM_FIXED_S
-from labs.core.engine.topology import collective_columns, members_per_node
+from labs.core.engine.topology import collective_columns, members_per_domain
 
 ACTIVATION_BYTES = 2  # bf16 activations sent between TP ranks and pipeline stages
 # Transformer Engine userbuffers defaults: pipelined reduce-scatter in 4 chunks on 16 SMs, bulk
@@ -99,7 +99,7 @@ def layer_communication(model, cluster, stack, p, layer, xp) -> SimpleNamespace:
     # Context parallelism, run only where cp > 1 (elsewhere its terms are 0: _context_parallel)
     (t.kv_block, t.step_p2p, t.kv, t.gather_f, t.gather_b, t.qkv_block, t.out_block, t.ulysses_pass, t.cp_total) = xp.only_if(
         cp > 1, _context_parallel, (model, cluster, p, layer.attn_f, layer.attn_b, xp), (0.0,) * 9)
-    tp_in_node = members_per_node(cluster, tp, s_tp, xp) >= tp  # the TP group inside one NVLink domain
+    tp_in_node = members_per_domain(cluster, tp, s_tp, xp) >= tp  # the TP group inside one NVLink domain
     t.overlap = p.tp_overlap & p.sp & (tp > 1) & tp_in_node
     gemm_f = layer.gemm_f
     gemm_all = gemm_f * (3 + redo)

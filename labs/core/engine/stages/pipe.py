@@ -128,7 +128,7 @@ def pipeline_stage(model, cluster, stack, p, layer, tpcp, xp) -> SimpleNamespace
     # Send/recv: Megatron's scatter/gather sends 1/t per NIC and all-gathers on NVLink.
     pp_bytes = tpcp.act  # one micro-batch's activations cross each stage boundary
     q.stage_stride = p.stride["pp"]  # neighbouring stages sit this many ranks apart (tp x cp x dp in Megatron's order)
-    crosses = q.stage_stride >= cluster.gpus_per_node
+    crosses = q.stage_stride >= cluster.domain_gpus  # neighbouring stages in different NVLink domains
     scatter = stack.pp_p2p == "scatter_gather"  # DeepSpeed 2021: every TP rank sends the whole activation
     q.message_split = tp if scatter else 1.0  # a message carries the activation over this
     hop = _seconds("p2p", pp_bytes / q.message_split, cluster, 2, q.stage_stride, xp)
