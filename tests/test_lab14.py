@@ -1,0 +1,160 @@
+"""Lab 14: the fault generators against hand counts, determinism per student, the grader's
+recomputation, and the notebook headless (locked, committed, every instrument at both ends, submit)."""
+
+import json
+
+import numpy as np
+import pytest
+
+from labs.core.engine import debugging as dbg
+from labs.core.engine.topology import group_cost
+from labs.core.scenarios import lab14
+from labs.variants import variant
+
+pytestmark = pytest.mark.usefixtures("ledger_dir")
+
+J = lab14.run_job()
+RANK = 1234  # node 154, TP index 2, DP index 26 under TP-CP-DP-PP: stage 1
+
+
+def _hang(kind, site=0.37, rank=RANK):
+    return dbg.hang(J, dbg.Fault(kind, rank, dbg.fault_site(J, kind, site)))
+
+
+def test_the_layout_is_megatrons():
+    tp, cp, dp, pp = J.coords[RANK]
+    assert (tp, dp, pp) == (RANK % 8, (RANK // 8) % 128, RANK // 1024)
+    assert list(J.members("tp", J.group_ids["tp"][RANK])) == list(range(1232, 1240))
+    assert list(J.members("dp", J.group_ids["dp"][RANK])) == list(range(1026, 2048, 8))
+    assert list(J.members("pp", J.group_ids["pp"][RANK])) == [210, 1234, 2258, 3282]
+
+
+def test_the_program_holds_the_engines_calls_and_sizes():
+    uses = {u.key: u for u in J.est.collectives}
+    prog = J.program
+    assert sum(c.axis == "tp" for c in prog) == uses["tp"].calls
+    assert sum(c.axis == "pp" for c in prog) == uses["pp"].calls
+    assert sum(c.axis == "dp" and c.op == "reduce_scatter" for c in prog) == uses["dp_reduce"].calls
+    tp = next(c for c in prog if c.axis == "tp")
+    assert tp.nbytes * 7 / 8 == pytest.approx(uses["tp"].sent_bytes / uses["tp"].calls)
+
+
+def test_a_skipped_collective_stops_exactly_its_group_one_short():
+    h = _hang("skipped_collective")
+    group = J.members("tp", J.group_ids["tp"][RANK])
+    done = h.last_completed_seq("tp")
+    k = h.base("tp") + h.window.seq[len(J.program) + h.fault.at] + 1  # the skipped call's sequence id
+    assert set(done[group]) == {k - 1}
+    others = np.setdiff1d(np.arange(J.ranks), group)
+    assert (done[others] != k - 1).all()
+    assert all(h.waiting(r) is not None for r in others)  # every other rank waits in some call
+    mine = dbg.flight_record(h, RANK)["entries"][-2]  # its entry at k: the call its peers issue next
+    peer = dbg.flight_record(h, int(group[0]))["entries"][-2]
+    assert mine["collective_seq_id"] == peer["collective_seq_id"] == k and mine["state"] == peer["state"] == "started"
+    assert (mine["profiling_name"], peer["profiling_name"]) == ("nccl:reduce_scatter", "nccl:all_gather")
+
+
+def test_a_size_mismatch_shows_in_input_sizes():
+    h = _hang("size_mismatch")
+    group = J.members("dp", J.group_ids["dp"][RANK])
+    mine, peer = (dbg.flight_record(h, int(r)) for r in (RANK, group[0]))
+    started = lambda rec: next(e for e in rec["entries"] if e["state"] == "started")  # noqa: E731
+    assert started(mine)["collective_seq_id"] == started(peer)["collective_seq_id"]
+    assert started(mine)["input_sizes"][0][0] - started(peer)["input_sizes"][0][0] == J.model.hidden
+
+
+@pytest.mark.parametrize("kind", ["dead_nic", "flapping_nic"])
+def test_a_dead_nic_leaves_every_member_arrived_and_none_done(kind):
+    h = _hang(kind)
+    row = next(r for r in h.not_arrived("dp") if r["group"] == J.group_ids["dp"][RANK])
+    assert row["arrived"] == row["members"] == 128 and row["missing"] == []
+    assert any(("IBV_WC_RETRY_EXC_ERR" if kind == "dead_nic" else "Link down") in line for line in dbg.log_lines(h))
+
+
+def test_a_gpu_off_the_bus_leaves_no_dump():
+    h = _hang("gpu_fell_off_bus")
+    assert dbg.flight_record(h, RANK) is None and dbg.flight_record(h, RANK + 1) is not None
+    assert any("Xid" in line and ": 79," in line for line in dbg.log_lines(h))
+
+
+def test_the_deadlock_is_a_cycle_through_the_world_group():
+    h = _hang("order_deadlock")
+    assert h.waiting(RANK).axis == "world"
+    dp = h.not_arrived("dp")
+    assert len(dp) == 1 and dp[0]["missing"] == [RANK]
+    world = h.not_arrived("world")[0]
+    peers = set(J.members("dp", J.group_ids["dp"][RANK])) - {RANK}
+    assert set(world["missing"]) == peers  # the world waits for its DP peers, who wait for it
+
+
+def test_a_dataloader_stall_leaves_its_last_entry_completed():
+    h = _hang("dataloader_stall")
+    rec = dbg.flight_record(h, RANK)
+    assert all(e["state"] == "completed" for e in rec["entries"])
+    assert any(r["missing"] == [RANK] for r in h.not_arrived("pp"))
+
+
+def test_ring_pacing_equals_the_slow_links_share():
+    """One NIC at half speed: the DP ring's reduce-scatter takes the engine's group cost over a
+    link at half speed, and its members' DP time grows by exactly that much wire time."""
+    p = J.plan
+    u = next(u for u in J.est.collectives if u.key == "dp_reduce")
+    nbytes = u.sent_bytes / u.calls * 128 / 127
+    from dataclasses import replace
+
+    slow = replace(J.cluster, inter=replace(J.cluster.inter, efficiency=J.cluster.inter.efficiency * 0.5))
+    expected = group_cost("reduce_scatter", nbytes, slow, 128, p.tp, "ring").total_s / group_cost("reduce_scatter", nbytes, J.cluster, 128, p.tp, "ring").total_s
+    assert dbg.ring_pacing(J, 0.5) == pytest.approx(expected)
+    t = dbg.slow_timings(J, dbg.Fault("slow_nic", RANK, 0, 0.5), steps=4)
+    ring = J.members("dp", J.group_ids["dp"][RANK])
+    mean = t.dp_comm_s.mean(axis=0)
+    assert mean[ring].mean() - mean[np.setdiff1d(np.arange(J.ranks), ring)].mean() == pytest.approx(u.wire_s * (expected - 1), rel=0.02)
+
+
+@pytest.mark.parametrize("kind", list(dbg.SLOW_FAULTS))
+def test_each_slowness_fault_flags_its_rank(kind):
+    mag = lab14.SLOW_MAGNITUDES[kind][-1]
+    t = dbg.slow_timings(J, dbg.Fault(kind, RANK, 0, mag), steps=20)
+    assert t.slowdown > 1.01 and np.isfinite(t.step_s).all()
+    group = "world" if kind in ("slow_nic", "unbalanced_stage") else "tp" if kind == "throttled_gpu" else "world"
+    assert RANK in lab14.flagged(t, J, group, 3)
+
+
+def test_bad_input_is_refused_naming_the_field():
+    with pytest.raises(ValueError, match="fault.kind"):
+        dbg.hang(J, dbg.Fault("cosmic_ray", 0))
+    with pytest.raises(ValueError, match="fault.rank"):
+        dbg.hang(J, dbg.Fault("dead_nic", J.ranks))
+    with pytest.raises(ValueError, match="timeout_s"):
+        dbg.timeout_loss(0, 4096, 600, 60, 10)
+
+
+def test_the_timeout_answer_is_the_first_setting_above_the_healthy_wait():
+    for gbps in lab14.VARIANT_SYNC_STORAGE_GBPS:
+        f = lab14.timeout_facts(gbps, 60)
+        above = [t for t in lab14.TIMEOUT_SETTINGS_MIN if t * 60 > f["wait_s"]]
+        assert f["best_min"] == above[0]
+        # hand count: 70B x 14 bytes (bf16 weights + fp32 master, m, v) through one writer
+        assert f["wait_s"] == pytest.approx(J.model.params * 14 / min(gbps * 1e9, J.cluster.inter_bytes_per_s_per_gpu), rel=1e-6)
+
+
+def test_variants_are_deterministic_and_differ_between_students():
+    a1, a2 = variant(lab14.LAB, "alice"), variant(lab14.LAB, "alice")
+    assert a1.settings == a2.settings and a1.questions["culprit"].options == a2.questions["culprit"].options
+    keys = {variant(lab14.LAB, f"s{i}").questions["culprit"].spec.options[0].label for i in range(8)}
+    assert len(keys) > 4  # the right answer's content differs between students
+    kinds = {variant(lab14.LAB, f"s{i}").settings["hang"] for i in range(30)}
+    assert len(kinds) >= 5
+
+
+def test_the_grader_recomputes_the_outcome():
+    v = variant(lab14.LAB, "student")
+    q = v.questions
+    preds = {"culprit": q["culprit"].key, "kind": q["kind"].key, "timeout": str(q["timeout"].spec.answer)}
+    inputs = {"view_axis": "tp", "timeout_min": 10, "outlier_group": "tp", "threshold_pct": 5.0}
+    out = lab14.diagnosis_outcomes(inputs, preds, v)
+    assert out["culprit_correct"] and out["kind_correct"] and out["timeout_correct"]
+    assert out["culprit_rank"] == v.settings["rank"]
+    assert json.loads(json.dumps(out)) == out
+    with pytest.raises(ValueError, match="timeout_min"):
+        lab14.diagnosis_outcomes({**inputs, "timeout_min": 11}, preds, v)
