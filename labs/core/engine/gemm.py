@@ -23,7 +23,7 @@ than eager PyTorch, whose norms upcast to fp32 and whose RoPE and SwiGLU run as 
 
 from __future__ import annotations
 
-from labs.core.engine.hardware import GPU
+from labs.core.engine.hardware import ATTENTION_KERNELS, GPU
 from labs.core.engine.stages.xp import NUMPY
 
 # Fitted on Korthikanti et al. 2022 Table 4 (22B layer, TP=8, A100; rows
@@ -47,13 +47,12 @@ FLASH_BACKWARD_OVER_FORWARD = 2.5  # FlashAttention-2 backward: 5 matmuls agains
 #   128) and Fig. 7 (backward) on H100 SXM5: FlashAttention-2 298-333 forward / 291-318 backward
 #   TFLOP/s, cuDNN 484-529 / 465-518, FlashAttention-3 521-602 / 501-559. So 0.31, 0.50, 0.55 of
 #   989.4. FlashAttention-3 runs on Hopper only; elsewhere a stack that asks for it gets FA2.
-# - Blackwell: unconfirmed; Hopper's figures.
+# - Blackwell and Instinct parts carry their own measured rates (GPU.attention_flops, with the
+#   kernel benchmark rows of tests/data/kernel_benchmarks_v4.json beside each in the catalog).
 ATTENTION_EFFICIENCY = {
     ("fa2", "ampere"): 0.6, ("cudnn", "ampere"): 0.6, ("fa3", "ampere"): 0.6,
     ("fa2", "hopper"): 0.31, ("cudnn", "hopper"): 0.50, ("fa3", "hopper"): 0.55,
-    ("fa2", "blackwell"): 0.31, ("cudnn", "blackwell"): 0.50, ("fa3", "blackwell"): 0.55,
 }
-ATTENTION_KERNELS = ("fa2", "fa3", "cudnn")
 
 # HBM bytes per element of each element-wise op of a layer's forward, counted from the code:
 # - fused (Megatron / Transformer Engine, torch.compile): an RMSNorm or LayerNorm reads its input
@@ -92,6 +91,17 @@ def attention_efficiency(kernel: str, arch: str) -> float:
     return ATTENTION_EFFICIENCY[(kernel, arch)]
 
 
+def attention_rate(gpu: GPU, kernel: str) -> float:
+    """FLOP/s fused attention sustains on this GPU with `kernel`: the part's measured rate where
+    the catalog has one (GPU.attention_flops), else its architecture's fraction of the bf16 peak."""
+    measured = dict(gpu.attention_flops)
+    if kernel in measured:
+        return measured[kernel]
+    if (kernel, gpu.arch) not in ATTENTION_EFFICIENCY:
+        raise ValueError(f"attention_kernel {kernel!r} has no rate on {gpu.name} (measured: {sorted(measured) or 'none'})")
+    return gpu.bf16_flops * attention_efficiency(kernel, gpu.arch)
+
+
 def layer_gemm_rate(gpu: GPU, fp8=False, xp=NUMPY):
     """FLOP/s a transformer layer's large GEMMs sustain on this GPU, in BF16 or FP8 (the same
     share of each precision's measured best-shape rate)."""
@@ -112,5 +122,5 @@ def gemm_efficiency(gpu: GPU, m, n, k):
 def flash_attention_time(gpu: GPU, causal_flops_forward, kernel: str = "cudnn"):
     """(forward, backward) seconds of fused attention doing `causal_flops_forward` in forward,
     with the stack's kernel (labs.core.engine.eras.Era.attention_kernel) on this GPU's architecture."""
-    forward = causal_flops_forward / (gpu.bf16_flops * attention_efficiency(kernel, gpu.arch))
+    forward = causal_flops_forward / attention_rate(gpu, kernel)
     return forward, FLASH_BACKWARD_OVER_FORWARD * forward

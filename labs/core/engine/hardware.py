@@ -16,7 +16,16 @@ import numpy as np
 from labs.core.engine.validation import check_choice, check_positive, check_fraction, check_str, short, unknown_key_error
 
 GB = 1e9
-ARCHS = ("ampere", "hopper", "blackwell")
+ARCHS = ("ampere", "hopper", "blackwell", "cdna3", "cdna4")  # CDNA 3: MI300X, MI325X; CDNA 4: MI355X (AMD ROCm docs)
+# The fused attention kernels a software stack can name (labs.core.engine.eras.Era.attention_kernel),
+# and those a GPU may carry a measured rate for (GPU.attention_flops): FlashAttention-4 (CuTe DSL,
+# Blackwell) is measured but no stack runs it yet. On ROCm the three a stack names are AMD's: TE's
+# fused attention and flash-attention's ROCm backend both run Composable Kernel (CK) kernels.
+ATTENTION_KERNELS = ("fa2", "fa3", "cudnn")
+MEASURED_ATTENTION_KERNELS = ATTENTION_KERNELS + ("fa4",)
+# Architectures whose attention rates are fractions of the bf16 peak from the kernels' papers
+# (labs.core.engine.gemm.ATTENTION_EFFICIENCY); a GPU of any other carries its own per kernel.
+ATTENTION_TABLE_ARCHS = ("ampere", "hopper")
 
 
 @dataclass(frozen=True)
@@ -60,17 +69,35 @@ class GPU:
     arch: str  # "ampere", "hopper" or "blackwell": which attention kernels run, and how fast (labs.core.engine.gemm)
     sms: int  # streaming multiprocessors: communication kernels take some of them
     hbm_efficiency: float  # fraction of HBM bandwidth a streaming kernel reaches
-    confirmed: bool
+    confirmed: bool  # the dense peaks and HBM capacity rest on a datasheet or a tool's reading (the rest: `unconfirmed`)
     source: str
     fp8_mamf_flops: float = 0.0  # best-shape FP8 GEMM FLOP/s measured (0 where the chip has no FP8)
     tdp_w: float = 0.0  # the part's default (maximum) board power limit, watts; 0: not catalogued
     power_curve: str = ""  # key into POWER_CURVES: how the chip's GEMM rate falls with its power limit
     power_limit_w: float | None = None  # a lowered power limit (GPU.at_power_limit); None: at tdp_w
+    fp6_flops: float = 0.0  # dense FP6 tensor peak, FLOP/s (0 where the chip has none)
+    fp4_flops: float = 0.0  # dense FP4 tensor peak, FLOP/s (0 where the chip has none)
+    # Measured fused-attention rates, ((kernel, FLOP/s of the executed causal work), ...): the rate
+    # labs.core.engine.gemm prices attention at on this part. Empty: the architecture's fraction of
+    # bf16_flops (labs.core.engine.gemm.ATTENTION_EFFICIENCY, Ampere and Hopper only).
+    attention_flops: tuple[tuple[str, float], ...] = ()
+    # "field: assumption" for every value of this entry that no measurement or datasheet backs
+    # (tests/test_unconfirmed.py lists them all, so the list only shrinks on purpose).
+    unconfirmed: tuple[str, ...] = ()
 
     def __post_init__(self):
         for name in ("bf16_flops", "hbm_bytes", "hbm_bytes_per_s", "mamf_flops"):
             check_positive(name, getattr(self, name))
-        check_positive("fp8_flops", self.fp8_flops, allow_zero=True)
+        for name in ("fp8_flops", "fp6_flops", "fp4_flops"):
+            check_positive(name, getattr(self, name), allow_zero=True)
+        self._check_attention_flops()
+        if not isinstance(self.unconfirmed, tuple):
+            raise ValueError(f"unconfirmed must be a tuple of 'field: assumption' strings, got {self.unconfirmed!r}")
+        if not self.confirmed and not self.unconfirmed:
+            raise ValueError("unconfirmed must say what is assumed ('field: assumption') when confirmed is False")
+        for note in self.unconfirmed:
+            if not isinstance(note, str) or note.split(":")[0] not in self.__dataclass_fields__ or ": " not in note:
+                raise ValueError(f"unconfirmed must hold 'field: assumption' strings naming a GPU field, got {note!r}")
         check_positive("sms", self.sms, integer=True)
         check_choice("arch", self.arch, ARCHS)
         check_fraction("hbm_efficiency", self.hbm_efficiency)
@@ -84,6 +111,17 @@ class GPU:
             check_choice("power_curve", self.power_curve, POWER_CURVES)
         if self.power_limit_w is not None:
             check_power_limit(self, self.power_limit_w)
+
+    def _check_attention_flops(self) -> None:
+        if not isinstance(self.attention_flops, tuple) or not all(isinstance(pair, tuple) and len(pair) == 2 for pair in self.attention_flops):
+            raise ValueError(f"attention_flops must be a tuple of (kernel, FLOP/s) pairs, got {self.attention_flops!r}")
+        for kernel, rate in self.attention_flops:
+            check_choice("attention_flops", kernel, MEASURED_ATTENTION_KERNELS)
+            check_positive("attention_flops", rate, maximum=self.bf16_flops)
+        missing = [k for k in ATTENTION_KERNELS if k not in dict(self.attention_flops)]
+        if self.arch not in ATTENTION_TABLE_ARCHS and missing:
+            raise ValueError(f"attention_flops must give a rate for {', '.join(missing)} on a {self.arch} GPU (only "
+                             f"{' and '.join(ATTENTION_TABLE_ARCHS)} have a per-architecture table), got {self.attention_flops!r}")
 
     def power_limit_range(self) -> tuple[float, float]:
         """The power limits (watts) this part can be set to with a documented GEMM rate: from the
@@ -112,6 +150,8 @@ class GPU:
             self, name=f"{self.name.split(' @ ')[0]} @ {watts:g} W", power_limit_w=float(watts),
             bf16_flops=self.bf16_flops * ratio, fp8_flops=self.fp8_flops * ratio,
             mamf_flops=self.mamf_flops * ratio, fp8_mamf_flops=self.fp8_mamf_flops * ratio,
+            fp6_flops=self.fp6_flops * ratio, fp4_flops=self.fp4_flops * ratio,
+            attention_flops=tuple((kernel, rate * ratio) for kernel, rate in self.attention_flops),
             source=f"{self.source.split(' Power limit ')[0]} Power limit {watts:g} W of {self.tdp_w:g}: compute x "
                    f"{fraction(watts) / fraction(self.tdp_w):.3f} (POWER_CURVES[{self.power_curve!r}]).",
         )
@@ -236,12 +276,13 @@ _H100_SRC = (
 )
 # Measured best-shape bf16 GEMMs, stas00/ml-engineering compute/accelerator/README.md (MAMF table,
 # mean of 100 iterations): A100 SXM 271.2 of 312 TFLOP/s, H100 SXM 794.5 of 989 ("H200 is the
-# same"), B200 SXM 1745 of 2250; A100 PCIe 252.9. labs.core.engine.gemm turns these into a layer's GEMM
+# same"), A100 PCIe 252.9 (H100's is row mamf_h100_bf16 of tests/data/kernel_benchmarks_v4.json, which
+# holds the Blackwell and Instinct rows the entries below cite). labs.core.engine.gemm turns these into a layer's GEMM
 # time by shape. How fast attention runs depends on the kernel the software stack uses, so its
 # efficiency lives with the stack (labs.core.engine.eras, labs.core.engine.gemm.ATTENTION_EFFICIENCY), keyed
-# by the GPU's architecture. SM counts: A100 108, H100/H200 132 (NVIDIA architecture whitepapers), B200
-# 148 (unconfirmed). FP8 (float8_e4m3fn) MAMF from the same table: H100 SXM 1402.6 of 1979, H200
-# SXM 1453.4 of 1979.
+# by the GPU's architecture. SM counts: A100 108, H100/H200 132 (NVIDIA architecture whitepapers).
+# FP8 (float8_e4m3fn) MAMF from the same table: H100 SXM 1402.6 of 1979 (mamf_h100_fp8), H200
+# SXM 1453.4 of 1979 (mamf_h200_fp8).
 # HBM as nvidia-smi reports it, in bytes (MiB x 2^20): A100 80GB 81,920 MiB (stas00/ml-engineering
 # debug.md), H100 80GB 81,559 MiB (wilicc/gpu-burn #114), H200 143,771 MiB (public nvidia-smi logs),
 # B200 183,359 MiB (NVIDIA/TensorRT-LLM #10278). The marketing "80 GB" is the rounded figure.
@@ -250,6 +291,18 @@ _H100_HBM = 81_559 * 2**20
 _H200_HBM = 143_771 * 2**20
 _B200_HBM = 183_359 * 2**20
 _HBM_EFF = 0.90  # STREAM-triad class kernels reach ~90% of HBM peak on A100 and H100.
+# Azure's STREAM kernels measured H100 triad 2.97 TB/s of 3.35 (0.89) and H200 4.15 of 4.8 (0.86)
+# (kernel_benchmarks_v4.json hbm_azure_h100_triad, hbm_azure_h200_triad; tests/test_gpus_v4.py).
+# On Hopper cuDNN's fused attention runs at 0.50 of 989.4 TFLOP/s (labs.core.engine.gemm, Shah et
+# al. 2024 Fig. 5/7), 0.62 of H100's MAMF: the share assumed for Instinct parts, no CK row stored.
+_H100_CUDNN_OVER_MAMF = 0.50 * 989.4 / 794.5
+# B200's measured attention rates, FLOP/s of the executed (causal) work, forward (kernel_benchmarks_v4.json):
+_B200_ATTENTION = (
+    ("cudnn", 977e12),  # attn_cudnn_b200_hd64_causal_s4096: causal, head dim 64, 4K (826 at 2K, 1,071 at 8K; flash-attention PR #2605)
+    ("fa4", 917e12),  # attn_fa4_b200_hd64_causal_s4096: FlashAttention-4 (CuTe DSL), same shape and PR
+    ("fa2", 343.07e12),  # attn_fa2_b200_hd64_full_s8192: FA2 2.7.4 (flash-attention #1589), the median of its 2K-8K rows (307-381)
+    ("fa3", 343.07e12),  # FlashAttention-3 is built for sm90 only: a stack that asks for it runs FA2
+)
 
 
 
@@ -323,6 +376,7 @@ GPUS: dict[str, GPU] = {
         "A100-SXM-40GB", 312e12, 0.0, 40_960 * 2**20, 1555 * GB, "nvlink3", 271.2e12, "ampere", 108, _HBM_EFF, True,
         "NVIDIA A100 datasheet (40 GB SXM4): 312 TFLOP/s BF16 dense, 40 GB HBM2, 1,555 GB/s; MAMF taken "
         "as the 80 GB part's (same chip and clocks, no separate measurement stored). TDP 400 W.", tdp_w=400, power_curve="ga100",
+        unconfirmed=("mamf_flops: the 80 GB part's MAMF (same chip and clocks; no row for the 40 GB part)",),
     ),
     "a100-pcie-80gb": GPU(
         "A100-PCIe-80GB", 312e12, 0.0, _A100_HBM, 1935 * GB, "nvlink3", 252.9e12, "ampere", 108, _HBM_EFF, True,
@@ -341,6 +395,8 @@ GPUS: dict[str, GPU] = {
         "H100-NVL-94GB", 835.5e12, 1670.5e12, 95_830 * 2**20, 3900 * GB, "nvlink4", 794.5e12 * 835.5 / 989.4, "hopper", 132, _HBM_EFF, False,
         "NVIDIA H100 product page (H100 NVL): 835.5 TFLOP/s BF16 dense, 94 GB HBM3, 3.9 TB/s, 350-400 W. "
         "MAMF scaled from H100 SXM by the peak ratio (unconfirmed).", 1402.6e12 * 835.5 / 989.4, tdp_w=400, power_curve="gh100",
+        unconfirmed=("mamf_flops: H100 SXM's MAMF x the peak ratio 835.5 / 989.4 (no row for H100 NVL)",
+                     "fp8_mamf_flops: H100 SXM's FP8 MAMF x the peak ratio (no row for H100 NVL)"),
     ),
     # H100 94 GB with HBM2e at 2.41 TB/s, as in NHR@FAU's Helma nodes (4 GPUs a node), the H100
     # of Ujeniya et al. 2026 (arXiv:2604.11391, Sec. 3: "H100: HBM2e, 94 GiB, 2.41 TB/s", compute
@@ -349,6 +405,7 @@ GPUS: dict[str, GPU] = {
         "H100-94GB-HBM2e", 989.4e12, 1979e12, 94 * 2**30, 2410 * GB, "nvlink4", 794.5e12, "hopper", 132, _HBM_EFF, True,
         "Ujeniya et al. 2026 (arXiv:2604.11391) Sec. 3: H100 with 94 GiB HBM2e at 2.41 TB/s, H100 compute; "
         "MAMF taken as H100 SXM's. Power caps 200-700 W in that study: TDP 700 W.", 1402.6e12, tdp_w=700, power_curve="gh100",
+        unconfirmed=("mamf_flops: H100 SXM's (same compute; no row for this part)", "fp8_mamf_flops: H100 SXM's (no row for this part)"),
     ),
     # H100 SXM5 96 GB (HBM3, 3.36 TB/s; sold in China as the H800's successor parts and in some
     # HGX boards): the SXM5 die with 6 HBM stacks enabled. Compute as H100 SXM.
@@ -356,6 +413,8 @@ GPUS: dict[str, GPU] = {
         "H100-SXM-96GB", 989.4e12, 1979e12, 96 * 1024 * 2**20, 3360 * GB, "nvlink4", 794.5e12, "hopper", 132, _HBM_EFF, False,
         "H100 SXM5 96 GB as listed by server vendors (unconfirmed by an NVIDIA datasheet): the H100 SXM compute with "
         "96 GB HBM3 at 3.36 TB/s; capacity taken as 96 GiB; TDP as H100 SXM's 700 W.", 1402.6e12, tdp_w=700, power_curve="gh100",
+        unconfirmed=("hbm_bytes: server vendors' 96 GB taken as 96 GiB (no NVIDIA datasheet, no nvidia-smi reading)",
+                     "tdp_w: H100 SXM's 700 W"),
     ),
     "h200-sxm": GPU(
         "H200-SXM", 989.4e12, 1979e12, _H200_HBM, 4800 * GB, "nvlink4", 794.5e12, "hopper", 132, _HBM_EFF, True,
@@ -366,14 +425,187 @@ GPUS: dict[str, GPU] = {
         "H800 SXM: the H100 SXM die and memory with NVLink cut to 400 GB/s bidirectional (reference file "
         "hw_h800; DeepSeek-V3 Sec. 3.2.2). Matmul rates taken as H100's (same chip and clocks); TDP as H100 SXM's 700 W.", 1402.6e12,
         tdp_w=700, power_curve="gh100",
+        unconfirmed=("mamf_flops: H100's (same chip and clocks; no H800 MAMF row)", "fp8_mamf_flops: H100's (no per-tensor FP8 row on H800)"),
     ),
+    # ---- Blackwell and Instinct (engine v4). Row ids name tests/data/kernel_benchmarks_v4.json
+    # (its .md says where each came from); `unconfirmed` lists what no row backs. Dense peaks:
+    # stas00/ml-engineering's TFLOPS table @744d01e (it transcribes the DGX B200/B300, GB200/GB300
+    # NVL72 and AMD product pages and halves sparse figures); MAMF: its MAMF table (torch.matmul,
+    # mean of 100 after 50 warm-up, best shape of mamf-finder.py).
     "b200": GPU(
-        "B200 (unconfirmed)", 2.25e15, 4.5e15, _B200_HBM, 7700 * GB, "nvlink5", 1745e12, "blackwell", 148, _HBM_EFF,
-        False,
-        "HGX B200 spec page as transcribed (unconfirmed): 2.25 PFLOP/s BF16 dense, 4.5 FP8 "
-        "dense, 180 GB, 7.7 TB/s; other sources quote 192 GB and 8 TB/s. Attention kernels "
-        "assumed as fast as on H100. FP8 MAMF assumed twice the BF16 one (no merged measurement).",
-        2 * 1745e12,
+        "B200",
+        2.25e15,  # ds_b200_bf16_dense_peak (ml-engineering TFLOPS table, DGX B200 datasheet)
+        4.5e15,  # ds_b200_fp8_dense_peak; NVIDIA's sparse 9 PFLOPS halved (ds_b200_fp8_sparse_peak)
+        _B200_HBM,  # nvidia-smi 183,359 MiB (NVIDIA/TensorRT-LLM #10278); datasheet 180 GB (ds_b200_hbm_gb)
+        7700 * GB,  # ds_b200_hbm_tbs_nvidia (NVIDIA Blackwell datasheet, HGX B200); ml-engineering says 8.0 (ds_b200_hbm_tbs)
+        "nvlink5",
+        1745e12,  # mamf_b200_bf16: 77.6% of 2,250 at 1792x16128x3072, torch 2.7.1+cu128
+        "blackwell", 148, _HBM_EFF, True,
+        "NVIDIA Blackwell datasheet (HGX B200: 180 GB HBM3e, 7.7 TB/s, 1,000 W) and the ml-engineering TFLOPS and "
+        "MAMF tables (kernel_benchmarks_v4.json rows ds_b200_*, mamf_b200_bf16, mamf_b200_fp8); attention from "
+        "Dao-AILab/flash-attention PR #2605 (cuDNN, FA4) and #1589 (FA2 2.7.4).",
+        3432.5e12,  # mamf_b200_fp8: float8_e4m3fn, 76.3% of 4,500 at 15360x4096x3072 (was assumed 2 x BF16's)
+        tdp_w=1000,  # ds_b200_tdp (NVIDIA datasheet, HGX B200 max TDP); MLPerf B200 systems at 1,000 W (ds_b200_tgp_mlperf)
+        fp6_flops=4.5e15,  # ds_b200_fp6_dense_peak
+        fp4_flops=9e15,  # ds_b200_fp4_dense_peak (the table's NVFP4 column: 10,000)
+        attention_flops=_B200_ATTENTION,  # cuDNN, FA4, FA2 rows (see _B200_ATTENTION)
+        unconfirmed=(
+            "sms: 148 SMs (NVIDIA's Blackwell material; no stored row)",
+            "hbm_efficiency: no STREAM row for B200; H100's measured triad share (0.89, hbm_azure_h100_triad) assumed",
+            "attention_flops: forward rows only, the backward assumed at the forward's rate (H100 cuDNN's is within 5%, "
+            "FA3 paper Fig. 5/7); head dim 64 rows (cuDNN ran 1,428 TFLOP/s at head dim 128 non-causal 1K against 980 at 64: "
+            "head-dim-128 models may run faster); FA2's rows are non-causal, causal assumed as fast",
+        ),
+    ),
+    "b300": GPU(
+        "B300",
+        2.25e15,  # ds_b300_bf16_dense_peak
+        4.5e15,  # ds_b300_fp8_dense_peak
+        288e9,  # ds_b300_hbm_gb (ml-engineering table; datasheet GB)
+        8000 * GB,  # ds_b300_hbm_tbs
+        "nvlink5",
+        1769e12,  # mamf_b300_bf16: 12288x18432x1024, torch 2.9.1+cu130
+        "blackwell", 160, _HBM_EFF, True,
+        "ml-engineering TFLOPS and MAMF tables (DGX B300 datasheet; rows ds_b300_*, mamf_b300_bf16, mamf_b300_fp8); "
+        "TDP from a cloud provider's table (ds_b300_tdp, vendor claim).",
+        3353.3e12,  # mamf_b300_fp8: 3072x6144x7168
+        tdp_w=1100,  # ds_b300_tdp (vendor-claim)
+        fp6_flops=4.5e15,  # ds_b300_fp6_dense_peak
+        fp4_flops=12.6e15,  # ds_b300_fp4_dense_peak (the table's NVFP4 column: 15,000, ds_b300_nvfp4_dense_peak)
+        attention_flops=tuple((k, rate * 1769 / 1745) for k, rate in _B200_ATTENTION),  # B200's rows x the MAMF ratio
+        unconfirmed=(
+            "hbm_bytes: the datasheet's 288 GB; no nvidia-smi reading stored",
+            "sms: 160 SMs (NVIDIA's Blackwell Ultra material; no stored row)",
+            "hbm_efficiency: no STREAM row for B300; H100's measured triad share assumed",
+            "attention_flops: no row on B300: B200's rows scaled by the MAMF ratio 1,769 / 1,745",
+            "tdp_w: 1,100 W from a cloud provider's table (ds_b300_tdp), no NVIDIA per-GPU page stored",
+        ),
+    ),
+    "gb200": GPU(
+        "GB200",
+        2.5e15,  # ds_gb200_bf16_dense_peak (per Blackwell GPU of the superchip)
+        5e15,  # ds_gb200_fp8_dense_peak; NVIDIA's sparse 10 PFLOPS halved (ds_gb200_fp8_sparse_peak)
+        186e9,  # ds_gb200_hbm_gb (NVIDIA datasheet: 186 GB HBM3e)
+        8000 * GB,  # ds_gb200_hbm_tbs (NVIDIA datasheet: 8 TB/s)
+        "nvlink5",
+        1822e12,  # mamf_gb200_bf16: 72.9% of 2,500 at 4096x9728x2048, torch 2.10 nightly + cu130
+        "blackwell", 148, _HBM_EFF, True,
+        "NVIDIA Blackwell datasheet (GB200 NVL72: 186 GB, 8 TB/s, 1,200 W per GPU) and the ml-engineering TFLOPS and "
+        "MAMF tables (rows ds_gb200_*, mamf_gb200_*); FA2 from Azure/AI-benchmarking-guide (ND GB200 v6).",
+        3615.6e12,  # mamf_gb200_fp8: 19456x5120x1536
+        tdp_w=1200,  # ds_gb200_tdp
+        fp6_flops=5e15,  # ds_gb200_fp6_dense_peak
+        fp4_flops=10e15,  # ds_gb200_fp4_dense_peak
+        attention_flops=(
+            ("cudnn", dict(_B200_ATTENTION)["cudnn"] * 1822 / 1745),  # B200's attn_cudnn_b200_hd64_causal_s4096 x the MAMF ratio
+            ("fa4", dict(_B200_ATTENTION)["fa4"] * 1822 / 1745),  # B200's attn_fa4_b200_hd64_causal_s4096 x the MAMF ratio
+            ("fa2", 373.9e12),  # attn_fa2_azure_gb200: head dim 128, batch 2, 8K, PyTorch 2.6, CUDA 12.8
+            ("fa3", 373.9e12),  # FA3 is sm90 only: FA2
+        ),
+        unconfirmed=(
+            "hbm_bytes: the datasheet's 186 GB; no nvidia-smi reading stored",
+            "sms: 148 SMs (the B200 die; no stored row)",
+            "hbm_efficiency: no STREAM row for GB200; H100's measured triad share assumed",
+            "attention_flops: cuDNN and FA4 not measured on GB200: B200's rows scaled by the MAMF ratio 1,822 / 1,745; "
+            "FA2's row does not say whether it is causal",
+        ),
+    ),
+    "gb300": GPU(
+        "GB300",
+        2.5e15,  # ds_gb300_bf16_dense_peak
+        5e15,  # ds_gb300_fp8_dense_peak
+        288e9,  # B300's ds_b300_hbm_gb: no GB300 row
+        8000 * GB,  # B300's ds_b300_hbm_tbs: no GB300 row
+        "nvlink5",
+        1769e12 * 1822 / 1745,  # mamf_b300_bf16 x GB200 / B200 (mamf_gb200_bf16 / mamf_b200_bf16): no GB300 MAMF row
+        "blackwell", 160, _HBM_EFF, True,
+        "ml-engineering TFLOPS table (GB300 NVL72 datasheet; rows ds_gb300_*); memory and matmul rates B300's "
+        "(see unconfirmed); TDP from a cloud provider's table (ds_gb300_tdp, vendor claim).",
+        3353.3e12 * 3615.6 / 3432.5,  # mamf_b300_fp8 x mamf_gb200_fp8 / mamf_b200_fp8
+        tdp_w=1400,  # ds_gb300_tdp (vendor-claim)
+        fp6_flops=5e15,  # ds_gb300_fp6_dense_peak
+        fp4_flops=15e15,  # ds_gb300_fp4_dense_peak
+        attention_flops=tuple((k, rate * 1769 / 1745 * 1822 / 1745) for k, rate in _B200_ATTENTION),  # B200's rows x the MAMF ratio
+        unconfirmed=(
+            "hbm_bytes: B300's 288 GB (no GB300 row, no nvidia-smi reading)",
+            "hbm_bytes_per_s: B300's 8 TB/s (no GB300 row)",
+            "mamf_flops: B300's MAMF x GB200's over B200's (no GB300 MAMF row)",
+            "fp8_mamf_flops: B300's FP8 MAMF x GB200's over B200's (no GB300 MAMF row)",
+            "sms: 160 SMs (as B300; no stored row)",
+            "hbm_efficiency: no STREAM row for GB300; H100's measured triad share assumed",
+            "attention_flops: no row on GB300: B200's rows scaled by the MAMF ratio",
+            "tdp_w: 1,400 W from a cloud provider's table (ds_gb300_tdp), no NVIDIA per-GPU page stored",
+        ),
+    ),
+    "mi300x": GPU(
+        "MI300X",
+        1307.4e12,  # ds_mi300x_bf16_dense_peak (ROCm mi300.md: 2,048 FLOP/clock/CU)
+        2614.9e12,  # ds_mi300x_fp8_dense_peak (4,096 FLOP/clock/CU)
+        192e9,  # ds_mi300x_hbm_gb (HBM3)
+        5300 * GB,  # ds_mi300x_hbm_bw
+        "xgmi-mi300x",
+        668.4e12,  # mamf_mi300x_bf16: 51.4% of 1,300 at 10240x15360x8192, torch 2.5.1 + ROCm 6.3
+        "cdna3", 304, _HBM_EFF, True,
+        "AMD ROCm docs (docs/conceptual/gpu-arch/mi300.md @d534f75: peaks, 192 GB HBM3, 5.3 TB/s, 7 Infinity Fabric "
+        "links); MAMF from the ml-engineering table (mamf_mi300x_bf16; its FP8 cell is blank); 750 W (ds_mi300x_tbp).",
+        2614.9e12 * 668.4 / 1307.4,  # no FP8 MAMF row: the BF16 MAMF's share of peak (51.1%) x the FP8 peak
+        tdp_w=750,  # ds_mi300x_tbp (MLPerf system name)
+        attention_flops=tuple((k, 668.4e12 * _H100_CUDNN_OVER_MAMF) for k in ATTENTION_KERNELS),
+        unconfirmed=(
+            "hbm_bytes: the datasheet's 192 GB; no rocm-smi reading stored",
+            "fp8_mamf_flops: no FP8 MAMF row; FP8 assumed to reach BF16's measured share of its peak",
+            "sms: 304 CUs (1,307.4 TFLOP/s / 2,048 FLOP per clock per CU at 2.1 GHz; the clock is not in a stored row)",
+            "hbm_efficiency: no STREAM row for MI300X; H100's measured triad share assumed",
+            "attention_flops: no CK / aiter row; H100 cuDNN's share of H100's MAMF (0.62) times this part's MAMF",
+        ),
+    ),
+    "mi325x": GPU(
+        "MI325X",
+        1300e12,  # ds_mi325x_bf16_dense_peak (the table rounds MI300X's 1,307.4: same die and clock)
+        2610e12,  # ds_mi325x_fp8_dense_peak
+        256e9,  # ds_mi325x_hbm_gb (HBM3e)
+        6000 * GB,  # ds_mi325x_hbm_tbs
+        "xgmi-mi300x",  # the same 7 x 64 GB/s Infinity Fabric links as MI300X (ds_mi325x_xgmi_link_uni)
+        784.9e12,  # mamf_mi325x_bf16: 13312x10240x8192, torch 2.6.0 + ROCm 6.2.4
+        "cdna3", 304, _HBM_EFF, True,
+        "ml-engineering TFLOPS and MAMF tables (AMD MI325X product page; rows ds_mi325x_*, mamf_mi325x_bf16); power "
+        "the MAMF run's (ds_mi325x_power_mamf_run).",
+        2610e12 * 784.9 / 1300,  # no FP8 MAMF row: BF16's measured share of peak (60.4%) x the FP8 peak
+        tdp_w=1000,  # ds_mi325x_power_mamf_run: the board power the MAMF row was measured at
+        attention_flops=tuple((k, 784.9e12 * _H100_CUDNN_OVER_MAMF) for k in ATTENTION_KERNELS),
+        unconfirmed=(
+            "hbm_bytes: the datasheet's 256 GB; no rocm-smi reading stored",
+            "fp8_mamf_flops: no FP8 MAMF row; FP8 assumed to reach BF16's measured share of its peak",
+            "sms: 304 CUs (as MI300X, the same die; no stored row)",
+            "hbm_efficiency: no STREAM row for MI325X; H100's measured triad share assumed",
+            "attention_flops: no CK / aiter row; H100 cuDNN's share of H100's MAMF (0.62) times this part's MAMF",
+            "tdp_w: 1,000 W is the power the MAMF row ran at, not an AMD page",
+        ),
+    ),
+    "mi355x": GPU(
+        "MI355X",
+        2500e12,  # ds_mi355x_bf16_dense_peak (the MAMF table divides by 2,300)
+        5000e12,  # ds_mi355x_fp8_dense_peak
+        288e9,  # ds_mi355x_hbm_gb (HBM3e)
+        8000 * GB,  # ds_mi355x_hbm_tbs
+        "xgmi-mi355x",
+        1565e12,  # mamf_mi355x_bf16: 12288x8192x8192, torch 2.8.0 + ROCm 7.0.2, TunableOp off
+        "cdna4", 256, _HBM_EFF, True,
+        "ml-engineering TFLOPS and MAMF tables (AMD MI355X product page; rows ds_mi355x_*, mamf_mi355x_bf16); 1,400 W "
+        "TBP from AMD at Hot Chips 2025 via the press (ds_mi355x_tbp, vendor claim).",
+        5000e12 * 1565 / 2500,  # no FP8 MAMF row: BF16's measured share of peak (62.6%) x the FP8 peak
+        tdp_w=1400,  # ds_mi355x_tbp (vendor-claim)
+        fp6_flops=10.1e15,  # ds_mi355x_fp6_dense_peak
+        fp4_flops=10.1e15,  # ds_mi355x_fp4_dense_peak
+        attention_flops=tuple((k, 1565e12 * _H100_CUDNN_OVER_MAMF) for k in ATTENTION_KERNELS),
+        unconfirmed=(
+            "hbm_bytes: the datasheet's 288 GB; no rocm-smi reading stored",
+            "fp8_mamf_flops: no FP8 MAMF row; FP8 assumed to reach BF16's measured share of its peak",
+            "sms: 256 CUs (AMD's CDNA 4 material; no stored row)",
+            "hbm_efficiency: no STREAM row for MI355X; H100's measured triad share assumed",
+            "attention_flops: no CK / aiter row; H100 cuDNN's share of H100's MAMF (0.62) times this part's MAMF",
+            "tdp_w: 1,400 W reported by the press from AMD's Hot Chips talk (ds_mi355x_tbp)",
+        ),
     ),
 }
 
