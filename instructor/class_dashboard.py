@@ -17,13 +17,14 @@ with app.setup:
     import pandas as pd
     import plotly.graph_objects as go
 
-    from labs import grade
+    from labs.grading import grader as grade
     from labs.core import lecture
     from labs.core.scenarios import QUESTION_OPTIONS
     from labs.core.scenarios import lab09
     from labs.core.state import Roster, normalise_student
     from labs.core.style import COLORS
-    from labs.gradebook import book as points_book, cache as class_cache, due, exports, marks, points, questions
+    from labs.gradebook import book as points_book, cache as class_cache, due, marks, points
+    from labs.grading import questions
 
     # The design steps drawn as TP x PP scatters: label -> (lab, step, the scenario input or None)
     DESIGN_STEPS = {

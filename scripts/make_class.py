@@ -39,7 +39,7 @@ from pathlib import Path
 from labs.core import state
 from labs.core.scenarios import OUTCOMES, QUESTION_OPTIONS, lab05, lab08, lab09, lab10, lab11, lab12, lab13
 from labs.core.state import DesignLedger
-from labs.gradebook.questions import answer_or_none, questions
+from labs.grading.questions import answer_or_none, questions
 from labs.variants import LETTERS, registry, variant
 
 STUDENTS = 200
@@ -50,7 +50,7 @@ HOSTILE = ("zz-tampered.json", "zz-duplicate-id.json", "zz-named-for-another.jso
 
 
 def answer_key() -> dict[tuple[str, str], str | None]:
-    """The engine's answer to every prediction question (labs.gradebook.questions: computed)."""
+    """The engine's answer to every prediction question (labs.grading.questions: computed)."""
     return {key: answer_or_none(*key) for key in questions()}
 
 

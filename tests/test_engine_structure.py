@@ -1,11 +1,7 @@
-"""The engine's structure: no import cycle in labs/core (function-level imports included), and
-the step model's two paths agree: estimate() runs the stages on one plan's Python numbers,
+"""The step model's two paths agree: estimate() runs the stages on one plan's Python numbers,
 sweep() on numpy columns (labs.core.engine.stages.xp), and both must give the same numbers."""
 
 from __future__ import annotations
-
-import ast
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,88 +12,6 @@ from labs.core.engine.perf import plan_columns
 from labs.core.engine.search import row_plan
 from labs.core.engine.stages.xp import SCALAR
 from labs.core.engine.step import evaluate, evaluate_plan
-
-CORE = Path(__file__).resolve().parent.parent / "labs" / "core"
-
-
-def _module_name(path: Path, root: Path) -> str:
-    parts = list(path.relative_to(root.parent.parent).with_suffix("").parts)
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def _under_type_checking(tree: ast.AST) -> set[int]:
-    """Line numbers of imports inside `if TYPE_CHECKING:` (never executed)."""
-    lines = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
-            lines |= {n.lineno for child in node.body for n in ast.walk(child) if isinstance(n, (ast.Import, ast.ImportFrom))}
-    return lines
-
-
-def import_graph(root: Path) -> dict[str, set[str]]:
-    """Module -> the labs.core modules it imports anywhere in its body (top-level or inside a
-    function), by parsing every labs/core/**/*.py. `from labs.core import x` is an edge to
-    labs.core.x when x is a module, else to the package."""
-    files = {_module_name(p, root): p for p in root.rglob("*.py")}
-    graph = {}
-    for name, path in files.items():
-        tree = ast.parse(path.read_text())
-        skipped = _under_type_checking(tree)
-        edges = set()
-        for node in ast.walk(tree):
-            if getattr(node, "lineno", None) in skipped:
-                continue
-            if isinstance(node, ast.Import):
-                edges |= {a.name for a in node.names if a.name in files}
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                for a in node.names:
-                    sub = f"{node.module}.{a.name}"
-                    edges.add(sub if sub in files else node.module)
-        graph[name] = {e for e in edges if e in files and e != name}
-    return graph
-
-
-def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
-    """One import cycle as a list of modules (first == last), or None."""
-    state, stack = {}, []
-
-    def visit(node):
-        state[node] = "open"
-        stack.append(node)
-        for nxt in sorted(graph.get(node, ())):
-            if state.get(nxt) == "open":
-                return stack[stack.index(nxt):] + [nxt]
-            if nxt not in state:
-                found = visit(nxt)
-                if found:
-                    return found
-        stack.pop()
-        state[node] = "done"
-        return None
-
-    for node in sorted(graph):
-        if node not in state:
-            found = visit(node)
-            if found:
-                return found
-    return None
-
-
-def test_cycle_finder_sees_a_lazy_import_cycle():
-    """The finder itself: the engine's old cycle (pipeline imported perf inside a function, perf
-    imported step, step imported pipeline) is one."""
-    graph = {"labs.core.engine.perf": {"labs.core.engine.step"}, "labs.core.engine.step": {"labs.core.engine.pipeline"}, "labs.core.engine.pipeline": {"labs.core.engine.perf"}}
-    assert find_cycle(graph) == ["labs.core.engine.perf", "labs.core.engine.step", "labs.core.engine.pipeline", "labs.core.engine.perf"]
-    assert find_cycle({"a": {"b"}, "b": set()}) is None
-
-
-def test_no_import_cycle_in_labs_core():
-    graph = import_graph(CORE)
-    assert "labs.core.engine.stages.compute" in graph["labs.core.engine.pipeline"], "op_costs_from_shape's function-level import is in the graph"
-    assert len(graph) > 30
-    cycle = find_cycle(graph)
-    assert cycle is None, " -> ".join(cycle)
-
 
 # Plan spaces across models, clusters and software stacks; each sweep row is rebuilt as a Plan
 # and estimated on its own.

@@ -240,12 +240,12 @@ def test_hostile_inputs_are_refused_step_by_step(tmp_path):
 
 
 def test_an_engine_failure_in_one_step_is_reported_and_grading_goes_on(tmp_path, monkeypatch):
-    from labs import grade as grader
+    from labs.core import scenarios
 
     def explode(inputs, predictions):
         raise ZeroDivisionError("division by zero")
 
-    monkeypatch.setitem(grader.OUTCOMES, ("07_pipeline_visualizer", "pipeline"), explode)
+    monkeypatch.setitem(scenarios.OUTCOMES, ("07_pipeline_visualizer", "pipeline"), explode)
     hostile(tmp_path, "pip", "07_pipeline_visualizer", "pipeline", PIPE_INPUTS)
     write_student(tmp_path, "honest")
     table, problems = grade([str(tmp_path)])

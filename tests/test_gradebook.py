@@ -16,7 +16,8 @@ import pytest
 
 from labs import grade
 from labs.core.state import DesignLedger
-from labs.gradebook import book, due, exports, feedback, marks, points, questions, roster as class_roster
+from labs.gradebook import book, due, exports, feedback, marks, points, roster as class_roster
+from labs.grading import questions
 from labs.gradebook.cache import ClassCache
 
 ROOT = Path(__file__).resolve().parents[1]

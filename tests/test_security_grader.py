@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from labs import csvsafe
-from labs import grade as grader
+from labs.grading import grader
 from labs.core import state
 from labs.grade import MAX_DEPTH, MAX_WORK_PER_FILE, STDERR_LINES_PER_FILE, csv_bytes, grade, main, scores
 

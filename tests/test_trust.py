@@ -12,7 +12,8 @@ from labs import grade
 from labs.core import signing
 from labs.core.scenarios.lab05 import act1_correct_option, act1_outcomes
 from labs.core.state import DesignLedger
-from labs.gradebook import book, due, integrity, points
+from labs.gradebook import book, due, points
+from labs.grading import integrity
 
 KEY = "trust-test-key-" + "k" * 20
 LAB = "05_parallelism"

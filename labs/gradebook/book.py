@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from labs.gradebook import integrity
+from labs.grading import integrity
 from labs.gradebook.due import Deadlines
 from labs.gradebook.points import Item
-from labs.gradebook.questions import FREE_TEXT, answer_or_none, student_variant, why
+from labs.grading.questions import FREE_TEXT, answer_or_none, student_variant, why
 
 SERVER_CLOCK, STUDENT_CLOCK = integrity.SERVER_CLOCK, integrity.STUDENT_CLOCK
 ITEM_COLUMNS = ["student", "file", "lab", "item", "kind", "answer", "engine", "why", "right", "points", "earned", "label", "note"]
@@ -62,7 +62,7 @@ def build(table: pd.DataFrame, documents: dict[str, dict], points: dict[tuple[st
     policy = _policy(table, key)
     rows = _first_files(table)
     if not rows.empty:  # only the columns read here: a class's table is wide (every input and outcome)
-        from labs.grade import SPECS
+        from labs.grading.specs import SPECS
 
         outcomes = {o for spec in SPECS.values() for o in spec.questions.values()}
         rows = rows[[c for c in rows.columns if c in ("student", "file", "lab", "step", "identity", "tampered", "variant") or c.startswith("answer.") or c in outcomes]]
@@ -159,7 +159,7 @@ def _item_row(student, file, lab, item, spec: Item, lab_rows, doc, ledger: integ
 
 @lru_cache(maxsize=None)
 def _outcome(lab: str, question: str) -> str:
-    from labs.grade import SPECS
+    from labs.grading.specs import SPECS
 
     return next(spec.questions[question] for (l, _s), spec in SPECS.items() if l == lab and question in spec.questions)
 
@@ -179,7 +179,7 @@ def _totals(by_lab: pd.DataFrame, labs: list[str]) -> pd.DataFrame:
 
 def read_documents(files) -> dict[str, dict]:
     """file -> ledger, read again through the grader (the schema check is remembered by digest)."""
-    from labs.grade import read_ledger
+    from labs.grading.grader import read_ledger
 
     out = {}
     for f in files:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from labs import grade
+from labs.grading import grader as grade
 from labs.variants import class_salt
 
 

@@ -1,12 +1,7 @@
 """The grade book's options of `python -m labs.grade` (added to its parser by add_arguments,
-acted on by run after the grader has graded the folder), and Gradescope's entry point:
-
-    python3 -m labs.gradebook.cli autograder /autograder      # what the zip's run_autograder runs
-
-which reads the zip's autograder_config.json (the class salt and signing key, as the instructor's
-environment had them when the zip was built), sets them as LABS_CLASS_SALT and LABS_SIGNING_KEY
-(where the grader, the grade book and the variants read them), and grades the submission. A
-results.json is written whatever goes wrong, with the reason and a score of 0."""
+acted on by run after the grader has graded the folder). Gradescope's entry point, which reads
+the zip's autograder_config.json (the class salt and signing key, as the instructor's environment
+had them when the zip was built) and grades the submission, is labs.gradebook.autograder."""
 
 from __future__ import annotations
 
@@ -54,7 +49,7 @@ def wanted(args) -> bool:
 
 
 def build(args, table: pd.DataFrame, people=()) -> tuple[gradebook.Book, dict]:
-    from labs.gradebook import integrity
+    from labs.grading import integrity
 
     documents = gradebook.read_documents(sorted(set(table["file"]))) if not table.empty else {}
     book = gradebook.build(table, documents, points.load(args.points, args.set_points), due.load(args.due), marks.load(args.marks),
@@ -161,39 +156,3 @@ def _gradescope_results(args, table: pd.DataFrame) -> int:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(result, indent=1), encoding="utf-8")
     return 0
-
-
-def autograder(root: str | Path) -> int:
-    """Gradescope's run: the zip's config into the environment, then `python -m labs.grade` on the
-    submission. Anything that stops it still leaves a results.json saying why (score 0)."""
-    root = Path(root)
-    results = root / "results" / "results.json"
-    source = Path(__file__).resolve().parents[2]
-    visibility = "after_due_date"
-    try:
-        config = exports.read_config(source / exports.CONFIG)
-        visibility = config["visibility"]
-        for name, value in config["env"].items():
-            if value:
-                os.environ[name] = value
-        from labs.grade import main
-
-        options = config["args"]
-        argv = [str(root / "submission"), "--gradescope-results", str(results), "--gradescope-metadata", str(root / "submission_metadata.json"),
-                "--gradescope-visibility", visibility, *[str(source / a) if i and options[i - 1] in exports.CONFIG_FILES else a for i, a in enumerate(options)]]
-        status = main(argv)
-        if not results.exists():
-            raise RuntimeError(f"the grader stopped (exit {status}) before writing results.json")
-        return 0
-    except Exception as err:  # noqa: BLE001 - Gradescope shows nothing without a results.json
-        results.parent.mkdir(parents=True, exist_ok=True)
-        results.write_text(json.dumps(exports.refusal(f"The autograder could not grade this submission ({type(err).__name__}: {err}). "
-                                                      "Tell your instructor.", visibility), indent=1), encoding="utf-8")
-        print(f"autograder: {type(err).__name__}: {err}", file=sys.stderr)
-        return 0
-
-
-if __name__ == "__main__":
-    if len(sys.argv) != 3 or sys.argv[1] != "autograder":
-        raise SystemExit("usage: python3 -m labs.gradebook.cli autograder /autograder")
-    raise SystemExit(autograder(sys.argv[2]))

@@ -22,7 +22,7 @@ Last modified and Feedback columns).
 
 Gradescope: an autograder zip (setup.sh, run_autograder, this package's source and
 `autograder_config.json`, mode 0600, with the class salt and signing key read where the zip is
-built): Gradescope runs `python3 -m labs.gradebook.cli autograder`, which sets the salt and key
+built): Gradescope runs `python3 -m labs.gradebook.autograder autograder`, which sets the salt and key
 as the environment every other tool reads them from, grades the submitted ledger with
 `python -m labs.grade`, checks the ledger's student against Gradescope's submission metadata, and
 writes results.json (results_json): one test per prediction question of the labs the ledger
@@ -77,7 +77,7 @@ def write_csv(rows: list[list], path: str | Path) -> None:
 def student_variant_of(lab: str, student: str, doc: dict, salt: str | None):
     """The variant the student's ledger records for a lab, regenerated (labs.variants) with the
     class salt; None for a ledger without one (graded at the lab's default, as the grader does)."""
-    from labs.gradebook.questions import student_variant
+    from labs.grading.questions import student_variant
 
     recorded = (doc.get("variants") or {}).get(lab) if isinstance(doc, dict) else None
     if not recorded:
@@ -92,7 +92,7 @@ def answer_text(lab: str, item: str, answer, variant=None) -> str:
     """A committed answer as the student saw it: the letter and its option's text ("B: the NIC
     ..."), or a typed number with its unit; the bare answer when no option has that letter."""
     from labs.core.scenarios import QUESTION_OPTIONS
-    from labs.gradebook import questions
+    from labs.grading import questions
 
     text = str(answer)
     try:
@@ -230,7 +230,7 @@ set -u
 ROOT="${AUTOGRADER_ROOT:-/autograder}"
 cd "$ROOT/source"
 mkdir -p "$ROOT/results"
-python3 -m labs.gradebook.cli autograder "$ROOT"
+python3 -m labs.gradebook.autograder autograder "$ROOT"
 """
 SETUP_SH = """#!/usr/bin/env bash
 # Gradescope runs this once when it builds the autograder image

@@ -24,7 +24,7 @@ import tomllib
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from labs.gradebook.questions import FREE_TEXT, questions
+from labs.grading.questions import FREE_TEXT, questions
 
 COUNTS = ("correctness", "participation", "both")
 MAX_POINTS = 1000.0

@@ -40,7 +40,7 @@ FREE_TEXT: dict[tuple[str, str], tuple[str, ...]] = {
 @lru_cache(maxsize=1)
 def questions() -> list[tuple[str, str]]:
     """Every (lab, question) the grader judges, in lab order."""
-    from labs.grade import SPECS
+    from labs.grading.specs import SPECS
 
     return sorted({(lab, q) for (lab, _step), spec in SPECS.items() for q in spec.questions})
 

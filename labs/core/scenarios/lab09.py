@@ -21,7 +21,7 @@ from labs.core.engine.perf import COLLECTIVE_KINDS, Estimate, Plan, estimate
 from labs.core.scenarios.common import Option
 from labs.core.engine.search import sweep
 from labs.core.engine.topology import members_per_node
-from labs.variants import Choice, LabVariants, judged
+from labs.core.variants import Choice, LabVariants, judged
 
 LAB = "09_64gpu_design"
 NODES = 8
