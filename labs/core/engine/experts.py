@@ -30,7 +30,7 @@ from labs.core.engine.gemm import gemm_time
 from labs.core.engine.hardware import NCCL_BASE_LATENCY_S, Cluster
 from labs.core.engine.models import Model
 from labs.core.engine.stages.xp import NUMPY
-from labs.core.engine.topology import members_per_domain
+from labs.core.engine.topology import members_per_domain, scale_up_bytes_per_s
 from labs.core.engine.validation import check_positive
 
 
@@ -96,7 +96,8 @@ def all_to_all_cost(model: Model, cluster: Cluster, tokens, tp, ep, max_nodes, d
     local = tokens / tp
     nodes, remote, fan_out = _routes(model, cluster, tp, ep, max_nodes, stride, xp)
     nic = cluster.inter_bytes_per_s_per_gpu
-    nvlink = cluster.intra.effective_bytes_per_s
+    # NVLink through a switch; on a full mesh (xGMI) the g - 1 links to the domain's other members
+    nvlink = scale_up_bytes_per_s(cluster, members_per_domain(cluster, ep, tp if stride is None else stride, xp), xp)
     total = sent = 0.0
     for element in (dispatch_bytes, 2.0):  # dispatch, then combine
         network_bytes = local * remote * h * element

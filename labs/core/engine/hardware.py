@@ -810,6 +810,38 @@ CLUSTERS: dict[str, Cluster] = {
     "jean-zay-a100-opa": Cluster(GPUS["a100-sxm-80gb"], 8, 1, LINKS["nvlink3"], LINKS["opa-100"], 4, "jean-zay-a100-opa", HOSTS["jean-zay-a100"]),
     # A PCIe server: 8 x A100 PCIe, no NVLink bridges, 2 HDR NICs per node.
     "pcie-a100": Cluster(GPUS["a100-pcie-80gb"], 8, 1, LINKS["pcie4"], LINKS["ib-hdr"], 2, "pcie-a100", HOSTS["dgx-a100"]),
+    # ---- Engine v4 platforms (issue 36): a host, an NVLink domain or xGMI mesh, a scale-out fabric.
+    # Cluster.get(key, domains=n) asks for whole domains (an NVL72 rack is 18 hosts).
+    # HGX B300: 8 B300 on one NVLink 5 board (pf_hgx_b300_nvlink_total 14.4 TB/s = 8 x 1.8), 8
+    # single-port ConnectX-8 at 800 Gb/s (pf_dgx_b300_nics, pf_dgx_b300_nic_speed; HGX networking
+    # 1.6 TB/s both ways, pf_hgx_b300_network_bw); the host is not stored: DGX B200's assumed (unconfirmed).
+    "hgx-b300": Cluster(GPUS["b300"], 8, 1, LINKS["nvlink5"], LINKS["ib-xdr"], None, "hgx-b300", HOSTS["dgx-b200"]),
+    # GB200 NVL72: 18 compute trays (hosts) of 2 Grace + 4 Blackwell in one 72-GPU NVLink domain
+    # behind 9 NVLink switch trays (pf_gb200_nvl72_trays, _gpus_per_tray, _switch_trays; DGX GB
+    # user guide), 4 ConnectX-7 400G per tray, one per GPU (pf_gb200_nvl72_nics_per_tray, _nic_speed).
+    "gb200-nvl72": Cluster(GPUS["gb200"], 4, 1, LINKS["nvlink5"], LINKS["ib-ndr"], None, "gb200-nvl72", HOSTS["gb200-tray"], gpus_per_domain=72),
+    # GB300 NVL72: the same rack with Blackwell Ultra, 9 NVSwitch trays (pf_gb300_nvl72_switch_trays),
+    # 4 GPUs + 2 Grace and 4 ConnectX-8 per tray (pf_gb300_nvl72_gpus_per_tray, _nics_per_tray). The
+    # NIC speed per GPU is not in a stored NVIDIA row: 800 Gb/s (ConnectX-8's XDR) assumed
+    # (unconfirmed); the Grace tray host as GB200's.
+    "gb300-nvl72": Cluster(GPUS["gb300"], 4, 1, LINKS["nvlink5"], LINKS["ib-xdr"], None, "gb300-nvl72", HOSTS["gb200-tray"], gpus_per_domain=72),
+    # GB200 NVL36x2: 9 x 2RU trays of 4 GPUs and 9 NVL36 switch trays per rack (pf_gb200_nvl36x2_*;
+    # NVIDIA multi-node NVLink tuning guide: "36x2 and 72x1 configurations"), two racks of 36 joined
+    # into one 72-GPU domain through the switch trays' front-panel NVLink ports (NVIDIA NVOS manual,
+    # "NVLink Interface": front-panel ports "allow connectivity between switches from different
+    # racks"). The rack-to-rack NVLink is assumed non-blocking (unconfirmed), NICs as NVL72's.
+    "gb200-nvl36x2": Cluster(GPUS["gb200"], 4, 1, LINKS["nvlink5"], LINKS["ib-ndr"], None, "gb200-nvl36x2", HOSTS["gb200-tray"], gpus_per_domain=72),
+    # AMD Instinct 8-GPU platforms: one host, 8 GPUs in a full xGMI mesh (pf_mi300x_platform_gpus,
+    # ds_mi300x_if_links). One scale-out NIC per GPU as in RCCL's MI300X topologies with NICs
+    # (ROCm/rccl src/graph/rome_models.cc rome_model_81: nGpus 8, nNics 8, nLinks 7); their speed
+    # (400 Gb/s) is assumed (unconfirmed: no stored row).
+    "mi300x": Cluster(GPUS["mi300x"], 8, 1, LINKS["xgmi-mi300x"], LINKS["ib-ndr"], None, "mi300x", HOSTS["mi300x-epyc"]),
+    # MI325X: the MI300X platform's links and mesh (ds_mi325x_xgmi_link_uni: 7 x 64 GB/s); host and
+    # NICs assumed the MI300X node's (unconfirmed).
+    "mi325x": Cluster(GPUS["mi325x"], 8, 1, LINKS["xgmi-mi300x"], LINKS["ib-ndr"], None, "mi325x", HOSTS["mi300x-epyc"]),
+    # MI355X: 8 GPUs a node (pf_mi355x_platform_gpus), 7 x 76.5 GB/s xGMI (ds_mi355x_xgmi_link_uni);
+    # scale-out NICs per GPU not stored (the .md lists them missing): one 400 Gb/s NIC per GPU assumed.
+    "mi355x": Cluster(GPUS["mi355x"], 8, 1, LINKS["xgmi-mi355x"], LINKS["ib-ndr"], None, "mi355x", HOSTS["mi355x-epyc"]),
 }
 
 # The GPUs each platform comes with (keys of GPUS): Cluster.get refuses a `gpu` override outside
