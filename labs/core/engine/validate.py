@@ -12,15 +12,20 @@ each with the number that shows it; then the plans the engine recommends for thr
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import replace
+from pathlib import Path
 
+from labs.core.engine import hardware
 from labs.core.engine.calibration import (
     BEYOND_ENGINE, TABLE2_GPUS, deepseek_v3_estimate, layout_estimate, layout_rows, public_runs,
     table2_estimate, table2_plan,
 )
+from labs.core.engine.datafiles import data_dir
 from labs.core.engine.eras import ERAS
-from labs.core.engine.gemm import ATTENTION_EFFICIENCY, unfused_elementwise_ratio
-from labs.core.engine.hardware import POWER_CURVES, Cluster
+from labs.core.engine.gemm import ATTENTION_EFFICIENCY, attention_rate, gemm_time, unfused_elementwise_ratio
+from labs.core.engine.hardware import GPUS, POWER_CURVES, Cluster
 from labs.core.engine.models import Model
 from labs.core.engine.perf import Plan, estimate
 from labs.core.engine.search import sweep
@@ -106,6 +111,103 @@ def mechanism_checks() -> list[tuple[str, str]]:
     return out
 
 
+# ---- Engine v4: each GPU constant beside the kernel-benchmark and datasheet rows it rests on ----
+KERNEL_ROWS = "kernel_benchmarks_v4.json"  # tests/data/ (not packaged in the wheel: the labs never read it)
+ROW_GPUS = {"H100": "h100-sxm", "H200": "h200-sxm", "B200": "b200", "B300": "b300", "GB200": "gb200", "GB300": "gb300",
+            "MI300X": "mi300x", "MI325X": "mi325x", "MI355X": "mi355x"}
+# A datasheet row's id ending -> (the GPU field it gives, that field in the row's unit)
+_DATASHEET_FIELDS = (
+    (r"_bf16_dense_peak$", "bf16_flops", 1e-12), (r"_fp8_dense_peak$", "fp8_flops", 1e-12),
+    (r"_fp6_dense_peak$", "fp6_flops", 1e-12), (r"_fp4_dense_peak$", "fp4_flops", 1e-12),
+    (r"_hbm_gb$", "hbm_bytes", 1e-9), (r"_hbm_(tbs|bw|tbs_nvidia)$", "hbm_bytes_per_s", 1e-12),
+    (r"_(tdp|tbp|power_mamf_run)$", "tdp_w", 1.0),
+)
+_KERNEL_NAMES = {"flashattention-2": "fa2", "fa2 2.7.4.post1": "fa2", "fa3": "fa3", "fa4": "fa4", "cudnn": "cudnn"}
+
+
+def kernel_rows() -> list[dict]:
+    """tests/data/kernel_benchmarks_v4.json's rows ([] where the data is not there, as in a wheel)."""
+    path = data_dir() / KERNEL_ROWS
+    if not path.exists():
+        path = Path(__file__).resolve().parents[3] / "tests" / "data" / KERNEL_ROWS
+    return json.loads(path.read_text()) if path.exists() else []
+
+
+def gemm_rate(gpu, m, n, k, fp8=False) -> float:
+    """FLOP/s the engine gives one (m, n, k) GEMM on this GPU (labs.core.engine.gemm.gemm_time)."""
+    return 2.0 * m * n * k / float(gemm_time(gpu, m, n, k, fp8=fp8))
+
+
+def gpu_row_checks(rows=None) -> list[dict]:
+    """Each kernel-benchmark or datasheet row on a catalogued GPU beside the engine's value: the
+    constant a datasheet row gives, the GEMM rate at a GEMM row's shape (the MAMF's best shape),
+    the attention rate of the row's kernel, the HBM bandwidth a streaming kernel reaches.
+    {gpu, row, what, unit, measured, model}; model None where the engine has nothing to compare."""
+    out = []
+    for row in kernel_rows() if rows is None else rows:
+        key = ROW_GPUS.get(row["hardware"])
+        if key is None:
+            continue
+        gpu, c, what, model = GPUS[key], row["conditions"], row["quantity"], None
+        if row["kind"] == "datasheet":
+            match = next(((name, scale) for pattern, name, scale in _DATASHEET_FIELDS if re.search(pattern, row["id"])), None)
+            if match is None:
+                continue
+            what, model = match[0], getattr(gpu, match[0]) * match[1]
+        elif row["kind"] == "gemm":
+            m, n, k = (c["M"], c["N"], c["K"]) if "M" in c else map(int, c["best_shape_MxNxK"].split("x"))
+            dtype = c["dtype"]
+            what = f"{dtype} GEMM {m}x{n}x{k}" + (" (MAMF)" if row["id"].startswith("mamf_") else "")
+            if dtype in ("bf16", "fp8", "fp8_e4m3"):
+                model = gemm_rate(gpu, m, n, k, fp8=dtype != "bf16") / 1e12
+        elif row["kind"] == "attention":
+            kernel = _KERNEL_NAMES.get(c.get("kernel", "").lower())
+            what = f"{kernel or c.get('kernel')} attention, head dim {c.get('head_dim', '?')}, {c.get('seqlen', '?')} tokens, causal {c.get('causal', '?')}"
+            if c.get("dtype") != "fp8" and (kernel in dict(gpu.attention_flops) or (kernel, gpu.arch) in ATTENTION_EFFICIENCY):
+                model = attention_rate(gpu, kernel) / 1e12
+        elif row["kind"] == "hbm":
+            model = gpu.hbm_bytes_per_s * gpu.hbm_efficiency / 1e12
+        else:
+            continue
+        out.append({"gpu": key, "row": row["id"], "what": what, "unit": row["unit"], "measured": row["value"], "model": model})
+    return out
+
+
+def unconfirmed_constants() -> list[tuple[str, str]]:
+    """(which, what is assumed) for every catalog value no measurement or datasheet backs: each
+    GPU's `unconfirmed` notes, and every link, host or other sourced catalog entry (and power-curve
+    point) whose name or source says "unconfirmed" or "assumed"."""
+    out = [(f"gpu {key} {note.split(': ', 1)[0]}", note.split(": ", 1)[1]) for key, gpu in GPUS.items() for note in gpu.unconfirmed]
+    marker = re.compile(r"unconfirmed|assum", re.IGNORECASE)
+    for table_name, table in vars(hardware).items():
+        if table_name == "GPUS" or not isinstance(table, dict) or not table:
+            continue
+        for key, item in table.items():
+            if hasattr(item, "source") and hasattr(item, "name") and marker.search(f"{item.name} {item.source}"):
+                said = [part.strip() for part in re.split(r"(?<=[.;])\s+", f"{item.name}. {item.source}") if marker.search(part)]
+                out.append((f"{table_name.lower().rstrip('s')} {key}", " ".join(said)))
+    for curve, points in POWER_CURVES.items():
+        out += [(f"power_curve {curve} {point.watts:g} W", point.source) for point in points if marker.search(point.source)]
+    return sorted(out)
+
+
+def print_gpu_rows() -> None:
+    checks = gpu_row_checks()
+    if not checks:
+        print(f"\nGPU constants against their rows: {KERNEL_ROWS} is not here (tests/data of the repository)")
+        return
+    print(f"\nGPU constants against their rows (tests/data/{KERNEL_ROWS}; TFLOP/s, TB/s, GB, W):")
+    notes = dict(unconfirmed_constants())
+    for key in (key for key in GPUS if any(c["gpu"] == key for c in checks)):
+        gpu = GPUS[key]
+        print(f"  {gpu.name} ({key}):")
+        for c in (c for c in checks if c["gpu"] == key):
+            model = "  (not modelled)" if c["model"] is None else f"{c['model']:10.1f} {c['model'] / c['measured'] - 1:+7.1%}"
+            print(f"    {c['row']:44s} {c['measured']:10.1f} {c['unit']:7s} engine {model}  {c['what']}")
+        for note in gpu.unconfirmed:
+            print(f"    unconfirmed {note.split(': ', 1)[0]}: {notes[f'gpu {key} ' + note.split(': ', 1)[0]]}")
+
+
 def _fsdp_hooks(stack) -> str:
     """The host time of FSDP's hooks per unshard + reshard of a unit, where the stack runs any."""
     if not (stack.fsdp_s_per_unshard or stack.fsdp_s_per_param):
@@ -143,6 +245,7 @@ def main() -> None:
     print("\nMechanism checks (engine v3):")
     for what, value in mechanism_checks():
         print(f"  {what}: {value}")
+    print_gpu_rows()
     print("\nGPU power limits (labs.core.engine.hardware.POWER_CURVES): GPT-3 175B at TP 8 on one node, at each documented point:")
     for cluster_key in ("dgx-a100", "dgx-h100"):
         cluster, plan = Cluster.get(cluster_key), Plan(tp=8, pp=1, dp=1, micro_batch=1, global_batch=8)

@@ -1,0 +1,257 @@
+"""The GPU catalog against the kernel-benchmark and datasheet rows its constants rest on
+(tests/data/kernel_benchmarks_v4.json, issue 36 item 2). Each comparison prints its error
+(pytest -s); the tolerances are in each test's docstring with the reason for them.
+
+The engine prices a GEMM at LAYER_GEMM_SHARE (0.825) of the part's MAMF plus a fixed 2.7 us a call
+(labs.core.engine.gemm, fitted on an A100 22B layer, not refitted here): so at MAMF's best shape it
+sits about 18-20% below the MAMF row by design, and at small or skinny shapes it is too fast (no
+wave or tile quantisation). Those bounds are asserted as the CURRENT behaviour's, so that a refit of
+the GEMM-by-shape curve shows up here as a change to make on purpose.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from conftest import report
+
+from labs.core.engine.gemm import attention_rate, flash_attention_time
+from labs.core.engine.hardware import CLUSTERS, GPUS, Cluster
+from labs.core.engine.models import Model
+from labs.core.engine.perf import Plan, estimate
+from labs.core.engine.validate import ROW_GPUS, gemm_rate, gpu_row_checks, kernel_rows
+
+ROWS = {row["id"]: row for row in json.loads((Path(__file__).parent / "data" / "kernel_benchmarks_v4.json").read_text())}
+NEW = ("b200", "b300", "gb200", "gb300", "mi300x", "mi325x", "mi355x")
+
+
+def _shape(row):
+    c = row["conditions"]
+    return (c["M"], c["N"], c["K"]) if "M" in c else tuple(map(int, c["best_shape_MxNxK"].split("x")))
+
+
+def _gemm_error(row_id: str) -> float:
+    row = ROWS[row_id]
+    gpu = GPUS[ROW_GPUS[row["hardware"]]]
+    return report(f"{row_id} (TFLOP/s)", gemm_rate(gpu, *_shape(row), fp8=row["conditions"]["dtype"] != "bf16") / 1e12, row["value"])
+
+
+# ---- the constants are the rows' values ----
+DATASHEET = [  # (gpu, field, row, row unit -> SI)
+    (gpu, field, f"ds_{gpu}_{suffix}", scale)
+    for gpu in ("b200", "b300", "gb200", "gb300", "mi355x", "mi325x", "mi300x")
+    for field, suffix, scale in (("bf16_flops", "bf16_dense_peak", 1e12), ("fp8_flops", "fp8_dense_peak", 1e12),
+                                 ("fp6_flops", "fp6_dense_peak", 1e12), ("fp4_flops", "fp4_dense_peak", 1e12))
+    if f"ds_{gpu}_{suffix}" in ROWS
+] + [
+    ("b300", "hbm_bytes", "ds_b300_hbm_gb", 1e9), ("gb200", "hbm_bytes", "ds_gb200_hbm_gb", 1e9),
+    ("mi355x", "hbm_bytes", "ds_mi355x_hbm_gb", 1e9), ("mi325x", "hbm_bytes", "ds_mi325x_hbm_gb", 1e9),
+    ("mi300x", "hbm_bytes", "ds_mi300x_hbm_gb", 1e9),
+    ("b200", "hbm_bytes_per_s", "ds_b200_hbm_tbs_nvidia", 1e12), ("b300", "hbm_bytes_per_s", "ds_b300_hbm_tbs", 1e12),
+    ("gb200", "hbm_bytes_per_s", "ds_gb200_hbm_tbs", 1e12), ("mi355x", "hbm_bytes_per_s", "ds_mi355x_hbm_tbs", 1e12),
+    ("mi325x", "hbm_bytes_per_s", "ds_mi325x_hbm_tbs", 1e12), ("mi300x", "hbm_bytes_per_s", "ds_mi300x_hbm_bw", 1e12),
+    ("b200", "tdp_w", "ds_b200_tdp", 1), ("gb200", "tdp_w", "ds_gb200_tdp", 1), ("b300", "tdp_w", "ds_b300_tdp", 1),
+    ("gb300", "tdp_w", "ds_gb300_tdp", 1), ("mi300x", "tdp_w", "ds_mi300x_tbp", 1), ("mi355x", "tdp_w", "ds_mi355x_tbp", 1),
+    ("mi325x", "tdp_w", "ds_mi325x_power_mamf_run", 1),
+    ("b200", "mamf_flops", "mamf_b200_bf16", 1e12), ("b300", "mamf_flops", "mamf_b300_bf16", 1e12),
+    ("gb200", "mamf_flops", "mamf_gb200_bf16", 1e12), ("mi300x", "mamf_flops", "mamf_mi300x_bf16", 1e12),
+    ("mi325x", "mamf_flops", "mamf_mi325x_bf16", 1e12), ("mi355x", "mamf_flops", "mamf_mi355x_bf16", 1e12),
+    ("b200", "fp8_mamf_flops", "mamf_b200_fp8", 1e12), ("b300", "fp8_mamf_flops", "mamf_b300_fp8", 1e12),
+    ("gb200", "fp8_mamf_flops", "mamf_gb200_fp8", 1e12), ("h100-sxm", "mamf_flops", "mamf_h100_bf16", 1e12),
+    ("h100-sxm", "fp8_mamf_flops", "mamf_h100_fp8", 1e12), ("h200-sxm", "fp8_mamf_flops", "mamf_h200_fp8", 1e12),
+]
+
+
+@pytest.mark.parametrize("gpu,field,row,scale", DATASHEET, ids=[f"{g}-{f}" for g, f, _, _ in DATASHEET])
+def test_each_sourced_constant_is_its_rows_value(gpu, field, row, scale):
+    """A peak, HBM figure, power or MAMF the catalog takes from a row holds that row's value (to
+    the row's rounding: MI300X's 1,307.4 is exact, the ml-engineering table rounds to the TFLOP/s)."""
+    assert abs(report(f"{gpu} {field} ({row})", getattr(GPUS[gpu], field), ROWS[row]["value"] * scale)) < 1e-9
+
+
+def test_b200_hbm_is_what_nvidia_smi_shows():
+    """PHYSICS.md: the catalog stores what nvidia-smi shows (183,359 MiB, NVIDIA/TensorRT-LLM #10278),
+    6.8% above the datasheet's 180 GB, as H100's 81,559 MiB is 6.9% above its 80 GB."""
+    b200, h100 = report("B200 HBM over datasheet 180 GB", GPUS["b200"].hbm_bytes, ROWS["ds_b200_hbm_gb"]["value"] * 1e9), \
+        GPUS["h100-sxm"].hbm_bytes / 80e9 - 1
+    assert 0.05 < b200 < 0.08 and abs(b200 - h100) < 0.01
+
+
+def test_b200_is_no_longer_assumed():
+    """The three assumptions issue 36 names are gone: FP8 MAMF measured (not 2 x BF16), attention
+    measured on B200 (not H100's fractions of the peak), and the name no longer says unconfirmed."""
+    b200 = GPUS["b200"]
+    assert b200.fp8_mamf_flops == 3432.5e12 != 2 * b200.mamf_flops
+    assert dict(b200.attention_flops)["cudnn"] == ROWS["attn_cudnn_b200_hd64_causal_s4096"]["value"] * 1e12
+    assert "unconfirmed" not in b200.name and "unconfirmed" not in b200.source and b200.confirmed
+
+
+# ---- GEMM rate by shape ----
+H100_FP8 = [r for r in ROWS if r.startswith("gemm_azure_h100_fp8_")]
+GB200_FP8 = [r for r in ROWS if r.startswith("gemm_azure_gb200_fp8_")]
+SMALL_OR_SKINNY = {"1024x1024x1024", "1024x2145x1024", "802816x192x768"}
+
+
+@pytest.mark.parametrize("row", H100_FP8 + [r.replace("h100", "h200") for r in H100_FP8])
+def test_hopper_fp8_gemm_rate_by_shape(row):
+    """cuBLASLt FP8 on H100/H200 (Azure benchmarking guide) against the engine's GEMM at the row's
+    shape. Square shapes from 2,048 and the 6144x12288x12288 layer: the engine within 3% above to
+    17% below (measured -0.4% .. -16.3%: 0.825 of MAMF is below cuBLASLt's 1,290-1,382 at large
+    shapes). 1024^3, 1024x2145x1024 and the skinny N=192 shape: the engine is 64-72% too fast (a fixed
+    cost per call cannot show tile and wave quantisation): bounded at +80% as the current behaviour."""
+    error = _gemm_error(row)
+    if row.rsplit("_", 1)[1] in SMALL_OR_SKINNY:
+        assert 0.5 < error < 0.8
+    else:
+        assert -0.17 < error < 0.03
+
+
+@pytest.mark.parametrize("row", GB200_FP8)
+def test_gb200_fp8_gemm_rate_by_shape(row):
+    """cuBLASLt FP8 on GB200 (Azure ND GB200 v6). From 2,048^3 up and 1024x2145x1024 the engine is
+    within 10% (measured -9.5% .. +5.6%: GB200's FP8 MAMF row, torch 2.10 and CUDA 13, is above what
+    this run's CUDA 12.8 cuBLASLt reached, so 0.825 of it lands near these rows). 1024^3 +28% and the
+    skinny N=192 shape +98% too fast: bounded as the current behaviour (no tile quantisation)."""
+    error = _gemm_error(row)
+    if row.endswith(("1024x1024x1024", "802816x192x768")):
+        assert 0.2 < error < 1.05
+    else:
+        assert abs(error) < 0.10
+
+
+@pytest.mark.parametrize("row", [r for r in ROWS if r.startswith("mamf_") and ROWS[r]["hardware"] in ROW_GPUS])
+def test_gemm_at_the_mamf_shape_is_the_layer_share_of_it(row):
+    """At each MAMF row's best shape (B200, B300, GB200 BF16 and FP8, H100, H200, Instinct) the engine
+    gives LAYER_GEMM_SHARE = 0.825 of the MAMF less the fixed cost: 17-20% below the row (measured
+    -17.5% .. -19.7%). The share is what a training step's GEMMs keep of the best shape (fitted on
+    Korthikanti Table 4), not a claim that torch.matmul runs slower: the bound pins it at 15-21%."""
+    assert -0.21 < _gemm_error(row) < -0.15
+
+
+# ---- attention rate ----
+def _attention_error(row_id: str, kernel: str) -> float:
+    row = ROWS[row_id]
+    gpu = GPUS[ROW_GPUS[row["hardware"]]]
+    return report(f"{row_id} (TFLOP/s)", attention_rate(gpu, kernel) / 1e12, row["value"])
+
+
+@pytest.mark.parametrize("seq", [512, 1024, 2048, 4096, 8192, 16384])
+def test_h100_fa3_rate_by_sequence_length(seq):
+    """FlashAttention-3 forward on H100 (tritonbench, head dim 128; the FA3 paper's sizes) against the
+    engine's one FA3 rate (0.55 of 989.4 from the paper's Fig. 5/7, forward and backward): within 13%
+    from 1K to 16K (measured +5.2% .. -12.3%); at 512 tokens +26.5% (one rate for every length:
+    PHYSICS.md's 'where v3 is fast'), bounded at +30% as the current behaviour."""
+    error = _attention_error(f"attn_fa3_h100_pytorchbench_s{seq}", "fa3")
+    assert (0 < error < 0.30) if seq == 512 else abs(error) < 0.13
+
+
+@pytest.mark.parametrize("kernel,tag", [("cudnn", "cudnn"), ("fa4", "fa4")])
+@pytest.mark.parametrize("seq", [1024, 2048, 4096, 8192, 16384])
+def test_b200_causal_attention_rate_by_sequence_length(kernel, tag, seq):
+    """cuDNN and FlashAttention-4 forward on B200, causal, head dim 64 (flash-attention PR #2605):
+    the catalog takes the 4K row, so 4K is exact, and 2K-16K are within 30% (measured cuDNN +18.3% ..
+    -12.4%, FA4 +29.9% .. -22.0%). At 1K the causal kernels are far slower (cuDNN 627, FA4 463):
+    the engine is +56% / +98% there, bounded at +100% as the current behaviour (one rate per kernel)."""
+    error = _attention_error(f"attn_{tag}_b200_hd64_causal_s{seq}", kernel)
+    if seq == 4096:
+        assert error == pytest.approx(0, abs=1e-12)
+    elif seq == 1024:
+        assert 0.5 < error < 1.0
+    else:
+        assert abs(error) < 0.30
+
+
+@pytest.mark.parametrize("seq", [512, 1024, 2048, 4096, 8192, 16384])
+def test_b200_fa2_rate(seq):
+    """FA2 2.7.4 on B200 (flash-attention #1589, head dim 64, non-causal): the catalog's 343 TFLOP/s
+    is the median of the 2K-8K rows; every row within 12% (measured +11.8% .. -10.0%). FA2 reaches a
+    sixth of B200's peak: H100's 0.31 of the peak (698 TFLOP/s), which v3 assumed, was twice too fast."""
+    assert abs(_attention_error(f"attn_fa2_b200_hd64_full_s{seq}", "fa2")) < 0.12
+
+
+@pytest.mark.parametrize("row,kernel", [("attn_fa2_azure_h100", "fa2"), ("attn_fa2_azure_h200", "fa2"), ("attn_fa2_azure_gb200", "fa2")])
+def test_fa2_rate_at_8k(row, kernel):
+    """FlashAttention-2, head dim 128, batch 2, 8K (Azure benchmarking guide): H100/H200 within 8% of
+    the engine's 0.31 of the peak (measured -6.5%, -6.9%); GB200's row is the catalog's value."""
+    assert abs(_attention_error(row, kernel)) < 0.08
+
+
+def test_blackwell_attention_kernels_price_the_layer():
+    """The measured rate is what a layer's attention costs: the same causal work takes 977 / 1,125
+    of the old (H100-fraction) time's reciprocal on B200 with cuDNN, and FA3 on B200 runs as FA2."""
+    b200 = GPUS["b200"]
+    forward, backward = flash_attention_time(b200, 1e12, "cudnn")
+    assert forward == pytest.approx(1e12 / 977e12) and backward == pytest.approx(2.5 * forward)
+    assert flash_attention_time(b200, 1e12, "fa3") == flash_attention_time(b200, 1e12, "fa2")
+
+
+# ---- HBM bandwidth ----
+@pytest.mark.parametrize("row,tolerance", [("hbm_azure_h100_triad", 0.05), ("hbm_azure_h200_triad", 0.05),
+                                           ("hbm_azure_h100_copy", 0.10), ("hbm_azure_h200_copy", 0.10)])
+def test_hbm_bandwidth_a_streaming_kernel_reaches(row, tolerance):
+    """Azure's STREAM kernels: the engine's hbm_bytes_per_s x hbm_efficiency (0.90) within 5% of triad
+    (measured +1.5% H100, +4.1% H200; triad is the element-wise kernels' pattern, two reads and a
+    write) and 10% of copy (+4.0%, +7.7%). No such row exists for Blackwell or Instinct parts: their
+    0.90 is in the unconfirmed list."""
+    row_ = ROWS[row]
+    gpu = GPUS[ROW_GPUS[row_["hardware"]]]
+    assert abs(report(f"{row} (TB/s)", gpu.hbm_bytes_per_s * gpu.hbm_efficiency / 1e12, row_["value"])) < tolerance
+
+
+def test_validate_lists_every_row_it_compares():
+    """validate's GPU section (gpu_row_checks) reads the same rows: every catalogued GPU's GEMM,
+    attention and HBM row has an engine value except FP4 GEMMs and FP8 attention (not modelled)."""
+    checks = gpu_row_checks(kernel_rows())
+    assert {c["gpu"] for c in checks} >= set(NEW) - {"gb300"} | {"h100-sxm", "h200-sxm"}
+    missing = [c["row"] for c in checks if c["model"] is None]
+    assert all("fp4" in r or r == "attn_fa3_h100_fp8_max" for r in missing), missing
+
+
+# ---- every new part runs, and bad input is refused by name ----
+@pytest.mark.parametrize("key", NEW)
+@pytest.mark.parametrize("precision", ["bf16", "fp8"])
+def test_every_new_gpu_estimates(key, precision):
+    """estimate() on each new part, on its own platform where the catalog has one (else a DGX B200
+    with the part in it): it fits and finishes, and FP8 is faster than BF16."""
+    cluster = next((c for c in CLUSTERS.values() if c.gpu is GPUS[key]), None) or replace(Cluster.get("dgx-b200"), gpu=GPUS[key])
+    plan = Plan(tp=1, pp=1, dp=cluster.gpus, micro_batch=1, global_batch=8 * cluster.gpus, zero_stage=1, precision=precision)
+    est = estimate(Model.get("llama3-8b"), cluster, plan)
+    assert 0 < est.step_time_s < 60 and est.fits
+    if precision == "fp8":
+        bf16 = estimate(Model.get("llama3-8b"), cluster, replace(plan, precision="bf16"))
+        assert est.step_time_s < bf16.step_time_s
+
+
+def _gpu(**changes):
+    return replace(GPUS["b200"], **changes)
+
+
+@pytest.mark.parametrize("changes,field", [
+    ({"attention_flops": ()}, "attention_flops"),  # a Blackwell part needs its own rates
+    ({"attention_flops": (("cudnn", 977e12), ("fa2", 343e12))}, "attention_flops"),  # fa3 missing
+    ({"attention_flops": (("flash9", 1e12),) + GPUS["b200"].attention_flops}, "attention_flops"),
+    ({"attention_flops": (("cudnn", 3e15), ("fa2", 1e12), ("fa3", 1e12))}, "attention_flops"),  # above the peak
+    ({"fp4_flops": -1.0}, "fp4_flops"),
+    ({"unconfirmed": ("clock: guessed",)}, "unconfirmed"),
+    ({"unconfirmed": "sms: 148"}, "unconfirmed"),
+    ({"confirmed": False, "unconfirmed": ()}, "unconfirmed"),
+])
+def test_bad_gpu_entries_are_refused_by_name(changes, field):
+    with pytest.raises(ValueError, match=field):
+        _gpu(**changes)
+
+
+def test_precision_without_tensor_cores_is_refused():
+    """A100 has no FP8 tensor cores: refused where the plan meets the cluster, naming the field."""
+    with pytest.raises(ValueError, match="precision"):
+        estimate(Model.get("llama3-8b"), Cluster.get("dgx-a100"), Plan(tp=1, dp=8, global_batch=64, precision="fp8"))
+
+
+@pytest.mark.parametrize("key", NEW)
+def test_no_power_curve_no_power_limit(key):
+    """No clock-vs-power curve is documented for the new parts: a power limit is refused by name."""
+    with pytest.raises(ValueError, match="power_limit_w"):
+        GPUS[key].at_power_limit(GPUS[key].tdp_w * 0.8)

@@ -1,0 +1,95 @@
+"""Every catalog value that no measurement or datasheet backs, listed, so that the list can only
+change on purpose (issue 36 item 2): a new assumption must be added here by hand, and a
+measurement that replaces one must take it out.
+
+The list is labs.core.engine.validate.unconfirmed_constants(): each GPU's `unconfirmed` notes
+("field: assumption", one per constant), and every link, host or other sourced catalog entry
+(and power-curve point) whose name or source says "unconfirmed" or "assumed". `pytest -s` prints
+what each one assumes; `python -m labs.core.engine.validate` prints them per GPU beside the rows.
+"""
+
+from __future__ import annotations
+
+from labs.core.engine.hardware import GPUS
+from labs.core.engine.validate import unconfirmed_constants
+
+EXPECTED = [
+    "gpu a100-sxm-40gb mamf_flops",
+    "gpu b200 attention_flops",
+    "gpu b200 hbm_efficiency",
+    "gpu b200 sms",
+    "gpu b300 attention_flops",
+    "gpu b300 hbm_bytes",
+    "gpu b300 hbm_efficiency",
+    "gpu b300 sms",
+    "gpu b300 tdp_w",
+    "gpu gb200 attention_flops",
+    "gpu gb200 hbm_bytes",
+    "gpu gb200 hbm_efficiency",
+    "gpu gb200 sms",
+    "gpu gb300 attention_flops",
+    "gpu gb300 fp8_mamf_flops",
+    "gpu gb300 hbm_bytes",
+    "gpu gb300 hbm_bytes_per_s",
+    "gpu gb300 hbm_efficiency",
+    "gpu gb300 mamf_flops",
+    "gpu gb300 sms",
+    "gpu gb300 tdp_w",
+    "gpu h100-94gb-hbm2e fp8_mamf_flops",
+    "gpu h100-94gb-hbm2e mamf_flops",
+    "gpu h100-nvl-94gb fp8_mamf_flops",
+    "gpu h100-nvl-94gb mamf_flops",
+    "gpu h100-sxm-96gb hbm_bytes",
+    "gpu h100-sxm-96gb tdp_w",
+    "gpu h800-sxm fp8_mamf_flops",
+    "gpu h800-sxm mamf_flops",
+    "gpu mi300x attention_flops",
+    "gpu mi300x fp8_mamf_flops",
+    "gpu mi300x hbm_bytes",
+    "gpu mi300x hbm_efficiency",
+    "gpu mi300x sms",
+    "gpu mi325x attention_flops",
+    "gpu mi325x fp8_mamf_flops",
+    "gpu mi325x hbm_bytes",
+    "gpu mi325x hbm_efficiency",
+    "gpu mi325x sms",
+    "gpu mi325x tdp_w",
+    "gpu mi355x attention_flops",
+    "gpu mi355x fp8_mamf_flops",
+    "gpu mi355x hbm_bytes",
+    "gpu mi355x hbm_efficiency",
+    "gpu mi355x sms",
+    "gpu mi355x tdp_w",
+    "host dgx-b200",
+    "host gb200-tray",
+    "host jean-zay-a100",
+    "host mi355x-epyc",
+    "link ib-xdr",
+    "link nvlink-c2c",
+    "link nvlink5",
+    "link opa-100",
+    "link roce-400",
+    "link xgmi-mi355x",
+    "power_curve gh100 400 W",
+]
+
+
+def test_the_unconfirmed_list_changes_only_on_purpose():
+    found = unconfirmed_constants()
+    for which, assumption in found:
+        print(f"{which:36s} {assumption}")
+    keys = [which for which, _ in found]
+    added, removed = sorted(set(keys) - set(EXPECTED)), sorted(set(EXPECTED) - set(keys))
+    assert not added and not removed, (
+        f"new unconfirmed constants {added} (add each to EXPECTED with its reason in the catalog), "
+        f"now backed {removed} (take them out of EXPECTED)"
+    )
+    assert len(keys) == len(EXPECTED) == 57
+
+
+def test_a_gpu_whose_text_says_unconfirmed_lists_what():
+    """A GPU whose name or source still says "unconfirmed", or whose confirmed flag is False, names
+    the field and the assumption in its `unconfirmed` notes (GPU.__post_init__ refuses the flag alone)."""
+    for key, gpu in GPUS.items():
+        if "unconfirmed" in f"{gpu.name} {gpu.source}".lower() or not gpu.confirmed:
+            assert gpu.unconfirmed, key
