@@ -158,3 +158,83 @@ def test_the_grader_recomputes_the_outcome():
     assert json.loads(json.dumps(out)) == out
     with pytest.raises(ValueError, match="timeout_min"):
         lab14.diagnosis_outcomes({**inputs, "timeout_min": 11}, preds, v)
+
+
+# ---- the notebook, headless ----------------------------------------------------------------------
+import marimo as mo  # noqa: E402
+
+from test_notebooks import LABS, Pressed, committed, load_app, mine, right, text_of, wrong  # noqa: E402
+
+LAB14 = next(p for p in LABS if p.name == "14_debugging_at_scale.py")
+CU, KI, TO = (mine(lab14.LAB, q) for q in ("culprit", "kind", "timeout"))
+ALL = {**committed("culprit", CU, CU.key), **committed("kind", KI, KI.key), **committed("timeout", TO, right(TO))}
+GATED = ("Who has not arrived", "The injected fault", "Key takeaways", "The rules behind", "GPU-hours lost a month")
+
+
+@pytest.fixture(scope="module")
+def app():
+    return load_app(LAB14)
+
+
+def test_locked_by_default(app):
+    outputs, defs = app.run()
+    text = text_of(outputs)
+    assert "Commit to a prediction" in text and "submitted" not in defs
+    for hidden in (*GATED, "engine says", "Right"):
+        assert hidden not in text
+    t = lab14.slow_of(variant(lab14.LAB, "student").settings)
+    assert f"{t.slowdown - 1:.0%} slower" in text  # the stakeholder's number is the engine's
+
+
+@pytest.mark.parametrize("which", ["right", "wrong"])
+def test_every_reveal_agrees_with_the_engine(app, which):
+    pick = (lambda q: right(q)) if which == "right" else wrong
+    outputs, defs = app.run(defs={**committed("culprit", CU, pick(CU)), **committed("kind", KI, pick(KI)), **committed("timeout", TO, pick(TO))})
+    text = text_of(outputs)
+    for heading in GATED:
+        assert heading in text
+    assert (text.count("Right.") + text.count("Right:")) == (3 if which == "right" else 0)
+    h = lab14.variant_hang(variant(lab14.LAB, "student").settings)
+    assert f"rank {h.fault.rank}" in text
+
+
+def test_instruments_at_both_ends(app):
+    h = lab14.variant_hang(variant(lab14.LAB, "student").settings)
+    for axis in ("TP group (tensor parallel)", "world (default group)"):
+        for rank in (0, h.job.ranks - 1):
+            outputs, _ = app.run(defs={**ALL, "axis_dropdown": mo.ui.dropdown(options={axis: dict(
+                [("TP group (tensor parallel)", "tp"), ("world (default group)", "world")])[axis]}, value=axis),
+                "rank_input": mo.ui.number(start=0, stop=h.job.ranks - 1, value=rank)})
+            text = text_of(outputs)
+            assert f"Rank {rank}&#x27;s last" in text or f"Rank {rank}'s last" in text or f"Rank {rank} left no" in text
+    for group, pct in (("tp", 1), ("world", 50)):
+        _, defs = app.run(defs={**ALL, "outlier_dropdown": mo.ui.dropdown(options={"g": group}, value="g"),
+                                "threshold_slider": mo.ui.slider(steps=[1, 50], value=pct)})
+    for minutes in (TIMEOUT := (lab14.TIMEOUT_SETTINGS_MIN[0], lab14.TIMEOUT_SETTINGS_MIN[-1])):
+        outputs, defs = app.run(defs={**ALL, "timeout_slider": mo.ui.slider(steps=list(lab14.TIMEOUT_SETTINGS_MIN), value=minutes)})
+        loss = defs["timeout_view"]["loss"][minutes]["gpu_hours"]
+        assert f"{loss:,.0f}" in text_of(outputs)
+    assert TIMEOUT[0] < TIMEOUT[1]
+
+
+def test_a_change_is_recorded_and_the_first_commit_graded(app, ledger_dir):
+    from labs.core.state import DesignLedger
+
+    app.run(defs=committed("kind", KI, KI.key))
+    outputs, defs = app.run(defs=committed("kind", KI, wrong(KI)))
+    record = DesignLedger(None, ledger_dir).committed(lab14.LAB, "kind")
+    assert record["answer"] == KI.key and [c["answer"] for c in record["changes"]] == [wrong(KI)]
+
+
+def test_submit_lands_in_the_ledger_and_the_grader_recomputes_it(app, ledger_dir):
+    from labs.grade import grade_document
+
+    _, defs = app.run(defs={**ALL, "submit_button": Pressed()})
+    doc = defs["submitted"]
+    step = doc["labs"][lab14.LAB][lab14.STEP]
+    assert step["outcomes"]["culprit_correct"] and step["outcomes"]["kind_correct"] and step["outcomes"]["timeout_correct"]
+    rows = grade_document(doc, "ledger.json")
+    assert rows[0]["status"] == "ok" and not rows[0]["tampered"] and rows[0]["right"] == 3
+    forged = json.loads(json.dumps(doc))
+    forged["labs"][lab14.LAB][lab14.STEP]["outcomes"]["culprit_rank"] = 0 if step["outcomes"]["culprit_rank"] else 1
+    assert grade_document(forged, "forged.json")[0]["tampered"]

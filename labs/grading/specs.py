@@ -24,6 +24,7 @@ from labs.core.engine.layout import RANK_ORDERS
 from labs.core.engine.reliability import STRATEGIES as CHECKPOINT_STRATEGIES
 from labs.core.scenarios import lab08, lab09, lab10, lab11
 from labs.core.scenarios import lab12, lab13
+from labs.core.scenarios import lab14
 from labs.core.state import MAX_LEDGER_BYTES
 from labs.core.engine.validation import MAX_COUNT, check_bool, check_choice, check_positive, check_str
 
@@ -237,6 +238,13 @@ SPECS: dict[tuple[str, str], StepSpec] = {
         lab13.INPUT_FIELDS,
         {"ring": "ring_correct", "scaling": "scaling_correct", "tp_best": "tp_best_correct"},
         lab13.check_inputs,
+    ),
+    # Lab 14 (issue 39): the instruments' settings; the fault is regenerated from the student's id
+    (lab14.LAB, lab14.STEP): StepSpec(
+        {"view_axis": _choice(lab14.dbg.PG_AXES), "timeout_min": _integer, "outlier_group": _choice(lab14.OUTLIER_GROUPS), "threshold_pct": _real},
+        lab14.INPUT_FIELDS,
+        {"culprit": "culprit_correct", "kind": "kind_correct", "timeout": "timeout_correct"},
+        lab14.check_inputs,
     ),
 }
 # ---- reading ------------------------------------------------------------------------------

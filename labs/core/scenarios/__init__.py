@@ -63,6 +63,14 @@ QUESTION_OPTIONS[(lab13.LAB, "scaling")] = lab13.legacy_options("scaling")
 QUESTION_OPTIONS[(lab13.LAB, "tp_best")] = lab13.legacy_options("tp_best")
 __all__ += ["lab12", "lab13"]
 
+# Lab 14 (issue 39): debugging at scale. Its questions are drawn per student (labs.variants).
+from labs.core.scenarios import lab14  # noqa: E402
+
+OUTCOMES.update(lab14.OUTCOMES)
+QUESTION_OPTIONS[(lab14.LAB, "kind")] = lab14.legacy_options("kind")
+QUESTION_OPTIONS[(lab14.LAB, "culprit")] = lab14.legacy_options("culprit")
+__all__ += ["lab14"]
+
 # ---- the registry ------------------------------------------------------------------------------
 @lru_cache(maxsize=1)
 def registry() -> dict[str, LabVariants]:
