@@ -1,0 +1,271 @@
+"""A mixture-of-experts router run on arrays: which experts each token goes to, step after step,
+and how the balancing schemes move that load (NumPy; seeded, so a setting always gives the same run).
+
+The tokens. Each step routes `tokens` tokens (a sample of the step's batch) over `experts`
+experts. A token's logit for expert e is its own noise, N(0, 1), plus the expert's popularity:
+skew x base_e + drift x W_e(step), base_e ~ N(0, 1) drawn once, W_e a random walk (N(0, 1) a
+step). The popularity stands in for what the language-model loss wants from the router; it is
+not trained here. Each scheme then picks the top_k experts of every token:
+
+- "none": top-k of the logits (a softmax router: Switch Transformer, GShard, Mixtral).
+- "aux_loss": the same router with a per-expert logit bias c trained by the auxiliary
+  load-balancing loss of Switch Transformer (Fedus et al. 2021, arXiv:2101.03961, Sec. 2.2 eq. 4)
+  in the top-k form Megatron-Core uses (moe_utils.switch_load_balancing_loss_func):
+      L_aux = alpha E sum_i f_i P_i,  f_i = (tokens sent to i) / (T k),  P_i = mean_t softmax(z_t)_i.
+  f is a count (no gradient); through P, dL/dc_j = alpha E mean_t p_tj (f_j - sum_i f_i p_ti), and
+  c takes a plain SGD step at ROUTER_LR each step. Why a logit bias: it is the part of the
+  router's weights that moves every token's logit for one expert alike, which is exactly what
+  balancing needs; the real router also moves its weights per token, and under Adam, together
+  with the language-model loss, so read this curve for its direction and shape (a pull in
+  proportion to the imbalance), not for the speed of any real run.
+- "bias": DeepSeek-V3's auxiliary-loss-free balancing (arXiv:2412.19437 Sec. 2.1.2; Wang et al.
+  2024, arXiv:2408.15664): affinities s = sigmoid(logits), the top-k of s + b chosen (b routes,
+  it never weighs the output), and after each step b_i -= gamma if expert i was overloaded,
+  += gamma if underloaded (Megatron-Core's get_updated_expert_bias: sign(mean load - load_i)).
+  DeepSeek-V3 ran gamma = 0.001 for its first 14.3T tokens (Sec. 4.2).
+
+Node-limited routing (DeepSeek-V3 Sec. 2.1.2, M = 4 of 8 nodes): with `max_nodes` = M, each
+token first keeps the M nodes whose experts have the highest sum of their top k/M routing scores,
+then picks its top_k experts among those nodes only (Megatron-Core's group_limited_topk with the
+nodes as groups). It applies on top of any scheme.
+
+Capacity (GShard Sec. 2.2, Switch Sec. 2.2): an expert keeps at most
+ceil(capacity_factor x T k / E) tokens a step (Megatron-Core's get_capacity) and drops the rest;
+dropped() counts them from the loads. The experts sit on `gpus` GPUs in order (E / gpus each) and
+the GPUs on `nodes` nodes; a token starts on GPU floor(t x gpus / T). all_to_all_copies() counts
+what its dispatch sends, as DeepSeek-V3 Sec. 3.2.2 routes it and labs.core.engine.experts prices it:
+one copy over the NIC to each other node that holds one of its experts (to the GPU with its own
+index there), then one copy over NVLink for each expert not on the GPU it landed on.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from labs.core.engine.validation import check_choice, check_positive
+
+SCHEMES = ("none", "aux_loss", "bias")
+ROUTER_LR = 100.0  # plain SGD on the logit bias under the auxiliary loss (see the docstring)
+MAX_WORK = 1 << 27  # steps x tokens x experts: about 3 s of routing on one core; more is refused
+
+
+@dataclass(frozen=True)
+class RouterSetting:
+    """One router run. Counts are whole numbers; skew and drift in logit units."""
+
+    experts: int = 256  # DeepSeek-V3: 256 routed experts, 8 a token, EP 64 over 8 nodes
+    top_k: int = 8
+    tokens: int = 256  # tokens routed a step (a sample of the step's batch)
+    steps: int = 500
+    gpus: int = 64  # the EP group: experts split evenly over its GPUs
+    nodes: int = 8
+    skew: float = 0.5  # std of the experts' popularity
+    drift: float = 0.0  # std of each step's change of an expert's popularity
+    scheme: str = "none"
+    aux_coeff: float = 0.01  # alpha (Switch: 0.01)
+    gamma: float = 0.001  # the bias update's rate (DeepSeek-V3: 0.001)
+    max_nodes: int | None = None  # node-limited routing: at most this many nodes a token
+    seed: int = 0
+
+    def __post_init__(self):
+        for name in ("experts", "top_k", "tokens", "steps", "gpus", "nodes"):
+            check_positive(name, getattr(self, name), integer=True, maximum=1 << 20)
+        check_positive("seed", self.seed, integer=True, allow_zero=True, maximum=1 << 62)
+        for name in ("skew", "drift"):
+            check_positive(name, getattr(self, name), allow_zero=True, maximum=10.0)
+        check_positive("aux_coeff", self.aux_coeff, allow_zero=True, maximum=10.0)
+        check_positive("gamma", self.gamma, allow_zero=True, maximum=1.0)
+        check_choice("scheme", self.scheme, SCHEMES)
+        if self.top_k > self.experts:
+            raise ValueError(f"top_k must be at most experts ({self.experts}), got {self.top_k}")
+        if self.experts % self.gpus:
+            raise ValueError(f"gpus must divide experts ({self.experts}), got {self.gpus}")
+        if self.gpus % self.nodes:
+            raise ValueError(f"nodes must divide gpus ({self.gpus}), got {self.nodes}")
+        if self.tokens % self.gpus:
+            raise ValueError(f"gpus must divide tokens ({self.tokens}), got {self.gpus}")
+        if self.max_nodes is not None:
+            check_positive("max_nodes", self.max_nodes, integer=True, maximum=self.nodes)
+            if self.top_k % self.max_nodes:
+                raise ValueError(f"max_nodes must divide top_k ({self.top_k}) (each node kept by its top k/M scores), got {self.max_nodes}")
+        if self.steps * self.tokens * self.experts > MAX_WORK:
+            raise ValueError(f"steps x tokens x experts must be at most {MAX_WORK:,}, got {self.steps * self.tokens * self.experts:,}")
+
+    @property
+    def mean_load(self) -> float:
+        """Tokens an expert receives a step when the router is balanced: T k / E."""
+        return self.tokens * self.top_k / self.experts
+
+
+@dataclass(frozen=True)
+class RouterRun:
+    """What a run leaves: per step, each expert's tokens; every COPY_EVERY-th step, the network
+    and NVLink copies of token vectors the dispatch sends per GPU; under "aux_loss", the loss's
+    value each step (Switch's form, coefficient alpha); the balancing state (the logit bias c or
+    the score bias b) after the last step."""
+
+    setting: RouterSetting
+    loads: np.ndarray  # (steps, experts) tokens
+    network_copies: np.ndarray  # (steps / COPY_EVERY,) per GPU, token vectors sent over the NICs
+    nvlink_copies: np.ndarray  # (steps / COPY_EVERY,) per GPU, token vectors forwarded over NVLink
+    aux_loss: np.ndarray | None  # (steps,) under "aux_loss" (its value each step), else None
+    bias: np.ndarray  # (experts,)
+
+    def window_loads(self, window: int = 1) -> np.ndarray:
+        """(steps / window, experts): each expert's tokens summed over windows of `window` steps
+        (a batch of window x tokens: one step's sample is small, and its counts noisy)."""
+        s = self.setting
+        check_positive("window", window, integer=True, maximum=s.steps)
+        if s.steps % window:
+            raise ValueError(f"window must divide steps ({s.steps}), got {window}")
+        return self.loads.reshape(s.steps // window, window, s.experts).sum(axis=1)
+
+    def gpu_loads(self, window: int = 1) -> np.ndarray:
+        """(steps / window, gpus): the tokens each GPU's experts receive, over windows."""
+        s = self.setting
+        w = self.window_loads(window)
+        return w.reshape(w.shape[0], s.gpus, s.experts // s.gpus).sum(axis=2)
+
+    def busiest_expert_over_mean(self, window: int = 1) -> np.ndarray:
+        """(steps / window,): the busiest expert's tokens over the mean expert's, per window."""
+        w = self.window_loads(window)
+        return w.max(axis=1) / w.mean(axis=1)
+
+    def busiest_gpu_over_mean(self, window: int = 1) -> np.ndarray:
+        """(steps / window,): the busiest GPU's tokens over the mean GPU's, per window: what the
+        EP group waits for."""
+        g = self.gpu_loads(window)
+        return g.max(axis=1) / g.mean(axis=1)
+
+    def dropped_share(self, capacity_factor: float, window: int = 1) -> float:
+        """Share of all routed token copies dropped over the run when each expert keeps at most
+        ceil(c x its balanced load) of each window's tokens."""
+        s = self.setting
+        cap = capacity(s, capacity_factor, window)
+        return float(dropped(self.window_loads(window), cap).sum() / (s.steps * s.tokens * s.top_k))
+
+
+def capacity(setting: RouterSetting, capacity_factor: float, window: int = 1) -> int:
+    """Tokens an expert keeps of a batch of `window` steps' tokens: ceil(c x window T k / E)
+    (Megatron-Core get_capacity)."""
+    check_positive("capacity_factor", capacity_factor, maximum=1024)
+    if capacity_factor < 1:
+        raise ValueError(f"capacity_factor must be at least 1 (1: exactly the balanced load), got {capacity_factor!r}")
+    return math.ceil(capacity_factor * window * setting.tokens * setting.top_k / setting.experts)
+
+
+def dropped(loads: np.ndarray, cap: int) -> np.ndarray:
+    """Tokens dropped per row (over every expert) when each keeps at most `cap`: sum max(load - cap, 0)."""
+    return np.maximum(np.asarray(loads) - cap, 0).sum(axis=-1)
+
+
+def aux_loss_value(probs: np.ndarray, chosen: np.ndarray, coeff: float) -> float:
+    """Switch Transformer's load-balancing loss, alpha E sum_i f_i P_i, for probabilities
+    (tokens, experts) and a boolean choice of the same shape (k per token): alpha at balance."""
+    t, e = probs.shape
+    k = chosen.sum(axis=1).max()
+    f = chosen.sum(axis=0) / (t * k)
+    return float(coeff * e * np.dot(f, probs.mean(axis=0)))
+
+
+def top_k_mask(scores: np.ndarray, k: int) -> np.ndarray:
+    """(tokens, experts) boolean: each row's k highest scores (a tie at the k-th score keeps every
+    tied expert: with continuous scores, never)."""
+    kth = np.partition(scores, scores.shape[1] - k, axis=1)[:, scores.shape[1] - k, None]
+    return scores >= kth
+
+
+def node_limited_mask(scores: np.ndarray, k: int, nodes: int, max_nodes: int) -> np.ndarray:
+    """Top-k within the max_nodes nodes of highest summed top-(k / max_nodes) scores
+    (DeepSeek-V3 Sec. 2.1.2; experts in node order)."""
+    t, e = scores.shape
+    per = e // nodes
+    grouped = scores.reshape(t, nodes, per)
+    best = np.partition(grouped, per - k // max_nodes, axis=2)[:, :, per - k // max_nodes:].sum(axis=2)
+    keep = top_k_mask(best, max_nodes)
+    return top_k_mask(np.where(np.repeat(keep, per, axis=1), scores, -np.inf), k)
+
+
+def _choose(scores: np.ndarray, s: RouterSetting) -> np.ndarray:
+    if s.max_nodes is None or s.max_nodes == s.nodes:
+        return top_k_mask(scores, s.top_k)
+    return node_limited_mask(scores, s.top_k, s.nodes, s.max_nodes)
+
+
+def _softmax(z: np.ndarray) -> np.ndarray:
+    p = np.exp(z - z.max(axis=1, keepdims=True))
+    return p / p.sum(axis=1, keepdims=True)
+
+
+def _copies(chosen: np.ndarray, s: RouterSetting) -> tuple[float, float]:
+    """(network, NVLink) copies of a token vector per GPU in one dispatch (see the docstring)."""
+    t, e = chosen.shape
+    per_node_gpus = s.gpus // s.nodes
+    rows = np.arange(t)
+    source = rows * s.gpus // t
+    home, local = source // per_node_gpus, source % per_node_gpus
+    by_node = chosen.reshape(t, s.nodes, e // s.nodes).any(axis=2)
+    network = by_node.sum() - by_node[rows, home].sum()
+    on_gpu = chosen.reshape(t, s.nodes, per_node_gpus, e // s.gpus).sum(axis=3)  # (token, node, GPU in the node)
+    landed = on_gpu[rows, :, local].sum()  # the token's experts on the GPU its copy lands on, in every node
+    nvlink = chosen.sum() - landed
+    return float(network) / s.gpus, float(nvlink) / s.gpus
+
+
+COPY_EVERY = 10  # the dispatch's copies are counted every 10th step (the run's mean, sampled)
+
+
+def route(setting: RouterSetting) -> RouterRun:
+    """Run the router for setting.steps steps (see the module docstring)."""
+    s = setting
+    rng = np.random.default_rng(s.seed)
+    base = rng.standard_normal(s.experts).astype(np.float32)
+    walk = np.zeros(s.experts, dtype=np.float32)
+    bias = np.zeros(s.experts, dtype=np.float64)
+    loads = np.zeros((s.steps, s.experts), dtype=np.int64)
+    sampled = range(0, s.steps, COPY_EVERY)
+    network, nvlink = np.zeros(len(sampled)), np.zeros(len(sampled))
+    aux = np.zeros(s.steps) if s.scheme == "aux_loss" else None
+    for step in range(s.steps):
+        if step and s.drift:
+            walk += rng.standard_normal(s.experts, dtype=np.float32)
+        logits = rng.standard_normal((s.tokens, s.experts), dtype=np.float32)
+        logits += s.skew * base + s.drift * walk
+        if s.scheme == "bias":
+            scores = np.exp(-logits)
+            scores += 1.0
+            np.reciprocal(scores, out=scores)  # sigmoid affinities
+            chosen = _choose(scores + bias.astype(np.float32), s)
+        else:
+            logits += bias.astype(np.float32)  # the aux loss's logit bias (0 without balancing)
+            chosen = _choose(logits, s)
+        count = chosen.sum(axis=0)
+        loads[step] = count
+        if step % COPY_EVERY == 0:
+            network[step // COPY_EVERY], nvlink[step // COPY_EVERY] = _copies(chosen, s)
+        if s.scheme == "bias":
+            bias += s.gamma * np.sign(count.mean() - count)
+        elif s.scheme == "aux_loss":
+            probs = _softmax(logits)
+            f = count / (s.tokens * s.top_k)
+            mean_p = probs.mean(axis=0)
+            aux[step] = s.aux_coeff * s.experts * float(np.dot(f, mean_p))
+            grad = s.aux_coeff * s.experts * (mean_p * f - (probs * (probs @ f)[:, None]).mean(axis=0))
+            bias -= ROUTER_LR * grad
+    return RouterRun(s, loads, network, nvlink, aux, bias)
+
+
+def expected_copies(setting: RouterSetting) -> tuple[float, float]:
+    """(network, NVLink) copies per GPU per dispatch for a router that spreads a token's k experts
+    uniformly (without node limits), as labs.core.engine.experts prices them: N (1 - (1 - 1/N)^k)
+    (N - 1) / N network copies per token and k (g - 1) / g NVLink ones, g GPUs a node. (Its
+    distinct-node count treats the k picks as independent; the array run picks k distinct experts.)"""
+    s = setting
+    n, g = s.nodes, s.gpus // s.nodes
+    per_token_net = n * (1 - (1 - 1 / n) ** s.top_k) * (n - 1) / n
+    per_token_nvl = s.top_k * (g - 1) / g
+    tokens_per_gpu = s.tokens / s.gpus
+    return tokens_per_gpu * per_token_net, tokens_per_gpu * per_token_nvl

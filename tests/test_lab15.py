@@ -1,0 +1,255 @@
+"""Lab 15: the router on arrays (labs.core.engine.routing) against hand counts and the papers'
+rules: top-k counts, capacity and dropping counted by hand, the bias update's sign rule, the
+Switch auxiliary loss at its minimum, node-limited routing, the dispatch's copies against the
+engine's formula; the scenario's variants deterministic per id; the grader recomputing a ledger;
+and the notebook headless (locked, commit, reveal, the instruments at both ends, submit)."""
+
+import json
+import math
+
+import marimo as mo
+import numpy as np
+import pytest
+
+from labs.core.engine.routing import (
+    RouterSetting,
+    aux_loss_value,
+    capacity,
+    dropped,
+    node_limited_mask,
+    route,
+    top_k_mask,
+)
+from labs.core.scenarios import lab15
+
+SMALL = dict(experts=16, top_k=2, tokens=64, steps=40, gpus=8, nodes=2)
+
+
+# ---- the router's pieces against hand counts ----------------------------------------------------------
+def test_top_k_counts_sum_to_k_times_tokens():
+    rng = np.random.default_rng(0)
+    scores = rng.standard_normal((100, 32))
+    mask = top_k_mask(scores, 4)
+    assert (mask.sum(axis=1) == 4).all() and mask.sum() == 4 * 100
+    assert (np.sort(scores, axis=1)[:, -4:].min(axis=1) == np.where(mask, scores, np.inf).min(axis=1)).all()
+    run = route(RouterSetting(**SMALL))
+    assert (run.loads.sum(axis=1) == 2 * 64).all()
+
+
+def test_capacity_and_drops_by_hand():
+    """4 experts, 10 tokens, top-1: balanced load 2.5; at c = 1.25 each keeps ceil(3.125) = 4;
+    loads 7, 2, 1, 0 drop 3 (Switch Transformer Sec. 2.2: tokens past capacity are dropped)."""
+    s = RouterSetting(experts=4, top_k=1, tokens=10, steps=1, gpus=2, nodes=1)
+    assert capacity(s, 1.25) == 4 and capacity(s, 1.0) == 3 and capacity(s, 2.0) == 5
+    assert dropped(np.array([7, 2, 1, 0]), 4) == 3 and dropped(np.array([7, 2, 1, 0]), 3) == 4
+    with pytest.raises(ValueError, match="capacity_factor"):
+        capacity(s, 0.9)
+
+
+def test_switch_capacity_factor_drops_less_as_it_grows():
+    """Switch Transformer Sec. 2.2 / Table 1: a larger capacity factor drops fewer tokens; at 1.0
+    a router that is not perfectly balanced always drops some."""
+    run = route(RouterSetting(**SMALL, skew=0.5))
+    shares = [run.dropped_share(c) for c in (1.0, 1.25, 1.5, 2.0, 8.0)]
+    assert shares == sorted(shares, reverse=True) and shares[0] > 0 and shares[-1] == 0
+
+
+def test_aux_loss_of_a_uniform_router_is_its_coefficient():
+    """Switch's alpha E sum f_i P_i: f_i = P_i = 1/E gives alpha (its minimum), here with E = 8, k = 2."""
+    probs = np.full((16, 8), 1 / 8)
+    chosen = np.zeros((16, 8), dtype=bool)
+    for t in range(16):
+        chosen[t, [(2 * t) % 8, (2 * t + 1) % 8]] = True
+    assert aux_loss_value(probs, chosen, 0.01) == pytest.approx(0.01)
+    skewed = np.tile(np.array([0.5, 0.3] + [0.2 / 6] * 6), (16, 1))
+    top = np.zeros_like(chosen)
+    top[:, :2] = True
+    assert aux_loss_value(skewed, top, 0.01) > 0.01
+
+
+def test_bias_update_follows_the_sign_rule_and_balances():
+    """DeepSeek-V3 Sec. 2.1.2: after a step every overloaded expert's bias falls by gamma and every
+    underloaded one's rises by gamma; over steps the busiest expert comes down toward the mean."""
+    one = route(RouterSetting(**{**SMALL, "steps": 1}, skew=0.8, scheme="bias", gamma=0.01))
+    load = one.loads[0]
+    assert np.allclose(one.bias, 0.01 * np.sign(load.mean() - load))
+    none = route(RouterSetting(**{**SMALL, "steps": 400}, skew=0.8, scheme="none"))
+    bias = route(RouterSetting(**{**SMALL, "steps": 400}, skew=0.8, scheme="bias", gamma=0.01))
+    assert bias.busiest_expert_over_mean(100)[-1] < 0.8 * none.busiest_expert_over_mean(100)[-1]
+    assert bias.busiest_expert_over_mean(100)[-1] < bias.busiest_expert_over_mean(100)[0]
+
+
+def test_aux_loss_pulls_toward_balance_and_stays_near_alpha():
+    none = route(RouterSetting(**{**SMALL, "steps": 400}, skew=0.8))
+    aux = route(RouterSetting(**{**SMALL, "steps": 400}, skew=0.8, scheme="aux_loss", aux_coeff=0.1))
+    assert aux.busiest_expert_over_mean(100)[-1] < 0.8 * none.busiest_expert_over_mean(100)[-1]
+    assert aux.aux_loss[-100:].mean() == pytest.approx(0.1, rel=0.15) and aux.aux_loss[-100:].mean() < aux.aux_loss[:10].mean()
+
+
+def test_node_limited_routing_keeps_each_token_on_at_most_m_nodes():
+    """DeepSeek-V3: 8 experts of 256 over 8 nodes, at most 4 nodes a token, each node ranked by
+    its top 8/4 = 2 scores. By hand on one token: nodes of 4 experts, M = 1, k = 2."""
+    scores = np.array([[0.9, 0.1, 0.1, 0.1, 0.8, 0.7, 0.0, 0.0]])  # node 0: 0.9 + 0.1, node 1: 0.8 + 0.7
+    assert node_limited_mask(scores, 2, 2, 1).nonzero()[1].tolist() == [4, 5]
+    rng = np.random.default_rng(1)
+    mask = node_limited_mask(rng.standard_normal((200, 256)), 8, 8, 4)
+    assert (mask.sum(axis=1) == 8).all() and (mask.reshape(200, 8, 32).any(axis=2).sum(axis=1) <= 4).all()
+
+
+def test_dispatch_copies_match_the_engines_formula():
+    """Uniform routing over 8 nodes of 8 GPUs: the engine's N (1 - (1 - 1/N)^k) (N - 1)/N network
+    copies a token (it draws the k experts independently) and k (g - 1)/g NVLink copies, within
+    a few %; node-limited to 4 nodes, the network copies fall under 4 x 7/8."""
+    s = lab15.setting("none", skew=0.0, drift=0.0, max_nodes=8)
+    run = route(RouterSetting(**{**s.__dict__, "steps": 20}))
+    per_token = s.tokens / s.gpus
+    engine_net, engine_nvl = lab15.engine_copies(8)
+    assert run.network_copies.mean() / per_token == pytest.approx(engine_net, rel=0.08)
+    assert run.nvlink_copies.mean() / per_token == pytest.approx(engine_nvl, rel=0.03)
+    limited = route(RouterSetting(**{**s.__dict__, "steps": 20, "max_nodes": 4}))
+    assert limited.network_copies.mean() / per_token <= 4 * 7 / 8 + 1e-9
+
+
+def test_bad_settings_are_refused_by_name():
+    for kw, field in ((dict(top_k=300), "top_k"), (dict(gpus=48), "gpus"), (dict(scheme="sinkhorn"), "scheme"), (dict(max_nodes=3), "max_nodes"),
+                      (dict(skew=float("nan")), "skew"), (dict(steps=10**6), "steps x tokens")):
+        with pytest.raises(ValueError, match=field):
+            RouterSetting(**kw)
+
+
+def test_the_same_setting_gives_the_same_run():
+    a, b = route(RouterSetting(**SMALL, drift=0.05, scheme="bias")), route(RouterSetting(**SMALL, drift=0.05, scheme="bias"))
+    assert (a.loads == b.loads).all() and (a.bias == b.bias).all()
+    assert not (route(RouterSetting(**SMALL, drift=0.05, seed=1)).loads == a.loads).all()
+
+
+# ---- the scenario: variants, the engine's price, the grader ------------------------------------------------
+def test_hot_expert_cost_is_the_engines():
+    c = lab15.step_cost(1.5)
+    from labs.core.scenarios.lab11 import moe_estimate
+
+    assert c["hot_s"] == pytest.approx(moe_estimate(capacity=1.5).step_time_s) and c["balanced_s"] == pytest.approx(moe_estimate().step_time_s)
+    assert c["rise"] > 0 and lab15.step_cost(1.0)["rise"] == pytest.approx(0.0)
+
+
+def test_variants_are_deterministic_per_id_and_differ_in_content():
+    from labs.variants import variant
+
+    a, again = variant(lab15.LAB, "ada", salt="s"), variant(lab15.LAB, "  ada ", salt="s")
+    assert a == again
+    drawn = [variant(lab15.LAB, f"student-{i:03d}", salt="s") for i in range(40)]
+    keys = {next(o.label for o in v.questions["drops"].spec.options if o.key == v.questions["drops"].spec.correct) for v in drawn}
+    assert len(keys) >= 2, "the drop question's right router must differ between students"
+    assert len({round(v.questions["balance"].spec.answer, 6) for v in drawn}) >= 2
+    assert len({round(v.questions["cost"].spec.answer, 6) for v in drawn}) >= 2
+
+
+def test_every_variant_has_one_clear_answer():
+    import itertools
+
+    for sk, dr, a in itertools.product(lab15.VARIANT_SKEWS, lab15.VARIANT_DRIFTS, lab15.VARIANT_AUX):
+        v = {"skew": sk, "drift": dr, "aux_coeff": a}
+        q = lab15.build_questions(v)
+        shares = lab15.drop_shares(v)
+        assert q["drops"].correct is not None and shares[q["drops"].correct] <= 0.8 * sorted(shares.values())[1]
+        assert math.isfinite(q["balance"].answer) and q["balance"].answer > 0 and q["cost"].answer > 0
+
+
+def test_outcomes_refuse_bad_inputs_by_name_and_the_grader_recomputes(tmp_path):
+    from labs.core.state import DesignLedger
+    from labs.grade import grade, grade_document
+    from labs.variants import variant
+
+    with pytest.raises(ValueError, match="capacity"):
+        lab15.routing_outcomes({**lab15.DEFAULT_INPUTS, "capacity": 1.3}, {})
+    with pytest.raises(ValueError, match="scheme"):
+        lab15.routing_outcomes({**lab15.DEFAULT_INPUTS, "scheme": "sinkhorn"}, {})
+    v = variant(lab15.LAB, "grace", salt="")
+    preds = {"balance": f"{v.questions['balance'].spec.answer:.2f}", "drops": v.questions["drops"].key, "cost": "0"}
+    out = lab15.routing_outcomes(lab15.DEFAULT_INPUTS, preds, variant=v)
+    assert out["balance_correct"] and out["drops_correct"] and not out["cost_correct"]
+    ledger = DesignLedger("grace", directory=tmp_path)
+    for q, a in preds.items():
+        ledger.commit_prediction(lab15.LAB, q, a, variant=v.record())
+    ledger.save_step(lab15.LAB, lab15.STEP, dict(lab15.DEFAULT_INPUTS), preds, out, variant=v.record())
+    table, problems = grade([str(tmp_path)])
+    row = table[(table.lab == lab15.LAB)].iloc[0]
+    assert not problems and row["status"] == "ok" and bool(row["balance_correct"]) and not bool(row["cost_correct"])
+    doc = json.loads(ledger.path.read_text())
+    doc["labs"][lab15.LAB][lab15.STEP]["outcomes"]["cost_correct"] = True
+    assert grade_document(doc, "f.json")[0]["tampered"]
+
+
+# ---- the notebook, headless ----------------------------------------------------------------------------------
+from test_notebooks import LABS, Pressed, committed, load_app, mine, text_of, with_instruments  # noqa: E402
+
+LAB15 = next((p for p in LABS if p.name == "15_moe_routing.py"), None)
+
+
+@pytest.fixture(scope="module")
+def app():
+    return load_app(LAB15)
+
+
+def _all_committed(student: str | None = None) -> dict:
+    out = {}
+    for q in ("balance", "drops", "cost"):
+        question = mine(lab15.LAB, q, student)
+        out.update(committed(q, question, question.spec.answer if question.numeric else question.key))
+    return out
+
+
+@pytest.mark.usefixtures("ledger_dir")
+def test_locked_until_committed(app):
+    outputs, defs = app.run()
+    text = text_of(outputs)
+    assert "Commit to a prediction" in text and "router_view" not in defs and "submitted" not in defs
+    for hidden in ("engine says", "Right", "Key takeaways", "The equations behind"):
+        assert hidden not in text
+
+
+@pytest.mark.usefixtures("ledger_dir")
+def test_commit_reveals_and_the_instruments_follow_the_router(app):
+    outputs, defs = app.run(defs=_all_committed())
+    text = text_of(outputs)
+    assert "Right" in text and "Key takeaways" in text and "The equations behind" in text
+    run = lab15.router_run(**{k: lab15.DEFAULT_INPUTS[k] for k in ("scheme", "aux_coeff", "gamma", "max_nodes", "skew", "drift")})
+    assert len(defs["heatmap_view"].data) == 1
+    assert np.array_equal(np.asarray(defs["heatmap_view"].data[0].z), run.window_loads(10).T)
+    assert f"{lab15.summary(run)['busiest_gpu']:.2f}x" in text
+
+
+@pytest.mark.usefixtures("ledger_dir")
+@pytest.mark.parametrize("end", [0, -1])
+def test_every_instrument_at_both_ends(app, end):
+    pick = lambda values: values[end]  # noqa: E731
+    widgets = dict(
+        scheme_dropdown=mo.ui.dropdown(options=list(lab15.SCHEMES), value=pick(list(lab15.SCHEMES))),
+        aux_dropdown=mo.ui.dropdown(options=[str(a) for a in lab15.AUX_COEFFS], value=str(pick(lab15.AUX_COEFFS))),
+        gamma_dropdown=mo.ui.dropdown(options=[str(g) for g in lab15.GAMMAS], value=str(pick(lab15.GAMMAS))),
+        nodes_slider=mo.ui.slider(steps=list(lab15.NODE_LIMITS), value=pick(lab15.NODE_LIMITS)),
+        skew_slider=mo.ui.slider(steps=list(lab15.SKEWS), value=pick(lab15.SKEWS)),
+        drift_slider=mo.ui.slider(steps=list(lab15.DRIFTS), value=pick(lab15.DRIFTS)),
+        capacity_slider=mo.ui.slider(steps=list(lab15.CAPACITIES), value=pick(lab15.CAPACITIES)),
+    )
+    outputs, defs = app.run(defs={**_all_committed(), **with_instruments(app, "router_panel", **widgets)})
+    inputs = defs["router_inputs"]
+    assert inputs["capacity"] == pick(lab15.CAPACITIES) and inputs["skew"] == pick(lab15.SKEWS)
+    out = lab15.routing_outcomes(inputs, {})
+    assert f"{out['step_time_s']:.1f} s" in text_of(outputs)
+    assert "nan" not in text_of(outputs).lower().replace("nanos", "")
+
+
+@pytest.mark.usefixtures("ledger_dir")
+def test_submit_lands_in_the_ledger_and_the_grader_recomputes_it(app, ledger_dir):
+    from labs.grade import grade
+
+    defs_in = {**_all_committed("lab fifteen"), "student_input": mo.ui.text(value="lab fifteen"), "submit_button": Pressed()}
+    _, defs = app.run(defs=defs_in)
+    step = defs["submitted"]["labs"][lab15.LAB][lab15.STEP]
+    assert step["inputs"] == lab15.DEFAULT_INPUTS
+    assert step["outcomes"]["balance_correct"] and step["outcomes"]["drops_correct"] and step["outcomes"]["cost_correct"]
+    table, problems = grade([str(ledger_dir)])
+    assert not problems
+    row = table[(table.lab == lab15.LAB) & (table.step == lab15.STEP)].iloc[0]
+    assert row["status"] == "ok" and bool(row["balance_correct"]) and bool(row["cost_correct"])
