@@ -451,7 +451,7 @@ GPUS: dict[str, GPU] = {
         attention_flops=_B200_ATTENTION,  # cuDNN, FA4, FA2 rows (see _B200_ATTENTION)
         unconfirmed=(
             "sms: 148 SMs (NVIDIA's Blackwell material; no stored row)",
-            "hbm_efficiency: no STREAM row for B200; H100's measured triad share (0.89, hbm_azure_h100_triad) assumed",
+            "hbm_efficiency: no STREAM row for B200; the catalog's 0.90 assumed (H100's measured triad share: 0.89, hbm_azure_h100_triad)",
             "attention_flops: forward rows only, the backward assumed at the forward's rate (H100 cuDNN's is within 5%, "
             "FA3 paper Fig. 5/7); head dim 64 rows (cuDNN ran 1,428 TFLOP/s at head dim 128 non-causal 1K against 980 at 64: "
             "head-dim-128 models may run faster); FA2's rows are non-causal, causal assumed as fast",
@@ -476,7 +476,7 @@ GPUS: dict[str, GPU] = {
         unconfirmed=(
             "hbm_bytes: the datasheet's 288 GB; no nvidia-smi reading stored",
             "sms: 160 SMs (NVIDIA's Blackwell Ultra material; no stored row)",
-            "hbm_efficiency: no STREAM row for B300; H100's measured triad share assumed",
+            "hbm_efficiency: no STREAM row for B300; the catalog's 0.90 assumed (H100's measured triad share: 0.89)",
             "attention_flops: no row on B300: B200's rows scaled by the MAMF ratio 1,769 / 1,745",
             "tdp_w: 1,100 W from a cloud provider's table (ds_b300_tdp), no NVIDIA per-GPU page stored",
         ),
@@ -505,7 +505,7 @@ GPUS: dict[str, GPU] = {
         unconfirmed=(
             "hbm_bytes: the datasheet's 186 GB; no nvidia-smi reading stored",
             "sms: 148 SMs (the B200 die; no stored row)",
-            "hbm_efficiency: no STREAM row for GB200; H100's measured triad share assumed",
+            "hbm_efficiency: no STREAM row for GB200; the catalog's 0.90 assumed (H100's measured triad share: 0.89)",
             "attention_flops: cuDNN and FA4 not measured on GB200: B200's rows scaled by the MAMF ratio 1,822 / 1,745; "
             "FA2's row does not say whether it is causal",
         ),
@@ -532,7 +532,7 @@ GPUS: dict[str, GPU] = {
             "mamf_flops: B300's MAMF x GB200's over B200's (no GB300 MAMF row)",
             "fp8_mamf_flops: B300's FP8 MAMF x GB200's over B200's (no GB300 MAMF row)",
             "sms: 160 SMs (as B300; no stored row)",
-            "hbm_efficiency: no STREAM row for GB300; H100's measured triad share assumed",
+            "hbm_efficiency: no STREAM row for GB300; the catalog's 0.90 assumed (H100's measured triad share: 0.89)",
             "attention_flops: no row on GB300: B200's rows scaled by the MAMF ratio",
             "tdp_w: 1,400 W from a cloud provider's table (ds_gb300_tdp), no NVIDIA per-GPU page stored",
         ),
@@ -555,7 +555,7 @@ GPUS: dict[str, GPU] = {
             "hbm_bytes: the datasheet's 192 GB; no rocm-smi reading stored",
             "fp8_mamf_flops: no FP8 MAMF row; FP8 assumed to reach BF16's measured share of its peak",
             "sms: 304 CUs (1,307.4 TFLOP/s / 2,048 FLOP per clock per CU at 2.1 GHz; the clock is not in a stored row)",
-            "hbm_efficiency: no STREAM row for MI300X; H100's measured triad share assumed",
+            "hbm_efficiency: no STREAM row for MI300X; the catalog's 0.90 assumed (H100's measured triad share: 0.89)",
             "attention_flops: no CK / aiter row; H100 cuDNN's share of H100's MAMF (0.62) times this part's MAMF",
         ),
     ),
@@ -577,7 +577,7 @@ GPUS: dict[str, GPU] = {
             "hbm_bytes: the datasheet's 256 GB; no rocm-smi reading stored",
             "fp8_mamf_flops: no FP8 MAMF row; FP8 assumed to reach BF16's measured share of its peak",
             "sms: 304 CUs (as MI300X, the same die; no stored row)",
-            "hbm_efficiency: no STREAM row for MI325X; H100's measured triad share assumed",
+            "hbm_efficiency: no STREAM row for MI325X; the catalog's 0.90 assumed (H100's measured triad share: 0.89)",
             "attention_flops: no CK / aiter row; H100 cuDNN's share of H100's MAMF (0.62) times this part's MAMF",
             "tdp_w: 1,000 W is the power the MAMF row ran at, not an AMD page",
         ),
@@ -602,7 +602,7 @@ GPUS: dict[str, GPU] = {
             "hbm_bytes: the datasheet's 288 GB; no rocm-smi reading stored",
             "fp8_mamf_flops: no FP8 MAMF row; FP8 assumed to reach BF16's measured share of its peak",
             "sms: 256 CUs (AMD's CDNA 4 material; no stored row)",
-            "hbm_efficiency: no STREAM row for MI355X; H100's measured triad share assumed",
+            "hbm_efficiency: no STREAM row for MI355X; the catalog's 0.90 assumed (H100's measured triad share: 0.89)",
             "attention_flops: no CK / aiter row; H100 cuDNN's share of H100's MAMF (0.62) times this part's MAMF",
             "tdp_w: 1,400 W reported by the press from AMD's Hot Chips talk (ds_mi355x_tbp)",
         ),
