@@ -226,3 +226,14 @@ def legacy_options(question: str) -> tuple[Option, ...]:
     if question == "kind":
         return tuple(Option("ABCDEFGH"[i], v[0].upper() + v[1:], KIND_MISCONCEPTIONS[k]) for i, (k, v) in enumerate(dbg.HANG_FAULTS.items()))
     return tuple(Option("ABCD"[i], label, "") for i, label in enumerate(("the faulty rank", "the rank that printed the timeout", "the rank in another group", "a waiting peer")))
+
+
+def legacy_questions() -> dict:
+    """The questions at the unsalted variant of the id "student", options in written order: how the
+    grade book names a question no variant record came with (Lab 14 has variants from the start)."""
+    from labs.core.variants import Question, Numeric as _Numeric
+
+    from labs.variants import settings_for
+
+    specs = build_questions(settings_for(LAB, "student", "")[1])
+    return {q: Question(q, spec, () if isinstance(spec, _Numeric) else tuple(o.key for o in spec.options)) for q, spec in specs.items()}
