@@ -38,6 +38,7 @@ from pathlib import Path
 
 from labs.core import state
 from labs.core.scenarios import OUTCOMES, QUESTION_OPTIONS, lab05, lab08, lab09, lab10, lab11, lab12, lab13
+from labs.core.scenarios import lab15
 from labs.core.state import DesignLedger
 from labs.grading.questions import answer_or_none, questions
 from labs.variants import LETTERS, registry, variant
@@ -114,6 +115,12 @@ def _split(rng):
                 width=_mostly(rng, 8192, list(lab13.ENGINE_WIDTHS)), gpu=_mostly(rng, "h100", list(lab13.SWEEP_GPU_KEYS)), overlap=_mostly(rng, False, [True]))
 
 
+def _routing(rng):
+    # the router is re-run per setting (about a second each): a class moves the scheme and the node limit
+    return dict(lab15.DEFAULT_INPUTS, scheme=_mostly(rng, "bias", ["none", "aux_loss"], 0.6), max_nodes=_mostly(rng, 4, [8]),
+                capacity=rng.choice(list(lab15.CAPACITIES)))
+
+
 # lab -> [(step, inputs drawn by, the questions that step's predictions carry)]
 STEPS = {
     "05_parallelism": [("act1", _act1, ("cause",)), ("act2", _act2, ("design",))],
@@ -125,6 +132,7 @@ STEPS = {
     lab11.LAB: [(lab11.STEP, _context, ("fit", "moe"))],
     lab12.LAB: [(lab12.STEP, _precision, ("underflow", "recompute", "fp8"))],
     lab13.LAB: [(lab13.STEP, _split, ("ring", "scaling", "tp_best"))],
+    lab15.LAB: [(lab15.STEP, _routing, ("balance", "drops", "cost"))],
 }
 OPENS = {"05_parallelism": 0.97}  # share of students who open each lab (others: 0.9)
 

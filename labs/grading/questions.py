@@ -10,6 +10,7 @@ from functools import lru_cache
 from typing import Callable
 
 from labs.core.scenarios import QUESTION_OPTIONS, lab05, lab06, lab07, lab08, lab09, lab10, lab11, lab12, lab13
+from labs.core.scenarios import lab15
 from labs.core.scenarios import lab14
 
 # The default-setting answer of the labs written before variants: (lab, question) -> its function
@@ -30,6 +31,7 @@ ANSWERS: dict[tuple[str, str], Callable[[], str | None]] = {
 }
 # Labs built with variants from the start: their questions at the default setting
 LEGACY_QUESTIONS = {lab12.LAB: lab12.legacy_questions, lab13.LAB: lab13.legacy_questions}
+LEGACY_QUESTIONS[lab15.LAB] = lab15.legacy_questions
 LEGACY_QUESTIONS[lab14.LAB] = lab14.legacy_questions
 
 # Free-text inputs an instructor marks by hand: (lab, step) -> fields (Lab 09's one-line reasons

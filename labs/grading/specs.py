@@ -25,6 +25,7 @@ from labs.core.engine.reliability import STRATEGIES as CHECKPOINT_STRATEGIES
 from labs.core.scenarios import lab08, lab09, lab10, lab11
 from labs.core.scenarios import lab12, lab13
 from labs.core.scenarios import lab14
+from labs.core.scenarios import lab15
 from labs.core.state import MAX_LEDGER_BYTES
 from labs.core.engine.validation import MAX_COUNT, check_bool, check_choice, check_positive, check_str
 
@@ -245,6 +246,14 @@ SPECS: dict[tuple[str, str], StepSpec] = {
         lab14.INPUT_FIELDS,
         {"culprit": "culprit_correct", "kind": "kind_correct", "timeout": "timeout_correct"},
         lab14.check_inputs,
+    ),
+    # Lab 15 (issue 39): the router's knobs and the capacity factor, each against the values the
+    # lab offers; the router is re-run from them (cached per setting)
+    (lab15.LAB, lab15.STEP): StepSpec(
+        {"scheme": _choice(lab15.SCHEMES), "aux_coeff": _real, "gamma": _real, "max_nodes": _integer, "skew": _real, "drift": _real, "capacity": _real},
+        lab15.INPUT_FIELDS,
+        {"balance": "balance_correct", "drops": "drops_correct", "cost": "cost_correct"},
+        lab15.check_inputs,
     ),
 }
 # ---- reading ------------------------------------------------------------------------------

@@ -71,6 +71,13 @@ QUESTION_OPTIONS[(lab14.LAB, "kind")] = lab14.legacy_options("kind")
 QUESTION_OPTIONS[(lab14.LAB, "culprit")] = lab14.legacy_options("culprit")
 __all__ += ["lab14"]
 
+# Lab 15 (issue 39): MoE routing and balance. Its questions are drawn per student (labs.variants).
+from labs.core.scenarios import lab15  # noqa: E402
+
+OUTCOMES.update(lab15.OUTCOMES)
+QUESTION_OPTIONS[(lab15.LAB, "drops")] = lab15.legacy_options("drops")
+__all__ += ["lab15"]
+
 # ---- the registry ------------------------------------------------------------------------------
 @lru_cache(maxsize=1)
 def registry() -> dict[str, LabVariants]:
