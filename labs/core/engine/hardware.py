@@ -197,9 +197,14 @@ LINKS: dict[str, Link] = {
         480 * GB,
     ),
     "nvlink5": Link(
-        "NVLink 5 (B200, unconfirmed)", 900 * GB, _NVLINK_HOP_S, 370 / 450,
-        "Blackwell whitepaper: 18 links x 50 GB/s each way = 900 GB/s (1.8 TB/s total). "
-        "Efficiency assumed equal to NVLink 4's measured ratio: no public busbw stored.",
+        "NVLink 5 (Blackwell)", 900 * GB, _NVLINK_HOP_S, 679.61 / 900,
+        "18 links x 25 GB/s x 2 lanes = 900 GB/s each way, 1.8 TB/s both (ds_nvlink5_uni_per_gpu, "
+        "ds_b200_nvlink_per_gpu). Efficiency: NCCL ring all-reduce busbw 679.61 GB/s at 8 GiB on the 4 GPUs of "
+        "one GB200 compute tray (nccl_gb200_4gpu_allreduce_ring_8589934592, Azure, NCCL 2.25.1). NVLS: 834.57 "
+        "GB/s busbw at 8 GiB over the 72 GPUs of one NVL72 rack (nccl_gb200_nvl72_1rack_allreduce_8589934592, "
+        "CoreWeave, NCCL 2.26.2, algorithm not stated: above the ring's plateau, so NVLS), assumed the same on "
+        "an 8-GPU HGX board (unconfirmed). tests/test_domains.py holds the rack's other sizes against it.",
+        834.57 * GB,
     ),
     "nvlink4-h800": Link(
         "NVLink 4 (H800, export-limited)", 200 * GB, _NVLINK_HOP_S, 160 / 200,
@@ -710,9 +715,6 @@ class Cluster:
             if self.gpus_per_domain % self.gpus_per_node:
                 raise ValueError(f"gpus_per_domain must be a multiple of gpus_per_node ({self.gpus_per_node}): a domain holds whole "
                                  f"hosts, got {self.gpus_per_domain}")
-            if self.gpus > self.gpus_per_domain and self.gpus % self.gpus_per_domain:
-                raise ValueError(f"gpus_per_domain ({self.gpus_per_domain}) must divide the cluster's {self.gpus} GPUs "
-                                 f"(nodes x gpus_per_node) when it spans more than one domain, got nodes={self.nodes}")
         if self.intra.mesh_peers and self.domain_gpus > self.intra.mesh_peers + 1:
             raise ValueError(f"gpus_per_domain must be at most {self.intra.mesh_peers + 1} on {self.intra.name}, a full mesh of "
                              f"{self.intra.mesh_peers} links per GPU, got {self.domain_gpus}")

@@ -9,6 +9,12 @@ or EP 64 inside the rack never touches a NIC (Cluster.domain_gpus). Below, "node
 (the scaling book's GPU chapter calls it so; NCCL's multi-node NVLink support treats an NVL72
 rack's NVLink clique as one node of its topology: assumed here, the version not checked).
 
+Groups are taken to tile the domain, as they do when the domain's GPUs are a multiple of every
+group's span (8-GPU domains and power-of-two layouts). A 72-GPU rack is not a multiple of 16: ranks
+64-79 of a TP 16 layout on two racks straddle them and are still priced as one domain's (not
+modelled); a power-of-two layout on NVL72 racks is asked for as Cluster.get("gb200-nvl72",
+gpus_per_domain=64), 16 of each rack's 18 trays. A cluster may end in a part of a domain.
+
 - Inside one domain a group runs on NVLink at NCCL's measured bus bandwidth.
 - Across domains NCCL runs one ring per channel and crosses each domain boundary on a different
   NIC (rails). With every group of the domain communicating at once, a group with g members per
