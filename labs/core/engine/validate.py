@@ -7,7 +7,9 @@ engine at the published settings and the best plan the sweep finds within the er
 should sit at or somewhat above the published figure (far above would mean the engine believes
 in free lunches). An era with no row in the reference file says so. Then the layouts NVIDIA,
 Meta and DeepSeek published, each with its margin in HBM; then the mechanisms issue #24 names,
-each with the number that shows it; then the plans the engine recommends for three modern jobs.
+each with the number that shows it; then the GPU constants and the collectives of the NVLink domains
+(one host is not one domain: an NVL72 rack is 18) and of Instinct's xGMI mesh against their
+nccl-tests / rccl-tests rows; then the plans the engine recommends for three modern jobs.
 """
 
 from __future__ import annotations
@@ -208,6 +210,50 @@ def print_gpu_rows() -> None:
             print(f"    unconfirmed {note.split(': ', 1)[0]}: {notes[f'gpu {key} ' + note.split(': ', 1)[0]]}")
 
 
+def collective_row_checks(rows=None) -> list[dict]:
+    """The nccl-tests / rccl-tests all-reduce rows of kernel_benchmarks_v4.json the domains and the
+    mesh rest on, each beside the model's bus bandwidth (labs.core.engine.topology.bus_bandwidth):
+    the 4 GPUs of a GB200 tray (ring), one NVL72 rack (72 GPUs, one NVLink domain), NVLink
+    partitions across InfiniBand, and 8 x MI300X on their xGMI mesh (RCCL)."""
+    from labs.core.engine.topology import bus_bandwidth
+
+    out = []
+    for r in kernel_rows() if rows is None else rows:
+        c = r.get("conditions", {})
+        if r["kind"] not in ("nccl", "rccl") or c.get("collective") != "all_reduce" or "bytes" not in c:
+            continue
+        n, algorithm = c["ranks"], {"ring": "ring", "tree": "tree"}.get(c.get("algorithm"), "auto")
+        if r["kind"] == "rccl":
+            cluster, where = Cluster.get("mi300x"), "mi300x, 8 GPUs of one xGMI mesh"
+        elif "gpus_per_partition" in c:
+            g = c["gpus_per_partition"]
+            cluster, where = Cluster.get("gb200-nvl72", nodes=c["nvlink_partitions"] * g // 4, gpus_per_domain=g), f"{c['nvlink_partitions']} NVLink domains of {g}, IB"
+        elif r["hardware"] == "GB200" and n == 4:
+            cluster, where = Cluster.get("gb200-nvl72"), "one GB200 tray (4 GPUs)"
+        elif r["hardware"] == "GB200 NVL72" and "nvlink_domains" in c:
+            cluster, where = Cluster.get("gb200-nvl72", domains=c["nvlink_domains"]), f"{c['nvlink_domains']} NVL72 rack(s)"
+        else:
+            continue
+        model = bus_bandwidth("all_reduce", c["bytes"], cluster, n, 1, algorithm) / 1e9
+        out.append({"row": r["id"], "where": where, "bytes": c["bytes"], "measured": r["value"], "model": model,
+                    "error": model / r["value"] - 1})
+    return out
+
+
+def print_collective_rows() -> None:
+    rows = collective_row_checks()
+    print("\nDomains and the mesh: all-reduce bus bandwidth, measured (nccl-tests / rccl-tests rows of "
+          f"tests/data/{KERNEL_ROWS}) and the model's (GB/s):")
+    for k in sorted(hardware.CLUSTERS):
+        c = hardware.CLUSTERS[k]
+        print(f"  {k:18s} host {c.gpus_per_node} GPUs, domain {c.domain_gpus} on {c.intra.name}"
+              f"{f' (a mesh of {c.intra.mesh_peers} links per GPU)' if c.intra.mesh_peers else ''}, {c.rails} NICs per host of {c.inter.name}")
+    for r in rows:
+        print(f"  {r['row']:48s} {r['where']:34s} {r['bytes'] / 2**20:9,.0f} MiB {r['measured']:7.1f} model {r['model']:7.1f} {r['error']:+7.1%}")
+    if not rows:
+        print(f"  {KERNEL_ROWS} is not here (tests/data of the repository)")
+
+
 def _fsdp_hooks(stack) -> str:
     """The host time of FSDP's hooks per unshard + reshard of a unit, where the stack runs any."""
     if not (stack.fsdp_s_per_unshard or stack.fsdp_s_per_param):
@@ -246,6 +292,7 @@ def main() -> None:
     for what, value in mechanism_checks():
         print(f"  {what}: {value}")
     print_gpu_rows()
+    print_collective_rows()
     print("\nGPU power limits (labs.core.engine.hardware.POWER_CURVES): GPT-3 175B at TP 8 on one node, at each documented point:")
     for cluster_key in ("dgx-a100", "dgx-h100"):
         cluster, plan = Cluster.get(cluster_key), Plan(tp=8, pp=1, dp=1, micro_batch=1, global_batch=8)
