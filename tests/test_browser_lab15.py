@@ -1,0 +1,62 @@
+"""Lab 15 in a real browser (Debian's Chromium, `marimo run`): commit the three predictions, see
+the reveal, move the capacity slider and watch the drops chart and card follow the router, submit,
+download a ledger that validates against assets/ledger.schema.json, and grade it."""
+
+import json
+
+import jsonschema
+import pytest
+
+from browser import answer, browser_page, marimo_run, metric, sign_in, submit_and_download
+from labs.core.scenarios import lab15
+from labs.core.state import load_schema
+from labs.variants import variant
+
+pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("need_chromium")]
+
+CHART = "el => JSON.stringify({title: el.layout && el.layout.title && el.layout.title.text})"
+
+
+def _chart(page, title: str, tries: int = 300):
+    for _ in range(tries):
+        for plot in page.locator(".js-plotly-plot").all():
+            if (json.loads(plot.evaluate(CHART))["title"] or "").startswith(title):
+                return True
+        page.wait_for_timeout(200)
+    return False
+
+
+def test_lab15_end_to_end(tmp_path):
+    student = "router student"
+    with marimo_run("15_moe_routing.py", env={"LABS_LEDGER_DIR": str(tmp_path / "ledgers")}) as url, browser_page() as page:
+        page.goto(url)
+        page.get_by_text("Commit to a prediction above (or skip it) to unlock the router's instruments").wait_for()
+        sign_in(page, student)
+        mine = variant(lab15.LAB, student).questions
+        answer(page, mine["balance"], commit=0, box=0)
+        answer(page, mine["drops"], commit=1)
+        answer(page, mine["cost"], commit=2, box=1)
+        page.get_by_text("Right").first.wait_for()
+        assert _chart(page, "dropped tokens by capacity factor (yours: 1.25)")
+        run = lab15.router_run(**{k: lab15.DEFAULT_INPUTS[k] for k in ("scheme", "aux_coeff", "gamma", "max_nodes", "skew", "drift")})
+        assert metric(page, "dropped at c = 1.25") == f"{run.dropped_share(1.25, lab15.WINDOW):.2%}"
+
+        slider = page.get_by_role("slider").nth(3)  # node limit, skew, drift, capacity: 1.25 -> 1.5
+        slider.focus()
+        slider.press("ArrowRight")
+        assert _chart(page, "dropped tokens by capacity factor (yours: 1.5)")
+        page.locator(".lab-card .value", has_text=f"{run.dropped_share(1.5, lab15.WINDOW):.2%}").first.wait_for()
+        path = submit_and_download(page, "Submit my router to the ledger", tmp_path / "downloaded.json")
+
+    doc = json.loads(path.read_text())
+    jsonschema.validate(doc, load_schema())
+    step = doc["labs"][lab15.LAB][lab15.STEP]
+    assert doc["student"] == student and step["inputs"]["capacity"] == 1.5
+    assert step["outcomes"]["dropped_share"] == pytest.approx(run.dropped_share(1.5, lab15.WINDOW))
+    assert doc["predictions"][lab15.LAB]["drops"]["answer"] == mine["drops"].key
+
+    from labs.grade import grade
+
+    table, problems = grade([str(tmp_path / "ledgers")])
+    row = table[(table.lab == lab15.LAB)].iloc[0]
+    assert not problems and row["status"] == "ok" and bool(row["drops_correct"]) and bool(row["balance_correct"]) and bool(row["cost_correct"])
