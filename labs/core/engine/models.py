@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from labs.core.engine.validation import check_bool, check_choice, check_positive, check_str, unknown_key_error
+from labs.core.engine.validation import check_bool, check_choice, check_positive, check_str, short, unknown_key_error
 
 RECOMPUTE_MODES = ("none", "selective", "full")
 # Finer grains (engine v3), codes after the classic three so those keep theirs; the labs' menus and
@@ -24,6 +24,26 @@ RECOMPUTE_MODES = ("none", "selective", "full")
 # - "norms_up_proj": DeepSeek-V3's (arXiv:2412.19437 Sec. 3.2.3): the RMSNorms, the MLA
 #   up-projections and the SwiGLU outputs are recomputed; their inputs are what is kept.
 ALL_RECOMPUTE_MODES = RECOMPUTE_MODES + ("ops", "norms_up_proj")
+# A layer's attention (Model.attention_pattern): causal over the sequence, over a sliding window
+# (Mistral 7B, Gemma 2/3, GPT-OSS), or inside fixed chunks (Llama 4's chunked attention).
+ATTENTION_KINDS = ("full", "sliding", "chunked")
+# A fused attention kernel's rate falls with the keys each query sees (fewer key tiles per query
+# block to hide the prologue and epilogue behind). Measured: cuDNN forward, head dim 64, causal, on
+# B200 (tests/data/kernel_benchmarks_v4.json attn_cudnn_b200_hd64_causal_s1024 .. s16384: 627, 826,
+# 977, 1,071, 1,115 TFLOP/s), by the mean keys per query of causal attention over s tokens (s / 2).
+# The engine's full layers run at one rate per kernel whatever s; a windowed or chunked layer runs
+# at that rate times this curve's ratio between its mean keys and a full layer's at the same s
+# (Model.attention_time_share). Unconfirmed below 512 mean keys (a window under ~512 tokens): no
+# kernel row measures it; the 512 point is used, an upper bound on the rate (GPT-OSS's 128-token
+# windows run at least this slow). The same curve serves every GPU: FA3 on H100 falls alike
+# (attn_fa3_h100_pytorchbench_s512..s4096: 430 to 590 TFLOP/s).
+ATTENTION_RATE_BY_MEAN_KEYS = ((512.0, 627.0), (1024.0, 826.0), (2048.0, 977.0), (4096.0, 1071.0), (8192.0, 1115.0))
+
+
+def _rate_at(mean_keys: float) -> float:
+    """ATTENTION_RATE_BY_MEAN_KEYS, linear in log2 of the mean keys per query, flat beyond its ends."""
+    keys, rates = zip(*ATTENTION_RATE_BY_MEAN_KEYS)
+    return float(np.interp(np.log2(max(mean_keys, 1.0)), np.log2(keys), rates))
 
 
 @dataclass(frozen=True)
@@ -55,6 +75,27 @@ class Model:
     qk_rope_dim: int = 0
     qk_head_dim: int = 0
     v_head_dim: int = 0
+    # Engine v4 shapes (issue 36 item 5), every default today's behaviour:
+    # - head_dim: each attention head's width (None: hidden // heads). Qwen3 and GPT-OSS set it
+    #   apart from hidden / heads; the attention width is heads x head_dim (q_dim), K and V
+    #   kv_heads x head_dim (kv_dim), the residual stream stays `hidden`.
+    # - attention_pattern: each layer's attention kind, the tuple repeated over the layers
+    #   ("full": causal over the sequence; "sliding": causal over the last `window` tokens;
+    #   "chunked": causal inside blocks of `attention_chunk` tokens, Llama 4's). GPT-OSS:
+    #   ("sliding", "full") with window 128. The engine averages layers (as it does MoE and dense
+    #   ones), so only the counts of each kind enter.
+    # - attention_sinks: a learned logit per head (GPT-OSS) that joins each softmax's denominator:
+    #   `heads` parameters a layer; its FLOPs (one exp and add per query and head, against 4 x
+    #   keys x head_dim in QK^T and AV) are left out as negligible.
+    # - mtp_depth: DeepSeek-V3's multi-token prediction modules (0: off, as trained models are
+    #   served); each is one more transformer block with its own norms and a 2h x h projection,
+    #   sharing the embedding and output head, and one more output head's logits and loss.
+    head_dim: int | None = None
+    attention_pattern: tuple = ("full",)
+    window: int = 0
+    attention_chunk: int = 0
+    attention_sinks: bool = False
+    mtp_depth: int = 0
 
     def __post_init__(self):
         check_str("name", self.name)
@@ -69,8 +110,16 @@ class Model:
             check_positive("kv_heads", self.kv_heads, integer=True)
             if self.heads % self.kv_heads:
                 raise ValueError(f"kv_heads must divide heads ({self.heads}), got {self.kv_heads}")
-        if self.hidden % self.heads:
-            raise ValueError(f"heads must divide hidden ({self.hidden}), got {self.heads}")
+        if self.head_dim is None:
+            if self.hidden % self.heads:
+                raise ValueError(f"heads must divide hidden ({self.hidden}), got {self.heads} (or give head_dim)")
+        else:
+            check_positive("head_dim", self.head_dim, integer=True, maximum=1 << 16)
+            if self.kv_lora_rank:
+                raise ValueError("head_dim does not apply to multi-head latent attention (kv_lora_rank > 0): set qk_head_dim and v_head_dim")
+        self._check_attention_pattern()
+        check_bool("attention_sinks", self.attention_sinks)
+        check_positive("mtp_depth", self.mtp_depth, integer=True, allow_zero=True, maximum=64)
         for name in ("experts", "experts_per_token", "shared_experts", "dense_layers", "q_lora_rank", "kv_lora_rank", "qk_rope_dim", "qk_head_dim", "v_head_dim"):
             check_positive(name, getattr(self, name), integer=True, allow_zero=True, maximum=1 << 20)
         if self.experts:
@@ -83,6 +132,23 @@ class Model:
                 raise ValueError(f"dense_layers must be fewer than layers ({self.layers}), got {self.dense_layers}")
         if self.kv_lora_rank and not (self.qk_head_dim > self.qk_rope_dim >= 0 and self.v_head_dim > 0):
             raise ValueError("multi-head latent attention needs qk_head_dim > qk_rope_dim and v_head_dim > 0")
+
+    def _check_attention_pattern(self) -> None:
+        """The pattern's kinds, and a window or chunk for each kind that needs one, no larger than
+        the sequence (a larger one attends to the whole sequence: write "full" instead)."""
+        pattern = self.attention_pattern
+        if isinstance(pattern, list):
+            pattern = tuple(pattern)
+            object.__setattr__(self, "attention_pattern", pattern)
+        if not isinstance(pattern, tuple) or not pattern or len(pattern) > self.layers or any(k not in ATTENTION_KINDS for k in pattern):
+            raise ValueError(f"attention_pattern must be a non-empty tuple of at most layers ({self.layers}) kinds from {ATTENTION_KINDS}, got {short(pattern)}")
+        for name, kind in (("window", "sliding"), ("attention_chunk", "chunked")):
+            size = getattr(self, name)
+            check_positive(name, size, integer=True, allow_zero=True, maximum=1 << 40)
+            if (kind in pattern) != (size > 0):
+                raise ValueError(f"{name} must be > 0 exactly when attention_pattern has {kind!r} layers ({pattern}), got {size}")
+            if size > self.seq_len:
+                raise ValueError(f"{name} must be at most seq_len ({self.seq_len}), got {size}: a {kind} layer over the whole sequence is a 'full' one")
 
     @classmethod
     def get(cls, key: str, **overrides) -> "Model":
@@ -103,7 +169,19 @@ class Model:
         heads' mean of the key and value widths (what context parallelism exchanges)."""
         if self.mla:
             return self.heads * (self.qk_head_dim + self.v_head_dim) / 2
-        return self.kv_head_count * (self.hidden // self.heads)
+        return self.kv_head_count * self.head_size
+
+    @property
+    def head_size(self) -> int:
+        """One attention head's width: head_dim, or hidden // heads when it is not given."""
+        return self.head_dim if self.head_dim is not None else self.hidden // self.heads
+
+    @property
+    def q_dim(self) -> int:
+        """Width of the queries and of the attention output per token, heads x head width: the
+        QKV projection's query columns and the output projection's rows (hidden unless head_dim
+        is given; MLA: its value heads, a x v_head_dim)."""
+        return self.heads * self.v_head_dim if self.mla else self.heads * self.head_size
 
     @property
     def kv_head_count(self) -> int:
@@ -123,13 +201,63 @@ class Model:
             q = h * self.q_lora_rank + self.q_lora_rank * a * self.qk_head_dim if self.q_lora_rank else h * a * self.qk_head_dim
             kv = h * (self.kv_lora_rank + self.qk_rope_dim) + self.kv_lora_rank * a * (self.qk_head_dim - self.qk_rope_dim + self.v_head_dim)
             return q + kv + a * self.v_head_dim * h
-        return 2 * h * h + 2 * h * self.kv_dim
+        return 2 * h * self.q_dim + 2 * h * self.kv_dim
 
     @property
     def score_dim(self) -> float:
-        """Width that makes a layer's attention core 4 s^2 score_dim FLOPs forward: the hidden
-        size for multi-head or grouped attention, a (qk + v head widths) / 2 for MLA."""
-        return self.heads * (self.qk_head_dim + self.v_head_dim) / 2 if self.mla else float(self.hidden)
+        """Width that makes a layer's attention core 4 s^2 score_dim FLOPs forward: heads x
+        head_dim for multi-head or grouped attention (the hidden size unless head_dim is given),
+        a (qk + v head widths) / 2 for MLA."""
+        return self.heads * (self.qk_head_dim + self.v_head_dim) / 2 if self.mla else float(self.q_dim)
+
+    def layers_of_kind(self, kind: str) -> int:
+        """How many of the layers attend as `kind` (attention_pattern repeated over the layers)."""
+        check_choice("kind", kind, ATTENTION_KINDS)
+        n, rest = divmod(self.layers, len(self.attention_pattern))
+        return n * self.attention_pattern.count(kind) + self.attention_pattern[:rest].count(kind)
+
+    def causal_pairs(self, kind: str, s: float | None = None) -> float:
+        """Query-key pairs one causal layer of `kind` scores over s tokens (seq_len by default),
+        counted as the engine counts full attention, s^2 / 2 (the continuous count: the diagonal's
+        s / 2 left out): a sliding window of w (query t sees min(t, w) keys), s w - w^2 / 2; chunks
+        of c, n c^2 / 2 + r^2 / 2 for n whole chunks and r tokens left over."""
+        s = float(self.seq_len if s is None else s)
+        if kind == "sliding":
+            w = min(float(self.window), s)
+            return s * w - w * w / 2
+        if kind == "chunked":
+            c = min(float(self.attention_chunk), s)
+            n = s // c
+            return n * c * c / 2 + (s - n * c) ** 2 / 2
+        return s * s / 2
+
+    @property
+    def attention_share(self) -> float:
+        """Causal query-key pairs of the average layer over full causal attention's: 1 when every
+        layer is full; GPT-OSS at 4K (half its layers a 128-token window) 0.53."""
+        if self.attention_pattern == ("full",):
+            return 1.0
+        full = self.causal_pairs("full")
+        return sum(self.layers_of_kind(k) * self.causal_pairs(k) / full for k in self.attention_pattern_kinds) / self.layers
+
+    @property
+    def attention_pattern_kinds(self) -> tuple:
+        """The attention kinds the layers use, in ATTENTION_KINDS' order."""
+        return tuple(k for k in ATTENTION_KINDS if k in self.attention_pattern)
+
+    @property
+    def attention_time_share(self) -> float:
+        """The average layer's fused-attention seconds over a full causal layer's at the model's
+        sequence: each kind's causal pairs (causal_pairs) over its kernel's rate relative to a full
+        layer's (ATTENTION_RATE_BY_MEAN_KEYS at each one's mean keys per query). 1 when every layer
+        is full; GPT-OSS at 4K 0.55 (its 128-token windows at 64% of the full layers' rate)."""
+        if self.attention_pattern == ("full",):
+            return 1.0
+        s = float(self.seq_len)
+        full_pairs, full_rate = self.causal_pairs("full"), _rate_at(s / 2)
+        share = sum(self.layers_of_kind(k) * self.causal_pairs(k) / full_pairs * full_rate / _rate_at(self.causal_pairs(k) / s)
+                    for k in self.attention_pattern_kinds)
+        return share / self.layers
 
     @property
     def dense_ffn_params(self) -> int:
@@ -170,10 +298,11 @@ class Model:
         dense = (1 - self.moe_share) * self.dense_ffn_params
         moe = self.moe_share * ((self.experts + self.shared_experts) * self.expert_params + self.hidden * self.experts)
         weights = self.attention_params + dense + moe
+        sinks = self.heads if self.attention_sinks else 0
         if self.gated_ffn:
-            return weights + 2 * self.hidden
-        biases = 2 * self.hidden + self.kv_dim * 2 + self.ffn + self.hidden
-        return weights + biases + 4 * self.hidden
+            return weights + 2 * self.hidden + sinks
+        biases = self.q_dim + self.hidden + self.kv_dim * 2 + self.ffn + self.hidden
+        return weights + biases + 4 * self.hidden + sinks
 
     @property
     def embedding_params(self) -> int:
@@ -223,7 +352,9 @@ class Model:
         own backward, which recomputes the scores (half its forward). full_share: the share of
         layers full recompute re-runs (Megatron's --recompute-num-layers), 1 by default."""
         s, L = float(self.seq_len), self.layers
-        attention = np.where(flash, 0.5, 1.0) * 4 * s * s * self.score_dim
+        # Flash attention runs only the causal pairs (a window's or a chunk's: attention_share);
+        # without it the kernels compute the whole square and mask it, windows and chunks too.
+        attention = np.where(flash, 0.5 * self.attention_share, 1.0) * 4 * s * s * self.score_dim
         layer_forward = 2 * s * self.layer_matmul_params + attention
         model_flops = 3 * (L * layer_forward + self.logits_forward_flops())
         extra = np.where(recompute_code == RECOMPUTE_MODES.index("full"), full_share * L * layer_forward, 0.0)

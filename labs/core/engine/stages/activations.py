@@ -9,6 +9,12 @@ from labs.core.engine.models import ALL_RECOMPUTE_MODES, RECOMPUTE_MODES
 from labs.core.engine.stages.xp import NUMPY
 
 
+def gpt_layer(model) -> bool:
+    """Whether Korthikanti's count applies: an ungated FFN, multi-head attention and heads of
+    hidden / heads (GPT's layer); every other layer is counted tensor by tensor."""
+    return not model.gated_ffn and model.kv_heads is None and model.head_dim is None
+
+
 def activation_columns(s, b, h, a, t, sp, recompute_code, xp=NUMPY):
     """activation_bytes_per_layer over numpy columns (recompute_code indexes RECOMPUTE_MODES)."""
     s, b, t = xp.floats(s), xp.floats(b), xp.floats(t)
@@ -29,32 +35,39 @@ def layer_activation_columns(model, s, b, t, sp, recompute_code, xp=NUMPY):
       sharded by TP: Q (2h), K and V (2 x 2 kv), the attention output (2h), gate and up (2 x 2f),
         the SwiGLU product that feeds the FFN out (2f); flash attention's softmax statistics
         (fp32, 4 a); without flash attention the s x s softmax output, 2 a s
-    = s b (12h + 4 kv + 6f + 4a) / t with SP: 31.8 s b h / t for Llama 3 405B.
+    = s b (12h + 4 kv + 6f + 4a) / t with SP: 31.8 s b h / t for Llama 3 405B. Where head_dim is
+    not hidden / heads, Q and the attention output are q = heads x head_dim wide: 8h + 4q + ....
+    Ungated FFNs without dropout (Nemotron-4's squared ReLU, and any grouped-query or head_dim
+    layer that is not gated: Korthikanti's count is for GPT's multi-head layers) keep the FFN
+    in's output and the activation's, 4f, instead of 6f.
     Selective recompute (or flash attention) drops the s x s term; full recompute keeps the layer
     input only, 2 s b h (/ t with SP)."""
-    if not model.gated_ffn:
+    if gpt_layer(model):
         return activation_columns(s, b, model.hidden, model.heads, t, sp, recompute_code, xp)
     s, b, t = xp.floats(s), xp.floats(b), xp.floats(t)
+    # Q and the attention output: q_dim wide (MLA's are still counted as h, as before head_dim)
     h, a, kv, f = model.hidden, model.heads, model.kv_dim, model.ffn
+    q = h if model.mla else model.q_dim
     scores = xp.where(recompute_code == RECOMPUTE_MODES.index("none"), 2 * a * s, 0.0)
-    ffn = 6 * f
+    ffn = (6 if model.gated_ffn else 4) * f
     if model.experts:  # routed tokens keep their dispatched input and the experts' gate, up and product
         k, fe = model.experts_per_token, model.expert_ffn
         moe = k * (2 * h + 6 * fe) + 6 * model.shared_experts * fe + 4 * model.experts
         ffn = (1 - model.moe_share) * 6 * f + model.moe_share * moe
-    per_token = 8 * h / xp.where(sp, t, 1.0) + (4 * h + 4 * kv + ffn + 4 * a + scores) / t
+    per_token = 8 * h / xp.where(sp, t, 1.0) + (4 * q + 4 * kv + ffn + 4 * a + scores) / t
     kept = s * b * per_token
-    kept = xp.where(recompute_code == ALL_RECOMPUTE_MODES.index("ops"), s * b * _ops_per_token(model, h, kv, a, ffn, sp, t, xp), kept)
+    kept = xp.where(recompute_code == ALL_RECOMPUTE_MODES.index("ops"), s * b * _ops_per_token(model, h, q, kv, a, ffn, sp, t, xp), kept)
     kept = xp.where(recompute_code == ALL_RECOMPUTE_MODES.index("norms_up_proj"), s * b * _norms_up_proj_per_token(model, sp, t, xp), kept)
     return xp.where(recompute_code == RECOMPUTE_MODES.index("full"), 2 * s * b * h / xp.where(sp, t, 1.0), kept)
 
 
-def _ops_per_token(model, h, kv, a, ffn, sp, t, xp):
+def _ops_per_token(model, h, q, kv, a, ffn, sp, t, xp):
     """Op-level selective checkpointing (every other matmul's output saved): the layer input, the
-    attention output and its softmax statistics, and half the matmul outputs (Q 2h, K and V 4 kv,
-    the projection 2h, the FFN's gate and up, two thirds of its stored bytes, and its output 2h)."""
-    matmul_outputs = 2 * h + 4 * kv + 2 * h + ffn * 2 / 3 + 2 * h
-    return 2 * h / xp.where(sp, t, 1.0) + (2 * h + 4 * a + 0.5 * matmul_outputs) / t
+    attention output (2q) and its softmax statistics, and half the matmul outputs (Q 2q, K and V
+    4 kv, the projection 2h, the FFN's gate and up, two thirds of its stored bytes (ungated: its
+    FFN in's output, half), and its output 2h)."""
+    matmul_outputs = 2 * q + 4 * kv + 2 * h + ffn * (2 / 3 if model.gated_ffn else 0.5) + 2 * h
+    return 2 * h / xp.where(sp, t, 1.0) + (2 * q + 4 * a + 0.5 * matmul_outputs) / t
 
 
 def _norms_up_proj_per_token(model, sp, t, xp):
@@ -67,8 +80,8 @@ def _norms_up_proj_per_token(model, sp, t, xp):
     if model.mla:
         attention = 2 * (model.q_lora_rank + model.kv_lora_rank + model.qk_rope_dim) + 2 * a * model.v_head_dim + 4 * a
     else:
-        attention = 4 * h + 4 * model.kv_dim + 4 * a
-    ffn = 4 * model.ffn
+        attention = 4 * model.q_dim + 4 * model.kv_dim + 4 * a
+    ffn = (4 if model.gated_ffn else 2) * model.ffn  # the activation's inputs: gate and up (ungated: the FFN in's output)
     if model.experts:
         k, fe = model.experts_per_token, model.expert_ffn
         moe = k * (2 * h + 4 * fe) + 4 * model.shared_experts * fe + 4 * model.experts
@@ -83,8 +96,8 @@ def fp8_norms_up_proj_savings(model, s, b, t, xp=NUMPY):
     s, b, t = xp.floats(s), xp.floats(b), xp.floats(t)
     h, a = model.hidden, model.heads
     latents = (model.q_lora_rank + model.kv_lora_rank + model.qk_rope_dim) if model.mla else 0.0
-    out = 0.25 * 2 * (a * model.v_head_dim if model.mla else h)
-    ffn = 2 * model.ffn
+    out = 0.25 * 2 * (a * model.v_head_dim if model.mla else model.q_dim)
+    ffn = (1 if not model.gated_ffn and not gpt_layer(model) else 2) * model.ffn  # ungated: the FFN in's output (GPT's as before)
     if model.experts:
         k, fe = model.experts_per_token, model.expert_ffn
         ffn = (1 - model.moe_share) * 2 * model.ffn + model.moe_share * (k * (h + 2 * fe) + 2 * model.shared_experts * fe)

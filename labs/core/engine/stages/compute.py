@@ -115,17 +115,21 @@ def layer_kernels(model, cluster, stack, p, xp) -> SimpleNamespace:
     if model.mla:  # down- and up-projections in, the output projection out, as two GEMMs of equal weight
         attention_gemms = gemm_time(gpu, tokens, model.attention_params / (2 * h) / tp, h, 2, fp8, xp)
     else:
-        attention_gemms = gemm_time(gpu, tokens, (h + 2 * model.kv_dim) / tp, h, fp8=fp8, xp=xp) + gemm_time(gpu, tokens, h, h / tp, fp8=fp8, xp=xp)
+        attention_gemms = (gemm_time(gpu, tokens, (model.q_dim + 2 * model.kv_dim) / tp, h, fp8=fp8, xp=xp)
+                           + gemm_time(gpu, tokens, h, model.q_dim / tp, fp8=fp8, xp=xp))
     gemm_f = attention_gemms + ffn_forward_time(model, cluster, tokens, tp, p.ep, p.capacity, fp8, xp)
     # FP8 (Transformer Engine's recipe): the layer's GEMMs run in FP8, each input cast first
     # (read 2 bytes, write 1, and the amax reduction); attention, norms, the embedding and the
     # output layer stay in BF16 (DeepSeek-V3 Sec. 3.3.1 keeps the same ones in higher precision).
-    gemm_inputs = tokens * (h + h / tp + h + model.ffn / tp)
+    # (the output projection's input is q_dim wide; MLA's, a x v_head_dim, is still counted as h)
+    gemm_inputs = tokens * (h + (h if model.mla else model.q_dim) / tp + h + model.ffn / tp)
     fp8_casts = xp.where(fp8, 3 * gemm_inputs / hbm_rate, 0.0)
     gemm_f = gemm_f + fp8_casts
     head_dim = model.score_dim / a
     scores_f = gemm_time(gpu, s, s_full, head_dim, calls=2 * b * a / tp, xp=xp)
-    flash_f, flash_b = flash_attention_time(gpu, 0.5 * 4 * b * s * s_full * model.score_dim / tp, stack.attention_kernel)
+    # Flash attention: the causal pairs; a window's or a chunk's at their own rate
+    # (labs.core.engine.models.Model.attention_time_share).
+    flash_f, flash_b = flash_attention_time(gpu, 0.5 * 4 * b * s * s_full * model.score_dim / tp * model.attention_time_share, stack.attention_kernel)
     attn_f = xp.where(p.flash, flash_f, scores_f)
     attn_b = xp.where(p.flash, flash_b, 2 * scores_f)
     # A ring over contiguous blocks waits, every step, for the rank holding the sequence's end: it
