@@ -6,8 +6,15 @@ import json
 
 import jsonschema
 import pytest
+from browser import (
+    answer,
+    browser_page,
+    marimo_run,
+    metric,
+    sign_in,
+    submit_and_download,
+)
 
-from browser import answer, browser_page, marimo_run, metric, sign_in, submit_and_download
 from labs.core.scenarios import lab15
 from labs.core.state import load_schema
 from labs.variants import variant

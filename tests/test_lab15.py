@@ -181,7 +181,15 @@ def test_outcomes_refuse_bad_inputs_by_name_and_the_grader_recomputes(tmp_path):
 
 
 # ---- the notebook, headless ----------------------------------------------------------------------------------
-from test_notebooks import LABS, Pressed, committed, load_app, mine, text_of, with_instruments  # noqa: E402
+from test_notebooks import (
+    LABS,
+    Pressed,
+    committed,
+    load_app,
+    mine,
+    text_of,
+    with_instruments,
+)
 
 LAB15 = next((p for p in LABS if p.name == "15_moe_routing.py"), None)
 
@@ -222,7 +230,7 @@ def test_commit_reveals_and_the_instruments_follow_the_router(app):
 @pytest.mark.usefixtures("ledger_dir")
 @pytest.mark.parametrize("end", [0, -1])
 def test_every_instrument_at_both_ends(app, end):
-    pick = lambda values: values[end]  # noqa: E731
+    pick = lambda values: values[end]
     widgets = dict(
         scheme_dropdown=mo.ui.dropdown(options=list(lab15.SCHEMES), value=pick(list(lab15.SCHEMES))),
         aux_dropdown=mo.ui.dropdown(options=[str(a) for a in lab15.AUX_COEFFS], value=str(pick(lab15.AUX_COEFFS))),

@@ -11,8 +11,8 @@ router's own imbalance. An expert keeps ceil(c x its balanced load) of each wind
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
-from typing import Callable
 
 from labs.core.engine.routing import SCHEMES, RouterRun, RouterSetting, route
 from labs.core.engine.validation import check_choice
