@@ -59,9 +59,11 @@ class Model:
     gated_ffn: bool = False  # SwiGLU: three FFN matrices instead of two
     tied_embeddings: bool = True
     source: str = ""
-    # Mixture of experts (0 experts: dense). The first `dense_layers` layers keep the dense FFN
-    # of width ffn_hidden; the others route each token to experts_per_token of `experts` experts
-    # of width expert_ffn (gated), plus `shared_experts` every token goes through.
+    # Mixture of experts (0 experts: dense). `dense_layers` layers keep the dense FFN of width
+    # ffn_hidden (DeepSeek-V3: the first 3; Llama 4 Maverick: every other one; the engine
+    # averages layers, so where they sit does not enter); the others route each token to
+    # experts_per_token (top-k) of `experts` experts of width expert_ffn (gated, Megatron's
+    # moe_ffn_hidden_size), plus `shared_experts` every token goes through.
     experts: int = 0
     experts_per_token: int = 0
     expert_ffn: int | None = None
@@ -305,6 +307,13 @@ class Model:
         return weights + biases + 4 * self.hidden + sinks
 
     @property
+    def active_params(self) -> float:
+        """Parameters one token goes through: params with each MoE layer's experts_per_token
+        routed experts instead of all of them (the embedding and output layer counted whole, as
+        the model cards count them)."""
+        return self.params - self.moe_layers * (self.experts - self.experts_per_token) * self.expert_params
+
+    @property
     def embedding_params(self) -> int:
         return self.vocab * self.hidden * (1 if self.tied_embeddings else 2)
 
@@ -393,6 +402,119 @@ MODELS: dict[str, Model] = {
         experts=256, experts_per_token=8, expert_ffn=2048, shared_experts=1, dense_layers=3,
         q_lora_rank=1536, kv_lora_rank=512, qk_rope_dim=64, qk_head_dim=192, v_head_dim=128,
     ),
+    # Engine v4 shapes (issue 36 item 5), each from its released config; published totals in
+    # PUBLISHED_PARAMS (tests/test_model_shapes.py reports the error). Biases and QK-norm weights
+    # the configs have (GPT-OSS's attention and expert biases, 0.04% of its weights; Qwen3's and
+    # Llama 4's QK-norms) are left out; Nemotron-4 (no biases) gets GPT's, 0.004%.
+    # Qwen3-30B-A3B: huggingface.co/Qwen/Qwen3-30B-A3B config.json: hidden_size 2048,
+    # num_hidden_layers 48, num_attention_heads 32, num_key_value_heads 4, head_dim 128,
+    # intermediate_size 6144 (no dense layer uses it: decoder_sparse_step 1, mlp_only_layers []),
+    # moe_intermediate_size 768, num_experts 128, num_experts_per_tok 8, vocab_size 151936,
+    # tie_word_embeddings false; 4,096-token pre-training (Qwen3 Technical Report, arXiv:2505.09388
+    # Sec. 3.2, stages S1-S2).
+    "qwen3-30b-a3b": Model(
+        "Qwen3-30B-A3B", 48, 2048, 32, 4096, 151936, 6144, 4, True, False,
+        "huggingface.co/Qwen/Qwen3-30B-A3B config.json; arXiv:2505.09388 Sec. 3.2 (4,096 tokens)",
+        experts=128, experts_per_token=8, expert_ffn=768, head_dim=128,
+    ),
+    # Qwen3-235B-A22B: huggingface.co/Qwen/Qwen3-235B-A22B config.json: hidden_size 4096,
+    # num_hidden_layers 94, num_attention_heads 64, num_key_value_heads 4, head_dim 128,
+    # intermediate_size 12288, moe_intermediate_size 1536, num_experts 128, num_experts_per_tok 8,
+    # vocab_size 151936, tie_word_embeddings false.
+    "qwen3-235b-a22b": Model(
+        "Qwen3-235B-A22B", 94, 4096, 64, 4096, 151936, 12288, 4, True, False,
+        "huggingface.co/Qwen/Qwen3-235B-A22B config.json; arXiv:2505.09388 Sec. 3.2 (4,096 tokens)",
+        experts=128, experts_per_token=8, expert_ffn=1536, head_dim=128,
+    ),
+    # GPT-OSS-120B: huggingface.co/openai/gpt-oss-120b config.json: hidden_size 2880,
+    # num_hidden_layers 36, num_attention_heads 64, num_key_value_heads 8, head_dim 64,
+    # intermediate_size 2880 (each expert's), num_local_experts 128, experts_per_token 4,
+    # vocab_size 201088, tie_word_embeddings false, layer_types alternating "sliding_attention"
+    # (first) and "full_attention", sliding_window 128, initial_context_length 4096; the sinks: the
+    # model card (arXiv:2508.10925 Sec. 2.1, "a learned bias in the denominator of the softmax").
+    "gpt-oss-120b": Model(
+        "GPT-OSS-120B", 36, 2880, 64, 4096, 201088, 2880, 8, True, False,
+        "huggingface.co/openai/gpt-oss-120b config.json; gpt-oss model card (arXiv:2508.10925) Sec. 2.1",
+        experts=128, experts_per_token=4, expert_ffn=2880, head_dim=64,
+        attention_pattern=("sliding", "full"), window=128, attention_sinks=True,
+    ),
+    # Llama 4 (huggingface.co/meta-llama/Llama-4-Scout-17B-16E and -Maverick-17B-128E config.json,
+    # text_config; the same values are transformers' Llama4TextConfig defaults,
+    # models/llama4/configuration_llama4.py): hidden_size 5120, num_hidden_layers 48,
+    # num_attention_heads 40, num_key_value_heads 8, head_dim 128, intermediate_size 8192 (each
+    # routed expert and the shared one), intermediate_size_mlp 16384 (the dense layers'),
+    # num_experts_per_tok 1, vocab_size 202048, tie_word_embeddings false, attention_chunk_size
+    # 8192 with every 4th layer global (no_rope_layer_interval 4: chunked, chunked, chunked,
+    # full). Scout: 16 experts in every layer (interleave_moe_layer_step 1); Maverick: 128 in
+    # every other layer (step 2: 24 dense layers). The pre-training sequence is not published:
+    # 8,192 (one chunk) is this catalog's choice. Text weights only (the vision encoder left out).
+    "llama4-scout": Model(
+        "Llama 4 Scout 17B-16E", 48, 5120, 40, 8192, 202048, 16384, 8, True, False,
+        "huggingface.co/meta-llama/Llama-4-Scout-17B-16E config.json (text_config); transformers Llama4TextConfig",
+        experts=16, experts_per_token=1, expert_ffn=8192, shared_experts=1, head_dim=128,
+        attention_pattern=("chunked", "chunked", "chunked", "full"), attention_chunk=8192,
+    ),
+    "llama4-maverick": Model(
+        "Llama 4 Maverick 17B-128E", 48, 5120, 40, 8192, 202048, 16384, 8, True, False,
+        "huggingface.co/meta-llama/Llama-4-Maverick-17B-128E config.json (text_config); transformers Llama4TextConfig",
+        experts=128, experts_per_token=1, expert_ffn=8192, shared_experts=1, dense_layers=24, head_dim=128,
+        attention_pattern=("chunked", "chunked", "chunked", "full"), attention_chunk=8192,
+    ),
+    # Nemotron-4 340B: huggingface.co/nvidia/Nemotron-4-340B-Base model_config.yaml and NeMo's
+    # Nemotron4Config340B (nemo/collections/llm/gpt/model/nemotron.py): num_layers 96,
+    # hidden_size 18432, ffn_hidden_size 73728, num_attention_heads 96, num_query_groups 8,
+    # seq_length 4096, vocab 256000, squared-ReLU MLP (not gated), untied embeddings; 9.4B
+    # embedding + 331.6B other parameters (arXiv:2406.11704 Sec. 2.1).
+    "nemotron4-340b": Model(
+        "Nemotron-4 340B", 96, 18432, 96, 4096, 256000, 73728, 8, False, False,
+        "huggingface.co/nvidia/Nemotron-4-340B-Base model_config.yaml; NeMo Nemotron4Config340B; arXiv:2406.11704",
+    ),
+    # Mixtral 8x7B: huggingface.co/mistralai/Mixtral-8x7B-v0.1 config.json and arXiv:2401.04088
+    # Table 1: hidden_size 4096, num_hidden_layers 32, num_attention_heads 32, num_key_value_heads
+    # 8, intermediate_size 14336 (each expert), num_local_experts 8, num_experts_per_tok 2,
+    # vocab_size 32000, untied, 32K-token context ("trained with a context size of 32k tokens").
+    "mixtral-8x7b": Model(
+        "Mixtral 8x7B", 32, 4096, 32, 32768, 32000, 14336, 8, True, False,
+        "huggingface.co/mistralai/Mixtral-8x7B-v0.1 config.json; arXiv:2401.04088 Table 1",
+        experts=8, experts_per_token=2, expert_ffn=14336,
+    ),
+    # Mixtral 8x22B: huggingface.co/mistralai/Mixtral-8x22B-v0.1 config.json: hidden_size 6144,
+    # num_hidden_layers 56, num_attention_heads 48, num_key_value_heads 8, intermediate_size
+    # 16384, num_local_experts 8, num_experts_per_tok 2, vocab_size 32000, untied,
+    # max_position_embeddings 65536 (the 64K context).
+    "mixtral-8x22b": Model(
+        "Mixtral 8x22B", 56, 6144, 48, 65536, 32000, 16384, 8, True, False,
+        "huggingface.co/mistralai/Mixtral-8x22B-v0.1 config.json",
+        experts=8, experts_per_token=2, expert_ffn=16384,
+    ),
+    # Grok-1: xai-org/grok-1 run.py (TransformerConfig: emb_size 48 x 128 = 6144, key_size 128,
+    # num_q_heads 48, num_kv_heads 8, num_layers 64, widening_factor 8, num_experts 8,
+    # num_selected_experts 2; vocab 128 x 1024, sequence_len 8192) and model.py (ffn_size:
+    # int(8 x 6144) x 2 // 3 = 32768, gated GeLU experts; InOutEmbed decodes with the input
+    # embedding: tied).
+    "grok-1": Model(
+        "Grok-1", 64, 6144, 48, 8192, 131072, 32768, 8, True, True,
+        "xai-org/grok-1 run.py (TransformerConfig) and model.py (ffn_size, InOutEmbed)",
+        experts=8, experts_per_token=2, expert_ffn=32768,
+    ),
     "seed-100m": Model("Milestone 100M", 12, 768, 12, 1024, 16384, source="seeds/001 week 22 milestone (a 100M-parameter model)"),
     "seed-12l-512": Model("Milestone 12L d512", 12, 512, 8, 512, 32000, source="seeds/001 week 23 milestone (12 layers, d_model=512)"),
+}
+
+# Published parameter counts (total, activated per token), each from its model card or report:
+# tests/test_model_shapes.py compares Model.params and Model.active_params with them.
+# GPT-OSS's card counts the output layer but not the input embedding (a lookup, no FLOPs) as
+# active: its 5.13B is this engine's 5.71B less the 0.58B input embedding. The others count both,
+# as active_params does: ACTIVE_WITHOUT_EMBEDDING names the former.
+ACTIVE_WITHOUT_EMBEDDING = ("gpt-oss-120b",)
+PUBLISHED_PARAMS: dict[str, tuple[float, float, str]] = {
+    "qwen3-30b-a3b": (30.5e9, 3.3e9, "huggingface.co/Qwen/Qwen3-30B-A3B model card: 30.5B in total and 3.3B activated"),
+    "qwen3-235b-a22b": (235e9, 22e9, "huggingface.co/Qwen/Qwen3-235B-A22B model card: 235B in total and 22B activated"),
+    "gpt-oss-120b": (116.83e9, 5.13e9, "gpt-oss model card (arXiv:2508.10925) Table 1: 116.83B total, 5.13B active"),
+    "llama4-scout": (109e9, 17e9, "huggingface.co/meta-llama/Llama-4-Scout-17B-16E model card: 17B activated, 109B total (with the vision encoder)"),
+    "llama4-maverick": (400e9, 17e9, "huggingface.co/meta-llama/Llama-4-Maverick-17B-128E model card: 17B activated, 400B total (with the vision encoder)"),
+    "nemotron4-340b": (341.0e9, 341.0e9, "arXiv:2406.11704 Sec. 2.1: 9.4B embedding and 331.6B non-embedding parameters"),
+    "mixtral-8x7b": (46.7e9, 12.9e9, "mistral.ai/news/mixtral-of-experts: 46.7B total parameters, 12.9B per token"),
+    "mixtral-8x22b": (141e9, 39e9, "mistral.ai/news/mixtral-8x22b: 39B active parameters out of 141B"),
+    "grok-1": (314e9, 0.25 * 314e9, "x.ai/blog/grok-os: 314 billion parameters, 25% of the weights active on a given token"),
 }
