@@ -182,3 +182,29 @@ def test_head_dim_refused_with_mla_and_hidden_heads_still_checked():
     with pytest.raises(ValueError, match="heads must divide hidden"):
         Model("odd", 2, 100, 3, 128, 1000)
     assert Model("odd", 2, 100, 3, 128, 1000, head_dim=32).q_dim == 96  # head_dim given: hidden need not divide
+
+
+def test_mtp_priced_in_flops_time_and_memory():
+    """DeepSeek-V3's multi-token prediction (mtp_depth=1, off by default): one more block (the
+    average layer), its 2h -> h projection and two norms in the parameters; 3 x (4 s h^2 + a
+    layer's forward + one more output head's 2 s h V) more model FLOPs a sequence; the last
+    pipeline stage holds the block and computes the second head, the first stage is unchanged;
+    estimate() and sweep() agree on the plan."""
+    base = Model.get("deepseek-v3")
+    mtp = Model.get("deepseek-v3", mtp_depth=1)
+    assert base.mtp_depth == 0
+    h, s, V = 7168, 4096, 129280
+    assert mtp.params - base.params == pytest.approx(base.layer_params + 2 * h * h + 2 * h, rel=1e-9)
+    report("DeepSeek-V3 MTP module parameters (B)", (mtp.params - base.params) / 1e9, 14 - 2 * V * h / 1e9)  # 14B less the stored copies of the shared embedding and head
+    layer_forward = 2 * s * base.layer_matmul_params + 0.5 * 4 * s * s * base.score_dim
+    moved = float(mtp.flops_per_sequence(_NONE, True)[0] - base.flops_per_sequence(_NONE, True)[0])
+    assert moved == pytest.approx(3 * (4 * s * h * h + layer_forward + 2 * s * h * V), rel=1e-12)
+    cluster = Cluster.get("h800-ib", nodes=256)
+    layout = dict(tp=1, pp=16, dp=128, ep=64, micro_batch=1, global_batch=15360, zero_stage=1, recompute="none", precision="fp8")
+    without, with_mtp = (estimate(m, cluster, Plan(**layout)) for m in (base, mtp))
+    assert with_mtp.stage_memory_bytes[2] > without.stage_memory_bytes[2]
+    assert with_mtp.stage_memory_bytes[0] == without.stage_memory_bytes[0]
+    assert with_mtp.step_time_s > without.step_time_s and with_mtp.model_flops_per_step > without.model_flops_per_step
+    row = sweep(mtp, cluster, global_batch=15360, **{k: [v] for k, v in layout.items() if k not in ("global_batch", "precision")}, precision="fp8")
+    row = row[(row.sequence_parallel == False) & (row.schedule == "1f1b")]  # noqa: E712
+    assert row.step_time_s.iloc[0] == pytest.approx(with_mtp.step_time_s, rel=1e-9)

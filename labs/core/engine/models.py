@@ -318,8 +318,18 @@ class Model:
         return self.vocab * self.hidden * (1 if self.tied_embeddings else 2)
 
     @property
+    def mtp_params(self) -> float:
+        """The multi-token-prediction modules' own weights (DeepSeek-V3 Sec. 2.2): per depth a
+        transformer block (priced as the average layer, as the engine prices every layer; DeepSeek's
+        is an MoE layer, so this is about 8% short of it), the 2h -> h projection and the two
+        RMSNorms on its inputs; the embedding and output head are shared. 0 when mtp_depth is 0."""
+        h = self.hidden
+        return self.mtp_depth * (self.layer_params + 2 * h * h + 2 * h)
+
+    @property
     def params(self) -> int:
-        return self.layers * self.layer_params + self.embedding_params + 2 * self.hidden
+        total = self.layers * self.layer_params + self.embedding_params + 2 * self.hidden
+        return total + self.mtp_params if self.mtp_depth else total
 
     # FLOPs per sequence of seq_len tokens -------------------------------------------------
     def layer_forward_flops(self, tokens_per_sequence: int | None = None) -> float:
@@ -366,6 +376,8 @@ class Model:
         attention = np.where(flash, 0.5 * self.attention_share, 1.0) * 4 * s * s * self.score_dim
         layer_forward = 2 * s * self.layer_matmul_params + attention
         model_flops = 3 * (L * layer_forward + self.logits_forward_flops())
+        if self.mtp_depth:  # each MTP depth: its projection, one more block and one more output head (not recomputed)
+            model_flops = model_flops + 3 * self.mtp_depth * (2 * s * 2 * self.hidden * self.hidden + layer_forward + self.logits_forward_flops())
         extra = np.where(recompute_code == RECOMPUTE_MODES.index("full"), full_share * L * layer_forward, 0.0)
         extra = extra + np.where((recompute_code == RECOMPUTE_MODES.index("selective")) & ~np.asarray(flash, dtype=bool), 12 * L * s * s * self.score_dim, 0.0)
         extra = extra + np.where(flash, 0.5 * L * attention, 0.0)
@@ -394,8 +406,10 @@ MODELS: dict[str, Model] = {
     # DeepSeek-V3 (arXiv:2412.19437 Sec. 2 and 4.2; the released config.json): 61 layers, d=7168,
     # 128 heads with MLA (q rank 1536, kv rank 512, qk 128 + 64 RoPE, v 128), the first 3 layers
     # dense (FFN 18,432), then 256 routed experts of width 2,048, 8 a token, and 1 shared; vocab
-    # 129,280 untied; 4K tokens in pre-training. 671B parameters, 37B activated. The engine
-    # leaves out the multi-token-prediction module and treats MoE and dense layers as their average.
+    # 129,280 untied; 4K tokens in pre-training. 671B parameters, 37B activated. Its one
+    # multi-token-prediction module (num_nextn_predict_layers 1) is off here as the 671B count
+    # leaves it out: Model.get("deepseek-v3", mtp_depth=1) prices it. MoE and dense layers are
+    # treated as their average.
     "deepseek-v3": Model(
         "DeepSeek-V3", 61, 7168, 128, 4096, 129280, 18432, None, True, False,
         "DeepSeek-AI 2024, DeepSeek-V3 Technical Report (arXiv:2412.19437) Sec. 2, 4.2; config.json",
