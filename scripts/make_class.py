@@ -39,6 +39,8 @@ from pathlib import Path
 from labs.core import state
 from labs.core.scenarios import OUTCOMES, QUESTION_OPTIONS, lab05, lab08, lab09, lab10, lab11, lab12, lab13
 from labs.core.scenarios import lab15
+from labs.core.scenarios import PROBLEM_SETS
+from labs.core.problemset import STEP as PROBLEM_STEP
 from labs.core.state import DesignLedger
 from labs.grading.questions import answer_or_none, questions
 from labs.variants import LETTERS, registry, variant
@@ -134,6 +136,7 @@ STEPS = {
     lab13.LAB: [(lab13.STEP, _split, ("ring", "scaling", "tp_best"))],
     lab15.LAB: [(lab15.STEP, _routing, ("balance", "drops", "cost"))],
 }
+STEPS.update({name: [(PROBLEM_STEP, lambda rng: {}, chapter.ids)] for name, chapter in PROBLEM_SETS.items()})  # problem sets (issue 40): no inputs
 OPENS = {"05_parallelism": 0.97}  # share of students who open each lab (others: 0.9)
 
 

@@ -12,6 +12,7 @@ from typing import Callable
 from labs.core.scenarios import QUESTION_OPTIONS, lab05, lab06, lab07, lab08, lab09, lab10, lab11, lab12, lab13
 from labs.core.scenarios import lab15
 from labs.core.scenarios import lab14
+from labs.core.scenarios import PROBLEM_SETS
 
 # The default-setting answer of the labs written before variants: (lab, question) -> its function
 ANSWERS: dict[tuple[str, str], Callable[[], str | None]] = {
@@ -33,6 +34,7 @@ ANSWERS: dict[tuple[str, str], Callable[[], str | None]] = {
 LEGACY_QUESTIONS = {lab12.LAB: lab12.legacy_questions, lab13.LAB: lab13.legacy_questions}
 LEGACY_QUESTIONS[lab15.LAB] = lab15.legacy_questions
 LEGACY_QUESTIONS[lab14.LAB] = lab14.legacy_questions
+LEGACY_QUESTIONS.update({name: chapter.legacy_questions for name, chapter in PROBLEM_SETS.items()})  # problem sets (issue 40)
 
 # Free-text inputs an instructor marks by hand: (lab, step) -> fields (Lab 09's one-line reasons
 # and its paragraph). Their points are in the points table; the marks in a marks file.

@@ -26,6 +26,8 @@ from labs.core.scenarios import lab08, lab09, lab10, lab11
 from labs.core.scenarios import lab12, lab13
 from labs.core.scenarios import lab14
 from labs.core.scenarios import lab15
+from labs.core.scenarios import PROBLEM_SETS
+from labs.core.problemset import STEP as PROBLEM_STEP
 from labs.core.state import MAX_LEDGER_BYTES
 from labs.core.engine.validation import MAX_COUNT, check_bool, check_choice, check_positive, check_str
 
@@ -256,4 +258,6 @@ SPECS: dict[tuple[str, str], StepSpec] = {
         lab15.check_inputs,
     ),
 }
+# Problem sets (issue 40): the answers step takes no inputs; each problem is one question
+SPECS.update({(name, PROBLEM_STEP): StepSpec({}, (), {pid: f"{pid}_correct" for pid in chapter.ids}) for name, chapter in PROBLEM_SETS.items()})
 # ---- reading ------------------------------------------------------------------------------

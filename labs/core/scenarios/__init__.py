@@ -78,6 +78,16 @@ OUTCOMES.update(lab15.OUTCOMES)
 QUESTION_OPTIONS[(lab15.LAB, "drops")] = lab15.legacy_options("drops")
 __all__ += ["lab15"]
 
+# Problem sets (issue 40): one module per chapter, its CHAPTER a labs.core.problemset.ProblemSet;
+# the answers step's outcomes and the decisions' options come from it.
+from labs.core.scenarios import problems_collectives  # noqa: E402
+
+PROBLEM_SETS = {m.CHAPTER.name: m.CHAPTER for m in (problems_collectives,)}
+for _chapter in PROBLEM_SETS.values():
+    OUTCOMES.update(_chapter.outcomes_table)
+    QUESTION_OPTIONS.update(_chapter.question_options())
+__all__ += ["PROBLEM_SETS"]
+
 # ---- the registry ------------------------------------------------------------------------------
 @lru_cache(maxsize=1)
 def registry() -> dict[str, LabVariants]:

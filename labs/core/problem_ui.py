@@ -1,0 +1,57 @@
+"""A problem set's page, the marimo side of labs.core.problemset: a problem's widget (its
+statement as the label), and after the commit its reveal: the verdict against the engine, the
+worked back-of-envelope, the engine's answer beside it, the refined answer and why it differs,
+and a public text's wrong answer where one resembles the problem. Every number comes from the
+problem's engine calls at the student's variant."""
+
+from __future__ import annotations
+
+import marimo as mo
+
+from labs.core import ui
+from labs.core.problemset import ProblemSet, fmt
+
+
+def widget(question) -> mo.ui.number | mo.ui.radio:
+    """The problem's answer field (a number, no bounds) or its options; create it in a cell of its own."""
+    if question.numeric:
+        return mo.ui.number(label=question.prompt, full_width=True)
+    return mo.ui.radio(options={f"{o.key}) {o.label}": o.key for o in question.options}, label=question.prompt)
+
+
+def header(pset: ProblemSet) -> mo.Html:
+    problems = "\n".join(f"{i}. {p.title}" for i, p in enumerate(pset.problems, 1))
+    return mo.md(f"# {pset.title}\n\n{pset.reading}\n\nEach problem: type your answer, **commit**, then read the worked "
+                 f"solution, the engine's answer and why they differ. Your numbers are drawn from your id.\n\n{problems}")
+
+
+def heading(pset: ProblemSet, pid: str) -> mo.Html:
+    return mo.md(f"## Problem {pset.ids.index(pid) + 1} · {pset.problem(pid).title}")
+
+
+def solution(pset: ProblemSet, variant, pid: str, made) -> mo.Html:
+    """The reveal of problem `pid`: call it in a cell gated by ui.gate(made, held_note=True)."""
+    p = pset.problem(pid)
+    r = pset.report(variant.settings, pid)
+    s = variant.settings[pid]
+    verdict = ui.variant_reveal(made, variant.questions[pid])
+    parts = [f"**Worked back-of-envelope.** {p.solution(s)}",
+             f"**The engine:** {fmt(r['answer'])} {p.unit}; the formula above: {fmt(r['envelope'])} {p.unit} "
+             f"({_gap_text(r['gap'])})."]
+    if r["refined"] is not None:
+        parts.append(f"**{p.refined_label}:** {fmt(r['refined'])} {p.unit} ({_gap_text(r['refined_gap'])} of the answer). {p.why}")
+    elif p.why:
+        parts.append(p.why)
+    if p.texts:
+        parts.append(f"**A printed answer to avoid.** {p.texts}")
+    return mo.vstack([verdict, mo.md("\n\n".join(parts))])
+
+
+def _gap_text(gap: float) -> str:
+    return "the same" if abs(gap) < 5e-4 else f"{gap:+.1%}"
+
+
+def progress(pset: ProblemSet, committed: dict) -> dict[str, str]:
+    """The HUD's line: how many problems are committed (a skip counts as committed)."""
+    done = sum(1 for m in committed.values() if m.made)
+    return {"problems committed": f"{done} of {len(pset.problems)}"}

@@ -1,0 +1,352 @@
+import marimo
+
+__generated_with = "0.25.2"
+app = marimo.App(width="medium", app_title="Problem set 1 · Collectives and alpha-beta")
+
+with app.setup:
+    import marimo as mo
+
+    from labs.core import ENGINE_VERSION, problem_ui, ui
+    from labs.core.scenarios.problems_collectives import CHAPTER
+
+    LAB = CHAPTER.name
+
+
+@app.cell(hide_code=True)
+def _():
+    problem_ui.header(CHAPTER)
+    return
+
+
+@app.cell
+def _():
+    student_input = ui.student_identity()
+    student_input
+    return (student_input,)
+
+
+@app.cell
+def _():
+    pin_input = ui.student_pin()
+    pin_input
+    return (pin_input,)
+
+
+@app.cell
+def _(pin_input, student_input):
+    identity = ui.identity(student_input.value, pin_input.value)
+    return (identity,)
+
+
+# Live lecture (labs.core.lecture): the instructor can hold a problem's answer.
+@app.cell
+def _():
+    lecture_clock, held_now, set_held = ui.live_lecture(LAB)
+    lecture_clock
+    return held_now, lecture_clock, set_held
+
+
+@app.cell
+def _(held_now, lecture_clock, set_held):
+    ui.poll_lecture(LAB, lecture_clock, held_now, set_held)
+    return
+
+
+# Your numbers are drawn from your id (labs.variants).
+@app.cell
+def _(student_input):
+    variant = ui.lab_variant(LAB, student_input.value)
+    return (variant,)
+
+@app.cell(hide_code=True)
+def _():
+    problem_ui.heading(CHAPTER, "ring_nvlink")
+    return
+
+
+@app.cell
+def _(variant):
+    ring_nvlink_question = problem_ui.widget(variant.questions["ring_nvlink"])
+    ring_nvlink_question
+    return (ring_nvlink_question,)
+
+
+@app.cell
+def _():
+    ring_nvlink_commit_buttons = ui.commit_buttons()
+    return (ring_nvlink_commit_buttons,)
+
+
+@app.cell
+def _(held_now, identity, ring_nvlink_commit_buttons, ring_nvlink_question, variant):
+    _row, ring_nvlink_committed = ui.commit_prediction(identity, LAB, "ring_nvlink", ring_nvlink_question, ring_nvlink_commit_buttons, variant=variant, held=held_now())
+    _row
+    return (ring_nvlink_committed,)
+
+
+@app.cell(hide_code=True)
+def _(ring_nvlink_committed, variant):
+    ui.gate(ring_nvlink_committed, held_note=True)
+    problem_ui.solution(CHAPTER, variant, "ring_nvlink", ring_nvlink_committed)
+    return
+
+@app.cell(hide_code=True)
+def _():
+    problem_ui.heading(CHAPTER, "tp_twoway")
+    return
+
+
+@app.cell
+def _(variant):
+    tp_twoway_question = problem_ui.widget(variant.questions["tp_twoway"])
+    tp_twoway_question
+    return (tp_twoway_question,)
+
+
+@app.cell
+def _():
+    tp_twoway_commit_buttons = ui.commit_buttons()
+    return (tp_twoway_commit_buttons,)
+
+
+@app.cell
+def _(held_now, identity, tp_twoway_commit_buttons, tp_twoway_question, variant):
+    _row, tp_twoway_committed = ui.commit_prediction(identity, LAB, "tp_twoway", tp_twoway_question, tp_twoway_commit_buttons, variant=variant, held=held_now())
+    _row
+    return (tp_twoway_committed,)
+
+
+@app.cell(hide_code=True)
+def _(tp_twoway_committed, variant):
+    ui.gate(tp_twoway_committed, held_note=True)
+    problem_ui.solution(CHAPTER, variant, "tp_twoway", tp_twoway_committed)
+    return
+
+@app.cell(hide_code=True)
+def _():
+    problem_ui.heading(CHAPTER, "tree_small")
+    return
+
+
+@app.cell
+def _(variant):
+    tree_small_question = problem_ui.widget(variant.questions["tree_small"])
+    tree_small_question
+    return (tree_small_question,)
+
+
+@app.cell
+def _():
+    tree_small_commit_buttons = ui.commit_buttons()
+    return (tree_small_commit_buttons,)
+
+
+@app.cell
+def _(held_now, identity, tree_small_commit_buttons, tree_small_question, variant):
+    _row, tree_small_committed = ui.commit_prediction(identity, LAB, "tree_small", tree_small_question, tree_small_commit_buttons, variant=variant, held=held_now())
+    _row
+    return (tree_small_committed,)
+
+
+@app.cell(hide_code=True)
+def _(tree_small_committed, variant):
+    ui.gate(tree_small_committed, held_note=True)
+    problem_ui.solution(CHAPTER, variant, "tree_small", tree_small_committed)
+    return
+
+@app.cell(hide_code=True)
+def _():
+    problem_ui.heading(CHAPTER, "crossover")
+    return
+
+
+@app.cell
+def _(variant):
+    crossover_question = problem_ui.widget(variant.questions["crossover"])
+    crossover_question
+    return (crossover_question,)
+
+
+@app.cell
+def _():
+    crossover_commit_buttons = ui.commit_buttons()
+    return (crossover_commit_buttons,)
+
+
+@app.cell
+def _(held_now, identity, crossover_commit_buttons, crossover_question, variant):
+    _row, crossover_committed = ui.commit_prediction(identity, LAB, "crossover", crossover_question, crossover_commit_buttons, variant=variant, held=held_now())
+    _row
+    return (crossover_committed,)
+
+
+@app.cell(hide_code=True)
+def _(crossover_committed, variant):
+    ui.gate(crossover_committed, held_note=True)
+    problem_ui.solution(CHAPTER, variant, "crossover", crossover_committed)
+    return
+
+@app.cell(hide_code=True)
+def _():
+    problem_ui.heading(CHAPTER, "balance")
+    return
+
+
+@app.cell
+def _(variant):
+    balance_question = problem_ui.widget(variant.questions["balance"])
+    balance_question
+    return (balance_question,)
+
+
+@app.cell
+def _():
+    balance_commit_buttons = ui.commit_buttons()
+    return (balance_commit_buttons,)
+
+
+@app.cell
+def _(held_now, identity, balance_commit_buttons, balance_question, variant):
+    _row, balance_committed = ui.commit_prediction(identity, LAB, "balance", balance_question, balance_commit_buttons, variant=variant, held=held_now())
+    _row
+    return (balance_committed,)
+
+
+@app.cell(hide_code=True)
+def _(balance_committed, variant):
+    ui.gate(balance_committed, held_note=True)
+    problem_ui.solution(CHAPTER, variant, "balance", balance_committed)
+    return
+
+@app.cell(hide_code=True)
+def _():
+    problem_ui.heading(CHAPTER, "hierarchical")
+    return
+
+
+@app.cell
+def _(variant):
+    hierarchical_question = problem_ui.widget(variant.questions["hierarchical"])
+    hierarchical_question
+    return (hierarchical_question,)
+
+
+@app.cell
+def _():
+    hierarchical_commit_buttons = ui.commit_buttons()
+    return (hierarchical_commit_buttons,)
+
+
+@app.cell
+def _(held_now, identity, hierarchical_commit_buttons, hierarchical_question, variant):
+    _row, hierarchical_committed = ui.commit_prediction(identity, LAB, "hierarchical", hierarchical_question, hierarchical_commit_buttons, variant=variant, held=held_now())
+    _row
+    return (hierarchical_committed,)
+
+
+@app.cell(hide_code=True)
+def _(hierarchical_committed, variant):
+    ui.gate(hierarchical_committed, held_note=True)
+    problem_ui.solution(CHAPTER, variant, "hierarchical", hierarchical_committed)
+    return
+
+@app.cell(hide_code=True)
+def _():
+    problem_ui.heading(CHAPTER, "busbw")
+    return
+
+
+@app.cell
+def _(variant):
+    busbw_question = problem_ui.widget(variant.questions["busbw"])
+    busbw_question
+    return (busbw_question,)
+
+
+@app.cell
+def _():
+    busbw_commit_buttons = ui.commit_buttons()
+    return (busbw_commit_buttons,)
+
+
+@app.cell
+def _(held_now, identity, busbw_commit_buttons, busbw_question, variant):
+    _row, busbw_committed = ui.commit_prediction(identity, LAB, "busbw", busbw_question, busbw_commit_buttons, variant=variant, held=held_now())
+    _row
+    return (busbw_committed,)
+
+
+@app.cell(hide_code=True)
+def _(busbw_committed, variant):
+    ui.gate(busbw_committed, held_note=True)
+    problem_ui.solution(CHAPTER, variant, "busbw", busbw_committed)
+    return
+
+@app.cell(hide_code=True)
+def _():
+    problem_ui.heading(CHAPTER, "ring_or_tree")
+    return
+
+
+@app.cell
+def _(variant):
+    ring_or_tree_question = problem_ui.widget(variant.questions["ring_or_tree"])
+    ring_or_tree_question
+    return (ring_or_tree_question,)
+
+
+@app.cell
+def _():
+    ring_or_tree_commit_buttons = ui.commit_buttons()
+    return (ring_or_tree_commit_buttons,)
+
+
+@app.cell
+def _(held_now, identity, ring_or_tree_commit_buttons, ring_or_tree_question, variant):
+    _row, ring_or_tree_committed = ui.commit_prediction(identity, LAB, "ring_or_tree", ring_or_tree_question, ring_or_tree_commit_buttons, variant=variant, held=held_now())
+    _row
+    return (ring_or_tree_committed,)
+
+
+@app.cell(hide_code=True)
+def _(ring_or_tree_committed, variant):
+    ui.gate(ring_or_tree_committed, held_note=True)
+    problem_ui.solution(CHAPTER, variant, "ring_or_tree", ring_or_tree_committed)
+    return
+
+@app.cell
+def _():
+    submit_button = mo.ui.run_button(label="Submit my answers to the ledger")
+    return (submit_button,)
+
+
+@app.cell
+def _(
+    balance_committed,
+    busbw_committed,
+    crossover_committed,
+    hierarchical_committed,
+    identity,
+    ring_nvlink_committed,
+    ring_or_tree_committed,
+    submit_button,
+    tp_twoway_committed,
+    tree_small_committed,
+    variant,
+):
+    committed = {"ring_nvlink": ring_nvlink_committed, "tp_twoway": tp_twoway_committed, "tree_small": tree_small_committed, "crossover": crossover_committed, "balance": balance_committed, "hierarchical": hierarchical_committed, "busbw": busbw_committed, "ring_or_tree": ring_or_tree_committed}
+    ui.gate(held=tuple(committed.values()))
+    _pred = {_pid: _made.answer for _pid, _made in committed.items()}
+    _view, submitted = ui.submit_to_ledger(identity, submit_button, lambda: [ui.ledger_step(LAB, "answers", {}, _pred, CHAPTER.outcomes, "the answers", variant)])
+    _view
+    return committed, submitted
+
+
+@app.cell
+def _(committed, submitted):
+    ui.hud({"engine": ENGINE_VERSION, **problem_ui.progress(CHAPTER, committed), "ledger": "saved" if submitted else "not submitted"})
+    return
+
+
+if __name__ == "__main__":
+    app.run()

@@ -1,0 +1,104 @@
+"""What every problem set's tests check (tests/test_ps*.py call these with their chapter): the
+engine's answer and the worked formula agree at 50 drawn ids within what the solution says;
+answers differ between students; the notebook headless (locked, commit, reveal, submit, grade);
+`marimo check --strict` and `marimo export html`."""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import marimo as mo
+
+from labs import grade
+from labs.core.problemset import STEP, ProblemSet
+from labs.variants import variant
+from test_notebooks import Commit, Pressed, answered, load_app, text_of
+
+ROOT = Path(__file__).resolve().parents[1]
+IDS = [f"student-{i:02d}" for i in range(50)]
+SALT = "problem-set-tests"
+
+
+def notebook(chapter: ProblemSet) -> Path:
+    return ROOT / "labs" / "problems" / f"{chapter.name}.py"
+
+
+def check_engine_and_formula_agree(chapter: ProblemSet) -> None:
+    answers = {pid: set() for pid in chapter.ids}
+    for student in IDS:
+        v = variant(chapter.name, student, SALT)
+        for pid in chapter.ids:
+            p, r = chapter.problem(pid), chapter.report(v.settings, pid)
+            assert all(math.isfinite(x) for x in (r["answer"], r["envelope"])), (student, pid, r)
+            assert abs(r["envelope"] - r["answer"]) <= p.agree * abs(r["answer"]) + 1e-12, (student, pid, r)
+            q = v.questions[pid]
+            if q.numeric:
+                assert q.judge(r["envelope"]), (student, pid, r)  # the worked formula is graded right
+                assert p.agree <= p.tolerance
+            answers[pid].add(round(r["answer"], 9) if q.numeric else q.key)
+    for pid, seen in answers.items():
+        assert len(seen) > 1, f"{pid}: every student has the same answer"
+
+
+def check_texts_say_what_is_wrong(chapter: ProblemSet, expected: set[str]) -> None:
+    assert {p.id for p in chapter.problems if p.texts} == expected
+
+
+def _answers(v, pick) -> dict:
+    defs = {}
+    for pid, q in v.questions.items():
+        value = pick(q)
+        if q.numeric:
+            defs[f"{pid}_question"] = mo.ui.number(value=value)
+        else:
+            defs[f"{pid}_question"] = answered(q.options, value)
+        defs[f"{pid}_commit_buttons"] = Commit()
+    return defs
+
+
+def _right(q):
+    return q.spec.answer if q.numeric else q.key
+
+
+def _wrong(q):
+    return q.spec.answer + 3 * q.spec.tolerance if q.numeric else next(o.key for o in q.options if o.key != q.key)
+
+
+def check_locked(chapter: ProblemSet) -> None:
+    app = load_app(notebook(chapter))
+    outputs, defs = app.run()
+    text = text_of(outputs)
+    assert "Worked back-of-envelope" not in text and "The engine:" not in text and "Right" not in text
+    assert defs["submitted"] is None  # the submit row shows (only a hold closes it); nothing is saved until it is pressed
+    for p in chapter.problems:
+        assert p.title in text
+
+
+def check_reveal_and_submit(chapter: ProblemSet, ledger_dir) -> None:
+    app = load_app(notebook(chapter))
+    v = variant(chapter.name, "student")
+    outputs, defs = app.run(defs={**_answers(v, _right), "submit_button": Pressed()})
+    text = text_of(outputs)
+    assert text.count("Worked back-of-envelope") == len(chapter.ids) and "Not quite" not in text
+    step = defs["submitted"]["labs"][chapter.name][STEP]
+    assert all(step["outcomes"][f"{pid}_correct"] for pid in chapter.ids)
+    table, problems = grade.grade([str(ledger_dir)])
+    row = table[table["lab"] == chapter.name].iloc[0]
+    assert not problems and row["status"] == "ok" and row["right"] == len(chapter.ids) and row["variant"] == v.seed
+    os.environ["LABS_LEDGER_DIR"] = str(ledger_dir / "wrong")  # a fresh ledger: the first commitment is the one judged
+    outputs, _ = app.run(defs=_answers(v, _wrong))
+    assert text_of(outputs).count("Not quite") == len(chapter.ids)
+
+
+def check_marimo(chapter: ProblemSet, tmp_path) -> None:
+    path = notebook(chapter)
+    result = subprocess.run([sys.executable, "-m", "marimo", "check", "--strict", str(path)], capture_output=True, text=True, cwd=ROOT)
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = tmp_path / f"{path.stem}.html"
+    result = subprocess.run([sys.executable, "-m", "marimo", "export", "html", str(path), "-o", str(out)], capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert out.stat().st_size > 10_000
