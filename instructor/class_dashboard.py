@@ -525,7 +525,7 @@ def judge_answer(lab: str, question: str, answer, asked) -> dict:
         out["option"] = "skipped"
         return out
     if asked is not None and asked.numeric:
-        from labs.variants import parse_number
+        from labs.core.variants import parse_number
 
         value, key = parse_number(answer), asked.spec.answer
         out.update(numeric=True, value=value, key_value=key, right=asked.judge(answer), option=str(answer))

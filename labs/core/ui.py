@@ -43,7 +43,7 @@ def lab_variant(lab: str, identity):
     sent, else the typed id, else LABS_STUDENT, else "student", the id the ledger would use. On a
     shared server nothing shows until an id is typed. Call it in a cell of its own, after the
     identity cell: every question is built from what it returns."""
-    from labs.variants import variant
+    from labs.core.scenarios import variant
 
     if (notice := salt_notice()) is not None:  # the first screen says when no class salt is set
         mo.output.append(notice)
@@ -214,7 +214,7 @@ def salt_notice() -> mo.Html | None:
     labs.variants.class_salt) is set, None when one is: on a class server, that anyone can print
     every student's numbers and keys; elsewhere, that these are the unsalted numbers, which a
     class with a salt does not grade. lab_variant() shows it above the lab."""
-    from labs.variants import class_salt
+    from labs.core.variants import class_salt
 
     if class_salt():
         return None

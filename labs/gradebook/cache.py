@@ -23,7 +23,7 @@ from pathlib import Path
 import pandas as pd
 
 from labs.grading import grader as grade
-from labs.variants import class_salt
+from labs.core.variants import class_salt
 
 
 DEFAULT_STORE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "parallelism_labs" / "grades"

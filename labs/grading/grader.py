@@ -159,7 +159,7 @@ class _Engine:
         """(the student's variant regenerated from their id and the class salt, the fields where
         the ledger's record of it differs); (None, []) for a ledger without a variant of `lab`,
         graded as before variants."""
-        from labs.variants import regenerate, registry
+        from labs.core.scenarios import regenerate, registry
 
         recorded = doc.get("variants", {}).get(lab)
         if recorded is None or lab not in registry():

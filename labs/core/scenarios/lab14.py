@@ -231,9 +231,7 @@ def legacy_options(question: str) -> tuple[Option, ...]:
 def legacy_questions() -> dict:
     """The questions at the unsalted variant of the id "student", options in written order: how the
     grade book names a question no variant record came with (Lab 14 has variants from the start)."""
-    from labs.core.variants import Question, Numeric as _Numeric
+    from labs.core.variants import Draw, Numeric as _Numeric, Question, seed_of
 
-    from labs.variants import settings_for
-
-    specs = build_questions(settings_for(LAB, "student", "")[1])
+    specs = build_questions(VARIANTS.recipe(None)[0](Draw(seed_of(LAB, "student", ""))))
     return {q: Question(q, spec, () if isinstance(spec, _Numeric) else tuple(o.key for o in spec.options)) for q, spec in specs.items()}
