@@ -63,6 +63,11 @@ def stage_layers(L, pp, v, first, last, dual=False, xp=NUMPY):
     return layers, first_rank, last_rank
 
 
+def _with_mtp(layers, last, depth):
+    """A rank's layers with the MTP blocks the rank holding the output layer adds."""
+    return layers + depth * last
+
+
 def _rank_times(layers, last, share, fwd, layer_b, layer_w, layer_comm, logits, loss):
     """One rank's forward, input-gradient, weight-gradient and layer-communication seconds per
     micro-batch (a `share` of what it holds: 1/2 under DualPipe, whose micro-batches each pass
@@ -103,10 +108,14 @@ def pipeline_stage(model, cluster, stack, p, layer, tpcp, xp) -> SimpleNamespace
     dual = sched == _DUALPIPE
     q.pass_share = xp.where(dual, 0.5, 1.0)  # of a rank's layers, what one micro-batch passes through
     q.layers_r, q.first_r, q.last_r = stage_layers(model.layers, pp, v, p.first_layers, p.last_layers, dual, xp)
+    if model.mtp_depth:  # DeepSeek-V3's MTP blocks sit with the output layer (labs.core.engine.models: mtp_depth)
+        q.layers_r = xp.each(_with_mtp, q.layers_r, q.last_r, model.mtp_depth)
     logits = gemm_time(gpu, p.tokens, V / tp, h, xp=xp)
     # The cross entropy streams the logits through HBM (the stack's passes, fp32 in most).
     hbm_rate = gpu.hbm_bytes_per_s * gpu.hbm_efficiency
     loss = p.tokens * V / tp * xp.where(p.torch_compile, loss_bytes_per_logit(stack, True), loss_bytes_per_logit(stack, False)) / hbm_rate
+    if model.mtp_depth:  # one more output head and loss per MTP depth
+        logits, loss = logits * (1 + model.mtp_depth), loss * (1 + model.mtp_depth)
     # the first, a middle (the second) and the last rank's index, for the per-rank stages
     q.rank_index = rank_index = xp.stack(xp.full_like(pp, 0.0), xp.minimum(1.0, pp - 1), pp - 1)
     layer_comm_r, a2a_r = xp.each(_rank_comm, rank_index, pp, m, dual, tpcp.layer_comm, tpcp.layer_a2a, p.redo, layer.fwd,
