@@ -31,7 +31,7 @@ with app.setup:
         a2a_bytes,
         cost_ratio,
         engine_copies,
-        router_run,
+        router_runs,
         routing_outcomes,
         step_cost,
         summary,
@@ -145,7 +145,7 @@ def _(balance_commit_buttons, balance_question, held_now, identity, variant):
 
 @app.cell(hide_code=True)
 def _(balance_committed, variant):
-    ui.gate(balance_committed)
+    ui.gate(balance_committed, held_note=True)
     ui.variant_reveal(balance_committed, variant.questions["balance"])
     return
 
@@ -172,7 +172,7 @@ def _(drops_commit_buttons, drops_question, held_now, identity, variant):
 
 @app.cell(hide_code=True)
 def _(drops_committed, variant):
-    ui.gate(drops_committed)
+    ui.gate(drops_committed, held_note=True)
     ui.variant_reveal(drops_committed, variant.questions["drops"])
     return
 
@@ -199,7 +199,7 @@ def _(cost_commit_buttons, cost_question, held_now, identity, variant):
 
 @app.cell(hide_code=True)
 def _(cost_committed, variant):
-    ui.gate(cost_committed)
+    ui.gate(cost_committed, held_note=True)
     ui.variant_reveal(cost_committed, variant.questions["cost"])
     return
 
@@ -246,8 +246,10 @@ def _(
     ui.gate(balance_committed, drops_committed, cost_committed)
     router_inputs = dict(scheme=scheme_dropdown.value, aux_coeff=float(aux_dropdown.value), gamma=float(gamma_dropdown.value), max_nodes=nodes_slider.value,
                          skew=skew_slider.value, drift=drift_slider.value, capacity=capacity_slider.value)
-    router_view = router_run(*(router_inputs[k] for k in ("scheme", "aux_coeff", "gamma", "max_nodes", "skew", "drift")))
-    baseline_view = router_run("none", max_nodes=router_inputs["max_nodes"], skew=router_inputs["skew"], drift=router_inputs["drift"])
+    router_view, baseline_view = router_runs([  # one draw for both: they share the token noise
+        tuple(router_inputs[k] for k in ("scheme", "aux_coeff", "gamma", "max_nodes", "skew", "drift")),
+        {"scheme": "none", "max_nodes": router_inputs["max_nodes"], "skew": router_inputs["skew"], "drift": router_inputs["drift"]},
+    ])
     router_summary = summary(router_view)
     return baseline_view, router_inputs, router_summary, router_view
 
@@ -357,9 +359,7 @@ def _(balance_committed, cost_committed, drops_committed):
 @app.cell(hide_code=True)
 def _(balance_committed, cost_committed, drops_committed):
     ui.gate(balance_committed, drops_committed, cost_committed)
-    _none = summary(router_run("none", max_nodes=NODES))
-    _bias = summary(router_run("bias", max_nodes=NODES))
-    _aux = summary(router_run("aux_loss", max_nodes=NODES))
+    _none, _bias, _aux = (summary(r) for r in router_runs([{"scheme": s, "max_nodes": NODES} for s in ("none", "bias", "aux_loss")]))
     _cost_none, _cost_bias = step_cost(_none["busiest_gpu"]), step_cost(_bias["busiest_gpu"])
     mo.md(
         f"""

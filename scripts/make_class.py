@@ -3,7 +3,7 @@
 Each student's ledger is written through the labs' own ledger code (`labs.core.state.DesignLedger`:
 `commit_prediction`, then `save_step` with the outcomes the lab would show), with answers drawn
 from each lab's real prediction options and inputs drawn from the settings its sliders offer
-(Labs 05-13). A student has a hidden skill that sets how often they pick the engine's answer;
+(Labs 05-15). A student has a hidden skill that sets how often they pick the engine's answer;
 some skip a question, some change an answer after the reveal (recorded as a change: the labs
 invite it, and it is no flag), some commit and never press Submit, some never open a lab.
 
@@ -38,7 +38,7 @@ from pathlib import Path
 
 from labs.core import state
 from labs.core.scenarios import OUTCOMES, QUESTION_OPTIONS, lab05, lab08, lab09, lab10, lab11, lab12, lab13
-from labs.core.scenarios import lab15
+from labs.core.scenarios import lab14, lab15
 from labs.core.scenarios import PROBLEM_SETS
 from labs.core.problemset import STEP as PROBLEM_STEP
 from labs.core.state import DesignLedger
@@ -117,6 +117,12 @@ def _split(rng):
                 width=_mostly(rng, 8192, list(lab13.ENGINE_WIDTHS)), gpu=_mostly(rng, "h100", list(lab13.SWEEP_GPU_KEYS)), overlap=_mostly(rng, False, [True]))
 
 
+def _diagnosis(rng):
+    # the flight recorder's heatmap by group, the timeout slider, the outlier view (the notebook's defaults: TP, 10 min, the job, 5%)
+    return dict(view_axis=_mostly(rng, "tp", ["world", "pp", "dp"], 0.6), timeout_min=_mostly(rng, 10, list(lab14.TIMEOUT_SETTINGS_MIN), 0.5),
+                outlier_group=_mostly(rng, "world", ["tp", "pp", "dp"], 0.7), threshold_pct=float(_mostly(rng, 5, [1, 2, 3, 10, 20, 50], 0.7)))
+
+
 def _routing(rng):
     # the router is re-run per setting (about a second each): a class moves the scheme and the node limit
     return dict(lab15.DEFAULT_INPUTS, scheme=_mostly(rng, "bias", ["none", "aux_loss"], 0.6), max_nodes=_mostly(rng, 4, [8]),
@@ -134,6 +140,7 @@ STEPS = {
     lab11.LAB: [(lab11.STEP, _context, ("fit", "moe"))],
     lab12.LAB: [(lab12.STEP, _precision, ("underflow", "recompute", "fp8"))],
     lab13.LAB: [(lab13.STEP, _split, ("ring", "scaling", "tp_best"))],
+    lab14.LAB: [(lab14.STEP, _diagnosis, ("culprit", "kind", "timeout"))],
     lab15.LAB: [(lab15.STEP, _routing, ("balance", "drops", "cost"))],
 }
 STEPS.update({name: [(PROBLEM_STEP, lambda rng: {}, chapter.ids)] for name, chapter in PROBLEM_SETS.items()})  # problem sets (issue 40): no inputs

@@ -1,7 +1,7 @@
-"""Take the README's screenshots: `python scripts/screenshots.py [05 06 ... 13]` (default: all).
+"""Take the README's screenshots: `python scripts/screenshots.py [05 06 ... 15]` (default: all).
 
 Serves each lab with `marimo run`, commits its first prediction in Chromium, moves a widget the
-README's picture shows, and saves assets/lab05_act1.png, lab05_act2.png, lab06.png ... lab13.png."""
+README's picture shows, and saves assets/lab05_act1.png, lab05_act2.png, lab06.png ... lab15.png."""
 
 import sys
 import tempfile
@@ -200,8 +200,45 @@ def tensor_parallel_lab() -> None:
         page.screenshot(path=str(ROOT / "assets" / "lab13.png"))
 
 
+def debugging_lab() -> None:
+    """Lab 14 with the culprit prediction committed: every rank's last completed collective in
+    the TP groups, one heatmap over the 4,096 ranks of the hung job."""
+    q = questions("14_debugging_at_scale")
+    with tempfile.TemporaryDirectory() as ledgers, marimo_run("14_debugging_at_scale.py", env={"LABS_LEDGER_DIR": ledgers}) as url, browser_page(width=1300, height=1300) as page:
+        page.goto(url)
+        commit_first(page, q["culprit"], "flight recorder")
+        page.wait_for_function(HEATMAP_SHOWN)
+        page.wait_for_timeout(2500)
+        page.get_by_text("A2 · Every rank's last completed collective").first.evaluate("el => el.scrollIntoView({block: 'start'})")
+        page.wait_for_timeout(800)
+        page.screenshot(path=str(ROOT / "assets" / "lab14.png"))
+
+
+def routing_lab() -> None:
+    """Lab 15 with the three predictions committed: the router's instruments and its tokens per
+    expert over 500 steps under DeepSeek-V3's bias update, node-limited to 4 of 8 nodes."""
+    q = questions("15_moe_routing")
+    with tempfile.TemporaryDirectory() as ledgers, marimo_run("15_moe_routing.py", env={"LABS_LEDGER_DIR": ledgers}) as url, browser_page(width=1300, height=1100) as page:
+        page.goto(url)
+        page.get_by_text("Commit to a prediction above (or skip it) to unlock the router's instruments").first.wait_for()
+        answer(page, q["balance"], commit=0, box=0)
+        answer(page, q["drops"], commit=1)
+        answer(page, q["cost"], commit=2, box=1)
+        page.wait_for_function(HEATMAP_SHOWN)
+        page.wait_for_timeout(2500)
+        page.get_by_text("Instruments", exact=True).first.evaluate("el => el.scrollIntoView({block: 'start'})")
+        page.wait_for_timeout(800)
+        page.screenshot(path=str(ROOT / "assets" / "lab15.png"))
+
+
+# A Plotly heatmap drawn on the page (marimo's outputs sit in shadow roots): true once one is.
+HEATMAP_SHOWN = """() => { const f = (root) => { for (const el of root.querySelectorAll('*')) {
+  if (el.classList && el.classList.contains('js-plotly-plot') && (el.data || []).some(d => d.type === 'heatmap')) return true;
+  if (el.shadowRoot && f(el.shadowRoot)) return true; } return false; }; return f(document); }"""
+
+
 SHOTS = {"05": flagship, "06": zero_sweep, "07": pipeline, "08": collectives, "09": design_worksheet, "10": failures, "11": long_context,
-         "12": precision_lab, "13": tensor_parallel_lab}
+         "12": precision_lab, "13": tensor_parallel_lab, "14": debugging_lab, "15": routing_lab}
 
 
 def main(labs: list[str]) -> None:

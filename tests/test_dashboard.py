@@ -307,6 +307,19 @@ def test_a_synthetic_class_from_make_class(tmp_path):
         assert not any(a in set("ABCD") or "edition" in a or "@" in a for a in bars["answer"]), (lab, question, list(bars["answer"]))
         assert bars["students"].sum() == len(answers[answers["lab"].eq(lab) & answers["question"].eq(question)])
     assert (answers["right"] == True).any() and answers["variant"].eq("yes").all()  # noqa: E712
+    # Labs 14 and 15 are in the class (make_class's _diagnosis and _routing): every question has its
+    # bars, and a multiple-choice one's bars are its options' text in the students' own variants
+    from labs.variants import variant as drawn_variant
+
+    for lab, asked in (("14_debugging_at_scale", {"culprit": False, "kind": True, "timeout": False}), ("15_moe_routing", {"balance": False, "drops": True, "cost": False})):
+        mine = answers[answers["lab"].eq(lab)]
+        assert set(mine["question"]) == set(asked), (lab, set(mine["question"]))
+        for question, by_text in asked.items():
+            bars = module.answer_distribution(answers, (lab, question))
+            assert len(bars) >= 1 and bars["students"].sum() == mine["question"].eq(question).sum() > 0, (lab, question)
+            if by_text:
+                texts = {o.label for s in mine["student"] for o in drawn_variant(lab, s, salt="demo-salt").questions[question].spec.options}
+                assert set(bars["answer"]) - {"skipped"} <= texts and len(set(bars["answer"]) & texts) >= 2, (lab, question, list(bars["answer"]))
     assert sorted(Path(f).name for f, _ in defs["problems"]) == ["zz-future-schema.json", "zz-truncated.json"]
     flags = defs["flags"].set_index("file")
     assert flags.loc["zz-tampered.json", "tampered"] == "yes"

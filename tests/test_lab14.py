@@ -238,3 +238,13 @@ def test_submit_lands_in_the_ledger_and_the_grader_recomputes_it(app, ledger_dir
     forged = json.loads(json.dumps(doc))
     forged["labs"][lab14.LAB][lab14.STEP]["outcomes"]["culprit_rank"] = 0 if step["outcomes"]["culprit_rank"] else 1
     assert grade_document(forged, "forged.json")[0]["tampered"]
+
+
+# ---- the live-lecture hold (ui.gate, the commits' held=): as tests/test_lecture_hold.py checks Labs 05-13 ----
+@pytest.mark.parametrize("key", ["culprit", "kind", "timeout"])
+def test_a_held_question_shows_nothing_of_its_answer_after_commit(key, tmp_path, monkeypatch):
+    from pathlib import Path
+
+    from lab_hold import check_held_question
+
+    check_held_question(Path(__file__).resolve().parents[1] / "labs" / "14_debugging_at_scale.py", key, tmp_path, monkeypatch)

@@ -4,13 +4,16 @@ Switch auxiliary loss at its minimum, node-limited routing, the dispatch's copie
 engine's formula; the scenario's variants deterministic per id; the grader recomputing a ledger;
 and the notebook headless (locked, commit, reveal, the instruments at both ends, submit)."""
 
+import hashlib
 import json
 import math
+from pathlib import Path
 
 import marimo as mo
 import numpy as np
 import pytest
 
+from labs.core.engine import routing
 from labs.core.engine.routing import (
     RouterSetting,
     aux_loss_value,
@@ -18,6 +21,7 @@ from labs.core.engine.routing import (
     dropped,
     node_limited_mask,
     route,
+    route_many,
     top_k_mask,
 )
 from labs.core.scenarios import lab15
@@ -121,6 +125,36 @@ def test_the_same_setting_gives_the_same_run():
     a, b = route(RouterSetting(**SMALL, drift=0.05, scheme="bias")), route(RouterSetting(**SMALL, drift=0.05, scheme="bias"))
     assert (a.loads == b.loads).all() and (a.bias == b.bias).all()
     assert not (route(RouterSetting(**SMALL, drift=0.05, seed=1)).loads == a.loads).all()
+
+
+def _digest(run) -> dict:
+    return {name: None if getattr(run, name) is None else hashlib.sha256(np.ascontiguousarray(getattr(run, name)).tobytes()).hexdigest()[:16]
+            for name in ("loads", "network_copies", "nvlink_copies", "aux_loss", "bias")}
+
+
+def test_the_vectorised_router_reproduces_the_step_by_step_one_bit_for_bit():
+    """tests/data/lab15_router_digests.json holds the hashes of every array of 17 runs made by the
+    step-by-step route() of commit 69bb894 (all three schemes, node limits 1 to 8, with and
+    without drift, small and at the lab's size). The chunked route and route_many, which share
+    one draw among settings of the same stream, give the same bits: every small case, and the
+    lab-sized ones with drift (one stream, six settings, run together)."""
+    cases = json.loads((Path(__file__).parent / "data" / "lab15_router_digests.json").read_text())["cases"]
+    small = [c for c in cases if c["setting"]["experts"] == 16]
+    full = [c for c in cases if c["setting"]["experts"] == 256 and c["setting"]["drift"]]
+    assert len(small) == 9 and len(full) == 6 and {c["setting"]["scheme"] for c in full} == {"none", "bias", "aux_loss"}
+    for c in small:
+        assert _digest(route(RouterSetting(**c["setting"]))) == c["digest"], c["setting"]
+    runs = route_many([RouterSetting(**c["setting"]) for c in full])
+    assert [_digest(r) for r in runs] == [c["digest"] for c in full]
+
+
+def test_runs_of_one_stream_share_a_draw_and_the_lab_caches_them():
+    """route_many draws once per stream (same seed, sizes, steps, drift or none): the scenario's
+    router_runs computes only what it has not run, and a knob a scheme does not read shares the run."""
+    a, b = lab15.router_runs([{"scheme": "none", "max_nodes": 8, "skew": 0.3, "drift": 0.0}, ("none", 0.1, 0.01, 8, 0.3, 0.0)])
+    assert a is b and lab15.router_run("none", max_nodes=8, skew=0.3, drift=0.0) is a
+    assert routing._stream_key(lab15.setting("none", skew=0.15, drift=0.01)) == routing._stream_key(lab15.setting("aux_loss", skew=0.6, drift=0.03))
+    assert routing._stream_key(lab15.setting("none", drift=0.0)) != routing._stream_key(lab15.setting("none", drift=0.01))
 
 
 # ---- the scenario: variants, the engine's price, the grader ------------------------------------------------
@@ -261,3 +295,12 @@ def test_submit_lands_in_the_ledger_and_the_grader_recomputes_it(app, ledger_dir
     assert not problems
     row = table[(table.lab == lab15.LAB) & (table.step == lab15.STEP)].iloc[0]
     assert row["status"] == "ok" and bool(row["balance_correct"]) and bool(row["cost_correct"])
+
+
+
+# ---- the live-lecture hold (ui.gate, the commits' held=): as tests/test_lecture_hold.py checks Labs 05-13 ----
+@pytest.mark.parametrize("key", ["balance", "drops", "cost"])
+def test_a_held_question_shows_nothing_of_its_answer_after_commit(key, tmp_path, monkeypatch):
+    from lab_hold import check_held_question
+
+    check_held_question(Path(__file__).resolve().parents[1] / "labs" / "15_moe_routing.py", key, tmp_path, monkeypatch)

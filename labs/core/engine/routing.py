@@ -172,21 +172,26 @@ def aux_loss_value(probs: np.ndarray, chosen: np.ndarray, coeff: float) -> float
 
 
 def top_k_mask(scores: np.ndarray, k: int) -> np.ndarray:
-    """(tokens, experts) boolean: each row's k highest scores (a tie at the k-th score keeps every
-    tied expert: with continuous scores, never)."""
-    kth = np.partition(scores, scores.shape[1] - k, axis=1)[:, scores.shape[1] - k, None]
+    """(..., tokens, experts) boolean: each row's k highest scores (a tie at the k-th score keeps
+    every tied expert: with continuous scores, never)."""
+    e = scores.shape[-1]
+    kth = np.sort(scores, axis=-1)[..., e - k, None]  # the k-th highest (a SIMD sort of 256 beats a partition)
     return scores >= kth
 
 
 def node_limited_mask(scores: np.ndarray, k: int, nodes: int, max_nodes: int) -> np.ndarray:
     """Top-k within the max_nodes nodes of highest summed top-(k / max_nodes) scores
-    (DeepSeek-V3 Sec. 2.1.2; experts in node order)."""
-    t, e = scores.shape
+    (DeepSeek-V3 Sec. 2.1.2; experts in node order). Rows over the last axis, any leading axes."""
+    e = scores.shape[-1]
     per = e // nodes
-    grouped = scores.reshape(t, nodes, per)
-    best = np.partition(grouped, per - k // max_nodes, axis=2)[:, :, per - k // max_nodes:].sum(axis=2)
+    grouped = scores.reshape(*scores.shape[:-1], nodes, per)
+    top = k // max_nodes
+    # a node's score: the sum of its top k/M scores. Summed in the order np.partition leaves them
+    # (float sums depend on order); for two (DeepSeek-V3's 8/4) any order gives the same sum, and a sort is faster
+    ranked = np.sort(grouped, axis=-1) if top <= 2 else np.partition(grouped, per - top, axis=-1)
+    best = ranked[..., per - top:].sum(axis=-1)
     keep = top_k_mask(best, max_nodes)
-    return top_k_mask(np.where(np.repeat(keep, per, axis=1), scores, -np.inf), k)
+    return top_k_mask(np.where(np.repeat(keep, per, axis=-1), scores, -np.inf), k)
 
 
 def _choose(scores: np.ndarray, s: RouterSetting) -> np.ndarray:
@@ -216,46 +221,123 @@ def _copies(chosen: np.ndarray, s: RouterSetting) -> tuple[float, float]:
 
 
 COPY_EVERY = 10  # the dispatch's copies are counted every 10th step (the run's mean, sampled)
+CHUNK = 25  # steps drawn and chosen at once (25 x 256 x 256 float32: 6.5 MB)
 
 
-def route(setting: RouterSetting) -> RouterRun:
-    """Run the router for setting.steps steps (see the module docstring)."""
-    s = setting
+def _stream_key(s: RouterSetting) -> tuple:
+    """Settings with the same key draw the same numbers from their generator: the token noise
+    and the popularity walk's steps do not depend on skew, drift's size, the scheme or the
+    node limit (only on whether the walk is drawn at all)."""
+    return (s.seed, s.tokens, s.experts, s.steps, s.drift != 0)
+
+
+def _draws(s: RouterSetting):
+    """The experts' base popularity (E,), then (first step, walk steps (n, E) or None, token noise
+    (n, T, E)) for consecutive chunks of steps, drawn in the order the router has always drawn
+    them: the base, step 0's noise, then for every later step the walk's step (when there is
+    drift) and that step's noise. One draw of many numbers fills them in the same order as many
+    draws of few."""
     rng = np.random.default_rng(s.seed)
-    base = rng.standard_normal(s.experts).astype(np.float32)
-    walk = np.zeros(s.experts, dtype=np.float32)
-    bias = np.zeros(s.experts, dtype=np.float64)
-    loads = np.zeros((s.steps, s.experts), dtype=np.int64)
-    sampled = range(0, s.steps, COPY_EVERY)
-    network, nvlink = np.zeros(len(sampled)), np.zeros(len(sampled))
-    aux = np.zeros(s.steps) if s.scheme == "aux_loss" else None
-    for step in range(s.steps):
-        if step and s.drift:
-            walk += rng.standard_normal(s.experts, dtype=np.float32)
-        logits = rng.standard_normal((s.tokens, s.experts), dtype=np.float32)
-        logits += s.skew * base + s.drift * walk
+    t, e = s.tokens, s.experts
+    yield rng.standard_normal(e).astype(np.float32)
+    yield 0, None, rng.standard_normal((1, t, e), dtype=np.float32)
+    for first in range(1, s.steps, CHUNK):
+        n = min(CHUNK, s.steps - first)
+        if s.drift:
+            block = rng.standard_normal((n, t + 1, e), dtype=np.float32)
+            yield first, block[:, 0, :], block[:, 1:, :]
+        else:
+            yield first, None, rng.standard_normal((n, t, e), dtype=np.float32)
+
+
+class _Run:
+    """One setting's state while its stream is read: the walk, the balancing state, what it records."""
+
+    def __init__(self, s: RouterSetting):
+        self.s = s
+        self.base = None
+        self.walk = np.zeros(s.experts, dtype=np.float32)
+        self.bias = np.zeros(s.experts, dtype=np.float64)
+        self.loads = np.zeros((s.steps, s.experts), dtype=np.int64)
+        n = len(range(0, s.steps, COPY_EVERY))
+        self.network, self.nvlink = np.zeros(n), np.zeros(n)
+        self.aux = np.zeros(s.steps) if s.scheme == "aux_loss" else None
+
+    def popularity(self, walk_steps: np.ndarray | None, n: int) -> np.ndarray:
+        """(n, E) float32: skew x base + drift x walk for each step of the chunk (the walk summed
+        step by step in float32, as `walk += step` does)."""
+        s = self.s
+        if walk_steps is None:
+            walks = np.broadcast_to(self.walk, (n, s.experts))
+        else:
+            walks = np.cumsum(np.concatenate([self.walk[None], walk_steps]), axis=0, dtype=np.float32)[1:]
+            self.walk = walks[-1].copy()
+        return s.skew * self.base + s.drift * walks
+
+    def advance(self, first: int, walk_steps, noise: np.ndarray) -> None:
+        s = self.s
+        n = noise.shape[0]
+        logits = noise + self.popularity(walk_steps, n)[:, None, :]
+        if s.scheme == "none":  # no state: the whole chunk at once
+            chosen = _choose(logits, s)
+            self.loads[first:first + n] = np.count_nonzero(chosen, axis=1)
+            for i in range(n):
+                if (first + i) % COPY_EVERY == 0:
+                    self.network[(first + i) // COPY_EVERY], self.nvlink[(first + i) // COPY_EVERY] = _copies(chosen[i], s)
+            return
         if s.scheme == "bias":
             scores = np.exp(-logits)
             scores += 1.0
             np.reciprocal(scores, out=scores)  # sigmoid affinities
-            chosen = _choose(scores + bias.astype(np.float32), s)
-        else:
-            logits += bias.astype(np.float32)  # the aux loss's logit bias (0 without balancing)
-            chosen = _choose(logits, s)
-        count = chosen.sum(axis=0)
-        loads[step] = count
-        if step % COPY_EVERY == 0:
-            network[step // COPY_EVERY], nvlink[step // COPY_EVERY] = _copies(chosen, s)
-        if s.scheme == "bias":
-            bias += s.gamma * np.sign(count.mean() - count)
-        elif s.scheme == "aux_loss":
-            probs = _softmax(logits)
-            f = count / (s.tokens * s.top_k)
-            mean_p = probs.mean(axis=0)
-            aux[step] = s.aux_coeff * s.experts * float(np.dot(f, mean_p))
-            grad = s.aux_coeff * s.experts * (mean_p * f - (probs * (probs @ f)[:, None]).mean(axis=0))
-            bias -= ROUTER_LR * grad
-    return RouterRun(s, loads, network, nvlink, aux, bias)
+        for i in range(n):
+            step = first + i
+            if s.scheme == "bias":
+                chosen = _choose(scores[i] + self.bias.astype(np.float32), s)
+            else:
+                z = logits[i]
+                z += self.bias.astype(np.float32)  # the aux loss's logit bias
+                chosen = _choose(z, s)
+            count = np.count_nonzero(chosen, axis=0)
+            self.loads[step] = count
+            if step % COPY_EVERY == 0:
+                self.network[step // COPY_EVERY], self.nvlink[step // COPY_EVERY] = _copies(chosen, s)
+            if s.scheme == "bias":
+                self.bias += s.gamma * np.sign(count.mean() - count)
+            else:
+                probs = _softmax(z)
+                f = count / (s.tokens * s.top_k)
+                mean_p = probs.mean(axis=0)
+                self.aux[step] = s.aux_coeff * s.experts * float(np.dot(f, mean_p))
+                grad = s.aux_coeff * s.experts * (mean_p * f - (probs * (probs @ f)[:, None]).mean(axis=0))
+                self.bias -= ROUTER_LR * grad
+
+    def result(self) -> RouterRun:
+        return RouterRun(self.s, self.loads, self.network, self.nvlink, self.aux, self.bias)
+
+
+def route_many(settings) -> list[RouterRun]:
+    """route() for several settings, in their order. Settings that draw the same numbers (same
+    seed, sizes and steps, and all with or all without drift) read one stream together: the
+    draw, the costliest part of a run, is made once for them."""
+    settings = list(settings)
+    runs = [_Run(s) for s in settings]
+    groups: dict[tuple, list[_Run]] = {}
+    for r in runs:
+        groups.setdefault(_stream_key(r.s), []).append(r)
+    for group in groups.values():
+        draws = _draws(group[0].s)
+        base = next(draws)
+        for r in group:
+            r.base = base
+        for first, walk_steps, noise in draws:
+            for r in group:
+                r.advance(first, walk_steps, noise)
+    return [r.result() for r in runs]
+
+
+def route(setting: RouterSetting) -> RouterRun:
+    """Run the router for setting.steps steps (see the module docstring)."""
+    return route_many([setting])[0]
 
 
 def expected_copies(setting: RouterSetting) -> tuple[float, float]:

@@ -11,10 +11,11 @@ router's own imbalance. An expert keeps ceil(c x its balanced load) of each wind
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from functools import lru_cache
 
-from labs.core.engine.routing import SCHEMES, RouterRun, RouterSetting, route
+from labs.core.engine.routing import SCHEMES, RouterRun, RouterSetting, route_many
 from labs.core.engine.validation import check_choice
 from labs.core.scenarios import lab11
 from labs.core.scenarios.common import Option
@@ -45,15 +46,37 @@ def setting(scheme: str = "bias", aux_coeff: float = 0.01, gamma: float = 0.001,
                          scheme=scheme, aux_coeff=aux_coeff, gamma=gamma, max_nodes=None if max_nodes == NODES else max_nodes, seed=SEED)
 
 
-@lru_cache(maxsize=256, typed=False)
-def router_run(scheme: str = "bias", aux_coeff: float = 0.01, gamma: float = 0.001, max_nodes: int = 4, skew: float = 0.3, drift: float = 0.01) -> RouterRun:
-    """One router run per setting and process (the lab, the grader and the variants share it).
-    The knobs a scheme does not read are normalised so that they share its run."""
+def _run_key(scheme: str = "bias", aux_coeff: float = 0.01, gamma: float = 0.001, max_nodes: int = 4, skew: float = 0.3, drift: float = 0.01) -> tuple:
+    """A run's key, the knobs a scheme does not read normalised so that they share its run."""
     if scheme != "aux_loss":
         aux_coeff = 0.01
     if scheme != "bias":
         gamma = 0.001
-    return route(setting(scheme, float(aux_coeff), float(gamma), int(max_nodes), float(skew), float(drift)))
+    return (scheme, float(aux_coeff), float(gamma), int(max_nodes), float(skew), float(drift))
+
+
+_RUNS: dict[tuple, RouterRun] = {}  # one run per setting and process (the lab, the grader and the variants share it)
+_RUNS_LOCK = threading.Lock()
+MAX_RUNS = 256  # about 0.6 MB a run (its loads); the oldest goes first
+
+
+def router_runs(keys) -> list[RouterRun]:
+    """Runs for several settings (each a dict or tuple of router_run's arguments), those not yet
+    run computed together: settings that draw the same numbers share one draw (routing.route_many)."""
+    keys = [_run_key(**k) if isinstance(k, dict) else _run_key(*k) for k in keys]
+    with _RUNS_LOCK:
+        missing = list(dict.fromkeys(k for k in keys if k not in _RUNS))
+        if missing:
+            for k, run in zip(missing, route_many(setting(*k) for k in missing)):
+                _RUNS[k] = run
+            while len(_RUNS) > MAX_RUNS:
+                _RUNS.pop(next(iter(_RUNS)))
+        return [_RUNS[k] for k in keys]
+
+
+def router_run(scheme: str = "bias", aux_coeff: float = 0.01, gamma: float = 0.001, max_nodes: int = 4, skew: float = 0.3, drift: float = 0.01) -> RouterRun:
+    """One router run per setting and process (see router_runs)."""
+    return router_runs([(scheme, aux_coeff, gamma, max_nodes, skew, drift)])[0]
 
 
 def summary(run: RouterRun) -> dict:
@@ -129,12 +152,24 @@ def balance_answer(v: dict) -> float:
     return 100 * (summary(router_run("bias", max_nodes=NODES, skew=v["skew"], drift=v["drift"]))["busiest_expert"] - 1)
 
 
+def _variant_keys(v: dict) -> dict[str, dict]:
+    """The runs a variant's questions read, by the drop question's option id (the balance
+    question reads "bias", the cost question "none")."""
+    at = {"skew": v["skew"], "drift": v["drift"]}
+    return {"none": {"scheme": "none", "max_nodes": NODES, **at}, "aux": {"scheme": "aux_loss", "aux_coeff": v["aux_coeff"], "max_nodes": NODES, **at},
+            "bias": {"scheme": "bias", "max_nodes": NODES, **at}, "node_limit": {"scheme": "none", "max_nodes": 4, **at}}
+
+
+def prefetch(variant_settings) -> None:
+    """Run every router the questions of these variant settings read, together (one draw per
+    stream: all settings with drift share one, all without another)."""
+    router_runs([k for v in variant_settings for k in _variant_keys(check_settings(v)).values()])
+
+
 def drop_routers(v: dict) -> dict[str, RouterRun]:
     """The drop question's four routers at the variant's skew and drift, by option id."""
-    return {"none": router_run("none", max_nodes=NODES, skew=v["skew"], drift=v["drift"]),
-            "aux": router_run("aux_loss", aux_coeff=v["aux_coeff"], max_nodes=NODES, skew=v["skew"], drift=v["drift"]),
-            "bias": router_run("bias", max_nodes=NODES, skew=v["skew"], drift=v["drift"]),
-            "node_limit": router_run("none", max_nodes=4, skew=v["skew"], drift=v["drift"])}
+    keys = _variant_keys(v)
+    return dict(zip(keys, router_runs(keys.values())))
 
 
 def drop_shares(v: dict) -> dict[str, float]:
@@ -172,6 +207,7 @@ def _tolerance(answer: float, rule: tuple[float, float]) -> float:
 
 def build_questions(settings: dict) -> dict:
     v = check_settings(settings)
+    prefetch([v])
     model = lab11.moe_model()
     balance, shares, ratio = balance_answer(v), drop_shares(v), cost_ratio(v)
     cost = step_cost(ratio)
