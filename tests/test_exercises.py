@@ -104,3 +104,17 @@ def test_failures_from_components_and_from_llama3():
     assert x.llama3_mtbf_s(LLAMA3_GPUS) == pytest.approx(LLAMA3_WINDOW_S / LLAMA3_UNEXPECTED)
     with pytest.raises(ValueError, match="components"):
         x.component_failure_rates(8, {"psu": 1e6})
+
+
+def test_critical_batch_is_kaplans_fit_and_the_tradeoff_mccandlishs():
+    # Kaplan et al. 2020 eq. (1.4): B_crit(L) = 2e8 / L^(1/0.21) tokens; at L = 2 nats: 2e8 / 2^4.76 = 7.37M tokens
+    assert x.critical_batch_tokens(2.0) == pytest.approx(2e8 / 2 ** (1 / 0.21))
+    assert 7.3e6 < x.critical_batch_tokens(2.0) < 7.5e6
+    assert x.critical_batch_tokens(1.8) > x.critical_batch_tokens(2.0)  # grows as the loss falls
+    # at B = B_crit both steps and tokens are twice their minimum; at 4 B_crit 1.25 x the steps, 5 x the tokens
+    at = x.batch_cost(1e6, 1e6)
+    assert (at.steps_over_min, at.tokens_over_min) == (2.0, 2.0)
+    big = x.batch_cost(4e6, 1e6)
+    assert (big.steps_over_min, big.tokens_over_min) == (1.25, 5.0)
+    with pytest.raises(ValueError, match="loss_nats"):
+        x.critical_batch_tokens(0)

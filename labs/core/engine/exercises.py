@@ -12,6 +12,8 @@ per-byte terms (both are linear in the message), never searched on a grid.
   the 1/g shard across nodes, all-gather inside: Jia et al. 2018; NCCL's tree does the same).
   nccl_collective_time: the same collective at NCCL's achieved rates (topology.group_cost).
 - ring_tree_crossover_bytes, tp_hiding_degree, dp_hiding_tokens_per_gpu: crossovers solved.
+- critical_batch_tokens (Kaplan et al. 2020's fit) and batch_cost (steps and tokens against the
+  fewest, McCandlish et al. 2018) at a batch against the critical batch.
 - MEMORY_CONVENTIONS and model_state_bytes_under: every bytes-per-parameter count the texts use,
   sharded by ZeRO's rule (memory.model_state_columns); cp_activation_bytes_per_layer (without
   flash attention under CP); segment_checkpoint_bytes, optimal_segments (Chen et al. 2016).
@@ -139,6 +141,33 @@ def dp_hiding_tokens_per_gpu(model: Model, cluster: Cluster, plan) -> DPHiding:
     per_token = BACKWARD_SHARE * est.time.compute / tokens
     cost = est.dp_comm_cost.total_s
     return DPHiding(cost / per_token, cost, per_token)
+
+
+# ---- the critical batch (Kaplan et al. 2020, arXiv:2001.08361, Sec. 5.1; McCandlish et al. 2018) ----
+KAPLAN_B_STAR_TOKENS = 2e8  # B_* ~ 2 x 10^8 tokens, Kaplan et al. eq. (1.4) / (5.3), their WebText2 BPE tokens
+KAPLAN_ALPHA_B = 0.21  # alpha_B ~ 0.21, same fit
+
+
+def critical_batch_tokens(loss_nats: float) -> float:
+    """Kaplan et al.'s fit of McCandlish et al.'s critical batch, B_crit(L) = B_* / L^(1 / alpha_B)
+    tokens at a loss of L nats per token: it grows as the loss falls (their data and tokenizer)."""
+    check_positive("loss_nats", loss_nats, maximum=100.0)
+    return KAPLAN_B_STAR_TOKENS / loss_nats ** (1 / KAPLAN_ALPHA_B)
+
+
+@dataclass(frozen=True)
+class BatchCost:
+    """Training at a batch of B tokens against the critical batch (McCandlish et al. 2018, eq. 2.11;
+    Kaplan et al. eq. 5.4-5.5: S = S_min (1 + B_crit / B), E = E_min (1 + B / B_crit))."""
+
+    steps_over_min: float  # S / S_min: optimizer steps against the fewest possible
+    tokens_over_min: float  # E / E_min: tokens (compute) against the fewest possible
+
+
+def batch_cost(batch_tokens: float, critical_tokens: float) -> BatchCost:
+    check_positive("batch_tokens", batch_tokens, maximum=1e15)
+    check_positive("critical_tokens", critical_tokens, maximum=1e15)
+    return BatchCost(1 + critical_tokens / batch_tokens, 1 + batch_tokens / critical_tokens)
 
 
 # ---- memory ------------------------------------------------------------------------------------

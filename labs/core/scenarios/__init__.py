@@ -81,8 +81,9 @@ __all__ += ["lab15"]
 # Problem sets (issue 40): one module per chapter, its CHAPTER a labs.core.problemset.ProblemSet;
 # the answers step's outcomes and the decisions' options come from it.
 from labs.core.scenarios import problems_collectives, problems_failures, problems_memory  # noqa: E402
+from labs.core.scenarios import problems_dataparallel  # noqa: E402
 
-PROBLEM_SETS = {m.CHAPTER.name: m.CHAPTER for m in (problems_collectives, problems_memory, problems_failures)}
+PROBLEM_SETS = {m.CHAPTER.name: m.CHAPTER for m in (problems_collectives, problems_memory, problems_dataparallel, problems_failures)}
 for _chapter in PROBLEM_SETS.values():
     OUTCOMES.update(_chapter.outcomes_table)
     QUESTION_OPTIONS.update(_chapter.question_options())

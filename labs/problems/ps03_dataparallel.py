@@ -1,0 +1,319 @@
+import marimo
+
+__generated_with = "0.25.2"
+app = marimo.App(width="medium", app_title="Problem set 3 · Data parallelism and the critical batch")
+
+with app.setup:
+    import marimo as mo
+
+    from labs.core import ENGINE_VERSION, problem_ui, ui
+    from labs.core.scenarios.problems_dataparallel import CHAPTER
+
+    LAB = CHAPTER.name
+
+
+@app.cell(hide_code=True)
+def _():
+    problem_ui.header(CHAPTER)
+    return
+
+
+@app.cell
+def _():
+    student_input = ui.student_identity()
+    student_input
+    return (student_input,)
+
+
+@app.cell
+def _():
+    pin_input = ui.student_pin()
+    pin_input
+    return (pin_input,)
+
+
+@app.cell
+def _(pin_input, student_input):
+    identity = ui.identity(student_input.value, pin_input.value)
+    return (identity,)
+
+
+# Live lecture (labs.core.lecture): the instructor can hold a problem's answer.
+@app.cell
+def _():
+    lecture_clock, held_now, set_held = ui.live_lecture(LAB)
+    lecture_clock
+    return held_now, lecture_clock, set_held
+
+
+@app.cell
+def _(held_now, lecture_clock, set_held):
+    ui.poll_lecture(LAB, lecture_clock, held_now, set_held)
+    return
+
+
+# Your numbers are drawn from your id (labs.variants).
+@app.cell
+def _(student_input):
+    variant = ui.lab_variant(LAB, student_input.value)
+    return (variant,)
+
+@app.cell(hide_code=True)
+def _():
+    problem_ui.heading(CHAPTER, "ring_bytes")
+    return
+
+
+@app.cell
+def _(variant):
+    ring_bytes_question = problem_ui.widget(variant.questions["ring_bytes"])
+    ring_bytes_question
+    return (ring_bytes_question,)
+
+
+@app.cell
+def _():
+    ring_bytes_commit_buttons = ui.commit_buttons()
+    return (ring_bytes_commit_buttons,)
+
+
+@app.cell
+def _(held_now, identity, ring_bytes_commit_buttons, ring_bytes_question, variant):
+    _row, ring_bytes_committed = ui.commit_prediction(identity, LAB, "ring_bytes", ring_bytes_question, ring_bytes_commit_buttons, variant=variant, held=held_now())
+    _row
+    return (ring_bytes_committed,)
+
+
+@app.cell(hide_code=True)
+def _(ring_bytes_committed, variant):
+    ui.gate(ring_bytes_committed, held_note=True)
+    problem_ui.solution(CHAPTER, variant, "ring_bytes", ring_bytes_committed)
+    return
+
+@app.cell(hide_code=True)
+def _():
+    problem_ui.heading(CHAPTER, "ring_time")
+    return
+
+
+@app.cell
+def _(variant):
+    ring_time_question = problem_ui.widget(variant.questions["ring_time"])
+    ring_time_question
+    return (ring_time_question,)
+
+
+@app.cell
+def _():
+    ring_time_commit_buttons = ui.commit_buttons()
+    return (ring_time_commit_buttons,)
+
+
+@app.cell
+def _(held_now, identity, ring_time_commit_buttons, ring_time_question, variant):
+    _row, ring_time_committed = ui.commit_prediction(identity, LAB, "ring_time", ring_time_question, ring_time_commit_buttons, variant=variant, held=held_now())
+    _row
+    return (ring_time_committed,)
+
+
+@app.cell(hide_code=True)
+def _(ring_time_committed, variant):
+    ui.gate(ring_time_committed, held_note=True)
+    problem_ui.solution(CHAPTER, variant, "ring_time", ring_time_committed)
+    return
+
+@app.cell(hide_code=True)
+def _():
+    problem_ui.heading(CHAPTER, "accumulation")
+    return
+
+
+@app.cell
+def _(variant):
+    accumulation_question = problem_ui.widget(variant.questions["accumulation"])
+    accumulation_question
+    return (accumulation_question,)
+
+
+@app.cell
+def _():
+    accumulation_commit_buttons = ui.commit_buttons()
+    return (accumulation_commit_buttons,)
+
+
+@app.cell
+def _(held_now, identity, accumulation_commit_buttons, accumulation_question, variant):
+    _row, accumulation_committed = ui.commit_prediction(identity, LAB, "accumulation", accumulation_question, accumulation_commit_buttons, variant=variant, held=held_now())
+    _row
+    return (accumulation_committed,)
+
+
+@app.cell(hide_code=True)
+def _(accumulation_committed, variant):
+    ui.gate(accumulation_committed, held_note=True)
+    problem_ui.solution(CHAPTER, variant, "accumulation", accumulation_committed)
+    return
+
+@app.cell(hide_code=True)
+def _():
+    problem_ui.heading(CHAPTER, "hiding")
+    return
+
+
+@app.cell
+def _(variant):
+    hiding_question = problem_ui.widget(variant.questions["hiding"])
+    hiding_question
+    return (hiding_question,)
+
+
+@app.cell
+def _():
+    hiding_commit_buttons = ui.commit_buttons()
+    return (hiding_commit_buttons,)
+
+
+@app.cell
+def _(held_now, identity, hiding_commit_buttons, hiding_question, variant):
+    _row, hiding_committed = ui.commit_prediction(identity, LAB, "hiding", hiding_question, hiding_commit_buttons, variant=variant, held=held_now())
+    _row
+    return (hiding_committed,)
+
+
+@app.cell(hide_code=True)
+def _(hiding_committed, variant):
+    ui.gate(hiding_committed, held_note=True)
+    problem_ui.solution(CHAPTER, variant, "hiding", hiding_committed)
+    return
+
+@app.cell(hide_code=True)
+def _():
+    problem_ui.heading(CHAPTER, "critical")
+    return
+
+
+@app.cell
+def _(variant):
+    critical_question = problem_ui.widget(variant.questions["critical"])
+    critical_question
+    return (critical_question,)
+
+
+@app.cell
+def _():
+    critical_commit_buttons = ui.commit_buttons()
+    return (critical_commit_buttons,)
+
+
+@app.cell
+def _(held_now, identity, critical_commit_buttons, critical_question, variant):
+    _row, critical_committed = ui.commit_prediction(identity, LAB, "critical", critical_question, critical_commit_buttons, variant=variant, held=held_now())
+    _row
+    return (critical_committed,)
+
+
+@app.cell(hide_code=True)
+def _(critical_committed, variant):
+    ui.gate(critical_committed, held_note=True)
+    problem_ui.solution(CHAPTER, variant, "critical", critical_committed)
+    return
+
+@app.cell(hide_code=True)
+def _():
+    problem_ui.heading(CHAPTER, "batch_cost")
+    return
+
+
+@app.cell
+def _(variant):
+    batch_cost_question = problem_ui.widget(variant.questions["batch_cost"])
+    batch_cost_question
+    return (batch_cost_question,)
+
+
+@app.cell
+def _():
+    batch_cost_commit_buttons = ui.commit_buttons()
+    return (batch_cost_commit_buttons,)
+
+
+@app.cell
+def _(held_now, identity, batch_cost_commit_buttons, batch_cost_question, variant):
+    _row, batch_cost_committed = ui.commit_prediction(identity, LAB, "batch_cost", batch_cost_question, batch_cost_commit_buttons, variant=variant, held=held_now())
+    _row
+    return (batch_cost_committed,)
+
+
+@app.cell(hide_code=True)
+def _(batch_cost_committed, variant):
+    ui.gate(batch_cost_committed, held_note=True)
+    problem_ui.solution(CHAPTER, variant, "batch_cost", batch_cost_committed)
+    return
+
+@app.cell(hide_code=True)
+def _():
+    problem_ui.heading(CHAPTER, "grow")
+    return
+
+
+@app.cell
+def _(variant):
+    grow_question = problem_ui.widget(variant.questions["grow"])
+    grow_question
+    return (grow_question,)
+
+
+@app.cell
+def _():
+    grow_commit_buttons = ui.commit_buttons()
+    return (grow_commit_buttons,)
+
+
+@app.cell
+def _(held_now, identity, grow_commit_buttons, grow_question, variant):
+    _row, grow_committed = ui.commit_prediction(identity, LAB, "grow", grow_question, grow_commit_buttons, variant=variant, held=held_now())
+    _row
+    return (grow_committed,)
+
+
+@app.cell(hide_code=True)
+def _(grow_committed, variant):
+    ui.gate(grow_committed, held_note=True)
+    problem_ui.solution(CHAPTER, variant, "grow", grow_committed)
+    return
+
+@app.cell
+def _():
+    submit_button = mo.ui.run_button(label="Submit my answers to the ledger")
+    return (submit_button,)
+
+
+@app.cell
+def _(
+    accumulation_committed,
+    batch_cost_committed,
+    critical_committed,
+    grow_committed,
+    hiding_committed,
+    identity,
+    ring_bytes_committed,
+    ring_time_committed,
+    submit_button,
+    variant,
+):
+    committed = {"ring_bytes": ring_bytes_committed, "ring_time": ring_time_committed, "accumulation": accumulation_committed, "hiding": hiding_committed, "critical": critical_committed, "batch_cost": batch_cost_committed, "grow": grow_committed}
+    ui.gate(held=tuple(committed.values()))
+    _pred = {_pid: _made.answer for _pid, _made in committed.items()}
+    _view, submitted = ui.submit_to_ledger(identity, submit_button, lambda: [ui.ledger_step(LAB, "answers", {}, _pred, CHAPTER.outcomes, "the answers", variant)])
+    _view
+    return committed, submitted
+
+
+@app.cell
+def _(committed, submitted):
+    ui.hud({"engine": ENGINE_VERSION, **problem_ui.progress(CHAPTER, committed), "ledger": "saved" if submitted else "not submitted"})
+    return
+
+
+if __name__ == "__main__":
+    app.run()
