@@ -278,3 +278,113 @@ def components_mtbf_s(gpus: int, mtbf_s: dict[str, float], per_gpu: dict[str, fl
 def llama3_mtbf_s(gpus: int) -> float:
     """The job's MTBF at Llama 3's fitted per-GPU rate (reliability.job_mtbf_s)."""
     return job_mtbf_s(gpus)
+
+
+# ---- context and expert parallelism (problem set 6) ------------------------------------------------
+def ring_kv_block_bytes(model: Model, seq_len: int, cp: int, tp: int = 1, micro_batch: int = 1, value_bytes: float = 2.0) -> float:
+    """Bytes of K and V one rank passes to the next at each step of ring attention (Transformer
+    Engine's ring; the kv_block of labs.core.engine.stages.parallel): the keys and values of its
+    s/cp tokens, model.kv_dim wide each, split over tp: 2 b (s/cp) kv_dim / tp x value_bytes."""
+    if not isinstance(model, Model):
+        raise ValueError(f"model must be a Model, got {model!r}")
+    for name, v in (("seq_len", seq_len), ("cp", cp), ("tp", tp), ("micro_batch", micro_batch)):
+        check_positive(name, v, integer=True)
+    if seq_len % cp:
+        raise ValueError(f"seq_len must be a multiple of cp={cp}, got {seq_len}")
+    check_positive("value_bytes", value_bytes, maximum=8)
+    return 2 * micro_batch * (seq_len // cp) * model.kv_dim / tp * value_bytes
+
+
+def ring_hiding_tokens(model: Model, flops_per_s: float, bandwidth_bytes_per_s: float, value_bytes: float = 2.0) -> float:
+    """Tokens per CP rank past which a ring step's K/V hop hides behind that step's attention: an
+    off-diagonal block of n queries against n keys is 4 n^2 score_dim / tp FLOPs forward (the
+    engine's attention core, Model.layer_forward_flops), the hop ring_kv_block_bytes at n tokens;
+    equal at n* = F kv_dim value_bytes / (2 B score_dim) (tp cancels). Under GQA kv_dim is a
+    fraction of score_dim, so the hop hides at far shorter chunks than under multi-head attention."""
+    if not isinstance(model, Model):
+        raise ValueError(f"model must be a Model, got {model!r}")
+    check_positive("flops_per_s", flops_per_s, maximum=1e20)
+    check_positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s, maximum=1e15)
+    hop_per_token = ring_kv_block_bytes(model, 1, 1, 1, 1, value_bytes) / bandwidth_bytes_per_s  # seconds per token of the block
+    attention_per_token2 = 4 * model.score_dim / flops_per_s  # seconds per query-key pair
+    return hop_per_token / attention_per_token2
+
+
+# ---- precision (problem set 7): block-scaled formats ---------------------------------------------
+@dataclass(frozen=True)
+class BlockFormat:
+    """A block-scaled number format: elements of `element` dtype, one `scale` dtype value per
+    `block` elements, and `tensor_scale_bytes` once per tensor. Bits from ml_dtypes.finfo."""
+
+    element: object  # an ml_dtypes dtype
+    block: int  # elements sharing one scale (a 128 x 128 block: 16,384)
+    scale: object  # the scale's dtype
+    tensor_scale_bytes: float
+    source: str
+
+    @property
+    def element_bytes(self) -> float:
+        import ml_dtypes
+
+        return ml_dtypes.finfo(self.element).bits / 8
+
+    @property
+    def scale_bytes(self) -> float:
+        import ml_dtypes
+
+        return ml_dtypes.finfo(self.scale).bits / 8
+
+    def bytes_per_element(self, elements: float = math.inf) -> float:
+        """Element bytes + block scale bytes per element (+ the per-tensor scale over `elements`)."""
+        tensor = 0.0 if math.isinf(elements) else self.tensor_scale_bytes / elements
+        return self.element_bytes + self.scale_bytes / self.block + tensor
+
+
+def _block_formats() -> dict[str, BlockFormat]:
+    import ml_dtypes
+    import numpy as np
+
+    return {
+        "mxfp8": BlockFormat(ml_dtypes.float8_e4m3fn, 32, ml_dtypes.float8_e8m0fnu, 0.0,
+                             "OCP Microscaling Formats (MX) v1.0: 32-element blocks, one E8M0 (power-of-two) scale each"),
+        "nvfp4": BlockFormat(ml_dtypes.float4_e2m1fn, 16, ml_dtypes.float8_e4m3fn, 4.0,
+                             "NVIDIA NVFP4: E2M1 values in 16-element blocks, an E4M3 scale per block and an FP32 scale per tensor"),
+        "mxfp4": BlockFormat(ml_dtypes.float4_e2m1fn, 32, ml_dtypes.float8_e8m0fnu, 0.0,
+                             "OCP MX v1.0 MXFP4: E2M1 values in 32-element blocks, one E8M0 scale each"),
+        "fp8-128x128": BlockFormat(ml_dtypes.float8_e4m3fn, 128 * 128, np.float32, 0.0,
+                                   "DeepSeek-V3 Sec. 3.3.2: E4M3 weights with one FP32 scale per 128 x 128 block"),
+    }
+
+
+BLOCK_FORMATS = ("mxfp8", "nvfp4", "mxfp4", "fp8-128x128")
+
+
+def block_format(name: str) -> BlockFormat:
+    check_choice("format", name, BLOCK_FORMATS)
+    return _block_formats()[name]
+
+
+def block_scaled_bytes(elements: float, name: str) -> float:
+    """Bytes of `elements` values (one tensor) in a block-scaled format, scales included."""
+    check_positive("elements", elements, maximum=1e15)
+    f = block_format(name)
+    blocks = math.ceil(elements / f.block)
+    return elements * f.element_bytes + blocks * f.scale_bytes + f.tensor_scale_bytes
+
+
+# ---- hardware (problem set 9): the roofline ------------------------------------------------------
+def gemm_arithmetic_intensity(m: float, n: float, k: float, operand_bytes: float = 2.0, output_bytes: float = 2.0) -> float:
+    """FLOPs per HBM byte of one (m, n, k) GEMM: 2 m n k over reading A (m k) and B (k n) and
+    writing C (m n) once each, the bytes labs.core.engine.gemm.grouped_gemm_time charges."""
+    for name, v in (("m", m), ("n", n), ("k", k)):
+        check_positive(name, v, maximum=1e12)
+    return 2.0 * m * n * k / ((m * k + k * n) * operand_bytes + m * n * output_bytes)
+
+
+def ridge_flops_per_byte(gpu, fp8: bool = False, achieved: bool = False) -> float:
+    """The roofline's ridge: the GPU's peak FLOP/s over its HBM bytes/s (datasheet figures), or
+    (achieved) its measured best-shape GEMM rate over the HBM rate a streaming kernel reaches."""
+    if achieved:
+        flops = gpu.fp8_mamf_flops if fp8 else gpu.mamf_flops
+        return flops / (gpu.hbm_bytes_per_s * gpu.hbm_efficiency)
+    return (gpu.fp8_flops if fp8 else gpu.bf16_flops) / gpu.hbm_bytes_per_s

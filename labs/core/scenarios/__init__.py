@@ -84,6 +84,9 @@ from labs.core.scenarios import problems_collectives, problems_failures, problem
 from labs.core.scenarios import problems_dataparallel  # noqa: E402
 
 PROBLEM_SETS = {m.CHAPTER.name: m.CHAPTER for m in (problems_collectives, problems_memory, problems_dataparallel, problems_failures)}
+from labs.core.scenarios import problems_context_experts  # noqa: E402  (problem set 6)
+
+PROBLEM_SETS[problems_context_experts.CHAPTER.name] = problems_context_experts.CHAPTER
 for _chapter in PROBLEM_SETS.values():
     OUTCOMES.update(_chapter.outcomes_table)
     QUESTION_OPTIONS.update(_chapter.question_options())

@@ -1,0 +1,319 @@
+import marimo
+
+__generated_with = "0.25.2"
+app = marimo.App(width="medium", app_title="Problem set 6 · Context and expert parallelism")
+
+with app.setup:
+    import marimo as mo
+
+    from labs.core import ENGINE_VERSION, problem_ui, ui
+    from labs.core.scenarios.problems_context_experts import CHAPTER
+
+    LAB = CHAPTER.name
+
+
+@app.cell(hide_code=True)
+def _():
+    problem_ui.header(CHAPTER)
+    return
+
+
+@app.cell
+def _():
+    student_input = ui.student_identity()
+    student_input
+    return (student_input,)
+
+
+@app.cell
+def _():
+    pin_input = ui.student_pin()
+    pin_input
+    return (pin_input,)
+
+
+@app.cell
+def _(pin_input, student_input):
+    identity = ui.identity(student_input.value, pin_input.value)
+    return (identity,)
+
+
+# Live lecture (labs.core.lecture): the instructor can hold a problem's answer.
+@app.cell
+def _():
+    lecture_clock, held_now, set_held = ui.live_lecture(LAB)
+    lecture_clock
+    return held_now, lecture_clock, set_held
+
+
+@app.cell
+def _(held_now, lecture_clock, set_held):
+    ui.poll_lecture(LAB, lecture_clock, held_now, set_held)
+    return
+
+
+# Your numbers are drawn from your id (labs.variants).
+@app.cell
+def _(student_input):
+    variant = ui.lab_variant(LAB, student_input.value)
+    return (variant,)
+
+@app.cell(hide_code=True)
+def _():
+    problem_ui.heading(CHAPTER, "ring_kv")
+    return
+
+
+@app.cell
+def _(variant):
+    ring_kv_question = problem_ui.widget(variant.questions["ring_kv"])
+    ring_kv_question
+    return (ring_kv_question,)
+
+
+@app.cell
+def _():
+    ring_kv_commit_buttons = ui.commit_buttons()
+    return (ring_kv_commit_buttons,)
+
+
+@app.cell
+def _(held_now, identity, ring_kv_commit_buttons, ring_kv_question, variant):
+    _row, ring_kv_committed = ui.commit_prediction(identity, LAB, "ring_kv", ring_kv_question, ring_kv_commit_buttons, variant=variant, held=held_now())
+    _row
+    return (ring_kv_committed,)
+
+
+@app.cell(hide_code=True)
+def _(ring_kv_committed, variant):
+    ui.gate(ring_kv_committed, held_note=True)
+    problem_ui.solution(CHAPTER, variant, "ring_kv", ring_kv_committed)
+    return
+
+@app.cell(hide_code=True)
+def _():
+    problem_ui.heading(CHAPTER, "ring_hides")
+    return
+
+
+@app.cell
+def _(variant):
+    ring_hides_question = problem_ui.widget(variant.questions["ring_hides"])
+    ring_hides_question
+    return (ring_hides_question,)
+
+
+@app.cell
+def _():
+    ring_hides_commit_buttons = ui.commit_buttons()
+    return (ring_hides_commit_buttons,)
+
+
+@app.cell
+def _(held_now, identity, ring_hides_commit_buttons, ring_hides_question, variant):
+    _row, ring_hides_committed = ui.commit_prediction(identity, LAB, "ring_hides", ring_hides_question, ring_hides_commit_buttons, variant=variant, held=held_now())
+    _row
+    return (ring_hides_committed,)
+
+
+@app.cell(hide_code=True)
+def _(ring_hides_committed, variant):
+    ui.gate(ring_hides_committed, held_note=True)
+    problem_ui.solution(CHAPTER, variant, "ring_hides", ring_hides_committed)
+    return
+
+@app.cell(hide_code=True)
+def _():
+    problem_ui.heading(CHAPTER, "ulysses")
+    return
+
+
+@app.cell
+def _(variant):
+    ulysses_question = problem_ui.widget(variant.questions["ulysses"])
+    ulysses_question
+    return (ulysses_question,)
+
+
+@app.cell
+def _():
+    ulysses_commit_buttons = ui.commit_buttons()
+    return (ulysses_commit_buttons,)
+
+
+@app.cell
+def _(held_now, identity, ulysses_commit_buttons, ulysses_question, variant):
+    _row, ulysses_committed = ui.commit_prediction(identity, LAB, "ulysses", ulysses_question, ulysses_commit_buttons, variant=variant, held=held_now())
+    _row
+    return (ulysses_committed,)
+
+
+@app.cell(hide_code=True)
+def _(ulysses_committed, variant):
+    ui.gate(ulysses_committed, held_note=True)
+    problem_ui.solution(CHAPTER, variant, "ulysses", ulysses_committed)
+    return
+
+@app.cell(hide_code=True)
+def _():
+    problem_ui.heading(CHAPTER, "ulysses_degree")
+    return
+
+
+@app.cell
+def _(variant):
+    ulysses_degree_question = problem_ui.widget(variant.questions["ulysses_degree"])
+    ulysses_degree_question
+    return (ulysses_degree_question,)
+
+
+@app.cell
+def _():
+    ulysses_degree_commit_buttons = ui.commit_buttons()
+    return (ulysses_degree_commit_buttons,)
+
+
+@app.cell
+def _(held_now, identity, ulysses_degree_commit_buttons, ulysses_degree_question, variant):
+    _row, ulysses_degree_committed = ui.commit_prediction(identity, LAB, "ulysses_degree", ulysses_degree_question, ulysses_degree_commit_buttons, variant=variant, held=held_now())
+    _row
+    return (ulysses_degree_committed,)
+
+
+@app.cell(hide_code=True)
+def _(ulysses_degree_committed, variant):
+    ui.gate(ulysses_degree_committed, held_note=True)
+    problem_ui.solution(CHAPTER, variant, "ulysses_degree", ulysses_degree_committed)
+    return
+
+@app.cell(hide_code=True)
+def _():
+    problem_ui.heading(CHAPTER, "causal")
+    return
+
+
+@app.cell
+def _(variant):
+    causal_question = problem_ui.widget(variant.questions["causal"])
+    causal_question
+    return (causal_question,)
+
+
+@app.cell
+def _():
+    causal_commit_buttons = ui.commit_buttons()
+    return (causal_commit_buttons,)
+
+
+@app.cell
+def _(held_now, identity, causal_commit_buttons, causal_question, variant):
+    _row, causal_committed = ui.commit_prediction(identity, LAB, "causal", causal_question, causal_commit_buttons, variant=variant, held=held_now())
+    _row
+    return (causal_committed,)
+
+
+@app.cell(hide_code=True)
+def _(causal_committed, variant):
+    ui.gate(causal_committed, held_note=True)
+    problem_ui.solution(CHAPTER, variant, "causal", causal_committed)
+    return
+
+@app.cell(hide_code=True)
+def _():
+    problem_ui.heading(CHAPTER, "moe_bytes")
+    return
+
+
+@app.cell
+def _(variant):
+    moe_bytes_question = problem_ui.widget(variant.questions["moe_bytes"])
+    moe_bytes_question
+    return (moe_bytes_question,)
+
+
+@app.cell
+def _():
+    moe_bytes_commit_buttons = ui.commit_buttons()
+    return (moe_bytes_commit_buttons,)
+
+
+@app.cell
+def _(held_now, identity, moe_bytes_commit_buttons, moe_bytes_question, variant):
+    _row, moe_bytes_committed = ui.commit_prediction(identity, LAB, "moe_bytes", moe_bytes_question, moe_bytes_commit_buttons, variant=variant, held=held_now())
+    _row
+    return (moe_bytes_committed,)
+
+
+@app.cell(hide_code=True)
+def _(moe_bytes_committed, variant):
+    ui.gate(moe_bytes_committed, held_note=True)
+    problem_ui.solution(CHAPTER, variant, "moe_bytes", moe_bytes_committed)
+    return
+
+@app.cell(hide_code=True)
+def _():
+    problem_ui.heading(CHAPTER, "drops")
+    return
+
+
+@app.cell
+def _(variant):
+    drops_question = problem_ui.widget(variant.questions["drops"])
+    drops_question
+    return (drops_question,)
+
+
+@app.cell
+def _():
+    drops_commit_buttons = ui.commit_buttons()
+    return (drops_commit_buttons,)
+
+
+@app.cell
+def _(held_now, identity, drops_commit_buttons, drops_question, variant):
+    _row, drops_committed = ui.commit_prediction(identity, LAB, "drops", drops_question, drops_commit_buttons, variant=variant, held=held_now())
+    _row
+    return (drops_committed,)
+
+
+@app.cell(hide_code=True)
+def _(drops_committed, variant):
+    ui.gate(drops_committed, held_note=True)
+    problem_ui.solution(CHAPTER, variant, "drops", drops_committed)
+    return
+
+@app.cell
+def _():
+    submit_button = mo.ui.run_button(label="Submit my answers to the ledger")
+    return (submit_button,)
+
+
+@app.cell
+def _(
+    causal_committed,
+    drops_committed,
+    identity,
+    moe_bytes_committed,
+    ring_hides_committed,
+    ring_kv_committed,
+    submit_button,
+    ulysses_committed,
+    ulysses_degree_committed,
+    variant,
+):
+    committed = {"ring_kv": ring_kv_committed, "ring_hides": ring_hides_committed, "ulysses": ulysses_committed, "ulysses_degree": ulysses_degree_committed, "causal": causal_committed, "moe_bytes": moe_bytes_committed, "drops": drops_committed}
+    ui.gate(held=tuple(committed.values()))
+    _pred = {_pid: _made.answer for _pid, _made in committed.items()}
+    _view, submitted = ui.submit_to_ledger(identity, submit_button, lambda: [ui.ledger_step(LAB, "answers", {}, _pred, CHAPTER.outcomes, "the answers", variant)])
+    _view
+    return committed, submitted
+
+
+@app.cell
+def _(committed, submitted):
+    ui.hud({"engine": ENGINE_VERSION, **problem_ui.progress(CHAPTER, committed), "ledger": "saved" if submitted else "not submitted"})
+    return
+
+
+if __name__ == "__main__":
+    app.run()
