@@ -118,3 +118,19 @@ def test_critical_batch_is_kaplans_fit_and_the_tradeoff_mccandlishs():
     assert (big.steps_over_min, big.tokens_over_min) == (1.25, 5.0)
     with pytest.raises(ValueError, match="loss_nats"):
         x.critical_batch_tokens(0)
+
+
+def test_tp_layer_bytes_by_hand_and_as_the_step_model_counts_them():
+    # 4,096 tokens x hidden 8,192 in bf16: A = 64 MiB; TP 8: 4 all-reduces of 2 x 7/8 A; with SP 8 gathers/scatters of 7/8 A, + 2 re-gathers
+    a = 4096 * 8192 * 2
+    assert x.tp_layer_bytes_sent(4096, 8192, 8) == pytest.approx(4 * 2 * 7 / 8 * a)
+    assert x.tp_layer_bytes_sent(4096, 8192, 8, True, False) == pytest.approx(8 * 7 / 8 * a)
+    assert x.tp_layer_bytes_sent(4096, 8192, 8, True) == pytest.approx(10 * 7 / 8 * a)
+    assert x.tp_layer_bytes_sent(4096, 8192, 1) == 0.0
+    # the step model counts the same bytes per layer without the re-gather (overlapped with the input-gradient GEMM)
+    from labs.core.engine.perf import estimate
+
+    model = Model.get("llama2-13b")
+    for sp in (True, False):
+        est = estimate(model, Cluster.get("dgx-h100", nodes=1), Plan(tp=8, pp=1, dp=1, micro_batch=1, global_batch=1, sequence_parallel=sp, recompute="selective"))
+        assert est.comm_bytes_per_gpu["tp"] / model.layers == pytest.approx(x.tp_layer_bytes_sent(model.seq_len, model.hidden, 8, sp, False))

@@ -12,6 +12,7 @@ per-byte terms (both are linear in the message), never searched on a grid.
   the 1/g shard across nodes, all-gather inside: Jia et al. 2018; NCCL's tree does the same).
   nccl_collective_time: the same collective at NCCL's achieved rates (topology.group_cost).
 - ring_tree_crossover_bytes, tp_hiding_degree, dp_hiding_tokens_per_gpu: crossovers solved.
+- tp_layer_bytes_sent: a layer's TP bytes per GPU, with and without SP and its backward re-gather.
 - critical_batch_tokens (Kaplan et al. 2020's fit) and batch_cost (steps and tokens against the
   fewest, McCandlish et al. 2018) at a batch against the critical batch.
 - MEMORY_CONVENTIONS and model_state_bytes_under: every bytes-per-parameter count the texts use,
@@ -25,7 +26,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from labs.core.engine.collectives import CollectiveCost, collective_cost
+from labs.core.engine.collectives import CollectiveCost, bytes_sent_per_rank, collective_cost
 from labs.core.engine.hardware import Cluster
 from labs.core.engine.memory import BYTES_CONVENTIONS, MAX_PARAMS, WEIGHT_BYTES, ZERO_STAGES, activation_bytes_per_layer, model_state_columns
 from labs.core.engine.models import Model
@@ -93,6 +94,25 @@ def ring_tree_crossover_bytes(n: int, alpha_s: float, bandwidth_bytes_per_s: flo
 
 
 TP_COLLECTIVES_PER_LAYER = 4  # forward, with SP: an all-gather and a reduce-scatter around attention and around the MLP (Korthikanti Sec. 4.2.2)
+SP_BACKWARD_REGATHERS = 2  # with SP Megatron keeps only its shard of the inputs of attention's QKV and the MLP's first linear, and all-gathers each again in the backward for its weight gradient (megatron/core/tensor_parallel/layers.py, LinearWithGradAccumulationAndAsyncCommunication.backward)
+
+
+def tp_layer_bytes_sent(tokens: int, hidden: int, tp: int, sequence_parallel: bool = False, regather: bool = True, value_bytes: int = 2) -> float:
+    """Bytes one GPU sends in one layer's TP collectives for one micro-batch, forward and backward,
+    each collective on the tokens x hidden activation A (collectives.bytes_sent_per_rank). Without
+    SP: TP_COLLECTIVES_PER_LAYER / 2 all-reduces a pass (g after attention and the MLP forward, f
+    before them backward), 2 x 2 (t-1)/t A a pass. With SP each all-reduce is an all-gather and a
+    reduce-scatter (the same bytes), and with `regather` the backward adds SP_BACKWARD_REGATHERS
+    all-gathers of the inputs it did not keep. The step model counts the passes without the
+    re-gather (it overlaps the input-gradient GEMM): step._tp_layer_sent."""
+    for name, v in (("tokens", tokens), ("hidden", hidden), ("tp", tp), ("value_bytes", value_bytes)):
+        check_positive(name, v, integer=True)
+    a = tokens * hidden * value_bytes
+    passes = 2  # forward and backward
+    if not sequence_parallel:
+        return passes * TP_COLLECTIVES_PER_LAYER // 2 * bytes_sent_per_rank("all_reduce", a, tp)
+    ops = passes * TP_COLLECTIVES_PER_LAYER + (SP_BACKWARD_REGATHERS if regather else 0)
+    return ops * bytes_sent_per_rank("all_gather", a, tp)
 
 
 def tp_hiding_degree(model: Model, tokens: int, flops_per_s: float, bandwidth_bytes_per_s: float, alpha_s: float = 0.0, value_bytes: int = 2) -> float:

@@ -1,0 +1,319 @@
+import marimo
+
+__generated_with = "0.25.2"
+app = marimo.App(width="medium", app_title="Problem set 4 · Tensor and sequence parallelism")
+
+with app.setup:
+    import marimo as mo
+
+    from labs.core import ENGINE_VERSION, problem_ui, ui
+    from labs.core.scenarios.problems_tensorparallel import CHAPTER
+
+    LAB = CHAPTER.name
+
+
+@app.cell(hide_code=True)
+def _():
+    problem_ui.header(CHAPTER)
+    return
+
+
+@app.cell
+def _():
+    student_input = ui.student_identity()
+    student_input
+    return (student_input,)
+
+
+@app.cell
+def _():
+    pin_input = ui.student_pin()
+    pin_input
+    return (pin_input,)
+
+
+@app.cell
+def _(pin_input, student_input):
+    identity = ui.identity(student_input.value, pin_input.value)
+    return (identity,)
+
+
+# Live lecture (labs.core.lecture): the instructor can hold a problem's answer.
+@app.cell
+def _():
+    lecture_clock, held_now, set_held = ui.live_lecture(LAB)
+    lecture_clock
+    return held_now, lecture_clock, set_held
+
+
+@app.cell
+def _(held_now, lecture_clock, set_held):
+    ui.poll_lecture(LAB, lecture_clock, held_now, set_held)
+    return
+
+
+# Your numbers are drawn from your id (labs.variants).
+@app.cell
+def _(student_input):
+    variant = ui.lab_variant(LAB, student_input.value)
+    return (variant,)
+
+@app.cell(hide_code=True)
+def _():
+    problem_ui.heading(CHAPTER, "tp_bytes")
+    return
+
+
+@app.cell
+def _(variant):
+    tp_bytes_question = problem_ui.widget(variant.questions["tp_bytes"])
+    tp_bytes_question
+    return (tp_bytes_question,)
+
+
+@app.cell
+def _():
+    tp_bytes_commit_buttons = ui.commit_buttons()
+    return (tp_bytes_commit_buttons,)
+
+
+@app.cell
+def _(held_now, identity, tp_bytes_commit_buttons, tp_bytes_question, variant):
+    _row, tp_bytes_committed = ui.commit_prediction(identity, LAB, "tp_bytes", tp_bytes_question, tp_bytes_commit_buttons, variant=variant, held=held_now())
+    _row
+    return (tp_bytes_committed,)
+
+
+@app.cell(hide_code=True)
+def _(tp_bytes_committed, variant):
+    ui.gate(tp_bytes_committed, held_note=True)
+    problem_ui.solution(CHAPTER, variant, "tp_bytes", tp_bytes_committed)
+    return
+
+@app.cell(hide_code=True)
+def _():
+    problem_ui.heading(CHAPTER, "sp_regather")
+    return
+
+
+@app.cell
+def _(variant):
+    sp_regather_question = problem_ui.widget(variant.questions["sp_regather"])
+    sp_regather_question
+    return (sp_regather_question,)
+
+
+@app.cell
+def _():
+    sp_regather_commit_buttons = ui.commit_buttons()
+    return (sp_regather_commit_buttons,)
+
+
+@app.cell
+def _(held_now, identity, sp_regather_commit_buttons, sp_regather_question, variant):
+    _row, sp_regather_committed = ui.commit_prediction(identity, LAB, "sp_regather", sp_regather_question, sp_regather_commit_buttons, variant=variant, held=held_now())
+    _row
+    return (sp_regather_committed,)
+
+
+@app.cell(hide_code=True)
+def _(sp_regather_committed, variant):
+    ui.gate(sp_regather_committed, held_note=True)
+    problem_ui.solution(CHAPTER, variant, "sp_regather", sp_regather_committed)
+    return
+
+@app.cell(hide_code=True)
+def _():
+    problem_ui.heading(CHAPTER, "sp_time")
+    return
+
+
+@app.cell
+def _(variant):
+    sp_time_question = problem_ui.widget(variant.questions["sp_time"])
+    sp_time_question
+    return (sp_time_question,)
+
+
+@app.cell
+def _():
+    sp_time_commit_buttons = ui.commit_buttons()
+    return (sp_time_commit_buttons,)
+
+
+@app.cell
+def _(held_now, identity, sp_time_commit_buttons, sp_time_question, variant):
+    _row, sp_time_committed = ui.commit_prediction(identity, LAB, "sp_time", sp_time_question, sp_time_commit_buttons, variant=variant, held=held_now())
+    _row
+    return (sp_time_committed,)
+
+
+@app.cell(hide_code=True)
+def _(sp_time_committed, variant):
+    ui.gate(sp_time_committed, held_note=True)
+    problem_ui.solution(CHAPTER, variant, "sp_time", sp_time_committed)
+    return
+
+@app.cell(hide_code=True)
+def _():
+    problem_ui.heading(CHAPTER, "tp_hiding")
+    return
+
+
+@app.cell
+def _(variant):
+    tp_hiding_question = problem_ui.widget(variant.questions["tp_hiding"])
+    tp_hiding_question
+    return (tp_hiding_question,)
+
+
+@app.cell
+def _():
+    tp_hiding_commit_buttons = ui.commit_buttons()
+    return (tp_hiding_commit_buttons,)
+
+
+@app.cell
+def _(held_now, identity, tp_hiding_commit_buttons, tp_hiding_question, variant):
+    _row, tp_hiding_committed = ui.commit_prediction(identity, LAB, "tp_hiding", tp_hiding_question, tp_hiding_commit_buttons, variant=variant, held=held_now())
+    _row
+    return (tp_hiding_committed,)
+
+
+@app.cell(hide_code=True)
+def _(tp_hiding_committed, variant):
+    ui.gate(tp_hiding_committed, held_note=True)
+    problem_ui.solution(CHAPTER, variant, "tp_hiding", tp_hiding_committed)
+    return
+
+@app.cell(hide_code=True)
+def _():
+    problem_ui.heading(CHAPTER, "tp_across")
+    return
+
+
+@app.cell
+def _(variant):
+    tp_across_question = problem_ui.widget(variant.questions["tp_across"])
+    tp_across_question
+    return (tp_across_question,)
+
+
+@app.cell
+def _():
+    tp_across_commit_buttons = ui.commit_buttons()
+    return (tp_across_commit_buttons,)
+
+
+@app.cell
+def _(held_now, identity, tp_across_commit_buttons, tp_across_question, variant):
+    _row, tp_across_committed = ui.commit_prediction(identity, LAB, "tp_across", tp_across_question, tp_across_commit_buttons, variant=variant, held=held_now())
+    _row
+    return (tp_across_committed,)
+
+
+@app.cell(hide_code=True)
+def _(tp_across_committed, variant):
+    ui.gate(tp_across_committed, held_note=True)
+    problem_ui.solution(CHAPTER, variant, "tp_across", tp_across_committed)
+    return
+
+@app.cell(hide_code=True)
+def _():
+    problem_ui.heading(CHAPTER, "sp_saving")
+    return
+
+
+@app.cell
+def _(variant):
+    sp_saving_question = problem_ui.widget(variant.questions["sp_saving"])
+    sp_saving_question
+    return (sp_saving_question,)
+
+
+@app.cell
+def _():
+    sp_saving_commit_buttons = ui.commit_buttons()
+    return (sp_saving_commit_buttons,)
+
+
+@app.cell
+def _(held_now, identity, sp_saving_commit_buttons, sp_saving_question, variant):
+    _row, sp_saving_committed = ui.commit_prediction(identity, LAB, "sp_saving", sp_saving_question, sp_saving_commit_buttons, variant=variant, held=held_now())
+    _row
+    return (sp_saving_committed,)
+
+
+@app.cell(hide_code=True)
+def _(sp_saving_committed, variant):
+    ui.gate(sp_saving_committed, held_note=True)
+    problem_ui.solution(CHAPTER, variant, "sp_saving", sp_saving_committed)
+    return
+
+@app.cell(hide_code=True)
+def _():
+    problem_ui.heading(CHAPTER, "fit")
+    return
+
+
+@app.cell
+def _(variant):
+    fit_question = problem_ui.widget(variant.questions["fit"])
+    fit_question
+    return (fit_question,)
+
+
+@app.cell
+def _():
+    fit_commit_buttons = ui.commit_buttons()
+    return (fit_commit_buttons,)
+
+
+@app.cell
+def _(held_now, identity, fit_commit_buttons, fit_question, variant):
+    _row, fit_committed = ui.commit_prediction(identity, LAB, "fit", fit_question, fit_commit_buttons, variant=variant, held=held_now())
+    _row
+    return (fit_committed,)
+
+
+@app.cell(hide_code=True)
+def _(fit_committed, variant):
+    ui.gate(fit_committed, held_note=True)
+    problem_ui.solution(CHAPTER, variant, "fit", fit_committed)
+    return
+
+@app.cell
+def _():
+    submit_button = mo.ui.run_button(label="Submit my answers to the ledger")
+    return (submit_button,)
+
+
+@app.cell
+def _(
+    fit_committed,
+    identity,
+    sp_regather_committed,
+    sp_saving_committed,
+    sp_time_committed,
+    submit_button,
+    tp_across_committed,
+    tp_bytes_committed,
+    tp_hiding_committed,
+    variant,
+):
+    committed = {"tp_bytes": tp_bytes_committed, "sp_regather": sp_regather_committed, "sp_time": sp_time_committed, "tp_hiding": tp_hiding_committed, "tp_across": tp_across_committed, "sp_saving": sp_saving_committed, "fit": fit_committed}
+    ui.gate(held=tuple(committed.values()))
+    _pred = {_pid: _made.answer for _pid, _made in committed.items()}
+    _view, submitted = ui.submit_to_ledger(identity, submit_button, lambda: [ui.ledger_step(LAB, "answers", {}, _pred, CHAPTER.outcomes, "the answers", variant)])
+    _view
+    return committed, submitted
+
+
+@app.cell
+def _(committed, submitted):
+    ui.hud({"engine": ENGINE_VERSION, **problem_ui.progress(CHAPTER, committed), "ledger": "saved" if submitted else "not submitted"})
+    return
+
+
+if __name__ == "__main__":
+    app.run()
