@@ -88,6 +88,9 @@ PROBLEM_SETS = {m.CHAPTER.name: m.CHAPTER for m in (problems_collectives, proble
 from labs.core.scenarios import problems_context_experts  # noqa: E402  (problem set 6)
 
 PROBLEM_SETS[problems_context_experts.CHAPTER.name] = problems_context_experts.CHAPTER
+from labs.core.scenarios import problems_precision  # noqa: E402  (problem set 7)
+
+PROBLEM_SETS[problems_precision.CHAPTER.name] = problems_precision.CHAPTER
 for _chapter in PROBLEM_SETS.values():
     OUTCOMES.update(_chapter.outcomes_table)
     QUESTION_OPTIONS.update(_chapter.question_options())

@@ -1,0 +1,319 @@
+import marimo
+
+__generated_with = "0.25.2"
+app = marimo.App(width="medium", app_title="Problem set 7 · Precision")
+
+with app.setup:
+    import marimo as mo
+
+    from labs.core import ENGINE_VERSION, problem_ui, ui
+    from labs.core.scenarios.problems_precision import CHAPTER
+
+    LAB = CHAPTER.name
+
+
+@app.cell(hide_code=True)
+def _():
+    problem_ui.header(CHAPTER)
+    return
+
+
+@app.cell
+def _():
+    student_input = ui.student_identity()
+    student_input
+    return (student_input,)
+
+
+@app.cell
+def _():
+    pin_input = ui.student_pin()
+    pin_input
+    return (pin_input,)
+
+
+@app.cell
+def _(pin_input, student_input):
+    identity = ui.identity(student_input.value, pin_input.value)
+    return (identity,)
+
+
+# Live lecture (labs.core.lecture): the instructor can hold a problem's answer.
+@app.cell
+def _():
+    lecture_clock, held_now, set_held = ui.live_lecture(LAB)
+    lecture_clock
+    return held_now, lecture_clock, set_held
+
+
+@app.cell
+def _(held_now, lecture_clock, set_held):
+    ui.poll_lecture(LAB, lecture_clock, held_now, set_held)
+    return
+
+
+# Your numbers are drawn from your id (labs.variants).
+@app.cell
+def _(student_input):
+    variant = ui.lab_variant(LAB, student_input.value)
+    return (variant,)
+
+@app.cell(hide_code=True)
+def _():
+    problem_ui.heading(CHAPTER, "weight_bytes")
+    return
+
+
+@app.cell
+def _(variant):
+    weight_bytes_question = problem_ui.widget(variant.questions["weight_bytes"])
+    weight_bytes_question
+    return (weight_bytes_question,)
+
+
+@app.cell
+def _():
+    weight_bytes_commit_buttons = ui.commit_buttons()
+    return (weight_bytes_commit_buttons,)
+
+
+@app.cell
+def _(held_now, identity, weight_bytes_commit_buttons, weight_bytes_question, variant):
+    _row, weight_bytes_committed = ui.commit_prediction(identity, LAB, "weight_bytes", weight_bytes_question, weight_bytes_commit_buttons, variant=variant, held=held_now())
+    _row
+    return (weight_bytes_committed,)
+
+
+@app.cell(hide_code=True)
+def _(weight_bytes_committed, variant):
+    ui.gate(weight_bytes_committed, held_note=True)
+    problem_ui.solution(CHAPTER, variant, "weight_bytes", weight_bytes_committed)
+    return
+
+@app.cell(hide_code=True)
+def _():
+    problem_ui.heading(CHAPTER, "largest")
+    return
+
+
+@app.cell
+def _(variant):
+    largest_question = problem_ui.widget(variant.questions["largest"])
+    largest_question
+    return (largest_question,)
+
+
+@app.cell
+def _():
+    largest_commit_buttons = ui.commit_buttons()
+    return (largest_commit_buttons,)
+
+
+@app.cell
+def _(held_now, identity, largest_commit_buttons, largest_question, variant):
+    _row, largest_committed = ui.commit_prediction(identity, LAB, "largest", largest_question, largest_commit_buttons, variant=variant, held=held_now())
+    _row
+    return (largest_committed,)
+
+
+@app.cell(hide_code=True)
+def _(largest_committed, variant):
+    ui.gate(largest_committed, held_note=True)
+    problem_ui.solution(CHAPTER, variant, "largest", largest_committed)
+    return
+
+@app.cell(hide_code=True)
+def _():
+    problem_ui.heading(CHAPTER, "step_at_one")
+    return
+
+
+@app.cell
+def _(variant):
+    step_at_one_question = problem_ui.widget(variant.questions["step_at_one"])
+    step_at_one_question
+    return (step_at_one_question,)
+
+
+@app.cell
+def _():
+    step_at_one_commit_buttons = ui.commit_buttons()
+    return (step_at_one_commit_buttons,)
+
+
+@app.cell
+def _(held_now, identity, step_at_one_commit_buttons, step_at_one_question, variant):
+    _row, step_at_one_committed = ui.commit_prediction(identity, LAB, "step_at_one", step_at_one_question, step_at_one_commit_buttons, variant=variant, held=held_now())
+    _row
+    return (step_at_one_committed,)
+
+
+@app.cell(hide_code=True)
+def _(step_at_one_committed, variant):
+    ui.gate(step_at_one_committed, held_note=True)
+    problem_ui.solution(CHAPTER, variant, "step_at_one", step_at_one_committed)
+    return
+
+@app.cell(hide_code=True)
+def _():
+    problem_ui.heading(CHAPTER, "loss_scale")
+    return
+
+
+@app.cell
+def _(variant):
+    loss_scale_question = problem_ui.widget(variant.questions["loss_scale"])
+    loss_scale_question
+    return (loss_scale_question,)
+
+
+@app.cell
+def _():
+    loss_scale_commit_buttons = ui.commit_buttons()
+    return (loss_scale_commit_buttons,)
+
+
+@app.cell
+def _(held_now, identity, loss_scale_commit_buttons, loss_scale_question, variant):
+    _row, loss_scale_committed = ui.commit_prediction(identity, LAB, "loss_scale", loss_scale_question, loss_scale_commit_buttons, variant=variant, held=held_now())
+    _row
+    return (loss_scale_committed,)
+
+
+@app.cell(hide_code=True)
+def _(loss_scale_committed, variant):
+    ui.gate(loss_scale_committed, held_note=True)
+    problem_ui.solution(CHAPTER, variant, "loss_scale", loss_scale_committed)
+    return
+
+@app.cell(hide_code=True)
+def _():
+    problem_ui.heading(CHAPTER, "update_lost")
+    return
+
+
+@app.cell
+def _(variant):
+    update_lost_question = problem_ui.widget(variant.questions["update_lost"])
+    update_lost_question
+    return (update_lost_question,)
+
+
+@app.cell
+def _():
+    update_lost_commit_buttons = ui.commit_buttons()
+    return (update_lost_commit_buttons,)
+
+
+@app.cell
+def _(held_now, identity, update_lost_commit_buttons, update_lost_question, variant):
+    _row, update_lost_committed = ui.commit_prediction(identity, LAB, "update_lost", update_lost_question, update_lost_commit_buttons, variant=variant, held=held_now())
+    _row
+    return (update_lost_committed,)
+
+
+@app.cell(hide_code=True)
+def _(update_lost_committed, variant):
+    ui.gate(update_lost_committed, held_note=True)
+    problem_ui.solution(CHAPTER, variant, "update_lost", update_lost_committed)
+    return
+
+@app.cell(hide_code=True)
+def _():
+    problem_ui.heading(CHAPTER, "block_bytes")
+    return
+
+
+@app.cell
+def _(variant):
+    block_bytes_question = problem_ui.widget(variant.questions["block_bytes"])
+    block_bytes_question
+    return (block_bytes_question,)
+
+
+@app.cell
+def _():
+    block_bytes_commit_buttons = ui.commit_buttons()
+    return (block_bytes_commit_buttons,)
+
+
+@app.cell
+def _(held_now, identity, block_bytes_commit_buttons, block_bytes_question, variant):
+    _row, block_bytes_committed = ui.commit_prediction(identity, LAB, "block_bytes", block_bytes_question, block_bytes_commit_buttons, variant=variant, held=held_now())
+    _row
+    return (block_bytes_committed,)
+
+
+@app.cell(hide_code=True)
+def _(block_bytes_committed, variant):
+    ui.gate(block_bytes_committed, held_note=True)
+    problem_ui.solution(CHAPTER, variant, "block_bytes", block_bytes_committed)
+    return
+
+@app.cell(hide_code=True)
+def _():
+    problem_ui.heading(CHAPTER, "fp8_cache")
+    return
+
+
+@app.cell
+def _(variant):
+    fp8_cache_question = problem_ui.widget(variant.questions["fp8_cache"])
+    fp8_cache_question
+    return (fp8_cache_question,)
+
+
+@app.cell
+def _():
+    fp8_cache_commit_buttons = ui.commit_buttons()
+    return (fp8_cache_commit_buttons,)
+
+
+@app.cell
+def _(held_now, identity, fp8_cache_commit_buttons, fp8_cache_question, variant):
+    _row, fp8_cache_committed = ui.commit_prediction(identity, LAB, "fp8_cache", fp8_cache_question, fp8_cache_commit_buttons, variant=variant, held=held_now())
+    _row
+    return (fp8_cache_committed,)
+
+
+@app.cell(hide_code=True)
+def _(fp8_cache_committed, variant):
+    ui.gate(fp8_cache_committed, held_note=True)
+    problem_ui.solution(CHAPTER, variant, "fp8_cache", fp8_cache_committed)
+    return
+
+@app.cell
+def _():
+    submit_button = mo.ui.run_button(label="Submit my answers to the ledger")
+    return (submit_button,)
+
+
+@app.cell
+def _(
+    block_bytes_committed,
+    fp8_cache_committed,
+    identity,
+    largest_committed,
+    loss_scale_committed,
+    step_at_one_committed,
+    submit_button,
+    update_lost_committed,
+    variant,
+    weight_bytes_committed,
+):
+    committed = {"weight_bytes": weight_bytes_committed, "largest": largest_committed, "step_at_one": step_at_one_committed, "loss_scale": loss_scale_committed, "update_lost": update_lost_committed, "block_bytes": block_bytes_committed, "fp8_cache": fp8_cache_committed}
+    ui.gate(held=tuple(committed.values()))
+    _pred = {_pid: _made.answer for _pid, _made in committed.items()}
+    _view, submitted = ui.submit_to_ledger(identity, submit_button, lambda: [ui.ledger_step(LAB, "answers", {}, _pred, CHAPTER.outcomes, "the answers", variant)])
+    _view
+    return committed, submitted
+
+
+@app.cell
+def _(committed, submitted):
+    ui.hud({"engine": ENGINE_VERSION, **problem_ui.progress(CHAPTER, committed), "ledger": "saved" if submitted else "not submitted"})
+    return
+
+
+if __name__ == "__main__":
+    app.run()
