@@ -91,6 +91,9 @@ PROBLEM_SETS[problems_context_experts.CHAPTER.name] = problems_context_experts.C
 from labs.core.scenarios import problems_precision  # noqa: E402  (problem set 7)
 
 PROBLEM_SETS[problems_precision.CHAPTER.name] = problems_precision.CHAPTER
+from labs.core.scenarios import problems_hardware  # noqa: E402  (problem set 9)
+
+PROBLEM_SETS[problems_hardware.CHAPTER.name] = problems_hardware.CHAPTER
 for _chapter in PROBLEM_SETS.values():
     OUTCOMES.update(_chapter.outcomes_table)
     QUESTION_OPTIONS.update(_chapter.question_options())

@@ -1,0 +1,286 @@
+import marimo
+
+__generated_with = "0.25.2"
+app = marimo.App(width="medium", app_title="Problem set 9 · Hardware: rooflines, NVLink domains, NICs")
+
+with app.setup:
+    import marimo as mo
+
+    from labs.core import ENGINE_VERSION, problem_ui, ui
+    from labs.core.scenarios.problems_hardware import CHAPTER
+
+    LAB = CHAPTER.name
+
+
+@app.cell(hide_code=True)
+def _():
+    problem_ui.header(CHAPTER)
+    return
+
+
+@app.cell
+def _():
+    student_input = ui.student_identity()
+    student_input
+    return (student_input,)
+
+
+@app.cell
+def _():
+    pin_input = ui.student_pin()
+    pin_input
+    return (pin_input,)
+
+
+@app.cell
+def _(pin_input, student_input):
+    identity = ui.identity(student_input.value, pin_input.value)
+    return (identity,)
+
+
+# Live lecture (labs.core.lecture): the instructor can hold a problem's answer.
+@app.cell
+def _():
+    lecture_clock, held_now, set_held = ui.live_lecture(LAB)
+    lecture_clock
+    return held_now, lecture_clock, set_held
+
+
+@app.cell
+def _(held_now, lecture_clock, set_held):
+    ui.poll_lecture(LAB, lecture_clock, held_now, set_held)
+    return
+
+
+# Your numbers are drawn from your id (labs.variants).
+@app.cell
+def _(student_input):
+    variant = ui.lab_variant(LAB, student_input.value)
+    return (variant,)
+
+@app.cell(hide_code=True)
+def _():
+    problem_ui.heading(CHAPTER, "intensity")
+    return
+
+
+@app.cell
+def _(variant):
+    intensity_question = problem_ui.widget(variant.questions["intensity"])
+    intensity_question
+    return (intensity_question,)
+
+
+@app.cell
+def _():
+    intensity_commit_buttons = ui.commit_buttons()
+    return (intensity_commit_buttons,)
+
+
+@app.cell
+def _(held_now, identity, intensity_commit_buttons, intensity_question, variant):
+    _row, intensity_committed = ui.commit_prediction(identity, LAB, "intensity", intensity_question, intensity_commit_buttons, variant=variant, held=held_now())
+    _row
+    return (intensity_committed,)
+
+
+@app.cell(hide_code=True)
+def _(intensity_committed, variant):
+    ui.gate(intensity_committed, held_note=True)
+    problem_ui.solution(CHAPTER, variant, "intensity", intensity_committed)
+    return
+
+@app.cell(hide_code=True)
+def _():
+    problem_ui.heading(CHAPTER, "ridge")
+    return
+
+
+@app.cell
+def _(variant):
+    ridge_question = problem_ui.widget(variant.questions["ridge"])
+    ridge_question
+    return (ridge_question,)
+
+
+@app.cell
+def _():
+    ridge_commit_buttons = ui.commit_buttons()
+    return (ridge_commit_buttons,)
+
+
+@app.cell
+def _(held_now, identity, ridge_commit_buttons, ridge_question, variant):
+    _row, ridge_committed = ui.commit_prediction(identity, LAB, "ridge", ridge_question, ridge_commit_buttons, variant=variant, held=held_now())
+    _row
+    return (ridge_committed,)
+
+
+@app.cell(hide_code=True)
+def _(ridge_committed, variant):
+    ui.gate(ridge_committed, held_note=True)
+    problem_ui.solution(CHAPTER, variant, "ridge", ridge_committed)
+    return
+
+@app.cell(hide_code=True)
+def _():
+    problem_ui.heading(CHAPTER, "bound")
+    return
+
+
+@app.cell
+def _(variant):
+    bound_question = problem_ui.widget(variant.questions["bound"])
+    bound_question
+    return (bound_question,)
+
+
+@app.cell
+def _():
+    bound_commit_buttons = ui.commit_buttons()
+    return (bound_commit_buttons,)
+
+
+@app.cell
+def _(held_now, identity, bound_commit_buttons, bound_question, variant):
+    _row, bound_committed = ui.commit_prediction(identity, LAB, "bound", bound_question, bound_commit_buttons, variant=variant, held=held_now())
+    _row
+    return (bound_committed,)
+
+
+@app.cell(hide_code=True)
+def _(bound_committed, variant):
+    ui.gate(bound_committed, held_note=True)
+    problem_ui.solution(CHAPTER, variant, "bound", bound_committed)
+    return
+
+@app.cell(hide_code=True)
+def _():
+    problem_ui.heading(CHAPTER, "tp16")
+    return
+
+
+@app.cell
+def _(variant):
+    tp16_question = problem_ui.widget(variant.questions["tp16"])
+    tp16_question
+    return (tp16_question,)
+
+
+@app.cell
+def _():
+    tp16_commit_buttons = ui.commit_buttons()
+    return (tp16_commit_buttons,)
+
+
+@app.cell
+def _(held_now, identity, tp16_commit_buttons, tp16_question, variant):
+    _row, tp16_committed = ui.commit_prediction(identity, LAB, "tp16", tp16_question, tp16_commit_buttons, variant=variant, held=held_now())
+    _row
+    return (tp16_committed,)
+
+
+@app.cell(hide_code=True)
+def _(tp16_committed, variant):
+    ui.gate(tp16_committed, held_note=True)
+    problem_ui.solution(CHAPTER, variant, "tp16", tp16_committed)
+    return
+
+@app.cell(hide_code=True)
+def _():
+    problem_ui.heading(CHAPTER, "rails")
+    return
+
+
+@app.cell
+def _(variant):
+    rails_question = problem_ui.widget(variant.questions["rails"])
+    rails_question
+    return (rails_question,)
+
+
+@app.cell
+def _():
+    rails_commit_buttons = ui.commit_buttons()
+    return (rails_commit_buttons,)
+
+
+@app.cell
+def _(held_now, identity, rails_commit_buttons, rails_question, variant):
+    _row, rails_committed = ui.commit_prediction(identity, LAB, "rails", rails_question, rails_commit_buttons, variant=variant, held=held_now())
+    _row
+    return (rails_committed,)
+
+
+@app.cell(hide_code=True)
+def _(rails_committed, variant):
+    ui.gate(rails_committed, held_note=True)
+    problem_ui.solution(CHAPTER, variant, "rails", rails_committed)
+    return
+
+@app.cell(hide_code=True)
+def _():
+    problem_ui.heading(CHAPTER, "ib_vs_nvlink")
+    return
+
+
+@app.cell
+def _(variant):
+    ib_vs_nvlink_question = problem_ui.widget(variant.questions["ib_vs_nvlink"])
+    ib_vs_nvlink_question
+    return (ib_vs_nvlink_question,)
+
+
+@app.cell
+def _():
+    ib_vs_nvlink_commit_buttons = ui.commit_buttons()
+    return (ib_vs_nvlink_commit_buttons,)
+
+
+@app.cell
+def _(held_now, identity, ib_vs_nvlink_commit_buttons, ib_vs_nvlink_question, variant):
+    _row, ib_vs_nvlink_committed = ui.commit_prediction(identity, LAB, "ib_vs_nvlink", ib_vs_nvlink_question, ib_vs_nvlink_commit_buttons, variant=variant, held=held_now())
+    _row
+    return (ib_vs_nvlink_committed,)
+
+
+@app.cell(hide_code=True)
+def _(ib_vs_nvlink_committed, variant):
+    ui.gate(ib_vs_nvlink_committed, held_note=True)
+    problem_ui.solution(CHAPTER, variant, "ib_vs_nvlink", ib_vs_nvlink_committed)
+    return
+
+@app.cell
+def _():
+    submit_button = mo.ui.run_button(label="Submit my answers to the ledger")
+    return (submit_button,)
+
+
+@app.cell
+def _(
+    bound_committed,
+    ib_vs_nvlink_committed,
+    identity,
+    intensity_committed,
+    rails_committed,
+    ridge_committed,
+    submit_button,
+    tp16_committed,
+    variant,
+):
+    committed = {"intensity": intensity_committed, "ridge": ridge_committed, "bound": bound_committed, "tp16": tp16_committed, "rails": rails_committed, "ib_vs_nvlink": ib_vs_nvlink_committed}
+    ui.gate(held=tuple(committed.values()))
+    _pred = {_pid: _made.answer for _pid, _made in committed.items()}
+    _view, submitted = ui.submit_to_ledger(identity, submit_button, lambda: [ui.ledger_step(LAB, "answers", {}, _pred, CHAPTER.outcomes, "the answers", variant)])
+    _view
+    return committed, submitted
+
+
+@app.cell
+def _(committed, submitted):
+    ui.hud({"engine": ENGINE_VERSION, **problem_ui.progress(CHAPTER, committed), "ledger": "saved" if submitted else "not submitted"})
+    return
+
+
+if __name__ == "__main__":
+    app.run()
