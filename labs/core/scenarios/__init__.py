@@ -83,8 +83,9 @@ __all__ += ["lab15"]
 from labs.core.scenarios import problems_collectives, problems_failures, problems_memory  # noqa: E402
 from labs.core.scenarios import problems_dataparallel  # noqa: E402
 from labs.core.scenarios import problems_tensorparallel  # noqa: E402
+from labs.core.scenarios import problems_pipelines  # noqa: E402
 
-PROBLEM_SETS = {m.CHAPTER.name: m.CHAPTER for m in (problems_collectives, problems_memory, problems_dataparallel, problems_tensorparallel, problems_failures)}
+PROBLEM_SETS = {m.CHAPTER.name: m.CHAPTER for m in (problems_collectives, problems_memory, problems_dataparallel, problems_tensorparallel, problems_pipelines, problems_failures)}
 from labs.core.scenarios import problems_context_experts  # noqa: E402  (problem set 6)
 
 PROBLEM_SETS[problems_context_experts.CHAPTER.name] = problems_context_experts.CHAPTER

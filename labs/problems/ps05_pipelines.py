@@ -1,0 +1,319 @@
+import marimo
+
+__generated_with = "0.25.2"
+app = marimo.App(width="medium", app_title="Problem set 5 · Pipelines and their bubbles")
+
+with app.setup:
+    import marimo as mo
+
+    from labs.core import ENGINE_VERSION, problem_ui, ui
+    from labs.core.scenarios.problems_pipelines import CHAPTER
+
+    LAB = CHAPTER.name
+
+
+@app.cell(hide_code=True)
+def _():
+    problem_ui.header(CHAPTER)
+    return
+
+
+@app.cell
+def _():
+    student_input = ui.student_identity()
+    student_input
+    return (student_input,)
+
+
+@app.cell
+def _():
+    pin_input = ui.student_pin()
+    pin_input
+    return (pin_input,)
+
+
+@app.cell
+def _(pin_input, student_input):
+    identity = ui.identity(student_input.value, pin_input.value)
+    return (identity,)
+
+
+# Live lecture (labs.core.lecture): the instructor can hold a problem's answer.
+@app.cell
+def _():
+    lecture_clock, held_now, set_held = ui.live_lecture(LAB)
+    lecture_clock
+    return held_now, lecture_clock, set_held
+
+
+@app.cell
+def _(held_now, lecture_clock, set_held):
+    ui.poll_lecture(LAB, lecture_clock, held_now, set_held)
+    return
+
+
+# Your numbers are drawn from your id (labs.variants).
+@app.cell
+def _(student_input):
+    variant = ui.lab_variant(LAB, student_input.value)
+    return (variant,)
+
+@app.cell(hide_code=True)
+def _():
+    problem_ui.heading(CHAPTER, "bubble")
+    return
+
+
+@app.cell
+def _(variant):
+    bubble_question = problem_ui.widget(variant.questions["bubble"])
+    bubble_question
+    return (bubble_question,)
+
+
+@app.cell
+def _():
+    bubble_commit_buttons = ui.commit_buttons()
+    return (bubble_commit_buttons,)
+
+
+@app.cell
+def _(held_now, identity, bubble_commit_buttons, bubble_question, variant):
+    _row, bubble_committed = ui.commit_prediction(identity, LAB, "bubble", bubble_question, bubble_commit_buttons, variant=variant, held=held_now())
+    _row
+    return (bubble_committed,)
+
+
+@app.cell(hide_code=True)
+def _(bubble_committed, variant):
+    ui.gate(bubble_committed, held_note=True)
+    problem_ui.solution(CHAPTER, variant, "bubble", bubble_committed)
+    return
+
+@app.cell(hide_code=True)
+def _():
+    problem_ui.heading(CHAPTER, "fewest_m")
+    return
+
+
+@app.cell
+def _(variant):
+    fewest_m_question = problem_ui.widget(variant.questions["fewest_m"])
+    fewest_m_question
+    return (fewest_m_question,)
+
+
+@app.cell
+def _():
+    fewest_m_commit_buttons = ui.commit_buttons()
+    return (fewest_m_commit_buttons,)
+
+
+@app.cell
+def _(held_now, identity, fewest_m_commit_buttons, fewest_m_question, variant):
+    _row, fewest_m_committed = ui.commit_prediction(identity, LAB, "fewest_m", fewest_m_question, fewest_m_commit_buttons, variant=variant, held=held_now())
+    _row
+    return (fewest_m_committed,)
+
+
+@app.cell(hide_code=True)
+def _(fewest_m_committed, variant):
+    ui.gate(fewest_m_committed, held_note=True)
+    problem_ui.solution(CHAPTER, variant, "fewest_m", fewest_m_committed)
+    return
+
+@app.cell(hide_code=True)
+def _():
+    problem_ui.heading(CHAPTER, "interleaved")
+    return
+
+
+@app.cell
+def _(variant):
+    interleaved_question = problem_ui.widget(variant.questions["interleaved"])
+    interleaved_question
+    return (interleaved_question,)
+
+
+@app.cell
+def _():
+    interleaved_commit_buttons = ui.commit_buttons()
+    return (interleaved_commit_buttons,)
+
+
+@app.cell
+def _(held_now, identity, interleaved_commit_buttons, interleaved_question, variant):
+    _row, interleaved_committed = ui.commit_prediction(identity, LAB, "interleaved", interleaved_question, interleaved_commit_buttons, variant=variant, held=held_now())
+    _row
+    return (interleaved_committed,)
+
+
+@app.cell(hide_code=True)
+def _(interleaved_committed, variant):
+    ui.gate(interleaved_committed, held_note=True)
+    problem_ui.solution(CHAPTER, variant, "interleaved", interleaved_committed)
+    return
+
+@app.cell(hide_code=True)
+def _():
+    problem_ui.heading(CHAPTER, "gpipe_memory")
+    return
+
+
+@app.cell
+def _(variant):
+    gpipe_memory_question = problem_ui.widget(variant.questions["gpipe_memory"])
+    gpipe_memory_question
+    return (gpipe_memory_question,)
+
+
+@app.cell
+def _():
+    gpipe_memory_commit_buttons = ui.commit_buttons()
+    return (gpipe_memory_commit_buttons,)
+
+
+@app.cell
+def _(held_now, identity, gpipe_memory_commit_buttons, gpipe_memory_question, variant):
+    _row, gpipe_memory_committed = ui.commit_prediction(identity, LAB, "gpipe_memory", gpipe_memory_question, gpipe_memory_commit_buttons, variant=variant, held=held_now())
+    _row
+    return (gpipe_memory_committed,)
+
+
+@app.cell(hide_code=True)
+def _(gpipe_memory_committed, variant):
+    ui.gate(gpipe_memory_committed, held_note=True)
+    problem_ui.solution(CHAPTER, variant, "gpipe_memory", gpipe_memory_committed)
+    return
+
+@app.cell(hide_code=True)
+def _():
+    problem_ui.heading(CHAPTER, "zb_h1")
+    return
+
+
+@app.cell
+def _(variant):
+    zb_h1_question = problem_ui.widget(variant.questions["zb_h1"])
+    zb_h1_question
+    return (zb_h1_question,)
+
+
+@app.cell
+def _():
+    zb_h1_commit_buttons = ui.commit_buttons()
+    return (zb_h1_commit_buttons,)
+
+
+@app.cell
+def _(held_now, identity, zb_h1_commit_buttons, zb_h1_question, variant):
+    _row, zb_h1_committed = ui.commit_prediction(identity, LAB, "zb_h1", zb_h1_question, zb_h1_commit_buttons, variant=variant, held=held_now())
+    _row
+    return (zb_h1_committed,)
+
+
+@app.cell(hide_code=True)
+def _(zb_h1_committed, variant):
+    ui.gate(zb_h1_committed, held_note=True)
+    problem_ui.solution(CHAPTER, variant, "zb_h1", zb_h1_committed)
+    return
+
+@app.cell(hide_code=True)
+def _():
+    problem_ui.heading(CHAPTER, "zb_or_interleaved")
+    return
+
+
+@app.cell
+def _(variant):
+    zb_or_interleaved_question = problem_ui.widget(variant.questions["zb_or_interleaved"])
+    zb_or_interleaved_question
+    return (zb_or_interleaved_question,)
+
+
+@app.cell
+def _():
+    zb_or_interleaved_commit_buttons = ui.commit_buttons()
+    return (zb_or_interleaved_commit_buttons,)
+
+
+@app.cell
+def _(held_now, identity, zb_or_interleaved_commit_buttons, zb_or_interleaved_question, variant):
+    _row, zb_or_interleaved_committed = ui.commit_prediction(identity, LAB, "zb_or_interleaved", zb_or_interleaved_question, zb_or_interleaved_commit_buttons, variant=variant, held=held_now())
+    _row
+    return (zb_or_interleaved_committed,)
+
+
+@app.cell(hide_code=True)
+def _(zb_or_interleaved_committed, variant):
+    ui.gate(zb_or_interleaved_committed, held_note=True)
+    problem_ui.solution(CHAPTER, variant, "zb_or_interleaved", zb_or_interleaved_committed)
+    return
+
+@app.cell(hide_code=True)
+def _():
+    problem_ui.heading(CHAPTER, "p2p")
+    return
+
+
+@app.cell
+def _(variant):
+    p2p_question = problem_ui.widget(variant.questions["p2p"])
+    p2p_question
+    return (p2p_question,)
+
+
+@app.cell
+def _():
+    p2p_commit_buttons = ui.commit_buttons()
+    return (p2p_commit_buttons,)
+
+
+@app.cell
+def _(held_now, identity, p2p_commit_buttons, p2p_question, variant):
+    _row, p2p_committed = ui.commit_prediction(identity, LAB, "p2p", p2p_question, p2p_commit_buttons, variant=variant, held=held_now())
+    _row
+    return (p2p_committed,)
+
+
+@app.cell(hide_code=True)
+def _(p2p_committed, variant):
+    ui.gate(p2p_committed, held_note=True)
+    problem_ui.solution(CHAPTER, variant, "p2p", p2p_committed)
+    return
+
+@app.cell
+def _():
+    submit_button = mo.ui.run_button(label="Submit my answers to the ledger")
+    return (submit_button,)
+
+
+@app.cell
+def _(
+    bubble_committed,
+    fewest_m_committed,
+    gpipe_memory_committed,
+    identity,
+    interleaved_committed,
+    p2p_committed,
+    submit_button,
+    variant,
+    zb_h1_committed,
+    zb_or_interleaved_committed,
+):
+    committed = {"bubble": bubble_committed, "fewest_m": fewest_m_committed, "interleaved": interleaved_committed, "gpipe_memory": gpipe_memory_committed, "zb_h1": zb_h1_committed, "zb_or_interleaved": zb_or_interleaved_committed, "p2p": p2p_committed}
+    ui.gate(held=tuple(committed.values()))
+    _pred = {_pid: _made.answer for _pid, _made in committed.items()}
+    _view, submitted = ui.submit_to_ledger(identity, submit_button, lambda: [ui.ledger_step(LAB, "answers", {}, _pred, CHAPTER.outcomes, "the answers", variant)])
+    _view
+    return committed, submitted
+
+
+@app.cell
+def _(committed, submitted):
+    ui.hud({"engine": ENGINE_VERSION, **problem_ui.progress(CHAPTER, committed), "ledger": "saved" if submitted else "not submitted"})
+    return
+
+
+if __name__ == "__main__":
+    app.run()
