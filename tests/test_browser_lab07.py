@@ -14,7 +14,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("need_chromium")]
 
 STEP_BOUND_MS = 30_000  # generous for a loaded 2-core machine; the old drawing needed 45 s and more
 
-SHAPES = "el => JSON.stringify(((el.layout || {}).shapes || []).map(s => [s.type, s.x0]))"
+SHAPES = "el => JSON.stringify(((el.layout || {}).shapes || []).map(s => [s.type, s.x0, s.xref]))"
 TRACES = "el => (el.data || []).map(t => t.type)"
 
 
@@ -32,8 +32,9 @@ def test_lab07_at_p64_m256_answers_a_play_step(tmp_path):
             slider.press("End")
         page.get_by_text("1F1B: p=64, m=256, v=1").first.wait_for(timeout=120_000)
         page.get_by_text("interleaved 1F1B: p=64, m=256, v=2").first.wait_for(timeout=120_000)
-        plot = page.locator(".js-plotly-plot").first
-        assert plot.evaluate(TRACES)[0] == "heatmap"  # one raster, not one shape per op
+        plot = page.locator(".js-plotly-plot").first  # both schedules, one subplot each (charts.timelines_figure)
+        assert plot.evaluate(TRACES).count("heatmap") == 2  # one raster per schedule, not one shape per op
+        assert plot.evaluate(TRACES)[0] == "heatmap"
         assert plot.evaluate(SHAPES) == "[]"  # played to 100%: no marker
 
         play = page.get_by_role("slider").nth(5)
@@ -43,9 +44,11 @@ def test_lab07_at_p64_m256_answers_a_play_step(tmp_path):
             "() => { const f = (root) => { for (const el of root.querySelectorAll('*')) {"
             " if (el.classList && el.classList.contains('js-plotly-plot')) return el;"
             " if (el.shadowRoot) { const x = f(el.shadowRoot); if (x) return x; } } return null; };"
-            " const el = f(document); return !!(el && el.layout && (el.layout.shapes || []).length === 2); }",
+            " const el = f(document); return !!(el && el.layout && (el.layout.shapes || []).length === 4); }",
             timeout=STEP_BOUND_MS,
         )
-        x0 = [s[1] for s in json.loads(page.locator(".js-plotly-plot").first.evaluate(SHAPES))]
-    makespan = timeline(64, 256, "1f1b").makespan
-    assert x0 == [pytest.approx(0.95 * makespan)] * 2  # the veil and the line at 95% of the engine's step
+        shapes = json.loads(page.locator(".js-plotly-plot").first.evaluate(SHAPES))
+    one, interleaved = timeline(64, 256, "1f1b").makespan, timeline(64, 256, "interleaved", 2).makespan
+    # the veil and the line at 95% of each schedule's step, on its own subplot
+    assert [(s[0], s[2]) for s in shapes] == [("rect", "x"), ("line", "x"), ("rect", "x2"), ("line", "x2")]
+    assert [s[1] for s in shapes] == [pytest.approx(0.95 * one)] * 2 + [pytest.approx(0.95 * interleaved)] * 2
