@@ -107,7 +107,7 @@ def test_failures_from_components_and_from_llama3():
 
 
 def test_critical_batch_is_kaplans_fit_and_the_tradeoff_mccandlishs():
-    # Kaplan et al. 2020 eq. (1.4): B_crit(L) = 2e8 / L^(1/0.21) tokens; at L = 2 nats: 2e8 / 2^4.76 = 7.37M tokens
+    # Kaplan et al. 2020 Sec. 1.2 and 5.1: B_crit(L) = 2e8 / L^(1/0.21) tokens; at L = 2 nats: 2e8 / 2^4.76 = 7.37M tokens
     assert x.critical_batch_tokens(2.0) == pytest.approx(2e8 / 2 ** (1 / 0.21))
     assert 7.3e6 < x.critical_batch_tokens(2.0) < 7.5e6
     assert x.critical_batch_tokens(1.8) > x.critical_batch_tokens(2.0)  # grows as the loss falls

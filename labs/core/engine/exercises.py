@@ -164,7 +164,7 @@ def dp_hiding_tokens_per_gpu(model: Model, cluster: Cluster, plan) -> DPHiding:
 
 
 # ---- the critical batch (Kaplan et al. 2020, arXiv:2001.08361, Sec. 5.1; McCandlish et al. 2018) ----
-KAPLAN_B_STAR_TOKENS = 2e8  # B_* ~ 2 x 10^8 tokens, Kaplan et al. eq. (1.4) / (5.3), their WebText2 BPE tokens
+KAPLAN_B_STAR_TOKENS = 2e8  # B_* ~ 2 x 10^8 tokens, Kaplan et al. Sec. 1.2 and 5.1, their WebText2 BPE tokens
 KAPLAN_ALPHA_B = 0.21  # alpha_B ~ 0.21, same fit
 
 
@@ -177,8 +177,8 @@ def critical_batch_tokens(loss_nats: float) -> float:
 
 @dataclass(frozen=True)
 class BatchCost:
-    """Training at a batch of B tokens against the critical batch (McCandlish et al. 2018, eq. 2.11;
-    Kaplan et al. eq. 5.4-5.5: S = S_min (1 + B_crit / B), E = E_min (1 + B / B_crit))."""
+    """Training at a batch of B tokens against the critical batch (McCandlish et al. 2018:
+    (S/S_min - 1)(E/E_min - 1) = 1; Kaplan et al. Sec. 5.1: S = S_min (1 + B_crit / B), E = E_min (1 + B / B_crit))."""
 
     steps_over_min: float  # S / S_min: optimizer steps against the fewest possible
     tokens_over_min: float  # E / E_min: tokens (compute) against the fewest possible
