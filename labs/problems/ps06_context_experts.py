@@ -124,6 +124,38 @@ def _(ring_hides_committed, variant):
 
 @app.cell(hide_code=True)
 def _():
+    problem_ui.heading(CHAPTER, "hop_hides")
+    return
+
+
+@app.cell
+def _(variant):
+    hop_hides_question = problem_ui.widget(variant.questions["hop_hides"])
+    hop_hides_question
+    return (hop_hides_question,)
+
+
+@app.cell
+def _():
+    hop_hides_commit_buttons = ui.commit_buttons()
+    return (hop_hides_commit_buttons,)
+
+
+@app.cell
+def _(held_now, identity, hop_hides_commit_buttons, hop_hides_question, variant):
+    _row, hop_hides_committed = ui.commit_prediction(identity, LAB, "hop_hides", hop_hides_question, hop_hides_commit_buttons, variant=variant, held=held_now())
+    _row
+    return (hop_hides_committed,)
+
+
+@app.cell(hide_code=True)
+def _(hop_hides_committed, variant):
+    ui.gate(hop_hides_committed, held_note=True)
+    problem_ui.solution(CHAPTER, variant, "hop_hides", hop_hides_committed)
+    return
+
+@app.cell(hide_code=True)
+def _():
     problem_ui.heading(CHAPTER, "ulysses")
     return
 
@@ -292,6 +324,7 @@ def _():
 def _(
     causal_committed,
     drops_committed,
+    hop_hides_committed,
     identity,
     moe_bytes_committed,
     ring_hides_committed,
@@ -301,7 +334,7 @@ def _(
     ulysses_degree_committed,
     variant,
 ):
-    committed = {"ring_kv": ring_kv_committed, "ring_hides": ring_hides_committed, "ulysses": ulysses_committed, "ulysses_degree": ulysses_degree_committed, "causal": causal_committed, "moe_bytes": moe_bytes_committed, "drops": drops_committed}
+    committed = {"ring_kv": ring_kv_committed, "ring_hides": ring_hides_committed, "hop_hides": hop_hides_committed, "ulysses": ulysses_committed, "ulysses_degree": ulysses_degree_committed, "causal": causal_committed, "moe_bytes": moe_bytes_committed, "drops": drops_committed}
     ui.gate(held=tuple(committed.values()))
     _pred = {_pid: _made.answer for _pid, _made in committed.items()}
     _view, submitted = ui.submit_to_ledger(identity, submit_button, lambda: [ui.ledger_step(LAB, "answers", {}, _pred, CHAPTER.outcomes, "the answers", variant)])

@@ -19,6 +19,9 @@ per-byte terms (both are linear in the message), never searched on a grid.
   sharded by ZeRO's rule (memory.model_state_columns); cp_activation_bytes_per_layer (without
   flash attention under CP); segment_checkpoint_bytes, optimal_segments (Chen et al. 2016).
 - component_failure_rates, components_mtbf_s; llama3_mtbf_s from the fitted rate.
+- ring_kv_block_bytes, ring_hiding_tokens: ring attention's K/V hop and the tokens per rank where it
+  hides; BlockFormat, block_format, block_scaled_bytes: MXFP8, NVFP4, MXFP4, 128x128 FP8 with their
+  scales; gemm_arithmetic_intensity, ridge_flops_per_byte: the roofline.
 """
 
 from __future__ import annotations

@@ -26,6 +26,7 @@ from labs.core.engine.gemm import attention_rate
 from labs.core.engine.hardware import GPUS, LINKS, Cluster
 from labs.core.engine.models import Model
 from labs.core.problemset import Problem, ProblemSet, fmt
+from labs.core.variants import Option
 
 NAME = "ps06_context_experts"
 MB, GB, TFLOPS = 1e6, 1e9, 1e12
@@ -64,7 +65,7 @@ RING_KV = Problem(
                f"{fmt(_kv_envelope(s))} MB. Queries never travel: only K and V go round."),
     "MB", tolerance=0.03,
     refined=lambda s: (s["cp"] - 1) * _kv_mb(s), refined_label="The whole forward ring of one layer (cp - 1 hops)",
-    why="A ring takes cp - 1 hops a layer in forward, and the backward passes K, V and their gradients (3x the forward's bytes); grouped-query attention shrinks every hop by heads / kv_heads against multi-head attention.",
+    why="A ring takes cp - 1 hops a layer in forward, and the backward passes K and V again with their gradients (3x the forward's bytes in all); grouped-query attention shrinks every hop by heads / kv_heads against multi-head attention.",
 )
 
 
@@ -109,6 +110,30 @@ RING_HIDES = Problem(
     "tokens", tolerance=0.03,
     refined=_hide_refined, refined_label="At the attention kernel's measured rate and NCCL's achieved bandwidth (the engine)",
     why="Fused attention runs well below the bf16 peak (FA2, FA3, cuDNN by GPU), which leaves more time to hide the hop; NCCL's send/recv is below line rate, which leaves less.",
+)
+
+
+# ---- 2b. does the hop hide? A decision -------------------------------------------------------------
+def _hide_ratio(s) -> float:
+    return (s["seq"] / s["cp"]) / _hide_tokens(s)
+
+
+HOP_HIDES = Problem(
+    "hop_hides", "Does the hop hide?",
+    {"model": ("llama3-405b", "llama3-70b", "gpt3-175b"), "gpu": ("h100-sxm", "b200"), "link": ("ib-ndr", "nvlink"),
+     "seq": (32768, 131072, 8192), "cp": (16, 8, 32)},
+    lambda s: (f"{s['model']} ({_heads(s['model'])}) runs ring attention on {s['seq']:,}-token sequences over CP {s['cp']}, on "
+               f"{_hide_parts(s)[0].name} GPUs ({fmt(_hide_parts(s)[0].bf16_flops / TFLOPS)} TFLOP/s bf16) with the ring on "
+               f"{_hide_parts(s)[1].name} ({fmt(_hide_parts(s)[1].bandwidth_bytes_per_s / GB)} GB/s each way). At peak and line rate, does a ring "
+               "step's K/V hop hide behind that step's attention?"),
+    _hide_ratio, lambda s: (s["seq"] / s["cp"]) / _hide_envelope(s),
+    lambda s: (f"Each GPU holds n = {s['seq'] // s['cp']:,} tokens; the hop hides from n* = F a_kv / (B a) = {fmt(_hide_envelope(s))} tokens: "
+               f"n / n* = {fmt(_hide_ratio(s))}, so " + ("it hides." if _hide_ratio(s) >= 1 else "the ring waits for it.")),
+    "x the tokens where it hides", tolerance=0.03,
+    options=(Option("hidden", "Hidden: the attention takes longer than the hop", "communication is always hidden"),
+             Option("exposed", "Exposed: the hop takes longer than the attention", "CP's bytes never hide")),
+    decide=lambda s: "hidden" if _hide_ratio(s) >= 1 else "exposed",
+    why="A causal ring's diagonal steps do half the work, and fused attention runs below peak (more time to hide); across nodes the NIC, not NVLink, carries each hop.",
 )
 
 
@@ -269,7 +294,7 @@ DROPS = Problem(
 
 CHAPTER = ProblemSet(
     NAME, "Problem set 6 · Context and expert parallelism",
-    (RING_KV, RING_HIDES, ULYSSES, ULYSSES_DEGREE, CAUSAL, MOE_BYTES, DROPS),
+    (RING_KV, RING_HIDES, HOP_HIDES, ULYSSES, ULYSSES_DEGREE, CAUSAL, MOE_BYTES, DROPS),
     reading=("Liu et al. 2023 (Ring Attention); Jacobs et al. 2023 (DeepSpeed-Ulysses); Llama Team 2024 Sec. 3.3.2 (context parallelism); "
              "Lepikhin et al. 2020 (GShard) Sec. 2.2 and Fedus et al. 2021 (Switch) Sec. 2.2; DeepSeek-AI 2024 (DeepSeek-V3) Sec. 3.2.2."),
 )

@@ -54,7 +54,7 @@ RIDGE = Problem(
                f"{fmt(GPUS[s['gpu']].bf16_flops / GPUS[s['gpu']].hbm_bytes_per_s)} FLOP/byte."),
     "FLOP/byte", tolerance=0.03,
     refined=lambda s: x.ridge_flops_per_byte(GPUS[s["gpu"]], achieved=True), refined_label="At the measured GEMM rate and streaming HBM rate",
-    why="Neither peak is reached: the best-shape GEMM runs at the part's measured MAMF and a streaming kernel at about 90% of HBM; each new generation moves the ridge up, compute faster than memory.",
+    why="Neither peak is reached: the best-shape GEMM runs at the part's measured MAMF and a streaming kernel at about 90% of HBM, which moves the ridge.",
 )
 
 
@@ -124,7 +124,7 @@ TP16 = Problem(
                f"(a two-rank ring moves its shard once each way) = {fmt(_tp16_times(s)[1] / MS)} ms. Ratio {fmt(_tp16_envelope(s))}."),
     "x (two DGX B200 / NVL72)", tolerance=0.03,
     refined=_tp16_nccl, refined_label="At NCCL's achieved rates (the engine's topology)",
-    why="NCCL's NVLink SHARP reduces inside the NVL72's switches, while the DGX pair's shard crosses 50 GB/s NICs, an 18x narrower pipe than NVLink 5: TP stays inside the NVLink domain, and the domain is what NVL72 enlarges.",
+    why="At NCCL's rates both run below line rate; the DGX pair's shard still crosses NICs far narrower than NVLink. TP stays inside the NVLink domain, and the domain is what an NVL72 rack enlarges (72 GPUs).",
 )
 
 
@@ -153,7 +153,7 @@ RAILS = Problem(
                "With one NIC per GPU (rail-optimised) NCCL runs a ring per rail, so the node's ring crosses on all its NICs at once."),
     "GB/s", tolerance=0.03,
     refined=lambda s: _cluster(s).inter_bytes_per_s_per_gpu / GB, refined_label="At NCCL's measured share of the line rate",
-    why="NCCL reaches 46-49 GB/s on a 50 GB/s NDR port, about 85% of HDR's; with fewer NICs than GPUs the GPUs queue at the NICs they share.",
+    why="NCCL reaches 46-49 GB/s of an NDR port's 50, and about 85% of an HDR port's 25; with fewer NICs than GPUs the GPUs queue at the NICs they share.",
 )
 
 
@@ -171,8 +171,8 @@ IB_VS_NVLINK = Problem(
     {"platform": PLATFORMS},
     lambda s: (f"On a {s['platform']} ({Cluster.get(s['platform']).gpu.name}), the datasheet gives NVLink as "
                f"{fmt(2 * Cluster.get(s['platform']).intra.bandwidth_bytes_per_s / GB)} GB/s per GPU; each GPU's NIC is "
-               f"{Cluster.get(s['platform']).inter.name}. A TP group stretched across two nodes sends one way at each hop. How many times "
-               "NVLink's rate is one NIC port's, for that traffic?"),
+               f"{Cluster.get(s['platform']).inter.name}. A TP group stretched across two nodes sends one way at each hop. How many times faster "
+               "is NVLink, one way, than one NIC port?"),
     _ratio,
     lambda s: (2 * Cluster.get(s["platform"]).intra.bandwidth_bytes_per_s / 2) / (_gbit(Cluster.get(s["platform"]).inter) / 8 * GB),
     lambda s: (f"The datasheet's {fmt(2 * Cluster.get(s['platform']).intra.bandwidth_bytes_per_s / GB)} GB/s counts both directions: one way is "
