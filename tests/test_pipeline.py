@@ -68,3 +68,17 @@ def test_64_stages_256_microbatches_builds():
 def test_bad_input_names_the_field(field, call):
     with pytest.raises(ValueError, match=field):
         call()
+
+
+def test_whole_number_op_costs_play_as_their_float_twins():
+    """OpCosts given as whole numbers (1, 1, 1) play exactly as (1.0, 1.0, 1.0): the timeline's
+    typed arrays are doubles, so integer durations must be converted, not reinterpreted (a bubble
+    of -0.99 before). 1F1B at p=4, m=8 with equal passes: (p-1)/(m+p-1) = 3/11."""
+    from labs.core.engine.pipeline import OpCosts, timeline
+
+    for schedule in ("1f1b", "gpipe", "zb-h1", "zb-h2", "interleaved"):
+        v = 2 if schedule == "interleaved" else 1
+        whole = timeline(4, 8, schedule, v=v, costs=OpCosts(1, 1, 1)).bubble_fraction()
+        floats = timeline(4, 8, schedule, v=v, costs=OpCosts(1.0, 1.0, 1.0)).bubble_fraction()
+        assert whole == floats and 0 <= whole < 1, schedule
+    assert timeline(4, 8, "1f1b", costs=OpCosts(1, 1, 1)).bubble_fraction() == 3 / 11

@@ -355,7 +355,7 @@ def _play(p: int, m: int, schedule: str, v: int, c: OpCosts, group: int | None) 
     """timeline() on inputs already checked; raises RuntimeError when the order waits on itself."""
     # Durations of F, B, W: zero-bubble schedules split the backward into B (input gradients)
     # and W; the others run one backward of T_B + T_W, and v chunks share a stage's layers.
-    durations = np.array([c.tf, c.tb, c.tw] if schedule in ZB_WARMUP else [c.tf / v, (c.tb + c.tw) / v, 0.0])
+    durations = np.array([c.tf, c.tb, c.tw] if schedule in ZB_WARMUP else [c.tf / v, (c.tb + c.tw) / v, 0.0], dtype=np.float64)
     # Ops are coded as whole numbers, and everything about an op but its start is worked out per
     # stage in numpy before the play: the slot its end time goes to in `done` (k m V + i V + j for
     # op kind k (F, B, W) of micro-batch i, j the virtual stage, chunk x p + stage), the slot of the
@@ -372,7 +372,7 @@ def _play(p: int, m: int, schedule: str, v: int, c: OpCosts, group: int | None) 
         dep = np.where(k == 0, np.where(j > 0, i * V + j - 1, -1),  # F waits for the previous virtual stage's F
                        np.where(k == 1, np.where(j < V - 1, m * V + i * V + j + 1, i * V + j),  # B: the next stage's B, or its own F
                                 m * V + i * V + j))  # W: its own B
-        message = np.where((dep >= 0) & (dep % V != j), c.comm, 0.0)
+        message = np.where((dep >= 0) & (dep % V != j), float(c.comm), 0.0)  # float64: read below as doubles
         per_stage.append((k, i, ch, array("q", dep.tobytes()), array("q", (k * m * V + i * V + j).tobytes()),
                           array("d", message.tobytes()), array("d", durations[k].tobytes())))
     done = array("d", [-1.0]) * (3 * m * V)  # end time of each op, -1 until it has run
