@@ -349,11 +349,14 @@ def test_a_synthetic_class_from_make_class(tmp_path):
 
 def test_the_gallery_of_labs_does_not_list_the_dashboard():
     """Review finding M6a: `marimo run labs/` listed the class dashboard to students. Every marimo
-    app under labs/ (what the gallery lists, subfolders included) is a numbered lab."""
+    app under labs/ (what the gallery lists, subfolders included) is a numbered lab, or a numbered
+    problem set in labs/problems/ (`marimo run labs/problems/`, issue 40)."""
     import re
 
     apps = [p for p in (ROOT / "labs").rglob("*.py") if "marimo.App(" in p.read_text(encoding="utf-8")]
-    assert apps and all(re.fullmatch(r"\d\d_[a-z0-9_]+\.py", p.name) and p.parent == ROOT / "labs" for p in apps), apps
+    labs = [p for p in apps if re.fullmatch(r"\d\d_[a-z0-9_]+\.py", p.name) and p.parent == ROOT / "labs"]
+    problem_sets = [p for p in apps if re.fullmatch(r"ps\d\d_[a-z0-9_]+\.py", p.name) and p.parent == ROOT / "labs" / "problems"]
+    assert labs and sorted(labs + problem_sets) == sorted(apps), sorted(set(apps) - set(labs) - set(problem_sets))
     assert "marimo.App(" in (ROOT / "instructor" / "class_dashboard.py").read_text()
 
 
@@ -512,3 +515,36 @@ def test_the_lecture_panel_does_not_refresh_by_itself_by_default(run):
     timer = run[1]["lecture_timer"]
     assert timer._args.args["default-interval"] is None
     assert min(int(o.rstrip("s")) for o in timer._args.args["options"]) >= 5
+
+
+def test_the_live_lecture_panel_shows_what_the_drop_box_reader_could_not_count(tmp_path, monkeypatch):
+    """Reliability N10: a drop box filled with junk (or past its cap) no longer empties the
+    histogram silently: the panel shows lecture.read_answers' notes, word for word, beside it."""
+    import html
+    import pwd
+
+    from labs.core import lecture
+
+    folder = tmp_path / "lecture"
+    monkeypatch.setenv("LABS_LECTURE_DIR", str(folder))
+    monkeypatch.setattr(lecture, "MAX_ANSWER_FILES", 3)  # the same module the dashboard reads through
+    lecture.prepare(folder)
+    me = pwd.getpwuid(os.getuid()).pw_name
+    lecture.record_answer(LAB, "cause", me, {"answer": "B"})
+    base = {"folder_input": mo.ui.text(value=str(tmp_path)), "roster_input": mo.ui.text(value=""),
+            "lecture_question": mo.ui.dropdown(options={"cause": f"{LAB}|cause"}, value="cause"), "lecture_timer": None,
+            "hold_button": mo.ui.run_button(), "release_button": mo.ui.run_button()}
+
+    def panel():
+        outputs, out = _app().run(defs=base)
+        text = html.unescape(" ".join(o.text for o in outputs if hasattr(o, "text")))
+        return text, out
+
+    text, out = panel()
+    assert "drop box" not in text and out["live_answers"].shape[0] == 1  # nothing to say: no note
+    for i in range(5):  # five entries that are not answer files: past the cap of 3
+        (folder / lecture.ANSWERS / f"junk-{i}.tmp").write_text("x")
+    notes = lecture.read_answers(LAB, "cause", path=folder).notes
+    assert len(notes) == 1 and "holds 5 entries that are not answer files" in notes[0]
+    text, out = panel()
+    assert notes[0] in text and out["live_answers"].shape[0] == 1  # said, and my answer still counted
