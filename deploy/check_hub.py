@@ -9,6 +9,14 @@ instructor as real system users, and check what it guarantees: `python deploy/ch
   - bob cannot reach alice's server, the instructor's dashboard, or read alice's home or ledger;
   - students get `marimo run` only: no terminal, no kernel, no file writes, no /proxy/<port>;
   - the instructor's dashboard answers, and the instructor's group reads alice's ledger;
+  - a live lecture in Chromium: both students commit a held question and see only a waiting note;
+    on bob's page, text and marimo's data-* attributes through shadow roots, none of the engine's
+    numbers the question opens (those his page shows once released and not before his commit)
+    and not its reveal; after the release both see the reveal without a reload;
+  - a crafted identity message is refused (audit N2): bob's page sends marimo's
+    set_ui_element_value, with its own session headers, giving the disabled identity field
+    alice's name; his page still shows his variant, not alice's (the class salt is drawn so that
+    their first question's options differ in order), and his ledger records his variant only;
   - the gallery titles each lab by its title ("Lab 11: Long context and mixture of experts");
   - the class salt reaches every student's marimo: bob's variant, recorded in his ledger from the
     page, carries the class salt's fingerprint, and `python -m labs.variants 05 chk-bob` without
@@ -24,6 +32,7 @@ Exits 0 when every check passes; prints each check and the seconds taken.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -197,23 +206,119 @@ def as_instructor(env: dict, code: str) -> subprocess.CompletedProcess:
 
 
 LAB, QUESTION = "05_parallelism", "cause"
+IDENTITY_LABEL = "Signed in to the class hub as (your design ledger's name)"
 
 
-def live_lecture(base: str, passwords: dict, env: dict, ledgers: Path, key: str) -> dict[str, bool]:
+def shown_options(question) -> list[str]:
+    """A choice question's options as its radio prints them ("A) ..."), in the variant's order,
+    white space and markdown aside."""
+    from test_lecture_hold import squeeze
+
+    return [squeeze(re.sub(r"\*\*|`", "", f"{o.key}) {o.label}"))[:50] for o in question.options]
+
+
+def telling_apart_salt() -> str:
+    """A fresh class salt under which alice's and bob's Lab 05 pages differ where the page shows
+    it (the first question's options in another order), so a page tells whose variant it drew."""
+    from labs.variants import variant
+
+    while True:
+        salt = os.urandom(18).hex()
+        if shown_options(variant(LAB, BOB, salt).questions[QUESTION]) != shown_options(variant(LAB, ALICE, salt).questions[QUESTION]):
+            return salt
+
+
+# The page's own set_ui_element_value (a radio clicked) gives the headers marimo wants: its
+# session id and server token, and whatever the proxy in front asks of a POST.
+KEEP_HEADERS = ("marimo-", "x-")
+FIND_WIDGET = """(label) => {
+  const found = [];
+  const walk = (node) => {
+    if (node.nodeType === 1) {
+      if (node.tagName === 'MARIMO-UI-ELEMENT' && node.innerHTML.includes(label)) found.push(node.getAttribute('object-id'));
+      if (node.shadowRoot) walk(node.shadowRoot);
+    }
+    for (const child of node.childNodes) walk(child);
+  };
+  walk(document.body);
+  return found;
+}"""
+FORGE = """async ([url, headers, id, value]) => {
+  const answer = await fetch(url, {method: 'POST', headers: {...headers, 'Content-Type': 'application/json'}, credentials: 'same-origin',
+                                   body: JSON.stringify({objectIds: [id], values: [value]})});
+  return [answer.status, await answer.text()];
+}"""
+
+
+def forge_identity(page, sent: list, name: str) -> tuple[int, str]:
+    """Audit N2, as a student can from the page: marimo's set_ui_element_value with the page's
+    own session headers (those of the last value the page sent, in `sent`), giving the disabled
+    identity field `name`. Returns the server's status and answer."""
+    if not sent:
+        raise AssertionError("the page sent no widget value to copy its session headers from")
+    url, headers = sent[-1]
+    ids = page.evaluate(FIND_WIDGET, IDENTITY_LABEL.split(" (")[0])  # the label sits JSON- and HTML-escaped in the element
+    if len(ids) != 1:
+        raise AssertionError(f"the identity widget is not one element on the page: {ids}")
+    return tuple(page.evaluate(FORGE, [url, {k: v for k, v in headers.items() if k.lower().startswith(KEEP_HEADERS)}, ids[0], name]))
+
+
+SPOOF_CHECKS = ("bob's page can send a crafted identity value (marimo's set_ui_element_value, the page's session headers)",
+                "with alice's name crafted for the identity field, bob's page still shows bob's variant, none of alice's")
+
+
+def spoofed_identity(page, sent: list, salt: str) -> dict[str, bool]:
+    """Audit N2 on the hub: bob's page sends alice's name for the disabled identity field; the
+    page still draws bob's variant (his options, in his order), none of alice's."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    from browser import kernel_runs
+    from test_browser_hold import deep_page
+    from test_lecture_hold import squeeze
+
+    from labs.variants import variant
+
+    mine, hers = (shown_options(variant(LAB, who, salt).questions[QUESTION]) for who in (BOB, ALICE))
+    before = kernel_runs(page)
+    page.get_by_role("radio").first.click()  # a value the page sends itself: its session's headers
+    page.wait_for_function(f"() => (window.__kernelRuns || 0) > {before}", timeout=120_000)
+    before = kernel_runs(page)
+    status, said = forge_identity(page, sent, ALICE)
+    with contextlib.suppress(PlaywrightTimeout):  # or dropped it: refused all the same
+        page.wait_for_function(f"() => (window.__kernelRuns || 0) > {before}", timeout=60_000)  # the kernel ran with it
+    page.wait_for_timeout(2000)
+    text = squeeze(deep_page(page))
+    print(f"bob's page sent {ALICE!r} for the identity field: HTTP {status} {said[:80]}; his options {mine}, alice's {hers}", file=sys.stderr)
+    sent_it, refused = SPOOF_CHECKS
+    return {sent_it: status == 200, refused: all(o in text for o in mine) and not any(o in text for o in hers if o not in mine)}
+
+
+def live_lecture(base: str, passwords: dict, env: dict, ledgers: Path, key: str, salt: str) -> dict[str, bool]:
     """Two students in Chromium, the instructor's hold and release: each student commits Lab 05's
-    first question while it is held and sees only a waiting note; after the release both see the
-    reveal without reloading; the instructor's histogram has both; both ledgers verify as signed."""
+    first question while it is held and sees only a waiting note; bob first sends a crafted
+    identity value (alice's name) and his page keeps his variant. While held, bob's page (its text
+    and marimo's data-* attributes, through shadow roots) holds none of the engine's numbers the
+    question opens (what his page shows once released and did not before the commit) and not the
+    reveal; after the release both see the reveal without reloading; the instructor's histogram
+    has both; both ledgers verify as signed, bob's with his own variant only."""
     from playwright.sync_api import sync_playwright
 
+    from browser import answer, kernel_runs, watch_kernel
     from labs.core import signing
     from labs.core.state import ledger_filename
+    from labs.variants import variant
+    from test_browser_hold import deep_page, distinctive
+    from test_lecture_hold import HELD_NOTE, reveal_line, squeeze, tokens, typed
 
     checks = {}
+    question = variant(LAB, BOB, salt).questions[QUESTION]
     held = as_instructor(env, f"from labs.core import lecture; lecture.hold({LAB!r}, {QUESTION!r})")
     checks["the instructor holds a question"] = held.returncode == 0
     release = f"from labs.core import lecture; lecture.release({LAB!r}, {QUESTION!r}); print(lecture.is_held({LAB!r}, {QUESTION!r}))"
     by_student = subprocess.run(["runuser", "-u", BOB, "--", sys.executable, "-c", release], env=env, cwd="/", capture_output=True, text=True)
     checks["a student cannot release it"] = by_student.returncode != 0 and "PermissionError" in by_student.stderr
+    checks.update(dict.fromkeys(SPOOF_CHECKS, False))  # until bob's page shows otherwise
+    snapshot = {}  # bob's page: before the commit, held, released
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS, headless=True)
         try:
@@ -221,6 +326,9 @@ def live_lecture(base: str, passwords: dict, env: dict, ledgers: Path, key: str)
             for user in (ALICE, BOB):
                 page = browser.new_context().new_page()
                 page.set_default_timeout(180_000)  # a lab's first render on a loaded 2-core machine
+                watch_kernel(page)
+                sent = []
+                page.on("request", lambda r, sent=sent: sent.append((r.url, r.headers)) if r.method == "POST" and r.url.endswith("/api/kernel/set_ui_element_value") else None)
                 try:
                     page.goto(f"{base}/hub/login")
                     page.fill("#username_input", user)
@@ -232,10 +340,23 @@ def live_lecture(base: str, passwords: dict, env: dict, ledgers: Path, key: str)
                         page.get_by_text("Lab 11: Long context and mixture of experts").first.wait_for(timeout=60_000)
                         checks["the gallery titles each lab by its title"] = page.get_by_text("11 Long Context Moe").count() == 0
                     page.goto(f"{base}/user/{user}/marimo/?file={LAB}.py")
-                    page.get_by_label("Signed in to the class hub as (your design ledger's name)").wait_for()
-                    page.get_by_role("radio").first.click()
+                    page.get_by_label(IDENTITY_LABEL).wait_for()
+                    if user == ALICE:
+                        page.get_by_role("radio").first.click()
+                    else:
+                        checks.update(spoofed_identity(page, sent, salt))
+                        before = kernel_runs(page)
+                        answer(page, question)  # the engine's answer: the reveal says "Right."
+                        page.wait_for_function(f"() => (window.__kernelRuns || 0) > {before}", timeout=120_000)
+                        page.wait_for_timeout(1500)
+                        snapshot["uncommitted"] = deep_page(page)
+                    before = kernel_runs(page)
                     page.get_by_role("button", name="Commit my prediction").first.click()
                     page.get_by_text("Your instructor is holding this question's answer").first.wait_for()
+                    if user == BOB:
+                        page.wait_for_function(f"() => (window.__kernelRuns || 0) > {before}", timeout=120_000)  # every cell the commit reaches has run
+                        page.wait_for_timeout(2000)  # and is drawn
+                        snapshot["held"] = deep_page(page)
                     pages[user] = page
                 except Exception as err:  # a failed check, named, with a screenshot
                     page.screenshot(path=str(ledgers.parent / f"{user}-held.png"))
@@ -245,10 +366,16 @@ def live_lecture(base: str, passwords: dict, env: dict, ledgers: Path, key: str)
             checks["the instructor's histogram counts both students"] = answers.stdout.strip() == str(sorted([ALICE, BOB]))
             released = as_instructor(env, f"from labs.core import lecture; lecture.release({LAB!r}, {QUESTION!r})")
             seen = []
-            for page in pages.values():
+            for user, page in pages.items():
                 try:
                     page.get_by_text("Your instructor is holding this question's answer").first.wait_for(state="hidden", timeout=120_000)
                     page.get_by_text(re.compile(r"Right\.|Not quite|The engine says")).first.wait_for(timeout=120_000)
+                    if user == BOB:
+                        line, deadline = reveal_line(question), time.time() + 60
+                        while line not in squeeze(deep_page(page)) and time.time() < deadline:
+                            page.wait_for_timeout(500)
+                        page.wait_for_timeout(1500)
+                        snapshot["released"] = deep_page(page)
                     seen.append(True)
                 except Exception:
                     page.screenshot(path=str(ledgers.parent / "released.png"))
@@ -256,10 +383,27 @@ def live_lecture(base: str, passwords: dict, env: dict, ledgers: Path, key: str)
             checks["after the release both students see the reveal without reloading"] = released.returncode == 0 and len(seen) == 2 and all(seen)
         finally:
             browser.close()
+    # What the held question opens: the engine's numbers bob's page shows once released and did not
+    # before his commit (his own typed answer aside), and its reveal; none of it on the held page.
+    line = reveal_line(question)
+    before, during, after = (snapshot.get(k, "") for k in ("uncommitted", "held", "released"))
+    opened = distinctive(tokens(after)) - distinctive(tokens(before)) - typed(question)
+    leaked = sorted(opened & tokens(during))
+    print(f"bob's held question opens {len(opened)} engine numbers on release {sorted(opened)[:12]}; on his held page: {leaked}; reveal {line[:40]!r}", file=sys.stderr)
+    checks["while held, bob's page (text and data-* attributes) shows none of the engine numbers the question opens, nor its reveal"] = (
+        bool(during) and HELD_NOTE in during and len(opened) >= 3 and not leaked and bool(line) and line not in squeeze(during))
+    checks["after the release, without a reload, bob's page shows the reveal and those numbers"] = bool(after) and HELD_NOTE not in after and line in squeeze(after) and len(opened) >= 3
     for user in (ALICE, BOB):
         path = ledgers / user / ledger_filename(user)
         labels = signing.verify_document(json.loads(path.read_text()), key) if path.exists() else []
         checks[f"{user}'s commit from the page is signed and verifies"] = (LAB, QUESTION, "signed") in labels and all(label == "signed" for _, _, label in labels)
+    mine = variant(LAB, BOB, salt)
+    path = ledgers / BOB / ledger_filename(BOB)
+    doc = json.loads(path.read_text()) if path.exists() else {}
+    recorded = (doc.get("variants") or {}).get(LAB) or {}
+    checks["bob's ledger records his own variant only, nothing under alice's name"] = (
+        doc.get("student") == BOB and recorded.get("student") == BOB and recorded.get("seed") == mine.seed and recorded.get("settings") == mine.settings
+        and ALICE not in path.read_text() and sorted(p.name for p in path.parent.iterdir() if p.name.endswith(".ledger.json")) == [path.name])
     return checks
 
 
@@ -284,7 +428,7 @@ def main() -> int:
         return 1
     checks["bob plants files in his home before his server starts"] = plant(BOB, homes / BOB)
     port = free_port()
-    key, salt = os.urandom(24).hex(), os.urandom(18).hex()
+    key, salt = os.urandom(24).hex(), telling_apart_salt()
     env = {**os.environ, "HUB_PORT": str(port), "HUB_HOMES": str(homes), "HUB_STATE": str(work / "state"), "HUB_LEDGERS": str(ledgers), "LABS_LECTURE_DIR": str(lecture), "HUB_NOTEBOOKS": str(notebooks), "HUB_INSTRUCTOR": TEACHER}
     env.pop("LABS_LEDGER_DIR", None)
     env.pop("LABS_CLASS_SALT", None)
@@ -330,7 +474,7 @@ def main() -> int:
         checks["no file writes for bob"] = bob.put(f"{api}/contents/evil.py", json={"type": "file", "format": "text", "content": "x"}, headers=xsrf, timeout=30).status_code == 403
         checks["no /proxy/<port> for bob"] = bob.get(f"{base}/user/{BOB}/proxy/{port}/hub/api", timeout=30).status_code in (403, 404)
 
-        checks.update(live_lecture(base, passwords, env, ledgers, key))
+        checks.update(live_lecture(base, passwords, env, ledgers, key, salt))
         ledger = ledgers / ALICE / ledger_filename(ALICE)
         checks["bob cannot read alice's ledger, list her ledgers or her home, or list the class"] = all(run_as(BOB, *command).returncode != 0 for command in (("cat", str(ledger)), ("ls", str(ledger.parent)), ("ls", str(homes / ALICE)), ("ls", str(ledgers)), ("ls", str(homes))))
         checks.update(salt_checks(env, ledgers, salt))

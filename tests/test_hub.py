@@ -7,15 +7,20 @@ example), passes the salt into every student's server, serves a root-owned copy 
 deploy/check_hub.py starts it with two students and an instructor as real system users and
 checks sign-in, separate uids, no terminal, kernel, file writes, `marimo edit` or /proxy/<port>,
 private homes and ledgers, signed commits, the class salt from the page to the grader, and the
-instructor's dashboard (about 150 s). .ci/run
+instructor's dashboard (about 150 s); and, in Chromium, issue 34's done-when: a held question
+shows nothing of its answer (none of the engine numbers it opens, not its reveal, until the
+release arrives without a reload) and a crafted identity message is refused (audit N2: alice's
+name sent for bob's disabled identity field draws and records bob's variant only). .ci/run
 installs JupyterHub and configurable-http-proxy and runs as root, so under CI a missing piece
 fails instead of skipping."""
 
 import importlib.util
+import json
 import os
 import re
 import runpy
 import shutil
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -212,5 +217,14 @@ def test_the_hub_keeps_students_apart(need_chromium, capsys):
     check_hub = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(check_hub)
     code = check_hub.main()
-    print(capsys.readouterr().out)
+    said = capsys.readouterr()
+    print(said.out)
+    print(said.err[-6000:], file=sys.stderr)  # what each browser check saw (the numbers a hold keeps back, the forged identity's answer)
     assert code == 0
+    checks = json.loads(said.out[said.out.rindex('{\n  "ok"'):])["checks"]
+    for done_when in ("while held, bob's page (text and data-* attributes) shows none of the engine numbers the question opens, nor its reveal",
+                      "after the release, without a reload, bob's page shows the reveal and those numbers",
+                      "with alice's name crafted for the identity field, bob's page still shows bob's variant, none of alice's",
+                      "bob's ledger records his own variant only, nothing under alice's name",
+                      "bob's variant, recorded from his page, carries the class salt's fingerprint"):
+        assert checks.get(done_when) is True, done_when
