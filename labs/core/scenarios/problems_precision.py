@@ -62,12 +62,12 @@ def _largest_envelope(s) -> float:
 
 LARGEST = Problem(
     "largest", "The largest value",
-    {"format": FORMATS},
+    {"format": ("fp16", "e4m3", "e5m2")},
     lambda s: f"What is the largest finite value {s['format']} ({_bits(s['format'])}) can hold?",
     lambda s: _f(s["format"]).max, _largest_envelope,
     lambda s: ("IEEE-like formats keep the all-ones exponent for infinities and NaN: the largest is (2 - 2^-m) x 2^(2^(e-1) - 1). "
                "E4M3 (the OCP 'fn' variant) has no infinities: the all-ones exponent holds numbers, only its all-ones mantissa is NaN, "
-               f"so (2 - 2^(1-m)) x 2^(2^(e-1)). Here: {fmt(_largest_envelope(s))}."),
+               f"so (2 - 2^(1-m)) x 2^(2^(e-1)). Here: {fmt(_largest_envelope(s))}. bf16, with fp32's 8 exponent bits, reaches {_f('bf16').max:.3g}."),
     "plain numbers", tolerance=0.01,
     why="bf16 keeps fp32's 8 exponent bits, so its range is fp32's; fp16's 65,504 is why fp16 training needs a loss scale and bf16 does not. FP8 tensors carry a scale of their own.",
 )
