@@ -109,6 +109,24 @@ def margins_07(s, q):
             assert b > 1.5 * s["target"], (k, b)
 
 
+def margins_07_v2(s, q):
+    """Edition 2 (review 38bda0b W1): the fewest under the target is the key; options below it are
+    over the target by 1.5x, options above it under the target."""
+    from labs.core.engine.pipeline import bubble_fraction
+
+    p, m0, u = s["seed_p"], s["seed_m"], q["utilisation"]
+    for misread in (1 - (p - 1) / m0, 1 - p / (m0 + p), m0 / (m0 + p)):  # the utilisation question is edition 1's
+        assert abs(100 * misread - u.answer) > 1.5 * u.tolerance, (p, m0, misread, u.answer)
+    mb = q["microbatches"]
+    m = {o.key: int(o.label) for o in mb.options}
+    key = m[mb.correct]
+    assert len(set(m.values())) == len(m), "options must differ"
+    for k, n in m.items():
+        b = bubble_fraction(s["deep_p"], n, "1f1b", 1, "total")
+        assert (b > 1.5 * s["target"]) if n < key else (b < s["target"]), (k, n, b)
+    assert bubble_fraction(s["deep_p"], key - 1, "1f1b", 1, "total") >= s["target"]
+
+
 def margins_08(s, q):
     from labs.core.scenarios import lab08
 
@@ -238,6 +256,19 @@ def margins_08_v2(s, q):
     assert f["lead"] >= lab08.BUCKET_LEAD and f["spread"] >= lab08.BUCKET_LEAD, f
 
 
+def margins_08_v2_regrade(s, q):
+    """Edition 2, kept for its ledgers: its 1 MB bucket inside one node is now a near tie (the
+    ring and NVLS within 6% since issue 37's measured ramp), which edition 3 replaced with 256 KB;
+    it keeps one right answer, the engine's, and every other draw its margins."""
+    from labs.core.scenarios import lab08
+
+    if s["bucket_group"] == "node" and s["bucket_bytes"] == 1e6:
+        f = lab08.bucket_group_facts(s["bucket_bytes"], s["bucket_nodes"], s["bucket_group"])
+        assert _one_claim(lab08.BUCKET_STEP_CLAIMS, f) == q["bucket"].correct
+        return
+    margins_08_v2(s, q)
+
+
 def margins_09_v2(s, q):
     from labs.core.scenarios import lab09
 
@@ -282,9 +313,9 @@ def margins_11_v2(s, q):
 MARGINS = {  # (lab, the recipe's edition) -> its margins; first editions are kept: old ledgers regrade at them
     ("05_parallelism", 1): margins_05, ("06_zero_sweep", 1): margins_06, ("07_pipeline_visualizer", 1): margins_07, ("08_collectives", 1): margins_08,
     ("09_64gpu_design", 1): margins_09, ("10_failures_at_scale", 1): margins_10, ("11_long_context_moe", 1): margins_11,
-    ("05_parallelism", 2): margins_05_v2, ("06_zero_sweep", 2): margins_06_v2, ("08_collectives", 2): margins_08_v2,
+    ("05_parallelism", 2): margins_05_v2, ("06_zero_sweep", 2): margins_06_v2, ("08_collectives", 2): margins_08_v2_regrade,
     ("09_64gpu_design", 2): margins_09_v2, ("10_failures_at_scale", 2): margins_10_v2, ("11_long_context_moe", 2): margins_11_v2,
-    ("05_parallelism", 3): margins_05_v3,
+    ("05_parallelism", 3): margins_05_v3, ("07_pipeline_visualizer", 2): margins_07_v2, ("08_collectives", 3): margins_08_v2,
 }
 
 

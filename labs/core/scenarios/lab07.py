@@ -274,14 +274,15 @@ VARIANT_TARGETS = (0.05, 0.10)
 UTILISATION_TOLERANCE = 1.5  # percentage points: the misreadings (p-1)/m and p/(m+p) land outside it
 
 
-def draw_settings(d) -> dict:
+def draw_settings_v1(d) -> dict:
     p = d.choice("seed_p", VARIANT_SEED_P)
     return {"seed_p": p, "seed_m": p * d.choice("seed_m_per_stage", VARIANT_M_PER_STAGE),
             "deep_p": d.choice("deep_p", VARIANT_DEEP_P), "target": d.choice("target", VARIANT_TARGETS)}
 
 
-def microbatch_options(p: int, target: float) -> tuple[Option, ...]:
-    """The micro-batch question's options at p stages: the fewest m under the target (engine),
+def microbatch_options_v1(p: int, target: float) -> tuple[Option, ...]:
+    """The first edition's micro-batch options at p stages (review 38bda0b W1: two distractors also
+    kept the bubble under the target, and the key was always the second-smallest): the fewest m under the target (engine),
     two counts that solve a misread bubble (against the ideal time; p slots instead of p - 1),
     both under the target but not the fewest, and two micro-batches per stage, not under it."""
     fewest, t = fewest_microbatches(p, 1, target), Fraction(str(target))
@@ -297,13 +298,13 @@ def microbatch_options(p: int, target: float) -> tuple[Option, ...]:
 
 # The micro-batch options by id, as the class dashboard names them (their numbers vary per student)
 MICROBATCH_VARIANT_OPTIONS = tuple(Option(o.key, label, o.misconception) for o, label in zip(
-    microbatch_options(DEEP_P, BUBBLE_TARGET), ("2 per stage", "the fewest under the target", "(p-1)/m under the target", "p/(m+p) under the target")))
+    microbatch_options_v1(DEEP_P, BUBBLE_TARGET), ("2 per stage", "the fewest under the target", "(p-1)/m under the target", "p/(m+p) under the target")))
 
 
-def build_questions(s: dict) -> dict:
+def build_questions_v1(s: dict) -> dict:
     p, m, deep, target = int(s["seed_p"]), int(s["seed_m"]), int(s["deep_p"]), float(s["target"])
     measured = seed_utilisation(p, m)
-    options = microbatch_options(deep, target)
+    options = microbatch_options_v1(deep, target)
     return {
         "utilisation": Numeric(
             f"{p} stages, {m} micro-batches, 1F1B, forward and backward of equal size per stage: what share of the time is each GPU busy? "
@@ -319,4 +320,58 @@ def build_questions(s: dict) -> dict:
     }
 
 
-VARIANTS = LabVariants(LAB, draw_settings, build_questions)
+# Edition 2 (review 38bda0b, W1): the prompt asks for the fewest micro-batches, and the key's rank
+# among the options is drawn: `MICROBATCH_BELOW` of the distractors sit below the fewest (their
+# bubble is over the target), the rest above it (under the target, but not the fewest).
+MICROBATCH_BELOW = (0, 1, 2, 3)  # how many distractors are smaller than the key: its rank, ascending
+MICROBATCH_UNDER_POOL = ("interleaved", "per_stage_2", "per_stage_4")  # over the target
+MICROBATCH_OVER_POOL = ("ideal", "slots", "whole_stages")  # under the target, more than the fewest
+
+
+def draw_settings(d) -> dict:
+    below = d.choice("microbatch_below", MICROBATCH_BELOW)
+    return {**draw_settings_v1(d), "microbatch_distractors": [*d.order("microbatch_under", MICROBATCH_UNDER_POOL)[:below],
+                                                              *d.order("microbatch_over", MICROBATCH_OVER_POOL)[:3 - below]]}
+
+
+def microbatch_candidates(p: int, target: float) -> dict[str, Option]:
+    """Every micro-batch count the question may offer at p stages, by id: the fewest m whose
+    bubble (p-1)/(m+p-1) is strictly under the target (engine), three counts below it whose bubble
+    is over the target, and three above it that are under the target but not the fewest."""
+    fewest, t = fewest_microbatches(p, 1, target), Fraction(str(target))
+    whole = (fewest // p + 1) * p  # the next whole number of micro-batches per stage past the fewest
+    return {o.key: o for o in (
+        Option("fewest", str(fewest), "solves the bubble formula for m without checking the timeline"),
+        Option("interleaved", str(math.floor((p - 1) / (2 * t)) + 1), "uses the interleaved schedule's (p-1)/(v m) with v = 2, not 1F1B's"),
+        Option("per_stage_2", str(2 * p), "a few micro-batches per stage hide the bubble"),
+        Option("per_stage_4", str(4 * p), "four micro-batches per stage hide the bubble"),
+        Option("ideal", str(math.floor((p - 1) / t) + 1), "counts the bubble against the ideal time, not the wall time"),
+        Option("slots", str(math.floor(p * (1 - t) / t) + 1), "the bubble costs p slots, not p - 1"),
+        Option("whole_stages", str(whole), "rounds up to whole micro-batches per stage, past the fewest"),
+    )}
+
+
+def microbatch_options(p: int, target: float, distractors) -> tuple[Option, ...]:
+    """The fewest under the target and the drawn distractors, in ascending order of m."""
+    pool = microbatch_candidates(p, target)
+    return tuple(sorted((pool["fewest"], *(pool[k] for k in distractors)), key=lambda o: int(o.label)))
+
+
+def build_questions(s: dict) -> dict:
+    q = build_questions_v1(s)
+    deep, target = int(s["deep_p"]), float(s["target"])
+    options = microbatch_options(deep, target, s["microbatch_distractors"])
+    return {**q, "microbatches": Choice(
+        f"With {deep} stages and 1F1B, what is the fewest micro-batches that keep the bubble under {target:.0%} of the wall time "
+        f"(strictly below: a bubble of exactly {target:.1%} is not under)?",
+        options, microbatch_answer(deep, target, options), microbatch_explanations(deep, target, options),
+    )}
+
+
+# Edition 2's ids the first lacks, named for the dashboard (their numbers vary per student)
+MICROBATCH_VARIANT_OPTIONS += tuple(Option(o.key, label, o.misconception) for o, label in zip(
+    (microbatch_candidates(DEEP_P, BUBBLE_TARGET)[k] for k in ("interleaved", "per_stage_2", "per_stage_4", "whole_stages")),
+    ("(p-1)/(2m) under the target", "2 per stage", "4 per stage", "the next whole number per stage")))
+
+
+VARIANTS = LabVariants(LAB, draw_settings, build_questions, version=2, older={1: (draw_settings_v1, build_questions_v1)})
