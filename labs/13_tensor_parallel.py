@@ -323,8 +323,10 @@ def _():
     64 GPUs, DP filling what TP leaves, 128 sequences a step, sequence parallelism on. Compare 8-GPU
     nodes joined by InfiniBand with one NVLink domain of 64 GPUs (an NVL72 rack's worth), and
     Transformer Engine's TP overlap (collectives pipelined with the GEMMs) on or off. The engine only
-    overlaps TP inside an NVLink domain. TP must divide the heads; past the KV heads each rank keeps
-    whole copies of the K/V heads it needs.
+    overlaps TP inside an NVLink domain. TP must divide the heads, and Megatron-Core, the stack this
+    lab follows, also needs TP to divide the query groups (the K/V heads): past them it refuses the
+    layout. The table prices those wider points anyway, as inference engines run them (each rank
+    holding a replicated K/V head), and marks them.
     """)
     return
 
@@ -345,7 +347,9 @@ def _(gpu_dropdown, overlap_checkbox, settings, tp_committed):
     _rows = [
         {"TP": _a["tp"], "8-GPU nodes: step": f"{_a['step_s']:.1f} s", "TP comm exposed": f"{_a['tp_comm_s']:.1f} s",
          "one NVLink domain: step": f"{_b['step_s']:.1f} s", "TP comm exposed ": f"{_b['tp_comm_s']:.1f} s",
-         "memory per GPU": f"{_a['memory_gb']:.0f} GB" + ("" if _a["fits"] else " (does not fit)"), "K/V heads per rank": f"{_a['kv_heads_per_rank']:g}"}
+         "memory per GPU": f"{_a['memory_gb']:.0f} GB" + ("" if _a["fits"] else " (does not fit)"), "K/V heads per rank": f"{_a['kv_heads_per_rank']:g}",
+         "Megatron-Core": (f"refuses: {_a['kv_heads']} query groups; K/V replicated: +{_a['kv_replication_gb']:.1f} GB, +{_a['kv_replication_s']:.2f} s"
+                           if _a["kv_replicated"] else "builds")}
         for _a, _b in zip(sweeps["nodes"], sweeps["domain"])
     ]
     mo.vstack(

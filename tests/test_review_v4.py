@@ -59,3 +59,43 @@ def test_lab07_page_asks_for_the_fewest():
     page = _plain(text_of(outputs))
     assert "what is the fewest micro-batches that keep the bubble under" in page
     assert all(o.label in page for o in q.options)
+
+
+# ---- W2 and M7: Lab 13 follows Megatron-Core; the TP 4 option's premise -----------------------------
+def _lab13_all_committed():
+    q = {k: mine("13_tensor_parallel", k) for k in ("ring", "scaling", "tp_best")}
+    return {**committed("ring", q["ring"], right(q["ring"])), **committed("scaling", q["scaling"], right(q["scaling"])),
+            **committed("tp", q["tp_best"], right(q["tp_best"]))}
+
+
+@pytest.mark.parametrize("model_key", ["llama3-70b", "llama2-70b"])
+def test_lab13_sweep_marks_and_prices_tp_past_the_kv_heads(model_key):
+    """Megatron-Core's attention divides the query groups by TP (an assertion): past the K/V heads
+    the sweep marks the point and prices it as the same model with one replicated K/V head per rank."""
+    from labs.core.engine.models import Model
+    from labs.core.engine.perf import estimate
+    from labs.core.scenarios import lab13
+
+    model = Model.get(model_key)
+    for domain in lab13.DOMAINS:
+        for r in lab13.tp_sweep(model_key, "h100", domain):
+            assert r["kv_replicated"] == (r["tp"] > model.kv_head_count) and r["kv_heads_per_rank"] >= 1
+            plan = lab13.sweep_plan(r["tp"])
+            priced = estimate(lab13.kv_replicated_model(model, r["tp"]), lab13.sweep_cluster("h100", domain), plan)
+            assert r["step_s"] == priced.step_time_s and r["memory_gb"] == priced.memory.total / 1e9
+            if r["kv_replicated"]:
+                assert r["kv_replication_gb"] > 0 and r["kv_replication_s"] >= 0
+    assert lab13.best_tp(model_key) <= model.kv_head_count
+    tp4 = next(r for r in lab13.tp_sweep(model_key, "h100", "nodes") if r["tp"] == 4)
+    assert not tp4["fits"] and "fit" not in dict((o.key, o.label) for o in lab13.TP_OPTIONS)["4"]  # M7: its premise is no longer "fits"
+
+
+def test_lab13_page_says_megatron_refuses_the_wider_points():
+    from labs.core.scenarios import lab13
+
+    outputs, _ = load_app(LAB["13"]).run(defs=_lab13_all_committed())
+    page = _plain(text_of(outputs))
+    kv = next(r for r in lab13.tp_sweep(variant("13_tensor_parallel", "student").settings["model"], "h100", "nodes") if r["kv_replicated"])
+    assert f"refuses: {kv['kv_heads']} query groups; K/V replicated: +{kv['kv_replication_gb']:.1f} GB" in page
+    assert "keeps whole copies" not in page and "the least TP whose weights and activations fit" not in page
+    assert "Megatron-Core would not build it" in page

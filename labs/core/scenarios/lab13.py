@@ -213,6 +213,19 @@ def tp_sweep(model_key: str, gpu: str, domain: str, overlap: bool = True) -> lis
     return [dict(r) for r in _tp_sweep(model_key, gpu, domain, overlap)]
 
 
+def kv_replicated_model(model, tp: int):
+    """The model as a TP rank past the K/V heads runs it (review 38bda0b, W2): Megatron-Core splits
+    the query groups over TP (`divide(num_query_groups, world_size)` asserts they divide), so TP
+    beyond the K/V heads needs each rank to hold a whole replicated K/V head, as inference engines
+    (vLLM) do. Priced as the same model with `tp` K/V heads: each rank's K/V weights, their
+    gradients and optimizer state, K/V GEMMs and K/V activations are one head's, not kv/tp of one."""
+    from dataclasses import replace
+
+    if tp <= model.kv_head_count:
+        return model
+    return replace(model, kv_heads=tp, name=f"{model.name}, K/V replicated to {tp} heads")
+
+
 @lru_cache(maxsize=64, typed=True)
 def _tp_sweep(model_key: str, gpu: str, domain: str, overlap: bool) -> tuple[dict, ...]:
     from labs.core.engine.models import Model
@@ -223,15 +236,21 @@ def _tp_sweep(model_key: str, gpu: str, domain: str, overlap: bool) -> tuple[dic
     for tp in SWEEP_TPS:
         if model.heads % tp:
             continue
-        e = estimate(model, cluster, sweep_plan(tp, overlap))
+        plan = sweep_plan(tp, overlap)
+        base = estimate(model, cluster, plan)  # K/V split as if a fraction of a head could be held
+        e = estimate(kv_replicated_model(model, tp), cluster, plan) if tp > model.kv_head_count else base
         rows.append({"tp": tp, "step_s": e.step_time_s, "tp_comm_s": e.time.tp_comm, "compute_s": e.time.compute, "fits": e.fits,
-                     "memory_gb": e.memory.total / 1e9, "mfu": e.mfu, "kv_heads_per_rank": model.kv_head_count / tp})
+                     "memory_gb": e.memory.total / 1e9, "mfu": base.mfu * base.step_time_s / e.step_time_s,  # the model's own FLOPs
+                     "kv_heads_per_rank": max(model.kv_head_count / tp, 1.0), "kv_heads": model.kv_head_count,
+                     "kv_replicated": tp > model.kv_head_count, "kv_replication_gb": (e.memory.total - base.memory.total) / 1e9,
+                     "kv_replication_s": e.step_time_s - base.step_time_s})
     return tuple(rows)
 
 
 def best_tp(model_key: str, gpu: str = "h100", domain: str = "nodes", overlap: bool = True) -> int | None:
-    """The TP degree with the shortest step among those that fit (None if none fits)."""
-    fits = [r for r in tp_sweep(model_key, gpu, domain, overlap) if r["fits"]]
+    """The TP degree with the shortest step among those that fit and Megatron-Core builds (TP no
+    wider than the K/V heads; None if none)."""
+    fits = [r for r in tp_sweep(model_key, gpu, domain, overlap) if r["fits"] and not r["kv_replicated"]]
     return min(fits, key=lambda r: r["step_s"])["tp"] if fits else None
 
 
@@ -251,7 +270,7 @@ def scaling_book_threshold(model_key: str, gpu: str) -> dict:
 
 
 TP_OPTIONS = (
-    Option("4", "TP 4: the least TP whose weights and activations fit", "the least TP that fits is the fastest"),
+    Option("4", "TP 4: half the TP traffic of TP 8, inside one node", "underestimates the memory per GPU"),
     Option("8", "TP 8: all of one node, the most TP inside NVLink", "TP is best at one node, whatever the model"),
     Option("16", "TP 16: two nodes, half the compute per GPU again", "more TP always means a shorter step"),
     Option("32", "TP 32: four nodes, the least memory per GPU", "the least memory per GPU is the fastest"),
@@ -300,7 +319,9 @@ def tp_explanations(model_key: str) -> dict[str, str]:
     out = {}
     for o in TP_OPTIONS:
         r = rows[int(o.key)]
-        out[o.key] = f"step {r['step_s']:.1f} s, TP communication {r['tp_comm_s']:.1f} s, {r['memory_gb']:.0f} GB per GPU{'' if r['fits'] else ' (does not fit)'}."
+        out[o.key] = f"step {r['step_s']:.1f} s, TP communication {r['tp_comm_s']:.1f} s, {r['memory_gb']:.0f} GB per GPU{'' if r['fits'] else ' (does not fit)'}." + (
+            f" Megatron-Core would not build it: its {r['kv_heads']} query groups (K/V heads) must divide TP; priced with each rank "
+            f"holding a replicated K/V head (+{r['kv_replication_gb']:.1f} GB, +{r['kv_replication_s']:.2f} s)." if r["kv_replicated"] else "")
     return out
 
 
