@@ -290,7 +290,7 @@ def _(fit_committed, model_pick):
     distributed optimizer shards only the 12 bytes of Adam state (6 + 12/d).
     """
             ),
-            mo.ui.table(pd.DataFrame(_rows), selection=None, show_column_summaries=False, show_data_types=False),
+            ui.static_table(_rows),  # redrawn with the model menu: a plain table, not mo.ui.table's grid
         ]
     )
     return
@@ -524,7 +524,7 @@ def _(accumulation_slider, act, gpu_pick, model_pick, zero2_committed):
     """
             ),
             charts.stage_step_times(costs),
-            mo.ui.table(pd.DataFrame(_rows), selection=None, page_size=8, show_column_summaries=False, show_data_types=False),
+            ui.static_table(_rows),  # redrawn with the model menu and the accumulation slider
         ]
     )
     return (costs,)

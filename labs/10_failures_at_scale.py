@@ -762,13 +762,15 @@ def fmt_s(seconds: float) -> str:
 def mtbf_figure(gpus: int) -> go.Figure:
     """The job's MTBF (hours) against GPUs, with Llama 3's point and the current N."""
     _n = [2**k for k in range(3, 18)]  # whole GPU counts: rounding a geometric grid kinked the line below 10 GPUs
-    fig = go.Figure()
-    fig.add_scatter(x=_n, y=[job_mtbf_s(x) / HOUR for x in _n], name="job MTBF = GPU MTBF / N", mode="lines", line=dict(color=COLORS["blue"], width=3))
-    fig.add_scatter(x=[LLAMA3_GPUS], y=[LLAMA3_WINDOW_S / LLAMA3_UNEXPECTED / HOUR], name=f"Llama 3: {LLAMA3_WINDOW_S / DAY:.0f} days / {LLAMA3_UNEXPECTED}", mode="markers",
-                    marker=dict(symbol="x", size=14, color=COLORS["orange"], line=dict(width=3)))
-    fig.add_scatter(x=[gpus], y=[job_mtbf_s(gpus) / HOUR], name="your job", mode="markers", marker=dict(symbol="diamond", size=14, color=COLORS["red"]))
-    fig.update_layout(height=340, xaxis=dict(type="log", title="GPUs in the job", **charts.LOG_TICKS), yaxis=dict(type="log", title="hours between unexpected stops", **charts.LOG_TICKS))
-    return apply_plotly_theme(fig)
+    return charts.figure(  # plain dicts (charts.figure): the validated build was most of a GPU-slider move's Python
+        [
+            dict(type="scatter", x=_n, y=[job_mtbf_s(x) / HOUR for x in _n], name="job MTBF = GPU MTBF / N", mode="lines", line=dict(color=COLORS["blue"], width=3)),
+            dict(type="scatter", x=[LLAMA3_GPUS], y=[LLAMA3_WINDOW_S / LLAMA3_UNEXPECTED / HOUR], name=f"Llama 3: {LLAMA3_WINDOW_S / DAY:.0f} days / {LLAMA3_UNEXPECTED}", mode="markers",
+                 marker=dict(symbol="x", size=14, color=COLORS["orange"], line=dict(width=3))),
+            dict(type="scatter", x=[gpus], y=[job_mtbf_s(gpus) / HOUR], name="your job", mode="markers", marker=dict(symbol="diamond", size=14, color=COLORS["red"])),
+        ],
+        dict(height=340, xaxis=dict(type="log", title=dict(text="GPUs in the job"), **charts.LOG_TICKS), yaxis=dict(type="log", title=dict(text="hours between unexpected stops"), **charts.LOG_TICKS)),
+    )
 
 
 @app.function
@@ -790,19 +792,20 @@ def cadence_figure(view: dict) -> go.Figure:
     """Goodput and the wall-time shares against the checkpoint interval, with the optima."""
     curve = view["curve"]
     x = curve["interval_s"] / MINUTE
-    fig = go.Figure()
-    fig.add_scatter(x=x, y=100 * curve["goodput"], name="goodput", mode="lines", line=dict(color=COLORS["blue"], width=3))
-    fig.add_scatter(x=x, y=100 * curve["lost"], name="work lost and redone", mode="lines", line=dict(color=COLORS["red"], width=2))
-    fig.add_scatter(x=x, y=100 * curve["checkpoint"], name="checkpoint stalls", mode="lines", line=dict(color=COLORS["green"], width=2))
-    fig.add_scatter(x=x, y=100 * curve["restart"], name="restarts", mode="lines", line=dict(color=COLORS["purple"], width=2, dash="dot"))
-    fig.add_scatter(x=[view["tau"] / MINUTE], y=[100 * view["goodput"]], name="your interval", mode="markers", marker=dict(symbol="diamond", size=14, color=COLORS["red"]))
+    data = [  # plain dicts (charts.figure): the validated build was most of a move's Python
+        dict(type="scatter", x=x, y=100 * curve["goodput"], name="goodput", mode="lines", line=dict(color=COLORS["blue"], width=3)),
+        dict(type="scatter", x=x, y=100 * curve["lost"], name="work lost and redone", mode="lines", line=dict(color=COLORS["red"], width=2)),
+        dict(type="scatter", x=x, y=100 * curve["checkpoint"], name="checkpoint stalls", mode="lines", line=dict(color=COLORS["green"], width=2)),
+        dict(type="scatter", x=x, y=100 * curve["restart"], name="restarts", mode="lines", line=dict(color=COLORS["purple"], width=2, dash="dot")),
+        dict(type="scatter", x=[view["tau"] / MINUTE], y=[100 * view["goodput"]], name="your interval", mode="markers", marker=dict(symbol="diamond", size=14, color=COLORS["red"])),
+    ]
+    shapes, annotations = [], []
     for label, key, dash, y in (("Young √(2CM)", "young", "dot", 1.0), ("Daly", "daly", "dash", 0.92)):
-        charts.vline(fig, view[key] / MINUTE, dict(color=COLORS["muted"], dash=dash))
-        fig.add_annotation(x=np.log10(view[key] / MINUTE), y=y, yref="paper", text=label, showarrow=False, xanchor="left", yanchor="top")
+        shapes.append(charts.vline_shape(view[key] / MINUTE, dict(color=COLORS["muted"], dash=dash)))
+        annotations.append(dict(x=float(np.log10(view[key] / MINUTE)), y=y, yref="paper", text=label, showarrow=False, xanchor="left", yanchor="top"))
     ticks = [0.1, 0.3, 1, 3, 10, 30, 60, 180, 600, 1440]
-    fig.update_layout(height=380, xaxis=dict(type="log", title="checkpoint interval (minutes of training)", tickvals=ticks, ticktext=[f"{t:g}" for t in ticks]),
-                      yaxis=dict(title="% of wall time", range=[0, 100]))
-    return apply_plotly_theme(fig)
+    return charts.figure(data, dict(shapes=shapes, annotations=annotations, height=380, yaxis=dict(title=dict(text="% of wall time"), range=[0, 100]),
+                                    xaxis=dict(type="log", title=dict(text="checkpoint interval (minutes of training)"), tickvals=ticks, ticktext=[f"{t:g}" for t in ticks])))
 
 
 @app.function

@@ -11,7 +11,7 @@ with app.setup:
     import plotly.graph_objects as go
 
     from labs.core import ENGINE_VERSION
-    from labs.core import ui
+    from labs.core import charts, ui
     from labs.core.engine.hardware import GB
     from labs.core.engine.precision import FORMATS, TILE
     from labs.core.scenarios.lab12 import (
@@ -569,15 +569,17 @@ def _(fp8_committed, recompute_committed, submitted, underflow_committed):
 
 @app.function
 def shares_figure(curves, marker):
-    """Flushed and overflowed shares against log2 of the loss scale, one pair of lines per format."""
-    _fig = go.Figure()
+    """Flushed and overflowed shares against log2 of the loss scale, one pair of lines per format
+    (built from dicts, charts.figure: the validated build cost most of the slider's re-run)."""
     _colors = {"fp16": COLORS["blue"], "e5m2": COLORS["orange"]}
+    _data = []
     for _name, _c in curves.items():
-        _fig.add_trace(go.Scatter(x=_c["log2_scale"], y=100 * _c["flushed"], name=f"{_name}: flushed", line=dict(color=_colors[_name])))
-        _fig.add_trace(go.Scatter(x=_c["log2_scale"], y=100 * _c["overflow"], name=f"{_name}: overflowed", line=dict(color=_colors[_name], dash="dot")))
-    _fig.add_shape(type="line", yref="y domain", y0=0, y1=1, xref="x", x0=marker, x1=marker, line=dict(color=COLORS["muted"], dash="dash"))
-    _fig.update_layout(height=320, xaxis_title="log2 of the loss scale S", yaxis_title="% of the gradients", margin=dict(t=30))
-    return _fig
+        _data.append(dict(type="scatter", x=_c["log2_scale"], y=100 * _c["flushed"], name=f"{_name}: flushed", line=dict(color=_colors[_name])))
+        _data.append(dict(type="scatter", x=_c["log2_scale"], y=100 * _c["overflow"], name=f"{_name}: overflowed", line=dict(color=_colors[_name], dash="dot")))
+    return charts.figure(_data, dict(
+        shapes=[charts.vline_shape(marker, dict(color=COLORS["muted"], dash="dash"))], height=320,
+        xaxis=dict(title=dict(text="log2 of the loss scale S")), yaxis=dict(title=dict(text="% of the gradients")), margin=dict(t=30),
+    ))
 
 
 if __name__ == "__main__":
