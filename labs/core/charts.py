@@ -301,15 +301,14 @@ def memory_wall(wall: dict[str, MemoryBreakdown], hbm: Sequence[tuple[str, float
     and the total as a marker, on a log axis. The models span two orders of magnitude, so on a
     linear axis the smallest is a sliver and the HBM lines crowd at the bottom; a stack on a log
     axis would misstate the terms' proportions, so they are grouped, not stacked."""
-    fig = go.Figure()
     names = list(wall)
-    for term, label in MEMORY_TERMS.items():
-        fig.add_bar(x=names, y=[wall[n].as_dict()[term] / GB for n in names], name=label, marker_color=TERM_COLORS[term], hovertemplate=f"{label}: %{{y:,.1f}} GB<extra></extra>")
-    fig.add_scatter(x=names, y=[wall[n].total / GB for n in names], mode="markers+text", text=[f"total {wall[n].total / GB:,.0f} GB" for n in names], textposition="top center",
-                    marker=dict(symbol="line-ew", size=40, line=dict(width=3, color=COLORS["ink"])), name="total", hoverinfo="skip")
-    _hbm_lines(fig, hbm)
-    fig.update_layout(barmode="group", height=460, yaxis=dict(type="log", title="GB per GPU (log)", **LOG_TICKS), xaxis_title="model, plain data parallelism")
-    return apply_plotly_theme(fig)
+    data = [dict(type="bar", x=names, y=[wall[n].as_dict()[term] / GB for n in names], name=label, marker=dict(color=TERM_COLORS[term]), hovertemplate=f"{label}: %{{y:,.1f}} GB<extra></extra>")
+            for term, label in MEMORY_TERMS.items()]
+    data.append(dict(type="scatter", x=names, y=[wall[n].total / GB for n in names], mode="markers+text", text=[f"total {wall[n].total / GB:,.0f} GB" for n in names], textposition="top center",
+                     marker=dict(symbol="line-ew", size=40, line=dict(width=3, color=COLORS["ink"])), name="total", hoverinfo="skip"))
+    shapes, annotations = _hbm_marks(hbm)
+    return figure(data, dict(shapes=shapes, annotations=annotations, barmode="group", height=460, yaxis=dict(type="log", title=dict(text="GB per GPU (log)"), **LOG_TICKS),
+                             xaxis=dict(title=dict(text="model, plain data parallelism"))))
 
 
 STAGE_COLORS = (COLORS["purple"], COLORS["orange"], COLORS["green"], COLORS["blue"])  # red is kept for HBM lines
