@@ -13,6 +13,7 @@ with app.setup:
     from labs.core import ENGINE_VERSION
     from labs.core import ui
     from labs.core.engine.models import Model
+    from labs.core.scenarios.prose import sp_regather
     from labs.core.scenarios.lab13 import (
         COUNTED_WIDTHS,
         DOMAINS,
@@ -394,6 +395,7 @@ def _(tp_committed, variant):
 @app.cell(hide_code=True)
 def _(ring_committed, scaling_committed, tp_committed):
     ui.gate(ring_committed, scaling_committed, tp_committed, what="the equations")
+    _re = sp_regather(max(RANKS))
     ui.math_peek(
         "The equations behind tensor parallelism",
         r"""
@@ -405,8 +407,14 @@ def _(ring_committed, scaling_committed, tp_committed):
     row-split: one all-reduce forward, one backward.
 
     Ring all-reduce of $M$ bytes over $n$ ranks: each sends $2\frac{n-1}{n}M$; reduce-scatter and
-    all-gather $\frac{n-1}{n}M$ each, so SP moves the same bytes as plain TP.
-
+    all-gather $\frac{n-1}{n}M$ each, so SP moves the same bytes as plain TP, as Korthikanti et al.
+    count them and as this engine prices them. """
+        + f"""Megatron-Core and Transformer Engine keep only the sequence shard of the QKV and
+    FC1 inputs and all-gather each again in the backward for its weight gradient (hidden behind the
+    data-gradient GEMM): {_re['megatron_calls']} collectives a layer instead of {_re['calls']}, {_re['ratio']:.2f}x the
+    bytes, which the engine does not count.
+    """
+        + r"""
     Per token and layer, forward: bytes $\propto d$ (4 collectives fwd + bwd of $2d$ bytes), FLOPs
     $24 d^2 + 4 s d$: the ratio grows as $d$.
 
@@ -457,7 +465,8 @@ def _(ring_committed, scaling_committed, tp_committed):
     - Column-then-row splitting makes one all-reduce per block forward and one backward; the split
       result equals the unsplit one to rounding.
     - A ring all-reduce sends $2(n-1)/n$ of the payload from each rank; sequence parallelism sends
-      the same bytes as a reduce-scatter plus an all-gather, and stops replicating the activations
+      the same bytes as a reduce-scatter plus an all-gather in the paper's count (Megatron-Core adds
+      a backward re-gather of the QKV and FC1 inputs), and stops replicating the activations
       outside the split.
     - Per token, TP traffic is linear in $d$ and FLOPs quadratic: larger models make TP relatively
       cheaper, linearly.

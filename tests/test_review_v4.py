@@ -99,3 +99,30 @@ def test_lab13_page_says_megatron_refuses_the_wider_points():
     assert f"refuses: {kv['kv_heads']} query groups; K/V replicated: +{kv['kv_replication_gb']:.1f} GB" in page
     assert "keeps whole copies" not in page and "the least TP whose weights and activations fit" not in page
     assert "Megatron-Core would not build it" in page
+
+
+# ---- M2: sequence parallelism's backward re-gather, said in Labs 11 and 13 ----------------------------
+def test_sp_bytes_as_the_engine_prices_them_and_as_megatron_sends_them():
+    """The engine prices SP's TP bytes as plain TP's (no re-gather); Megatron-Core adds one
+    all-gather per column-parallel GEMM in the backward: 10 collectives a layer, 1.25x the bytes."""
+    from labs.core.scenarios import lab11
+    from labs.core.scenarios.prose import sp_regather
+
+    no, sp = lab11.sp_rows()
+    assert sp["tp_sent"] == pytest.approx(no["tp_sent"], rel=1e-9), "the engine now counts more under SP: change Labs 11 and 13's prose"
+    r = sp_regather(sp["tp"])
+    assert (r["calls"], r["megatron_calls"]) == (8, 10) and r["ratio"] == pytest.approx(1.25)
+
+
+def test_lab11_and_lab13_say_the_regather():
+    from labs.core.scenarios.prose import sp_regather
+
+    r = sp_regather(8)
+    said = f"{r['megatron_calls']} collectives a layer instead of {r['calls']}, {r['ratio']:.2f}x the"
+    fit = mine("11_long_context_moe", "fit")
+    outputs, _ = load_app(LAB["11"]).run(defs=committed("fit", fit, right(fit)))
+    page11 = _plain(text_of(outputs))
+    assert said in page11 and "does not count that re-gather" in page11
+    outputs, _ = load_app(LAB["13"]).run(defs=_lab13_all_committed())
+    page13 = _plain(text_of(outputs))
+    assert said in page13 and "which the engine does not count" in page13

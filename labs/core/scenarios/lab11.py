@@ -143,7 +143,7 @@ def sp_rows() -> list[dict]:
     for sp in (False, True):
         e = long_estimate(cp=CP_LONG, sequence_parallel=sp)
         tp = next(c for c in e.collectives if c.key == "tp")
-        rows.append({"sp": sp, "activations": e.memory.activations, "memory": e.memory.total, "fits": e.fits, "tp_op": tp.op,
+        rows.append({"sp": sp, "tp": e.plan.tp, "activations": e.memory.activations, "memory": e.memory.total, "fits": e.fits, "tp_op": tp.op,
                      "tp_calls": tp.calls, "tp_sent": tp.sent_bytes, "tp_link": tp.link, "tp_exposed": tp.exposed_s, "step": e.step_time_s})
     return rows
 
@@ -223,6 +223,20 @@ def llama3_plan(schedule: str = "1f1b", virtual_stages: int = 1, rank_order: str
 def llama3_estimate(schedule: str = "1f1b", virtual_stages: int = 1, rank_order: str = RANK_ORDERS[0], algorithm: str = "all_gather") -> Estimate:
     r = LLAMA3_128K
     return estimate(long_model(r["seq_len"]), Cluster.get(LONG_CLUSTER, nodes=r["gpus"] // 8), llama3_plan(schedule, virtual_stages, rank_order, algorithm))
+
+
+@lru_cache(maxsize=None)
+def llama3_own_stack_estimate(schedule: str = "interleaved", virtual_stages: int = 2) -> Estimate:
+    """The same 128K layout under Llama 3's own memory practice (era llama3-2024: FSDP keeping the
+    gathered weights, each pipeline chunk's input freed after its forward, no allocator slack charged;
+    labs.core.engine.eras, Sec. 3.3.2)."""
+    r = LLAMA3_128K
+    plan = Plan.for_era(
+        "llama3-2024", tp=r["tp"], cp=r["cp"], pp=r["pp"], dp=r["dp"], micro_batch=1, global_batch=r["batch_per_dp"] * r["dp"], zero_stage=2,
+        recompute="none", sequence_parallel=True, flash_attention=True, cp_algorithm="all_gather", schedule=schedule, virtual_stages=virtual_stages,
+        first_stage_layers=LLAMA3_STAGE_LAYERS, last_stage_layers=LLAMA3_STAGE_LAYERS,
+    )
+    return estimate(long_model(r["seq_len"]), Cluster.get(LONG_CLUSTER, nodes=r["gpus"] // 8), plan)
 
 
 LLAMA3_VARIANTS = {

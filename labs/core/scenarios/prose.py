@@ -133,3 +133,28 @@ def ep_bytes_by_link(est: Estimate) -> dict:
     share = float(all_to_all_network_share(est.model, est.cluster, p.tp, p.ep, p.max_nodes_per_token or 0, stride))
     return {"total": ep.sent_bytes, "network": ep.sent_bytes * share, "nvlink": ep.sent_bytes * (1 - share), "network_share": share,
             "network_link": est.cluster.inter.name, "nvlink_link": est.cluster.intra.name}
+
+
+# ---- Labs 11 and 13: sequence parallelism's bytes (review 38bda0b, M2) ------------------------------------
+SP_PASS_COLLECTIVES = (("all_gather", 2), ("reduce_scatter", 2))  # per layer and pass: before QKV and FC1, after proj and FC2
+SP_WGRAD_REGATHERS = (("all_gather", 2),)  # Megatron-Core/TE backward: the QKV and FC1 inputs again, for their weight gradients
+
+
+def sp_regather(tp: int, nbytes: float = 1.0) -> dict:
+    """Bytes each TP rank sends per layer (forward + backward) under sequence parallelism for an
+    activation of `nbytes`: as Korthikanti et al. count it, and as the engine prices it
+    (labs.core.engine.stages.parallel: an all-gather and a reduce-scatter of b s h per
+    collective, the backward the forward's mirror), against Megatron-Core and Transformer Engine,
+    which keep only the sequence shard of each column-parallel GEMM's input and all-gather it again
+    in the backward for the weight gradient (LinearWithGradAccumulationAndAsyncCommunication;
+    overlapped with the data-gradient GEMM). The engine does not count that re-gather."""
+    from labs.core.engine.collectives import bytes_sent_per_rank
+
+    def sent(ops):
+        return sum(k * bytes_sent_per_rank(op, nbytes, tp) for op, k in ops)
+
+    counted = 2 * sent(SP_PASS_COLLECTIVES)
+    megatron = counted + sent(SP_WGRAD_REGATHERS)
+    calls = 2 * sum(k for _, k in SP_PASS_COLLECTIVES)
+    return {"counted": counted, "megatron": megatron, "ratio": megatron / counted,
+            "calls": calls, "megatron_calls": calls + sum(k for _, k in SP_WGRAD_REGATHERS)}
