@@ -386,8 +386,10 @@ def _(bucket_committed, ring_committed):
     of $\log_2$(nodes) levels across them, at 0.92 of the ring's bandwidth; NVLS lets the NVSwitch
     add the chunks inside a node, and runs as NVLSTree across nodes. For each message NCCL also
     picks a protocol: LL (about 0.6 µs a hop on NVLink, half the bandwidth) for small ones, LL128,
-    or Simple (3.4 µs a hop, all of it) for large ones. The engine's curves are drawn against
-    measured NCCL bus bandwidth.
+    or Simple (3.4 µs a hop, all of it) for large ones. Inside a node NCCL also reaches its
+    plateau only at hundreds of MB: each rank's slice moves in chunks too small to keep every
+    channel busy, so the engine stretches the bandwidth term by a ramp fitted on measured curves.
+    The engine's curves are drawn against measured NCCL bus bandwidth.
     """)
     return
 
@@ -679,6 +681,10 @@ def _(bucket_committed, ring_committed):
     NCCL's tree (all-reduce only; never reduce-scatter or all-gather): $2\left((g-1)\,\alpha_{\mathrm{NVLink}} + \lfloor\log_2 \mathrm{nodes}\rfloor\,\alpha_{\mathrm{net}}\right)$
     of latency with $g$ GPUs per node, and $\frac{2M}{0.92\,\mathrm{busbw}}$ of transfer (NCCL `tuning.cc`).
     Each $\alpha$ depends on the protocol NCCL picks for the message size (LL, LL128, Simple).
+    Inside one NVLink domain the transfer term is stretched by NCCL's measured ramp,
+    $1 + \frac{e}{1 + x / x_{1/2}}$, $x$ the bytes each rank's pipeline carries ($M/N$ for the ring and
+    NVLS, $M$ for the tree), $e$ and $x_{1/2}$ fitted on nccl-tests curves of 8 A100s, 8 H100s and 4 GB200s
+    (`collectives.ring_ramp`).
 
     A single parameter server with NIC bandwidth $B_s$: $2\alpha + \frac{N M}{B_s}$.
 

@@ -16,6 +16,7 @@ import pytest
 from labs.core import Cluster, Model, Plan, estimate
 from labs.core.engine.experts import all_to_all_cost, all_to_all_network_share
 from labs.core.engine.hardware import CLUSTERS, GPUS, LINKS
+from labs.core.engine.collectives import ring_ramp
 from labs.core.engine.topology import bus_bandwidth, collective_columns, group_cost, members_per_domain
 
 ROWS = {r["id"]: r for r in json.loads((Path(__file__).parent / "data" / "kernel_benchmarks_v4.json").read_text())}
@@ -45,7 +46,7 @@ def test_tp16_all_reduce_on_nvlink_inside_nvl72_and_across_nics_on_dgx_b200():
     # NVL72: 16 members in one domain, ring over NVLink, Simple: 8.4 + 2 x 15 x 3.4 us
     inside = group_cost("all_reduce", M, nvl72(), 16, 1, "ring")
     assert inside.latency_s == pytest.approx((8.4 + 30 * 3.4) * US, rel=1e-12)
-    assert inside.bandwidth_s == pytest.approx(2 * 15 / 16 * M / busbw, rel=1e-12)
+    assert inside.bandwidth_s == pytest.approx(2 * 15 / 16 * M / busbw * ring_ramp(M / 16), rel=1e-12)  # NCCL's ramp (issue 37)
     assert members_per_domain(nvl72(), 16, 1) == 16
     # DGX B200: 8 members in each of 2 domains; 2 of the 30 steps cross the network (14 us each),
     # the ring's busbw the 8 members' NICs (8 x 47 GB/s), below NVLink's
@@ -100,8 +101,8 @@ def test_estimate_prices_tp16_inside_the_rack_and_across_nodes_on_dgx():
 
 def test_nvl72_all_reduce_bus_bandwidth_against_the_rack_rows():
     """coreweave/nccl-tests, 72 GPUs of one rack, NCCL 2.26.2: the model (NVLS, its bandwidth read
-    from the 8 GiB row) within 10% from 2 GiB up; below it the measured curve ramps slower than the
-    NVLS latency fitted on 8 H100s predicts (the model is fast: +37% at 512 MiB, +20% at 1 GiB)."""
+    from the 8 GiB row) within 10% from 2 GiB up; below it, with NCCL's measured ramp on each
+    rank's 1/72 slice (issue 37; held out of its fit), within 15% (v3: +37% at 512 MiB)."""
     c, errors = nvl72(), {}
     for key, row in ROWS.items():
         if key.startswith("nccl_gb200_nvl72_1rack_allreduce_"):
@@ -111,7 +112,7 @@ def test_nvl72_all_reduce_bus_bandwidth_against_the_rack_rows():
             print(f"{key}: measured {row['value']:.1f} GB/s, model {model:.1f} ({errors[nbytes]:+.1%})")
     assert len(errors) == 5
     assert all(abs(e) < 0.10 for b, e in errors.items() if b >= 2 * 2**30)
-    assert all(0 < e < 0.40 for b, e in errors.items() if b < 2 * 2**30)
+    assert all(abs(e) < 0.15 for b, e in errors.items() if b < 2 * 2**30)
 
 
 def test_nvlink_partitions_across_ib_cross_the_nics():

@@ -30,16 +30,16 @@ def test_nccl_busbw_points(row):
 
 @pytest.mark.parametrize("curve", NCCL["single_node_curves"], ids=[c["id"] for c in NCCL["single_node_curves"]])
 def test_busbw_depends_on_message_size(curve):
-    """nccl-tests curves on 8 GPUs: within 10% from 256 MB up; at 8-128 MB the alpha-beta model
-    is up to ~45% optimistic on A100 (NCCL's protocol switches are not modelled) but, as
-    measured, a message of tens of MB reaches well under peak."""
+    """nccl-tests curves on 8 GPUs: within 15% at every size, 8 MB - 8 GB (the ring's ramp,
+    labs.core.engine.collectives.ring_ramp; v3's alpha-beta model alone was 24-50% fast at 8-128 MB
+    on the A100), and, as measured, a message of tens of MB reaches well under peak."""
     cluster = _cluster(curve)
     worst = 0.0
     for size, measured in curve["busbw_gbs"].items():
         got = bus_bandwidth("all_reduce", float(size), cluster, curve["gpus"], 1, curve["algorithm"]) / 1e9
         error = report(f"{curve['id']} {int(size) >> 20} MB", got, measured)
         worst = max(worst, abs(error))
-        assert abs(error) < (0.10 if int(size) >= 1 << 28 else 0.50)
+        assert abs(error) < (0.10 if int(size) >= 1 << 28 else 0.15)
     small = bus_bandwidth("all_reduce", 8.0 * (1 << 20), cluster, 8, 1, curve["algorithm"])
     large = bus_bandwidth("all_reduce", 8.0 * (1 << 30), cluster, 8, 1, curve["algorithm"])
     assert small < 0.6 * large

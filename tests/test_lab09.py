@@ -13,6 +13,7 @@ pytestmark = pytest.mark.usefixtures("ledger_dir")
 
 from labs.core import Cluster, Model, Plan, estimate
 from labs.core import charts
+from labs.core.engine.collectives import ring_ramp
 from labs.core.engine.hardware import NCCL_BASE_LATENCY_S
 from labs.core.engine.layout import RANK_ORDERS, axis_strides, cross_node_links, groups, rank_coordinates
 from labs.core.engine.perf import plan_columns
@@ -163,7 +164,8 @@ def test_map_rows_tp8_dp8_by_hand():
     assert tp.sent_bytes == pytest.approx(m * model.layers * 8 * 7 / 8 * act)
     assert _row(est, "tp")["GB sent / GPU / step"] == pytest.approx(tp.sent_bytes / 1e9)
     intra = est.cluster.intra
-    per_call = 7 * intra.latency_s + NCCL_BASE_LATENCY_S + 7 / 8 * act / intra.effective_bytes_per_s
+    # each rank's 1/8 slice rides NCCL's measured ramp inside the node (labs.core.engine.collectives.ring_ramp)
+    per_call = 7 * intra.latency_s + NCCL_BASE_LATENCY_S + 7 / 8 * act / intra.effective_bytes_per_s * ring_ramp(act / 8)
     assert tp.wire_s == pytest.approx(tp.calls * per_call, rel=1e-9)
     assert (tp.group, tp.members_per_node, tp.link) == (8, 8, intra.name)
     shard = model.params / 8

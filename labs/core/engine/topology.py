@@ -80,7 +80,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from labs.core.engine.collectives import CollectiveCost
+from labs.core.engine.collectives import CollectiveCost, alpha_beta_seconds, moved_share, ring_ramp
 from labs.core.engine.hardware import NCCL_BASE_LATENCY_S, Cluster
 from labs.core.engine.stages.xp import NUMPY, SCALAR
 from labs.core.engine.validation import check_choice, check_positive
@@ -100,11 +100,12 @@ _HOP_US = {
     ("pci", "ring"): (1.0, 2.5, 5.7), ("pci", "tree"): (1.0, 1.9, 4.0),
     ("net", "ring"): (2.7, 4.0, 14.0), ("net", "tree"): (5.0, 8.5, 14.0),
 }
-# NVLS and NVLSTree run Simple only, latency intra + 2 log2(nodes) x 20.9 us across nodes for
-# NVLSTree (tuning.cc). Inside the node tuning.cc says 25 us, but the measured NVLS curve ramps
-# far slower (8 MB: 172 GB/s busbw, 85 us): 54.5 us fitted on that point, tests/data/nccl_busbw.json
-# azure_nd_h100_v5_nvls (NCCL 2.18.5, 8x H100); the model is then within 8% from 16 MB up.
-_NVLS_US, _NVLS_TREE_NET_US = 54.5, 20.9
+# NVLS and NVLSTree run Simple only, latency 25 us inside the node + 2 log2(nodes) x 20.9 us across
+# nodes for NVLSTree (tuning.cc). The measured NVLS curve ramps far slower than 25 us alone says
+# (8 MB: 172 GB/s busbw, 85 us): that is the pipeline's ramp (labs.core.engine.collectives.ring_ramp,
+# fitted with this latency on azure_nd_h100_v5_nvls, the A100 and the 4x GB200 ring curves), not a longer latency
+# (a 54.5 us latency fitted on the 8 MB point made the H200's 1-4 MB 24-41% too slow).
+_NVLS_US, _NVLS_TREE_NET_US = 25.0, 20.9
 # PAT (tuning.cc, commit 5067397; the latency terms as they came in 2.23.4, 68b5423, the bandwidth
 # factor 0.85 there and 0.75 from 2.24.3): Simple protocol only, base 8.0 us, log2i(nNodes) x
 # interLat / 3.5 with interLat the tree's network hop (14 us: one GPU per node), nRanks x 2.8 us;
@@ -293,8 +294,9 @@ def _priced(op: str, nbytes, cluster: Cluster, n, stride, algorithm: str, xp):
     if cluster.intra.mesh_peers:
         return _mesh_priced(op, nbytes, cluster, n, stride, algorithm, xp)
     options = _scalar_options(op, cluster, n, stride, algorithm) if xp.scalar else _options(op, cluster, n, stride, algorithm, xp)
-    latencies, moved, busbws = options
-    return xp.cheapest(latencies, [share * nbytes / busbw for share, busbw in zip(moved, busbws)])
+    latencies, moved, busbws, per_byte = options
+    return xp.cheapest(latencies, [alpha_beta_seconds(0.0, share * nbytes, busbw, ring_ramp(nbytes * part))[1]
+                                   for share, busbw, part in zip(moved, busbws, per_byte)])
 
 
 def _options(op: str, cluster: Cluster, n, stride, algorithm: str, xp) -> tuple:
@@ -307,9 +309,14 @@ def _options(op: str, cluster: Cluster, n, stride, algorithm: str, xp) -> tuple:
     multi = nodes > 1
     hop = "nvlink" if cluster.intra.name.startswith("NVLink") else "pci"
     ring_busbw = _ring_bus_bandwidth(cluster, n, stride, g, nodes, cluster.intra.effective_bytes_per_s, xp)
-    ring_moved = share * (n - 1) / xp.maximum(n, 1.0)  # of the bytes, through each rank's links
+    ring_moved = moved_share(op, n, "ring")  # of the bytes, through each rank's links
     uses = _uses(op, algorithm, cluster)
-    latencies, moved, busbws = [], [], []
+    # per_byte: the share of the message each rank's pipeline carries (ring_ramp's slice / nbytes):
+    # 1/n for the ring, NVLS and PAT, 1 for the tree, inside one NVLink domain; infinite (no ramp)
+    # across domains and on PCIe, where no measured mid-size curve holds it (collectives.RAMP_EXCESS)
+    latencies, moved, busbws, per_byte = [], [], [], []
+    unramped = multi if hop == "nvlink" else True
+    ring_part = xp.where(unramped, xp.inf, 1.0 / n)
     if "ring" in uses:
         for base, hop_intra, net_ring, net_tree, protocol_bw in _protocols("ring", hop, xp):
             lat, busbw = _ring_option(base, hop_intra, net_ring, net_tree, protocol_bw, share, n, g, multi, nodes, ring_busbw, xp)
@@ -318,22 +325,26 @@ def _options(op: str, cluster: Cluster, n, stride, algorithm: str, xp) -> tuple:
             latencies.append(lat)
             moved.append(ring_moved)
             busbws.append(busbw)
+            per_byte.append(ring_part)
     if "tree" in uses:  # 2 M at the tree's bandwidth
         for base, hop_intra, hop_net, bw_across, bw_inside in _protocols("tree", hop, xp):
             lat, busbw = _tree_option(base, hop_intra, hop_net, bw_across, bw_inside, g, multi, nodes, ring_busbw, xp)
             latencies.append(lat)
-            moved.append(2.0)
+            moved.append(moved_share("all_reduce", n, "tree"))
             busbws.append(busbw)
+            per_byte.append(xp.where(unramped, xp.inf, 1.0))
     if "nvls" in uses:  # NVLS inside a node; NVLSTree across nodes (all-reduce only)
         lat = (_NVLS_US + 2 * _log2_levels(nodes, xp) * _NVLS_TREE_NET_US) * _US
         latencies.append(xp.where(_nvls_usable(op, g, multi, xp), lat, xp.inf))
         moved.append(ring_moved)
         busbws.append(_nvls_bus_bandwidth(cluster, op, n, stride, g, nodes, ring_busbw, xp))
+        per_byte.append(ring_part)
     if "pat" in uses:  # reduce-scatter and all-gather, one GPU per node: the whole buffer
         latencies.append(xp.where(g == 1, _pat_latency(n, nodes, xp), xp.inf))
         moved.append(1.0)
         busbws.append(PAT_BANDWIDTH * ring_busbw)
-    return tuple(latencies), tuple(moved), tuple(busbws)
+        per_byte.append(ring_part)
+    return tuple(latencies), tuple(moved), tuple(busbws), tuple(per_byte)
 
 
 # RCCL on a full mesh (module docstring): ROCm/rccl src/graph/tuning.cc at 0cbce2a7, baseLat (Ring,

@@ -538,11 +538,15 @@ def ring_question(s: dict) -> Numeric:
 # The first edition always asked across nodes with small buckets, so the tree won for every
 # student. Now half the students reduce their bucket inside one node (HSDP's shard group: 8 H100s
 # on NVLink), the other half across the whole job. Across nodes a 0.25-4 MB bucket is latency,
-# and the tree's log N steps win (2x or more); inside one node a 1 MB bucket goes fastest on the
-# ring (the tree's latency, fewer bytes; NVLS's switch round trip costs more latency than both)
-# and a 64-256 MB one on NVLS, whose switch does the adding (20% or more ahead of the next).
+# and the tree's log N steps win (2x or more); inside one node a 256 KB bucket goes fastest on the
+# ring (LL's 0.6 us hops; the tree's latency, fewer bytes; NVLS's switch round trip costs more
+# latency than both) and a 64-256 MB one on NVLS, whose switch does the adding (20% or more ahead
+# of the next). The second edition drew 1 MB inside the node: since NCCL's measured ramp and NVLS's
+# tuning.cc latency (issue 37: an 8x H200 NVLS all-reduce of 1 MB takes 35 us) the ring and NVLS
+# finish it within 6% of each other, so the third edition draws 256 KB there.
 BUCKET_GROUPS = ("node", "job")
-VARIANT_NODE_BUCKET_BYTES = (1e6, 64e6, 256e6)
+VARIANT_NODE_BUCKET_BYTES_V2 = (1e6, 64e6, 256e6)
+VARIANT_NODE_BUCKET_BYTES = (256e3, 64e6, 256e6)
 BUCKET_LEAD = 1.2  # the winner is at least this much faster than the next algorithm
 BUCKET_STEP_OPTIONS = (
     Option("A", "Ring: the fewest bytes per GPU of the point-to-point algorithms", "bandwidth-optimal means fastest at every size"),
@@ -599,9 +603,17 @@ def bucket_group_explanations(nbytes: float, nodes: int, group: str) -> dict[str
     }
 
 
+def draw_settings_v2(d) -> dict:
+    return _draw(d, VARIANT_NODE_BUCKET_BYTES_V2)
+
+
 def draw_settings(d) -> dict:
+    return _draw(d, VARIANT_NODE_BUCKET_BYTES)
+
+
+def _draw(d, node_bucket_bytes) -> dict:
     group = d.choice("bucket_group", BUCKET_GROUPS)
-    job_bytes, node_bytes = d.choice("bucket_bytes", VARIANT_BUCKET_BYTES), d.choice("node_bucket_bytes", VARIANT_NODE_BUCKET_BYTES)
+    job_bytes, node_bytes = d.choice("bucket_bytes", VARIANT_BUCKET_BYTES), d.choice("node_bucket_bytes", node_bucket_bytes)
     return {"ring_gb": d.choice("ring_gb", VARIANT_RING_GB), "ring_n": d.choice("ring_n", VARIANT_RING_N),
             "bucket_bytes": node_bytes if group == "node" else job_bytes, "bucket_nodes": d.choice("bucket_nodes", VARIANT_BUCKET_NODES),
             "bucket_group": group}
@@ -621,4 +633,5 @@ def build_questions(s: dict) -> dict:
     }
 
 
-VARIANTS = LabVariants(LAB, draw_settings, build_questions, version=2, older={1: (draw_settings_v1, build_questions_v1)})
+VARIANTS = LabVariants(LAB, draw_settings, build_questions, version=3,
+                       older={1: (draw_settings_v1, build_questions_v1), 2: (draw_settings_v2, build_questions)})
