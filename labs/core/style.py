@@ -43,7 +43,7 @@ COLORS.update({
 # Stacked memory and time terms keep one colour each across every chart.
 TERM_COLORS = {
     "weights": COLORS["blue"], "gradients": COLORS["sky"], "optimizer": COLORS["purple"],
-    "activations": COLORS["orange"], "buffers": COLORS["muted"],
+    "activations": COLORS["orange"], "logits": COLORS["red"], "buffers": COLORS["muted"],
     "compute": COLORS["blue"], "bubble": COLORS["yellow"], "tp_comm": COLORS["purple"],
     "pp_comm": COLORS["sky"], "dp_comm": COLORS["red"], "optimizer_step": COLORS["green"],
     "dp_bandwidth": COLORS["red"], "dp_latency": COLORS["orange"], "offload": COLORS["ink"], "ep_comm": COLORS["orange"],

@@ -29,6 +29,20 @@ code, never from an end-to-end run:
 - loss_bytes_per_logit: HBM bytes the cross entropy moves per logit, forward and backward
   (Megatron's vocab-parallel cross entropy upcasts the logits to fp32 and makes about eight
   passes: 60; PyTorch's F.cross_entropy on .float() logits: 40; fused (torch.compile): 8).
+- logits_bytes: (saved, peak) bytes per logit the loss keeps on the last pipeline rank, for the
+  logits of b x s/cp tokens over V/t of the vocabulary. Megatron's vocab-parallel cross entropy
+  (megatron/core/tensor_parallel/cross_entropy.py: calculate_logits_max upcasts the bf16 logits to
+  an fp32 copy, exp and div run in place in it, ctx.save_for_backward(exp_logits, ...); backward
+  turns the saved softmax into the gradient in place and the cast back to bf16 writes 2 bytes):
+  4 saved, 6 at the peak (the bf16 logits beside the fp32 copy in the forward, the fp32 gradient
+  beside its bf16 cast in the backward). PyTorch's F.cross_entropy(pred.float(), ...)
+  (torchtitan components/loss.py): the fp32 copy (4) and log_softmax's output (4, the tensor its
+  backward saves) beside the bf16 logits in the forward (10), and in the backward nll_loss's fp32
+  gradient (4), log_softmax's (4) and the saved output (4): 4 saved, 12 at the peak.
+  torch.compile fuses the loss (COMPILED_LOGITS_BYTES): the partitioner saves the bf16 logits and
+  the per-token logsumexp, and the backward kernel writes the bf16 gradient: 2 saved, 4 at the peak.
+  One micro-batch's loss is in flight under 1F1B and interleaving (the last rank runs each loss's
+  backward right after its forward); GPipe keeps every micro-batch's saved part.
 - tp_overlap_kind: "userbuffers" (TE: pipelined chunks on 16 SMs, all-gathers on copy engines),
   "async_tp" (PyTorch's micro-pipelined TP, torch.distributed._symmetric_memory: each all-gather
   + matmul and matmul + reduce-scatter split into tp steps on copy engines; the first step of
@@ -133,6 +147,38 @@ code, never from an end-to-end run:
 - grad_sync: gradients reduced once a step (DDP no_sync, Megatron's accumulation into main_grad)
   or every micro-batch; None is the ZeRO stage's own way (once a step up to ZeRO-1, every
   micro-batch from ZeRO-2, DeepSpeed's and FSDP's default).
+- pp_grad_sync: how the stack's pipeline schedules reduce gradients when pp > 1 and the plan leaves
+  grad_sync to the stack (None: the ZeRO stage's own way, as above). "step": torch.distributed.
+  pipelining (PyTorch 2.4+, torchtitan) runs every backward but a stage's last one with FSDP's
+  set_requires_gradient_sync(False) and set_reshard_after_backward(False)
+  (stage.py, _PipelineStageBase.backward_maybe_with_nosync), so the unsharded gradients accumulate
+  (in the reduce dtype: FSDPParam.to_accumulated_grad_if_needed) and are reduce-scattered once a
+  step, and the weights stay unsharded through the step's backwards.
+- pp_keeps_outputs: whether a pipeline stage's output stays allocated until that chunk's backward.
+  torch.distributed.pipelining keeps it: forward_one_chunk stores (output_tuple, its inputs) in
+  fwd_cache until backward_one_chunk pops them (stage.py), one output (b x s/cp x h in bf16, over
+  t under SP) a chunk in flight. Megatron frees the output's storage once it is sent
+  (schedules.py deallocate_output_tensor, deallocate_pipeline_outputs set by Megatron-LM's
+  training arguments; the autograd graph needs only its grad_fn), and Llama 3 frees "the input and
+  output tensors of each pipeline stage, that will not be used for future computation" (Sec.
+  3.3.2). A stage's input is its first layer's input, which that layer keeps anyway (counted in
+  the layer's activations).
+- pp_frees_stage_inputs: whether each chunk's input (its first layer's input, the residual
+  stream: b x s/cp x h in bf16, over t under SP) is freed once the chunk's forward has run. Llama 3
+  deallocates "the input and output tensors of each pipeline stage, that will not be used for
+  future computation" (Sec. 3.3.2): the first layer's norm can run its backward from its output
+  (which the next GEMM keeps) and its statistics, as a memory-efficient norm does (apex's
+  FusedRMSNorm memory_efficient=True saves the output instead of the input), so the input is
+  not needed. Megatron and torch keep it (input_tensors / fwd_cache).
+- allocator_fragmentation: memory the caching allocator holds beyond what is allocated, as a share
+  of the activations (the memory it churns). PyTorch's caching allocator as shipped: 15% on
+  average across eight LLM trainings on A100 80GB (GMLake, ASPLOS 2024, the share its virtual-
+  memory stitching recovers). torchtitan launches with PYTORCH_ALLOC_CONF="expandable_segments:True"
+  (run_train.sh), PyTorch's own virtual-memory segments (c10/cuda/CUDACachingAllocator.cpp,
+  ExpandableSegment: one reserved range that grows by mapped pages), the mechanism GMLake measured:
+  0. Llama 3 (Sec. 3.3.2) profiled its allocations and freed what no later computation used, and
+  set TORCH_NCCL_AVOID_RECORD_STREAMS against the memory that asynchronous send/recv kept in the
+  allocator: charged 0 too (what it still held is not published).
 - nccl_pat: whether the stack's NCCL has PAT, the logarithmic reduce-scatter and all-gather for
   groups of one GPU per node (labs.core.engine.topology). PAT came with NCCL 2.23.4 (NVIDIA/nccl commit
   68b5423, 2024-09-10, "Add PAT algorithms for Allgather and ReduceScatter"; nvidia-nccl-cu12
@@ -206,6 +252,7 @@ class Era:
     kernels_per_layer: int = 12
     cpu_s_per_kernel: float = HOST_S_PER_OP
     loss_bytes_per_logit: float = 60.0
+    logits_bytes: tuple[float, float] = (4.0, 6.0)  # (saved, peak) per logit: Megatron's vocab-parallel cross entropy
     tp_overlap_kind: str = "userbuffers"
     zero3_unit: str = "module"
     pp_p2p: str = "scatter_gather"
@@ -221,6 +268,10 @@ class Era:
     fsdp_reshard_after_backward: str = "never"  # ZeRO-2's gathers: after "every" backward, a "reducing" one, or "never"
     nccl_pat: bool = False  # NCCL 2.23+: PAT for reduce-scatter and all-gather at one GPU per node (module docstring)
     hybrid_sharding: str = "all"  # Plan.shard_group_size: "all", "dense" (no routed experts) or "none" (module docstring)
+    pp_grad_sync: str | None = None  # under pp > 1, grad_sync=None's meaning: None (the ZeRO stage's own) or "step"
+    pp_keeps_outputs: bool = False  # a stage's output allocated until its backward (torch.distributed.pipelining)
+    pp_frees_stage_inputs: bool = False  # each chunk's input freed after its forward (Llama 3)
+    allocator_fragmentation: float = 0.15  # of the activations (module docstring)
     source: str = ""
 
     def __post_init__(self):
@@ -247,6 +298,12 @@ class Era:
             check_positive("fsdp_grad_bytes", grad_bytes, allow_zero=True, maximum=1000)
         check_choice("fsdp_reshard_after_backward", self.fsdp_reshard_after_backward, FSDP_RESHARDS)
         check_choice("hybrid_sharding", self.hybrid_sharding, HYBRID_SHARDINGS)
+        check_choice("pp_grad_sync", self.pp_grad_sync, GRAD_SYNCS)
+        check_positive("allocator_fragmentation", self.allocator_fragmentation, allow_zero=True, maximum=1.0)
+        if not isinstance(self.logits_bytes, tuple) or len(self.logits_bytes) != 2 or not self.logits_bytes[0] <= self.logits_bytes[1]:
+            raise ValueError(f"logits_bytes must be a pair (saved, peak) of bytes per logit with saved <= peak, got {self.logits_bytes!r}")
+        for logit_bytes in self.logits_bytes:
+            check_positive("logits_bytes", logit_bytes, maximum=100)
         if self.fsdp_reshard_after_backward != "never" and self.zero3_unit != "layer":
             raise ValueError("fsdp_reshard_after_backward needs zero3_unit='layer' (FSDP's units)")
 
@@ -276,6 +333,10 @@ GRAD_SYNCS = (None, "step", "microbatch")
 EAGER_KERNELS_PER_LAYER = 40
 COMPILED_KERNELS_PER_LAYER = 14
 COMPILED_LOSS_BYTES_PER_LOGIT = 8.0  # read bf16 logits, write bf16 gradient, both passes fused
+# The loss's memory per logit, (saved, peak) (module docstring: logits_bytes): PyTorch's eager
+# F.cross_entropy on .float() logits, and the loss under torch.compile.
+EAGER_LOGITS_BYTES = (4.0, 12.0)
+COMPILED_LOGITS_BYTES = (2.0, 4.0)
 
 F, T = False, True
 ERAS: dict[str, Era] = {
@@ -293,14 +354,14 @@ ERAS: dict[str, Era] = {
     # FSDP that keeps the gathered weights through the step (part 2's reshard_after_forward=False)
     # is ZeRO-2's memory and traffic: sharded gradients and optimizer, whole weights in the step.
     "llama3-2024": Era("llama3-2024", ("interleaved", "1f1b"), 2, ("none", "selective", "full"), (T,), (T,), (2, 1), (F, T), ("fp32",), (T,), (T,), ("auto", "ring", "tree"), ("all_gather", "ring"), 16,
-                       zero3_unit="layer"),
+                       zero3_unit="layer", allocator_fragmentation=0.0, pp_frees_stage_inputs=True),
     # PyTorch FSDP1 in 2023 (llama-recipes, HF accelerate): FULL_SHARD (ZeRO-3) or SHARD_GRAD_OP
     # (ZeRO-2) over every GPU, one FSDP unit per transformer block, activation checkpointing per
     # block, flash-attn 2, eager element-wise ops, no pipeline, no TP overlap, no compile.
     "pytorch-fsdp1-2023": Era(
         "pytorch-fsdp1-2023", ("1f1b",), 2, ("none", "full"), (F,), (T,), (3, 2), (F,), ("bf16", "fp32"), (T,), (T,),
         ("auto", "ring", "tree"), max_pp=1, attention_kernel="fa2", fused_elementwise=False, zero3_unit="layer",
-        kernels_per_layer=EAGER_KERNELS_PER_LAYER, loss_bytes_per_logit=40.0, tp_overlap_kind="none", optimizer_bytes_per_param=98.0,
+        kernels_per_layer=EAGER_KERNELS_PER_LAYER, loss_bytes_per_logit=40.0, logits_bytes=EAGER_LOGITS_BYTES, tp_overlap_kind="none", optimizer_bytes_per_param=98.0,
         fsdp_s_per_unshard=FSDP1_OPS_PER_UNSHARD * HOST_S_PER_OP, fsdp_s_per_param=FSDP1_S_PER_PARAM,
         fsdp_kept_s_per_param=FSDP1_KEPT_S_PER_PARAM, fsdp_kept_s_per_pass=FSDP1_KEPT_OPS_PER_PASS * HOST_S_PER_OP,
         fsdp_shard_bytes=FSDP1_SHARD_BYTES, fsdp_grad_bytes=FSDP1_GRAD_BYTES, fsdp_reshard_after_backward="reducing",
@@ -315,6 +376,7 @@ ERAS: dict[str, Era] = {
         "pytorch-fsdp2-2024", ("1f1b", "interleaved", "gpipe"), 2, ("selective", "none", "full"), (T, F), (T,), (3, 2), (F, T), ("fp32", "bf16"),
         (T,), (T,), ("auto", "ring", "tree", "nvls"), ("ring", "all_gather"), 16, ("bf16", "fp8"), torch_compile=(F, T),
         attention_kernel="fa2", fused_elementwise=False, kernels_per_layer=EAGER_KERNELS_PER_LAYER, loss_bytes_per_logit=40.0,
+        logits_bytes=EAGER_LOGITS_BYTES, pp_grad_sync="step", pp_keeps_outputs=True, allocator_fragmentation=0.0,
         tp_overlap_kind="async_tp", zero3_unit="layer", optimizer_bytes_per_param=46.0, fsdp_s_per_unshard=FSDP2_S_PER_UNSHARD,
         fsdp_s_per_param=FSDP2_OPS_PER_PARAM_RESHARD * HOST_S_PER_OP,
         fsdp_kept_s_per_param=(0.0, FSDP2_OPS_PER_PARAM_RESHARD * HOST_S_PER_OP),
@@ -350,6 +412,11 @@ def kernels_per_layer(stack: Era, torch_compile: bool) -> int:
 
 def loss_bytes_per_logit(stack: Era, torch_compile: bool) -> float:
     return COMPILED_LOSS_BYTES_PER_LOGIT if torch_compile else stack.loss_bytes_per_logit
+
+
+def logits_bytes(stack: Era, torch_compile: bool) -> tuple[float, float]:
+    """(saved, peak) bytes per logit the loss keeps (module docstring: logits_bytes)."""
+    return COMPILED_LOGITS_BYTES if torch_compile else stack.logits_bytes
 
 
 def check_plan_in_era(era: Era, values: dict) -> None:

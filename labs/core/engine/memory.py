@@ -81,13 +81,21 @@ OPTIMIZER_STATES: dict[str, OptimizerState] = {
 
 @dataclass(frozen=True)
 class MemoryBreakdown:
-    """Bytes on one GPU. `buffers` is the stated margin for the allocator and NCCL."""
+    """Bytes on one GPU, a line per term (`lines()`): the model state, the activations the
+    schedule holds, the loss's logits (the last pipeline rank: labs.core.engine.eras, logits_bytes),
+    and the runtime's `buffers`: the CUDA context, NCCL's communicators, the TP overlap buffers and
+    the caching allocator's fragmentation (labs.core.engine.stages.memory)."""
 
     weights: float
     gradients: float
     optimizer: float
     activations: float
     buffers: float = 0.0
+    logits: float = 0.0
+    cuda_context: float = 0.0
+    communicators: float = 0.0
+    tp_overlap: float = 0.0
+    fragmentation: float = 0.0
 
     @property
     def model_state(self) -> float:
@@ -95,16 +103,27 @@ class MemoryBreakdown:
 
     @property
     def total(self) -> float:
-        return self.model_state + self.activations + self.buffers
+        return self.model_state + self.activations + self.logits + self.buffers
 
     def as_dict(self) -> dict[str, float]:
+        """The stacked bar's terms: model state, activations, logits and the runtime's buffers."""
         return {
             "weights": self.weights,
             "gradients": self.gradients,
             "optimizer": self.optimizer,
             "activations": self.activations,
+            "logits": self.logits,
             "buffers": self.buffers,
         }
+
+    def lines(self) -> dict[str, float]:
+        """Every term on its own line, the buffers split into their parts (they sum to `total`)."""
+        terms = self.as_dict()
+        del terms["buffers"]
+        parts = {"cuda_context": self.cuda_context, "communicators": self.communicators, "tp_overlap": self.tp_overlap,
+                 "fragmentation": self.fragmentation}
+        other = self.buffers - sum(parts.values())  # a breakdown built with `buffers` alone
+        return {**terms, **parts, **({"other_buffers": other} if abs(other) > 1e-6 * max(self.buffers, 1.0) else {})}
 
     def largest_term(self) -> str:
         terms = self.as_dict()

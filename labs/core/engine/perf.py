@@ -215,7 +215,9 @@ def memory_breakdown(model: Model, plan: Plan) -> MemoryBreakdown:
 
 def _memory(r: dict) -> MemoryBreakdown:
     return _new(MemoryBreakdown, {"weights": r["weights_bytes"], "gradients": r["gradients_bytes"], "optimizer": r["optimizer_bytes"],
-                                  "activations": r["activations_bytes"], "buffers": r["buffers_bytes"]})
+                                  "activations": r["activations_bytes"], "buffers": r["buffers_bytes"], "logits": r["logits_bytes"],
+                                  "cuda_context": r["cuda_context_bytes"], "communicators": r["communicators_bytes"],
+                                  "tp_overlap": r["tp_overlap_bytes"], "fragmentation": r["fragmentation_bytes"]})
 
 
 def estimate(model: Model, cluster: Cluster, plan: Plan) -> Estimate:

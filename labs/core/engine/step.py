@@ -62,7 +62,7 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
         layer, q, tpcp, activations = on_groups(_before_data, p, groups.zero, ZERO_TERMS, model, cluster, stack, xp)
     d = data_parallel_stage(model, cluster, stack, p, q, nccl_algorithm(dp_algorithm, stack.nccl_pat), xp, groups and groups.batch)
     o = optimizer_stage(cluster, stack, p, q, d, xp)
-    r = memory_stage(model, cluster, dp_algorithm, p, q, d, tpcp, activations, xp)
+    r = memory_stage(model, cluster, dp_algorithm, p, q, d, tpcp, activations, xp, stack)
     m = p.m
     step = q.pipeline + q.pp_comm + d.dp_exposed + o.optimizer + o.offload_exposed
     ep_comm = q.ep_exposed  # the expert all-to-alls the step waits for (DualPipe hides part: stages.pipe)
@@ -98,6 +98,11 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
         "optimizer_bytes": r.optimizer,
         "activations_bytes": r.activations,
         "buffers_bytes": r.buffers,
+        "logits_bytes": r.logits,
+        "cuda_context_bytes": r.cuda_context,
+        "communicators_bytes": r.communicators,
+        "tp_overlap_bytes": r.tp_overlap,
+        "fragmentation_bytes": r.fragmentation,
         "tp_bytes": m * d.layers * q.pass_share * _tp_layer_sent(p, tpcp, xp),
         "pp_bytes": q.pp_sent,
         "dp_bytes": xp.where(d.active, d.sent, 0.0) + d.mirror_bytes,  # DualPipe's pair all-reduce sends 2 x 1/2 of its bytes
@@ -134,7 +139,7 @@ def _before_data(p, model, cluster, stack, xp):
     kernels, tpcp, per_layer = xp.distinct(_layer_stages, p, LAYER_READS, model, cluster, stack, xp)  # once per distinct layer shape
     layer = layer_compute(model, cluster, stack, p, xp, kernels)
     q = pipeline_stage(model, cluster, stack, p, layer, tpcp, xp)
-    return layer, q, tpcp, rank_activations(model, p, layer, q, per_layer, xp)
+    return layer, q, tpcp, rank_activations(model, p, layer, q, per_layer, xp, stack)
 
 
 def _layer_stages(p, model, cluster, stack, xp):

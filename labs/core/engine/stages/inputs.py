@@ -86,13 +86,20 @@ def read_plan(model, c: dict, stack, xp) -> SimpleNamespace:
     # are reduce-scattered as its backward produces them (DeepSpeed's and FSDP's default); ZeRO-1
     # reduces once per step. grad_sync overrides it: "step" keeps whole gradients through the
     # accumulation (FSDP's no_sync) and reduces once, "microbatch" reduces every micro-batch.
-    p.reduce_each_mb = xp.where(p.grad_sync == 1, False, xp.where(p.grad_sync == 2, True, p.zero >= 2))
+    # Under pp > 1 a stack's pipeline schedules may decide instead (labs.core.engine.eras: pp_grad_sync;
+    # torch.distributed.pipelining reduces once a step).
+    own_way = p.zero >= 2
+    if stack.pp_grad_sync == "step":
+        own_way = own_way & (p.pp <= 1)
+    p.reduce_each_mb = xp.where(p.grad_sync == 1, False, xp.where(p.grad_sync == 2, True, own_way))
     p.syncs = xp.where(p.reduce_each_mb, p.m, 1.0)
     # How often each FSDP unit is unsharded (all-gathered, with its hooks and copies) for a
     # micro-batch's forward: always under ZeRO-3 (which unshards again for the backward); under
     # ZeRO-2 when the previous backward freed it (labs.core.engine.eras: fsdp_reshard_after_backward), on
     # average syncs / m for FSDP1; never for a stack that gathers the weights once a step.
     regathers = {"never": 0.0, "reducing": p.syncs / p.m, "every": 1.0}[stack.fsdp_reshard_after_backward]
+    if stack.pp_grad_sync == "step" and stack.fsdp_reshard_after_backward == "every":  # torch's pipelining keeps them unsharded between backwards
+        regathers = xp.where(p.pp > 1, p.syncs / p.m, regathers)
     p.forward_unshards = xp.where(p.zero == 3, 1.0, xp.where(p.zero == 2, regathers, 0.0))
     p.stride = strides(col(c, "rank_order", int, 0), p.tp, p.cp, p.dp, p.pp, xp)
     p.s_tp, p.s_cp = p.stride["tp"], p.stride["cp"]  # the data-parallel group (dp x cp) starts at CP's stride

@@ -2,15 +2,19 @@
 
 Model state under the plan's ZeRO stage (labs.core.engine.memory.model_state_columns), activations
 per layer (labs.core.engine.stages.activations) times the micro-batches a rank holds in flight under
-its schedule (labs.core.engine.memory.in_flight_columns), and the runtime's buffers below.
+its schedule (labs.core.engine.memory.in_flight_columns), counted chunk by chunk where a rank's
+chunks differ (interleaving with lighter end stages), the loss's logits on the last rank, and the
+runtime's buffers below, each a line of labs.core.engine.memory.MemoryBreakdown.
 """
 
 from __future__ import annotations
 
 from types import SimpleNamespace
 
+from labs.core.engine.eras import logits_bytes, stack_of
 from labs.core.engine.memory import WEIGHT_BYTES, in_flight_columns, model_state_columns
 from labs.core.engine.models import ALL_RECOMPUTE_MODES, RECOMPUTE_MODES
+from labs.core.engine.pipeline import SCHEDULES
 from labs.core.engine.stages.activations import fp8_activation_savings, fp8_norms_up_proj_savings, layer_activation_columns
 from labs.core.engine.stages.parallel import ACTIVATION_BYTES
 
@@ -25,13 +29,23 @@ CUDA_CONTEXT_BYTES = 1.01 * 2**30
 #   256 MiB from NCCL 2.21 (src/transport/nvls.cc).
 NCCL_COMMUNICATOR_BYTES = 688 * 2**20
 NCCL_NVLS_BYTES = 256 * 2**20
-# - Transformer Engine userbuffers under tp_comm_overlap: 12 bf16 buffers of (s/cp x b, h)
-#   (transformer_engine/pytorch/module/base.py initialize_ub, the default configuration).
-TP_OVERLAP_BUFFERS = 12
-# - caching-allocator fragmentation: 15% on average across eight LLM trainings on A100 80GB
-#   (GMLake, ASPLOS 2024), charged on the activations, the memory the allocator churns
-#   (Megatron keeps weights, gradients and optimizer state in persistent contiguous buffers).
-FRAGMENTATION = 0.15
+# - TP overlap buffers, by kind (labs.core.engine.eras: tp_overlap_kind), in buffers of (tokens of
+#   the micro-batch, h), the shape Megatron passes (training.py _initialize_tp_communicators).
+#   Transformer Engine's userbuffers (transformer_engine/pytorch/module/base.py initialize_ub, the
+#   default methods): one buffer a communicator for qkv_fprop, fc1_fprop, proj_dgrad, fc2_dgrad
+#   (ring_exchange), proj_fprop, fc2_fprop (pipeline), qkv_dgrad, qkv_wgrad, fc1_dgrad, fc1_wgrad
+#   (bulk): 10 (proj_wgrad and fc2_wgrad, the "external" ones, overlap on the dgrad communicators'
+#   buffers); the six all-gather buffers (fp8_buf: qkv_fprop, qkv_dgrad, proj_dgrad, fc1_fprop,
+#   fc1_dgrad, fc2_dgrad) hold FP8 under FP8 GEMMs, 1 byte. PyTorch's AsyncTP: one symmetric-memory
+#   workspace per TP group, grown to the largest request (torch/distributed/_symmetric_memory
+#   get_symm_mem_workspace), the all-gathered input or the matmul's full output before its
+#   reduce-scatter: one buffer.
+TP_OVERLAP_BUFFERS = {"userbuffers": 10, "async_tp": 1, "none": 0}
+TP_OVERLAP_FP8_BUFFERS = {"userbuffers": 6, "async_tp": 0, "none": 0}  # of those, the ones that hold FP8 under FP8 GEMMs
+# - caching-allocator fragmentation: a share of the activations, the memory the allocator churns
+#   (Megatron keeps weights, gradients and optimizer state in persistent contiguous buffers), by
+#   stack (labs.core.engine.eras: allocator_fragmentation; 15% for PyTorch's caching allocator as
+#   shipped, GMLake, ASPLOS 2024).
 
 _FULL, _SELECTIVE, _NONE = (RECOMPUTE_MODES.index(x) for x in ("full", "selective", "none"))
 _NORMS_UP = ALL_RECOMPUTE_MODES.index("norms_up_proj")
@@ -59,20 +73,83 @@ def _rank_state(dense, expert, params, model, p, d, xp):
     return w_mem, g_mem, o_mem
 
 
-def rank_activations(model, p, layer, q, per_layer, xp):
+def rank_activations(model, p, layer, q, per_layer, xp, stack=None):
     """Bytes of activations the first, a middle and the last pipeline rank hold (stacked:
     labs.core.engine.stages.xp), from a layer's per micro-batch (`per_layer`: layer_activations) and
-    the micro-batches each holds in flight under its schedule; no ZeRO term enters them."""
-    return xp.each(_rank_activations, q.layers_r, q.last_r, q.rank_index, q.pass_share, model, p, per_layer, _stored(p, xp), layer.written, xp)
+    the micro-batches each holds in flight under its schedule; no ZeRO term enters them. A stack
+    whose pipeline keeps each stage's output until its backward (torch.distributed.pipelining)
+    adds one output a chunk in flight; one that frees each chunk's input after its forward
+    (Llama 3) takes it away (labs.core.engine.eras: pp_keeps_outputs, pp_frees_stage_inputs)."""
+    boundary = ACTIVATION_BYTES * p.tokens * model.hidden / xp.where(p.sp, p.tp, 1.0)  # a chunk's input or output
+    keeps = 0.0 if stack is None else float(stack.pp_keeps_outputs) - float(stack.pp_frees_stage_inputs)
+    output = xp.where(p.pp > 1, keeps * boundary, 0.0)
+    chunk = q.layers_r[1] / p.v  # a full chunk: a middle rank's layers over its v chunks (pp > 2)
+    return xp.each(_rank_activations, q.layers_r, q.last_r, q.rank_index, q.pass_share, model, p, per_layer, _stored(p, xp), layer.written,
+                   chunk, output, xp)
 
 
-def _rank_activations(layers, last, rank, share, model, p, per_layer, stored, working, xp):
+def _rank_activations(layers, last, rank, share, model, p, per_layer, stored, working, chunk, output, xp):
     """One rank's activations: p + 1 micro-batches through one chunk under DualPipe (share: half
     the layers the rank holds); full recompute's working layer (`working`: all a layer writes in
-    its forward, flash attention's s x s aside: labs.core.engine.stages.compute)."""
+    its forward, flash attention's s x s aside: labs.core.engine.stages.compute); interleaving
+    counted chunk by chunk (_interleaved_layer_passes); the stage outputs a runtime keeps."""
     held = in_flight_columns(p.sched, p.pp, p.m, p.v, rank, p.group, xp)  # in micro-batches through one chunk's layers
-    activations = per_layer * layers * share * held + xp.where(stored == _FULL, working, 0.0)
-    return activations + last * p.b * p.s * model.vocab * 4 / p.tp  # fp32 logits of the micro-batch in flight
+    layer_passes = xp.where(_per_chunk(p, xp), _interleaved_layer_passes(layers, last, rank, held, chunk, p, xp), layers * held)
+    activations = per_layer * share * layer_passes + xp.where(stored == _FULL, working, 0.0)
+    chunk_passes = xp.where(layers > 0, held * p.v, 0.0)  # chunk-passes in flight: each has an input and an output
+    return activations + output * chunk_passes
+
+
+def _per_chunk(p, xp):
+    """Where a rank's chunks may differ: interleaving (m >= p, as in_flight_columns) past two stages."""
+    return (p.sched == SCHEDULES.index("interleaved")) & (p.m >= p.pp) & (p.pp > 2) & (p.v > 1)
+
+
+def _interleaved_layer_passes(layers, last, rank, held, chunk, p, xp):
+    """Layer-passes (layers x micro-batches) a rank holds under Megatron's interleaved schedule,
+    chunk by chunk. At its peak rank r holds the first W = (p - r - 1) 2 + (v - 1) N + 1 passes
+    of its schedule table (labs.core.engine.pipeline.schedule_table: N micro-batches through chunk
+    0, then through chunk 1, ..., then the next group; `held` x v of them): of a group's v N
+    passes the first N run chunk 0 and the last N chunk v - 1. A middle rank's chunks are alike
+    (`chunk` layers each). An end rank with fewer layers takes them out of the chunk that holds
+    the embedding (the first rank's chunk 0) or the loss (the last rank's chunk v - 1): Llama 3
+    Sec. 3.3.2 ("the first model chunk on the first stage has only the embedding, and the last
+    model chunk on the last stage has only output projection and loss calculation"), Megatron's
+    --account-for-embedding/loss-in-pipeline-split. That chunk is the first rank's most held
+    (in every group) and the last rank's least (once), so the first rank holds less than its
+    layers x held and the last more."""
+    v = p.v
+    n = xp.where(p.group > 0, p.group, p.pp)
+    passes = held * v
+    groups = xp.floor(passes / (v * n))
+    rest = passes - groups * v * n
+    first_chunk = groups * n + xp.minimum(rest, n)
+    # the last rank's light passes lower its peak only without a later group: the first full
+    # forward after them comes in before a full backward leaves
+    last_chunk = xp.where(p.m > n, 0.0, groups * n + xp.maximum(rest - (v - 1) * n, 0.0))
+    short = v * chunk - layers  # layers the rank's end chunk lacks
+    short = xp.where((short > 0) & (short <= chunk), short, 0.0)
+    lighter = xp.where(rank == 0, first_chunk, xp.where(last > 0, last_chunk, 0.0))
+    return xp.where(short > 0, chunk * passes - short * lighter, layers * held)
+
+
+def rank_logits(model, stack, p, q, xp):
+    """Bytes the loss keeps on each rank (stacked as the ranks are): the logits of one micro-batch
+    (b x s/cp tokens over V/t of the vocabulary) at the loss's peak, and under GPipe each other
+    micro-batch's saved part (labs.core.engine.eras: logits_bytes; one output head a rank holding
+    the output layer, and one more a depth of MTP)."""
+    saved_e, peak_e = stack.logits_bytes
+    saved_c, peak_c = logits_bytes(stack, True)
+    saved = xp.where(p.torch_compile, saved_c, saved_e)
+    peak = xp.where(p.torch_compile, peak_c, peak_e)
+    losses = xp.where(p.sched == SCHEDULES.index("gpipe"), p.m, 1.0)
+    per_logit = peak + (losses - 1) * saved
+    logits = p.b * p.s * model.vocab / p.tp * per_logit
+    return xp.each(_times, q.last_r, logits)
+
+
+def _times(a, b):
+    return a * b
 
 
 def _stored(p, xp):
@@ -81,8 +158,8 @@ def _stored(p, xp):
     return xp.where(p.flash & (p.rc == _NONE), _SELECTIVE, p.rc)
 
 
-def _state_and_activations(w_mem, g_mem, o_mem, activations):
-    return w_mem + g_mem + o_mem + activations
+def _state_and_activations(w_mem, g_mem, o_mem, activations, logits):
+    return w_mem + g_mem + o_mem + activations + logits
 
 
 def layer_activations(model, p, written, xp):
@@ -98,33 +175,49 @@ def layer_activations(model, p, written, xp):
     return xp.where(p.full, p.redo * per_layer + (1 - p.redo) * kept_whole, per_layer)  # layers a block recompute leaves out keep everything
 
 
-def memory_stage(model, cluster, dp_algorithm, p, q, d, tpcp, held, xp) -> SimpleNamespace:
-    """Weights, gradients, optimizer state, activations and buffers on the busiest rank, and the
-    first, a middle and the last rank's state and activations (rank_total, rank_activations: the
-    stage totals of stage_memory); `held`: the ranks' activations (rank_activations)."""
+def memory_stage(model, cluster, dp_algorithm, p, q, d, tpcp, held, xp, stack=None) -> SimpleNamespace:
+    """Weights, gradients, optimizer state, activations, the loss's logits and the runtime's
+    buffers (CUDA context, NCCL communicators, TP overlap buffers, fragmentation) on the busiest
+    rank, and the first, a middle and the last rank's state, activations and logits (rank_total,
+    rank_activations: the stage totals of stage_memory); `held`: the ranks' activations
+    (rank_activations)."""
+    stack = stack_of(None) if stack is None else stack
     tp = p.tp
     rank_index = q.rank_index  # the first, a middle and the last rank (stages.pipe)
     w_mem, g_mem, o_mem = xp.each(_rank_state, d.rank_dense, d.rank_expert, d.rank_params, model, p, d, xp)
-    rank_total = xp.each(_state_and_activations, w_mem, g_mem, o_mem, held)
+    if stack.pp_grad_sync == "step":  # torch's pipelining keeps a ZeRO-3 stage's weights unsharded between its backwards
+        w_mem = xp.each(_unsharded_weights, w_mem, d.rank_params, p, xp)
+    logits = rank_logits(model, stack, p, q, xp)
+    rank_total = xp.each(_state_and_activations, w_mem, g_mem, o_mem, held, logits)
     busiest = xp.argmax(rank_total)
     r = SimpleNamespace()
     r.busiest_rank = xp.pick(rank_index, busiest)
-    r.weights, r.gradients, r.optimizer, r.activations = (xp.pick(x, busiest) for x in (w_mem, g_mem, o_mem, held))
-    computed = r.weights + r.gradients + r.optimizer + r.activations
+    r.weights, r.gradients, r.optimizer, r.activations, r.logits = (xp.pick(x, busiest) for x in (w_mem, g_mem, o_mem, held, logits))
+    computed = r.weights + r.gradients + r.optimizer + r.activations + r.logits
     communicators = sum(xp.where(x > 1, 1.0, 0.0) for x in (tp, p.pp, p.dp, p.cp))
     nvls = float(bool(cluster.intra.nvls_bytes_per_s) and dp_algorithm in ("auto", "nvls"))
-    r.buffers = (CUDA_CONTEXT_BYTES + communicators * NCCL_COMMUNICATOR_BYTES + nvls * NCCL_NVLS_BYTES * xp.where((tp > 1) | (p.dp > 1), 1.0, 0.0)
-                 + xp.where(tpcp.overlap, TP_OVERLAP_BUFFERS * p.tokens * model.hidden * ACTIVATION_BYTES, 0.0) + FRAGMENTATION * r.activations)
+    kind = stack.tp_overlap_kind
+    buffer_bytes = TP_OVERLAP_BUFFERS[kind] * ACTIVATION_BYTES - TP_OVERLAP_FP8_BUFFERS[kind] * xp.where(p.fp8, ACTIVATION_BYTES - 1, 0.0)
+    r.cuda_context = xp.full_like(tp, CUDA_CONTEXT_BYTES)
+    r.communicators = communicators * NCCL_COMMUNICATOR_BYTES + nvls * NCCL_NVLS_BYTES * xp.where((tp > 1) | (p.dp > 1), 1.0, 0.0)
+    r.tp_overlap = xp.where(tpcp.overlap, buffer_bytes * p.tokens * model.hidden, 0.0)
+    r.fragmentation = stack.allocator_fragmentation * r.activations
+    r.buffers = r.cuda_context + r.communicators + r.tp_overlap + r.fragmentation
     r.total = computed + r.buffers
+    r.fragmentation_share = stack.allocator_fragmentation
     r.rank_total, r.rank_activations = rank_total, held
     return r
+
+
+def _unsharded_weights(w_mem, params, p, xp):
+    return xp.where((p.zero == 3) & (p.pp > 1), xp.maximum(w_mem, WEIGHT_BYTES * params), w_mem)
 
 
 def stage_memory(r, xp):
     """Memory of the first, a middle (the second, the fullest of them under 1F1B) and the last
     stage, from memory_stage's namespace `r`."""
-    return xp.each(_stage_total, r.rank_total, r.rank_activations, r.buffers, r.activations)
+    return xp.each(_stage_total, r.rank_total, r.rank_activations, r.buffers, r.activations, r.fragmentation_share)
 
 
-def _stage_total(total, activations, buffers, busiest_activations):
-    return total + buffers - FRAGMENTATION * busiest_activations + FRAGMENTATION * activations
+def _stage_total(total, activations, buffers, busiest_activations, fragmentation):
+    return total + buffers - fragmentation * busiest_activations + fragmentation * activations
