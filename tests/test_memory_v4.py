@@ -14,6 +14,7 @@ code or the layout it rests on:
 - every line of est.memory adds up to its total, in estimate() and sweep().
 """
 
+import dataclasses
 import json
 from types import SimpleNamespace
 
@@ -68,6 +69,10 @@ def test_logits_over_tp_and_gpipe():
         by_hand = 4096 * model.vocab / 8 * (6 + (held - 1) * 4)
         assert est.busiest_rank == 1
         assert est.memory.logits == pytest.approx(by_hand, rel=1e-12)
+    # one MTP depth: a second head and loss a micro-batch, its saved softmax kept until the backward
+    mtp = dataclasses.replace(model, mtp_depth=1)
+    plan = Plan(tp=8, pp=2, dp=1, micro_batch=1, global_batch=8, sequence_parallel=True, first_stage_layers=10, last_stage_layers=70)
+    assert estimate(mtp, cluster, plan).memory.logits == pytest.approx(4096 * model.vocab / 8 * (6 + 4), rel=1e-12)
 
 
 @pytest.mark.parametrize("era, kind, fp8, per_token_hidden", [

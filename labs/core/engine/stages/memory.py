@@ -136,13 +136,14 @@ def _interleaved_layer_passes(layers, last, rank, held, chunk, p, xp):
 def rank_logits(model, stack, p, q, xp):
     """Bytes the loss keeps on each rank (stacked as the ranks are): the logits of one micro-batch
     (b x s/cp tokens over V/t of the vocabulary) at the loss's peak, and under GPipe each other
-    micro-batch's saved part (labs.core.engine.eras: logits_bytes; one output head a rank holding
-    the output layer, and one more a depth of MTP)."""
+    micro-batch's saved part (labs.core.engine.eras: logits_bytes). A rank holding the output layer
+    runs one head and loss a micro-batch and one more a depth of MTP (Model.mtp_depth), each
+    keeping its saved part until the backward; the peak is one loss's."""
     saved_e, peak_e = stack.logits_bytes
     saved_c, peak_c = logits_bytes(stack, True)
     saved = xp.where(p.torch_compile, saved_c, saved_e)
     peak = xp.where(p.torch_compile, peak_c, peak_e)
-    losses = xp.where(p.sched == SCHEDULES.index("gpipe"), p.m, 1.0)
+    losses = xp.where(p.sched == SCHEDULES.index("gpipe"), p.m, 1.0) * (1 + model.mtp_depth)  # each MTP depth its own head and loss
     per_logit = peak + (losses - 1) * saved
     logits = p.b * p.s * model.vocab / p.tp * per_logit
     return xp.each(_times, q.last_r, logits)
