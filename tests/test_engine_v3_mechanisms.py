@@ -96,13 +96,15 @@ def test_overlapped_gradient_reduction_pays_for_nccls_sms(gpus):
     """Lab 05 Act I (ZeRO-1, overlap on): the backward window is longer than the reduce-scatter,
     so without contention only the last of its C buckets waits, W / C. The rest ran beside the
     backward on 16 of the H100's 132 SMs (one per NCCL channel, NVIDIA/nccl #689 and #1453), so
-    that compute took 132 / 116 of its time: exposed = W/C + (W - W/C) x 16/116."""
+    that compute took 132 / 116 of its time, and lost 5% of the hidden time to the collective's HBM
+    traffic (OVERLAP_HBM_SLOWDOWN, issue 37): exposed = W/C + (W - W/C) x (16/116 + 0.051)."""
+    from labs.core.engine.stages.parallel import OVERLAP_HBM_SLOWDOWN
     from labs.core.scenarios.lab05 import dp_wall_estimate
 
     est = dp_wall_estimate(gpus, overlap=True)
     reduce = next(c for c in est.collectives if c.key == "dp_reduce")
     w, calls = reduce.wire_s, reduce.calls
-    expected = w / calls + (w - w / calls) * 16 / (132 - 16)
+    expected = w / calls + (w - w / calls) * (16 / (132 - 16) + OVERLAP_HBM_SLOWDOWN)
     report(f"exposed ZeRO-1 reduce-scatter with overlap, {gpus} H100s (ms)", reduce.exposed_s * 1e3, expected * 1e3)
     assert est.cluster.gpu.sms == 132
     assert reduce.exposed_s == pytest.approx(expected, rel=1e-12)
