@@ -22,6 +22,9 @@ with app.setup:
         LOSS_SCALE_RANGE,
         OUTLIER_SCALES,
         accumulation_estimates,
+        ACCUMULATION_ROWS,
+        ACCUMULATOR_LABELS,
+        DEEPSEEK_ACCUMULATION,
         accumulation_rows,
         bytes_rows,
         fp8_case,
@@ -303,7 +306,11 @@ def _():
     An FP8 GEMM's dot products are long: $K$ products summed. In a narrow accumulator each addition
     rounds the running sum, and once the sum is large the small products stop counting. DeepSeek-V3
     found H800 tensor cores keep about 14 bits and copies the partial sums to fp32 every {TILE}
-    products. Here the inputs are E4M3 values and the accumulators bf16 and fp16.
+    products. Here the inputs are E4M3 values and the accumulator is emulated with fp32's exponent
+    and 14 significant bits, rounded to nearest or truncated after every addition: the hardware's
+    rounding is not public, and DeepSeek measured a maximum relative error of nearly
+    {DEEPSEEK_ACCUMULATION['max_rel_error']:.0%} at $K$ = {DEEPSEEK_ACCUMULATION['k']:,}. bf16, a narrower accumulator than any
+    tensor core's, sits beside it. Each error is the median over {ACCUMULATION_ROWS:,} dot products.
     """)
     return
 
@@ -322,8 +329,8 @@ def _(k_slider, underflow_committed):
         [
             k_slider,
             ui.static_table(
-                [{"accumulator": _r["accumulator"], "promoted to fp32": f"every {_r['promote_every']} products" if _r["promote_every"] else "never",
-                  "median relative error": f"{_r['error']:.2e}"} for _r in _rows]
+                [{"accumulator": ACCUMULATOR_LABELS[_r["accumulator"]], "promoted to fp32": f"every {_r['promote_every']} products" if _r["promote_every"] else "never",
+                  "median relative error": f"{_r['error']:.2e}" if _r["error"] else "0 (exact)"} for _r in _rows]
             ),
         ]
     )

@@ -126,3 +126,39 @@ def test_lab11_and_lab13_say_the_regather():
     outputs, _ = load_app(LAB["13"]).run(defs=_lab13_all_committed())
     page13 = _plain(text_of(outputs))
     assert said in page13 and "which the engine does not count" in page13
+
+
+# ---- M3: Lab 12's accumulation demo, H800's ~14 bits, a median that holds still -------------------------
+def test_lab12_accumulation_emulates_h800_and_its_median_is_stable():
+    """Each case's median over ACCUMULATION_ROWS dot products moves under 20% between two seeds at
+    every K; promotion every 128 never makes it worse; without promotion the error grows with K."""
+    from labs.core.engine import precision
+    from labs.core.scenarios import lab12
+
+    assert {"h800-nearest", "h800-truncated"} <= {acc for acc, _ in lab12.ACCUMULATION_CASES}
+    assert precision.significant_bits(1 + 2.0 ** -14, precision.H800_ACCUMULATOR_BITS) == 1.0  # 14 significant bits
+    assert precision.significant_bits(1 + 2.0 ** -13, precision.H800_ACCUMULATOR_BITS) == 1 + 2.0 ** -13
+    last = {}
+    for k in lab12.ACCUMULATION_KS:
+        rows = {(r["accumulator"], r["promote_every"]): r["error"] for r in lab12.accumulation_rows(k)}
+        other = precision.dot_products(lab12.ACCUMULATION_ROWS, k, seed=1)
+        for (acc, every), err in rows.items():
+            if acc != "fp32":
+                assert precision.accumulation_error(*other, acc, every) == pytest.approx(err, rel=0.2), (k, acc, every)
+        assert rows[("h800-truncated", precision.TILE)] < rows[("h800-truncated", None)], k
+        for case, err in rows.items():
+            if case[1] is None and case[0] != "fp32":
+                assert err > last.get(case, 0), (k, case)
+                last[case] = err
+    at = {(r["accumulator"], r["promote_every"]): r["error"] for r in lab12.accumulation_rows(lab12.DEEPSEEK_ACCUMULATION["k"])}
+    assert at[("h800-nearest", None)] < lab12.DEEPSEEK_ACCUMULATION["max_rel_error"] < at[("bf16", None)]  # bf16 overstates H800's problem
+
+
+def test_lab12_page_names_the_emulated_accumulator():
+    from labs.core.scenarios import lab12
+
+    u = mine("12_precision_and_memory", "underflow")
+    outputs, _ = load_app(LAB["12"]).run(defs=committed("underflow", u, right(u)))
+    page = _plain(text_of(outputs))
+    assert "14 significant bits" in page and f"median over {lab12.ACCUMULATION_ROWS:,} dot products" in page
+    assert "H800's ~14 bits, truncated" in page and "the accumulators bf16 and fp16" not in page

@@ -68,7 +68,13 @@ FORMATS: dict[str, Format] = {
 }
 SCALINGS = ("tensor", "tile", "block")  # one scale per tensor, per 1 x 128 tile, per 128 x 128 block
 TILE = 128  # DeepSeek-V3's tile and block edge, and its accumulation interval
-ACCUMULATORS = ("bf16", "fp16", "fp32")
+# DeepSeek-V3 (arXiv:2412.19437, Sec. 3.3.2): FP8 GEMM accumulation on H800 tensor cores "is limited
+# to retaining around 14 bits", "a maximum relative error of nearly 2%" at K = 4096. Emulated as
+# fp32's exponent with 14 significant bits (1-8-13), after every addition either rounded to nearest
+# or truncated toward zero: the hardware's rounding is not public, and the two bracket that figure.
+H800_ACCUMULATOR_BITS = 14
+NARROW_ACCUMULATORS = {"h800-nearest": np.rint, "h800-truncated": np.trunc}
+ACCUMULATORS = ("bf16", "fp16", "fp32", *NARROW_ACCUMULATORS)
 
 
 def fmt(name: str) -> Format:
@@ -183,18 +189,31 @@ def dot_products(rows: int = 64, k: int = 4096, seed: int = 0) -> tuple[np.ndarr
 def accumulate(products: np.ndarray, accumulator: str, promote_every: int | None = None) -> np.ndarray:
     """Row sums of `products` added one at a time in the accumulator's format; with
     promote_every = n, each run of n partial sums is added into an fp32 total (the fp32
-    promotion DeepSeek-V3 does on CUDA cores every 128 elements)."""
+    promotion DeepSeek-V3 does on CUDA cores every 128 elements). "h800-nearest" and
+    "h800-truncated" are the ~14-bit tensor-core accumulator DeepSeek-V3 describes."""
     check_choice("accumulator", accumulator, ACCUMULATORS)
     products = np.asarray(products, dtype=np.float64)
-    dtype = FORMATS[accumulator].dtype
     k = products.shape[1]
     n = k if promote_every is None else promote_every
     check_positive("promote_every", n, integer=True, maximum=k)
     if k % n:
         raise ValueError(f"promote_every must divide the {k} products, got {n}")
-    chunks = products.astype(dtype).reshape(products.shape[0], k // n, n)
-    partial = np.add.accumulate(chunks, axis=2, dtype=dtype)[:, :, -1]
+    if accumulator in NARROW_ACCUMULATORS:
+        chunks = products.reshape(products.shape[0], k // n, n)
+        partial = np.zeros(chunks.shape[:2])
+        for j in range(n):
+            partial = significant_bits(partial + chunks[:, :, j], H800_ACCUMULATOR_BITS, NARROW_ACCUMULATORS[accumulator])
+    else:
+        chunks = products.astype(FORMATS[accumulator].dtype).reshape(products.shape[0], k // n, n)
+        partial = np.add.accumulate(chunks, axis=2, dtype=FORMATS[accumulator].dtype)[:, :, -1]
     return partial.astype(np.float32).sum(axis=1, dtype=np.float32).astype(np.float64)
+
+
+def significant_bits(x: np.ndarray, bits: int, rounding=np.rint) -> np.ndarray:
+    """x kept to `bits` significant bits (the exponent unbounded), by `rounding` (np.rint: to
+    nearest, ties to even; np.trunc: toward zero)."""
+    mantissa, exponent = np.frexp(x)  # x = mantissa * 2**exponent, 0.5 <= |mantissa| < 1
+    return np.ldexp(rounding(mantissa * 2.0 ** bits) / 2.0 ** bits, exponent)
 
 
 def accumulation_error(a: np.ndarray, b: np.ndarray, accumulator: str, promote_every: int | None = None) -> float:
