@@ -23,6 +23,7 @@ with app.setup:
         MILESTONE_SIZE_MODELS,
         MILESTONE_SETUPS,
         NVL72_GPUS,
+        NVL72_MEASURED_SOURCE,
         PRIMITIVE_BYTES,
         PRIMITIVE_LINK,
         PRIMITIVE_N,
@@ -45,6 +46,7 @@ with app.setup:
         measured_busbw,
         milestone_estimates,
         nvl72_cluster,
+        nvl72_confidence,
         nvl72_rows,
         nvls_busbw_note,
         primitive_rows,
@@ -521,31 +523,54 @@ def _(ring_committed):
 def _(ring_committed):
     ui.gate(ring_committed)
     _rows = nvl72_rows()
-    _rack = nvl72_cluster()
+    _rack, _conf = nvl72_cluster(), nvl72_confidence()
     _table = [
         {
-            "ring of N GPUs": _r["n"],
-            "DGX B200 nodes of 8": f"{_r['dgx'] / 1e9:.0f} GB/s ({_r['dgx_nodes']} node{'s' if _r['dgx_nodes'] > 1 else ''})",
-            f"one NVL72 rack ({NVL72_GPUS} on NVLink)": f"{_r['nvl72'] / 1e9:.0f} GB/s",
+            "all-reduce of N GPUs": f"{_r['n']}" + (f" ({_r['racks']} racks)" if _r["racks"] > 1 else ""),
+            "DGX B200, ring": f"{_r['dgx'] / 1e9:.0f} GB/s ({_r['dgx_nodes']} node{'s' if _r['dgx_nodes'] > 1 else ''})",
+            "DGX B200, NCCL's pick": f"{_r['dgx_auto'] / 1e9:.0f} GB/s",
+            "GB200 NVL72, ring": f"{_r['nvl72'] / 1e9:.0f} GB/s",
+            "GB200 NVL72, NCCL's pick (NVLS)": f"{_r['nvl72_auto'] / 1e9:.0f} GB/s",
+            "measured (NVL72)": f"{_r['measured'] / 1e9:.0f} GB/s" if _r["measured"] else "",
         }
         for _r in _rows
     ]
+    _r72 = next(_r for _r in _rows if _r["n"] == NVL72_GPUS)
+    _r64 = next(_r for _r in _rows if _r["n"] == 64)
+    _fields = "; ".join(f"{_g}'s " + ", ".join(f"`{_f}`" for _f in _fs) for _g, _fs in _conf["gpu_fields"].items() if _fs)
     mo.vstack(
         [
             mo.md(
                 f"### NVL72: {NVL72_GPUS} GPUs on one NVLink domain\n\n"
-                f"A GB200 NVL72 rack joins {NVL72_GPUS} GPUs with NVLink switches ({_rack.intra.name}: "
-                f"{_rack.intra.bandwidth_bytes_per_s / 1e9:.0f} GB/s each way per GPU; the catalog's Blackwell figures are "
-                f"unconfirmed). A group that would cross nodes on {_rows[0]['node_gpus']}-GPU machines stays on NVLink:"
+                f"A GB200 NVL72 rack is {_rack.nodes} trays (hosts) of {_rack.gpus_per_node} GPUs joined by NVLink switches into "
+                f"one {_rack.domain_gpus}-GPU domain ({_rack.intra.name}: {_conf['line'] / 1e9:.0f} GB/s each way per GPU), "
+                f"with one NIC per GPU ({_rack.inter.name}) to other racks. A DGX B200 has the same NVLink 5 inside "
+                f"{_rows[0]['node_gpus']} GPUs and its NICs beyond them. The switches also add (NVLink SHARP, NVLS): "
+                f"each GPU sends its data once and reads the sum back, so NCCL picks NVLS for large all-reduces. "
+                f"All-reduce bus bandwidth at {RAILS_BYTES / 2**30:.0f} GB:"
             ),
             mo.ui.table(pd.DataFrame(_table), selection=None, show_column_summaries=False, show_data_types=False),
             mo.md(
-                f"A group of up to {NVL72_GPUS} GPUs no longer meets the bandwidth cliff of section 6: a data-parallel or, above all, "
-                "an expert-parallel group of a rack runs its all-reduces and all-to-alls at NVLink rate instead of its nodes' NICs, "
-                "which is NVL72's main payoff for training. It does not make tensor parallelism of 72 worthwhile: a GPU's TP bytes "
-                "per token stay the same as the degree grows while its share of each GEMM shrinks (Lab 05, Act II), so past some "
-                "degree the collectives outlast the GEMMs on any link (the scaling book bounds TP by the model's FFN width "
-                "times the link's bandwidth over the GPU's FLOP/s), and the degree must also divide the attention heads."
+                f"A group of up to {NVL72_GPUS} GPUs no longer meets the bandwidth cliff of section 6: at 64 GPUs the rack's "
+                f"NVLS all-reduce runs at **{_r64['nvl72_auto'] / 1e9:.0f} GB/s** against **{_r64['dgx_auto'] / 1e9:.0f} GB/s** "
+                f"on {_r64['dgx_nodes']} DGX B200s ({_r64['nvl72_auto'] / _r64['dgx_auto']:.1f}x), because no byte crosses a NIC. "
+                "A data-parallel or, above all, an expert-parallel group of a rack runs its all-reduces and all-to-alls at "
+                "NVLink rate, which is NVL72's main payoff for training. It does not make tensor parallelism of 72 worthwhile: "
+                "a GPU's TP bytes per token stay the same as the degree grows while its share of each GEMM shrinks (Lab 05, "
+                "Act II), so past some degree the collectives outlast the GEMMs on any link (the scaling book bounds TP by the "
+                "model's FFN width times the link's bandwidth over the GPU's FLOP/s), and the degree must also divide the "
+                "attention heads (Lab 13 sweeps it on this rack)."
+            ),
+            mo.md(
+                f"**What is measured, what is assumed.** NVLink 5's figures are measured: the ring's "
+                f"{_conf['ring_busbw'] / 1e9:.0f} GB/s busbw on one 4-GPU GB200 tray (Azure, NCCL 2.25.1) and NVLS's "
+                f"{_conf['nvls_busbw'] / 1e9:.0f} GB/s at 8 GB over a whole rack; the measured column is {NVL72_MEASURED_SOURCE} "
+                f"(the engine is {_r72['nvl72_auto'] / _r72['measured'] - 1:+.0%} on one rack). So are the GPUs' matmul rates "
+                f"(GB200 {_conf['mamf_gb200'] / 1e12:,.0f}, B200 {_conf['mamf_b200'] / 1e12:,.0f} TFLOP/s BF16, MAMF). Still "
+                f"unconfirmed in the catalog: {_fields}"
+                + (", and NVLS's rate on fewer GPUs than a whole rack (an 8-GPU DGX B200 board, part of a rack), taken as "
+                   "the rack's measured one: every NCCL's-pick figure below 72 GPUs rests on it" if _conf["nvls_assumed_on_hgx"] else "")
+                + " (`tests/test_unconfirmed.py` lists them)."
             ),
         ]
     )

@@ -30,7 +30,7 @@ from labs.core.engine.collectives import (
     simulate_ring_all_reduce,
 )
 from labs.core.engine.datafiles import data_dir
-from labs.core.engine.hardware import LINKS, Cluster
+from labs.core.engine.hardware import GPUS, LINKS, Cluster
 from labs.core.scenarios.common import Option
 from labs.core.engine.topology import bus_bandwidth, collective_columns, group_bus_bandwidth, group_cost
 from labs.core.engine.validation import check_choice, check_positive
@@ -344,8 +344,13 @@ RAILS_CASES = (
     ("16 GPUs, two whole nodes: a DP ring", 2, 16, 1, "h100_2node_8ndr"),
     ("2 GPUs, one per node: DP behind TP = 8 (one rail)", 2, 2, 8, "ndr_per_nic"),
 )
-NVL72_GPUS = 72  # GB200 NVL72: 72 Blackwell GPUs on one NVLink domain (reference file hw_gb200_nvl72, unconfirmed)
-NVL72_GROUPS = (8, 16, 64, 72)
+NVL72_GPUS = 72  # GB200 NVL72: 18 trays of 4 GB200 in one NVLink 5 domain (hardware.CLUSTERS["gb200-nvl72"], pf_gb200_nvl72_*)
+NVL72_GROUPS = (8, 16, 64, 72, 144)  # 144: two racks, joined by their NICs
+# Measured all-reduce busbw of whole GB200 NVL72 racks at RAILS_BYTES (4 GiB), NCCL 2.26.2, NCCL's own
+# algorithm (CoreWeave nccl-tests README; tests/data/kernel_benchmarks_v4.json
+# nccl_gb200_nvl72_1rack_allreduce_4294967296, nccl_gb200_nvl72_2racks_allreduce_4294967296).
+NVL72_MEASURED_BUSBW = {72: 839.16e9, 144: 743.09e9}
+NVL72_MEASURED_SOURCE = "CoreWeave nccl-tests, GB200 NVL72, NCCL 2.26.2"
 
 
 def rails_rows(nbytes: float = RAILS_BYTES) -> list[dict]:
@@ -379,22 +384,42 @@ def tp_cliff() -> dict:
     return out
 
 
-def nvl72_cluster() -> Cluster:
-    """A GB200 NVL72 rack as the catalog can state it: B200-class GPUs (unconfirmed figures),
-    NVLink 5, 72 GPUs on one NVLink domain."""
-    return Cluster.get("dgx-b200", gpus_per_node=NVL72_GPUS, name="GB200 NVL72 (unconfirmed)")
+def nvl72_cluster(racks: int = 1) -> Cluster:
+    """GB200 NVL72 racks from the catalog: 72 GB200s per NVLink 5 domain, 4 per host (tray), one
+    ConnectX-7 NIC per GPU to the scale-out fabric."""
+    return Cluster.get("gb200-nvl72", domains=racks)
 
 
 def nvl72_rows(nbytes: float = RAILS_BYTES, groups=NVL72_GROUPS) -> list[dict]:
-    """Ring busbw of a group of n GPUs on DGX B200 nodes (8 per NVLink domain) against NVL72."""
-    rack = nvl72_cluster()
+    """All-reduce busbw of a group of n GPUs on DGX B200 nodes (8 per NVLink domain, the NICs between
+    them) against GB200 NVL72 racks (72 per domain): the ring, and NCCL's pick ("auto": NVLS where
+    the switch can add, NVLSTree or the tree across domains), with the measured rack rows."""
     rows = []
     for n in groups:
-        dgx = Cluster.get("dgx-b200", nodes=math.ceil(n / 8))
+        rack, dgx = nvl72_cluster(math.ceil(n / NVL72_GPUS)), Cluster.get("dgx-b200", nodes=math.ceil(n / 8))
         rows.append({"n": n, "dgx": bus_bandwidth("all_reduce", nbytes, dgx, n, 1, "ring"),
+                     "dgx_auto": bus_bandwidth("all_reduce", nbytes, dgx, n, 1, "auto"),
                      "nvl72": bus_bandwidth("all_reduce", nbytes, rack, n, 1, "ring"),
-                     "dgx_nodes": dgx.nodes, "node_gpus": dgx.gpus_per_node})
+                     "nvl72_auto": bus_bandwidth("all_reduce", nbytes, rack, n, 1, "auto"),
+                     "dgx_nodes": dgx.nodes, "node_gpus": dgx.domain_gpus, "racks": rack.domains,
+                     "measured": NVL72_MEASURED_BUSBW.get(n) if nbytes == RAILS_BYTES else None})
     return rows
+
+
+def nvl72_confidence() -> dict:
+    """What the NVL72 section rests on: the measured NVLink 5 figures (hardware.LINKS["nvlink5"]) and
+    the catalog's unconfirmed constants for GB200, B200, NVLink 5 and the two hosts
+    (validate.unconfirmed_constants, tests/test_unconfirmed.py)."""
+    from labs.core.engine.validate import unconfirmed_constants
+
+    link = LINKS["nvlink5"]
+    notes = [(which, why) for which, why in unconfirmed_constants()
+             if which.split()[:2] in (["gpu", "gb200"], ["gpu", "b200"], ["link", "nvlink5"])]
+    return {"ring_busbw": link.bandwidth_bytes_per_s * link.efficiency, "nvls_busbw": link.nvls_bytes_per_s,
+            "line": link.bandwidth_bytes_per_s, "mamf_gb200": GPUS["gb200"].mamf_flops, "mamf_b200": GPUS["b200"].mamf_flops,
+            "gpu_fields": {GPUS[key].name: sorted(which.split()[2] for which, _ in notes if which.split()[:2] == ["gpu", key])
+                           for key in ("gb200", "b200")},
+            "nvls_assumed_on_hgx": any(which == "link nvlink5" for which, _ in notes)}
 
 
 # ---- 7. the two-GPU milestone (seeds/001 week 21) ---------------------------------------------------------
