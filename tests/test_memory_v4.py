@@ -198,3 +198,18 @@ def test_lines_add_up_in_estimate_and_sweep(era):
         assert sum(lines.values()) == pytest.approx(est.memory.total, rel=1e-12)
         assert "other_buffers" not in lines
         assert row["memory_bytes"] == pytest.approx(est.memory.total, rel=1e-9)
+
+
+def test_fsdp2_pipeline_send_recv_not_overlapped():
+    """torch.distributed.pipelining waits on each time step's batched sends and receives
+    (PipelineScheduleMulti._step_microbatches: _batch_p2p(ops).wait(); Schedule1F1B waits each
+    receive before its compute): the FSDP2 stack has no overlapped send/recv, so every
+    micro-batch's hops are exposed, 2 m v of them a step beside the ramp."""
+    assert ERAS["pytorch-fsdp2-2024"].pp_overlap == (False,)
+    with pytest.raises(ValueError, match="pp_overlap"):
+        Plan.for_era("pytorch-fsdp2-2024", tp=1, pp=4, dp=4, micro_batch=1, global_batch=64, pp_overlap=True)
+    model = Model.get("llama3-8b", seq_len=4096)
+    plan = Plan.for_era("pytorch-fsdp2-2024", tp=1, pp=4, dp=4, micro_batch=1, global_batch=64, zero_stage=2)
+    est = estimate(model, Cluster.get("dgx-h100", nodes=2), plan)
+    pp = next(c for c in est.collectives if c.key == "pp")
+    assert pp.wire_s > 0 and est.time.pp_comm >= pp.wire_s  # every hop on the wire is waited for

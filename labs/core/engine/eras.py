@@ -372,9 +372,13 @@ ERAS: dict[str, Era] = {
     # torch.distributed.pipelining (1F1B, interleaved 1F1B, GPipe), context parallelism (ring),
     # float8 GEMMs through torchao, SDPA's flash backend (FlashAttention-2), fp32 gradient
     # reduction by default (mixed_precision_reduce = float32), op-level selective checkpointing.
+    # Its pipeline send/recv is not overlapped (pp_overlap False): PipelineScheduleMulti (interleaved
+    # 1F1B, looped BFS; torch 2.4-2.5 schedules.py _step_microbatches) runs each time step's compute,
+    # then its sends and the next step's receives as one batch_isend_irecv and waits on it
+    # (_batch_p2p(ops).wait()); Schedule1F1B waits for each receive just before the compute it feeds.
     "pytorch-fsdp2-2024": Era(
         "pytorch-fsdp2-2024", ("1f1b", "interleaved", "gpipe"), 2, ("selective", "none", "full"), (T, F), (T,), (3, 2), (F, T), ("fp32", "bf16"),
-        (T,), (T,), ("auto", "ring", "tree", "nvls"), ("ring", "all_gather"), 16, ("bf16", "fp8"), torch_compile=(F, T),
+        (T,), (F,), ("auto", "ring", "tree", "nvls"), ("ring", "all_gather"), 16, ("bf16", "fp8"), torch_compile=(F, T),
         attention_kernel="fa2", fused_elementwise=False, kernels_per_layer=EAGER_KERNELS_PER_LAYER, loss_bytes_per_logit=40.0,
         logits_bytes=EAGER_LOGITS_BYTES, pp_grad_sync="step", pp_keeps_outputs=True, allocator_fragmentation=0.0,
         tp_overlap_kind="async_tp", zero3_unit="layer", optimizer_bytes_per_param=46.0, fsdp_s_per_unshard=FSDP2_S_PER_UNSHARD,
