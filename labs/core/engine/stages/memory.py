@@ -96,7 +96,8 @@ def _rank_activations(layers, last, rank, share, model, p, per_layer, stored, wo
     held = in_flight_columns(p.sched, p.pp, p.m, p.v, rank, p.group, xp)  # in micro-batches through one chunk's layers
     layer_passes = xp.where(_per_chunk(p, xp), _interleaved_layer_passes(layers, last, rank, held, chunk, p, xp), layers * held)
     activations = per_layer * share * layer_passes + xp.where(stored == _FULL, working, 0.0)
-    chunk_passes = xp.where(layers > 0, held * p.v, 0.0)  # chunk-passes in flight: each has an input and an output
+    # chunk-passes in flight, each with an input and an output (none through an empty embedding chunk)
+    chunk_passes = xp.where(layers > 0, held * p.v - xp.where(_per_chunk(p, xp), _empty_first_chunk_passes(layers, rank, held, chunk, p, xp), 0.0), 0.0)
     return activations + output * chunk_passes
 
 
@@ -121,9 +122,9 @@ def _interleaved_layer_passes(layers, last, rank, held, chunk, p, xp):
     v = p.v
     n = xp.where(p.group > 0, p.group, p.pp)
     passes = held * v
+    first_chunk = _first_chunk_passes(passes, n, v, xp)
     groups = xp.floor(passes / (v * n))
     rest = passes - groups * v * n
-    first_chunk = groups * n + xp.minimum(rest, n)
     # the last rank's light passes lower its peak only without a later group: the first full
     # forward after them comes in before a full backward leaves
     last_chunk = xp.where(p.m > n, 0.0, groups * n + xp.maximum(rest - (v - 1) * n, 0.0))
@@ -131,6 +132,21 @@ def _interleaved_layer_passes(layers, last, rank, held, chunk, p, xp):
     short = xp.where((short > 0) & (short <= chunk), short, 0.0)
     lighter = xp.where(rank == 0, first_chunk, xp.where(last > 0, last_chunk, 0.0))
     return xp.where(short > 0, chunk * passes - short * lighter, layers * held)
+
+
+def _first_chunk_passes(passes, n, v, xp):
+    """Of the first `passes` entries of the schedule table, those through chunk 0: the first N of
+    each group of v N."""
+    groups = xp.floor(passes / (v * n))
+    return groups * n + xp.minimum(passes - groups * v * n, n)
+
+
+def _empty_first_chunk_passes(layers, rank, held, chunk, p, xp):
+    """The first rank's passes through a chunk 0 that holds only the embedding (Llama 3): its
+    input is the token ids, no activation to free."""
+    n = xp.where(p.group > 0, p.group, p.pp)
+    empty = (rank == 0) & (p.v * chunk - layers == chunk)
+    return xp.where(empty, _first_chunk_passes(held * p.v, n, p.v, xp), 0.0)
 
 
 def rank_logits(model, stack, p, q, xp):
