@@ -295,7 +295,7 @@ def _priced(op: str, nbytes, cluster: Cluster, n, stride, algorithm: str, xp):
         return _mesh_priced(op, nbytes, cluster, n, stride, algorithm, xp)
     options = _scalar_options(op, cluster, n, stride, algorithm) if xp.scalar else _options(op, cluster, n, stride, algorithm, xp)
     latencies, moved, busbws, per_byte = options
-    return xp.cheapest(latencies, [alpha_beta_seconds(0.0, share * nbytes, busbw, ring_ramp(nbytes * part))[1]
+    return xp.cheapest(latencies, [alpha_beta_seconds(0.0, share * nbytes, busbw, 1.0 if part is None else ring_ramp(nbytes * part))[1]
                                    for share, busbw, part in zip(moved, busbws, per_byte)])
 
 
@@ -313,10 +313,12 @@ def _options(op: str, cluster: Cluster, n, stride, algorithm: str, xp) -> tuple:
     uses = _uses(op, algorithm, cluster)
     # per_byte: the share of the message each rank's pipeline carries (ring_ramp's slice / nbytes):
     # 1/n for the ring, NVLS and PAT, 1 for the tree, inside one NVLink domain; infinite (no ramp)
-    # across domains and on PCIe, where no measured mid-size curve holds it (collectives.RAMP_EXCESS)
+    # across domains and on PCIe, where no measured mid-size curve holds it (collectives.RAMP_EXCESS);
+    # None where no row ramps (the pricing skips it)
     latencies, moved, busbws, per_byte = [], [], [], []
     unramped = multi if hop == "nvlink" else True
-    ring_part = xp.where(unramped, xp.inf, 1.0 / n)
+    ramps = not (unramped if xp.scalar else np.all(unramped))
+    ring_part, tree_part = (xp.where(unramped, xp.inf, 1.0 / n), xp.where(unramped, xp.inf, 1.0)) if ramps else (None, None)
     if "ring" in uses:
         for base, hop_intra, net_ring, net_tree, protocol_bw in _protocols("ring", hop, xp):
             lat, busbw = _ring_option(base, hop_intra, net_ring, net_tree, protocol_bw, share, n, g, multi, nodes, ring_busbw, xp)
@@ -332,7 +334,7 @@ def _options(op: str, cluster: Cluster, n, stride, algorithm: str, xp) -> tuple:
             latencies.append(lat)
             moved.append(moved_share("all_reduce", n, "tree"))
             busbws.append(busbw)
-            per_byte.append(xp.where(unramped, xp.inf, 1.0))
+            per_byte.append(tree_part)
     if "nvls" in uses:  # NVLS inside a node; NVLSTree across nodes (all-reduce only)
         lat = (_NVLS_US + 2 * _log2_levels(nodes, xp) * _NVLS_TREE_NET_US) * _US
         latencies.append(xp.where(_nvls_usable(op, g, multi, xp), lat, xp.inf))
