@@ -38,7 +38,7 @@ def test_the_wheel_is_the_labs_package_with_its_data(wheel):
         top = {n.split("/", 1)[0] for n in names}
         assert top == {"labs", wheel.name.split("-")[0] + "-" + wheel.name.split("-")[1] + ".dist-info"}  # `labs`, never a bare `core`
         assert "labs/core/ledger.schema.json" in names and "labs/core/state.py" in names and "labs/05_parallelism.py" in names
-        assert {f"labs/core/data/{f}" for f in FILES} <= set(names)
+        assert {f"labs/core/engine/data/{f}" for f in FILES} <= set(names)
         meta_name = next(n for n in names if n.endswith("METADATA"))
         meta = z.read(meta_name).decode()
         requires = [line.split(":", 1)[1].strip() for line in meta.splitlines() if line.startswith("Requires-Dist:")]
