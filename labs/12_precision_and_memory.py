@@ -22,6 +22,7 @@ with app.setup:
         LOSS_SCALE_RANGE,
         OUTLIER_SCALES,
         accumulation_estimates,
+        accumulation_no_sync,
         ACCUMULATION_ROWS,
         ACCUMULATOR_LABELS,
         DEEPSEEK_ACCUMULATION,
@@ -400,8 +401,11 @@ def _():
     ## 6 · Gradient accumulation: when it is free
 
     Effective batch = micro-batch x accumulation steps x DP. Accumulating is free when the gradients
-    can sum in place and be reduced once a step (ZeRO-1). Sharded gradients (ZeRO-2) cannot: every
-    micro-batch's gradients are reduce-scattered as its backward produces them. In a pipeline the
+    can sum in place and be reduced once a step (ZeRO-1). Sharded gradients cannot accumulate
+    without giving back their memory saving, and the two stacks choose differently: DeepSpeed's
+    ZeRO-2 reduce-scatters every micro-batch's gradients as its backward produces them; FSDP under
+    `no_sync()` (FSDP2: `set_requires_gradient_sync(False)`) holds whole gradients until the last
+    micro-batch and reduce-scatters once, ZeRO-1's traffic for ZeRO-1's memory. In a pipeline the
     accumulation steps are the micro-batches that fill it.
     """)
     return
@@ -419,6 +423,8 @@ def _(steps_slider, underflow_committed):
     _e = accumulation_estimates(steps_slider.value)
     _model, _cluster, _nodes, _plan = ACCUMULATION_CASE
     _one = _e[1]
+    _cases = {"ZeRO-1": _one, "ZeRO-2, DeepSpeed (reduce-scatter every micro-batch)": _e[2],
+              "ZeRO-2 sharding, FSDP no_sync (whole gradients, one reduce-scatter)": accumulation_no_sync(steps_slider.value)}
     mo.vstack(
         [
             steps_slider,
@@ -426,9 +432,12 @@ def _(steps_slider, underflow_committed):
                   f"effective batch {_one.plan.micro_batch} x {steps_slider.value} x {_plan['dp']} = **{_one.plan.global_batch} sequences** "
                   f"of {_one.model.seq_len:,} tokens."),
             ui.static_table(
-                [{"sharding": f"ZeRO-{z}", "DP bytes sent per GPU per step": f"{_x.comm_bytes_per_gpu['dp'] / GB:.1f} GB", "exposed DP time": f"{_x.time.dp_comm:.3f} s",
-                  "step": f"{_x.step_time_s:.2f} s", "memory per GPU": f"{_x.memory.total / GB:.1f} GB"} for z, _x in _e.items()]
+                [{"sharding": _name, "DP bytes sent per GPU per step": f"{_x.comm_bytes_per_gpu['dp'] / GB:.1f} GB", "exposed DP time": f"{_x.time.dp_comm:.3f} s",
+                  "step": f"{_x.step_time_s:.2f} s", "memory per GPU": f"{_x.memory.total / GB:.1f} GB"} for _name, _x in _cases.items()]
             ),
+            mo.md(f"Bytes and time part ways: DeepSpeed's ZeRO-2 sends {_e[2].comm_bytes_per_gpu['dp'] / _one.comm_bytes_per_gpu['dp']:.1f}x ZeRO-1's "
+                  f"bytes, but its step is only {_e[2].step_time_s / _one.step_time_s - 1:.0%} longer, since the reduce-scatters overlap the backward."
+                  if steps_slider.value > 1 else "With one micro-batch a step there is nothing to accumulate: all three send the same bytes."),
         ]
     )
     return
@@ -540,20 +549,25 @@ def _(
 
 
 @app.cell(hide_code=True)
-def _(fp8_committed, recompute_committed, underflow_committed):
+def _(fp8_committed, recompute_committed, settings, underflow_committed):
     ui.gate(underflow_committed, recompute_committed, fp8_committed, what="the key takeaways")
-    mo.md(r"""
+    _cache = bytes_rows(settings)[-1]
+    mo.md(rf"""
     ## Key takeaways
 
     - fp16 has the mantissa but not the range for gradients: without a loss scale it flushes the
-      small ones; with the right one it keeps them all. bf16 has fp32's range and needs no scale.
+      small ones; with the right one it keeps them non-zero (the smallest as subnormals with a bit
+      or two of mantissa). bf16 has fp32's range and needs no scale.
     - FP8 has neither range nor mantissa to spare: it works with a scale per tensor, or per tile
       where outliers live, and with partial sums promoted to fp32.
-    - FP8 saves time, hardly memory: the master weights and Adam's moments stay in fp32, and a
-      1-byte copy of the weights is added.
+    - FP8 saves time, hardly memory: the master weights and Adam's moments stay in fp32, and an
+      FP8 copy of the weights is added: {_cache['cache_bytes']:g} byte per parameter as the engine counts it, about
+      {_cache['hopper_cache_bytes']:g} on Hopper, where Transformer Engine caches its transpose too.
     - Selective recomputation costs a few percent of FLOPs, full recomputation a third; with flash
       attention selective costs nothing extra, because flash already recomputes.
-    - Accumulating gradients over micro-batches is free until the gradients are sharded.
+    - Accumulating gradients over micro-batches is free while they are whole: DeepSpeed's ZeRO-2
+      reduce-scatters every micro-batch (more bytes, a little more time, as they overlap), while
+      FSDP's `no_sync` keeps whole gradients and pays ZeRO-1's memory instead.
 
     **Back to:** Lab 06 (ZeRO stages and memory) and Lab 05, Act II (recompute and MFU at scale).
     """)

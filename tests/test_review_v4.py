@@ -162,3 +162,32 @@ def test_lab12_page_names_the_emulated_accumulator():
     page = _plain(text_of(outputs))
     assert "14 significant bits" in page and f"median over {lab12.ACCUMULATION_ROWS:,} dot products" in page
     assert "H800's ~14 bits, truncated" in page and "the accumulators bf16 and fp16" not in page
+
+
+# ---- M4, M5 (and P5): Lab 12's FP8 weight cache, ZeRO-2 against FSDP's no_sync ----------------------------
+def test_lab12_fp8_cache_and_no_sync_as_the_engine_prices_them():
+    from labs.core.scenarios import lab12
+
+    row = lab12.bytes_rows(None)[-1]
+    e = lab12.fp8_estimates(None)
+    assert row["cache_bytes"] == pytest.approx((e["fp8"].memory.weights - e["bf16"].memory.weights) / lab12._rank_params(e["bf16"]))
+    assert row["hopper_cache_bytes"] == 2 * row["cache_bytes"] and "transpose" in row["parts"]
+    e8, fsdp = lab12.accumulation_estimates(8), lab12.accumulation_no_sync(8)
+    assert fsdp.comm_bytes_per_gpu["dp"] == pytest.approx(e8[1].comm_bytes_per_gpu["dp"])  # ZeRO-1's traffic ...
+    assert fsdp.memory.total > e8[2].memory.total  # ... without ZeRO-2's memory saving
+    assert e8[2].comm_bytes_per_gpu["dp"] > 4 * e8[1].comm_bytes_per_gpu["dp"] and e8[2].step_time_s < 1.1 * e8[1].step_time_s  # bytes, not time
+
+
+def test_lab12_page_says_the_transpose_and_no_sync():
+    from labs.core.scenarios import lab12
+
+    q = {k: mine("12_precision_and_memory", k) for k in ("underflow", "recompute", "fp8")}
+    outputs, _ = load_app(LAB["12"]).run(defs={**committed("underflow", q["underflow"], right(q["underflow"])),
+                                               **committed("recompute", q["recompute"], right(q["recompute"])),
+                                               **committed("fp8", q["fp8"], right(q["fp8"]))})
+    page = _plain(text_of(outputs))
+    row = lab12.bytes_rows(variant("12_precision_and_memory", "student").settings)[-1]
+    assert f"about {row['hopper_cache_bytes']:g} on Hopper, where Transformer Engine caches its transpose too" in page
+    e8 = lab12.accumulation_estimates(8)
+    assert f"sends {e8[2].comm_bytes_per_gpu['dp'] / e8[1].comm_bytes_per_gpu['dp']:.1f}x ZeRO-1's bytes" in page
+    assert "FSDP no_sync" in page and "free until the gradients are sharded" not in page and "with the right one it keeps them all" not in page

@@ -218,10 +218,20 @@ def bytes_rows(settings: dict | None) -> list[dict]:
     e = fp8_estimates(settings)
     params = _rank_params(e["bf16"])
     extra = (e["fp8"].memory.weights - e["bf16"].memory.weights) / params
+    hopper = extra * FP8_CACHE_COPIES_HOPPER
     rows.append({"recipe": "FP8 GEMMs (Transformer Engine)", "bytes": BYTES_CONVENTIONS["ZeRO"].bytes_per_param + extra,
-                 "parts": f"16 + {extra:g} FP8 weight copy kept between micro-batches; bf16 weights, fp32 master and Adam unchanged",
-                 "source": "labs.core.engine.step: Transformer Engine's FP8 weight cache"})
+                 "parts": f"16 + {extra:g} FP8 weight copy kept between micro-batches; bf16 weights, fp32 master and Adam unchanged. "
+                          f"On Hopper TE also caches the copy's transpose for the data-gradient GEMM: about {hopper:g}, not counted here",
+                 "source": "labs.core.engine.step: Transformer Engine's FP8 weight cache (its data; TE docs, 'Handling transposes')",
+                 "cache_bytes": extra, "hopper_cache_bytes": hopper})
     return rows
+
+
+# Transformer Engine's FP8 weight cache on Hopper keeps the weight and its transpose in FP8 (TE docs,
+# performance considerations, "Handling transposes": "for FP8 on Hopper architecture, some tensors need to
+# be physically transposed in memory"); Blackwell's FP8 GEMMs take either layout, one copy. The engine's
+# memory model (labs.core.engine.stages.memory) counts one copy.
+FP8_CACHE_COPIES_HOPPER = 2
 
 
 def _rank_params(est) -> float:
@@ -337,6 +347,21 @@ def _accumulation_estimates(steps: int) -> dict:
     m, c = Model.get(model), Cluster.get(cluster, nodes=nodes)
     batch = plan["micro_batch"] * plan["dp"] * steps
     return {z: estimate(m, c, Plan.for_era(ACCUMULATION_ERA, global_batch=batch, zero_stage=z, recompute="selective", **plan)) for z in (1, 2)}
+
+
+@lru_cache(maxsize=16, typed=True)
+def accumulation_no_sync(steps: int):
+    """The same job under ZeRO-2 sharding as FSDP runs it with no_sync() (FSDP2:
+    set_requires_gradient_sync(False)): whole gradients accumulate, one reduce-scatter a step
+    (Plan.grad_sync = "step"); review 38bda0b, M5."""
+    from labs.core.engine.hardware import Cluster
+    from labs.core.engine.models import Model
+    from labs.core.engine.perf import Plan, estimate
+
+    model, cluster, nodes, plan = ACCUMULATION_CASE
+    batch = plan["micro_batch"] * plan["dp"] * steps
+    return estimate(Model.get(model), Cluster.get(cluster, nodes=nodes),
+                    Plan.for_era(ACCUMULATION_ERA, global_batch=batch, zero_stage=2, recompute="selective", grad_sync="step", **plan))
 
 
 # ---- the questions, at a variant --------------------------------------------------------------------
