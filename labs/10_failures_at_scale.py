@@ -228,7 +228,7 @@ def _(gpus_slider, mtbf_committed, run_days):
                 "every cause does: a per-GPU rate that counts them all is an upper bound on what the GPUs themselves cause. "
                 "Which causes take a node out of the job is this lab's assumption (last column); it matters once restarts are priced."
             ),
-            mo.ui.table(pd.DataFrame(_rows), selection=None, show_column_summaries=False, show_data_types=False, page_size=11),
+            ui.static_table(_rows),  # redrawn with the GPU slider: a plain table (all 11 rows, as the grid's one page showed)
         ]
     )
     return
@@ -300,7 +300,7 @@ def _(
                 "Meta's clusters, like most, reach storage over a separate frontend network, so a writer's real share can differ. "
                 "The model, sharding, strategy and bandwidth you pick here carry into part B."
             ),
-            mo.ui.table(pd.DataFrame(_table), selection=None, show_column_summaries=False, show_data_types=False, page_size=9),
+            ui.static_table(_table),  # redrawn with the checkpoint instruments: a plain table (all 9 rows, one page before)
             mo.md(
                 f"**The course notes' claim, checked.** \"A sync checkpoint pauses a 70B model for {SEED_CLAIM_MINUTES[0]}-{SEED_CLAIM_MINUTES[1]} "
                 f"minutes.\" {MODELS[SEED_CLAIM_MODEL].name}'s checkpoint is {_bytes / 1e12:.2f} TB, so that pause means a file system "
@@ -456,8 +456,10 @@ def _(mtbf_committed):
     return
 
 
+# The inverse table does not depend on the instruments: its own cell, so a setting move re-runs only
+# the line about the student's restart cost below (inverse_rows is ~200 goodput optimisations).
 @app.cell(hide_code=True)
-def _(mtbf_committed, run_gpus, setting):
+def _(mtbf_committed, run_gpus):
     ui.gate(mtbf_committed)
     _m = job_mtbf_s(run_gpus)
     _rows = inverse_rows()
@@ -467,7 +469,6 @@ def _(mtbf_committed, run_gpus, setting):
          "at an interval of": "-" if _r["interval_s"] is None else f"{_r['interval_s'] / MINUTE:.1f} min"}
         for _r in _rows
     ]
-    _yours = max_checkpoint_for(LLAMA3_EFFECTIVE_TRAINING, setting["restart_s"], _m)
     _r_limit = _m * (1 / LLAMA3_EFFECTIVE_TRAINING - 1)
     mo.vstack(
         [
@@ -478,6 +479,18 @@ def _(mtbf_committed, run_gpus, setting):
                 f"below that, the best cadence leaves this much room for C:"
             ),
             mo.ui.table(pd.DataFrame(_table), selection=None, show_column_summaries=False, show_data_types=False),
+        ]
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(mtbf_committed, run_gpus, setting):
+    ui.gate(mtbf_committed)
+    _m = job_mtbf_s(run_gpus)
+    _yours = max_checkpoint_for(LLAMA3_EFFECTIVE_TRAINING, setting["restart_s"], _m)
+    mo.vstack(
+        [
             mo.md(
                 (f"With your restart cost ({setting['restart_s'] / MINUTE:.1f} min) no checkpoint is cheap enough: the restarts alone cost "
                  f"more than {1 - LLAMA3_EFFECTIVE_TRAINING:.0%} of the time" if _yours is None else
