@@ -15,6 +15,8 @@ with app.setup:
     from labs.core.engine.perf import CP_ALGORITHMS
     from labs.core.scenarios.prose import STACK, ep_bytes_by_link, sp_regather
     from labs.core.scenarios.lab11 import (
+        DEEPSEEK_A2A_SMS,
+        DEEPSEEK_COMM_TO_COMPUTE,
         CAPACITY_CHOICES,
         CP_CHOICES,
         CP_LABELS,
@@ -535,7 +537,11 @@ def _(moe_committed):
 
     **What DualPipe buys:** under 1F1B the engine exposes every all-to-all: {_r.time.ep_comm:.1f} s of a {_r.step_time_s:.1f} s
     step with DeepSeek's recipe ({_d['recipe_ep_share']:.0%}), against {_r.time.compute:.1f} s of compute. DeepSeek-V3 (Sec. 3.2.1)
-    puts its cross-node expert parallelism near 1:1 communication to computation, which is why it built DualPipe: half the
+    puts its cross-node expert parallelism near 1:1 communication to computation, which is why it built DualPipe. The engine
+    disagrees: its ratio is {_r.time.ep_comm / _r.time.compute:.2f} against DeepSeek's ~{DEEPSEEK_COMM_TO_COMPUTE:g}. Likely causes: the engine's InfiniBand rate
+    per GPU may be higher than what DeepSeek's all-to-all reached; DeepSeek ran its all-to-all on only
+    {DEEPSEEK_A2A_SMS} SMs, which slows it; and the engine's FP8 GEMMs may run faster than DeepSeek's did. Read the engine's
+    exposure as a lower bound on DeepSeek's problem. DualPipe: half the
     micro-batches enter at each end of the pipeline, and a forward of one direction runs beside a backward of the other, so
     that each one's dispatch and combine run under the other's compute. Of {_d['ep_wire']:.1f} s of all-to-all the engine hides
     {_d['dualpipe_hidden']:.0%}: what stays exposed is the passes the warm-up and cool-down run alone, and the SMs the

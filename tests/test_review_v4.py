@@ -191,3 +191,17 @@ def test_lab12_page_says_the_transpose_and_no_sync():
     e8 = lab12.accumulation_estimates(8)
     assert f"sends {e8[2].comm_bytes_per_gpu['dp'] / e8[1].comm_bytes_per_gpu['dp']:.1f}x ZeRO-1's bytes" in page
     assert "FSDP no_sync" in page and "free until the gradients are sharded" not in page and "with the right one it keeps them all" not in page
+
+
+# ---- M6: Lab 11 B2 says the engine's ratio and DeepSeek's ~1:1 disagree -----------------------------------
+def test_lab11_says_the_engine_and_deepseek_disagree():
+    from labs.core.scenarios import lab11
+
+    r = lab11.deepseek_rows()["recipe"]
+    ratio = r.time.ep_comm / r.time.compute
+    assert ratio < 0.6 * lab11.DEEPSEEK_COMM_TO_COMPUTE  # the disagreement the page names
+    moe, fit = mine("11_long_context_moe", "moe"), mine("11_long_context_moe", "fit")
+    outputs, _ = load_app(LAB["11"]).run(defs={**committed("fit", fit, right(fit)), **committed("moe", moe, right(moe))})
+    page = _plain(text_of(outputs))
+    assert f"The engine disagrees: its ratio is {ratio:.2f} against DeepSeek's ~{lab11.DEEPSEEK_COMM_TO_COMPUTE:g}" in page
+    assert f"only {lab11.DEEPSEEK_A2A_SMS} SMs" in page

@@ -351,6 +351,10 @@ def capacity_point(capacity: float) -> dict:
 
 
 # ---- DeepSeek-V3's layout ------------------------------------------------------------------------
+DEEPSEEK_A2A_SMS = 20  # DeepSeek-V3 Sec. 3.2.2: "only 20 SMs are sufficient to fully utilize the bandwidths of IB and NVLink"
+DEEPSEEK_COMM_TO_COMPUTE = 1.0  # Sec. 3.2.1: cross-node expert parallelism "results in an inefficient computation-to-communication ratio of approximately 1:1"
+
+
 @lru_cache(maxsize=None)
 def deepseek_rows() -> dict:
     """The published layout in BF16 without recomputation, with full recomputation, with TP 8;
