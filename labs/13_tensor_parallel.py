@@ -16,20 +16,21 @@ with app.setup:
     from labs.core.scenarios.prose import sp_regather
     from labs.core.scenarios.lab13 import (
         COUNTED_WIDTHS,
-        DOMAINS,
         ENGINE_WIDTHS,
         RANKS,
         SEED_CLAIMS,
         SEED_SHAPE,
         SPLIT_SHAPE,
+        SWEEP_PLATFORM_NAMES,
+        SWEEP_PLATFORMS,
         counted_bytes_per_token,
         engine_width_row,
+        platform_sweeps,
         scaling_book_threshold,
         seed_check,
         seed_estimate,
         split_outcomes,
         split_report,
-        tp_sweep,
     )
     from labs.core.style import COLORS
 
@@ -321,10 +322,12 @@ def _():
     mo.md(r"""
     ## 4 · Where TP stops
 
-    64 GPUs, DP filling what TP leaves, 128 sequences a step, sequence parallelism on. Compare 8-GPU
-    nodes joined by InfiniBand with one NVLink domain of 64 GPUs (an NVL72 rack's worth), and
-    Transformer Engine's TP overlap (collectives pipelined with the GEMMs) on or off. The engine only
-    overlaps TP inside an NVLink domain. TP must divide the heads, and Megatron-Core, the stack this
+    64 GPUs, DP filling what TP leaves, 128 sequences a step, sequence parallelism on, on three
+    platforms from the catalog: DGX H100 and DGX B200 (8-GPU nodes, NVLink inside a node, InfiniBand
+    between) and a GB200 NVL72 rack (16 of its 18 trays of 4 GPUs, all 64 in one 72-GPU NVLink
+    domain, so a TP group of up to 64 never touches a NIC). Switch Transformer Engine's TP overlap
+    (collectives pipelined with the GEMMs) on or off. The engine only overlaps TP inside an NVLink
+    domain. TP must divide the heads, and Megatron-Core, the stack this
     lab follows, also needs TP to divide the query groups (the K/V heads): past them it refuses the
     layout. The table prices those wider points anyway, as inference engines run them (each rank
     holding a replicated K/V head), and marks them.
@@ -334,7 +337,7 @@ def _():
 
 @app.cell
 def _():
-    gpu_dropdown = mo.ui.dropdown(options=GPU_LABELS, value="H100 SXM", label="GPU")
+    gpu_dropdown = mo.ui.dropdown(options=GPU_LABELS, value="H100 SXM", label="GPU of the 8-GPU nodes")
     overlap_checkbox = mo.ui.checkbox(value=True, label="TP overlap (Transformer Engine)")
     return gpu_dropdown, overlap_checkbox
 
@@ -342,16 +345,19 @@ def _():
 @app.cell
 def _(gpu_dropdown, overlap_checkbox, settings, tp_committed):
     ui.gate(tp_committed, what="the TP sweep")
-    sweeps = {_d: tp_sweep(settings["model"], gpu_dropdown.value, _d, overlap_checkbox.value) for _d in DOMAINS}
+    sweeps = platform_sweeps(settings["model"], overlap_checkbox.value)
+    _dgx = next(_p for _p, (_g, _d, _) in SWEEP_PLATFORMS.items() if (_g, _d) == (gpu_dropdown.value, "nodes"))
     _book = scaling_book_threshold(settings["model"], gpu_dropdown.value)
+    _rack_book = scaling_book_threshold(settings["model"], SWEEP_PLATFORMS["gb200-nvl72"][2])
     _model = Model.get(settings["model"])
     _rows = [
-        {"TP": _a["tp"], "8-GPU nodes: step": f"{_a['step_s']:.1f} s", "TP comm exposed": f"{_a['tp_comm_s']:.1f} s",
-         "one NVLink domain: step": f"{_b['step_s']:.1f} s", "TP comm exposed ": f"{_b['tp_comm_s']:.1f} s",
-         "memory per GPU": f"{_a['memory_gb']:.0f} GB" + ("" if _a["fits"] else " (does not fit)"), "K/V heads per rank": f"{_a['kv_heads_per_rank']:g}",
+        {"TP": _a["tp"], f"{SWEEP_PLATFORM_NAMES[_dgx]}: step": f"{_a['step_s']:.1f} s", "TP comm exposed": f"{_a['tp_comm_s']:.1f} s",
+         "memory per GPU": f"{_a['memory_gb']:.0f} GB" + ("" if _a["fits"] else " (does not fit)"),
+         f"{SWEEP_PLATFORM_NAMES['gb200-nvl72']}: step": f"{_b['step_s']:.1f} s", "TP comm exposed ": f"{_b['tp_comm_s']:.1f} s",
+         "memory per GPU ": f"{_b['memory_gb']:.0f} GB" + ("" if _b["fits"] else " (does not fit)"), "K/V heads per rank": f"{_a['kv_heads_per_rank']:g}",
          "Megatron-Core": (f"refuses: {_a['kv_heads']} query groups; K/V replicated: +{_a['kv_replication_gb']:.1f} GB, +{_a['kv_replication_s']:.2f} s"
                            if _a["kv_replicated"] else "builds")}
-        for _a, _b in zip(sweeps["nodes"], sweeps["domain"])
+        for _a, _b in zip(sweeps[_dgx], sweeps["gb200-nvl72"])
     ]
     mo.vstack(
         [
@@ -363,8 +369,13 @@ def _(gpu_dropdown, overlap_checkbox, settings, tp_committed):
                 f"reduce-scatters $B \\times D$ bf16 activations, $4BD/W$; it stays compute-bound while $Y < F\\,W/C$. For "
                 f"{_model.name} ($F$ = {_book['ffn']:,}) on this GPU ($C$ = {_book['peak_flops'] / 1e12:,.0f} TFLOP/s bf16, "
                 f"$W$ = {_book['link_bytes_per_s'] / 1e9:,.0f} GB/s one way): $C/W$ = {_book['intensity']:,.0f}, so "
-                f"$Y$ < **{_book['max_tp']:.1f}**. It assumes perfect overlap, peak matmuls, NVLink bandwidth for every rank "
-                "and no attention or latency: compare it with the domain's curve, where the exposed TP time starts to grow."
+                f"$Y$ < **{_book['max_tp']:.1f}**. On the rack's GB200, $C$ = {_rack_book['peak_flops'] / 1e12:,.0f} TFLOP/s and "
+                f"$W$ = {_rack_book['link_bytes_per_s'] / 1e9:,.0f} GB/s: $C/W$ = {_rack_book['intensity']:,.0f}, $Y$ < "
+                f"**{_rack_book['max_tp']:.1f}**, "
+                + ("lower: the matmul rate grew more than NVLink's bandwidth. " if _rack_book["max_tp"] < _book["max_tp"]
+                   else "no lower: NVLink's bandwidth grew as much as the matmul rate. ")
+                + "It assumes perfect overlap, peak matmuls, NVLink bandwidth for every rank and no attention or latency: "
+                "compare it with the rack's curve, where the exposed TP time starts to grow."
             ),
         ]
     )
@@ -510,12 +521,12 @@ def width_figure(rows, counted, marker):
 
 @app.function
 def sweep_figure(sweeps):
-    """Step time against the TP degree, one line per way of joining the 64 GPUs; hollow where it does not fit."""
+    """Step time against the TP degree, one line per platform of 64 GPUs; hollow where it does not fit."""
     _fig = go.Figure()
-    _colors = {"nodes": COLORS["orange"], "domain": COLORS["blue"]}
+    _colors = {"dgx-h100": COLORS["orange"], "dgx-b200": COLORS["green"], "gb200-nvl72": COLORS["blue"]}
     for _name, _rows in sweeps.items():
         _fig.add_trace(go.Scatter(
-            x=[_r["tp"] for _r in _rows], y=[_r["step_s"] for _r in _rows], name=DOMAINS[_name], line=dict(color=_colors[_name]),
+            x=[_r["tp"] for _r in _rows], y=[_r["step_s"] for _r in _rows], name=SWEEP_PLATFORM_NAMES[_name], line=dict(color=_colors[_name]),
             marker=dict(size=9, symbol=["circle" if _r["fits"] else "circle-open" for _r in _rows]),
         ))
     _fig.update_xaxes(type="log", title="TP degree", tickvals=[_r["tp"] for _r in next(iter(sweeps.values()))])

@@ -184,21 +184,34 @@ def scaling_explanations(hidden: int, seq: int) -> dict[str, str]:
 # ---- where TP stops --------------------------------------------------------------------------------------
 SWEEP_GPUS = 64
 SWEEP_TPS = (1, 2, 4, 8, 16, 32, 64)
-DOMAINS = {"nodes": "8-GPU nodes on InfiniBand", "domain": "one 64-GPU NVLink domain (an NVL72 rack's worth)"}
+DOMAINS = {"nodes": "8-GPU nodes on InfiniBand", "domain": "64 GPUs of a GB200 NVL72 rack, one NVLink domain"}
 SWEEP_GPU_KEYS = {"h100": ("h100-sxm", "dgx-h100"), "b200": ("b200", "dgx-b200")}
+# The sweep's three platforms, each a catalog preset (labs.core.engine.hardware.CLUSTERS, with its
+# sources): (gpu, domain) as sweep_cluster takes them, and the GPU's catalog key. The rack's curve is
+# the same whichever GPU the nodes have: no H100 platform joins 64 GPUs on NVLink.
+SWEEP_PLATFORMS = {"dgx-h100": ("h100", "nodes", "h100-sxm"), "dgx-b200": ("b200", "nodes", "b200"),
+                   "gb200-nvl72": ("b200", "domain", "gb200")}
+SWEEP_PLATFORM_NAMES = {"dgx-h100": "DGX H100 (8 nodes of 8)", "dgx-b200": "DGX B200 (8 nodes of 8)",
+                        "gb200-nvl72": "GB200 NVL72 (64 GPUs of one rack)"}
+NVL72_TRAY_GPUS = 4  # a GB200 NVL72 compute tray (host): 4 GPUs (pf_gb200_nvl72_gpus_per_tray)
 
 
 def sweep_cluster(gpu: str, domain: str):
-    """64 GPUs either as 8 nodes of 8, or in one NVLink domain (the same GPU, link and host)."""
-    from labs.core.engine.hardware import GPUS, LINKS, Cluster
+    """64 GPUs either as 8 nodes of 8 (DGX H100 or DGX B200: NVLink inside a node, InfiniBand between),
+    or as 16 of the 18 trays of one GB200 NVL72 rack: all 64 in one 72-GPU NVLink 5 domain (the
+    catalog's gb200-nvl72 preset, whatever `gpu` the nodes have)."""
+    from labs.core.engine.hardware import Cluster
 
     check_choice("gpu", gpu, SWEEP_GPU_KEYS)
     check_choice("domain", domain, DOMAINS)
-    gpu_key, cluster_key = SWEEP_GPU_KEYS[gpu]
-    nodes = Cluster.get(cluster_key, nodes=SWEEP_GPUS // 8)
     if domain == "nodes":
-        return nodes
-    return Cluster(GPUS[gpu_key], SWEEP_GPUS, 1, LINKS[GPUS[gpu_key].nvlink], nodes.inter, None, f"{SWEEP_GPUS} x {GPUS[gpu_key].name} in one NVLink domain", nodes.host)
+        return Cluster.get(SWEEP_GPU_KEYS[gpu][1], nodes=SWEEP_GPUS // 8)
+    return Cluster.get("gb200-nvl72", nodes=SWEEP_GPUS // NVL72_TRAY_GPUS)
+
+
+def platform_sweeps(model_key: str, overlap: bool = True) -> dict[str, list[dict]]:
+    """The TP sweep on each of SWEEP_PLATFORMS (DGX H100, DGX B200, GB200 NVL72)."""
+    return {p: tp_sweep(model_key, gpu, domain, overlap) for p, (gpu, domain, _) in SWEEP_PLATFORMS.items()}
 
 
 def sweep_plan(tp: int, overlap: bool = True):
@@ -263,7 +276,8 @@ def scaling_book_threshold(model_key: str, gpu: str) -> dict:
     from labs.core.engine.hardware import GPUS, LINKS
     from labs.core.engine.models import Model
 
-    g = GPUS[SWEEP_GPU_KEYS[gpu][0]]
+    check_choice("gpu", gpu, tuple(SWEEP_GPU_KEYS) + ("gb200",))
+    g = GPUS[SWEEP_GPU_KEYS[gpu][0] if gpu in SWEEP_GPU_KEYS else gpu]
     w = LINKS[g.nvlink].bandwidth_bytes_per_s
     f = Model.get(model_key).ffn
     return {"ffn": f, "peak_flops": g.bf16_flops, "link_bytes_per_s": w, "intensity": g.bf16_flops / w, "max_tp": f * w / g.bf16_flops}
