@@ -244,6 +244,29 @@ def test_grid_draws_the_layout():
     assert hover == pytest.approx([inner.memory.total / 1e9] * 64)
 
 
+def test_grid_and_placements_read_the_nvlink_domain_not_the_host():
+    """Issue 38 item 5: on two GB200 NVL72 racks (hosts of 4 GPUs in 72-GPU NVLink domains) TP 16 with
+    DP innermost puts ranks 9 apart: each of the 9 TP rings has 8 members per rack and leaves a rack
+    twice (the ring closes), 18 hops; the grid frames whole racks (18 node rows each) and draws those
+    18, not the 144 that the host's 4 GPUs would give (every hop). Placements say "NVLink domain"."""
+    from labs.core.scenarios.lab09 import placements
+
+    plan = Plan(tp=16, pp=1, dp=9, micro_batch=1, global_batch=72, zero_stage=1, rank_order=DP_INNER)
+    model = Model.get("llama2-70b")
+    rack = estimate(model, Cluster.get("gb200-nvl72", domains=2), plan)
+    fig = charts.gpu_grid(rack, "tp")
+    frames = fig.layout.shapes
+    assert len(frames) == 2 and [(f.y0, f.y1) for f in frames] == [(-0.45, 17.45), (17.55, 35.45)]
+    by_hand = cross_node_links(DP_INNER, 16, 1, 9, 1, "tp", 72)
+    lines = [t for t in fig.data if t.mode == "lines"]
+    assert len(by_hand) == 9 * 2 and len(lines[0].x) // 3 == 18 and lines[0].name == "TP group hops across NVLink domains (18)"
+    assert len(cross_node_links(DP_INNER, 16, 1, 9, 1, "tp", 4)) == 144  # what the host's 4 would have drawn
+    assert placements(rack)["tp"] == "across 2 NVLink domains, 8 per domain (9 ranks apart)"
+    inside = estimate(model, Cluster.get("gb200-nvl72", domains=1), Plan(tp=8, pp=1, dp=9, micro_batch=1, global_batch=72, zero_stage=1))
+    assert placements(inside)["tp"] == "inside one NVLink domain (8 of its 72 GPUs, 1 apart)"
+    assert placements(worksheet_estimate("70b-h100", 8, 1, 1))["tp"].startswith("inside one node (8 of its 8 GPUs")
+
+
 def test_default_rank_order_is_megatrons():
     """A plan without a rank order and the step model without the column are today's."""
     model, cluster = Model.get("llama2-13b"), Cluster.get("dgx-a100", nodes=8)

@@ -352,12 +352,15 @@ VIRIDIS = [list(stop) for stop in go.scatter.Marker(colorscale="Viridis").colors
 
 
 def gpu_grid(est: Estimate, color_by: str = "tp") -> go.Figure:
-    """Every GPU of the cluster as a cell (a row per node), coloured by its TP group, PP stage or
-    DP group under the plan's rank order; the hops of the chosen axis's groups that leave a node
-    drawn as lines; the GPU's memory on hover; GPUs over their HBM crossed out."""
+    """Every GPU of the cluster as a cell (a row per node, a frame per NVLink domain: one node on a
+    DGX, 18 on a GB200 NVL72), coloured by its TP group, PP stage or DP group under the plan's rank
+    order; the hops of the chosen axis's groups that leave an NVLink domain drawn as lines; the GPU's
+    memory on hover; GPUs over their HBM crossed out."""
     from labs.core.engine.layout import AXES, cross_node_links, groups, rank_coordinates
 
-    p, gpn = est.plan, est.cluster.gpus_per_node
+    p, gpn, dom = est.plan, est.cluster.gpus_per_node, est.cluster.domain_gpus
+    per_domain = dom // gpn  # node rows per NVLink domain
+    across = "nodes" if per_domain == 1 else "NVLink domains"
     coords = rank_coordinates(p.rank_order, p.tp, p.cp, p.dp, p.pp)
     ranks = np.arange(len(coords))
     col = {a: coords[:, i] for i, a in enumerate(AXES)}
@@ -369,13 +372,13 @@ def gpu_grid(est: Estimate, color_by: str = "tp") -> go.Figure:
     memory = np.array([est.stage_memory(int(s)) for s in col["pp"]]) / GB
     hbm = est.cluster.gpu.hbm_bytes / GB
     data = []
-    links = cross_node_links(p.rank_order, p.tp, p.cp, p.dp, p.pp, color_by, gpn)
+    links = cross_node_links(p.rank_order, p.tp, p.cp, p.dp, p.pp, color_by, dom)
     lx, ly = [], []
     for a, b in links:
         lx += [int(x[a]), int(x[b]), None]  # Python ints: what Plotly's validation makes of this mixed list
         ly += [int(y[a]), int(y[b]), None]
     if links:
-        data.append(dict(type="scatter", x=lx, y=ly, mode="lines", line=dict(color=COLORS["red"], width=2), opacity=0.6, name=f"{GRID_AXES[color_by]} hops across nodes ({len(links)})", hoverinfo="skip"))
+        data.append(dict(type="scatter", x=lx, y=ly, mode="lines", line=dict(color=COLORS["red"], width=2), opacity=0.6, name=f"{GRID_AXES[color_by]} hops across {across} ({len(links)})", hoverinfo="skip"))
     top = max(int(shade.max()), 1)
     data.append(dict(
         type="scatter", x=x, y=y, mode="markers+text", text=[f"{GRID_AXES[color_by].split()[0]}{s}" for s in shade], textfont=dict(size=11, color="white"),
@@ -390,8 +393,9 @@ def gpu_grid(est: Estimate, color_by: str = "tp") -> go.Figure:
         data.append(dict(type="scatter", x=x[over], y=y[over], mode="markers", marker=dict(symbol="x-thin", size=40, line=dict(width=4, color=COLORS["red"])),
                          name=f"out of memory ({int(over.sum())} GPUs)", hoverinfo="skip"))
     nodes = int(y.max()) + 1
-    return figure(data, dict(  # one frame per node: NVLink inside it, the NICs between them
-        shapes=[dict(type="rect", x0=-0.5, x1=gpn - 0.5, y0=node - 0.45, y1=node + 0.45, line=dict(color=COLORS["muted"], width=1), layer="below") for node in range(nodes)],
+    return figure(data, dict(  # one frame per NVLink domain (a DGX node, or an NVL72 rack's 18): NVLink inside it, the NICs between them
+        shapes=[dict(type="rect", x0=-0.5, x1=gpn - 0.5, y0=first - 0.45, y1=min(first + per_domain, nodes) - 1 + 0.45, line=dict(color=COLORS["muted"], width=1),
+                     layer="below") for first in range(0, nodes, per_domain)],
         height=80 * nodes + 150, width=110 * gpn + 200, legend=dict(orientation="h", y=-0.08),
         xaxis=dict(title=dict(text="GPU in the node"), tickvals=list(range(gpn)), range=[-0.6, gpn - 0.4], showgrid=False, zeroline=False),
         yaxis=dict(title={}, tickvals=list(range(nodes)), ticktext=[f"node {i}" for i in range(nodes)], autorange="reversed", showgrid=False, zeroline=False),

@@ -196,11 +196,13 @@ def placements(est: Estimate) -> dict[str, str]:
         if n == 1:
             out[axis] = "none (degree 1)"
         elif axis == "pp" and g < n:
-            out[axis] = f"{g} stage{'s' if g > 1 else ''} per node, {-(-n // g)} nodes ({stride:g} ranks apart)"
+            out[axis] = f"{g} stage{'s' if g > 1 else ''} per {'node' if cluster.domain_gpus == cluster.gpus_per_node else 'NVLink domain'}, {-(-n // g)} {'nodes' if cluster.domain_gpus == cluster.gpus_per_node else 'domains'} ({stride:g} ranks apart)"
         elif g >= n:
-            out[axis] = f"inside one node ({n} of its {cluster.gpus_per_node} GPUs, {stride:g} apart)"
+            out[axis] = (f"inside one node ({n} of its {cluster.gpus_per_node} GPUs, {stride:g} apart)" if cluster.domain_gpus == cluster.gpus_per_node
+                         else f"inside one NVLink domain ({n} of its {cluster.domain_gpus} GPUs, {stride:g} apart)")
         else:
-            out[axis] = f"across {-(-n // g)} nodes, {g} per node ({stride:g} ranks apart)"
+            out[axis] = (f"across {-(-n // g)} nodes, {g} per node ({stride:g} ranks apart)" if cluster.domain_gpus == cluster.gpus_per_node
+                         else f"across {-(-n // g)} NVLink domains, {g} per domain ({stride:g} ranks apart)")
     shard = p.shard_group_size or p.dp * p.cp
     out["zero"] = "none: every DP rank keeps the whole state" if p.zero_stage == 0 else f"ZeRO-{p.zero_stage} over the DP group ({shard} ranks): {out['dp']}"
     return out
