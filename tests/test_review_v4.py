@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 
 from labs.variants import variant
-from test_notebooks import LABS, committed, load_app, mine, right, text_of
+from test_notebooks import LABS, Pressed, committed, load_app, mine, right, text_of
 
 pytestmark = pytest.mark.usefixtures("ledger_dir")
 
@@ -205,3 +205,14 @@ def test_lab11_says_the_engine_and_deepseek_disagree():
     page = _plain(text_of(outputs))
     assert f"The engine disagrees: its ratio is {ratio:.2f} against DeepSeek's ~{lab11.DEEPSEEK_COMM_TO_COMPUTE:g}" in page
     assert f"only {lab11.DEEPSEEK_A2A_SMS} SMs" in page
+
+
+# ---- newcomer 38bda0b / the hold engineer: Lab 11's submit before the MoE commit keeps the MoE key out ------
+def test_lab11_submit_before_the_moe_commit_records_no_moe_key():
+    fit, moe = mine("11_long_context_moe", "fit"), mine("11_long_context_moe", "moe")
+    app = load_app(LAB["11"])
+    _, defs = app.run(defs={**committed("fit", fit, right(fit)), "submit_button": Pressed()})
+    out = defs["submitted"]["labs"]["11_long_context_moe"]["context"]["outcomes"]
+    assert "moe_correct_option" not in out and out["fit_correct_option"] == fit.key
+    _, defs = app.run(defs={**committed("fit", fit, right(fit)), **committed("moe", moe, right(moe)), "submit_button": Pressed()})
+    assert defs["submitted"]["labs"]["11_long_context_moe"]["context"]["outcomes"]["moe_correct_option"] == moe.key

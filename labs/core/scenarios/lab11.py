@@ -341,6 +341,50 @@ def ep_rows() -> list[dict]:
     return rows
 
 
+# ---- expert parallelism inside one NVLink domain (issue 38 item 5) --------------------------------------
+# DeepSeek-V3's EP 64 crosses 8 H800 nodes' NICs; in a GB200 NVL72 rack the same group sits in one
+# NVLink domain. The same model, plan and 2,048 GPUs on three catalog platforms: DeepSeek's H800s,
+# DGX B200 nodes (Blackwell, EP 64 still across 8 nodes) and GB200 NVL72 racks with 64 of each
+# rack's 72 GPUs (16 of 18 trays: gpus_per_domain=64, so every EP 64 group tiles one rack;
+# labs.core.engine.topology).
+EP_PLATFORMS = {
+    "h800-ib": ("DeepSeek-V3's own: H800 nodes of 8", {}),
+    "dgx-b200": ("DGX B200 nodes of 8", {}),
+    "gb200-nvl72": ("GB200 NVL72 racks, 64 GPUs each", {"gpus_per_domain": 64}),
+}
+
+
+def ep_platform_cluster(key: str) -> Cluster:
+    """MOE_GPUS GPUs of one of EP_PLATFORMS, from the catalog."""
+    from labs.core.engine.validation import check_choice
+
+    check_choice("platform", key, EP_PLATFORMS)
+    preset = Cluster.get(key)
+    return Cluster.get(key, nodes=MOE_GPUS // preset.gpus_per_node, **EP_PLATFORMS[key][1])
+
+
+@lru_cache(maxsize=None)
+def ep_platform_rows(ep: int = 64, max_nodes: int | None = MOE_NODE_LIMIT) -> tuple[dict, ...]:
+    """DeepSeek-V3 at its own layout (PP 16, EP `ep`, no TP, node-limited routing) on each of
+    EP_PLATFORMS: where the EP all-to-all runs, what it exposes, the step and MFU, and the catalog's
+    unconfirmed constants for the platform's GPU (validate.unconfirmed_constants)."""
+    from labs.core.engine.hardware import GPUS
+    from labs.core.engine.validate import unconfirmed_constants
+
+    notes = unconfirmed_constants()
+    rows = []
+    for key, (label, _) in EP_PLATFORMS.items():
+        cluster = ep_platform_cluster(key)
+        e = estimate(moe_model(), cluster, moe_plan(ep=ep, max_nodes=max_nodes))
+        c = next(c for c in e.collectives if c.key == "ep")
+        gpu_key = next(k for k, g in GPUS.items() if g is cluster.gpu)
+        rows.append({"platform": key, "label": label, "gpu": cluster.gpu.name, "domain_gpus": cluster.domain_gpus, "ep_link": c.link,
+                     "ep_nodes": c.nodes, "ep_crosses": c.crosses_nodes, "ep_exposed": c.exposed_s, "ep_comm": e.time.ep_comm,
+                     "compute": e.time.compute, "step": e.step_time_s, "mfu": e.mfu, "fits": e.fits, "gpus": cluster.gpus,
+                     "unconfirmed": tuple(w.split()[2] for w, _ in notes if w.split()[:2] == ["gpu", gpu_key])})
+    return tuple(rows)
+
+
 def capacity_point(capacity: float) -> dict:
     """DeepSeek-V3's layout with every expert padded to `capacity` x its balanced load: the
     step the padding costs, and the share of tokens a Poisson router would drop at that cap."""
@@ -408,13 +452,15 @@ def context_outcomes(inputs: dict, predictions: dict, variant=None) -> dict:
     e = _setting_estimate(int(inputs["seq_len"]), int(inputs["cp"]), inputs["algorithm"], int(inputs["kv_heads"]))
     cap = _capacity_point(float(inputs["capacity"]))
     fit, moe = fit_answer(), moe_answer()
+    key = {"fit": fit if variant is None else variant.questions["fit"].key, "moe": moe if variant is None else variant.questions["moe"].key}
     return {
         "fits": e.fits, "memory_gb": e.memory.total / 1e9, "step_time_s": e.step_time_s, "mfu": e.mfu,
         "cp_sent_gb": sum(c.sent_bytes for c in e.collectives if c.key == "cp") / 1e9,
         "capacity_step_s": cap["step"], "dropped_share": cap["dropped"],
-        "fit_correct_option": fit if variant is None else variant.questions["fit"].key,
+        # a question's key only once it is answered: the submit needs only the fit commit, and a
+        # downloaded ledger must not carry the MoE key before the MoE commit (hold review, newcomer 38bda0b)
+        **{f"{q}_correct_option": key[q] for q in ("fit", "moe") if predictions.get(q) is not None},
         "fit_correct": judged(variant, "fit", predictions, lambda a: fit is not None and a == fit),
-        "moe_correct_option": moe if variant is None else variant.questions["moe"].key,
         "moe_correct": judged(variant, "moe", predictions, lambda a: moe is not None and a == moe),
     }
 
