@@ -38,6 +38,7 @@ with app.setup:
         cp_curves,
         deepseek_rows,
         dense_twin,
+        ep_platform_rows,
         ep_rows,
         fit_estimates,
         fit_estimates_at,
@@ -467,6 +468,39 @@ def _(moe_committed):
     Going from EP 8 inside a node to EP 64 across 8 nodes moves the all-to-all from NVLink to InfiniBand:
     {_in['layer_exposed']:.1f} s to {_across['layer_exposed']:.1f} s exposed. Node-limited routing (at most {MOE_NODE_LIMIT} nodes a token) brings
     it to {_limited['layer_exposed']:.1f} s. The dense twin under TP 8 pays its per-layer all-reduces (a reduce-scatter and an all-gather each under SP) instead, {_rows[3]['layer_exposed']:.1f} s on the H800's export-limited NVLink.
+    """
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(moe_committed):
+    ui.gate(moe_committed, what="expert parallelism inside one NVLink domain")
+    _rows = {_r["platform"]: _r for _r in ep_platform_rows()}
+    _h800, _dgx, _rack = _rows["h800-ib"], _rows["dgx-b200"], _rows["gb200-nvl72"]
+    _lines = ["| platform | EP 64's all-to-all runs on | exposed | compute | step | MFU | fits |", "|---|---|---:|---:|---:|---:|---|"]
+    _lines += [f"| {_r['gpus']:,} {_r['gpu']}, {_r['label']} | {_r['ep_link']}" + (f", across {_r['ep_nodes']} nodes" if _r["ep_crosses"] else ", inside one domain")
+               + f" | {_r['ep_exposed']:.1f} s | {_r['compute']:.1f} s | {_r['step']:.1f} s | {_r['mfu']:.1%} | {'yes' if _r['fits'] else 'no'} |"
+               for _r in _rows.values()]
+    _notes = "; ".join(f"{_r['gpu']}'s " + ", ".join(f"`{_f}`" for _f in _r["unconfirmed"]) for _r in _rows.values() if _r["unconfirmed"])
+    mo.md(
+        f"""
+    ### EP 64 inside one NVL72 rack
+
+    DeepSeek-V3 limited each token to {MOE_NODE_LIMIT} nodes and overlapped its all-to-alls with DualPipe because EP 64
+    crosses 8 H800 nodes' NICs. A GB200 NVL72 rack holds the whole group in one NVLink domain. The same model and layout
+    (PP {moe_estimate().plan.pp}, EP 64, no TP, node-limited routing) on {_h800['gpus']:,} GPUs of three catalog platforms:
+
+    {chr(10).join(_lines)}
+
+    A faster GPU alone does not fix it: on DGX B200 nodes the compute is {_h800['compute'] / _dgx['compute']:.1f}x shorter
+    ({_h800['compute']:.1f} s to {_dgx['compute']:.1f} s) but the all-to-all still crosses {_dgx['ep_link']}, {_dgx['ep_exposed']:.1f} s
+    exposed, and the MFU is {_dgx['mfu']:.0%} against the H800s' {_h800['mfu']:.0%}.
+    In the rack it runs on NVLink 5: **{_rack['ep_exposed']:.1f} s** against **{_dgx['ep_exposed']:.1f} s**
+    ({_dgx['ep_exposed'] / _rack['ep_exposed']:.1f}x less), and the step is {_rack['step']:.1f} s against {_dgx['step']:.1f} s. The racks
+    here use 64 of their 72 GPUs (16 of 18 trays), so that each EP 64 group fills one rack. The all-to-all's time rests on
+    NVLink 5's measured bus bandwidth; the compute rests in part on constants the catalog marks unconfirmed: {_notes}
+    (`tests/test_unconfirmed.py` lists them).
     """
     )
     return

@@ -193,3 +193,38 @@ def test_grader_flags_tampering_and_refuses_ulysses_past_its_heads():
     assert row["status"].startswith("invalid inputs") and "ulysses" in row["status"]
     with pytest.raises(ValueError, match="ulysses"):
         context_outcomes(bad, {})
+
+
+# ---- issue 38 item 5: EP 64 inside one NVL72 rack against across nodes -------------------------------------
+def test_ep64_inside_an_nvl72_rack_against_across_nodes():
+    """DeepSeek-V3's layout on 2,048 GPUs of three catalog platforms: its EP 64 crosses 8 nodes'
+    InfiniBand on H800 and on DGX B200 alike (the same exposed all-to-all: the same NICs), and stays
+    on NVLink 5 inside a GB200 NVL72 rack (64 of its 72 GPUs: one domain per group), over 4x less exposed."""
+    from labs.core.engine.hardware import LINKS
+    from labs.core.scenarios.lab11 import ep_platform_cluster, ep_platform_rows
+
+    rows = {r["platform"]: r for r in ep_platform_rows()}
+    h800, dgx, rack = rows["h800-ib"], rows["dgx-b200"], rows["gb200-nvl72"]
+    assert all(r["gpus"] == 2048 for r in rows.values())
+    assert (h800["ep_crosses"], h800["ep_nodes"], dgx["ep_crosses"], dgx["ep_nodes"]) == (True, 8, True, 8)
+    assert (rack["ep_crosses"], rack["ep_nodes"], rack["ep_link"]) == (False, 1, LINKS["nvlink5"].name)
+    assert dgx["ep_exposed"] == pytest.approx(h800["ep_exposed"], rel=0.05) and dgx["compute"] < 0.6 * h800["compute"]
+    assert rack["ep_exposed"] < dgx["ep_exposed"] / 4 and rack["step"] < 0.7 * dgx["step"]
+    c = ep_platform_cluster("gb200-nvl72")
+    assert (c.name, c.gpus_per_node, c.domain_gpus, c.domains) == ("gb200-nvl72", 4, 64, 32)
+    assert "attention_flops" in rack["unconfirmed"] and "mamf_flops" in h800["unconfirmed"]
+
+
+def test_ep64_rack_section_reads_the_engine(app):
+    import html
+    import re
+
+    from labs.core.scenarios.lab11 import ep_platform_rows
+
+    text = html.unescape(text_of(app.run(defs=BOTH)[0]))
+    rows = {r["platform"]: r for r in ep_platform_rows()}
+    assert "EP 64 inside one NVL72 rack" in text
+    assert f"<strong>{rows['gb200-nvl72']['ep_exposed']:.1f} s</strong> against <strong>{rows['dgx-b200']['ep_exposed']:.1f} s</strong>" in text
+    plain = re.sub(r"<[^>]+>", "", text)
+    assert "2,048 GB200, GB200 NVL72 racks, 64 GPUs each" in plain and "inside one domain" in plain
+    assert "GB200's attention_flops" in plain
