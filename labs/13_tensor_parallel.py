@@ -26,6 +26,7 @@ with app.setup:
         counted_bytes_per_token,
         engine_width_row,
         platform_sweeps,
+        platform_unconfirmed,
         scaling_book_threshold,
         seed_check,
         seed_estimate,
@@ -375,7 +376,10 @@ def _(gpu_dropdown, overlap_checkbox, settings, tp_committed):
                 + ("lower: the matmul rate grew more than NVLink's bandwidth. " if _rack_book["max_tp"] < _book["max_tp"]
                    else "no lower: NVLink's bandwidth grew as much as the matmul rate. ")
                 + "It assumes perfect overlap, peak matmuls, NVLink bandwidth for every rank and no attention or latency: "
-                "compare it with the rack's curve, where the exposed TP time starts to grow."
+                "compare it with the rack's curve, where the exposed TP time starts to grow.\n\n"
+                + "The curves' compute rests in part on constants the catalog marks unconfirmed: "
+                + "; ".join(f"{_g}'s " + ", ".join(f"`{_f}`" for _f in _fs) for _g, _fs in platform_unconfirmed().items() if _fs)
+                + " (`tests/test_unconfirmed.py` lists them); NVLink 5's bandwidth is measured."
             ),
         ]
     )

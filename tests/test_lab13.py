@@ -239,6 +239,8 @@ def test_right_answers_unlock_the_split_the_seed_check_and_the_sweep(app):
     rack = lab13.scaling_book_threshold(v.settings["model"], "gb200")
     assert "GB200 NVL72 (64 GPUs of one rack)" in text and "16 of its 18 trays" in text and "one 64-GPU NVLink domain" not in text
     assert f"<strong>{rack['max_tp']:.1f}</strong>, lower" in html.unescape(text)
+    unconfirmed = lab13.platform_unconfirmed()
+    assert "attention_flops" in unconfirmed["GB200"] and "GB200's <code>attention_flops</code>" in html.unescape(text)
 
 
 def test_wrong_answers_are_judged_wrong(app):

@@ -214,6 +214,16 @@ def platform_sweeps(model_key: str, overlap: bool = True) -> dict[str, list[dict
     return {p: tp_sweep(model_key, gpu, domain, overlap) for p, (gpu, domain, _) in SWEEP_PLATFORMS.items()}
 
 
+def platform_unconfirmed() -> dict[str, tuple[str, ...]]:
+    """Each sweep platform's GPU name and the GPU fields the catalog marks unconfirmed
+    (validate.unconfirmed_constants; tests/test_unconfirmed.py lists them)."""
+    from labs.core.engine.hardware import GPUS
+    from labs.core.engine.validate import unconfirmed_constants
+
+    notes = unconfirmed_constants()
+    return {GPUS[key].name: tuple(w.split()[2] for w, _ in notes if w.split()[:2] == ["gpu", key]) for _, _, key in SWEEP_PLATFORMS.values()}
+
+
 def sweep_plan(tp: int, overlap: bool = True):
     from labs.core.engine.perf import Plan
 
