@@ -41,6 +41,7 @@ with app.setup:
         dp_comm_bound_tokens,
         dp_wall_model,
         tp8_dp_ring,
+        tp8_dp_times,
     )
 
     LAB = "05_parallelism"
@@ -293,7 +294,8 @@ def _(act1_committed):
     boundary on a different NIC (rails): a ring over whole nodes of $G$ GPUs has all $G$ NICs,
     $B \approx \min(G\,B_{{NIC}},\ B_{{NVLink}})$ with $B_{{NIC}}$ = {_b.effective_bytes_per_s / 1e9:.0f} GB/s
     achieved on {_b.name} ({_b.bandwidth_bytes_per_s / 1e9:.0f} GB/s line rate). A group with one
-    member per node (data parallelism behind TP = 8) has one NIC: that is where the cliff is.
+    member per node (data parallelism behind TP = 8) has one NIC: its bus bandwidth falls off the
+    cliff, though, as below, it also carries an eighth of the bytes.
 
     With a fixed global batch of $S$ sequences, compute per GPU is $\propto S/N$ and
 
@@ -318,6 +320,7 @@ def _(act1_committed):
     _tree = dp_wall_estimate(_n, algorithm="tree")
     _weak = dp_wall_estimate(_n, fixed_per_gpu=True)
     _whole, _behind_tp = tp8_dp_ring(_n)
+    _node = tp8_dp_times(_n)
     _book = scaling_book_dp_tokens(_ring.cluster)
     _cl = _ring.cluster
     _price = weak_scaling_price(_n)
@@ -355,9 +358,12 @@ def _(act1_committed):
     (McCandlish et al. 2018, *An Empirical Model of Large-Batch Training*) each step's extra tokens
     buy almost no extra progress, so the tokens needed grow nearly in proportion to the batch.
 
-    The NIC cliff is real elsewhere: a data-parallel ring over whole nodes runs at
-    **{_whole / 1e9:.0f} GB/s** of bus bandwidth, but behind TP = 8 each data-parallel group has one GPU
-    per node and crosses nodes on one NIC: **{_behind_tp / 1e9:.0f} GB/s**. Which of these would you
+    One NIC is a bandwidth fact, not a time penalty: a data-parallel ring over whole nodes runs at
+    **{_whole / 1e9:.0f} GB/s** of bus bandwidth, and behind TP = 8 each data-parallel group has one GPU
+    per node and crosses nodes on one NIC: **{_behind_tp / 1e9:.0f} GB/s**. But each such group carries
+    only 1/8 of the gradients, and a node's eight groups run at once, one per NIC: per node it is the
+    same eight NICs. Reducing {_node['model']}'s {_node['grad_bytes'] / 1e9:.1f} GB of bf16 gradients at {_n} GPUs takes
+    **{_node['whole_s'] * 1e3:.0f} ms** over whole nodes and **{_node['behind_s'] * 1e3:.0f} ms** behind TP = 8. Which of these would you
     ask the stakeholder for, and what does each cost them (convergence, a software change, nothing)?
     """
     )

@@ -27,6 +27,7 @@ with app.setup:
         FIT_STAGE,
         zero_sweep_outcomes,
     )
+    from labs.core.scenarios.lab05 import tp8_dp_times
     from labs.core.scenarios.prose import STACK, hsdp_rows, recompute_rows
     from labs.core.scenarios.lab06 import (
         DP_SIZES,
@@ -380,6 +381,9 @@ def _(
     which is why offload pays only when a step is long: more micro-batches per step (the accumulation slider in the
     instruments) amortise it.
     """
+                + (f"\n{_gpu.name}'s step times rest in part on constants the catalog marks unconfirmed: "
+                   + ", ".join(f"`{_note.split(':')[0]}`" for _note in _gpu.unconfirmed) + " (`tests/test_unconfirmed.py` lists them)."
+                   if _gpu.unconfirmed else "")
             ),
             _table,
             ui.failure_banner(_off.warnings) or mo.md(""),
@@ -729,6 +733,7 @@ def _(zero2_committed):
     ui.gate(zero2_committed)
     _server = Cluster.get("dgx-h100")
     _cliff = _server.intra.effective_bytes_per_s / _server.inter_bytes_per_s_per_gpu
+    _node = tp8_dp_times()
     mo.md(rf"""
     ## Key takeaways
 
@@ -740,8 +745,10 @@ def _(zero2_committed):
       under the HBM line. Pipeline parallelism divides the layers, not a layer's activations, and its first
       stage holds up to p micro-batches in flight under 1F1B: p x L/p = L layers' worth, as much as without it.
     - On a DGX H100 a GPU's own NIC carries {_cliff:.0f}x less than its NVLink: a group with one GPU per server (the
-      "spread" placement above, or data parallelism behind TP = 8) pays that, while a ring over whole servers crosses
-      on all of their NICs at once.
+      "spread" placement above) pays that, while a ring over whole servers crosses on all of their NICs at once.
+      Data parallelism behind TP = 8 does not pay it in time: each of a server's eight groups carries 1/8 of the
+      gradients on its own NIC ({_node['model']} at {_node['gpus']} GPUs: {_node['behind_s'] * 1e3:.0f} ms against
+      {_node['whole_s'] * 1e3:.0f} ms over whole servers).
 
     **Next:** Lab 07 (the pipeline bubble) and Lab 05, Act II (the 3D design for GPT-3 175B).
     """)

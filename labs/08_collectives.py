@@ -13,6 +13,7 @@ with app.setup:
 
     from labs.core import ENGINE_VERSION, LINKS
     from labs.core import ui
+    from labs.core.scenarios.lab05 import DESIGN_MODEL, tp8_dp_times
     from labs.core.scenarios.lab08 import (
         BUSBW_BYTES,
         LAB,
@@ -492,6 +493,7 @@ def _(ring_committed):
     ]
     _cliff = tp_cliff()
     _t8, _t16 = _cliff[8], _cliff[16]
+    _node = tp8_dp_times(_cliff["gpus"], DESIGN_MODEL)
     mo.vstack(
         [
             mo.md(
@@ -504,8 +506,11 @@ def _(ring_committed):
             mo.md(
                 f"""
     A data-parallel ring over whole nodes is not walled by one NIC. The group behind TP = {_rows[2]['stride']} is, at
-    **{_rows[2]['busbw'] / 1e9:.0f} GB/s**, {_rows[0]['busbw'] / _rows[2]['busbw']:.0f}x below NVLink, but it only
-    carries the data-parallel gradients once a step, overlapped with the backward.
+    **{_rows[2]['busbw'] / 1e9:.0f} GB/s**, {_rows[0]['busbw'] / _rows[2]['busbw']:.0f}x below NVLink, in bus bandwidth but not in
+    time: it carries only 1/8 of the gradients, and a node's eight such groups run at once, one per NIC, so per node it
+    is the same eight NICs as a ring over whole nodes ({_node['model']}'s bf16 gradients at {_node['gpus']} GPUs:
+    **{_node['whole_s'] * 1e3:.0f} ms** over whole nodes, **{_node['behind_s'] * 1e3:.0f} ms** behind TP = 8). And it runs once a step,
+    overlapped with the backward.
 
     **The cliff that hurts is a per-layer collective leaving the NVLink domain.** {_cliff['model']} on
     {_cliff['gpus']:,} H100s (Lab 05, Act II): at TP = {_t8['plan'].tp} the step exposes **{_t8['tp_comm_s']:.2f} s** of

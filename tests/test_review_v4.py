@@ -216,3 +216,39 @@ def test_lab11_submit_before_the_moe_commit_records_no_moe_key():
     assert "moe_correct_option" not in out and out["fit_correct_option"] == fit.key
     _, defs = app.run(defs={**committed("fit", fit, right(fit)), **committed("moe", moe, right(moe)), "submit_button": Pressed()})
     assert defs["submitted"]["labs"]["11_long_context_moe"]["context"]["outcomes"]["moe_correct_option"] == moe.key
+
+
+# ---- M1: DP behind TP = 8 shown as time per node, not one group's bus bandwidth (Labs 05, 06, 08) ---------
+def _answered(lab: str, pairs) -> dict:
+    out = {}
+    for prefix, q in pairs:
+        question = mine(lab, q)
+        out.update(committed(prefix, question, right(question)))
+    return out
+
+
+def test_dp_behind_tp8_costs_no_more_time_per_node():
+    from labs.core.scenarios.lab05 import DESIGN_MODEL, tp8_dp_times
+
+    for t in (tp8_dp_times(), tp8_dp_times(1024, DESIGN_MODEL)):
+        assert t["whole_busbw"] > 4 * t["behind_busbw"]  # one group's bus bandwidth: the 'cliff'
+        assert t["behind_s"] < 1.1 * t["whole_s"]  # the node's time: none
+
+
+@pytest.mark.parametrize("lab, pairs", [("05", (("act1", "cause"),)), ("06", (("fit", "fit"), ("zero2", "zero2"))),
+                                        ("08", (("ring", "ring"), ("bucket", "bucket")))])
+def test_pages_say_dp_behind_tp8_in_time(lab, pairs):
+    from labs.core.scenarios.lab05 import DESIGN_MODEL, tp8_dp_times
+    from labs.core.scenarios.lab08 import tp_cliff
+
+    name = {p.stem[:2]: p.stem for p in LABS}[lab]
+    outputs, _ = load_app(LAB[lab]).run(defs=_answered(name, pairs))
+    page = _plain(text_of(outputs))
+    t = tp8_dp_times(tp_cliff()["gpus"], DESIGN_MODEL) if lab == "08" else tp8_dp_times()
+    if lab == "05":
+        assert f"**{t['whole_s'] * 1e3:.0f} ms** over whole nodes and **{t['behind_s'] * 1e3:.0f} ms** behind TP = 8".replace("**", "") in page
+    elif lab == "06":
+        assert f"{t['behind_s'] * 1e3:.0f} ms against {t['whole_s'] * 1e3:.0f} ms over whole servers" in page
+        assert "or data parallelism behind TP = 8) pays that" not in page
+    else:
+        assert f"{t['whole_s'] * 1e3:.0f} ms over whole nodes, {t['behind_s'] * 1e3:.0f} ms behind TP = 8" in page

@@ -78,6 +78,25 @@ def tp8_dp_ring(gpus: int = DP_WALL_GPUS[-1]) -> tuple[float, float]:
     return bus_bandwidth("all_reduce", 4e9, cluster, gpus, 1, "ring"), bus_bandwidth("all_reduce", 4e9, cluster, gpus // 8, 8, "ring")
 
 
+def tp8_dp_times(gpus: int = DP_WALL_GPUS[-1], model_key: str | None = None) -> dict:
+    """Review 38bda0b, M1: the same gradients reduced by a DP ring over whole nodes (no TP), and
+    behind TP = 8, where each of a node's eight DP groups reduces its 1/8 of them on its own NIC,
+    all eight at once: bus bandwidth of one group, and seconds per all-reduce (the engine's
+    collective: latency + bandwidth), for the bf16 gradients of Act I's model (or `model_key`)."""
+    from labs.core.engine.memory import GRAD_BYTES
+    from labs.core.engine.models import Model
+    from labs.core.engine.topology import collective_columns
+
+    cluster = Cluster.get("dgx-h100", nodes=gpus // 8)
+    model = Model.get(model_key) if model_key else dp_wall_estimate(gpus).model
+    grads = model.params * GRAD_BYTES
+    whole_bw, behind_bw = tp8_dp_ring(gpus)
+    whole = sum(collective_columns("all_reduce", grads, cluster, gpus, 1))
+    behind = sum(collective_columns("all_reduce", grads / 8, cluster, gpus // 8, 8))
+    return {"model": model.name, "grad_bytes": grads, "whole_busbw": whole_bw, "behind_busbw": behind_bw,
+            "whole_s": float(whole), "behind_s": float(behind), "gpus": gpus}
+
+
 def dp_wall_curve(inputs: dict) -> list[Estimate]:
     """Act I at every GPU count of the lab's slider where the batch splits into whole
     sequences; `inputs` holds dp_wall_estimate's arguments (its "gpus" is ignored)."""
