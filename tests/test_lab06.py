@@ -81,3 +81,23 @@ def test_submit_lands_in_the_ledger(app):
     assert step["outcomes"]["fit_correct"] and step["outcomes"]["zero2_correct"]
     assert step["inputs"]["zero_stage"] == FIT_STAGE
     assert step["outcomes"]["memory_gb"] == pytest.approx(dp_memory(FIT_MODEL, 8, FIT_STAGE, FIT_ACTIVATIONS).total / 1e9)
+
+
+def test_b200_step_times_name_their_unconfirmed_constants(app):
+    """Issue 38 item 5: on B200 (GPU.unconfirmed: attention_flops, hbm_efficiency, sms) the offload
+    table's step times say what they rest on; on H100 (nothing unconfirmed) no such line."""
+    import html
+
+    import marimo as mo
+
+    from labs.core.engine.hardware import GPUS
+    from test_notebooks import text_of, with_instruments
+
+    gpus = app.run()[1]["GPU_CHOICES"]
+    fields = [note.split(":")[0] for note in GPUS["b200"].unconfirmed]
+    assert "attention_flops" in fields and not GPUS["h100-sxm"].unconfirmed
+    for key, shown in (("b200", True), ("h100-sxm", False)):
+        setting = with_instruments(app, "instruments", gpu_pick=mo.ui.dropdown(options=gpus, value=GPUS[key].name))
+        text = html.unescape(text_of(app.run(defs={**committed("fit", FIT, right(FIT)), **committed("zero2", ZERO2, ZERO2.key), **setting})[0]))
+        line = f"{GPUS[key].name}'s step times rest in part on constants the catalog marks unconfirmed: "
+        assert (line + ", ".join(f"<code>{f}</code>" for f in fields)) in text if shown else line not in text
