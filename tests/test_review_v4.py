@@ -252,3 +252,20 @@ def test_pages_say_dp_behind_tp8_in_time(lab, pairs):
         assert "or data parallelism behind TP = 8) pays that" not in page
     else:
         assert f"{t['whole_s'] * 1e3:.0f} ms over whole nodes, {t['behind_s'] * 1e3:.0f} ms behind TP = 8" in page
+
+
+# ---- newcomer 38bda0b: Lab 12's wrong recompute options each have their own explanation --------------------
+def test_lab12_recompute_wrong_options_explained_each_with_its_numbers():
+    from labs.core.scenarios import lab12
+
+    sel, full = lab12.recompute_measured()
+    rows = {r["recompute"]: r for r in lab12.recompute_rows(False)}
+    lines = lab12.recompute_explanations()
+    wrong = {k: v for k, v in lines.items() if k != lab12.recompute_answer()}
+    assert len(set(wrong.values())) == len(wrong) == 3
+    assert all(f"+{full:.1%}" in v for v in lines.values())
+    assert f"{rows['full']['step_s']:.2f} s" in lines["free"] and f"{full / sel:.0f}x less" in lines["as_full"] and "not +50%" in lines["backward"]
+    q = mine("12_precision_and_memory", "recompute")
+    w = next(o.key for o in q.options if o.key != q.key)
+    outputs, _ = load_app(LAB["12"]).run(defs=_answered("12_precision_and_memory", (("underflow", "underflow"),)) | committed("recompute", q, w))
+    assert _plain(lines[q.option_id(w)]) in _plain(text_of(outputs))

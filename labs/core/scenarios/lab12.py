@@ -321,7 +321,18 @@ def recompute_explanations() -> dict[str, str]:
     rows = {r["recompute"]: r for r in recompute_rows(False)}
     measured = (f"selective +{sel:.1%} FLOPs for {rows['selective']['activation_cut']:.1f}x less activation memory, "
                 f"full +{full:.1%} for {rows['full']['activation_cut']:.0f}x less")
-    return {o.key: ("what the engine finds: " if o.key == answer else "not what the engine finds: ") + f"{measured}." for o in RECOMPUTE_OPTIONS}
+    # each wrong option's own numbers (newcomer 38bda0b: the three shared one line)
+    own = {
+        "as_full": (f"selective re-runs only the attention core (its softmax, dropout and score products), not the layer: +{sel:.1%} "
+                    f"of FLOPs against full's +{full:.1%}, {full / sel:.0f}x less, for {rows['selective']['activation_cut']:.1f}x less activation memory"),
+        "few_percent": measured,
+        "free": (f"recomputed work is executed work: full recomputation adds +{full:.1%} FLOPs, and its step is "
+                 f"{rows['full']['step_s'] / rows['none']['step_s'] - 1:.0%} longer than with none ({rows['none']['step_s']:.2f} s to "
+                 f"{rows['full']['step_s']:.2f} s; HFU {rows['full']['hfu']:.1%} against MFU {rows['full']['mfu']:.1%})"),
+        "backward": (f"only the forward is re-run: a step is a forward and a backward of twice its FLOPs, so one more forward is "
+                     f"about a third, +{full:.1%} in the engine, not +50%; selective re-runs a sliver of it, +{sel:.1%}"),
+    }
+    return {o.key: ("what the engine finds: " if o.key == answer else "not what the engine finds: ") + f"{own.get(o.key, measured)}." for o in RECOMPUTE_OPTIONS}
 
 
 # ---- gradient accumulation ----------------------------------------------------------------------------------
