@@ -36,7 +36,6 @@ with app.setup:
         SWEEP_MODELS,
         VENDOR_CLAIM_GB,
         VENDOR_CLAIM_GPUS,
-        WALL_GPUS,
         WALL_MODELS,
         Activations,
         dp_estimate,
@@ -44,6 +43,7 @@ with app.setup:
         fewest_gpus,
         memory_curves,
         memory_wall,
+        wall_hbm,
         seed_milestones,
         stage_costs,
         traffic_ratio,
@@ -54,7 +54,6 @@ with app.setup:
     GPU_CHOICES = {GPUS[k].name: k for k in SWEEP_GPUS}
     OPTIMIZER_CHOICES = {v.label: k for k, v in OPTIMIZER_STATES.items()}
     STAGE_CHOICES = {f"ZeRO-{s}": s for s in ZERO_STAGES}
-    WALL_HBM = [(GPUS[k].name.split(" ")[0], GPUS[k].hbm_bytes, GPUS[k].confirmed) for k in WALL_GPUS]
 
 
 @app.cell(hide_code=True)
@@ -249,8 +248,9 @@ def _(act, gpu_pick, model_pick, optimizer_pick, stage_pick, sweep_offload):
 
 
 @app.cell(hide_code=True)
-def _(act):
+def _(act, variant):
     _wall = memory_wall(act)
+    _hbm = wall_hbm(variant.settings["gpu"])  # the stakeholder's GPU gets its line too
     _named = {MODELS[k].name: m for k, m in _wall.items()}
     _small = _wall[WALL_MODELS[0]]
     mo.vstack(
@@ -265,7 +265,7 @@ def _(act):
     optimizer state that each GPU only ever uses for its own update.
     """
             ),
-            charts.memory_wall(_named, WALL_HBM),
+            charts.memory_wall(_named, _hbm),
         ]
     )
     return
@@ -484,7 +484,7 @@ def _(accumulation_slider, act, gpu_pick, model_pick, zero2_committed):
     if not _fits_somewhere(_key):
         _key = next((k for k in reversed(SWEEP_MODELS) if MODELS[k].params < MODELS[_key].params and _fits_somewhere(k)), _key)
     _swap = "" if _key == model_pick.value else (
-        f"{MODELS[model_pick.value].name} fits 8 GPUs under no stage at these settings (section 2 finds how many it needs), "
+        f"{MODELS[model_pick.value].name} does not fit on 8 GPUs under any ZeRO stage at these settings (section 2 finds how many it needs), "
         f"so this section prices {MODELS[_key].name}, the largest model here that fits. "
     )
     costs = {

@@ -269,3 +269,35 @@ def test_lab12_recompute_wrong_options_explained_each_with_its_numbers():
     w = next(o.key for o in q.options if o.key != q.key)
     outputs, _ = load_app(LAB["12"]).run(defs=_answered("12_precision_and_memory", (("underflow", "underflow"),)) | committed("recompute", q, w))
     assert _plain(lines[q.option_id(w)]) in _plain(text_of(outputs))
+
+
+# ---- newcomer 38bda0b: Lab 06's wording, the memory wall with the stakeholder's GPU; "Skipped at" --------
+def test_lab06_memory_wall_draws_the_stakeholders_gpu():
+    import json
+    from pathlib import Path
+
+    from labs.core import charts
+    from labs.core.engine.hardware import GPUS
+    from labs.core.scenarios import lab06
+
+    gpu = variant("06_zero_sweep", "student000").settings["gpu"]
+    assert gpu not in lab06.WALL_GPUS
+    hbm = lab06.wall_hbm(gpu)
+    assert hbm[-1] == (GPUS[gpu].name.split(" ")[0] + " (the stakeholder's)", GPUS[gpu].hbm_bytes, GPUS[gpu].confirmed)
+    assert len(lab06.wall_hbm("h100-sxm")) == len(lab06.wall_hbm()) and "(the stakeholder's)" in lab06.wall_hbm("h100-sxm")[0][0]  # marked, not doubled
+    act = lab06.fit_activations(variant("06_zero_sweep", "student000").settings)
+    fig = charts.memory_wall({k: m for k, m in lab06.memory_wall(act).items()}, hbm)
+    assert "(the stakeholder's)" in json.dumps(fig.to_plotly_json() if hasattr(fig, "to_plotly_json") else fig, default=str)
+    assert "wall_hbm(variant.settings[\"gpu\"])".replace("\\", "") in Path(LAB["06"]).read_text()
+
+
+def test_skip_reads_skipped_and_lab06_says_does_not_fit():
+    from pathlib import Path
+
+    ui_src = (Path(LAB["06"]).parents[0] / "core" / "ui.py").read_text()
+    assert "Committed **{'skipped'" not in ui_src and 'f"Skipped at {when}."' in ui_src
+    fit = mine("06_zero_sweep", "fit")
+    outputs, _ = load_app(LAB["06"]).run(defs=committed("fit", fit, None))
+    page = _plain(text_of(outputs))
+    assert "Skipped at" in page and "Committed skipped" not in page
+    assert "fits 8 GPUs under no stage" not in Path(LAB["06"]).read_text()

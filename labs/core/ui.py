@@ -449,7 +449,7 @@ def commit_prediction(identity, lab: str, question_key: str, question, buttons, 
     made = Commitment(record, held=question_key in (held or ()))
     if made.made:
         when = record["committed"].replace("T", " ").replace("+00:00", " UTC")
-        note = note or (f"Committed **{'skipped' if made.skipped else made.answer}** at {when}."
+        note = note or ((f"Skipped at {when}." if made.skipped else f"Committed **{made.answer}** at {when}.")
                         + (f" Later answers are recorded as changes: {', '.join(c['answer'] or 'skipped' for c in made.changes)}; the first commitment is graded." if made.changes else ""))
     widgets = list(buttons) if isinstance(buttons, mo.ui.array) else ([buttons] if hasattr(buttons, "value") else [])
     return mo.hstack([*widgets, mo.md(note)], justify="start", align="center"), made

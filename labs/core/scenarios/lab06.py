@@ -29,6 +29,15 @@ from labs.core.variants import Choice, LabVariants, Numeric, judged
 
 WALL_MODELS = ("llama2-7b", "llama2-70b", "gpt3-175b", "llama3-405b")
 WALL_GPUS = ("h100-sxm", "h200-sxm", "b200")
+
+
+def wall_hbm(gpu_key: str | None = None) -> list[tuple[str, float, bool]]:
+    """The memory wall's HBM lines: (label, bytes, confirmed) for WALL_GPUS, and the stakeholder's
+    GPU `gpu_key` when it is not among them (newcomer 38bda0b: the A100 students had no line)."""
+    from labs.core.engine.hardware import GPUS
+
+    keys = WALL_GPUS if gpu_key is None or gpu_key in WALL_GPUS else (*WALL_GPUS, gpu_key)
+    return [(GPUS[k].name.split(" ")[0] + (" (the stakeholder's)" if k == gpu_key else ""), GPUS[k].hbm_bytes, GPUS[k].confirmed) for k in keys]
 SWEEP_MODELS = ("seed-100m", "llama2-7b", "llama2-13b", "llama2-70b", "gpt3-175b", "llama3-405b")
 SWEEP_GPUS = ("a100-sxm-80gb", "h100-sxm", "h200-sxm", "b200")
 DP_SIZES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
