@@ -4,6 +4,12 @@ Chromium through Playwright (tests/browser.py). A benchmark, not a test.
 
     python benchmarks/bench_browser.py                   # every lab
     python benchmarks/bench_browser.py --lab 07 --moves 8 --starts 5
+    python benchmarks/bench_browser.py --notebook labs/problems/ps02_memory.py   # any notebook under labs/
+
+A notebook named by `--notebook` (a problem set: its pages have no slider) is read from its
+variant (labs.variants, by the file's name): its first question is the first prediction, and
+every decision question's options are its radios, so its instruments are the answers a student
+clicks (each click re-runs the cells that read the answer).
 
 The floor (benchmarks/floor_notebook.py: one line of text, one slider, one small chart) is the
 least any marimo page costs on this machine: server start, Chromium, marimo's frontend and
@@ -202,6 +208,16 @@ LABS = {
     "14": Lab("14_debugging_at_scale.py", "14_debugging_at_scale", "culprit"),
     "15": Lab("15_moe_routing.py", "15_moe_routing", "balance"),
 }
+
+
+def notebook_lab(path: str) -> Lab:
+    """A notebook under labs/ by its path, as a Lab: the variant named by its file, its first
+    question the first prediction, each decision question's options (as the page labels them,
+    labs/core/problem_ui.widget) a radio."""
+    file = Path(path).resolve().relative_to(ROOT / "labs")
+    questions = variant(file.stem, "student").questions
+    radios = {f"{pid} radio": tuple(f"{o.key}) {o.label}" for o in q.options) for pid, q in questions.items() if not q.numeric}
+    return Lab(file.as_posix(), file.stem, next(iter(questions)), radios=radios)
 
 
 def fingerprint(page) -> str:
@@ -472,10 +488,9 @@ def unlocked(pw, lab: Lab, timeout_s: float):
         yield Session(page, floor, lab.radios, timeout_s), first
 
 
-def bench(pw, key: str, n: int, starts: int, timeout_s: float, revisit: bool) -> dict:
+def bench(pw, key: str, lab: Lab, n: int, starts: int, timeout_s: float, revisit: bool) -> dict:
     """Starts (the floor's, the lab's, in turn), the survey on one lab page, and the heaviest
     instrument's moves on another, served afresh: the survey's moves have warmed no cache."""
-    lab = LABS[key]
     print(f"Lab {key} ({lab.file}); load average {os.getloadavg()[0]:.1f}", flush=True)
     floor_first, lab_first = [], []
     for _ in range(max(0, starts - 2)):
@@ -514,6 +529,7 @@ def bench(pw, key: str, n: int, starts: int, timeout_s: float, revisit: bool) ->
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--lab", action="append", choices=sorted(LABS), help="lab number (repeatable); default: every lab")
+    parser.add_argument("--notebook", action="append", default=[], metavar="PATH", help="a notebook under labs/ (repeatable; a problem set: labs/problems/ps02_memory.py), besides any --lab")
     parser.add_argument("--moves", type=int, default=8, help="moves of the heaviest instrument (fewer where it has no more room), a floor move beside each")
     parser.add_argument("--starts", type=int, default=3, help="starts of the floor and of the lab, for the first prediction (at least 2)")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for one move")
@@ -525,7 +541,9 @@ def main() -> None:
 
     load = os.getloadavg()
     with sync_playwright() as pw:
-        rows = [bench(pw, key, args.moves, args.starts, args.timeout, args.revisit) for key in (args.lab or sorted(LABS))]
+        targets = [(key, LABS[key]) for key in (args.lab or ([] if args.notebook else sorted(LABS)))]
+        targets += [(Path(path).stem, notebook_lab(path)) for path in args.notebook]
+        rows = [bench(pw, key, lab, args.moves, args.starts, args.timeout, args.revisit) for key, lab in targets]
     print(f"\nload average at the start {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}, at the end {' '.join(f'{x:.1f}' for x in os.getloadavg())} (2 cores)")
     print(f"lab  heaviest instrument (setting)                                   lab ms  floor ms  ratio (target {TARGET}x)  moves  first prediction, floor's first text (median of starts)")
     for r in rows:

@@ -47,28 +47,57 @@ def wait_until_serving(url: str, proc: subprocess.Popen, timeout: float) -> None
             time.sleep(0.3)
 
 
+def start_marimo(lab: str, env: dict | None = None, args: list[str] | None = None, taken: set[int] | None = None) -> tuple[subprocess.Popen, str]:
+    """Start `marimo run` on a lab (not waiting for it): its process and URL (`taken`: ports
+    already chosen for servers not listening yet, avoided and added to)."""
+    port = free_port()
+    while taken is not None and port in taken:
+        port = free_port()
+    if taken is not None:
+        taken.add(port)
+    cmd = [sys.executable, "-m", "marimo", "run", str(ROOT / "labs" / lab), "--host", "127.0.0.1", "--port", str(port), "--headless", "--no-token"]
+    cmd += ["--", *args] if args else []
+    proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    return proc, f"http://127.0.0.1:{port}"
+
+
+def stop_marimo(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+@contextlib.contextmanager
+def marimo_run_many(labs: list[str], envs: list[dict] | None = None, timeout: float = 90.0, args: list[str] | None = None):
+    """Serve several labs with `marimo run` on 127.0.0.1, their servers started side by side,
+    and yield their URLs in order (`envs`: each server's environment, in the same order, such as
+    a ledger folder of its own; `args`: the notebooks' own, passed after `--`)."""
+    started, taken = [], set()
+    try:
+        for lab, env in zip(labs, envs or [None] * len(labs), strict=True):
+            started.append(start_marimo(lab, env, args, taken))
+        for proc, url in started:
+            try:
+                wait_until_serving(url, proc, timeout)
+            except RuntimeError as err:
+                if proc.poll() is None:
+                    proc.terminate()  # its output ends when it does
+                out = proc.stdout.read().decode(errors="replace") if proc.stdout else ""
+                raise RuntimeError(f"marimo run did not come up on {url}:\n{out[-3000:]}") from err
+        yield [url for _, url in started]
+    finally:
+        for proc, _ in started:
+            stop_marimo(proc)
+
+
 @contextlib.contextmanager
 def marimo_run(lab: str, env: dict | None = None, timeout: float = 90.0, args: list[str] | None = None):
     """Serve a lab with `marimo run` on 127.0.0.1 and yield its URL (`args`: the notebook's own,
     passed after `--`)."""
-    port = free_port()
-    cmd = [sys.executable, "-m", "marimo", "run", str(ROOT / "labs" / lab), "--host", "127.0.0.1", "--port", str(port), "--headless", "--no-token"]
-    cmd += ["--", *args] if args else []
-    proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        try:
-            wait_until_serving(url, proc, timeout)
-        except RuntimeError as err:
-            out = proc.stdout.read().decode(errors="replace") if proc.stdout else ""
-            raise RuntimeError(f"marimo run did not come up on {url}:\n{out[-3000:]}") from err
+    with marimo_run_many([lab], [env], timeout, args) as (url,):
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 # Counts marimo's "completed-run" messages (the kernel sends one when it has finished a command,
@@ -129,19 +158,28 @@ def sign_in(page, name: str, pin: str = "") -> None:
 
 
 @contextlib.contextmanager
-def open_page(pw, width: int = 1400, height: int = 1000):
-    """A page in a Chromium of its own under the Playwright `pw`, counting the kernel's runs
-    (several at once share one Playwright: benchmarks/bench_browser.py)."""
+def open_pages(pw, n: int, width: int = 1400, height: int = 1000):
+    """`n` pages in one Chromium of its own under the Playwright `pw` (one context), each
+    counting the kernel's runs."""
     browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS, headless=True)
     context = browser.new_context(viewport={"width": width, "height": height}, accept_downloads=True)
-    page = context.new_page()
-    watch_kernel(page)
-    page.set_default_timeout(60_000)
+    pages = [context.new_page() for _ in range(n)]
+    for page in pages:
+        watch_kernel(page)
+        page.set_default_timeout(60_000)
     try:
-        yield page
+        yield pages
     finally:
         context.close()
         browser.close()
+
+
+@contextlib.contextmanager
+def open_page(pw, width: int = 1400, height: int = 1000):
+    """A page in a Chromium of its own under the Playwright `pw`, counting the kernel's runs
+    (several at once share one Playwright: benchmarks/bench_browser.py)."""
+    with open_pages(pw, 1, width, height) as (page,):
+        yield page
 
 
 @contextlib.contextmanager
@@ -150,6 +188,15 @@ def browser_page(downloads: Path | None = None, width: int = 1400, height: int =
 
     with sync_playwright() as pw, open_page(pw, width, height) as page:
         yield page
+
+
+@contextlib.contextmanager
+def browser_pages(n: int, width: int = 1400, height: int = 1000):
+    """`n` pages in one Chromium (tests that drive several notebooks served side by side)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw, open_pages(pw, n, width, height) as pages:
+        yield pages
 
 
 def choose(page, option_text: str, commit: int | None = None) -> None:

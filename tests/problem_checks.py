@@ -1,22 +1,27 @@
 """What every problem set's tests check (tests/test_ps*.py call these with their chapter): the
 engine's answer and the worked formula agree at 50 drawn ids within what the solution says;
 answers differ between students; the notebook headless (locked, commit, reveal, submit, grade);
-`marimo check --strict` and `marimo export html`."""
+`marimo check --strict` and `marimo export html`; in a real browser (tests/test_browser_ps*.py),
+sign in, commit, reveal, submit, download and grade."""
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+import jsonschema
 import marimo as mo
+from browser import NAME_FIELD, answer, submit_and_download
+from test_notebooks import Commit, Pressed, answered, load_app, text_of
 
 from labs import grade
 from labs.core.problemset import STEP, ProblemSet
+from labs.core.state import load_schema
 from labs.variants import variant
-from test_notebooks import Commit, Pressed, answered, load_app, text_of
 
 ROOT = Path(__file__).resolve().parents[1]
 IDS = [f"student-{i:02d}" for i in range(50)]
@@ -102,3 +107,37 @@ def check_marimo(chapter: ProblemSet, tmp_path) -> None:
     result = subprocess.run([sys.executable, "-m", "marimo", "export", "html", str(path), "-o", str(out)], capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     assert out.stat().st_size > 10_000
+
+
+def sign_in_browser(page, student: str) -> None:
+    """Type the student's name on a problem set's page just loaded (the notebook re-runs with
+    their variant; solve_in_browser waits for it)."""
+    page.get_by_label(NAME_FIELD).fill(student)
+    page.keyboard.press("Enter")
+
+
+def solve_in_browser(page, chapter: ProblemSet, student: str, download: Path) -> None:
+    """On a problem set's page signed in as `student` (`marimo run`, Chromium): nothing revealed
+    yet; every problem answered right (the engine's answer typed, or its option clicked) and
+    committed, each worked solution opened after its commit, none 'Not quite'; submitted, the
+    ledger downloaded to `download`, valid against assets/ledger.schema.json, and the grader
+    recomputes every problem right."""
+    v = variant(chapter.name, student)
+    first = chapter.problems[0]
+    page.get_by_text(first.statement(v.settings[first.id])[:60]).first.wait_for()
+    assert page.get_by_text("Worked back-of-envelope").count() == 0
+    box = 0
+    for i, pid in enumerate(chapter.ids):
+        q = v.questions[pid]
+        answer(page, q, commit=i, box=box)
+        box += q.numeric
+        page.get_by_text("Worked back-of-envelope").nth(i).wait_for()
+    assert page.get_by_text("Not quite").count() == 0
+    path = submit_and_download(page, "Submit my answers to the ledger", download)
+
+    doc = json.loads(path.read_text())
+    jsonschema.validate(doc, load_schema())
+    assert set(doc["predictions"][chapter.name]) == set(chapter.ids)
+    table, problems = grade.grade([str(path)])
+    row = table[table["lab"] == chapter.name].iloc[0]
+    assert not problems and row["status"] == "ok" and row["right"] == len(chapter.ids)

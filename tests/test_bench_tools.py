@@ -69,3 +69,10 @@ def test_every_cache_of_the_labs_code_is_emptied_before_a_timed_call(bl):
     assert lab13._split_report in caches and lab05.dp_wall_estimate in caches
     assert bl._cold() == len(caches)
     assert all(c.cache_info().currsize == 0 for c in caches)
+
+
+def test_a_notebook_by_its_path_is_benched_by_its_first_question_and_its_decisions(bb):
+    lab = bb.notebook_lab(str(ROOT / "labs" / "problems" / "ps02_memory.py"))
+    assert (lab.file, lab.module, lab.question) == ("problems/ps02_memory.py", "ps02_memory", "state_bytes")
+    assert list(lab.radios) == ["zero_fit radio"]  # its one decision question; the others are typed numbers
+    assert lab.radios["zero_fit radio"][0].startswith("A) ") and len(lab.radios["zero_fit radio"]) == 5
