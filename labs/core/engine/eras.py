@@ -18,6 +18,30 @@ code, never from an end-to-end run:
 - attention_kernel: the fused attention it runs (labs.core.engine.gemm.ATTENTION_EFFICIENCY per GPU
   architecture): cuDNN through Transformer Engine (Megatron-Core), FlashAttention-2 (PyTorch's
   SDPA flash backend, flash-attn 2 in 2023 recipes).
+- attention by sequence length: each kernel's rate rises with the length of a call
+  (labs.core.engine.gemm.attention_rate); ring context parallelism calls it once a ring step on one
+  chunk (s / cp tokens), so its calls are short ones.
+- cp_merge_bytes: HBM bytes per attention output element, per ring step, that ring context
+  parallelism spends merging the steps' partial results: (forward, backward). Transformer Engine
+  (AttnFuncWithCPAndKVP2P, 2024): a fused correction kernel reads the step's BF16 output and reads
+  and writes the FP32 accumulator (2 + 4 + 4 = 10); backward, the Q gradient and the K and V
+  gradients travelling the ring accumulate in FP32 the same way (3 x 10 = 30). PyTorch
+  (torch/distributed/tensor/experimental/_attention.py, 2.5-2.6: _SDPAMerger.step in eager ops):
+  the step's output to FP32 (2 + 4), out - block_out (4 + 4 + 4), times sigmoid(lse difference)
+  (4 + 4), out minus that (4 + 4 + 4) = 38; backward its gradient accumulations as TE's, 30
+  (both counted from the code; the log-sum-exp's own bytes, one value a row of a head, left out).
+- fp8_scaling and fp8_weight_cache: how the FP8 recipe quantizes (labs.core.engine.gemm.fp8_cast_time).
+  Megatron-Core 2024 with Transformer Engine: delayed scaling (DelayedScaling, the amax history of
+  past steps: the cast kernel reduces the amax in the same pass) and the FP8 weight cache (weights
+  quantized on the first micro-batch of a step, is_first_microbatch). torchtitan with torchao's
+  Float8Linear (2024-25): dynamic (current) tensor-wise scaling, an amax pass before each cast, and
+  the weights quantized in every forward.
+- grouped_gemm: how an MoE layer's local experts run (labs.core.engine.experts). "per_expert": one
+  GEMM call an expert, each with its own waves and fixed cost: Megatron-Core 2024's GroupedMLP on the
+  grouped_gemm library's default cuBLAS backend (tgale96/grouped_gemm, a loop of cuBLAS calls) and TE's
+  GroupedLinear (cuBLAS per expert on several streams), torchtitan's 2024 MoE (a loop over experts).
+  "grouped": one launch whose tiles share the waves (DeepGEMM's grouped kernels, CUTLASS grouped
+  GEMM, torch._grouped_mm): today's stacks (era=None).
 - fused_elementwise: Megatron's and TE's hand-fused norms, RoPE, bias-GeLU/SwiGLU and
   bias-dropout-add, or eager PyTorch ops (labs.core.engine.gemm.elementwise_bytes_per_token); a plan's
   torch_compile=True fuses them too.
@@ -268,6 +292,10 @@ class Era:
     fsdp_reshard_after_backward: str = "never"  # ZeRO-2's gathers: after "every" backward, a "reducing" one, or "never"
     nccl_pat: bool = False  # NCCL 2.23+: PAT for reduce-scatter and all-gather at one GPU per node (module docstring)
     hybrid_sharding: str = "all"  # Plan.shard_group_size: "all", "dense" (no routed experts) or "none" (module docstring)
+    cp_merge_bytes: tuple[float, float] = (10.0, 30.0)  # ring CP's merges, bytes per output element a step (forward, backward)
+    fp8_scaling: str = "delayed"  # "delayed" (TE's DelayedScaling) or "current" (an amax pass before each cast)
+    fp8_weight_cache: bool = True  # FP8 weights quantized once a step (TE, is_first_microbatch) or every micro-batch
+    grouped_gemm: str = "per_expert"  # MoE experts: "per_expert" (a GEMM call each) or "grouped" (one launch)
     pp_grad_sync: str | None = None  # under pp > 1, grad_sync=None's meaning: None (the ZeRO stage's own) or "step"
     pp_keeps_outputs: bool = False  # a stage's output allocated until its backward (torch.distributed.pipelining)
     pp_frees_stage_inputs: bool = False  # each chunk's input freed after its forward (Llama 3)
@@ -298,6 +326,12 @@ class Era:
             check_positive("fsdp_grad_bytes", grad_bytes, allow_zero=True, maximum=1000)
         check_choice("fsdp_reshard_after_backward", self.fsdp_reshard_after_backward, FSDP_RESHARDS)
         check_choice("hybrid_sharding", self.hybrid_sharding, HYBRID_SHARDINGS)
+        check_choice("fp8_scaling", self.fp8_scaling, FP8_SCALINGS)
+        check_choice("grouped_gemm", self.grouped_gemm, GROUPED_GEMMS)
+        if not isinstance(self.cp_merge_bytes, tuple) or len(self.cp_merge_bytes) != 2:
+            raise ValueError(f"cp_merge_bytes must be a pair (forward, backward) of bytes >= 0, got {self.cp_merge_bytes!r}")
+        for merge_bytes in self.cp_merge_bytes:
+            check_positive("cp_merge_bytes", merge_bytes, allow_zero=True, maximum=1000)
         check_choice("pp_grad_sync", self.pp_grad_sync, GRAD_SYNCS)
         check_positive("allocator_fragmentation", self.allocator_fragmentation, allow_zero=True, maximum=1.0)
         if not isinstance(self.logits_bytes, tuple) or len(self.logits_bytes) != 2 or not self.logits_bytes[0] <= self.logits_bytes[1]:
@@ -321,6 +355,8 @@ ZERO3_UNITS = ("parameter", "module", "layer")
 PP_P2P = ("scatter_gather", "full")
 FSDP_RESHARDS = ("never", "reducing", "every")  # Era.fsdp_reshard_after_backward
 HYBRID_SHARDINGS = ("all", "dense", "none")  # Era.hybrid_sharding
+FP8_SCALINGS = ("delayed", "current")  # Era.fp8_scaling (labs.core.engine.gemm.FP8_AMAX_READ_BYTES)
+GROUPED_GEMMS = ("per_expert", "grouped")  # Era.grouped_gemm
 GRAD_SYNCS = (None, "step", "microbatch")
 # Kernels a transformer layer's forward launches, counted from each stack's layer code (Llama-style
 # layer; a GPT layer differs by one or two): Megatron-LM 2021 (LayerNorm, QKV, two baddbmm and the
@@ -385,7 +421,7 @@ ERAS: dict[str, Era] = {
         fsdp_s_per_param=FSDP2_OPS_PER_PARAM_RESHARD * HOST_S_PER_OP,
         fsdp_kept_s_per_param=(0.0, FSDP2_OPS_PER_PARAM_RESHARD * HOST_S_PER_OP),
         fsdp_unshard_bytes=FSDP2_UNSHARD_BYTES, fsdp_shard_bytes=FSDP2_SHARD_BYTES, fsdp_grad_bytes=FSDP2_GRAD_BYTES,
-        fsdp_reshard_after_backward="every",
+        fsdp_reshard_after_backward="every", cp_merge_bytes=(38.0, 30.0), fp8_scaling="current", fp8_weight_cache=False,
         source="pytorch/torchtitan (2024-25): parallelize_llama (fully_shard, parallelize_module, enable_async_tp), "
                "torch.distributed.pipelining schedules, torchao.float8; torch.nn.functional.scaled_dot_product_attention"),
 }
@@ -400,8 +436,8 @@ def get_era(name: str | None) -> Era | None:
     return ERAS[name]
 
 
-# era=None: DEFAULT_STACK's kernels with today's NCCL (PAT).
-TODAY_STACK = replace(ERAS[DEFAULT_STACK], name="today", nccl_pat=True)
+# era=None: DEFAULT_STACK's kernels with today's NCCL (PAT) and grouped expert GEMMs.
+TODAY_STACK = replace(ERAS[DEFAULT_STACK], name="today", nccl_pat=True, grouped_gemm="grouped")
 
 
 def stack_of(name: str | None) -> Era:

@@ -5,9 +5,22 @@ Expert parallelism (EP) spreads the routed experts over ep ranks of the data-par
 (Megatron-Core's expert_tensor_parallel_size = 1: experts are not split by TP). Each token is
 routed to experts_per_token (k) experts; with balanced routing (DeepSeek-V3's auxiliary-loss-free
 balancing) every local expert receives ep x tokens x k / experts tokens, so its GEMMs shrink as
-experts multiply: grouped GEMMs of small M run below the large-GEMM rate (labs.core.engine.gemm's
-fixed cost per call). A capacity factor c pads every expert to c times the balanced load (and
-drops what exceeds it), so the experts compute c times the balanced work.
+experts multiply. The local experts run as one grouped GEMM (labs.core.engine.gemm.grouped_gemm_time:
+their tiles share the waves, each expert's M pads to the tile and each reads its own weights, so
+at a few hundred tokens an expert the weights' bytes, not the FLOPs, set the time). A capacity
+factor c pads every expert to c times the balanced load (and drops what exceeds it), so the
+experts compute c times the balanced work. Without one (dropless), `skew` is the busiest rank's
+expert load over the balanced one (1: balanced, as the published recipes force-balance; the
+step waits for the busiest rank).
+
+Around the experts run memory-bound kernels (moe_pass_time), counted from Megatron-Core's
+MoEAlltoAllTokenDispatcher (megatron/core/transformer/moe/token_dispatcher.py and moe_utils.py,
+2024-25): the router's softmax and top-k over the experts' fp32 logits (about three passes, 12
+bytes an expert), the permute that copies each token's hidden state to its k slots (read 2, write
+2k bytes an element), after the dispatch a sort of the received chunks by local expert when a rank
+holds more than one (read and write 2k), and on the way back the unsort (2k + 2k) and the
+unpermute that sums the k expert outputs weighted by the router's probabilities (read 2k, write
+2). The backward moves the same bytes.
 
 Dispatch and combine (Lepikhin et al. 2020; DeepSeek-V3 Sec. 3.2.2): each token's hidden state
 goes to the k experts' ranks and their outputs come back, once each in forward and again, as
@@ -26,7 +39,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from labs.core.engine.gemm import gemm_time
+from labs.core.engine.gemm import gemm_time, grouped_gemm_time
 from labs.core.engine.hardware import NCCL_BASE_LATENCY_S, Cluster
 from labs.core.engine.models import Model
 from labs.core.engine.stages.xp import NUMPY
@@ -34,22 +47,46 @@ from labs.core.engine.topology import members_per_domain, scale_up_bytes_per_s
 from labs.core.engine.validation import check_positive
 
 
-def ffn_forward_time(model: Model, cluster: Cluster, tokens, tp, ep, capacity, fp8, xp=NUMPY):
-    """Forward seconds of one layer's FFN (averaged over dense and MoE layers) on one GPU."""
+def ffn_forward_time(model: Model, cluster: Cluster, tokens, tp, ep, capacity, fp8, xp=NUMPY, skew=1.0, grouped=True):
+    """Forward seconds of one layer's FFN (averaged over dense and MoE layers) on one GPU: the
+    busiest rank's, whose experts receive `skew` times the balanced load when nothing caps it;
+    its local experts in one grouped launch, or (grouped=False) a GEMM call each."""
     gpu, h = cluster.gpu, model.hidden
     dense = (gemm_time(gpu, tokens, model.ffn * (2 if model.gated_ffn else 1) / tp, h, fp8=fp8, xp=xp)
              + gemm_time(gpu, tokens, h, model.ffn / tp, fp8=fp8, xp=xp))
     if not model.experts:
         return dense
     local = tokens / tp  # each TP rank dispatches its sequence-parallel share
-    per_expert = local * model.experts_per_token * ep / model.experts * xp.where(capacity > 0, capacity, 1.0)
+    per_expert = local * model.experts_per_token * ep / model.experts * xp.where(capacity > 0, capacity, skew)
     local_experts = model.experts / ep
     f = model.expert_ffn
-    routed = gemm_time(gpu, per_expert, 2 * f, h, local_experts, fp8, xp) + gemm_time(gpu, per_expert, h, f, local_experts, fp8, xp)
+    if grouped:
+        routed = (grouped_gemm_time(gpu, per_expert, 2 * f, h, local_experts, fp8, xp)
+                  + grouped_gemm_time(gpu, per_expert, h, f, local_experts, fp8, xp))
+    else:
+        routed = gemm_time(gpu, per_expert, 2 * f, h, local_experts, fp8, xp) + gemm_time(gpu, per_expert, h, f, local_experts, fp8, xp)
     shared_width = model.shared_experts * f
     shared = xp.where(shared_width > 0, gemm_time(gpu, local, 2 * shared_width, h, fp8=fp8, xp=xp) + gemm_time(gpu, local, h, shared_width, fp8=fp8, xp=xp), 0.0)
     router = gemm_time(gpu, local, model.experts, h, xp=xp)
     return (1 - model.moe_share) * dense + model.moe_share * (routed + shared + router)
+
+
+def moe_pass_bytes(model: Model, tokens, tp, ep, xp=NUMPY):
+    """HBM bytes one GPU's router, permute, sort and unpermute kernels move in one layer's forward
+    (averaged over the layers; the backward moves as many): the module docstring's count."""
+    if not model.experts:
+        return xp.full_like(tokens, 0.0)
+    h, k = model.hidden, model.experts_per_token
+    local = tokens / tp
+    sort = xp.where((ep > 1) & (ep < model.experts), 4.0 * k, 0.0)  # received chunks sorted by local expert, and unsorted
+    per_token = 12.0 * model.experts + (2.0 + 2.0 * k) * h + (2.0 * k + 2.0) * h + sort * h
+    return model.moe_share * local * per_token
+
+
+def moe_pass_time(model: Model, cluster: Cluster, tokens, tp, ep, xp=NUMPY):
+    """Seconds of moe_pass_bytes at the GPU's streaming HBM rate."""
+    gpu = cluster.gpu
+    return moe_pass_bytes(model, tokens, tp, ep, xp) / (gpu.hbm_bytes_per_s * gpu.hbm_efficiency)
 
 
 def destination_nodes(model: Model, nodes, max_nodes, xp=NUMPY):

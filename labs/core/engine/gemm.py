@@ -1,19 +1,30 @@
 """How long a transformer layer's matmuls take on one GPU, from their shapes.
 
-A GEMM of shape (M, N, K) does 2MNK FLOPs. It runs at the GPU's measured best-shape rate
-(`GPU.mamf_flops`, the MAMF table) times LAYER_GEMM_SHARE, the share of that rate the GEMMs of a
-training step keep (sustained clocks, shapes that are not the best one, the epilogues), plus a
-fixed GEMM_FIXED_S per call: launch, the first wave's ramp and the last wave's tail. The fixed
-part is what makes small GEMMs slow: a small hidden size, a high TP degree or micro-batch 1 do
-fewer FLOPs per call at the same fixed cost, so efficiency falls with the GEMM's size.
-
-Not modelled: wave and tile quantisation (a 10,922-wide SwiGLU runs 46% slower than a
-10,944-wide one on H100, stas00/ml-engineering training/performance): the curve is smooth.
+A GEMM of shape (M, N, K) does 2MNK FLOPs. `gemm_time` is the one function every stage calls; it
+prices a GEMM as the GPU's cuBLAS-class kernel runs it (Anthony et al. 2024, arXiv:2401.14489, on
+tiles and waves; NVIDIA's "Matrix Multiplication Background" guide):
+- tiles and waves: the output is cut into tile_m x tile_n tiles, one per SM at a time; a wave runs
+  `sms` tiles, and the last wave runs whatever is left (wave quantisation: 64 tiles on H100's 132
+  SMs leave half the chip idle); a tile's edge pads M and N (tile quantisation: N = 192 runs as 256);
+- the mainloop of a tile runs K + k_tail elements at the SM's share of the ceiling rate (k_tail:
+  the pipeline's fill and the epilogue, as elements of K);
+- the ceiling: `share` of the GPU's measured best-shape rate (MAMF, `GPU.mamf_flops` or
+  `GPU.fp8_mamf_flops`): the rate a long run of large GEMMs sustains;
+- operands through HBM: A, B (1 byte in FP8, 2 in BF16) and the BF16 output at the streaming rate.
+  Compute and memory overlap imperfectly: the time is their ROOFLINE_NORM-norm (3: a GEMM bound
+  by both takes ~1.26x the larger alone), which is what makes thin and small-K GEMMs slow;
+- plus fixed_s per call: the launch and the first wave's ramp.
+Each architecture's constants are fitted on its own GPUs' cuBLASLt rows (GEMM_KERNELS names them);
+MoE experts run as one grouped launch (`grouped_gemm_time`).
 
 Fused flash attention is its own kernel (Dao 2023): it executes the causal half of the s^2
 work, and its backward recomputes the scores, doing 2.5x the forward's FLOPs (5 matmuls to 2).
 MFU still counts attention as Megatron does: 4 b s^2 h per layer forward, all of it. How fast
-it runs is the kernel's, not the GPU's: the software stack (labs.core.engine.eras) names the kernel.
+it runs is the kernel's, not the GPU's: the software stack (labs.core.engine.eras) names the kernel,
+and its rate rises with the sequence length of each call and with the head size (`attention_rate`).
+
+FP8 (`fp8_cast_time`): the recipe's quantize kernels (cast, transpose, amax) stream every FP8 GEMM
+input through HBM, at the rate TE's quantize kernels reach (QUANTIZE_HBM_SHARE).
 
 Element-wise work (norms, RoPE, activation, residual adds, casts) streams through HBM. A stack
 that fuses them (Megatron's and Transformer Engine's kernels, or torch.compile) moves fewer bytes
@@ -23,23 +34,61 @@ than eager PyTorch, whose norms upcast to fp32 and whose RoPE and SwiGLU run as 
 
 from __future__ import annotations
 
-from labs.core.engine.hardware import ATTENTION_KERNELS, GPU
+from dataclasses import dataclass
+
+from labs.core.engine.hardware import ATTENTION_KERNELS, GPU  # noqa: F401  (ATTENTION_KERNELS: labs.core.engine.eras checks stacks against it)
 from labs.core.engine.stages.xp import NUMPY
 
-# Fitted on Korthikanti et al. 2022 Table 4 (22B layer, TP=8, A100; rows
-# korthikanti_t4_baseline_no_recompute forward and backward) together with ELEMENTWISE_TRAFFIC in
-# labs.core.engine.step: see labs.core.engine.calibration.fit_layer_constants, whose result the tests compare
-# with these values. Applied unchanged to every GPU's own MAMF.
-LAYER_GEMM_SHARE = 0.825
-# Calculon's A100 GEMM table (calculon-ai/calculon systems/a100_80g.json, gflops_efficiency):
-# 0.6 at 1 GFLOP, 0.9 at 16, 0.95 from 128. A fixed cost of 2.7 us per call at the best-shape
-# rate gives 0.58 / 0.95 / 0.99 of the large-GEMM rate at those sizes.
-GEMM_FIXED_S = 2.7e-6
+
+@dataclass(frozen=True)
+class GemmKernel:
+    """How one architecture's GEMM kernels run (module docstring), and the rows they rest on."""
+
+    tile_m: int
+    tile_n: int
+    k_tail: float  # elements of K a tile's fill and epilogue cost
+    fixed_s: float  # seconds a call pays beside its waves
+    share: float | None  # of the MAMF a long run sustains; None: LAYER_GEMM_SHARE (Ampere's fit)
+    rows: str
+
+
+# Fitted by least squares on log(rate) over a grid (tile 128x128, 128x256, 256x128 or 256x256; k_tail
+# 0-672 in steps of 32; fixed_s 0-4.5 us in steps of 0.5 us (Blackwell: 0 or 1 us); share in steps of
+# 0.005; ROOFLINE_NORM inf (the larger alone), 2, 3 or 4: 3 fits the two architectures' 27 rows best,
+# sum of squared log errors 0.041 against 0.054 for the larger alone), and
+# tests/test_kernels_v4.py reports every row's error:
+# - hopper: the 18 cuBLASLt FP8 rows of H100 and H200 (kernel_benchmarks_v4.json
+#   gemm_azure_h100_fp8_* and gemm_azure_h200_fp8_*: 1024^3 .. 32768^3, 1024x2145x1024,
+#   6144x12288x12288, 802816x192x768), 10,000 warm-ups: a sustained rate, 0.96 of each part's FP8 MAMF
+#   (mamf_h100_fp8, mamf_h200_fp8). BF16 on Hopper: the same kernel constants and the same share of
+#   the BF16 MAMF (unconfirmed: no BF16 GEMM-by-shape row on Hopper).
+# - blackwell: the 9 cuBLASLt FP8 rows of GB200 (gemm_azure_gb200_fp8_*), 0.83 of mamf_gb200_fp8;
+#   B200/B300/GB300 and BF16 take them (unconfirmed: no by-shape row for those).
+# - ampere: tile, tail and fixed cost fitted (same grid) on Calculon's A100 GEMM table
+#   (calculon-ai/calculon systems/a100_80g.json, gflops_efficiency: square GEMMs of 1 and 16 GFLOP at
+#   0.632 and 0.947 of the 128-GFLOP one; tests/data/gemm_microbenchmarks.json size_curve: a
+#   modelling table, no A100 GEMM-by-shape measurement is stored): 128 x 64 tiles, no tail, 1 us. Its
+#   share is LAYER_GEMM_SHARE, fitted on Korthikanti et al. 2022 Table 4 (22B layer, TP=8, A100; rows
+#   korthikanti_t4_baseline_no_recompute forward and backward, and korthikanti_t5_22B) together with
+#   ELEMENTWISE_TRAFFIC in labs.core.engine.stages.compute: labs.core.engine.calibration.fit_layer_constants,
+#   whose result tests/test_layer_timing.py compares with these values. It is A100's alone now.
+# - cdna3, cdna4 (Instinct): Hopper's constants (unconfirmed: no hipBLASLt row by shape).
+GEMM_KERNELS = {
+    "hopper": GemmKernel(128, 128, 96, 4.0e-6, 0.96, "gemm_azure_h100_fp8_*, gemm_azure_h200_fp8_* (18 rows)"),
+    "blackwell": GemmKernel(128, 256, 32, 1.0e-6, 0.83, "gemm_azure_gb200_fp8_* (9 rows)"),
+}
+GEMM_KERNELS["ampere"] = GemmKernel(128, 64, 0, 1.0e-6, None, "Calculon a100_80g.json gflops_efficiency; share: korthikanti_t4_baseline_no_recompute, korthikanti_t5_22B")
+GEMM_KERNELS["cdna3"] = GEMM_KERNELS["cdna4"] = GEMM_KERNELS["hopper"]
+LAYER_GEMM_SHARE = 0.845  # Ampere's share of the MAMF (see above)
+ROOFLINE_NORM = 3.0
+# The fixed cost per call of the GEMMs that the stages split themselves (labs.core.engine.stages.parallel:
+# AsyncTP's per-step GEMMs): Hopper's, where AsyncTP runs.
+GEMM_FIXED_S = GEMM_KERNELS["hopper"].fixed_s
 FLASH_BACKWARD_OVER_FORWARD = 2.5  # FlashAttention-2 backward: 5 matmuls against the forward's 2
 
 # Fraction of the bf16 dense peak each fused attention kernel sustains, forward and backward
 # together (the backward does 2.5x the forward's FLOPs, so it weighs most), head dim 128, 2k-8k
-# tokens, from the kernels' own benchmarks:
+# tokens (taken at ATTENTION_REFERENCE_SEQ), from the kernels' own benchmarks:
 # - Ampere: FlashAttention-2 reaches 50-73% of A100's peak forward and about 60-65% forward plus
 #   backward (Dao 2023, arXiv:2307.08691, Sec. 4.1, Fig. 4-6): 0.6. cuDNN's fused attention on A100
 #   is taken as equal (no stored benchmark; unconfirmed).
@@ -53,6 +102,51 @@ ATTENTION_EFFICIENCY = {
     ("fa2", "ampere"): 0.6, ("cudnn", "ampere"): 0.6, ("fa3", "ampere"): 0.6,
     ("fa2", "hopper"): 0.31, ("cudnn", "hopper"): 0.50, ("fa3", "hopper"): 0.55,
 }
+# The attention rate by the sequence length s of one kernel call: rate(s) ~ s / (s + s0), s0 per
+# kernel (a short call has few key blocks per query block to hide its prologue and epilogue), the
+# catalog's rate taken at ATTENTION_REFERENCE_SEQ (the B200 rows it holds are the 4K rows). s0 solved
+# from each kernel's shortest and longest causal rows, the middle ones as checks (tests/test_kernels_v4.py):
+# - cudnn 896: attn_cudnn_b200_hd64_causal_s1024 (627 TFLOP/s) and _s16384 (1,115); also cuDNN on
+#   Hopper and Ampere (unconfirmed: no cuDNN row by length there).
+# - fa4 1,874: attn_fa4_b200_hd64_causal_s1024 (463) and _s16384 (1,176).
+# - fa3 238: attn_fa3_h100_pytorchbench_s512 (430) and _s16384 (621); the rows' mask is not stated
+#   (tritonbench's default, non-causal): a causal call ramps slower (unconfirmed).
+# - fa2 0 (no ramp): FA2 2.7.4 on B200 is flat from 512 to 16K (attn_fa2_b200_hd64_full_s512 ..
+#   _s16384: 307-381, not rising); no FA2 row by length on Hopper or Ampere (unconfirmed).
+ATTENTION_RAMP_SEQ = {"cudnn": 896.0, "fa4": 1874.0, "fa3": 238.0, "fa2": 0.0}
+ATTENTION_REFERENCE_SEQ = 4096.0
+# The rate by head size d: ~ d / (d + d0), d0 from the one pair of rows that differ only in head
+# size (cuDNN on B200, non-causal, 1K: attn_cudnn_b200_hd64_full_s1024 980 and
+# attn_cudnn_b200_hd128_full_s1024 1,428 TFLOP/s: 1,428 / 980 = 2 (64 + d0) / (128 + d0)), applied to
+# every kernel (unconfirmed elsewhere). The catalog's rates are at head size 128 (the Hopper and
+# Ampere fractions, GB200's FA2 row attn_fa2_azure_gb200, the Instinct parts' H100-derived rates)
+# except those taken from B200's head-size-64 rows (labs.core.engine.hardware._B200_ATTENTION: B200, and
+# B300, GB200's cuDNN and FA4, GB300 scaled from them): HEAD_DIM_64_RATES.
+ATTENTION_HEAD_DIM_D0 = 107.7
+HEAD_DIM_64_RATES = {(gpu, kernel) for gpu in ("B200", "B300", "GB300") for kernel in ("cudnn", "fa4", "fa2", "fa3")} | {("GB200", "cudnn"), ("GB200", "fa4")}
+
+# FP8 as Transformer Engine runs it (transformer_engine/pytorch/module/linear.py, layernormlinear.py,
+# layernorm_mlp.py; cpp_extensions cast_transpose): every FP8 GEMM input is quantized by a kernel
+# that reads it in BF16 and writes it in FP8 twice, row-wise for the GEMM that reads it as is and
+# column-wise (transposed) for the backward GEMM that reads it transposed (Hopper's FP8 GEMMs take
+# only the "TN" layout): the forward's inputs and weights, the backward's output gradients.
+# - delayed scaling (TE's DelayedScaling, Megatron-Core 2024's recipe): the kernel also reduces the
+#   amax for the next step's scale, in the same pass: 2 + 1 + 1 = 4 bytes an element.
+# - current scaling (TE's Float8CurrentScaling, torchao's dynamic tensorwise float8): the amax of
+#   this tensor is needed before the cast: one more read pass, 2 bytes an element.
+# - the FP8 weight cache: TE casts a weight once a step (is_first_microbatch, which Megatron passes)
+#   and reuses it for every micro-batch; torchao's Float8Linear casts it in every forward.
+# The GEMMs that stay in BF16 by recipe: the attention core (its BMMs, or the fused kernel), the
+# router (labs.core.engine.experts), the embedding and the output layer (labs.core.engine.stages.pipe);
+# DeepSeek-V3 Sec. 3.3.1 keeps the same ones in higher precision.
+FP8_CAST_BYTES = 2.0 + 1.0 + 1.0
+FP8_AMAX_READ_BYTES = {"delayed": 0.0, "current": 2.0}
+# Quantize kernels reach this share of the datasheet HBM bandwidth: the median of TE's MXFP8 cast
+# kernel on B200 (8192 x 8192, BF16/FP16/FP32 input, row-wise, column-wise and both: rows
+# fp8k_mxfp8_cast_b200_*, 0.67-0.79 of 7.7 TB/s for the bytes they move, median 0.69). Taken for
+# every GPU and for per-tensor scaling (unconfirmed: no per-tensor cast kernel row on Hopper).
+QUANTIZE_HBM_SHARE = 0.69
+
 
 # HBM bytes per element of each element-wise op of a layer's forward, counted from the code:
 # - fused (Megatron / Transformer Engine, torch.compile): an RMSNorm or LayerNorm reads its input
@@ -91,26 +185,59 @@ def attention_efficiency(kernel: str, arch: str) -> float:
     return ATTENTION_EFFICIENCY[(kernel, arch)]
 
 
-def attention_rate(gpu: GPU, kernel: str) -> float:
+def attention_rate(gpu: GPU, kernel: str, seq=None, head_dim=None, xp=NUMPY):
     """FLOP/s fused attention sustains on this GPU with `kernel`: the part's measured rate where
-    the catalog has one (GPU.attention_flops), else its architecture's fraction of the bf16 peak."""
+    the catalog has one (GPU.attention_flops), else its architecture's fraction of the bf16 peak;
+    for calls over `seq` tokens with heads of `head_dim` (None: the catalog's reference), that
+    rate moved along the kernel's length ramp and the head-size curve."""
     measured = dict(gpu.attention_flops)
     if kernel in measured:
-        return measured[kernel]
-    if (kernel, gpu.arch) not in ATTENTION_EFFICIENCY:
+        rate = measured[kernel]
+    elif (kernel, gpu.arch) not in ATTENTION_EFFICIENCY:
         raise ValueError(f"attention_kernel {kernel!r} has no rate on {gpu.name} (measured: {sorted(measured) or 'none'})")
-    return gpu.bf16_flops * attention_efficiency(kernel, gpu.arch)
+    else:
+        rate = gpu.bf16_flops * attention_efficiency(kernel, gpu.arch)
+    runs = "fa2" if kernel == "fa3" and gpu.arch != "hopper" else kernel  # FlashAttention-3 is built for sm90: elsewhere FA2
+    if seq is not None:
+        s0 = ATTENTION_RAMP_SEQ.get(runs, 0.0)
+        rate = rate * (seq / (seq + s0)) / (ATTENTION_REFERENCE_SEQ / (ATTENTION_REFERENCE_SEQ + s0))
+    if head_dim is not None:
+        d0, d_ref = ATTENTION_HEAD_DIM_D0, 64.0 if (gpu.name.split(" @ ")[0], kernel) in HEAD_DIM_64_RATES else 128.0
+        rate = rate * (head_dim / (head_dim + d0)) / (d_ref / (d_ref + d0))
+    return rate
 
 
-def layer_gemm_rate(gpu: GPU, fp8=False, xp=NUMPY):
-    """FLOP/s a transformer layer's large GEMMs sustain on this GPU, in BF16 or FP8 (the same
-    share of each precision's measured best-shape rate)."""
-    return xp.where(fp8, gpu.fp8_mamf_flops, gpu.mamf_flops) * LAYER_GEMM_SHARE
+def gemm_kernel(gpu: GPU) -> GemmKernel:
+    return GEMM_KERNELS[gpu.arch]
+
+
+def gemm_ceiling(gpu: GPU, fp8=False, xp=NUMPY):
+    """FLOP/s a long run of large GEMMs sustains on this GPU, in BF16 or FP8: the architecture's
+    share of each precision's measured best-shape rate (GEMM_KERNELS)."""
+    share = gemm_kernel(gpu).share
+    return xp.where(fp8, gpu.fp8_mamf_flops, gpu.mamf_flops) * (LAYER_GEMM_SHARE if share is None else share)
+
+
+layer_gemm_rate = gemm_ceiling  # the name labs.core.engine.pipeline reads
+
+
+def grouped_gemm_time(gpu: GPU, m, n, k, groups=1.0, fp8=False, xp=NUMPY):
+    """Seconds of one launch running `groups` GEMMs of shape (m, n, k) each (a grouped GEMM: the
+    experts of an MoE layer, each with its own weights): their tiles share the waves, each
+    group's M pads to the tile, each group reads its own B; one fixed cost. groups=1: one GEMM.
+    Every argument may be a numpy column."""
+    kern = gemm_kernel(gpu)
+    tiles = groups * xp.ceil(m / kern.tile_m) * xp.ceil(n / kern.tile_n)
+    waves = xp.ceil(tiles / gpu.sms)
+    compute = waves * 2.0 * kern.tile_m * kern.tile_n * (k + kern.k_tail) * gpu.sms / gemm_ceiling(gpu, fp8, xp)
+    operand_bytes = xp.where(fp8, 1.0, 2.0)
+    memory = groups * ((m * k + n * k) * operand_bytes + 2.0 * m * n) / (gpu.hbm_bytes_per_s * gpu.hbm_efficiency)
+    return (compute ** ROOFLINE_NORM + memory ** ROOFLINE_NORM) ** (1.0 / ROOFLINE_NORM) + kern.fixed_s
 
 
 def gemm_time(gpu: GPU, m, n, k, calls=1.0, fp8=False, xp=NUMPY):
     """Seconds for `calls` GEMMs of shape (m, n, k) each; every argument may be a numpy column."""
-    return calls * (2.0 * m * n * k / layer_gemm_rate(gpu, fp8, xp) + GEMM_FIXED_S)
+    return calls * grouped_gemm_time(gpu, m, n, k, 1.0, fp8, xp)
 
 
 def gemm_efficiency(gpu: GPU, m, n, k):
@@ -119,8 +246,16 @@ def gemm_efficiency(gpu: GPU, m, n, k):
     return flops / gemm_time(gpu, m, n, k) / gpu.bf16_flops
 
 
-def flash_attention_time(gpu: GPU, causal_flops_forward, kernel: str = "cudnn"):
+def fp8_cast_time(gpu: GPU, activation_elements, weight_elements, scaling: str = "delayed", xp=NUMPY):
+    """Seconds of the FP8 recipe's quantize kernels over `activation_elements` (GEMM inputs, or
+    output gradients) and `weight_elements`, each cast once, at QUANTIZE_HBM_SHARE of the HBM rate."""
+    per_element = FP8_CAST_BYTES + FP8_AMAX_READ_BYTES[scaling]
+    return (activation_elements + weight_elements) * per_element / (gpu.hbm_bytes_per_s * QUANTIZE_HBM_SHARE)
+
+
+def flash_attention_time(gpu: GPU, causal_flops_forward, kernel: str = "cudnn", seq=None, head_dim=None, xp=NUMPY):
     """(forward, backward) seconds of fused attention doing `causal_flops_forward` in forward,
-    with the stack's kernel (labs.core.engine.eras.Era.attention_kernel) on this GPU's architecture."""
-    forward = causal_flops_forward / attention_rate(gpu, kernel)
+    with the stack's kernel (labs.core.engine.eras.Era.attention_kernel) on this GPU's architecture,
+    in calls over `seq` tokens with heads of `head_dim` (None: the catalog's reference rate)."""
+    forward = causal_flops_forward / attention_rate(gpu, kernel, seq, head_dim, xp)
     return forward, FLASH_BACKWARD_OVER_FORWARD * forward

@@ -166,7 +166,7 @@ def gpu_row_checks(rows=None) -> list[dict]:
             kernel = _KERNEL_NAMES.get(c.get("kernel", "").lower())
             what = f"{kernel or c.get('kernel')} attention, head dim {c.get('head_dim', '?')}, {c.get('seqlen', '?')} tokens, causal {c.get('causal', '?')}"
             if c.get("dtype") != "fp8" and (kernel in dict(gpu.attention_flops) or (kernel, gpu.arch) in ATTENTION_EFFICIENCY):
-                model = attention_rate(gpu, kernel) / 1e12
+                model = attention_rate(gpu, kernel, c.get("seqlen"), c.get("head_dim")) / 1e12  # at the row's length and head size
         elif row["kind"] == "hbm":
             model = gpu.hbm_bytes_per_s * gpu.hbm_efficiency / 1e12
         else:

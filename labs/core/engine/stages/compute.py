@@ -18,8 +18,8 @@ from types import SimpleNamespace
 
 from labs.core.engine.context import contiguous_imbalance_columns
 from labs.core.engine.eras import kernels_per_layer, stack_of
-from labs.core.engine.experts import ffn_forward_time
-from labs.core.engine.gemm import flash_attention_time, gemm_time, unfused_elementwise_ratio
+from labs.core.engine.experts import ffn_forward_time, moe_pass_time
+from labs.core.engine.gemm import flash_attention_time, fp8_cast_time, gemm_time, unfused_elementwise_ratio
 from labs.core.engine.hardware import GPUS, Cluster
 from labs.core.engine.models import ALL_RECOMPUTE_MODES, RECOMPUTE_MODES, Model
 from labs.core.engine.stages.activations import layer_activation_columns
@@ -27,9 +27,11 @@ from labs.core.engine.stages.inputs import model_terms
 from labs.core.engine.stages.xp import SCALAR
 
 # HBM bytes the element-wise ops move per pass, per byte of activations the layer writes. Fitted
-# with labs.core.engine.gemm.LAYER_GEMM_SHARE on Korthikanti Table 4's baseline row (forward 7.7 ms,
-# backward 11.9 ms): labs.core.engine.calibration.fit_layer_constants.
-ELEMENTWISE_TRAFFIC = 2.2
+# with labs.core.engine.gemm.LAYER_GEMM_SHARE (A100's GEMM share, with the GEMMs by shape) on
+# Korthikanti Table 4's baseline row (forward 7.7 ms, backward 11.9 ms) and Table 5's 22B run:
+# labs.core.engine.calibration.fit_layer_constants (2.2 before the GEMMs by shape and NCCL's
+# measured ring ramp, issue 37 items 1 and 5).
+ELEMENTWISE_TRAFFIC = 1.85
 
 _SELECTIVE, _NONE = RECOMPUTE_MODES.index("selective"), RECOMPUTE_MODES.index("none")
 _OPS, _NORMS_UP = ALL_RECOMPUTE_MODES.index("ops"), ALL_RECOMPUTE_MODES.index("norms_up_proj")
@@ -61,7 +63,10 @@ def layer_compute(model, cluster, stack, p, xp, kernels=None) -> SimpleNamespace
     # unsharded unit: launches only.
     # A stack without FSDP's costs (Megatron's, DeepSpeed's) adds none: 0 seconds, not computed.
     hooks_f, hooks_b, copies_f, copies_b = _fsdp_costs(model, stack, p, hbm_rate, xp) if has_fsdp_costs(stack) else (0.0,) * 4
-    fwd = xp.maximum(k.gpu_f + copies_f, k.launch_f + hooks_f)
+    # FP8 weights are quantized once a step with Transformer Engine's FP8 weight cache, every
+    # micro-batch without it (labs.core.engine.gemm: fp8_cast_time; Era.fp8_weight_cache).
+    weight_casts = k.fp8_weight_casts * (1.0 / p.m if stack.fp8_weight_cache else 1.0)
+    fwd = xp.maximum(k.gpu_f + copies_f + weight_casts, k.launch_f + hooks_f)
     layer_b = k.gpu_b + copies_b  # input gradients, with what is re-run
     layer_w = gemm_f  # weight gradients
     host_wait = xp.maximum(1.0, (2 * k.launch_f + hooks_b) / (layer_b + layer_w))
@@ -117,21 +122,46 @@ def layer_kernels(model, cluster, stack, p, xp) -> SimpleNamespace:
     else:
         attention_gemms = (gemm_time(gpu, tokens, (model.q_dim + 2 * model.kv_dim) / tp, h, fp8=fp8, xp=xp)
                            + gemm_time(gpu, tokens, h, model.q_dim / tp, fp8=fp8, xp=xp))
-    gemm_f = attention_gemms + ffn_forward_time(model, cluster, tokens, tp, p.ep, p.capacity, fp8, xp)
-    # FP8 (Transformer Engine's recipe): the layer's GEMMs run in FP8, each input cast first
-    # (read 2 bytes, write 1, and the amax reduction); attention, norms, the embedding and the
-    # output layer stay in BF16 (DeepSeek-V3 Sec. 3.3.1 keeps the same ones in higher precision).
-    # (the output projection's input is q_dim wide; MLA's, a x v_head_dim, is still counted as h)
-    gemm_inputs = tokens * (h + (h if model.mla else model.q_dim) / tp + h + model.ffn / tp)
-    fp8_casts = xp.where(fp8, 3 * gemm_inputs / hbm_rate, 0.0)
-    gemm_f = gemm_f + fp8_casts
+    skew = getattr(p, "expert_skew", 1.0)  # the busiest rank's expert load over the balanced one (labs.core.engine.experts)
+    gemm_f = attention_gemms + ffn_forward_time(model, cluster, tokens, tp, p.ep, p.capacity, fp8, xp, skew, stack.grouped_gemm == "grouped")
+    # MoE's router, permute, sort and unpermute kernels, forward and again in the backward.
+    moe_passes = moe_pass_time(model, cluster, tokens, tp, p.ep, xp) if model.experts else 0.0
+    # FP8 as it runs (labs.core.engine.gemm.fp8_cast_time): the forward quantizes each FP8 GEMM's
+    # input, the backward each one's output gradient (the weights: layer_compute); attention, the
+    # router, norms, the embedding and the output layer stay in BF16. Inputs a TP group shares are
+    # quantized before the sequence-parallel gather (TE gathers them in FP8), else on every rank.
+    # (MLA's projections are counted as h wide; routed experts see their k copies of each token)
+    replicated = xp.where(p.sp, h / tp, h)
+    if model.experts:
+        copies = (model.experts_per_token + model.shared_experts) / tp
+        ffn_in = (1 - model.moe_share) * (replicated + model.ffn / tp) + model.moe_share * copies * (h + model.expert_ffn)
+        ffn_out = (1 - model.moe_share) * (replicated + 2 * model.ffn / tp) + model.moe_share * copies * (h + 2 * model.expert_ffn)
+    else:
+        gate = 2 if model.gated_ffn else 1
+        ffn_in, ffn_out = replicated + model.ffn / tp, replicated + gate * model.ffn / tp
+    q_in = h if model.mla else model.q_dim
+    cast_f = xp.where(fp8, fp8_cast_time(gpu, tokens * (replicated + q_in / tp + ffn_in), 0.0, stack.fp8_scaling, xp), 0.0)
+    cast_b = xp.where(fp8, fp8_cast_time(gpu, tokens * ((model.q_dim + 2 * model.kv_dim) / tp + replicated + ffn_out), 0.0, stack.fp8_scaling, xp), 0.0)
+    weights = (model.layer_params - model.layer_expert_params) / tp + model.layer_expert_params / p.ep
+    fp8_weight_casts = xp.where(fp8, fp8_cast_time(gpu, 0.0, weights, stack.fp8_scaling, xp), 0.0)
     head_dim = model.score_dim / a
     scores_f = gemm_time(gpu, s, s_full, head_dim, calls=2 * b * a / tp, xp=xp)
     # Flash attention: the causal pairs; a window's or a chunk's at their own rate
-    # (labs.core.engine.models.Model.attention_time_share).
-    flash_f, flash_b = flash_attention_time(gpu, 0.5 * 4 * b * s * s_full * model.score_dim / tp * model.attention_time_share, stack.attention_kernel)
+    # (labs.core.engine.models.Model.attention_time_share), each kernel call at its length's and its
+    # head size's rate (labs.core.engine.gemm.attention_rate). Ring CP (TE's and torch's) calls the
+    # kernel once a ring step on one chunk's queries and one chunk's keys (s / cp tokens);
+    # all-gather CP and Ulysses call it over the whole sequence's keys.
+    call_seq = xp.where(p.cp_ring & xp.not_(p.cp_ulysses), s, s_full)
+    flash_f, flash_b = flash_attention_time(gpu, 0.5 * 4 * b * s * s_full * model.score_dim / tp * model.attention_time_share,
+                                            stack.attention_kernel, call_seq, head_dim, xp)
     attn_f = xp.where(p.flash, flash_f, scores_f)
     attn_b = xp.where(p.flash, flash_b, 2 * scores_f)
+    # Ring CP merges each step's partial output into the running one (and, backward, accumulates
+    # the Q, K and V gradients): the stack's bytes per output element a step (Era.cp_merge_bytes).
+    ring = p.flash & p.cp_ring & xp.not_(p.cp_ulysses) & (p.cp > 1)
+    merge_elements = p.cp * b * s * model.q_dim / tp
+    merge_f = xp.where(ring, merge_elements * stack.cp_merge_bytes[0] / hbm_rate, 0.0)
+    merge_b = xp.where(ring, merge_elements * stack.cp_merge_bytes[1] / hbm_rate, 0.0)
     # A ring over contiguous blocks waits, every step, for the rank holding the sequence's end: it
     # does 2 - 1/cp times the mean causal work (labs.core.engine.context.causal_work).
     imbalance = xp.where(p.cp_contiguous & (p.cp > 1), contiguous_imbalance_columns(p.cp, xp), 1.0)
@@ -141,7 +171,7 @@ def layer_kernels(model, cluster, stack, p, xp) -> SimpleNamespace:
     fused = stack.fused_elementwise | p.torch_compile
     elementwise = ELEMENTWISE_TRAFFIC * xp.where(fused, 1.0, unfused_elementwise_ratio(model)) * written / hbm_rate
     scores_elementwise = ELEMENTWISE_TRAFFIC * 5 * a * s * s_full * b / tp / hbm_rate
-    gpu_f = gemm_f + attn_f + elementwise
+    gpu_f = gemm_f + cast_f + attn_f + merge_f + moe_passes + elementwise
     # The forward launches `kernels` per layer, the backward twice as many.
     launch_f = xp.where(p.torch_compile, kernels_per_layer(stack, True), kernels_per_layer(stack, False)) * stack.cpu_s_per_kernel
     rerun = xp.maximum(gpu_f, launch_f)  # inside the backward's unshard (layer_compute): no copies of its own
@@ -150,8 +180,8 @@ def layer_kernels(model, cluster, stack, p, xp) -> SimpleNamespace:
     # DeepSeek-V3's re-runs the norms and SwiGLU (element-wise) and MLA's up-projections.
     up_proj = gemm_time(gpu, tokens, model.up_projection_params / tp / max(model.q_lora_rank, 1), max(model.q_lora_rank, 1), fp8=fp8, xp=xp) if model.mla else 0.0
     recompute = xp.where(p.rc == _OPS, elementwise + 0.5 * gemm_f, xp.where(p.rc == _NORMS_UP, elementwise + up_proj, recompute))
-    return SimpleNamespace(gemm_f=gemm_f, attn_f=attn_f, attn_b=attn_b, gpu_f=gpu_f, launch_f=launch_f,
-                           gpu_b=gemm_f + attn_b + elementwise + recompute, written=written)
+    return SimpleNamespace(gemm_f=gemm_f, attn_f=attn_f, attn_b=attn_b, gpu_f=gpu_f, launch_f=launch_f, fp8_weight_casts=fp8_weight_casts,
+                           gpu_b=gemm_f + cast_b + attn_b + merge_b + moe_passes + elementwise + recompute, written=written)
 
 
 def layer_times(hidden: int, heads: int, seq_len: int, micro_batch: int, gpu_key: str) -> dict[str, float]:
@@ -165,6 +195,6 @@ def layer_times(hidden: int, heads: int, seq_len: int, micro_batch: int, gpu_key
     one_gpu = SimpleNamespace(
         tp=1.0, cp=1.0, ep=1.0, b=b, s=s, s_full=s, tokens=b * s, fp8=False, flash=False, sp=False, cp_contiguous=False,
         torch_compile=False, capacity=0.0, rc=_NONE, full=False, redo=0.0, zero=0, dp=1.0, shard=1.0, expert_shard=1.0,
-        forward_unshards=0.0, grad_sync=0, grad_fp32=False)
+        forward_unshards=0.0, grad_sync=0, grad_fp32=False, cp_ring=False, cp_ulysses=False, m=1.0)
     layer = layer_compute(model_terms(model), cluster, stack_of(None), one_gpu, SCALAR)
     return {"layer_forward_s": layer.fwd, "layer_input_grad_s": layer.layer_b, "layer_weight_grad_s": layer.layer_w}
