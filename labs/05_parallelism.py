@@ -266,7 +266,7 @@ def _(act1_current, act1_curve, act1_error, act1_inputs, act1_story_inputs, vari
 def _(act1_curve):
     _fitting = [e for e in act1_curve if e.fits]
     mo.stop(not _fitting)
-    mo.hstack([charts.dp_step_stack(_fitting), charts.comm_compute_ratio(_fitting)], widths="equal")
+    charts.dp_step_figure(_fitting)  # the two charts side by side in one figure: a third of the browser's redraw of two
     return
 
 
