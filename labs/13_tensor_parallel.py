@@ -13,7 +13,7 @@ with app.setup:
     from labs.core import ENGINE_VERSION
     from labs.core import ui
     from labs.core.engine.models import Model
-    from labs.core.scenarios.prose import sp_regather
+    from labs.core.scenarios.prose import seed_named, sp_regather
     from labs.core.scenarios.lab13 import (
         COUNTED_WIDTHS,
         ENGINE_WIDTHS,
@@ -106,13 +106,11 @@ def _(student_input):
 
 @app.cell(hide_code=True)
 def _():
-    _e = seed_estimate()
     ui.stakeholder_message(
         "Course assistant",
-        f"Seed 001's week-23 milestone says tensor parallelism over PCIe costs our {SEED_CLAIMS['layers']}-layer, d_model "
+        f"{seed_named('001')}: its week-23 milestone says tensor parallelism over PCIe costs our {SEED_CLAIMS['layers']}-layer, d_model "
         f"{SEED_CLAIMS['hidden']} model about **{SEED_CLAIMS['overhead']:.0%}**, and that it gets cheaper as models grow because "
-        f"'communication scales quadratically while compute scales cubically'. The engine puts TP communication at "
-        f"**{_e.time.tp_comm / _e.step_time_s:.0%}** of that model's step on two PCIe GPUs. Who is right, what does a TP rank actually "
+        f"'communication scales quadratically while compute scales cubically'. Is it right, what does a TP rank actually "
         "send, and where does tensor parallelism stop paying?",
     )
     return

@@ -301,3 +301,19 @@ def test_skip_reads_skipped_and_lab06_says_does_not_fit():
     page = _plain(text_of(outputs))
     assert "Skipped at" in page and "Committed skipped" not in page
     assert "fits 8 GPUs under no stage" not in Path(LAB["06"]).read_text()
+
+
+# ---- newcomer 38bda0b: what a seed is, said once; Lab 13's banner gives no hint before the commit -------------
+def test_seeds_said_once_and_lab13_banner_gives_no_engine_share():
+    from labs.core.scenarios import lab13
+    from labs.core.scenarios.prose import SEEDS
+
+    outputs, _ = load_app(LAB["13"]).run()
+    page = _plain(text_of(outputs))
+    assert f"Seed 001 ({SEEDS['001']})" in page
+    share = lab13.seed_check()["engine_tp_share"]
+    assert f"{share:.0%}" not in page  # the engine's verdict on the seed stays behind the commit
+    outputs, _ = load_app(LAB["13"]).run(defs=_lab13_all_committed())
+    assert f"{share:.0%}" in _plain(text_of(outputs))
+    q = mine("12_precision_and_memory", "recompute")
+    assert q.spec.prompt.startswith(f"Seed 002 ({SEEDS['002']})")

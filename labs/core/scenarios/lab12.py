@@ -16,6 +16,7 @@ from functools import lru_cache
 
 from labs.core.engine import precision
 from labs.core.scenarios.common import Option
+from labs.core.scenarios.prose import seed_named
 from labs.core.engine.validation import check_choice
 from labs.core.variants import Choice, LabVariants, Numeric, Question, judged
 
@@ -390,7 +391,7 @@ def build_questions(settings: dict) -> dict:
             f"{precision.FORMATS['fp16'].smallest_subnormal:.3g}, and round to zero.",
         ),
         "recompute": Choice(
-            "Seed 002 says selective recomputation saves ~10x activation memory at < 5% cost, and also that it costs "
+            f"{seed_named('002')} says selective recomputation saves ~10x activation memory at < 5% cost, and also that it costs "
             f"~33% extra FLOPs. For {recompute_setting()}, without flash attention as Korthikanti et al. 2022 ran it, "
             "what does each mode add to the FLOPs the GPUs execute?",
             RECOMPUTE_OPTIONS, recompute_answer(), recompute_explanations(),

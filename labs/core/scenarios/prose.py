@@ -158,3 +158,16 @@ def sp_regather(tp: int, nbytes: float = 1.0) -> dict:
     calls = 2 * sum(k for _, k in SP_PASS_COLLECTIVES)
     return {"counted": counted, "megatron": megatron, "ratio": megatron / counted,
             "calls": calls, "megatron_calls": calls + sum(k for _, k in SP_WGRAD_REGATHERS)}
+
+
+# ---- the seeds, said once per lab (newcomer 38bda0b: "Seed 001/002" with no word of what they are) ----------
+SEEDS = {
+    "000": "a code-reading lab on a 64-GPU parallelism design, one of the texts these labs were written from",
+    "001": "the course outline these labs were written from; its weeks 21-25 teach distributed training",
+    "002": "a study page on distributed training for senior engineers, one of the texts these labs were written from",
+}
+
+
+def seed_named(number: str) -> str:
+    """'Seed 001 (what it is)': a seed's name with its one-line description, for its first mention in a lab."""
+    return f"Seed {number} ({SEEDS[number]})"
