@@ -94,11 +94,11 @@ def test_llama3_405b_runs_ulysses_cp16_at_tp8_paying_for_the_replicated_kv():
 @pytest.mark.parametrize("gpus", [64, 128, 512])
 def test_overlapped_gradient_reduction_pays_for_nccls_sms(gpus):
     """Lab 05 Act I (ZeRO-1, overlap on): the reduce-scatter hides behind the last micro-batch's
-    backward, B, all but e = max(W - B, W / C) (the last of its C buckets always waits; with engine
-    v4's GEMMs by shape one 7B sequence's backward is a little shorter than W here). What ran hidden
-    ran beside the backward on 16 of the H100's 132 SMs (one per NCCL channel, NVIDIA/nccl #689 and
-    #1453), so that compute took 132 / 116 of its time, and lost 5% of the hidden time to the
-    collective's HBM traffic (OVERLAP_HBM_SLOWDOWN, issue 37): exposed = e + (W - e) x (16/116 + 0.051)."""
+    backward, B, all but max(W - B, W / C) (the last of its C buckets always waits; with engine v4's
+    GEMMs by shape one 7B sequence's backward is a little shorter than W here). What ran hidden ran
+    beside the backward on 16 of the H100's 132 SMs (one per NCCL channel, NVIDIA/nccl #689 and
+    #1453), so that compute took 132 / 116 of its time, and lost 5% of the hidden time to the collective's HBM
+    traffic (OVERLAP_HBM_SLOWDOWN, issue 37): exposed = e + (W - e) x (16/116 + 0.051)."""
     from labs.core.engine.perf import _run
     from labs.core.engine.stages.parallel import OVERLAP_HBM_SLOWDOWN
     from labs.core.scenarios.lab05 import dp_wall_estimate

@@ -51,7 +51,7 @@ def _rank_params(layers, first, last, pp, tp, ep, model, xp):
     are split over EP ranks, not over TP)."""
     embed = model.vocab * model.hidden
     expert_layer = model.layer_expert_params
-    dense = xp.where(pp > 1, layers * (model.layer_params - expert_layer) + (first + last) * embed, float(model.params) - model.layers * expert_layer) / tp
+    dense = xp.where(pp > 1, layers * (model.layer_params - expert_layer) + (first + last) * embed, float(model.params) - (model.layers + model.mtp_depth) * expert_layer) / tp
     return dense, layers * expert_layer / ep
 
 
@@ -131,7 +131,7 @@ def _collective_prices(model, cluster, stack, p, q, dp_algorithm, xp) -> SimpleN
     expert_units = 0.0
     if root_unit:
         first_r, last_r = xp.pick(q.first_r, heaviest), xp.pick(q.last_r, heaviest)
-        d.root_params = xp.where(p.pp > 1, (first_r + last_r) * model.vocab * model.hidden, float(model.params - model.layers * model.layer_params)) / p.tp
+        d.root_params = xp.where(p.pp > 1, (first_r + last_r) * model.vocab * model.hidden, float(model.params - (model.layers + model.mtp_depth) * model.layer_params)) / p.tp
         root_bytes, root_grads = d.root_params * WEIGHT_BYTES, d.root_params * grad_bytes
         root_ag = bucketed("all_gather", unit_rows, root_bytes, 1.0, shard)
         # FSDP gathers and reduce-scatters each unit on its own (not in Megatron's buckets): a block's
