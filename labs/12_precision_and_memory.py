@@ -144,6 +144,14 @@ def _(held_now, identity, underflow_commit_buttons, underflow_question, variant)
     return (underflow_committed,)
 
 
+# The verdict right under its question (newcomer 38bda0b: the verdicts sat at the page's bottom)
+@app.cell(hide_code=True)
+def _(underflow_committed, variant):
+    ui.gate(underflow_committed, what="the answer on underflow")
+    ui.variant_reveal(underflow_committed, variant.questions["underflow"])
+    return
+
+
 @app.cell
 def _(variant):
     recompute_question = ui.variant_question(variant.questions["recompute"])
@@ -164,6 +172,13 @@ def _(held_now, identity, recompute_commit_buttons, recompute_question, variant)
     return (recompute_committed,)
 
 
+@app.cell(hide_code=True)
+def _(recompute_committed, variant):
+    ui.gate(recompute_committed, what="the answer on recomputation")
+    ui.variant_reveal(recompute_committed, variant.questions["recompute"])
+    return
+
+
 @app.cell
 def _(variant):
     fp8_question = ui.variant_question(variant.questions["fp8"])
@@ -182,6 +197,13 @@ def _(fp8_commit_buttons, fp8_question, held_now, identity, variant):
     _row, fp8_committed = ui.commit_prediction(identity, LAB, "fp8", fp8_question, fp8_commit_buttons, variant=variant, held=held_now())
     _row
     return (fp8_committed,)
+
+
+@app.cell(hide_code=True)
+def _(fp8_committed, variant):
+    ui.gate(fp8_committed, what="the answer on FP8")
+    ui.variant_reveal(fp8_committed, variant.questions["fp8"])
+    return
 
 
 @app.cell(hide_code=True)
@@ -469,27 +491,6 @@ def _(fp8_committed, settings):
             ui.time_bar(_f),
         ]
     )
-    return
-
-
-@app.cell(hide_code=True)
-def _(underflow_committed, variant):
-    ui.gate(underflow_committed, what="the answer on underflow")
-    ui.variant_reveal(underflow_committed, variant.questions["underflow"])
-    return
-
-
-@app.cell(hide_code=True)
-def _(recompute_committed, variant):
-    ui.gate(recompute_committed, what="the answer on recomputation")
-    ui.variant_reveal(recompute_committed, variant.questions["recompute"])
-    return
-
-
-@app.cell(hide_code=True)
-def _(fp8_committed, variant):
-    ui.gate(fp8_committed, what="the answer on FP8")
-    ui.variant_reveal(fp8_committed, variant.questions["fp8"])
     return
 
 

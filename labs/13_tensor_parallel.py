@@ -136,6 +136,14 @@ def _(held_now, identity, ring_commit_buttons, ring_question, variant):
     return (ring_committed,)
 
 
+# The verdict right under its question (newcomer 38bda0b: the verdicts sat at the page's bottom)
+@app.cell(hide_code=True)
+def _(ring_committed, variant):
+    ui.gate(ring_committed, what="the answer on the message size")
+    ui.variant_reveal(ring_committed, variant.questions["ring"])
+    return
+
+
 @app.cell
 def _(variant):
     scaling_question = ui.variant_question(variant.questions["scaling"])
@@ -156,6 +164,13 @@ def _(held_now, identity, scaling_commit_buttons, scaling_question, variant):
     return (scaling_committed,)
 
 
+@app.cell(hide_code=True)
+def _(scaling_committed, variant):
+    ui.gate(scaling_committed, what="the answer on scaling")
+    ui.variant_reveal(scaling_committed, variant.questions["scaling"])
+    return
+
+
 @app.cell
 def _(variant):
     tp_question = ui.variant_question(variant.questions["tp_best"])
@@ -174,6 +189,13 @@ def _(held_now, identity, tp_commit_buttons, tp_question, variant):
     _row, tp_committed = ui.commit_prediction(identity, LAB, "tp_best", tp_question, tp_commit_buttons, variant=variant, held=held_now())
     _row
     return (tp_committed,)
+
+
+@app.cell(hide_code=True)
+def _(tp_committed, variant):
+    ui.gate(tp_committed, what="the answer on the TP degree")
+    ui.variant_reveal(tp_committed, variant.questions["tp_best"])
+    return
 
 
 @app.cell(hide_code=True)
@@ -382,27 +404,6 @@ def _(gpu_dropdown, overlap_checkbox, settings, tp_committed):
         ]
     )
     return (sweeps,)
-
-
-@app.cell(hide_code=True)
-def _(ring_committed, variant):
-    ui.gate(ring_committed, what="the answer on the message size")
-    ui.variant_reveal(ring_committed, variant.questions["ring"])
-    return
-
-
-@app.cell(hide_code=True)
-def _(scaling_committed, variant):
-    ui.gate(scaling_committed, what="the answer on scaling")
-    ui.variant_reveal(scaling_committed, variant.questions["scaling"])
-    return
-
-
-@app.cell(hide_code=True)
-def _(tp_committed, variant):
-    ui.gate(tp_committed, what="the answer on the TP degree")
-    ui.variant_reveal(tp_committed, variant.questions["tp_best"])
-    return
 
 
 @app.cell(hide_code=True)

@@ -317,3 +317,14 @@ def test_seeds_said_once_and_lab13_banner_gives_no_engine_share():
     assert f"{share:.0%}" in _plain(text_of(outputs))
     q = mine("12_precision_and_memory", "recompute")
     assert q.spec.prompt.startswith(f"Seed 002 ({SEEDS['002']})")
+
+
+# ---- newcomer 38bda0b: Labs 12 and 13's verdicts right under their questions ----------------------------------
+@pytest.mark.parametrize("lab, order", [("12", (("underflow", "underflow"), ("recompute", "recompute"), ("fp8", "fp8"))),
+                                        ("13", (("ring", "ring"), ("scaling", "scaling"), ("tp", "tp_best")))])
+def test_verdicts_sit_under_their_questions(lab, order):
+    name = {p.stem[:2]: p.stem for p in LABS}[lab]
+    outputs, _ = load_app(LAB[lab]).run(defs=_answered(name, order))
+    page = _plain(text_of(outputs))
+    marks = [m.group(0) for m in re.finditer(r"Committed |Right", page)]
+    assert marks[:6] == ["Committed ", "Right"] * 3, marks  # each commit row, then its verdict, before the next question
