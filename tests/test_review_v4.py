@@ -328,3 +328,22 @@ def test_verdicts_sit_under_their_questions(lab, order):
     page = _plain(text_of(outputs))
     marks = [m.group(0) for m in re.finditer(r"Committed |Right", page)]
     assert marks[:6] == ["Committed ", "Right"] * 3, marks  # each commit row, then its verdict, before the next question
+
+
+# ---- newcomer 38bda0b: Lab 05's Reflection reads the student's own runs -------------------------------------
+@pytest.mark.parametrize("student", ["student000", "student001"])  # weak scaling on HDR; strong on NDR
+def test_lab05_reflection_reads_the_students_variant(monkeypatch, student):
+    from labs.core.scenarios.lab05 import DP_WALL_GPUS, act1_story, dp_wall_estimate
+
+    monkeypatch.setenv("LABS_STUDENT", student)
+    story = act1_story(variant("05_parallelism", student).settings)
+    q = mine("05_parallelism", "cause", student)
+    outputs, _ = load_app(LAB["05"]).run(defs=committed("act1", q, right(q)))
+    page = _plain(text_of(outputs))
+    n = DP_WALL_GPUS[-1]
+    ring = dp_wall_estimate(n, **story)
+    assert f"At {n} GPUs, {ring.model.name} with " in page and f"on {ring.cluster.inter.name} gives {ring.mfu:.1%} MFU" in page
+    if story["fixed_per_gpu"]:
+        assert "with the batch growing with the GPUs" in page and "weak scaling)," not in page.split("Reflection")[1][:1500]
+    else:
+        assert f"with a fixed batch of {story['global_batch']} sequences" in page
