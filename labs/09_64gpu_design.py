@@ -7,6 +7,7 @@ app = marimo.App(
 )
 
 with app.setup:
+    import json
     from functools import lru_cache
 
     import marimo as mo
@@ -40,6 +41,7 @@ with app.setup:
     )
 
     SPOKEN_TIME_MAX_MS = 1e7  # the largest exposed time the spoken-design field records
+    SPOKEN_QUESTION = "spoken_bottleneck"  # the first submit's spoken bottleneck, committed as a prediction is
     ZERO_STAGES = {"0 (none)": 0, "1 (optimizer state)": 1, "2 (+ gradients)": 2, "3 (FSDP: + weights)": 3}
 
 
@@ -491,7 +493,11 @@ def _(
         if design is None:
             yield ui.NotSaved("worksheet", f"the design is invalid ({design_error})")
             return
-        _inputs = {**worksheet_inputs, **{f"reason_{k}": v for k, v in reason_inputs.value.items()}, **spoken, "paragraph": paragraph_area.value}
+        # The spoken bottleneck is committed at the first submit, like a prediction: a later submit, made
+        # after the marked map showed the answer, records a change and keeps the first (newcomer 38bda0b).
+        _first = ui.open_ledger(identity).commit_prediction(LAB, SPOKEN_QUESTION, json.dumps(spoken, sort_keys=True), variant=variant.record())
+        _inputs = {**worksheet_inputs, **{f"reason_{k}": v for k, v in reason_inputs.value.items()}, **json.loads(_first["answer"]),
+                   "paragraph": paragraph_area.value}
         _predictions = {"dp64": dp64_committed.answer}
         yield LAB, "worksheet", _inputs, _predictions, worksheet_outcomes(_inputs, _predictions, variant=variant), variant
 

@@ -347,3 +347,30 @@ def test_lab05_reflection_reads_the_students_variant(monkeypatch, student):
         assert "with the batch growing with the GPUs" in page and "weak scaling)," not in page.split("Reflection")[1][:1500]
     else:
         assert f"with a fixed batch of {story['global_batch']} sequences" in page
+
+
+# ---- newcomer 38bda0b: Lab 09's spoken bottleneck is the first submit's, like a prediction -----------------------
+def test_lab09_resubmit_keeps_the_first_spoken_bottleneck(ledger_dir):
+    import json
+
+    import marimo as mo
+
+    lab = "09_64gpu_design"
+    nine = mine(lab, "dp64", "lab nine")
+    app = load_app(LAB["09"])
+
+    def submit(bottleneck, link):
+        return app.run(defs={
+            **committed("dp64", nine, nine.key), "student_input": mo.ui.text(value="lab nine"),
+            "bottleneck_dropdown": mo.ui.dropdown(options={bottleneck: bottleneck}, value=bottleneck),
+            "link_dropdown": mo.ui.dropdown(options={link: link}, value=link),
+            "time_number": mo.ui.number(start=0, stop=1e7, value=12.5), "submit_button": Pressed(),
+        })[1]["submitted"]
+
+    first = submit("tp", "intra")
+    assert first["labs"][lab]["worksheet"]["inputs"]["bottleneck"] == "tp"
+    again = submit("dp", "inter")  # after the marked map showed the answer
+    step = again["labs"][lab]["worksheet"]
+    assert (step["inputs"]["bottleneck"], step["inputs"]["bottleneck_link"]) == ("tp", "intra")
+    record = again["predictions"][lab]["spoken_bottleneck"]
+    assert json.loads(record["answer"])["bottleneck"] == "tp" and json.loads(record["changes"][-1]["answer"])["bottleneck"] == "dp"
