@@ -253,12 +253,20 @@ def test_one_nccl_version_prices_every_hop():
     """Point-to-point sends and the expert all-to-all take their per-hop latency from the links
     (labs.core.engine.hardware); collectives from topology's copy of NCCL's tuning.cc table. Both are the
     same commit's Ring/Simple figures: NVLink 3.4, PCIe 5.7, network 14.0 us, base 8.4 us (the
-    links had kept an older NCCL's 9.6 us network hop)."""
+    links had kept an older NCCL's 9.6 us network hop). Instinct's xGMI mesh links take RCCL's
+    Simple hop instead (2.1 us, ROCm/rccl tuning.cc's MI300X model), which topology holds too."""
     from labs.core.engine import topology
     from labs.core.engine.hardware import LINKS, NCCL_BASE_LATENCY_S
 
     simple = {kind: topology._HOP_US[(kind, "ring")][2] * 1e-6 for kind in ("nvlink", "pci", "net")}
     assert NCCL_BASE_LATENCY_S == topology._BASE_US["ring"][2] * 1e-6
+    mesh = {key for key, link in LINKS.items() if link.mesh_peers}
+    assert mesh == {"xgmi-mi300x", "xgmi-mi355x"}
+    for key in mesh:
+        assert LINKS[key].latency_s == pytest.approx(topology._RCCL_XGMI_HOP_US[1] * 1e-6, rel=1e-12), key
     for key, link in LINKS.items():
-        kind = "nvlink" if "nvlink" in key or "nvl" in key else "pci" if "pcie" in key else "net"
+        if key in mesh:
+            continue
+        # NVLink-C2C joins a Grace CPU to its GPUs: the host's link, where offload goes, at PCIe's hop
+        kind = "pci" if "pcie" in key or key == "nvlink-c2c" else "nvlink" if "nvl" in key else "net"
         assert link.latency_s == pytest.approx(simple[kind], rel=1e-12), (key, link.latency_s, simple[kind])

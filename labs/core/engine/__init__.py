@@ -11,6 +11,6 @@ from labs.core.engine.perf import Estimate, estimate
 from labs.core.engine.plan import Plan
 from labs.core.engine.search import sweep
 
-ENGINE_VERSION = "0.1.0"
+ENGINE_VERSION = "0.4.0"  # engine v4 (Blackwell, NVLink domains, kernels by shape, collectives at every size, memory as it runs): outputs moved
 
 __all__ = ["CLUSTERS", "GPUS", "LINKS", "MODELS", "Cluster", "Model", "Plan", "Estimate", "estimate", "sweep", "ENGINE_VERSION"]

@@ -48,8 +48,9 @@ class GemmKernel:
     tile_n: int
     k_tail: float  # elements of K a tile's fill and epilogue cost
     fixed_s: float  # seconds a call pays beside its waves
-    share: float | None  # of the MAMF a long run sustains; None: LAYER_GEMM_SHARE (Ampere's fit)
+    share: float | None  # of the FP8 MAMF a long run sustains; None: LAYER_GEMM_SHARE (Ampere's fit)
     rows: str
+    bf16_share: float | None = None  # of the BF16 MAMF; None: LAYER_GEMM_SHARE, where no BF16 row fits one
 
 
 # Fitted by least squares on log(rate) over a grid (tile 128x128, 128x256, 256x128 or 256x256; k_tail
@@ -60,8 +61,10 @@ class GemmKernel:
 # - hopper: the 18 cuBLASLt FP8 rows of H100 and H200 (kernel_benchmarks_v4.json
 #   gemm_azure_h100_fp8_* and gemm_azure_h200_fp8_*: 1024^3 .. 32768^3, 1024x2145x1024,
 #   6144x12288x12288, 802816x192x768), 10,000 warm-ups: a sustained rate, 0.96 of each part's FP8 MAMF
-#   (mamf_h100_fp8, mamf_h200_fp8). BF16 on Hopper: the same kernel constants and the same share of
-#   the BF16 MAMF (unconfirmed: no BF16 GEMM-by-shape row on Hopper).
+#   (mamf_h100_fp8, mamf_h200_fp8). BF16 on Hopper: the same kernel constants, and the share fitted
+#   on A100's layer (LAYER_GEMM_SHARE), as engine v3 priced every BF16 GEMM, until a BF16
+#   GEMM-by-shape row on Hopper is stored (unconfirmed: taking the FP8 rows' 0.96 instead would raise
+#   every BF16 Hopper layer's rate by 14% on no BF16 measurement).
 # - blackwell: the 9 cuBLASLt FP8 rows of GB200 (gemm_azure_gb200_fp8_*), 0.83 of mamf_gb200_fp8;
 #   B200/B300/GB300 and BF16 take them (unconfirmed: no by-shape row for those).
 # - ampere: tile, tail and fixed cost fitted (same grid) on Calculon's A100 GEMM table
@@ -75,7 +78,7 @@ class GemmKernel:
 # - cdna3, cdna4 (Instinct): Hopper's constants (unconfirmed: no hipBLASLt row by shape).
 GEMM_KERNELS = {
     "hopper": GemmKernel(128, 128, 96, 4.0e-6, 0.96, "gemm_azure_h100_fp8_*, gemm_azure_h200_fp8_* (18 rows)"),
-    "blackwell": GemmKernel(128, 256, 32, 1.0e-6, 0.83, "gemm_azure_gb200_fp8_* (9 rows)"),
+    "blackwell": GemmKernel(128, 256, 32, 1.0e-6, 0.83, "gemm_azure_gb200_fp8_* (9 rows)", bf16_share=0.83),
 }
 GEMM_KERNELS["ampere"] = GemmKernel(128, 64, 0, 1.0e-6, None, "Calculon a100_80g.json gflops_efficiency; share: korthikanti_t4_baseline_no_recompute, korthikanti_t5_22B")
 GEMM_KERNELS["cdna3"] = GEMM_KERNELS["cdna4"] = GEMM_KERNELS["hopper"]
@@ -214,8 +217,10 @@ def gemm_kernel(gpu: GPU) -> GemmKernel:
 def gemm_ceiling(gpu: GPU, fp8=False, xp=NUMPY):
     """FLOP/s a long run of large GEMMs sustains on this GPU, in BF16 or FP8: the architecture's
     share of each precision's measured best-shape rate (GEMM_KERNELS)."""
-    share = gemm_kernel(gpu).share
-    return xp.where(fp8, gpu.fp8_mamf_flops, gpu.mamf_flops) * (LAYER_GEMM_SHARE if share is None else share)
+    kernel = gemm_kernel(gpu)
+    fp8_share = LAYER_GEMM_SHARE if kernel.share is None else kernel.share
+    bf16_share = LAYER_GEMM_SHARE if kernel.bf16_share is None else kernel.bf16_share
+    return xp.where(fp8, gpu.fp8_mamf_flops * fp8_share, gpu.mamf_flops * bf16_share)
 
 
 layer_gemm_rate = gemm_ceiling  # the name labs.core.engine.pipeline reads
