@@ -5,6 +5,7 @@ the lab kit nor marimo, so it can be read, tested and reused on its own."""
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,17 +49,17 @@ def imported_names(path: Path) -> set[str]:
     return names
 
 
+@functools.cache
 def import_graph() -> dict[str, set[str]]:
     """Module -> the project modules it imports. An edge to a package's submodule is to that
     submodule, not to the package's __init__ (a package importing its own submodules is no cycle)."""
     files = {module_name(p): p for tree in TREES for p in (ROOT / tree).rglob("*.py") if "__marimo__" not in p.parts}
     graph = {}
     for name, path in files.items():
-        edges = set()
-        for imported in imported_names(path):
-            if imported in files:
-                submodules = {i for i in imported_names(path) if i.startswith(imported + ".") and i in files}
-                edges |= submodules or {imported}
+        names, edges = imported_names(path), set()
+        for imported in names & files.keys():
+            submodules = {i for i in names if i.startswith(imported + ".") and i in files}
+            edges |= submodules or {imported}
         graph[name] = edges - {name}
     return graph
 
