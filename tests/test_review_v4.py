@@ -374,3 +374,33 @@ def test_lab09_resubmit_keeps_the_first_spoken_bottleneck(ledger_dir):
     assert (step["inputs"]["bottleneck"], step["inputs"]["bottleneck_link"]) == ("tp", "intra")
     record = again["predictions"][lab]["spoken_bottleneck"]
     assert json.loads(record["answer"])["bottleneck"] == "tp" and json.loads(record["changes"][-1]["answer"])["bottleneck"] == "dp"
+
+
+# ---- M9: Lab 05 Act II's wrong layouts are built around another layout than the key --------------------------
+def _layout(label: str) -> tuple[int, int, int]:
+    m = re.search(r"TP=(\d+) x PP=(\d+).*?micro-batch (\d+)", label)
+    return tuple(map(int, m.groups()))
+
+
+def test_lab05_design_distractors_anchor_elsewhere_and_the_reviewers_rule_fails():
+    """The review's blind rule (drop the TP 16 option; of two options sharing TP x PP take the
+    smaller micro-batch; else the PP twice the TP 16 option's) found the key in 17 of 30 variants;
+    over 200 ids of edition 4 it must not beat chance (25%) by more than 10 points."""
+    from labs.core.scenarios.lab05 import VARIANTS, design_anchor_plan, design_best_plan, design_model_of
+
+    assert VARIANTS.version == 4
+    hits = 0
+    for sid in IDS:
+        v = variant("05_parallelism", sid)
+        s, q = v.settings, v.questions["design"].spec
+        best, anchor = (f(design_model_of(s), int(s["design_batch"]), *a) for f, a in ((design_best_plan, ()), (design_anchor_plan, (s["design_anchor"],))))
+        assert (anchor.tp, anchor.pp) != (best.tp, best.pp)
+        opts = {o.key: _layout(o.label) for o in q.options}
+        rest = {k: p for k, p in opts.items() if p[0] <= 8}
+        wide = [p for p in opts.values() if p[0] > 8]
+        shapes = Counter(p[:2] for p in rest.values())
+        pair = {k: p for k, p in rest.items() if shapes[p[:2]] > 1}
+        pick = (min(pair, key=lambda k: pair[k][2]) if pair else
+                next((k for k, p in rest.items() if wide and p[1] == 2 * wide[0][1]), None))
+        hits += pick == q.correct
+    assert hits <= 0.35 * len(IDS), hits

@@ -661,7 +661,7 @@ def test_the_grader_grades_a_third_edition_lab05_ledger(tmp_path):
     row = grade([str(tmp_path)], salt="s")[0].iloc[0]
     assert row["status"] == "ok" and not row["tampered"], row["status"]
     assert row["variant"] == new.seed and row["right"] == 1
-    assert row["option.design"] == f"{design.spec.correct} (edition 3)"
+    assert row["option.design"] == f"{design.spec.correct} (edition {new.version})"
 
 
 def test_lab09_records_the_students_own_dp64_key_from_the_second_edition():

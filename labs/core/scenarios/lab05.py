@@ -521,8 +521,30 @@ def _candidate(role: str, best: Plan, model: Model, gpus: int, per_node: int) ->
     return None if (tp, pp, micro) == (t, p, mb) else layout
 
 
+DESIGN_ANCHORS = (1, 2)  # edition 4: the wrong layouts are built around the 1st or 2nd runner-up, not the key (review 38bda0b, M9)
+
+
 @lru_cache(maxsize=64)
-def design_options(model_key: str, global_batch: int, roster: int) -> tuple[tuple[str, Plan], ...]:
+def design_anchor_plan(model_key: str, global_batch: int, anchor: int) -> Plan:
+    """The layout the wrong options are built around: the best (anchor 0, editions 1-3), or the
+    `anchor`-th fastest fitting layout whose TP x PP differs from the best's (at its own fastest
+    micro-batch), so that no option is the one the others vary around."""
+    best = design_best_plan(model_key, global_batch)
+    if not anchor:
+        return best
+    table = design_table(model_key, global_batch)
+    table = table[table["fits"]]
+    seen, runners = {(best.tp, best.pp)}, []
+    for _, row in table.iterrows():
+        shape = (int(row["tp"]), int(row["pp"]))
+        if shape not in seen:
+            seen.add(shape)
+            runners.append(design_plan(*shape, int(row["micro_batch"]), global_batch, bool(row["sequence_parallel"])))
+    return runners[min(anchor, len(runners)) - 1] if runners else best
+
+
+@lru_cache(maxsize=64)
+def design_options(model_key: str, global_batch: int, roster: int, anchor: int = 0) -> tuple[tuple[str, Plan], ...]:
     """Act II's options for a variant as (role, plan): the engine's best, then TP across nodes and
     the first two other misconceptions (DESIGN_OTHER_ROLES rotated by `roster`) whose layouts are
     valid, differ from the others and are plainly wrong: slower than the best by DESIGN_MARGIN, or
@@ -532,10 +554,11 @@ def design_options(model_key: str, global_batch: int, roster: int) -> tuple[tupl
     model, cluster = design_inputs(model_key)
     best = design_best_plan(model_key, global_batch)
     best_est = design_estimate(best, model_key)
+    around = design_anchor_plan(model_key, global_batch, anchor)
     others = DESIGN_OTHER_ROLES[roster:] + DESIGN_OTHER_ROLES[:roster]
     chosen, seen = [("best", best)], {(best.tp, best.pp, best.micro_batch)}
     for role in ("tp_across", *others):
-        layout = _candidate(role, best, model, cluster.gpus, cluster.gpus_per_node)
+        layout = _candidate(role, around, model, cluster.gpus, cluster.gpus_per_node)
         if layout is not None and role != "big_microbatch":  # each wrong layout at its own best micro-batch, not the right one's
             layout = (*layout[:2], fastest_micro_batch(model_key, global_batch, *layout))
         if layout is None or layout in seen:
@@ -587,7 +610,7 @@ def design_explanation(role: str, plan: Plan, model_key: str, best: Plan) -> str
 
 def design_question_v3(s: dict) -> Choice:
     model_key, batch = design_model_of(s), int(s["design_batch"])
-    options = design_options(model_key, batch, int(s["design_roster"]))
+    options = design_options(model_key, batch, int(s["design_roster"]), int(s.get("design_anchor", 0)))
     best = options[0][1]
     return Choice(
         f"Global batch {batch} sequences, ZeRO-1, selective recompute, 1F1B: which layout trains fastest while fitting in memory?",
@@ -599,7 +622,8 @@ def design_question_v3(s: dict) -> Choice:
 
 def design_roles(settings: dict) -> dict[str, str]:
     """Each option's role (its misconception's key) by its internal id, for a third-edition variant."""
-    return {layout_id(plan): role for role, plan in design_options(design_model_of(settings), int(settings["design_batch"]), int(settings["design_roster"]))}
+    return {layout_id(plan): role for role, plan in design_options(design_model_of(settings), int(settings["design_batch"]), int(settings["design_roster"]),
+                                                                    int(settings.get("design_anchor", 0)))}
 
 
 def tp_reflection(settings: dict) -> dict:
@@ -623,5 +647,9 @@ def build_questions_v3(s: dict) -> dict:
     return {"cause": cause_question(s), "design": design_question_v3(s)}
 
 
-VARIANTS = LabVariants("05_parallelism", draw_settings_v3, build_questions_v3, version=3,
-                       older={1: (draw_settings_v1, build_questions_v1), 2: (draw_settings, build_questions)})
+def draw_settings_v4(d) -> dict:
+    return {**draw_settings_v3(d), "design_anchor": d.choice("design_anchor", DESIGN_ANCHORS)}
+
+
+VARIANTS = LabVariants("05_parallelism", draw_settings_v4, build_questions_v3, version=4,
+                       older={1: (draw_settings_v1, build_questions_v1), 2: (draw_settings, build_questions), 3: (draw_settings_v3, build_questions_v3)})
