@@ -431,10 +431,10 @@ def _(
     variant,
 ):
     ui.gate(culprit_committed, held=(kind_committed, timeout_committed))
-    diagnosis_inputs = {"view_axis": axis_dropdown.value, "timeout_min": timeout_slider.value, "outlier_group": outlier_dropdown.value,
+    _inputs = {"view_axis": axis_dropdown.value, "timeout_min": timeout_slider.value, "outlier_group": outlier_dropdown.value,
                         "threshold_pct": float(threshold_slider.value)}
     _pred = {"culprit": culprit_committed.answer, "kind": kind_committed.answer, "timeout": timeout_committed.answer}
-    _view, submitted = ui.submit_to_ledger(identity, submit_button, lambda: [ui.ledger_step(LAB, STEP, diagnosis_inputs, _pred, diagnosis_outcomes, "the diagnosis", variant)])
+    _view, submitted = ui.submit_to_ledger(identity, submit_button, lambda: [ui.ledger_step(LAB, STEP, _inputs, _pred, diagnosis_outcomes, "the diagnosis", variant)])
     mo.vstack([_view, ui.hud({"engine": ENGINE_VERSION, "culprit prediction": culprit_committed.describe(), "kind prediction": kind_committed.describe(),
                               "timeout prediction": timeout_committed.describe(), "ledger": "saved" if submitted else "not submitted"})])
     return (submitted,)
