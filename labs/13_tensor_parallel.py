@@ -278,10 +278,13 @@ def _(ring_committed, seed):
         [
             mo.md(
                 "## 2 · Seed 001's milestone, checked\n\n"
-                "The bytes hold: two all-reduces a layer forward, each the size of the activations. The overhead does not: "
-                f"on an A100 the seed's model computes its whole step, forward and backward, in {_e.time.compute * 1e3:.1f} ms, "
-                f"not a {SEED_CLAIMS['forward_ms']} ms forward, so its TP traffic over PCIe is {seed['engine_tp_share']:.0%} of the "
-                f"step, not {SEED_CLAIMS['overhead']:.0%}."
+                "The bytes hold: two all-reduces a layer forward, each the size of the activations. The overhead does not. "
+                f"The seed names no GPU; on an {_e.cluster.gpu.name} (the engine's choice) the model computes its whole step in "
+                f"{_e.time.compute * 1e3:.1f} ms, its forward about a third of that, {_e.time.compute / 3 * 1e3:.1f} ms (the backward does "
+                f"twice the forward's FLOPs), not the {SEED_CLAIMS['forward_ms']} ms the seed assumes. Forward against forward, the "
+                f"{seed['pcie_forward_s'] * 1e3:.1f} ms of all-reduces over PCIe are {seed['pcie_forward_s'] / (seed['pcie_forward_s'] + _e.time.compute / 3):.0%} "
+                f"of the forward; over the whole step, where the backward sends as much again, {seed['engine_tp_share']:.0%}: "
+                f"not {SEED_CLAIMS['overhead']:.0%} either way."
             ),
             ui.static_table(_rows),
         ]

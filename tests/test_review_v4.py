@@ -404,3 +404,23 @@ def test_lab05_design_distractors_anchor_elsewhere_and_the_reviewers_rule_fails(
                 next((k for k, p in rest.items() if wide and p[1] == 2 * wide[0][1]), None))
         hits += pick == q.correct
     assert hits <= 0.35 * len(IDS), hits
+
+
+# ---- P1, P4 ----------------------------------------------------------------------------------------------------
+def test_p1_lab06_zero2_explanation_drops_the_second_clause_at_one_microbatch():
+    for sid in IDS[:40]:
+        v = variant("06_zero_sweep", sid)
+        line = v.questions["zero2"].spec.explanations["C"]
+        m = v.settings["accumulation"]
+        assert (f" at {m}." in line) == (m > 1) and "at 1." not in line
+
+
+def test_p4_lab13_compares_forward_with_forward_on_a_named_gpu():
+    from labs.core.scenarios import lab13
+
+    e, seed = lab13.seed_estimate(), lab13.seed_check()
+    share = seed["pcie_forward_s"] / (seed["pcie_forward_s"] + e.time.compute / 3)
+    outputs, _ = load_app(LAB["13"]).run(defs=_lab13_all_committed())
+    page = _plain(text_of(outputs))
+    assert f"The seed names no GPU; on an {e.cluster.gpu.name}" in page and f"PCIe are {share:.0%} of the forward" in page
+    assert share > 5 * lab13.SEED_CLAIMS["overhead"]

@@ -394,8 +394,8 @@ def zero2_step_explanations(accumulation: int) -> dict[str, str]:
     return {
         "A": a,
         "B": b,
-        "C": f"the all-gather moves the updated weights, once a step, in ZeRO-1 too: the ratio is {f['one']:.2f}x at one micro-batch "
-             f"and {f['at']:.2f}x at {m}.",
+        "C": f"the all-gather moves the updated weights, once a step, in ZeRO-1 too: the ratio is {f['one']:.2f}x at one micro-batch"
+             + (f" and {f['at']:.2f}x at {m}." if m > 1 else "."),  # P1 (review 38bda0b): no "and 1.00x at 1"
         "D": "each GPU sends (N-1)/N of the gradient bytes in a reduce-scatter whether or not it keeps the full gradient afterwards: "
              f"{f['at']:.2f}x ZeRO-1's bytes here.",
     }
