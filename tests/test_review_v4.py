@@ -424,3 +424,14 @@ def test_p4_lab13_compares_forward_with_forward_on_a_named_gpu():
     page = _plain(text_of(outputs))
     assert f"The seed names no GPU; on an {e.cluster.gpu.name}" in page and f"PCIe are {share:.0%} of the forward" in page
     assert share > 5 * lab13.SEED_CLAIMS["overhead"]
+
+
+# ---- P2: Lab 09's reveal gives each job its own HBM ------------------------------------------------------------
+def test_p2_lab09_reveal_uses_each_jobs_hbm():
+    from labs.core.scenarios import lab09
+
+    ests = lab09.reference_estimates_at(1, "full")
+    h13, h70 = (ests[k]["DP=64, ZeRO-0"].cluster.gpu.hbm_bytes / 1e9 for k in ("13b-a100", "70b-h100"))
+    assert f"{h13:.1f}" != f"{h70:.1f}"
+    lines = lab09.dp64_explanations_at(1, "full")
+    assert f"{h70:.1f} GB on the 70B's" in lines["A"] and f"the 70B {ests['70b-h100']['DP=64, ZeRO-3'].memory.total / 1e9:,.0f} GB of {h70:.1f} GB" in lines["B"]

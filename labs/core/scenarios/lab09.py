@@ -346,7 +346,8 @@ def dp64_explanations_at(micro_batch: int, recompute: str) -> dict[str, str]:
     ests = reference_estimates_at(micro_batch, recompute)
     e13, e70 = ests["13b-a100"], ests["70b-h100"]
     z3_13, z3_70, plain13, plain70 = e13["DP=64, ZeRO-3"], e70["DP=64, ZeRO-3"], e13["DP=64, ZeRO-0"], e70["DP=64, ZeRO-0"]
-    hbm = plain13.cluster.gpu.hbm_bytes / 1e9
+    hbm = plain13.cluster.gpu.hbm_bytes / 1e9  # the 13B's A100s
+    hbm70 = plain70.cluster.gpu.hbm_bytes / 1e9  # the 70B's H100s (P2, review 38bda0b: each job's own HBM)
     full = reference_estimates_at(micro_batch, "full")["70b-h100"]["DP=64, ZeRO-3"]
     sel70 = reference_estimates(micro_batch)["70b-h100"]["DP=64, ZeRO-3"]
 
@@ -355,10 +356,10 @@ def dp64_explanations_at(micro_batch: int, recompute: str) -> dict[str, str]:
 
     a = (f"plain data parallelism keeps the whole model state on every GPU, {plain13.memory.model_state / plain13.model.params:.0f} bytes per parameter "
          f"(bf16 weights, fp32 gradients, fp32 Adam state): {gb(plain13)} per GPU with activations for the 13B and {gb(plain70)} for the 70B, "
-         f"against {hbm:.1f} GB of HBM.")
+         f"against {hbm:.1f} GB of HBM on the 13B's {plain13.cluster.gpu.name} and {hbm70:.1f} GB on the 70B's {plain70.cluster.gpu.name}.")
     if z3_70.fits and z3_13.fits:
         b = (f"ZeRO-3 divides the model state by 64, and with {recompute} recompute each layer keeps little for the backward: the 13B needs "
-             f"{gb(z3_13)} per GPU and the 70B {gb(z3_70)}, inside the {hbm:.1f} GB. The price is the forward run twice: the 70B reaches "
+             f"{gb(z3_13)} per GPU of {hbm:.1f} GB and the 70B {gb(z3_70)} of {hbm70:.1f} GB. The price is the forward run twice: the 70B reaches "
              f"{z3_70.mfu:.1%} MFU ({z3_70.hfu:.1%} HFU), against the {sel70.mfu:.1%} a selective step would reach if it fitted.")
         c = (f"with {recompute} recompute the 70B fits sharded as well: {gb(z3_70)} per GPU, {z3_70.memory.activations / 1e9:,.0f} GB of it "
              "activations; TP and PP are one way to fit it, not the only one.")
