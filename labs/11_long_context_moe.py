@@ -165,30 +165,9 @@ def _(fit_commit_buttons, fit_question, held_now, identity, variant):
 
 
 @app.cell(hide_code=True)
-def _(fit_committed, fit_cp, fit_seq, variant):
+def _(fit_committed, variant):
     ui.gate(fit_committed, held_note=True)
-    _e = fit_estimates_at(fit_seq, fit_cp)
-    _plain, _full, _noflash, _cp = (_e[n] for n in ("plain", "full", "no_flash", "cp"))
-
-    def _gb(e):
-        return f"{e.memory.total / 1e9:,.1f} GB"
-
-    _hbm = _plain.cluster.gpu.hbm_bytes / 1e9
-    ui.variant_reveal(
-        fit_committed,
-        variant.questions["fit"],
-        {
-            "A": f"SP divides each layer's activations by {TP}, but a {fit_seq:,}-token sequence is {fit_seq // SHORT_SEQ} times a {SHORT_SEQ:,}-token one: the busiest GPU needs "
-                 f"{_gb(_plain)} ({_plain.memory.activations / 1e9:,.0f} GB of activations) against {_hbm:.1f} GB.",
-            "B": f"Full recomputation keeps only each layer's input, {_full.memory.activations / 1e9:,.1f} GB on the busiest GPU, and "
-                 + (f"needs {_gb(_full)} in all: it fits, for a second forward pass of every layer." if _full.fits else f"needs {_gb(_full)} in all: still over, and it re-runs every forward."),
-            "C": (f"splitting the sequence also fits (CP {fit_cp}: {_gb(_cp)}), but full recomputation already does, without CP's traffic." if _full.fits else
-                  f"Only splitting the sequence itself shrinks what every layer keeps: with CP {fit_cp} each GPU holds "
-                  f"{fit_seq // fit_cp:,} tokens and needs {_gb(_cp)}, inside {_hbm:.1f} GB."),
-            "D": f"The engine already uses flash attention, which never stores the s x s scores; the overflow is the "
-                 f"linear-in-s activations ({_gb(_plain)}). Without flash attention it would be {_gb(_noflash)}.",
-        },
-    )
+    ui.variant_reveal(fit_committed, variant.questions["fit"])  # its lines from the spec (lab11.fit_explanations_at)
     return
 
 

@@ -435,3 +435,14 @@ def test_p2_lab09_reveal_uses_each_jobs_hbm():
     assert f"{h13:.1f}" != f"{h70:.1f}"
     lines = lab09.dp64_explanations_at(1, "full")
     assert f"{h70:.1f} GB on the 70B's" in lines["A"] and f"the 70B {ests['70b-h100']['DP=64, ZeRO-3'].memory.total / 1e9:,.0f} GB of {h70:.1f} GB" in lines["B"]
+
+
+# ---- P6: Lab 11's fit question carries its own explanations --------------------------------------------------
+def test_p6_lab11_fit_spec_explains_every_option():
+    for sid in IDS[:8]:
+        spec = variant("11_long_context_moe", sid).questions["fit"].spec
+        assert all(spec.explanations.get(o.key) for o in spec.options), sid
+    fit = mine("11_long_context_moe", "fit")
+    outputs, _ = load_app(LAB["11"]).run(defs=committed("fit", fit, right(fit)))
+    page = _plain(text_of(outputs))
+    assert all(_plain(line)[:80] in page for line in fit.spec.explanations.values())

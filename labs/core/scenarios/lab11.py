@@ -483,10 +483,34 @@ def draw_settings_v1(d) -> dict:
     return {"seq_len": seq, "cp": cp, "ep": d.choice("ep", VARIANT_EP), "max_nodes": d.choice("max_nodes", VARIANT_NODE_LIMIT)}
 
 
+def fit_explanations_at(seq: int, cp: int) -> dict[str, str]:
+    """The fit question's line per option, at the variant's sequence and CP degree (P6, review
+    38bda0b: the spec carried none, and only the notebook explained)."""
+    e = fit_estimates_at(seq, cp)
+    plain, full, noflash, split = (e[n] for n in ("plain", "full", "no_flash", "cp"))
+
+    def gb(x):
+        return f"{x.memory.total / 1e9:,.1f} GB"
+
+    hbm = plain.cluster.gpu.hbm_bytes / 1e9
+    return {
+        "A": f"SP divides each layer's activations by {TP}, but a {seq:,}-token sequence is {seq // SHORT_SEQ} times a {SHORT_SEQ:,}-token one: the busiest GPU needs "
+             f"{gb(plain)} ({plain.memory.activations / 1e9:,.0f} GB of activations) against {hbm:.1f} GB.",
+        "B": f"Full recomputation keeps only each layer's input, {full.memory.activations / 1e9:,.1f} GB on the busiest GPU, and "
+             + (f"needs {gb(full)} in all: it fits, for a second forward pass of every layer." if full.fits else f"needs {gb(full)} in all: still over, and it re-runs every forward."),
+        "C": (f"splitting the sequence also fits (CP {cp}: {gb(split)}), but full recomputation already does, without CP's traffic." if full.fits else
+              f"Only splitting the sequence itself shrinks what every layer keeps: with CP {cp} each GPU holds "
+              f"{seq // cp:,} tokens and needs {gb(split)}, inside {hbm:.1f} GB."),
+        "D": f"The engine already uses flash attention, which never stores the s x s scores; the overflow is the "
+             f"linear-in-s activations ({gb(plain)}). Without flash attention it would be {gb(noflash)}.",
+    }
+
+
 def fit_question(s: dict) -> Choice:
     seq, cp = int(s["seq_len"]), int(s["cp"])
     fit = next((k for k, claim in FIT_CLAIMS.items() if claim(fit_facts_at(seq, cp))), None)
-    return Choice(f"Can TP {TP} (with sequence parallelism) and PP {PP} alone carry the activations of {seq:,}-token sequences?", FIT_OPTIONS, fit)
+    return Choice(f"Can TP {TP} (with sequence parallelism) and PP {PP} alone carry the activations of {seq:,}-token sequences?", FIT_OPTIONS, fit,
+                  fit_explanations_at(seq, cp))
 
 
 def build_questions_v1(s: dict) -> dict:
