@@ -446,3 +446,17 @@ def test_p6_lab11_fit_spec_explains_every_option():
     outputs, _ = load_app(LAB["11"]).run(defs=committed("fit", fit, right(fit)))
     page = _plain(text_of(outputs))
     assert all(_plain(line)[:80] in page for line in fit.spec.explanations.values())
+
+
+# ---- P10: Lab 10's cadence prompt says when its options are close -------------------------------------------
+def test_p10_lab10_cadence_prompt_names_a_close_lead():
+    from labs.core.scenarios import lab10
+
+    close = 0
+    for sid in IDS[:40]:
+        v = variant("10_failures_at_scale", sid)
+        f = lab10.cadence_interval_facts(int(v.settings["gpus"]), float(v.settings["storage_gbps"]))
+        said = f"leads the next by {f['lead']:.1%} of the time" in v.questions["cadence"].spec.prompt
+        assert said == (f["lead"] < 0.01)
+        close += said
+    assert close

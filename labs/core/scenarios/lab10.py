@@ -360,7 +360,9 @@ def build_questions(s: dict) -> dict:
             f"Your {gpus:,}-GPU job stops every {_span(f['mtbf_s'])} on average. A sharded checkpoint of {Model.get(RUN_MODEL).name} "
             f"({f['bytes'] / 1e12:.1f} TB) to a file system delivering {storage:g} GB/s stalls training {f['stall_s']:.1f} s, and a restart "
             f"(relaunch, reading the checkpoint back, a node swap where one is needed) costs {f['restart_s'] / MINUTE:.0f} min on average. "
-            "Which checkpoint interval gives the most goodput?",
+            "Which checkpoint interval gives the most goodput?"
+            + (f" (Near the optimum goodput is flat: here the best option leads the next by {f['lead']:.1%} of the time, so compute it.)"
+               if f["lead"] < 0.01 else ""),  # P10, review 38bda0b
             cadence_interval_options(gpus, storage), cadence_interval_answer(gpus, storage), cadence_interval_explanations(gpus, storage),
         ),
     }
