@@ -460,3 +460,13 @@ def test_p10_lab10_cadence_prompt_names_a_close_lead():
         assert said == (f["lead"] < 0.01)
         close += said
     assert close
+
+
+# ---- P8: Lab 11's small-batch MoE variant says why its batch is small -------------------------------------------
+def test_p8_lab11_small_batch_says_why():
+    from labs.core.scenarios.lab11 import MOE_GPUS, PP
+
+    for sid in IDS[:20]:
+        v = variant("11_long_context_moe", sid)
+        small = v.settings["moe_batch"] // (MOE_GPUS // PP) <= 1
+        assert ("a setting for counting bytes, not one anyone trains with" in v.questions["moe"].spec.prompt) == small

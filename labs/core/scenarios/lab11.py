@@ -608,7 +608,10 @@ def build_questions(s: dict) -> dict:
         "moe": Choice(
             f"{moe.name} has {moe.experts} routed experts and activates about {dense.params / 1e9:.0f}B of its {moe.params / 1e9:,.0f}B parameters "
             f"per token. Laid out as DeepSeek did (PP {PP}, no TP, {MOE_GPUS:,} GPUs) but with {spread}, and a global batch of {batch:,} "
-            f"sequences of {moe.seq_len:,} tokens, does it cost the same communication per GPU as a dense model of the same active size, on the same layout?",
+            f"sequences of {moe.seq_len:,} tokens"
+            + (f" ({batch // (MOE_GPUS // PP)} per pipeline, the smallest batch this layout runs: a setting for counting bytes, not one anyone trains with)"
+               if batch // (MOE_GPUS // PP) <= 1 else "")  # P8, review 38bda0b
+            + ", does it cost the same communication per GPU as a dense model of the same active size, on the same layout?",
             MOE_OPTIONS, moe_answer_at(ep, None if nodes is None else int(nodes), batch), moe_explanations_at(ep, None if nodes is None else int(nodes), batch),
         ),
     }
