@@ -470,3 +470,15 @@ def test_p8_lab11_small_batch_says_why():
         v = variant("11_long_context_moe", sid)
         small = v.settings["moe_batch"] // (MOE_GPUS // PP) <= 1
         assert ("a setting for counting bytes, not one anyone trains with" in v.questions["moe"].spec.prompt) == small
+
+
+# ---- P7: Lab 08's tree option worded by placement ---------------------------------------------------------------
+def test_p7_lab08_tree_option_worded_by_placement():
+    groups = set()
+    for sid in IDS[:40]:
+        v = variant("08_collectives", sid)
+        label = next(o.label for o in v.questions["bucket"].spec.options if o.key == "B")
+        group = v.settings["bucket_group"]
+        groups.add(group)
+        assert ("across nodes" in label) == (group != "node"), (group, label)
+    assert groups == {"node", "job"}

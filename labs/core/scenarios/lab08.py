@@ -582,6 +582,15 @@ BUCKET_STEP_OPTIONS = (
 ALGORITHM_OPTION = {"ring": "A", "tree": "B", "nvls": "C"}
 
 
+def bucket_step_options(group: str) -> tuple[Option, ...]:
+    """BUCKET_STEP_OPTIONS worded by placement (P7, review 38bda0b): inside one node the tree's
+    steps are not "across nodes"."""
+    if group != "node":
+        return BUCKET_STEP_OPTIONS
+    return tuple(Option(o.key, "Tree: the fewest latency steps, about 2 log2 N of the node's GPUs", o.misconception) if o.key == "B" else o
+                 for o in BUCKET_STEP_OPTIONS)
+
+
 def bucket_group_cluster(nodes: int, group: str) -> tuple[Cluster, int]:
     """The group a bucket is reduced over: the 8 GPUs of one DGX H100 node, or all `nodes` nodes."""
     check_choice("group", group, BUCKET_GROUPS)
@@ -653,7 +662,7 @@ def build_questions(s: dict) -> dict:
         "ring": ring_question(s),
         "bucket": Choice(
             f"A {nbytes / 1e6:g} MB gradient bucket is all-reduced {where}. Which algorithm finishes first?",
-            BUCKET_STEP_OPTIONS, bucket_group_answer(nbytes, nodes, group), bucket_group_explanations(nbytes, nodes, group),
+            bucket_step_options(group), bucket_group_answer(nbytes, nodes, group), bucket_group_explanations(nbytes, nodes, group),
         ),
     }
 
