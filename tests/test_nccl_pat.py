@@ -102,7 +102,9 @@ def test_only_todays_stack_has_pat():
     (labs.core.engine.eras: nccl_pat), era=None is today's software."""
     assert stack_of(None).nccl_pat
     assert [name for name, era in ERAS.items() if era.nccl_pat] == []
-    assert replace(stack_of(None), name=DEFAULT_STACK, nccl_pat=False) == ERAS[DEFAULT_STACK]  # the same kernels otherwise
+    # the same kernels otherwise, but for the experts' grouped GEMM launch of today's stacks (engine v4)
+    assert replace(stack_of(None), name=DEFAULT_STACK, nccl_pat=False, grouped_gemm=ERAS[DEFAULT_STACK].grouped_gemm) == ERAS[DEFAULT_STACK]
+    assert stack_of(None).grouped_gemm == "grouped"
 
 
 def _bucketed_reduce(stack, dp_algorithm="auto"):

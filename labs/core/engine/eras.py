@@ -442,7 +442,7 @@ TODAY_STACK = replace(ERAS[DEFAULT_STACK], name="today", nccl_pat=True, grouped_
 
 def stack_of(name: str | None) -> Era:
     """The era whose kernel-level constants a plan runs with: its own, or (era=None) DEFAULT_STACK's
-    with today's NCCL."""
+    with today's NCCL (PAT) and grouped expert GEMMs."""
     return TODAY_STACK if name is None else ERAS[name]
 
 
