@@ -32,7 +32,7 @@ def test_dashboard_click_a_bar_and_download_the_gradebook(tmp_path):
     with marimo_run(DASHBOARD, args=["--ledgers", str(folder), "--roster", str(roster)]) as url, browser_page() as page:
         page.set_default_timeout(30_000)
         page.goto(url)
-        page.get_by_text("committed answers judged by the engine").first.wait_for()
+        page.get_by_text("committed answers by what the option says").first.wait_for()
         note = page.get_by_text("Click a bar above to list the students who committed that answer.")
         note.wait_for()
         # The answer chart by its title, not the page's first Plotly chart with bars: the live-lecture
@@ -40,18 +40,29 @@ def test_dashboard_click_a_bar_and_download_the_gradebook(tmp_path):
         # can be drawn first. A test that took "the first bars" then clicked the histogram, or scrolled
         # to it and clicked above the screen when the answer chart appeared (the flake once seen in one
         # CI run in three).
-        chart = page.locator(".js-plotly-plot").filter(has=page.locator("text.gtitle", has_text="committed answers"))
-        chart.locator("g.trace.bars g.point path").first.wait_for()
+        # the answer chart is the first of the two charts titled so (the live-lecture histogram of the
+        # same question, a cell below it, is titled alike): wait for both, so the first is in place
+        from playwright.sync_api import expect
+
+        titled = page.locator(".js-plotly-plot").filter(has=page.locator("text.gtitle", has_text="committed answers"))
+        expect(titled).to_have_count(2)
+        chart = titled.first
+        # The bars are stacked by what each student's option says (right / wrong at their own key), so
+        # some segments have no height: wait for a drawn one, and click the tallest (option A's: bob
+        # and cat, whose first commitments were A)
+        tallest = """gd => [...gd.querySelectorAll('g.trace.bars g.point path')]
+            .map(p => p.getBoundingClientRect()).filter(r => r.height > 0).sort((a, b) => b.height - a.height)[0]"""
+        page.wait_for_function(f"gd => Boolean(({tallest})(gd))", arg=chart.element_handle())
         # Plotly draws the bars before react-plotly attaches marimo's click handler: wait for the handler
         page.wait_for_function("gd => Boolean(gd._ev && gd._ev._events && gd._ev._events.plotly_click)", arg=chart.element_handle())
-        # Plotly's drag layer lies over the bars: click it at bar A's centre (bob and cat), measured
-        # inside the chart so a scroll or a shift of the page cannot move the target; the locator's click
-        # waits until the layer is visible, still and the one that receives the click
-        at = chart.evaluate("""gd => {
-            const bar = gd.querySelector('g.trace.bars g.point path').getBoundingClientRect();
+        # Plotly's drag layer lies over the bars: click it at the bar's centre, measured inside the
+        # chart so a scroll or a shift of the page cannot move the target; the locator's click waits
+        # until the layer is visible, still and the one that receives the click
+        at = chart.evaluate(f"""gd => {{
+            const bar = ({tallest})(gd);
             const layer = gd.querySelector('.nsewdrag').getBoundingClientRect();
-            return {x: bar.x + bar.width / 2 - layer.x, y: bar.y + bar.height / 2 - layer.y};
-        }""")
+            return {{x: bar.x + bar.width / 2 - layer.x, y: bar.y + bar.height / 2 - layer.y}};
+        }}""")
         chart.locator(".nsewdrag").click(position=at)
         note.wait_for(state="detached")
         page.get_by_text("2 rows").first.wait_for()
