@@ -92,12 +92,21 @@ def fewest_microbatches(p: int, v: int = 1, target: float = BUBBLE_TARGET, multi
 
     schedule = "interleaved" if v > 1 else "1f1b"
     step = p if multiple_of_p or (v > 1 and p > 1) else 1
-    m = step
-    while m <= limit:
-        if under_target(bubble_fraction(p, m, schedule, v, "total"), target):
-            return m
-        m += step
-    raise ValueError(f"no m up to {limit} brings p={p}, v={v} under {target:.0%}")
+
+    def under(k: int) -> bool:  # k steps of micro-batches; the bubble falls as m grows, so bisect
+        return under_target(bubble_fraction(p, k * step, schedule, v, "total"), target)
+
+    last = limit // step
+    hi = 1
+    while not under(hi):
+        if hi >= last:
+            raise ValueError(f"no m up to {limit} brings p={p}, v={v} under {target:.0%}")
+        hi = min(2 * hi, last)
+    lo = hi // 2  # not under the target (or 0)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if under(mid) else (mid, hi)
+    return hi * step
 
 
 def interleaving_rows(p: int = DEEP_P, target: float = BUBBLE_TARGET, chunks=INTERLEAVE_CHUNKS) -> list[dict]:
