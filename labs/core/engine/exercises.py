@@ -47,8 +47,8 @@ def collective_time(op: str, nbytes: float, n: int, alpha_s: float, bandwidth_by
     """One collective of `nbytes` over n ranks at line rate: alpha_s per step, bandwidth one way.
 
     ring:          collectives.collective_cost(op, ..., "ring")
-    tree:          all-reduce as a reduce and a broadcast, each collective_cost("broadcast", ..., "tree")
-                   (log2 N steps, M bytes): 2 log2(N) alpha + 2 M / B
+    tree:          collectives.collective_cost(op, ..., "tree"): a reduce and a broadcast, each log2 N
+                   steps moving M: 2 log2(N) alpha + 2 M / B
     hierarchical:  all-reduce as reduce-scatter in each node of gpus_per_node, all-reduce of M/g across
                    the n/g nodes (inter_alpha_s, inter_bandwidth_bytes_per_s: one NIC's, each node's
                    g shards run on g NICs at once), all-gather in each node."""
@@ -58,7 +58,7 @@ def collective_time(op: str, nbytes: float, n: int, alpha_s: float, bandwidth_by
         return collective_cost(op, nbytes, n, bandwidth_bytes_per_s, alpha_s, "ring")
     check_choice("op", op, HIERARCHICAL_OPS)
     if topology == "tree":
-        return collective_cost("broadcast", nbytes, n, bandwidth_bytes_per_s, alpha_s, "tree").scaled(2)
+        return collective_cost(op, nbytes, n, bandwidth_bytes_per_s, alpha_s, "tree")
     check_positive("gpus_per_node", gpus_per_node, integer=True)
     check_positive("n", n, integer=True)
     if n % gpus_per_node:
