@@ -125,6 +125,23 @@ def metric_cards(cards: dict[str, str]) -> mo.Html:
     return mo.Html(f"{LAB_CSS}<div>{body}</div>")
 
 
+def published_beside(est: Estimate) -> mo.Html:
+    """Beside a lab's first MFU: the closest published run in the reference file, what its paper
+    reports and what the engine says on it (labs.core.engine.beside), so the lab's number is read
+    with the engine's error on a run it can be checked against."""
+    from labs.core.engine.beside import published_beside as closest, runs_gpus
+
+    b = closest(est.model, est.plan)
+    lean = "too fast" if b.error > 0 else "too slow"
+    convention = "" if b.convention == "MFU" else " (Compare the engine with the paper on that run, in the paper's convention; this page's MFU counts model FLOPs only.)"
+    unchecked = "" if est.cluster.gpu.name in runs_gpus() else (
+        f" The reference file holds no published run on {est.cluster.gpu.name}: there, the engine's lean is not checked by one.")
+    return mo.callout(mo.md(
+        f"**Beside a published run.** The engine's MFU here: {est.mfu:.1%}. The closest run in the project's reference file: "
+        f"{b.params_b:.1f}B parameters on {b.gpus:,} {b.row.cluster.gpu.name}, {b.layout} ({b.paper}): {b.published:.1%} "
+        f"{b.convention}. This engine on that same run: {b.engine:.1%} ({b.error:+.1%}, {lean}).{convention}{unchecked}"), kind="neutral")
+
+
 def static_table(rows: list[dict[str, str]]) -> mo.Html:
     """Rows of text as a plain table: for small tables that redraw with a slider, where
     mo.ui.table's interactive grid costs the browser far more to rebuild."""
