@@ -15,6 +15,8 @@ import warnings
 import marimo as mo
 
 from labs.core import lecture
+from labs.core.engine.beside import published_beside as closest
+from labs.core.engine.beside import runs_gpus
 from labs.core.engine.hardware import GB
 from labs.core.engine.perf import Estimate
 from labs.core.state import DesignLedger, LedgerError, LedgerLocked, LedgerRecovered
@@ -129,8 +131,6 @@ def published_beside(est: Estimate) -> mo.Html:
     """Beside a lab's first MFU: the closest published run in the reference file, what its paper
     reports and what the engine says on it (labs.core.engine.beside), so the lab's number is read
     with the engine's error on a run it can be checked against."""
-    from labs.core.engine.beside import published_beside as closest, runs_gpus
-
     b = closest(est.model, est.plan)
     lean = "too fast" if b.error > 0 else "too slow"
     convention = "" if b.convention == "MFU" else " (Compare the engine with the paper on that run, in the paper's convention; this page's MFU counts model FLOPs only.)"

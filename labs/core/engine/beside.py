@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 from labs.core.engine.calibration import CalibrationRow, public_runs
 from labs.core.engine.models import Model
@@ -69,7 +69,7 @@ def _is_zero3_alone(plan: Plan) -> bool:
     return plan.zero_stage == 3 and plan.tp == 1 and plan.pp == 1
 
 
-@lru_cache(maxsize=None)
+@cache
 def _runs() -> tuple[tuple[CalibrationRow, float, float], ...]:
     """Every public run with its published and engine utilisation (the engine's is computed once a process)."""
     out = []
