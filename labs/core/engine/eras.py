@@ -71,6 +71,13 @@ code, never from an end-to-end run:
   "async_tp" (PyTorch's micro-pipelined TP, torch.distributed._symmetric_memory: each all-gather
   + matmul and matmul + reduce-scatter split into tp steps on copy engines; the first step of
   each stays exposed; needs torch.compile in torchtitan) or "none".
+- sp_regathers_input: whether, under sequence parallelism, the backward all-gathers again the
+  inputs of the column-parallel linears (QKV, the dense MLP's first) for their weight gradients.
+  Megatron (megatron/core/tensor_parallel/layers.py, LinearWithGradAccumulationAndAsyncCommunication
+  saves only the sequence shard of its input and re-gathers it in backward, "overlapped" with the
+  input-gradient GEMM) and Transformer Engine's Linear/LayerNormLinear (ub_bulk_dgrad) do; PyTorch's
+  DTensor plans (torchtitan's ColwiseParallel after SequenceParallel) save the gathered input that
+  the matmul used, so nothing is re-gathered (labs.core.engine.stages.parallel prices it).
 - zero3_unit: what one ZeRO-3 all-gather fetches: "parameter" (DeepSpeed stage 3: every weight of
   at least stage3_param_persistence_threshold = 1e5 elements on its own; smaller ones stay
   whole on every rank; prefetch bounded by stage3_prefetch_bucket_size = 5e7 elements, so a
@@ -278,6 +285,7 @@ class Era:
     loss_bytes_per_logit: float = 60.0
     logits_bytes: tuple[float, float] = (4.0, 6.0)  # (saved, peak) per logit: Megatron's vocab-parallel cross entropy
     tp_overlap_kind: str = "userbuffers"
+    sp_regathers_input: bool = True  # SP's backward all-gathers the column-parallel linears' inputs again (module docstring)
     zero3_unit: str = "module"
     pp_p2p: str = "scatter_gather"
     pipeline_overlaps_dp: bool = True  # False: a pipelined step reduces gradients after the flush
@@ -417,7 +425,7 @@ ERAS: dict[str, Era] = {
         (T,), (F,), ("auto", "ring", "tree", "nvls"), ("ring", "all_gather"), 16, ("bf16", "fp8"), torch_compile=(F, T),
         attention_kernel="fa2", fused_elementwise=False, kernels_per_layer=EAGER_KERNELS_PER_LAYER, loss_bytes_per_logit=40.0,
         logits_bytes=EAGER_LOGITS_BYTES, pp_grad_sync="step", pp_keeps_outputs=True, allocator_fragmentation=0.0,
-        tp_overlap_kind="async_tp", zero3_unit="layer", optimizer_bytes_per_param=46.0, fsdp_s_per_unshard=FSDP2_S_PER_UNSHARD,
+        tp_overlap_kind="async_tp", sp_regathers_input=False, zero3_unit="layer", optimizer_bytes_per_param=46.0, fsdp_s_per_unshard=FSDP2_S_PER_UNSHARD,
         fsdp_s_per_param=FSDP2_OPS_PER_PARAM_RESHARD * HOST_S_PER_OP,
         fsdp_kept_s_per_param=(0.0, FSDP2_OPS_PER_PARAM_RESHARD * HOST_S_PER_OP),
         fsdp_unshard_bytes=FSDP2_UNSHARD_BYTES, fsdp_shard_bytes=FSDP2_SHARD_BYTES, fsdp_grad_bytes=FSDP2_GRAD_BYTES,
