@@ -49,7 +49,14 @@ with app.setup:
         traffic_ratio,
     )
 
+    from labs.core.engine.dp_scaling import FSDP_PENALTY_CLAIM, stage_rows
+    from labs.core.engine.hardware import CLUSTERS
+    from labs.core.engine.offload import NVME, placement_rows
+
     LAB = "06_zero_sweep"
+    MILESTONE_SERVERS = {f"{CLUSTERS[_k].gpu.name} server ({CLUSTERS[_k].intra.name})": _k for _k in ("dgx-h100", "pcie-a100")}
+    OFFLOAD_MODELS = ("llama2-7b", "llama2-70b", "gpt3-175b")
+    OFFLOAD_SERVER, OFFLOAD_NVME = "dgx-h100", "deepnvme-nc96ads-a100"
     MODEL_CHOICES = {MODELS[k].name: k for k in SWEEP_MODELS}
     GPU_CHOICES = {GPUS[k].name: k for k in SWEEP_GPUS}
     OPTIMIZER_CHOICES = {v.label: k for k, v in OPTIMIZER_STATES.items()}
@@ -670,6 +677,101 @@ def _(fit_committed):
                 "to the last column's setting and read the model-state card."
             ),
             mo.ui.table(pd.DataFrame(_rows), selection=None, show_column_summaries=False, show_data_types=False),
+        ]
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(rf"""
+    ## 6 · The 100M milestone's step: is FSDP {FSDP_PENALTY_CLAIM[0]:.0%}-{FSDP_PENALTY_CLAIM[1]:.0%} slower than DDP?
+
+    The course notes say FSDP costs {FSDP_PENALTY_CLAIM[0]:.0%}-{FSDP_PENALTY_CLAIM[1]:.0%} of DDP's throughput, for its
+    all-gathers in the forward pass. The engine runs the milestone's {MODELS['seed-100m'].name} model on 2 GPUs of one
+    server under each: pick the server and the micro-batch, and read what each stage adds and what it saves.
+    """)
+    return
+
+
+@app.cell
+def _():
+    milestone_server_pick = mo.ui.dropdown(options=MILESTONE_SERVERS, value=next(iter(MILESTONE_SERVERS)), label="Server")
+    milestone_batch_slider = mo.ui.slider(steps=[1, 2, 4, 8, 16], value=1, label="Micro-batch (sequences of 1,024 tokens per GPU)", show_value=True, debounce=True)
+    return milestone_batch_slider, milestone_server_pick
+
+
+@app.cell
+def _(milestone_batch_slider, milestone_server_pick, zero2_committed):
+    ui.gate(zero2_committed, what="the milestone's step time")
+    _rows = stage_rows("seed-100m", milestone_server_pick.value, 2, milestone_batch_slider.value)
+    _fsdp = _rows[-1]
+    _inside = FSDP_PENALTY_CLAIM[0] <= _fsdp["vs_ddp"] <= FSDP_PENALTY_CLAIM[1]
+    _why = ("its exposed all-gathers cost more than the halved optimizer step saves" if _fsdp["vs_ddp"] > 0
+            else "its optimizer step runs on half the parameters, which saves more than its extra all-gathers cost once they hide behind the compute")
+    mo.vstack(
+        [
+            mo.hstack([milestone_server_pick, milestone_batch_slider], justify="start", wrap=True),
+            ui.static_table(
+                [{"": _r["name"], "model state per GPU": f"{_r['model_state_bytes'] / GB:.2f} GB", "memory per GPU": f"{_r['memory_bytes'] / GB:.2f} GB",
+                  "bytes sent per GPU": f"{_r['dp_bytes'] / GB:.2f} GB", "compute": f"{_r['compute_s'] * 1e3:.1f} ms",
+                  "exposed communication": f"{_r['dp_comm_s'] * 1e3:.1f} ms", "optimizer": f"{_r['optimizer_s'] * 1e3:.1f} ms",
+                  "step": f"{_r['step_s'] * 1e3:.1f} ms", "against DDP": f"{_r['vs_ddp']:+.1%}"} for _r in _rows]
+            ),
+            mo.md(f"**Engine:** FSDP is **{_fsdp['vs_ddp']:+.1%}** against DDP here, "
+                  f"{'inside' if _inside else 'outside'} the notes' {FSDP_PENALTY_CLAIM[0]:.0%}-{FSDP_PENALTY_CLAIM[1]:.0%}: {_why}. "
+                  "The claim holds only where the gathers are exposed: a slow link and a short step."),
+        ]
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## 7 · Past the CPU: ZeRO-Offload against ZeRO-Infinity
+
+    ZeRO-Offload keeps each rank's optimizer shard in the server's CPU memory and runs Adam on the
+    CPU; ZeRO-Infinity (DeepSpeed's `offload_optimizer: {device: nvme}`) puts that state on the
+    server's local NVMe, so every step reads it back and writes it out again while the CPU runs
+    Adam. Both move the same gradients down and weights up over PCIe. Here ZeRO-3 runs on one
+    8-GPU server; pick the model and the micro-batches per step (the more, the longer the
+    compute that the optimizer's traffic is paid against).
+
+    PyTorch's FSDP2 (`fully_shard`) is the ZeRO-3 of today's PyTorch: each parameter is its own
+    `DTensor` sharded on dim 0 across the ranks, instead of FSDP1's flattened buffer per module,
+    so a rank's shard is a set of row slices it can offload, checkpoint or reshard one
+    parameter at a time. Its CPU offload (`CPUOffloadPolicy`) keeps parameters, gradients and
+    optimizer state on the CPU; it has no NVMe tier.
+    """)
+    return
+
+
+@app.cell
+def _():
+    offload_model_pick = mo.ui.dropdown(options={MODELS[_k].name: _k for _k in OFFLOAD_MODELS}, value=MODELS[OFFLOAD_MODELS[1]].name, label="Model")
+    offload_steps_slider = mo.ui.slider(steps=[1, 4, 16, 64], value=16, label="Micro-batches per step", show_value=True, debounce=True)
+    return offload_model_pick, offload_steps_slider
+
+
+@app.cell
+def _(fit_committed, offload_model_pick, offload_steps_slider):
+    ui.gate(fit_committed, what="the offload comparison")
+    _rows = placement_rows(offload_model_pick.value, OFFLOAD_SERVER, 8, 1, 4096, offload_steps_slider.value, OFFLOAD_NVME)
+    _cluster = CLUSTERS[OFFLOAD_SERVER]
+    _drive = NVME[OFFLOAD_NVME]
+    mo.vstack(
+        [
+            mo.hstack([offload_model_pick, offload_steps_slider], justify="start", wrap=True),
+            ui.static_table(
+                [{"": _r["name"], "HBM per GPU": f"{_r['hbm_bytes'] / GB:,.1f} GB", "CPU memory per server": f"{_r['cpu_bytes'] / GB:,.0f} GB",
+                  "on NVMe": f"{_r['nvme_stored'] / GB:,.0f} GB", "PCIe per GPU per step": f"{_r['pcie_bytes'] / GB:,.1f} GB in {_r['pcie_s']:.2f} s",
+                  "NVMe per server per step": f"{_r['nvme_bytes'] / GB:,.0f} GB in {_r['nvme_s']:.1f} s", "CPU Adam": f"{_r['cpu_adam_s']:.2f} s",
+                  "step": f"{_r['step_s']:.1f} s", "fits": "yes" if _r["fits"] else "no"} for _r in _rows]
+            ),
+            mo.md(f"{_cluster.gpu.name} x 8, host: {_cluster.host.name} ({_cluster.host.memory_bytes / GB:,.0f} GB), PCIe: "
+                  f"{_cluster.host_link.name}. NVMe: {_drive.name}, {_drive.read_bytes_per_s / GB:.0f} GB/s read and "
+                  f"{_drive.write_bytes_per_s / GB:.0f} GB/s write ({_drive.source}). A model fits when its HBM and the host's CPU memory hold it."),
         ]
     )
     return

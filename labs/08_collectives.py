@@ -13,6 +13,13 @@ with app.setup:
 
     from labs.core import ENGINE_VERSION, LINKS
     from labs.core import ui
+    from labs.core.engine.compression import compression_rows
+    from labs.core.engine.dp_scaling import PCIE_CLAIM_GPUS, PCIE_EFFICIENCY_CLAIM, scaling_efficiency
+    from labs.core.engine.hardware import CLUSTERS, Cluster
+    from labs.core.engine.models import MODELS, Model
+
+    PCIE_SERVERS = ("pcie-a100", "dgx-a100")
+    PCIE_MODELS = ("seed-100m", "seed-12l-512")
     from labs.core.scenarios.lab05 import DESIGN_MODEL, tp8_dp_times
     from labs.core.scenarios.lab08 import (
         BUSBW_BYTES,
@@ -692,6 +699,67 @@ def _(ring_committed):
                 "their ratio, and this threshold, are set by the tokens each GPU processes per step more than by the model's size:"
             ),
             mo.ui.table(pd.DataFrame(_wins), selection=None, show_column_summaries=False, show_data_types=False),
+        ]
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(ring_committed):
+    ui.gate(ring_committed)
+    mo.md(
+        f"""
+    ## 8 · Four GPUs over PCIe, and compressing the gradients
+
+    The course notes expect {PCIE_EFFICIENCY_CLAIM[0]:.0%}-{PCIE_EFFICIENCY_CLAIM[1]:.0%} scaling efficiency at {PCIE_CLAIM_GPUS} GPUs over PCIe. *Scaling
+    efficiency* here is the step on one GPU over the step on {PCIE_CLAIM_GPUS}, each GPU keeping its own micro-batch (DDP,
+    bf16 gradients): 100% when the all-reduce costs nothing. The same {PCIE_CLAIM_GPUS} GPUs over NVLink sit beside them.
+    When the all-reduce is what is left, the notes suggest compressing the gradients: fewer bytes, for kernels
+    that compress and rebuild them.
+    """
+    )
+    return
+
+
+@app.cell
+def _():
+    pcie_model_pick = mo.ui.dropdown(options={MODELS[_k].name: _k for _k in PCIE_MODELS}, value=MODELS[PCIE_MODELS[0]].name, label="Model")
+    pcie_batch_slider = mo.ui.slider(steps=[1, 2, 4, 8, 16], value=4, label="Micro-batch (sequences of 1,024 tokens per GPU)", show_value=True, debounce=True)
+    pcie_overlap_switch = mo.ui.switch(value=True, label="Bucketed overlap with the backward")
+    powersgd_rank_slider = mo.ui.slider(steps=[1, 2, 4, 8, 16, 32], value=4, label="PowerSGD rank r", show_value=True, debounce=True)
+    return pcie_batch_slider, pcie_model_pick, pcie_overlap_switch, powersgd_rank_slider
+
+
+@app.cell
+def _(pcie_batch_slider, pcie_model_pick, pcie_overlap_switch, powersgd_rank_slider, ring_committed):
+    ui.gate(ring_committed)
+    _rows = []
+    for _key in PCIE_SERVERS:
+        _s = scaling_efficiency(pcie_model_pick.value, _key, PCIE_CLAIM_GPUS, pcie_batch_slider.value, dp_overlap=pcie_overlap_switch.value)
+        _rows.append({"server": f"{CLUSTERS[_key].gpu.name}, {CLUSTERS[_key].intra.name}", "step on 1 GPU": f"{_s['one_s'] * 1e3:.1f} ms",
+                      f"step on {PCIE_CLAIM_GPUS}": f"{_s['many_s'] * 1e3:.1f} ms", "exposed all-reduce": f"{_s['dp_comm_s'] * 1e3:.1f} ms",
+                      "scaling efficiency": f"{_s['efficiency']:.0%}",
+                      "notes' band": "inside" if PCIE_EFFICIENCY_CLAIM[0] <= _s["efficiency"] <= PCIE_EFFICIENCY_CLAIM[1] else ("above" if _s["efficiency"] > PCIE_EFFICIENCY_CLAIM[1] else "below")})
+    _model = Model.get(pcie_model_pick.value, seq_len=1024)
+    _pcie = Cluster.get(PCIE_SERVERS[0], nodes=1, gpus_per_node=PCIE_CLAIM_GPUS)
+    _comp = compression_rows(_model, _pcie, PCIE_CLAIM_GPUS, powersgd_rank_slider.value)
+    _best = max(_comp, key=lambda _r: _r["saved_s"])
+    mo.vstack(
+        [
+            mo.hstack([pcie_model_pick, pcie_batch_slider, pcie_overlap_switch], justify="start", wrap=True),
+            ui.static_table(_rows),
+            mo.md(f"**Compressing the gradients** on the {_pcie.gpu.name} server ({PCIE_CLAIM_GPUS} GPUs): bytes each GPU all-reduces per step, "
+                  "the all-reduce's time, the compression kernels' time on each GPU, and what the two together save against the plain "
+                  "bf16 all-reduce (before any overlap)."),
+            powersgd_rank_slider,
+            ui.static_table(
+                [{"scheme": _r["name"], "bytes all-reduced": f"{_r['bytes'] / 1e6:,.1f} MB", "fewer bytes": f"{_r['ratio']:,.0f}x",
+                  "all-reduce": f"{_r['comm_s'] * 1e3:.2f} ms", "kernels": f"{_r['kernel_s'] * 1e3:.2f} ms",
+                  "saved": f"{_r['saved_s'] * 1e3:+.2f} ms"} for _r in _comp]
+            ),
+            mo.md(f"Most time saved here: **{_best['name']}**. PowerSGD sends the fewest bytes, but its skinny GEMMs cost more the wider r, "
+                  "and the 1-bit and 8-bit schemes pay a pass over every gradient; 1-bit and PowerSGD change what the optimizer sees "
+                  "(biased, repaired by error feedback)."),
         ]
     )
     return

@@ -12,6 +12,8 @@ with app.setup:
 
     from labs.core import ENGINE_VERSION
     from labs.core import charts, ui
+    from labs.core.engine.blockscale import MX_BLOCK, NVFP4_BLOCK
+    from labs.core.engine.blockscale import sample_rows as block_sample_rows
     from labs.core.engine.hardware import GB
     from labs.core.engine.precision import FORMATS, TILE
     from labs.core.scenarios.lab12 import (
@@ -489,6 +491,49 @@ def _(fp8_committed, settings):
             ui.time_bar(_b),
             mo.md("**FP8**"),
             ui.time_bar(_f),
+        ]
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(rf"""
+    ## 8 · Blackwell's block-scaled formats: MXFP8 and NVFP4
+
+    Blackwell's tensor cores take the scales of section 2 down to a few elements. **MXFP8** (OCP
+    Microscaling v1.0) gives every {MX_BLOCK} consecutive values one power-of-two scale stored in E8M0
+    (8 exponent bits, no mantissa); the values are E4M3 or E5M2. **NVFP4** gives every {NVFP4_BLOCK}
+    values an E4M3 scale and 4-bit E2M1 values (the grid 0, 0.5, 1, 1.5, 2, 3, 4, 6), plus one FP32
+    scale per tensor so the block scales use E4M3's whole range; MXFP4 is the same 4-bit grid with
+    MX's {MX_BLOCK}-element power-of-two scales. Each is applied here by `ml_dtypes`' own casts to the
+    gradient sample of section 1 and the activations of section 2 (their outlier channels set by the
+    slider), beside bf16 and FP8 with one scale per tensor.
+    """)
+    return
+
+
+@app.cell
+def _():
+    block_sample_pick = mo.ui.dropdown(options={"Gradients (section 1's sample)": "gradients", "Activations with outlier channels": "activations"}, value="Activations with outlier channels", label="Sample")
+    block_outlier_slider = mo.ui.slider(steps=list(OUTLIER_SCALES), value=1000, label="Activations: outlier channels are this many times larger", show_value=True, debounce=True)
+    return block_outlier_slider, block_sample_pick
+
+
+@app.cell
+def _(block_outlier_slider, block_sample_pick, underflow_committed):
+    ui.gate(underflow_committed, what="the block-scaling instrument")
+    _rows = block_sample_rows(block_sample_pick.value, block_outlier_slider.value)
+    _best4 = min((_r for _r in _rows if _r["bits"] < 8), key=lambda _r: _r["median_rel_error"])
+    mo.vstack(
+        [
+            mo.hstack([block_sample_pick, block_outlier_slider], justify="start", wrap=True),
+            ui.static_table(
+                [{"format": _r["label"], "bits per value (scales included)": f"{_r['bits']:.2f}", "flushed to zero": f"{_r['flushed']:.2%}",
+                  "median relative error": f"{_r['median_rel_error']:.2%}", "largest relative error": f"{_r['max_rel_error']:.1%}"} for _r in _rows]
+            ),
+            mo.md(f"Of the 4-bit formats, **{_best4['label']}** keeps this sample best: median error {_best4['median_rel_error']:.1%}, "
+                  f"{_best4['flushed']:.1%} of the values flushed to zero."),
         ]
     )
     return

@@ -1,0 +1,58 @@
+"""Data parallelism on a few GPUs of one server: the memory and step time of DDP, ZeRO-2 and
+FSDP (ZeRO-3) for the same model and batch, and weak-scaling efficiency (the step time on one
+GPU over the step time on N, each GPU keeping its own micro-batches). All of it is
+labs.core.engine.perf.estimate on pure data-parallel plans."""
+
+from __future__ import annotations
+
+from labs.core.engine.hardware import CLUSTERS, Cluster
+from labs.core.engine.models import Model
+from labs.core.engine.perf import Estimate, Plan, estimate
+from labs.core.engine.validation import check_bool, check_choice, check_positive
+
+DP_STAGES = {0: "DDP", 2: "ZeRO-2", 3: "FSDP (ZeRO-3)"}
+# Claims the labs check against the engine, as the seed course notes state them:
+# seeds/001 week 22 ("The throughput penalty for FSDP vs. DDP is typically 5-15%") and week 25
+# ("realistic efficiency at 4 GPUs over PCIe is typically 70-85%").
+FSDP_PENALTY_CLAIM = (0.05, 0.15)
+PCIE_EFFICIENCY_CLAIM = (0.70, 0.85)
+PCIE_CLAIM_GPUS = 4
+
+
+def server(cluster_key: str, gpus: int) -> Cluster:
+    """`gpus` GPUs of one server of the preset `cluster_key`."""
+    if not isinstance(cluster_key, str) or cluster_key not in CLUSTERS:
+        check_choice("cluster", cluster_key, tuple(CLUSTERS))
+    check_positive("gpus", gpus, integer=True, maximum=CLUSTERS[cluster_key].gpus_per_node)
+    return Cluster.get(cluster_key, nodes=1, gpus_per_node=gpus)
+
+
+def dp_estimate(model_key: str, cluster_key: str, gpus: int, zero_stage: int, micro_batch: int = 1, seq_len: int = 1024, dp_overlap: bool = True, microbatches: int = 1) -> Estimate:
+    """One step of pure data parallelism over `gpus` GPUs of one server, `microbatches`
+    micro-batches of `micro_batch` sequences on each."""
+    check_positive("micro_batch", micro_batch, integer=True, maximum=1 << 12)
+    check_positive("microbatches", microbatches, integer=True, maximum=1 << 12)
+    check_bool("dp_overlap", dp_overlap)
+    model = Model.get(model_key, seq_len=seq_len)
+    plan = Plan(dp=gpus, micro_batch=micro_batch, global_batch=micro_batch * gpus * microbatches, zero_stage=zero_stage,
+                recompute="none", flash_attention=True, dp_overlap=dp_overlap)
+    return estimate(model, server(cluster_key, gpus), plan)
+
+
+def stage_rows(model_key: str, cluster_key: str, gpus: int = 2, micro_batch: int = 1, seq_len: int = 1024) -> list[dict]:
+    """DDP, ZeRO-2 and FSDP side by side: model state and total memory per GPU, step time and
+    its terms, and the step time against DDP's."""
+    est = {stage: dp_estimate(model_key, cluster_key, gpus, stage, micro_batch, seq_len) for stage in DP_STAGES}
+    ddp = est[0].step_time_s
+    return [{"stage": stage, "name": DP_STAGES[stage], "model_state_bytes": e.memory.model_state, "memory_bytes": e.memory.total,
+             "step_s": e.step_time_s, "compute_s": e.time.compute, "dp_comm_s": e.time.dp_comm, "optimizer_s": e.time.optimizer,
+             "dp_bytes": e.comm_bytes_per_gpu.get("dp", 0.0), "vs_ddp": e.step_time_s / ddp - 1} for stage, e in est.items()]
+
+
+def scaling_efficiency(model_key: str, cluster_key: str, gpus: int = 4, micro_batch: int = 1, seq_len: int = 1024, dp_overlap: bool = True) -> dict:
+    """Weak scaling under DDP: the step on one GPU over the step on `gpus` (each GPU its own
+    micro-batch), and what the extra time is."""
+    one = dp_estimate(model_key, cluster_key, 1, 0, micro_batch, seq_len, dp_overlap)
+    many = dp_estimate(model_key, cluster_key, gpus, 0, micro_batch, seq_len, dp_overlap)
+    return {"one_s": one.step_time_s, "many_s": many.step_time_s, "efficiency": one.step_time_s / many.step_time_s,
+            "dp_comm_s": many.time.dp_comm, "dp_bytes": many.comm_bytes_per_gpu.get("dp", 0.0), "compute_s": many.time.compute}
