@@ -15,7 +15,8 @@ from labs import variants
 from labs.core.engine.hardware import GPUS
 from labs.variants import Draw, Numeric, variant
 
-LABS = ("05_parallelism", "06_zero_sweep", "07_pipeline_visualizer", "08_collectives", "09_64gpu_design", "10_failures_at_scale", "11_long_context_moe")
+LABS = ("05_parallelism", "06_zero_sweep", "07_pipeline_visualizer", "08_collectives", "09_64gpu_design", "10_failures_at_scale", "11_long_context_moe",
+        "13_tensor_parallel")
 IDS = [f"student-{i:03d}" for i in range(200)]
 
 
@@ -310,12 +311,63 @@ def margins_11_v2(s, q):
     assert f["a2a"] > lab11.MOE_MARGIN * grads or grads > lab11.MOE_MARGIN * f["a2a"], f
 
 
+def _scaling_13(s, q):
+    """The scaling key by hand: per token and layer, TP bytes are linear in d; the forward FLOPs are
+    24 d^2 of GEMMs and 4 s d of attention (Korthikanti et al. 2022, App. A). Doubling d gives x4
+    FLOPs when the GEMMs dominate and x2 when attention does; the drawn settings stay clear of x3."""
+    from labs.core.scenarios import lab13
+
+    d, seq = s["width"], s["seq"]
+    traffic, flops = lab13.scaling_measured(d, seq)
+    by_hand = (24 * (2 * d) ** 2 + 4 * seq * 2 * d) / (24 * d**2 + 4 * seq * d)
+    assert traffic == pytest.approx(2.0) and flops == pytest.approx(by_hand), (s, traffic, flops, by_hand)
+    assert by_hand >= 3.4 or by_hand <= 2.4, (s, by_hand)
+    assert q["scaling"].correct == ("lin_quad" if by_hand >= 3.4 else "lin_lin"), (s, by_hand)
+
+
+def _tp_best_13(model: str, gpu: str, spec, lead: float):
+    """The fastest fitting TP Megatron-Core builds is the key; it leads every other such TP by
+    `lead`, and every faster TP needs 5% more memory than the GPU has."""
+    from labs.core.engine.hardware import GPUS
+    from labs.core.scenarios import lab13
+
+    rows = {r["tp"]: r for r in lab13.tp_sweep(model, gpu, "nodes")}
+    hbm = GPUS[lab13.SWEEP_GPU_KEYS[gpu][0]].hbm_bytes / 1e9
+    buildable = {tp: r for tp, r in rows.items() if r["fits"] and not r["kv_replicated"]}
+    key = min(buildable, key=lambda tp: buildable[tp]["step_s"])
+    assert spec.correct == str(key), (model, gpu, key)
+    for tp, r in buildable.items():
+        if tp != key:
+            assert r["step_s"] >= lead * rows[key]["step_s"], (model, gpu, tp, r["step_s"], rows[key]["step_s"])
+    for tp, r in rows.items():
+        if r["step_s"] < rows[key]["step_s"]:
+            assert r["memory_gb"] >= 1.05 * hbm, (model, gpu, tp, r["memory_gb"], hbm)
+
+
+def margins_13(s, q):
+    _scaling_13(s, q)
+    _tp_best_13(s["model"], "h100", q["tp_best"], 1.0)  # edition 1: TP 8 is the only fitting TP Megatron-Core builds
+
+
+def margins_13_v2(s, q):
+    """Edition 2 (issue 38 item 2): the model and the DGX generation are drawn; the key is TP 1, 4 or 8
+    by 5% of step time; the sequence is short or long, and the scaling key moves with it."""
+    from labs.core.engine.models import Model
+
+    _scaling_13(s, q)
+    _tp_best_13(s["model"], s["gpu"], q["tp_best"], 1.05)
+    heads = Model.get(s["model"]).heads
+    for o in q["tp_best"].options:
+        assert heads % int(o.key) == 0 or "do not split" in q["tp_best"].explanations[o.key], (s, o.key)
+
+
 MARGINS = {  # (lab, the recipe's edition) -> its margins; first editions are kept: old ledgers regrade at them
     ("05_parallelism", 1): margins_05, ("06_zero_sweep", 1): margins_06, ("07_pipeline_visualizer", 1): margins_07, ("08_collectives", 1): margins_08,
     ("09_64gpu_design", 1): margins_09, ("10_failures_at_scale", 1): margins_10, ("11_long_context_moe", 1): margins_11,
     ("05_parallelism", 2): margins_05_v2, ("06_zero_sweep", 2): margins_06_v2, ("08_collectives", 2): margins_08_v2_regrade,
     ("09_64gpu_design", 2): margins_09_v2, ("10_failures_at_scale", 2): margins_10_v2, ("11_long_context_moe", 2): margins_11_v2,
     ("05_parallelism", 3): margins_05_v3, ("05_parallelism", 4): margins_05_v3, ("07_pipeline_visualizer", 2): margins_07_v2, ("08_collectives", 3): margins_08_v2,
+    ("13_tensor_parallel", 1): margins_13, ("13_tensor_parallel", 2): margins_13_v2,
 }
 
 

@@ -314,14 +314,16 @@ RING_TOLERANCE = 0.10  # of the answer
 
 def check_settings(settings: dict | None) -> dict:
     v = dict(DEFAULT_SETTINGS if settings is None else settings)
-    unknown = sorted(set(v) - set(DEFAULT_SETTINGS))
+    v.setdefault("gpu", "h100")  # the first edition's sweep ran on DGX H100 only
+    unknown = sorted(set(v) - set(DEFAULT_SETTINGS) - {"gpu"})
     if unknown:
         raise ValueError(f"unknown variant setting(s) {unknown}")
     check_choice("tp", v.get("tp"), VARIANT_TPS)
     check_choice("batch", v.get("batch"), VARIANT_BATCHES)
     check_choice("width", v.get("width"), VARIANT_WIDTHS)
-    check_choice("seq", v.get("seq"), VARIANT_SEQS)
-    check_choice("model", v.get("model"), SWEEP_MODELS)
+    check_choice("seq", v.get("seq"), VARIANT_SEQS + SCALING_SEQS_V2)
+    check_choice("model", v.get("model"), SWEEP_MODELS + tuple(m for m, _ in TP_SETUPS_V2))
+    check_choice("gpu", v.get("gpu"), SWEEP_GPU_KEYS)
     return v
 
 
@@ -349,14 +351,25 @@ def tp_explanations(model_key: str) -> dict[str, str]:
     return out
 
 
-def build_questions(settings: dict) -> dict:
-    v = check_settings(settings)
-    ring = ring_bytes_answer(v)
-    payload = v["batch"] * SEED_SHAPE.seq * SEED_SHAPE.hidden * 2 / 1e6
+def build_questions_v1(settings: dict) -> dict:
     from labs.core.engine.models import Model
 
+    v = check_settings(settings)
     name = Model.get(v["model"]).name
     best = best_tp(v["model"])
+    return {
+        **ring_and_scaling(v),
+        "tp_best": Choice(
+            f"{name} on 64 H100s in 8-GPU nodes, DP filling the rest, sequence parallelism and Transformer Engine's TP overlap on: "
+            "which TP degree gives the fastest step among the layouts that fit in memory?",
+            TP_OPTIONS, None if best is None else str(best), tp_explanations(v["model"]),
+        ),
+    }
+
+
+def ring_and_scaling(v: dict) -> dict:
+    ring = ring_bytes_answer(v)
+    payload = v["batch"] * SEED_SHAPE.seq * SEED_SHAPE.hidden * 2 / 1e6
     return {
         "ring": Numeric(
             f"Seed 001's model (d_model {SEED_SHAPE.hidden}) with batch {v['batch']} x {SEED_SHAPE.seq} tokens, activations in bf16, "
@@ -372,15 +385,66 @@ def build_questions(settings: dict) -> dict:
             "unchanged). Per token and layer, how do the bytes each TP rank sends and the FLOPs change?",
             SCALING_OPTIONS, scaling_answer(v["width"], v["seq"]), scaling_explanations(v["width"], v["seq"]),
         ),
-        "tp_best": Choice(
-            f"{name} on 64 H100s in 8-GPU nodes, DP filling the rest, sequence parallelism and Transformer Engine's TP overlap on: "
-            "which TP degree gives the fastest step among the layouts that fit in memory?",
-            TP_OPTIONS, None if best is None else str(best), tp_explanations(v["model"]),
-        ),
     }
 
 
-VARIANTS = LabVariants(LAB, draw_settings, build_questions)
+# ---- the second edition (issue 38 item 2): the right answers differ between students in content ------------
+# tp_best: the model and the DGX generation are drawn, and the engine's fastest fitting TP is 1, 4 or 8
+# (two setups each); the options are TP 1, 4, 8 and 16 whatever the setup. scaling: the sequence is drawn
+# short or long; at long sequences attention's 4 s d FLOPs per token (linear in d) outweigh the GEMMs'
+# 24 d^2, and doubling d doubles the FLOPs instead of quadrupling them.
+TP_SETUPS_V2 = (("llama2-7b", "h100"), ("llama2-13b", "b200"), ("llama2-70b", "b200"), ("llama3-70b", "b200"),
+                ("llama2-70b", "h100"), ("gpt3-175b", "b200"))
+TP_OPTIONS_V2 = (
+    Option("1", "TP 1: no tensor split, data parallelism over all 64 GPUs", "TP only costs: a model that fits needs none"),
+    Option("4", "TP 4: half of one node, half the TP traffic of TP 8", "the smallest TP is best, whatever the memory"),
+    Option("8", "TP 8: all of one node, the most TP inside NVLink", "TP is best at one node, whatever the model"),
+    Option("16", "TP 16: two nodes, half the compute per GPU again", "more TP always means a shorter step"),
+)
+SCALING_SEQS_V2 = (65536, 131072)  # with VARIANT_SEQS: a short or a long sequence, drawn
+
+
+def draw_settings_v2(d) -> dict:
+    model, gpu = d.choice("tp_setup", TP_SETUPS_V2)
+    return {"tp": d.choice("tp", VARIANT_TPS), "batch": d.choice("batch", VARIANT_BATCHES), "width": d.choice("width", VARIANT_WIDTHS),
+            "seq": d.choice("seq", VARIANT_SEQS + SCALING_SEQS_V2), "model": model, "gpu": gpu}
+
+
+def tp_explanations_v2(model_key: str, gpu: str) -> dict[str, str]:
+    from labs.core.engine.models import Model
+
+    rows = {r["tp"]: r for r in tp_sweep(model_key, gpu, "nodes")}
+    heads = Model.get(model_key).heads
+    out = {}
+    for o in TP_OPTIONS_V2:
+        r = rows.get(int(o.key))
+        if r is None:
+            out[o.key] = f"the model's {heads} attention heads do not split {o.key} ways: no such layout."
+            continue
+        out[o.key] = f"step {r['step_s']:.2f} s, TP communication {r['tp_comm_s']:.2f} s, {r['memory_gb']:.0f} GB per GPU{'' if r['fits'] else ' (does not fit)'}." + (
+            f" Megatron-Core would not build it: its {r['kv_heads']} query groups (K/V heads) must divide TP." if r["kv_replicated"] else "")
+    return out
+
+
+def tp_question_v2(v: dict) -> Choice:
+    from labs.core.engine.models import Model
+
+    platform = next(p for p, (g, domain, _) in SWEEP_PLATFORMS.items() if (g, domain) == (v["gpu"], "nodes"))
+    best = best_tp(v["model"], v["gpu"])
+    return Choice(
+        f"{Model.get(v['model']).name} on 64 GPUs of {SWEEP_PLATFORM_NAMES[platform]}, DP filling the rest, micro-batch 1, ZeRO-1, "
+        "sequence parallelism and Transformer Engine's TP overlap on: which TP degree gives the fastest step among the layouts "
+        "that fit in memory?",
+        TP_OPTIONS_V2, None if best is None else str(best), tp_explanations_v2(v["model"], v["gpu"]),
+    )
+
+
+def build_questions(settings: dict) -> dict:
+    v = check_settings(settings)
+    return {**ring_and_scaling(v), "tp_best": tp_question_v2(v)}
+
+
+VARIANTS = LabVariants(LAB, draw_settings_v2, build_questions, version=2, older={1: (draw_settings, build_questions_v1)})
 
 
 def legacy_questions() -> dict[str, Question]:
@@ -391,7 +455,7 @@ def legacy_questions() -> dict[str, Question]:
 
 @lru_cache(maxsize=1)
 def _legacy_questions() -> dict[str, Question]:
-    specs = build_questions(DEFAULT_SETTINGS)
+    specs = build_questions_v1(DEFAULT_SETTINGS)
     return {q: Question(q, spec, () if isinstance(spec, Numeric) else tuple(o.key for o in spec.options)) for q, spec in specs.items()}
 
 
