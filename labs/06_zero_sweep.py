@@ -49,7 +49,7 @@ with app.setup:
         traffic_ratio,
     )
 
-    from labs.core.engine.dp_scaling import FSDP_PENALTY_CLAIM, stage_rows
+    from labs.core.engine.dp_scaling import FSDP_PENALTY_CLAIM, SEQ_LEN, stage_rows
     from labs.core.engine.hardware import CLUSTERS
     from labs.core.engine.offload import NVME, placement_rows
 
@@ -697,7 +697,7 @@ def _():
 @app.cell
 def _():
     milestone_server_pick = mo.ui.dropdown(options=MILESTONE_SERVERS, value=next(iter(MILESTONE_SERVERS)), label="Server")
-    milestone_batch_slider = mo.ui.slider(steps=[1, 2, 4, 8, 16], value=1, label="Micro-batch (sequences of 1,024 tokens per GPU)", show_value=True, debounce=True)
+    milestone_batch_slider = mo.ui.slider(steps=[1, 2, 4, 8, 16], value=1, label=f"Micro-batch (sequences of {SEQ_LEN:,} tokens per GPU)", show_value=True, debounce=True)
     return milestone_batch_slider, milestone_server_pick
 
 
@@ -735,7 +735,7 @@ def _():
     CPU; ZeRO-Infinity (DeepSpeed's `offload_optimizer: {device: nvme}`) puts that state on the
     server's local NVMe, so every step reads it back and writes it out again while the CPU runs
     Adam. Both move the same gradients down and weights up over PCIe. Here ZeRO-3 runs on one
-    8-GPU server; pick the model and the micro-batches per step (the more, the longer the
+    server; pick the model and the micro-batches per step (the more, the longer the
     compute that the optimizer's traffic is paid against).
 
     PyTorch's FSDP2 (`fully_shard`) is the ZeRO-3 of today's PyTorch: each parameter is its own
@@ -757,8 +757,8 @@ def _():
 @app.cell
 def _(fit_committed, offload_model_pick, offload_steps_slider):
     ui.gate(fit_committed, what="the offload comparison")
-    _rows = placement_rows(offload_model_pick.value, OFFLOAD_SERVER, 8, 1, 4096, offload_steps_slider.value, OFFLOAD_NVME)
     _cluster = CLUSTERS[OFFLOAD_SERVER]
+    _rows = placement_rows(offload_model_pick.value, OFFLOAD_SERVER, _cluster.gpus_per_node, microbatches=offload_steps_slider.value, nvme=OFFLOAD_NVME)
     _drive = NVME[OFFLOAD_NVME]
     mo.vstack(
         [
@@ -769,7 +769,7 @@ def _(fit_committed, offload_model_pick, offload_steps_slider):
                   "NVMe per server per step": f"{_r['nvme_bytes'] / GB:,.0f} GB in {_r['nvme_s']:.1f} s", "CPU Adam": f"{_r['cpu_adam_s']:.2f} s",
                   "step": f"{_r['step_s']:.1f} s", "fits": "yes" if _r["fits"] else "no"} for _r in _rows]
             ),
-            mo.md(f"{_cluster.gpu.name} x 8, host: {_cluster.host.name} ({_cluster.host.memory_bytes / GB:,.0f} GB), PCIe: "
+            mo.md(f"{_cluster.gpu.name} x {_cluster.gpus_per_node}, host: {_cluster.host.name} ({_cluster.host.memory_bytes / GB:,.0f} GB), PCIe: "
                   f"{_cluster.host_link.name}. NVMe: {_drive.name}, {_drive.read_bytes_per_s / GB:.0f} GB/s read and "
                   f"{_drive.write_bytes_per_s / GB:.0f} GB/s write ({_drive.source}). A model fits when its HBM and the host's CPU memory hold it."),
         ]

@@ -14,7 +14,7 @@ with app.setup:
     from labs.core import ENGINE_VERSION, LINKS
     from labs.core import ui
     from labs.core.engine.compression import compression_rows
-    from labs.core.engine.dp_scaling import PCIE_CLAIM_GPUS, PCIE_EFFICIENCY_CLAIM, scaling_efficiency
+    from labs.core.engine.dp_scaling import PCIE_CLAIM_GPUS, PCIE_EFFICIENCY_CLAIM, SEQ_LEN, scaling_efficiency
     from labs.core.engine.hardware import CLUSTERS, Cluster
     from labs.core.engine.models import MODELS, Model
 
@@ -724,7 +724,7 @@ def _(ring_committed):
 @app.cell
 def _():
     pcie_model_pick = mo.ui.dropdown(options={MODELS[_k].name: _k for _k in PCIE_MODELS}, value=MODELS[PCIE_MODELS[0]].name, label="Model")
-    pcie_batch_slider = mo.ui.slider(steps=[1, 2, 4, 8, 16], value=4, label="Micro-batch (sequences of 1,024 tokens per GPU)", show_value=True, debounce=True)
+    pcie_batch_slider = mo.ui.slider(steps=[1, 2, 4, 8, 16], value=4, label=f"Micro-batch (sequences of {SEQ_LEN:,} tokens per GPU)", show_value=True, debounce=True)
     pcie_overlap_switch = mo.ui.switch(value=True, label="Bucketed overlap with the backward")
     powersgd_rank_slider = mo.ui.slider(steps=[1, 2, 4, 8, 16, 32], value=4, label="PowerSGD rank r", show_value=True, debounce=True)
     return pcie_batch_slider, pcie_model_pick, pcie_overlap_switch, powersgd_rank_slider
@@ -740,7 +740,7 @@ def _(pcie_batch_slider, pcie_model_pick, pcie_overlap_switch, powersgd_rank_sli
                       f"step on {PCIE_CLAIM_GPUS}": f"{_s['many_s'] * 1e3:.1f} ms", "exposed all-reduce": f"{_s['dp_comm_s'] * 1e3:.1f} ms",
                       "scaling efficiency": f"{_s['efficiency']:.0%}",
                       "notes' band": "inside" if PCIE_EFFICIENCY_CLAIM[0] <= _s["efficiency"] <= PCIE_EFFICIENCY_CLAIM[1] else ("above" if _s["efficiency"] > PCIE_EFFICIENCY_CLAIM[1] else "below")})
-    _model = Model.get(pcie_model_pick.value, seq_len=1024)
+    _model = Model.get(pcie_model_pick.value, seq_len=SEQ_LEN)
     _pcie = Cluster.get(PCIE_SERVERS[0], nodes=1, gpus_per_node=PCIE_CLAIM_GPUS)
     _comp = compression_rows(_model, _pcie, PCIE_CLAIM_GPUS, powersgd_rank_slider.value)
     _best = max(_comp, key=lambda _r: _r["saved_s"])

@@ -12,7 +12,7 @@ with app.setup:
 
     from labs.core import ENGINE_VERSION
     from labs.core import charts, ui
-    from labs.core.engine.blockscale import MX_BLOCK, NVFP4_BLOCK
+    from labs.core.engine.blockscale import MX_BLOCK, NVFP4_BLOCK, element_grid
     from labs.core.engine.blockscale import sample_rows as block_sample_rows
     from labs.core.engine.hardware import GB
     from labs.core.engine.precision import FORMATS, TILE
@@ -504,7 +504,7 @@ def _():
     Blackwell's tensor cores take the scales of section 2 down to a few elements. **MXFP8** (OCP
     Microscaling v1.0) gives every {MX_BLOCK} consecutive values one power-of-two scale stored in E8M0
     (8 exponent bits, no mantissa); the values are E4M3 or E5M2. **NVFP4** gives every {NVFP4_BLOCK}
-    values an E4M3 scale and 4-bit E2M1 values (the grid 0, 0.5, 1, 1.5, 2, 3, 4, 6), plus one FP32
+    values an E4M3 scale and 4-bit E2M1 values (the grid {', '.join(f'{_v:g}' for _v in element_grid('e2m1'))}), plus one FP32
     scale per tensor so the block scales use E4M3's whole range; MXFP4 is the same 4-bit grid with
     MX's {MX_BLOCK}-element power-of-two scales. Each is applied here by `ml_dtypes`' own casts to the
     gradient sample of section 1 and the activations of section 2 (their outlier channels set by the

@@ -24,8 +24,10 @@ def _plain(text: str) -> str:
 
 # ---- X5: block-scaled formats, by hand ----------------------------------------------------------------
 def test_mxfp4_block_with_max_six_has_scale_one_and_values_on_the_e2m1_grid():
-    from labs.core.engine.blockscale import mx_quantise
+    from labs.core.engine.blockscale import element_grid, mx_quantise
 
+    assert element_grid("e2m1") == tuple(sorted(E2M1_GRID))  # ml_dtypes' float4_e2m1fn, code by code
+    assert element_grid("e4m3")[-1] == 448.0 and len(element_grid("e4m3")) == 127  # 0x7F is NaN
     block = np.array([6.0, -0.5, 0.25, 1.2, 3.3, 0.05, 2.6, -4.9] + [0.0] * 24)
     q = mx_quantise(block, "e2m1")
     # floor(log2 6) = 2, E2M1's emax = 2 (6 = 1.5 x 2^2): X = 2^0

@@ -52,6 +52,14 @@ def element_bits(element: str) -> int:
     return int(ml_dtypes.finfo(ELEMENTS[element]).bits)
 
 
+def element_grid(element: str) -> tuple[float, ...]:
+    """Every non-negative finite value the element format holds, decoded by ml_dtypes from each
+    code with the sign bit clear (E2M1: 0, 0.5, 1, 1.5, 2, 3, 4, 6)."""
+    codes = np.arange(1 << (element_bits(element) - 1), dtype=np.uint8)
+    values = codes.view(ELEMENTS[element]).astype(np.float64)
+    return tuple(float(v) for v in values[np.isfinite(values)])
+
+
 def _cast(x: np.ndarray, dtype) -> np.ndarray:
     return np.asarray(x, dtype=np.float64).astype(dtype).astype(np.float64)
 

@@ -17,6 +17,7 @@ DP_STAGES = {0: "DDP", 2: "ZeRO-2", 3: "FSDP (ZeRO-3)"}
 FSDP_PENALTY_CLAIM = (0.05, 0.15)
 PCIE_EFFICIENCY_CLAIM = (0.70, 0.85)
 PCIE_CLAIM_GPUS = 4
+SEQ_LEN = 1024  # tokens a sequence in these checks: the seed models' context (labs.core.engine.models)
 
 
 def server(cluster_key: str, gpus: int) -> Cluster:
@@ -27,7 +28,7 @@ def server(cluster_key: str, gpus: int) -> Cluster:
     return Cluster.get(cluster_key, nodes=1, gpus_per_node=gpus)
 
 
-def dp_estimate(model_key: str, cluster_key: str, gpus: int, zero_stage: int, micro_batch: int = 1, seq_len: int = 1024, dp_overlap: bool = True, microbatches: int = 1) -> Estimate:
+def dp_estimate(model_key: str, cluster_key: str, gpus: int, zero_stage: int, micro_batch: int = 1, seq_len: int = SEQ_LEN, dp_overlap: bool = True, microbatches: int = 1) -> Estimate:
     """One step of pure data parallelism over `gpus` GPUs of one server, `microbatches`
     micro-batches of `micro_batch` sequences on each."""
     check_positive("micro_batch", micro_batch, integer=True, maximum=1 << 12)
@@ -39,7 +40,7 @@ def dp_estimate(model_key: str, cluster_key: str, gpus: int, zero_stage: int, mi
     return estimate(model, server(cluster_key, gpus), plan)
 
 
-def stage_rows(model_key: str, cluster_key: str, gpus: int = 2, micro_batch: int = 1, seq_len: int = 1024) -> list[dict]:
+def stage_rows(model_key: str, cluster_key: str, gpus: int = 2, micro_batch: int = 1, seq_len: int = SEQ_LEN) -> list[dict]:
     """DDP, ZeRO-2 and FSDP side by side: model state and total memory per GPU, step time and
     its terms, and the step time against DDP's."""
     est = {stage: dp_estimate(model_key, cluster_key, gpus, stage, micro_batch, seq_len) for stage in DP_STAGES}
@@ -49,7 +50,7 @@ def stage_rows(model_key: str, cluster_key: str, gpus: int = 2, micro_batch: int
              "dp_bytes": e.comm_bytes_per_gpu.get("dp", 0.0), "vs_ddp": e.step_time_s / ddp - 1} for stage, e in est.items()]
 
 
-def scaling_efficiency(model_key: str, cluster_key: str, gpus: int = 4, micro_batch: int = 1, seq_len: int = 1024, dp_overlap: bool = True) -> dict:
+def scaling_efficiency(model_key: str, cluster_key: str, gpus: int = 4, micro_batch: int = 1, seq_len: int = SEQ_LEN, dp_overlap: bool = True) -> dict:
     """Weak scaling under DDP: the step on one GPU over the step on `gpus` (each GPU its own
     micro-batch), and what the extra time is."""
     one = dp_estimate(model_key, cluster_key, 1, 0, micro_batch, seq_len, dp_overlap)
