@@ -582,7 +582,7 @@ def test_sweep_rows_finite_and_mfu_at_most_one(model_key, cluster_key, nodes, gl
     try:
         rows = sweep(Model.get(model_key), Cluster.get(cluster_key, nodes), global_batch, era)
     except ValueError as err:
-        assert "no valid plan" in str(err)
+        assert "no valid plan" in str(err) or "runs on AMD GPUs" in str(err)  # a ROCm stack on an NVIDIA cluster
         return
     assert len(rows)
     numeric = rows.select_dtypes(include=[np.number, bool])

@@ -127,7 +127,7 @@ def test_the_hooks_cost_a_small_model_on_h100_and_nothing_where_the_kernels_are_
 def test_only_the_fsdp_stacks_run_hooks():
     hooked = {name for name, era in ERAS.items()
               if era.fsdp_s_per_unshard or era.fsdp_s_per_param or any(era.fsdp_kept_s_per_param) or era.fsdp_kept_s_per_pass}
-    assert hooked == {"pytorch-fsdp1-2023", "pytorch-fsdp2-2024"}
+    assert hooked == {"pytorch-fsdp1-2023", "pytorch-fsdp2-2024", "torchtitan-2025"}
     megatron = Plan(stack="megatron-core-2024", dp=8, micro_batch=1, global_batch=32, zero_stage=3, recompute="none")
     r = _layer(LLAMA_1B, H100, megatron)
     assert r["layer_forward_s"] == pytest.approx(_layer(LLAMA_1B, H100, megatron, hooks=False)["layer_forward_s"])

@@ -91,7 +91,7 @@ def test_the_recompute_runs_inside_the_unshard_and_copies_nothing():
 
 def test_only_the_fsdp_stacks_copy():
     copying = {name for name, era in ERAS.items() if era.fsdp_unshard_bytes or era.fsdp_shard_bytes or any(era.fsdp_grad_bytes)}
-    assert copying == {"pytorch-fsdp1-2023", "pytorch-fsdp2-2024"}
+    assert copying == {"pytorch-fsdp1-2023", "pytorch-fsdp2-2024", "torchtitan-2025"}
 
 
 @pytest.mark.parametrize("field, value", [("fsdp_unshard_bytes", -1.0), ("fsdp_shard_bytes", float("nan")),
@@ -147,7 +147,9 @@ def test_the_root_units_gather_and_reduce_scatter_wait_in_full(era, grad_bytes):
 
 def test_only_fsdp_has_a_root_unit():
     """Megatron's ZeRO-3 ("module") spreads the embedding's gathers over the layers as before."""
-    assert {name for name, era in ERAS.items() if era.zero3_unit == "layer"} == {"llama3-2024", "pytorch-fsdp1-2023", "pytorch-fsdp2-2024"}
+    # Megatron-FSDP (megatron-core-2025) shards one unit a TransformerLayer (megatron_fsdp.md: fsdp_unit_modules)
+    assert {name for name, era in ERAS.items() if era.zero3_unit == "layer"} == {
+        "llama3-2024", "pytorch-fsdp1-2023", "pytorch-fsdp2-2024", "megatron-core-2025", "torchtitan-2025"}
     assert 3 not in ERAS["llama3-2024"].zero_stage  # its FSDP keeps the weights through the step: no ZeRO-3 root gathers
 
 
@@ -204,7 +206,7 @@ def test_zero2_waits_for_the_root_each_micro_batch():
 
 def test_regathering_needs_fsdp_units():
     regathers = {name: era.fsdp_reshard_after_backward for name, era in ERAS.items() if era.fsdp_reshard_after_backward != "never"}
-    assert regathers == {"pytorch-fsdp1-2023": "reducing", "pytorch-fsdp2-2024": "every"}
+    assert regathers == {"pytorch-fsdp1-2023": "reducing", "pytorch-fsdp2-2024": "every", "torchtitan-2025": "every"}
     with pytest.raises(ValueError, match="fsdp_reshard_after_backward"):
         replace(ERAS["megatron-core-2024"], fsdp_reshard_after_backward="every")
     with pytest.raises(ValueError, match="fsdp_reshard_after_backward"):

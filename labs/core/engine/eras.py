@@ -225,6 +225,46 @@ code, never from an end-to-end run:
   sharding for MoE models in Core v0.13, 2025/07 (--num-distributed-optimizer-instances;
   megatron/core/transformer/moe/README.md); its dense form is not dated here and stays allowed.
   PyTorch FSDP1 has had HYBRID_SHARD since 2.0 and FSDP2 HSDP from its start.
+
+The stacks of 2025-26 (issue #36 item 6) add five mechanisms, each a field:
+- cuda_graphs: "none", "layer" or "iteration". Megatron-Core's --cuda-graph-impl local (CudaGraphManager)
+  or transformer_engine (TE make_graphed_callables) captures each transformer layer's forward and
+  backward as a graph (NVIDIA/Megatron-LM docs/user-guide/features/cuda_graph.md); full_iteration
+  captures the step but the optimizer. A replayed graph costs the host one launch
+  (CUDA_GRAPH_LAUNCH_S) instead of a dispatch per kernel. MoE layers are captured only in part
+  (attention, router and preprocess: "expert dispatch involves dynamic shapes and cannot be
+  captured"), so their expert part launches eagerly (MOE_EAGER_KERNELS), under "iteration" too
+  (whole-step capture of MoE needs the dev branch's paged stash). Memory: TE's path keeps static
+  input tensors for each (layer, micro-batch) pair in flight, reused only after that micro-batch's
+  backward (megatron/core/transformer/cuda_graphs.py, TECudaGraphHelper._get_sample_arguments):
+  CUDA_GRAPH_STATIC_INPUTS layer inputs per layer and micro-batch held
+  (labs.core.engine.stages.memory.rank_activations).
+- a2a_link_share: (scale-up, scale-out) rate of the stack's expert dispatch and combine over the
+  link's achieved rate (Link.effective_bytes_per_s: NCCL's large-message bus bandwidth). (1, 1):
+  NCCL's all-to-all as the engine prices it. DeepEP's normal kernels on H800 (deepseek-ai/DeepEP
+  docs/legacy.md, "Normal kernels with NVLink and RDMA forwarding", 4,096 tokens, hidden 7,168,
+  top-8, FP8 dispatch, BF16 combine): intranode EP 8 dispatch 153 and combine 158 GB/s of "~160 GB/s
+  NVLink maximum"; internode EP 16 / 32 / 64 dispatch 43 / 58 / 51, combine 43 / 57 / 50 GB/s of
+  CX7's "~50 GB/s maximum" (the README's bottleneck bandwidth is logical: above 50 where local
+  traffic is counted). DEEPEP_LINK_SHARE holds the rows and the shares derived from them.
+- moe_a2a_overlap: Megatron-Core's EP A2A overlap (--overlap-moe-expert-parallel-comm
+  --delay-wgrad-compute, megatron/core/transformer/moe/README.md: "merging FWD-BWD passes of
+  adjacent microbatches"; Core 2025-08, !3470 "Support EP A2A overlap at PP=1"): under 1F1B the
+  steady state's forward of one micro-batch runs beside the backward of another, each one's
+  dispatch and combine hidden behind the other's compute, as DualPipe's pairs are
+  (labs.core.engine.stages.pipe).
+- fp8_param_gather: under FP8 GEMMs the weights are all-gathered in FP8 (1 byte a parameter instead
+  of 2) and cast on the shard before the gather: Megatron's --fp8-param-gather ("perform the param
+  all-gather in fp8", megatron/training/arguments.py; the MoE README: "50% parameter all-gather with
+  FP8 primary weights (except MXFP8)") and torchao's Float8LinearConfig.enable_fsdp_float8_all_gather
+  under FSDP2 (torchao/float8/fsdp_utils.py: WeightWithDynamicFloat8CastTensor's
+  fsdp_pre_all_gather casts the shard, precompute_float8_dynamic_scale_for_fsdp one all-reduce of the
+  amaxes). The embedding, the output layer and the norms are no Float8Linear and stay in BF16.
+- vendor: "nvidia" or "amd": the GPUs a stack's kernels are built for
+  (labs.core.engine.eras.check_stack_on_gpu). The ROCm stack runs Megatron-LM on AMD's forks
+  (ROCm/Megatron-LM, ROCm/TransformerEngine: "Fused Attention with AOTriton and CK backends", FP8
+  recipes, hipBLASLt "the only" GEMM backend, HipGraph "partially supported", no userbuffers
+  TP overlap listed) over RCCL (no NVLS: no NVLink switch; no PAT).
 """
 
 from __future__ import annotations
@@ -255,6 +295,40 @@ FSDP2_OPS_PER_PARAM_RESHARD = 1
 # rank's shard; per gradient reduction, of the unit, with a bf16 and an fp32 reduce dtype.
 FSDP1_SHARD_BYTES, FSDP1_GRAD_BYTES = 4 + 2, (2 + 2 + 2 + 2, 2 + 2 + 2 + 4 + 4 + 4)
 FSDP2_UNSHARD_BYTES, FSDP2_SHARD_BYTES, FSDP2_GRAD_BYTES = 2 + 2, 4 + 2 + 2 + 2, (2 + 2, 2 + 4)
+
+# CUDA graphs (module docstring: cuda_graphs). A replayed graph: about 15 us of fixed cost (and
+# 0.58 us a node, the kernels' own GPU time covers it) against 6.4 us a kernel launched one by one,
+# on chains of 8-117 kernels (ahrefs/ocannl#488: graph + sync 19.4 us at 8 nodes, 82.9 us at 117;
+# RTX 5070 Ti, CUDA 13.3; the sync inside the fixed part, so an upper bound on the host's share).
+CUDA_GRAPHS = ("none", "layer", "iteration")
+CUDA_GRAPH_LAUNCH_S = 15e-6
+CUDA_GRAPH_REPLAY_ROWS = ((8, 51.9e-6, 19.4e-6), (16, 119.3e-6, 25.6e-6), (24, 159.1e-6, 28.7e-6), (36, 233.5e-6, 37.9e-6),
+                          (64, 411.7e-6, 49.1e-6), (117, 735.4e-6, 82.9e-6))  # (kernels, launched one by one, one graph), s
+# An MoE layer's part no graph captures, one kernel a stage of MoELayer's forward with the flex
+# dispatcher and fused permutation (megatron/core/transformer/moe/moe_layer.py: dispatch, permute,
+# the grouped fc1, the activation, the grouped fc2, unpermute, combine); its graphs: attention and
+# router + preprocess (cuda_graph.md's MoE example), two a layer.
+MOE_EAGER_KERNELS = 7
+MOE_LAYER_GRAPHS = 2
+# TE's graphs keep a static copy of each layer's input per micro-batch in flight (module docstring).
+CUDA_GRAPH_STATIC_INPUTS = 1.0
+# DeepEP's normal kernels on H800 (module docstring: a2a_link_share): (EP, dispatch GB/s, combine
+# GB/s) and each link's maximum as DeepEP's README states it. The scale-up share is the mean of
+# dispatch and combine over NVLink's maximum; the scale-out share the median over the EP sizes,
+# capped at the NIC's line (logical bandwidth above it counts traffic that stays on the node).
+DEEPEP_NVLINK_ROWS, DEEPEP_NVLINK_MAX = ((8, 153.0, 158.0),), 160.0
+DEEPEP_RDMA_ROWS, DEEPEP_RDMA_MAX = ((16, 43.0, 43.0), (32, 58.0, 57.0), (64, 51.0, 50.0)), 50.0
+
+
+def _deepep_link_share() -> tuple[float, float]:
+    nvlink = sum(d + c for _, d, c in DEEPEP_NVLINK_ROWS) / (2 * len(DEEPEP_NVLINK_ROWS)) / DEEPEP_NVLINK_MAX
+    rdma = sorted((d + c) / 2 for _, d, c in DEEPEP_RDMA_ROWS)[len(DEEPEP_RDMA_ROWS) // 2] / DEEPEP_RDMA_MAX
+    return nvlink, min(1.0, rdma)
+
+
+DEEPEP_LINK_SHARE = _deepep_link_share()  # (0.972, 1.0)
+NCCL_LINK_SHARE = (1.0, 1.0)
+VENDORS = ("nvidia", "amd")
 
 
 @dataclass(frozen=True)
@@ -308,6 +382,11 @@ class Era:
     pp_keeps_outputs: bool = False  # a stage's output allocated until its backward (torch.distributed.pipelining)
     pp_frees_stage_inputs: bool = False  # each chunk's input freed after its forward (Llama 3)
     allocator_fragmentation: float = 0.15  # of the activations (module docstring)
+    cuda_graphs: str = "none"  # "none", "layer" (a graph a layer a pass) or "iteration" (module docstring)
+    a2a_link_share: tuple[float, float] = NCCL_LINK_SHARE  # expert dispatch/combine rate over the link's achieved (scale-up, scale-out)
+    moe_a2a_overlap: bool = False  # 1F1B pairs a forward with another micro-batch's backward to hide their all-to-alls
+    fp8_param_gather: bool = False  # under FP8 GEMMs the weights are all-gathered in FP8
+    vendor: str = "nvidia"  # the GPUs its kernels run on: "nvidia" (CUDA) or "amd" (ROCm)
     source: str = ""
 
     def __post_init__(self):
@@ -346,6 +425,15 @@ class Era:
             raise ValueError(f"logits_bytes must be a pair (saved, peak) of bytes per logit with saved <= peak, got {self.logits_bytes!r}")
         for logit_bytes in self.logits_bytes:
             check_positive("logits_bytes", logit_bytes, maximum=100)
+        check_choice("cuda_graphs", self.cuda_graphs, CUDA_GRAPHS)
+        check_choice("vendor", self.vendor, VENDORS)
+        if not isinstance(self.a2a_link_share, tuple) or len(self.a2a_link_share) != 2:
+            raise ValueError(f"a2a_link_share must be a pair (scale-up, scale-out) of shares in (0, 1], got {self.a2a_link_share!r}")
+        for share in self.a2a_link_share:
+            check_positive("a2a_link_share", share, maximum=1.0)
+        for name in ("moe_a2a_overlap", "fp8_param_gather"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
         if self.fsdp_reshard_after_backward != "never" and self.zero3_unit != "layer":
             raise ValueError("fsdp_reshard_after_backward needs zero3_unit='layer' (FSDP's units)")
 
@@ -432,7 +520,36 @@ ERAS: dict[str, Era] = {
         fsdp_reshard_after_backward="every", cp_merge_bytes=(38.0, 30.0), fp8_scaling="current", fp8_weight_cache=False,
         source="pytorch/torchtitan (2024-25): parallelize_llama (fully_shard, parallelize_module, enable_async_tp), "
                "torch.distributed.pipelining schedules, torchao.float8; torch.nn.functional.scaled_dot_product_attention"),
+    # Megatron-Core in 2025 (Core 0.12-0.15, NGC containers 25.xx): per-layer CUDA graphs, Megatron-FSDP
+    # (--use-megatron-fsdp: ZeRO-2 and -3 as optim_grads and optim_grads_params, one unit a
+    # transformer layer), TE's FP8 recipes (delayed, tensorwise, blockwise on Hopper, MXFP8 on
+    # Blackwell) and NVFP4 (Fp4Recipe, 2025-09), --fp8-param-gather, DeepEP through the flex
+    # dispatcher (2025-02), EP A2A overlap (2025-08), hybrid sharding with MoE (Core 0.13), NCCL 2.23+.
+    "megatron-core-2025": Era(
+        "megatron-core-2025", ("interleaved", "1f1b"), 2, ("selective", "none", "full"), (T, F), (T, F), (1, 0, 2, 3), (T, F), ("bf16", "fp32"),
+        (T, F), (T, F), ("auto", "ring", "tree", "nvls"), ("ring", "all_gather", "ulysses"), 8, ("bf16", "fp8", "mxfp8", "fp8_blockwise", "nvfp4"),
+        zero3_unit="layer", nccl_pat=True, cuda_graphs="layer", a2a_link_share=DEEPEP_LINK_SHARE, moe_a2a_overlap=True,
+        fp8_param_gather=True,
+        source="NVIDIA/Megatron-LM (2025): docs/user-guide/features/cuda_graph.md, megatron_fsdp.md, megatron/core/enums.py "
+               "(Fp8Recipe, Fp4Recipe), moe/README.md (EP A2A overlap, --fp8-param-gather); deepseek-ai/DeepEP docs/legacy.md"),
+    # Megatron-LM on ROCm (AMD's ROCm/Megatron-LM with ROCm/TransformerEngine, 2025) on MI300X/MI325X/MI355X:
+    # TE's fused attention on CK/AOTriton kernels (the catalog's rates under the name "cudnn": labs.core.
+    # engine.hardware.ATTENTION_KERNELS), hipBLASLt GEMMs, FP8 recipes on CDNA 3/4, RCCL (no NVLS, no
+    # PAT), no userbuffers TP overlap, HIP graphs not used by its recipes.
+    "rocm-megatron-2025": Era(
+        "rocm-megatron-2025", ("interleaved", "1f1b"), 2, ("selective", "none", "full"), (T, F), (T, F), (1, 0), (F,), ("bf16", "fp32"),
+        (T, F), (T, F), ("auto", "ring", "tree"), ("ring", "all_gather"), 8, ("bf16", "fp8"),
+        tp_overlap_kind="none", hybrid_sharding="dense", vendor="amd",
+        source="ROCm/Megatron-LM and ROCm/TransformerEngine README (feature status: fused attention with AOTriton and CK "
+               "backends, hipBLASLt the only GEMM backend, FP8 recipe, HipGraph partial), ROCm/rccl"),
 }
+# torchtitan in 2025: FSDP2 with torchao's float8 all-gather on (docs/float8.md's recipe:
+# --float8.enable_fsdp_float8_all_gather --float8.precompute_float8_dynamic_scale_for_fsdp),
+# MXFP8 on Blackwell (torchao MXLinear), grouped expert GEMMs (torch._grouped_mm) and PyTorch's
+# NCCL 2.25+ (pytorch/pytorch#146073: PAT); the rest as in 2024.
+ERAS["torchtitan-2025"] = replace(
+    ERAS["pytorch-fsdp2-2024"], name="torchtitan-2025", precision=("bf16", "fp8", "mxfp8"), fp8_param_gather=True, nccl_pat=True,
+    grouped_gemm="grouped", source="pytorch/torchtitan (2025): docs/float8.md, torchao.float8.fsdp_utils, torchao.prototype.mx_formats")
 DEFAULT_STACK = "megatron-core-2024"  # the kernels a plan with no era runs (the engine's v2 constants)
 ERA_NAMES = tuple(ERAS)
 
@@ -452,6 +569,39 @@ def stack_of(name: str | None) -> Era:
     """The era whose kernel-level constants a plan runs with: its own, or (era=None) DEFAULT_STACK's
     with today's NCCL (PAT) and grouped expert GEMMs."""
     return TODAY_STACK if name is None else ERAS[name]
+
+
+# Plan precisions whose weights --fp8-param-gather and torchao gather in FP8, by their codes in the
+# step model's fp8 column (labs.core.engine.precision.PRECISIONS: 1 "fp8", 4 "fp8_blockwise"; a
+# plain bool's True is 1): not MXFP8 (Megatron-Core's MoE README: "except MXFP8"), and NVFP4's
+# --fp4-param-gather is not priced (its weights gathered in BF16).
+FP8_GATHER_CODES = (1, 4)
+
+
+def fp8_param_gathered(stack: Era, fp8_column, xp):
+    """Where the stack all-gathers the weights in FP8 (module docstring: fp8_param_gather): False
+    for a stack that never does, else a column over the rows' precision codes."""
+    if not stack.fp8_param_gather:
+        return False
+    return (fp8_column == FP8_GATHER_CODES[0]) | (fp8_column == FP8_GATHER_CODES[1])
+
+
+def check_stack_on_gpu(stack: Era, gpu) -> None:
+    """Refuse a stack whose kernels do not run on this GPU (a ROCm stack on an NVIDIA part, a CUDA one on AMD's)."""
+    amd = gpu.arch.startswith("cdna")
+    if (stack.vendor == "amd") != amd:
+        raise ValueError(f"stack {stack.name!r} runs on {stack.vendor.upper()} GPUs; {gpu.name} is an {'AMD' if amd else 'NVIDIA'} part")
+
+
+def launches_per_layer(stack: Era, torch_compile: bool, moe_share) -> tuple:
+    """(graph replays, kernels launched one by one) of one layer's forward under the stack's CUDA
+    graphs (module docstring: cuda_graphs), averaged over the layers (moe_share: the MoE layers' share)."""
+    eager = kernels_per_layer(stack, torch_compile)
+    if stack.cuda_graphs == "none":
+        return 0.0, eager
+    dense_graphs = 1.0 if stack.cuda_graphs == "layer" else 0.0
+    graphs = (1 - moe_share) * dense_graphs + moe_share * MOE_LAYER_GRAPHS
+    return graphs, moe_share * MOE_EAGER_KERNELS
 
 
 def kernels_per_layer(stack: Era, torch_compile: bool) -> int:

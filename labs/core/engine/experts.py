@@ -123,18 +123,20 @@ def all_to_all_network_share(model: Model, cluster: Cluster, tp, ep, max_nodes, 
     return np.where(both > 0, remote / np.where(both > 0, both, 1.0), 0.0)
 
 
-def all_to_all_cost(model: Model, cluster: Cluster, tokens, tp, ep, max_nodes, dispatch_bytes, stride=None, xp=NUMPY):
+def all_to_all_cost(model: Model, cluster: Cluster, tokens, tp, ep, max_nodes, dispatch_bytes, stride=None, xp=NUMPY, link_share=(1.0, 1.0)):
     """(seconds, bytes sent) of one layer's dispatch + combine on one GPU, averaged over the
-    layers: all_to_all_time's terms, with the bytes the GPU puts on the NICs and on NVLink."""
+    layers: all_to_all_time's terms, with the bytes the GPU puts on the NICs and on NVLink.
+    `link_share`: (NVLink, NIC) rate of the stack's kernels over the link's achieved one
+    (labs.core.engine.eras: a2a_link_share)."""
     if not model.experts:
         zero = xp.full_like(tokens, 0.0)
         return zero, zero
     h = model.hidden
     local = tokens / tp
     nodes, remote, fan_out = _routes(model, cluster, tp, ep, max_nodes, stride, xp)
-    nic = cluster.inter_bytes_per_s_per_gpu
+    nic = cluster.inter_bytes_per_s_per_gpu * link_share[1]
     # NVLink through a switch; on a full mesh (xGMI) the g - 1 links to the domain's other members
-    nvlink = scale_up_bytes_per_s(cluster, members_per_domain(cluster, ep, tp if stride is None else stride, xp), xp)
+    nvlink = scale_up_bytes_per_s(cluster, members_per_domain(cluster, ep, tp if stride is None else stride, xp), xp) * link_share[0]
     total = sent = 0.0
     for element in (dispatch_bytes, 2.0):  # dispatch, then combine
         network_bytes = local * remote * h * element

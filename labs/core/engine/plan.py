@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from labs.core.engine.context import check_ulysses
-from labs.core.engine.eras import ERA_NAMES, GRAD_SYNCS, check_plan_in_era, get_era, stack_of
+from labs.core.engine.eras import ERA_NAMES, GRAD_SYNCS, check_plan_in_era, check_stack_on_gpu, get_era, stack_of
 from labs.core.engine.hardware import Cluster
 from labs.core.engine.layout import RANK_ORDERS
 from labs.core.engine.memory import OPTIMIZER_STATES, ZERO_STAGES
@@ -228,6 +228,8 @@ def validate(model: Model, cluster: Cluster, plan: Plan) -> None:
     if plan.cp_algorithm == "ulysses":
         check_ulysses(model, plan.tp, plan.cp)
     check_cluster_has(cluster, plan.dp_algorithm)  # a Plan's dp_algorithm is one of DP_ALGORITHMS already
+    if plan.stack is not None:
+        check_stack_on_gpu(get_era(plan.stack), cluster.gpu)
     if plan.ep > 1 and (not model.experts or model.experts % plan.ep):
         raise ValueError(f"ep must divide the model's {model.experts} routed experts, got ep={plan.ep}")
     if (plan.capacity_factor is not None or plan.max_nodes_per_token is not None) and not model.experts:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from labs.core.engine.context import ulysses_fits
-from labs.core.engine.eras import ERA_FIELDS, GRAD_SYNCS, get_era, stack_of
+from labs.core.engine.eras import ERA_FIELDS, GRAD_SYNCS, check_stack_on_gpu, get_era, stack_of
 from labs.core.engine.hardware import Cluster
 from labs.core.engine.memory import optimizer_state
 from labs.core.engine.models import ALL_RECOMPUTE_MODES, RECOMPUTE_MODES, Model
@@ -64,6 +64,8 @@ def _settings(cluster: Cluster, era, fixed: dict) -> tuple[dict, dict]:
     if unknown:
         raise ValueError(f"unknown Plan field(s) {sorted(unknown)}; sweepable: {', '.join(SWEPT + FIXED_ONLY + ('dp',))}")
     spec = get_era(era)
+    if spec is not None:
+        check_stack_on_gpu(spec, cluster.gpu)
     plan_defaults = Plan()
     options = {k: (getattr(spec, k)[0] if spec and k in ERA_FIELDS else getattr(plan_defaults, k)) for k in FIXED_ONLY}
     for name in FIXED_ONLY:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from labs.core.engine.context import contiguous_imbalance_columns
-from labs.core.engine.eras import kernels_per_layer, stack_of
+from labs.core.engine.eras import CUDA_GRAPH_LAUNCH_S, fp8_param_gathered, kernels_per_layer, launches_per_layer, stack_of
 from labs.core.engine.experts import ffn_forward_time, moe_pass_time
 from labs.core.engine.gemm import flash_attention_time, fp8_cast_time, gemm_time, unfused_elementwise_ratio
 from labs.core.engine.hardware import GPUS, Cluster
@@ -66,6 +66,8 @@ def layer_compute(model, cluster, stack, p, xp, kernels=None) -> SimpleNamespace
     # FP8 weights are quantized once a step with Transformer Engine's FP8 weight cache, every
     # micro-batch without it (labs.core.engine.gemm: fp8_cast_time; Era.fp8_weight_cache).
     weight_casts = k.fp8_weight_casts * (1.0 / p.m if stack.fp8_weight_cache else 1.0)
+    if stack.fp8_param_gather:  # the shard is cast before an FP8 all-gather (labs.core.engine.eras: fp8_param_gather)
+        weight_casts = weight_casts * xp.where(fp8_param_gathered(stack, p.fp8, xp) & (p.zero >= 1), 1.0 / p.shard, 1.0)
     fwd = xp.maximum(k.gpu_f + copies_f + weight_casts, k.launch_f + hooks_f)
     layer_b = k.gpu_b + copies_b  # input gradients, with what is re-run
     layer_w = gemm_f  # weight gradients
@@ -75,7 +77,9 @@ def layer_compute(model, cluster, stack, p, xp, kernels=None) -> SimpleNamespace
 
 
 def has_fsdp_costs(stack) -> bool:
-    return bool(stack.fsdp_s_per_unshard or stack.fsdp_s_per_param or any(stack.fsdp_kept_s_per_param) or stack.fsdp_kept_s_per_pass
+    """Whether a layer's time reads the ZeRO stage: FSDP's hooks and copies, or the FP8 weight cast
+    that an FP8 parameter gather moves onto the shard (labs.core.engine.eras: fp8_param_gather)."""
+    return stack.fp8_param_gather or bool(stack.fsdp_s_per_unshard or stack.fsdp_s_per_param or any(stack.fsdp_kept_s_per_param) or stack.fsdp_kept_s_per_pass
                 or stack.fsdp_unshard_bytes or stack.fsdp_shard_bytes or any(stack.fsdp_grad_bytes))
 
 
@@ -172,8 +176,14 @@ def layer_kernels(model, cluster, stack, p, xp) -> SimpleNamespace:
     elementwise = ELEMENTWISE_TRAFFIC * xp.where(fused, 1.0, unfused_elementwise_ratio(model)) * written / hbm_rate
     scores_elementwise = ELEMENTWISE_TRAFFIC * 5 * a * s * s_full * b / tp / hbm_rate
     gpu_f = gemm_f + cast_f + attn_f + merge_f + moe_passes + elementwise
-    # The forward launches `kernels` per layer, the backward twice as many.
-    launch_f = xp.where(p.torch_compile, kernels_per_layer(stack, True), kernels_per_layer(stack, False)) * stack.cpu_s_per_kernel
+    # The forward launches `kernels` per layer, the backward twice as many; under CUDA graphs the
+    # host replays a graph instead (labs.core.engine.eras: cuda_graphs), and launches only what no
+    # graph captures (an MoE layer's experts).
+    if stack.cuda_graphs == "none":
+        launch_f = xp.where(p.torch_compile, kernels_per_layer(stack, True), kernels_per_layer(stack, False)) * stack.cpu_s_per_kernel
+    else:
+        graphs, eager = launches_per_layer(stack, False, model.moe_share)
+        launch_f = xp.full_like(gpu_f, graphs * CUDA_GRAPH_LAUNCH_S + eager * stack.cpu_s_per_kernel)
     rerun = xp.maximum(gpu_f, launch_f)  # inside the backward's unshard (layer_compute): no copies of its own
     recompute = xp.where(p.full, p.redo * rerun, xp.where((p.rc == _SELECTIVE) & xp.not_(p.flash), scores_f + scores_elementwise, 0.0))
     # Finer grains: op-level checkpointing re-runs the element-wise ops and half the GEMMs;

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+from labs.core.engine.eras import fp8_param_gathered
 from labs.core.engine.memory import WEIGHT_BYTES
 from labs.core.engine.pipeline import SCHEDULES
 from labs.core.engine.stages.inputs import BATCH_TERMS
@@ -84,6 +85,11 @@ def _collective_prices(model, cluster, stack, p, q, dp_algorithm, xp) -> SimpleN
     d.grad_bytes = grad_bytes = xp.where(p.grad_fp32, 4.0, 2.0)
     grads = d.dense_params * grad_bytes
     weights_bytes = d.dense_params * WEIGHT_BYTES
+    gather_bytes = WEIGHT_BYTES  # a weight's bytes in its all-gather
+    if stack.fp8_param_gather:  # the layers' linear weights gathered in FP8 (labs.core.engine.eras: fp8_param_gather)
+        gather_bytes = xp.where(fp8_param_gathered(stack, p.fp8, xp), 1.0, WEIGHT_BYTES)
+        linear = xp.where(p.pp > 1, d.layers, model.layers + model.mtp_depth) * (model.layer_params - model.layer_expert_params) / p.tp
+        weights_bytes = weights_bytes - linear * (WEIGHT_BYTES - gather_bytes)
     d.expert_shard = expert_shard = p.expert_shard  # routed experts replicate over n / ep ranks only
     bucket = xp.where(p.bucket_bytes > 0, p.bucket_bytes, xp.maximum(MEGATRON_BUCKET_PARAMS, 1_000_000 * p.dp) * grad_bytes)
     calls = d.calls = xp.maximum(1.0, xp.ceil(grads / bucket))
@@ -113,7 +119,7 @@ def _collective_prices(model, cluster, stack, p, q, dp_algorithm, xp) -> SimpleN
     expert_rs = (0.0, 0.0)
     expert_replicas = d.expert_replicas = n / ep / expert_shard
     if model.experts:  # routed experts' gradients reduce over the expert-data-parallel group (n / ep ranks, tp x ep apart)
-        expert_grads, expert_weights = d.expert_params * grad_bytes, d.expert_params * WEIGHT_BYTES
+        expert_grads, expert_weights = d.expert_params * grad_bytes, d.expert_params * gather_bytes
         ar = _plus(ar, bucketed("all_reduce", z0, expert_grads, calls, n / ep, s_cp * ep))
         expert_rs = sharded_reduce(scatters, expert_grads, calls, expert_shard, s_cp * ep, expert_replicas)
         rs = _plus(rs, expert_rs)

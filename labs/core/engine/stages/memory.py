@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from labs.core.engine.eras import logits_bytes, stack_of
+from labs.core.engine.eras import CUDA_GRAPH_STATIC_INPUTS, logits_bytes, stack_of
 from labs.core.engine.memory import WEIGHT_BYTES, in_flight_columns, model_state_columns
 from labs.core.engine.models import ALL_RECOMPUTE_MODES, RECOMPUTE_MODES
 from labs.core.engine.pipeline import SCHEDULES
@@ -82,6 +82,8 @@ def rank_activations(model, p, layer, q, per_layer, xp, stack=None):
     (Llama 3) takes it away (labs.core.engine.eras: pp_keeps_outputs, pp_frees_stage_inputs)."""
     boundary = ACTIVATION_BYTES * p.tokens * model.hidden / xp.where(p.sp, p.tp, 1.0)  # a chunk's input or output
     keeps = 0.0 if stack is None else float(stack.pp_keeps_outputs) - float(stack.pp_frees_stage_inputs)
+    if stack is not None and stack.cuda_graphs != "none":  # the graphs' static inputs (labs.core.engine.eras: cuda_graphs)
+        per_layer = per_layer + CUDA_GRAPH_STATIC_INPUTS * boundary
     output = xp.where(p.pp > 1, keeps * boundary, 0.0)
     chunk = q.layers_r[1] / p.v  # a full chunk: a middle rank's layers over its v chunks (pp > 2)
     return xp.each(_rank_activations, q.layers_r, q.last_r, q.rank_index, q.pass_share, model, p, per_layer, _stored(p, xp), layer.written,

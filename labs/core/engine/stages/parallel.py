@@ -127,7 +127,7 @@ def layer_communication(model, cluster, stack, p, layer, xp) -> SimpleNamespace:
         split_gemms = 4 * (1 + redo) * (tp - 1) * GEMM_FIXED_S
         hidden_forward = xp.maximum(forward_tp - gemm_f * (1 + redo), forward_tp / tp) + split_gemms
         t.tp_exposed = xp.where(t.overlap, hidden_forward + (t.tp_total - forward_tp), t.tp_total)
-    a2a, t.a2a_sent = all_to_all_cost(model, cluster, p.tokens, tp, p.ep, p.max_nodes, xp.where(p.fp8, 1.0, 2.0), p.s_cp, xp)
+    a2a, t.a2a_sent = all_to_all_cost(model, cluster, p.tokens, tp, p.ep, p.max_nodes, xp.where(p.fp8, 1.0, 2.0), p.s_cp, xp, stack.a2a_link_share)
     t.layer_a2a = a2a * (2 + redo)  # dispatch + combine, forward and backward (and the re-run forward)
     t.layer_comm = t.tp_exposed + t.cp_total + t.layer_a2a
     return t

@@ -30,6 +30,7 @@ from labs.core.engine.stages.parallel import _seconds, overlap_contention
 from labs.core.engine.stages.xp import NUMPY
 
 _ZB_H1, _ZB_H2, _DUALPIPE = SCHEDULES.index("zb-h1"), SCHEDULES.index("zb-h2"), SCHEDULES.index("dualpipe")
+_1F1B, _INTERLEAVED = SCHEDULES.index("1f1b"), SCHEDULES.index("interleaved")
 # SMs DeepSeek-V3's all-to-all kernels take while the other chunk computes: "only 20 SMs are
 # sufficient to fully utilize the bandwidths of IB and NVLink" (arXiv:2412.19437 Sec. 3.2.2).
 DUALPIPE_COMM_SMS = 20
@@ -79,20 +80,36 @@ def _rank_times(layers, last, share, fwd, layer_b, layer_w, layer_comm, logits, 
     return f, b, w, comm, f + b + w + comm
 
 
-def _rank_comm(rank, pp, m, dual, layer_comm, layer_a2a, redo, fwd, bwd, sms, xp):
+def _rank_comm(rank, pp, m, v, dual, a2a_1f1b, layer_comm, layer_a2a, redo, fwd, bwd, sms, xp):
     """A rank's layer communication per micro-batch and the expert all-to-all part of it: all of
-    it exposed, or under DualPipe what _dualpipe_comm leaves exposed."""
-    return xp.only_if(dual, _dualpipe_comm, (rank, pp, m, layer_comm, layer_a2a, redo, fwd, bwd, sms, xp), (layer_comm, layer_a2a))
+    it exposed, or under DualPipe (and 1F1B with the stack's all-to-all overlap, `a2a_1f1b`: None
+    where the stack has none) what _dualpipe_comm leaves exposed."""
+    if a2a_1f1b is None:
+        return xp.only_if(dual, _dualpipe_comm, (rank, pp, m, layer_comm, layer_a2a, redo, fwd, bwd, sms, xp), (layer_comm, layer_a2a))
+    pairs = xp.where(dual, dualpipe_overlapped_pairs(pp, m, rank, xp), one_f_one_b_overlapped_pairs(pp, m, v, rank, xp))
+    return xp.only_if(dual | a2a_1f1b, _dualpipe_comm, (rank, pp, m, layer_comm, layer_a2a, redo, fwd, bwd, sms, xp, pairs),
+                      (layer_comm, layer_a2a))
 
 
-def _dualpipe_comm(rank, pp, m, layer_comm, layer_a2a, redo, fwd, bwd, sms, xp):
+def one_f_one_b_overlapped_pairs(pp, m, v, rank, xp=NUMPY):
+    """Forward-and-backward pairs of rank `rank` under (interleaved) 1F1B with Megatron-Core's EP
+    A2A overlap, in micro-batches: the steady state merges each forward with the backward beside
+    it, all but the first; the warm-up's forwards and the cool-down's backwards run alone. 1F1B
+    warms up with pp - rank - 1 forwards, interleaving with 2 (pp - rank - 1) + (v - 1) pp chunk
+    passes of m v (Megatron's get_pp_rank_microbatches), so (m v - warm-up - 1) / v."""
+    pp, m, v, rank = xp.floats(pp), xp.floats(m), xp.floats(v), xp.floats(rank)
+    warmup = xp.where(v > 1, 2 * (pp - rank - 1) + (v - 1) * pp, pp - rank - 1)
+    return xp.maximum(m * v - warmup - 1, 0.0) / v
+
+
+def _dualpipe_comm(rank, pp, m, layer_comm, layer_a2a, redo, fwd, bwd, sms, xp, pairs=None):
     """_rank_comm under DualPipe: the mean over the step's m passes where, in each overlapped
     pair, only what exceeds the other pass's compute waits (a forward's dispatch and combine
     under the backward's compute, the backward's and the re-run forward's under the forward's),
     plus what the hidden part cost that compute in SMs; a pass that runs alone exposes its own."""
     a2a_f = layer_a2a / (2 + redo)
     a2a_b = layer_a2a - a2a_f
-    pairs = dualpipe_overlapped_pairs(pp, m, rank, xp)
+    pairs = dualpipe_overlapped_pairs(pp, m, rank, xp) if pairs is None else pairs
     exposed = xp.maximum(a2a_f - bwd, 0.0) + xp.maximum(a2a_b - fwd, 0.0)
     paired = exposed + overlap_contention(sms, layer_a2a - exposed, DUALPIPE_COMM_SMS)
     a2a = (pairs * paired + (m - pairs) * layer_a2a) / m
@@ -118,7 +135,9 @@ def pipeline_stage(model, cluster, stack, p, layer, tpcp, xp) -> SimpleNamespace
         logits, loss = logits * (1 + model.mtp_depth), loss * (1 + model.mtp_depth)
     # the first, a middle (the second) and the last rank's index, for the per-rank stages
     q.rank_index = rank_index = xp.stack(xp.full_like(pp, 0.0), xp.minimum(1.0, pp - 1), pp - 1)
-    layer_comm_r, a2a_r = xp.each(_rank_comm, rank_index, pp, m, dual, tpcp.layer_comm, tpcp.layer_a2a, p.redo, layer.fwd,
+    # Megatron-Core's EP A2A overlap pairs 1F1B's and interleaving's steady passes (labs.core.engine.eras: moe_a2a_overlap)
+    a2a_1f1b = ((sched == _1F1B) | (sched == _INTERLEAVED)) if stack.moe_a2a_overlap and model.experts else None
+    layer_comm_r, a2a_r = xp.each(_rank_comm, rank_index, pp, m, v, dual, a2a_1f1b, tpcp.layer_comm, tpcp.layer_a2a, p.redo, layer.fwd,
                                   layer.layer_b + layer.layer_w, gpu.sms, xp)
     stage_f, stage_b, stage_w, stage_comm, total = xp.each(
         _rank_times, q.layers_r, q.last_r, q.pass_share, layer.fwd, layer.layer_b, layer.layer_w, layer_comm_r, logits, loss)
