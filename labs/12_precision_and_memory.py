@@ -606,9 +606,9 @@ def _(fp8_committed, recompute_committed, settings, underflow_committed):
       or two of mantissa). bf16 has fp32's range and needs no scale.
     - FP8 has neither range nor mantissa to spare: it works with a scale per tensor, or per tile
       where outliers live, and with partial sums promoted to fp32.
-    - FP8 saves time, hardly memory: the master weights and Adam's moments stay in fp32, and an
-      FP8 copy of the weights is added: {_cache['cache_bytes']:g} byte per parameter as the engine counts it, about
-      {_cache['hopper_cache_bytes']:g} on Hopper, where Transformer Engine caches its transpose too.
+    - FP8 saves time, hardly memory: the master weights and Adam's moments stay in fp32, and FP8
+      copies of the weights are added: {_cache['cache_bytes']:g} bytes per parameter on {_cache['gpu']}, where Transformer
+      Engine caches each copy's transpose too ({_cache['blackwell_cache_bytes']:g} on Blackwell, whose FP8 GEMMs read either layout).
     - Selective recomputation costs a few percent of FLOPs, full recomputation a third; with flash
       attention selective costs nothing extra, because flash already recomputes.
     - Accumulating gradients over micro-batches is free while they are whole: DeepSpeed's ZeRO-2

@@ -37,10 +37,11 @@ def test_block_scales_per_element():
     assert p.answer({"format": "nvfp4", "model": "llama3-8b"}) == pytest.approx(0.5 + 1 / 16 + 4 / 4096**2)
 
 
-def test_fp8_cache_is_one_byte_a_parameter_of_the_shard():
+def test_fp8_cache_is_two_bytes_a_parameter_of_the_shard_on_hopper():
+    """By hand: the FP8 copy and its transpose (Hopper), one byte each, of the TP shard's parameters."""
     from labs.core.engine.models import Model
 
-    assert CHAPTER.problem("fp8_cache").answer({"model": "llama3-8b", "tp": 4}) == pytest.approx(Model.get("llama3-8b").params / 4 / 1e9, rel=1e-6)
+    assert CHAPTER.problem("fp8_cache").answer({"model": "llama3-8b", "tp": 4}) == pytest.approx(Model.get("llama3-8b").params / 4 * 2 / 1e9, rel=1e-6)
 
 
 def test_locked_before_the_commits():

@@ -171,7 +171,8 @@ def test_lab12_fp8_cache_and_no_sync_as_the_engine_prices_them():
     row = lab12.bytes_rows(None)[-1]
     e = lab12.fp8_estimates(None)
     assert row["cache_bytes"] == pytest.approx((e["fp8"].memory.weights - e["bf16"].memory.weights) / lab12._rank_params(e["bf16"]))
-    assert row["hopper_cache_bytes"] == 2 * row["cache_bytes"] and "transpose" in row["parts"]
+    # by hand: the FP8 copy (1 byte, E4M3) and its transpose on this case's H100; one copy on Blackwell
+    assert row["gpu"].startswith("H100") and row["cache_bytes"] == pytest.approx(2 * 1.0) and row["blackwell_cache_bytes"] == 1.0 and "transpose" in row["parts"]
     e8, fsdp = lab12.accumulation_estimates(8), lab12.accumulation_no_sync(8)
     assert fsdp.comm_bytes_per_gpu["dp"] == pytest.approx(e8[1].comm_bytes_per_gpu["dp"])  # ZeRO-1's traffic ...
     assert fsdp.memory.total > e8[2].memory.total  # ... without ZeRO-2's memory saving
@@ -187,7 +188,7 @@ def test_lab12_page_says_the_transpose_and_no_sync():
                                                **committed("fp8", q["fp8"], right(q["fp8"]))})
     page = _plain(text_of(outputs))
     row = lab12.bytes_rows(variant("12_precision_and_memory", "student").settings)[-1]
-    assert f"about {row['hopper_cache_bytes']:g} on Hopper, where Transformer Engine caches its transpose too" in page
+    assert f"{row['cache_bytes']:g} bytes per parameter on {row['gpu']}, where Transformer Engine caches each copy's transpose too" in page
     e8 = lab12.accumulation_estimates(8)
     assert f"sends {e8[2].comm_bytes_per_gpu['dp'] / e8[1].comm_bytes_per_gpu['dp']:.1f}x ZeRO-1's bytes" in page
     assert "FSDP no_sync" in page and "free until the gradients are sharded" not in page and "with the right one it keeps them all" not in page

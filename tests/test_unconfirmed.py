@@ -71,6 +71,14 @@ EXPECTED = [
     "link roce-400",
     "link xgmi-mi355x",
     "power_curve gh100 400 W",
+    # the stacks of 2025-26 (labs.core.engine.eras: Era.unconfirmed)
+    "stack megatron-core-2025 a2a_link_share",
+    "stack megatron-core-2025 cuda_graphs",
+    "stack megatron-core-2025 moe_a2a_overlap",
+    "stack rocm-megatron-2025 attention_kernel",
+    "stack rocm-megatron-2025 cpu_s_per_kernel",
+    "stack rocm-megatron-2025 kernels_per_layer",
+    "stack torchtitan-2025 fp8_param_gather",
 ]
 
 
@@ -84,7 +92,28 @@ def test_the_unconfirmed_list_changes_only_on_purpose():
         f"new unconfirmed constants {added} (add each to EXPECTED with its reason in the catalog), "
         f"now backed {removed} (take them out of EXPECTED)"
     )
-    assert len(keys) == len(EXPECTED) == 57
+    assert len(keys) == len(EXPECTED) == 57 + 7  # + 7: the stacks of 2025-26
+
+
+# The block-scaled formats' assumptions (labs.core.engine.precision.UNCONFIRMED), beside the catalog's.
+EXPECTED_PRECISION = [
+    "activations block-scaled",
+    "cache fp8 cdna",
+    "cache fp8_blockwise blackwell",
+    "cache nvfp4 blackwell",
+    "gemm fp8_blockwise blackwell",
+    "gemm mxfp8 blackwell",
+    "gemm nvfp4 b200 b300 gb300",
+    "quantize block-scaled",
+]
+
+
+def test_the_precision_assumptions_change_only_on_purpose():
+    from labs.core.engine.precision import UNCONFIRMED
+
+    for which, assumption in sorted(UNCONFIRMED.items()):
+        print(f"{which:36s} {assumption}")
+    assert sorted(UNCONFIRMED) == EXPECTED_PRECISION and all(UNCONFIRMED.values())
 
 
 def test_a_gpu_whose_text_says_unconfirmed_lists_what():

@@ -26,6 +26,14 @@ and its rate rises with the sequence length of each call and with the head size 
 FP8 (`fp8_cast_time`): the recipe's quantize kernels (cast, transpose, amax) stream every FP8 GEMM
 input through HBM, at the rate TE's quantize kernels reach (QUANTIZE_HBM_SHARE).
 
+Block-scaled formats (Plan.precision "mxfp8", "nvfp4", "fp8_blockwise": labs.core.engine.precision):
+each GEMM runs at its format's kernel (PRECISION_KERNELS, fitted on that format's own kernel rows,
+or the per-tensor FP8 kernel where no row exists), reads its operands at the format's bytes with
+their scales, and its quantize kernels write both usages with their scales. The stages pass the
+precision's code where they passed `fp8` (0, bf16, is falsy). Under NVFP4 the recipe keeps a share
+of the layers in BF16 (precision.NVFP4_BF16_LAYER_SHARE): the step model prices one average layer,
+so each of its GEMMs and casts is that share BF16.
+
 Element-wise work (norms, RoPE, activation, residual adds, casts) streams through HBM. A stack
 that fuses them (Megatron's and Transformer Engine's kernels, or torch.compile) moves fewer bytes
 than eager PyTorch, whose norms upcast to fp32 and whose RoPE and SwiGLU run as separate kernels:
@@ -36,7 +44,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from functools import lru_cache
+
+import numpy as np
+
 from labs.core.engine.hardware import ATTENTION_KERNELS, GPU  # noqa: F401  (ATTENTION_KERNELS: labs.core.engine.eras checks stacks against it)
+from labs.core.engine.precision import FP8, GEMM_PRECISIONS, NVFP4, PRECISIONS
 from labs.core.engine.stages.xp import NUMPY
 
 
@@ -83,6 +96,25 @@ GEMM_KERNELS = {
 GEMM_KERNELS["ampere"] = GemmKernel(128, 64, 0, 1.0e-6, None, "Calculon a100_80g.json gflops_efficiency; share: korthikanti_t4_baseline_no_recompute, korthikanti_t5_22B")
 GEMM_KERNELS["cdna3"] = GEMM_KERNELS["cdna4"] = GEMM_KERNELS["hopper"]
 LAYER_GEMM_SHARE = 0.845  # Ampere's share of the MAMF (see above)
+# Block-scaled GEMMs (labs.core.engine.precision), fitted on the same grid (k_tail to 1,504; fixed_s
+# to 4 us) with each format's operand bytes (scales included), tests/test_block_scaled.py reporting
+# every row's error:
+# - ("blackwell", "nvfp4"): the 8 cuBLASLt FP4 rows of GB200 (gemm_azure_gb200_fp4_*; the source
+#   does not name the FP4 format: cuBLASLt's block-scaled FP4), 1024^3 .. 32768^3, 1024x2145x1024,
+#   802816x192x768: 256 x 256 tiles, k_tail 512, 4 us, 0.795 of the dense FP4 peak (GPU.fp4_flops:
+#   no FP4 MAMF row is stored); rows -4.7% .. +5.5%. B200, B300 and GB300 take it (unconfirmed).
+# - ("hopper", "fp8_blockwise"): DeepGEMM's six training-shape rows on H800 (M = 4,096:
+#   gemm_deepgemm_h800_fp8blk_4096x*, 1 x 128 activation and 128 x 128 weight scales, FP32
+#   promotion on CUDA cores): 128 x 128, k_tail 448, 4 us, 0.805 of the dense FP8 peak (1,593
+#   TFLOP/s on H800 and H100: DeepGEMM passes cuBLASLt's per-tensor FP8 MAMF); rows -1.9% .. +3.3%.
+#   Its M = 64 and 128 rows (inference shapes) are reported, not fitted.
+# - mxfp8 (Blackwell), and fp8_blockwise on Blackwell: the per-tensor FP8 kernel and share
+#   (unconfirmed: no MXFP8 or blockwise GEMM row on Blackwell is stored; the datasheets give one
+#   dense FP8 peak for both).
+PRECISION_KERNELS = {
+    ("blackwell", "nvfp4"): (GemmKernel(256, 256, 512, 4.0e-6, 0.795, "gemm_azure_gb200_fp4_* (8 rows)"), "fp4_flops"),
+    ("hopper", "fp8_blockwise"): (GemmKernel(128, 128, 448, 4.0e-6, 0.805, "gemm_deepgemm_h800_fp8blk_4096x* (6 rows)"), "fp8_flops"),
+}
 ROOFLINE_NORM = 3.0
 # The fixed cost per call of the GEMMs that the stages split themselves (labs.core.engine.stages.parallel:
 # AsyncTP's per-step GEMMs): Hopper's, where AsyncTP runs.
@@ -214,30 +246,80 @@ def gemm_kernel(gpu: GPU) -> GemmKernel:
     return GEMM_KERNELS[gpu.arch]
 
 
-def gemm_ceiling(gpu: GPU, fp8=False, xp=NUMPY):
-    """FLOP/s a long run of large GEMMs sustains on this GPU, in BF16 or FP8: the architecture's
-    share of each precision's measured best-shape rate (GEMM_KERNELS)."""
+def _precision_kernel(gpu: GPU, name: str) -> tuple[float, ...]:
+    """(tile_m, tile_n, k_tail, fixed_s, ceiling FLOP/s, operand bytes) of this GPU's GEMMs in one
+    precision (module docstring); a precision the GPU cannot run (refused where a plan enters,
+    labs.core.engine.precision.check_precision_on) takes BF16's, so no rate is ever zero."""
     kernel = gemm_kernel(gpu)
-    fp8_share = LAYER_GEMM_SHARE if kernel.share is None else kernel.share
-    bf16_share = LAYER_GEMM_SHARE if kernel.bf16_share is None else kernel.bf16_share
-    return xp.where(fp8, gpu.fp8_mamf_flops * fp8_share, gpu.mamf_flops * bf16_share)
+    if name != "bf16" and (gpu.arch not in GEMM_PRECISIONS[name].archs or not gpu.fp8_mamf_flops):
+        name = "bf16"
+    if name == "bf16":
+        share = LAYER_GEMM_SHARE if kernel.bf16_share is None else kernel.bf16_share
+        return kernel.tile_m, kernel.tile_n, kernel.k_tail, kernel.fixed_s, gpu.mamf_flops * share, 2.0
+    operand = GEMM_PRECISIONS[name].activation_bytes  # weights' scales are fewer (128 x 128 blocks): the A side's taken for both
+    if (gpu.arch, name) in PRECISION_KERNELS:
+        kernel, base = PRECISION_KERNELS[(gpu.arch, name)]
+        return kernel.tile_m, kernel.tile_n, kernel.k_tail, kernel.fixed_s, getattr(gpu, base) * kernel.share, operand
+    share = LAYER_GEMM_SHARE if kernel.share is None else kernel.share
+    return kernel.tile_m, kernel.tile_n, kernel.k_tail, kernel.fixed_s, gpu.fp8_mamf_flops * share, operand
+
+
+@lru_cache(maxsize=256)
+def _precision_table(gpu: GPU) -> tuple[np.ndarray, ...]:
+    """_precision_kernel's six values for every precision, each an array indexed by the code."""
+    rows = [_precision_kernel(gpu, name) for name in PRECISIONS]
+    return tuple(np.array(column, dtype=float) for column in zip(*rows))
+
+
+def _by_precision(gpu: GPU, code, xp):
+    """_precision_kernel's values at `code` (a bool, an int, or a numpy column of either)."""
+    if xp.scalar:
+        return _precision_kernel(gpu, PRECISIONS[int(code)])
+    index = np.asarray(code, dtype=int)
+    return tuple(column[index] for column in _precision_table(gpu))
+
+
+def _uses(code, which, xp) -> bool:
+    return int(code) == which if xp.scalar else bool(np.any(np.asarray(code) == which))
+
+
+def gemm_ceiling(gpu: GPU, fp8=False, xp=NUMPY):
+    """FLOP/s a long run of large GEMMs sustains on this GPU in a precision (`fp8`: a bool, or a
+    labs.core.engine.precision code): the architecture's share of each precision's measured
+    best-shape rate (GEMM_KERNELS), or the format's fitted share of its peak (PRECISION_KERNELS)."""
+    return _by_precision(gpu, fp8, xp)[4]
 
 
 layer_gemm_rate = gemm_ceiling  # the name labs.core.engine.pipeline reads
+
+
+def _kernel_time(gpu: GPU, m, n, k, groups, code, xp):
+    tile_m, tile_n, k_tail, fixed_s, ceiling, operand_bytes = _by_precision(gpu, code, xp)
+    tiles = groups * xp.ceil(m / tile_m) * xp.ceil(n / tile_n)
+    waves = xp.ceil(tiles / gpu.sms)
+    compute = waves * 2.0 * tile_m * tile_n * (k + k_tail) * gpu.sms / ceiling
+    memory = groups * ((m * k + n * k) * operand_bytes + 2.0 * m * n) / (gpu.hbm_bytes_per_s * gpu.hbm_efficiency)
+    return (compute ** ROOFLINE_NORM + memory ** ROOFLINE_NORM) ** (1.0 / ROOFLINE_NORM) + fixed_s
+
+
+def precision_gemm_time(gpu: GPU, m, n, k, precision: str, groups=1.0, xp=NUMPY):
+    """Seconds of one GEMM kernel (or one grouped launch) in `precision`, every layer of it in
+    that format: the kernel a microbenchmark times (grouped_gemm_time averages in the layers a
+    recipe keeps in BF16)."""
+    return _kernel_time(gpu, m, n, k, groups, PRECISIONS.index(precision), xp)
 
 
 def grouped_gemm_time(gpu: GPU, m, n, k, groups=1.0, fp8=False, xp=NUMPY):
     """Seconds of one launch running `groups` GEMMs of shape (m, n, k) each (a grouped GEMM: the
     experts of an MoE layer, each with its own weights): their tiles share the waves, each
     group's M pads to the tile, each group reads its own B; one fixed cost. groups=1: one GEMM.
-    Every argument may be a numpy column."""
-    kern = gemm_kernel(gpu)
-    tiles = groups * xp.ceil(m / kern.tile_m) * xp.ceil(n / kern.tile_n)
-    waves = xp.ceil(tiles / gpu.sms)
-    compute = waves * 2.0 * kern.tile_m * kern.tile_n * (k + kern.k_tail) * gpu.sms / gemm_ceiling(gpu, fp8, xp)
-    operand_bytes = xp.where(fp8, 1.0, 2.0)
-    memory = groups * ((m * k + n * k) * operand_bytes + 2.0 * m * n) / (gpu.hbm_bytes_per_s * gpu.hbm_efficiency)
-    return (compute ** ROOFLINE_NORM + memory ** ROOFLINE_NORM) ** (1.0 / ROOFLINE_NORM) + kern.fixed_s
+    `fp8`: a bool or a precision code (labs.core.engine.precision.PRECISIONS); under NVFP4 the
+    average layer, its recipe's BF16 share of layers in BF16. Every argument may be a numpy column."""
+    time = _kernel_time(gpu, m, n, k, groups, fp8, xp)
+    if _uses(fp8, NVFP4, xp):
+        share = GEMM_PRECISIONS["nvfp4"].bf16_layer_share
+        time = xp.where(np.equal(fp8, NVFP4), (1.0 - share) * time + share * _kernel_time(gpu, m, n, k, groups, 0, xp), time)
+    return time
 
 
 def gemm_time(gpu: GPU, m, n, k, calls=1.0, fp8=False, xp=NUMPY):
@@ -251,11 +333,35 @@ def gemm_efficiency(gpu: GPU, m, n, k):
     return flops / gemm_time(gpu, m, n, k) / gpu.bf16_flops
 
 
-def fp8_cast_time(gpu: GPU, activation_elements, weight_elements, scaling: str = "delayed", xp=NUMPY):
-    """Seconds of the FP8 recipe's quantize kernels over `activation_elements` (GEMM inputs, or
-    output gradients) and `weight_elements`, each cast once, at QUANTIZE_HBM_SHARE of the HBM rate."""
-    per_element = FP8_CAST_BYTES + FP8_AMAX_READ_BYTES[scaling]
-    return (activation_elements + weight_elements) * per_element / (gpu.hbm_bytes_per_s * QUANTIZE_HBM_SHARE)
+def quantize_bytes(precision: str, weights: bool, scaling: str = "delayed") -> float:
+    """HBM bytes a recipe's quantize kernel moves per BF16 element it casts, on the share of layers
+    the recipe quantizes: reads it (2), writes the row-wise and the column-wise copies with their
+    scales (labs.core.engine.precision.GemmPrecision), and where a per-tensor scale is taken from
+    the tensor itself first (FP8's current scaling; NVFP4's FP32 tensor scale always) one more
+    read. Per-tensor FP8 under delayed scaling: FP8_CAST_BYTES."""
+    spec = GEMM_PRECISIONS[precision]
+    if precision == "bf16":
+        return 0.0
+    if precision == "fp8":
+        return FP8_CAST_BYTES + FP8_AMAX_READ_BYTES[scaling]
+    copy = spec.weight_bytes if weights else spec.activation_bytes
+    amax = FP8_AMAX_READ_BYTES["current"] if spec.tensor_amax_pass else 0.0
+    return (2.0 + 2 * copy + amax) * (1.0 - spec.bf16_layer_share)
+
+
+def fp8_cast_time(gpu: GPU, activation_elements, weight_elements, scaling: str = "delayed", xp=NUMPY, precision=FP8):
+    """Seconds of the low-precision recipe's quantize kernels over `activation_elements` (GEMM
+    inputs, or output gradients) and `weight_elements`, each cast once (quantize_bytes), at
+    QUANTIZE_HBM_SHARE of the HBM rate. `precision`: a code of labs.core.engine.precision (or a
+    column of them), per-tensor FP8 by default."""
+    if xp.scalar:
+        name = PRECISIONS[int(precision)]
+        per_activation, per_weight = quantize_bytes(name, False, scaling), quantize_bytes(name, True, scaling)
+    else:
+        index = np.asarray(precision, dtype=int)
+        per_activation = np.array([quantize_bytes(name, False, scaling) for name in PRECISIONS])[index]
+        per_weight = np.array([quantize_bytes(name, True, scaling) for name in PRECISIONS])[index]
+    return (activation_elements * per_activation + weight_elements * per_weight) / (gpu.hbm_bytes_per_s * QUANTIZE_HBM_SHARE)
 
 
 def flash_attention_time(gpu: GPU, causal_flops_forward, kernel: str = "cudnn", seq=None, head_dim=None, xp=NUMPY):

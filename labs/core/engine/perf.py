@@ -26,10 +26,14 @@ LARGE_BUBBLE = 0.10
 __all__ = ["CP_ALGORITHMS", "Plan", "Estimate", "TimeBreakdown", "OffloadCost", "CollectiveUse", "estimate", "validate", "memory_breakdown", "plan_columns", "CPU_ADAM_BYTES_PER_PARAM"]
 
 
+# The dense peak each Plan.precision's MFU is counted against: its format's (NVFP4: the FP4 peak).
+PEAK_OF_PRECISION = {"bf16": "bf16_flops", "fp8": "fp8_flops", "mxfp8": "fp8_flops", "fp8_blockwise": "fp8_flops", "nvfp4": "fp4_flops"}
+
+
 def peak_flops(gpu, precision: str) -> float:
     """The datasheet's dense peak MFU is measured against: a GPU run below its power limit keeps
     the peak of its part (its lowered clock shows as a lower MFU, as published MFUs count it)."""
-    return (gpu.fp8_flops if precision == "fp8" else gpu.bf16_flops) / gpu.clock_fraction
+    return getattr(gpu, PEAK_OF_PRECISION[precision]) / gpu.clock_fraction
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from labs.core.engine.layout import RANK_ORDERS
 from labs.core.engine.memory import OPTIMIZER_STATES, ZERO_STAGES
 from labs.core.engine.models import ALL_RECOMPUTE_MODES, Model
 from labs.core.engine.pipeline import SCHEDULES, check_dualpipe
+from labs.core.engine.precision import PRECISIONS, check_precision_on, precision_code
 from labs.core.engine.topology import DP_ALGORITHMS, check_cluster_has
 from labs.core.engine.validation import check_bool, check_choice, check_positive
 
@@ -37,7 +38,7 @@ _CHOICES = {
     "zero_stage": ZERO_STAGES, "recompute": ALL_RECOMPUTE_MODES, "schedule": PLAN_SCHEDULES, "dp_algorithm": DP_ALGORITHMS,
     "optimizer_state": tuple(OPTIMIZER_STATES), "grad_reduce_dtype": GRAD_REDUCE_DTYPES,
     "cp_algorithm": CP_ALGORITHMS,
-    "precision": ("bf16", "fp8"),
+    "precision": PRECISIONS,
     "rank_order": RANK_ORDERS,
     "stack": ERA_NAMES + (None,),
     "grad_sync": GRAD_SYNCS,
@@ -106,7 +107,7 @@ class Plan:
     reshard_after_forward: bool = True  # False with zero_stage=3: FSDP keeps the gathered weights through the step (Llama 3)
     shard_group_size: int | None = None  # hybrid sharding: shard over this many of the dp x cp ranks, replicate across the rest
     cp_algorithm: str = "ring"  # context parallelism: "ring" (TE, overlapped with attention) or "all_gather" (Llama 3)
-    precision: str = "bf16"  # "fp8": the layers' GEMMs in FP8 (Transformer Engine); MFU then against the FP8 peak
+    precision: str = "bf16"  # the layers' GEMMs: "fp8" (per-tensor), "mxfp8", "nvfp4", "fp8_blockwise" (labs.core.engine.precision); MFU then against that format's peak
     ep: int = 1  # expert parallelism: routed experts split over this many of the dp x cp ranks
     capacity_factor: float | None = None  # None: no token dropping (balanced routing); c: experts padded to c x balanced load
     max_nodes_per_token: int | None = None  # node-limited routing (DeepSeek-V3: 4)
@@ -234,8 +235,7 @@ def validate(model: Model, cluster: Cluster, plan: Plan) -> None:
         raise ValueError(f"ep must divide the model's {model.experts} routed experts, got ep={plan.ep}")
     if (plan.capacity_factor is not None or plan.max_nodes_per_token is not None) and not model.experts:
         raise ValueError(f"capacity_factor and max_nodes_per_token apply to mixture-of-experts models; {model.name} is dense")
-    if plan.precision == "fp8" and not cluster.gpu.fp8_mamf_flops:
-        raise ValueError(f"precision='fp8' needs FP8 tensor cores, which {cluster.gpu.name} does not have; use 'bf16'")
+    check_precision_on(cluster.gpu, plan.precision)
 
 
 # the codes plan_columns writes for the named choices (a Plan holds valid names)
@@ -262,7 +262,7 @@ def plan_columns(plan: Plan) -> dict:
         "cp_ring": plan.cp_algorithm in ("ring", "ring_contiguous"),
         "cp_ulysses": plan.cp_algorithm == "ulysses",
         "cp_contiguous": plan.cp_algorithm == "ring_contiguous",
-        "fp8": plan.precision == "fp8",
+        "fp8": precision_code(plan.precision),  # 0 (bf16) is falsy: "fp8" reads as "GEMMs in a low-precision format"
         "ep": plan.ep, "capacity_factor": plan.capacity_factor or 0.0, "max_nodes_per_token": plan.max_nodes_per_token or 0,
         "rank_order": _CODES["rank_order"][plan.rank_order],
         "grad_sync": _CODES["grad_sync"][plan.grad_sync], "torch_compile": plan.torch_compile,

@@ -222,3 +222,127 @@ def accumulation_error(a: np.ndarray, b: np.ndarray, accumulator: str, promote_e
     exact = products.sum(axis=1)
     got = accumulate(products, accumulator, promote_every)
     return float(np.median(np.abs(got - exact) / np.maximum(np.abs(exact), 1e-300)))
+
+
+# ---- the GEMMs' precision: Plan.precision ------------------------------------------------------
+# What each value of Plan.precision stores and moves; the GEMM rates are labs.core.engine.gemm's
+# (GEMM_KERNELS, PRECISION_KERNELS). Codes: the index in PRECISIONS (0, bf16, is falsy: the step
+# model's "fp8" column holds the code, so "any low-precision GEMMs" reads as its truth).
+# - fp8: one FP32 scale per tensor (Transformer Engine's DelayedScaling / Float8CurrentScaling).
+# - mxfp8: OCP MX v1.0 (opencompute.org ocp-microscaling-formats-mx-v1-0-spec-final): E4M3 values,
+#   one E8M0 scale (1 byte) per 32 along the GEMM's reduction axis; Blackwell's tensor cores take
+#   the scales (TE's MXFP8BlockScaling). A block runs along K, so a tensor read transposed by a
+#   backward GEMM needs its own column-wise quantized copy (TE's "rowwise" and "columnwise" usages).
+# - nvfp4: E2M1 values (half a byte), one E4M3 scale per 16 and an FP32 scale per tensor (Blackwell's
+#   tensor cores; TE's NVFP4BlockScaling). Its training recipe (NVIDIA, "Pretraining Large Language
+#   Models with NVFP4", arXiv:2509.25149, Sec. 4): 16 x 16 blocks for weights (one copy serves both
+#   usages' scales), 1 x 16 for activations and gradients, random Hadamard transforms on the weight
+#   gradient GEMM's inputs, stochastic rounding of gradients, and "a few sensitive linear layers in
+#   higher precision (15% of the network, with the majority of high precision layers at the end of
+#   the network)": NVFP4_BF16_LAYER_SHARE.
+# - fp8_blockwise: DeepSeek-V3's recipe (arXiv:2412.19437, Sec. 3.3.2; deepseek-ai/DeepGEMM): E4M3 with
+#   an FP32 scale per 1 x 128 tile of activations and per 128 x 128 block of weights, partial sums
+#   promoted to FP32 every 128 along K; Hopper and later (TE's Float8BlockScaling). Sec. 3.3.1 keeps
+#   the embedding, the output head, MoE gating, normalisation and attention in higher precision:
+#   the engine prices those in BF16 under every precision.
+# Every format keeps attention (its BMMs or the fused kernel), the router, the embedding and the
+# output layer in BF16; the optimizer's FP32 master weights, the BF16 weights and the gradients are
+# the same bytes under every format (labs.core.engine.memory): only the cached low-precision weight
+# copies (weight_cache_bytes) and the saved GEMM inputs differ.
+PRECISIONS = ("bf16", "fp8", "mxfp8", "nvfp4", "fp8_blockwise")
+BF16, FP8, MXFP8, NVFP4, FP8_BLOCKWISE = range(len(PRECISIONS))
+NVFP4_BF16_LAYER_SHARE = 0.15  # arXiv:2509.25149 Sec. 4's "15% of the network" kept in higher precision
+
+
+@dataclass(frozen=True)
+class GemmPrecision:
+    """One Plan.precision: the bytes a value and its scales take, in activations (tiles along a
+    row) and weights, the tensor cores that run it, and the share of layers its recipe keeps in BF16."""
+
+    name: str
+    element_bytes: float
+    activation_scale_bytes: float  # scale bytes per activation (or gradient) element
+    weight_scale_bytes: float  # scale bytes per weight element
+    archs: tuple[str, ...]  # GPU architectures whose tensor cores run it (labs.core.engine.hardware.GPU.arch)
+    tensor_amax_pass: bool  # a per-tensor scale: the tensor's amax is read before the cast (block scales come from the block itself)
+    bf16_layer_share: float = 0.0
+
+    @property
+    def activation_bytes(self) -> float:
+        return self.element_bytes + self.activation_scale_bytes
+
+    @property
+    def weight_bytes(self) -> float:
+        return self.element_bytes + self.weight_scale_bytes
+
+
+_TENSOR_SCALE = 0.0  # one FP32 scale a tensor: nothing per element
+GEMM_PRECISIONS = {
+    "bf16": GemmPrecision("bf16", 2.0, 0.0, 0.0, ("ampere", "hopper", "blackwell", "cdna3", "cdna4"), False),
+    "fp8": GemmPrecision("fp8", 1.0, _TENSOR_SCALE, _TENSOR_SCALE, ("hopper", "blackwell", "cdna3", "cdna4"), True),
+    "mxfp8": GemmPrecision("mxfp8", 1.0, 1.0 / 32, 1.0 / 32, ("blackwell",), False),
+    "nvfp4": GemmPrecision("nvfp4", 0.5, 1.0 / 16, 1.0 / 16, ("blackwell",), True, NVFP4_BF16_LAYER_SHARE),
+    "fp8_blockwise": GemmPrecision("fp8_blockwise", 1.0, 4.0 / TILE, 4.0 / (TILE * TILE), ("hopper", "blackwell"), False),
+}
+
+# Low-precision weight copies Transformer Engine keeps between micro-batches (its weight cache: a
+# weight is quantized once a step, is_first_microbatch), copies a parameter: the row-wise copy the
+# forward GEMM reads and, where the backward's data-gradient GEMM cannot read it transposed, a
+# column-wise one.
+# - Hopper's FP8 tensor cores take only the "TN" layout, so TE keeps the FP8 transpose too (TE docs,
+#   "Handling transposes": "for FP8 on Hopper architecture, some tensors need to be physically
+#   transposed in memory to perform needed GEMMs"; expert review 38bda0b M4): 2 copies, per-tensor
+#   and 128 x 128 blockwise alike.
+# - Blackwell reads per-tensor FP8 in any layout: 1 copy. MXFP8's 1 x 32 blocks run along K, and K
+#   is the other axis for the transposed GEMM: 2 copies, each with its own scales. NVFP4's weights
+#   are scaled in 16 x 16 blocks so both usages agree, yet TE stores each usage's packed data: 2
+#   copies (unconfirmed: TE's NVFP4 weight cache size is not measured here). Blockwise FP8 on
+#   Blackwell keeps Hopper's 2 (unconfirmed).
+# - Instinct (cdna3, cdna4): 1 copy (unconfirmed: ROCm TE's FP8 weight cache not measured).
+WEIGHT_CACHE_COPIES = {
+    ("hopper", "fp8"): 2, ("hopper", "fp8_blockwise"): 2,
+    ("blackwell", "fp8"): 1, ("blackwell", "mxfp8"): 2, ("blackwell", "nvfp4"): 2, ("blackwell", "fp8_blockwise"): 2,
+    ("cdna3", "fp8"): 1, ("cdna4", "fp8"): 1,
+}
+
+
+def gemm_precision(name: str) -> GemmPrecision:
+    check_choice("precision", name, GEMM_PRECISIONS)
+    return GEMM_PRECISIONS[name]
+
+
+def precision_code(name: str) -> int:
+    check_choice("precision", name, GEMM_PRECISIONS)
+    return PRECISIONS.index(name)
+
+
+def check_precision_on(gpu, name: str) -> None:
+    """Refuse a precision the GPU has no tensor cores (or no measured FP8 rate) for, by name."""
+    spec = gemm_precision(name)
+    if gpu.arch not in spec.archs or (name != "bf16" and not gpu.fp8_mamf_flops):
+        raise ValueError(f"precision={name!r} needs {name.upper()} tensor cores, which {gpu.name} ({gpu.arch}) does not have "
+                         f"(it runs on {', '.join(spec.archs)}); use 'bf16'")
+
+
+def weight_cache_bytes(name: str, arch: str) -> float:
+    """Bytes a parameter's cached low-precision weights take (0 in BF16): copies x (value + scale
+    bytes), on the share of layers the recipe quantizes."""
+    spec = gemm_precision(name)
+    if name == "bf16":
+        return 0.0
+    return WEIGHT_CACHE_COPIES.get((arch, name), 1) * spec.weight_bytes * (1.0 - spec.bf16_layer_share)
+
+
+
+# What the block-scaled formats' pricing assumes with no row or code behind it ("which": assumption);
+# tests/test_unconfirmed.py lists them so the list only changes on purpose.
+UNCONFIRMED = {
+    "gemm mxfp8 blackwell": "MXFP8 GEMMs at the per-tensor FP8 kernel and share (labs.core.engine.gemm): no MXFP8 GEMM row is stored; the datasheets give one dense FP8 peak for both",
+    "gemm fp8_blockwise blackwell": "blockwise FP8 on Blackwell at the per-tensor FP8 kernel and share: no blockwise GEMM row on Blackwell",
+    "gemm nvfp4 b200 b300 gb300": "GB200's FP4 fit (gemm_azure_gb200_fp4_*) taken for the other Blackwell parts, each at its own dense FP4 peak",
+    "cache nvfp4 blackwell": "2 copies of NVFP4 weights (row- and column-wise packed data): TE's NVFP4 weight cache not measured",
+    "cache fp8_blockwise blackwell": "2 copies, as on Hopper: TE's Float8BlockScaling cache on Blackwell not measured",
+    "cache fp8 cdna": "1 copy on Instinct (cdna3, cdna4): ROCm TE's FP8 weight cache not measured",
+    "activations block-scaled": "every format's saved GEMM inputs counted at FP8's 1 byte an element (their scales, and NVFP4's half byte, not counted)",
+    "quantize block-scaled": "NVFP4's random Hadamard transform and stochastic rounding, and the blockwise casts, at QUANTIZE_HBM_SHARE (fitted on TE's MXFP8 cast rows) in one pass",
+}

@@ -22,6 +22,7 @@ from labs.core.engine.memory import optimizer_state
 from labs.core.engine.models import ALL_RECOMPUTE_MODES, RECOMPUTE_MODES, Model
 from labs.core.engine.perf import PLAN_SCHEDULES, Plan, check_plan_field, peak_flops
 from labs.core.engine.pipeline import SCHEDULES
+from labs.core.engine.precision import check_precision_on, precision_code
 from labs.core.engine.step import evaluate
 from labs.core.engine.topology import check_algorithm
 from labs.core.engine.validation import check_positive
@@ -77,8 +78,7 @@ def _settings(cluster: Cluster, era, fixed: dict) -> tuple[dict, dict]:
     check_algorithm(cluster, options["dp_algorithm"])
     if options["tp_comm_overlap"] and stack_of(era).tp_overlap_kind == "async_tp" and not options["torch_compile"]:
         raise ValueError(f"tp_comm_overlap in era {era!r} is AsyncTP, which needs torch_compile=True")
-    if options["precision"] == "fp8" and not cluster.gpu.fp8_mamf_flops:
-        raise ValueError(f"precision='fp8' needs FP8 tensor cores, which {cluster.gpu.name} does not have; use 'bf16'")
+    check_precision_on(cluster.gpu, options["precision"])
     choices = {name: list(values) for name, values in DEFAULT_CHOICES.items()}
     if spec:
         for name in ("zero_stage", "recompute", "sequence_parallel", "schedule"):
@@ -201,7 +201,7 @@ def _columns(space: dict, options: dict) -> dict:
         "cp_ring": same(options["cp_algorithm"] in ("ring", "ring_contiguous"), bool),
         "cp_ulysses": same(options["cp_algorithm"] == "ulysses", bool),
         "cp_contiguous": same(options["cp_algorithm"] == "ring_contiguous", bool),
-        "fp8": same(options["precision"] == "fp8", bool),
+        "fp8": same(precision_code(options["precision"]), int),
         "ep": space["ep"], "capacity_factor": same(0.0), "max_nodes_per_token": same(0.0),
         "grad_sync": same(GRAD_SYNCS.index(options["grad_sync"]), int), "torch_compile": same(options["torch_compile"], bool),
     }

@@ -15,6 +15,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from labs.core.engine import precision
+from labs.core.engine.precision import weight_cache_bytes
 from labs.core.scenarios.common import Option
 from labs.core.scenarios.prose import seed_named
 from labs.core.engine.validation import check_choice
@@ -208,7 +209,8 @@ def fp8_rows(settings: dict | None) -> list[dict]:
 
 def bytes_rows(settings: dict | None) -> list[dict]:
     """Bytes per parameter, the conventions in use (labs.core.engine.memory, each with its source), and
-    what FP8 adds: Transformer Engine's 1-byte FP8 copy of the weights beside the bf16 ones."""
+    what FP8 adds: Transformer Engine's FP8 copies of the weights beside the bf16 ones (on Hopper the
+    copy and its transpose, 2 bytes a parameter; on Blackwell 1)."""
     from labs.core.engine.memory import BYTES_CONVENTIONS, OPTIMIZER_STATES, GRAD_BYTES, WEIGHT_BYTES
 
     rows = [{"recipe": name, "bytes": c.bytes_per_param, "parts": c.parts, "source": c.source} for name, c in BYTES_CONVENTIONS.items()]
@@ -219,20 +221,14 @@ def bytes_rows(settings: dict | None) -> list[dict]:
     e = fp8_estimates(settings)
     params = _rank_params(e["bf16"])
     extra = (e["fp8"].memory.weights - e["bf16"].memory.weights) / params
-    hopper = extra * FP8_CACHE_COPIES_HOPPER
+    gpu = fp8_case(settings)[1].gpu
+    blackwell = weight_cache_bytes("fp8", "blackwell")
     rows.append({"recipe": "FP8 GEMMs (Transformer Engine)", "bytes": BYTES_CONVENTIONS["ZeRO"].bytes_per_param + extra,
-                 "parts": f"16 + {extra:g} FP8 weight copy kept between micro-batches; bf16 weights, fp32 master and Adam unchanged. "
-                          f"On Hopper TE also caches the copy's transpose for the data-gradient GEMM: about {hopper:g}, not counted here",
-                 "source": "labs.core.engine.step: Transformer Engine's FP8 weight cache (its data; TE docs, 'Handling transposes')",
-                 "cache_bytes": extra, "hopper_cache_bytes": hopper})
+                 "parts": f"16 + {extra:g} of FP8 weights kept between micro-batches on {gpu.name}: the copy and, for the data-gradient GEMM, "
+                          f"its transpose ({blackwell:g} on Blackwell, whose FP8 GEMMs read either layout); bf16 weights, fp32 master and Adam unchanged",
+                 "source": "labs.core.engine.precision.weight_cache_bytes: Transformer Engine's FP8 weight cache (TE docs, 'Handling transposes')",
+                 "cache_bytes": extra, "blackwell_cache_bytes": blackwell, "gpu": gpu.name})
     return rows
-
-
-# Transformer Engine's FP8 weight cache on Hopper keeps the weight and its transpose in FP8 (TE docs,
-# performance considerations, "Handling transposes": "for FP8 on Hopper architecture, some tensors need to
-# be physically transposed in memory"); Blackwell's FP8 GEMMs take either layout, one copy. The engine's
-# memory model (labs.core.engine.stages.memory) counts one copy.
-FP8_CACHE_COPIES_HOPPER = 2
 
 
 def _rank_params(est) -> float:

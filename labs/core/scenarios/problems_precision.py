@@ -14,7 +14,7 @@ from labs.core.engine.models import Model
 from labs.core.engine.perf import estimate
 from labs.core.engine.plan import Plan
 from labs.core.engine.precision import fmt as number_format
-from labs.core.engine.precision import round_trip
+from labs.core.engine.precision import WEIGHT_CACHE_COPIES, round_trip
 from labs.core.problemset import Problem, ProblemSet, fmt
 from labs.core.variants import Option
 
@@ -163,6 +163,9 @@ BLOCK_BYTES = Problem(
 
 
 # ---- 7. FP8's weight cache ------------------------------------------------------------------------
+HOPPER_FP8_COPIES = WEIGHT_CACHE_COPIES[("hopper", "fp8")]  # the copy and its transpose (labs.core.engine.precision)
+
+
 def _cache_gb(s) -> float:
     model, cluster = Model.get(s["model"]), Cluster.get("dgx-h100", nodes=2)
     dp = cluster.gpus // s["tp"]
@@ -175,12 +178,14 @@ FP8_CACHE = Problem(
     "fp8_cache", "FP8's weight cache",
     {"model": ("llama3-8b", "llama2-13b", "llama3-70b", "llama2-7b"), "tp": (4, 8, 2)},
     lambda s: (f"{s['model']} ({fmt(_params(s['model']) / 1e9)}B parameters) trains in FP8 under TP {s['tp']} (no pipeline). Transformer Engine casts "
-               "each weight to FP8 once a step and keeps that copy for every micro-batch, beside the bf16 weights. How many GB does the copy "
-               "add on each GPU?"),
-    _cache_gb, lambda s: _params(s["model"]) / s["tp"] * _f("e4m3").bytes / GB,
-    lambda s: f"One byte per parameter of the GPU's TP shard: {fmt(_params(s['model']) / 1e9)}e9 / {s['tp']} x 1 byte = {fmt(_params(s['model']) / s['tp'] / GB)} GB.",
+               "each weight to FP8 once a step and keeps that copy for every micro-batch, beside the bf16 weights; on these H100s it keeps the "
+               "copy's transpose too, for the data-gradient GEMM (Hopper's FP8 GEMMs read one layout). How many GB do they add on each GPU?"),
+    _cache_gb, lambda s: _params(s["model"]) / s["tp"] * HOPPER_FP8_COPIES * _f("e4m3").bytes / GB,
+    lambda s: (f"One byte per parameter of the GPU's TP shard, twice (the copy and its transpose): {fmt(_params(s['model']) / 1e9)}e9 / {s['tp']} "
+               f"x {HOPPER_FP8_COPIES} x 1 byte = {fmt(_params(s['model']) / s['tp'] * HOPPER_FP8_COPIES / GB)} GB."),
     "GB", tolerance=0.03,
-    why="The cache trades HBM for casts: torchao's Float8Linear keeps no copy and casts the weights in every forward. FP8 does not shrink the optimizer's 12 bytes.",
+    why=("The cache trades HBM for casts: torchao's Float8Linear keeps no copy and casts the weights in every forward. FP8 does not shrink the "
+         "optimizer's 12 bytes. Blackwell's FP8 GEMMs read either layout: one copy there."),
 )
 
 CHAPTER = ProblemSet(

@@ -60,7 +60,7 @@ def read_plan(model, c: dict, stack, xp) -> SimpleNamespace:
     p.zero, p.rc, p.sched = col(c, "zero_stage", int), col(c, "recompute", int), col(c, "schedule", int)
     p.sp, p.flash, p.tp_overlap = col(c, "sequence_parallel", bool), col(c, "flash_attention", bool), col(c, "tp_comm_overlap", bool)
     p.grad_fp32, p.dp_overlap, p.pp_overlap = col(c, "grad_fp32", bool), col(c, "dp_overlap", bool), col(c, "pp_overlap", bool)
-    p.offload, p.fp8 = col(c, "offload", bool), col(c, "fp8", bool)
+    p.offload, p.fp8 = col(c, "offload", bool), col(c, "fp8", int)  # a labs.core.engine.precision code (0: bf16)
     p.torch_compile = col(c, "torch_compile", bool, False)
     # grad_sync codes index labs.core.engine.eras.GRAD_SYNCS: 0 the ZeRO stage's own, 1 once a step, 2 every micro-batch
     p.grad_sync = col(c, "grad_sync", int, 0)

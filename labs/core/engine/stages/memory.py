@@ -11,10 +11,13 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import numpy as np
+
 from labs.core.engine.eras import CUDA_GRAPH_STATIC_INPUTS, logits_bytes, stack_of
 from labs.core.engine.memory import WEIGHT_BYTES, in_flight_columns, model_state_columns
 from labs.core.engine.models import ALL_RECOMPUTE_MODES, RECOMPUTE_MODES
 from labs.core.engine.pipeline import SCHEDULES
+from labs.core.engine.precision import PRECISIONS, weight_cache_bytes
 from labs.core.engine.stages.activations import fp8_activation_savings, fp8_norms_up_proj_savings, layer_activation_columns
 from labs.core.engine.stages.parallel import ACTIVATION_BYTES
 
@@ -51,7 +54,7 @@ _FULL, _SELECTIVE, _NONE = (RECOMPUTE_MODES.index(x) for x in ("full", "selectiv
 _NORMS_UP = ALL_RECOMPUTE_MODES.index("norms_up_proj")
 
 
-def _rank_state(dense, expert, params, model, p, d, xp):
+def _rank_state(dense, expert, params, model, p, d, cache, xp):
     """One pipeline rank's weights, gradients and optimizer state, in bytes.
 
     Under DualPipe the rank holds two chunks (labs.core.engine.stages.pipe), each an nn.Module with its
@@ -66,11 +69,20 @@ def _rank_state(dense, expert, params, model, p, d, xp):
         w_mem, g_mem, o_mem = w_mem + expert_state[0], g_mem + expert_state[1], o_mem + expert_state[2]
     # grad_sync="step" from ZeRO-2: the accumulated gradients stay whole until the step's reduce-scatter
     g_mem = xp.where(xp.not_(d.reduce_each_mb) & (p.zero >= 2) & xp.not_(p.offload), (dense + expert) * d.grad_bytes, g_mem)
-    # ZeRO-3 holds the layer it computes and the one it prefetches, gathered; FP8 keeps a 1-byte
-    # copy of the layers' weights between micro-batches (Transformer Engine's FP8 weight cache).
+    # ZeRO-3 holds the layer it computes and the one it prefetches, gathered; a low-precision
+    # recipe keeps its quantized copies of the layers' weights between micro-batches (Transformer
+    # Engine's weight cache, `cache` bytes a parameter: weight_cache_column).
     w_mem = w_mem + xp.where(p.zero == 3, 2 * model.layer_params / p.tp * WEIGHT_BYTES, 0.0)
-    w_mem = w_mem + xp.where(p.fp8, params, 0.0)
+    w_mem = w_mem + params * cache
     return w_mem, g_mem, o_mem
+
+
+def weight_cache_column(gpu, p, xp):
+    """Bytes a parameter's cached low-precision weights take under each row's precision on this
+    GPU (labs.core.engine.precision.weight_cache_bytes: Hopper's FP8 cache holds the transpose too)."""
+    if xp.scalar:
+        return weight_cache_bytes(PRECISIONS[int(p.fp8)], gpu.arch)
+    return np.array([weight_cache_bytes(name, gpu.arch) for name in PRECISIONS])[np.asarray(p.fp8, dtype=int)]
 
 
 def rank_activations(model, p, layer, q, per_layer, xp, stack=None):
@@ -188,8 +200,9 @@ def layer_activations(model, p, written, xp):
     stored = _stored(p, xp)
     per_layer = layer_activation_columns(model, s, b, tp, sp, stored, xp)
     fp8_saved = fp8_activation_savings(model, s, b, tp, sp, xp)
-    per_layer = per_layer - xp.where(p.fp8 & (stored == _NORMS_UP), fp8_norms_up_proj_savings(model, s, b, tp, xp),
-                                     xp.where(p.fp8 & (stored != _FULL), fp8_saved, 0.0))
+    low = p.fp8 > 0  # a precision code (labs.core.engine.precision); every format's saved GEMM inputs counted at FP8's byte
+    per_layer = per_layer - xp.where(low & (stored == _NORMS_UP), fp8_norms_up_proj_savings(model, s, b, tp, xp),
+                                     xp.where(low & (stored != _FULL), fp8_saved, 0.0))
     kept_whole = written - xp.where(p.fp8, fp8_saved, 0.0)
     return xp.where(p.full, p.redo * per_layer + (1 - p.redo) * kept_whole, per_layer)  # layers a block recompute leaves out keep everything
 
@@ -203,7 +216,8 @@ def memory_stage(model, cluster, dp_algorithm, p, q, d, tpcp, held, xp, stack=No
     stack = stack_of(None) if stack is None else stack
     tp = p.tp
     rank_index = q.rank_index  # the first, a middle and the last rank (stages.pipe)
-    w_mem, g_mem, o_mem = xp.each(_rank_state, d.rank_dense, d.rank_expert, d.rank_params, model, p, d, xp)
+    cache = weight_cache_column(cluster.gpu, p, xp)
+    w_mem, g_mem, o_mem = xp.each(_rank_state, d.rank_dense, d.rank_expert, d.rank_params, model, p, d, cache, xp)
     if stack.pp_grad_sync == "step":  # torch's pipelining keeps a ZeRO-3 stage's weights unsharded between its backwards
         w_mem = xp.each(_unsharded_weights, w_mem, d.rank_params, p, xp)
     logits = rank_logits(model, stack, p, q, xp)
