@@ -136,7 +136,6 @@ FAILING = {
     ("09_64gpu_design", "dp64"): "blind rule 55%",
     ("11_long_context_moe", "fit"): "blind rule 54%",
     ("11_long_context_moe", "moe"): "blind rule 52%",
-    ("12_precision_and_memory", "recompute"): "0% differ; blind rule 100%",
     ("13_tensor_parallel", "scaling"): "blind rule 56% (edition 2: two mechanisms, x4 or x2 FLOPs, fixed labels)",
 }
 CONTENT_FAILING = {k for k, why in FAILING.items() if "differ" in why}

@@ -16,7 +16,7 @@ from labs.core.engine.hardware import GPUS
 from labs.variants import Draw, Numeric, variant
 
 LABS = ("05_parallelism", "06_zero_sweep", "07_pipeline_visualizer", "08_collectives", "09_64gpu_design", "10_failures_at_scale", "11_long_context_moe",
-        "13_tensor_parallel")
+        "12_precision_and_memory", "13_tensor_parallel")
 IDS = [f"student-{i:03d}" for i in range(200)]
 
 
@@ -344,6 +344,32 @@ def _tp_best_13(model: str, gpu: str, spec, lead: float):
             assert r["memory_gb"] >= 1.05 * hbm, (model, gpu, tp, r["memory_gb"], hbm)
 
 
+def _recompute_bands_12(case: str, flash: bool, key: str):
+    """The engine's selective and full extra FLOPs (over no recomputation) sit well inside the band of
+    the keyed option: full about a third (Korthikanti et al. 2022: one more forward), selective a few
+    percent (GPT-3), over a tenth (Llama's longer sequences on narrower layers) or nothing (flash)."""
+    from labs.core.scenarios import lab12
+
+    f = lab12.recompute_added(case, flash)
+    assert 0.30 <= f["full"] <= 0.37, (case, flash, f)
+    band = {"few_percent": (0.01, 0.05), "long_core": (0.09, 0.20), "flash_none": (-0.002, 0.002)}[key]
+    assert band[0] <= f["selective"] <= band[1], (case, flash, key, f)
+    assert f["selective_cut"] > 1.5 or flash, (case, flash, f)
+
+
+def margins_12(s, q):
+    from labs.core.scenarios import lab12
+
+    assert q["recompute"].correct == "few_percent"  # edition 1: GPT-3 175B without flash attention, the same for everyone
+    _recompute_bands_12(lab12.RECOMPUTE_CASE, False, "few_percent")
+    assert 30 <= q["underflow"].answer <= 55 and 1 < q["fp8"].answer < 2, (s, q["underflow"].answer, q["fp8"].answer)
+
+
+def margins_12_v2(s, q):
+    margins_12(s, {**q, "recompute": type("Spec", (), {"correct": "few_percent"})()})
+    _recompute_bands_12(s["recompute_case"], s["recompute_flash"], q["recompute"].correct)
+
+
 def margins_13(s, q):
     _scaling_13(s, q)
     _tp_best_13(s["model"], "h100", q["tp_best"], 1.0)  # edition 1: TP 8 is the only fitting TP Megatron-Core builds
@@ -367,6 +393,7 @@ MARGINS = {  # (lab, the recipe's edition) -> its margins; first editions are ke
     ("05_parallelism", 2): margins_05_v2, ("06_zero_sweep", 2): margins_06_v2, ("08_collectives", 2): margins_08_v2_regrade,
     ("09_64gpu_design", 2): margins_09_v2, ("10_failures_at_scale", 2): margins_10_v2, ("11_long_context_moe", 2): margins_11_v2,
     ("05_parallelism", 3): margins_05_v3, ("05_parallelism", 4): margins_05_v3, ("07_pipeline_visualizer", 2): margins_07_v2, ("08_collectives", 3): margins_08_v2,
+    ("12_precision_and_memory", 1): margins_12, ("12_precision_and_memory", 2): margins_12_v2,
     ("13_tensor_parallel", 1): margins_13, ("13_tensor_parallel", 2): margins_13_v2,
 }
 

@@ -45,9 +45,13 @@ DEFAULT_SETTINGS = {"grad_low_exp": -12, "grad_high_exp": -1, "sample_seed": 1, 
 def check_settings(settings: dict | None) -> dict:
     """A variant's settings (None: the lab before variants), each checked against its range."""
     v = dict(DEFAULT_SETTINGS if settings is None else settings)
-    unknown = sorted(set(v) - set(DEFAULT_SETTINGS))
+    v.setdefault("recompute_case", RECOMPUTE_CASE)  # the first edition priced GPT-3 175B without flash attention only
+    v.setdefault("recompute_flash", False)
+    unknown = sorted(set(v) - set(DEFAULT_SETTINGS) - {"recompute_case", "recompute_flash"})
     if unknown:
         raise ValueError(f"unknown variant setting(s) {unknown}")
+    check_choice("recompute_case", v.get("recompute_case"), FP8_CASES)
+    check_choice("recompute_flash", v.get("recompute_flash"), (False, True))
     check_choice("grad_low_exp", v.get("grad_low_exp"), LOW_EXPS)
     check_choice("grad_high_exp", v.get("grad_high_exp"), HIGH_EXPS)
     check_choice("sample_seed", v.get("sample_seed"), SAMPLE_SEEDS)
@@ -259,24 +263,26 @@ RECOMPUTE_OPTIONS = (
 RECOMPUTE_CLAIMS = {"as_full": (1 / 3, 1 / 3), "few_percent": (0.03, 1 / 3), "free": (0.0, 0.0), "backward": (0.10, 0.50)}
 
 
-def recompute_estimates(flash_attention: bool) -> dict:
-    """GPT-3 175B on 1,024 H100s (TP 8, SP, PP 8), each recompute mode, with or without flash attention."""
-    return dict(_recompute_estimates(flash_attention))
+def recompute_estimates(flash_attention: bool, case: str = RECOMPUTE_CASE) -> dict:
+    """A layout of FP8_CASES (GPT-3 175B on 1,024 H100s, TP 8, SP, PP 8, by default), each recompute
+    mode, with or without flash attention."""
+    return dict(_recompute_estimates(flash_attention, case))
 
 
-@lru_cache(maxsize=4, typed=True)
-def _recompute_estimates(flash_attention: bool) -> dict:
+@lru_cache(maxsize=16, typed=True)
+def _recompute_estimates(flash_attention: bool, case: str) -> dict:
     from labs.core.engine.perf import estimate
 
-    model, cluster = fp8_case({**DEFAULT_SETTINGS, "fp8_case": RECOMPUTE_CASE})
+    check_choice("case", case, FP8_CASES)
+    model, cluster = fp8_case({**DEFAULT_SETTINGS, "fp8_case": case})
     from labs.core.engine.models import RECOMPUTE_MODES
 
-    return {mode: estimate(model, cluster, fp8_plan({**DEFAULT_SETTINGS, "fp8_case": RECOMPUTE_CASE}, "bf16", recompute=mode, flash_attention=flash_attention)) for mode in RECOMPUTE_MODES}
+    return {mode: estimate(model, cluster, fp8_plan({**DEFAULT_SETTINGS, "fp8_case": case}, "bf16", recompute=mode, flash_attention=flash_attention)) for mode in RECOMPUTE_MODES}
 
 
-def recompute_setting() -> str:
+def recompute_setting(case: str = RECOMPUTE_CASE) -> str:
     """The recompute case in words, from its model, cluster and plan."""
-    settings = {**DEFAULT_SETTINGS, "fp8_case": RECOMPUTE_CASE}
+    settings = {**DEFAULT_SETTINGS, "fp8_case": case}
     (model, cluster), plan = fp8_case(settings), fp8_plan(settings)
     return (f"{model.name} on {cluster.gpus:,} {cluster.gpu.name} GPUs (TP {plan.tp}{', SP' if plan.sequence_parallel else ''}, "
             f"PP {plan.pp}, DP {plan.dp})")
@@ -291,9 +297,9 @@ def format_decades(name: str) -> float:
     return math.log10(f.max / (f.smallest_subnormal / 2))
 
 
-def recompute_rows(flash_attention: bool) -> list[dict]:
+def recompute_rows(flash_attention: bool, case: str = RECOMPUTE_CASE) -> list[dict]:
     """Per mode: activation memory per GPU, extra hardware FLOPs (HFU/MFU - 1), MFU, HFU, step."""
-    e = recompute_estimates(flash_attention)
+    e = recompute_estimates(flash_attention, case)
     base = e["none"].memory.activations
     return [{"recompute": mode, "activations_gb": est.memory.activations / 1e9, "activation_cut": base / est.memory.activations,
              "extra_flops": est.hfu / est.mfu - 1, "mfu": est.mfu, "hfu": est.hfu, "step_s": est.step_time_s, "fits": est.fits}
@@ -402,7 +408,82 @@ def build_questions(settings: dict) -> dict:
     }
 
 
-VARIANTS = LabVariants(LAB, draw_settings, build_questions)
+# ---- the second edition (issue 38 item 2): the recompute key differs between students ----------------
+# The layout and flash attention are drawn. Selective recomputation re-runs the attention core, whose
+# share of a layer's forward is s / (6 d + s) (4 s^2 d of score products against 24 s d^2 of GEMMs):
+# a few percent for GPT-3 (s 2,048, d 12,288), over a tenth at Llama's 4,096-8,192 tokens on d 5,120-
+# 8,192; with flash attention nothing is left for it to re-run (the scores are never stored). Full
+# recomputation re-runs the forward, about a third, in every case.
+RECOMPUTE_SETUPS_V2 = (("gpt3-175b", False), ("gpt3-175b", False), ("llama3-70b", False), ("llama2-13b", False),
+                       ("llama3-70b", True), ("llama2-13b", True))  # a third of the draws per key
+RECOMPUTE_OPTIONS_V2 = (
+    Option("few_percent", "Selective a few percent, full about +33%: the attention core is a sliver of the layer", "selective always costs a few percent"),
+    Option("long_core", "Selective over +10%, full about +33%: the attention core grows with the sequence", "selective re-runs much of the layer"),
+    Option("flash_none", "Selective adds nothing, full about +33%: flash attention stores no scores to re-run", "flash attention makes all recompute free"),
+    Option("backward", "Selective about +10%, full about +50%: part of the backward is re-run too", "the backward is re-run as well"),
+)
+RECOMPUTE_CLAIMS_V2 = {"few_percent": (0.03, 1 / 3), "long_core": (0.12, 1 / 3), "flash_none": (0.0, 1 / 3), "backward": (0.10, 0.50)}
+
+
+def recompute_added(case: str, flash_attention: bool) -> dict:
+    """What selective and full recomputation add to the FLOPs the GPUs execute, over no
+    recomputation at the same setting (hardware FLOPs over model FLOPs, HFU / MFU, against no
+    recomputation's: flash attention's backward re-runs its scores in every mode), and what each saves."""
+    rows = {r["recompute"]: r for r in recompute_rows(flash_attention, case)}
+    none = 1 + rows["none"]["extra_flops"]
+    return {"selective": (1 + rows["selective"]["extra_flops"]) / none - 1, "full": (1 + rows["full"]["extra_flops"]) / none - 1,
+            "selective_cut": rows["selective"]["activation_cut"], "full_cut": rows["full"]["activation_cut"],
+            "full_step": rows["full"]["step_s"] / rows["none"]["step_s"] - 1}
+
+
+def recompute_answer_v2(case: str, flash_attention: bool) -> str:
+    f = recompute_added(case, flash_attention)
+    return min(RECOMPUTE_CLAIMS_V2, key=lambda k: abs(RECOMPUTE_CLAIMS_V2[k][0] - f["selective"]) + abs(RECOMPUTE_CLAIMS_V2[k][1] - f["full"]))
+
+
+def recompute_explanations_v2(case: str, flash_attention: bool) -> dict[str, str]:
+    from labs.core.engine.models import Model
+
+    f, answer = recompute_added(case, flash_attention), recompute_answer_v2(case, flash_attention)
+    m = Model.get(FP8_CASES[case][0])
+    core = m.seq_len / (6 * m.hidden + m.seq_len)
+    measured = (f"the engine: selective +{f['selective']:.1%} FLOPs for {f['selective_cut']:.1f}x less activation memory, full "
+                f"+{f['full']:.1%} for {f['full_cut']:.1f}x less")
+    own = {
+        "few_percent": (f"the attention core's score products weigh s / (6d + s) = {core:.0%} of a GPT-style layer's forward at "
+                        f"s = {m.seq_len:,}, d = {m.hidden:,}: the longer the sequence against the width, the more selective re-runs"
+                        + ("; flash attention already keeps no scores" if flash_attention else "") + f"; {measured}"),
+        "long_core": (f"the attention core's score products weigh s / (6d + s) = {core:.0%} of a GPT-style layer's forward at "
+                      f"s = {m.seq_len:,}, d = {m.hidden:,}"
+                      + ("; but flash attention keeps no scores, so selective has nothing to re-run" if flash_attention else "") + f"; {measured}"),
+        "flash_none": (("flash attention's backward recomputes the scores itself, so selective adds nothing; " if flash_attention else
+                        "without flash attention the scores are stored or re-run: selective re-runs them; ") + measured),
+        "backward": (f"only the forward is re-run: one more forward is about a third of a step's FLOPs, +{f['full']:.1%} in the "
+                     f"engine, not +50%; selective +{f['selective']:.1%}"),
+    }
+    return {k: ("what the engine finds: " if k == answer else "not what the engine finds: ") + f"{own[k]}." for k in RECOMPUTE_CLAIMS_V2}
+
+
+def draw_settings_v2(d) -> dict:
+    case, flash = d.choice("recompute_setup", RECOMPUTE_SETUPS_V2)
+    return {**draw_settings(d), "recompute_case": case, "recompute_flash": flash}
+
+
+def build_questions_v2(settings: dict) -> dict:
+    v = check_settings(settings)
+    case, flash = v["recompute_case"], v["recompute_flash"]
+    return {
+        **build_questions(v),
+        "recompute": Choice(
+            f"{seed_named('002')} says selective recomputation saves ~10x activation memory at < 5% cost, and also that it costs "
+            f"~33% extra FLOPs. For {recompute_setting(case)}, {'with' if flash else 'without'} flash attention, what does each mode "
+            "add to the FLOPs the GPUs execute, over no recomputation?",
+            RECOMPUTE_OPTIONS_V2, recompute_answer_v2(case, flash), recompute_explanations_v2(case, flash),
+        ),
+    }
+
+
+VARIANTS = LabVariants(LAB, draw_settings_v2, build_questions_v2, version=2, older={1: (draw_settings, build_questions)})
 
 
 def legacy_questions() -> dict[str, Question]:
