@@ -246,7 +246,11 @@ The stacks of 2025-26 (issue #36 item 6) add five mechanisms, each a field:
   top-8, FP8 dispatch, BF16 combine): intranode EP 8 dispatch 153 and combine 158 GB/s of "~160 GB/s
   NVLink maximum"; internode EP 16 / 32 / 64 dispatch 43 / 58 / 51, combine 43 / 57 / 50 GB/s of
   CX7's "~50 GB/s maximum" (the README's bottleneck bandwidth is logical: above 50 where local
-  traffic is counted). DEEPEP_LINK_SHARE holds the rows and the shares derived from them.
+  traffic is counted). DEEPEP_LINK_SHARE holds the rows and the shares derived from them. NCCL's
+  own all-to-all is priced at the link's achieved rate too (no nccl-tests all-to-all row here to
+  price it lower), so on one node DeepEP reads 2.8% slower than NCCL, within the rows' spread; what
+  DeepEP is known for, the IB-then-NVLink forwarding, the engine credits every stack with
+  (labs.core.engine.experts._routes).
 - moe_a2a_overlap: Megatron-Core's EP A2A overlap (--overlap-moe-expert-parallel-comm
   --delay-wgrad-compute, megatron/core/transformer/moe/README.md: "merging FWD-BWD passes of
   adjacent microbatches"; Core 2025-08, !3470 "Support EP A2A overlap at PP=1"): under 1F1B the
@@ -388,6 +392,7 @@ class Era:
     fp8_param_gather: bool = False  # under FP8 GEMMs the weights are all-gathered in FP8
     vendor: str = "nvidia"  # the GPUs its kernels run on: "nvidia" (CUDA) or "amd" (ROCm)
     source: str = ""
+    unconfirmed: tuple[str, ...] = ()  # "field: assumption", each constant no row backs (tests/test_unconfirmed.py)
 
     def __post_init__(self):
         check_choice("attention_kernel", self.attention_kernel, ATTENTION_KERNELS)
@@ -426,6 +431,8 @@ class Era:
         for logit_bytes in self.logits_bytes:
             check_positive("logits_bytes", logit_bytes, maximum=100)
         check_choice("cuda_graphs", self.cuda_graphs, CUDA_GRAPHS)
+        if not isinstance(self.unconfirmed, tuple) or not all(isinstance(n, str) and ": " in n for n in self.unconfirmed):
+            raise ValueError(f"unconfirmed must be a tuple of 'field: assumption' notes, got {self.unconfirmed!r}")
         check_choice("vendor", self.vendor, VENDORS)
         if not isinstance(self.a2a_link_share, tuple) or len(self.a2a_link_share) != 2:
             raise ValueError(f"a2a_link_share must be a pair (scale-up, scale-out) of shares in (0, 1], got {self.a2a_link_share!r}")
@@ -530,6 +537,14 @@ ERAS: dict[str, Era] = {
         (T, F), (T, F), ("auto", "ring", "tree", "nvls"), ("ring", "all_gather", "ulysses"), 8, ("bf16", "fp8", "mxfp8", "fp8_blockwise", "nvfp4"),
         zero3_unit="layer", nccl_pat=True, cuda_graphs="layer", a2a_link_share=DEEPEP_LINK_SHARE, moe_a2a_overlap=True,
         fp8_param_gather=True,
+        unconfirmed=(
+            "cuda_graphs: a replay's 15 us measured on a laptop GPU with its sync (ahrefs/ocannl#488), taken for a server's host; "
+            "one static layer input per layer and micro-batch in flight (TE's make_graphed_callables; Megatron's local graphs may "
+            "write an output straight into the next graph's input); an MoE layer's uncaptured part as 7 kernels, one a stage",
+            "a2a_link_share: DeepEP's H800 shares (NVLink 0.972, RDMA 1.0 of the link's achieved rate) applied to every NVLink and "
+            "NIC generation (no V1 row on H100, B200 or an NVL72 rack)",
+            "moe_a2a_overlap: the hidden all-to-all's SM cost taken as DualPipe's (DeepEP's 20 SMs); no measured share hidden",
+        ),
         source="NVIDIA/Megatron-LM (2025): docs/user-guide/features/cuda_graph.md, megatron_fsdp.md, megatron/core/enums.py "
                "(Fp8Recipe, Fp4Recipe), moe/README.md (EP A2A overlap, --fp8-param-gather); deepseek-ai/DeepEP docs/legacy.md"),
     # Megatron-LM on ROCm (AMD's ROCm/Megatron-LM with ROCm/TransformerEngine, 2025) on MI300X/MI325X/MI355X:
@@ -540,6 +555,12 @@ ERAS: dict[str, Era] = {
         "rocm-megatron-2025", ("interleaved", "1f1b"), 2, ("selective", "none", "full"), (T, F), (T, F), (1, 0), (F,), ("bf16", "fp32"),
         (T, F), (T, F), ("auto", "ring", "tree"), ("ring", "all_gather"), 8, ("bf16", "fp8"),
         tp_overlap_kind="none", hybrid_sharding="dense", vendor="amd",
+        unconfirmed=(
+            "cpu_s_per_kernel: HIP's launch and PyTorch's dispatch on ROCm assumed CUDA's 10 us an op (no ROCm row)",
+            "kernels_per_layer: Transformer Engine's 12 kernels a layer assumed of its ROCm fork",
+            "attention_kernel: TE-ROCm's CK / AOTriton fused attention at the catalog's 'cudnn' rate, itself unconfirmed on Instinct "
+            "(labs.core.engine.hardware: attention_flops)",
+        ),
         source="ROCm/Megatron-LM and ROCm/TransformerEngine README (feature status: fused attention with AOTriton and CK "
                "backends, hipBLASLt the only GEMM backend, FP8 recipe, HipGraph partial), ROCm/rccl"),
 }
@@ -549,7 +570,10 @@ ERAS: dict[str, Era] = {
 # NCCL 2.25+ (pytorch/pytorch#146073: PAT); the rest as in 2024.
 ERAS["torchtitan-2025"] = replace(
     ERAS["pytorch-fsdp2-2024"], name="torchtitan-2025", precision=("bf16", "fp8", "mxfp8"), fp8_param_gather=True, nccl_pat=True,
-    grouped_gemm="grouped", source="pytorch/torchtitan (2025): docs/float8.md, torchao.float8.fsdp_utils, torchao.prototype.mx_formats")
+    grouped_gemm="grouped", unconfirmed=(
+        "fp8_param_gather: torchao's float8 all-gather priced as Megatron's, 1 byte a layer weight; its one amax all-reduce a "
+        "step (precompute_float8_dynamic_scale_for_fsdp) not priced",),
+    source="pytorch/torchtitan (2025): docs/float8.md, torchao.float8.fsdp_utils, torchao.prototype.mx_formats")
 DEFAULT_STACK = "megatron-core-2024"  # the kernels a plan with no era runs (the engine's v2 constants)
 ERA_NAMES = tuple(ERAS)
 
@@ -584,6 +608,44 @@ def fp8_param_gathered(stack: Era, fp8_column, xp):
     if not stack.fp8_param_gather:
         return False
     return (fp8_column == FP8_GATHER_CODES[0]) | (fp8_column == FP8_GATHER_CODES[1])
+
+
+# DeepEP V2 on one B200 node (deepseek-ai/DeepEP README, SM100, EP 8, 64 SMs): dispatch and combine GB/s
+# of NVLink 5, logical bandwidth; a check of the H800 share on Blackwell, not a fit.
+DEEPEP_V2_B200_NVLINK_ROW = (8, 726.0, 740.0)
+
+
+def stack_constant_rows() -> list[dict]:
+    """The stacks of 2025-26's constants beside the measurements they rest on (module docstring):
+    constant, the engine's value, the row's, and their relative difference."""
+    from labs.core.engine.hardware import LINKS
+
+    rows = []
+    n = [r[0] for r in CUDA_GRAPH_REPLAY_ROWS]
+    t = [r[2] for r in CUDA_GRAPH_REPLAY_ROWS]
+    mean_n, mean_t = sum(n) / len(n), sum(t) / len(t)
+    slope = sum((a - mean_n) * (b - mean_t) for a, b in zip(n, t)) / sum((a - mean_n) ** 2 for a in n)
+    intercept = mean_t - slope * mean_n  # the replay's fixed part: a least-squares line through the rows
+    rows.append({"constant": "CUDA_GRAPH_LAUNCH_S (s)", "engine": CUDA_GRAPH_LAUNCH_S, "row": intercept,
+                 "source": "ahrefs/ocannl#488: graph + sync over 8-117 kernels, the line's intercept"})
+    h800 = LINKS["nvlink4-h800"].effective_bytes_per_s / 1e9
+    for what, (ep, dispatch, combine) in (("H800 NVLink", DEEPEP_NVLINK_ROWS[0]),):
+        for kind, measured in (("dispatch", dispatch), ("combine", combine)):
+            rows.append({"constant": f"DeepEP {kind} EP {ep}, {what} (GB/s)", "engine": h800 * DEEPEP_LINK_SHARE[0], "row": measured,
+                         "source": "deepseek-ai/DeepEP docs/legacy.md, normal kernels"})
+    ib = LINKS["ib-ndr"].effective_bytes_per_s / 1e9
+    for ep, dispatch, combine in DEEPEP_RDMA_ROWS:
+        for kind, measured in (("dispatch", dispatch), ("combine", combine)):
+            rows.append({"constant": f"DeepEP {kind} EP {ep}, CX7 RDMA (GB/s)", "engine": ib * DEEPEP_LINK_SHARE[1], "row": measured,
+                         "source": "deepseek-ai/DeepEP docs/legacy.md, normal kernels (logical bandwidth)"})
+    nvlink5 = LINKS["nvlink5"].effective_bytes_per_s / 1e9
+    ep, dispatch, combine = DEEPEP_V2_B200_NVLINK_ROW
+    for kind, measured in (("dispatch", dispatch), ("combine", combine)):
+        rows.append({"constant": f"DeepEP V2 {kind} EP {ep}, B200 NVLink 5 (GB/s)", "engine": nvlink5 * DEEPEP_LINK_SHARE[0], "row": measured,
+                     "source": "deepseek-ai/DeepEP README, SM100, 64 SMs (a check on Blackwell, not fitted)"})
+    for row in rows:
+        row["error"] = row["engine"] / row["row"] - 1
+    return rows
 
 
 def check_stack_on_gpu(stack: Era, gpu) -> None:

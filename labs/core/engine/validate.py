@@ -25,7 +25,7 @@ from labs.core.engine.calibration import (
     table2_estimate, table2_plan,
 )
 from labs.core.engine.datafiles import data_dir
-from labs.core.engine.eras import ERAS
+from labs.core.engine.eras import ERAS, stack_constant_rows
 from labs.core.engine.gemm import ATTENTION_EFFICIENCY, attention_rate, gemm_time, unfused_elementwise_ratio
 from labs.core.engine.hardware import GPUS, POWER_CURVES, Cluster
 from labs.core.engine.models import Model
@@ -190,6 +190,7 @@ def unconfirmed_constants() -> list[tuple[str, str]]:
                 out.append((f"{table_name.lower().rstrip('s')} {key}", " ".join(said)))
     for curve, points in POWER_CURVES.items():
         out += [(f"power_curve {curve} {point.watts:g} W", point.source) for point in points if marker.search(point.source)]
+    out += [(f"stack {name} {note.split(': ', 1)[0]}", note.split(": ", 1)[1]) for name, era in ERAS.items() for note in era.unconfirmed]
     return sorted(out)
 
 
@@ -293,6 +294,9 @@ def main() -> None:
         print(f"  {what}: {value}")
     print_gpu_rows()
     print_collective_rows()
+    print("\nStack constants of 2025-26 (labs.core.engine.eras) against their rows:")
+    for row in stack_constant_rows():
+        print(f"  {row['constant']:46s} engine {row['engine']:9.4g}  row {row['row']:9.4g}  {row['error']:+6.1%}  {row['source']}")
     print("\nGPU power limits (labs.core.engine.hardware.POWER_CURVES): GPT-3 175B at TP 8 on one node, at each documented point:")
     for cluster_key in ("dgx-a100", "dgx-h100"):
         cluster, plan = Cluster.get(cluster_key), Plan(tp=8, pp=1, dp=1, micro_batch=1, global_batch=8)
