@@ -265,3 +265,21 @@ def test_the_old_eras_have_none_of_the_new_mechanisms():
     for name in OLD:
         era = ERAS[name]
         assert (era.cuda_graphs, era.moe_a2a_overlap, era.fp8_param_gather, era.vendor) == ("none", False, False, "nvidia"), name
+
+
+def test_the_recipes_each_stack_names():
+    """Megatron-Core 2025's TE recipes (Fp8Recipe: delayed, tensorwise, blockwise, mxfp8; Fp4Recipe:
+    nvfp4); torchtitan's float8 and MXFP8; the ROCm stack's FP8. --fp8-param-gather gathers FP8 for
+    the per-tensor and blockwise recipes, not MXFP8 ("except MXFP8"): on 8 B200s, 7/8 x (L + 2 R)
+    bytes against 7/8 x 2 (L + R)."""
+    assert ERAS["megatron-core-2025"].precision == ("bf16", "fp8", "mxfp8", "fp8_blockwise", "nvfp4")
+    assert ERAS["torchtitan-2025"].precision == ("bf16", "fp8", "mxfp8")
+    with pytest.raises(ValueError, match="precision='mxfp8' is not available in era 'rocm-megatron-2025'"):
+        Plan.for_era("rocm-megatron-2025", dp=8, global_batch=8, precision="mxfp8")
+    model, cluster = Model.get("llama3-8b"), Cluster.get("dgx-b200")
+    sent = {precision: next(u for u in estimate(model, cluster, Plan.for_era(
+        "megatron-core-2025", dp=8, micro_batch=1, global_batch=8, zero_stage=1, precision=precision)).collectives if u.key == "dp_gather").sent_bytes
+        for precision in ("bf16", "mxfp8", "fp8_blockwise")}
+    linear = 32 * model.layer_params
+    assert sent["mxfp8"] == pytest.approx(sent["bf16"], rel=1e-12) == pytest.approx(7 / 8 * 2 * model.params, rel=1e-9)
+    assert sent["fp8_blockwise"] == pytest.approx(7 / 8 * (linear + 2 * (model.params - linear)), rel=1e-9)
