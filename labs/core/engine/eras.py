@@ -532,6 +532,9 @@ ERAS: dict[str, Era] = {
     # transformer layer), TE's FP8 recipes (delayed, tensorwise, blockwise on Hopper, MXFP8 on
     # Blackwell) and NVFP4 (Fp4Recipe, 2025-09), --fp8-param-gather, DeepEP through the flex
     # dispatcher (2025-02), EP A2A overlap (2025-08), hybrid sharding with MoE (Core 0.13), NCCL 2.23+.
+    # Megatron-FSDP leaves modules outside its units (the embedding, the output layer) unsharded
+    # (megatron_fsdp.md: "Non-unit modules remain persistently un-sharded"); the engine prices them as
+    # FSDP's root unit, gathered once a micro-batch, the nearest of its ZeRO-3 units.
     "megatron-core-2025": Era(
         "megatron-core-2025", ("interleaved", "1f1b"), 2, ("selective", "none", "full"), (T, F), (T, F), (1, 0, 2, 3), (T, F), ("bf16", "fp32"),
         (T, F), (T, F), ("auto", "ring", "tree", "nvls"), ("ring", "all_gather", "ulysses"), 8, ("bf16", "fp8", "mxfp8", "fp8_blockwise", "nvfp4"),
