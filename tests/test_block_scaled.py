@@ -154,7 +154,7 @@ def test_block_formats_save_activations_as_fp8_does():
 
 # ---- refusals and the rest of the engine ----------------------------------------------------------
 @pytest.mark.parametrize("cluster, precision", [("dgx-h100", "nvfp4"), ("dgx-h100", "mxfp8"), ("dgx-a100", "fp8_blockwise"),
-                                                ("dgx-a100", "fp8"), ("mi355x", "nvfp4")])
+                                                ("dgx-a100", "fp8"), ("mi355x", "nvfp4"), ("mi355x", "mxfp8")])
 def test_a_format_without_its_tensor_cores_is_refused_by_name(cluster, precision):
     model, c = Model.get("llama3-8b"), Cluster.get(cluster)
     with pytest.raises(ValueError, match="precision"):

@@ -306,6 +306,12 @@ WEIGHT_CACHE_COPIES = {
 }
 
 
+# Tensor cores that run a format for which no GEMM rate is stored: refused, saying so.
+NO_STORED_RATE = {
+    ("cdna4", "mxfp8"): "CDNA4's matrix cores run the OCP MX formats (its FP6 and FP4 peaks: ds_mi355x_fp6_dense_peak, ds_mi355x_fp4_dense_peak), but no MXFP8 GEMM row (hipBLASLt) is stored to price them",
+}
+
+
 def gemm_precision(name: str) -> GemmPrecision:
     check_choice("precision", name, GEMM_PRECISIONS)
     return GEMM_PRECISIONS[name]
@@ -319,6 +325,8 @@ def precision_code(name: str) -> int:
 def check_precision_on(gpu, name: str) -> None:
     """Refuse a precision the GPU has no tensor cores (or no measured FP8 rate) for, by name."""
     spec = gemm_precision(name)
+    if (gpu.arch, name) in NO_STORED_RATE:
+        raise ValueError(f"precision={name!r} on {gpu.name}: {NO_STORED_RATE[(gpu.arch, name)]}; use 'bf16' or 'fp8'")
     if gpu.arch not in spec.archs or (name != "bf16" and not gpu.fp8_mamf_flops):
         raise ValueError(f"precision={name!r} needs {name.upper()} tensor cores, which {gpu.name} ({gpu.arch}) does not have "
                          f"(it runs on {', '.join(spec.archs)}); use 'bf16'")
