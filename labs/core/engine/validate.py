@@ -26,7 +26,8 @@ from labs.core.engine.calibration import (
 )
 from labs.core.engine.datafiles import data_dir
 from labs.core.engine.eras import ERAS, stack_constant_rows
-from labs.core.engine.gemm import ATTENTION_EFFICIENCY, attention_rate, gemm_time, unfused_elementwise_ratio
+from labs.core.engine.gemm import ATTENTION_EFFICIENCY, attention_rate, gemm_time, precision_gemm_time, unfused_elementwise_ratio
+from labs.core.engine.precision import GEMM_PRECISIONS
 from labs.core.engine.hardware import GPUS, POWER_CURVES, Cluster
 from labs.core.engine.models import Model
 from labs.core.engine.perf import Plan, estimate
@@ -115,7 +116,7 @@ def mechanism_checks() -> list[tuple[str, str]]:
 
 # ---- Engine v4: each GPU constant beside the kernel-benchmark and datasheet rows it rests on ----
 KERNEL_ROWS = "kernel_benchmarks_v4.json"  # tests/data/ (not packaged in the wheel: the labs never read it)
-ROW_GPUS = {"H100": "h100-sxm", "H200": "h200-sxm", "B200": "b200", "B300": "b300", "GB200": "gb200", "GB300": "gb300",
+ROW_GPUS = {"H100": "h100-sxm", "H800": "h800-sxm", "H200": "h200-sxm", "B200": "b200", "B300": "b300", "GB200": "gb200", "GB300": "gb300",
             "MI300X": "mi300x", "MI325X": "mi325x", "MI355X": "mi355x"}
 # A datasheet row's id ending -> (the GPU field it gives, that field in the row's unit)
 _DATASHEET_FIELDS = (
@@ -140,6 +141,11 @@ def gemm_rate(gpu, m, n, k, fp8=False) -> float:
     return 2.0 * m * n * k / float(gemm_time(gpu, m, n, k, fp8=fp8))
 
 
+# GEMM rows in a block-scaled format, by the Plan.precision they price (labs.core.engine.gemm.PRECISION_KERNELS):
+# Azure's cuBLASLt FP4 rows on GB200 (the format not named: block-scaled FP4, taken as NVFP4), DeepGEMM's.
+_BLOCK_SCALED_ROWS = {"fp4": "nvfp4", "fp8_blockwise": "fp8_blockwise"}
+
+
 def gpu_row_checks(rows=None) -> list[dict]:
     """Each kernel-benchmark or datasheet row on a catalogued GPU beside the engine's value: the
     constant a datasheet row gives, the GEMM rate at a GEMM row's shape (the MAMF's best shape),
@@ -162,6 +168,8 @@ def gpu_row_checks(rows=None) -> list[dict]:
             what = f"{dtype} GEMM {m}x{n}x{k}" + (" (MAMF)" if row["id"].startswith("mamf_") else "")
             if dtype in ("bf16", "fp8", "fp8_e4m3"):
                 model = gemm_rate(gpu, m, n, k, fp8=dtype != "bf16") / 1e12
+            elif dtype in _BLOCK_SCALED_ROWS and gpu.arch in GEMM_PRECISIONS[_BLOCK_SCALED_ROWS[dtype]].archs:
+                model = 2.0 * m * n * k / float(precision_gemm_time(gpu, m, n, k, _BLOCK_SCALED_ROWS[dtype])) / 1e12
         elif row["kind"] == "attention":
             kernel = _KERNEL_NAMES.get(c.get("kernel", "").lower())
             what = f"{kernel or c.get('kernel')} attention, head dim {c.get('head_dim', '?')}, {c.get('seqlen', '?')} tokens, causal {c.get('causal', '?')}"
