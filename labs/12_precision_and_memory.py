@@ -13,10 +13,12 @@ with app.setup:
     from labs.core import ENGINE_VERSION
     from labs.core import charts, ui
     from labs.core.engine.blockscale import MX_BLOCK, NVFP4_BLOCK, element_grid
-    from labs.core.engine.blockscale import sample_rows as block_sample_rows
+    from labs.core.engine.blockscale import activation_rows as block_activation_rows
+    from labs.core.engine.blockscale import gradient_rows as block_gradient_rows
     from labs.core.engine.hardware import GB
     from labs.core.engine.precision import FORMATS, TILE
     from labs.core.scenarios.lab12 import (
+        ACTIVATION_SHAPE,
         ACCUMULATION_CASE,
         ACCUMULATION_KS,
         ACCUMULATION_STEPS,
@@ -507,8 +509,8 @@ def _():
     values an E4M3 scale and 4-bit E2M1 values (the grid {', '.join(f'{_v:g}' for _v in element_grid('e2m1'))}), plus one FP32
     scale per tensor so the block scales use E4M3's whole range; MXFP4 is the same 4-bit grid with
     MX's {MX_BLOCK}-element power-of-two scales. Each is applied here by `ml_dtypes`' own casts to the
-    gradient sample of section 1 and the activations of section 2 (their outlier channels set by the
-    slider), beside bf16 and FP8 with one scale per tensor.
+    gradient sample of section 1 (its first {GRADIENT_SAMPLE - GRADIENT_SAMPLE % MX_BLOCK:,} values: whole blocks) and the activations of section 2
+    (their outlier channels set by the slider), beside bf16 and FP8 with one scale per tensor.
     """)
     return
 
@@ -521,9 +523,12 @@ def _():
 
 
 @app.cell
-def _(block_outlier_slider, block_sample_pick, underflow_committed):
+def _(block_outlier_slider, block_sample_pick, settings, underflow_committed):
     ui.gate(underflow_committed, what="the block-scaling instrument")
-    _rows = block_sample_rows(block_sample_pick.value, block_outlier_slider.value)
+    if block_sample_pick.value == "gradients":
+        _rows = block_gradient_rows(GRADIENT_SAMPLE, settings["grad_low_exp"], settings["grad_high_exp"], settings["sample_seed"])
+    else:
+        _rows = block_activation_rows(block_outlier_slider.value, **ACTIVATION_SHAPE)
     _best4 = min((_r for _r in _rows if _r["bits"] < 8), key=lambda _r: _r["median_rel_error"])
     mo.vstack(
         [

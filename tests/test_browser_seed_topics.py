@@ -6,12 +6,13 @@ Lab 12's block-scaled formats (X5), Lab 06's FSDP against DDP (X6) and offload t
 import pytest
 
 from browser import answer, browser_page, marimo_run
-from labs.core.engine.blockscale import sample_rows
+from labs.core.engine.blockscale import activation_rows, gradient_rows
 from labs.core.engine.compression import compression_rows
 from labs.core.engine.dp_scaling import PCIE_CLAIM_GPUS, SEQ_LEN, scaling_efficiency, stage_rows
 from labs.core.engine.hardware import CLUSTERS, Cluster
 from labs.core.engine.models import MODELS, Model
 from labs.core.engine.offload import placement_rows
+from labs.core.scenarios.lab12 import ACTIVATION_SHAPE, GRADIENT_SAMPLE
 from labs.variants import variant
 
 pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("need_chromium")]
@@ -26,16 +27,18 @@ def _select(page, option_label: str, without: str | None = None) -> None:
 
 
 def test_lab12_block_formats_follow_the_sample_dropdown(tmp_path):
-    q = variant("12_precision_and_memory", "student").questions
+    v = variant("12_precision_and_memory", "student")
+    q = v.questions
     with marimo_run("12_precision_and_memory.py", env={"LABS_LEDGER_DIR": str(tmp_path)}) as url, browser_page() as page:
         page.goto(url)
         page.get_by_text("Commit to a prediction above (or skip it) to unlock the formats").wait_for()
         answer(page, q["underflow"], commit=0)
         page.get_by_text("Blackwell's block-scaled formats: MXFP8 and NVFP4").first.wait_for()
-        activations = {r["format"]: r for r in sample_rows("activations", 1000)}
+        activations = {r["format"]: r for r in activation_rows(1000, **ACTIVATION_SHAPE)}
         page.get_by_text(f"{activations['nvfp4']['flushed']:.2%}").first.wait_for()
         _select(page, "Gradients (section 1's sample)")
-        gradients = {r["format"]: r for r in sample_rows("gradients")}
+        s = v.settings
+        gradients = {r["format"]: r for r in gradient_rows(GRADIENT_SAMPLE, s["grad_low_exp"], s["grad_high_exp"], s["sample_seed"])}
         assert gradients["nvfp4"]["flushed"] != activations["nvfp4"]["flushed"]
         page.get_by_text(f"{gradients['nvfp4']['flushed']:.2%}").first.wait_for()
         page.get_by_text(f"{gradients['mxfp8-e4m3']['median_rel_error']:.2%}").first.wait_for()

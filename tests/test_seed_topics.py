@@ -11,6 +11,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from labs.variants import variant
 from test_notebooks import LABS, committed, load_app, mine, right, text_of
 
 LAB = {p.stem[:2]: p for p in LABS}
@@ -70,7 +71,7 @@ def test_nvfp4_two_level_scales_by_hand():
 
 
 def test_block_formats_refuse_bad_input():
-    from labs.core.engine.blockscale import mx_quantise, nvfp4_quantise, sample_rows
+    from labs.core.engine.blockscale import activation_rows, gradient_rows, mx_quantise, nvfp4_quantise
 
     with pytest.raises(ValueError, match="block"):
         mx_quantise(np.ones(33))
@@ -78,17 +79,19 @@ def test_block_formats_refuse_bad_input():
         nvfp4_quantise(np.r_[np.nan, np.ones(15)])
     with pytest.raises(ValueError, match="element"):
         mx_quantise(np.ones(32), "e3m2")
-    with pytest.raises(ValueError, match="sample"):
-        sample_rows("weights")
+    with pytest.raises(ValueError, match="n must be at least"):
+        gradient_rows(16)
+    with pytest.raises(ValueError, match="outlier_scale"):
+        activation_rows(-1.0)
 
 
 def test_formats_side_by_side_on_the_lab_samples():
     """Bits per value from the formats' definitions; each format's largest relative error within
     its half-ulp where nothing is flushed or clamped; finer blocks keep more of the activations."""
-    from labs.core.engine.blockscale import ACTIVATION_SHAPE, sample_rows
+    from labs.core.engine.blockscale import activation_rows
 
-    size = ACTIVATION_SHAPE["tokens"] * ACTIVATION_SHAPE["channels"]
-    rows = {r["format"]: r for r in sample_rows("activations", 1000)}
+    size = 256 * 1024
+    rows = {r["format"]: r for r in activation_rows(1000, 256, 1024, 4)}
     assert rows["mxfp8-e4m3"]["bits"] == 8 + 8 / 32 and rows["mxfp4"]["bits"] == 4 + 8 / 32
     assert rows["nvfp4"]["bits"] == pytest.approx(4 + 8 / 16 + 32 / size)
     assert rows["bf16"]["max_rel_error"] <= 2.0 ** -8  # 7 stored mantissa bits: half an ulp
@@ -101,13 +104,14 @@ def test_formats_side_by_side_on_the_lab_samples():
 
 
 def test_lab12_block_scaling_instrument_shows_the_engine_rows():
-    from labs.core.engine.blockscale import sample_rows
+    from labs.core.engine.blockscale import activation_rows
+    from labs.core.scenarios.lab12 import ACTIVATION_SHAPE
 
     u = mine("12_precision_and_memory", "underflow")
     outputs, _ = load_app(LAB["12"]).run(defs=committed("underflow", u, right(u)))
     page = _plain(text_of(outputs))
     assert "Blackwell's block-scaled formats: MXFP8 and NVFP4" in page
-    rows = sample_rows("activations", 1000)
+    rows = activation_rows(1000, **ACTIVATION_SHAPE)  # section 2's activations, the slider's default
     for r in rows:
         assert f"{r['label']} {r['bits']:.2f} {r['flushed']:.2%} {r['median_rel_error']:.2%}" in page, r["label"]
     best = min((r for r in rows if r["bits"] < 8), key=lambda r: r["median_rel_error"])
@@ -189,6 +193,22 @@ def test_four_gpus_over_pcie_efficiency():
     assert eff[1]["efficiency"] < PCIE_EFFICIENCY_CLAIM[0] < eff[4]["efficiency"] < eff[16]["efficiency"]
     assert nv["efficiency"] > eff[1]["efficiency"]
     assert all(0 < e["efficiency"] <= 1 for e in eff.values())
+
+
+def test_gradient_rows_are_section_ones_sample_in_whole_blocks():
+    from labs.core.engine import precision
+    from labs.core.engine.blockscale import compare, gradient_rows
+    from labs.core.scenarios.lab12 import GRADIENT_SAMPLE, gradients
+
+    v = variant("12_precision_and_memory", "student").settings
+    rows = gradient_rows(GRADIENT_SAMPLE, v["grad_low_exp"], v["grad_high_exp"], v["sample_seed"])
+    whole = GRADIENT_SAMPLE - GRADIENT_SAMPLE % 32
+    assert np.array_equal(gradients(v)[:whole], precision.gradient_sample(GRADIENT_SAMPLE, v["grad_low_exp"], v["grad_high_exp"], v["sample_seed"])[:whole])
+    assert rows == compare(gradients(v)[:whole])
+    by = {r["format"]: r for r in rows}
+    print({k: f"flushed {r['flushed']:.1%}" for k, r in by.items()})
+    # a gradient block spans many decades: a scale per 32 flushes about as much as one per tensor
+    assert by["mxfp8-e5m2"]["flushed"] < by["mxfp8-e4m3"]["flushed"] <= by["fp8-tensor"]["flushed"]
 
 
 def test_lab06_and_lab08_pages_show_the_engine_numbers():

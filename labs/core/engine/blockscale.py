@@ -174,23 +174,28 @@ def compare(x) -> list[dict]:
 
 
 # ---- Lab 12's samples ----------------------------------------------------------------------------
-SAMPLES = ("gradients", "activations")
-GRADIENT_SIZE = 1 << 15
-ACTIVATION_SHAPE = {"tokens": 256, "channels": 1024}
+@lru_cache(maxsize=64)
+def _gradient_rows(n: int, low_exp: float, high_exp: float, seed: int) -> tuple[dict, ...]:
+    x = precision.gradient_sample(n, low_exp, high_exp, seed)
+    return tuple(compare(x[: n - n % MX_BLOCK]))
+
+
+def gradient_rows(n: int = 50_000, low_exp: float = -12.0, high_exp: float = -1.0, seed: int = 0) -> list[dict]:
+    """compare() on precision.gradient_sample(n, low_exp, high_exp, seed), cut to whole 32-element
+    blocks (the first n - n % 32 values)."""
+    check_positive("n", n, integer=True, maximum=10_000_000)
+    if n < MX_BLOCK:
+        raise ValueError(f"n must be at least one {MX_BLOCK}-element block, got {n}")
+    return [dict(r) for r in _gradient_rows(int(n), float(low_exp), float(high_exp), int(seed))]
 
 
 @lru_cache(maxsize=64)
-def _sample_rows(sample: str, outlier_scale: float) -> tuple[dict, ...]:
-    if sample == "gradients":
-        x = precision.gradient_sample(GRADIENT_SIZE)
-    else:
-        x = precision.activation_sample(outlier_scale=outlier_scale, **ACTIVATION_SHAPE)
-    return tuple(compare(x))
+def _activation_rows(outlier_scale: float, tokens: int, channels: int, outlier_channels: int) -> tuple[dict, ...]:
+    return tuple(compare(precision.activation_sample(tokens, channels, outlier_channels, outlier_scale)))
 
 
-def sample_rows(sample: str, outlier_scale: float = 100.0) -> list[dict]:
-    """compare() on precision's gradient sample (10^-12..10^-1, log-uniform) or its activation
-    sample (256 tokens x 1024 channels, 4 outlier channels `outlier_scale` times larger)."""
-    check_choice("sample", sample, SAMPLES)
+def activation_rows(outlier_scale: float = 100.0, tokens: int = 256, channels: int = 1024, outlier_channels: int = 4) -> list[dict]:
+    """compare() on precision.activation_sample (tokens x channels, unit normal, `outlier_channels`
+    channels `outlier_scale` times larger), blocks along the channels."""
     check_positive("outlier_scale", outlier_scale, maximum=1e6)
-    return [dict(r) for r in _sample_rows(sample, float(outlier_scale))]
+    return [dict(r) for r in _activation_rows(float(outlier_scale), tokens, channels, outlier_channels)]
