@@ -374,8 +374,8 @@ def _(fp8_committed, settings):
         [
             mo.md(
                 "## 4 · Bytes per parameter, the real zoo\n\n"
-                "Mixed-precision Adam is counted several ways. What FP8 changes is small: the GEMMs read an FP8 copy of "
-                "the weights (kept between micro-batches) beside the bf16 ones, and some activations are kept in FP8; "
+                "Mixed-precision Adam is counted several ways. What FP8 changes is small: the GEMMs read FP8 copies of "
+                "the weights (kept between micro-batches; on Hopper the copy and its transpose) beside the bf16 ones, and some activations are kept in FP8; "
                 "the fp32 master weights and Adam's moments do not move."
             ),
             ui.static_table([{"recipe": _r["recipe"], "bytes per parameter": f"{_r['bytes']:g}", "made of": _r["parts"], "source": _r["source"]} for _r in _rows]),
