@@ -281,6 +281,8 @@ GEMM_PRECISIONS = {
     "bf16": GemmPrecision("bf16", 2.0, 0.0, 0.0, ("ampere", "hopper", "blackwell", "cdna3", "cdna4"), False),
     "fp8": GemmPrecision("fp8", 1.0, _TENSOR_SCALE, _TENSOR_SCALE, ("hopper", "blackwell", "cdna3", "cdna4"), True),
     "mxfp8": GemmPrecision("mxfp8", 1.0, 1.0 / 32, 1.0 / 32, ("blackwell",), False),
+    # NVFP4 weights: one scale per 16 x 16 block, counted as the tensor cores read scales, one per 1 x 16 along K
+    # (unconfirmed with "cache nvfp4 blackwell": TE's packing of the 2D scales not measured)
     "nvfp4": GemmPrecision("nvfp4", 0.5, 1.0 / 16, 1.0 / 16, ("blackwell",), True, NVFP4_BF16_LAYER_SHARE),
     "fp8_blockwise": GemmPrecision("fp8_blockwise", 1.0, 4.0 / TILE, 4.0 / (TILE * TILE), ("hopper", "blackwell"), False),
 }
