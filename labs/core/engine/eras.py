@@ -309,9 +309,10 @@ CUDA_GRAPH_LAUNCH_S = 15e-6
 CUDA_GRAPH_REPLAY_ROWS = ((8, 51.9e-6, 19.4e-6), (16, 119.3e-6, 25.6e-6), (24, 159.1e-6, 28.7e-6), (36, 233.5e-6, 37.9e-6),
                           (64, 411.7e-6, 49.1e-6), (117, 735.4e-6, 82.9e-6))  # (kernels, launched one by one, one graph), s
 # An MoE layer's part no graph captures, one kernel a stage of MoELayer's forward with the flex
-# dispatcher and fused permutation (megatron/core/transformer/moe/moe_layer.py: dispatch, permute,
-# the grouped fc1, the activation, the grouped fc2, unpermute, combine); its graphs: attention and
-# router + preprocess (cuda_graph.md's MoE example), two a layer.
+# dispatcher and fused permutation (megatron/core/transformer/moe/moe_layer.py: token_dispatch,
+# dispatch_postprocess's permute, the experts' grouped fc1, activation and grouped fc2,
+# combine_preprocess's unpermute, token_combine; combine_postprocess a reshape, no kernel); its
+# graphs: attention and router + preprocess (cuda_graph.md's MoE example), two a layer.
 MOE_EAGER_KERNELS = 7
 MOE_LAYER_GRAPHS = 2
 # TE's graphs keep a static copy of each layer's input per micro-batch in flight (module docstring).
