@@ -14,7 +14,7 @@ with app.setup:
     from labs.core import ENGINE_VERSION, LINKS
     from labs.core import ui
     from labs.core.engine.compression import compression_rows
-    from labs.core.engine.dp_scaling import PCIE_CLAIM_GPUS, PCIE_EFFICIENCY_CLAIM, SEQ_LEN, scaling_efficiency
+    from labs.core.engine.dp_scaling import PCIE_CLAIM_GPUS, PCIE_EFFICIENCY_CLAIM, SEQ_LEN, TORCH_DDP, scaling_efficiency
     from labs.core.engine.hardware import CLUSTERS, Cluster
     from labs.core.engine.models import MODELS, Model
 
@@ -712,8 +712,8 @@ def _(ring_committed):
     ## 8 · Four GPUs over PCIe, and compressing the gradients
 
     The course notes expect {PCIE_EFFICIENCY_CLAIM[0]:.0%}-{PCIE_EFFICIENCY_CLAIM[1]:.0%} scaling efficiency at {PCIE_CLAIM_GPUS} GPUs over PCIe. *Scaling
-    efficiency* here is the step on one GPU over the step on {PCIE_CLAIM_GPUS}, each GPU keeping its own micro-batch (DDP,
-    bf16 gradients): 100% when the all-reduce costs nothing. The same {PCIE_CLAIM_GPUS} GPUs over NVLink sit beside them.
+    efficiency* here is the step on one GPU over the step on {PCIE_CLAIM_GPUS}, each GPU keeping its own micro-batch (PyTorch
+    DDP as in section 7: {TORCH_DDP['grad_reduce_dtype']} gradients in {TORCH_DDP['bucket_bytes'] / 2**20:.0f} MiB buckets): 100% when the all-reduce costs nothing. The same {PCIE_CLAIM_GPUS} GPUs over NVLink sit beside them.
     When the all-reduce is what is left, the notes suggest compressing the gradients: fewer bytes, for kernels
     that compress and rebuild them.
     """
@@ -742,24 +742,25 @@ def _(pcie_batch_slider, pcie_model_pick, pcie_overlap_switch, powersgd_rank_sli
                       "notes' band": "inside" if PCIE_EFFICIENCY_CLAIM[0] <= _s["efficiency"] <= PCIE_EFFICIENCY_CLAIM[1] else ("above" if _s["efficiency"] > PCIE_EFFICIENCY_CLAIM[1] else "below")})
     _model = Model.get(pcie_model_pick.value, seq_len=SEQ_LEN)
     _pcie = Cluster.get(PCIE_SERVERS[0], nodes=1, gpus_per_node=PCIE_CLAIM_GPUS)
-    _comp = compression_rows(_model, _pcie, PCIE_CLAIM_GPUS, powersgd_rank_slider.value)
+    _comp = compression_rows(_model, _pcie, PCIE_CLAIM_GPUS, powersgd_rank_slider.value, TORCH_DDP["grad_reduce_dtype"])
     _best = max(_comp, key=lambda _r: _r["saved_s"])
+    _fewest = min(_comp, key=lambda _r: _r["bytes"])
     mo.vstack(
         [
             mo.hstack([pcie_model_pick, pcie_batch_slider, pcie_overlap_switch], justify="start", wrap=True),
             ui.static_table(_rows),
             mo.md(f"**Compressing the gradients** on the {_pcie.gpu.name} server ({PCIE_CLAIM_GPUS} GPUs): bytes each GPU all-reduces per step, "
                   "the all-reduce's time, the compression kernels' time on each GPU, and what the two together save against the plain "
-                  "bf16 all-reduce (before any overlap)."),
+                  f"{TORCH_DDP['grad_reduce_dtype']} all-reduce (before any overlap)."),
             powersgd_rank_slider,
             ui.static_table(
                 [{"scheme": _r["name"], "bytes all-reduced": f"{_r['bytes'] / 1e6:,.1f} MB", "fewer bytes": f"{_r['ratio']:,.0f}x",
                   "all-reduce": f"{_r['comm_s'] * 1e3:.2f} ms", "kernels": f"{_r['kernel_s'] * 1e3:.2f} ms",
                   "saved": f"{_r['saved_s'] * 1e3:+.2f} ms"} for _r in _comp]
             ),
-            mo.md(f"Most time saved here: **{_best['name']}**. PowerSGD sends the fewest bytes, but its skinny GEMMs cost more the wider r, "
-                  "and the 1-bit and 8-bit schemes pay a pass over every gradient; 1-bit and PowerSGD change what the optimizer sees "
-                  "(biased, repaired by error feedback)."),
+            mo.md(f"Most time saved here: **{_best['name']}**; fewest bytes: **{_fewest['name']}**. PowerSGD pays three skinny GEMMs "
+                  "through every weight matrix, bound by reading the matrix whatever r is; the 1-bit and 8-bit schemes pay elementwise "
+                  "passes over every gradient. 1-bit and PowerSGD also change what the optimizer sees (biased, repaired by error feedback)."),
         ]
     )
     return

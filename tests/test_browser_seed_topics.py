@@ -8,7 +8,7 @@ import pytest
 from browser import answer, browser_page, marimo_run
 from labs.core.engine.blockscale import activation_rows, gradient_rows
 from labs.core.engine.compression import compression_rows
-from labs.core.engine.dp_scaling import PCIE_CLAIM_GPUS, SEQ_LEN, scaling_efficiency, stage_rows
+from labs.core.engine.dp_scaling import PCIE_CLAIM_GPUS, SEQ_LEN, TORCH_DDP, scaling_efficiency, stage_rows
 from labs.core.engine.hardware import CLUSTERS, Cluster
 from labs.core.engine.models import MODELS, Model
 from labs.core.engine.offload import placement_rows
@@ -77,5 +77,5 @@ def test_lab08_four_gpus_over_pcie_follow_the_model(tmp_path):
         assert f"{other['many_s'] * 1e3:.1f}" != f"{first['many_s'] * 1e3:.1f}"
         page.get_by_text(f"{other['many_s'] * 1e3:.1f} ms").first.wait_for()
         server = Cluster.get("pcie-a100", nodes=1, gpus_per_node=PCIE_CLAIM_GPUS)
-        rows = compression_rows(Model.get("seed-12l-512", seq_len=SEQ_LEN), server, PCIE_CLAIM_GPUS, 4)
+        rows = compression_rows(Model.get("seed-12l-512", seq_len=SEQ_LEN), server, PCIE_CLAIM_GPUS, 4, TORCH_DDP["grad_reduce_dtype"])
         page.get_by_text(f"{rows[-1]['bytes'] / 1e6:,.1f} MB").first.wait_for()

@@ -133,6 +133,8 @@ def test_compression_bytes_counted_by_hand_for_the_100m_model():
     assert compressed_elements(m, "powersgd", r) == by_hand == 853_504
     assert payload_bytes(m, "none") == 2 * m.params and payload_bytes(m, "int8") == m.params
     assert payload_bytes(m, "1bit") == m.params / 8
+    assert payload_bytes(m, "none", grad_dtype="fp32") == 4 * m.params and payload_bytes(m, "int8", grad_dtype="fp32") == m.params
+    assert payload_bytes(m, "powersgd", 4, "fp32") == 4 * by_hand
     print(f"PowerSGD r=4: {2 * by_hand / 1e6:.2f} MB against {2 * m.params / 1e6:.1f} MB ({m.params / by_hand:.0f}x fewer)")
     with pytest.raises(ValueError, match="model"):
         weight_matrices(Model.get("mixtral-8x7b"))
@@ -150,6 +152,9 @@ def test_compression_pays_over_pcie_and_powersgd_does_not_over_nvlink():
         print(name, {k: f"{v['comm_s'] * 1e3:.2f}+{v['kernel_s'] * 1e3:.2f} ms" for k, v in rows.items()})
     assert all(r["saved_s"] > 0 for k, r in pcie.items() if k != "none")
     assert nvlink["powersgd"]["saved_s"] < 0 < nvlink["powersgd"]["kernel_s"]  # skinny GEMMs outlast NVLink's all-reduce
+    # PowerSGD's kernels are bound by reading each matrix: r = 1 and r = 32 cost within 1% of each other
+    m_rows = lambda r: compression_rows(m, Cluster.get("pcie-a100", gpus_per_node=4), 4, r)[-1]["kernel_s"]
+    assert m_rows(32) == pytest.approx(m_rows(1), rel=0.01)
     # the ring moves 2 (N-1)/N of the bytes: halving the bytes about halves the all-reduce on PCIe
     assert pcie["int8"]["comm_s"] == pytest.approx(pcie["none"]["comm_s"] / 2, rel=0.05)
 
@@ -189,8 +194,10 @@ def test_four_gpus_over_pcie_efficiency():
     eff = {mb: scaling_efficiency("seed-100m", "pcie-a100", 4, mb) for mb in (1, 4, 16)}
     nv = scaling_efficiency("seed-100m", "dgx-a100", 4, 1)
     print({mb: f"{e['efficiency']:.1%}" for mb, e in eff.items()}, f"NVLink at 1: {nv['efficiency']:.1%}")
-    assert eff[1]["dp_bytes"] == pytest.approx(2 * 3 / 4 * 2 * psi)  # ring all-reduce of bf16 gradients over 4
-    assert eff[1]["efficiency"] < PCIE_EFFICIENCY_CLAIM[0] < eff[4]["efficiency"] < eff[16]["efficiency"]
+    assert eff[1]["dp_bytes"] == pytest.approx(2 * 3 / 4 * 4 * psi)  # ring all-reduce of PyTorch DDP's fp32 gradients over 4
+    # the notes' band is crossed between one sequence a GPU and sixteen: it holds for some batch, not for all
+    assert eff[1]["efficiency"] < PCIE_EFFICIENCY_CLAIM[0] and eff[16]["efficiency"] > PCIE_EFFICIENCY_CLAIM[1]
+    assert eff[1]["efficiency"] < eff[4]["efficiency"] < eff[16]["efficiency"]
     assert nv["efficiency"] > eff[1]["efficiency"]
     assert all(0 < e["efficiency"] <= 1 for e in eff.values())
 
@@ -229,6 +236,7 @@ def test_lab06_and_lab08_pages_show_the_engine_numbers():
     page = _plain(text_of(outputs))
     assert "Four GPUs over PCIe, and compressing the gradients" in page
     eff = scaling_efficiency("seed-100m", "pcie-a100", 4, 4)
+    assert "fp32 gradients in 25 MiB buckets" in page
     assert f"{eff['many_s'] * 1e3:.1f} ms" in page and f"{eff['efficiency']:.0%}" in page
 
 

@@ -17,6 +17,10 @@ DP_STAGES = {0: "DDP", 2: "ZeRO-2", 3: "FSDP (ZeRO-3)"}
 FSDP_PENALTY_CLAIM = (0.05, 0.15)
 PCIE_EFFICIENCY_CLAIM = (0.70, 0.85)
 PCIE_CLAIM_GPUS = 4
+# PyTorch DistributedDataParallel, as the seeds' DDP: fp32 parameters under autocast, so fp32
+# gradients all-reduced, in buckets of bucket_cap_mb = 25 MiB (torch.nn.parallel.DistributedDataParallel's
+# default, pytorch.org/docs/stable/generated/torch.nn.parallel.DistributedDataParallel.html).
+TORCH_DDP = {"grad_reduce_dtype": "fp32", "bucket_bytes": 25 * 2**20}
 SEQ_LEN = 1024  # tokens a sequence in these checks: the seed models' context (labs.core.engine.models)
 
 
@@ -28,15 +32,20 @@ def server(cluster_key: str, gpus: int) -> Cluster:
     return Cluster.get(cluster_key, nodes=1, gpus_per_node=gpus)
 
 
-def dp_estimate(model_key: str, cluster_key: str, gpus: int, zero_stage: int, micro_batch: int = 1, seq_len: int = SEQ_LEN, dp_overlap: bool = True, microbatches: int = 1) -> Estimate:
+def dp_estimate(model_key: str, cluster_key: str, gpus: int, zero_stage: int, micro_batch: int = 1, seq_len: int = SEQ_LEN, dp_overlap: bool = True,
+                microbatches: int = 1, **reduction) -> Estimate:
     """One step of pure data parallelism over `gpus` GPUs of one server, `microbatches`
-    micro-batches of `micro_batch` sequences on each."""
+    micro-batches of `micro_batch` sequences on each; `reduction`: Plan's grad_reduce_dtype and
+    bucket_bytes (TORCH_DDP for PyTorch's DDP), else the engine's Megatron defaults."""
+    unknown = set(reduction) - {"grad_reduce_dtype", "bucket_bytes"}
+    if unknown:
+        raise ValueError(f"reduction: only grad_reduce_dtype and bucket_bytes, got {sorted(unknown)}")
     check_positive("micro_batch", micro_batch, integer=True, maximum=1 << 12)
     check_positive("microbatches", microbatches, integer=True, maximum=1 << 12)
     check_bool("dp_overlap", dp_overlap)
     model = Model.get(model_key, seq_len=seq_len)
     plan = Plan(dp=gpus, micro_batch=micro_batch, global_batch=micro_batch * gpus * microbatches, zero_stage=zero_stage,
-                recompute="none", flash_attention=True, dp_overlap=dp_overlap)
+                recompute="none", flash_attention=True, dp_overlap=dp_overlap, **reduction)
     return estimate(model, server(cluster_key, gpus), plan)
 
 
@@ -51,9 +60,9 @@ def stage_rows(model_key: str, cluster_key: str, gpus: int = 2, micro_batch: int
 
 
 def scaling_efficiency(model_key: str, cluster_key: str, gpus: int = 4, micro_batch: int = 1, seq_len: int = SEQ_LEN, dp_overlap: bool = True) -> dict:
-    """Weak scaling under DDP: the step on one GPU over the step on `gpus` (each GPU its own
-    micro-batch), and what the extra time is."""
-    one = dp_estimate(model_key, cluster_key, 1, 0, micro_batch, seq_len, dp_overlap)
-    many = dp_estimate(model_key, cluster_key, gpus, 0, micro_batch, seq_len, dp_overlap)
+    """Weak scaling under PyTorch DDP (TORCH_DDP): the step on one GPU over the step on `gpus`
+    (each GPU its own micro-batch), and what the extra time is."""
+    one = dp_estimate(model_key, cluster_key, 1, 0, micro_batch, seq_len, dp_overlap, **TORCH_DDP)
+    many = dp_estimate(model_key, cluster_key, gpus, 0, micro_batch, seq_len, dp_overlap, **TORCH_DDP)
     return {"one_s": one.step_time_s, "many_s": many.step_time_s, "efficiency": one.step_time_s / many.step_time_s,
             "dp_comm_s": many.time.dp_comm, "dp_bytes": many.comm_bytes_per_gpu.get("dp", 0.0), "compute_s": many.time.compute}
