@@ -309,8 +309,47 @@ def grid_view(scenario: str, tp: int, pp: int, zero_stage: int, micro_batch: int
 
 
 @app.cell(hide_code=True)
-def _(dp64_committed):
-    ui.gate(dp64_committed)
+def _():
+    mo.md(r"""
+    ## 5 · "PP across nodes is free"?
+
+    Seed 000 says so. Your design may have put pipeline stages across the nodes; before the numbers,
+    say what a pipeline across nodes costs the step at your batch.
+    """)
+    return
+
+
+@app.cell
+def _(variant):
+    pp_free_question = ui.variant_question(variant.questions["pp_free"])
+    pp_free_question
+    return (pp_free_question,)
+
+
+@app.cell
+def _():
+    pp_free_commit_buttons = ui.commit_buttons()
+    return (pp_free_commit_buttons,)
+
+
+@app.cell
+def _(held_now, identity, pp_free_commit_buttons, pp_free_question, variant):
+    _row, pp_free_committed = ui.commit_prediction(identity, LAB, "pp_free", pp_free_question, pp_free_commit_buttons, variant=variant, held=held_now())
+    _row
+    return (pp_free_committed,)
+
+
+@app.cell(hide_code=True)
+def _(pp_free_committed, variant):
+    ui.gate(pp_free_committed, what="the answer on PP across nodes")
+    # Each option's line comes from the engine at the student's batch and pipeline depth (labs/core/scenarios/lab09.py).
+    ui.variant_reveal(pp_free_committed, variant.questions["pp_free"])
+    return
+
+
+@app.cell(hide_code=True)
+def _(dp64_committed, pp_free_committed):
+    ui.gate(dp64_committed, pp_free_committed, what="the misconceptions")
     _ests = reference_estimates()
     _lines = ["| job | layout | memory per GPU | fits | MFU |", "|---|---|---:|---|---:|"]
     for _key, _by in _ests.items():
@@ -323,7 +362,7 @@ def _(dp64_committed):
                        f"{_r['pp_wire_s'] * 1e3:,.0f} ms | {_r['pp_exposed_s'] * 1e3:,.1f} ms | {_r['memory_bytes'] / 1e9:,.1f} GB | {_r['mfu']:.1%} |")
     _deep = pp_costs("70b-h100", SMALL_BATCH)[-1]
     mo.md(
-        "## 5 · Misconceptions, met with numbers\n\n"
+        "## 6 · Misconceptions, met with numbers\n\n"
         "**\"64 GPUs means DP = 64.\"** A data-parallel replica per GPU must hold the model state and its own activations "
         f"(MFU is the engine's for {STACK}, with FSDP for ZeRO-3):\n\n"
         + "\n".join(_lines)
@@ -340,7 +379,7 @@ def _(dp64_committed):
 @app.cell(hide_code=True)
 def _():
     mo.md(r"""
-    ## 6 · Say it out loud
+    ## 7 · Say it out loud
 
     Write your design as you would explain it to the stakeholder: the degrees and where they sit,
     what each buys, and the collective you expect to be the bottleneck. Then name that
@@ -443,8 +482,8 @@ def _(dp64_committed):
 
 
 @app.cell(hide_code=True)
-def _(dp64_committed):
-    ui.gate(dp64_committed)
+def _(dp64_committed, pp_free_committed):
+    ui.gate(dp64_committed, pp_free_committed, what="the key takeaways")
     _ests = reference_estimates()
     _z3 = _ests["70b-h100"]["DP=64, ZeRO-3"]
     _rows = pp_costs("70b-h100", SMALL_BATCH)

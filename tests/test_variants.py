@@ -281,6 +281,23 @@ def margins_09_v2(s, q):
             assert abs(e.memory.total - hbm) > 0.1 * hbm, (e.model.name, mb, rc, e.memory.total / 1e9)
 
 
+def margins_09_v3(s, q):
+    """Edition 3 (review X8): the dp64 question as in edition 2, and "PP across nodes is free": the
+    bubble by hand, (p-1)/(m+p-1) with m = batch / DP, is under 0.75% at 1,024 sequences (nearly free)
+    and over 5% at 64 (the cost); the exposed sends stay under 0.2% of the step, and TP 16 across
+    two nodes exposes over a hundred times the sends' time."""
+    from labs.core.scenarios import lab09
+
+    margins_09_v2(s, q)
+    batch, p = int(s["pp_batch"]), int(s["pp_depth"])
+    f = lab09.pp_free_facts(batch, p)
+    m = batch // (64 // (8 * p))
+    assert f["microbatches"] == m and f["bubble"] == pytest.approx((p - 1) / (m + p - 1), rel=1e-6), (s, f)
+    assert _one_claim(lab09.PP_FREE_CLAIMS, f) == q["pp_free"].correct, (s, f)
+    assert (f["bubble"] + f["sends"] < 0.75 * lab09.PP_FREE_NEARLY) if batch >= 1024 else (f["bubble"] > 1.5 * lab09.PP_FREE_COSTLY), (s, f)
+    assert f["sends"] < 0.002 and f["tp16_s"] > 100 * f["sends_s"], (s, f)
+
+
 def margins_10_v2(s, q):
     import math
 
@@ -393,6 +410,7 @@ MARGINS = {  # (lab, the recipe's edition) -> its margins; first editions are ke
     ("05_parallelism", 2): margins_05_v2, ("06_zero_sweep", 2): margins_06_v2, ("08_collectives", 2): margins_08_v2_regrade,
     ("09_64gpu_design", 2): margins_09_v2, ("10_failures_at_scale", 2): margins_10_v2, ("11_long_context_moe", 2): margins_11_v2,
     ("05_parallelism", 3): margins_05_v3, ("05_parallelism", 4): margins_05_v3, ("07_pipeline_visualizer", 2): margins_07_v2, ("08_collectives", 3): margins_08_v2,
+    ("09_64gpu_design", 3): margins_09_v3,
     ("12_precision_and_memory", 1): margins_12, ("12_precision_and_memory", 2): margins_12_v2,
     ("13_tensor_parallel", 1): margins_13, ("13_tensor_parallel", 2): margins_13_v2,
 }

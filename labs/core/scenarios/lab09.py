@@ -277,6 +277,9 @@ def worksheet_outcomes(inputs: dict, predictions: dict, variant=None) -> dict:
         **spoken,
         "correct_option": correct,
         "prediction_correct": judged(variant, "dp64", predictions, lambda a: correct is not None and a == correct),
+        # from the third edition on (review X8): "PP across nodes is free", judged at the student's variant
+        **({"pp_free_correct": judged(variant, "pp_free", predictions, lambda a: False)}
+           if variant is not None and "pp_free" in variant.questions and "pp_free" in predictions else {}),
     }
 
 
@@ -403,4 +406,84 @@ def build_questions(s: dict) -> dict:
     }
 
 
-VARIANTS = LabVariants(LAB, draw_settings, build_questions, version=2, older={1: (draw_settings_v1, build_questions_v1)})
+# ---- variants, third edition: seed 000's "PP across nodes is free" as a committed prediction (review X8) ------
+# The 70B with TP 8 inside each node and PP stages across the nodes: the point-to-point sends are a
+# few MB per micro-batch and hide behind compute (0.1% of the step or less), unlike TP across nodes;
+# the bubble, (p-1)/(m+p-1), is what a pipeline costs, and m is the batch over DP. At 1,024
+# sequences (Llama 2's batch) it is under 1%: nearly free. At 64 it is 6-10%.
+PP_FREE_JOB = "70b-h100"
+PP_FREE_BATCHES = (64, 1024)
+PP_FREE_DEPTHS = (2, 4, 8)
+PP_FREE_NEARLY = 0.01  # under this share of the step, bubble and exposed sends together: "nearly free"
+PP_FREE_COSTLY = 0.03  # the bubble at least this share: what the pipeline costs
+PP_FREE_OPTIONS = (
+    Option("free", "Next to nothing: bubble and sends together stay under 1% of the step", "a pipeline always costs a lot"),
+    Option("bubble", "The bubble: stages idle while the pipeline fills and drains, several percent", "PP across nodes is free"),
+    Option("sends", "The sends: each micro-batch's activations cross InfiniBand between stages", "point-to-point sends are as costly as TP's"),
+    Option("tp_like", "As much as TP across nodes: every layer's activations leave the node", "PP talks every layer, as TP does"),
+)
+
+
+def pp_free_facts(batch: int, pp: int) -> dict:
+    """The engine's pipeline at (batch, pp): the bubble's and the exposed sends' shares of the step,
+    the bytes on the wire, and what TP across nodes would expose on the same job (TP 16, PP 1)."""
+    row = next(r for r in pp_costs(PP_FREE_JOB, batch) if r["pp"] == pp)
+    step = row["step_time_s"]
+    tp16 = tp_across_nodes(batch)
+    return {"tp16_s": tp16.time.tp_comm, "tp16_share": tp16.time.tp_comm / tp16.step_time_s,"bubble": row["bubble_fraction"], "bubble_s": row["bubble_s"], "sends": row["pp_exposed_s"] / step, "sends_s": row["pp_exposed_s"],
+            "wire_s": row["pp_wire_s"], "step_s": step, "microbatches": row["microbatches"], "dp": row["dp"]}
+
+
+@lru_cache(maxsize=None)
+def tp_across_nodes(batch: int) -> Estimate:
+    """The same job with its model split across nodes by TP instead: TP 16 over two nodes, PP 1."""
+    model, cluster = job(PP_FREE_JOB).inputs()
+    return estimate(model, cluster, replace(worksheet_plan(16, 1, 1), global_batch=batch))
+
+
+PP_FREE_CLAIMS = {
+    "free": lambda f: f["bubble"] + f["sends"] < PP_FREE_NEARLY,
+    "bubble": lambda f: f["bubble"] >= PP_FREE_COSTLY and f["bubble_s"] > 10 * f["sends_s"],
+    "sends": lambda f: f["sends"] >= PP_FREE_COSTLY and f["sends_s"] > f["bubble_s"],
+    "tp_like": lambda f: f["sends"] >= 0.2,
+}
+
+
+def pp_free_answer(batch: int, pp: int) -> str | None:
+    f = pp_free_facts(batch, pp)
+    held = [k for k, claim in PP_FREE_CLAIMS.items() if claim(f)]
+    return held[0] if len(held) == 1 else None
+
+
+def pp_free_explanations(batch: int, pp: int) -> dict[str, str]:
+    f = pp_free_facts(batch, pp)
+    measured = (f"at {batch:,} sequences PP {pp} runs {f['microbatches']:,} micro-batches per pipeline (DP {f['dp']}): the bubble, "
+                f"(p-1)/(m+p-1), is {f['bubble']:.1%} of the step ({f['bubble_s'] * 1e3:,.0f} ms), the sends expose "
+                f"{f['sends_s'] * 1e3:,.1f} ms ({100 * f['sends']:.2g}% of the step)")
+    return {
+        "free": measured + (": nearly free at this batch." if f["bubble"] + f["sends"] < PP_FREE_NEARLY else ": not free."),
+        "bubble": measured + (": the bubble is the cost." if f["bubble"] >= PP_FREE_COSTLY else ": too many micro-batches for the bubble to matter."),
+        "sends": measured + f"; the sends take {f['wire_s'] * 1e3:,.0f} ms on the wire in all and hide behind compute.",
+        "tp_like": measured + f"; stages send only at their boundaries, once per micro-batch each way, while TP 16 across two nodes "
+                   f"would expose {f['tp16_s']:,.1f} s of TP communication ({f['tp16_share']:.0%} of its step), every layer.",
+    }
+
+
+def draw_settings_v3(d) -> dict:
+    return {**draw_settings(d), "pp_batch": d.choice("pp_batch", PP_FREE_BATCHES), "pp_depth": d.choice("pp_depth", PP_FREE_DEPTHS)}
+
+
+def pp_free_question(batch: int, pp: int) -> Choice:
+    return Choice(
+        f"Seed 000: 'PP across nodes is free.' The 70B on 8 DGX H100 nodes, TP 8 inside each node, PP {pp} across the nodes "
+        f"(DP {64 // (8 * pp)}), micro-batch 1, a global batch of {batch:,} sequences: what does the pipeline cost the step?",
+        PP_FREE_OPTIONS, pp_free_answer(batch, pp), pp_free_explanations(batch, pp),
+    )
+
+
+def build_questions_v3(s: dict) -> dict:
+    return {**build_questions(s), "pp_free": pp_free_question(int(s["pp_batch"]), int(s["pp_depth"]))}
+
+
+VARIANTS = LabVariants(LAB, draw_settings_v3, build_questions_v3, version=3,
+                       older={1: (draw_settings_v1, build_questions_v1), 2: (draw_settings, build_questions)})
