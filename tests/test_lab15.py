@@ -136,16 +136,87 @@ def test_the_vectorised_router_reproduces_the_step_by_step_one_bit_for_bit():
     """tests/data/lab15_router_digests.json holds the hashes of every array of 17 runs made by the
     step-by-step route() of commit 69bb894 (all three schemes, node limits 1 to 8, with and
     without drift, small and at the lab's size). The chunked route and route_many, which share
-    one draw among settings of the same stream, give the same bits: every small case, and the
-    lab-sized ones with drift (one stream, six settings, run together)."""
+    one draw among settings of the same stream, give the same bits for every case with drift
+    (small ones, and the lab-sized ones run together: one stream, six settings). Without drift
+    the stream now draws the walk too (one stream for every setting), so those runs changed:
+    they are checked against _reference_route below instead."""
     cases = json.loads((Path(__file__).parent / "data" / "lab15_router_digests.json").read_text())["cases"]
-    small = [c for c in cases if c["setting"]["experts"] == 16]
+    small = [c for c in cases if c["setting"]["experts"] == 16 and c["setting"].get("drift")]
     full = [c for c in cases if c["setting"]["experts"] == 256 and c["setting"]["drift"]]
-    assert len(small) == 9 and len(full) == 6 and {c["setting"]["scheme"] for c in full} == {"none", "bias", "aux_loss"}
+    assert len(small) == 6 and len(full) == 6 and {c["setting"]["scheme"] for c in full} == {"none", "bias", "aux_loss"}
     for c in small:
         assert _digest(route(RouterSetting(**c["setting"]))) == c["digest"], c["setting"]
     runs = route_many([RouterSetting(**c["setting"]) for c in full])
     assert [_digest(r) for r in runs] == [c["digest"] for c in full]
+
+
+def _reference_route(s: RouterSetting) -> dict:
+    """The module docstring's router one step and one token at a time: each token's experts by
+    argsort, its nodes ranked by their top k/M scores one by one, its copies counted by hand;
+    drawn as routing._draws documents (the base, step 0's noise, then each later step's walk
+    step and noise). The balancing updates are the docstring's formulas, written as route writes
+    them (float order decides bits)."""
+    rng = np.random.default_rng(s.seed)
+    t, e, k = s.tokens, s.experts, s.top_k
+    per_node, per_gpu, gpus_a_node = e // s.nodes, e // s.gpus, s.gpus // s.nodes
+    base, walk, bias = rng.standard_normal(e).astype(np.float32), np.zeros(e, dtype=np.float32), np.zeros(e)
+    loads, network, nvlink, aux = [], [], [], []
+    for step in range(s.steps):
+        if step == 0:
+            noise = rng.standard_normal((1, t, e), dtype=np.float32)[0]
+        else:
+            block = rng.standard_normal((1, t + 1, e), dtype=np.float32)[0]
+            walk = walk + block[0]
+            noise = block[1:]
+        z = noise + (s.skew * base + s.drift * walk)
+        if s.scheme == "bias":
+            scores = 1.0 / (1.0 + np.exp(-z)) + bias.astype(np.float32)
+        else:
+            z = z + bias.astype(np.float32)
+            scores = z
+        chosen = np.zeros((t, e), dtype=bool)
+        for token in range(t):
+            allowed = np.arange(e)
+            if s.max_nodes is not None and s.max_nodes < s.nodes:
+                node_score = [np.sort(scores[token, n * per_node:(n + 1) * per_node])[-(k // s.max_nodes):].sum() for n in range(s.nodes)]
+                kept = np.argsort(node_score)[::-1][:s.max_nodes]
+                allowed = np.concatenate([np.arange(n * per_node, (n + 1) * per_node) for n in sorted(kept)])
+            chosen[token, allowed[np.argsort(scores[token, allowed])[::-1][:k]]] = True
+        count = chosen.sum(axis=0)
+        loads.append(count)
+        if step % routing.COPY_EVERY == 0:
+            net = nvl = 0
+            for token in range(t):
+                source = token * s.gpus // t
+                experts = np.flatnonzero(chosen[token])
+                net += len({x // per_node for x in experts} - {source // gpus_a_node})
+                nvl += sum((x // per_gpu) % gpus_a_node != source % gpus_a_node for x in experts)
+            network.append(net / s.gpus)
+            nvlink.append(nvl / s.gpus)
+        if s.scheme == "bias":
+            bias += s.gamma * np.sign(count.mean() - count)
+        elif s.scheme == "aux_loss":
+            p = np.exp(z - z.max(axis=1, keepdims=True))
+            probs = p / p.sum(axis=1, keepdims=True)
+            f = count / (t * k)
+            mean_p = probs.mean(axis=0)
+            aux.append(s.aux_coeff * e * float(np.dot(f, mean_p)))
+            grad = s.aux_coeff * e * (mean_p * f - (probs * (probs @ f)[:, None]).mean(axis=0))
+            bias -= routing.ROUTER_LR * grad
+    return {"loads": np.array(loads), "network_copies": np.array(network), "nvlink_copies": np.array(nvlink), "aux_loss": np.array(aux) if aux else None, "bias": bias}
+
+
+@pytest.mark.parametrize("scheme", routing.SCHEMES)
+@pytest.mark.parametrize("drift, max_nodes", [(0.0, None), (0.0, 4), (0.05, 4), (0.05, None)])
+def test_the_router_is_its_step_by_step_reference(scheme, drift, max_nodes):
+    """route (chunked draws, the node limit ranked on each kept node's top k) gives exactly the
+    arrays of _reference_route, with and without drift and node limit: 64 experts on 8 nodes of
+    one GPU, 8 a token, 4 nodes kept (DeepSeek-V3's 8 of 256 over 4 of 8 nodes, scaled down)."""
+    s = RouterSetting(experts=64, top_k=8, tokens=16, steps=31, gpus=8, nodes=8, skew=0.8, drift=drift, scheme=scheme, gamma=0.01, aux_coeff=0.1, max_nodes=max_nodes)
+    run, ref = route(s), _reference_route(s)
+    for name, expected in ref.items():
+        got = getattr(run, name)
+        assert (got is None) == (expected is None) and (got is None or np.array_equal(got, expected)), name
 
 
 def test_runs_of_one_stream_share_a_draw_and_the_lab_caches_them():
@@ -154,7 +225,22 @@ def test_runs_of_one_stream_share_a_draw_and_the_lab_caches_them():
     a, b = lab15.router_runs([{"scheme": "none", "max_nodes": 8, "skew": 0.3, "drift": 0.0}, ("none", 0.1, 0.01, 8, 0.3, 0.0)])
     assert a is b and lab15.router_run("none", max_nodes=8, skew=0.3, drift=0.0) is a
     assert routing._stream_key(lab15.setting("none", skew=0.15, drift=0.01)) == routing._stream_key(lab15.setting("aux_loss", skew=0.6, drift=0.03))
-    assert routing._stream_key(lab15.setting("none", drift=0.0)) != routing._stream_key(lab15.setting("none", drift=0.01))
+    assert routing._stream_key(lab15.setting("none", drift=0.0)) == routing._stream_key(lab15.setting("none", drift=0.01))
+    assert routing._stream_key(lab15.setting("none")) != routing._stream_key(RouterSetting(**{**lab15.setting("none").__dict__, "seed": 16}))
+
+
+def test_a_class_needs_few_router_runs_all_of_one_stream():
+    """Grading a class runs every variant's routers and the instruments' defaults: 2 routers x
+    2 auxiliary-loss coefficients give 4 variants, and their questions read 10 runs (none, bias,
+    the node limit and the aux loss at each coefficient, per router); the instruments' default
+    router under each scheme, with and without the node limit, adds the 2 node-limited
+    balancing runs: 12, every one reading the same draw."""
+    keys = {lab15._run_key(**k) for v in lab15.every_variant_setting() for k in lab15._variant_keys(v).values()}
+    assert len(lab15.every_variant_setting()) == 4 and len(keys) == 10
+    defaults = {lab15._run_key(**{k: lab15.DEFAULT_INPUTS[k] for k in ("aux_coeff", "gamma", "skew", "drift")}, scheme=s, max_nodes=m)
+                for s in lab15.SCHEMES for m in (8, 4)}
+    assert len(keys | defaults) == 12
+    assert len({routing._stream_key(lab15.setting(*k)) for k in keys | defaults}) == 1
 
 
 # ---- the scenario: variants, the engine's price, the grader ------------------------------------------------
@@ -179,14 +265,28 @@ def test_variants_are_deterministic_per_id_and_differ_in_content():
 
 
 def test_every_variant_has_one_clear_answer():
-    import itertools
+    """At every setting a student can draw: the drop question's router drops at most 0.8 x the
+    next and at least 0.01 points less; the numbers are positive; and the two routers' keys
+    differ by more than their tolerances (a classmate's number is wrong for the other router).
+    The margins are printed."""
+    from labs.variants import Draw
 
-    for sk, dr, a in itertools.product(lab15.VARIANT_SKEWS, lab15.VARIANT_DRIFTS, lab15.VARIANT_AUX):
-        v = {"skew": sk, "drift": dr, "aux_coeff": a}
+    drawn = {json.dumps(lab15.draw_settings(Draw(f"id-{i}")), sort_keys=True) for i in range(200)}
+    assert drawn == {json.dumps(v, sort_keys=True) for v in lab15.every_variant_setting()}
+    answers = {}
+    for v in lab15.every_variant_setting():
         q = lab15.build_questions(v)
-        shares = lab15.drop_shares(v)
-        assert q["drops"].correct is not None and shares[q["drops"].correct] <= 0.8 * sorted(shares.values())[1]
+        shares = sorted(lab15.drop_shares(v).items(), key=lambda kv: kv[1])
+        print(v, "drops:", {k: f"{x:.3%}" for k, x in shares}, f"balance {q['balance'].answer:.1f}%, cost {q['cost'].answer:.1f}%")
+        assert q["drops"].correct == shares[0][0] and shares[0][1] <= 0.8 * shares[1][1] and shares[1][1] - shares[0][1] >= 1e-4
         assert math.isfinite(q["balance"].answer) and q["balance"].answer > 0 and q["cost"].answer > 0
+        answers[(v["skew"], v["drift"])] = q
+    (a, b) = answers.values()
+    for name in ("balance", "cost"):
+        x, y = a[name], b[name]
+        assert abs(x.answer - y.answer) > max(x.tolerance, y.tolerance), (name, x.answer, y.answer)
+    with pytest.raises(ValueError, match="skew and drift"):
+        lab15.check_settings({"skew": 0.15, "drift": 0.01, "aux_coeff": 0.01})
 
 
 def test_outcomes_refuse_bad_inputs_by_name_and_the_grader_recomputes(tmp_path):

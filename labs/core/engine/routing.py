@@ -41,7 +41,7 @@ index there), then one copy over NVLink for each expert not on the GPU it landed
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -113,15 +113,20 @@ class RouterRun:
     nvlink_copies: np.ndarray  # (steps / COPY_EVERY,) per GPU, token vectors forwarded over NVLink
     aux_loss: np.ndarray | None  # (steps,) under "aux_loss" (its value each step), else None
     bias: np.ndarray  # (experts,)
+    _windows: dict = field(default_factory=dict, repr=False, compare=False)  # window_loads by window: a lab reads a few, many times
 
     def window_loads(self, window: int = 1) -> np.ndarray:
-        """(steps / window, experts): each expert's tokens summed over windows of `window` steps
-        (a batch of window x tokens: one step's sample is small, and its counts noisy)."""
+        """(steps / window, experts), read-only: each expert's tokens summed over windows of
+        `window` steps (a batch of window x tokens: one step's sample is small, and its counts noisy)."""
         s = self.setting
         check_positive("window", window, integer=True, maximum=s.steps)
         if s.steps % window:
             raise ValueError(f"window must divide steps ({s.steps}), got {window}")
-        return self.loads.reshape(s.steps // window, window, s.experts).sum(axis=1)
+        if window not in self._windows:
+            loads = self.loads.reshape(s.steps // window, window, s.experts).sum(axis=1)
+            loads.flags.writeable = False
+            self._windows[window] = loads
+        return self._windows[window]
 
     def gpu_loads(self, window: int = 1) -> np.ndarray:
         """(steps / window, gpus): the tokens each GPU's experts receive, over windows."""
@@ -191,7 +196,12 @@ def node_limited_mask(scores: np.ndarray, k: int, nodes: int, max_nodes: int) ->
     ranked = np.sort(grouped, axis=-1) if top <= 2 else np.partition(grouped, per - top, axis=-1)
     best = ranked[..., per - top:].sum(axis=-1)
     keep = top_k_mask(best, max_nodes)
-    return top_k_mask(np.where(np.repeat(keep, per, axis=-1), scores, -np.inf), k)
+    # the k-th highest score of the kept nodes is among each kept node's own k highest: rank those, not all E
+    near = min(k, per)
+    tops = ranked[..., per - near:] if top <= 2 else np.partition(grouped, per - near, axis=-1)[..., per - near:]
+    candidates = np.where(keep[..., None], tops, -np.inf).reshape(*scores.shape[:-1], nodes * near)
+    kth = np.sort(candidates, axis=-1)[..., nodes * near - k]
+    return ((grouped >= kth[..., None, None]) & keep[..., None]).reshape(scores.shape)
 
 
 def _choose(scores: np.ndarray, s: RouterSetting) -> np.ndarray:
@@ -209,14 +219,16 @@ def _copies(chosen: np.ndarray, s: RouterSetting) -> tuple[float, float]:
     """(network, NVLink) copies of a token vector per GPU in one dispatch (see the docstring)."""
     t, e = chosen.shape
     per_node_gpus = s.gpus // s.nodes
-    rows = np.arange(t)
-    source = rows * s.gpus // t
-    home, local = source // per_node_gpus, source % per_node_gpus
-    by_node = chosen.reshape(t, s.nodes, e // s.nodes).any(axis=2)
-    network = by_node.sum() - by_node[rows, home].sum()
-    on_gpu = chosen.reshape(t, s.nodes, per_node_gpus, e // s.gpus).sum(axis=3)  # (token, node, GPU in the node)
-    landed = on_gpu[rows, :, local].sum()  # the token's experts on the GPU its copy lands on, in every node
-    nvlink = chosen.sum() - landed
+    token, expert = np.nonzero(chosen)  # one entry a routed copy (T k of them): cheaper than reducing (T, E) by node and GPU
+    source = token * s.gpus // t  # the GPU the token starts on
+    gpu = expert * s.gpus // e
+    node = gpu // per_node_gpus
+    by_node = np.zeros((t, s.nodes), dtype=bool)
+    by_node[token, node] = True
+    home = np.arange(t) * s.gpus // t // per_node_gpus
+    network = int(by_node.sum()) - int(by_node[np.arange(t), home].sum())
+    landed = int(np.count_nonzero(gpu % per_node_gpus == source % per_node_gpus))  # on the GPU its copy lands on, in every node
+    nvlink = len(expert) - landed
     return float(network) / s.gpus, float(nvlink) / s.gpus
 
 
@@ -226,28 +238,24 @@ CHUNK = 25  # steps drawn and chosen at once (25 x 256 x 256 float32: 6.5 MB)
 
 def _stream_key(s: RouterSetting) -> tuple:
     """Settings with the same key draw the same numbers from their generator: the token noise
-    and the popularity walk's steps do not depend on skew, drift's size, the scheme or the
-    node limit (only on whether the walk is drawn at all)."""
-    return (s.seed, s.tokens, s.experts, s.steps, s.drift != 0)
+    and the popularity walk's steps do not depend on skew, drift, the scheme or the node limit
+    (the walk is drawn even without drift, and then weighs nothing)."""
+    return (s.seed, s.tokens, s.experts, s.steps)
 
 
 def _draws(s: RouterSetting):
     """The experts' base popularity (E,), then (first step, walk steps (n, E) or None, token noise
-    (n, T, E)) for consecutive chunks of steps, drawn in the order the router has always drawn
-    them: the base, step 0's noise, then for every later step the walk's step (when there is
-    drift) and that step's noise. One draw of many numbers fills them in the same order as many
-    draws of few."""
+    (n, T, E)) for consecutive chunks of steps, drawn in this order: the base, step 0's noise,
+    then for every later step the walk's step and that step's noise. One draw of many numbers
+    fills them in the same order as many draws of few."""
     rng = np.random.default_rng(s.seed)
     t, e = s.tokens, s.experts
     yield rng.standard_normal(e).astype(np.float32)
     yield 0, None, rng.standard_normal((1, t, e), dtype=np.float32)
     for first in range(1, s.steps, CHUNK):
         n = min(CHUNK, s.steps - first)
-        if s.drift:
-            block = rng.standard_normal((n, t + 1, e), dtype=np.float32)
-            yield first, block[:, 0, :], block[:, 1:, :]
-        else:
-            yield first, None, rng.standard_normal((n, t, e), dtype=np.float32)
+        block = rng.standard_normal((n, t + 1, e), dtype=np.float32)
+        yield first, block[:, 0, :], block[:, 1:, :]
 
 
 class _Run:
@@ -267,7 +275,7 @@ class _Run:
         """(n, E) float32: skew x base + drift x walk for each step of the chunk (the walk summed
         step by step in float32, as `walk += step` does)."""
         s = self.s
-        if walk_steps is None:
+        if walk_steps is None or not s.drift:  # no drift: the walk weighs nothing (skew x base + 0 is skew x base, bit for bit)
             walks = np.broadcast_to(self.walk, (n, s.experts))
         else:
             walks = np.cumsum(np.concatenate([self.walk[None], walk_steps]), axis=0, dtype=np.float32)[1:]
@@ -317,8 +325,7 @@ class _Run:
 
 def route_many(settings) -> list[RouterRun]:
     """route() for several settings, in their order. Settings that draw the same numbers (same
-    seed, sizes and steps, and all with or all without drift) read one stream together: the
-    draw, the costliest part of a run, is made once for them."""
+    seed, sizes and steps) read one stream together: the draw is made once for them."""
     settings = list(settings)
     runs = [_Run(s) for s in settings]
     groups: dict[tuple, list[_Run]] = {}
