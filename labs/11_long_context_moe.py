@@ -183,18 +183,18 @@ def _(fit_committed):
     TP splits the GEMMs but leaves the layer norms, dropout and residual stream whole on every TP
     rank. **Sequence parallelism** shards those along the sequence, and swaps each of TP's
     all-reduces for a reduce-scatter and an all-gather: the same bytes on the wire, as Korthikanti
-    et al. count them and as this engine prices them. Megatron-Core and Transformer Engine send a
+    et al. count them. Megatron-Core and Transformer Engine, whose layers this engine prices, send a
     little more: they keep only the sequence shard of the QKV and FC1 inputs and all-gather each
-    again in the backward for its weight gradient, hidden behind the data-gradient GEMM:
-    {_re['megatron_calls']} collectives a layer instead of {_re['calls']}, {_re['ratio']:.2f}x the bytes. The table
-    below does not count that re-gather. At {LONG_SEQ:,} tokens with CP {CP_LONG}, per GPU:
+    again in the backward for its weight gradient, beside the data-gradient GEMM (what outlasts that
+    GEMM is exposed): {_re['megatron_calls']} collectives a layer instead of {_re['calls']}, {_re['ratio']:.2f}x the bytes.
+    The table counts that re-gather. At {LONG_SEQ:,} tokens with CP {CP_LONG}, per GPU:
 
     | | TP collectives | calls / step | sent / GPU / step on {_sp['tp_link']} | exposed | activations | memory | fits |
     |---|---|---:|---:|---:|---:|---:|---|
     | TP 8 | {_no['tp_op']} | {_no['tp_calls']:,.0f} | {_no['tp_sent'] / 1e9:,.1f} GB | {_no['tp_exposed']:.2f} s | {_no['activations'] / 1e9:,.1f} GB | {_no['memory'] / 1e9:,.1f} GB | {'yes' if _no['fits'] else 'no'} |
     | TP 8 + SP | {_sp['tp_op']} | {_sp['tp_calls']:,.0f} | {_sp['tp_sent'] / 1e9:,.1f} GB | {_sp['tp_exposed']:.2f} s | {_sp['activations'] / 1e9:,.1f} GB | {_sp['memory'] / 1e9:,.1f} GB | {'yes' if _sp['fits'] else 'no'} |
 
-    SP saves {(_no['activations'] - _sp['activations']) / 1e9:,.0f} GB for twice the calls and the same bytes (in this count). It divides
+    SP saves {(_no['activations'] - _sp['activations']) / 1e9:,.0f} GB for {_sp['tp_calls'] / _no['tp_calls']:.1f}x the calls and {_sp['tp_sent'] / _no['tp_sent']:.2f}x the bytes. It divides
     activations by the TP degree, which the NVLink domain caps; it cannot follow the sequence past that.
     """
     )

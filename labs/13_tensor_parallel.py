@@ -425,11 +425,11 @@ def _(ring_committed, scaling_committed, tp_committed):
 
     Ring all-reduce of $M$ bytes over $n$ ranks: each sends $2\frac{n-1}{n}M$; reduce-scatter and
     all-gather $\frac{n-1}{n}M$ each, so SP moves the same bytes as plain TP, as Korthikanti et al.
-    count them and as this engine prices them. """
+    count them. """
         + f"""Megatron-Core and Transformer Engine keep only the sequence shard of the QKV and
-    FC1 inputs and all-gather each again in the backward for its weight gradient (hidden behind the
-    data-gradient GEMM): {_re['megatron_calls']} collectives a layer instead of {_re['calls']}, {_re['ratio']:.2f}x the
-    bytes, which the engine does not count.
+    FC1 inputs and all-gather each again in the backward for its weight gradient (beside the
+    data-gradient GEMM, exposed only where it outlasts it): {_re['megatron_calls']} collectives a layer instead of
+    {_re['calls']}, {_re['ratio']:.2f}x the bytes, which the engine counts in the sweep above.
     """
         + r"""
     Per token and layer, forward: bytes $\propto d$ (4 collectives fwd + bwd of $2d$ bytes), FLOPs

@@ -101,7 +101,8 @@ def test_cp_and_ep_bytes_on_the_page_equal_closed_forms(app):
     """The default instrument point (131,072 tokens, CP 16, ring, TP 8, 16 micro-batches, 8 of
     a middle stage's layers, K/V of 8 heads x 128): 3 (cp - 1) blocks of 2 x 8,192 tokens x
     1,024/8 bf16 values per layer. The EP table's DeepSeek-V3 row (see test_context) and the
-    dense twin's TP 8 row: 8 x 7/8 x b s h bf16 per layer, 960 micro-batches x 4 layers."""
+    dense twin's TP 8 row: 10 x 7/8 x b s h bf16 per layer (SP's 8 collectives and Megatron's 2
+    backward re-gathers), 960 micro-batches x 4 layers."""
     text = _plain(text_of(app.run(defs=BOTH)[0]))
     ring = 16 * 8 * 15 * 3 * (2 * 8192 * 1024 / 8 * 2)
     assert f"{ring / 1e9:.2f} GB / GPU / step" in text
@@ -111,7 +112,7 @@ def test_cp_and_ep_bytes_on_the_page_equal_closed_forms(app):
     # gives each link its own column (about a third of the bytes cross nodes).
     common = 120 * 4 * 2 * 58 / 61 * 2
     network, nvlink = common * T * h * 2 * 4 * 7 / 8, common * T * 8 * h * 2 * 7 / 8
-    tp = 960 * 4 * 8 * 7 / 8 * T * h * 2
+    tp = 960 * 4 * 10 * 7 / 8 * T * h * 2
     assert f"EP all-to-all {network / 1e9:,.0f} GB {nvlink / 1e9:,.0f} GB" in text and f"reduce-scatter 0 GB {tp / 1e9:,.0f} GB" in text
     e = moe_estimate(dense=True, tp=8)
     assert next(c for c in e.collectives if c.key == "tp").sent_bytes == pytest.approx(tp)

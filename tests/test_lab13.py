@@ -177,13 +177,15 @@ def test_tp_key_is_the_fastest_layout_that_fits_with_a_margin(model):
 
 def test_inside_one_nvlink_domain_tp16_costs_little_and_across_nodes_it_costs_the_overlap():
     """On 64 GPUs of a real GB200 NVL72 rack (16 trays of 4, one 72-GPU NVLink 5 domain: the catalog's
-    preset, not a stretched H100 node) TP 16 adds under a third to TP 8's step; on DGX B200 and DGX H100
-    nodes it crosses InfiniBand and adds more than 40%. TP 32 costs even inside the rack."""
+    preset, not a stretched H100 node) TP 16 adds under half to TP 8's step (+38% with SP's backward
+    re-gathers, +15% without); on DGX B200 and DGX H100 nodes it crosses InfiniBand and adds more
+    than 40% (+131%, +60%). TP 32 costs even inside the rack."""
     sweeps = {p: {r["tp"]: r for r in rows} for p, rows in lab13.platform_sweeps("llama3-70b").items()}
     rack, b200, h100 = sweeps["gb200-nvl72"], sweeps["dgx-b200"], sweeps["dgx-h100"]
-    assert rack[16]["step_s"] < 1.3 * rack[8]["step_s"] and rack[32]["step_s"] > 2 * rack[8]["step_s"]
+    print({name: f"TP 16 / TP 8 {s[16]['step_s'] / s[8]['step_s']:.3f}" for name, s in (("rack", rack), ("b200", b200), ("h100", h100))})
+    assert rack[16]["step_s"] < 1.5 * rack[8]["step_s"] and rack[32]["step_s"] > 2 * rack[8]["step_s"]
     assert b200[16]["step_s"] > 1.4 * b200[8]["step_s"] and h100[16]["step_s"] > 1.4 * h100[8]["step_s"]
-    assert rack[16]["tp_comm_s"] < b200[16]["tp_comm_s"] / 4
+    assert rack[16]["tp_comm_s"] < b200[16]["tp_comm_s"] / 3  # 2.46 s against 9.30 s (1.07 against 8.29 before the re-gathers)
     c = lab13.sweep_cluster("h100", "domain")
     assert (c.name, c.gpus, c.domain_gpus, c.domains, c.gpu.name, c.intra) == ("gb200-nvl72", 64, 72, 1, "GB200", LINKS["nvlink5"])
     assert lab13.sweep_cluster("b200", "nodes").name == "dgx-b200" and lab13.sweep_cluster("h100", "nodes").name == "dgx-h100"

@@ -34,6 +34,7 @@ from labs.core.engine.hardware import Cluster
 from labs.core.engine.memory import BYTES_CONVENTIONS, MAX_PARAMS, WEIGHT_BYTES, ZERO_STAGES, activation_bytes_per_layer, model_state_columns
 from labs.core.engine.models import Model
 from labs.core.engine.reliability import MAX_GPUS, MAX_SECONDS, job_mtbf_s
+from labs.core.engine.stages.parallel import SP_BACKWARD_REGATHERS
 from labs.core.engine.topology import group_cost
 from labs.core.engine.validation import check_choice, check_positive
 
@@ -97,7 +98,6 @@ def ring_tree_crossover_bytes(n: int, alpha_s: float, bandwidth_bytes_per_s: flo
 
 
 TP_COLLECTIVES_PER_LAYER = 4  # forward, with SP: an all-gather and a reduce-scatter around attention and around the MLP (Korthikanti Sec. 4.2.2)
-SP_BACKWARD_REGATHERS = 2  # with SP Megatron keeps only its shard of the inputs of attention's QKV and the MLP's first linear, and all-gathers each again in the backward for its weight gradient (megatron/core/tensor_parallel/layers.py, LinearWithGradAccumulationAndAsyncCommunication.backward)
 
 
 def tp_layer_bytes_sent(tokens: int, hidden: int, tp: int, sequence_parallel: bool = False, regather: bool = True, value_bytes: int = 2) -> float:
@@ -106,8 +106,8 @@ def tp_layer_bytes_sent(tokens: int, hidden: int, tp: int, sequence_parallel: bo
     SP: TP_COLLECTIVES_PER_LAYER / 2 all-reduces a pass (g after attention and the MLP forward, f
     before them backward), 2 x 2 (t-1)/t A a pass. With SP each all-reduce is an all-gather and a
     reduce-scatter (the same bytes), and with `regather` the backward adds SP_BACKWARD_REGATHERS
-    all-gathers of the inputs it did not keep. The step model counts the passes without the
-    re-gather (it overlaps the input-gradient GEMM): step._tp_layer_sent."""
+    all-gathers of the inputs it did not keep (labs.core.engine.stages.parallel, which the step
+    model's step._tp_layer_sent counts, and whose seconds hide behind the input-gradient GEMMs)."""
     for name, v in (("tokens", tokens), ("hidden", hidden), ("tp", tp), ("value_bytes", value_bytes)):
         check_positive(name, v, integer=True)
     a = tokens * hidden * value_bytes

@@ -52,8 +52,8 @@ def ffn_forward_time(model: Model, cluster: Cluster, tokens, tp, ep, capacity, f
     busiest rank's, whose experts receive `skew` times the balanced load when nothing caps it;
     its local experts in one grouped launch, or (grouped=False) a GEMM call each."""
     gpu, h = cluster.gpu, model.hidden
-    dense = (gemm_time(gpu, tokens, model.ffn * (2 if model.gated_ffn else 1) / tp, h, fp8=fp8, xp=xp)
-             + gemm_time(gpu, tokens, h, model.ffn / tp, fp8=fp8, xp=xp))
+    fc1, fc2 = dense_ffn_gemm_times(model, cluster, tokens, tp, fp8, xp)
+    dense = fc1 + fc2
     if not model.experts:
         return dense
     local = tokens / tp  # each TP rank dispatches its sequence-parallel share
@@ -69,6 +69,14 @@ def ffn_forward_time(model: Model, cluster: Cluster, tokens, tp, ep, capacity, f
     shared = xp.where(shared_width > 0, gemm_time(gpu, local, 2 * shared_width, h, fp8=fp8, xp=xp) + gemm_time(gpu, local, h, shared_width, fp8=fp8, xp=xp), 0.0)
     router = gemm_time(gpu, local, model.experts, h, xp=xp)
     return (1 - model.moe_share) * dense + model.moe_share * (routed + shared + router)
+
+
+def dense_ffn_gemm_times(model: Model, cluster: Cluster, tokens, tp, fp8, xp=NUMPY):
+    """Forward seconds of a dense FFN's two GEMMs on one GPU: (the column-parallel first, gate and
+    up for SwiGLU; the row-parallel second)."""
+    gpu, h = cluster.gpu, model.hidden
+    return (gemm_time(gpu, tokens, model.ffn * (2 if model.gated_ffn else 1) / tp, h, fp8=fp8, xp=xp),
+            gemm_time(gpu, tokens, h, model.ffn / tp, fp8=fp8, xp=xp))
 
 
 def moe_pass_bytes(model: Model, tokens, tp, ep, xp=NUMPY):

@@ -151,8 +151,8 @@ def _layer_stages(p, model, cluster, stack, xp):
 
 def _tp_layer_sent(p, tpcp, xp):
     """Bytes one GPU sends in TP collectives per layer and micro-batch: (2 + full) passes of 2
-    all-reduces or 4 gathers/scatters of half the bytes."""
-    return xp.where(p.tp > 1, (8 + 4 * p.redo) * (p.tp - 1) / p.tp * tpcp.act, 0.0)
+    all-reduces or 4 gathers/scatters of half the bytes, and SP's backward re-gathers."""
+    return xp.where(p.tp > 1, (8 + 4 * p.redo + tpcp.regathers) * (p.tp - 1) / p.tp * tpcp.act, 0.0)
 
 
 # each collective's keys in the outputs: (calls, sent bytes, wire seconds, exposed seconds, group, members per node)
@@ -166,7 +166,7 @@ def communication_map(model, cluster, p, tpcp, q, d, xp) -> dict:
     sets the pace); "wire" is before any overlap, "exposed" what the step waits for."""
     tp, cp, pp, m, v, redo = p.tp, p.cp, p.pp, p.m, p.v, p.redo
     per_layer = m * q.layers_slowest  # layer-passes of the slowest stage per step
-    tp_calls = xp.where(tp > 1, per_layer * xp.where(p.sp, 4, 2) * (2 + redo), 0.0)
+    tp_calls = xp.where(tp > 1, per_layer * (xp.where(p.sp, 4, 2) * (2 + redo) + tpcp.regathers), 0.0)
     tp_wire = xp.where(tp > 1, per_layer * tpcp.tp_total, 0.0)
     cp_used = cp > 1
     cp_calls = xp.where(cp_used, per_layer * xp.where(p.cp_ulysses, 2 * (2 + redo), xp.where(p.cp_ring, (cp - 1) * (2 + redo), 2 + redo)), 0.0)

@@ -11,6 +11,7 @@ from functools import lru_cache
 
 from labs.core.engine.hardware import Cluster
 from labs.core.engine.perf import Estimate, estimate
+from labs.core.engine.stages.parallel import SP_BACKWARD_REGATHERS
 
 # The software stack the engine's absolute MFUs describe: its GEMM rates are cuBLAS matmul
 # microbenchmarks (MAMF), with flash attention, Transformer Engine's TP overlap and Megatron-Core's
@@ -137,17 +138,17 @@ def ep_bytes_by_link(est: Estimate) -> dict:
 
 # ---- Labs 11 and 13: sequence parallelism's bytes (review 38bda0b, M2) ------------------------------------
 SP_PASS_COLLECTIVES = (("all_gather", 2), ("reduce_scatter", 2))  # per layer and pass: before QKV and FC1, after proj and FC2
-SP_WGRAD_REGATHERS = (("all_gather", 2),)  # Megatron-Core/TE backward: the QKV and FC1 inputs again, for their weight gradients
+SP_WGRAD_REGATHERS = (("all_gather", SP_BACKWARD_REGATHERS),)  # Megatron-Core/TE backward: the QKV and FC1 inputs again, for their weight gradients
 
 
 def sp_regather(tp: int, nbytes: float = 1.0) -> dict:
     """Bytes each TP rank sends per layer (forward + backward) under sequence parallelism for an
-    activation of `nbytes`: as Korthikanti et al. count it, and as the engine prices it
-    (labs.core.engine.stages.parallel: an all-gather and a reduce-scatter of b s h per
-    collective, the backward the forward's mirror), against Megatron-Core and Transformer Engine,
-    which keep only the sequence shard of each column-parallel GEMM's input and all-gather it again
-    in the backward for the weight gradient (LinearWithGradAccumulationAndAsyncCommunication;
-    overlapped with the data-gradient GEMM). The engine does not count that re-gather."""
+    activation of `nbytes`: as Korthikanti et al. count it (an all-gather and a reduce-scatter of
+    b s h per collective, the backward the forward's mirror), against Megatron-Core and Transformer
+    Engine, which keep only the sequence shard of each column-parallel GEMM's input and all-gather
+    it again in the backward for the weight gradient (LinearWithGradAccumulationAndAsyncCommunication;
+    overlapped with the data-gradient GEMM), as the engine prices a dense layer
+    (labs.core.engine.stages.parallel)."""
     from labs.core.engine.collectives import bytes_sent_per_rank
 
     def sent(ops):

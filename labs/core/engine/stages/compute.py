@@ -18,7 +18,7 @@ from types import SimpleNamespace
 
 from labs.core.engine.context import contiguous_imbalance_columns
 from labs.core.engine.eras import CUDA_GRAPH_LAUNCH_S, fp8_param_gathered, kernels_per_layer, launches_per_layer, stack_of
-from labs.core.engine.experts import ffn_forward_time, moe_pass_time
+from labs.core.engine.experts import dense_ffn_gemm_times, ffn_forward_time, moe_pass_time
 from labs.core.engine.gemm import flash_attention_time, fp8_cast_time, gemm_time, unfused_elementwise_ratio
 from labs.core.engine.hardware import GPUS, Cluster
 from labs.core.engine.models import ALL_RECOMPUTE_MODES, RECOMPUTE_MODES, Model
@@ -72,7 +72,7 @@ def layer_compute(model, cluster, stack, p, xp, kernels=None) -> SimpleNamespace
     layer_b = k.gpu_b + copies_b  # input gradients, with what is re-run
     layer_w = gemm_f  # weight gradients
     host_wait = xp.maximum(1.0, (2 * k.launch_f + hooks_b) / (layer_b + layer_w))
-    return SimpleNamespace(gemm_f=gemm_f, attn_f=k.attn_f, attn_b=k.attn_b, fwd=fwd, layer_b=layer_b * host_wait, layer_w=layer_w * host_wait,
+    return SimpleNamespace(gemm_f=gemm_f, qkv_f=k.qkv_f, fc1_f=k.fc1_f, attn_f=k.attn_f, attn_b=k.attn_b, fwd=fwd, layer_b=layer_b * host_wait, layer_w=layer_w * host_wait,
                            written=k.written)
 
 
@@ -123,9 +123,10 @@ def layer_kernels(model, cluster, stack, p, xp) -> SimpleNamespace:
     hbm_rate = gpu.hbm_bytes_per_s * gpu.hbm_efficiency
     if model.mla:  # down- and up-projections in, the output projection out, as two GEMMs of equal weight
         attention_gemms = gemm_time(gpu, tokens, model.attention_params / (2 * h) / tp, h, 2, fp8, xp)
+        qkv_f = 0.5 * attention_gemms
     else:
-        attention_gemms = (gemm_time(gpu, tokens, (model.q_dim + 2 * model.kv_dim) / tp, h, fp8=fp8, xp=xp)
-                           + gemm_time(gpu, tokens, h, model.q_dim / tp, fp8=fp8, xp=xp))
+        qkv_f = gemm_time(gpu, tokens, (model.q_dim + 2 * model.kv_dim) / tp, h, fp8=fp8, xp=xp)
+        attention_gemms = qkv_f + gemm_time(gpu, tokens, h, model.q_dim / tp, fp8=fp8, xp=xp)
     skew = getattr(p, "expert_skew", 1.0)  # the busiest rank's expert load over the balanced one (labs.core.engine.experts)
     gemm_f = attention_gemms + ffn_forward_time(model, cluster, tokens, tp, p.ep, p.capacity, fp8, xp, skew, stack.grouped_gemm == "grouped")
     # MoE's router, permute, sort and unpermute kernels, forward and again in the backward.
@@ -190,7 +191,10 @@ def layer_kernels(model, cluster, stack, p, xp) -> SimpleNamespace:
     # DeepSeek-V3's re-runs the norms and SwiGLU (element-wise) and MLA's up-projections.
     up_proj = gemm_time(gpu, tokens, model.up_projection_params / tp / max(model.q_lora_rank, 1), max(model.q_lora_rank, 1), fp8=fp8, xp=xp) if model.mla else 0.0
     recompute = xp.where(p.rc == _OPS, elementwise + 0.5 * gemm_f, xp.where(p.rc == _NORMS_UP, elementwise + up_proj, recompute))
-    return SimpleNamespace(gemm_f=gemm_f, attn_f=attn_f, attn_b=attn_b, gpu_f=gpu_f, launch_f=launch_f, fp8_weight_casts=fp8_weight_casts,
+    # the column-parallel GEMMs' forward (= their input-gradient) seconds, which SP's backward
+    # re-gather of their inputs runs beside (labs.core.engine.stages.parallel): QKV, a dense FFN's first
+    fc1_f = dense_ffn_gemm_times(model, cluster, tokens, tp, fp8, xp)[0]
+    return SimpleNamespace(gemm_f=gemm_f, qkv_f=qkv_f, fc1_f=fc1_f, attn_f=attn_f, attn_b=attn_b, gpu_f=gpu_f, launch_f=launch_f, fp8_weight_casts=fp8_weight_casts,
                            gpu_b=gemm_f + cast_b + attn_b + merge_b + moe_passes + elementwise + recompute, written=written)
 
 

@@ -1,7 +1,9 @@
 """TP, CP and EP stage: the communication inside one layer, per micro-batch.
 
 - TP: two collectives of b s h activations per pass (all-reduces, or all-gather + reduce-scatter
-  under SP). Megatron-LM 2021-22 ran them on the critical path; with tp_comm_overlap
+  under SP); under SP Megatron's and TE's backward all-gathers the column-parallel linears' inputs
+  once more for their weight gradients (SP_BACKWARD_REGATHERS, beside the input-gradient GEMM).
+  Megatron-LM 2021-22 ran the others on the critical path; with tp_comm_overlap
   (Transformer Engine userbuffers, inside an NVLink domain, with SP) the all-gathers hide behind
   their GEMMs by ring exchange, the pipelined reduce-scatters expose one of TP_OVERLAP_SPLITS
   chunks, and the overlapped GEMMs lose TP_OVERLAP_SMS of the GPU's SMs (TE's defaults,
@@ -35,6 +37,15 @@ TP_OVERLAPPED_GEMM_SHARE = 0.5
 # collective, or beside the CP ring's K/V hops, loses those SMs, as TP overlap loses its 16.
 # EP's all-to-all runs beside compute only under DualPipe (labs.core.engine.stages.pipe charges it).
 NCCL_COLLECTIVE_SMS = 16
+# Under SP Megatron's column-parallel linear (megatron/core/tensor_parallel/layers.py,
+# LinearWithGradAccumulationAndAsyncCommunication) saves only its sequence shard of the input, and
+# its backward all-gathers it again for the weight gradient: launched async before the
+# input-gradient GEMM ("we rely on CUDA_DEVICE_MAX_CONNECTIONS=1 to ensure that the gather is
+# scheduled before the input gradient computation"), waited for before the weight-gradient GEMM.
+# Two a dense layer: attention's QKV and the MLP's first linear (TE's LayerNormLinear the same,
+# ub_bulk_dgrad under userbuffers). An MoE layer's routed experts receive their tokens by the
+# dispatch and keep them: its FFN re-gathers nothing (Era.sp_regathers_input: which stacks).
+SP_BACKWARD_REGATHERS = 2
 NCCL_P2P_SMS = 2
 # ... and HBM: a collective reads and writes the bytes it moves in the HBM the compute beside it
 # reads (a ring step reads the local chunk, the received one, and writes the sum), which slows the
@@ -104,9 +115,20 @@ def layer_communication(model, cluster, stack, p, layer, xp) -> SimpleNamespace:
     # numbers, and one plan skips what it does not run (collective_columns returns 0 for 0 bytes).
     all_reduce = _seconds("all_reduce", xp.where(p.sp, 0.0, t.act), cluster, tp, s_tp, xp)
     sp_act = xp.where(p.sp, t.act, 0.0)
-    gather_scatter = _seconds("all_gather", sp_act, cluster, tp, s_tp, xp) + _seconds("reduce_scatter", sp_act, cluster, tp, s_tp, xp)
+    gather = _seconds("all_gather", sp_act, cluster, tp, s_tp, xp)
+    gather_scatter = gather + _seconds("reduce_scatter", sp_act, cluster, tp, s_tp, xp)
     t.tp_pass = 2 * xp.where(p.sp, gather_scatter, all_reduce)
-    t.tp_total = t.tp_pass * (2 + redo)
+    # SP's backward re-gathers (SP_BACKWARD_REGATHERS): QKV's input in every layer, the FFN's in
+    # the dense ones, each beside its own input-gradient GEMM (as long as the forward GEMM), whose
+    # SMs NCCL's kernel shares; what outlasts the GEMM the weight-gradient GEMM waits for.
+    dense_share = 1.0 - model.moe_share
+    t.regathers = xp.where(p.sp & (tp > 1), SP_BACKWARD_REGATHERS - model.moe_share, 0.0) if stack.sp_regathers_input else 0.0 * tp
+    t.regather_s = t.regathers * gather
+    regather_hidden = xp.minimum(gather, layer.qkv_f) + dense_share * xp.minimum(gather, layer.fc1_f)
+    regather_exposed = (xp.maximum(gather - layer.qkv_f, 0.0) + dense_share * xp.maximum(gather - layer.fc1_f, 0.0)
+                        + overlap_contention(gpu.sms, regather_hidden, NCCL_COLLECTIVE_SMS))
+    regather_exposed = xp.where(t.regathers > 0, regather_exposed, 0.0)
+    t.tp_total = t.tp_pass * (2 + redo) + t.regather_s
     # Context parallelism, run only where cp > 1 (elsewhere its terms are 0: _context_parallel)
     (t.kv_block, t.step_p2p, t.kv, t.gather_f, t.gather_b, t.qkv_block, t.out_block, t.ulysses_pass, t.cp_total) = xp.only_if(
         cp > 1, _context_parallel, (model, cluster, p, layer.attn_f, layer.attn_b, xp), (0.0,) * 9)
@@ -115,7 +137,9 @@ def layer_communication(model, cluster, stack, p, layer, xp) -> SimpleNamespace:
     gemm_f = layer.gemm_f
     gemm_all = gemm_f * (3 + redo)
     contention = gemm_all * TP_OVERLAPPED_GEMM_SHARE * (gpu.sms / (gpu.sms - TP_OVERLAP_SMS) - 1)
-    t.tp_exposed = xp.where(t.overlap, xp.maximum(t.tp_total - gemm_all, 0.5 * t.tp_total / TP_OVERLAP_SPLITS) + contention, t.tp_total)
+    # userbuffers: the re-gathers are bulk overlaps (ub_bulk_dgrad), only the pipelined reduce-scatters leave a chunk exposed
+    t.tp_exposed = xp.where(t.overlap, xp.maximum(t.tp_total - gemm_all, 0.5 * (t.tp_total - t.regather_s) / TP_OVERLAP_SPLITS) + contention,
+                            t.tp_total - t.regather_s + regather_exposed)
     if stack.tp_overlap_kind == "async_tp":
         # PyTorch's AsyncTP (torch.distributed._symmetric_memory, applied by a torch.compile pass
         # to the forward graph's all-gather -> matmul and matmul -> reduce-scatter patterns) splits

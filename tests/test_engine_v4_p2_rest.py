@@ -1,0 +1,87 @@
+"""Engine v4 part 2's leftovers (issue 37 items 3 and 7, review 38bda0b M2), each against a hand
+count from the code path it prices:
+
+- sequence parallelism's backward re-gather (Megatron's LinearWithGradAccumulationAndAsyncCommunication.backward);
+- FSDP2's gradient copies under torch.distributed.pipelining (once a step, the accumulation between);
+- MoE load skew as a Plan field (the busiest rank's expert GEMMs and all-to-all).
+"""
+
+from dataclasses import replace
+
+import pytest
+
+from labs.core.engine.eras import stack_of
+from labs.core.engine.gemm import gemm_time
+from labs.core.engine.hardware import Cluster
+from labs.core.engine.models import Model
+from labs.core.engine.plan import Plan, plan_columns
+from labs.core.engine.stages.parallel import NCCL_COLLECTIVE_SMS, OVERLAP_HBM_SLOWDOWN
+from labs.core.engine.step import evaluate_plan
+from labs.core.engine.topology import collective_columns
+
+# ---- 1. sequence parallelism's backward re-gather ---------------------------------------------
+# Llama 2 7B (hidden 4,096, 32 heads, FFN 11,008 SwiGLU, 4,096 tokens) at TP 8 in one DGX H100,
+# one sequence a micro-batch, 8 micro-batches, no pipeline: 32 x 8 = 256 layer-passes a step.
+TP, M, LAYERS = 8, 8, 32
+ACT = 1 * 4096 * 4096 * 2  # b s h in bf16: what each TP collective gathers or scatters
+
+
+def _sp_plan(sp=True):
+    return Plan(tp=TP, dp=1, micro_batch=1, global_batch=M, sequence_parallel=sp, recompute="selective")
+
+
+def _tp(stack, sp=True):
+    model, cluster = Model.get("llama2-7b"), Cluster.get("dgx-h100", nodes=1)
+    out = evaluate_plan(model, cluster, plan_columns(_sp_plan(sp)), "auto", stack)
+    return {k: out[f"coll_tp_{k}"] for k in ("calls", "sent_bytes", "wire_s", "exposed_s")}
+
+
+def test_sp_sends_a_quarter_more_than_plain_tp_in_megatron():
+    """Korthikanti et al. count 8 collectives a layer under SP (4 a pass), the bytes of plain TP's 4
+    all-reduces; Megatron's backward all-gathers the QKV and FC1 inputs once more: 10 collectives,
+    each rank sending (t-1)/t of b s h in each, 10/8 = 1.25x plain TP's bytes."""
+    megatron = stack_of(None)
+    plain, sp = _tp(megatron, sp=False), _tp(megatron, sp=True)
+    per_layer_passes = M * LAYERS
+    expected_sent = per_layer_passes * 10 * (TP - 1) / TP * ACT  # = 75.16 GB a step
+    print(f"SP sent {sp['sent_bytes'] / 1e9:.3f} GB (hand {expected_sent / 1e9:.3f}), plain TP {plain['sent_bytes'] / 1e9:.3f} GB, "
+          f"ratio {sp['sent_bytes'] / plain['sent_bytes']:.4f} (hand 1.25); calls {sp['calls']:.0f} (hand {per_layer_passes * 10})")
+    assert sp["calls"] == per_layer_passes * 10
+    assert plain["calls"] == per_layer_passes * 4
+    assert sp["sent_bytes"] == pytest.approx(expected_sent, rel=1e-12)
+    assert sp["sent_bytes"] / plain["sent_bytes"] == pytest.approx(1.25, rel=1e-12)
+
+
+def test_sp_regather_hides_behind_each_input_gradient_gemm():
+    """Each re-gather runs beside its linear's input-gradient GEMM (as long as its forward GEMM:
+    QKV 4,096 x 1,536 x 4,096, FC1 4,096 x 2,752 x 4,096 a rank), on the SMs NCCL leaves it; the
+    weight-gradient GEMM waits for what outlasts it. Hand count from those two GEMMs and the one
+    all-gather of b s h over 8 NVLink ranks, against the same stack with the re-gather off."""
+    megatron = stack_of(None)
+    none = replace(megatron, sp_regathers_input=False)
+    gpu = Cluster.get("dgx-h100", nodes=1).gpu
+    cluster = Cluster.get("dgx-h100", nodes=1)
+    gather = float(sum(collective_columns("all_gather", ACT, cluster, TP, 1)))
+    gemms = (float(gemm_time(gpu, 4096, 3 * 4096 / TP, 4096)), float(gemm_time(gpu, 4096, 2 * 11008 / TP, 4096)))
+    hidden = sum(min(gather, g) for g in gemms)
+    exposed = sum(max(gather - g, 0.0) for g in gemms) + hidden * (gpu.sms / (gpu.sms - NCCL_COLLECTIVE_SMS) - 1 + OVERLAP_HBM_SLOWDOWN)
+    with_it, without = _tp(megatron), _tp(none)
+    per_layer_passes = M * LAYERS
+    wire, waited = with_it["wire_s"] - without["wire_s"], with_it["exposed_s"] - without["exposed_s"]
+    print(f"all-gather {gather * 1e6:.1f} us beside QKV dgrad {gemms[0] * 1e6:.1f} us and FC1 dgrad {gemms[1] * 1e6:.1f} us: "
+          f"wire +{wire * 1e3:.2f} ms (hand {per_layer_passes * 2 * gather * 1e3:.2f}), exposed +{waited * 1e3:.2f} ms (hand {per_layer_passes * exposed * 1e3:.2f})")
+    assert wire == pytest.approx(per_layer_passes * 2 * gather, rel=1e-9)
+    assert waited == pytest.approx(per_layer_passes * exposed, rel=1e-9)
+    assert 0 < waited < wire + per_layer_passes * hidden  # partly hidden: neither free nor all exposed
+
+
+def test_dtensor_sp_saves_the_gathered_input_and_regathers_nothing():
+    """torchtitan's SP (DTensor: SequenceParallel, then ColwiseParallel gathering to Replicate)
+    saves the gathered input the matmul used: 8 collectives a layer, plain TP's bytes."""
+    fsdp2 = stack_of("pytorch-fsdp2-2024")
+    sp = _tp(fsdp2)
+    expected = M * LAYERS * 8 * (TP - 1) / TP * ACT
+    print(f"FSDP2 stack SP sent {sp['sent_bytes'] / 1e9:.3f} GB (hand {expected / 1e9:.3f})")
+    assert sp["calls"] == M * LAYERS * 8
+    assert sp["sent_bytes"] == pytest.approx(expected, rel=1e-12)
+
