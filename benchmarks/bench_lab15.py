@@ -7,7 +7,8 @@ the machine counts little):
   student's variant regenerated from their id and the class salt and their step recomputed
   (routing_outcomes at their variant), as labs/grading does for each ledger: the distinct
   variant settings and router runs the class needs, the CPU for all and per ledger;
-- one ledger graded cold (a grader that has run nothing yet).
+- one ledger graded cold (a grader that has run nothing yet);
+- the class process's peak memory (imports included).
 Issue #39's target: Lab 15 graded in under 50 ms of CPU per ledger; issue #34's budget: the
 whole 1,000-ledger class (every lab) in 15 s."""
 
@@ -17,6 +18,7 @@ import argparse
 import importlib.util
 import json
 import random
+import resource
 import subprocess
 import sys
 import time
@@ -76,7 +78,8 @@ def part_class(students: int) -> dict:
     for name, inputs in ledgers:
         settings.add(json.dumps(variant(lab15.LAB, name, SALT).settings, sort_keys=True))
     runs = len(lab15._RUNS)
-    return {"cpu_s": cpu, "ms_per_ledger": 1e3 * cpu / students, "distinct_settings": len(settings), "router_runs": runs}
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # the process's peak, imports included (KiB on Linux)
+    return {"cpu_s": cpu, "ms_per_ledger": 1e3 * cpu / students, "distinct_settings": len(settings), "router_runs": runs, "peak_mb": peak_mb}
 
 
 def part_cold() -> dict:
@@ -106,7 +109,8 @@ def main() -> int:
     print(f"one ledger graded cold: {cold['cpu_s']:.3f} s CPU")
     klass = _in_fresh_process("class", args.students)
     print(f"class of {args.students}: {klass['distinct_settings']} distinct variant settings, {klass['router_runs']} router runs, "
-          f"{klass['cpu_s']:.2f} s CPU, {klass['ms_per_ledger']:.2f} ms per ledger (target {TARGET_MS_PER_LEDGER:g})")
+          f"{klass['cpu_s']:.2f} s CPU, {klass['ms_per_ledger']:.2f} ms per ledger (target {TARGET_MS_PER_LEDGER:g}), "
+          f"the process's peak memory {klass['peak_mb']:.0f} MB")
     return 0 if klass["ms_per_ledger"] < TARGET_MS_PER_LEDGER else 1
 
 
