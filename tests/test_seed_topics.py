@@ -169,21 +169,33 @@ def test_milestone_100m_memory_and_bytes_by_hand():
     assert rows[0]["model_state_bytes"] == pytest.approx(16 * psi)  # 2 + 2 + 12 bytes a parameter
     assert rows[2]["model_state_bytes"] == pytest.approx((2 + 14 / 2) * psi)
     g = 2 * psi  # bf16 gradients; a ring over 2 ranks moves (N-1)/N per pass
-    assert rows[0]["dp_bytes"] == pytest.approx(2 * g / 2) and rows[3]["dp_bytes"] == pytest.approx(3 * g / 2)
+    assert rows[0]["dp_bytes"] == pytest.approx(2 * g / 2)
+    # FSDP: a gather in the forward, one in the backward, a reduce-scatter, except FSDP's root unit
+    # (the tied embedding and the final norm, held by no block), never resharded after the forward
+    # and so gathered once (stages/data.py: FSDP2's root post_forward_mesh_info is None)
+    m = Model.get("seed-100m")
+    root = m.vocab * m.hidden + 2 * m.hidden
+    assert m.params - m.layers * m.layer_params == root
+    assert rows[3]["dp_bytes"] == pytest.approx((3 * g - 2 * root) / 2)
 
 
-def test_fsdp_against_ddp_depends_on_the_link_and_the_step():
-    """The seed's 5-15%: over PCIe at one sequence a GPU FSDP's gathers are exposed and it is
-    slower than DDP; over NVLink, or with a longer step, its halved optimizer step wins."""
+def test_fsdp_against_ddp_is_host_work_on_a_100m_model():
+    """The seed's 5-15%, on PyTorch's stack: at one sequence a GPU the 100M model's layers are
+    shorter than the host's work around them and FSDP's hooks (at least 2 unshards a layer at
+    FSDP2_S_PER_UNSHARD, pytorch/pytorch#133369) lengthen the step well past 15%; at sixteen the
+    GPU work covers them and FSDP is within 5% of DDP."""
     from labs.core.engine.dp_scaling import FSDP_PENALTY_CLAIM, stage_rows
+    from labs.core.engine.eras import FSDP2_S_PER_UNSHARD
 
-    def fsdp(server, mb):
-        return stage_rows("seed-100m", server, 2, mb)[-1]["vs_ddp"]
-
-    cases = {(s, mb): fsdp(s, mb) for s in ("pcie-a100", "dgx-h100") for mb in (1, 16)}
-    print({k: f"{v:+.1%}" for k, v in cases.items()}, "claim", FSDP_PENALTY_CLAIM)
-    assert cases[("pcie-a100", 1)] > FSDP_PENALTY_CLAIM[0]
-    assert cases[("dgx-h100", 1)] < 0 and cases[("pcie-a100", 16)] < cases[("pcie-a100", 1)]
+    layers = 12
+    for server in ("pcie-a100", "dgx-h100"):
+        short, long = stage_rows("seed-100m", server, 2, 1), stage_rows("seed-100m", server, 2, 16)
+        hooks = short[-1]["compute_s"] - short[0]["compute_s"]
+        gathers = short[-1]["dp_comm_s"] - short[0]["dp_comm_s"]
+        print(f"{server}: FSDP {short[-1]['vs_ddp']:+.1%} at 1 sequence ({hooks * 1e3:.1f} ms of hooks, {gathers * 1e3:+.2f} ms of gathers), "
+              f"{long[-1]['vs_ddp']:+.1%} at 16")
+        assert short[-1]["vs_ddp"] > FSDP_PENALTY_CLAIM[1] and abs(long[-1]["vs_ddp"]) < FSDP_PENALTY_CLAIM[0]
+        assert hooks >= 2 * layers * FSDP2_S_PER_UNSHARD > gathers
 
 
 def test_four_gpus_over_pcie_efficiency():

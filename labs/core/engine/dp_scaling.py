@@ -10,7 +10,10 @@ from labs.core.engine.models import Model
 from labs.core.engine.perf import Estimate, Plan, estimate
 from labs.core.engine.validation import check_bool, check_choice, check_positive
 
-DP_STAGES = {0: "DDP", 2: "ZeRO-2", 3: "FSDP (ZeRO-3)"}
+DP_STAGES = {0: "DDP", 2: "ZeRO-2 (FSDP SHARD_GRAD_OP)", 3: "FSDP (FULL_SHARD, ZeRO-3)"}
+# The seeds' DDP and FSDP are PyTorch's: its eager kernels and FSDP2's per-parameter hooks
+# (labs.core.engine.eras, torchtitan's stack).
+STAGE_STACK = "pytorch-fsdp2-2024"
 # Claims the labs check against the engine, as the seed course notes state them:
 # seeds/001 week 22 ("The throughput penalty for FSDP vs. DDP is typically 5-15%") and week 25
 # ("realistic efficiency at 4 GPUs over PCIe is typically 70-85%").
@@ -35,11 +38,11 @@ def server(cluster_key: str, gpus: int) -> Cluster:
 def dp_estimate(model_key: str, cluster_key: str, gpus: int, zero_stage: int, micro_batch: int = 1, seq_len: int = SEQ_LEN, dp_overlap: bool = True,
                 microbatches: int = 1, **reduction) -> Estimate:
     """One step of pure data parallelism over `gpus` GPUs of one server, `microbatches`
-    micro-batches of `micro_batch` sequences on each; `reduction`: Plan's grad_reduce_dtype and
-    bucket_bytes (TORCH_DDP for PyTorch's DDP), else the engine's Megatron defaults."""
-    unknown = set(reduction) - {"grad_reduce_dtype", "bucket_bytes"}
+    micro-batches of `micro_batch` sequences on each; `reduction`: Plan's grad_reduce_dtype,
+    bucket_bytes (TORCH_DDP for PyTorch's DDP) and stack, else the engine's defaults."""
+    unknown = set(reduction) - {"grad_reduce_dtype", "bucket_bytes", "stack"}
     if unknown:
-        raise ValueError(f"reduction: only grad_reduce_dtype and bucket_bytes, got {sorted(unknown)}")
+        raise ValueError(f"reduction: only grad_reduce_dtype, bucket_bytes and stack, got {sorted(unknown)}")
     check_positive("micro_batch", micro_batch, integer=True, maximum=1 << 12)
     check_positive("microbatches", microbatches, integer=True, maximum=1 << 12)
     check_bool("dp_overlap", dp_overlap)
@@ -49,10 +52,11 @@ def dp_estimate(model_key: str, cluster_key: str, gpus: int, zero_stage: int, mi
     return estimate(model, server(cluster_key, gpus), plan)
 
 
-def stage_rows(model_key: str, cluster_key: str, gpus: int = 2, micro_batch: int = 1, seq_len: int = SEQ_LEN) -> list[dict]:
-    """DDP, ZeRO-2 and FSDP side by side: model state and total memory per GPU, step time and
-    its terms, and the step time against DDP's."""
-    est = {stage: dp_estimate(model_key, cluster_key, gpus, stage, micro_batch, seq_len) for stage in DP_STAGES}
+def stage_rows(model_key: str, cluster_key: str, gpus: int = 2, micro_batch: int = 1, seq_len: int = SEQ_LEN, stack: str = STAGE_STACK) -> list[dict]:
+    """DDP, ZeRO-2 and FSDP side by side on one software stack: model state and total memory
+    per GPU, step time and its terms (compute holds FSDP's host hooks and buffer copies), and
+    the step time against DDP's."""
+    est = {stage: dp_estimate(model_key, cluster_key, gpus, stage, micro_batch, seq_len, stack=stack) for stage in DP_STAGES}
     ddp = est[0].step_time_s
     return [{"stage": stage, "name": DP_STAGES[stage], "model_state_bytes": e.memory.model_state, "memory_bytes": e.memory.total,
              "step_s": e.step_time_s, "compute_s": e.time.compute, "dp_comm_s": e.time.dp_comm, "optimizer_s": e.time.optimizer,
