@@ -85,3 +85,51 @@ def test_dtensor_sp_saves_the_gathered_input_and_regathers_nothing():
     assert sp["calls"] == M * LAYERS * 8
     assert sp["sent_bytes"] == pytest.approx(expected, rel=1e-12)
 
+
+# ---- 2. FSDP2's gradient copies under torch.distributed.pipelining ----------------------------
+def _grad_copies(grad_sync, pp=2, reduce_dtype="fp32", m=8):
+    """_fsdp_costs' backward copies (s per layer and micro-batch) for Llama 2 7B under FSDP2
+    (ZeRO-3), DP 4 x PP pp, and the HBM rate they stream at."""
+    from labs.core.engine.stages.compute import _fsdp_costs
+    from labs.core.engine.stages.inputs import model_terms, read_plan
+    from labs.core.engine.stages.xp import SCALAR
+
+    model, cluster = Model.get("llama2-7b"), Cluster.get("dgx-h100", nodes=1)
+    stack = stack_of("pytorch-fsdp2-2024")
+    plan = Plan.for_era("pytorch-fsdp2-2024", tp=1, pp=pp, dp=8 // pp, micro_batch=1, global_batch=m * 8 // pp, zero_stage=3,
+                        grad_sync=grad_sync, grad_reduce_dtype=reduce_dtype, schedule="1f1b")
+    p = read_plan(model, plan_columns(plan), stack, SCALAR)
+    rate = cluster.gpu.hbm_bytes_per_s * cluster.gpu.hbm_efficiency
+    return float(_fsdp_costs(model_terms(model), stack, p, rate, SCALAR)[3]), rate, model.layer_params
+
+
+@pytest.mark.parametrize("reduce_dtype, per_step", [
+    ("fp32", lambda m: (2 + 4) + (m - 1) * (4 + 2 + 4) + (4 + 4)),  # cast to the fp32 accumulator, fp32 += bf16, fp32 copy-in
+    ("bf16", lambda m: 0 + (m - 1) * (2 + 2 + 2) + (2 + 2)),  # autograd's .grad += , bf16 copy-in
+])
+def test_fsdp2_under_pipelining_reduces_once_a_step_and_accumulates_between(reduce_dtype, per_step):
+    """torch.distributed.pipelining runs every backward of a step with FSDP2's
+    set_requires_gradient_sync(False) and reduce-scatters once after the last: the copy into the
+    reduce-scatter input runs once a step, and each micro-batch's unsharded gradient is
+    accumulated instead (FSDPParamGroup.post_backward: accumulate_unsharded_grad_if_needed,
+    to_accumulated_grad_if_needed). Hand count per parameter of the layer, 8 micro-batches,
+    against grad_sync="microbatch" (a copy-in each micro-batch: 6 bytes fp32, 4 bf16)."""
+    m = 8
+    once, rate, params = _grad_copies(None, reduce_dtype=reduce_dtype, m=m)
+    each, _, _ = _grad_copies("microbatch", reduce_dtype=reduce_dtype, m=m)
+    copy_in = {"fp32": 2 + 4, "bf16": 2 + 2}[reduce_dtype]
+    expected = params * (per_step(m) / m - copy_in) / rate
+    print(f"{reduce_dtype}: once a step {once * 1e6:.2f} us, every micro-batch {each * 1e6:.2f} us a layer and micro-batch; "
+          f"difference {(once - each) * 1e6:.3f} us (hand {expected * 1e6:.3f}: {per_step(m) / m:.2f} against {copy_in} bytes a parameter)")
+    assert once - each == pytest.approx(expected, rel=1e-9)
+
+
+def test_fsdp2_grad_sync_step_accumulates_as_pipelining_does():
+    """grad_sync="step" at PP 1 runs the same no-sync path: the same bytes as PP 2's default."""
+    pp1, _, _ = _grad_copies("step", pp=1)
+    pp1_each, _, _ = _grad_copies("microbatch", pp=1)
+    pp2, _, _ = _grad_copies(None, pp=2)
+    pp2_each, _, _ = _grad_copies("microbatch", pp=2)
+    print(f"PP 1 step - microbatch {(pp1 - pp1_each) * 1e6:.3f} us, PP 2 default - microbatch {(pp2 - pp2_each) * 1e6:.3f} us")
+    assert pp1 - pp1_each == pytest.approx(pp2 - pp2_each, rel=1e-9)
+

@@ -34,6 +34,18 @@ from labs.core.engine.stages.xp import SCALAR
 ELEMENTWISE_TRAFFIC = 1.85
 
 _SELECTIVE, _NONE = RECOMPUTE_MODES.index("selective"), RECOMPUTE_MODES.index("none")
+
+# HBM bytes per unit parameter per step of FSDP2's gradients when a step's backwards run with
+# set_requires_gradient_sync(False) and one reduction follows the last (torch.distributed.pipelining:
+# stage.py backward_maybe_with_nosync, then the post_backward it calls, or perform_reduce_grad;
+# grad_sync "step"), from torch/distributed/fsdp/_fully_shard: (the first micro-batch's, each later
+# one's, the reduce-scatter copy-in's), (bf16, fp32) reduce dtype. bf16: the first gradient stays
+# the unsharded .grad, autograd adds each later one into it (read 2 + 2, write 2), the copy-in
+# (foreach_reduce_scatter_copy_in) reads and writes it (2 + 2, Era.fsdp_grad_bytes). fp32:
+# FSDPParam.to_accumulated_grad_if_needed casts the first to an fp32 accumulator (read 2, write
+# 4), accumulate_unsharded_grad_if_needed adds each later one (read 4 + 2, write 4), the copy-in
+# reads and writes fp32 (4 + 4).
+FSDP2_UNREDUCED_GRAD_BYTES = ((0.0, 2 + 2 + 2, 2 + 2), (2 + 4, 4 + 2 + 4, 4 + 4))
 _OPS, _NORMS_UP = ALL_RECOMPUTE_MODES.index("ops"), ALL_RECOMPUTE_MODES.index("norms_up_proj")
 
 
@@ -106,8 +118,18 @@ def _fsdp_costs(model, stack, p, hbm_rate, xp):
     dense, experts = (model.layer_params - model.layer_expert_params) / tp, model.layer_expert_params / p.ep
     unshard_copies = (dense * (stack.fsdp_unshard_bytes + stack.fsdp_shard_bytes / p.shard)
                       + experts * (stack.fsdp_unshard_bytes + stack.fsdp_shard_bytes / p.expert_shard)) / hbm_rate
-    reduces = (p.zero >= 2) & (p.grad_sync != 1)  # grad_sync "step" (no_sync) accumulates unreduced
-    grad_copies = xp.where(reduces, (dense + experts) * xp.where(p.grad_fp32, stack.fsdp_grad_bytes[1], stack.fsdp_grad_bytes[0]) / hbm_rate, 0.0)
+    # Gradients reduced every micro-batch (labs.core.engine.stages.inputs: reduce_each_mb) copy each
+    # time; FSDP2 reducing once a step (torch's pipelining, grad_sync "step") accumulates the
+    # unsharded gradients between (FSDP2_UNREDUCED_GRAD_BYTES, averaged over the step's micro-batches).
+    reduces = (p.zero >= 2) & p.reduce_each_mb
+    per_reduce = xp.where(p.grad_fp32, stack.fsdp_grad_bytes[1], stack.fsdp_grad_bytes[0])
+    if stack.fsdp_reshard_after_backward == "every":  # FSDP2's FSDPParamGroup.post_backward (labs.core.engine.eras)
+        (first_16, later_16, copy_16), (first_32, later_32, copy_32) = FSDP2_UNREDUCED_GRAD_BYTES
+        unreduced = xp.where(p.grad_fp32, first_32 + (p.m - 1) * later_32 + copy_32, first_16 + (p.m - 1) * later_16 + copy_16) / p.m
+        per_mb = xp.where(reduces, per_reduce, xp.where(p.zero >= 2, unreduced, 0.0))
+    else:  # FSDP1's no_sync path is not counted (its flat gradient's accumulation): nothing between reductions
+        per_mb = xp.where(reduces, per_reduce, 0.0)
+    grad_copies = (dense + experts) * per_mb / hbm_rate
     copies_f = p.forward_unshards * unshard_copies
     copies_b = xp.where(z3, unshard_copies, 0.0) + grad_copies
     return hooks_f, hooks_b, copies_f, copies_b
@@ -209,6 +231,6 @@ def layer_times(hidden: int, heads: int, seq_len: int, micro_batch: int, gpu_key
     one_gpu = SimpleNamespace(
         tp=1.0, cp=1.0, ep=1.0, b=b, s=s, s_full=s, tokens=b * s, fp8=False, flash=False, sp=False, cp_contiguous=False,
         torch_compile=False, capacity=0.0, rc=_NONE, full=False, redo=0.0, zero=0, dp=1.0, shard=1.0, expert_shard=1.0,
-        forward_unshards=0.0, grad_sync=0, grad_fp32=False, cp_ring=False, cp_ulysses=False, m=1.0)
+        forward_unshards=0.0, grad_sync=0, reduce_each_mb=False, grad_fp32=False, cp_ring=False, cp_ulysses=False, m=1.0)
     layer = layer_compute(model_terms(model), cluster, stack_of(None), one_gpu, SCALAR)
     return {"layer_forward_s": layer.fwd, "layer_input_grad_s": layer.layer_b, "layer_weight_grad_s": layer.layer_w}
