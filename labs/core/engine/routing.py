@@ -108,7 +108,7 @@ class RouterRun:
     the score bias b) after the last step."""
 
     setting: RouterSetting
-    loads: np.ndarray  # (steps, experts) tokens
+    loads: np.ndarray  # (steps, experts) tokens, int32
     network_copies: np.ndarray  # (steps / COPY_EVERY,) per GPU, token vectors sent over the NICs
     nvlink_copies: np.ndarray  # (steps / COPY_EVERY,) per GPU, token vectors forwarded over NVLink
     aux_loss: np.ndarray | None  # (steps,) under "aux_loss" (its value each step), else None
@@ -266,7 +266,7 @@ class _Run:
         self.base = None
         self.walk = np.zeros(s.experts, dtype=np.float32)
         self.bias = np.zeros(s.experts, dtype=np.float64)
-        self.loads = np.zeros((s.steps, s.experts), dtype=np.int64)
+        self.loads = np.zeros((s.steps, s.experts), dtype=np.int32)  # at most `tokens` (2^20) a cell: half int64's memory in a cache of runs
         n = len(range(0, s.steps, COPY_EVERY))
         self.network, self.nvlink = np.zeros(n), np.zeros(n)
         self.aux = np.zeros(s.steps) if s.scheme == "aux_loss" else None
