@@ -2,7 +2,8 @@
 
 Prints, each measured in a fresh Python process (CPU seconds, time.process_time, so other load on
 the machine counts little):
-- one router run at the lab's size per scheme, with and without the node limit (a new setting);
+- one router run at the lab's size per scheme, with and without the node limit (a new setting,
+  its draw of the token noise included: about 0.2 s of it);
 - a class: scripts/make_class.py's student names and Lab 15 inputs (its _routing draw), every
   student's variant regenerated from their id and the class salt and their step recomputed
   (routing_outcomes at their variant), as labs/grading does for each ledger: the distinct

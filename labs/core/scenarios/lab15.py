@@ -189,10 +189,10 @@ _BUILT: set[tuple] = set()  # the variant settings this process has built questi
 
 
 def _prefetch_for(v: dict) -> None:
-    """A student's notebook builds one variant: its own four routers and the instruments' defaults
-    (which the notebook shows first), in one draw. A process that builds a second variant is
-    grading or showing a class: it runs every variant's routers at once, one draw for them all,
-    instead of one draw per variant."""
+    """The first variant a process builds (a student's notebook) runs its own four routers and the
+    instruments' defaults (which the notebook shows first), in one draw. A process that builds a
+    second (the grader or the dashboard on a class; now and then a student who changes their id)
+    runs every variant's routers at once, one draw for them all instead of one per variant."""
     with _RUNS_LOCK:
         _BUILT.add((v["skew"], v["drift"], v["aux_coeff"]))
         many = len(_BUILT) > 1
