@@ -38,7 +38,7 @@ and the bench keeps the set of the page's states (every slider's and radio's pos
 shown; a move that would return to one is not taken. So no output of a move comes from a lab's
 cache (lru_cache in a scenario, marimo's). `--revisit` instead moves the heaviest instrument back
 and forth between two positions (what a student comparing two settings sees, cache hits
-included).
+included). `--instrument LABEL` (with `--setting`) times one instrument without the survey.
 
 Target (issue 35): every lab's heaviest instrument within 1.5x the floor's move.
 """
@@ -488,9 +488,20 @@ def unlocked(pw, lab: Lab, timeout_s: float):
         yield Session(page, floor, lab.radios, timeout_s), first
 
 
-def bench(pw, key: str, lab: Lab, n: int, starts: int, timeout_s: float, revisit: bool) -> dict:
+def named(page, lab: Lab, instrument: str, setting: str) -> list[dict]:
+    """`--instrument` instead of the survey: the one row of the slider, dropdown or radio whose
+    label starts with `instrument`, at `setting` (a heavy setting's name, or "default")."""
+    kinds = [("slider", s["label"]) for s in sliders(page)] + [("dropdown", d["label"]) for d in dropdowns(page)] + [("radio", r) for r in lab.radios]
+    for kind, name in kinds:
+        if name.startswith(instrument):
+            return [dict(kind=kind, what=name, setting=setting, lab_s=0.0, kernel_s=0.0, floor_s=0.0, fresh=True)]
+    raise ValueError(f"no instrument labelled {instrument!r}; the page has {[name for _, name in kinds]}")
+
+
+def bench(pw, key: str, lab: Lab, n: int, starts: int, timeout_s: float, revisit: bool, instrument: str | None = None, setting: str = "default") -> dict:
     """Starts (the floor's, the lab's, in turn), the survey on one lab page, and the heaviest
-    instrument's moves on another, served afresh: the survey's moves have warmed no cache."""
+    instrument's moves on another, served afresh: the survey's moves have warmed no cache.
+    `instrument` (a label's start): that instrument at `setting`, no survey."""
     print(f"Lab {key} ({lab.file}); load average {os.getloadavg()[0]:.1f}", flush=True)
     floor_first, lab_first = [], []
     for _ in range(max(0, starts - 2)):
@@ -502,7 +513,7 @@ def bench(pw, key: str, lab: Lab, n: int, starts: int, timeout_s: float, revisit
         floor_first.append(t)
     with unlocked(pw, lab, timeout_s) as (session, t):
         lab_first.append(t)
-        rows = survey(session, lab)
+        rows = named(session.page, lab, instrument, setting) if instrument else survey(session, lab)
     if not rows:  # Lab 15: its instruments unlock with a later question than the first
         print("  no instrument started a run after the first prediction: nothing to measure", flush=True)
         return dict(key=key, what="(no instrument after the first prediction)", lab_ms=float("nan"), floor_ms=float("nan"), ratio=float("nan"), moves=0,
@@ -533,6 +544,8 @@ def main() -> None:
     parser.add_argument("--moves", type=int, default=8, help="moves of the heaviest instrument (fewer where it has no more room), a floor move beside each")
     parser.add_argument("--starts", type=int, default=3, help="starts of the floor and of the lab, for the first prediction (at least 2)")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for one move")
+    parser.add_argument("--instrument", metavar="LABEL", help="time this instrument (its label's start, e.g. 'Stages p') instead of the survey's heaviest")
+    parser.add_argument("--setting", default="default", help="with --instrument: the heavy setting to time it at (Lab 07: 'p = 64')")
     parser.add_argument("--revisit", action="store_true", help="move the heaviest instrument back and forth (positions shown before, cache hits included)")
     args = parser.parse_args()
     if chromium_path() is None:
@@ -543,7 +556,7 @@ def main() -> None:
     with sync_playwright() as pw:
         targets = [(key, LABS[key]) for key in (args.lab or ([] if args.notebook else sorted(LABS)))]
         targets += [(Path(path).stem, notebook_lab(path)) for path in args.notebook]
-        rows = [bench(pw, key, lab, args.moves, args.starts, args.timeout, args.revisit) for key, lab in targets]
+        rows = [bench(pw, key, lab, args.moves, args.starts, args.timeout, args.revisit, args.instrument, args.setting) for key, lab in targets]
     print(f"\nload average at the start {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}, at the end {' '.join(f'{x:.1f}' for x in os.getloadavg())} (2 cores)")
     print(f"lab  heaviest instrument (setting)                                   lab ms  floor ms  ratio (target {TARGET}x)  moves  first prediction, floor's first text (median of starts)")
     for r in rows:

@@ -64,6 +64,7 @@ import math
 import re
 
 import marimo as mo
+import numpy as np
 import plotly.graph_objects as go
 import plotly.io as pio
 
@@ -233,7 +234,52 @@ def test_large_timelines_are_one_raster_and_small_ones_boxes():
     assert z.shape == (64, 1914) and width == pytest.approx(big.makespan / 1914)
     assert (z == 0).mean() == pytest.approx(big.bubble_fraction("total"), abs=1e-3)  # idle bins are the idle time
     assert {tr.type for tr in charts.timeline_figure(small).data} == {"bar"}
-    assert len(small.op) <= charts.RASTER_OPS < len(big.op)
+    middle = timeline(16, 32, "1f1b")
+    assert {(tr.type, tr.fill) for tr in charts.timeline_figure(middle).data} == {("scatter", "toself")}
+    assert len(small.op) <= charts.BAR_OPS < len(middle.op) <= charts.RASTER_OPS < len(big.op)
+
+
+def drawn_boxes(fig, gap: float, xaxis: str = "x") -> list[tuple]:
+    """(kind, stage, start, end) of every box the figure draws on one subplot: each scatter trace
+    filled 'toself' is rectangles of 5 corners and a None, stage +- 0.4, drawn `gap` inside
+    the op at both ends (the white edge between neighbours)."""
+    boxes = []
+    for tr in fig.data:
+        if tr.type != "scatter" or tr.fill != "toself" or (tr.xaxis or "x") != xaxis:
+            continue
+        x, y = list(tr.x), list(tr.y)
+        assert len(x) % 6 == 0 and x[5::6] == [None] * (len(x) // 6)
+        for i in range(0, len(x), 6):
+            xs, ys = x[i:i + 5], y[i:i + 5]
+            assert xs[0] == xs[3] == xs[4] and xs[1] == xs[2] and ys[0] == ys[1] == ys[4] and ys[2] == ys[3]
+            assert ys[2] - ys[0] == pytest.approx(0.8)
+            boxes.append((tr.name, round((ys[0] + ys[2]) / 2), xs[0] - gap, xs[1] + gap))
+    return sorted(boxes)
+
+
+@pytest.mark.parametrize("schedule, p, m, v", [("1f1b", 16, 32, 1), ("interleaved", 8, 32, 2), ("zb-h1", 16, 32, 1), ("zb-h2", 8, 24, 1)])
+def test_the_drawn_boxes_are_the_engines_schedule(schedule, p, m, v):
+    """Every op's box, as drawn (one filled path per kind and shade), starts and ends where the
+    engine's timeline has the op, on its stage's row; alone and as the second subplot."""
+    t = timeline(p, m, schedule, v, OpCosts(1.0, 1.3, 0.7))
+    engine = sorted((charts.OP_NAMES[o], int(s), float(a), float(b)) for o, s, a, b in zip(t.op, t.stage, t.start, t.end))
+    gap = charts.box_gap(t)
+    assert charts.BAR_OPS < len(t.op) <= charts.RASTER_OPS and 0 < gap <= (t.end - t.start).min() / 10 and gap <= t.makespan / 2000
+    for drawn, want in zip(drawn_boxes(charts.timeline_figure(t), gap), engine, strict=True):
+        assert drawn[:2] == want[:2] and drawn[2:] == pytest.approx(want[2:], abs=1e-12)
+    both = charts.timelines_figure([("a", timeline(4, 8, "1f1b")), ("b", t)])
+    assert [d[:2] for d in drawn_boxes(both, gap, "x2")] == [w[:2] for w in engine]
+    shown = [tr.name for tr in both.data if tr.showlegend is not False]
+    assert sorted(shown) == sorted(set(shown))  # one legend entry per kind
+
+
+def test_the_drawn_bars_are_the_engines_schedule():
+    """Up to BAR_OPS ops, one bar per op: its base and length are the op's start and duration."""
+    t = timeline(8, 16, "zb-h1", 1, OpCosts(1.0, 1.3, 0.7))
+    assert len(t.op) <= charts.BAR_OPS
+    drawn = sorted((tr.name, int(s), float(b), float(b + x)) for tr in charts.timeline_figure(t).data for s, b, x in zip(tr.y, tr.base, tr.x))
+    engine = sorted((charts.OP_NAMES[o], int(s), float(a), float(b)) for o, s, a, b in zip(t.op, t.stage, t.start, t.end))
+    assert [d[:2] for d in drawn] == [e[:2] for e in engine] and np.allclose([d[2:] for d in drawn], [e[2:] for e in engine], rtol=0, atol=1e-12)
 
 
 def test_the_play_marker_moves_shapes_not_the_drawing():

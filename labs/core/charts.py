@@ -132,6 +132,7 @@ def dp_step_figure(ests: Sequence[Estimate]) -> go.Figure:
 
 OP_COLORS = {"F": COLORS["blue"], "B": COLORS["orange"], "W": COLORS["green"]}
 OP_NAMES = {"F": "forward", "B": "backward", "W": "weight grad"}
+BAR_OPS = 512  # up to this many ops a timeline is one bar per op; above, filled paths (_timeline_boxes)
 RASTER_OPS = 2000  # above this many ops a timeline is drawn as one raster (one SVG shape per op is ~0.1-0.4 ms in Chromium)
 RASTER_MAX_BINS = 4096  # time bins of the raster at most: finer than any plot is wide
 IDLE_COLOR = COLORS["surface"]
@@ -182,7 +183,8 @@ def _legend(op: str, shown: set | None) -> dict:
 
 
 def _timeline_bars(t: Timeline, row: int = 1, shown: set | None = None) -> list[dict]:
-    """One box per op, coloured by kind and shaded by micro-batch, with hover (trace dicts)."""
+    """One bar per op, coloured by kind and shaded by micro-batch, hover naming its micro-batch and
+    chunk (trace dicts): up to BAR_OPS ops, where a browser draws them as fast as filled paths."""
     shade = 0.45 + 0.55 * (1 - t.microbatch / max(1, t.m - 1))
     traces = []
     for op in ("F", "B", "W"):
@@ -195,6 +197,53 @@ def _timeline_bars(t: Timeline, row: int = 1, shown: set | None = None) -> list[
             customdata=np.stack([t.microbatch[sel], t.chunk[sel]], axis=1),
             hovertemplate="micro-batch %{customdata[0]}, chunk %{customdata[1]}<extra></extra>", **_axes(row), **_legend(op, shown),
         ))
+    return traces
+
+
+BOX_SHADES = 8  # micro-batch shades of a timeline's boxes at most: one trace per op kind and shade
+BOX_HALF_HEIGHT = 0.4  # a stage row's box spans stage +- this (Plotly's horizontal bars: 0.8 of a row)
+
+
+def box_gap(t: Timeline) -> float:
+    """How far each box is drawn inside its op's start and end: about half a pixel of a plot
+    1,000 px wide, the white edge a bar had (a tenth of the shortest op at most)."""
+    return min(t.makespan / 2000, float((t.end - t.start).min()) / 10)
+
+
+def box_outlines(start: np.ndarray, end: np.ndarray, row: np.ndarray, gap: float = 0.0) -> tuple[list, list]:
+    """x and y of one closed rectangle per op (start + gap .. end - gap, row +- BOX_HALF_HEIGHT),
+    each ended by a None: a scatter trace filled 'toself' draws them all as one SVG path."""
+    lo, hi, x0, x1 = row - BOX_HALF_HEIGHT, row + BOX_HALF_HEIGHT, start + gap, end - gap
+    x = np.stack([x0, x1, x1, x0, x0], axis=1).tolist()
+    y = np.stack([lo, lo, hi, hi, lo], axis=1).tolist()
+    return [v for box in x for v in (*box, None)], [v for box in y for v in (*box, None)]
+
+
+def box_shade(t: Timeline) -> np.ndarray:
+    """Each op's shade level, 0 (the first micro-batches, full colour) .. BOX_SHADES - 1."""
+    return (t.microbatch * min(BOX_SHADES, t.m) // max(1, t.m)).astype(int)
+
+
+def _timeline_boxes(t: Timeline, row: int = 1, shown: set | None = None) -> list[dict]:
+    """One box per op, coloured by kind and shaded by micro-batch (trace dicts): the boxes of a
+    kind and shade are one scatter trace filled 'toself' (one SVG path, no outline), where one
+    bar per op was an SVG element each. Lab 07's figure in Chromium (Plotly.react to two frames,
+    bars and boxes alternated, median of 14, load 7 on 2 cores): ZB-H1 + ZB-H2 at p = 16, m = 32
+    (3,072 ops) 280 against 501 ms; 1F1B + interleaved at p = 16, m = 16 211 against 275;
+    1F1B at p = 64, m = 8 119 against 141; at p = 8, m = 8 (384 ops) 115 against 103, so up to
+    BAR_OPS ops bars stay, with their hover. Hover names the op kind."""
+    shown = set() if shown is None else shown
+    gap, shade, levels, traces = box_gap(t), box_shade(t), min(BOX_SHADES, t.m), []
+    for op in ("F", "B", "W"):
+        for level in range(levels):
+            sel = (t.op == op) & (shade == level)
+            if not sel.any():
+                continue
+            x, y = box_outlines(t.start[sel], t.end[sel], t.stage[sel], gap)
+            traces.append(dict(
+                type="scatter", x=x, y=y, mode="none", fill="toself", fillcolor=OP_COLORS[op], hoveron="fills", hoverinfo="name",
+                opacity=0.45 + 0.55 * (1 - level / max(1, levels - 1)), name=OP_NAMES[op], **_axes(row), **_legend(op, shown),
+            ))
     return traces
 
 
@@ -213,15 +262,16 @@ def _timeline_heatmap(t: Timeline, row: int = 1, shown: set | None = None) -> li
 
 
 def _timeline_traces(t: Timeline, raster: bool | None, row: int = 1, shown: set | None = None) -> list[dict]:
-    """Up to RASTER_OPS ops one box per op, above one raster (raster=True/False forces either)."""
+    """Up to BAR_OPS ops one bar per op, up to RASTER_OPS filled boxes (a trace per kind and
+    shade), above one raster (raster=True/False forces the raster or boxes)."""
     if raster if raster is not None else len(t.op) > RASTER_OPS:
         return _timeline_heatmap(t, row, shown)
-    return _timeline_bars(t, row, shown)
+    return _timeline_bars(t, row, shown) if len(t.op) <= BAR_OPS else _timeline_boxes(t, row, shown)
 
 
 def timeline_figure(t: Timeline, title: str | None = None, until: float | None = None, raster: bool | None = None) -> go.Figure:
     """One row per stage, ops coloured by kind; gaps are idle. Up to RASTER_OPS ops one box per
-    op (shaded by micro-batch, with hover); above, one raster of stage x time bins
+    op (shaded by micro-batch: bars up to BAR_OPS, filled paths above); above, one raster of stage x time bins
     (timeline_raster), which a browser draws as one image. raster=True/False forces either.
     `until` marks how far the schedule has played (play_marker)."""
     fig = go.Figure()
