@@ -178,3 +178,21 @@ def test_sweep_and_estimate_agree_under_a_block_format():
         e = estimate(model, c, Plan(tp=1, dp=8, global_batch=64, micro_batch=1, recompute="selective", precision=precision))
         assert rows["step_time_s"].iloc[0] == pytest.approx(e.step_time_s, rel=1e-9)
         assert e.mfu == pytest.approx(e.model_flops_per_step / e.step_time_s / (8 * getattr(c.gpu, peak)), rel=1e-9)
+
+
+def test_a_stack_that_quantizes_every_micro_batch_holds_no_weight_cache(monkeypatch):
+    """Era.fp8_weight_cache False (torchao's float8, DeepSeek-V3's online quantization) prices a
+    cast every micro-batch in compute; memory must then hold no cached copy between micro-batches:
+    the weights line falls by Hopper's 2 bytes (the FP8 copy and its transpose) a parameter."""
+    from dataclasses import replace
+
+    from labs.core.engine import eras
+
+    model, cluster = Model.get("llama3-8b"), Cluster.get("dgx-h100", nodes=1)
+    plan = Plan(tp=8, dp=1, global_batch=8, precision="fp8", stack=eras.DEFAULT_STACK)
+    cached = estimate(model, cluster, plan)
+    monkeypatch.setitem(eras.ERAS, eras.DEFAULT_STACK, replace(eras.ERAS[eras.DEFAULT_STACK], fp8_weight_cache=False))
+    online = estimate(model, cluster, plan)
+    hand = 2 * model.params / 8
+    print(f"weights {cached.memory.weights / 1e9:.3f} GB cached, {online.memory.weights / 1e9:.3f} GB online; hand count {hand / 1e9:.3f} GB")
+    assert cached.memory.weights - online.memory.weights == pytest.approx(hand, rel=0.01)

@@ -216,7 +216,9 @@ def memory_stage(model, cluster, dp_algorithm, p, q, d, tpcp, held, xp, stack=No
     stack = stack_of(None) if stack is None else stack
     tp = p.tp
     rank_index = q.rank_index  # the first, a middle and the last rank (stages.pipe)
-    cache = weight_cache_column(cluster.gpu, p, xp)
+    # a stack that quantizes its weights every micro-batch (Era.fp8_weight_cache False: torchao's float8,
+    # DeepSeek-V3's online quantization) holds no copy between micro-batches, as compute prices its casts
+    cache = weight_cache_column(cluster.gpu, p, xp) if stack.fp8_weight_cache else 0.0
     w_mem, g_mem, o_mem = xp.each(_rank_state, d.rank_dense, d.rank_expert, d.rank_params, model, p, d, cache, xp)
     if stack.pp_grad_sync == "step":  # torch's pipelining keeps a ZeRO-3 stage's weights unsharded between its backwards
         w_mem = xp.each(_unsharded_weights, w_mem, d.rank_params, p, xp)
