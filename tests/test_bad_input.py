@@ -273,6 +273,8 @@ _PLAN_KINDS = dict(
     rank_order=choice(RANK_ORDERS),
     stack=choice(ERA_NAMES + (None,)), grad_sync=choice((None, "step", "microbatch")), torch_compile=flag(),
     recompute_layers=optional_count(1 << 20, allow_zero=True),
+    expert_skew=Kind((0.5, 0, -1, NAN, INF, None, "x", True, float(1 << 21)),
+                     st.one_of(st.floats(max_value=1.0, exclude_max=True), st.floats(min_value=1 << 20, exclude_min=True), st.text())),
 )
 PLAN_KINDS = {k: v for k, v in _PLAN_KINDS.items() if k in Plan.__dataclass_fields__}
 add("Plan", Plan, {}, PLAN_KINDS)

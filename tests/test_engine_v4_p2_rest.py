@@ -133,3 +133,71 @@ def test_fsdp2_grad_sync_step_accumulates_as_pipelining_does():
     print(f"PP 1 step - microbatch {(pp1 - pp1_each) * 1e6:.3f} us, PP 2 default - microbatch {(pp2 - pp2_each) * 1e6:.3f} us")
     assert pp1 - pp1_each == pytest.approx(pp2 - pp2_each, rel=1e-9)
 
+
+# ---- 3. MoE load skew, a Plan field ------------------------------------------------------------
+# Mixtral 8x7B (8 experts of FFN 14,336 gated, top-2, hidden 4,096, every layer MoE) at EP 8 in one
+# DGX H100, one 4,096-token sequence a micro-batch (its catalog length cut to 4,096), TP 1.
+def _moe_layer(skew, capacity=None):
+    from labs.core.engine.stages.compute import layer_kernels
+    from labs.core.engine.stages.inputs import model_terms, read_plan
+    from labs.core.engine.stages.parallel import layer_communication
+    from labs.core.engine.stages.xp import SCALAR
+
+    model, cluster = Model.get("mixtral-8x7b", seq_len=4096), Cluster.get("dgx-h100", nodes=1)
+    stack = stack_of(None)
+    plan = Plan(tp=1, dp=8, ep=8, micro_batch=1, global_batch=8, expert_skew=skew, capacity_factor=capacity)
+    p = read_plan(model, plan_columns(plan), stack, SCALAR)
+    terms = model_terms(model)
+    k = layer_kernels(terms, cluster, stack, p, SCALAR)
+    return k, layer_communication(terms, cluster, stack, p, k, SCALAR), cluster
+
+
+def test_skew_scales_the_busiest_ranks_expert_gemms():
+    """The busiest rank's one local expert receives skew x 8 x 4,096 x 2 / 8 = skew x 8,192 tokens:
+    its two grouped GEMMs (8,192 skew x 28,672 x 4,096 and 8,192 skew x 4,096 x 14,336) at that M."""
+    from labs.core.engine.gemm import grouped_gemm_time
+
+    base, _, cluster = _moe_layer(1.0)
+    skewed, _, _ = _moe_layer(1.5)
+    gpu = cluster.gpu
+
+    def experts(m):
+        return grouped_gemm_time(gpu, m, 2 * 14336, 4096, 1, False) + grouped_gemm_time(gpu, m, 4096, 14336, 1, False)
+
+    hand = float(experts(1.5 * 8192) - experts(8192))
+    got = float(skewed.gemm_f - base.gemm_f)
+    print(f"expert GEMMs +{got * 1e3:.3f} ms a layer at skew 1.5 (hand {hand * 1e3:.3f}); balanced layer GEMMs {base.gemm_f * 1e3:.3f} ms")
+    assert got == pytest.approx(hand, rel=1e-9)
+    assert got > 0.4 * float(experts(8192))  # about half the experts' time more: their GEMMs are compute-bound here
+
+
+def test_skew_scales_the_busiest_ranks_all_to_all():
+    """EP 8 inside one NVLink domain: each token's 2 expert copies go to the other 7 GPUs with
+    probability 7/8, h = 4,096 bf16 values each, dispatch and combine: 2 x 4,096 x 2 x 7/8 x 4,096 x
+    2 bytes at the domain's rate a pass, the busiest rank's skew times that; forward and backward."""
+    from labs.core.engine.topology import scale_up_bytes_per_s
+
+    _, base, cluster = _moe_layer(1.0)
+    _, skewed, _ = _moe_layer(2.0)
+    _, capped, _ = _moe_layer(2.0, capacity=1.25)
+    per_pass_bytes = 2 * 4096 * 2 * 7 / 8 * 4096 * 2
+    rate = float(scale_up_bytes_per_s(cluster, 8))
+    hand = 2 * (2.0 - 1.0) * per_pass_bytes / rate
+    got = float(skewed.layer_a2a - base.layer_a2a)
+    print(f"all-to-all +{got * 1e3:.3f} ms a layer at skew 2 (hand {hand * 1e3:.3f}); capacity 1.25 caps it: "
+          f"+{float(capped.layer_a2a - base.layer_a2a) * 1e3:.3f} ms (hand {hand / 4 * 1e3:.3f})")
+    assert got == pytest.approx(hand, rel=1e-9)
+    assert float(capped.layer_a2a - base.layer_a2a) == pytest.approx(hand / 4, rel=1e-9)
+
+
+def test_balanced_default_and_skew_refused_where_it_cannot_be():
+    assert Plan().expert_skew == 1.0
+    for bad in (0.5, float("nan"), float("inf"), -1.0, "2"):
+        with pytest.raises(ValueError, match="expert_skew"):
+            Plan(expert_skew=bad)
+    from labs.core.engine.perf import estimate
+
+    with pytest.raises(ValueError, match="expert_skew"):  # a dense model has no experts to skew
+        estimate(Model.get("llama2-7b"), Cluster.get("dgx-h100", nodes=1), Plan(tp=8, expert_skew=1.5))
+    with pytest.raises(ValueError, match="expert_skew"):  # EP 8 of 8 experts, top-2: at most 4 (every token's 2 on one rank)
+        estimate(Model.get("mixtral-8x7b", seq_len=4096), Cluster.get("dgx-h100", nodes=1), Plan(dp=8, ep=8, global_batch=8, expert_skew=4.5))

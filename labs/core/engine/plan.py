@@ -61,6 +61,10 @@ def check_plan_field(name: str, value) -> None:
             check_positive(name, value, maximum=1024)
             if value < 1:
                 raise ValueError(f"capacity_factor must be at least 1 (1: exactly the balanced load), got {value!r}")
+    elif name == "expert_skew":
+        check_positive(name, value, maximum=1 << 20)
+        if value < 1:
+            raise ValueError(f"expert_skew must be at least 1 (1: balanced routing, the busiest rank's load over the mean), got {value!r}")
     elif name == "recompute_layers":
         if value is not None:
             check_positive(name, value, integer=True, allow_zero=True, maximum=1 << 20)
@@ -116,6 +120,7 @@ class Plan:
     grad_sync: str | None = None  # "step" (no_sync) or "microbatch"; None: the ZeRO stage's own (step up to ZeRO-1)
     torch_compile: bool = False  # PyTorch stacks: element-wise ops fused and fewer kernels launched
     recompute_layers: int | None = None  # with recompute="full": layers of each pipeline chunk re-run (Megatron's --recompute-num-layers, block method); None: all
+    expert_skew: float = 1.0  # MoE: the busiest EP rank's routed tokens over the balanced load, which the step waits for (1: balanced, as published recipes force-balance)
 
     def __post_init__(self):
         for name in self.__dataclass_fields__:
@@ -233,8 +238,13 @@ def validate(model: Model, cluster: Cluster, plan: Plan) -> None:
         check_stack_on_gpu(get_era(plan.stack), cluster.gpu)
     if plan.ep > 1 and (not model.experts or model.experts % plan.ep):
         raise ValueError(f"ep must divide the model's {model.experts} routed experts, got ep={plan.ep}")
-    if (plan.capacity_factor is not None or plan.max_nodes_per_token is not None) and not model.experts:
-        raise ValueError(f"capacity_factor and max_nodes_per_token apply to mixture-of-experts models; {model.name} is dense")
+    if (plan.capacity_factor is not None or plan.max_nodes_per_token is not None or plan.expert_skew != 1) and not model.experts:
+        raise ValueError(f"capacity_factor, max_nodes_per_token and expert_skew apply to mixture-of-experts models; {model.name} is dense")
+    if model.experts:
+        # the busiest of ep ranks holds at most min(k, experts / ep) of each token's k experts
+        most = plan.ep * min(model.experts_per_token, model.experts / plan.ep) / model.experts_per_token
+        if plan.expert_skew > most:
+            raise ValueError(f"expert_skew must not exceed {most:g} at ep={plan.ep} (every token's experts on the busiest rank), got {plan.expert_skew!r}")
     check_precision_on(cluster.gpu, plan.precision)
 
 
@@ -267,4 +277,5 @@ def plan_columns(plan: Plan) -> dict:
         "rank_order": _CODES["rank_order"][plan.rank_order],
         "grad_sync": _CODES["grad_sync"][plan.grad_sync], "torch_compile": plan.torch_compile,
         "recompute_layers": -1 if plan.recompute_layers is None else plan.recompute_layers,
+        "expert_skew": plan.expert_skew,
     }

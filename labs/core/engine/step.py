@@ -130,7 +130,7 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
 # The plan terms one layer's kernels and its TP/CP/EP communication read: a sweep evaluates them
 # once per distinct combination (xp.distinct), ~150 of a space's tens of thousands of rows.
 LAYER_READS = ("tp", "cp", "ep", "b", "s", "s_full", "tokens", "s_tp", "s_cp", "fp8", "flash", "sp", "torch_compile", "capacity",
-               "max_nodes", "cp_contiguous", "cp_ring", "cp_ulysses", "tp_overlap", "rc", "full", "redo")
+               "max_nodes", "cp_contiguous", "cp_ring", "cp_ulysses", "tp_overlap", "rc", "full", "redo", "expert_skew")
 
 
 def _before_data(p, model, cluster, stack, xp):

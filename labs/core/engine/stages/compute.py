@@ -149,8 +149,8 @@ def layer_kernels(model, cluster, stack, p, xp) -> SimpleNamespace:
     else:
         qkv_f = gemm_time(gpu, tokens, (model.q_dim + 2 * model.kv_dim) / tp, h, fp8=fp8, xp=xp)
         attention_gemms = qkv_f + gemm_time(gpu, tokens, h, model.q_dim / tp, fp8=fp8, xp=xp)
-    skew = getattr(p, "expert_skew", 1.0)  # the busiest rank's expert load over the balanced one (labs.core.engine.experts)
-    gemm_f = attention_gemms + ffn_forward_time(model, cluster, tokens, tp, p.ep, p.capacity, fp8, xp, skew, stack.grouped_gemm == "grouped")
+    # the busiest rank's experts, at p.expert_skew times the balanced load (labs.core.engine.experts)
+    gemm_f = attention_gemms + ffn_forward_time(model, cluster, tokens, tp, p.ep, p.capacity, fp8, xp, p.expert_skew, stack.grouped_gemm == "grouped")
     # MoE's router, permute, sort and unpermute kernels, forward and again in the backward.
     moe_passes = moe_pass_time(model, cluster, tokens, tp, p.ep, xp) if model.experts else 0.0
     # FP8 as it runs (labs.core.engine.gemm.fp8_cast_time): the forward quantizes each FP8 GEMM's
@@ -231,6 +231,6 @@ def layer_times(hidden: int, heads: int, seq_len: int, micro_batch: int, gpu_key
     one_gpu = SimpleNamespace(
         tp=1.0, cp=1.0, ep=1.0, b=b, s=s, s_full=s, tokens=b * s, fp8=False, flash=False, sp=False, cp_contiguous=False,
         torch_compile=False, capacity=0.0, rc=_NONE, full=False, redo=0.0, zero=0, dp=1.0, shard=1.0, expert_shard=1.0,
-        forward_unshards=0.0, grad_sync=0, reduce_each_mb=False, grad_fp32=False, cp_ring=False, cp_ulysses=False, m=1.0)
+        forward_unshards=0.0, grad_sync=0, reduce_each_mb=False, grad_fp32=False, expert_skew=1.0, cp_ring=False, cp_ulysses=False, m=1.0)
     layer = layer_compute(model_terms(model), cluster, stack_of(None), one_gpu, SCALAR)
     return {"layer_forward_s": layer.fwd, "layer_input_grad_s": layer.layer_b, "layer_weight_grad_s": layer.layer_w}

@@ -70,6 +70,7 @@ def read_plan(model, c: dict, stack, xp) -> SimpleNamespace:
     p.cp_ring = col(c, "cp_ring", bool)
     p.cp_ulysses, p.cp_contiguous = col(c, "cp_ulysses", bool, False), col(c, "cp_contiguous", bool, False)
     p.ep, p.capacity, p.max_nodes = col(c, "ep"), col(c, "capacity_factor"), col(c, "max_nodes_per_token")
+    p.expert_skew = col(c, "expert_skew", float, 1.0)  # the busiest EP rank's load over the balanced one (labs.core.engine.experts)
     p.first_layers, p.last_layers = col(c, "first_stage_layers"), col(c, "last_stage_layers")
     p.group, p.shard_group = col(c, "microbatch_group_size"), col(c, "shard_group_size")
     # FSDP that keeps the gathered weights through the step (Llama 3: reshard_after_forward=False)

@@ -151,7 +151,10 @@ def layer_communication(model, cluster, stack, p, layer, xp) -> SimpleNamespace:
         split_gemms = 4 * (1 + redo) * (tp - 1) * GEMM_FIXED_S
         hidden_forward = xp.maximum(forward_tp - gemm_f * (1 + redo), forward_tp / tp) + split_gemms
         t.tp_exposed = xp.where(t.overlap, hidden_forward + (t.tp_total - forward_tp), t.tp_total)
-    a2a, t.a2a_sent = all_to_all_cost(model, cluster, p.tokens, tp, p.ep, p.max_nodes, xp.where(p.fp8, 1.0, 2.0), p.s_cp, xp, stack.a2a_link_share)
+    # The busiest rank receives p.expert_skew times the balanced dispatch and sends as much back,
+    # and every rank waits for it; a capacity factor drops what exceeds it before the dispatch.
+    load = xp.where(p.capacity > 0, xp.minimum(p.expert_skew, p.capacity), p.expert_skew)
+    a2a, t.a2a_sent = all_to_all_cost(model, cluster, p.tokens * load, tp, p.ep, p.max_nodes, xp.where(p.fp8, 1.0, 2.0), p.s_cp, xp, stack.a2a_link_share)
     t.layer_a2a = a2a * (2 + redo)  # dispatch + combine, forward and backward (and the re-run forward)
     t.layer_comm = t.tp_exposed + t.cp_total + t.layer_a2a
     return t
