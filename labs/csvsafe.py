@@ -51,12 +51,35 @@ def cell(value):
     return "'" + text if _could_start_a_formula(text) else text
 
 
+def _neutralised(frame: pd.DataFrame) -> pd.DataFrame:
+    """The frame with every text cell as `cell` writes it (numbers and booleans as they are)."""
+    safe, done = frame.copy(deep=False), {}  # done: each distinct text once (a class repeats its texts)
+
+    def once(value):
+        if not isinstance(value, str):
+            return value
+        if value not in done:
+            done[value] = cell(value)
+        return done[value]
+
+    for i in range(frame.shape[1]):
+        column = frame.iloc[:, i]
+        if not pd.api.types.is_numeric_dtype(column.dtype):
+            safe.isetitem(i, column.map(once))
+    safe.columns = [cell(str(c)) for c in frame.columns]
+    return safe
+
+
+CSV_FORMAT = dict(index=False, quoting=csv.QUOTE_ALL, lineterminator="\r\n")
+
+
 def to_bytes(frame: pd.DataFrame) -> bytes:
     """The frame (column names included, no index) as UTF-8 CSV bytes, every cell quoted."""
-    safe = frame.map(cell)
-    safe.columns = [cell(str(c)) for c in frame.columns]
-    return safe.to_csv(index=False, quoting=csv.QUOTE_ALL, lineterminator="\r\n").encode("utf-8")
+    return _neutralised(frame).to_csv(**CSV_FORMAT).encode("utf-8")
 
 
 def write(frame: pd.DataFrame, path: str | Path) -> None:
-    Path(path).write_bytes(to_bytes(frame))
+    """to_bytes(frame) into `path`, written a chunk of rows at a time (a class's whole CSV as one
+    text and then as bytes was two copies of it at once)."""
+    with open(path, "w", encoding="utf-8", newline="") as handle:
+        _neutralised(frame).to_csv(handle, **CSV_FORMAT)
