@@ -7,11 +7,14 @@ app = marimo.App(
 )
 
 with app.setup:
+    import math
+
     import marimo as mo
     import plotly.graph_objects as go
 
     from labs.core import ENGINE_VERSION
     from labs.core import charts, ui
+    from labs.core.engine import blockscale
     from labs.core.engine.blockscale import MX_BLOCK, NVFP4_BLOCK, element_grid
     from labs.core.engine.blockscale import activation_rows as block_activation_rows
     from labs.core.engine.blockscale import gradient_rows as block_gradient_rows
@@ -526,10 +529,13 @@ def _():
 def _(block_outlier_slider, block_sample_pick, settings, underflow_committed):
     ui.gate(underflow_committed, what="the block-scaling instrument")
     if block_sample_pick.value == "gradients":
-        _rows = block_gradient_rows(GRADIENT_SAMPLE, settings["grad_low_exp"], settings["grad_high_exp"], settings["sample_seed"])
+        _args = (GRADIENT_SAMPLE, settings["grad_low_exp"], settings["grad_high_exp"], settings["sample_seed"])
+        _rows, _block = block_gradient_rows(*_args), blockscale.worked_block(blockscale.gradient_sample(*_args))
     else:
         _rows = block_activation_rows(block_outlier_slider.value, **ACTIVATION_SHAPE)
+        _block = blockscale.worked_block(blockscale.activation_sample(block_outlier_slider.value, **ACTIVATION_SHAPE))
     _best4 = min((_r for _r in _rows if _r["bits"] < 8), key=lambda _r: _r["median_rel_error"])
+    _shown = {"the sample": _block["values"], "MXFP4": _block["mxfp4"], "NVFP4": _block["nvfp4"]}
     mo.vstack(
         [
             mo.hstack([block_sample_pick, block_outlier_slider], justify="start", wrap=True),
@@ -539,6 +545,10 @@ def _(block_outlier_slider, block_sample_pick, settings, underflow_committed):
             ),
             mo.md(f"Of the 4-bit formats, **{_best4['label']}** keeps this sample best: median error {_best4['median_rel_error']:.1%}, "
                   f"{_best4['flushed']:.1%} of the values flushed to zero."),
+            mo.md(f"**One block by hand:** the {NVFP4_BLOCK} values around the sample's largest. MXFP4 gives its {MX_BLOCK}-block the scale "
+                  f"2^{math.log2(_block['mx_scale']):.0f}; NVFP4 gives these {NVFP4_BLOCK} the E4M3 scale {_block['nv_block_scale']:g} times the "
+                  f"tensor's FP32 scale {_block['nv_tensor_scale']:.3g}. Each value is a grid point times its block's scale."),
+            ui.static_table([{"": _k, **{str(_i + 1): (f"{_v:.3g}" if _v else "0") for _i, _v in enumerate(_vals)}} for _k, _vals in _shown.items()]),
         ]
     )
     return

@@ -103,6 +103,29 @@ def test_formats_side_by_side_on_the_lab_samples():
     assert rows["nvfp4"]["flushed"] < rows["mxfp4"]["flushed"]  # E4M3 scales fit a 16-block tighter than powers of two
 
 
+def test_worked_block_around_an_outlier_by_hand():
+    """Section 2's activations with x1000 outliers: the 16 values around the largest. MXFP4's
+    scale is 2^(floor(log2 amax) - 2) and clamps the outlier to 6 x scale; NVFP4's block scale is
+    448 (the block holds the tensor's amax), so the outlier comes back within fp32's rounding and
+    the ordinary values, ~1/500 of the block scale, round to 0 in both."""
+    from labs.core.engine.blockscale import activation_sample, worked_block
+    from labs.core.scenarios.lab12 import ACTIVATION_SHAPE
+
+    x = activation_sample(1000, **ACTIVATION_SHAPE)
+    b = worked_block(x)
+    amax = float(np.abs(x).max())
+    i = int(np.argmax(np.abs(b["values"])))
+    assert abs(b["values"][i]) == amax
+    assert b["mx_scale"] == 2.0 ** (np.floor(np.log2(amax)) - 2)
+    assert b["mxfp4"][i] == np.sign(b["values"][i]) * min(6 * b["mx_scale"], np.round(amax / b["mx_scale"] * 2) / 2 * b["mx_scale"])
+    assert b["nv_block_scale"] == 448.0 and b["nv_tensor_scale"] == pytest.approx(amax / 2688, rel=1e-6)
+    assert b["nvfp4"][i] == pytest.approx(b["values"][i], rel=1e-6)
+    for name, scale in (("mxfp4", b["mx_scale"]), ("nvfp4", b["nv_block_scale"] * b["nv_tensor_scale"])):
+        assert {abs(v / scale) for v in b[name]} <= E2M1_GRID | {6.0}
+    print(f"outlier {b['values'][i]:.1f}: MXFP4 {b['mxfp4'][i]:.1f}, NVFP4 {b['nvfp4'][i]:.2f}; others flushed: "
+          f"{sum(v == 0 for v in b['mxfp4'])} and {sum(v == 0 for v in b['nvfp4'])} of 15")
+
+
 def test_lab12_block_scaling_instrument_shows_the_engine_rows():
     from labs.core.engine.blockscale import activation_rows
     from labs.core.scenarios.lab12 import ACTIVATION_SHAPE
@@ -116,6 +139,11 @@ def test_lab12_block_scaling_instrument_shows_the_engine_rows():
         assert f"{r['label']} {r['bits']:.2f} {r['flushed']:.2%} {r['median_rel_error']:.2%}" in page, r["label"]
     best = min((r for r in rows if r["bits"] < 8), key=lambda r: r["median_rel_error"])
     assert f"Of the 4-bit formats, {best['label']} keeps this sample best" in page
+    from labs.core.engine.blockscale import activation_sample, worked_block
+
+    b = worked_block(activation_sample(1000, **ACTIVATION_SHAPE))
+    assert f"One block by hand: the 16 values around the sample's largest. MXFP4 gives its 32-block the scale 2^{np.log2(b['mx_scale']):.0f};" in page
+    assert b["mx_scale"] == 2.0 ** 9  # 3,093 lies in [2^11, 2^12): 11 - 2
 
 
 # ---- X7: gradient compression, bytes by hand --------------------------------------------------------

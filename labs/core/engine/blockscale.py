@@ -174,28 +174,66 @@ def compare(x) -> list[dict]:
 
 
 # ---- Lab 12's samples ----------------------------------------------------------------------------
-@lru_cache(maxsize=64)
-def _gradient_rows(n: int, low_exp: float, high_exp: float, seed: int) -> tuple[dict, ...]:
-    x = precision.gradient_sample(n, low_exp, high_exp, seed)
-    return tuple(compare(x[: n - n % MX_BLOCK]))
+@lru_cache(maxsize=16)
+def _gradients(n: int, low_exp: float, high_exp: float, seed: int) -> np.ndarray:
+    x = precision.gradient_sample(n, low_exp, high_exp, seed)[: n - n % MX_BLOCK]
+    x.setflags(write=False)
+    return x
 
 
-def gradient_rows(n: int = 50_000, low_exp: float = -12.0, high_exp: float = -1.0, seed: int = 0) -> list[dict]:
-    """compare() on precision.gradient_sample(n, low_exp, high_exp, seed), cut to whole 32-element
-    blocks (the first n - n % 32 values)."""
+@lru_cache(maxsize=16)
+def _activations(outlier_scale: float, tokens: int, channels: int, outlier_channels: int) -> np.ndarray:
+    x = precision.activation_sample(tokens, channels, outlier_channels, outlier_scale)
+    x.setflags(write=False)
+    return x
+
+
+def gradient_sample(n: int = 50_000, low_exp: float = -12.0, high_exp: float = -1.0, seed: int = 0) -> np.ndarray:
+    """precision.gradient_sample(n, low_exp, high_exp, seed) cut to whole 32-element blocks (its
+    first n - n % 32 values; read-only, shared by every caller)."""
     check_positive("n", n, integer=True, maximum=10_000_000)
     if n < MX_BLOCK:
         raise ValueError(f"n must be at least one {MX_BLOCK}-element block, got {n}")
-    return [dict(r) for r in _gradient_rows(int(n), float(low_exp), float(high_exp), int(seed))]
+    return _gradients(int(n), float(low_exp), float(high_exp), int(seed))
+
+
+def activation_sample(outlier_scale: float = 100.0, tokens: int = 256, channels: int = 1024, outlier_channels: int = 4) -> np.ndarray:
+    """precision.activation_sample (tokens x channels, unit normal, `outlier_channels` channels
+    `outlier_scale` times larger; read-only, shared by every caller)."""
+    check_positive("outlier_scale", outlier_scale, maximum=1e6)
+    return _activations(float(outlier_scale), tokens, channels, outlier_channels)
 
 
 @lru_cache(maxsize=64)
-def _activation_rows(outlier_scale: float, tokens: int, channels: int, outlier_channels: int) -> tuple[dict, ...]:
-    return tuple(compare(precision.activation_sample(tokens, channels, outlier_channels, outlier_scale)))
+def _rows_of(key: tuple) -> tuple[dict, ...]:
+    kind, args = key
+    return tuple(compare(_gradients(*args) if kind == "gradients" else _activations(*args)))
+
+
+def gradient_rows(n: int = 50_000, low_exp: float = -12.0, high_exp: float = -1.0, seed: int = 0) -> list[dict]:
+    """compare() on gradient_sample(n, low_exp, high_exp, seed)."""
+    gradient_sample(n, low_exp, high_exp, seed)
+    return [dict(r) for r in _rows_of(("gradients", (int(n), float(low_exp), float(high_exp), int(seed))))]
 
 
 def activation_rows(outlier_scale: float = 100.0, tokens: int = 256, channels: int = 1024, outlier_channels: int = 4) -> list[dict]:
-    """compare() on precision.activation_sample (tokens x channels, unit normal, `outlier_channels`
-    channels `outlier_scale` times larger), blocks along the channels."""
-    check_positive("outlier_scale", outlier_scale, maximum=1e6)
-    return [dict(r) for r in _activation_rows(float(outlier_scale), tokens, channels, outlier_channels)]
+    """compare() on activation_sample(...), blocks along the channels."""
+    activation_sample(outlier_scale, tokens, channels, outlier_channels)
+    return [dict(r) for r in _rows_of(("activations", (float(outlier_scale), tokens, channels, outlier_channels)))]
+
+
+def worked_block(x) -> dict:
+    """The NVFP4 block (16 values) holding x's largest magnitude, and what MXFP4 (its 32-block) and
+    NVFP4 make of it: the values, their decodings and each format's scales for that block."""
+    x = np.asarray(x, dtype=np.float64)
+    rows = x.reshape(-1, x.shape[-1])
+    r, c = np.unravel_index(int(np.abs(rows).argmax()), rows.shape)
+    row = rows[r]  # it holds the tensor's amax, so NVFP4's tensor scale is the whole tensor's
+    mx, nv = mx_quantise(row, "e2m1"), nvfp4_quantise(row)
+    start = c - c % NVFP4_BLOCK
+    cut = slice(start, start + NVFP4_BLOCK)
+    return {
+        "values": row[cut].tolist(), "mxfp4": mx.values[cut].tolist(), "nvfp4": nv.values[cut].tolist(),
+        "mx_scale": float(mx.block_scales[c // MX_BLOCK]), "nv_block_scale": float(nv.block_scales[c // NVFP4_BLOCK]),
+        "nv_tensor_scale": nv.tensor_scale,
+    }

@@ -38,12 +38,13 @@ class NVMe:
 
 GB = 1e9
 NVME = {
-    # DeepSpeed's DeepNVMe microbenchmark (deepspeedai/DeepSpeed blogs/deepnvme/08-2024/README.md):
-    # on an Azure NC96ads_A100_v4 (4 A100 80GB PCIe) its ds_io reads reach 10 GB/s and writes 5 GB/s
-    # from the VM's local NVMe into CPU or GPU memory. Any other server is assumed to have this
-    # array (unconfirmed: a DGX's data drives are not in a stored measurement).
+    # DeepSpeed's DeepNVMe microbenchmark (deepspeedai/DeepSpeed blogs/deepnvme/08-2024/README.md,
+    # Figure 1): an Azure NC96ads_A100_v4 (4 A100 80GB PCIe) has four NVMe SSDs (3.25 GB/s reads each)
+    # in RAID-0; ds_io moves 1 GB between them and CPU buffers at 10 GB/s reading and 5 GB/s writing,
+    # as fio does. Any other server is assumed to have this array (unconfirmed: a DGX's data drives
+    # are not in a stored measurement).
     "deepnvme-nc96ads-a100": NVMe("local NVMe, RAID-0 (Azure NC96ads A100 v4; assumed elsewhere, unconfirmed)", 10 * GB, 5 * GB,
-                                  "DeepNVMe blog (deepspeedai/DeepSpeed blogs/deepnvme/08-2024): 10 GB/s read, 5 GB/s write, ds_io"),
+                                  "DeepNVMe blog (deepspeedai/DeepSpeed blogs/deepnvme/08-2024, Fig. 1): 4 NVMe SSDs in RAID-0 to CPU buffers, ds_io"),
 }
 PLACEMENTS = ("hbm", "cpu", "nvme")
 PLACEMENT_NAMES = {"hbm": "ZeRO-3, all in HBM", "cpu": "ZeRO-Offload (optimizer in CPU memory)", "nvme": "ZeRO-Infinity (optimizer on NVMe)"}
