@@ -741,7 +741,8 @@ def _():
     server's local NVMe, so every step reads it back and writes it out again while the CPU runs
     Adam. Both move the same gradients down and weights up over PCIe. Here ZeRO-3 runs on one
     server; pick the model and the micro-batches per step (the more, the longer the
-    compute that the optimizer's traffic is paid against).
+    compute that the optimizer's traffic is paid against). ZeRO-Infinity can also keep the
+    weights on NVMe (`offload_param`), read back at every forward and backward: not priced here.
 
     PyTorch's FSDP2 (`fully_shard`) is the ZeRO-3 of today's PyTorch: each parameter is its own
     `DTensor` sharded on dim 0 across the ranks, instead of FSDP1's flattened buffer per module,
