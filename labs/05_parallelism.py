@@ -673,7 +673,8 @@ def _(act2_committed, design_model, variant):
         f"""
     ### Reflection: why TP stays inside a node
 
-    With TP = {_inside.plan.tp} each step spends **{_inside.time.tp_comm:.2f} s** on tensor-parallel
+    For {_inside.model.name}{"" if _inside.model.name == _model.name else f" (your {_model.name}'s {_model.heads} heads do not split {_across.plan.tp} ways)"}:
+    with TP = {_inside.plan.tp} each step spends **{_inside.time.tp_comm:.2f} s** on tensor-parallel
     all-reduces over {_cluster.intra.name}; with TP = {_across.plan.tp} they take **{_across.time.tp_comm:.2f} s**.
     A GPU's TP traffic per token does not shrink as the TP degree grows, while its share of the GEMMs
     does; past the node the collectives also cross the NICs and pay network latency on every layer,

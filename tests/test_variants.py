@@ -6,6 +6,7 @@ the engine (whose numbers move as it improves), not of typed-in numbers."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 
@@ -235,6 +236,46 @@ def margins_05_v3(s, q):
     assert any(e.plan.tp > cluster.gpus_per_node for e in ests.values()), "TP across nodes is always on offer"
 
 
+@functools.lru_cache(maxsize=16)
+def _independent_sweep(model_key: str, batch: int):
+    from labs.core.engine.search import sweep
+    from labs.core.scenarios import lab05
+
+    model, cluster = lab05.design_inputs(model_key)
+    return sweep(model, cluster, global_batch=batch, era="megatron-core-2024", zero_stage=1, recompute="selective", schedule="1f1b")
+
+
+def margins_05_v5(s, q):
+    """Edition 5 (issue 38 item 2): as the third edition's, the wrong layouts now picked so that no
+    rank rule over the labels finds the key (tests/test_key_content.py); TP across nodes is on offer
+    wherever the model's heads split 16 ways (Llama 2 13B's 40 do not)."""
+    from labs.core.engine.perf import Plan, estimate
+    from labs.core.scenarios import lab05
+
+    margins_05_v2(s, q)
+    design = q["design"]
+    model, cluster = lab05.design_inputs(s["design_model"])
+    batch, hbm = int(s["design_batch"]), cluster.gpu.hbm_bytes
+    assert f"Global batch {batch} sequences, ZeRO-1, selective recompute, 1F1B" in design.prompt
+    ests = {}
+    for o in design.options:
+        tp, pp, dp, mb = _layout(o.label)
+        assert tp * pp * dp == cluster.gpus and model.heads % tp == 0 and model.layers % pp == 0 and mb in (1, 2, 4, 8), (s, o.label)
+        plan = Plan.for_era("megatron-core-2024", tp=tp, pp=pp, dp=dp, micro_batch=mb, global_batch=batch, zero_stage=1, recompute="selective",
+                            schedule="1f1b", sequence_parallel=tp > 1, tp_comm_overlap=tp > 1)
+        ests[o.key] = estimate(model, cluster, plan)
+    table = _independent_sweep(s["design_model"], batch)
+    top = table[table["fits"]].iloc[0]
+    right = ests[design.correct]
+    assert (right.plan.tp, right.plan.pp, right.plan.micro_batch) == (top["tp"], top["pp"], top["micro_batch"]), (s, top)
+    assert right.mfu == pytest.approx(top["mfu"], rel=1e-9) and right.memory.total <= 0.9 * hbm, (s, right.memory.total / 1e9)
+    for key, e in ests.items():
+        if key != design.correct:
+            assert right.mfu >= 1.05 * e.mfu or e.memory.total >= 1.1 * hbm, (s, key, e.mfu, e.memory.total / 1e9)
+    assert len({o.misconception for o in design.options}) == 4 and len({o.label for o in design.options}) == 4
+    assert any(e.plan.tp > cluster.gpus_per_node for e in ests.values()) == (model.heads % (2 * cluster.gpus_per_node) == 0), s
+
+
 def margins_06_v2(s, q):
     from labs.core.scenarios import lab06
 
@@ -409,7 +450,7 @@ MARGINS = {  # (lab, the recipe's edition) -> its margins; first editions are ke
     ("09_64gpu_design", 1): margins_09, ("10_failures_at_scale", 1): margins_10, ("11_long_context_moe", 1): margins_11,
     ("05_parallelism", 2): margins_05_v2, ("06_zero_sweep", 2): margins_06_v2, ("08_collectives", 2): margins_08_v2_regrade,
     ("09_64gpu_design", 2): margins_09_v2, ("10_failures_at_scale", 2): margins_10_v2, ("11_long_context_moe", 2): margins_11_v2,
-    ("05_parallelism", 3): margins_05_v3, ("05_parallelism", 4): margins_05_v3, ("07_pipeline_visualizer", 2): margins_07_v2, ("08_collectives", 3): margins_08_v2,
+    ("05_parallelism", 3): margins_05_v3, ("05_parallelism", 4): margins_05_v3, ("05_parallelism", 5): margins_05_v5, ("07_pipeline_visualizer", 2): margins_07_v2, ("08_collectives", 3): margins_08_v2,
     ("09_64gpu_design", 3): margins_09_v3,
     ("12_precision_and_memory", 1): margins_12, ("12_precision_and_memory", 2): margins_12_v2,
     ("13_tensor_parallel", 1): margins_13, ("13_tensor_parallel", 2): margins_13_v2,
