@@ -10,8 +10,8 @@ their tiles share the waves, each expert's M pads to the tile and each reads its
 at a few hundred tokens an expert the weights' bytes, not the FLOPs, set the time). A capacity
 factor c pads every expert to c times the balanced load (and drops what exceeds it), so the
 experts compute c times the balanced work. Without one (dropless), `skew` is the busiest rank's
-expert load over the balanced one (1: balanced, as the published recipes force-balance; the
-step waits for the busiest rank).
+expert load over the balanced one (Plan.expert_skew; 1: balanced, as the published recipes
+force-balance; the step waits for the busiest rank, in its GEMMs and in its dispatch and combine).
 
 Around the experts run memory-bound kernels (moe_pass_time), counted from Megatron-Core's
 MoEAlltoAllTokenDispatcher (megatron/core/transformer/moe/token_dispatcher.py and moe_utils.py,
