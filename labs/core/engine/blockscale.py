@@ -27,10 +27,9 @@ import ml_dtypes
 import numpy as np
 
 from labs.core.engine import precision
+from labs.core.engine.precision import MX_BLOCK, NVFP4_BLOCK
 from labs.core.engine.validation import check_choice, check_positive
 
-MX_BLOCK = 32  # OCP MX v1.0 Sec. 5: k = 32 for every concrete MX format
-NVFP4_BLOCK = 16  # NVIDIA NVFP4: 16-element micro-blocks
 ELEMENTS = {"e4m3": ml_dtypes.float8_e4m3fn, "e5m2": ml_dtypes.float8_e5m2, "e2m1": ml_dtypes.float4_e2m1fn}
 E8M0 = ml_dtypes.float8_e8m0fnu  # 8 exponent bits, no sign, no mantissa: 2^-127 .. 2^127
 E8M0_EXPONENTS = (-127, 127)

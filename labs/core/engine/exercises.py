@@ -33,6 +33,7 @@ from labs.core.engine.collectives import CollectiveCost, bytes_sent_per_rank, co
 from labs.core.engine.hardware import Cluster
 from labs.core.engine.memory import BYTES_CONVENTIONS, MAX_PARAMS, WEIGHT_BYTES, ZERO_STAGES, activation_bytes_per_layer, model_state_columns
 from labs.core.engine.models import Model
+from labs.core.engine.precision import MX_BLOCK, NVFP4_BLOCK, TILE
 from labs.core.engine.reliability import MAX_GPUS, MAX_SECONDS, job_mtbf_s
 from labs.core.engine.stages.parallel import SP_BACKWARD_REGATHERS
 from labs.core.engine.topology import group_cost
@@ -368,13 +369,13 @@ def _block_formats() -> dict[str, BlockFormat]:
     import numpy as np
 
     return {
-        "mxfp8": BlockFormat(ml_dtypes.float8_e4m3fn, 32, ml_dtypes.float8_e8m0fnu, 0.0,
+        "mxfp8": BlockFormat(ml_dtypes.float8_e4m3fn, MX_BLOCK, ml_dtypes.float8_e8m0fnu, 0.0,
                              "OCP Microscaling Formats (MX) v1.0: 32-element blocks, one E8M0 (power-of-two) scale each"),
-        "nvfp4": BlockFormat(ml_dtypes.float4_e2m1fn, 16, ml_dtypes.float8_e4m3fn, 4.0,
+        "nvfp4": BlockFormat(ml_dtypes.float4_e2m1fn, NVFP4_BLOCK, ml_dtypes.float8_e4m3fn, 4.0,
                              "NVIDIA NVFP4: E2M1 values in 16-element blocks, an E4M3 scale per block and an FP32 scale per tensor"),
-        "mxfp4": BlockFormat(ml_dtypes.float4_e2m1fn, 32, ml_dtypes.float8_e8m0fnu, 0.0,
+        "mxfp4": BlockFormat(ml_dtypes.float4_e2m1fn, MX_BLOCK, ml_dtypes.float8_e8m0fnu, 0.0,
                              "OCP MX v1.0 MXFP4: E2M1 values in 32-element blocks, one E8M0 scale each"),
-        "fp8-128x128": BlockFormat(ml_dtypes.float8_e4m3fn, 128 * 128, np.float32, 0.0,
+        "fp8-128x128": BlockFormat(ml_dtypes.float8_e4m3fn, TILE * TILE, np.float32, 0.0,
                                    "DeepSeek-V3 Sec. 3.3.2: E4M3 weights with one FP32 scale per 128 x 128 block"),
     }
 

@@ -261,6 +261,8 @@ def accumulation_error(a: np.ndarray, b: np.ndarray, accumulator: str, promote_e
 # copies (weight_cache_bytes) and the saved GEMM inputs differ.
 PRECISIONS = ("bf16", "fp8", "mxfp8", "nvfp4", "fp8_blockwise")
 BF16, FP8, MXFP8, NVFP4, FP8_BLOCKWISE = range(len(PRECISIONS))
+MX_BLOCK = 32  # OCP MX v1.0 Sec. 5: k = 32 elements share one E8M0 scale, in every concrete MX format
+NVFP4_BLOCK = 16  # NVIDIA NVFP4: 16 E2M1 elements share one E4M3 scale (and one FP32 scale a tensor)
 NVFP4_BF16_LAYER_SHARE = 0.15  # arXiv:2509.25149 Sec. 4's "15% of the network" kept in higher precision
 
 
@@ -290,10 +292,10 @@ _TENSOR_SCALE = 0.0  # one FP32 scale a tensor: nothing per element
 GEMM_PRECISIONS = {
     "bf16": GemmPrecision("bf16", 2.0, 0.0, 0.0, ("ampere", "hopper", "blackwell", "cdna3", "cdna4"), False),
     "fp8": GemmPrecision("fp8", 1.0, _TENSOR_SCALE, _TENSOR_SCALE, ("hopper", "blackwell", "cdna3", "cdna4"), True),
-    "mxfp8": GemmPrecision("mxfp8", 1.0, 1.0 / 32, 1.0 / 32, ("blackwell",), False),
+    "mxfp8": GemmPrecision("mxfp8", 1.0, 1.0 / MX_BLOCK, 1.0 / MX_BLOCK, ("blackwell",), False),
     # NVFP4 weights: one scale per 16 x 16 block, counted as the tensor cores read scales, one per 1 x 16 along K
     # (unconfirmed with "cache nvfp4 blackwell": TE's packing of the 2D scales not measured)
-    "nvfp4": GemmPrecision("nvfp4", 0.5, 1.0 / 16, 1.0 / 16, ("blackwell",), True, NVFP4_BF16_LAYER_SHARE),
+    "nvfp4": GemmPrecision("nvfp4", 0.5, 1.0 / NVFP4_BLOCK, 1.0 / NVFP4_BLOCK, ("blackwell",), True, NVFP4_BF16_LAYER_SHARE),
     "fp8_blockwise": GemmPrecision("fp8_blockwise", 1.0, 4.0 / TILE, 4.0 / (TILE * TILE), ("hopper", "blackwell"), False),
 }
 
