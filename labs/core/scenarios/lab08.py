@@ -30,6 +30,7 @@ from labs.core.engine.collectives import (
     simulate_ring_all_reduce,
 )
 from labs.core.engine.datafiles import data_dir
+from labs.core.engine.dp_scaling import TORCH_DDP
 from labs.core.engine.hardware import GPUS, LINKS, Cluster
 from labs.core.scenarios.common import Option
 from labs.core.engine.topology import bus_bandwidth, collective_columns, group_bus_bandwidth, group_cost
@@ -427,10 +428,7 @@ MILESTONE_MODEL = "seed-100m"
 MILESTONE_SETUPS = {"PCIe (2 x A100 PCIe)": "pcie-a100", "NVLink (2 x A100 SXM)": "dgx-a100"}
 MILESTONE_MICROBATCHES = (1, 2, 4, 8, 16, 32)
 MILESTONE_SIZE_MODELS = ("seed-12l-512", "seed-100m")  # two small catalog models: does the threshold move with size?
-# PyTorch DDP: fp32 parameters under autocast, so fp32 gradients are all-reduced, in buckets of
-# bucket_cap_mb = 25 MiB (torch.nn.parallel.DistributedDataParallel documentation).
-MILESTONE_BUCKET_BYTES = 25 * 2**20
-MILESTONE_GRAD_DTYPE = "fp32"
+MILESTONE_BUCKET_BYTES = TORCH_DDP["bucket_bytes"]  # PyTorch DDP's fp32 gradients in 25 MiB buckets (labs.core.engine.dp_scaling)
 SEED_PCIE_OVERHEAD = (0.20, 0.40)  # seeds/001 week 21: "approximately 20-40% to step time" over PCIe
 SEED_NVLINK_OVERHEAD = (0.05, 0.10)  # "drops to 5-10%" over NVLink
 SEED_COMPUTE_MS, SEED_COMM_MS = 10.0, 8.0  # the seed's worked example
@@ -449,7 +447,7 @@ def _ddp_estimate(key: str, gpus: int, micro_batch: int, overlap: bool, model_ke
     from labs.core.engine.perf import Plan, estimate
 
     plan = Plan(dp=gpus, micro_batch=micro_batch, global_batch=gpus * micro_batch, zero_stage=0, dp_overlap=gpus > 1 and overlap,
-                bucket_bytes=MILESTONE_BUCKET_BYTES, grad_reduce_dtype=MILESTONE_GRAD_DTYPE)
+                **TORCH_DDP)
     return estimate(Model.get(model_key), Cluster.get(key, gpus_per_node=gpus), plan)
 
 
