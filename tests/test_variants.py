@@ -445,6 +445,20 @@ def margins_13_v2(s, q):
         assert heads % int(o.key) == 0 or "do not split" in q["tp_best"].explanations[o.key], (s, o.key)
 
 
+def margins_13_v3(s, q):
+    """Edition 3: the sequence is drawn as s / d = 6 or 64, or short; doubling d gives x4 (GEMMs),
+    x3 (at s = 6d attention's 4 s d equals the GEMMs' 24 d^2) or x2 FLOPs, by hand."""
+    from labs.core.scenarios import lab13
+
+    d, seq = s["width"], s["seq"]
+    traffic, flops = lab13.scaling_measured(d, seq)
+    by_hand = (24 * (2 * d) ** 2 + 4 * seq * 2 * d) / (24 * d**2 + 4 * seq * d)
+    assert traffic == pytest.approx(2.0) and flops == pytest.approx(by_hand), (s, traffic, flops, by_hand)
+    expected = "lin_quad" if by_hand >= 3.4 else "lin_three" if abs(by_hand - 3) < 0.05 else "lin_lin" if by_hand <= 2.4 else None
+    assert expected is not None and q["scaling"].correct == expected, (s, by_hand)
+    _tp_best_13(s["model"], s["gpu"], q["tp_best"], 1.05)
+
+
 MARGINS = {  # (lab, the recipe's edition) -> its margins; first editions are kept: old ledgers regrade at them
     ("05_parallelism", 1): margins_05, ("06_zero_sweep", 1): margins_06, ("07_pipeline_visualizer", 1): margins_07, ("08_collectives", 1): margins_08,
     ("09_64gpu_design", 1): margins_09, ("10_failures_at_scale", 1): margins_10, ("11_long_context_moe", 1): margins_11,
@@ -453,7 +467,7 @@ MARGINS = {  # (lab, the recipe's edition) -> its margins; first editions are ke
     ("05_parallelism", 3): margins_05_v3, ("05_parallelism", 4): margins_05_v3, ("05_parallelism", 5): margins_05_v5, ("07_pipeline_visualizer", 2): margins_07_v2, ("08_collectives", 3): margins_08_v2,
     ("09_64gpu_design", 3): margins_09_v3,
     ("12_precision_and_memory", 1): margins_12, ("12_precision_and_memory", 2): margins_12_v2,
-    ("13_tensor_parallel", 1): margins_13, ("13_tensor_parallel", 2): margins_13_v2,
+    ("13_tensor_parallel", 1): margins_13, ("13_tensor_parallel", 2): margins_13_v2, ("13_tensor_parallel", 3): margins_13_v3,
 }
 
 

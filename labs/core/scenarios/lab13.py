@@ -321,7 +321,7 @@ def check_settings(settings: dict | None) -> dict:
     check_choice("tp", v.get("tp"), VARIANT_TPS)
     check_choice("batch", v.get("batch"), VARIANT_BATCHES)
     check_choice("width", v.get("width"), VARIANT_WIDTHS)
-    check_choice("seq", v.get("seq"), VARIANT_SEQS + SCALING_SEQS_V2)
+    check_choice("seq", v.get("seq"), VARIANT_SEQS + SCALING_SEQS_V2 + SCALING_SEQS_V3)
     check_choice("model", v.get("model"), SWEEP_MODELS + tuple(m for m, _ in TP_SETUPS_V2))
     check_choice("gpu", v.get("gpu"), SWEEP_GPU_KEYS)
     return v
@@ -444,7 +444,52 @@ def build_questions(settings: dict) -> dict:
     return {**ring_and_scaling(v), "tp_best": tp_question_v2(v)}
 
 
-VARIANTS = LabVariants(LAB, draw_settings_v2, build_questions, version=2, older={1: (draw_settings, build_questions_v1)})
+# ---- the third edition: the scaling key has three mechanisms ---------------------------------------------------
+# Doubling d multiplies a layer's forward FLOPs per token, 24 d^2 + 4 s d, by (96 + 8 r) / (24 + 4 r)
+# with r = s / d: x3.5-3.9 for short sequences (r <= 2), x3 exactly at r = 6, x2.05-2.3 at r >= 32.
+# The sequence is drawn as a multiple of the width, so each regime is a third of the class.
+SCALING_RATIOS_V3 = {"short": None, "medium": 6, "long": 64}  # s / d; short draws s from VARIANT_SEQS
+SCALING_SEQS_V3 = tuple(sorted({r * d for r in (6, 64) for d in VARIANT_WIDTHS}))
+SCALING_OPTIONS_V3 = (
+    Option("lin_quad", "Traffic x2 and FLOPs x4: communication linear, compute quadratic in d", "the FLOPs grow with d only"),
+    Option("lin_lin", "Traffic x2 and FLOPs x2: both grow linearly in d, the ratio stays", "FLOPs per token grow linearly in d"),
+    Option("lin_three", "Traffic x2 and FLOPs x3: GEMMs x4 and attention x2, in equal parts", "attention's FLOPs do not depend on d"),
+    Option("quad_cubic", "Traffic x4 and FLOPs x8: communication quadratic, compute cubic in d", "TP traffic grows with d squared"),
+)
+SCALING_CLAIMS_V3 = {"lin_quad": (2, 4), "lin_lin": (2, 2), "lin_three": (2, 3), "quad_cubic": (4, 8)}
+
+
+def scaling_answer_v3(hidden: int, seq: int) -> str:
+    """The option nearest the engine's two ratios, on a log scale."""
+    import math
+
+    traffic, flops = scaling_measured(hidden, seq)
+    return min(SCALING_CLAIMS_V3, key=lambda k: abs(math.log(SCALING_CLAIMS_V3[k][0] / traffic)) + abs(math.log(SCALING_CLAIMS_V3[k][1] / flops)))
+
+
+def scaling_explanations_v3(hidden: int, seq: int) -> dict[str, str]:
+    traffic, flops = scaling_measured(hidden, seq)
+    answer = scaling_answer_v3(hidden, seq)
+    measured = (f"from d = {hidden} to {2 * hidden} at s = {seq:,}, per token and layer, the engine's TP bytes grow {traffic:.2f}x and the "
+                f"FLOPs {flops:.2f}x: 24 d^2 of GEMMs grow 4x, 4 s d of attention 2x, and s / d = {seq / hidden:g} sets their mix")
+    return {k: ("what the engine finds: " if k == answer else "not what the engine finds: ") + f"{measured}." for k in SCALING_CLAIMS_V3}
+
+
+def draw_settings_v3(d) -> dict:
+    s = draw_settings_v2(d)
+    ratio = SCALING_RATIOS_V3[d.choice("scaling_regime", tuple(SCALING_RATIOS_V3))]
+    return {**s, "seq": d.choice("seq", VARIANT_SEQS) if ratio is None else ratio * s["width"]}
+
+
+def build_questions_v3(settings: dict) -> dict:
+    v = check_settings(settings)
+    q = build_questions(v)
+    old = q["scaling"]
+    return {**q, "scaling": Choice(old.prompt, SCALING_OPTIONS_V3, scaling_answer_v3(v["width"], v["seq"]), scaling_explanations_v3(v["width"], v["seq"]))}
+
+
+VARIANTS = LabVariants(LAB, draw_settings_v3, build_questions_v3, version=3,
+                       older={1: (draw_settings, build_questions_v1), 2: (draw_settings_v2, build_questions)})
 
 
 def legacy_questions() -> dict[str, Question]:
