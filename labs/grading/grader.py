@@ -424,9 +424,11 @@ def grade(paths: list[str], roster: Roster | None = None, salt: str | None = Non
             problems.append((str(path), "no step saved and no prediction committed: nothing to grade"))
         rows.extend(graded)
     _identity_flags(rows, roster)
-    table = pd.DataFrame(rows)
-    if not table.empty:
-        table = table.reindex(columns=BASE_COLUMNS + [c for c in table.columns if c not in BASE_COLUMNS])
+    if not rows:
+        return pd.DataFrame(), problems
+    named = dict.fromkeys(key for row in rows for key in row)  # every column, in the order the rows first name them
+    table = pd.DataFrame(rows, columns=BASE_COLUMNS + [c for c in named if c not in BASE_COLUMNS])  # in order at once, not built then reordered (a copy)
+    rows.clear()  # the table holds the values; the rows' dicts go now, before the caller's CSV
     return table, problems
 
 
