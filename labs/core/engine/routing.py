@@ -211,8 +211,10 @@ def _choose(scores: np.ndarray, s: RouterSetting) -> np.ndarray:
 
 
 def _softmax(z: np.ndarray) -> np.ndarray:
-    p = np.exp(z - z.max(axis=1, keepdims=True))
-    return p / p.sum(axis=1, keepdims=True)
+    p = z - z.max(axis=1, keepdims=True)
+    np.exp(p, out=p)
+    p /= p.sum(axis=1, keepdims=True)
+    return p
 
 
 def _copies(chosen: np.ndarray, s: RouterSetting) -> tuple[float, float]:
@@ -300,7 +302,9 @@ class _Run:
         for i in range(n):
             step = first + i
             if s.scheme == "bias":
-                chosen = _choose(scores[i] + self.bias.astype(np.float32), s)
+                biased = scores[i]
+                biased += self.bias.astype(np.float32)  # the chunk's scores are this run's own: biased in place
+                chosen = _choose(biased, s)
             else:
                 z = logits[i]
                 z += self.bias.astype(np.float32)  # the aux loss's logit bias
