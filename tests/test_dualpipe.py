@@ -41,9 +41,13 @@ def test_a_plan_can_run_dualpipe_and_refuses_what_dualpipe_py_asserts():
         Plan(pp=4, dp=2, global_batch=16, schedule="dualpipe", virtual_stages=2)
 
 
-def test_only_era_none_offers_dualpipe():
-    """No Megatron nor PyTorch FSDP era ran DualPipe; era=None allows it, as it does zero bubble."""
+def test_only_deepseeks_era_and_era_none_offer_dualpipe():
+    """No Megatron nor PyTorch FSDP era ran DualPipe; DeepSeek-V3's own framework did, and era=None
+    allows it, as it does zero bubble."""
     for era in ERA_NAMES:
+        if era == "deepseek-v3-2024":
+            assert Plan.for_era(era, pp=4, dp=2, global_batch=16, schedule="dualpipe").schedule == "dualpipe"
+            continue
         with pytest.raises(ValueError, match=r"schedule='dualpipe' is not available in era"):
             Plan.for_era(era, pp=4, dp=2, global_batch=16, schedule="dualpipe")
     assert Plan.for_era(None, pp=4, dp=2, global_batch=16, schedule="dualpipe").schedule == "dualpipe"

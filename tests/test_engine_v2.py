@@ -123,7 +123,7 @@ def test_eras_limit_the_sweep():
         Plan.for_era("megatron-2021", schedule="zb-h1", pp=4, dp=1, global_batch=8)
     assert Plan.for_era("megatron-core-2024").flash_attention and not Plan.for_era("megatron-2021").flash_attention
     assert set(ERAS) == {"megatron-2021", "megatron-2022", "megatron-core-2024", "llama3-2024", "deepspeed-2021", "pytorch-fsdp1-2023", "pytorch-fsdp2-2024",
-                         "megatron-core-2025", "rocm-megatron-2025", "torchtitan-2025"}
+                         "megatron-core-2025", "rocm-megatron-2025", "torchtitan-2025", "deepseek-v3-2024"}
 
 
 def test_zb_h1_input_gradient_pass_includes_the_recomputed_forward():

@@ -96,7 +96,7 @@ def _one_gpu(m=1.0):
     return SimpleNamespace(
         tp=1.0, cp=1.0, ep=1.0, b=1.0, s=512.0, s_full=512.0, tokens=512.0, fp8=False, flash=True, sp=False, cp_contiguous=False,
         torch_compile=False, capacity=0.0, rc=RECOMPUTE_MODES.index("none"), full=False, redo=0.0, zero=0, dp=1.0, shard=1.0,
-        expert_shard=1.0, forward_unshards=0.0, grad_sync=0, reduce_each_mb=False, grad_fp32=False, cp_ring=False, cp_ulysses=False, m=m)
+        expert_shard=1.0, forward_unshards=0.0, grad_sync=0, reduce_each_mb=False, grad_fp32=False, cp_ring=False, cp_ulysses=False, m=m, expert_skew=1.0)
 
 
 def test_graphs_replace_the_launches_of_a_small_layer():

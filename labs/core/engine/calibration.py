@@ -121,7 +121,8 @@ def layout_estimate(row: dict) -> Estimate:
 # to at most 4 nodes, FP8 GEMMs, 15,360 sequences of 4K; Sec. 3.2.3 and 3.3.3 its recomputation
 # (RMSNorm, MLA up-projections), FP8 activation caching and AdamW's moments kept in BF16.
 DEEPSEEK_V3_LAYOUT = dict(pp=16, dp=128, ep=64, max_nodes_per_token=4, micro_batch=1, global_batch=15360, zero_stage=1,
-                          precision="fp8", recompute="norms_up_proj", optimizer_state="bf16-moments")
+                          precision="fp8_blockwise", recompute="norms_up_proj", optimizer_state="bf16-moments",
+                          stack="deepseek-v3-2024")
 
 
 def deepseek_v3_estimate() -> Estimate:
