@@ -9,9 +9,9 @@ steps (6,400 tokens, 200 a balanced expert), where one sample's counting noise n
 the router's own imbalance. An expert keeps ceil(c x its balanced load) of each window's tokens.
 Why 128 and not 256: a run costs steps x tokens x experts normals and top-k's, and grading a
 class runs every setting its students drew. Half the sample halves that; the counting noise
-of a window grows (200 tokens a balanced expert, not 400), so the busiest expert sits higher
-(the balance question's answers: 15% and 35%, from 10% and 21.5% at 256), while every drop
-question keeps its order and margin (tests/test_lab15.py prints each variant's).
+of a window grows (200 tokens a balanced expert, not 400), so the busiest expert sits about
+half as far again above the mean, while every drop question keeps its order and margin
+(tests/test_lab15.py prints each variant's).
 """
 
 from __future__ import annotations
