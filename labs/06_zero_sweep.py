@@ -394,6 +394,7 @@ def _(
                    if _gpu.unconfirmed else "")
             ),
             _table,
+            ui.published_beside(_on_gpu),
             ui.failure_banner(_off.warnings) or mo.md(""),
         ]
     )

@@ -120,7 +120,7 @@ def _(student_input):
 def _(settings):
     _e = fp8_estimates(settings)
     _model, _cluster = fp8_case(settings)
-    ui.stakeholder_message(
+    _message = ui.stakeholder_message(
         "Training lead",
         f"Our {_model.name} run on {_cluster.gpus} H100s (software stack `{_e['bf16'].plan.stack}`) trains in bf16 at **{_e['bf16'].mfu:.0%} MFU**, "
         f"{_e['bf16'].step_time_s:.1f} s a step. The vendor says FP8 tensor cores do **{_cluster.gpu.fp8_flops / _cluster.gpu.bf16_flops:.0f}x** "
@@ -128,6 +128,7 @@ def _(settings):
         "have, and a third wants to turn recomputation off because it 'costs a third of the FLOPs'. What does each "
         "format keep, and what would each change buy us?",
     )
+    mo.vstack([_message, ui.published_beside(_e["bf16"])])
     return
 
 

@@ -1,7 +1,9 @@
 """The bias check beside a lab's first MFU (issue #37 item 9): the closest published run in the
 reference file, its paper's number read from the file, and the engine on that run."""
 
+import html
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -39,3 +41,22 @@ def test_the_page_names_the_gpu_no_run_checks():
     a100 = ui.published_beside(estimate(Model.get("gpt3-175b"), Cluster.get("dgx-a100", nodes=128), Plan(tp=8, pp=8, dp=16, global_batch=1536))).text
     assert "no published run on H100" in h100 and "no published run" not in a100
     assert "174.6B parameters on 384" in a100 and "Table 2" in a100
+
+
+@pytest.mark.parametrize("lab", ["06", "12"])
+def test_the_lab_shows_the_published_run_beside_its_first_mfu(lab):
+    """Labs 06 and 12 print the closest published run, the paper's number and the engine's on it,
+    read from the reference file (the same numbers as published_beside computes for the page's plan)."""
+    from test_notebooks import LABS, load_app, text_of
+
+    path = next(p for p in LABS if p.stem.startswith(lab))
+    outputs, _ = load_app(path).run()
+    page = html.unescape(text_of(outputs))
+    assert "Beside a published run." in page, lab
+    shown = re.search(r"closest run in the project's reference file: [\d.]+B parameters on ([\d,]+) .*?\): ([\d.]+)% ", page)
+    assert shown, page[:2000]
+    gpus, pct = int(shown.group(1).replace(",", "")), float(shown.group(2))
+    published = {(r["inputs"]["gpus"], round(100 * (r["outputs"]["tflops_per_gpu"] / A100_PEAK_TFLOPS if "tflops_per_gpu" in r["outputs"] else r["outputs"]["mfu_pct"] / 100), 1))
+                 for r in REFERENCE.values() if r["kind"] in ("megatron_table1", "megatron_table2", "korthikanti_table5")}
+    print(f"Lab {lab}: {gpus} GPUs, {pct}% published")
+    assert (gpus, pct) in published
