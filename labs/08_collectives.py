@@ -526,6 +526,7 @@ def _(ring_committed):
     every layer, and Transformer Engine can no longer hide the collectives behind the GEMMs.
     """
             ),
+            ui.published_beside(_t8["estimate"]),
         ]
     )
     return

@@ -380,7 +380,7 @@ def tp_cliff() -> dict:
     for key in ("C", "A"):
         est = estimate(model, cluster, ACT2_DESIGNS[key])
         out[est.plan.tp] = {"tp_comm_s": est.time.tp_comm, "step_s": est.step_time_s, "mfu": est.mfu, "tp_bytes": est.comm_bytes_per_gpu["tp"],
-                            "plan": est.plan, "compute_s": est.time.compute}
+                            "plan": est.plan, "compute_s": est.time.compute, "estimate": est}
     out["model"], out["gpus"], out["stack"] = model.name, cluster.gpus, ACT2_DESIGNS["C"].stack
     return out
 
