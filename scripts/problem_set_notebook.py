@@ -67,6 +67,15 @@ def _(held_now, lecture_clock, set_held):
 def _(student_input):
     variant = ui.lab_variant(LAB, student_input.value)
     return (variant,)
+
+
+# Each problem's commitment as the ledger holds it, set by its commit cell only when it changes:
+# the submit and the HUD read this state, so a click on an answer re-runs only that problem's cells.
+@app.cell
+def _():
+    get_commitments, set_commitments = mo.state({{}})
+    publish = problem_ui.publisher(set_commitments)
+    return get_commitments, publish
 ''')
 for i, pid in enumerate(ids, 1):
     cells.append(f'''
@@ -90,8 +99,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, {pid}_commit_buttons, {pid}_question, variant):
+def _(held_now, identity, {pid}_commit_buttons, {pid}_question, publish, variant):
     _row, {pid}_committed = ui.commit_prediction(identity, LAB, "{pid}", {pid}_question, {pid}_commit_buttons, variant=variant, held=held_now())
+    publish("{pid}", {pid}_committed)
     _row
     return ({pid}_committed,)
 
@@ -102,10 +112,6 @@ def _({pid}_committed, variant):
     problem_ui.solution(CHAPTER, variant, "{pid}", {pid}_committed)
     return
 ''')
-args = sorted([f"{p}_committed" for p in ids])
-arglist = ",\n    ".join(args + ["identity", "submit_button", "variant"])
-arglist = ",\n    ".join(sorted(args + ["identity", "submit_button", "variant"]))
-commits = "{" + ", ".join(f'"{p}": {p}_committed' for p in ids) + "}"
 cells.append(f'''
 @app.cell
 def _():
@@ -114,10 +120,8 @@ def _():
 
 
 @app.cell
-def _(
-    {arglist},
-):
-    committed = {commits}
+def _(get_commitments, identity, submit_button, variant):
+    committed = get_commitments()
     ui.gate(held=tuple(committed.values()))
     _pred = {{_pid: _made.answer for _pid, _made in committed.items()}}
     _view, submitted = ui.submit_to_ledger(identity, submit_button, lambda: [ui.ledger_step(LAB, "answers", {{}}, _pred, CHAPTER.outcomes, "the answers", variant)])

@@ -51,6 +51,25 @@ def _gap_text(gap: float) -> str:
     return "the same" if abs(gap) < 5e-4 else f"{gap:+.1%}"
 
 
+def publisher(set_commitments):
+    """A problem's commit cell calls the returned publish(pid, made) with what it found in the
+    ledger; it sets the page's commitments state (`set_commitments`, from mo.state({})), which
+    re-runs the submit and the HUD, only when that changed (a commit, a skip, a hold). A click
+    on an answer re-runs the problem's commit cell and its solution's, not every cell that
+    reads the commitments (ps02: four cells a click before, two now). One per session: create
+    it in the cell that creates the state."""
+    last: dict[str, tuple] = {}
+
+    def publish(pid: str, made) -> None:
+        seen = (made.record, made.held)
+        if pid in last and last[pid] == seen:
+            return
+        last[pid] = seen
+        set_commitments(lambda old: {**old, pid: made})
+
+    return publish
+
+
 def progress(pset: ProblemSet, committed: dict) -> dict[str, str]:
     """The HUD's line: how many problems are committed (a skip counts as committed)."""
     done = sum(1 for m in committed.values() if m.made)

@@ -58,6 +58,15 @@ def _(student_input):
     variant = ui.lab_variant(LAB, student_input.value)
     return (variant,)
 
+
+# Each problem's commitment as the ledger holds it, set by its commit cell only when it changes:
+# the submit and the HUD read this state, so a click on an answer re-runs only that problem's cells.
+@app.cell
+def _():
+    get_commitments, set_commitments = mo.state({})
+    publish = problem_ui.publisher(set_commitments)
+    return get_commitments, publish
+
 @app.cell(hide_code=True)
 def _():
     problem_ui.heading(CHAPTER, "ring_nvlink")
@@ -78,8 +87,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, ring_nvlink_commit_buttons, ring_nvlink_question, variant):
+def _(held_now, identity, ring_nvlink_commit_buttons, ring_nvlink_question, publish, variant):
     _row, ring_nvlink_committed = ui.commit_prediction(identity, LAB, "ring_nvlink", ring_nvlink_question, ring_nvlink_commit_buttons, variant=variant, held=held_now())
+    publish("ring_nvlink", ring_nvlink_committed)
     _row
     return (ring_nvlink_committed,)
 
@@ -110,8 +120,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, tp_twoway_commit_buttons, tp_twoway_question, variant):
+def _(held_now, identity, tp_twoway_commit_buttons, tp_twoway_question, publish, variant):
     _row, tp_twoway_committed = ui.commit_prediction(identity, LAB, "tp_twoway", tp_twoway_question, tp_twoway_commit_buttons, variant=variant, held=held_now())
+    publish("tp_twoway", tp_twoway_committed)
     _row
     return (tp_twoway_committed,)
 
@@ -142,8 +153,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, tree_small_commit_buttons, tree_small_question, variant):
+def _(held_now, identity, tree_small_commit_buttons, tree_small_question, publish, variant):
     _row, tree_small_committed = ui.commit_prediction(identity, LAB, "tree_small", tree_small_question, tree_small_commit_buttons, variant=variant, held=held_now())
+    publish("tree_small", tree_small_committed)
     _row
     return (tree_small_committed,)
 
@@ -174,8 +186,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, crossover_commit_buttons, crossover_question, variant):
+def _(held_now, identity, crossover_commit_buttons, crossover_question, publish, variant):
     _row, crossover_committed = ui.commit_prediction(identity, LAB, "crossover", crossover_question, crossover_commit_buttons, variant=variant, held=held_now())
+    publish("crossover", crossover_committed)
     _row
     return (crossover_committed,)
 
@@ -206,8 +219,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, balance_commit_buttons, balance_question, variant):
+def _(held_now, identity, balance_commit_buttons, balance_question, publish, variant):
     _row, balance_committed = ui.commit_prediction(identity, LAB, "balance", balance_question, balance_commit_buttons, variant=variant, held=held_now())
+    publish("balance", balance_committed)
     _row
     return (balance_committed,)
 
@@ -238,8 +252,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, hierarchical_commit_buttons, hierarchical_question, variant):
+def _(held_now, identity, hierarchical_commit_buttons, hierarchical_question, publish, variant):
     _row, hierarchical_committed = ui.commit_prediction(identity, LAB, "hierarchical", hierarchical_question, hierarchical_commit_buttons, variant=variant, held=held_now())
+    publish("hierarchical", hierarchical_committed)
     _row
     return (hierarchical_committed,)
 
@@ -270,8 +285,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, busbw_commit_buttons, busbw_question, variant):
+def _(held_now, identity, busbw_commit_buttons, busbw_question, publish, variant):
     _row, busbw_committed = ui.commit_prediction(identity, LAB, "busbw", busbw_question, busbw_commit_buttons, variant=variant, held=held_now())
+    publish("busbw", busbw_committed)
     _row
     return (busbw_committed,)
 
@@ -302,8 +318,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, ring_or_tree_commit_buttons, ring_or_tree_question, variant):
+def _(held_now, identity, ring_or_tree_commit_buttons, ring_or_tree_question, publish, variant):
     _row, ring_or_tree_committed = ui.commit_prediction(identity, LAB, "ring_or_tree", ring_or_tree_question, ring_or_tree_commit_buttons, variant=variant, held=held_now())
+    publish("ring_or_tree", ring_or_tree_committed)
     _row
     return (ring_or_tree_committed,)
 
@@ -321,20 +338,8 @@ def _():
 
 
 @app.cell
-def _(
-    balance_committed,
-    busbw_committed,
-    crossover_committed,
-    hierarchical_committed,
-    identity,
-    ring_nvlink_committed,
-    ring_or_tree_committed,
-    submit_button,
-    tp_twoway_committed,
-    tree_small_committed,
-    variant,
-):
-    committed = {"ring_nvlink": ring_nvlink_committed, "tp_twoway": tp_twoway_committed, "tree_small": tree_small_committed, "crossover": crossover_committed, "balance": balance_committed, "hierarchical": hierarchical_committed, "busbw": busbw_committed, "ring_or_tree": ring_or_tree_committed}
+def _(get_commitments, identity, submit_button, variant):
+    committed = get_commitments()
     ui.gate(held=tuple(committed.values()))
     _pred = {_pid: _made.answer for _pid, _made in committed.items()}
     _view, submitted = ui.submit_to_ledger(identity, submit_button, lambda: [ui.ledger_step(LAB, "answers", {}, _pred, CHAPTER.outcomes, "the answers", variant)])

@@ -58,6 +58,15 @@ def _(student_input):
     variant = ui.lab_variant(LAB, student_input.value)
     return (variant,)
 
+
+# Each problem's commitment as the ledger holds it, set by its commit cell only when it changes:
+# the submit and the HUD read this state, so a click on an answer re-runs only that problem's cells.
+@app.cell
+def _():
+    get_commitments, set_commitments = mo.state({})
+    publish = problem_ui.publisher(set_commitments)
+    return get_commitments, publish
+
 @app.cell(hide_code=True)
 def _():
     problem_ui.heading(CHAPTER, "state_bytes")
@@ -78,8 +87,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, state_bytes_commit_buttons, state_bytes_question, variant):
+def _(held_now, identity, state_bytes_commit_buttons, state_bytes_question, publish, variant):
     _row, state_bytes_committed = ui.commit_prediction(identity, LAB, "state_bytes", state_bytes_question, state_bytes_commit_buttons, variant=variant, held=held_now())
+    publish("state_bytes", state_bytes_committed)
     _row
     return (state_bytes_committed,)
 
@@ -110,8 +120,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, zero_stage_commit_buttons, zero_stage_question, variant):
+def _(held_now, identity, zero_stage_commit_buttons, zero_stage_question, publish, variant):
     _row, zero_stage_committed = ui.commit_prediction(identity, LAB, "zero_stage", zero_stage_question, zero_stage_commit_buttons, variant=variant, held=held_now())
+    publish("zero_stage", zero_stage_committed)
     _row
     return (zero_stage_committed,)
 
@@ -142,8 +153,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, fewest_gpus_commit_buttons, fewest_gpus_question, variant):
+def _(held_now, identity, fewest_gpus_commit_buttons, fewest_gpus_question, publish, variant):
     _row, fewest_gpus_committed = ui.commit_prediction(identity, LAB, "fewest_gpus", fewest_gpus_question, fewest_gpus_commit_buttons, variant=variant, held=held_now())
+    publish("fewest_gpus", fewest_gpus_committed)
     _row
     return (fewest_gpus_committed,)
 
@@ -174,8 +186,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, activations_commit_buttons, activations_question, variant):
+def _(held_now, identity, activations_commit_buttons, activations_question, publish, variant):
     _row, activations_committed = ui.commit_prediction(identity, LAB, "activations", activations_question, activations_commit_buttons, variant=variant, held=held_now())
+    publish("activations", activations_committed)
     _row
     return (activations_committed,)
 
@@ -206,8 +219,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, cp_no_flash_commit_buttons, cp_no_flash_question, variant):
+def _(held_now, identity, cp_no_flash_commit_buttons, cp_no_flash_question, publish, variant):
     _row, cp_no_flash_committed = ui.commit_prediction(identity, LAB, "cp_no_flash", cp_no_flash_question, cp_no_flash_commit_buttons, variant=variant, held=held_now())
+    publish("cp_no_flash", cp_no_flash_committed)
     _row
     return (cp_no_flash_committed,)
 
@@ -238,8 +252,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, segments_commit_buttons, segments_question, variant):
+def _(held_now, identity, segments_commit_buttons, segments_question, publish, variant):
     _row, segments_committed = ui.commit_prediction(identity, LAB, "segments", segments_question, segments_commit_buttons, variant=variant, held=held_now())
+    publish("segments", segments_committed)
     _row
     return (segments_committed,)
 
@@ -270,8 +285,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, sgd_saving_commit_buttons, sgd_saving_question, variant):
+def _(held_now, identity, sgd_saving_commit_buttons, sgd_saving_question, publish, variant):
     _row, sgd_saving_committed = ui.commit_prediction(identity, LAB, "sgd_saving", sgd_saving_question, sgd_saving_commit_buttons, variant=variant, held=held_now())
+    publish("sgd_saving", sgd_saving_committed)
     _row
     return (sgd_saving_committed,)
 
@@ -302,8 +318,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, zero_fit_commit_buttons, zero_fit_question, variant):
+def _(held_now, identity, zero_fit_commit_buttons, zero_fit_question, publish, variant):
     _row, zero_fit_committed = ui.commit_prediction(identity, LAB, "zero_fit", zero_fit_question, zero_fit_commit_buttons, variant=variant, held=held_now())
+    publish("zero_fit", zero_fit_committed)
     _row
     return (zero_fit_committed,)
 
@@ -321,20 +338,8 @@ def _():
 
 
 @app.cell
-def _(
-    activations_committed,
-    cp_no_flash_committed,
-    fewest_gpus_committed,
-    identity,
-    segments_committed,
-    sgd_saving_committed,
-    state_bytes_committed,
-    submit_button,
-    variant,
-    zero_fit_committed,
-    zero_stage_committed,
-):
-    committed = {"state_bytes": state_bytes_committed, "zero_stage": zero_stage_committed, "fewest_gpus": fewest_gpus_committed, "activations": activations_committed, "cp_no_flash": cp_no_flash_committed, "segments": segments_committed, "sgd_saving": sgd_saving_committed, "zero_fit": zero_fit_committed}
+def _(get_commitments, identity, submit_button, variant):
+    committed = get_commitments()
     ui.gate(held=tuple(committed.values()))
     _pred = {_pid: _made.answer for _pid, _made in committed.items()}
     _view, submitted = ui.submit_to_ledger(identity, submit_button, lambda: [ui.ledger_step(LAB, "answers", {}, _pred, CHAPTER.outcomes, "the answers", variant)])

@@ -58,6 +58,15 @@ def _(student_input):
     variant = ui.lab_variant(LAB, student_input.value)
     return (variant,)
 
+
+# Each problem's commitment as the ledger holds it, set by its commit cell only when it changes:
+# the submit and the HUD read this state, so a click on an answer re-runs only that problem's cells.
+@app.cell
+def _():
+    get_commitments, set_commitments = mo.state({})
+    publish = problem_ui.publisher(set_commitments)
+    return get_commitments, publish
+
 @app.cell(hide_code=True)
 def _():
     problem_ui.heading(CHAPTER, "ring_bytes")
@@ -78,8 +87,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, ring_bytes_commit_buttons, ring_bytes_question, variant):
+def _(held_now, identity, ring_bytes_commit_buttons, ring_bytes_question, publish, variant):
     _row, ring_bytes_committed = ui.commit_prediction(identity, LAB, "ring_bytes", ring_bytes_question, ring_bytes_commit_buttons, variant=variant, held=held_now())
+    publish("ring_bytes", ring_bytes_committed)
     _row
     return (ring_bytes_committed,)
 
@@ -110,8 +120,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, ring_time_commit_buttons, ring_time_question, variant):
+def _(held_now, identity, ring_time_commit_buttons, ring_time_question, publish, variant):
     _row, ring_time_committed = ui.commit_prediction(identity, LAB, "ring_time", ring_time_question, ring_time_commit_buttons, variant=variant, held=held_now())
+    publish("ring_time", ring_time_committed)
     _row
     return (ring_time_committed,)
 
@@ -142,8 +153,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, accumulation_commit_buttons, accumulation_question, variant):
+def _(held_now, identity, accumulation_commit_buttons, accumulation_question, publish, variant):
     _row, accumulation_committed = ui.commit_prediction(identity, LAB, "accumulation", accumulation_question, accumulation_commit_buttons, variant=variant, held=held_now())
+    publish("accumulation", accumulation_committed)
     _row
     return (accumulation_committed,)
 
@@ -174,8 +186,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, hiding_commit_buttons, hiding_question, variant):
+def _(held_now, identity, hiding_commit_buttons, hiding_question, publish, variant):
     _row, hiding_committed = ui.commit_prediction(identity, LAB, "hiding", hiding_question, hiding_commit_buttons, variant=variant, held=held_now())
+    publish("hiding", hiding_committed)
     _row
     return (hiding_committed,)
 
@@ -206,8 +219,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, critical_commit_buttons, critical_question, variant):
+def _(held_now, identity, critical_commit_buttons, critical_question, publish, variant):
     _row, critical_committed = ui.commit_prediction(identity, LAB, "critical", critical_question, critical_commit_buttons, variant=variant, held=held_now())
+    publish("critical", critical_committed)
     _row
     return (critical_committed,)
 
@@ -238,8 +252,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, batch_cost_commit_buttons, batch_cost_question, variant):
+def _(held_now, identity, batch_cost_commit_buttons, batch_cost_question, publish, variant):
     _row, batch_cost_committed = ui.commit_prediction(identity, LAB, "batch_cost", batch_cost_question, batch_cost_commit_buttons, variant=variant, held=held_now())
+    publish("batch_cost", batch_cost_committed)
     _row
     return (batch_cost_committed,)
 
@@ -270,8 +285,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, grow_commit_buttons, grow_question, variant):
+def _(held_now, identity, grow_commit_buttons, grow_question, publish, variant):
     _row, grow_committed = ui.commit_prediction(identity, LAB, "grow", grow_question, grow_commit_buttons, variant=variant, held=held_now())
+    publish("grow", grow_committed)
     _row
     return (grow_committed,)
 
@@ -289,19 +305,8 @@ def _():
 
 
 @app.cell
-def _(
-    accumulation_committed,
-    batch_cost_committed,
-    critical_committed,
-    grow_committed,
-    hiding_committed,
-    identity,
-    ring_bytes_committed,
-    ring_time_committed,
-    submit_button,
-    variant,
-):
-    committed = {"ring_bytes": ring_bytes_committed, "ring_time": ring_time_committed, "accumulation": accumulation_committed, "hiding": hiding_committed, "critical": critical_committed, "batch_cost": batch_cost_committed, "grow": grow_committed}
+def _(get_commitments, identity, submit_button, variant):
+    committed = get_commitments()
     ui.gate(held=tuple(committed.values()))
     _pred = {_pid: _made.answer for _pid, _made in committed.items()}
     _view, submitted = ui.submit_to_ledger(identity, submit_button, lambda: [ui.ledger_step(LAB, "answers", {}, _pred, CHAPTER.outcomes, "the answers", variant)])

@@ -58,6 +58,15 @@ def _(student_input):
     variant = ui.lab_variant(LAB, student_input.value)
     return (variant,)
 
+
+# Each problem's commitment as the ledger holds it, set by its commit cell only when it changes:
+# the submit and the HUD read this state, so a click on an answer re-runs only that problem's cells.
+@app.cell
+def _():
+    get_commitments, set_commitments = mo.state({})
+    publish = problem_ui.publisher(set_commitments)
+    return get_commitments, publish
+
 @app.cell(hide_code=True)
 def _():
     problem_ui.heading(CHAPTER, "tp_bytes")
@@ -78,8 +87,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, tp_bytes_commit_buttons, tp_bytes_question, variant):
+def _(held_now, identity, tp_bytes_commit_buttons, tp_bytes_question, publish, variant):
     _row, tp_bytes_committed = ui.commit_prediction(identity, LAB, "tp_bytes", tp_bytes_question, tp_bytes_commit_buttons, variant=variant, held=held_now())
+    publish("tp_bytes", tp_bytes_committed)
     _row
     return (tp_bytes_committed,)
 
@@ -110,8 +120,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, sp_regather_commit_buttons, sp_regather_question, variant):
+def _(held_now, identity, sp_regather_commit_buttons, sp_regather_question, publish, variant):
     _row, sp_regather_committed = ui.commit_prediction(identity, LAB, "sp_regather", sp_regather_question, sp_regather_commit_buttons, variant=variant, held=held_now())
+    publish("sp_regather", sp_regather_committed)
     _row
     return (sp_regather_committed,)
 
@@ -142,8 +153,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, sp_time_commit_buttons, sp_time_question, variant):
+def _(held_now, identity, sp_time_commit_buttons, sp_time_question, publish, variant):
     _row, sp_time_committed = ui.commit_prediction(identity, LAB, "sp_time", sp_time_question, sp_time_commit_buttons, variant=variant, held=held_now())
+    publish("sp_time", sp_time_committed)
     _row
     return (sp_time_committed,)
 
@@ -174,8 +186,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, tp_hiding_commit_buttons, tp_hiding_question, variant):
+def _(held_now, identity, tp_hiding_commit_buttons, tp_hiding_question, publish, variant):
     _row, tp_hiding_committed = ui.commit_prediction(identity, LAB, "tp_hiding", tp_hiding_question, tp_hiding_commit_buttons, variant=variant, held=held_now())
+    publish("tp_hiding", tp_hiding_committed)
     _row
     return (tp_hiding_committed,)
 
@@ -206,8 +219,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, tp_across_commit_buttons, tp_across_question, variant):
+def _(held_now, identity, tp_across_commit_buttons, tp_across_question, publish, variant):
     _row, tp_across_committed = ui.commit_prediction(identity, LAB, "tp_across", tp_across_question, tp_across_commit_buttons, variant=variant, held=held_now())
+    publish("tp_across", tp_across_committed)
     _row
     return (tp_across_committed,)
 
@@ -238,8 +252,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, sp_saving_commit_buttons, sp_saving_question, variant):
+def _(held_now, identity, sp_saving_commit_buttons, sp_saving_question, publish, variant):
     _row, sp_saving_committed = ui.commit_prediction(identity, LAB, "sp_saving", sp_saving_question, sp_saving_commit_buttons, variant=variant, held=held_now())
+    publish("sp_saving", sp_saving_committed)
     _row
     return (sp_saving_committed,)
 
@@ -270,8 +285,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, fit_commit_buttons, fit_question, variant):
+def _(held_now, identity, fit_commit_buttons, fit_question, publish, variant):
     _row, fit_committed = ui.commit_prediction(identity, LAB, "fit", fit_question, fit_commit_buttons, variant=variant, held=held_now())
+    publish("fit", fit_committed)
     _row
     return (fit_committed,)
 
@@ -289,19 +305,8 @@ def _():
 
 
 @app.cell
-def _(
-    fit_committed,
-    identity,
-    sp_regather_committed,
-    sp_saving_committed,
-    sp_time_committed,
-    submit_button,
-    tp_across_committed,
-    tp_bytes_committed,
-    tp_hiding_committed,
-    variant,
-):
-    committed = {"tp_bytes": tp_bytes_committed, "sp_regather": sp_regather_committed, "sp_time": sp_time_committed, "tp_hiding": tp_hiding_committed, "tp_across": tp_across_committed, "sp_saving": sp_saving_committed, "fit": fit_committed}
+def _(get_commitments, identity, submit_button, variant):
+    committed = get_commitments()
     ui.gate(held=tuple(committed.values()))
     _pred = {_pid: _made.answer for _pid, _made in committed.items()}
     _view, submitted = ui.submit_to_ledger(identity, submit_button, lambda: [ui.ledger_step(LAB, "answers", {}, _pred, CHAPTER.outcomes, "the answers", variant)])

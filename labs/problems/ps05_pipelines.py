@@ -58,6 +58,15 @@ def _(student_input):
     variant = ui.lab_variant(LAB, student_input.value)
     return (variant,)
 
+
+# Each problem's commitment as the ledger holds it, set by its commit cell only when it changes:
+# the submit and the HUD read this state, so a click on an answer re-runs only that problem's cells.
+@app.cell
+def _():
+    get_commitments, set_commitments = mo.state({})
+    publish = problem_ui.publisher(set_commitments)
+    return get_commitments, publish
+
 @app.cell(hide_code=True)
 def _():
     problem_ui.heading(CHAPTER, "bubble")
@@ -78,8 +87,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, bubble_commit_buttons, bubble_question, variant):
+def _(held_now, identity, bubble_commit_buttons, bubble_question, publish, variant):
     _row, bubble_committed = ui.commit_prediction(identity, LAB, "bubble", bubble_question, bubble_commit_buttons, variant=variant, held=held_now())
+    publish("bubble", bubble_committed)
     _row
     return (bubble_committed,)
 
@@ -110,8 +120,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, fewest_m_commit_buttons, fewest_m_question, variant):
+def _(held_now, identity, fewest_m_commit_buttons, fewest_m_question, publish, variant):
     _row, fewest_m_committed = ui.commit_prediction(identity, LAB, "fewest_m", fewest_m_question, fewest_m_commit_buttons, variant=variant, held=held_now())
+    publish("fewest_m", fewest_m_committed)
     _row
     return (fewest_m_committed,)
 
@@ -142,8 +153,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, interleaved_commit_buttons, interleaved_question, variant):
+def _(held_now, identity, interleaved_commit_buttons, interleaved_question, publish, variant):
     _row, interleaved_committed = ui.commit_prediction(identity, LAB, "interleaved", interleaved_question, interleaved_commit_buttons, variant=variant, held=held_now())
+    publish("interleaved", interleaved_committed)
     _row
     return (interleaved_committed,)
 
@@ -174,8 +186,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, gpipe_memory_commit_buttons, gpipe_memory_question, variant):
+def _(held_now, identity, gpipe_memory_commit_buttons, gpipe_memory_question, publish, variant):
     _row, gpipe_memory_committed = ui.commit_prediction(identity, LAB, "gpipe_memory", gpipe_memory_question, gpipe_memory_commit_buttons, variant=variant, held=held_now())
+    publish("gpipe_memory", gpipe_memory_committed)
     _row
     return (gpipe_memory_committed,)
 
@@ -206,8 +219,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, zb_h1_commit_buttons, zb_h1_question, variant):
+def _(held_now, identity, zb_h1_commit_buttons, zb_h1_question, publish, variant):
     _row, zb_h1_committed = ui.commit_prediction(identity, LAB, "zb_h1", zb_h1_question, zb_h1_commit_buttons, variant=variant, held=held_now())
+    publish("zb_h1", zb_h1_committed)
     _row
     return (zb_h1_committed,)
 
@@ -238,8 +252,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, zb_or_interleaved_commit_buttons, zb_or_interleaved_question, variant):
+def _(held_now, identity, zb_or_interleaved_commit_buttons, zb_or_interleaved_question, publish, variant):
     _row, zb_or_interleaved_committed = ui.commit_prediction(identity, LAB, "zb_or_interleaved", zb_or_interleaved_question, zb_or_interleaved_commit_buttons, variant=variant, held=held_now())
+    publish("zb_or_interleaved", zb_or_interleaved_committed)
     _row
     return (zb_or_interleaved_committed,)
 
@@ -270,8 +285,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, p2p_commit_buttons, p2p_question, variant):
+def _(held_now, identity, p2p_commit_buttons, p2p_question, publish, variant):
     _row, p2p_committed = ui.commit_prediction(identity, LAB, "p2p", p2p_question, p2p_commit_buttons, variant=variant, held=held_now())
+    publish("p2p", p2p_committed)
     _row
     return (p2p_committed,)
 
@@ -289,19 +305,8 @@ def _():
 
 
 @app.cell
-def _(
-    bubble_committed,
-    fewest_m_committed,
-    gpipe_memory_committed,
-    identity,
-    interleaved_committed,
-    p2p_committed,
-    submit_button,
-    variant,
-    zb_h1_committed,
-    zb_or_interleaved_committed,
-):
-    committed = {"bubble": bubble_committed, "fewest_m": fewest_m_committed, "interleaved": interleaved_committed, "gpipe_memory": gpipe_memory_committed, "zb_h1": zb_h1_committed, "zb_or_interleaved": zb_or_interleaved_committed, "p2p": p2p_committed}
+def _(get_commitments, identity, submit_button, variant):
+    committed = get_commitments()
     ui.gate(held=tuple(committed.values()))
     _pred = {_pid: _made.answer for _pid, _made in committed.items()}
     _view, submitted = ui.submit_to_ledger(identity, submit_button, lambda: [ui.ledger_step(LAB, "answers", {}, _pred, CHAPTER.outcomes, "the answers", variant)])

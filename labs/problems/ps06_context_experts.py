@@ -58,6 +58,15 @@ def _(student_input):
     variant = ui.lab_variant(LAB, student_input.value)
     return (variant,)
 
+
+# Each problem's commitment as the ledger holds it, set by its commit cell only when it changes:
+# the submit and the HUD read this state, so a click on an answer re-runs only that problem's cells.
+@app.cell
+def _():
+    get_commitments, set_commitments = mo.state({})
+    publish = problem_ui.publisher(set_commitments)
+    return get_commitments, publish
+
 @app.cell(hide_code=True)
 def _():
     problem_ui.heading(CHAPTER, "ring_kv")
@@ -78,8 +87,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, ring_kv_commit_buttons, ring_kv_question, variant):
+def _(held_now, identity, ring_kv_commit_buttons, ring_kv_question, publish, variant):
     _row, ring_kv_committed = ui.commit_prediction(identity, LAB, "ring_kv", ring_kv_question, ring_kv_commit_buttons, variant=variant, held=held_now())
+    publish("ring_kv", ring_kv_committed)
     _row
     return (ring_kv_committed,)
 
@@ -110,8 +120,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, ring_hides_commit_buttons, ring_hides_question, variant):
+def _(held_now, identity, ring_hides_commit_buttons, ring_hides_question, publish, variant):
     _row, ring_hides_committed = ui.commit_prediction(identity, LAB, "ring_hides", ring_hides_question, ring_hides_commit_buttons, variant=variant, held=held_now())
+    publish("ring_hides", ring_hides_committed)
     _row
     return (ring_hides_committed,)
 
@@ -142,8 +153,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, hop_hides_commit_buttons, hop_hides_question, variant):
+def _(held_now, identity, hop_hides_commit_buttons, hop_hides_question, publish, variant):
     _row, hop_hides_committed = ui.commit_prediction(identity, LAB, "hop_hides", hop_hides_question, hop_hides_commit_buttons, variant=variant, held=held_now())
+    publish("hop_hides", hop_hides_committed)
     _row
     return (hop_hides_committed,)
 
@@ -174,8 +186,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, ulysses_commit_buttons, ulysses_question, variant):
+def _(held_now, identity, ulysses_commit_buttons, ulysses_question, publish, variant):
     _row, ulysses_committed = ui.commit_prediction(identity, LAB, "ulysses", ulysses_question, ulysses_commit_buttons, variant=variant, held=held_now())
+    publish("ulysses", ulysses_committed)
     _row
     return (ulysses_committed,)
 
@@ -206,8 +219,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, ulysses_degree_commit_buttons, ulysses_degree_question, variant):
+def _(held_now, identity, ulysses_degree_commit_buttons, ulysses_degree_question, publish, variant):
     _row, ulysses_degree_committed = ui.commit_prediction(identity, LAB, "ulysses_degree", ulysses_degree_question, ulysses_degree_commit_buttons, variant=variant, held=held_now())
+    publish("ulysses_degree", ulysses_degree_committed)
     _row
     return (ulysses_degree_committed,)
 
@@ -238,8 +252,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, causal_commit_buttons, causal_question, variant):
+def _(held_now, identity, causal_commit_buttons, causal_question, publish, variant):
     _row, causal_committed = ui.commit_prediction(identity, LAB, "causal", causal_question, causal_commit_buttons, variant=variant, held=held_now())
+    publish("causal", causal_committed)
     _row
     return (causal_committed,)
 
@@ -270,8 +285,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, moe_bytes_commit_buttons, moe_bytes_question, variant):
+def _(held_now, identity, moe_bytes_commit_buttons, moe_bytes_question, publish, variant):
     _row, moe_bytes_committed = ui.commit_prediction(identity, LAB, "moe_bytes", moe_bytes_question, moe_bytes_commit_buttons, variant=variant, held=held_now())
+    publish("moe_bytes", moe_bytes_committed)
     _row
     return (moe_bytes_committed,)
 
@@ -302,8 +318,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, drops_commit_buttons, drops_question, variant):
+def _(held_now, identity, drops_commit_buttons, drops_question, publish, variant):
     _row, drops_committed = ui.commit_prediction(identity, LAB, "drops", drops_question, drops_commit_buttons, variant=variant, held=held_now())
+    publish("drops", drops_committed)
     _row
     return (drops_committed,)
 
@@ -321,20 +338,8 @@ def _():
 
 
 @app.cell
-def _(
-    causal_committed,
-    drops_committed,
-    hop_hides_committed,
-    identity,
-    moe_bytes_committed,
-    ring_hides_committed,
-    ring_kv_committed,
-    submit_button,
-    ulysses_committed,
-    ulysses_degree_committed,
-    variant,
-):
-    committed = {"ring_kv": ring_kv_committed, "ring_hides": ring_hides_committed, "hop_hides": hop_hides_committed, "ulysses": ulysses_committed, "ulysses_degree": ulysses_degree_committed, "causal": causal_committed, "moe_bytes": moe_bytes_committed, "drops": drops_committed}
+def _(get_commitments, identity, submit_button, variant):
+    committed = get_commitments()
     ui.gate(held=tuple(committed.values()))
     _pred = {_pid: _made.answer for _pid, _made in committed.items()}
     _view, submitted = ui.submit_to_ledger(identity, submit_button, lambda: [ui.ledger_step(LAB, "answers", {}, _pred, CHAPTER.outcomes, "the answers", variant)])

@@ -58,6 +58,15 @@ def _(student_input):
     variant = ui.lab_variant(LAB, student_input.value)
     return (variant,)
 
+
+# Each problem's commitment as the ledger holds it, set by its commit cell only when it changes:
+# the submit and the HUD read this state, so a click on an answer re-runs only that problem's cells.
+@app.cell
+def _():
+    get_commitments, set_commitments = mo.state({})
+    publish = problem_ui.publisher(set_commitments)
+    return get_commitments, publish
+
 @app.cell(hide_code=True)
 def _():
     problem_ui.heading(CHAPTER, "weight_bytes")
@@ -78,8 +87,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, weight_bytes_commit_buttons, weight_bytes_question, variant):
+def _(held_now, identity, weight_bytes_commit_buttons, weight_bytes_question, publish, variant):
     _row, weight_bytes_committed = ui.commit_prediction(identity, LAB, "weight_bytes", weight_bytes_question, weight_bytes_commit_buttons, variant=variant, held=held_now())
+    publish("weight_bytes", weight_bytes_committed)
     _row
     return (weight_bytes_committed,)
 
@@ -110,8 +120,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, largest_commit_buttons, largest_question, variant):
+def _(held_now, identity, largest_commit_buttons, largest_question, publish, variant):
     _row, largest_committed = ui.commit_prediction(identity, LAB, "largest", largest_question, largest_commit_buttons, variant=variant, held=held_now())
+    publish("largest", largest_committed)
     _row
     return (largest_committed,)
 
@@ -142,8 +153,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, step_at_one_commit_buttons, step_at_one_question, variant):
+def _(held_now, identity, step_at_one_commit_buttons, step_at_one_question, publish, variant):
     _row, step_at_one_committed = ui.commit_prediction(identity, LAB, "step_at_one", step_at_one_question, step_at_one_commit_buttons, variant=variant, held=held_now())
+    publish("step_at_one", step_at_one_committed)
     _row
     return (step_at_one_committed,)
 
@@ -174,8 +186,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, loss_scale_commit_buttons, loss_scale_question, variant):
+def _(held_now, identity, loss_scale_commit_buttons, loss_scale_question, publish, variant):
     _row, loss_scale_committed = ui.commit_prediction(identity, LAB, "loss_scale", loss_scale_question, loss_scale_commit_buttons, variant=variant, held=held_now())
+    publish("loss_scale", loss_scale_committed)
     _row
     return (loss_scale_committed,)
 
@@ -206,8 +219,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, update_lost_commit_buttons, update_lost_question, variant):
+def _(held_now, identity, update_lost_commit_buttons, update_lost_question, publish, variant):
     _row, update_lost_committed = ui.commit_prediction(identity, LAB, "update_lost", update_lost_question, update_lost_commit_buttons, variant=variant, held=held_now())
+    publish("update_lost", update_lost_committed)
     _row
     return (update_lost_committed,)
 
@@ -238,8 +252,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, block_bytes_commit_buttons, block_bytes_question, variant):
+def _(held_now, identity, block_bytes_commit_buttons, block_bytes_question, publish, variant):
     _row, block_bytes_committed = ui.commit_prediction(identity, LAB, "block_bytes", block_bytes_question, block_bytes_commit_buttons, variant=variant, held=held_now())
+    publish("block_bytes", block_bytes_committed)
     _row
     return (block_bytes_committed,)
 
@@ -270,8 +285,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, fp8_cache_commit_buttons, fp8_cache_question, variant):
+def _(held_now, identity, fp8_cache_commit_buttons, fp8_cache_question, publish, variant):
     _row, fp8_cache_committed = ui.commit_prediction(identity, LAB, "fp8_cache", fp8_cache_question, fp8_cache_commit_buttons, variant=variant, held=held_now())
+    publish("fp8_cache", fp8_cache_committed)
     _row
     return (fp8_cache_committed,)
 
@@ -289,19 +305,8 @@ def _():
 
 
 @app.cell
-def _(
-    block_bytes_committed,
-    fp8_cache_committed,
-    identity,
-    largest_committed,
-    loss_scale_committed,
-    step_at_one_committed,
-    submit_button,
-    update_lost_committed,
-    variant,
-    weight_bytes_committed,
-):
-    committed = {"weight_bytes": weight_bytes_committed, "largest": largest_committed, "step_at_one": step_at_one_committed, "loss_scale": loss_scale_committed, "update_lost": update_lost_committed, "block_bytes": block_bytes_committed, "fp8_cache": fp8_cache_committed}
+def _(get_commitments, identity, submit_button, variant):
+    committed = get_commitments()
     ui.gate(held=tuple(committed.values()))
     _pred = {_pid: _made.answer for _pid, _made in committed.items()}
     _view, submitted = ui.submit_to_ledger(identity, submit_button, lambda: [ui.ledger_step(LAB, "answers", {}, _pred, CHAPTER.outcomes, "the answers", variant)])

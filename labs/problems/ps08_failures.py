@@ -58,6 +58,15 @@ def _(student_input):
     variant = ui.lab_variant(LAB, student_input.value)
     return (variant,)
 
+
+# Each problem's commitment as the ledger holds it, set by its commit cell only when it changes:
+# the submit and the HUD read this state, so a click on an answer re-runs only that problem's cells.
+@app.cell
+def _():
+    get_commitments, set_commitments = mo.state({})
+    publish = problem_ui.publisher(set_commitments)
+    return get_commitments, publish
+
 @app.cell(hide_code=True)
 def _():
     problem_ui.heading(CHAPTER, "llama3_mtbf")
@@ -78,8 +87,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, llama3_mtbf_commit_buttons, llama3_mtbf_question, variant):
+def _(held_now, identity, llama3_mtbf_commit_buttons, llama3_mtbf_question, publish, variant):
     _row, llama3_mtbf_committed = ui.commit_prediction(identity, LAB, "llama3_mtbf", llama3_mtbf_question, llama3_mtbf_commit_buttons, variant=variant, held=held_now())
+    publish("llama3_mtbf", llama3_mtbf_committed)
     _row
     return (llama3_mtbf_committed,)
 
@@ -110,8 +120,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, components_commit_buttons, components_question, variant):
+def _(held_now, identity, components_commit_buttons, components_question, publish, variant):
     _row, components_committed = ui.commit_prediction(identity, LAB, "components", components_question, components_commit_buttons, variant=variant, held=held_now())
+    publish("components", components_committed)
     _row
     return (components_committed,)
 
@@ -142,8 +153,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, interruptions_commit_buttons, interruptions_question, variant):
+def _(held_now, identity, interruptions_commit_buttons, interruptions_question, publish, variant):
     _row, interruptions_committed = ui.commit_prediction(identity, LAB, "interruptions", interruptions_question, interruptions_commit_buttons, variant=variant, held=held_now())
+    publish("interruptions", interruptions_committed)
     _row
     return (interruptions_committed,)
 
@@ -174,8 +186,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, checkpoint_commit_buttons, checkpoint_question, variant):
+def _(held_now, identity, checkpoint_commit_buttons, checkpoint_question, publish, variant):
     _row, checkpoint_committed = ui.commit_prediction(identity, LAB, "checkpoint", checkpoint_question, checkpoint_commit_buttons, variant=variant, held=held_now())
+    publish("checkpoint", checkpoint_committed)
     _row
     return (checkpoint_committed,)
 
@@ -206,8 +219,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, young_commit_buttons, young_question, variant):
+def _(held_now, identity, young_commit_buttons, young_question, publish, variant):
     _row, young_committed = ui.commit_prediction(identity, LAB, "young", young_question, young_commit_buttons, variant=variant, held=held_now())
+    publish("young", young_committed)
     _row
     return (young_committed,)
 
@@ -238,8 +252,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, lost_commit_buttons, lost_question, variant):
+def _(held_now, identity, lost_commit_buttons, lost_question, publish, variant):
     _row, lost_committed = ui.commit_prediction(identity, LAB, "lost", lost_question, lost_commit_buttons, variant=variant, held=held_now())
+    publish("lost", lost_committed)
     _row
     return (lost_committed,)
 
@@ -257,18 +272,8 @@ def _():
 
 
 @app.cell
-def _(
-    checkpoint_committed,
-    components_committed,
-    identity,
-    interruptions_committed,
-    llama3_mtbf_committed,
-    lost_committed,
-    submit_button,
-    variant,
-    young_committed,
-):
-    committed = {"llama3_mtbf": llama3_mtbf_committed, "components": components_committed, "interruptions": interruptions_committed, "checkpoint": checkpoint_committed, "young": young_committed, "lost": lost_committed}
+def _(get_commitments, identity, submit_button, variant):
+    committed = get_commitments()
     ui.gate(held=tuple(committed.values()))
     _pred = {_pid: _made.answer for _pid, _made in committed.items()}
     _view, submitted = ui.submit_to_ledger(identity, submit_button, lambda: [ui.ledger_step(LAB, "answers", {}, _pred, CHAPTER.outcomes, "the answers", variant)])

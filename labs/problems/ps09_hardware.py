@@ -58,6 +58,15 @@ def _(student_input):
     variant = ui.lab_variant(LAB, student_input.value)
     return (variant,)
 
+
+# Each problem's commitment as the ledger holds it, set by its commit cell only when it changes:
+# the submit and the HUD read this state, so a click on an answer re-runs only that problem's cells.
+@app.cell
+def _():
+    get_commitments, set_commitments = mo.state({})
+    publish = problem_ui.publisher(set_commitments)
+    return get_commitments, publish
+
 @app.cell(hide_code=True)
 def _():
     problem_ui.heading(CHAPTER, "intensity")
@@ -78,8 +87,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, intensity_commit_buttons, intensity_question, variant):
+def _(held_now, identity, intensity_commit_buttons, intensity_question, publish, variant):
     _row, intensity_committed = ui.commit_prediction(identity, LAB, "intensity", intensity_question, intensity_commit_buttons, variant=variant, held=held_now())
+    publish("intensity", intensity_committed)
     _row
     return (intensity_committed,)
 
@@ -110,8 +120,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, ridge_commit_buttons, ridge_question, variant):
+def _(held_now, identity, ridge_commit_buttons, ridge_question, publish, variant):
     _row, ridge_committed = ui.commit_prediction(identity, LAB, "ridge", ridge_question, ridge_commit_buttons, variant=variant, held=held_now())
+    publish("ridge", ridge_committed)
     _row
     return (ridge_committed,)
 
@@ -142,8 +153,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, bound_commit_buttons, bound_question, variant):
+def _(held_now, identity, bound_commit_buttons, bound_question, publish, variant):
     _row, bound_committed = ui.commit_prediction(identity, LAB, "bound", bound_question, bound_commit_buttons, variant=variant, held=held_now())
+    publish("bound", bound_committed)
     _row
     return (bound_committed,)
 
@@ -174,8 +186,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, tp16_commit_buttons, tp16_question, variant):
+def _(held_now, identity, tp16_commit_buttons, tp16_question, publish, variant):
     _row, tp16_committed = ui.commit_prediction(identity, LAB, "tp16", tp16_question, tp16_commit_buttons, variant=variant, held=held_now())
+    publish("tp16", tp16_committed)
     _row
     return (tp16_committed,)
 
@@ -206,8 +219,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, rails_commit_buttons, rails_question, variant):
+def _(held_now, identity, rails_commit_buttons, rails_question, publish, variant):
     _row, rails_committed = ui.commit_prediction(identity, LAB, "rails", rails_question, rails_commit_buttons, variant=variant, held=held_now())
+    publish("rails", rails_committed)
     _row
     return (rails_committed,)
 
@@ -238,8 +252,9 @@ def _():
 
 
 @app.cell
-def _(held_now, identity, ib_vs_nvlink_commit_buttons, ib_vs_nvlink_question, variant):
+def _(held_now, identity, ib_vs_nvlink_commit_buttons, ib_vs_nvlink_question, publish, variant):
     _row, ib_vs_nvlink_committed = ui.commit_prediction(identity, LAB, "ib_vs_nvlink", ib_vs_nvlink_question, ib_vs_nvlink_commit_buttons, variant=variant, held=held_now())
+    publish("ib_vs_nvlink", ib_vs_nvlink_committed)
     _row
     return (ib_vs_nvlink_committed,)
 
@@ -257,18 +272,8 @@ def _():
 
 
 @app.cell
-def _(
-    bound_committed,
-    ib_vs_nvlink_committed,
-    identity,
-    intensity_committed,
-    rails_committed,
-    ridge_committed,
-    submit_button,
-    tp16_committed,
-    variant,
-):
-    committed = {"intensity": intensity_committed, "ridge": ridge_committed, "bound": bound_committed, "tp16": tp16_committed, "rails": rails_committed, "ib_vs_nvlink": ib_vs_nvlink_committed}
+def _(get_commitments, identity, submit_button, variant):
+    committed = get_commitments()
     ui.gate(held=tuple(committed.values()))
     _pred = {_pid: _made.answer for _pid, _made in committed.items()}
     _view, submitted = ui.submit_to_ledger(identity, submit_button, lambda: [ui.ledger_step(LAB, "answers", {}, _pred, CHAPTER.outcomes, "the answers", variant)])
