@@ -43,9 +43,9 @@ def test_the_page_names_the_gpu_no_run_checks():
     assert "174.6B parameters on 384" in a100 and "Table 2" in a100
 
 
-@pytest.mark.parametrize("lab", ["06", "08", "12"])
+@pytest.mark.parametrize("lab", ["06", "08", "11", "12"])
 def test_the_lab_shows_the_published_run_beside_its_first_mfu(lab):
-    """Labs 06, 08 and 12 print the closest published run, the paper's number and the engine's on it,
+    """Labs 06, 08, 11 and 12 print the closest published run, the paper's number and the engine's on it,
     read from the reference file (the same numbers as published_beside computes for the page's plan)."""
     from test_notebooks import LABS, load_app, text_of
 
