@@ -72,3 +72,26 @@ def test_dot_products_and_their_error_block_by_block_are_the_whole_arrays():
         want = float(np.median(np.abs(got - exact) / np.maximum(np.abs(exact), 1e-300)))
         print(acc, every, precision.accumulation_error(a, b, acc, every), want)
         assert precision.accumulation_error(a, b, acc, every) == want
+
+
+def test_who_has_not_arrived_is_each_groups_recount():
+    """Hang.not_arrived takes every group at once; each row is the group counted on its own:
+    its lowest completed call, its members and the ones that have not issued the next."""
+    from labs.core.scenarios import lab14
+
+    j = lab14.run_job()
+    for kind, rank, site in (("skipped_collective", 5, 0.0), ("dead_nic", 777, 0.5), ("order_deadlock", 4095, 0.25), ("dataloader_stall", 1234, 0.875),
+                             ("gpu_fell_off_bus", 64, 0.125), ("size_mismatch", 300, 0.75), ("flapping_nic", 2048, 0.375)):
+        h = lab14.hang_of(kind, rank, site, j.step_index)
+        for axis in dbg.PG_AXES:
+            done, reached, gid = h.completed(axis), h.reached(axis), j.group_ids[axis]
+            total = int(h.window.cum[dbg.PG_AXES.index(axis), -1])
+            want = []
+            for g in np.unique(gid):
+                members = np.flatnonzero(gid == g)
+                s = int(done[members].min())
+                missing = members[reached[members] < s + 1]
+                if s < total and len(missing) < len(members):
+                    want.append({"group": int(g), "seq": h.base(axis) + s + 1, "members": len(members), "arrived": len(members) - len(missing),
+                                 "missing": [int(r) for r in missing]})
+            assert h.not_arrived(axis) == want, (kind, axis)

@@ -305,15 +305,21 @@ class Hang:
         check_choice("axis", axis, PG_AXES)
         done, reached, gid = self.completed(axis), self.reached(axis), self.job.group_ids[axis]
         total = int(self.window.cum[PG_AXES.index(axis), -1])
+        groups = int(gid.max()) + 1
+        low = np.full(groups, np.iinfo(np.int64).max, dtype=np.int64)
+        np.minimum.at(low, gid, done)  # each group's lowest call completed
+        lagging = reached < low[gid] + 1
+        size, lacking = np.bincount(gid, minlength=groups), np.bincount(gid[lagging], minlength=groups)
+        ranks = np.flatnonzero(lagging)
+        ranks = ranks[np.argsort(gid[ranks], kind="stable")]  # by group, each group's in rank order
+        first = np.concatenate(([0], np.cumsum(lacking)))
         rows = []
         for g in np.unique(gid):
-            members = np.flatnonzero(gid == g)
-            s = int(done[members].min())
-            missing = members[reached[members] < s + 1]
-            if s >= total or len(missing) == len(members):  # finished, or nobody waits in it yet
+            s = int(low[g])
+            if s >= total or lacking[g] == size[g]:  # finished, or nobody waits in it yet
                 continue
-            rows.append({"group": int(g), "seq": self.base(axis) + s + 1, "members": len(members), "arrived": len(members) - len(missing),
-                         "missing": [int(r) for r in missing]})
+            rows.append({"group": int(g), "seq": self.base(axis) + s + 1, "members": int(size[g]), "arrived": int(size[g] - lacking[g]),
+                         "missing": [int(r) for r in ranks[first[g]:first[g + 1]]]})
         return rows
 
 
@@ -323,11 +329,26 @@ def _group_min(values: np.ndarray, gid: np.ndarray, groups: int) -> np.ndarray:
     return out[gid]
 
 
+_WINDOWS: dict[int, tuple[Job, _Prog]] = {}  # id(job) -> (the job, kept alive so its id is not reused; its two steps' program)
+
+
+def _window(j: Job) -> _Prog:
+    """Two steps of the job's program as arrays, built once per job (every fault of a job hangs in
+    the same window; a class's Lab 14 builds ~900 hangs on its five jobs)."""
+    kept = _WINDOWS.get(id(j))
+    if kept is None or kept[0] is not j:
+        if len(_WINDOWS) >= 8:
+            _WINDOWS.clear()
+        step = list(j.program)
+        kept = _WINDOWS[id(j)] = (j, _Prog.of(step + step))
+    return kept[1]
+
+
 def hang(j: Job, fault: Fault) -> Hang:
     """Every rank's position when the job stops, with `fault` injected (module docstring)."""
     _check_fault(j, fault, HANG_FAULTS)
     step = list(j.program)
-    window = _Prog.of(step + step)
+    window = _window(j)
     at, f, n = len(step) + fault.at, fault.rank, j.ranks
     calls = list(window.calls)
     mismatch = None

@@ -120,6 +120,7 @@ def healthy_wait_s(storage_gbps: float) -> float:
     return checkpoint_cost(size, "sync", storage_gbps * 1e9, j.cluster).stall_s
 
 
+@lru_cache(maxsize=64)  # 4 storages x 2 cadences drawn: a class asks these eight twice a student (read-only: shared)
 def timeout_facts(storage_gbps: float, checkpoint_min: float) -> dict:
     wait = healthy_wait_s(storage_gbps)
     waits = 30 * 24 * 60 / checkpoint_min
