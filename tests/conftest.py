@@ -13,6 +13,29 @@ def published():
     return {row["id"]: row for row in rows}
 
 
+@pytest.fixture(scope="session")
+def synthetic_class(tmp_path_factory):
+    """scripts/make_class.py's class, built once for the session (about a minute of CPU a build,
+    which three tests each paid): 16 students, seed 5, the class salt "demo-salt", hostile files,
+    and a quarter late and 15% edited so a small class has both. `.make` the module (its
+    NEVER_SUBMITTED...), `.folder`, `.roster`, `.env` the class.env lines (signing key, salt).
+    Read only: a test writes its outputs under its own tmp_path."""
+    import importlib.util
+    from types import SimpleNamespace
+
+    spec = importlib.util.spec_from_file_location("make_class", Path(__file__).resolve().parents[1] / "scripts" / "make_class.py")
+    make = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(make)
+    make.LATE, make.EDITED = 0.25, 0.15  # this module object only: enough late and edited students in a small class
+    folder = tmp_path_factory.mktemp("synthetic") / "class"
+    roster = make.make_class(folder, students=16, seed=5, salt="demo-salt")
+    env = {}
+    for line in (folder / "class.env").read_text().splitlines():
+        name, _, value = line.partition("=")
+        env[name.strip()] = value.strip()
+    return SimpleNamespace(make=make, folder=folder, roster=roster, env=env)
+
+
 @pytest.fixture
 def ledger_dir(tmp_path, monkeypatch):
     """Point every DesignLedger of the test at a fresh folder."""

@@ -5,7 +5,6 @@ was computed in between. Copies handed out by cached functions are the caller's 
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import sys
 from pathlib import Path
@@ -102,13 +101,10 @@ def test_cache_keys_are_typed():
         lab11.context_outcomes({**LAB11_INPUTS[0], "algorithm": "ulysses", "cp": 32, "seq_len": 131072}, {})
 
 
-def test_a_class_grades_the_same_cold_and_warm(tmp_path, monkeypatch):
-    spec = importlib.util.spec_from_file_location("make_class", ROOT / "scripts" / "make_class.py")
-    make = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(make)
-    folder = tmp_path / "class"
-    make.make_class(folder, students=30, seed=11, hostile=False)
-    monkeypatch.setenv("LABS_SIGNING_KEY", (folder / "class.env").read_text().split("=", 1)[1].strip())
+def test_a_class_grades_the_same_cold_and_warm(synthetic_class, monkeypatch):
+    folder = synthetic_class.folder  # conftest's: hostile files included, graded the same cold and warm
+    for name, value in synthetic_class.env.items():  # the signing key and the class salt
+        monkeypatch.setenv(name, value)
     assert clear_caches() > 10
     cold_table, cold_problems = grade.grade([str(folder)])
     warm_table, warm_problems = grade.grade([str(folder)])

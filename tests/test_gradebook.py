@@ -349,23 +349,15 @@ def test_cache_regrades_only_what_changed(klass, tmp_path):
     assert cache.regraded == 1 and "fay" in set(table["student"])
 
 
-def test_a_synthetic_class_grades_into_every_format(tmp_path, monkeypatch):
-    """scripts/make_class.py's class (signed, unsigned, edited, late, never submitted and hostile
+def test_a_synthetic_class_grades_into_every_format(synthetic_class, tmp_path, monkeypatch):
+    """scripts/make_class.py's class (conftest's synthetic_class: signed, unsigned, edited, late, never submitted and hostile
     ledgers) into the grade book and all three LMS formats: an edited signed prediction earns
     nothing and is flagged, a late lab is scored by the due file's policy."""
-    import importlib.util
     import math
 
-    spec = importlib.util.spec_from_file_location("make_class", ROOT / "scripts" / "make_class.py")
-    make = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(make)
-    monkeypatch.setattr(make, "LATE", 0.25)  # enough late and edited students in a small class
-    monkeypatch.setattr(make, "EDITED", 0.15)
-    folder = tmp_path / "class"
-    roster = make.make_class(folder, students=24, seed=5)
-    for line in (folder / "class.env").read_text().splitlines():  # the signing key, and the class salt when make_class writes one
-        name, _, value = line.partition("=")
-        monkeypatch.setenv(name.strip(), value.strip())
+    folder, roster = synthetic_class.folder, synthetic_class.roster
+    for name, value in synthetic_class.env.items():  # the signing key and the class salt
+        monkeypatch.setenv(name, value)
     out = tmp_path / "out"
     assert grade.main([str(folder), "--roster", str(roster), "--due", str(folder / "due.toml"), "--canvas", str(tmp_path / "canvas.csv"),
                        "--moodle", str(tmp_path / "moodle.csv"), "--moodle-template", str(LMS / "moodle_worksheet_sample.csv"),
