@@ -52,3 +52,33 @@ def test_lab07_at_p64_m256_answers_a_play_step(tmp_path):
     # the veil and the line at 95% of each schedule's step, on its own subplot
     assert [(s[0], s[2]) for s in shapes] == [("rect", "x"), ("line", "x"), ("rect", "x2"), ("line", "x2")]
     assert [s[1] for s in shapes] == [pytest.approx(0.95 * one)] * 2 + [pytest.approx(0.95 * interleaved)] * 2
+
+
+FILLS = "el => (el.data || []).map(t => t.type + ':' + (t.fill || '') + ':' + (t.xaxis || 'x'))"
+
+
+def test_lab07_draws_a_middle_timeline_as_filled_boxes(tmp_path):
+    """p = 16, m = 32: 1F1B's 1,024 ops (above charts.BAR_OPS) as filled paths on the first
+    subplot, one trace per op kind and shade (no bar), interleaved's 2,048 (above RASTER_OPS)
+    as the raster on the second."""
+    from labs.core import charts
+
+    t = timeline(16, 32, "1f1b")
+    assert charts.BAR_OPS < len(t.op) <= charts.RASTER_OPS < len(timeline(16, 32, "interleaved", 2).op)
+    with marimo_run("07_pipeline_visualizer.py", env={"LABS_LEDGER_DIR": str(tmp_path)}) as url, browser_page() as page:
+        page.goto(url)
+        page.get_by_text("Commit to a prediction above (or skip it) to unlock the timelines").wait_for()
+        answer(page, variant("07_pipeline_visualizer", "student").questions["utilisation"], commit=0)
+        page.get_by_text("1F1B: p=4, m=8, v=1").first.wait_for()
+        for index, presses in ((0, 2), (1, 2)):  # stages 4 -> 16, micro-batches 8 -> 32
+            slider = page.get_by_role("slider").nth(index)
+            slider.focus()
+            for _ in range(presses):
+                slider.press("ArrowRight")
+        page.get_by_text("1F1B: p=16, m=32, v=1").first.wait_for(timeout=120_000)
+        page.get_by_text("interleaved 1F1B: p=16, m=32, v=2").first.wait_for(timeout=120_000)
+        traces = page.locator(".js-plotly-plot").first.evaluate(FILLS)
+    boxes = [tr for tr in traces if tr.endswith(":x")]
+    assert boxes and all(tr.startswith("scatter:toself") for tr in boxes)
+    assert len(boxes) == len(charts._timeline_boxes(t))  # 2 kinds x 8 shades
+    assert "heatmap::x2" in traces and not any(tr.startswith("bar") for tr in traces)
