@@ -126,7 +126,8 @@ def lab_name(lab: str) -> str:
     return matches[0]
 
 
-@lru_cache(maxsize=2048)  # every lab's settings together (441 drawn for 1,000 ids in Nov 2026): a class never evicts
+@lru_cache(maxsize=16384)  # every lab's settings together: 10,502 drawn for the 1,000-ledger class (Nov 2026: Lab 14's and the problem sets' are
+# nearly one a student), so the grade book and the dashboard after the grader find them; a problem set's entry is its problems' shared questions
 def _built(lab: str, version: int, settings_json: str) -> dict:
     return registry()[lab].recipe(version)[1](json.loads(settings_json))
 
@@ -136,7 +137,8 @@ def settings_for(lab: str, student: str, salt: str | None = None, version: int |
     return seed, registry()[lab_name(lab)].recipe(version)[0](Draw(seed))
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=32768)  # a class's students x labs (20,000 for 1,000 students): the grade book and the feedback pages, after the grader,
+# ask every student's every lab again (4,096 evicted them: 36,000 variants redrawn and 22,000 settings rebuilt for one --feedback run)
 def _variant(lab: str, student: str, salt: str, version: int) -> Variant:
     seed = seed_of(lab, student, salt)
     draw = Draw(seed)
