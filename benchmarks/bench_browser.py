@@ -191,6 +191,7 @@ class Lab:
     question: str = ""  # the first prediction's id
     radios: dict = field(default_factory=dict)  # name: option texts, clicked in turn (sliders are read from the page)
     settings: list = field(default_factory=list)  # heavy settings, each surveyed after the default
+    unlocks: tuple = ()  # later questions committed after the first, in page order: what the instruments also wait for
 
 
 FLOOR = Lab("../benchmarks/floor_notebook.py")
@@ -205,8 +206,8 @@ LABS = {
     "11": Lab("11_long_context_moe.py", "11_long_context_moe", "fit"),
     "12": Lab("12_precision_and_memory.py", "12_precision_and_memory", "underflow"),
     "13": Lab("13_tensor_parallel.py", "13_tensor_parallel", "ring"),
-    "14": Lab("14_debugging_at_scale.py", "14_debugging_at_scale", "culprit"),
-    "15": Lab("15_moe_routing.py", "15_moe_routing", "balance"),
+    "14": Lab("14_debugging_at_scale.py", "14_debugging_at_scale", "culprit", unlocks=("kind", "timeout")),  # the timings, the timeout slider
+    "15": Lab("15_moe_routing.py", "15_moe_routing", "balance", unlocks=("drops", "cost")),  # the router's instruments need all three
 }
 
 
@@ -334,10 +335,15 @@ def served(pw, lab: Lab, timeout_s: float):
 
 
 def unlock(page, lab: Lab, timeout_s: float) -> None:
-    """Commit the first prediction (the engine's answer at the default student's variant) and
-    wait for the unlocked instruments to draw."""
+    """Commit the first prediction (the engine's answer at the default student's variant), and
+    the lab's `unlocks` after it, and wait for the unlocked instruments to draw."""
     before = len(sliders(page))
-    answer(page, variant(lab.module, "student").questions[lab.question], commit=0)
+    questions = variant(lab.module, "student").questions
+    answer(page, questions[lab.question], commit=0)
+    box = int(questions[lab.question].numeric)
+    for i, qid in enumerate(lab.unlocks, start=1):  # the i-th commit button on the page is the i-th question's
+        answer(page, questions[qid], commit=i, box=box)
+        box += questions[qid].numeric
     deadline = time.perf_counter() + 30  # a lab may show some sliders before the commit
     while len(sliders(page)) <= before and not lab.radios and time.perf_counter() < deadline:
         time.sleep(0.2)
@@ -514,7 +520,7 @@ def bench(pw, key: str, lab: Lab, n: int, starts: int, timeout_s: float, revisit
     with unlocked(pw, lab, timeout_s) as (session, t):
         lab_first.append(t)
         rows = named(session.page, lab, instrument, setting) if instrument else survey(session, lab)
-    if not rows:  # Lab 15: its instruments unlock with a later question than the first
+    if not rows:  # a lab whose instruments unlock with a later question than its Lab.unlocks
         print("  no instrument started a run after the first prediction: nothing to measure", flush=True)
         return dict(key=key, what="(no instrument after the first prediction)", lab_ms=float("nan"), floor_ms=float("nan"), ratio=float("nan"), moves=0,
                     first=statistics.median(lab_first), floor_first=statistics.median(floor_first))
