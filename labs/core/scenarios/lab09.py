@@ -485,5 +485,18 @@ def build_questions_v3(s: dict) -> dict:
     return {**build_questions(s), "pp_free": pp_free_question(int(s["pp_batch"]), int(s["pp_depth"]))}
 
 
-VARIANTS = LabVariants(LAB, draw_settings_v3, build_questions_v3, version=3,
-                       older={1: (draw_settings_v1, build_questions_v1), 2: (draw_settings, build_questions)})
+# ---- variants, fourth edition: the dp64 keys in thirds (issue 38 item 2) --------------------------------------
+# Editions 2-3 drew the recompute setting and the micro-batch independently: "both, sharded" (full
+# recompute) was right for half the class. Now the case is drawn first, a third each: full recompute
+# at micro-batch 1, 2 or 4 (both jobs fit sharded), selective at 1 or 2 (the 13B only), selective at
+# 4 (neither); the engine still decides the key at the drawn setting.
+DP64_CASES = {"both_sharded": (("full", (1, 2, 4)),), "13b_only": (("selective", (1, 2, 1)),), "neither": (("selective", (4, 4, 4)),)}  # 3 picks each
+
+
+def draw_settings_v4(d) -> dict:
+    ((recompute, micro_batches),) = DP64_CASES[d.choice("dp64_case", tuple(DP64_CASES))]
+    return {**draw_settings_v3(d), "recompute": recompute, "micro_batch": d.choice("micro_batch", micro_batches)}
+
+
+VARIANTS = LabVariants(LAB, draw_settings_v4, build_questions_v3, version=4,
+                       older={1: (draw_settings_v1, build_questions_v1), 2: (draw_settings, build_questions), 3: (draw_settings_v3, build_questions_v3)})
