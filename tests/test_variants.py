@@ -463,7 +463,7 @@ MARGINS = {  # (lab, the recipe's edition) -> its margins; first editions are ke
     ("05_parallelism", 1): margins_05, ("06_zero_sweep", 1): margins_06, ("07_pipeline_visualizer", 1): margins_07, ("08_collectives", 1): margins_08,
     ("09_64gpu_design", 1): margins_09, ("10_failures_at_scale", 1): margins_10, ("11_long_context_moe", 1): margins_11,
     ("05_parallelism", 2): margins_05_v2, ("06_zero_sweep", 2): margins_06_v2, ("08_collectives", 2): margins_08_v2_regrade,
-    ("09_64gpu_design", 2): margins_09_v2, ("10_failures_at_scale", 2): margins_10_v2, ("11_long_context_moe", 2): margins_11_v2,
+    ("09_64gpu_design", 2): margins_09_v2, ("10_failures_at_scale", 2): margins_10_v2, ("11_long_context_moe", 2): margins_11_v2, ("11_long_context_moe", 3): margins_11_v2,
     ("05_parallelism", 3): margins_05_v3, ("05_parallelism", 4): margins_05_v3, ("05_parallelism", 5): margins_05_v5, ("07_pipeline_visualizer", 2): margins_07_v2, ("08_collectives", 3): margins_08_v2,
     ("09_64gpu_design", 3): margins_09_v3, ("09_64gpu_design", 4): margins_09_v3,
     ("12_precision_and_memory", 1): margins_12, ("12_precision_and_memory", 2): margins_12_v2,

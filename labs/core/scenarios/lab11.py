@@ -618,4 +618,17 @@ def build_questions(s: dict) -> dict:
     }
 
 
-VARIANTS = LabVariants(LAB, draw_settings, build_questions, version=2, older={1: (draw_settings_v1, build_questions_v1)})
+# ---- variants, third edition: the fit question's three keys in thirds (issue 38 item 2) ------------------------
+# Editions 1-2 drew 64K (full recompute fits) or 128K (CP needed): two keys, a blind rule found one
+# for 54% of 200 ids. Now a 2,048-token sequence joins them, where TP 8 with SP and PP 16 alone
+# carry the activations (40% of the GPU's memory; full recompute 20%, CP 14%).
+VARIANT_FIT_V3 = ((2048, 16), (65536, 16), (131072, 32))
+
+
+def draw_settings_v3(d) -> dict:
+    seq, cp = d.choice("fit", VARIANT_FIT_V3)
+    return {**draw_settings(d), "seq_len": seq, "cp": cp}
+
+
+VARIANTS = LabVariants(LAB, draw_settings_v3, build_questions, version=3,
+                       older={1: (draw_settings_v1, build_questions_v1), 2: (draw_settings, build_questions)})
