@@ -45,6 +45,7 @@ with app.setup:
         memory_rows,
         precision_outcomes,
         recompute_rows,
+        recompute_setting,
         safe_loss_scales,
         scaling_rows,
     )
@@ -404,17 +405,19 @@ def _():
 
 
 @app.cell
-def _():
-    flash_checkbox = mo.ui.checkbox(value=False, label="Flash attention")
+def _(settings):
+    flash_checkbox = mo.ui.checkbox(value=settings["recompute_flash"], label="Flash attention")
     return (flash_checkbox,)
 
 
 @app.cell
-def _(flash_checkbox, recompute_committed):
+def _(flash_checkbox, recompute_committed, settings):
     ui.gate(recompute_committed, what="the recompute table")
-    _rows = recompute_rows(flash_checkbox.value)
+    _rows = recompute_rows(flash_checkbox.value, settings["recompute_case"])
     mo.vstack(
         [
+            mo.md(f"Your case: {recompute_setting(settings['recompute_case'])}, flash attention "
+                  f"{'on' if settings['recompute_flash'] else 'off'} in your question (the box starts there)."),
             flash_checkbox,
             ui.static_table(
                 [{"recompute": _r["recompute"], "activations per GPU": f"{_r['activations_gb']:.1f} GB", "activation memory cut": f"{_r['activation_cut']:.1f}x",

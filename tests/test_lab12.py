@@ -220,3 +220,20 @@ def test_the_instruments_at_both_ends_of_their_ranges_read_finite_numbers():
         out = lab12.precision_outcomes({"log2_loss_scale": scale, "outlier_scale": outlier, "accumulation_k": k, "accumulation_steps": steps}, {})
         assert all(math.isfinite(v) for v in out.values() if isinstance(v, float)), out
     json.dumps(out)
+
+
+def test_the_recompute_table_is_the_students_own_case(app):
+    """The question asks about the variant's layout and flash setting (edition 2): the table after the
+    commit shows that case, the box starts at the variant's flash setting, and its selective row's
+    extra FLOPs are the engine's at that case."""
+    sid = next(s for s in (f"s{i}" for i in range(200))
+               if variant(lab12.LAB, s).settings["recompute_case"] != lab12.RECOMPUTE_CASE)
+    v = variant(lab12.LAB, sid)
+    case, flash = v.settings["recompute_case"], v.settings["recompute_flash"]
+    outputs, defs = app.run(defs={**_answers(v), "student_input": mo.ui.text(value=sid)})
+    text = text_of(outputs)
+    assert defs["flash_checkbox"].value == flash
+    assert lab12.recompute_setting(case) in text
+    rows = {r["recompute"]: r for r in lab12.recompute_rows(flash, case)}
+    print(sid, case, flash, f"selective {rows['selective']['extra_flops']:.1%}")
+    assert f"{rows['selective']['extra_flops']:.1%}" in text and f"{rows['full']['extra_flops']:.1%}" in text
