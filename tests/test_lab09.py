@@ -153,15 +153,17 @@ def _row(est, key):
 def test_map_rows_tp8_dp8_by_hand():
     """Llama 2 70B, TP 8 x DP 8, ZeRO-1, micro-batch 1, 1,024 sequences: m = 128 micro-batches
     per GPU. TP with SP: an all-gather and a reduce-scatter of b s h bf16 activations twice per
-    layer per pass, forward and backward; each moves (t-1)/t of them. DP (ZeRO-1): a
+    layer per pass, forward and backward, and in the backward two all-gathers more (Megatron's
+    linears re-gather the QKV and FC1 inputs for their weight gradients): 10 a layer, each moving
+    (t-1)/t of them. DP (ZeRO-1): a
     reduce-scatter of the fp32 gradients of the GPU's 1/8 of the model and an all-gather of its
     bf16 weights, (n-1)/n of each."""
     model = Model.get("llama2-70b")
     est = worksheet_estimate("70b-h100", 8, 1, 1)
     m, act = GLOBAL_BATCH // 8, model.seq_len * model.hidden * 2
     tp = next(c for c in est.collectives if c.key == "tp")
-    assert tp.calls == m * model.layers * 4 * 2
-    assert tp.sent_bytes == pytest.approx(m * model.layers * 8 * 7 / 8 * act)
+    assert tp.calls == m * model.layers * (4 * 2 + 2)
+    assert tp.sent_bytes == pytest.approx(m * model.layers * 10 * 7 / 8 * act)
     assert _row(est, "tp")["GB sent / GPU / step"] == pytest.approx(tp.sent_bytes / 1e9)
     intra = est.cluster.intra
     # each rank's 1/8 slice rides NCCL's measured ramp inside the node (labs.core.engine.collectives.ring_ramp)
