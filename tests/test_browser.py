@@ -44,11 +44,14 @@ def test_flagship_lab_end_to_end(tmp_path):
         slider.focus()
         slider.press("ArrowRight")
         slider.press("ArrowRight")
+        # the chart's marker moves to 256 GPUs; under a fixed batch per GPU (this id's story) MFU barely
+        # moves (19.6% at 64 and 256 GPUs), so the wait is on the chart, and MFU must then be the engine's at 256
+        chart.evaluate("(el, before) => new Promise(done => { const check = () => JSON.stringify(el.data.map(t => [t.x, t.y])) !== before"
+                       " ? done() : setTimeout(check, 50); check(); })", points_before)
         page.locator(".lab-card .value", has_text=f"{dp_wall_estimate(256, **story).mfu:.1%}").first.wait_for()
         after = metric(page, "MFU")
-        assert after == f"{dp_wall_estimate(256, **story).mfu:.1%}" and after != before
-        points_after = page.locator(".js-plotly-plot").first.evaluate("el => JSON.stringify(el.data.map(t => [t.x, t.y]))")
-        assert points_after != points_before
+        assert after == f"{dp_wall_estimate(256, **story).mfu:.1%}"
+        assert story["fixed_per_gpu"] or after != before
 
         # Change the Act I answer after the reveal: recorded as a change, the first one stays.
         answer(page, cause, other, commit=0)
