@@ -258,6 +258,7 @@ def _(act1_current, act1_curve, act1_error, act1_inputs, act1_story_inputs, vari
                 f"MFU is the engine's for {STACK} on {_cur.cluster.gpu.name}; other software stacks reach less."
             ),
             charts.mfu_vs_gpus({"engine": act1_curve}, _marked, _cur),
+            ui.published_beside(_cur),
         ]
     )
     return

@@ -270,6 +270,7 @@ def _(design, design_error, reason_inputs):
             "bubble": f"{design.bubble_fraction:.1%}",
             "micro-batches per pipeline": f"{_p.microbatches}",
         }),
+        ui.published_beside(design),
         _sheet,
     ]
     mo.vstack([

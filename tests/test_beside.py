@@ -43,9 +43,9 @@ def test_the_page_names_the_gpu_no_run_checks():
     assert "174.6B parameters on 384" in a100 and "Table 2" in a100
 
 
-@pytest.mark.parametrize("lab", ["06", "08", "11", "12"])
+@pytest.mark.parametrize("lab", ["06", "08", "09", "11", "12"])
 def test_the_lab_shows_the_published_run_beside_its_first_mfu(lab):
-    """Labs 06, 08, 11 and 12 print the closest published run, the paper's number and the engine's on it,
+    """Labs 06, 08, 09, 11 and 12 print (Lab 05 after its first commit: test_notebooks) the closest published run, the paper's number and the engine's on it,
     read from the reference file (the same numbers as published_beside computes for the page's plan)."""
     from test_notebooks import LABS, load_app, text_of
 
@@ -60,3 +60,15 @@ def test_the_lab_shows_the_published_run_beside_its_first_mfu(lab):
                  for r in REFERENCE.values() if r["kind"] in ("megatron_table1", "megatron_table2", "korthikanti_table5")}
     print(f"Lab {lab}: {gpus} GPUs, {pct}% published")
     assert (gpus, pct) in published
+
+
+def test_lab05_shows_the_published_run_beside_act_ones_mfu():
+    from test_notebooks import LABS, load_app, text_of
+
+    path = next(p for p in LABS if p.stem.startswith("05"))
+    page = html.unescape(text_of(load_app(path).run()[0]))
+    row = REFERENCE["megatron2021_t1_7.5B"]
+    print(page[page.index("Beside a published run."):][:400])
+    # Act I's 7B model: Table 1's 7.5B row is the nearest, its GPUs and its 45.5% as the file has them
+    assert f"7.5B parameters on {row['inputs']['gpus']} " in page
+    assert f"{row['outputs']['tflops_per_gpu'] / A100_PEAK_TFLOPS:.1%} hardware FLOPs utilisation" in page
