@@ -110,6 +110,11 @@ def _agrees(stored, fresh) -> bool:
     return type(stored) is type(fresh) and stored == fresh if isinstance(fresh, bool) else stored == fresh
 
 
+# Outcomes remembered at most (each ~1-2 KB): a class with variants repeats a (seed, inputs) pair only
+# within one ledger, so 20,000 kept were ~30 MB of the grader's peak and served no other student.
+OUTCOMES_KEPT = 2048
+
+
 class _Engine:
     """The outcome functions, with results remembered by their exact inputs (a class's ledgers
     repeat the same slider settings many times); `salt`: the class salt the variants were drawn
@@ -147,7 +152,7 @@ class _Engine:
                 raise WorkLimitReached(f"judging this step would take the file to {self.spent + price:,} timeline ops (p x m x v per judging); "
                                        f"the grader spends at most {MAX_WORK_PER_FILE:,} on one file, the largest the lab's sliders make, twice")
             self.spent += price
-            if len(self.cache) >= self.limit:
+            if len(self.cache) >= min(self.limit, OUTCOMES_KEPT):
                 self.cache.clear()
             if variant is None:
                 self.cache[token] = OUTCOMES[key](dict(inputs), dict(predictions))
