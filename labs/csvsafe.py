@@ -70,7 +70,7 @@ def _neutralised(frame: pd.DataFrame) -> pd.DataFrame:
     return safe
 
 
-CSV_FORMAT = dict(index=False, quoting=csv.QUOTE_ALL, lineterminator="\r\n")
+CSV_FORMAT = {"index": False, "quoting": csv.QUOTE_ALL, "lineterminator": "\r\n"}
 
 
 def to_bytes(frame: pd.DataFrame) -> bytes:

@@ -178,7 +178,7 @@ def _totals(by_lab: pd.DataFrame, labs: list[str]) -> pd.DataFrame:
     return out.assign(file=files).reset_index()[["student", "file", *labs, "total", "possible", "flags"]]
 
 
-def read_documents(files) -> "LedgerFiles":
+def read_documents(files) -> LedgerFiles:
     """file -> ledger, read again through the grader when asked (the schema check is remembered by
     digest); a file that cannot be read is missing, as the grader reported it."""
     return LedgerFiles(files)
