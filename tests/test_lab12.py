@@ -90,6 +90,59 @@ def test_accumulation_in_fp32_is_exact_and_promotion_every_128_cuts_the_bf16_err
     assert precision.accumulation_error(*precision.dot_products(32, 16384), "bf16") > precision.accumulation_error(*precision.dot_products(32, 512), "bf16")
 
 
+def test_the_narrow_accumulator_rounds_on_the_bits_as_significant_bits_does():
+    """The ~14-bit accumulator keeps its bits on the float64's bit pattern (precision._keep_bits_in_place):
+    the same bits as significant_bits' frexp and rounding, on values over 60 decades and on
+    hand-made ties: 1 + 2^-14 is half way between 1 and 1 + 2^-13 (to even: 1), 1 + 3 x 2^-14
+    between 1 + 2^-13 and 1 + 2^-12 (to even: 1 + 2^-12), 2 - 2^-14 rounds up into the next binade."""
+    rng = np.random.default_rng(3)
+    x = np.concatenate([rng.standard_normal(200_000) * 10.0 ** rng.integers(-30, 30, 200_000), [0.0, -0.0]])
+    ties = np.array([1 + 2.0**-14, 1 + 3 * 2.0**-14, -(1 + 3 * 2.0**-14), 2 - 2.0**-14])
+    hand = {"h800-nearest": [1.0, 1 + 2.0**-12, -(1 + 2.0**-12), 2.0], "h800-truncated": [1.0, 1 + 2.0**-13, -(1 + 2.0**-13), 2 - 2.0**-13]}
+    for name, rounding in precision.NARROW_ACCUMULATORS.items():
+        for values in (x, ties):
+            got = values.copy()
+            precision._keep_bits_in_place(name)(got)
+            assert np.array_equal(got.view(np.uint64), precision.significant_bits(values, precision.H800_ACCUMULATOR_BITS, rounding).view(np.uint64)), name
+        got = ties.copy()
+        precision._keep_bits_in_place(name)(got)
+        print(name, got, hand[name])
+        assert got.tolist() == hand[name]
+
+
+def _one_row_at_a_time(a, b, accumulator, every):
+    """The narrow accumulator as the docstring says it: one row, one product at a time, each
+    partial sum kept to 14 bits by significant_bits, each run of `every` into an fp32 total."""
+    rounding, sums = precision.NARROW_ACCUMULATORS[accumulator], []
+    for row_a, row_b in zip(a, b):
+        products, total = row_a * row_b, np.float32(0)
+        n = every or len(products)
+        partials = []
+        for start in range(0, len(products), n):
+            partial = 0.0
+            for p in products[start:start + n]:
+                partial = float(precision.significant_bits(np.float64(partial + p), precision.H800_ACCUMULATOR_BITS, rounding))
+            partials.append(partial)
+        total = np.array(partials, dtype=np.float32).sum(dtype=np.float32)
+        sums.append(float(total))
+    return np.array(sums)
+
+
+def test_the_narrow_accumulator_is_its_one_product_at_a_time_reference():
+    """accumulate and accumulation_error (every row at once, bits kept in place; significant_bits
+    where a product is subnormal-small or huge) give each row's sum of the step-by-step reference."""
+    a, b = precision.dot_products(6, 512, seed=2)
+    for accumulator in precision.NARROW_ACCUMULATORS:
+        for every in (None, 128):
+            want = _one_row_at_a_time(a, b, accumulator, every)
+            assert np.array_equal(precision.accumulate(a * b, accumulator, every), want), (accumulator, every)
+            exact = (a * b).sum(axis=1)
+            assert precision.accumulation_error(a, b, accumulator, every) == float(np.median(np.abs(want - exact) / np.abs(exact)))
+            odd = a * b
+            odd[:, 300] = 1e-310  # a subnormal product: the bits are kept by significant_bits from there on
+            assert np.array_equal(precision.accumulate(odd, accumulator, every), _one_row_at_a_time(odd, np.ones_like(odd), accumulator, every))
+
+
 def test_bad_input_is_refused_by_name():
     for call, name in ((lambda: precision.round_trip([1.0], "fp4"), "format"), (lambda: precision.quantise(np.ones((3, 3)), "e4m3", "tile"), "tile"),
                        (lambda: precision.accumulate(np.ones((2, 100)), "bf16", 128), "promote_every"),

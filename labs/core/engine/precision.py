@@ -201,19 +201,83 @@ def accumulate(products: np.ndarray, accumulator: str, promote_every: int | None
     check_choice("accumulator", accumulator, ACCUMULATORS)
     products = np.asarray(products, dtype=np.float64)
     k = products.shape[1]
+    n = _promotion_interval(k, promote_every)
+    if accumulator in NARROW_ACCUMULATORS:
+        chunks = products.reshape(products.shape[0], k // n, n)
+        step = max(1, _BLOCK_ELEMENTS // chunks[:, :, 0].size)
+        blocks = (np.ascontiguousarray(chunks[:, :, j:j + step].transpose(2, 0, 1)) for j in range(0, n, step))
+        partial = _narrow_partials(blocks, chunks.shape[:2], accumulator, k)
+    else:
+        chunks = products.astype(FORMATS[accumulator].dtype).reshape(products.shape[0], k // n, n)
+        partial = np.add.accumulate(chunks, axis=2, dtype=FORMATS[accumulator].dtype)[:, :, -1]
+    return _promoted_total(partial)
+
+
+def _promotion_interval(k: int, promote_every: int | None) -> int:
     n = k if promote_every is None else promote_every
     check_positive("promote_every", n, integer=True, maximum=k)
     if k % n:
         raise ValueError(f"promote_every must divide the {k} products, got {n}")
-    if accumulator in NARROW_ACCUMULATORS:
-        chunks = products.reshape(products.shape[0], k // n, n)
-        partial = np.zeros(chunks.shape[:2])
-        for j in range(n):
-            partial = significant_bits(partial + chunks[:, :, j], H800_ACCUMULATOR_BITS, NARROW_ACCUMULATORS[accumulator])
-    else:
-        chunks = products.astype(FORMATS[accumulator].dtype).reshape(products.shape[0], k // n, n)
-        partial = np.add.accumulate(chunks, axis=2, dtype=FORMATS[accumulator].dtype)[:, :, -1]
+    return n
+
+
+def _promoted_total(partial: np.ndarray) -> np.ndarray:
+    """Each row's partial sums (rows, chunks) added into an fp32 total."""
     return partial.astype(np.float32).sum(axis=1, dtype=np.float32).astype(np.float64)
+
+
+def _narrow_partials(blocks, shape: tuple[int, int], accumulator: str, k: int) -> np.ndarray:
+    """The narrow accumulator's partial sums, (rows, chunks): `blocks` yields (m, rows, chunks)
+    arrays, the next m products of every chunk, in order; each is added to its chunk's partial
+    sum, which keeps 14 significant bits after every addition."""
+    partial = np.zeros(shape)
+    keep_bits = _keep_bits_in_place(accumulator)
+    for columns in blocks:
+        if keep_bits is not None and not _sums_stay_normal(columns, k):
+            keep_bits = None  # the bits so far are significant_bits' own: it carries on from them
+        for column in columns:
+            if keep_bits is None:
+                partial = significant_bits(partial + column, H800_ACCUMULATOR_BITS, NARROW_ACCUMULATORS[accumulator])
+            else:
+                partial += column
+                keep_bits(partial)
+    return partial
+
+
+_BLOCK_ELEMENTS = 1 << 20  # products taken at once (8 MB, a 64-row block's at K = 16,384) when a narrow accumulator adds them one at a time
+_DROPPED_BITS = 52 - (H800_ACCUMULATOR_BITS - 1)  # of a float64's 52 stored mantissa bits, those the narrow accumulator drops
+
+
+def _sums_stay_normal(products: np.ndarray, k: int) -> bool:
+    """Whether every partial sum of k such products is zero or a normal float64: each is a
+    multiple of the smallest product's last bit (and stays one when rounded to 14 bits), so if
+    no product is below 2^-960 none is subnormal, and none overflows if each is below 2^1000 / k."""
+    magnitude = np.abs(products)
+    largest = magnitude.max(initial=0.0)
+    smallest = magnitude.min(where=magnitude > 0, initial=np.inf)
+    return bool(largest * k < 2.0 ** 1000 and smallest >= 2.0 ** -960)  # a NaN fails both
+
+
+def _keep_bits_in_place(accumulator: str):
+    """significant_bits(x, 14, rounding) for zero or normal float64 x, done on x's bits in place:
+    clearing the 39 low mantissa bits truncates the magnitude toward zero; adding half their
+    weight less one, plus the lowest kept bit, first rounds to nearest with ties to even (a carry
+    into the exponent is the next power of two, as frexp's rounding gives). The same bits as
+    significant_bits: tests/test_lab12.py compares the two on random and tie-breaking values."""
+    mask = np.uint64(~((1 << _DROPPED_BITS) - 1) & (2 ** 64 - 1))
+    if NARROW_ACCUMULATORS[accumulator] is np.trunc:
+        def keep_truncated(x: np.ndarray) -> None:
+            np.bitwise_and(x.view(np.uint64), mask, out=x.view(np.uint64))
+        return keep_truncated
+    half_less_one, shift, one = np.uint64((1 << (_DROPPED_BITS - 1)) - 1), np.uint64(_DROPPED_BITS), np.uint64(1)
+
+    def keep_nearest(x: np.ndarray) -> None:
+        u = x.view(np.uint64)
+        lowest_kept = (u >> shift) & one
+        lowest_kept += half_less_one
+        u += lowest_kept
+        u &= mask
+    return keep_nearest
 
 
 def significant_bits(x: np.ndarray, bits: int, rounding=np.rint) -> np.ndarray:
@@ -226,12 +290,19 @@ def significant_bits(x: np.ndarray, bits: int, rounding=np.rint) -> np.ndarray:
 def accumulation_error(a: np.ndarray, b: np.ndarray, accumulator: str, promote_every: int | None = None) -> float:
     """Median relative error of the dot products a_i . b_i accumulated so, against float64."""
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    errors = []
-    for start in range(0, a.shape[0], _ROW_BLOCK):  # each row's sum is its own: a block at a time
-        products = a[start:start + _ROW_BLOCK] * b[start:start + _ROW_BLOCK]
-        exact = products.sum(axis=1)
-        errors.append(np.abs(accumulate(products, accumulator, promote_every) - exact) / np.maximum(np.abs(exact), 1e-300))
-    return float(np.median(np.concatenate(errors)))
+    exact = np.concatenate([(a[i:i + _ROW_BLOCK] * b[i:i + _ROW_BLOCK]).sum(axis=1) for i in range(0, a.shape[0], _ROW_BLOCK)])
+    if accumulator in NARROW_ACCUMULATORS:
+        # one product at a time for every row at once, taken from a and b a block of columns at a
+        # time (a loop of k short steps: over 64 rows, the steps' own cost was the time)
+        rows, k = a.shape
+        n = _promotion_interval(k, promote_every)
+        a3, b3 = a.reshape(rows, k // n, n), b.reshape(rows, k // n, n)
+        step = max(1, _BLOCK_ELEMENTS // (rows * (k // n)))
+        blocks = ((a3[:, :, j:j + step] * b3[:, :, j:j + step]).transpose(2, 0, 1).copy() for j in range(0, n, step))
+        summed = _promoted_total(_narrow_partials(blocks, (rows, k // n), accumulator, k))
+    else:  # each row's sum is its own: a block at a time
+        summed = np.concatenate([accumulate(a[i:i + _ROW_BLOCK] * b[i:i + _ROW_BLOCK], accumulator, promote_every) for i in range(0, a.shape[0], _ROW_BLOCK)])
+    return float(np.median(np.abs(summed - exact) / np.maximum(np.abs(exact), 1e-300)))
 
 
 # ---- the GEMMs' precision: Plan.precision ------------------------------------------------------
