@@ -100,6 +100,46 @@ def test_node_limited_routing_keeps_each_token_on_at_most_m_nodes():
     assert (mask.sum(axis=1) == 8).all() and (mask.reshape(200, 8, 32).any(axis=2).sum(axis=1) <= 4).all()
 
 
+def _kept_nodes_top_k(scores: np.ndarray, k: int, nodes: int, m: int) -> np.ndarray:
+    """The docstring's node limit on whole arrays: every node whose top k/M sum reaches the M-th
+    highest is kept (ties keep them all), then every score of a kept node at or above the k-th
+    highest of the kept nodes' scores is chosen."""
+    t, e = scores.shape
+    grouped = scores.reshape(t, nodes, e // nodes)
+    best = np.sort(grouped, axis=-1)[..., -(k // m):].sum(axis=-1)
+    keep = best >= np.sort(best, axis=-1)[:, -m][:, None]
+    kept = np.where(np.repeat(keep, e // nodes, axis=1), scores, -np.inf)
+    return kept >= np.sort(kept, axis=-1)[:, -k][:, None]
+
+
+@pytest.mark.parametrize("m", [1, 2, 4])
+def test_node_limited_mask_is_the_whole_array_rule_with_and_without_ties(m):
+    """node_limited_mask (which ranks only the kept nodes' scores when exactly M nodes are kept,
+    and every node's top k otherwise) on 256 experts over 8 nodes, k = 8: scores in halves (the
+    node sums exact in any order, many ties: a tie at the M-th node keeps more) and continuous
+    ones, a (steps, tokens, experts) chunk as the router passes it."""
+    rng = np.random.default_rng(m)
+    halves = np.round(rng.standard_normal((300, 256)) * 2) / 2
+    assert (_kept_nodes_top_k(halves, 8, 8, m).reshape(300, 8, 32).any(axis=2).sum(axis=1) > m).any()  # some rows tie
+    for scores in (halves, rng.standard_normal((300, 256)).astype(np.float32)):
+        got = node_limited_mask(scores.reshape(3, 100, 256), 8, 8, m).reshape(300, 256)
+        assert np.array_equal(got, _kept_nodes_top_k(scores, 8, 8, m)), m
+
+
+def test_a_stream_is_drawn_once_per_process_and_kept_read_only():
+    """route_many keeps the last stream's draws (the lab's: 500 x 129 x 256 float32, 66 MB, under
+    KEPT_DRAW_BYTES): a second run of the stream reads them, with the bits of a fresh draw."""
+    s = RouterSetting(**SMALL, drift=0.05, scheme="bias", max_nodes=1)
+    first = route(s)
+    assert routing._kept[0] == routing._stream_key(s)
+    assert not any(a.flags.writeable for part in routing._kept[1][1:] for a in part[1:] if a is not None)
+    again = route(s)
+    routing._kept = ((), ())
+    fresh = route(RouterSetting(**{**s.__dict__, "scheme": "none"})), route(s)
+    assert all(np.array_equal(getattr(first, f), getattr(r, f)) for r in (again, fresh[1]) for f in ("loads", "network_copies", "nvlink_copies", "bias"))
+    assert 4 * 500 * 129 * 256 <= routing.KEPT_DRAW_BYTES
+
+
 def test_dispatch_copies_match_the_engines_formula():
     """Uniform routing over 8 nodes of 8 GPUs: the engine's N (1 - (1 - 1/N)^k) (N - 1)/N network
     copies a token (it draws the k experts independently) and k (g - 1)/g NVLink copies, within

@@ -196,12 +196,27 @@ def node_limited_mask(scores: np.ndarray, k: int, nodes: int, max_nodes: int) ->
     ranked = np.sort(grouped, axis=-1) if top <= 2 else np.partition(grouped, per - top, axis=-1)
     best = ranked[..., per - top:].sum(axis=-1)
     keep = top_k_mask(best, max_nodes)
-    # the k-th highest score of the kept nodes is among each kept node's own k highest: rank those, not all E
-    near = min(k, per)
-    tops = ranked[..., per - near:] if top <= 2 else np.partition(grouped, per - near, axis=-1)[..., per - near:]
-    candidates = np.where(keep[..., None], tops, -np.inf).reshape(*scores.shape[:-1], nodes * near)
-    kth = np.sort(candidates, axis=-1)[..., nodes * near - k]
+    kth = _kth_of_kept(grouped, ranked, keep, k, top, sorted_=top <= 2)
     return ((grouped >= kth[..., None, None]) & keep[..., None]).reshape(scores.shape)
+
+
+def _kth_of_kept(grouped: np.ndarray, ranked: np.ndarray, keep: np.ndarray, k: int, top: int, sorted_: bool) -> np.ndarray:
+    """The k-th highest score of each row's kept nodes (a value: any way of ranking gives it)."""
+    *lead, nodes, per = grouped.shape
+    rows = keep.reshape(-1, nodes)
+    n, m = rows.shape[0], k // top
+    near = min(k, per)  # the k-th highest of the kept nodes is among each kept node's own k highest
+    if np.count_nonzero(rows) != n * m:  # a tie at the M-th node's score keeps more nodes: rank each node's top k
+        tops = ranked[..., per - near:] if sorted_ else np.partition(grouped, per - near, axis=-1)[..., per - near:]
+        candidates = np.where(keep[..., None], tops, -np.inf).reshape(*lead, nodes * near)
+        return np.sort(candidates, axis=-1)[..., nodes * near - k]
+    kept = np.nonzero(rows)[1].reshape(n, m)  # each row's m kept nodes
+    if m == 1:  # one node: the k-th highest is where the partition (or the sort) put its k/M = k-th highest
+        return ranked.reshape(n, nodes, per)[np.arange(n), kept[:, 0], per - top].reshape(lead)
+    source = ranked.reshape(n, nodes, per)[..., per - near:] if sorted_ else grouped.reshape(n, nodes, per)
+    width = source.shape[-1]
+    candidates = source[np.arange(n)[:, None], kept].reshape(n, m * width)
+    return np.partition(candidates, m * width - k, axis=-1)[:, m * width - k].reshape(lead)
 
 
 def _choose(scores: np.ndarray, s: RouterSetting) -> np.ndarray:
@@ -272,6 +287,7 @@ class _Run:
         n = len(range(0, s.steps, COPY_EVERY))
         self.network, self.nvlink = np.zeros(n), np.zeros(n)
         self.aux = np.zeros(s.steps) if s.scheme == "aux_loss" else None
+        self.buffers: dict = {}  # a chunk's arrays, written again for the next chunk (fresh ones cost their pages each time)
 
     def popularity(self, walk_steps: np.ndarray | None, n: int) -> np.ndarray:
         """(n, E) float32: skew x base + drift x walk for each step of the chunk (the walk summed
@@ -284,10 +300,20 @@ class _Run:
             self.walk = walks[-1].copy()
         return s.skew * self.base + s.drift * walks
 
-    def advance(self, first: int, walk_steps, noise: np.ndarray) -> None:
+    def advance(self, first: int, walk_steps, noise: np.ndarray, shared: dict) -> None:
+        """Route the chunk's steps; `shared` holds the chunk's logits by (skew, drift), made by the
+        first run of the stream that reads them (the same noise and walk give them the same bits)."""
         s = self.s
         n = noise.shape[0]
-        logits = noise + self.popularity(walk_steps, n)[:, None, :]
+        popularity = self.popularity(walk_steps, n)[:, None, :]  # every chunk: it carries the walk on
+        if s.scheme == "aux_loss":  # it adds its logit bias to the chunk's logits in place: its own copy
+            logits = np.add(noise, popularity, out=_buffer(self.buffers, "logits", noise.shape))
+        else:
+            made = shared.setdefault(("made", s.skew, s.drift), [None])
+            logits = _buffer(shared, (s.skew, s.drift), noise.shape)
+            if made[0] != first:
+                np.add(noise, popularity, out=logits)
+                made[0] = first
         if s.scheme == "none":  # no state: the whole chunk at once
             chosen = _choose(logits, s)
             self.loads[first:first + n] = np.count_nonzero(chosen, axis=1)
@@ -296,7 +322,8 @@ class _Run:
                     self.network[(first + i) // COPY_EVERY], self.nvlink[(first + i) // COPY_EVERY] = _copies(chosen[i], s)
             return
         if s.scheme == "bias":
-            scores = np.exp(-logits)
+            scores = np.negative(logits, out=_buffer(self.buffers, "scores", logits.shape))
+            np.exp(scores, out=scores)
             scores += 1.0
             np.reciprocal(scores, out=scores)  # sigmoid affinities
         for i in range(n):
@@ -336,14 +363,44 @@ def route_many(settings) -> list[RouterRun]:
     for r in runs:
         groups.setdefault(_stream_key(r.s), []).append(r)
     for group in groups.values():
-        draws = _draws(group[0].s)
+        draws = _stream(group[0].s)
         base = next(draws)
         for r in group:
             r.base = base
+        shared = {}  # the chunk's logits by (skew, drift): the same bits for every run of the group that reads them
         for first, walk_steps, noise in draws:
             for r in group:
-                r.advance(first, walk_steps, noise)
+                r.advance(first, walk_steps, noise, shared)
     return [r.result() for r in runs]
+
+
+def _buffer(buffers: dict, key, shape: tuple) -> np.ndarray:
+    """buffers[key], a float32 array of this shape, made anew only when the shape changes."""
+    if key not in buffers or buffers[key].shape != shape:
+        buffers[key] = np.empty(shape, dtype=np.float32)
+    return buffers[key]
+
+
+KEPT_DRAW_BYTES = 80 << 20  # one stream's draws kept per process when no larger: the lab's (500 x 129 x 256 float32) is 66 MB
+_kept: tuple = ((), ())  # (stream key, its draws): the last stream drawn, read-only
+
+
+def _stream(s: RouterSetting):
+    """_draws(s), from the process's kept copy when it is this stream's: every setting of a lab
+    reads one stream, and drawing it took longer than routing one setting through it."""
+    global _kept
+    key, kept = _kept
+    if key == _stream_key(s):
+        return iter(kept)
+    if 4 * s.steps * (s.tokens + 1) * s.experts > KEPT_DRAW_BYTES:
+        return _draws(s)
+    kept = list(_draws(s))
+    for part in kept:
+        for a in (part if isinstance(part, tuple) else (part,)):
+            if isinstance(a, np.ndarray):
+                a.flags.writeable = False
+    _kept = (_stream_key(s), kept)
+    return iter(kept)
 
 
 def route(setting: RouterSetting) -> RouterRun:
