@@ -196,22 +196,23 @@ def node_limited_mask(scores: np.ndarray, k: int, nodes: int, max_nodes: int) ->
     ranked = np.sort(grouped, axis=-1) if top <= 2 else np.partition(grouped, per - top, axis=-1)
     best = ranked[..., per - top:].sum(axis=-1)
     keep = top_k_mask(best, max_nodes)
-    kth = _kth_of_kept(grouped, ranked, keep, k, top, sorted_=top <= 2)
+    kth = _kth_of_kept(grouped, ranked, keep, k, max_nodes, sorted_=top <= 2)
     return ((grouped >= kth[..., None, None]) & keep[..., None]).reshape(scores.shape)
 
 
-def _kth_of_kept(grouped: np.ndarray, ranked: np.ndarray, keep: np.ndarray, k: int, top: int, sorted_: bool) -> np.ndarray:
-    """The k-th highest score of each row's kept nodes (a value: any way of ranking gives it)."""
+def _kth_of_kept(grouped: np.ndarray, ranked: np.ndarray, keep: np.ndarray, k: int, m: int, sorted_: bool) -> np.ndarray:
+    """The k-th highest score of each row's kept nodes (a value: any way of ranking gives it);
+    `ranked` holds each node's top k/m scores last (sorted_: each node sorted)."""
     *lead, nodes, per = grouped.shape
     rows = keep.reshape(-1, nodes)
-    n, m = rows.shape[0], k // top
+    n, top = rows.shape[0], k // m
     near = min(k, per)  # the k-th highest of the kept nodes is among each kept node's own k highest
     if np.count_nonzero(rows) != n * m:  # a tie at the M-th node's score keeps more nodes: rank each node's top k
         tops = ranked[..., per - near:] if sorted_ else np.partition(grouped, per - near, axis=-1)[..., per - near:]
         candidates = np.where(keep[..., None], tops, -np.inf).reshape(*lead, nodes * near)
         return np.sort(candidates, axis=-1)[..., nodes * near - k]
     kept = np.nonzero(rows)[1].reshape(n, m)  # each row's m kept nodes
-    if m == 1:  # one node: the k-th highest is where the partition (or the sort) put its k/M = k-th highest
+    if m == 1:  # one node: the k-th highest is where the partition (or the sort) put its k/M = k-th highest (top = k)
         return ranked.reshape(n, nodes, per)[np.arange(n), kept[:, 0], per - top].reshape(lead)
     source = ranked.reshape(n, nodes, per)[..., per - near:] if sorted_ else grouped.reshape(n, nodes, per)
     width = source.shape[-1]
