@@ -521,6 +521,7 @@ def _(
     dp64_committed,
     identity,
     paragraph_area,
+    pp_free_committed,
     reason_inputs,
     spoken,
     submit_button,
@@ -538,7 +539,7 @@ def _(
         _first = ui.open_ledger(identity).commit_prediction(LAB, SPOKEN_QUESTION, json.dumps(spoken, sort_keys=True), variant=variant.record())
         _inputs = {**worksheet_inputs, **{f"reason_{k}": v for k, v in reason_inputs.value.items()}, **json.loads(_first["answer"]),
                    "paragraph": paragraph_area.value}
-        _predictions = {"dp64": dp64_committed.answer}
+        _predictions = {"dp64": dp64_committed.answer, **({"pp_free": pp_free_committed.answer} if pp_free_committed.made else {})}
         yield LAB, "worksheet", _inputs, _predictions, worksheet_outcomes(_inputs, _predictions, variant=variant), variant
 
     _view, submitted = ui.submit_to_ledger(identity, submit_button, _steps)

@@ -86,7 +86,7 @@ def test_default_points_cover_every_question_and_free_text_field():
     table = points.default_table()
     assert {k for k, v in table.items() if v.counts != "marked"} == set(questions.questions())
     assert table[("09_64gpu_design", "paragraph")] == points.Item(2.0, "marked")
-    assert points.possible(table, "09_64gpu_design") == 1 + 4 * 1 + 2  # dp64, four reasons, the paragraph
+    assert points.possible(table, "09_64gpu_design") == 2 + 4 * 1 + 2  # dp64, pp_free (edition 3, X8), four reasons, the paragraph
 
 
 def test_points_file_and_command_line_override(tmp_path):

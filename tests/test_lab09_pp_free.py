@@ -81,3 +81,25 @@ def test_the_worksheet_outcome_judges_the_pp_prediction():
     assert lab09.worksheet_outcomes(inputs, {"dp64": None, "pp_free": q.key}, variant=v)["pp_free_correct"] is True
     assert lab09.worksheet_outcomes(inputs, {"dp64": None, "pp_free": wrong}, variant=v)["pp_free_correct"] is False
     assert "pp_free_correct" not in lab09.worksheet_outcomes(inputs, {"dp64": None}, variant=v)  # an old submit records none
+
+
+def test_a_submit_records_the_pp_prediction_and_the_grader_judges_it(app, ledger_dir):
+    """The worksheet's submit carries pp_free beside dp64 once it is committed; the grader reads it
+    (SPECS: pp_free_correct) and judges it at the student's variant, right and wrong."""
+    import marimo as mo
+    from test_notebooks import Pressed
+
+    from labs.grade import grade
+
+    pp = mine(lab09.LAB, "pp_free")
+    wrong = next(o.key for o in pp.options if o.key != pp.key)
+    for key, right in ((pp.key, True), (wrong, False)):
+        for f in ledger_dir.glob("*.json"):
+            f.unlink()
+        _, defs = app.run(defs={**_both(key), "student_input": mo.ui.text(value="student"),
+                                "paragraph_area": mo.ui.text_area(value="TP inside the node, PP across nodes, DP outermost. " * 3),
+                                "submit_button": Pressed()})
+        assert defs["submitted"]["labs"][lab09.LAB]["worksheet"]["predictions"]["pp_free"] == key
+        table, problems = grade([str(ledger_dir)])
+        row = table[(table.lab == lab09.LAB) & (table.step == "worksheet")].iloc[0]
+        assert not problems and row["status"] == "ok" and bool(row["pp_free_correct"]) is right

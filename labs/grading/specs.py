@@ -202,7 +202,7 @@ SPECS: dict[tuple[str, str], StepSpec] = {
             "bottleneck_time_ms": _optional(_real), "paragraph": _paragraph,
         },
         ("scenario", "tp", "pp", "zero_stage"),
-        {"dp64": "prediction_correct"},
+        {"dp64": "prediction_correct", "pp_free": "pp_free_correct"},  # pp_free: edition 3 on (review X8)
         lambda inputs: lab09.worksheet_plan(inputs["tp"], inputs["pp"], inputs["zero_stage"], inputs.get("micro_batch", 1), inputs.get("rank_order", RANK_ORDERS[0])),
         ("paragraph",),
     ),
