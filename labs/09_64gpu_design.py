@@ -528,7 +528,7 @@ def _(
     variant,
     worksheet_inputs,
 ):
-    ui.gate(dp64_committed)
+    ui.gate(dp64_committed, pp_free_committed)
 
     def _steps():
         if design is None:
@@ -539,7 +539,7 @@ def _(
         _first = ui.open_ledger(identity).commit_prediction(LAB, SPOKEN_QUESTION, json.dumps(spoken, sort_keys=True), variant=variant.record())
         _inputs = {**worksheet_inputs, **{f"reason_{k}": v for k, v in reason_inputs.value.items()}, **json.loads(_first["answer"]),
                    "paragraph": paragraph_area.value}
-        _predictions = {"dp64": dp64_committed.answer, **({"pp_free": pp_free_committed.answer} if pp_free_committed.made else {})}
+        _predictions = {"dp64": dp64_committed.answer, "pp_free": pp_free_committed.answer}
         yield LAB, "worksheet", _inputs, _predictions, worksheet_outcomes(_inputs, _predictions, variant=variant), variant
 
     _view, submitted = ui.submit_to_ledger(identity, submit_button, _steps)

@@ -58,6 +58,9 @@ def test_lab09_end_to_end(tmp_path):
         assert cells == [r % 8 for r in range(64)]
         page.get_by_text("places the 8 GPUs of each TP group").first.wait_for()
 
+        answer(page, variant(LAB, "grid student").questions["pp_free"])  # the submit waits for both predictions
+        page.get_by_role("button", name="Commit my prediction").last.click()
+        page.get_by_text("Misconceptions, met with numbers").first.wait_for()
         path = submit_and_download(page, "Submit my worksheet to the ledger", tmp_path / "downloaded.json")
 
     doc = json.loads(path.read_text())

@@ -106,9 +106,9 @@ def test_submit_lands_in_the_ledger_and_the_grader_recomputes_it(app, ledger_dir
     paragraph = "TP 8 inside each node for the per-layer collectives; DP 8 across nodes on the rails; ZeRO-1 for the optimizer. " * 5
     est = worksheet_estimate("70b-h100", 8, 1, 1)
     dominant = est.dominant_collective
-    nine = mine(LAB, "dp64", "lab nine")
+    nine, pp = mine(LAB, "dp64", "lab nine"), mine(LAB, "pp_free", "lab nine")
     outputs, defs = app.run(defs={
-        **committed("dp64", nine, nine.key),
+        **committed("dp64", nine, nine.key), **committed("pp_free", pp, pp.key),
         "student_input": mo.ui.text(value="lab nine"),
         "paragraph_area": mo.ui.text_area(value=paragraph),
         "bottleneck_dropdown": mo.ui.dropdown(options={"tp": "tp"}, value="tp"),
@@ -121,7 +121,7 @@ def test_submit_lands_in_the_ledger_and_the_grader_recomputes_it(app, ledger_dir
     assert "The engine's best plan beside yours" in text and "The recipe, applied" in text
     assert "collective ✔ · link ✔ · time ✔" in text
     assert step["inputs"]["paragraph"] == paragraph and len(paragraph) > 100
-    assert step["predictions"] == {"dp64": nine.key}
+    assert step["predictions"] == {"dp64": nine.key, "pp_free": pp.key}
     out = step["outcomes"]
     assert out["dominant"] == "tp" and out["dominant_link"] == "intra"
     assert out["bottleneck_correct"] and out["link_correct"] and out["time_correct"] and out["prediction_correct"]

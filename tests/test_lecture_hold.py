@@ -322,7 +322,8 @@ def test_lab09_map_marks_the_bottleneck_only_after_submit(tmp_path, monkeypatch)
     dominant = next(r for r in map_rows(defs["design"]) if r["dominant"])
     assert "The communication map" in before and f"{dominant['exposed ms']:,.1f} ms" in before  # the map is there, to be read
     assert "★" not in before and "waits for longest:" not in before
-    outputs, _ = app_of(path).run(defs={**committed("dp64", q, q.key), "submit_button": Pressed()})
+    pp = variant(path.stem, "student").questions["pp_free"]  # the submit waits for both of the lab's predictions
+    outputs, _ = app_of(path).run(defs={**committed("dp64", q, q.key), **committed("pp_free", pp, pp.key), "submit_button": Pressed()})
     after = visible(outputs)
     assert f"★ marks the collective the step waits for longest: {dominant['collective']} on {dominant['link']}, {dominant['exposed ms']:,.1f} ms exposed" in re.sub(r"\s+", " ", after)
     assert re.search(r"★\s+" + re.escape(dominant["collective"]) + r"\s", after)  # the star on the dominant row
