@@ -98,10 +98,11 @@ def test_no_pat_for_all_reduce():
 
 
 def test_only_todays_stack_has_pat():
-    """PAT came with NCCL 2.23.4 (September 2024); every named stack ran an older NCCL
-    (labs.core.engine.eras: nccl_pat), era=None is today's software."""
+    """PAT came with NCCL 2.23.4 (September 2024); every named stack of 2024 or before ran an older
+    NCCL (labs.core.engine.eras: nccl_pat); era=None is today's software, and the stacks of 2025
+    that name their NCCL (Megatron-Core's and torchtitan's, pytorch/pytorch#146073) run it."""
     assert stack_of(None).nccl_pat
-    assert [name for name, era in ERAS.items() if era.nccl_pat] == []
+    assert [name for name, era in ERAS.items() if era.nccl_pat] == ["megatron-core-2025", "torchtitan-2025"]
     # the same kernels otherwise, but for the experts' grouped GEMM launch of today's stacks (engine v4)
     assert replace(stack_of(None), name=DEFAULT_STACK, nccl_pat=False, grouped_gemm=ERAS[DEFAULT_STACK].grouped_gemm) == ERAS[DEFAULT_STACK]
     assert stack_of(None).grouped_gemm == "grouped"

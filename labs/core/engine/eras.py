@@ -579,11 +579,11 @@ ERAS["torchtitan-2025"] = replace(
         "step (precompute_float8_dynamic_scale_for_fsdp) not priced",),
     source="pytorch/torchtitan (2025): docs/float8.md, torchao.float8.fsdp_utils, torchao.prototype.mx_formats")
 # DeepSeek-V3's own framework (HAI-LLM, arXiv:2412.19437 Sec. 3.2-3.3), as the engine prices its
-# published layout: Megatron-Core 2024's kernels with today's NCCL and grouped expert GEMMs (as
-# era=None runs), its FP8 recipe (1 x 128 activation tiles, 128 x 128 weight blocks: fp8_blockwise)
+# published layout: Megatron-Core 2024's kernels and NCCL (no PAT: a 2024 run) with grouped expert
+# GEMMs, its FP8 recipe (1 x 128 activation tiles, 128 x 128 weight blocks: fp8_blockwise)
 # and its online quantization: scales computed per tile and block as each GEMM runs (Sec. 3.3.2).
 ERAS["deepseek-v3-2024"] = replace(
-    ERAS["megatron-core-2024"], name="deepseek-v3-2024", nccl_pat=True, grouped_gemm="grouped", precision=("bf16", "fp8_blockwise"),
+    ERAS["megatron-core-2024"], name="deepseek-v3-2024", grouped_gemm="grouped", precision=("bf16", "fp8_blockwise"),
     fp8_weight_cache=False, schedule=ERAS["megatron-core-2024"].schedule + ("dualpipe",), unconfirmed=(
         "fp8_weight_cache: online quantization read as weights cast per GEMM with no FP8 copy kept between micro-batches (Sec. 3.3.2 "
         "names no weight cache); the layout ran on 80 GB H800s under DualPipe, where Hopper's FP8 copy and transpose would not fit",),
