@@ -10,7 +10,6 @@ with app.setup:
     from dataclasses import replace
 
     import marimo as mo
-    import pandas as pd
 
     from labs.core import ENGINE_VERSION
     from labs.core import charts, ui
@@ -678,7 +677,7 @@ def _(fit_committed):
                 "## 5 · Milestones to verify\n\nModel state only (no activations), from the course notes. Set the instruments "
                 "to the last column's setting and read the model-state card."
             ),
-            mo.ui.table(pd.DataFrame(_rows), selection=None, show_column_summaries=False, show_data_types=False),
+            ui.static_table(_rows),
         ]
     )
     return
