@@ -135,7 +135,7 @@ STEPS = {
     "06_zero_sweep": [("sweep", _sweep, ("fit", "zero2"))],
     "07_pipeline_visualizer": [("pipeline", _pipeline, ("utilisation", "microbatches"))],
     lab08.LAB: [(lab08.STEP, _ring, ("ring", "bucket"))],
-    lab09.LAB: [("worksheet", _worksheet, ("dp64",))],
+    lab09.LAB: [("worksheet", _worksheet, ("dp64", "pp_free"))],
     lab10.LAB: [("cadence", _cadence, ("mtbf", "cadence"))],
     lab11.LAB: [(lab11.STEP, _context, ("fit", "moe"))],
     lab12.LAB: [(lab12.STEP, _precision, ("underflow", "recompute", "fp8"))],
@@ -305,10 +305,12 @@ def make_class(folder: str | Path, students: int = STUDENTS, seed: int = 19, hos
     salt = (secrets.token_urlsafe(12) if salt is None else salt) if variants else None
     due = datetime.now(timezone.utc).replace(microsecond=0) + timedelta(days=DUE_IN_DAYS)
     names = [student_name(i) for i in range(students)]
+    kinds = random.Random(f"{seed}-kinds")  # who is late, edited or unsigned does not move when a lab adds a question
     for name in names:
-        kind = rng.choices(["signed", "unsigned", "edited", "late"], weights=[1 - UNSIGNED - EDITED - LATE, UNSIGNED, EDITED, LATE])[0]
+        kind = kinds.choices(["signed", "unsigned", "edited", "late"], weights=[1 - UNSIGNED - EDITED - LATE, UNSIGNED, EDITED, LATE])[0]
+        submit = kinds.random() > UNSUBMITTED
         with _signing(signing_key if kind in ("signed", "edited") else None):
-            path = write_student(folder, name, rng, key, outcomes, submit=rng.random() > UNSUBMITTED, salt=salt)
+            path = write_student(folder, name, rng, key, outcomes, submit=submit, salt=salt)
         if kind == "edited":
             make_edited(path, key, salt)
         elif kind == "late":

@@ -213,8 +213,8 @@ def test_lab07_prints_no_stray_none():
 
 
 def test_lab09_checks_the_spoken_bottleneck_only_after_the_submit():
-    q = mine("09_64gpu_design", "dp64")
-    base = {**committed("dp64", q, right(q)), "bottleneck_dropdown": mo.ui.dropdown(options={"dp_reduce": "dp_reduce"}, value="dp_reduce")}
+    q, pp = mine("09_64gpu_design", "dp64"), mine("09_64gpu_design", "pp_free")  # the submit waits for both predictions
+    base = {**committed("dp64", q, right(q)), **committed("pp_free", pp, right(pp)), "bottleneck_dropdown": mo.ui.dropdown(options={"dp_reduce": "dp_reduce"}, value="dp_reduce")}
     outputs, defs = load_app(LAB["09"]).run(defs={**base, "time_number": mo.ui.number(value=-5)})
     text = _plain(text_of(outputs))
     assert "The map says" not in text and "collective ✘" not in text and "collective ✔" not in text

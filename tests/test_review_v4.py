@@ -358,12 +358,12 @@ def test_lab09_resubmit_keeps_the_first_spoken_bottleneck(ledger_dir):
     import marimo as mo
 
     lab = "09_64gpu_design"
-    nine = mine(lab, "dp64", "lab nine")
+    nine, pp = mine(lab, "dp64", "lab nine"), mine(lab, "pp_free", "lab nine")  # the submit waits for both predictions
     app = load_app(LAB["09"])
 
     def submit(bottleneck, link):
         return app.run(defs={
-            **committed("dp64", nine, nine.key), "student_input": mo.ui.text(value="lab nine"),
+            **committed("dp64", nine, nine.key), **committed("pp_free", pp, pp.key), "student_input": mo.ui.text(value="lab nine"),
             "bottleneck_dropdown": mo.ui.dropdown(options={bottleneck: bottleneck}, value=bottleneck),
             "link_dropdown": mo.ui.dropdown(options={link: link}, value=link),
             "time_number": mo.ui.number(start=0, stop=1e7, value=12.5), "submit_button": Pressed(),

@@ -11,6 +11,7 @@ from labs.core.engine.perf import Estimate, estimate
 from labs.core.engine.plan import Plan
 from labs.core.engine.search import sweep
 
-ENGINE_VERSION = "0.4.0"  # engine v4 (Blackwell, NVLink domains, kernels by shape, collectives at every size, memory as it runs): outputs moved
+ENGINE_VERSION = "0.4.1"  # engine v4 (Blackwell, NVLink domains, kernels by shape, collectives at every size, memory as it runs);
+# 0.4.1: block-scaled formats, the FP8 copy and transpose on Hopper, SP's backward re-gather, the 2025-26 stacks: outputs moved
 
 __all__ = ["CLUSTERS", "GPUS", "LINKS", "MODELS", "Cluster", "Model", "Plan", "Estimate", "estimate", "sweep", "ENGINE_VERSION"]
