@@ -60,9 +60,10 @@ def main(argv: list[str] | None = None) -> int:
     table, problems = grade(args.paths, roster, salt=args.salt, key=key, require_signatures=args.require_signatures)
     for name, why in problems:
         print(f"not graded {shown(name, 200)}: {shown(why, 300)}", file=sys.stderr)
-    for file, rows in table[~table["status"].isin(["ok"])].groupby("file", sort=False) if not table.empty else []:
-        for _, row in rows.head(STDERR_LINES_PER_FILE).iterrows():
-            print(f"{shown(file, 200)} {shown(row['lab'])}/{shown(row['step'])}: {shown(row['status'], 300)}", file=sys.stderr)
+    not_ok = table.loc[~table["status"].isin(["ok"]), ["file", "lab", "step", "status"]] if not table.empty else table  # four columns, not the whole row
+    for file, rows in not_ok.groupby("file", sort=False) if not table.empty else []:
+        for row in rows.head(STDERR_LINES_PER_FILE).itertuples():
+            print(f"{shown(file, 200)} {shown(row.lab)}/{shown(row.step)}: {shown(row.status, 300)}", file=sys.stderr)
         if len(rows) > STDERR_LINES_PER_FILE:
             print(f"{shown(file, 200)}: {len(rows) - STDERR_LINES_PER_FILE} more row(s) not ok (see --csv)", file=sys.stderr)
     if table.empty:

@@ -44,7 +44,7 @@ healthy wait inside a collective kills a healthy job. Hang rates from Llama 3's 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -97,6 +97,7 @@ SLOW_FAULTS = {
 HANG_CAUSES = ("network_switch_cable", "nic", "nccl_watchdog", "software_bug")
 NOISE = 0.01  # run-to-run jitter of a rank's kernel and collective times (lognormal sigma), an assumption
 HOST_NOISE = 5  # host contention's jitter, in NOISE units
+JITTER_SEED = 14  # the one stream slow_timings' jitter is drawn from
 MONTH_S = 30 * 86400.0
 
 
@@ -583,6 +584,17 @@ def checkpoint_write_s(j: Job, storage_fraction: float = 1.0) -> float:
     return checkpoint_cost(size, "sharded", LLAMA3_STORAGE_SUSTAINED, j.cluster).stall_s / storage_fraction
 
 
+@lru_cache(maxsize=4)
+def _jitter_field(steps: int, ranks: int) -> np.ndarray:
+    """Lognormal jitter (sigma NOISE) for compute, DP communication and checkpoint writes, steps x
+    ranks each, drawn once: a seed reads it rotated by its own number of steps and ranks, which keeps
+    every rank's draws independent and spares a job of 4,096 ranks half a million draws per seed
+    (the grader re-derives one per student)."""
+    field = np.exp(NOISE * np.random.default_rng(JITTER_SEED).standard_normal((3, steps, ranks)))
+    field.flags.writeable = False
+    return field
+
+
 def slow_timings(j: Job, fault: Fault, steps: int = 40, seed: int = 0, checkpoint_every: int = 10) -> Timings:
     """`steps` steps of per-rank timings with `fault` (a SLOW_FAULTS kind; magnitude: the power
     limit in W, the NIC's fraction of its speed, the layers moved onto the rank's stage, the host's
@@ -592,12 +604,10 @@ def slow_timings(j: Job, fault: Fault, steps: int = 40, seed: int = 0, checkpoin
     check_positive("seed", seed, integer=True, allow_zero=True)
     check_positive("checkpoint_every", checkpoint_every, integer=True, maximum=1000)
     t, n, f = j.est.time, j.ranks, fault.rank
-    rng = np.random.default_rng(seed)
     compute = np.full(n, t.compute + t.tp_comm + t.bubble)
     dp = np.full(n, t.dp_comm)
     ckpt = np.full(n, checkpoint_write_s(j))
     node = np.flatnonzero(np.arange(n) // j.cluster.gpus_per_node == j.node(f))
-    noise = np.full(n, NOISE)
     kind, mag = fault.kind, fault.magnitude
     if kind == "throttled_gpu":
         compute[f] = (t.compute * throttle_factor(j, mag)) + t.tp_comm + t.bubble
@@ -612,14 +622,14 @@ def slow_timings(j: Job, fault: Fault, steps: int = 40, seed: int = 0, checkpoin
         compute[~stage] = t.compute * (per_stage - mag / (j.plan.pp - 1)) / per_stage + t.tp_comm + t.bubble
     elif kind == "host_contention":
         compute[node] = compute[node] * (1 + mag)
-        noise[node] = NOISE * HOST_NOISE
     elif kind == "slow_storage":
         ckpt[node] = checkpoint_write_s(j, mag)
-    sigma = float(noise[0]) if (noise == noise[0]).all() else noise  # one sigma: the same draws, without numpy's per-element broadcast (~20% of the draw)
-    jitter = lambda: rng.lognormal(0.0, sigma, size=(steps, n))  # noqa: E731
-    compute_s, dp_s = compute * jitter(), dp * jitter()
+    jitter = np.roll(_jitter_field(steps, n), (seed % steps, seed % n), axis=(1, 2))  # this seed's view of the one field
+    if kind == "host_contention":
+        jitter[:, :, node] **= HOST_NOISE  # exp(HOST_NOISE * NOISE * z): the host's wider jitter from the same draws
+    compute_s, dp_s = compute * jitter[0], dp * jitter[1]
     at_checkpoint = (np.arange(steps) % checkpoint_every) == checkpoint_every - 1
-    ckpt_s = np.where(at_checkpoint[:, None], ckpt * jitter(), 0.0)
+    ckpt_s = np.where(at_checkpoint[:, None], ckpt * jitter[2], 0.0)
     healthy = t.compute + t.tp_comm + t.bubble + t.pp_comm + t.dp_comm + t.optimizer + checkpoint_write_s(j) / checkpoint_every
     step_s = compute_s.max(axis=1) + dp_s.max(axis=1) + t.pp_comm + t.optimizer + ckpt_s.max(axis=1)
     return Timings(compute_s, dp_s, ckpt_s, step_s, healthy)

@@ -18,6 +18,8 @@ from dataclasses import replace
 from functools import lru_cache
 from typing import Callable
 
+import numpy as np
+
 from labs.core.engine.hardware import Cluster
 from labs.core.engine.models import Model
 from labs.core.engine.perf import Estimate, Plan, estimate
@@ -788,13 +790,16 @@ def design_trios_v5(model_key: str, global_batch: int) -> tuple[tuple[tuple[str,
         raise ValueError(f"design_model: fewer than three plainly wrong layouts of distinct roles for {model_key} at global batch {global_batch}")
     width = len(trios[0][1])
     share = [0.22] * (width // 2) + [0.28] * (width // 2)  # under chance (1/4, 1/3): the greedy aims low
-    totals, out = [0.0] * width, []
+    profiles = np.array([profile for _, profile in trios], dtype=float)
+    totals, out = np.zeros(width), []
     for slot in range(len(DESIGN_SHAPES)):
-        def imbalance(profile):
-            return sum(max(0.0, t + p - e * (slot + 1)) ** 2 for t, p, e in zip(totals, profile, share))
-        trio, profile = min(trios, key=lambda tp: imbalance(tp[1]))
-        totals = [t + p for t, p in zip(totals, profile)]
-        out.append(trio)
+        excess = np.maximum(0.0, totals + profiles - np.array(share) * (slot + 1)) ** 2
+        imbalance = np.zeros(len(trios))
+        for column in excess.T:  # summed left to right, as a Python sum would: ties break as they always did
+            imbalance += column
+        pick = int(np.argmin(imbalance))
+        totals = totals + profiles[pick]
+        out.append(trios[pick][0])
     return tuple(out)
 
 
