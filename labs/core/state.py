@@ -154,8 +154,27 @@ def _fast_validator():
     return fastjsonschema.compile(schema, handlers={}), fastjsonschema.JsonSchemaException
 
 
+def _values_ok(doc) -> bool:
+    """Whether _check_values would pass `doc`: the same walk without naming paths (a ledger holds
+    ~10,000 values; their names are made only for the one that is refused)."""
+    stack = [(doc, 0)]
+    while stack:
+        value, depth = stack.pop()
+        children = value.values() if isinstance(value, dict) else value
+        if children and depth >= MAX_DEPTH:
+            return False
+        for child in children:
+            if isinstance(child, (dict, list, tuple)):
+                stack.append((child, depth + 1))
+            elif isinstance(child, float) and not math.isfinite(child):
+                return False
+    return True
+
+
 def _check_values(doc) -> None:
     """Refuse NaN, infinities and nesting deeper than a ledger has, without recursion."""
+    if isinstance(doc, (dict, list, tuple)) and _values_ok(doc):
+        return
     stack = [(doc, "ledger", 0)]
     while stack:
         value, path, depth = stack.pop()
@@ -191,11 +210,11 @@ def validate_document(doc: dict) -> None:
 
 
 def _no_duplicates(pairs):
-    doc = {}
-    for key, value in pairs:
-        if key in doc:
-            raise ValueError(f"duplicate key {key[:80]!r}")
-        doc[key] = value
+    doc = dict(pairs)
+    if len(doc) != len(pairs):
+        seen = set()
+        duplicate = next(key for key, _ in pairs if key in seen or seen.add(key))
+        raise ValueError(f"duplicate key {duplicate[:80]!r}")
     return doc
 
 
