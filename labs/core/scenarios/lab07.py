@@ -1,11 +1,16 @@
 """Lab 07, the pipeline visualizer: its prediction options, the published rates it shows and
-the outcome function `python -m labs.grade` recomputes."""
+the outcome function `python -m labs.grade` recomputes.
+
+What depends only on a few numbers (a small pipeline's utilisation, a 1F1B bubble, the fewest
+micro-batches under a target) is computed once per process (functools.lru_cache): the grader
+rebuilds every student's questions, and a class draws the same few settings again and again."""
 
 from __future__ import annotations
 
 import json
 import math
 from fractions import Fraction
+from functools import lru_cache
 from labs.core.engine.datafiles import data_dir
 from labs.core.scenarios.common import Option
 from labs.core.scenarios.lab05 import ACT2_DESIGNS, design_inputs
@@ -26,6 +31,7 @@ TABLE5_SCHEDULES = (("1f1b", "1F1B"), ("zb-h1", "ZB-H1"), ("zb-h2", "ZB-H2"))
 _DATA = data_dir()  # tests/data, or its copy inside the wheel
 
 
+@lru_cache(maxsize=256, typed=True)
 def seed_utilisation(p: int = SEED_P, m: int = SEED_M) -> float:
     """Utilisation of a p-stage, m-micro-batch 1F1B pipeline, counted on its generated timeline."""
     from labs.core.engine.pipeline import timeline
@@ -55,9 +61,14 @@ def share_against(x: float, target: float = BUBBLE_TARGET) -> str:
 
 def microbatch_bubbles(p: int = DEEP_P, options=MICROBATCH_OPTIONS) -> dict[str, float]:
     """Each option's 1F1B bubble, of the wall time, at p stages."""
+    return {o.key: _bubble_1f1b(p, int(o.label)) for o in options}
+
+
+@lru_cache(maxsize=1024, typed=True)
+def _bubble_1f1b(p: int, m: int) -> float:
     from labs.core.engine.pipeline import bubble_fraction
 
-    return {o.key: bubble_fraction(p, int(o.label), "1f1b", 1, "total") for o in options}
+    return bubble_fraction(p, m, "1f1b", 1, "total")
 
 
 def microbatch_answer(p: int = DEEP_P, target: float = BUBBLE_TARGET, options=MICROBATCH_OPTIONS) -> str | None:
@@ -84,6 +95,7 @@ def microbatch_explanations(p: int = DEEP_P, target: float = BUBBLE_TARGET, opti
     return lines
 
 
+@lru_cache(maxsize=256, typed=True)
 def fewest_microbatches(p: int, v: int = 1, target: float = BUBBLE_TARGET, multiple_of_p: bool = False, limit: int = 1 << 20) -> int:
     """The fewest micro-batches whose closed-form bubble (of the wall time) is strictly under
     `target`: 1F1B for v = 1, interleaved with v chunks otherwise; multiple_of_p: only m the
