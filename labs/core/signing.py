@@ -40,6 +40,7 @@ import json
 import os
 import re
 from dataclasses import dataclass
+from json.encoder import encode_basestring
 
 ENV = "LABS_SIGNING_KEY"
 MIN_KEY_CHARS = 16
@@ -168,9 +169,14 @@ def _payload_bytes(document: dict, lab: str, kind: str, name: str, entry: dict, 
     if lab not in variants:
         variants[lab] = canonical(_variant(document, lab))
     body = canonical({k: v for k, v in entry.items() if k != "signature"})
-    seq = b"" if sequence is None else b',"seq":' + canonical(sequence)
-    return b"".join((b'{"entry":', body, b',"kind":', canonical(kind), b',"lab":', canonical(lab), b',"name":', canonical(name), seq,
-                     b',"student":', canonical(document.get("student")), b',"variant":', variants[lab], b"}"))
+    seq = "" if sequence is None else f',"seq":{int(sequence)}'
+    head = f',"kind":{_text(kind)},"lab":{_text(lab)},"name":{_text(name)}{seq},"student":{_text(document.get("student"))},"variant":'
+    return b"".join((b'{"entry":', body, head.encode("utf-8"), variants[lab], b"}"))
+
+
+def _text(value) -> str:
+    """canonical(value) as text; a string without json.dumps' per-call cost (its own encoder function)."""
+    return encode_basestring(value) if type(value) is str else canonical(value).decode("utf-8")
 
 
 def label(document: dict, lab: str, kind: str, name: str, entry, key: str | bytes, variants: dict | None = None) -> str:
