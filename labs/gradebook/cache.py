@@ -11,7 +11,6 @@ changed engine grades everything again."""
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 import os
@@ -149,7 +148,7 @@ class ClassCache:
 
     def _refresh(self, folder, roster):
         problems: list[tuple[str, str]] = []
-        rows, documents, live = [], {}, set()
+        rows, documents, live = grade.Columns(), {}, set()
         self.regraded = 0
         store = self._store_file(folder)
         stored = self._stored(store)
@@ -166,7 +165,8 @@ class ClassCache:
             file_rows, doc, problem = self.graded[key]
             if problem:
                 problems.append((str(path), problem))
-            rows.extend(copy.copy(r) for r in file_rows)
+            for row in file_rows:
+                rows.add(row)
             if doc is not None:
                 documents[str(path)] = doc
         for key in set(self.graded) - live:  # files gone or changed since
@@ -175,11 +175,7 @@ class ClassCache:
             entries = {f"{p}|{d.hex()}": list(v) for (p, d), v in self.graded.items() if d is not None}
             self.stored[str(store)] = entries
             self._save(store, entries)
-        grade._identity_flags(rows, roster)
-        table = pd.DataFrame(rows)
-        if not table.empty:
-            table = table.reindex(columns=grade.BASE_COLUMNS + [c for c in table.columns if c not in grade.BASE_COLUMNS])
-        return table, problems, documents
+        return rows.table(roster), problems, documents
 
 
 _SHARED: dict[str | None, ClassCache] = {}

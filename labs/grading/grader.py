@@ -378,38 +378,86 @@ def look_alike_key(student: str) -> str:
 
 
 def _identity_flags(rows: list[dict], roster: Roster | None) -> None:
+    """Each row's "identity": its flags, by identity_flags."""
+    for row, flags in zip(rows, identity_flags([r["student"] for r in rows], [r["file"] for r in rows], roster)):
+        row["identity"] = flags
+
+
+def identity_flags(students: list[str], files: list[str], roster: Roster | None) -> list[str]:
+    """For each (student, file) of a class's rows: an id not normalised or invalid, a file named
+    for another id, the same id in other files, look-alike ids, an id not on the roster."""
     files_of, ids_like = defaultdict(set), defaultdict(set)
-    for row in rows:
-        files_of[row["student"]].add(row["file"])
-        ids_like[look_alike_key(row["student"])].add(row["student"])
-    for row in rows:
-        flags = []
-        try:
-            canonical = normalise_student(row["student"])
-            if canonical != row["student"]:
-                flags.append("id not normalised")
-        except ValueError as err:
-            canonical = None
-            flags.append(f"invalid id ({err})")
-        hashes = _HASH_IN_NAME.findall(Path(row["file"]).name)
-        if canonical is not None and hashes and student_hash(canonical) not in hashes:
-            flags.append("file named for another id")
-        others = sorted(files_of[row["student"]] - {row["file"]})
-        if others:
-            flags.append(f"same id in {len(others)} other file(s): {', '.join(Path(o).name for o in others[:3])}")
-        alike = sorted(ids_like[look_alike_key(row["student"])] - {row["student"]})
-        if alike:
-            flags.append(f"looks like {len(alike)} other id(s): {', '.join(repr(a[:40]) for a in alike[:3])}")
-        if roster is not None and (canonical is None or canonical not in roster):
-            flags.append("not on the roster")
-        row["identity"] = "; ".join(flags)
+    for student, file in zip(students, files):
+        files_of[student].add(file)
+    for student in files_of:
+        ids_like[look_alike_key(student)].add(student)
+    flags_of = {pair: _identity_of(*pair, files_of, ids_like, roster) for pair in dict.fromkeys(zip(students, files))}  # once per file, not per row
+    return [flags_of[pair] for pair in zip(students, files)]
+
+
+def _identity_of(student: str, file: str, files_of: dict, ids_like: dict, roster: Roster | None) -> str:
+    flags = []
+    try:
+        canonical = normalise_student(student)
+        if canonical != student:
+            flags.append("id not normalised")
+    except ValueError as err:
+        canonical = None
+        flags.append(f"invalid id ({err})")
+    hashes = _HASH_IN_NAME.findall(Path(file).name)
+    if canonical is not None and hashes and student_hash(canonical) not in hashes:
+        flags.append("file named for another id")
+    others = sorted(files_of[student] - {file})
+    if others:
+        flags.append(f"same id in {len(others)} other file(s): {', '.join(Path(o).name for o in others[:3])}")
+    alike = sorted(ids_like[look_alike_key(student)] - {student})
+    if alike:
+        flags.append(f"looks like {len(alike)} other id(s): {', '.join(repr(a[:40]) for a in alike[:3])}")
+    if roster is not None and (canonical is None or canonical not in roster):
+        flags.append("not on the roster")
+    return "; ".join(flags)
+
+
+class Columns:
+    """A class's graded rows gathered a column at a time (a value per row, NaN where a row has no
+    such key, as a DataFrame built from the rows' dicts has), each row's dict let go once read: a
+    class's 20,000 rows and the table built from them were both held at once, the grader's peak."""
+
+    def __init__(self):
+        self.columns: dict[str, list] = {}
+        self.rows = 0
+
+    def add(self, row: dict) -> None:
+        n = self.rows
+        for key, value in row.items():
+            column = self.columns.get(key)
+            if column is None:
+                column = self.columns[key] = [math.nan] * n
+            elif len(column) < n:
+                column.extend([math.nan] * (n - len(column)))
+            column.append(value)
+        self.rows = n + 1
+
+    def table(self, roster: Roster | None) -> pd.DataFrame:
+        """The rows as one table with their identity flags, BASE_COLUMNS first, the others in the
+        order the rows first named them."""
+        if not self.rows:
+            return pd.DataFrame()
+        columns, n = self.columns, self.rows
+        for column in columns.values():
+            column.extend([math.nan] * (n - len(column)))
+        columns["identity"] = identity_flags(columns["student"], columns["file"], roster)
+        order = BASE_COLUMNS + [c for c in columns if c not in BASE_COLUMNS]
+        table = pd.DataFrame({c: columns.pop(c) if c in columns else [math.nan] * n for c in order})  # each list let go as its column is made
+        self.columns, self.rows = {}, 0
+        return table
 
 
 def grade(paths: list[str], roster: Roster | None = None, salt: str | None = None, key: bytes | None | str = "env",
           require_signatures: bool = False) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
     """The table of every step of every ledger and the files not graded. `key`: the class's
     signing key ("env": LABS_SIGNING_KEY; None: trust not checked)."""
-    rows, problems = [], []
+    rows, problems = Columns(), []
     engine = _Engine(salt=salt, key=key, require_signatures=require_signatures)
     for path in collect(paths, problems):
         if ".corrupt-" in path.name:
@@ -427,14 +475,9 @@ def grade(paths: list[str], roster: Roster | None = None, salt: str | None = Non
             continue
         if not graded:
             problems.append((str(path), "no step saved and no prediction committed: nothing to grade"))
-        rows.extend(graded)
-    _identity_flags(rows, roster)
-    if not rows:
-        return pd.DataFrame(), problems
-    named = dict.fromkeys(key for row in rows for key in row)  # every column, in the order the rows first name them
-    table = pd.DataFrame(rows, columns=BASE_COLUMNS + [c for c in named if c not in BASE_COLUMNS])  # in order at once, not built then reordered (a copy)
-    rows.clear()  # the table holds the values; the rows' dicts go now, before the caller's CSV
-    return table, problems
+        for row in graded:
+            rows.add(row)
+    return rows.table(roster), problems
 
 
 # ---- reporting ----------------------------------------------------------------------------
