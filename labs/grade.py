@@ -28,6 +28,7 @@ import csv
 import pandas as pd
 
 from labs import csvsafe
+from labs.core.engine import routing
 from labs.core.state import Roster
 from labs.gradebook import cli as gradebook_cli
 from labs.grading import integrity
@@ -50,6 +51,14 @@ def main(argv: list[str] | None = None) -> int:
                              "and its time, earns no credit (edited, stripped or rolled-back ones never do); flagged either way")
     gradebook_cli.add_arguments(parser)
     args = parser.parse_args(argv)
+    routing.keep_draws(False)
+    try:
+        return _run(args)
+    finally:
+        routing.keep_draws(True)  # main() is also called in-process (tests, tools): the process's default again
+
+
+def _run(args) -> int:
     try:
         roster = Roster.load(args.roster) if args.roster else None
         key = integrity.key_from_env()

@@ -140,6 +140,24 @@ def test_a_stream_is_drawn_once_per_process_and_kept_read_only():
     assert 4 * 500 * 129 * 256 <= routing.KEPT_DRAW_BYTES
 
 
+def test_the_grader_keeps_no_stream_and_gives_the_default_back(tmp_path):
+    """`python -m labs.grade` routes without keeping draws (66 MB of its peak, no CPU saved: it reads
+    each stream once), with the same bits, and main() leaves an in-process caller the default."""
+    from labs import grade
+
+    s = RouterSetting(**SMALL, drift=0.05, scheme="bias", max_nodes=1)
+    kept = route(s)
+    routing.keep_draws(False)
+    try:
+        assert routing._kept == ((), ())
+        assert np.array_equal(route(s).loads, kept.loads) and routing._kept == ((), ())
+    finally:
+        routing.keep_draws(True)
+    (tmp_path / "empty.json").write_text("{}")
+    grade.main([str(tmp_path)])
+    assert routing.KEPT_DRAW_BYTES >= 4 * 500 * 129 * 256
+
+
 def test_dispatch_copies_match_the_engines_formula():
     """Uniform routing over 8 nodes of 8 GPUs: the engine's N (1 - (1 - 1/N)^k) (N - 1)/N network
     copies a token (it draws the k experts independently) and k (g - 1)/g NVLink copies, within
