@@ -87,7 +87,7 @@ def _column(series: pd.Series, done: dict) -> list:
     if isinstance(series.dtype, pd.StringDtype):  # text and missing only: each distinct text once
         codes, texts = pd.factorize(series)
         return np.array([*(_text_of(t, done) for t in texts), ""], dtype=object)[codes].tolist()
-    return [_text_of(v, done) for v in series.tolist()]  # mixed (True and 1 are one key to a hash: kept apart here)
+    return ["" if v.__class__ is float and v != v else _text_of(v, done) for v in series.tolist()]  # mixed (True and 1 are one key to a hash: kept apart here)
 
 
 def _write(frame: pd.DataFrame, handle) -> None:
