@@ -14,7 +14,9 @@ an array and its round trip through the format.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
+from functools import lru_cache
 
 import ml_dtypes
 import numpy as np
@@ -134,6 +136,35 @@ def cast_report(x: np.ndarray, name: str, scale: float = 1.0) -> dict[str, float
     }
 
 
+def cast_shares(magnitudes: np.ndarray, name: str, scale: float = 1.0) -> dict[str, float]:
+    """cast_report's flushed and overflow shares of x, from x's non-zero magnitudes sorted
+    ascending (np.sort(np.abs(x[x != 0]))), without casting them all: the round trip keeps their
+    order, so the flushed ones are the first run of them and the overflowed ones the last; each
+    run's edge is found by casting a few values at a time."""
+    check_positive("scale", scale, maximum=1e30)
+    m = np.asarray(magnitudes, dtype=np.float64)
+    back = lambda v: round_trip(v * scale, name) / scale  # noqa: E731 (cast_report's arithmetic, on a few values)
+    flushed = _first(lambda v: back(v) != 0, m)
+    overflow = m.size - _first(lambda v: ~np.isfinite(back(v)), m)
+    count = max(m.size, 1)
+    return {"flushed": float(np.int64(flushed) / count), "overflow": float(np.int64(overflow) / count)}
+
+
+def _first(predicate, values: np.ndarray) -> int:
+    """The index of the first of `values` on which `predicate` holds (values.size if none), for a
+    predicate false and then true along them: 65 probes a round, each round 64 times narrower."""
+    lo, hi = 0, values.size  # the index is in lo..hi
+    while lo < hi:
+        probe = np.arange(lo, hi) if hi - lo <= 65 else np.linspace(lo, hi - 1, 65).astype(np.int64)  # lo, hi - 1 and 63 between
+        hit = np.asarray(predicate(values[probe]))
+        j = int(hit.argmax()) if hit.any() else probe.size
+        if j < probe.size:
+            hi = int(probe[j])
+        if j > 0:
+            lo = int(probe[j - 1]) + 1
+    return lo
+
+
 def loss_scale_curve(x: np.ndarray, name: str, log2_scales) -> dict[str, np.ndarray]:
     """cast_report's flushed and overflow shares over loss scales 2^k."""
     rows = [cast_report(x, name, 2.0 ** k) for k in log2_scales]
@@ -181,24 +212,129 @@ def dot_products(rows: int = 64, k: int = 4096, seed: int = 0) -> tuple[np.ndarr
     FP8 GEMM's dot products."""
     check_positive("rows", rows, integer=True, maximum=1 << 14)
     check_positive("k", k, integer=True, maximum=1 << 17)
-    rng = np.random.default_rng(seed)
-    a, b = np.empty((rows, k)), np.empty((rows, k))
-    drawn = np.empty((min(rows, _ROW_BLOCK), k))  # one block's draw, written again for each block
-    for out in (a, b):  # a block of rows at a time: the generator's stream, drawn in order, is the same numbers
-        for start in range(0, rows, _ROW_BLOCK):
-            block = out[start:start + _ROW_BLOCK]
-            normal = rng.standard_normal(out=drawn[:len(block)])
-            # round_trip(normal, "e4m3"): ml_dtypes' cast, and each of its 256 codes' float64 value read from a table
-            with np.errstate(over="ignore", invalid="ignore"):
-                codes = normal.astype(np.float32).astype(FORMATS["e4m3"].dtype).view(np.uint8)
-            np.take(_E4M3_VALUES, codes, out=block, mode="clip")  # a uint8 code is always in the table
-    return a, b
+    codes = _e4m3_codes(2 * rows * k, seed).reshape(2, rows, k)
+    return _E4M3_VALUES[codes[0]], _E4M3_VALUES[codes[1]]
 
 
+def dot_product_errors(rows: int, k: int, cases, seed: int = 0) -> tuple[float, ...]:
+    """accumulation_error(*dot_products(rows, k, seed), accumulator, promote_every) for each
+    (accumulator, promote_every) of `cases`: the same numbers, each product read from a table of
+    E4M3 products by its pair of codes, and the float64 sums made once."""
+    check_positive("rows", rows, integer=True, maximum=1 << 14)
+    check_positive("k", k, integer=True, maximum=1 << 17)
+    codes = _e4m3_codes(2 * rows * k, seed).reshape(2, rows, k)
+    pairs = (codes[0].astype(np.uint16) << np.uint16(8)) | codes[1]  # a product's index in _E4M3_PRODUCTS
+    exact, wide = [], {case: [] for case in cases if case[0] not in NARROW_ACCUMULATORS}
+    for accumulator, every in wide:
+        check_choice("accumulator", accumulator, ACCUMULATORS)
+        _promotion_interval(k, every)
+    # index and product buffers, written again for each block: no large array is made
+    index, buffer = np.empty(min(rows, _ROW_BLOCK) * k, dtype=np.intp), np.empty(min(rows, _ROW_BLOCK) * k)
+    for i in range(0, rows, _ROW_BLOCK):  # as accumulation_error: a block of rows at a time
+        block = pairs[i:i + _ROW_BLOCK]
+        at = index[:block.size].reshape(block.shape)
+        np.copyto(at, block)
+        products = np.take(_E4M3_PRODUCTS, at, out=buffer[:block.size].reshape(block.shape), mode="clip")  # every index is in the table
+        exact.append(products.sum(axis=1))
+        for (accumulator, every), sums in wide.items():  # accumulate(products, accumulator, every), the cast read from a table
+            values = np.take(_e4m3_products_in(FORMATS[accumulator].dtype), at, mode="clip")
+            sums.append(_promoted_total(_wide_partials(values, accumulator, _promotion_interval(k, every))))
+    exact = np.concatenate(exact)
+    # finite E4M3 values lie within 2^-9..448, so sums of up to 2^17 of their products stay normal
+    # float64 (_sums_stay_normal): unless a NaN code made a NaN product, and so a NaN row sum
+    stays_normal = not np.isnan(exact).any()
+    columns, errors = None, []
+    for accumulator, every in cases:
+        if accumulator not in NARROW_ACCUMULATORS:
+            summed = np.concatenate(wide[accumulator, every])
+        elif stays_normal:  # every row at once, as accumulate adds them
+            n = _promotion_interval(k, every)
+            if columns is None:
+                columns = np.ascontiguousarray(pairs.T)  # (k, rows): each column's pairs side by side
+            runs = columns.reshape(k // n, n, rows).transpose(1, 0, 2)  # (n, chunks, rows): the p-th product of each chunk
+            step = max(1, index.size // runs[0].size)
+            blocks = (_take_into(runs[p:p + step], index, buffer) for p in range(0, n, step))
+            summed = _promoted_total(np.ascontiguousarray(_narrow_partials(blocks, runs.shape[1:], accumulator, k, stays_normal=True).T))
+        else:
+            summed = accumulate(_E4M3_PRODUCTS[pairs], accumulator, every)
+        errors.append(_median_relative_error(summed, exact))
+    return tuple(errors)
+
+
+def _take_into(pairs: np.ndarray, index: np.ndarray, buffer: np.ndarray) -> np.ndarray:
+    """The products of `pairs` (any view), in its shape, made in the start of `index` and `buffer`."""
+    at = index[:pairs.size].reshape(pairs.shape)
+    np.copyto(at, pairs)
+    return np.take(_E4M3_PRODUCTS, at, out=buffer[:pairs.size].reshape(pairs.shape), mode="clip")
+
+
+def _e4m3_codes(n: int, seed) -> np.ndarray:
+    """The first n E4M3 codes (uint8) of seed's stream of unit normals, each drawn in float64 and
+    cast to float32, then to E4M3: dot_products' a and then b, row by row. An int seed's codes are
+    kept (up to _KEPT_CODES) and drawn further when more are asked: every K's inputs are the start
+    of one stream."""
+    with _STREAMS_LOCK:
+        rng, codes = _STREAMS.get(seed, (None, None)) if type(seed) is int else (None, None)
+        if rng is None:
+            rng, codes = np.random.default_rng(seed), np.empty(0, dtype=np.uint8)
+        if codes.size < n:
+            more = np.empty(n - codes.size, dtype=np.uint8)
+            size = min(more.size, _DRAW)
+            normal, single, index, sticky = np.empty(size), np.empty(size, dtype=np.float32), np.empty(size, dtype=np.uint32), np.empty(size, dtype=np.uint32)
+            for start in range(0, more.size, _DRAW):
+                out = more[start:start + _DRAW]
+                m = out.size
+                rng.standard_normal(out=normal[:m])  # drawn in pieces: the generator's stream is the same numbers
+                single[:m] = normal[:m]
+                _e4m3_of_float32(single[:m], out, index[:m], sticky[:m])
+            codes = np.concatenate([codes, more])
+            codes.flags.writeable = False  # shared by every caller
+            if type(seed) is int and codes.size <= _KEPT_CODES:
+                if seed not in _STREAMS and len(_STREAMS) >= _KEPT_STREAMS:
+                    _STREAMS.clear()
+                _STREAMS[seed] = (rng, codes)
+        return codes[:n]
+
+
+def _e4m3_of_float32(x: np.ndarray, out: np.ndarray, index: np.ndarray, sticky: np.ndarray) -> None:
+    """ml_dtypes' float32 -> E4M3 cast of x, as uint8 codes in `out`, read from a table (index
+    and sticky: uint32 scratch of x's size). Rounding to 3 mantissa bits (or fewer, below E4M3's
+    normals) depends only on the sign, the exponent, the 4 leading mantissa bits and whether any
+    of the other 19 is set: the table holds ml_dtypes' cast of one float32 of each of these 2^14
+    classes (the same code as ml_dtypes on every one of the 2^32 float32 values, checked)."""
+    bits = x.view(np.uint32)
+    np.bitwise_and(bits, np.uint32(_STICKY), out=sticky)
+    np.minimum(sticky, np.uint32(1), out=sticky)
+    np.right_shift(bits, np.uint32(_LOW_BITS), out=index)
+    np.left_shift(index, np.uint32(1), out=index)
+    np.bitwise_or(index, sticky, out=index)
+    np.take(_E4M3_OF_FLOAT32, index, out=out, mode="clip")  # every index is below 2^14
+
+
+_LOW_BITS = 19  # float32 mantissa bits below E4M3's 3 and its rounding bit
+_STICKY = (1 << _LOW_BITS) - 1
+with np.errstate(over="ignore", invalid="ignore"):
+    _E4M3_OF_FLOAT32 = (((np.arange(1 << 14, dtype=np.uint32) >> np.uint32(1)) << np.uint32(_LOW_BITS)) | (np.arange(1 << 14, dtype=np.uint32) & np.uint32(1))
+                        ).view(np.float32).astype(FORMATS["e4m3"].dtype).view(np.uint8)
 _E4M3_VALUES = np.arange(256, dtype=np.uint8).view(FORMATS["e4m3"].dtype).astype(np.float64)  # every E4M3 code's value (two NaNs)
+_E4M3_PRODUCTS = np.multiply.outer(_E4M3_VALUES, _E4M3_VALUES).ravel()  # [a << 8 | b]: the product of codes a and b's values
 
 
-_ROW_BLOCK = 64  # rows of dot products drawn and accumulated at once: each row is on its own, and 512 x 16,384 float64 temporaries were 300 MB
+@lru_cache(maxsize=None)
+def _e4m3_products_in(dtype: np.dtype) -> np.ndarray:
+    """_E4M3_PRODUCTS cast to an accumulator's format (fp16 overflows on the largest)."""
+    with np.errstate(over="ignore"):
+        return _E4M3_PRODUCTS.astype(dtype)
+
+
+_DRAW = 1 << 16  # normals drawn at a time
+_KEPT_CODES = 1 << 25  # E4M3 codes kept per seed (32 MB): Lab 12's K = 16,384 over 512 rows takes 2^24
+_KEPT_STREAMS = 4
+_STREAMS: dict[int, tuple[np.random.Generator, np.ndarray]] = {}
+_STREAMS_LOCK = threading.Lock()
+
+
+_ROW_BLOCK = 64  # rows of dot products multiplied and accumulated at once: each row is on its own, and 512 x 16,384 float64 temporaries were 300 MB
 
 
 def accumulate(products: np.ndarray, accumulator: str, promote_every: int | None = None) -> np.ndarray:
@@ -216,9 +352,15 @@ def accumulate(products: np.ndarray, accumulator: str, promote_every: int | None
         blocks = (np.ascontiguousarray(chunks[:, :, j:j + step].transpose(2, 0, 1)) for j in range(0, n, step))
         partial = _narrow_partials(blocks, chunks.shape[:2], accumulator, k)
     else:
-        chunks = products.astype(FORMATS[accumulator].dtype).reshape(products.shape[0], k // n, n)
-        partial = np.add.accumulate(chunks, axis=2, dtype=FORMATS[accumulator].dtype)[:, :, -1]
+        partial = _wide_partials(products.astype(FORMATS[accumulator].dtype), accumulator, n)
     return _promoted_total(partial)
+
+
+def _wide_partials(values: np.ndarray, accumulator: str, n: int) -> np.ndarray:
+    """Partial sums (rows, chunks) of `values`, already in the accumulator's format: each run of n
+    added one at a time in that format."""
+    chunks = values.reshape(values.shape[0], -1, n)
+    return np.add.accumulate(chunks, axis=2, dtype=FORMATS[accumulator].dtype)[:, :, -1]
 
 
 def _promotion_interval(k: int, promote_every: int | None) -> int:
@@ -234,21 +376,23 @@ def _promoted_total(partial: np.ndarray) -> np.ndarray:
     return partial.astype(np.float32).sum(axis=1, dtype=np.float32).astype(np.float64)
 
 
-def _narrow_partials(blocks, shape: tuple[int, int], accumulator: str, k: int) -> np.ndarray:
+def _narrow_partials(blocks, shape: tuple[int, int], accumulator: str, k: int, stays_normal: bool = False) -> np.ndarray:
     """The narrow accumulator's partial sums, (rows, chunks): `blocks` yields (m, rows, chunks)
-    arrays, the next m products of every chunk, in order; each is added to its chunk's partial
-    sum, which keeps 14 significant bits after every addition."""
+    arrays (or any other `shape` of independent sums), the next m products of every chunk, in
+    order; each is added to its chunk's partial sum, which keeps 14 significant bits after every
+    addition. stays_normal: every block is known to pass _sums_stay_normal."""
     partial = np.zeros(shape)
-    keep_bits = _keep_bits_in_place(accumulator)
+    bits = partial.view(np.uint64)
+    keep_bits = _keep_bits_of(accumulator)
     for columns in blocks:
-        if keep_bits is not None and not _sums_stay_normal(columns, k):
+        if keep_bits is not None and not stays_normal and not _sums_stay_normal(columns, k):
             keep_bits = None  # the bits so far are significant_bits' own: it carries on from them
         for column in columns:
             if keep_bits is None:
                 partial = significant_bits(partial + column, H800_ACCUMULATOR_BITS, NARROW_ACCUMULATORS[accumulator])
             else:
                 partial += column
-                keep_bits(partial)
+                keep_bits(bits)
     return partial
 
 
@@ -272,15 +416,20 @@ def _keep_bits_in_place(accumulator: str):
     weight less one, plus the lowest kept bit, first rounds to nearest with ties to even (a carry
     into the exponent is the next power of two, as frexp's rounding gives). The same bits as
     significant_bits: tests/test_lab12.py compares the two on random and tie-breaking values."""
+    keep = _keep_bits_of(accumulator)
+    return lambda x: keep(x.view(np.uint64))
+
+
+def _keep_bits_of(accumulator: str):
+    """_keep_bits_in_place, done on a float64 array's uint64 view."""
     mask = np.uint64(~((1 << _DROPPED_BITS) - 1) & (2 ** 64 - 1))
     if NARROW_ACCUMULATORS[accumulator] is np.trunc:
-        def keep_truncated(x: np.ndarray) -> None:
-            np.bitwise_and(x.view(np.uint64), mask, out=x.view(np.uint64))
+        def keep_truncated(u: np.ndarray) -> None:
+            np.bitwise_and(u, mask, out=u)
         return keep_truncated
     half_less_one, shift, one = np.uint64((1 << (_DROPPED_BITS - 1)) - 1), np.uint64(_DROPPED_BITS), np.uint64(1)
 
-    def keep_nearest(x: np.ndarray) -> None:
-        u = x.view(np.uint64)
+    def keep_nearest(u: np.ndarray) -> None:
         lowest_kept = (u >> shift) & one
         lowest_kept += half_less_one
         u += lowest_kept
@@ -310,6 +459,10 @@ def accumulation_error(a: np.ndarray, b: np.ndarray, accumulator: str, promote_e
         summed = _promoted_total(_narrow_partials(blocks, (rows, k // n), accumulator, k))
     else:  # each row's sum is its own: a block at a time
         summed = np.concatenate([accumulate(a[i:i + _ROW_BLOCK] * b[i:i + _ROW_BLOCK], accumulator, promote_every) for i in range(0, a.shape[0], _ROW_BLOCK)])
+    return _median_relative_error(summed, exact)
+
+
+def _median_relative_error(summed: np.ndarray, exact: np.ndarray) -> float:
     return float(np.median(np.abs(summed - exact) / np.maximum(np.abs(exact), 1e-300)))
 
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+import numpy as np
+
 from labs.core.engine import precision
 from labs.core.engine.precision import weight_cache_bytes
 from labs.core.scenarios.common import Option
@@ -39,6 +41,7 @@ FP8_CASES = {
     "llama3-70b": ("llama3-70b", "dgx-h100", 8, dict(tp=8, pp=4, dp=2, micro_batch=1, global_batch=128, zero_stage=1, recompute="selective")),
     "llama2-13b": ("llama2-13b", "dgx-h100", 2, dict(tp=2, pp=1, dp=8, micro_batch=1, global_batch=256, zero_stage=1, recompute="selective")),
 }
+_FP8_CASE_NAMES = tuple(FP8_CASES)
 DEFAULT_SETTINGS = {"grad_low_exp": -12, "grad_high_exp": -1, "sample_seed": 1, "fp8_case": "gpt3-175b"}
 
 
@@ -50,13 +53,26 @@ def check_settings(settings: dict | None) -> dict:
     unknown = sorted(set(v) - set(DEFAULT_SETTINGS) - {"recompute_case", "recompute_flash"})
     if unknown:
         raise ValueError(f"unknown variant setting(s) {unknown}")
-    check_choice("recompute_case", v.get("recompute_case"), FP8_CASES)
-    check_choice("recompute_flash", v.get("recompute_flash"), (False, True))
-    check_choice("grad_low_exp", v.get("grad_low_exp"), LOW_EXPS)
-    check_choice("grad_high_exp", v.get("grad_high_exp"), HIGH_EXPS)
-    check_choice("sample_seed", v.get("sample_seed"), SAMPLE_SEEDS)
-    check_choice("fp8_case", v.get("fp8_case"), FP8_CASES)
+    _check_choice("recompute_case", v.get("recompute_case"), _FP8_CASE_NAMES)
+    _check_choice("recompute_flash", v.get("recompute_flash"), (False, True))
+    _check_choice("grad_low_exp", v.get("grad_low_exp"), LOW_EXPS)
+    _check_choice("grad_high_exp", v.get("grad_high_exp"), HIGH_EXPS)
+    _check_choice("sample_seed", v.get("sample_seed"), SAMPLE_SEEDS)
+    _check_choice("fp8_case", v.get("fp8_case"), _FP8_CASE_NAMES)
     return v
+
+
+def _check_choice(name: str, value, allowed: tuple) -> None:
+    """check_choice, answered at once for a plain int, bool or str that is one of `allowed` (a
+    tuple): the grader checks every student's settings and inputs."""
+    if type(value) in (int, bool, str) and (type(value), value) in _plain_choices(allowed):
+        return
+    check_choice(name, value, allowed)
+
+
+@lru_cache(maxsize=None)
+def _plain_choices(allowed: tuple) -> frozenset:
+    return frozenset((type(a), a) for a in allowed)
 
 
 def draw_settings(d) -> dict:
@@ -92,6 +108,20 @@ def _cast(low_exp: int, high_exp: int, seed: int, name: str, log2_scale: int) ->
     return precision.cast_report(_gradients(low_exp, high_exp, seed), name, 2.0 ** log2_scale)
 
 
+@lru_cache(maxsize=16, typed=True)
+def _magnitudes(low_exp: int, high_exp: int, seed: int):
+    g = _gradients(low_exp, high_exp, seed)
+    m = np.sort(np.abs(g[g != 0]))
+    m.flags.writeable = False
+    return m
+
+
+@lru_cache(maxsize=1024, typed=True)
+def _shares(low_exp: int, high_exp: int, seed: int, name: str, log2_scale: int) -> dict:
+    """_cast's flushed and overflow shares alone (precision.cast_shares: the same numbers)."""
+    return precision.cast_shares(_magnitudes(low_exp, high_exp, seed), name, 2.0 ** log2_scale)
+
+
 def cast_at_scale(settings: dict | None, name: str, log2_scale: int) -> dict:
     """cast_report of the variant's gradients in a format at loss scale 2^k."""
     v = check_settings(settings)
@@ -103,7 +133,8 @@ UNDERFLOW_TOLERANCE = 5.0  # percentage points
 
 def underflow_share(settings: dict | None) -> float:
     """Percent of the variant's gradients a plain fp16 cast flushes to zero, counted."""
-    return 100 * cast_at_scale(settings, "fp16", 0)["flushed"]
+    v = check_settings(settings)
+    return 100 * _shares(v["grad_low_exp"], v["grad_high_exp"], v["sample_seed"], "fp16", 0)["flushed"]
 
 
 LOSS_SCALE_FORMATS = ("fp16", "bf16", "e5m2", "e4m3")
@@ -139,8 +170,19 @@ def scaling_rows(outlier_scale: float) -> list[dict]:
 
 @lru_cache(maxsize=32, typed=True)
 def _scaling_rows(outlier_scale: float) -> tuple[dict, ...]:
+    return tuple({"format": name, "scaling": scaling, **_scaling_error(outlier_scale, name, scaling)} for name in ("e4m3", "e5m2") for scaling in precision.SCALINGS)
+
+
+@lru_cache(maxsize=256, typed=True)
+def _scaling_error(outlier_scale: float, name: str, scaling: str) -> dict:
+    return precision.quantisation_error(_activations(outlier_scale), name, scaling)
+
+
+@lru_cache(maxsize=32, typed=True)
+def _activations(outlier_scale: float):
     x = precision.activation_sample(outlier_scale=outlier_scale, **ACTIVATION_SHAPE)
-    return tuple({"format": name, "scaling": scaling, **precision.quantisation_error(x, name, scaling)} for name in ("e4m3", "e5m2") for scaling in precision.SCALINGS)
+    x.flags.writeable = False
+    return x
 
 
 ACCUMULATION_KS = (512, 1024, 2048, 4096, 8192, 16384)
@@ -166,8 +208,8 @@ def accumulation_rows(k: int) -> list[dict]:
 
 @lru_cache(maxsize=32, typed=True)
 def _accumulation_rows(k: int, cases: tuple) -> tuple[dict, ...]:
-    a, b = precision.dot_products(ACCUMULATION_ROWS, k)
-    return tuple({"accumulator": acc, "promote_every": every, "error": precision.accumulation_error(a, b, acc, every)} for acc, every in cases)
+    errors = precision.dot_product_errors(ACCUMULATION_ROWS, k, cases)
+    return tuple({"accumulator": acc, "promote_every": every, "error": error} for (acc, every), error in zip(cases, errors))
 
 
 # ---- the engine at scale ---------------------------------------------------------------------------
@@ -514,10 +556,13 @@ INPUT_FIELDS = ("log2_loss_scale", "outlier_scale", "accumulation_k", "accumulat
 
 def check_inputs(inputs: dict) -> None:
     """The instruments' settings, each against what the lab offers."""
-    check_choice("log2_loss_scale", inputs.get("log2_loss_scale"), tuple(range(LOSS_SCALE_RANGE[0], LOSS_SCALE_RANGE[1] + 1)))
-    check_choice("outlier_scale", inputs.get("outlier_scale"), OUTLIER_SCALES)
-    check_choice("accumulation_k", inputs.get("accumulation_k"), ACCUMULATION_KS)
-    check_choice("accumulation_steps", inputs.get("accumulation_steps"), ACCUMULATION_STEPS)
+    _check_choice("log2_loss_scale", inputs.get("log2_loss_scale"), _LOSS_SCALES)
+    _check_choice("outlier_scale", inputs.get("outlier_scale"), OUTLIER_SCALES)
+    _check_choice("accumulation_k", inputs.get("accumulation_k"), ACCUMULATION_KS)
+    _check_choice("accumulation_steps", inputs.get("accumulation_steps"), ACCUMULATION_STEPS)
+
+
+_LOSS_SCALES = tuple(range(LOSS_SCALE_RANGE[0], LOSS_SCALE_RANGE[1] + 1))
 
 
 def precision_outcomes(inputs: dict, predictions: dict, variant=None) -> dict:
@@ -525,14 +570,14 @@ def precision_outcomes(inputs: dict, predictions: dict, variant=None) -> dict:
     default settings), and each prediction judged there."""
     check_inputs(inputs)
     settings = check_settings(variant.settings if variant is not None else None)
-    fp16 = cast_at_scale(settings, "fp16", inputs["log2_loss_scale"])
-    err = {(r["format"], r["scaling"]): r["median_rel_error"] for r in scaling_rows(inputs["outlier_scale"])}
+    fp16 = _shares(settings["grad_low_exp"], settings["grad_high_exp"], settings["sample_seed"], "fp16", inputs["log2_loss_scale"])
+    err = {scaling: _scaling_error(inputs["outlier_scale"], "e4m3", scaling)["median_rel_error"] for scaling in ("tensor", "tile")}
     acc = {(r["accumulator"], r["promote_every"]): r["error"] for r in _accumulation_rows(inputs["accumulation_k"], OUTCOME_ACCUMULATION_CASES)}
     steps = accumulation_estimates(inputs["accumulation_steps"])
     legacy = legacy_questions() if variant is None else None
     return {
         "fp16_flushed_at_scale": fp16["flushed"], "fp16_overflow_at_scale": fp16["overflow"],
-        "e4m3_tensor_error": err[("e4m3", "tensor")], "e4m3_tile_error": err[("e4m3", "tile")],
+        "e4m3_tensor_error": err["tensor"], "e4m3_tile_error": err["tile"],
         "bf16_accumulation_error": acc[("bf16", None)],
         "h800_accumulation_error": acc[("h800-truncated", None)], "h800_promoted_error": acc[("h800-truncated", precision.TILE)],
         "zero1_dp_gb": steps[1].comm_bytes_per_gpu["dp"] / 1e9, "zero2_dp_gb": steps[2].comm_bytes_per_gpu["dp"] / 1e9,
