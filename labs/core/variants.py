@@ -40,6 +40,7 @@ import hashlib
 import math
 import os
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Callable
 
 from labs.core.state import normalise_student
@@ -66,34 +67,41 @@ def class_salt(salt: str | None = None) -> str:
     return salt if salt is not None else os.environ.get(SALT_ENV, "")
 
 
+@lru_cache(maxsize=64)  # a class has one salt; the grader asks for it once a variant
 def salt_fingerprint(salt: str) -> str:
     """What a ledger records of the salt: enough to tell two salts apart, not the salt."""
     return hashlib.sha256(f"{SCHEME}/salt/{salt}".encode()).hexdigest()[:12]
 
 
 def seed_of(lab: str, student: str, salt: str) -> str:
-    text = "\0".join((SCHEME, lab, salt, normalise_student(student)))
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    return normalised_seed(lab, normalise_student(student), salt)
+
+
+def normalised_seed(lab: str, student: str, salt: str) -> str:
+    """seed_of for a student id already normalised."""
+    return hashlib.sha256("\0".join((SCHEME, lab, salt, student)).encode("utf-8")).hexdigest()[:16]
 
 
 class Draw:
-    """Stable picks from a seed: each named pick hashes (seed, name) with SHA-256."""
+    """Stable picks from a seed: each named pick hashes "seed/name" with SHA-256 (an order, each
+    id's "seed/order/name/id")."""
 
     def __init__(self, seed: str):
         self.seed = seed
-
-    def _digest(self, *parts) -> bytes:
-        return hashlib.sha256("/".join((self.seed, *map(str, parts))).encode("utf-8")).digest()
+        self._prefix = f"{seed}/".encode("utf-8")
 
     def choice(self, name: str, values):
-        values = tuple(values)
+        if not isinstance(values, (tuple, list, range)):  # those index as their tuple does
+            values = tuple(values)
         if not values:
             raise ValueError(f"{name}: nothing to choose from")
-        return values[int.from_bytes(self._digest(name)[:8], "big") % len(values)]
+        digest = hashlib.sha256(self._prefix + str(name).encode("utf-8")).digest()
+        return values[int.from_bytes(digest[:8], "big") % len(values)]
 
     def order(self, name: str, ids) -> list[str]:
         """`ids` in an order of this seed's own."""
-        return sorted(ids, key=lambda i: self._digest("order", name, i))
+        prefix = self._prefix + f"order/{name}/".encode("utf-8")
+        return sorted(ids, key=lambda i: hashlib.sha256(prefix + str(i).encode("utf-8")).digest())
 
 
 @dataclass(frozen=True)
@@ -237,6 +245,8 @@ class Variant:
         if not isinstance(recorded, dict):
             return ["variant"]
         mine, out = self.record(), []
+        if recorded == mine:  # as a ledger written at this variant has it: every field the same
+            return out
         if recorded.get("version", 1) != self.version:
             out.append("version")
         for name in ("scheme", "seed", "student", "salt"):

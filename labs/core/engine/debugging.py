@@ -43,7 +43,7 @@ healthy wait inside a collective kills a healthy job. Hang rates from Llama 3's 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 
 import numpy as np
@@ -198,15 +198,20 @@ class _Prog:
     axis: np.ndarray  # code of each call's axis (PG_AXES index)
     seq: np.ndarray  # the call's number in its group (0-based, this window)
     cum: np.ndarray  # (4, L + 1): calls of each axis before index i
-    index: list  # per axis: program index of seq s, then L
+    index: np.ndarray  # (4, S): per axis the program index of seq s; past its last call, L
 
     @classmethod
-    def of(cls, calls) -> "_Prog":
-        axis = np.array([PG_AXES.index(c.axis) for c in calls], dtype=int)
-        onehot = np.stack([axis == a for a in range(len(PG_AXES))]).astype(int)
-        cum = np.concatenate([np.zeros((len(PG_AXES), 1), dtype=int), np.cumsum(onehot, axis=1)], axis=1)
+    def of(cls, calls, axis: np.ndarray | None = None) -> "_Prog":
+        """The program's arrays (`axis`: its calls' axis codes, when the caller has them)."""
+        if axis is None:
+            code = {a: i for i, a in enumerate(PG_AXES)}
+            axis = np.array([code[c.axis] for c in calls], dtype=int)
+        cum = np.zeros((len(PG_AXES), len(calls) + 1), dtype=np.int64)
+        np.cumsum(axis == np.arange(len(PG_AXES))[:, None], axis=1, out=cum[:, 1:])
         seq = cum[axis, np.arange(len(calls))]
-        index = [np.append(np.flatnonzero(axis == a), len(calls)) for a in range(len(PG_AXES))]
+        index = np.full((len(PG_AXES), int(cum[:, -1].max()) + 1), len(calls), dtype=np.int64)
+        for a in range(len(PG_AXES)):
+            index[a, : cum[a, -1]] = np.flatnonzero(axis == a)
         return cls(tuple(calls), axis, seq, cum, index)
 
     def __len__(self):
@@ -289,10 +294,10 @@ class Hang:
 
     def reached(self, axis: str) -> np.ndarray:
         """Per rank: calls of `axis` issued (the completed ones and the one it waits in)."""
-        a, length = PG_AXES.index(axis), len(self.window)
-        out = self.completed(axis) + ((self.pos < length) & (self.window.axis[np.minimum(self.pos, length - 1)] == a) & self.issued)
+        a, length, done = PG_AXES.index(axis), len(self.window), self.completed(axis)
+        out = done + ((self.pos < length) & (self.window.axis[np.minimum(self.pos, length - 1)] == a) & self.issued)
         f, p = self.fault.rank, self.faulty
-        out[f] = self.completed(axis)[f] + int(self.pos[f] < len(p) and p.axis[min(self.pos[f], len(p) - 1)] == a and self.issued[f])
+        out[f] = done[f] + int(self.pos[f] < len(p) and p.axis[min(self.pos[f], len(p) - 1)] == a and self.issued[f])
         return out
 
     def waiting(self, rank: int) -> Call | None:
@@ -304,113 +309,150 @@ class Hang:
         (the lowest not completed), who issued it and who has not ("who has not arrived"). A group
         whose members all arrived and still wait points at the wire, not at a rank."""
         check_choice("axis", axis, PG_AXES)
-        done, reached, gid = self.completed(axis), self.reached(axis), self.job.group_ids[axis]
-        total = int(self.window.cum[PG_AXES.index(axis), -1])
-        groups = int(gid.max()) + 1
-        low = np.full(groups, np.iinfo(np.int64).max, dtype=np.int64)
-        np.minimum.at(low, gid, done)  # each group's lowest call completed
-        lagging = reached < low[gid] + 1
-        size, lacking = np.bincount(gid, minlength=groups), np.bincount(gid[lagging], minlength=groups)
-        ranks = np.flatnonzero(lagging)
-        ranks = ranks[np.argsort(gid[ranks], kind="stable")]  # by group, each group's in rank order
-        first = np.concatenate(([0], np.cumsum(lacking)))
-        rows = []
-        for g in np.unique(gid):
-            s = int(low[g])
-            if s >= total or lacking[g] == size[g]:  # finished, or nobody waits in it yet
-                continue
-            rows.append({"group": int(g), "seq": self.base(axis) + s + 1, "members": int(size[g]), "arrived": int(size[g] - lacking[g]),
-                         "missing": [int(r) for r in ranks[first[g]:first[g + 1]]]})
-        return rows
+        a = PG_AXES.index(axis)
+        members = _layout(self.job).members[a]  # groups x size, each group's in rank order
+        size = members.shape[1]
+        low = self.completed(axis)[members].min(axis=1)  # each group's lowest call completed
+        lagging = self.reached(axis)[members] < low[:, None] + 1
+        lacking = lagging.sum(axis=1)
+        rows = np.flatnonzero((low < self.window.cum[a, -1]) & (lacking < size))  # not finished, and someone waits in it
+        missing = members[rows][lagging[rows]].tolist()  # group by group, each group's in rank order
+        ends = np.cumsum(lacking[rows])
+        return [{"group": g, "seq": s, "members": size, "arrived": k, "missing": missing[start:end]}
+                for g, s, k, start, end in zip(rows.tolist(), (low[rows] + (self.base(axis) + 1)).tolist(), (size - lacking[rows]).tolist(),
+                                               (ends - lacking[rows]).tolist(), ends.tolist())]
 
 
-def _group_min(values: np.ndarray, gid: np.ndarray, groups: int) -> np.ndarray:
-    out = np.full(groups, np.iinfo(np.int64).max, dtype=np.int64)
-    np.minimum.at(out, gid, values)
-    return out[gid]
+def _members(gid: np.ndarray) -> np.ndarray:
+    """Each group's members (indices into `gid`), groups x size in ascending order: every group of
+    an axis has the same size."""
+    return np.argsort(gid, kind="stable").reshape(int(gid.max()) + 1, -1)
 
 
-_WINDOWS: dict[int, tuple[Job, _Prog]] = {}  # id(job) -> (the job, kept alive so its id is not reused; its two steps' program)
+@dataclass(frozen=True, eq=False)
+class _Layout:
+    """What every hang of a job shares, built once per model, cluster and plan (a class's Lab 14
+    builds ~900 hangs on five jobs that differ only in their step): two steps of the program; per
+    axis its groups' members; each rank's TP index and DP x CP index (`d`); and, as hangs ask for
+    them, the faulty rank's program per (fault kind, call) and where the ranks of each kind stop
+    per (fault kind, call, the faulty rank's stage)."""
 
+    window: _Prog
+    members: tuple[np.ndarray, ...]  # by PG_AXES index
+    t: np.ndarray
+    d: np.ndarray
+    faults: dict = field(default_factory=dict)
+    stops: dict = field(default_factory=dict)
 
-def _window(j: Job) -> _Prog:
-    """Two steps of the job's program as arrays, built once per job (every fault of a job hangs in
-    the same window; a class's Lab 14 builds ~900 hangs on its five jobs)."""
-    kept = _WINDOWS.get(id(j))
-    if kept is None or kept[0] is not j:
-        if len(_WINDOWS) >= 8:
-            _WINDOWS.clear()
+    @classmethod
+    def of(cls, j: Job) -> "_Layout":
         step = list(j.program)
-        kept = _WINDOWS[id(j)] = (j, _Prog.of(step + step))
-    return kept[1]
+        p = j.plan
+        return cls(_Prog.of(step + step), tuple(_members(j.group_ids[a]) for a in PG_AXES), j.coords[:, 0], j.group_ids["tp"] % (p.dp * p.cp))
+
+
+_LAYOUTS: dict[tuple, _Layout] = {}  # by (model, cluster, plan): a job's estimate and program follow from them
+
+
+def _layout(j: Job) -> _Layout:
+    key = (j.model, j.cluster, j.plan)
+    if key not in _LAYOUTS:
+        if len(_LAYOUTS) >= 8:
+            _LAYOUTS.clear()
+        _LAYOUTS[key] = _Layout.of(j)
+    return _LAYOUTS[key]
+
+
+@lru_cache(maxsize=16)
+def _kinds(tps: int, ds: int, stages: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ranks hang() iterates on, a tps x ds x stages grid of (TP index, d, stage): per axis
+    (PG_AXES order) each one's group, and whom it waits for in a call of that axis: its group (a
+    send/recv: itself and its neighbouring stages). A TP group is one (d, stage), a PP group one
+    (TP index, d), a DP group one (TP index, stage)."""
+    t, d, s = np.indices((tps, ds, stages)).reshape(3, -1)
+    gids = np.stack([{"world": 0 * s, "tp": d * stages + s, "pp": t * ds + d, "dp": t * stages + s}[a] for a in PG_AXES])
+    peers = gids[:, :, None] == gids[:, None, :]
+    peers[PG_AXES.index("pp")] &= abs(s[:, None] - s[None, :]) <= 1
+    return gids, peers
+
+
+def _faulty(j: Job, window: _Prog, kind: str, at: int) -> tuple[_Prog, int, bool, tuple | None]:
+    """The faulty rank's program (the window's, edited where the fault edits it), the call it cannot
+    get past (`cap`), whether it issued that one, and the (axis, seq) its group can never complete."""
+    calls = list(window.calls)
+    faulty, mismatch, cap, cap_issued = window, None, len(calls), True
+    if kind == "skipped_collective":
+        skipped = calls.pop(at)
+        faulty = _Prog.of(calls, np.delete(window.axis, at))
+        mismatch = (skipped.axis, int(window.seq[at]))
+    elif kind == "size_mismatch":
+        c = calls[at]
+        calls[at] = replace(c, nbytes=c.nbytes + BYTES * j.model.hidden)  # one norm weight more in its bucket
+        faulty = replace(window, calls=tuple(calls))  # the same axes
+        mismatch = (c.axis, int(window.seq[at]))
+    elif kind == "order_deadlock":
+        world = next(i for i in range(at, len(calls)) if calls[i].axis == "world")
+        calls.insert(at, calls.pop(world))  # the loss all-reduce issued before the bucket's reduce-scatter
+        faulty = _Prog.of(calls, np.insert(np.delete(window.axis, world), at, window.axis[world]))
+        cap = at  # it waits there for the whole world, whose members in its DP group wait for its bucket: a cycle
+    elif kind in ("dead_nic", "flapping_nic"):
+        cap = next(i for i in range(at, len(calls)) if j.crosses_nodes[calls[i].axis])
+    elif kind == "gpu_fell_off_bus":
+        cap = at
+    elif kind == "dataloader_stall":
+        cap, cap_issued = at, False
+    return faulty, cap, cap_issued, mismatch
+
+
+def _stops(window: _Prog, faulty: _Prog, cap: int, mismatch: tuple | None, gids: np.ndarray, peers: np.ndarray, f: int) -> np.ndarray:
+    """Where each rank of `gids` stops, `f` the faulty one: from the end down (the greatest fixed
+    point), each round every rank's calls issued per axis (`reached`: the calls before the one it
+    waits in, and that one), the least of those it waits for, and the first call of each rank's
+    program past that, until nothing moves."""
+    length, codes = len(window), np.arange(len(PG_AXES))[:, None]
+    if mismatch is not None:
+        a0, s0 = PG_AXES.index(mismatch[0]), mismatch[1]
+        same = gids[a0] == gids[a0][f]
+    pos = np.full(gids.shape[1], length, dtype=np.int64)
+    while True:
+        pf = int(pos[f])
+        reached = window.cum[:, np.minimum(pos + 1, length)]
+        reached[:, f] = faulty.cum[:, min(pf + (pf < cap), len(faulty))]  # a call it cannot finish counts as not issued for its peers
+        gmin = np.where(peers, reached[:, None, :], np.iinfo(np.int64).max).min(axis=2)
+        if mismatch is not None:
+            gmin[a0, same] = np.minimum(gmin[a0, same], s0)
+        new = window.index[codes, np.minimum(gmin, window.index.shape[1] - 1)].min(axis=0)
+        new[f] = min(int(faulty.index[codes[:, 0], np.minimum(gmin[:, f], faulty.index.shape[1] - 1)].min()), cap)
+        new = np.minimum(new, pos)
+        if np.array_equal(new, pos):
+            return pos
+        pos = new
 
 
 def hang(j: Job, fault: Fault) -> Hang:
     """Every rank's position when the job stops, with `fault` injected (module docstring)."""
     _check_fault(j, fault, HANG_FAULTS)
-    step = list(j.program)
-    window = _window(j)
-    at, f, n = len(step) + fault.at, fault.rank, j.ranks
-    calls = list(window.calls)
-    mismatch = None
-    cap, cap_issued = len(calls), True
-    if fault.kind == "skipped_collective":
-        skipped = calls.pop(at)
-        mismatch = (skipped.axis, int(window.seq[at]))
-    elif fault.kind == "size_mismatch":
-        c = calls[at]
-        calls[at] = replace(c, nbytes=c.nbytes + BYTES * j.model.hidden)  # one norm weight more in its bucket
-        mismatch = (c.axis, int(window.seq[at]))
-    elif fault.kind == "order_deadlock":
-        world = next(i for i in range(at, len(calls)) if calls[i].axis == "world")
-        calls.insert(at, calls.pop(world))  # the loss all-reduce issued before the bucket's reduce-scatter
-        cap = at  # it waits there for the whole world, whose members in its DP group wait for its bucket: a cycle
-    elif fault.kind in ("dead_nic", "flapping_nic"):
-        cap = next(i for i in range(at, len(calls)) if j.crosses_nodes[calls[i].axis])
-    elif fault.kind == "gpu_fell_off_bus":
-        cap = at
-    elif fault.kind == "dataloader_stall":
-        cap, cap_issued = at, False
-    faulty = _Prog.of(calls)
-    pos = np.full(n, len(window), dtype=np.int64)  # from the end down: the greatest fixed point
-    issued = np.ones(n, dtype=bool)
-    gids = j.group_ids
-    groups = {a: int(gids[a].max()) + 1 for a in PG_AXES}
-    pp_members = np.zeros((groups["pp"], j.plan.pp), dtype=int)
-    pp_members[gids["pp"], j.coords[:, 3]] = np.arange(n)
-    stage = j.coords[:, 3]
-    while True:
-        arrived = pos[f] < cap  # a call the faulty rank cannot finish counts as not issued for its peers
-        reached = np.empty((len(PG_AXES), n), dtype=np.int64)
-        for a in range(len(PG_AXES)):
-            clipped = np.minimum(pos, len(window) - 1)
-            reached[a] = window.cum[a, np.minimum(pos, len(window))] + ((pos < len(window)) & (window.axis[clipped] == a) & issued)
-            pf = pos[f]
-            reached[a, f] = faulty.cum[a, min(pf, len(faulty))] + int(pf < len(faulty) and faulty.axis[min(pf, len(faulty) - 1)] == a and arrived)
-        gmin = np.empty_like(reached)
-        for a, axis in enumerate(PG_AXES):
-            if axis == "pp":  # a send/recv needs both neighbouring stages
-                prev = pp_members[gids["pp"], np.maximum(stage - 1, 0)]
-                nxt = pp_members[gids["pp"], np.minimum(stage + 1, j.plan.pp - 1)]
-                gmin[a] = np.minimum(reached[a], np.minimum(reached[a][prev], reached[a][nxt]))
-            else:
-                gmin[a] = _group_min(reached[a], gids[axis], groups[axis])
-        if mismatch is not None:
-            a0, s0 = PG_AXES.index(mismatch[0]), mismatch[1]
-            same = gids[mismatch[0]] == gids[mismatch[0]][f]
-            gmin[a0, same] = np.minimum(gmin[a0, same], s0)
-        new = np.full(n, len(window), dtype=np.int64)
-        for a in range(len(PG_AXES)):
-            idx = window.index[a]
-            new = np.minimum(new, idx[np.minimum(gmin[a], len(idx) - 1)])
-        own = min(faulty.index[a][min(int(gmin[a, f]), len(faulty.index[a]) - 1)] for a in range(len(PG_AXES)))
-        new[f] = min(own, cap)
-        new = np.minimum(new, pos)
-        if np.array_equal(new, pos):
-            break
-        pos = new
+    lay = _layout(j)
+    at, f = len(lay.window) // 2 + fault.at, fault.rank
+    if (fault.kind, at) not in lay.faults:
+        if len(lay.faults) >= 512:
+            lay.faults.clear()
+        lay.faults[fault.kind, at] = _faulty(j, lay.window, fault.kind, at)
+    faulty, cap, cap_issued, mismatch = lay.faults[fault.kind, at]
+    # Ranks differ only in how they sit with the faulty one: a group is the ranks that share some
+    # coordinates, so ranks at one stage that share (or do not share) its TP index, and its DP x CP
+    # index (d), stop at the same call. The fixed point runs on one rank of each kind (at most four a
+    # stage: its TP index and d first, then one other of each where there is one) and is read back.
+    stage, tps, ds = j.coords[:, 3], min(j.plan.tp, 2), min(j.plan.dp * j.plan.cp, 2)
+    key = (fault.kind, at, int(stage[f]))
+    if key not in lay.stops:
+        if len(lay.stops) >= 4096:
+            lay.stops.clear()
+        lay.stops[key] = _stops(lay.window, faulty, cap, mismatch, *_kinds(tps, ds, j.plan.pp), int(stage[f]))
+    pos = lay.stops[key][((lay.t != lay.t[f]) * ds + (lay.d != lay.d[f])) * j.plan.pp + stage]
+    issued = np.ones(j.ranks, dtype=bool)
     issued[f] = cap_issued or pos[f] < cap
-    return Hang(j, fault, pos, issued, window, faulty, mismatch)
+    return Hang(j, fault, pos, issued, lay.window, faulty, mismatch)
 
 
 # ---- what the tools print ------------------------------------------------------------------------

@@ -10,7 +10,7 @@ import pkgutil
 from functools import lru_cache
 
 from labs.core.state import normalise_student
-from labs.core.variants import Draw, LabVariants, Numeric, Question, Variant, class_salt, recorded_version, salt_fingerprint, seed_of
+from labs.core.variants import Draw, LabVariants, Numeric, Question, Variant, class_salt, normalised_seed, recorded_version, salt_fingerprint, seed_of
 
 from labs.core.scenarios import lab05, lab06, lab07
 from labs.core.scenarios import lab10
@@ -140,7 +140,7 @@ def settings_for(lab: str, student: str, salt: str | None = None, version: int |
 @lru_cache(maxsize=32768)  # a class's students x labs (20,000 for 1,000 students): the grade book and the feedback pages, after the grader,
 # ask every student's every lab again (4,096 evicted them: 36,000 variants redrawn and 22,000 settings rebuilt for one --feedback run)
 def _variant(lab: str, student: str, salt: str, version: int) -> Variant:
-    seed = seed_of(lab, student, salt)
+    seed = normalised_seed(lab, student, salt)  # variant() normalised the id
     draw = Draw(seed)
     settings = registry()[lab].recipe(version)[0](draw)
     specs = _built(lab, version, json.dumps(settings, sort_keys=True))

@@ -52,10 +52,14 @@ def run_job(step_index: int = VARIANT_STEPS[0]) -> dbg.Job:
     return dbg.job(model, Cluster.get(CLUSTER, nodes=NODES), Plan.for_era(ERA, **PLAN), step_index)
 
 
+@lru_cache(maxsize=128)  # 7 kinds x 8 sites drawn: a class asks each many times
+def fault_at(kind: str, site: float) -> int:
+    return dbg.fault_site(run_job(), kind, site)  # a step's program is the same at every step index
+
+
 @lru_cache(maxsize=64)
 def hang_of(kind: str, rank: int, site: float, step_index: int) -> dbg.Hang:
-    j = run_job(step_index)
-    return dbg.hang(j, dbg.Fault(kind, rank, dbg.fault_site(j, kind, site)))
+    return dbg.hang(run_job(step_index), dbg.Fault(kind, rank, fault_at(kind, site)))
 
 
 def variant_hang(settings: dict) -> dbg.Hang:
