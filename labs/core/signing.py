@@ -40,6 +40,7 @@ import json
 import os
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from json.encoder import encode_basestring
 
 ENV = "LABS_SIGNING_KEY"
@@ -72,9 +73,12 @@ def _secret(key) -> bytes:
     return secret
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)  # json.dumps' own, made once
+
+
 def canonical(value) -> bytes:
     """The one byte string an entry signs as: sorted keys, no spaces, UTF-8."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
+    return _CANONICAL.encode(value).encode("utf-8")
 
 
 def _hex(secret: bytes, value) -> str:
@@ -124,6 +128,11 @@ def _parse(signature) -> tuple[int | None, str, str | None] | None:
     for anything else (upper-case hex included: not what the server wrote)."""
     if not isinstance(signature, str):
         return None
+    return _parse_text(signature)
+
+
+@lru_cache(maxsize=4096)  # a ledger's check reads each signature three times (its label, the places, the head)
+def _parse_text(signature: str) -> tuple[int | None, str, str | None] | None:
     v2 = _V2.fullmatch(signature)
     if v2:
         return int(v2.group(1)), v2.group(2), v2.group(3)
