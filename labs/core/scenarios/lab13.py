@@ -17,6 +17,7 @@ from functools import lru_cache
 from labs.core.engine import tensor_parallel as tpm
 from labs.core.scenarios.common import Option
 from labs.core.engine.validation import check_bool, check_choice
+from labs.core.scenarios.lab12 import _check_choice  # check_choice with a fast path for plain values: the grader checks every step
 from labs.core.variants import Choice, LabVariants, Numeric, Question, judged
 
 LAB = "13_tensor_parallel"
@@ -57,17 +58,32 @@ def _split_report(block: str, ranks: int, sequence_parallel: bool, wire: str, sh
     Run on one BLAS thread: these matrices are 32 x 128, and OpenBLAS's threads waiting for each
     other on a busy machine cost 0.1-0.3 s of CPU a setting (3.1 s for all 24 on 2 cores under
     load), one thread 0.29 s for all 24 (threadpoolctl, limited here only)."""
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=1, user_api="blas"):
+    with _blas_controller().limit(limits=1, user_api="blas"):
         return _split_report_on_arrays(block, ranks, sequence_parallel, wire, shape)
 
 
-def _split_report_on_arrays(block: str, ranks: int, sequence_parallel: bool, wire: str, shape: tpm.BlockShape) -> dict:
+@lru_cache(maxsize=1)
+def _blas_controller():
+    """threadpoolctl's view of the loaded BLAS, found once (a search of the process's libraries,
+    ~1 ms, that threadpool_limits would repeat for every setting)."""
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
+
+
+@lru_cache(maxsize=8, typed=True)
+def _unsplit(block: str, wire: str, shape: tpm.BlockShape) -> tuple:
+    """The block's weights, input x, output gradient dz and its unsplit run: the same for every
+    split of it (8 settings a block), so made once (read only by the splits)."""
     weights = tpm.make_weights(shape, block)
     x, dz = tpm.block_inputs(shape)
-    whole = tpm.run_block(x, dz, weights, block, shape, 1, wire=wire)
-    split = tpm.run_block(x, dz, weights, block, shape, ranks, sequence_parallel, wire)
+    return weights, x, dz, tpm.run_block(x, dz, weights, block, shape, 1, wire=wire)
+
+
+def _split_report_on_arrays(block: str, ranks: int, sequence_parallel: bool, wire: str, shape: tpm.BlockShape) -> dict:
+    weights, x, dz, whole = _unsplit(block, wire, shape)
+    # one rank without SP is the unsplit run's own call
+    split = whole if ranks == 1 and not sequence_parallel else tpm.run_block(x, dz, weights, block, shape, ranks, sequence_parallel, wire)
     scale = max(float(abs(whole.output).max()), 1.0)
     return {
         "output_diff": float(abs(split.output - whole.output).max()),
@@ -318,12 +334,12 @@ def check_settings(settings: dict | None) -> dict:
     unknown = sorted(set(v) - set(DEFAULT_SETTINGS) - {"gpu"})
     if unknown:
         raise ValueError(f"unknown variant setting(s) {unknown}")
-    check_choice("tp", v.get("tp"), VARIANT_TPS)
-    check_choice("batch", v.get("batch"), VARIANT_BATCHES)
-    check_choice("width", v.get("width"), VARIANT_WIDTHS)
-    check_choice("seq", v.get("seq"), VARIANT_SEQS + SCALING_SEQS_V2 + SCALING_SEQS_V3)
-    check_choice("model", v.get("model"), SWEEP_MODELS + tuple(m for m, _ in TP_SETUPS_V2))
-    check_choice("gpu", v.get("gpu"), SWEEP_GPU_KEYS)
+    _check_choice("tp", v.get("tp"), VARIANT_TPS)
+    _check_choice("batch", v.get("batch"), VARIANT_BATCHES)
+    _check_choice("width", v.get("width"), VARIANT_WIDTHS)
+    _check_choice("seq", v.get("seq"), _SETTING_SEQS)
+    _check_choice("model", v.get("model"), _SETTING_MODELS)
+    _check_choice("gpu", v.get("gpu"), _SWEEP_GPUS)
     return v
 
 
@@ -334,9 +350,13 @@ def draw_settings(d) -> dict:
 
 def ring_bytes_answer(settings: dict | None) -> float:
     """MB each rank sends in one ring all-reduce of the MLP output, b x s x d bf16 (engine)."""
+    return _ring_mb(check_settings(settings))
+
+
+def _ring_mb(v: dict) -> float:
+    """ring_bytes_answer at settings already checked."""
     from labs.core.engine.collectives import bytes_sent_per_rank
 
-    v = check_settings(settings)
     return bytes_sent_per_rank("all_reduce", v["batch"] * SEED_SHAPE.seq * SEED_SHAPE.hidden * 2, v["tp"]) / 1e6
 
 
@@ -511,16 +531,19 @@ def legacy_options(question: str) -> tuple[Option, ...]:
 
 
 # ---- the outcome the grader recomputes ---------------------------------------------------------------------
+_SETTING_SEQS = VARIANT_SEQS + SCALING_SEQS_V2 + SCALING_SEQS_V3  # every edition's, as check_settings allows them
+_SETTING_MODELS = SWEEP_MODELS + tuple(m for m, _ in TP_SETUPS_V2)
+_SWEEP_GPUS = tuple(SWEEP_GPU_KEYS)
 INPUT_FIELDS = ("block", "ranks", "sequence_parallel", "width", "gpu", "overlap")
 
 
 def check_inputs(inputs: dict) -> None:
     """The instruments' settings, each against what the lab offers."""
-    check_choice("block", inputs.get("block"), tpm.BLOCKS)
-    check_choice("ranks", inputs.get("ranks"), RANKS)
+    _check_choice("block", inputs.get("block"), tpm.BLOCKS)
+    _check_choice("ranks", inputs.get("ranks"), RANKS)
     check_bool("sequence_parallel", inputs.get("sequence_parallel"))
-    check_choice("width", inputs.get("width"), ENGINE_WIDTHS)
-    check_choice("gpu", inputs.get("gpu"), SWEEP_GPU_KEYS)
+    _check_choice("width", inputs.get("width"), ENGINE_WIDTHS)
+    _check_choice("gpu", inputs.get("gpu"), _SWEEP_GPUS)
     check_bool("overlap", inputs.get("overlap"))
 
 
@@ -529,16 +552,17 @@ def split_outcomes(inputs: dict, predictions: dict, variant=None) -> dict:
     student's variant (None: the default settings)."""
     check_inputs(inputs)
     settings = check_settings(variant.settings if variant is not None else None)
-    split = split_report(inputs["block"], inputs["ranks"], inputs["sequence_parallel"])
-    width = engine_width_row(inputs["width"])
-    sweep = {d: tp_sweep(settings["model"], inputs["gpu"], d, inputs["overlap"]) for d in DOMAINS}
+    # the cached rows read, not copied: check_inputs made split_report's checks, and nothing here edits them
+    split = _split_report(inputs["block"], inputs["ranks"], inputs["sequence_parallel"], "fp64", SPLIT_SHAPE)
+    width = _engine_width_row(inputs["width"], SEED_SHAPE.seq, 2)
+    sweep = {d: _tp_sweep(settings["model"], inputs["gpu"], d, inputs["overlap"]) for d in DOMAINS}
     legacy = legacy_questions() if variant is None else None
     return {
         "split_output_diff": split["output_diff"], "split_grad_diff": split["grad_input_diff"],
         "sent_per_rank_bytes": split["sent_per_rank"], "held_bytes": split["held_bytes"],
         "tp_bytes_per_token_layer": width["tp_bytes_per_token_layer"], "flops_per_token_layer": width["flops_per_token_layer"],
         **{f"best_tp_{d}": (min((r for r in rows if r["fits"]), key=lambda r: r["step_s"])["tp"] if any(r["fits"] for r in rows) else 0) for d, rows in sweep.items()},
-        "ring_mb": ring_bytes_answer(settings),
+        "ring_mb": _ring_mb(settings),
         **{f"{q}_correct": judged(variant, q, predictions, lambda a, q=q: legacy is not None and a is not None and legacy[q].judge(a))
            for q in ("ring", "scaling", "tp_best")},
     }
