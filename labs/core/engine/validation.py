@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from functools import lru_cache
 from collections.abc import Iterable
 
 # Sizes beyond any machine or batch that exists: refusing them keeps every product finite.
@@ -76,12 +77,26 @@ def _same_kind(a, b) -> bool:
 
 def check_choice(name: str, value, allowed: Iterable) -> None:
     allowed = tuple(allowed)
+    if type(value) in (int, bool, str) and _among_plain(value, allowed):
+        return  # a plain value of the same type among the allowed ones: the grader checks every student's settings and inputs
     try:
         ok = any(_same_kind(a, value) and bool(a == value) for a in allowed)
     except (TypeError, ValueError):  # incomparable values, arrays
         ok = False
     if not ok:
         raise ValueError(f"{name} must be one of {', '.join(map(repr, allowed))}; got {value!r}")
+
+
+def _among_plain(value, allowed: tuple) -> bool:
+    try:
+        return (type(value), value) in _plain_choices(allowed)
+    except TypeError:  # an unhashable choice: the general check decides
+        return False
+
+
+@lru_cache(maxsize=1024)
+def _plain_choices(allowed: tuple) -> frozenset:
+    return frozenset((type(a), a) for a in allowed)
 
 
 def unknown_key_error(name: str, key, catalog) -> ValueError:

@@ -17,7 +17,6 @@ from functools import lru_cache
 from labs.core.engine import tensor_parallel as tpm
 from labs.core.scenarios.common import Option
 from labs.core.engine.validation import check_bool, check_choice
-from labs.core.scenarios.lab12 import _check_choice  # check_choice with a fast path for plain values: the grader checks every step
 from labs.core.variants import Choice, LabVariants, Numeric, Question, judged
 
 LAB = "13_tensor_parallel"
@@ -334,12 +333,12 @@ def check_settings(settings: dict | None) -> dict:
     unknown = sorted(set(v) - set(DEFAULT_SETTINGS) - {"gpu"})
     if unknown:
         raise ValueError(f"unknown variant setting(s) {unknown}")
-    _check_choice("tp", v.get("tp"), VARIANT_TPS)
-    _check_choice("batch", v.get("batch"), VARIANT_BATCHES)
-    _check_choice("width", v.get("width"), VARIANT_WIDTHS)
-    _check_choice("seq", v.get("seq"), _SETTING_SEQS)
-    _check_choice("model", v.get("model"), _SETTING_MODELS)
-    _check_choice("gpu", v.get("gpu"), _SWEEP_GPUS)
+    check_choice("tp", v.get("tp"), VARIANT_TPS)
+    check_choice("batch", v.get("batch"), VARIANT_BATCHES)
+    check_choice("width", v.get("width"), VARIANT_WIDTHS)
+    check_choice("seq", v.get("seq"), _SETTING_SEQS)
+    check_choice("model", v.get("model"), _SETTING_MODELS)
+    check_choice("gpu", v.get("gpu"), _SWEEP_GPUS)
     return v
 
 
@@ -539,11 +538,11 @@ INPUT_FIELDS = ("block", "ranks", "sequence_parallel", "width", "gpu", "overlap"
 
 def check_inputs(inputs: dict) -> None:
     """The instruments' settings, each against what the lab offers."""
-    _check_choice("block", inputs.get("block"), tpm.BLOCKS)
-    _check_choice("ranks", inputs.get("ranks"), RANKS)
+    check_choice("block", inputs.get("block"), tpm.BLOCKS)
+    check_choice("ranks", inputs.get("ranks"), RANKS)
     check_bool("sequence_parallel", inputs.get("sequence_parallel"))
-    _check_choice("width", inputs.get("width"), ENGINE_WIDTHS)
-    _check_choice("gpu", inputs.get("gpu"), _SWEEP_GPUS)
+    check_choice("width", inputs.get("width"), ENGINE_WIDTHS)
+    check_choice("gpu", inputs.get("gpu"), _SWEEP_GPUS)
     check_bool("overlap", inputs.get("overlap"))
 
 
