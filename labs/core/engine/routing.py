@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -179,9 +180,14 @@ def aux_loss_value(probs: np.ndarray, chosen: np.ndarray, coeff: float) -> float
 def top_k_mask(scores: np.ndarray, k: int) -> np.ndarray:
     """(..., tokens, experts) boolean: each row's k highest scores (a tie at the k-th score keeps
     every tied expert: with continuous scores, never)."""
+    return _top_k(scores, k)[0]
+
+
+def _top_k(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """top_k_mask, and each row's highest score (keeping its axis), which the sort finds anyway."""
     e = scores.shape[-1]
-    kth = np.sort(scores, axis=-1)[..., e - k, None]  # the k-th highest (a SIMD sort of 256 beats a partition)
-    return scores >= kth
+    ranked = np.sort(scores, axis=-1)  # the k-th highest from a sort (a SIMD sort of 256 beats a partition)
+    return scores >= ranked[..., e - k, None], ranked[..., e - 1:]
 
 
 def node_limited_mask(scores: np.ndarray, k: int, nodes: int, max_nodes: int) -> np.ndarray:
@@ -194,10 +200,10 @@ def node_limited_mask(scores: np.ndarray, k: int, nodes: int, max_nodes: int) ->
     # a node's score: the sum of its top k/M scores. Summed in the order np.partition leaves them
     # (float sums depend on order); for two (DeepSeek-V3's 8/4) any order gives the same sum, and a sort is faster
     ranked = np.sort(grouped, axis=-1) if top <= 2 else np.partition(grouped, per - top, axis=-1)
-    best = ranked[..., per - top:].sum(axis=-1)
+    best = ranked[..., per - 2] + ranked[..., per - 1] if top == 2 else ranked[..., per - top:].sum(axis=-1)  # two: one add, not a reduction
     keep = top_k_mask(best, max_nodes)
     kth = _kth_of_kept(grouped, ranked, keep, k, max_nodes, sorted_=top <= 2)
-    return ((grouped >= kth[..., None, None]) & keep[..., None]).reshape(scores.shape)
+    return (scores >= kth[..., None]) & np.repeat(keep, per, axis=-1)
 
 
 def _kth_of_kept(grouped: np.ndarray, ranked: np.ndarray, keep: np.ndarray, k: int, m: int, sorted_: bool) -> np.ndarray:
@@ -220,33 +226,43 @@ def _kth_of_kept(grouped: np.ndarray, ranked: np.ndarray, keep: np.ndarray, k: i
     return np.partition(candidates, m * width - k, axis=-1)[:, m * width - k].reshape(lead)
 
 
-def _choose(scores: np.ndarray, s: RouterSetting) -> np.ndarray:
+def _choose(scores: np.ndarray, s: RouterSetting) -> tuple[np.ndarray, np.ndarray | None]:
+    """The chosen experts, and each row's highest score where the choice found it (else None)."""
     if s.max_nodes is None or s.max_nodes == s.nodes:
-        return top_k_mask(scores, s.top_k)
-    return node_limited_mask(scores, s.top_k, s.nodes, s.max_nodes)
+        return _top_k(scores, s.top_k)
+    return node_limited_mask(scores, s.top_k, s.nodes, s.max_nodes), None
 
 
-def _softmax(z: np.ndarray) -> np.ndarray:
-    p = z - z.max(axis=1, keepdims=True)
+def _counts(chosen: np.ndarray, axis: int) -> np.ndarray:
+    """np.count_nonzero(chosen, axis), summed as bytes (fewer than 256 rows: in one byte)."""
+    return chosen.view(np.uint8).sum(axis=axis, dtype=np.uint8 if chosen.shape[axis] < 256 else np.int32)
+
+
+def _softmax(z: np.ndarray, out: np.ndarray, row_max: np.ndarray | None = None) -> np.ndarray:
+    p = np.subtract(z, z.max(axis=1, keepdims=True) if row_max is None else row_max, out=out)
     np.exp(p, out=p)
     p /= p.sum(axis=1, keepdims=True)
     return p
 
 
+@lru_cache(maxsize=64)
+def _copy_maps(s: RouterSetting) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For _copies: each expert's node as a (E, nodes) 0/1 matrix, each token's home node, and
+    (T, E) whether an expert sits on the GPU of its node with the token's own GPU's index."""
+    t, e, g = s.tokens, s.experts, s.gpus // s.nodes
+    gpu = np.arange(e) * s.gpus // e
+    source = np.arange(t) * s.gpus // t  # the GPU a token starts on
+    on_node = np.zeros((e, s.nodes), dtype=np.float32)
+    on_node[np.arange(e), gpu // g] = 1
+    return on_node, source // g, gpu[None, :] % g == source[:, None] % g
+
+
 def _copies(chosen: np.ndarray, s: RouterSetting) -> tuple[float, float]:
     """(network, NVLink) copies of a token vector per GPU in one dispatch (see the docstring)."""
-    t, e = chosen.shape
-    per_node_gpus = s.gpus // s.nodes
-    token, expert = np.nonzero(chosen)  # one entry a routed copy (T k of them): cheaper than reducing (T, E) by node and GPU
-    source = token * s.gpus // t  # the GPU the token starts on
-    gpu = expert * s.gpus // e
-    node = gpu // per_node_gpus
-    by_node = np.zeros((t, s.nodes), dtype=bool)
-    by_node[token, node] = True
-    home = np.arange(t) * s.gpus // t // per_node_gpus
-    network = int(by_node.sum()) - int(by_node[np.arange(t), home].sum())
-    landed = int(np.count_nonzero(gpu % per_node_gpus == source % per_node_gpus))  # on the GPU its copy lands on, in every node
-    nvlink = len(expert) - landed
+    on_node, home, landed = _copy_maps(s)
+    by_node = chosen.astype(np.float32) @ on_node  # each token's experts on each node (whole numbers: exact)
+    network = np.count_nonzero(by_node) - np.count_nonzero(by_node[np.arange(len(home)), home])
+    nvlink = np.count_nonzero(chosen) - np.count_nonzero(chosen & landed)  # all but those on the GPU the copy lands on, in every node
     return float(network) / s.gpus, float(nvlink) / s.gpus
 
 
@@ -288,7 +304,7 @@ class _Run:
         n = len(range(0, s.steps, COPY_EVERY))
         self.network, self.nvlink = np.zeros(n), np.zeros(n)
         self.aux = np.zeros(s.steps) if s.scheme == "aux_loss" else None
-        self.buffers: dict = {}  # a chunk's arrays, written again for the next chunk (fresh ones cost their pages each time)
+        self.buffers: dict = {}  # a step's arrays, written again for the next step (fresh ones cost their pages each time)
 
     def popularity(self, walk_steps: np.ndarray | None, n: int) -> np.ndarray:
         """(n, E) float32: skew x base + drift x walk for each step of the chunk (the walk summed
@@ -302,53 +318,44 @@ class _Run:
         return s.skew * self.base + s.drift * walks
 
     def advance(self, first: int, walk_steps, noise: np.ndarray, shared: dict) -> None:
-        """Route the chunk's steps; `shared` holds the chunk's logits by (skew, drift), made by the
-        first run of the stream that reads them (the same noise and walk give them the same bits)."""
+        """Route the chunk's steps; `shared` holds the chunk's logits by (skew, drift) and their
+        sigmoid affinities, each made by the first run of the stream that reads them (the same
+        noise and walk give them the same bits)."""
         s = self.s
         n = noise.shape[0]
         popularity = self.popularity(walk_steps, n)[:, None, :]  # every chunk: it carries the walk on
-        if s.scheme == "aux_loss":  # it adds its logit bias to the chunk's logits in place: its own copy
-            logits = np.add(noise, popularity, out=_buffer(self.buffers, "logits", noise.shape))
-        else:
-            made = shared.setdefault(("made", s.skew, s.drift), [None])
-            logits = _buffer(shared, (s.skew, s.drift), noise.shape)
-            if made[0] != first:
-                np.add(noise, popularity, out=logits)
-                made[0] = first
+        logits = _made(shared, ("logits", s.skew, s.drift), first, noise.shape, lambda out: np.add(noise, popularity, out=out))
         if s.scheme == "none":  # no state: the whole chunk at once
-            chosen = _choose(logits, s)
-            self.loads[first:first + n] = np.count_nonzero(chosen, axis=1)
+            chosen, _ = _choose(logits, s)
+            self.loads[first:first + n] = _counts(chosen, axis=1)
             for i in range(n):
                 if (first + i) % COPY_EVERY == 0:
                     self.network[(first + i) // COPY_EVERY], self.nvlink[(first + i) // COPY_EVERY] = _copies(chosen[i], s)
             return
         if s.scheme == "bias":
-            scores = np.negative(logits, out=_buffer(self.buffers, "scores", logits.shape))
-            np.exp(scores, out=scores)
-            scores += 1.0
-            np.reciprocal(scores, out=scores)  # sigmoid affinities
+            scores = _made(shared, ("scores", s.skew, s.drift), first, noise.shape, lambda out: _sigmoid(logits, out))
+        step_shape = noise.shape[1:]
         for i in range(n):
             step = first + i
+            bias = self.bias.astype(np.float32)
             if s.scheme == "bias":
-                biased = scores[i]
-                biased += self.bias.astype(np.float32)  # the chunk's scores are this run's own: biased in place
-                chosen = _choose(biased, s)
+                chosen, _ = _choose(np.add(scores[i], bias, out=_buffer(self.buffers, "biased", step_shape)), s)
             else:
-                z = logits[i]
-                z += self.bias.astype(np.float32)  # the aux loss's logit bias
-                chosen = _choose(z, s)
-            count = np.count_nonzero(chosen, axis=0)
-            self.loads[step] = count
+                z = np.add(logits[i], bias, out=_buffer(self.buffers, "z", step_shape))  # the aux loss's logit bias
+                chosen, row_max = _choose(z, s)
+            self.loads[step] = _counts(chosen, axis=0)
+            count = self.loads[step]
             if step % COPY_EVERY == 0:
                 self.network[step // COPY_EVERY], self.nvlink[step // COPY_EVERY] = _copies(chosen, s)
             if s.scheme == "bias":
                 self.bias += s.gamma * np.sign(count.mean() - count)
             else:
-                probs = _softmax(z)
+                probs = _softmax(z, _buffer(self.buffers, "probs", step_shape), row_max)
                 f = count / (s.tokens * s.top_k)
                 mean_p = probs.mean(axis=0)
                 self.aux[step] = s.aux_coeff * s.experts * float(np.dot(f, mean_p))
-                grad = s.aux_coeff * s.experts * (mean_p * f - (probs * (probs @ f)[:, None]).mean(axis=0))
+                weighted = np.multiply(probs, (probs @ f)[:, None], out=_buffer(self.buffers, "weighted", step_shape, np.float64))
+                grad = s.aux_coeff * s.experts * (mean_p * f - np.add.reduce(weighted, axis=0) / s.tokens)  # the mean over tokens
                 self.bias -= ROUTER_LR * grad
 
     def result(self) -> RouterRun:
@@ -375,11 +382,29 @@ def route_many(settings) -> list[RouterRun]:
     return [r.result() for r in runs]
 
 
-def _buffer(buffers: dict, key, shape: tuple) -> np.ndarray:
-    """buffers[key], a float32 array of this shape, made anew only when the shape changes."""
+def _buffer(buffers: dict, key, shape: tuple, dtype=np.float32) -> np.ndarray:
+    """buffers[key], an array of this shape and dtype, made anew only when the shape changes."""
     if key not in buffers or buffers[key].shape != shape:
-        buffers[key] = np.empty(shape, dtype=np.float32)
+        buffers[key] = np.empty(shape, dtype=dtype)
     return buffers[key]
+
+
+def _made(shared: dict, key, first: int, shape: tuple, make) -> np.ndarray:
+    """shared[key] for the chunk starting at step `first`: made into its buffer by make(out) when
+    the chunk's first reader asks, read as it is by the others."""
+    out = _buffer(shared, key, shape)
+    if shared.get(("made", key)) != first:
+        make(out)
+        shared[("made", key)] = first
+    return out
+
+
+def _sigmoid(logits: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """The bias scheme's affinities, 1 / (1 + exp(-logits))."""
+    np.negative(logits, out=out)
+    np.exp(out, out=out)
+    out += 1.0
+    return np.reciprocal(out, out=out)
 
 
 KEPT_DRAW_BYTES = 80 << 20  # one stream's draws kept per process when no larger: the lab's (500 x 129 x 256 float32) is 66 MB

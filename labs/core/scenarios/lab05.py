@@ -681,23 +681,23 @@ DESIGN_MISCONCEPTIONS_V5 = {
 DESIGN_ROLE_CAP = 4  # the fastest few layouts of each role are the candidates
 
 
-def design_role(plan: Plan, best: Plan, per_node: int) -> str:
-    """The misconception a wrong layout stands for, by how it differs from the engine's best."""
-    if plan.tp > per_node:
+def design_role(tp: int, pp: int, micro_batch: int, best: Plan, per_node: int) -> str:
+    """The misconception a wrong layout (TP, PP, micro-batch) stands for, by how it differs from the engine's best."""
+    if tp > per_node:
         return "tp_across"
-    if plan.tp == 1 and plan.pp == 1:
+    if tp == 1 and pp == 1:
         return "dp_only"
-    if plan.tp == 1 < best.tp:
+    if tp == 1 < best.tp:
         return "no_tp"
-    if plan.pp > best.pp:
+    if pp > best.pp:
         return "deep_pipeline"
-    if plan.pp < best.pp:
+    if pp < best.pp:
         return "shallow_pipeline"
-    if plan.micro_batch > best.micro_batch:
+    if micro_batch > best.micro_batch:
         return "big_microbatch"
-    if plan.micro_batch < best.micro_batch:
+    if micro_batch < best.micro_batch:
         return "small_microbatch"
-    return "tp_node" if plan.tp > best.tp else "less_tp"
+    return "tp_node" if tp > best.tp else "less_tp"
 
 
 @lru_cache(maxsize=32)
@@ -709,17 +709,18 @@ def design_wrong_layouts(model_key: str, global_batch: int) -> tuple[tuple[str, 
     best_mfu, hbm = design_estimate(best, model_key).mfu, cluster.gpu.hbm_bytes
     table = design_table(model_key, global_batch)
     out, count, seen = [], {}, {(best.tp, best.pp, best.micro_batch)}
-    for _, row in table.iterrows():
-        tp, pp, mb = int(row["tp"]), int(row["pp"]), int(row["micro_batch"])
-        if (bool(row["sequence_parallel"]) != (tp > 1) or mb > 8 or (tp, pp, mb) in seen or int(row["cp"]) != 1 or int(row["ep"]) != 1
+    columns = (table[c].tolist() for c in ("tp", "pp", "micro_batch", "sequence_parallel", "cp", "ep"))
+    for tp, pp, mb, sp, cp, ep in zip(*columns):
+        tp, pp, mb = int(tp), int(pp), int(mb)
+        if (bool(sp) != (tp > 1) or mb > 8 or (tp, pp, mb) in seen or int(cp) != 1 or int(ep) != 1
                 or global_batch % (cluster.gpus // (tp * pp) * mb) or model.heads % tp or model.layers % pp):
+            continue
+        role = design_role(tp, pp, mb, best, cluster.gpus_per_node)
+        if count.get(role, 0) >= DESIGN_ROLE_CAP:  # its role is full: no need to estimate it
             continue
         plan = design_plan(tp, pp, mb, global_batch)
         e = design_estimate(plan, model_key)
-        if not (best_mfu >= DESIGN_MARGIN * e.mfu or e.memory.total >= DESIGN_NO_FIT * hbm):
-            continue
-        role = design_role(plan, best, cluster.gpus_per_node)
-        if count.get(role, 0) < DESIGN_ROLE_CAP:
+        if best_mfu >= DESIGN_MARGIN * e.mfu or e.memory.total >= DESIGN_NO_FIT * hbm:
             count[role] = count.get(role, 0) + 1
             out.append((role, plan))
             seen.add((tp, pp, mb))
@@ -742,23 +743,30 @@ def _rank_profile(key: tuple, options: list[tuple]) -> list[float]:
     dropping the options that hold another field's largest or smallest, the smallest and the
     largest; and the option sharing the most and the fewest numbers with the others."""
     out = []
-    n = len(key)
-    for i in range(n):
-        values = [o[i] for o in options]
+    columns = list(zip(*options))
+    extremes = [(max(c), min(c)) for c in columns]
+    for i, values in enumerate(columns):
+        mine = key[i]
         distinct = sorted(set(values))
-        for target in (distinct[0], distinct[-1], distinct[1] if len(distinct) >= 3 else None, distinct[-2] if len(distinct) >= 3 else None):
-            out.append(_credit(key[i], values, target))
-        for j in range(n):
+        three = len(distinct) >= 3
+        for target in (distinct[0], distinct[-1], distinct[1] if three else None, distinct[-2] if three else None):
+            out.append(_credit(mine, values, target))
+        for j, other in enumerate(columns):
             if j == i:
                 continue
-            for drop in (max, min):
-                extreme = drop(o[j] for o in options)
-                kept = [o[i] for o in options if o[j] != extreme]
-                for pick in (min, max):
-                    out.append(_credit(key[i], kept, pick(kept)) if key[j] != extreme and len(kept) >= 2 else 0.0)
+            for extreme in extremes[j]:
+                if key[j] == extreme:
+                    out += (0.0, 0.0)
+                    continue
+                kept = [v for v, w in zip(values, other) if w != extreme]  # holds the key's own value: len >= 1
+                if len(kept) < 2:
+                    out += (0.0, 0.0)
+                    continue
+                out += (_credit(mine, kept, min(kept)), _credit(mine, kept, max(kept)))
         same = [values.count(v) for v in values]  # the option sharing this field's value most
         out.append(_credit(same[0], same, max(same)))
-    shared = [sum(1 for other in options if other is not o for x in set(o) if x in other) for o in options]
+    sets = [set(o) for o in options]
+    shared = [sum(len(own & theirs) for other, theirs in zip(options, sets) if other is not o) for o, own in zip(options, sets)]
     sums = [sum(o) for o in options]
     ranked = sorted(set(sums))
     out += [_credit(shared[0], shared, max(shared)), _credit(shared[0], shared, min(shared)),
@@ -778,14 +786,16 @@ def design_trios_v5(model_key: str, global_batch: int) -> tuple[tuple[tuple[str,
     key = (best.tp, best.pp, best.dp, best.micro_batch)
     wrong = design_wrong_layouts(model_key, global_batch)
     across = 1 if any(r == "tp_across" for r, _ in wrong) else 0  # TP across nodes wherever the heads allow it (not the 13B's 40)
-    trios = []
+    trios, among_rest = [], {}  # the profiles among the layouts without TP across nodes, by those layouts: trios share them
     for trio in itertools.combinations(wrong, 3):
         roles = [r for r, _ in trio]
         if roles.count("tp_across") != across or len(set(roles)) < 3:
             continue
         fields = [(p.tp, p.pp, p.dp, p.micro_batch) for _, p in trio]
-        rest = [f for (r, _), f in zip(trio, fields) if r != "tp_across"]
-        trios.append((trio, _rank_profile(key, [key, *fields]) + _rank_profile(key, [key, *rest])))
+        rest = tuple(f for (r, _), f in zip(trio, fields) if r != "tp_across")
+        if rest not in among_rest:
+            among_rest[rest] = _rank_profile(key, [key, *rest])
+        trios.append((trio, _rank_profile(key, [key, *fields]) + among_rest[rest]))
     if not trios:
         raise ValueError(f"design_model: fewer than three plainly wrong layouts of distinct roles for {model_key} at global batch {global_batch}")
     width = len(trios[0][1])
