@@ -488,13 +488,14 @@ def load_roster(path: str) -> Roster:
 
 
 @app.function
-def asked_question(lab: str, question: str, student: str, salt, recorded=None, cache: dict | None = None, current: bool = False):
+def asked_question(lab: str, question: str, student: str, salt, recorded=None, cache: dict | None = None, current: bool = False, token=None):
     """(the labs.variants Question the student answered, or None, and the edition): their
     variant's, regenerated from their id and the class salt at the edition their ledger records
     (`recorded`), or at the lab's current edition with `current` (a live lecture's drop, written
     by the lab as it is now); a ledger without a variant gets the lab's default question (Labs 12
     and 13) or None (the others: their options are the lab's table, QUESTION_OPTIONS)."""
-    token = (lab, student, json.dumps(recorded, sort_keys=True, default=str) if recorded is not None else None, current)
+    if token is None:  # `token`: a caller's own name for (lab, student, record) in `cache`, spared writing the record out per question
+        token = (lab, student, json.dumps(recorded, sort_keys=True, default=str) if recorded is not None else None, current)
     if cache is not None and token in cache:
         drawn = cache[token]
     else:
@@ -598,7 +599,7 @@ def commit_answers(documents: dict, salt=None) -> pd.DataFrame:
                 answer = record["answer"] if record is not None else stored.get(question)
                 if answer is not None and not isinstance(answer, str):
                     continue
-                asked, edition = asked_question(lab, question, student, salt, recorded.get(lab), cache)
+                asked, edition = asked_question(lab, question, student, salt, recorded.get(lab), cache, token=(lab, file))  # one file, one record a lab
                 judged = judge_answer(lab, question, answer, asked)
                 if judged["option_id"] and edition not in (None, 1) and not judged["option_id"].startswith(("legacy:", "?")):
                     judged["option_id"] = f"{judged['option_id']}@{edition}"
