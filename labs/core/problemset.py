@@ -16,7 +16,6 @@ the problem resembles it. A problem whose lesson is a decision carries options a
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -115,7 +114,7 @@ class ProblemSet:
         """p.question(mine), built once per problem and setting: a chapter's settings as a whole
         are nearly unique per student, each problem's are few (a class of 1,000 rebuilt every
         problem of every student's set, 59% of the grader's variant rebuilds, Nov 2026)."""
-        key = (p.id, json.dumps(mine, sort_keys=True))
+        key = (p.id, *sorted((k, type(v).__name__, v) for k, v in mine.items()))  # checked settings: scalars, 1 and 1.0 kept apart
         if key not in self._asked:
             self._asked[key] = p.question(mine)
         return self._asked[key]

@@ -650,7 +650,8 @@ def slow_timings(j: Job, fault: Fault, steps: int = 40, seed: int = 0, checkpoin
     t, n, f = j.est.time, j.ranks, fault.rank
     compute = np.full(n, t.compute + t.tp_comm + t.bubble)
     dp = np.full(n, t.dp_comm)
-    ckpt = np.full(n, checkpoint_write_s(j))
+    healthy_write_s = checkpoint_write_s(j)
+    ckpt = np.full(n, healthy_write_s)
     node = np.flatnonzero(np.arange(n) // j.cluster.gpus_per_node == j.node(f))
     kind, mag = fault.kind, fault.magnitude
     if kind == "throttled_gpu":
@@ -678,7 +679,7 @@ def slow_timings(j: Job, fault: Fault, steps: int = 40, seed: int = 0, checkpoin
         compute_s[:, node] *= wider[0]
         dp_s[:, node] *= wider[1]
         ckpt_s[at_checkpoint[:, None], node] *= wider[2][at_checkpoint]
-    healthy = t.compute + t.tp_comm + t.bubble + t.pp_comm + t.dp_comm + t.optimizer + checkpoint_write_s(j) / checkpoint_every
+    healthy = t.compute + t.tp_comm + t.bubble + t.pp_comm + t.dp_comm + t.optimizer + healthy_write_s / checkpoint_every
     step_s = compute_s.max(axis=1) + dp_s.max(axis=1) + t.pp_comm + t.optimizer + ckpt_s.max(axis=1)
     return Timings(compute_s, dp_s, ckpt_s, step_s, healthy)
 
