@@ -20,8 +20,11 @@ def test_lab13_split_runs_on_one_blas_thread_once_per_setting(monkeypatch):
 
     monkeypatch.setattr(tpm, "run_block", counting)
     lab13._split_report.cache_clear()
+    lab13._unsplit.cache_clear()  # the unsplit block is run once per block and kept (every setting of it compares against it)
     first = lab13.split_report("attention", 4, True)
     again = lab13.split_report("attention", 4, True)
     assert seen == [1, 1]  # the unsplit block and the split one, each on one BLAS thread, and not again
     assert first == again and first["output_diff"] < 1e-9 and first["calls"]
+    lab13.split_report("attention", 2, True)
+    assert seen == [1, 1, 1]  # another setting of the same block runs its split only
     lab13._split_report.cache_clear()
