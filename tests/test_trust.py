@@ -287,3 +287,20 @@ def test_a_bad_roster_is_one_line_and_exit_2(tmp_path, capsys, line, why):
     assert grade.main([str(tmp_path / "class"), "--roster", str(roster)]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and why in err and "line 3" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("sequence", [None, 7])
+def test_the_signed_bytes_are_the_canonical_json_of_the_entry_and_its_place(sequence):
+    """A signature's HMAC reads canonical JSON (sorted keys, no spaces, UTF-8) of the entry without
+    its signature, its place, the student and their variant (and a v2 signature's sequence): the
+    bytes servers have signed since v1, here written out by hand against the parts signing builds."""
+    doc = {"student": "Zoë \"z\"", "variant": None, "variants": {LAB: {"seed": "s", "questions": {"cause": {"order": ["B", "A"]}}}}}
+    entry = {"saved": "2026-11-28T10:00:00", "inputs": {"gpus": 64, "name": "ü\n"}, "predictions": {"cause": "B"}, "signature": "x"}
+    place = {"entry": {k: v for k, v in entry.items() if k != "signature"}, "kind": "step", "lab": LAB, "name": "act1", "student": doc["student"],
+             "variant": {"document": None, "lab": doc["variants"][LAB]}}
+    if sequence is not None:
+        place["seq"] = sequence
+    expected = json.dumps(place, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    assert signing._signed_bytes(doc, LAB, "step", "act1", entry, sequence) == expected
+    with pytest.raises(ValueError, match="kind"):
+        signing._signed_bytes(doc, LAB, "note", "act1", entry, sequence)

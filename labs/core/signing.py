@@ -82,21 +82,17 @@ def canonical(value) -> bytes:
 
 
 def _hex(secret: bytes, value) -> str:
-    return hmac.new(secret, canonical(value), hashlib.sha256).hexdigest()
+    return _mac(secret, canonical(value))
+
+
+def _mac(secret: bytes, signed: bytes) -> str:
+    return hmac.new(secret, signed, hashlib.sha256).hexdigest()
 
 
 def _variant(document: dict, lab: str):
     """The student's variant wherever the ledger keeps it: the document, or per lab."""
     variants = document.get("variants")
     return {"document": document.get("variant"), "lab": variants.get(lab) if isinstance(variants, dict) else None}
-
-
-def payload(document: dict, lab: str, kind: str, name: str, entry: dict) -> dict:
-    """What a signature covers: the entry (without its signature) and its place in the ledger."""
-    if kind not in ("step", "prediction"):
-        raise ValueError(f"kind must be 'step' or 'prediction', got {kind!r}")
-    body = {k: v for k, v in entry.items() if k != "signature"}
-    return {"student": document.get("student"), "lab": lab, "kind": kind, "name": name, "variant": _variant(document, lab), "entry": body}
 
 
 def sign(entry, key: str | bytes | None = None) -> str:
@@ -108,7 +104,8 @@ def sign(entry, key: str | bytes | None = None) -> str:
 def sign_entry(document: dict, lab: str, kind: str, name: str, entry: dict, key: str | bytes | None = None) -> str:
     """A v1 signature (no sequence number): what servers wrote before sequences; kept for tests
     and tools that sign one entry alone. A class server signs with seal_entry."""
-    return sign(payload(document, lab, kind, name, entry), key)
+    signed = _signed_bytes(document, lab, kind, name, entry, None)
+    return V1 + _mac(_secret(key), signed)
 
 
 def entries(document: dict):
@@ -167,14 +164,19 @@ def seal_entry(document: dict, lab: str, kind: str, name: str, entry: dict, key:
     places = _places(document)  # the entry's own earlier version counts: a re-signed entry moves up
     sequence = 1 + max((v for v in places.values() if isinstance(v, int)), default=0)
     places[(kind, lab, name)] = sequence
-    body = {**payload(document, lab, kind, name, entry), "seq": sequence}
-    return f"{V2}{sequence}:{_hex(secret, body)}:{_hex(secret, _head(document, sequence, places))}"
+    signed = _signed_bytes(document, lab, kind, name, entry, sequence)
+    return f"{V2}{sequence}:{_mac(secret, signed)}:{_hex(secret, _head(document, sequence, places))}"
 
 
-def _payload_bytes(document: dict, lab: str, kind: str, name: str, entry: dict, sequence: int | None, variants: dict) -> bytes:
-    """canonical() of payload(...) (with "seq" when `sequence` is not None), its parts in the
-    sorted order canonical() writes them, the lab's variant encoded once per ledger (`variants`, by
-    lab): a ledger's hundred entries share a dozen variants, most of each payload's bytes."""
+def _signed_bytes(document: dict, lab: str, kind: str, name: str, entry: dict, sequence: int | None, variants: dict | None = None) -> bytes:
+    """What a signature covers, as its HMAC reads it: the entry (without its signature) and its
+    place in the ledger, canonical() of {"entry", "kind", "lab", "name", "seq" (a v2 signature's
+    sequence), "student", "variant" (_variant)}. Written from its parts in canonical()'s sorted
+    order, the lab's variant encoded once per ledger (`variants`, by lab): a ledger's hundred
+    entries share a dozen variants, most of each payload's bytes."""
+    if kind not in ("step", "prediction"):
+        raise ValueError(f"kind must be 'step' or 'prediction', got {kind!r}")
+    variants = {} if variants is None else variants
     if lab not in variants:
         variants[lab] = canonical(_variant(document, lab))
     body = canonical({k: v for k, v in entry.items() if k != "signature"})
@@ -196,14 +198,11 @@ def label(document: dict, lab: str, kind: str, name: str, entry, key: str | byte
     if parsed is None:
         return EDITED
     sequence, mac, _head_mac = parsed
-    if kind not in ("step", "prediction"):  # not a place payload() signs
-        return EDITED
     try:
-        signed = _payload_bytes(document, lab, kind, name, entry, sequence, {} if variants is None else variants)
-    except (TypeError, ValueError):  # not JSON-serialisable as signed: it was not what was signed
+        signed = _signed_bytes(document, lab, kind, name, entry, sequence, variants)
+    except (TypeError, ValueError):  # not a place or a value as signed: it was not what was signed
         return EDITED
-    expected = hmac.new(signing_key(key), signed, hashlib.sha256).hexdigest()
-    return SIGNED if hmac.compare_digest(expected, mac) else EDITED
+    return SIGNED if hmac.compare_digest(_mac(signing_key(key), signed), mac) else EDITED
 
 
 @dataclass(frozen=True)
