@@ -377,12 +377,6 @@ def look_alike_key(student: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", student).casefold()).split())
 
 
-def _identity_flags(rows: list[dict], roster: Roster | None) -> None:
-    """Each row's "identity": its flags, by identity_flags."""
-    for row, flags in zip(rows, identity_flags([r["student"] for r in rows], [r["file"] for r in rows], roster)):
-        row["identity"] = flags
-
-
 def identity_flags(students: list[str], files: list[str], roster: Roster | None) -> list[str]:
     """For each (student, file) of a class's rows: an id not normalised or invalid, a file named
     for another id, the same id in other files, look-alike ids, an id not on the roster."""
