@@ -258,10 +258,10 @@ def _(hang, kind_committed, variant):
 
 
 @app.cell(hide_code=True)
-def _(kind_committed):
+def _(kind_committed, timings):
     ui.gate(kind_committed, what="the timings")
-    mo.md(r"""
-    ## B · 15% slower: per-rank step timings
+    mo.md(rf"""
+    ## B · {timings.slowdown - 1:.0%} slower: per-rank step timings
 
     Nothing hangs, so no watchdog fires: the step is paced by its slowest member. Each rank's compute, exposed
     DP communication and checkpoint write over 40 steps, each against the median of a group of yours.

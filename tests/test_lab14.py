@@ -196,6 +196,8 @@ def test_every_reveal_agrees_with_the_engine(app, which):
     assert (text.count("Right.") + text.count("Right:")) == (3 if which == "right" else 0)
     h = lab14.variant_hang(variant(lab14.LAB, "student").settings)
     assert f"rank {h.fault.rank}" in text
+    t = lab14.slow_of(variant(lab14.LAB, "student").settings)
+    assert f"B · {t.slowdown - 1:.0%} slower: per-rank step timings" in text  # the section's number is the student's, not a typed-in 15%
 
 
 def test_instruments_at_both_ends(app):
