@@ -178,6 +178,16 @@ code, never from an end-to-end run:
 - grad_sync: gradients reduced once a step (DDP no_sync, Megatron's accumulation into main_grad)
   or every micro-batch; None is the ZeRO stage's own way (once a step up to ZeRO-1, every
   micro-batch from ZeRO-2, DeepSpeed's and FSDP's default).
+- accumulated_grad_dtype: the dtype of the whole gradients a step that reduces once (grad_sync
+  "step" from ZeRO-2) keeps between its micro-batches. "reduce": the reduce dtype (FSDP2's
+  FSDPParam.to_accumulated_grad_if_needed casts the unsharded gradient to reduce_dtype before
+  accumulating; Megatron accumulates into its main_grad buffer). "param": FSDP1 leaves each unit's
+  unsharded gradient in flat_param.grad in the dtype the backward computed it in, the low-precision
+  param_dtype (torch/distributed/fsdp/_runtime_utils.py, _post_backward_hook returns before the
+  cast to _reduce_dtype when not state._sync_gradients; _finalize_params: "`.grad` remains the
+  unsharded gradient from prior `no_sync()` iterations"; _flat_param.py _use_unsharded_grad_views:
+  "`view` can have the parameter low precision dtype"): 2 bytes a parameter under bf16 mixed
+  precision whatever the reduce dtype.
 - pp_grad_sync: how the stack's pipeline schedules reduce gradients when pp > 1 and the plan leaves
   grad_sync to the stack (None: the ZeRO stage's own way, as above). "step": torch.distributed.
   pipelining (PyTorch 2.4+, torchtitan) runs every backward but a stage's last one with FSDP's
@@ -377,6 +387,7 @@ class Era:
     fsdp_shard_bytes: float = 0.0  # and per parameter of the rank's shard, per unshard
     fsdp_grad_bytes: tuple[float, float] = (0.0, 0.0)  # per unit parameter, per gradient reduction (bf16, fp32)
     fsdp_reshard_after_backward: str = "never"  # ZeRO-2's gathers: after "every" backward, a "reducing" one, or "never"
+    accumulated_grad_dtype: str = "reduce"  # whole gradients kept under grad_sync "step": "reduce" or "param" dtype (module docstring)
     nccl_pat: bool = False  # NCCL 2.23+: PAT for reduce-scatter and all-gather at one GPU per node (module docstring)
     hybrid_sharding: str = "all"  # Plan.shard_group_size: "all", "dense" (no routed experts) or "none" (module docstring)
     cp_merge_bytes: tuple[float, float] = (10.0, 30.0)  # ring CP's merges, bytes per output element a step (forward, backward)
@@ -418,6 +429,7 @@ class Era:
         for grad_bytes in self.fsdp_grad_bytes:
             check_positive("fsdp_grad_bytes", grad_bytes, allow_zero=True, maximum=1000)
         check_choice("fsdp_reshard_after_backward", self.fsdp_reshard_after_backward, FSDP_RESHARDS)
+        check_choice("accumulated_grad_dtype", self.accumulated_grad_dtype, ACCUMULATED_GRAD_DTYPES)
         check_choice("hybrid_sharding", self.hybrid_sharding, HYBRID_SHARDINGS)
         check_choice("fp8_scaling", self.fp8_scaling, FP8_SCALINGS)
         check_choice("grouped_gemm", self.grouped_gemm, GROUPED_GEMMS)
@@ -458,6 +470,7 @@ TP_OVERLAP_KINDS = ("userbuffers", "async_tp", "none")
 ZERO3_UNITS = ("parameter", "module", "layer")
 PP_P2P = ("scatter_gather", "full")
 FSDP_RESHARDS = ("never", "reducing", "every")  # Era.fsdp_reshard_after_backward
+ACCUMULATED_GRAD_DTYPES = ("reduce", "param")  # Era.accumulated_grad_dtype
 HYBRID_SHARDINGS = ("all", "dense", "none")  # Era.hybrid_sharding
 FP8_SCALINGS = ("delayed", "current")  # Era.fp8_scaling (labs.core.engine.gemm.FP8_AMAX_READ_BYTES)
 GROUPED_GEMMS = ("per_expert", "grouped")  # Era.grouped_gemm
@@ -505,6 +518,7 @@ ERAS: dict[str, Era] = {
         fsdp_s_per_unshard=FSDP1_OPS_PER_UNSHARD * HOST_S_PER_OP, fsdp_s_per_param=FSDP1_S_PER_PARAM,
         fsdp_kept_s_per_param=FSDP1_KEPT_S_PER_PARAM, fsdp_kept_s_per_pass=FSDP1_KEPT_OPS_PER_PASS * HOST_S_PER_OP,
         fsdp_shard_bytes=FSDP1_SHARD_BYTES, fsdp_grad_bytes=FSDP1_GRAD_BYTES, fsdp_reshard_after_backward="reducing",
+        accumulated_grad_dtype="param",
         source="torch.distributed.fsdp (PyTorch 2.1: its hooks after pytorch#98250): ShardingStrategy, transformer_auto_wrap_policy, "
                "limit_all_gathers, BackwardPrefetch.BACKWARD_PRE; meta-llama/llama-recipes; Dao-AILab/flash-attention 2.x"),
     # PyTorch FSDP2 / DTensor in 2024-25 (torchtitan): fully_shard per block (reshard_after_forward),

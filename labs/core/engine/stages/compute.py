@@ -46,6 +46,14 @@ _SELECTIVE, _NONE = RECOMPUTE_MODES.index("selective"), RECOMPUTE_MODES.index("n
 # 4), accumulate_unsharded_grad_if_needed adds each later one (read 4 + 2, write 4), the copy-in
 # reads and writes fp32 (4 + 4).
 FSDP2_UNREDUCED_GRAD_BYTES = ((0.0, 2 + 2 + 2, 2 + 2), (2 + 4, 4 + 2 + 4, 4 + 4))
+# FSDP1's under no_sync (grad_sync "step"), from torch/distributed/fsdp (PyTorch 2.1,
+# use_orig_params=True): every backward writes the unit's flat gradient by torch.cat of its views'
+# gradients (read 2, write 2); the first becomes flat_param.grad, autograd's AccumulateGrad adds
+# each later one into it in place (read 2 + 2, write 2), in the bf16 param dtype
+# (Era.accumulated_grad_dtype "param": _post_backward_hook returns before any cast when not
+# _sync_gradients); the reducing backward then runs the rest of Era.fsdp_grad_bytes beyond the cat
+# (bf16: the pre-divide, 2 + 2; fp32: the cast, 2 + 4, and the pre-divide, 4 + 4).
+FSDP1_UNREDUCED_GRAD_BYTES = ((2 + 2, 2 + 2 + 2 + 2 + 2, 2 + 2), (2 + 2, 2 + 2 + 2 + 2 + 2, 2 + 4 + 4 + 4))
 _OPS, _NORMS_UP = ALL_RECOMPUTE_MODES.index("ops"), ALL_RECOMPUTE_MODES.index("norms_up_proj")
 
 
@@ -127,7 +135,11 @@ def _fsdp_costs(model, stack, p, hbm_rate, xp):
         (first_16, later_16, copy_16), (first_32, later_32, copy_32) = FSDP2_UNREDUCED_GRAD_BYTES
         unreduced = xp.where(p.grad_fp32, first_32 + (p.m - 1) * later_32 + copy_32, first_16 + (p.m - 1) * later_16 + copy_16) / p.m
         per_mb = xp.where(reduces, per_reduce, xp.where(p.zero >= 2, unreduced, 0.0))
-    else:  # FSDP1's no_sync path is not counted (its flat gradient's accumulation): nothing between reductions
+    elif stack.accumulated_grad_dtype == "param":  # FSDP1's no_sync accumulation (FSDP1_UNREDUCED_GRAD_BYTES)
+        (first_16, later_16, rest_16), (first_32, later_32, rest_32) = FSDP1_UNREDUCED_GRAD_BYTES
+        unreduced = xp.where(p.grad_fp32, first_32 + (p.m - 1) * later_32 + rest_32, first_16 + (p.m - 1) * later_16 + rest_16) / p.m
+        per_mb = xp.where(reduces, per_reduce, xp.where(p.zero >= 2, unreduced, 0.0))
+    else:  # no FSDP gradient copies of its own (Megatron's buffers): nothing between reductions
         per_mb = xp.where(reduces, per_reduce, 0.0)
     grad_copies = (dense + experts) * per_mb / hbm_rate
     copies_f = p.forward_unshards * unshard_copies

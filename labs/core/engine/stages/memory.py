@@ -54,7 +54,7 @@ _FULL, _SELECTIVE, _NONE = (RECOMPUTE_MODES.index(x) for x in ("full", "selectiv
 _NORMS_UP = ALL_RECOMPUTE_MODES.index("norms_up_proj")
 
 
-def _rank_state(dense, expert, params, model, p, d, cache, xp):
+def _rank_state(dense, expert, params, model, p, d, cache, accumulated_bytes, xp):
     """One pipeline rank's weights, gradients and optimizer state, in bytes.
 
     Under DualPipe the rank holds two chunks (labs.core.engine.stages.pipe), each an nn.Module with its
@@ -67,14 +67,22 @@ def _rank_state(dense, expert, params, model, p, d, cache, xp):
     if model.experts:  # routed experts shard over n / ep ranks
         expert_state = model_state_columns(expert, p.zero, d.expert_shard, p.offload, p.opt_bytes, d.grad_bytes, xp)
         w_mem, g_mem, o_mem = w_mem + expert_state[0], g_mem + expert_state[1], o_mem + expert_state[2]
-    # grad_sync="step" from ZeRO-2: the accumulated gradients stay whole until the step's reduce-scatter
-    g_mem = xp.where(xp.not_(d.reduce_each_mb) & (p.zero >= 2) & xp.not_(p.offload), (dense + expert) * d.grad_bytes, g_mem)
+    # grad_sync="step" from ZeRO-2: the accumulated gradients stay whole until the step's reduce-scatter,
+    # `accumulated_bytes` a parameter (accumulated_grad_bytes)
+    g_mem = xp.where(xp.not_(d.reduce_each_mb) & (p.zero >= 2) & xp.not_(p.offload), (dense + expert) * accumulated_bytes, g_mem)
     # ZeRO-3 holds the layer it computes and the one it prefetches, gathered; a low-precision
     # recipe keeps its quantized copies of the layers' weights between micro-batches (Transformer
     # Engine's weight cache, `cache` bytes a parameter: weight_cache_column).
     w_mem = w_mem + xp.where(p.zero == 3, 2 * model.layer_params / p.tp * WEIGHT_BYTES, 0.0)
     w_mem = w_mem + params * cache
     return w_mem, g_mem, o_mem
+
+
+def accumulated_grad_bytes(stack, d):
+    """Bytes a parameter of the whole gradients a step that reduces once keeps between its
+    micro-batches (labs.core.engine.eras: accumulated_grad_dtype): the reduce dtype's, or FSDP1's
+    bf16 param dtype (WEIGHT_BYTES: the dtype the backward computes them in)."""
+    return WEIGHT_BYTES if stack.accumulated_grad_dtype == "param" else d.grad_bytes
 
 
 def weight_cache_column(gpu, p, xp):
@@ -219,7 +227,7 @@ def memory_stage(model, cluster, dp_algorithm, p, q, d, tpcp, held, xp, stack=No
     # a stack that quantizes its weights every micro-batch (Era.fp8_weight_cache False: torchao's float8,
     # DeepSeek-V3's online quantization) holds no copy between micro-batches, as compute prices its casts
     cache = weight_cache_column(cluster.gpu, p, xp) if stack.fp8_weight_cache else 0.0
-    w_mem, g_mem, o_mem = xp.each(_rank_state, d.rank_dense, d.rank_expert, d.rank_params, model, p, d, cache, xp)
+    w_mem, g_mem, o_mem = xp.each(_rank_state, d.rank_dense, d.rank_expert, d.rank_params, model, p, d, cache, accumulated_grad_bytes(stack, d), xp)
     if stack.pp_grad_sync == "step":  # torch's pipelining keeps a ZeRO-3 stage's weights unsharded between its backwards
         w_mem = xp.each(_unsharded_weights, w_mem, d.rank_params, p, xp)
     logits = rank_logits(model, stack, p, q, xp)
