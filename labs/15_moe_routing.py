@@ -37,7 +37,8 @@ with app.setup:
         summary,
     )
     from labs.core.scenarios.lab11 import MOE_GPUS, moe_cluster, moe_model
-    from labs.core.style import COLORS, apply_plotly_theme
+    from labs.core.charts import figure, vline_shape
+    from labs.core.style import COLORS
 
 
 @app.cell(hide_code=True)
@@ -230,11 +231,12 @@ def _(balance_committed, cost_committed, drops_committed, router_panel):
     return
 
 
+# The router reads every instrument but the capacity factor, which only re-reads the runs'
+# loads: a capacity move re-runs the drop card and chart, not the router or its other charts.
 @app.cell
 def _(
     aux_dropdown,
     balance_committed,
-    capacity_slider,
     cost_committed,
     drift_slider,
     drops_committed,
@@ -244,51 +246,61 @@ def _(
     skew_slider,
 ):
     ui.gate(balance_committed, drops_committed, cost_committed)
-    router_inputs = dict(scheme=scheme_dropdown.value, aux_coeff=float(aux_dropdown.value), gamma=float(gamma_dropdown.value), max_nodes=nodes_slider.value,
-                         skew=skew_slider.value, drift=drift_slider.value, capacity=capacity_slider.value)
+    router_setting = dict(scheme=scheme_dropdown.value, aux_coeff=float(aux_dropdown.value), gamma=float(gamma_dropdown.value), max_nodes=nodes_slider.value,
+                          skew=skew_slider.value, drift=drift_slider.value)
     router_view, baseline_view = router_runs([  # one draw for both: they share the token noise
-        tuple(router_inputs[k] for k in ("scheme", "aux_coeff", "gamma", "max_nodes", "skew", "drift")),
-        {"scheme": "none", "max_nodes": router_inputs["max_nodes"], "skew": router_inputs["skew"], "drift": router_inputs["drift"]},
+        router_setting,
+        {"scheme": "none", "max_nodes": router_setting["max_nodes"], "skew": router_setting["skew"], "drift": router_setting["drift"]},
     ])
     router_summary = summary(router_view)
-    return baseline_view, router_inputs, router_summary, router_view
+    router_label = SCHEME_LABELS[router_setting["scheme"]]
+    return baseline_view, router_label, router_setting, router_summary, router_view
 
 
 @app.cell
-def _(router_inputs, router_view):
-    heatmap_view = heatmap_figure(router_view, SCHEME_LABELS[router_inputs["scheme"]])
+def _(capacity_slider, router_setting):
+    router_inputs = {**router_setting, "capacity": capacity_slider.value}
+    return (router_inputs,)
+
+
+@app.cell
+def _(router_label, router_view):
+    heatmap_view = heatmap_figure(router_view, router_label)
     heatmap_view
     return (heatmap_view,)
 
 
 @app.cell
-def _(baseline_view, router_inputs, router_summary, router_view):
+def _(router_inputs, router_summary):
     _cost = step_cost(router_summary["busiest_gpu"])
-    mo.vstack([
-        ui.metric_cards({
-            f"busiest GPU / mean, steps {STEPS - WINDOW + 1}-{STEPS}": f"{router_summary['busiest_gpu']:.2f}x",
-            "busiest expert / mean": f"{router_summary['busiest_expert']:.2f}x",
-            f"dropped at c = {router_inputs['capacity']:g}": f"{router_summary['dropped'][router_inputs['capacity']]:.2%}",
-            "step, the EP group waiting": f"{_cost['hot_s']:.1f} s",
-            "step, balanced": f"{_cost['balanced_s']:.1f} s",
-            "MFU": f"{_cost['hot_mfu']:.1%}",
-        }),
-        busiest_figure(router_view, baseline_view, SCHEME_LABELS[router_inputs["scheme"]]),
-    ])
+    ui.metric_cards({
+        f"busiest GPU / mean, steps {STEPS - WINDOW + 1}-{STEPS}": f"{router_summary['busiest_gpu']:.2f}x",
+        "busiest expert / mean": f"{router_summary['busiest_expert']:.2f}x",
+        f"dropped at c = {router_inputs['capacity']:g}": f"{router_summary['dropped'][router_inputs['capacity']]:.2%}",
+        "step, the EP group waiting": f"{_cost['hot_s']:.1f} s",
+        "step, balanced": f"{_cost['balanced_s']:.1f} s",
+        "MFU": f"{_cost['hot_mfu']:.1%}",
+    })
     return
 
 
 @app.cell
-def _(baseline_view, router_inputs, router_view):
-    drops_view = drops_figure(router_view, baseline_view, SCHEME_LABELS[router_inputs["scheme"]], router_inputs["capacity"])
+def _(baseline_view, router_label, router_view):
+    busiest_figure(router_view, baseline_view, router_label)
+    return
+
+
+@app.cell
+def _(baseline_view, capacity_slider, router_label, router_view):
+    drops_view = drops_figure(router_view, baseline_view, router_label, capacity_slider.value)
     drops_view
     return (drops_view,)
 
 
 @app.cell(hide_code=True)
-def _(router_inputs, router_summary):
+def _(router_setting, router_summary):
     _mine = a2a_bytes(router_summary["network_per_token"], router_summary["nvlink_per_token"])
-    _net, _nvl = engine_copies(router_inputs["max_nodes"])
+    _net, _nvl = engine_copies(router_setting["max_nodes"])
     _engine = a2a_bytes(_net, _nvl)
     _all_net, _all_nvl = engine_copies(NODES)
     _c = moe_cluster()
@@ -302,7 +314,7 @@ def _(router_inputs, router_summary):
 
     | | network copies / token | NVLink copies / token | across nodes | inside the node |
     |---|---:|---:|---:|---:|
-    | this router's arrays (at most {router_inputs['max_nodes']} nodes a token) | {router_summary['network_per_token']:.2f} | {router_summary['nvlink_per_token']:.2f} | {_mine['network'] / 1e6:,.0f} MB | {_mine['nvlink'] / 1e6:,.0f} MB |
+    | this router's arrays (at most {router_setting['max_nodes']} nodes a token) | {router_summary['network_per_token']:.2f} | {router_summary['nvlink_per_token']:.2f} | {_mine['network'] / 1e6:,.0f} MB | {_mine['nvlink'] / 1e6:,.0f} MB |
     | the engine's formula, the same limit | {_net:.2f} | {_nvl:.2f} | {_engine['network'] / 1e6:,.0f} MB | {_engine['nvlink'] / 1e6:,.0f} MB |
     | the engine's formula, no limit | {_all_net:.2f} | {_all_nvl:.2f} | {a2a_bytes(_all_net, _all_nvl)['network'] / 1e6:,.0f} MB | {a2a_bytes(_all_net, _all_nvl)['nvlink'] / 1e6:,.0f} MB |
 
@@ -420,38 +432,38 @@ def _(balance_committed, cost_committed, drops_committed, submitted):
     return
 
 
+# The charts are built from plain dicts (labs.core.charts.figure: no property-by-property
+# validation, which cost 7-25 ms a chart, three charts a move).
 @app.function
 def heatmap_figure(run, label: str) -> go.Figure:
     """Tokens per expert over the run, summed over 10-step windows: one heatmap trace."""
     z = run.window_loads(10).T
-    fig = go.Figure(go.Heatmap(z=z, x=[10 * (i + 1) for i in range(z.shape[1])], colorscale="Viridis", colorbar=dict(title="tokens")))
-    fig.update_layout(height=420, title=dict(text=f"{label}: tokens per expert, 10-step windows", y=0.97), margin=dict(t=70),
-                      xaxis=dict(title="step"), yaxis=dict(title="expert"))
-    return apply_plotly_theme(fig)
+    return figure(
+        [dict(type="heatmap", z=z, x=[10 * (i + 1) for i in range(z.shape[1])], colorscale="Viridis", colorbar=dict(title=dict(text="tokens")))],
+        dict(height=420, title=dict(text=f"{label}: tokens per expert, 10-step windows", y=0.97), margin=dict(t=70),
+             xaxis=dict(title=dict(text="step")), yaxis=dict(title=dict(text="expert"))),
+    )
 
 
 @app.function
 def busiest_figure(run, baseline, label: str) -> go.Figure:
     """The busiest GPU's tokens over the mean, per 50-step window, for the router and without balancing."""
-    fig = go.Figure()
     steps = [WINDOW * (i + 1) for i in range(run.setting.steps // WINDOW)]
-    fig.add_scatter(x=steps, y=list(baseline.busiest_gpu_over_mean(WINDOW)), name="no balancing", mode="lines+markers", line=dict(color=COLORS["red"], width=3))
-    fig.add_scatter(x=steps, y=list(run.busiest_gpu_over_mean(WINDOW)), name=label, mode="lines+markers", line=dict(color=COLORS["blue"], width=3))
-    fig.update_layout(height=340, title=dict(text="busiest GPU / mean GPU, per 50-step window", y=0.97), margin=dict(t=70),
-                      legend=dict(orientation="h", yanchor="top", y=-0.25, x=0.0), xaxis=dict(title="step"), yaxis=dict(title="x the mean"))
-    return apply_plotly_theme(fig)
+    data = [dict(type="scatter", x=steps, y=r.busiest_gpu_over_mean(WINDOW).tolist(), name=name, mode="lines+markers", line=dict(color=color, width=3))
+            for r, name, color in ((baseline, "no balancing", COLORS["red"]), (run, label, COLORS["blue"]))]
+    return figure(data, dict(height=340, title=dict(text="busiest GPU / mean GPU, per 50-step window", y=0.97), margin=dict(t=70),
+                             legend=dict(orientation="h", yanchor="top", y=-0.25, x=0.0), xaxis=dict(title=dict(text="step")), yaxis=dict(title=dict(text="x the mean"))))
 
 
 @app.function
 def drops_figure(run, baseline, label: str, capacity: float) -> go.Figure:
     """Share of token copies dropped over the run at each capacity factor."""
-    fig = go.Figure()
-    for r, name, color in ((baseline, "no balancing", COLORS["red"]), (run, label, COLORS["blue"])):
-        fig.add_scatter(x=list(CAPACITIES), y=[100 * r.dropped_share(c, WINDOW) for c in CAPACITIES], name=name, mode="lines+markers", line=dict(color=color, width=3))
-    fig.add_vline(x=capacity, line=dict(color=COLORS["green"], dash="dot"))
-    fig.update_layout(height=340, title=dict(text=f"dropped tokens by capacity factor (yours: {capacity:g})", y=0.97), margin=dict(t=70),
-                      legend=dict(orientation="h", yanchor="top", y=-0.25, x=0.0), xaxis=dict(title="capacity factor"), yaxis=dict(title="% of token copies dropped"))
-    return apply_plotly_theme(fig)
+    data = [dict(type="scatter", x=list(CAPACITIES), y=[100 * r.dropped_share(c, WINDOW) for c in CAPACITIES], name=name, mode="lines+markers", line=dict(color=color, width=3))
+            for r, name, color in ((baseline, "no balancing", COLORS["red"]), (run, label, COLORS["blue"]))]
+    return figure(data, dict(shapes=[vline_shape(capacity, dict(color=COLORS["green"], dash="dot"))], height=340,
+                             title=dict(text=f"dropped tokens by capacity factor (yours: {capacity:g})", y=0.97), margin=dict(t=70),
+                             legend=dict(orientation="h", yanchor="top", y=-0.25, x=0.0), xaxis=dict(title=dict(text="capacity factor")),
+                             yaxis=dict(title=dict(text="% of token copies dropped"))))
 
 
 if __name__ == "__main__":
