@@ -78,3 +78,38 @@ def test_fsdp1_no_sync_accumulation_hbm_bytes(grad_fp32, per_param):
     by_hand = LLAMA2_7B_LAYER * per_param / hbm_rate
     error = report(f"FSDP1 no_sync grad copies (fp32={grad_fp32}), us", copies_b * 1e6, by_hand * 1e6)
     assert abs(error) < 1e-9
+
+
+LLAMA3_8B = Model.get("llama3-8b", seq_len=8192)
+
+
+def _fsdp2_activations(monkeypatch, regathers, recompute):
+    """est.memory.activations of Llama 3 8B under FSDP2 with TP 8 and SP, the stack saving the
+    gathered SP input (its own) or, with `regathers`, only the shard as Megatron does."""
+    import dataclasses
+    if regathers:
+        monkeypatch.setitem(ERAS, "pytorch-fsdp2-2024", dataclasses.replace(ERAS["pytorch-fsdp2-2024"], sp_regathers_input=True))
+    plan = Plan.for_era("pytorch-fsdp2-2024", tp=8, pp=1, dp=4, micro_batch=1, global_batch=32, zero_stage=3,
+                        sequence_parallel=True, recompute="none")
+    plan = dataclasses.replace(plan, recompute=recompute)  # op-level checkpointing is not among the era's choices
+    return estimate(LLAMA3_8B, Cluster.get("dgx-h100", nodes=4), plan).memory.activations
+
+
+def test_fsdp2_keeps_the_gathered_sp_input(monkeypatch):
+    """Llama 3 8B (32 layers, h 4,096), 8,192 tokens a micro-batch, TP 8 with SP, no pipeline: one
+    micro-batch in flight. DTensor saves the gathered input of QKV and of the FFN's w1/w3, so each
+    layer keeps 2 tensors x 2 bytes x 8,192 x 4,096 x (1 - 1/8) more than the shards:
+    32 x 4 x 8,192 x 3,584 = 3,758,096,384 bytes (3.76 GB). Before: 0."""
+    saved = _fsdp2_activations(monkeypatch, False, "none")
+    shards = _fsdp2_activations(monkeypatch, True, "none")
+    by_hand = 32 * 2 * 2 * 8192 * 4096 * (1 - 1 / 8)
+    assert by_hand == 3_758_096_384
+    error = report("FSDP2 gathered SP inputs, GB", (saved - shards) / 1e9, by_hand / 1e9)
+    assert abs(error) < 1e-9
+
+
+@pytest.mark.parametrize("recompute", ["full", "ops"])
+def test_recompute_drops_the_gathered_sp_input(monkeypatch, recompute):
+    """Full recompute keeps only the layer input; op-level checkpointing (torchtitan's _save_list has
+    no all-gather) gathers the input again: nothing gathered is kept, as under Megatron."""
+    assert _fsdp2_activations(monkeypatch, False, recompute) == _fsdp2_activations(monkeypatch, True, recompute)

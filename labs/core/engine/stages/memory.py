@@ -50,8 +50,18 @@ TP_OVERLAP_FP8_BUFFERS = {"userbuffers": 6, "async_tp": 0, "none": 0}  # of thos
 #   stack (labs.core.engine.eras: allocator_fragmentation; 15% for PyTorch's caching allocator as
 #   shipped, GMLake, ASPLOS 2024).
 
+# - the gathered SP input a DTensor stack saves (Era.sp_regathers_input False): torchtitan's TP plan
+#   (models/llama3/infra/parallelize.py apply_tp) all-gathers the sequence-parallel norm output in
+#   PrepareModuleInput (Shard(1) -> Replicate()) before the attention's wq, wk, wv and the FFN's w1,
+#   w3 (an MoE layer's router, experts and shared experts), and F.linear saves that gathered input
+#   for its weight gradient: two (tokens, h) tensors a layer, whole, where Megatron's
+#   LinearWithGradAccumulationAndAsyncCommunication saves the 1/t shard and gathers it again. Op-level
+#   checkpointing recomputes it (torchtitan distributed/activation_checkpoint.py: _save_list holds
+#   mm, SDPA and reduce_scatter_tensor, no all-gather), as does recompute that re-runs the norms.
+SP_GATHERED_INPUTS = 2
+
 _FULL, _SELECTIVE, _NONE = (RECOMPUTE_MODES.index(x) for x in ("full", "selective", "none"))
-_NORMS_UP = ALL_RECOMPUTE_MODES.index("norms_up_proj")
+_NORMS_UP, _OPS = ALL_RECOMPUTE_MODES.index("norms_up_proj"), ALL_RECOMPUTE_MODES.index("ops")
 
 
 def _rank_state(dense, expert, params, model, p, d, cache, accumulated_bytes, xp):
@@ -104,10 +114,23 @@ def rank_activations(model, p, layer, q, per_layer, xp, stack=None):
     keeps = 0.0 if stack is None else float(stack.pp_keeps_outputs) - float(stack.pp_frees_stage_inputs)
     if stack is not None and stack.cuda_graphs != "none":  # the graphs' static inputs (labs.core.engine.eras: cuda_graphs)
         per_layer = per_layer + CUDA_GRAPH_STATIC_INPUTS * boundary
+    if stack is not None and not stack.sp_regathers_input:
+        per_layer = per_layer + gathered_sp_inputs(model, p, xp)
     output = xp.where(p.pp > 1, keeps * boundary, 0.0)
     chunk = q.layers_r[1] / p.v  # a full chunk: a middle rank's layers over its v chunks (pp > 2)
     return xp.each(_rank_activations, q.layers_r, q.last_r, q.rank_index, q.pass_share, model, p, per_layer, _stored(p, xp), layer.written,
                    chunk, output, xp)
+
+
+def gathered_sp_inputs(model, p, xp):
+    """Bytes a layer keeps per micro-batch beyond the sequence shards layer_activations counts when
+    its stack saves the all-gathered input of the column-parallel GEMMs (SP_GATHERED_INPUTS): the
+    other (t - 1)/t of each, on the layers that keep their GEMM inputs (none under full recompute
+    but those a block recompute leaves out, none under op-level or norm recompute)."""
+    stored = _stored(p, xp)
+    whole = SP_GATHERED_INPUTS * ACTIVATION_BYTES * p.tokens * model.hidden * (1.0 - 1.0 / p.tp)
+    kept = xp.where(p.full, 1.0 - p.redo, xp.where((stored == _OPS) | (stored == _NORMS_UP), 0.0, 1.0))
+    return xp.where(p.sp & (p.tp > 1), whole * kept, 0.0)
 
 
 def _rank_activations(layers, last, rank, share, model, p, per_layer, stored, working, chunk, output, xp):
