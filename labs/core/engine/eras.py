@@ -77,7 +77,8 @@ code, never from an end-to-end run:
   saves only the sequence shard of its input and re-gathers it in backward, "overlapped" with the
   input-gradient GEMM) and Transformer Engine's Linear/LayerNormLinear (ub_bulk_dgrad) do; PyTorch's
   DTensor plans (torchtitan's ColwiseParallel after SequenceParallel) save the gathered input that
-  the matmul used, so nothing is re-gathered (labs.core.engine.stages.parallel prices it).
+  the matmul used, so nothing is re-gathered (labs.core.engine.stages.parallel prices it) and the
+  gathered input stays in memory (labs.core.engine.stages.memory: gathered_sp_inputs).
 - zero3_unit: what one ZeRO-3 all-gather fetches: "parameter" (DeepSpeed stage 3: every weight of
   at least stage3_param_persistence_threshold = 1e5 elements on its own; smaller ones stay
   whole on every rank; prefetch bounded by stage3_prefetch_bucket_size = 5e7 elements, so a
