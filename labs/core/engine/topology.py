@@ -257,8 +257,8 @@ def collective_columns(op: str, nbytes, cluster: Cluster, n, stride=1, algorithm
         active = nbytes > 0
         return xp.where(active, lat, 0.0), xp.where(active, nbytes / bw, 0.0)
     if xp.scalar:  # one plan: priced only if its group runs it
-        n, nbytes, stride = xp.floats(n), xp.floats(nbytes), xp.floats(stride)
-        return xp.only_if((n > 1) & (nbytes > 0), _priced, (op, nbytes, cluster, n, stride, algorithm, xp), (0.0, 0.0))
+        n, nbytes, stride = float(n), float(nbytes), float(stride)
+        return _scalar_priced(op, nbytes, cluster, n, stride, algorithm) if n > 1 and nbytes > 0 else (0.0, 0.0)
     # price the rows that run a collective (a group of more than one, bytes to move); the rest cost 0
     n, nbytes, stride = np.broadcast_arrays(np.asarray(n, dtype=float), np.asarray(nbytes, dtype=float), np.asarray(stride, dtype=float))
     shape = n.shape
@@ -398,6 +398,14 @@ def _mesh_priced(op: str, nbytes, cluster: Cluster, n, stride, algorithm: str, x
     bw = xp.where(in_range[0], direct_bw[0], direct_bw[1])
     use = use & (in_range[0] | in_range[1])
     return xp.where(use, lat, ring[0]), xp.where(use, bw, ring[1])
+
+
+@lru_cache(maxsize=16384)
+def _scalar_priced(op: str, nbytes: float, cluster: Cluster, n: float, stride: float, algorithm: str) -> tuple[float, float]:
+    """_priced for one plan's collective: a pure function of the catalog's cluster and these
+    numbers, and the same collectives (a layer's activations over its TP group, a stage's
+    gradient buckets over its DP group) recur from plan to plan, so each is priced once."""
+    return _priced(op, nbytes, cluster, n, stride, algorithm, SCALAR)
 
 
 @lru_cache(maxsize=4096)

@@ -257,13 +257,12 @@ def _col(c, key, dtype=float, default=None):
 
 
 def _each(fn, *args):
-    ranked = [a for a in args if type(a) is tuple]
-    first = fn(*[a[0] if type(a) is tuple else a for a in args])
+    # each argument as its three ranks' values, then each rank's arguments
+    first, middle, last = zip(*[a if type(a) is tuple else (a, a, a) for a in args])
     # ranks with the same inputs (every rank when pp = 1) have the same outputs
-    middle = first if all(a[1] == a[0] for a in ranked) else fn(*[a[1] if type(a) is tuple else a for a in args])
-    last = first if all(a[2] == a[0] for a in ranked) else fn(*[a[2] if type(a) is tuple else a for a in args])
-    outs = (first, middle, last)
-    return tuple(zip(*outs)) if type(first) is tuple else outs
+    out = fn(*first)
+    outs = (out, out if middle == first else fn(*middle), out if last == first else fn(*last))
+    return tuple(zip(*outs)) if type(out) is tuple else outs
 
 
 def _argmax(stacked):
