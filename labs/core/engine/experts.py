@@ -20,7 +20,10 @@ bytes an expert), the permute that copies each token's hidden state to its k slo
 2k bytes an element), after the dispatch a sort of the received chunks by local expert when a rank
 holds more than one (read and write 2k), and on the way back the unsort (2k + 2k) and the
 unpermute that sums the k expert outputs weighted by the router's probabilities (read 2k, write
-2). The backward moves the same bytes.
+2). The backward moves the same bytes. The router, the permute and the unpermute run over the
+rank's own tokens, which every rank holds alike; the sort and unsort run over the chunks the
+rank received, so on the busiest rank they scale with its load (received_load: Plan.expert_skew,
+capped by a capacity factor as the dispatch is), as its experts' GEMMs and its dispatch do.
 
 Dispatch and combine (Lepikhin et al. 2020; DeepSeek-V3 Sec. 3.2.2): each token's hidden state
 goes to the k experts' ranks and their outputs come back, once each in forward and again, as
@@ -79,22 +82,30 @@ def dense_ffn_gemm_times(model: Model, cluster: Cluster, tokens, tp, fp8, xp=NUM
             gemm_time(gpu, tokens, h, model.ffn / tp, fp8=fp8, xp=xp))
 
 
-def moe_pass_bytes(model: Model, tokens, tp, ep, xp=NUMPY):
+def received_load(capacity, skew, xp=NUMPY):
+    """The busiest EP rank's received tokens over the balanced count: `skew` (Plan.expert_skew),
+    less what a capacity factor drops before the dispatch (Megatron-Core drops over capacity in
+    the router, before the all-to-all)."""
+    return xp.where(capacity > 0, xp.minimum(skew, capacity), skew)
+
+
+def moe_pass_bytes(model: Model, tokens, tp, ep, xp=NUMPY, load=1.0):
     """HBM bytes one GPU's router, permute, sort and unpermute kernels move in one layer's forward
-    (averaged over the layers; the backward moves as many): the module docstring's count."""
+    (averaged over the layers; the backward moves as many): the module docstring's count, the sort
+    and unsort of the received chunks at `load` (received_load) times the balanced tokens."""
     if not model.experts:
         return xp.full_like(tokens, 0.0)
     h, k = model.hidden, model.experts_per_token
     local = tokens / tp
-    sort = xp.where((ep > 1) & (ep < model.experts), 4.0 * k, 0.0)  # received chunks sorted by local expert, and unsorted
+    sort = xp.where((ep > 1) & (ep < model.experts), 4.0 * k, 0.0) * load  # received chunks sorted by local expert, and unsorted
     per_token = 12.0 * model.experts + (2.0 + 2.0 * k) * h + (2.0 * k + 2.0) * h + sort * h
     return model.moe_share * local * per_token
 
 
-def moe_pass_time(model: Model, cluster: Cluster, tokens, tp, ep, xp=NUMPY):
+def moe_pass_time(model: Model, cluster: Cluster, tokens, tp, ep, xp=NUMPY, load=1.0):
     """Seconds of moe_pass_bytes at the GPU's streaming HBM rate."""
     gpu = cluster.gpu
-    return moe_pass_bytes(model, tokens, tp, ep, xp) / (gpu.hbm_bytes_per_s * gpu.hbm_efficiency)
+    return moe_pass_bytes(model, tokens, tp, ep, xp, load) / (gpu.hbm_bytes_per_s * gpu.hbm_efficiency)
 
 
 def destination_nodes(model: Model, nodes, max_nodes, xp=NUMPY):

@@ -18,7 +18,7 @@ from types import SimpleNamespace
 
 from labs.core.engine.context import contiguous_imbalance_columns
 from labs.core.engine.eras import CUDA_GRAPH_LAUNCH_S, fp8_param_gathered, kernels_per_layer, launches_per_layer, stack_of
-from labs.core.engine.experts import dense_ffn_gemm_times, ffn_forward_time, moe_pass_time
+from labs.core.engine.experts import dense_ffn_gemm_times, ffn_forward_time, moe_pass_time, received_load
 from labs.core.engine.gemm import flash_attention_time, fp8_cast_time, gemm_time, unfused_elementwise_ratio
 from labs.core.engine.hardware import GPUS, Cluster
 from labs.core.engine.models import ALL_RECOMPUTE_MODES, RECOMPUTE_MODES, Model
@@ -163,8 +163,9 @@ def layer_kernels(model, cluster, stack, p, xp) -> SimpleNamespace:
         attention_gemms = qkv_f + gemm_time(gpu, tokens, h, model.q_dim / tp, fp8=fp8, xp=xp)
     # the busiest rank's experts, at p.expert_skew times the balanced load (labs.core.engine.experts)
     gemm_f = attention_gemms + ffn_forward_time(model, cluster, tokens, tp, p.ep, p.capacity, fp8, xp, p.expert_skew, stack.grouped_gemm == "grouped")
-    # MoE's router, permute, sort and unpermute kernels, forward and again in the backward.
-    moe_passes = moe_pass_time(model, cluster, tokens, tp, p.ep, xp) if model.experts else 0.0
+    # MoE's router, permute, sort and unpermute kernels, forward and again in the backward; the
+    # busiest rank sorts and unsorts its received load (labs.core.engine.experts: received_load).
+    moe_passes = moe_pass_time(model, cluster, tokens, tp, p.ep, xp, received_load(p.capacity, p.expert_skew, xp)) if model.experts else 0.0
     # FP8 as it runs (labs.core.engine.gemm.fp8_cast_time): the forward quantizes each FP8 GEMM's
     # input, the backward each one's output gradient (the weights: layer_compute); attention, the
     # router, norms, the embedding and the output layer stay in BF16. Inputs a TP group shares are

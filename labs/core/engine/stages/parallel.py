@@ -18,7 +18,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from labs.core.engine.context import ulysses_qkv_bytes
-from labs.core.engine.experts import all_to_all_cost
+from labs.core.engine.experts import all_to_all_cost, received_load
 from labs.core.engine.gemm import GEMM_FIXED_S
 from labs.core.engine.topology import collective_columns, members_per_domain
 
@@ -153,7 +153,7 @@ def layer_communication(model, cluster, stack, p, layer, xp) -> SimpleNamespace:
         t.tp_exposed = xp.where(t.overlap, hidden_forward + (t.tp_total - forward_tp), t.tp_total)
     # The busiest rank receives p.expert_skew times the balanced dispatch and sends as much back,
     # and every rank waits for it; a capacity factor drops what exceeds it before the dispatch.
-    load = xp.where(p.capacity > 0, xp.minimum(p.expert_skew, p.capacity), p.expert_skew)
+    load = received_load(p.capacity, p.expert_skew, xp)
     a2a, t.a2a_sent = all_to_all_cost(model, cluster, p.tokens * load, tp, p.ep, p.max_nodes, xp.where(p.fp8, 1.0, 2.0), p.s_cp, xp, stack.a2a_link_share)
     t.layer_a2a = a2a * (2 + redo)  # dispatch + combine, forward and backward (and the re-run forward)
     t.layer_comm = t.tp_exposed + t.cp_total + t.layer_a2a
