@@ -597,6 +597,6 @@ UNCONFIRMED = {
     "cache nvfp4 blackwell": "2 copies of NVFP4 weights (row- and column-wise packed data): TE's NVFP4 weight cache not measured",
     "cache fp8_blockwise blackwell": "2 copies, as on Hopper: TE's Float8BlockScaling cache on Blackwell not measured",
     "cache fp8 cdna": "1 copy on Instinct (cdna3, cdna4): ROCm TE's FP8 weight cache not measured",
-    "activations block-scaled": "every format's saved GEMM inputs counted at FP8's 1 byte an element (their scales, and NVFP4's half byte, not counted)",
+    "activations block-scaled": "DeepSeek-V3's FP8 activation cache under norms_up_proj recompute counted at 1 byte an element under every format (its 1 x 128 tile scales, and a 4-bit format's half byte, not counted); Transformer Engine's saved inputs are counted at each format's bytes (labs.core.engine.stages.memory: saved_input_savings)",
     "quantize block-scaled": "NVFP4's random Hadamard transform and stochastic rounding, and the blockwise casts, at QUANTIZE_HBM_SHARE (fitted on TE's MXFP8 cast rows) in one pass",
 }

@@ -17,7 +17,7 @@ from labs.core.engine.eras import CUDA_GRAPH_STATIC_INPUTS, logits_bytes, stack_
 from labs.core.engine.memory import WEIGHT_BYTES, in_flight_columns, model_state_columns
 from labs.core.engine.models import ALL_RECOMPUTE_MODES, RECOMPUTE_MODES
 from labs.core.engine.pipeline import SCHEDULES
-from labs.core.engine.precision import PRECISIONS, weight_cache_bytes
+from labs.core.engine.precision import GEMM_PRECISIONS, PRECISIONS, weight_cache_bytes
 from labs.core.engine.stages.activations import fp8_activation_savings, fp8_norms_up_proj_savings, layer_activation_columns
 from labs.core.engine.stages.parallel import ACTIVATION_BYTES
 
@@ -224,14 +224,40 @@ def _state_and_activations(w_mem, g_mem, o_mem, activations, logits):
     return w_mem + g_mem + o_mem + activations + logits
 
 
+def saved_input_savings(name: str) -> float:
+    """Bytes an element of a saved GEMM input frees under precision `name`, against bf16's 2, on
+    the share of layers its recipe quantizes. Transformer Engine saves the quantized input, one
+    usage only (module/linear.py and layernorm_linear.py: inputmat.update_usage(rowwise_usage=False,
+    columnwise_usage=True), or the row-wise data where the input is gathered): its values and block
+    scales, GemmPrecision.activation_bytes. NVFP4 (tensor/nvfp4_tensor.py inner_tensor_specs: uint8
+    data of half the last dimension, one uint8 E4M3 scale per 16, one fp32 amax a tensor): 0.5 +
+    1/16 = 0.5625 bytes, so 1.4375 freed an element on the 85% of layers in NVFP4 (arXiv:2509.25149
+    Sec. 4 keeps 15% in BF16, which save BF16): 1.2219. MXFP8 and blockwise FP8 keep 1 + 1/32 (an
+    E8M0 scale per 32, an fp32 scale per 128): 0.96875; per-tensor FP8 1."""
+    if name == "bf16":
+        return 0.0
+    spec = GEMM_PRECISIONS[name]
+    return (ACTIVATION_BYTES - spec.activation_bytes) * (1.0 - spec.bf16_layer_share)
+
+
+_SAVINGS_BY_CODE = np.array([saved_input_savings(name) for name in PRECISIONS])
+
+
+def saved_input_savings_column(p, xp):
+    """saved_input_savings at each row's precision code (p.fp8)."""
+    if xp.scalar:
+        return float(_SAVINGS_BY_CODE[int(p.fp8)])
+    return _SAVINGS_BY_CODE[np.asarray(p.fp8, dtype=int)]
+
+
 def layer_activations(model, p, written, xp):
     """Bytes of activations one layer keeps per micro-batch for its backward, from what its
     forward writes (`written`: everything, flash attention's s x s aside; labs.core.engine.stages.compute)."""
     tp, s, b, sp = p.tp, p.s, p.b, p.sp
     stored = _stored(p, xp)
     per_layer = layer_activation_columns(model, s, b, tp, sp, stored, xp)
-    fp8_saved = fp8_activation_savings(model, s, b, tp, sp, xp)
-    low = p.fp8 > 0  # a precision code (labs.core.engine.precision); every format's saved GEMM inputs counted at FP8's byte
+    fp8_saved = fp8_activation_savings(model, s, b, tp, sp, xp) * saved_input_savings_column(p, xp)
+    low = p.fp8 > 0  # a precision code (labs.core.engine.precision)
     per_layer = per_layer - xp.where(low & (stored == _NORMS_UP), fp8_norms_up_proj_savings(model, s, b, tp, xp),
                                      xp.where(low & (stored != _FULL), fp8_saved, 0.0))
     kept_whole = written - xp.where(p.fp8, fp8_saved, 0.0)
