@@ -193,37 +193,55 @@ def _top_k(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
 def node_limited_mask(scores: np.ndarray, k: int, nodes: int, max_nodes: int) -> np.ndarray:
     """Top-k within the max_nodes nodes of highest summed top-(k / max_nodes) scores
     (DeepSeek-V3 Sec. 2.1.2; experts in node order). Rows over the last axis, any leading axes."""
-    e = scores.shape[-1]
-    per = e // nodes
-    grouped = scores.reshape(*scores.shape[:-1], nodes, per)
-    top = k // max_nodes
-    # a node's score: the sum of its top k/M scores. Summed in the order np.partition leaves them
-    # (float sums depend on order); for two (DeepSeek-V3's 8/4) any order gives the same sum, and a sort is faster
-    ranked = np.sort(grouped, axis=-1) if top <= 2 else np.partition(grouped, per - top, axis=-1)
-    best = ranked[..., per - 2] + ranked[..., per - 1] if top == 2 else ranked[..., per - top:].sum(axis=-1)  # two: one add, not a reduction
-    keep = top_k_mask(best, max_nodes)
-    kth = _kth_of_kept(grouped, ranked, keep, k, max_nodes, sorted_=top <= 2)
-    return (scores >= kth[..., None]) & np.repeat(keep, per, axis=-1)
+    shape, e = scores.shape, scores.shape[-1]
+    per, top = e // nodes, k // max_nodes
+    flat = scores.reshape(-1, e)
+    n = flat.shape[0]
+    # each node's scores sorted (a SIMD sort of 32; np.partition returns rows this short sorted too)
+    ranked = np.sort(flat.reshape(n, nodes, per), axis=-1)
+    best = _node_scores(ranked, top)
+    order = np.argsort(best, axis=-1)  # each row's nodes, the lowest score first
+    rows = np.arange(n)
+    mth = best[rows, order[:, nodes - max_nodes]]  # the M-th highest node score
+    if max_nodes < nodes and (best[rows, order[:, nodes - max_nodes - 1]] >= mth).any():  # a tie at the M-th keeps more nodes
+        keep = best >= mth[:, None]
+        kth = _kth_of_kept(ranked, keep, k)
+    else:
+        kept = order[:, nodes - max_nodes:]  # each row's M kept nodes
+        if max_nodes == 1:  # one node: its k-th highest, where the sort put it
+            kth = ranked[rows, kept[:, 0], per - top]
+        else:  # the k-th highest of the kept nodes is among each kept node's own k highest
+            near = min(k, per)
+            candidates = ranked[rows[:, None], kept, per - near:].reshape(n, max_nodes * near)
+            kth = np.sort(candidates, axis=-1)[:, max_nodes * near - k]
+        keep = np.zeros(best.shape, dtype=bool)
+        keep[rows[:, None], kept] = True
+    return ((flat >= kth[:, None]) & keep.repeat(per, axis=1)).reshape(shape)
 
 
-def _kth_of_kept(grouped: np.ndarray, ranked: np.ndarray, keep: np.ndarray, k: int, m: int, sorted_: bool) -> np.ndarray:
-    """The k-th highest score of each row's kept nodes (a value: any way of ranking gives it);
-    `ranked` holds each node's top k/m scores last (sorted_: each node sorted)."""
-    *lead, nodes, per = grouped.shape
-    rows = keep.reshape(-1, nodes)
-    n, top = rows.shape[0], k // m
-    near = min(k, per)  # the k-th highest of the kept nodes is among each kept node's own k highest
-    if np.count_nonzero(rows) != n * m:  # a tie at the M-th node's score keeps more nodes: rank each node's top k
-        tops = ranked[..., per - near:] if sorted_ else np.partition(grouped, per - near, axis=-1)[..., per - near:]
-        candidates = np.where(keep[..., None], tops, -np.inf).reshape(*lead, nodes * near)
-        return np.sort(candidates, axis=-1)[..., nodes * near - k]
-    kept = np.nonzero(rows)[1].reshape(n, m)  # each row's m kept nodes
-    if m == 1:  # one node: the k-th highest is where the partition (or the sort) put its k/M = k-th highest (top = k)
-        return ranked.reshape(n, nodes, per)[np.arange(n), kept[:, 0], per - top].reshape(lead)
-    source = ranked.reshape(n, nodes, per)[..., per - near:] if sorted_ else grouped.reshape(n, nodes, per)
-    width = source.shape[-1]
-    candidates = source[np.arange(n)[:, None], kept].reshape(n, m * width)
-    return np.partition(candidates, m * width - k, axis=-1)[:, m * width - k].reshape(lead)
+def _node_scores(ranked: np.ndarray, top: int) -> np.ndarray:
+    """Each node's score, the sum of its top `top` scores (`ranked`: each node's scores ascending).
+    Added in the order np.sum adds a row this short (one by one up to 7, pairwise at 8), written
+    out: a reduction over a short axis costs more than the adds (a float sum depends on its order)."""
+    per = ranked.shape[-1]
+    col = [ranked[..., per - top + i] for i in range(top)]
+    if top == 8:
+        return ((col[0] + col[1]) + (col[2] + col[3])) + ((col[4] + col[5]) + (col[6] + col[7]))
+    if top < 8:
+        total = col[0]
+        for c in col[1:]:
+            total = total + c
+        return total
+    return ranked[..., per - top:].sum(axis=-1)
+
+
+def _kth_of_kept(ranked: np.ndarray, keep: np.ndarray, k: int) -> np.ndarray:
+    """The k-th highest score of each row's kept nodes (`ranked`: rows (n, nodes, per), each node
+    sorted), any number of nodes kept per row: each kept node's top k ranked together."""
+    n, nodes, per = ranked.shape
+    near = min(k, per)
+    candidates = np.where(keep[..., None], ranked[..., per - near:], -np.inf).reshape(n, nodes * near)
+    return np.sort(candidates, axis=-1)[:, nodes * near - k]
 
 
 def _choose(scores: np.ndarray, s: RouterSetting) -> tuple[np.ndarray, np.ndarray | None]:
