@@ -224,9 +224,11 @@ def test_per_expert_calls_against_the_grouped_gemm_librarys_cublas_loop():
 
 def test_moe_pass_bytes_counted_by_hand():
     """Mixtral 8x7B (h 4,096, 8 experts, top-2), EP 4, TP 1, 4,096 tokens: router 12 x 8 bytes, permute
-    (2 + 2 x 2) h, unpermute (2 x 2 + 2) h, sort and unsort 4 x 2 h (two local experts a rank)."""
+    (2 + 2 x 2) h, unpermute (2 x 2 + 2) h, the sort of the received chunks (read 2 x 2, write 2 x 2) h
+    and the unsort as much, (4 + 4) x 2 h (two local experts a rank: Megatron-Core's
+    sort_chunks_by_idxs, once each way)."""
     model = Model.get("mixtral-8x7b")
-    per_token = 12 * 8 + 6 * 4096 + 6 * 4096 + 8 * 4096
+    per_token = 12 * 8 + 6 * 4096 + 6 * 4096 + 16 * 4096
     assert moe_pass_bytes(model, 4096.0, 1.0, 4.0, SCALAR) == pytest.approx(model.moe_share * 4096 * per_token)
     no_sort = 12 * 8 + 12 * 4096
     assert moe_pass_bytes(model, 4096.0, 1.0, 8.0, SCALAR) == pytest.approx(model.moe_share * 4096 * no_sort)

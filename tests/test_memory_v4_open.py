@@ -118,17 +118,17 @@ def test_recompute_drops_the_gathered_sp_input(monkeypatch, recompute):
 def test_busiest_rank_sorts_its_skewed_load():
     """Mixtral 8x7B (h 4,096, top-2 of 8 experts, every layer MoE), EP 4 (2 local experts a rank, so
     the received chunks are sorted by expert and unsorted on the way back), 4,096 tokens a GPU, TP 1.
-    Balanced, the sort and unsort move 4k bytes an element of the received tokens: 4,096 tokens x
-    4 x 2 x 4,096 = 134,217,728 bytes; the router, permute and unpermute 12 x 8 + (2 + 4) x 4,096 +
+    Balanced, the sort (read 2k, write 2k bytes an element) and the unsort (as much) move 8k bytes
+    an element of the received tokens: 4,096 tokens x 8 x 2 x 4,096 = 268,435,456 bytes; the router, permute and unpermute 12 x 8 + (2 + 4) x 4,096 +
     (4 + 2) x 4,096 = 49,248 bytes a token, 201,719,808 in all. At expert_skew 2 the busiest rank
-    receives twice the tokens: the sort doubles (+134,217,728), the rest stays (before: nothing moved)."""
+    receives twice the tokens: the sort doubles (+268,435,456), the rest stays (before: nothing moved)."""
     from labs.core.engine.experts import moe_pass_bytes, received_load
 
     mixtral = Model.get("mixtral-8x7b")
     tokens = 4096.0
-    sort = tokens * 4 * 2 * 4096
+    sort = tokens * (4 + 4) * 2 * 4096
     own = tokens * (12 * 8 + (2 + 2 * 2) * 4096 + (2 * 2 + 2) * 4096)
-    assert (sort, own) == (134_217_728, 201_719_808)
+    assert (sort, own) == (268_435_456, 201_719_808)
     for skew in (1.0, 2.0):
         engine = moe_pass_bytes(mixtral, tokens, 1.0, 4.0, SCALAR, received_load(0.0, skew, SCALAR))
         error = report(f"Mixtral EP 4 MoE pass bytes at skew {skew:g}, MB", engine / 1e6, (own + skew * sort) / 1e6)

@@ -18,7 +18,7 @@ MoEAlltoAllTokenDispatcher (megatron/core/transformer/moe/token_dispatcher.py an
 2024-25): the router's softmax and top-k over the experts' fp32 logits (about three passes, 12
 bytes an expert), the permute that copies each token's hidden state to its k slots (read 2, write
 2k bytes an element), after the dispatch a sort of the received chunks by local expert when a rank
-holds more than one (read and write 2k), and on the way back the unsort (2k + 2k) and the
+holds more than one (read 2k, write 2k), and on the way back the unsort (2k + 2k) and the
 unpermute that sums the k expert outputs weighted by the router's probabilities (read 2k, write
 2). The backward moves the same bytes. The router, the permute and the unpermute run over the
 rank's own tokens, which every rank holds alike; the sort and unsort run over the chunks the
@@ -97,7 +97,9 @@ def moe_pass_bytes(model: Model, tokens, tp, ep, xp=NUMPY, load=1.0):
         return xp.full_like(tokens, 0.0)
     h, k = model.hidden, model.experts_per_token
     local = tokens / tp
-    sort = xp.where((ep > 1) & (ep < model.experts), 4.0 * k, 0.0) * load  # received chunks sorted by local expert, and unsorted
+    # received chunks sorted by local expert (sort_chunks_by_idxs with sort_input_by_local_experts, read
+    # 2k, write 2k) and unsorted on the way back (restore_output_by_local_experts, 2k + 2k)
+    sort = xp.where((ep > 1) & (ep < model.experts), (2.0 + 2.0) * k + (2.0 + 2.0) * k, 0.0) * load
     per_token = 12.0 * model.experts + (2.0 + 2.0 * k) * h + (2.0 * k + 2.0) * h + sort * h
     return model.moe_share * local * per_token
 
