@@ -232,7 +232,7 @@ def _(balance_committed, cost_committed, drops_committed, router_panel):
 
 
 # The router reads every instrument but the capacity factor, which only re-reads the runs'
-# loads: a capacity move re-runs the drop card and chart, not the router or its other charts.
+# loads: a capacity move re-runs the drop card and chart (one cell), not the router or its other charts.
 @app.cell
 def _(
     aux_dropdown,
@@ -271,29 +271,25 @@ def _(router_label, router_view):
 
 
 @app.cell
-def _(router_inputs, router_summary):
+def _(baseline_view, router_label, router_summary, router_view):
     _cost = step_cost(router_summary["busiest_gpu"])
-    ui.metric_cards({
-        f"busiest GPU / mean, steps {STEPS - WINDOW + 1}-{STEPS}": f"{router_summary['busiest_gpu']:.2f}x",
-        "busiest expert / mean": f"{router_summary['busiest_expert']:.2f}x",
-        f"dropped at c = {router_inputs['capacity']:g}": f"{router_summary['dropped'][router_inputs['capacity']]:.2%}",
-        "step, the EP group waiting": f"{_cost['hot_s']:.1f} s",
-        "step, balanced": f"{_cost['balanced_s']:.1f} s",
-        "MFU": f"{_cost['hot_mfu']:.1%}",
-    })
+    mo.vstack([
+        ui.metric_cards({
+            f"busiest GPU / mean, steps {STEPS - WINDOW + 1}-{STEPS}": f"{router_summary['busiest_gpu']:.2f}x",
+            "busiest expert / mean": f"{router_summary['busiest_expert']:.2f}x",
+            "step, the EP group waiting": f"{_cost['hot_s']:.1f} s",
+            "step, balanced": f"{_cost['balanced_s']:.1f} s",
+            "MFU": f"{_cost['hot_mfu']:.1%}",
+        }),
+        busiest_figure(router_view, baseline_view, router_label),
+    ])
     return
 
 
 @app.cell
-def _(baseline_view, router_label, router_view):
-    busiest_figure(router_view, baseline_view, router_label)
-    return
-
-
-@app.cell
-def _(baseline_view, capacity_slider, router_label, router_view):
+def _(baseline_view, capacity_slider, router_label, router_summary, router_view):
     drops_view = drops_figure(router_view, baseline_view, router_label, capacity_slider.value)
-    drops_view
+    mo.vstack([ui.metric_cards({f"dropped at c = {capacity_slider.value:g}": f"{router_summary['dropped'][capacity_slider.value]:.2%}"}), drops_view])
     return (drops_view,)
 
 
@@ -304,6 +300,7 @@ def _(router_setting, router_summary):
     _engine = a2a_bytes(_net, _nvl)
     _all_net, _all_nvl = engine_copies(NODES)
     _c = moe_cluster()
+    _cost = step_cost(router_summary["busiest_gpu"])
     mo.md(
         f"""
     ### The all-to-all: inside and across nodes
@@ -321,22 +318,13 @@ def _(router_setting, router_summary):
     The NIC carries {_c.inter_bytes_per_s_per_gpu / 1e9:.0f} GB/s per GPU against NVLink's {_c.intra.effective_bytes_per_s / 1e9:.0f} GB/s:
     the network copies set the time, which is why DeepSeek-V3 caps each token at 4 nodes. The busiest GPU also *receives*
     more than the mean; the engine prices the all-to-all at the mean GPU's bytes.
-    """
-    )
-    return
 
-
-@app.cell(hide_code=True)
-def _(router_summary):
-    _c = step_cost(router_summary["busiest_gpu"])
-    mo.md(
-        f"""
     ### What the hot expert costs the step
 
     The EP group runs its expert GEMMs in lock-step: every GPU waits for the one with the most tokens. The engine prices
-    DeepSeek-V3's published layout with every expert padded to the busiest GPU's load ({_c['ratio']:.2f}x the mean):
-    compute {_c['compute_s']:.1f} s becomes {_c['hot_compute_s']:.1f} s and the step {_c['balanced_s']:.1f} s becomes
-    **{_c['hot_s']:.1f} s** ({_c['rise']:+.1%}). The all-to-all's {_c['ep_comm_s']:.1f} s is priced unchanged.
+    DeepSeek-V3's published layout with every expert padded to the busiest GPU's load ({_cost['ratio']:.2f}x the mean):
+    compute {_cost['compute_s']:.1f} s becomes {_cost['hot_compute_s']:.1f} s and the step {_cost['balanced_s']:.1f} s becomes
+    **{_cost['hot_s']:.1f} s** ({_cost['rise']:+.1%}). The all-to-all's {_cost['ep_comm_s']:.1f} s is priced unchanged.
 
     *What the engine does not have yet:* grouped-GEMM efficiency at few tokens per expert (engine v4 part 2). It prices each
     expert's GEMMs at the large-GEMM rate less a fixed cost per call, so the cold experts' short GEMMs here run as efficiently
