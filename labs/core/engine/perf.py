@@ -19,7 +19,8 @@ from labs.core.engine.models import Model
 from labs.core.engine.plan import CP_ALGORITHMS, GRAD_REDUCE_DTYPES, PLAN_SCHEDULES, Plan, check_plan_field, plan_columns, validate  # noqa: F401 (re-exported)
 from labs.core.engine.stages.inputs import strides
 from labs.core.engine.stages.xp import SCALAR
-from labs.core.engine.step import COMMUNICATION_MAP_KEYS, CPU_ADAM_BYTES_PER_PARAM, evaluate_plan
+from labs.core.engine.step import CPU_ADAM_BYTES_PER_PARAM, evaluate_plan, plan_outputs
+from labs.core.engine.topology import members_per_node
 from labs.core.engine.validation import check_positive
 
 LARGE_BUBBLE = 0.10
@@ -171,25 +172,35 @@ class CollectiveUse:
 _CP_OPS = {"ulysses": "all-to-all", "all_gather": "all-gather + reduce-scatter"}
 
 
-# key: (axis, frequency, the communication map's keys) for the collectives' fixed fields
-_COLLECTIVE_FIELDS = tuple((key, axis, frequency, COMMUNICATION_MAP_KEYS[key]) for key, (axis, frequency, _) in COLLECTIVE_KINDS.items())
+# key: (axis, frequency) for the collectives' fixed fields
+_COLLECTIVE_FIELDS = tuple((key, axis, frequency) for key, (axis, frequency, _) in COLLECTIVE_KINDS.items())
 _FIXED_OPS = {"ep": "all-to-all", "pp": "send/recv", "dp_gather": "all-gather", "dp_mirror": "all-reduce"}
 
 
-def _collectives(cluster: Cluster, plan: Plan, r: dict) -> tuple[CollectiveUse, ...]:
-    ops = dict(_FIXED_OPS, tp="all-gather + reduce-scatter" if plan.sequence_parallel else "all-reduce",
-               cp=_CP_OPS.get(plan.cp_algorithm, "ring send/recv"), dp_reduce="all-reduce" if plan.zero_stage == 0 else "reduce-scatter")
+def _collectives(cluster: Cluster, plan: Plan, terms: dict) -> tuple[CollectiveUse, ...]:
+    """The communication map from labs.core.engine.step.collective_terms (floats): the collectives
+    the plan runs (calls > 0), each with the members of its group that share a node."""
     intra, inter = cluster.intra.name, cluster.inter.name
     out = []
-    for key, axis, frequency, (calls_key, sent_key, wire_key, exposed_key, group_key, members_key) in _COLLECTIVE_FIELDS:
-        calls = r[calls_key]
+    for key, axis, frequency in _COLLECTIVE_FIELDS:
+        calls, sent, wire, exposed, group, spacing = terms[key]
         if calls <= 0:
             continue
-        group, g = round(r[group_key]), round(r[members_key])  # round() of a float is an int
-        out.append(_new(CollectiveUse, {"key": key, "axis": axis, "op": ops[key], "frequency": frequency, "calls": calls, "sent_bytes": r[sent_key],
-                                        "group": group, "members_per_node": g, "link": intra if g >= group else inter,
-                                        "wire_s": r[wire_key], "exposed_s": r[exposed_key]}))
+        g = round(members_per_node(cluster, group, spacing, SCALAR))  # round() of a float is an int
+        group = round(group)
+        out.append(_new(CollectiveUse, {"key": key, "axis": axis, "op": _FIXED_OPS.get(key) or _op(key, plan), "frequency": frequency,
+                                        "calls": calls, "sent_bytes": sent, "group": group, "members_per_node": g,
+                                        "link": intra if g >= group else inter, "wire_s": wire, "exposed_s": exposed}))
     return tuple(out)
+
+
+def _op(key: str, plan: Plan) -> str:
+    """The operation of the collectives whose kind depends on the plan (TP, CP, the DP reduction)."""
+    if key == "tp":
+        return "all-gather + reduce-scatter" if plan.sequence_parallel else "all-reduce"
+    if key == "cp":
+        return _CP_OPS.get(plan.cp_algorithm, "ring send/recv")
+    return "all-reduce" if plan.zero_stage == 0 else "reduce-scatter"
 
 
 def _new(cls, fields: dict):
@@ -206,6 +217,10 @@ def _run(model: Model, cluster: Cluster, plan: Plan) -> dict[str, float]:
     return evaluate_plan(model, cluster, plan_columns(plan), plan.dp_algorithm, stack_of(plan.stack))
 
 
+def _outputs(model: Model, cluster: Cluster, plan: Plan) -> tuple[dict, dict]:
+    return plan_outputs(model, cluster, plan_columns(plan), plan.dp_algorithm, stack_of(plan.stack))
+
+
 def memory_breakdown(model: Model, plan: Plan) -> MemoryBreakdown:
     """Bytes on the busiest GPU (the pipeline rank that holds the most): model state under the
     plan's ZeRO stage, activations under its TP/SP/recompute and schedule, and the runtime's own."""
@@ -214,7 +229,7 @@ def memory_breakdown(model: Model, plan: Plan) -> MemoryBreakdown:
     check_positive("gpus", plan.gpus, integer=True, maximum=1 << 17)
     cluster = Cluster(GPUS["h100-sxm"], gpus_per_node=1, nodes=plan.gpus)  # memory does not depend on the wires
     validate(model, cluster, plan)
-    return _memory(_run(model, cluster, plan))
+    return _memory(_outputs(model, cluster, plan)[0])
 
 
 def _memory(r: dict) -> MemoryBreakdown:
@@ -227,7 +242,7 @@ def _memory(r: dict) -> MemoryBreakdown:
 def estimate(model: Model, cluster: Cluster, plan: Plan) -> Estimate:
     """Memory, time and utilisation of one training step of `model` on `cluster` under `plan`."""
     validate(model, cluster, plan)
-    r = _run(model, cluster, plan)
+    r, terms = _outputs(model, cluster, plan)
     time = _new(TimeBreakdown, {"compute": r["compute_s"], "bubble": r["bubble_s"], "tp_comm": r["tp_comm_s"], "pp_comm": r["pp_comm_s"],
                                 "dp_comm": r["dp_comm_s"], "optimizer": r["optimizer_s"], "offload": r["offload_s"], "ep_comm": r["ep_comm_s"]})
     memory = _memory(r)
@@ -241,8 +256,8 @@ def estimate(model: Model, cluster: Cluster, plan: Plan) -> Estimate:
         "dp_comm_cost": _new(CollectiveCost, {"latency_s": r["dp_latency_s"], "bandwidth_s": r["dp_total_s"] - r["dp_latency_s"]}),
         "dp_exposed_latency_s": r["dp_exposed_latency_s"],
         "comm_bytes_per_gpu": {"tp": r["tp_bytes"], "pp": r["pp_bytes"], "dp": r["dp_bytes"], "pcie": r["pcie_bytes"]},
-        "warnings": _warnings(model, cluster, plan, r, memory, fits, time.total, offload), "offload": offload,
-        "busiest_rank": round(r["busiest_rank"]), "collectives": _collectives(cluster, plan, r),
+        "warnings": _warnings(model, cluster, plan, r, terms, memory, fits, time.total, offload), "offload": offload,
+        "busiest_rank": round(r["busiest_rank"]), "collectives": _collectives(cluster, plan, terms),
         "stage_memory_bytes": (r["memory_first_bytes"], r["memory_middle_bytes"], r["memory_last_bytes"]),
     })
 
@@ -262,7 +277,7 @@ class OffloadCost:
     host_bytes_per_node: float  # CPU memory the node's ranks keep offloaded
 
 
-def _warnings(model, cluster, plan, r, memory, fits, step, offload) -> tuple[str, ...]:
+def _warnings(model, cluster, plan, r, terms, memory, fits, step, offload) -> tuple[str, ...]:
     out = []
     bubble, dp_exposed = r["bubble_fraction"], r["dp_comm_s"]
     if offload:
@@ -272,7 +287,7 @@ def _warnings(model, cluster, plan, r, memory, fits, step, offload) -> tuple[str
                 f"Offloaded state needs {host / 1e9:,.0f} GB of CPU memory per node, more than the host's "
                 f"{cluster.host.memory_bytes / 1e9:,.0f} GB"
             )
-    if 1 < plan.tp <= cluster.domain_gpus and r["coll_tp_members_per_node"] < plan.tp:  # the rank order spreads TP over NVLink domains
+    if 1 < plan.tp <= cluster.domain_gpus and members_per_node(cluster, *terms["tp"][4:], SCALAR) < plan.tp:  # the rank order spreads TP over NVLink domains
         tp_stride = strides(RANK_ORDERS.index(plan.rank_order), float(plan.tp), float(plan.cp), float(plan.dp), float(plan.pp), SCALAR)["tp"]
         out.append(
             f"Rank order {plan.rank_order} places the {plan.tp} GPUs of each TP group {tp_stride:g} ranks apart: every group "

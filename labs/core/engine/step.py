@@ -52,6 +52,15 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
     every row's group): `zero`, only in the ZeRO stage, which the stages before the DP stage do
     not read; `batch`, only in the micro-batch size, recompute and SP, which no DP collective's
     price reads. Those stages then evaluate once per group (labs.core.engine.stages.xp.at_rows)."""
+    out, terms = _evaluate(model, cluster, c, dp_algorithm, stack, xp, collectives and not brief, brief, groups)
+    if terms is not None:
+        out.update(communication_map(cluster, terms, out["microbatches"], xp))
+    return out
+
+
+def _evaluate(model, cluster, c, dp_algorithm, stack, xp, collectives, brief, groups):
+    """evaluate's outputs without the communication map, and the map's terms per collective
+    (collective_terms; None when `collectives` is false)."""
     stack = stack_of(None) if stack is None else stack  # the software's kernels (labs.core.engine.eras)
     p = read_plan(model, c, stack, xp)
     model_per_sequence, hardware_per_sequence = flops_per_sequence(model, p, xp)
@@ -76,10 +85,9 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
         "hardware_flops": p.gb * hardware_per_sequence,
     }
     if brief:
-        return out
+        return out, None
     dp_traffic(p, d, xp)  # bytes sent and collectives' counts: the full outputs only
     q.pp_sent = pp_sent(p, q, tpcp, xp)
-    comm_map = communication_map(model, cluster, p, tpcp, q, d, xp) if collectives else {}
     stages = stage_memory(r, xp)
     out.update({
         "compute_s": m * q.work,
@@ -122,9 +130,8 @@ def evaluate(model: Model, cluster: Cluster, c: dict, dp_algorithm: str = "auto"
         "memory_first_bytes": stages[0],
         "memory_middle_bytes": stages[1],
         "memory_last_bytes": stages[2],
-        **comm_map,
     })
-    return out
+    return out, (collective_terms(model, p, tpcp, q, d, xp) if collectives else None)
 
 
 # The plan terms one layer's kernels and its TP/CP/EP communication read: a sweep evaluates them
@@ -160,10 +167,11 @@ COMMUNICATION_MAP_KEYS = {key: tuple(f"coll_{key}_{field}" for field in ("calls"
                           for key in ("tp", "cp", "ep", "pp", "dp_reduce", "dp_gather", "dp_mirror")}
 
 
-def communication_map(model, cluster, p, tpcp, q, d, xp) -> dict:
+def collective_terms(model, p, tpcp, q, d, xp) -> dict:
     """Each collective's calls, bytes and seconds per step, per GPU: the same terms the stages
     add up, kept apart instead of summed per axis. Times run on the slowest stage (the one that
-    sets the pace); "wire" is before any overlap, "exposed" what the step waits for."""
+    sets the pace); "wire" is before any overlap, "exposed" what the step waits for. Per key of
+    COMMUNICATION_MAP_KEYS: (calls, sent bytes, wire s, exposed s, group, the group's rank stride)."""
     tp, cp, pp, m, v, redo = p.tp, p.cp, p.pp, p.m, p.v, p.redo
     per_layer = m * q.layers_slowest  # layer-passes of the slowest stage per step
     tp_calls = xp.where(tp > 1, per_layer * (xp.where(p.sp, 4, 2) * (2 + redo) + tpcp.regathers), 0.0)
@@ -193,9 +201,15 @@ def communication_map(model, cluster, p, tpcp, q, d, xp) -> dict:
                       xp.where(active, d.gather_sent, 0.0),
                       xp.where(gathers, d.gather_wire, 0.0), xp.where(gathers, d.gather_exposed, 0.0), d.shard, p.s_cp),
     }
+    return collectives
+
+
+def communication_map(cluster, terms, m, xp) -> dict:
+    """collective_terms as the outputs' columns (COMMUNICATION_MAP_KEYS), each group with the
+    members of it that share a node; m: a column of the rows' shape."""
     out = {}
     ones = xp.full_like(m, 1.0)
-    for key, (calls, sent, wire, exposed, group, spacing) in collectives.items():
+    for key, (calls, sent, wire, exposed, group, spacing) in terms.items():
         names = COMMUNICATION_MAP_KEYS[key]
         out.update(zip(names, (calls, sent, wire, exposed, ones * group, members_per_node(cluster, group, spacing, xp) * ones)))
     return out
@@ -208,11 +222,31 @@ def evaluate_plan(model: Model, cluster: Cluster, columns: dict, dp_algorithm: s
     """`evaluate` for one plan's columns (Python numbers), as floats: the stages' SCALAR
     operations. Where that divides by zero (numpy would carry an inf or nan into a row a later
     `where` discards) it runs the plan as a numpy column of one."""
+    out, terms, xp = _evaluate_one(model, cluster, columns, dp_algorithm, stack)
+    out.update(communication_map(cluster, terms, out["microbatches"], xp))
+    return {k: _float(v) for k, v in out.items()} if xp is NUMPY else dict(zip(out, map(float, out.values())))
+
+
+def plan_outputs(model: Model, cluster: Cluster, columns: dict, dp_algorithm: str = "auto", stack: Era | None = None) -> tuple[dict, dict]:
+    """evaluate_plan's outputs without the communication map's columns, and the map's terms
+    (collective_terms), all as floats: what estimate() builds its Estimate from."""
+    out, terms, xp = _evaluate_one(model, cluster, columns, dp_algorithm, stack)
+    if xp is NUMPY:
+        return {k: _float(v) for k, v in out.items()}, {key: tuple(map(_float, values)) for key, values in terms.items()}
+    return dict(zip(out, map(float, out.values()))), {key: tuple(map(float, values)) for key, values in terms.items()}
+
+
+def _evaluate_one(model, cluster, columns, dp_algorithm, stack):
+    """_evaluate of one plan on SCALAR, or as a numpy row where SCALAR divides by zero: (outputs,
+    collective terms, the namespace that ran)."""
     stack = stack_of(None) if stack is None else stack
     try:
-        out = evaluate(model, cluster, columns, dp_algorithm, stack, SCALAR)
-        return dict(zip(out, map(float, out.values())))
+        return (*_evaluate(model, cluster, columns, dp_algorithm, stack, SCALAR, True, False, None), SCALAR)
     except (ZeroDivisionError, OverflowError, ValueError):
         FALLBACKS["numpy_plans"] += 1
-        out = evaluate(model, cluster, {k: np.asarray([v]) for k, v in columns.items()}, dp_algorithm, stack, NUMPY)
-        return {k: float(v[0]) for k, v in out.items()}
+        return (*_evaluate(model, cluster, {k: np.asarray([v]) for k, v in columns.items()}, dp_algorithm, stack, NUMPY, True, False, None), NUMPY)
+
+
+def _float(x) -> float:
+    """A numpy row's value (a column of one, or a number every row shares) as a float."""
+    return float(np.ravel(x)[0])
