@@ -258,7 +258,15 @@ def collective_columns(op: str, nbytes, cluster: Cluster, n, stride=1, algorithm
         return xp.where(active, lat, 0.0), xp.where(active, nbytes / bw, 0.0)
     if xp.scalar:  # one plan: priced only if its group runs it
         n, nbytes, stride = float(n), float(nbytes), float(stride)
-        return _scalar_priced(op, nbytes, cluster, n, stride, algorithm) if n > 1 and nbytes > 0 else (0.0, 0.0)
+        if n > 1 and nbytes > 0:
+            prices, key = _cluster_prices(cluster), (op, nbytes, n, stride, algorithm)
+            price = prices.get(key)
+            if price is None:
+                if len(prices) >= PRICES_KEPT:
+                    prices.clear()
+                price = prices[key] = _priced(op, nbytes, cluster, n, stride, algorithm, xp)
+            return price
+        return 0.0, 0.0
     # price the rows that run a collective (a group of more than one, bytes to move); the rest cost 0
     n, nbytes, stride = np.broadcast_arrays(np.asarray(n, dtype=float), np.asarray(nbytes, dtype=float), np.asarray(stride, dtype=float))
     shape = n.shape
@@ -400,12 +408,26 @@ def _mesh_priced(op: str, nbytes, cluster: Cluster, n, stride, algorithm: str, x
     return xp.where(use, lat, ring[0]), xp.where(use, bw, ring[1])
 
 
-@lru_cache(maxsize=16384)
-def _scalar_priced(op: str, nbytes: float, cluster: Cluster, n: float, stride: float, algorithm: str) -> tuple[float, float]:
-    """_priced for one plan's collective: a pure function of the catalog's cluster and these
-    numbers, and the same collectives (a layer's activations over its TP group, a stage's
-    gradient buckets over its DP group) recur from plan to plan, so each is priced once."""
-    return _priced(op, nbytes, cluster, n, stride, algorithm, SCALAR)
+# One plan's collectives, priced once per cluster: a price is a pure function of the catalog's
+# cluster and (op, bytes, group, stride, algorithm), and the same collectives (a layer's
+# activations over its TP group, a stage's gradient buckets over its DP group) recur from plan to
+# plan. Looked up by the cluster's id (hashing a Cluster hashes its GPU and links: ~1 us), equal
+# clusters sharing one table.
+PRICES_KEPT = 16384  # prices per cluster before its table starts over
+_PRICE_TABLES: dict = {}  # cluster -> {(op, bytes, n, stride, algorithm): (latency s, bandwidth s)}
+_PRICE_TABLE_OF_ID: dict = {}  # id(cluster) -> (cluster, its table): the cluster is kept, so its id is not reused
+
+
+def _cluster_prices(cluster: Cluster) -> dict:
+    known = _PRICE_TABLE_OF_ID.get(id(cluster))
+    if known is not None and known[0] is cluster:
+        return known[1]
+    if len(_PRICE_TABLE_OF_ID) >= 256:
+        _PRICE_TABLE_OF_ID.clear()
+        _PRICE_TABLES.clear()
+    table = _PRICE_TABLES.setdefault(cluster, {})
+    _PRICE_TABLE_OF_ID[id(cluster)] = (cluster, table)
+    return table
 
 
 @lru_cache(maxsize=4096)

@@ -253,7 +253,7 @@ def _where(cond, a, b):
 
 
 def _col(c, key, dtype=float, default=None):
-    return dtype(c[key]) if key in c else dtype(default)
+    return dtype(c.get(key, default))
 
 
 def _each(fn, *args):
