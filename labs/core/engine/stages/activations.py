@@ -8,6 +8,9 @@ from __future__ import annotations
 from labs.core.engine.models import ALL_RECOMPUTE_MODES, RECOMPUTE_MODES
 from labs.core.engine.stages.xp import NUMPY
 
+_NONE, _FULL = RECOMPUTE_MODES.index("none"), RECOMPUTE_MODES.index("full")
+_OPS, _NORMS_UP = ALL_RECOMPUTE_MODES.index("ops"), ALL_RECOMPUTE_MODES.index("norms_up_proj")
+
 
 def gpt_layer(model) -> bool:
     """Whether Korthikanti's count applies: an ungated FFN, multi-head attention and heads of
@@ -19,9 +22,9 @@ def activation_columns(s, b, h, a, t, sp, recompute_code, xp=NUMPY):
     """activation_bytes_per_layer over numpy columns (recompute_code indexes RECOMPUTE_MODES)."""
     s, b, t = xp.floats(s), xp.floats(b), xp.floats(t)
     sbh = s * b * h
-    attention = xp.where(recompute_code == RECOMPUTE_MODES.index("none"), 5 * a * s / h, 0.0)
+    attention = xp.where(recompute_code == _NONE, 5 * a * s / h, 0.0)
     kept = xp.where(sp, sbh * (34 + attention) / t, sbh * (10 + 24 / t + attention / t))
-    return xp.where(recompute_code == RECOMPUTE_MODES.index("full"), 2 * sbh / xp.where(sp, t, 1.0), kept)
+    return xp.where(recompute_code == _FULL, 2 * sbh / xp.where(sp, t, 1.0), kept)
 
 
 def layer_activation_columns(model, s, b, t, sp, recompute_code, xp=NUMPY):
@@ -48,7 +51,7 @@ def layer_activation_columns(model, s, b, t, sp, recompute_code, xp=NUMPY):
     # Q and the attention output: q_dim wide (MLA's are still counted as h, as before head_dim)
     h, a, kv, f = model.hidden, model.heads, model.kv_dim, model.ffn
     q = h if model.mla else model.q_dim
-    scores = xp.where(recompute_code == RECOMPUTE_MODES.index("none"), 2 * a * s, 0.0)
+    scores = xp.where(recompute_code == _NONE, 2 * a * s, 0.0)
     ffn = (6 if model.gated_ffn else 4) * f
     if model.experts:  # routed tokens keep their dispatched input and the experts' gate, up and product
         k, fe = model.experts_per_token, model.expert_ffn
@@ -56,9 +59,9 @@ def layer_activation_columns(model, s, b, t, sp, recompute_code, xp=NUMPY):
         ffn = (1 - model.moe_share) * 6 * f + model.moe_share * moe
     per_token = 8 * h / xp.where(sp, t, 1.0) + (4 * q + 4 * kv + ffn + 4 * a + scores) / t
     kept = s * b * per_token
-    kept = xp.where(recompute_code == ALL_RECOMPUTE_MODES.index("ops"), s * b * _ops_per_token(model, h, q, kv, a, ffn, sp, t, xp), kept)
-    kept = xp.where(recompute_code == ALL_RECOMPUTE_MODES.index("norms_up_proj"), s * b * _norms_up_proj_per_token(model, sp, t, xp), kept)
-    return xp.where(recompute_code == RECOMPUTE_MODES.index("full"), 2 * s * b * h / xp.where(sp, t, 1.0), kept)
+    kept = xp.where(recompute_code == _OPS, s * b * _ops_per_token(model, h, q, kv, a, ffn, sp, t, xp), kept)
+    kept = xp.where(recompute_code == _NORMS_UP, s * b * _norms_up_proj_per_token(model, sp, t, xp), kept)
+    return xp.where(recompute_code == _FULL, 2 * s * b * h / xp.where(sp, t, 1.0), kept)
 
 
 def _ops_per_token(model, h, q, kv, a, ffn, sp, t, xp):
