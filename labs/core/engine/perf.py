@@ -209,7 +209,7 @@ def _new(cls, fields: dict):
     per field (estimate() builds up to ten of them a plan; tests/test_estimate_paths.py
     holds each equal to its constructor's)."""
     instance = object.__new__(cls)
-    object.__setattr__(instance, "__dict__", fields)
+    instance.__dict__.update(fields)  # filled in place: replacing the __dict__ costs twice as much
     return instance
 
 
