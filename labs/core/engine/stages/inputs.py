@@ -50,32 +50,40 @@ ZERO_TERMS = ("zero", "reduce_each_mb", "syncs", "forward_unshards")
 BATCH_TERMS = ("b", "m", "rc", "sp", "tp_overlap", "syncs", "forward_unshards", "tokens", "full", "redo")
 
 
+# read_plan's terms: (term, plan column, type, the default where an older caller leaves the column out)
+_COLUMNS = (
+    ("tp", "tp", float, None), ("pp", "pp", float, None), ("dp", "dp", float, None), ("cp", "cp", float, None),
+    ("b", "micro_batch", float, None), ("gb", "global_batch", float, None), ("v", "virtual_stages", float, None),
+    ("zero", "zero_stage", int, None), ("rc", "recompute", int, None), ("sched", "schedule", int, None),
+    ("sp", "sequence_parallel", bool, None), ("flash", "flash_attention", bool, None), ("tp_overlap", "tp_comm_overlap", bool, None),
+    ("grad_fp32", "grad_fp32", bool, None), ("dp_overlap", "dp_overlap", bool, None), ("pp_overlap", "pp_overlap", bool, None),
+    ("offload", "offload", bool, None),
+    ("fp8", "fp8", int, None),  # a labs.core.engine.precision code (0: bf16)
+    ("torch_compile", "torch_compile", bool, False),
+    # grad_sync codes index labs.core.engine.eras.GRAD_SYNCS: 0 the ZeRO stage's own, 1 once a step, 2 every micro-batch
+    ("grad_sync", "grad_sync", int, 0),
+    ("bucket_bytes", "bucket_bytes", float, None), ("opt_bytes", "optimizer_bytes", float, None),
+    ("cp_ring", "cp_ring", bool, None), ("cp_ulysses", "cp_ulysses", bool, False), ("cp_contiguous", "cp_contiguous", bool, False),
+    ("ep", "ep", float, None), ("capacity", "capacity_factor", float, None), ("max_nodes", "max_nodes_per_token", float, None),
+    ("expert_skew", "expert_skew", float, 1.0),  # the busiest EP rank's load over the balanced one (labs.core.engine.experts)
+    ("first_layers", "first_stage_layers", float, None), ("last_layers", "last_stage_layers", float, None),
+    ("group", "microbatch_group_size", float, None), ("shard_group", "shard_group_size", float, None),
+    ("reshard_after_forward", "reshard_after_forward", bool, None),
+    ("rank_order", "rank_order", int, 0),  # a code into labs.core.engine.layout.RANK_ORDERS (0: Megatron's)
+    ("recompute_layers", "recompute_layers", float, -1.0),  # -1: every layer of a chunk (recompute_layers / chunk_layers below)
+)
+_TERMS = tuple(term for term, *_ in _COLUMNS)
+
+
 def read_plan(model, c: dict, stack, xp) -> SimpleNamespace:
     """The plan columns `c` as named terms (absent columns, from older callers, take the default:
     Megatron's rank order, Ulysses off, the ring's split load-balanced, no torch.compile)."""
-    col = xp.col
-    p = SimpleNamespace()
-    p.tp, p.pp, p.dp, p.cp = col(c, "tp"), col(c, "pp"), col(c, "dp"), col(c, "cp")
-    p.b, p.gb, p.v = col(c, "micro_batch"), col(c, "global_batch"), col(c, "virtual_stages")
-    p.zero, p.rc, p.sched = col(c, "zero_stage", int), col(c, "recompute", int), col(c, "schedule", int)
-    p.sp, p.flash, p.tp_overlap = col(c, "sequence_parallel", bool), col(c, "flash_attention", bool), col(c, "tp_comm_overlap", bool)
-    p.grad_fp32, p.dp_overlap, p.pp_overlap = col(c, "grad_fp32", bool), col(c, "dp_overlap", bool), col(c, "pp_overlap", bool)
-    p.offload, p.fp8 = col(c, "offload", bool), col(c, "fp8", int)  # a labs.core.engine.precision code (0: bf16)
-    p.torch_compile = col(c, "torch_compile", bool, False)
-    # grad_sync codes index labs.core.engine.eras.GRAD_SYNCS: 0 the ZeRO stage's own, 1 once a step, 2 every micro-batch
-    p.grad_sync = col(c, "grad_sync", int, 0)
+    p = SimpleNamespace(**dict(zip(_TERMS, xp.cols(c, _COLUMNS))))
     if not stack.pipeline_overlaps_dp:  # the stack reduces gradients after a pipeline's flush
         p.dp_overlap = p.dp_overlap & (p.pp == 1)
-    p.bucket_bytes, p.opt_bytes = col(c, "bucket_bytes"), col(c, "optimizer_bytes")
-    p.cp_ring = col(c, "cp_ring", bool)
-    p.cp_ulysses, p.cp_contiguous = col(c, "cp_ulysses", bool, False), col(c, "cp_contiguous", bool, False)
-    p.ep, p.capacity, p.max_nodes = col(c, "ep"), col(c, "capacity_factor"), col(c, "max_nodes_per_token")
-    p.expert_skew = col(c, "expert_skew", float, 1.0)  # the busiest EP rank's load over the balanced one (labs.core.engine.experts)
-    p.first_layers, p.last_layers = col(c, "first_stage_layers"), col(c, "last_stage_layers")
-    p.group, p.shard_group = col(c, "microbatch_group_size"), col(c, "shard_group_size")
     # FSDP that keeps the gathered weights through the step (Llama 3: reshard_after_forward=False)
     # has ZeRO-2's memory and traffic: sharded gradients and optimizer, one weight gather a step.
-    p.zero = xp.where((p.zero == 3) & xp.not_(col(c, "reshard_after_forward", bool)), 2, p.zero)
+    p.zero = xp.where((p.zero == 3) & xp.not_(p.reshard_after_forward), 2, p.zero)
     p.m = p.gb / (p.b * p.dp)
     # The data-parallel group (dp x cp ranks) and the ranks one shard of the model state spans: the
     # whole group, or hybrid sharding's groups; routed experts' state only the group's n / ep
@@ -102,7 +110,7 @@ def read_plan(model, c: dict, stack, xp) -> SimpleNamespace:
     if stack.pp_grad_sync == "step" and stack.fsdp_reshard_after_backward == "every":  # torch's pipelining keeps them unsharded between backwards
         regathers = xp.where(p.pp > 1, p.syncs / p.m, regathers)
     p.forward_unshards = xp.where(p.zero == 3, 1.0, xp.where(p.zero == 2, regathers, 0.0))
-    p.stride = strides(col(c, "rank_order", int, 0), p.tp, p.cp, p.dp, p.pp, xp)
+    p.stride = strides(p.rank_order, p.tp, p.cp, p.dp, p.pp, xp)
     p.s_tp, p.s_cp = p.stride["tp"], p.stride["cp"]  # the data-parallel group (dp x cp) starts at CP's stride
     p.s_full = float(model.seq_len)
     p.s = p.s_full / p.cp
@@ -112,6 +120,5 @@ def read_plan(model, c: dict, stack, xp) -> SimpleNamespace:
     # pipeline chunk are recomputed in full, the rest keep their activations. `redo` is the share
     # of a chunk's layers re-run (1 for full recompute of every layer, 0 without full recompute).
     chunk_layers = xp.ceil(model.layers / (p.pp * p.v))
-    recompute_layers = col(c, "recompute_layers", float, -1.0)
-    p.redo = xp.where(p.full, xp.where(recompute_layers >= 0, xp.minimum(1.0, recompute_layers / chunk_layers), 1.0), 0.0)
+    p.redo = xp.where(p.full, xp.where(p.recompute_layers >= 0, xp.minimum(1.0, p.recompute_layers / chunk_layers), 1.0), 0.0)
     return p

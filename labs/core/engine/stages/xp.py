@@ -37,6 +37,11 @@ def _np_col(c, key, dtype=float, default=None):
     return np.asarray(c[key], dtype=dtype)
 
 
+def _np_cols(c, columns):
+    """_np_col of each (term, key, dtype, default) of `columns`."""
+    return [_np_col(c, key, dtype, default) for _, key, dtype, default in columns]
+
+
 def _np_pick(x, chosen):
     """Each row's value of x at the rank `argmax` chose (its flat index into a (3,) + shape array)."""
     if np.shape(x) == (3,) + np.shape(chosen):  # one take: ~10x faster than x[index, arange]
@@ -241,7 +246,7 @@ def _spread(out, index):
 
 NUMPY = SimpleNamespace(
     scalar=False, where=np.where, maximum=np.maximum, minimum=np.minimum, ceil=np.ceil, floor=np.floor, log2=np.log2,
-    not_=np.logical_not, inf=np.inf, floats=lambda x: np.asarray(x, dtype=float), col=_np_col,
+    not_=np.logical_not, inf=np.inf, floats=lambda x: np.asarray(x, dtype=float), col=_np_col, cols=_np_cols,
     stack=lambda *xs: np.stack(xs), each=lambda fn, *args: fn(*args), argmax=_np_argmax,
     pick=_np_pick, options=_np_options, cheapest=_np_cheapest, full_like=lambda x, value: np.full(np.shape(x), value, dtype=float),
     only_if=_np_only_if, distinct=_np_distinct,
@@ -254,6 +259,10 @@ def _where(cond, a, b):
 
 def _col(c, key, dtype=float, default=None):
     return dtype(c.get(key, default))
+
+
+def _cols(c, columns):
+    return [dtype(c.get(key, default)) for _, key, dtype, default in columns]
 
 
 def _each(fn, *args):
@@ -283,7 +292,7 @@ def _cheapest(latencies, bandwidths):
 
 SCALAR = SimpleNamespace(
     scalar=True, where=_where, maximum=max, minimum=min, ceil=lambda x: float(math.ceil(x)), floor=lambda x: float(math.floor(x)),
-    log2=math.log2, not_=lambda x: not x, inf=math.inf, floats=float, col=_col,
+    log2=math.log2, not_=lambda x: not x, inf=math.inf, floats=float, col=_col, cols=_cols,
     stack=lambda *xs: xs, each=_each, argmax=_argmax, pick=lambda x, index: x[index] if type(x) is tuple else x,
     options=lambda tables: tables,  # tuples of floats, one entry per protocol
     cheapest=_cheapest, full_like=lambda x, value: float(value),
