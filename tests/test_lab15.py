@@ -458,6 +458,30 @@ def test_submit_lands_in_the_ledger_and_the_grader_recomputes_it(app, ledger_dir
 
 
 
+def _cells(path: Path) -> list[tuple[set[str], str]]:
+    """Each @app.cell of a notebook: the names it reads (its parameters) and its body's source."""
+    import ast
+
+    cells = []
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.FunctionDef) and any("app.cell" in ast.unparse(d) for d in node.decorator_list):
+            cells.append(({a.arg for a in node.args.args}, "\n".join(ast.unparse(b) for b in node.body)))
+    return cells
+
+
+def test_a_capacity_move_reruns_neither_the_router_nor_its_other_charts():
+    """The capacity factor only re-reads the runs' loads: the cells that read its slider (directly
+    or through router_inputs) route nothing and draw neither the heatmap nor the busiest-GPU chart,
+    and the one cell that routes does not read it (the notebook before this split routed, and
+    redrew every chart, on each capacity move)."""
+    cells = _cells(LAB15)
+    routing_cells = [refs for refs, body in cells if "router_runs(" in body and "nodes_slider" in refs]
+    assert len(routing_cells) == 1 and not routing_cells[0] & {"capacity_slider", "router_inputs"}
+    for refs, body in cells:
+        if refs & {"capacity_slider", "router_inputs"}:
+            assert not any(f in body for f in ("router_runs(", "heatmap_figure(", "busiest_figure(")), sorted(refs)
+
+
 # ---- the live-lecture hold (ui.gate, the commits' held=): as tests/test_lecture_hold.py checks Labs 05-13 ----
 @pytest.mark.parametrize("key", ["balance", "drops", "cost"])
 def test_a_held_question_shows_nothing_of_its_answer_after_commit(key, tmp_path, monkeypatch):
