@@ -231,8 +231,9 @@ def _(balance_committed, cost_committed, drops_committed, router_panel):
     return
 
 
-# The router reads every instrument but the capacity factor, which only re-reads the runs'
-# loads: a capacity move re-runs the drop card and chart (one cell), not the router or its other charts.
+# The router, its heatmap, cards and busiest-GPU chart in one cell that reads every instrument but
+# the capacity factor, which only re-reads the runs' loads: a capacity move re-runs the drop card
+# and chart (one cell), not the router or its other charts; a router move runs few cells.
 @app.cell
 def _(
     aux_dropdown,
@@ -254,26 +255,10 @@ def _(
     ])
     router_summary = summary(router_view)
     router_label = SCHEME_LABELS[router_setting["scheme"]]
-    return baseline_view, router_label, router_setting, router_summary, router_view
-
-
-@app.cell
-def _(capacity_slider, router_setting):
-    router_inputs = {**router_setting, "capacity": capacity_slider.value}
-    return (router_inputs,)
-
-
-@app.cell
-def _(router_label, router_view):
     heatmap_view = heatmap_figure(router_view, router_label)
-    heatmap_view
-    return (heatmap_view,)
-
-
-@app.cell
-def _(baseline_view, router_label, router_summary, router_view):
     _cost = step_cost(router_summary["busiest_gpu"])
     mo.vstack([
+        heatmap_view,
         ui.metric_cards({
             f"busiest GPU / mean, steps {STEPS - WINDOW + 1}-{STEPS}": f"{router_summary['busiest_gpu']:.2f}x",
             "busiest expert / mean": f"{router_summary['busiest_expert']:.2f}x",
@@ -283,7 +268,7 @@ def _(baseline_view, router_label, router_summary, router_view):
         }),
         busiest_figure(router_view, baseline_view, router_label),
     ])
-    return
+    return baseline_view, heatmap_view, router_label, router_setting, router_summary, router_view
 
 
 @app.cell
@@ -390,20 +375,22 @@ def _():
 @app.cell
 def _(
     balance_committed,
+    capacity_slider,
     cost_committed,
     drops_committed,
     identity,
-    router_inputs,
+    router_setting,
     submit_button,
     variant,
 ):
     ui.gate(balance_committed, drops_committed, cost_committed)
+    router_inputs = {**router_setting, "capacity": capacity_slider.value}
     _pred = {"balance": balance_committed.answer, "drops": drops_committed.answer, "cost": cost_committed.answer}
     _view, submitted = ui.submit_to_ledger(
         identity, submit_button, lambda: [ui.ledger_step(LAB, STEP, router_inputs, _pred, routing_outcomes, "the router", variant)]
     )
     _view
-    return (submitted,)
+    return router_inputs, submitted
 
 
 @app.cell
