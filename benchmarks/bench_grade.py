@@ -189,9 +189,14 @@ CLASS_ENV: dict = {}
 
 def run_grader(*args: str) -> tuple[subprocess.CompletedProcess, float, float, float]:
     """Run `python -m labs.grade` in a child, with the class's class.env: its wall time, CPU time
-    (user + system, what a busy machine does not inflate) and peak RSS (the child's own)."""
+    (user + system, what a busy machine does not inflate) and peak RSS (the child's own: Linux's
+    VmHWM, the high-water mark of the child's memory; ru_maxrss also counts the parent's resident
+    memory at the fork, which read ~600 MB for a grader that peaked at ~470)."""
     probe = ("import resource, runpy, sys; sys.argv = ['labs.grade', *sys.argv[1:]]\ntry:\n    runpy.run_module('labs.grade', run_name='__main__')\nfinally:\n"
-             "    u = resource.getrusage(resource.RUSAGE_SELF)\n    print('peak-kb', u.ru_maxrss, u.ru_utime + u.ru_stime, file=sys.stderr)")
+             "    u = resource.getrusage(resource.RUSAGE_SELF)\n    peak = u.ru_maxrss\n"
+             "    try:\n        peak = next(int(line.split()[1]) for line in open('/proc/self/status') if line.startswith('VmHWM:'))\n"
+             "    except OSError:\n        pass\n"
+             "    print('peak-kb', peak, u.ru_utime + u.ru_stime, file=sys.stderr)")
     start = time.perf_counter()
     result = subprocess.run([sys.executable, "-c", probe, *args], cwd=ROOT, capture_output=True, text=True, errors="backslashreplace", timeout=600,
                             env={**os.environ, **CLASS_ENV})

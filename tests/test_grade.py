@@ -281,3 +281,39 @@ def test_csv_has_a_fixed_set_of_columns(tmp_path):
     first, _ = grade([str(tmp_path / "a")])
     second, _ = grade([str(tmp_path / "b")])
     assert list(first.columns) == list(second.columns)
+
+
+def test_the_table_from_sparse_columns_is_the_table_of_the_rows():
+    """grader.Columns keeps a column's filled rows only and builds the frame a block per dtype;
+    the frame must be the one pandas builds from the rows' dicts: values, NaN where a row has no
+    such key, dtypes (int and bool columns every row fills, float where ints have gaps, object
+    for bools with gaps and mixed kinds, pandas' str for text) and the column order."""
+    import math
+
+    import pandas as pd
+
+    from labs.grading import grader
+
+    rows = [
+        {"file": "a.json", "student": "a", "lab": "05", "right": 1, "ok": True, "mfu": 0.41, "answer.x": "B", "mixed": 1, "flag": True},
+        {"file": "b.json", "student": "b", "lab": "06", "right": 0, "ok": False, "note": None, "mixed": "two", "gap": 3},
+        {"file": "c.json", "student": "c", "lab": "05", "right": 2, "ok": True, "mfu": math.nan, "answer.x": "-1+1", "gap": 4.5, "mixed": 2.5},
+        {"file": "d.json", "student": "d", "lab": "07", "right": 5, "ok": True, "flag": False, "note": "x"},
+    ]
+    columns = grader.Columns()
+    for row in rows:
+        columns.add(dict(row))
+    table = columns.table(None)
+    expected = pd.DataFrame(rows)
+    expected["identity"] = grader.identity_flags(expected["student"].tolist(), expected["file"].tolist(), None)
+    order = grader.BASE_COLUMNS + [c for c in expected.columns if c not in grader.BASE_COLUMNS]
+    expected = expected.reindex(columns=order)  # BASE_COLUMNS no row names: all NaN, as the old frame had them
+    for name in expected.columns:
+        if expected[name].isna().all() and name not in rows[0] | rows[1] | rows[2] | rows[3]:
+            expected[name] = pd.Series([math.nan] * len(rows))
+    assert list(table.columns) == list(expected.columns)
+    wrong = {c: (str(table[c].dtype), str(expected[c].dtype)) for c in table.columns if table[c].dtype != expected[c].dtype}
+    assert not wrong, f"dtypes differ (got, expected): {wrong}"
+    assert table.equals(expected), table.compare(expected)
+    assert str(table["right"].dtype) == "int64" and str(table["ok"].dtype) == "bool" and str(table["gap"].dtype) == "float64"
+    assert table["flag"].dtype == object and table["mixed"].dtype == object

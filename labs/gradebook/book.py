@@ -61,17 +61,9 @@ def build(table: pd.DataFrame, documents: dict[str, dict], points: dict[tuple[st
     labs = sorted({lab for lab, _ in points})
     possible = {lab: sum(i.points for (l, _), i in points.items() if l == lab) for lab in labs}
     policy = _policy(table, key)
-    rows = _first_files(table)
-    if not rows.empty:  # only the columns read here: a class's table is wide (every input and outcome)
-        from labs.grading.specs import SPECS
-
-        outcomes = {o for spec in SPECS.values() for o in spec.questions.values()}
-        rows = rows[[c for c in rows.columns if c in ("student", "file", "lab", "step", "identity", "tampered", "variant") or c.startswith("answer.") or c in outcomes]]
-    records = defaultdict(lambda: defaultdict(list))  # student -> lab -> the grader's rows
-    for r in rows.to_dict("records") if not rows.empty else []:
-        records[r["student"]][r["lab"]].append(r)
+    records = _records(table)
     seen = sorted(records)
-    item_rows, lab_rows = [], []
+    item_columns, lab_rows = {c: [] for c in ITEM_COLUMNS}, []
     for student in seen + sorted(set(roster_students) - set(seen)):
         mine = records.get(student, {})
         first = next((r for lab_rows_of in mine.values() for r in lab_rows_of), None)
@@ -92,7 +84,8 @@ def build(table: pd.DataFrame, documents: dict[str, dict], points: dict[tuple[st
                 if l != lab:
                     continue
                 row, unflagged = _item_row(student, file, lab, item, spec, lab_rows_of, doc, ledger, marks, variant)
-                item_rows.append(row)
+                for column, value in row.items():  # a column at a time: 100,000 rows' dicts held at once were ~70 MB
+                    item_columns[column].append(value)
                 raw += row["earned"]
                 if row["note"]:
                     flags.append(f"{item}: {row['note']}")
@@ -111,9 +104,30 @@ def build(table: pd.DataFrame, documents: dict[str, dict], points: dict[tuple[st
                 "possible": possible[lab], "handed_in": handed_in.isoformat() if handed_in else "", "time_source": source,
                 "late_hours": round(late_s / 3600, 2), "factor": factor, "earned": round(raw * factor, 4), "flags": "; ".join(flags),
             })
-    items = pd.DataFrame(item_rows, columns=ITEM_COLUMNS)
+    items = pd.DataFrame(item_columns, columns=ITEM_COLUMNS)
     by_lab = pd.DataFrame(lab_rows, columns=LAB_COLUMNS)
     return Book(items, by_lab, _totals(by_lab, labs), possible)
+
+
+def _records(table: pd.DataFrame) -> dict[str, dict[str, list[dict]]]:
+    """student -> lab -> the grader's rows of the student's first file, each with the columns read
+    here: the row's identity and variant columns, and its lab's answers and outcomes (a class's
+    table has ~530 columns, a lab's rows fill a few: rows of every column were ~170 MB of a
+    --feedback run). A column no row of the lab fills is left out, which reads as a missing value."""
+    records = defaultdict(lambda: defaultdict(list))
+    if table.empty:
+        return records
+    from labs.grading.specs import SPECS
+
+    outcomes = {o for spec in SPECS.values() for o in spec.questions.values()}
+    base = [c for c in ("student", "file", "lab", "step", "identity", "tampered", "variant") if c in table]
+    read = [c for c in table.columns if c.startswith("answer.") or c in outcomes]
+    rows = _first_files(table[base + read])
+    for _, of_lab in rows.groupby("lab", sort=False, dropna=False):
+        filled = [c for c in read if of_lab[c].notna().any()]
+        for r in of_lab[base + filled].to_dict("records"):
+            records[r["student"]][r["lab"]].append(r)
+    return records
 
 
 def _variant(lab: str, student: str, salt: str | None, recorded=None):
