@@ -82,10 +82,8 @@ def _rank_times(layers, last, share, fwd, layer_b, layer_w, layer_comm, logits, 
 
 def _rank_comm(rank, pp, m, v, dual, a2a_1f1b, layer_comm, layer_a2a, redo, fwd, bwd, sms, xp):
     """A rank's layer communication per micro-batch and the expert all-to-all part of it: all of
-    it exposed, or under DualPipe (and 1F1B with the stack's all-to-all overlap, `a2a_1f1b`: None
-    where the stack has none) what _dualpipe_comm leaves exposed."""
-    if a2a_1f1b is None:
-        return xp.only_if(dual, _dualpipe_comm, (rank, pp, m, layer_comm, layer_a2a, redo, fwd, bwd, sms, xp), (layer_comm, layer_a2a))
+    it exposed, or under DualPipe and 1F1B with the stack's all-to-all overlap (`a2a_1f1b`) what
+    _dualpipe_comm leaves exposed."""
     pairs = xp.where(dual, dualpipe_overlapped_pairs(pp, m, rank, xp), one_f_one_b_overlapped_pairs(pp, m, v, rank, xp))
     return xp.only_if(dual | a2a_1f1b, _dualpipe_comm, (rank, pp, m, layer_comm, layer_a2a, redo, fwd, bwd, sms, xp, pairs),
                       (layer_comm, layer_a2a))
@@ -137,8 +135,12 @@ def pipeline_stage(model, cluster, stack, p, layer, tpcp, xp) -> SimpleNamespace
     q.rank_index = rank_index = xp.stack(xp.full_like(pp, 0.0), xp.minimum(1.0, pp - 1), pp - 1)
     # Megatron-Core's EP A2A overlap pairs 1F1B's and interleaving's steady passes (labs.core.engine.eras: moe_a2a_overlap)
     a2a_1f1b = ((sched == _1F1B) | (sched == _INTERLEAVED)) if stack.moe_a2a_overlap and model.experts else None
-    layer_comm_r, a2a_r = xp.each(_rank_comm, rank_index, pp, m, v, dual, a2a_1f1b, tpcp.layer_comm, tpcp.layer_a2a, p.redo, layer.fwd,
-                                  layer.layer_b + layer.layer_w, gpu.sms, xp)
+    if a2a_1f1b is None:  # all of it exposed, but under DualPipe: what _dualpipe_comm leaves exposed on each rank
+        layer_comm_r, a2a_r = xp.only_if(dual, xp.each, (_dualpipe_comm, rank_index, pp, m, tpcp.layer_comm, tpcp.layer_a2a, p.redo, layer.fwd,
+                                                         layer.layer_b + layer.layer_w, gpu.sms, xp), (tpcp.layer_comm, tpcp.layer_a2a))
+    else:
+        layer_comm_r, a2a_r = xp.each(_rank_comm, rank_index, pp, m, v, dual, a2a_1f1b, tpcp.layer_comm, tpcp.layer_a2a, p.redo, layer.fwd,
+                                      layer.layer_b + layer.layer_w, gpu.sms, xp)
     stage_f, stage_b, stage_w, stage_comm, total = xp.each(
         _rank_times, q.layers_r, q.last_r, q.pass_share, layer.fwd, layer.layer_b, layer.layer_w, layer_comm_r, logits, loss)
     slowest = xp.argmax(total)

@@ -270,7 +270,8 @@ def _each(fn, *args):
     first, middle, last = zip(*[a if type(a) is tuple else (a, a, a) for a in args])
     # ranks with the same inputs (every rank when pp = 1) have the same outputs
     out = fn(*first)
-    outs = (out, out if middle == first else fn(*middle), out if last == first else fn(*last))
+    mid = out if middle == first else fn(*middle)
+    outs = (out, mid, out if last == first else mid if last == middle else fn(*last))  # pp = 2: the middle rank is the last
     return tuple(zip(*outs)) if type(out) is tuple else outs
 
 
