@@ -159,7 +159,8 @@ class Model:
         unknown = set(overrides) - set(cls.__dataclass_fields__)
         if unknown:
             raise ValueError(f"unknown Model field(s) {sorted(unknown)}")
-        return replace(MODELS[key], **overrides)
+        # a catalog entry is frozen and was checked when the catalog was built: it is shared as it is
+        return replace(MODELS[key], **overrides) if overrides else MODELS[key]
 
     @property
     def ffn(self) -> int:
