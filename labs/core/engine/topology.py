@@ -249,24 +249,19 @@ def collective_columns(op: str, nbytes, cluster: Cluster, n, stride=1, algorithm
     spaced `stride` apart, with the algorithm and protocol NCCL's cost model picks among those
     `algorithm` allows; every argument but op, cluster and algorithm may be an array (xp: the
     array namespace, labs.core.engine.stages.xp)."""
-    if op == "p2p":
-        nbytes = xp.floats(nbytes)
-        g = members_per_domain(cluster, 2, stride, xp)
-        bw = xp.where(g >= 2, cluster.intra.effective_bytes_per_s, cluster.inter_bytes_per_s_per_gpu)
-        lat = xp.where(g >= 2, cluster.intra.latency_s, cluster.inter.latency_s)
-        active = nbytes > 0
-        return xp.where(active, lat, 0.0), xp.where(active, nbytes / bw, 0.0)
-    if xp.scalar:  # one plan: priced only if its group runs it
+    if xp.scalar:  # one plan: priced only if its group runs it (a send always has a peer), each price once per cluster
         n, nbytes, stride = float(n), float(nbytes), float(stride)
-        if n > 1 and nbytes > 0:
+        if nbytes > 0 and (n > 1 or op == "p2p"):
             prices, key = _cluster_prices(cluster), (op, nbytes, n, stride, algorithm)
             price = prices.get(key)
             if price is None:
                 if len(prices) >= PRICES_KEPT:
                     prices.clear()
-                price = prices[key] = _priced(op, nbytes, cluster, n, stride, algorithm, xp)
+                price = prices[key] = _p2p(nbytes, cluster, stride, xp) if op == "p2p" else _priced(op, nbytes, cluster, n, stride, algorithm, xp)
             return price
         return 0.0, 0.0
+    if op == "p2p":
+        return _p2p(xp.floats(nbytes), cluster, stride, xp)
     # price the rows that run a collective (a group of more than one, bytes to move); the rest cost 0
     n, nbytes, stride = np.broadcast_arrays(np.asarray(n, dtype=float), np.asarray(nbytes, dtype=float), np.asarray(stride, dtype=float))
     shape = n.shape
@@ -283,6 +278,16 @@ def collective_columns(op: str, nbytes, cluster: Cluster, n, stride=1, algorithm
 
 
 RUNS_PRICED = 0.5  # priced run by run when there are at most half as many runs as rows
+
+
+def _p2p(nbytes, cluster: Cluster, stride, xp):
+    """collective_columns of a send/recv between two ranks `stride` apart: over NVLink inside a
+    domain, else the GPU's share of the node's NICs; no bytes, no time."""
+    g = members_per_domain(cluster, 2, stride, xp)
+    bw = xp.where(g >= 2, cluster.intra.effective_bytes_per_s, cluster.inter_bytes_per_s_per_gpu)
+    lat = xp.where(g >= 2, cluster.intra.latency_s, cluster.inter.latency_s)
+    active = nbytes > 0
+    return xp.where(active, lat, 0.0), xp.where(active, nbytes / bw, 0.0)
 
 
 def _priced_active(op: str, nbytes, cluster: Cluster, n, stride, algorithm: str, xp):

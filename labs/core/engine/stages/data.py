@@ -94,7 +94,7 @@ def _collective_prices(model, cluster, stack, p, q, dp_algorithm, xp) -> SimpleN
     bucket = xp.where(p.bucket_bytes > 0, p.bucket_bytes, xp.maximum(MEGATRON_BUCKET_PARAMS, 1_000_000 * p.dp) * grad_bytes)
     calls = d.calls = xp.maximum(1.0, xp.ceil(grads / bucket))
 
-    z0, z1, z2, z3 = (zero == k for k in range(4))
+    z0, z1, z2, z3 = zero == 0, zero == 1, zero == 2, zero == 3
     d.z0, d.z2, d.z3 = z0, z2, z3
 
     def bucketed(op, runs, nbytes, k, group=n, stride=s_cp):

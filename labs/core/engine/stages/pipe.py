@@ -21,13 +21,14 @@ contention charge, labs.core.engine.stages.parallel.overlap_contention); the oth
 
 from __future__ import annotations
 
+from functools import lru_cache
 from types import SimpleNamespace
 
 from labs.core.engine.eras import loss_bytes_per_logit
 from labs.core.engine.gemm import gemm_time
 from labs.core.engine.pipeline import SCHEDULES, dualpipe_overlapped_pairs, idle_time, message_idle
 from labs.core.engine.stages.parallel import _seconds, overlap_contention
-from labs.core.engine.stages.xp import NUMPY
+from labs.core.engine.stages.xp import NUMPY, SCALAR
 
 _ZB_H1, _ZB_H2, _DUALPIPE = SCHEDULES.index("zb-h1"), SCHEDULES.index("zb-h2"), SCHEDULES.index("dualpipe")
 _1F1B, _INTERLEAVED = SCHEDULES.index("1f1b"), SCHEDULES.index("interleaved")
@@ -62,6 +63,12 @@ def stage_layers(L, pp, v, first, last, dual=False, xp=NUMPY):
     first_rank = xp.stack(ones, single + mirror * ends, single + mirror)
     last_rank = xp.stack(single + mirror, ends, ones)
     return layers, first_rank, last_rank
+
+
+@lru_cache(maxsize=4096)
+def _stage_layers_of_one(L, pp, v, first, last, dual):
+    """stage_layers of one plan: a few layer counts, the same for most plans of a space."""
+    return stage_layers(L, pp, v, first, last, dual, SCALAR)
 
 
 def _with_mtp(layers, last, depth):
@@ -122,7 +129,8 @@ def pipeline_stage(model, cluster, stack, p, layer, tpcp, xp) -> SimpleNamespace
     q = SimpleNamespace()
     dual = sched == _DUALPIPE
     q.pass_share = xp.where(dual, 0.5, 1.0)  # of a rank's layers, what one micro-batch passes through
-    q.layers_r, q.first_r, q.last_r = stage_layers(model.layers, pp, v, p.first_layers, p.last_layers, dual, xp)
+    q.layers_r, q.first_r, q.last_r = (_stage_layers_of_one(model.layers, pp, v, p.first_layers, p.last_layers, dual) if xp.scalar
+                                       else stage_layers(model.layers, pp, v, p.first_layers, p.last_layers, dual, xp))
     if model.mtp_depth:  # DeepSeek-V3's MTP blocks sit with the output layer (labs.core.engine.models: mtp_depth)
         q.layers_r = xp.each(_with_mtp, q.layers_r, q.last_r, model.mtp_depth)
     logits = gemm_time(gpu, p.tokens, V / tp, h, xp=xp)
@@ -144,7 +152,7 @@ def pipeline_stage(model, cluster, stack, p, layer, tpcp, xp) -> SimpleNamespace
     stage_f, stage_b, stage_w, stage_comm, total = xp.each(
         _rank_times, q.layers_r, q.last_r, q.pass_share, layer.fwd, layer.layer_b, layer.layer_w, layer_comm_r, logits, loss)
     slowest = xp.argmax(total)
-    stage_f, stage_b, stage_w, q.stage_comm = (xp.pick(x, slowest) for x in (stage_f, stage_b, stage_w, stage_comm))
+    stage_f, stage_b, stage_w, q.stage_comm = xp.pick(stage_f, slowest), xp.pick(stage_b, slowest), xp.pick(stage_w, slowest), xp.pick(stage_comm, slowest)
     q.layers_slowest = xp.pick(q.layers_r, slowest) * q.pass_share
     q.ep_exposed = m * q.layers_slowest * xp.pick(a2a_r, slowest)
     q.stage_f, q.stage_b, q.stage_w, q.stage_bwd = stage_f, stage_b, stage_w, stage_b + stage_w
