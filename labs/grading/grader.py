@@ -578,26 +578,31 @@ def scores(table: pd.DataFrame) -> pd.DataFrame:
 
 def summary(table: pd.DataFrame) -> pd.DataFrame:
     """Per lab and step: students, rows left out for a flag, and the share of right predictions
-    (per question, skipped ones not counted) over the rows without a flag; one group-by."""
+    (per question, skipped ones not counted) over the rows without a flag."""
     if table.empty:
         return pd.DataFrame()
     flagged = _flagged(table)
     outcome_cols = _outcome_columns(table)
     clean = ~flagged & table["status"].eq("ok")
-    # right answers as 1/0 over clean rows, NaN where skipped, flagged or not asked; mfu likewise
-    judged = {col: table[col].where(clean & table[col].notna()).map(lambda v: v if pd.isna(v) else float(bool(v)), na_action="ignore").astype(float) for col in outcome_cols}
+    keys = {"lab": table["lab"], "step": table["step"]}
     mfu = pd.to_numeric(table["mfu"], errors="coerce").where(clean) if "mfu" in table else pd.Series(float("nan"), index=table.index)
-    frame = pd.DataFrame({"lab": table["lab"], "step": table["step"], "student": table["student"], "flagged": flagged.astype(int), "mfu": mfu, **judged})
-    aggs = {"students": ("student", "nunique"), "flagged (left out)": ("flagged", "sum"), "median mfu": ("mfu", "median")}
-    for col in outcome_cols:
-        aggs[f"{col}.share"], aggs[f"{col}.n"] = (col, "mean"), (col, "count")
-    grouped = frame.groupby(["lab", "step"], sort=True).agg(**aggs).reset_index()
-    out = grouped[["lab", "step", "students", "flagged (left out)"]].astype({"flagged (left out)": int})
-    for col in outcome_cols:
-        n, share = grouped[f"{col}.n"], grouped[f"{col}.share"]
-        out[f"right {col.removesuffix('_correct')}"] = [f"{v:.0%} of {k}" if k else "" for v, k in zip(share, n)]
-    out["median mfu"] = [f"{v:.1%}" if pd.notna(v) else "" for v in grouped["median mfu"]]
+    grouped = pd.DataFrame({**keys, "student": table["student"], "flagged": flagged.astype(int), "mfu": mfu}).groupby(["lab", "step"], sort=True).agg(
+        students=("student", "nunique"), flagged=("flagged", "sum"), mfu=("mfu", "median"))
+    out = grouped.reset_index()[["lab", "step", "students", "flagged"]].rename(columns={"flagged": "flagged (left out)"}).astype({"flagged (left out)": int})
+    shares = {}
+    for start in range(0, len(outcome_cols), OUTCOMES_AT_ONCE):
+        # right answers as 1/0 over clean rows, NaN where skipped, flagged or not asked; a few questions at a time
+        judged = {col: table[col].where(clean & table[col].notna()).map(lambda v: v if pd.isna(v) else float(bool(v)), na_action="ignore").astype(float)
+                  for col in outcome_cols[start:start + OUTCOMES_AT_ONCE]}
+        stats = pd.DataFrame({**keys, **judged}).groupby(["lab", "step"], sort=True).agg(["mean", "count"]).reindex(grouped.index)
+        for col in judged:
+            shares[f"right {col.removesuffix('_correct')}"] = [f"{v:.0%} of {k}" if k else "" for v, k in zip(stats[(col, "mean")], stats[(col, "count")])]
+    out = pd.concat([out, pd.DataFrame(shares, index=out.index)], axis=1)
+    out["median mfu"] = [f"{v:.1%}" if pd.notna(v) else "" for v in grouped["mfu"]]
     return out.loc[:, [c for c in out.columns if c in ("lab", "step", "students", "flagged (left out)") or out[c].ne("").any()]]
+
+
+OUTCOMES_AT_ONCE = 16  # a class's ~90 questions as 1/0 columns at once were 13 MB at the grader's peak
 
 
 def shown(value, width: int = 40) -> str:
