@@ -87,6 +87,7 @@ def _evaluate(model, cluster, c, dp_algorithm, stack, xp, collectives, brief, gr
     if brief:
         return out, None
     dp_traffic(p, d, xp)  # bytes sent and collectives' counts: the full outputs only
+    tp_sent = _tp_layer_sent(p, tpcp, xp)
     q.pp_sent = pp_sent(p, q, tpcp, xp)
     stages = stage_memory(r, xp)
     out.update({
@@ -111,7 +112,7 @@ def _evaluate(model, cluster, c, dp_algorithm, stack, xp, collectives, brief, gr
         "communicators_bytes": r.communicators,
         "tp_overlap_bytes": r.tp_overlap,
         "fragmentation_bytes": r.fragmentation,
-        "tp_bytes": m * d.layers * q.pass_share * _tp_layer_sent(p, tpcp, xp),
+        "tp_bytes": m * d.layers * q.pass_share * tp_sent,
         "pp_bytes": q.pp_sent,
         "dp_bytes": xp.where(d.active, d.sent, 0.0) + d.mirror_bytes,  # DualPipe's pair all-reduce sends 2 x 1/2 of its bytes
         "pcie_bytes": xp.where(p.offload, (GRAD_BYTES + WEIGHT_BYTES) * o.updated, 0.0),
@@ -131,7 +132,7 @@ def _evaluate(model, cluster, c, dp_algorithm, stack, xp, collectives, brief, gr
         "memory_middle_bytes": stages[1],
         "memory_last_bytes": stages[2],
     })
-    return out, (collective_terms(model, p, tpcp, q, d, xp) if collectives else None)
+    return out, (collective_terms(model, p, tpcp, q, d, tp_sent, xp) if collectives else None)
 
 
 # The plan terms one layer's kernels and its TP/CP/EP communication read: a sweep evaluates them
@@ -167,11 +168,12 @@ COMMUNICATION_MAP_KEYS = {key: tuple(f"coll_{key}_{field}" for field in ("calls"
                           for key in ("tp", "cp", "ep", "pp", "dp_reduce", "dp_gather", "dp_mirror")}
 
 
-def collective_terms(model, p, tpcp, q, d, xp) -> dict:
+def collective_terms(model, p, tpcp, q, d, tp_sent, xp) -> dict:
     """Each collective's calls, bytes and seconds per step, per GPU: the same terms the stages
     add up, kept apart instead of summed per axis. Times run on the slowest stage (the one that
     sets the pace); "wire" is before any overlap, "exposed" what the step waits for. Per key of
-    COMMUNICATION_MAP_KEYS: (calls, sent bytes, wire s, exposed s, group, the group's rank stride)."""
+    COMMUNICATION_MAP_KEYS: (calls, sent bytes, wire s, exposed s, group, the group's rank stride).
+    tp_sent: _tp_layer_sent, as the outputs' tp_bytes count it."""
     tp, cp, pp, m, v, redo = p.tp, p.cp, p.pp, p.m, p.v, p.redo
     per_layer = m * q.layers_slowest  # layer-passes of the slowest stage per step
     tp_calls = xp.where(tp > 1, per_layer * (xp.where(p.sp, 4, 2) * (2 + redo) + tpcp.regathers), 0.0)
@@ -188,7 +190,7 @@ def collective_terms(model, p, tpcp, q, d, xp) -> dict:
     active, z0 = d.active, d.z0
     gathers = active & xp.not_(z0)
     collectives = {
-        "tp": (tp_calls, per_layer * _tp_layer_sent(p, tpcp, xp), tp_wire, xp.where(tp > 1, per_layer * tpcp.tp_exposed, 0.0), tp, p.s_tp),
+        "tp": (tp_calls, per_layer * tp_sent, tp_wire, xp.where(tp > 1, per_layer * tpcp.tp_exposed, 0.0), tp, p.s_tp),
         "cp": (cp_calls, cp_sent, cp_wire, xp.where(cp_used, per_layer * tpcp.cp_total, 0.0), cp, p.s_cp),
         "ep": (xp.where(ep_used, per_layer * 2 * (2 + redo), 0.0), xp.where(ep_used, per_layer * (2 + redo) * tpcp.a2a_sent, 0.0),
                ep_time, xp.where(ep_used, q.ep_exposed, 0.0), p.ep, p.s_cp),

@@ -43,17 +43,14 @@ def _plus(a, b):
     return a[0] + b[0], a[1] + b[1]
 
 
-def _add(a, b):
-    return a + b
-
-
 def _rank_params(layers, first, last, pp, tp, ep, model, xp):
-    """One pipeline rank's dense parameters (after TP) and routed-expert ones (after EP: experts
-    are split over EP ranks, not over TP)."""
+    """One pipeline rank's dense parameters (after TP), routed-expert ones (after EP: experts are
+    split over EP ranks, not over TP) and their sum."""
     embed = model.vocab * model.hidden
     expert_layer = model.layer_expert_params
     dense = xp.where(pp > 1, layers * (model.layer_params - expert_layer) + (first + last) * embed, float(model.params) - (model.layers + model.mtp_depth) * expert_layer) / tp
-    return dense, layers * expert_layer / ep
+    expert = layers * expert_layer / ep
+    return dense, expert, dense + expert
 
 
 def data_parallel_stage(model, cluster, stack, p, q, dp_algorithm, xp, groups=None) -> SimpleNamespace:
@@ -74,8 +71,7 @@ def _collective_prices(model, cluster, stack, p, q, dp_algorithm, xp) -> SimpleN
     collective a step repeats: a bucket's (or unit's) reduction and gather, as (latency,
     bandwidth) pairs, before the micro-batches multiply them."""
     d = SimpleNamespace()
-    d.rank_dense, d.rank_expert = xp.each(_rank_params, q.layers_r, q.first_r, q.last_r, p.pp, p.tp, p.ep, model, xp)
-    d.rank_params = xp.each(_add, d.rank_dense, d.rank_expert)
+    d.rank_dense, d.rank_expert, d.rank_params = xp.each(_rank_params, q.layers_r, q.first_r, q.last_r, p.pp, p.tp, p.ep, model, xp)
     heaviest = xp.argmax(d.rank_params)
     d.dense_params, d.expert_params = xp.pick(d.rank_dense, heaviest), xp.pick(d.rank_expert, heaviest)
     d.layers = layers = xp.pick(q.layers_r, heaviest)

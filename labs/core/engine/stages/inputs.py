@@ -78,7 +78,8 @@ _TERMS = tuple(term for term, *_ in _COLUMNS)
 def read_plan(model, c: dict, stack, xp) -> SimpleNamespace:
     """The plan columns `c` as named terms (absent columns, from older callers, take the default:
     Megatron's rank order, Ulysses off, the ring's split load-balanced, no torch.compile)."""
-    p = SimpleNamespace(**dict(zip(_TERMS, xp.cols(c, _COLUMNS))))
+    p = SimpleNamespace()
+    p.__dict__.update(zip(_TERMS, xp.cols(c, _COLUMNS)))
     if not stack.pipeline_overlaps_dp:  # the stack reduces gradients after a pipeline's flush
         p.dp_overlap = p.dp_overlap & (p.pp == 1)
     # FSDP that keeps the gathered weights through the step (Llama 3: reshard_after_forward=False)
