@@ -341,3 +341,27 @@ def test_the_summary_of_every_question_warns_nothing():
     assert list(out["students"]) == [20, 20]
     first = [c for c in out.columns if c.startswith("right ")][0]
     assert list(out[first]) == ["0% of 20", "100% of 20"], out[first]  # lab 05 has the even rows (False), lab 06 the odd ones
+
+
+def test_the_grader_keeps_one_ledgers_variants_unless_a_book_follows(tmp_path, monkeypatch):
+    """Plain grading asks each variant while it grades its ledger: a class's 18,000 kept variants
+    were ~36 MB of a 1,000-ledger run's peak. The grade book and the feedback pages ask them all
+    again, so with them the class's are kept; main() gives the process's default back."""
+    from labs.core import scenarios
+    from labs.grading import grader
+
+    write_student(tmp_path, "ann")
+    seen = []
+    real = grader.grade_document
+
+    def watched(*args, **kwargs):
+        seen.append(scenarios._variant.cache_parameters()["maxsize"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(grader, "grade_document", watched)
+    assert main([str(tmp_path)]) == 0
+    assert seen == [scenarios.VARIANTS_OF_ONE_LEDGER] and scenarios.VARIANTS_OF_ONE_LEDGER < 100
+    assert scenarios._variant.cache_parameters()["maxsize"] == scenarios.VARIANTS_KEPT >= 20_000  # 1,000 students x 20 labs
+    assert main([str(tmp_path), "--gradebook", str(tmp_path / "book.csv")]) == 0
+    assert seen[-1] == scenarios.VARIANTS_KEPT
+    assert scenarios._variant.cache_parameters()["maxsize"] == scenarios.VARIANTS_KEPT

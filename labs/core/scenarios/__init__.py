@@ -137,8 +137,12 @@ def settings_for(lab: str, student: str, salt: str | None = None, version: int |
     return seed, registry()[lab_name(lab)].recipe(version)[0](Draw(seed))
 
 
-@lru_cache(maxsize=32768)  # a class's students x labs (20,000 for 1,000 students): the grade book and the feedback pages, after the grader,
+VARIANTS_KEPT = 32768  # a class's students x labs (20,000 for 1,000 students): the grade book and the feedback pages, after the grader,
 # ask every student's every lab again (4,096 evicted them: 36,000 variants redrawn and 22,000 settings rebuilt for one --feedback run)
+VARIANTS_OF_ONE_LEDGER = 64  # a ledger's labs and problem sets, each asked a few times while it is graded
+
+
+@lru_cache(maxsize=VARIANTS_KEPT)
 def _variant(lab: str, student: str, salt: str, version: int) -> Variant:
     seed = normalised_seed(lab, student, salt)  # variant() normalised the id
     draw = Draw(seed)
@@ -149,6 +153,17 @@ def _variant(lab: str, student: str, salt: str, version: int) -> Variant:
         for q, spec in specs.items()
     }
     return Variant(lab, student, salt_fingerprint(salt), seed, settings, questions, version)
+
+
+def keep_variants(keep: bool) -> None:
+    """Whether this process keeps a class's variants (the default: the dashboard, and the grade
+    book and feedback pages after the grader, ask every student's labs again) or only one ledger's.
+    The grader without them asks each variant while it grades its ledger: a class's 18,000 kept
+    were ~36 MB of a 1,000-ledger run's peak. Their settings' questions stay kept either way."""
+    global _variant
+    size = VARIANTS_KEPT if keep else VARIANTS_OF_ONE_LEDGER
+    if _variant.cache_parameters()["maxsize"] != size:
+        _variant = lru_cache(maxsize=size)(_variant.__wrapped__)
 
 
 def variant(lab: str, student: str, salt: str | None = None, version: int | None = None) -> Variant:
