@@ -15,7 +15,7 @@ from labs.core.engine.layout import RANK_ORDERS
 from labs.core.engine.memory import OPTIMIZER_STATES, ZERO_STAGES
 from labs.core.engine.models import ALL_RECOMPUTE_MODES, Model
 from labs.core.engine.pipeline import SCHEDULES, check_dualpipe
-from labs.core.engine.precision import PRECISIONS, check_precision_on, precision_code
+from labs.core.engine.precision import PRECISIONS, check_precision_on
 from labs.core.engine.topology import DP_ALGORITHMS, check_cluster_has
 from labs.core.engine.validation import check_bool, check_choice, check_positive
 
@@ -250,7 +250,8 @@ def validate(model: Model, cluster: Cluster, plan: Plan) -> None:
 
 # the codes plan_columns writes for the named choices (a Plan holds valid names)
 _CODES = {name: {value: code for code, value in enumerate(values)} for name, values in
-          (("recompute", ALL_RECOMPUTE_MODES), ("schedule", SCHEDULES), ("rank_order", RANK_ORDERS), ("grad_sync", GRAD_SYNCS))}
+          (("recompute", ALL_RECOMPUTE_MODES), ("schedule", SCHEDULES), ("rank_order", RANK_ORDERS), ("grad_sync", GRAD_SYNCS),
+           ("precision", PRECISIONS))}  # precision: labs.core.engine.precision.precision_code's codes
 
 
 def plan_columns(plan: Plan) -> dict:
@@ -272,7 +273,7 @@ def plan_columns(plan: Plan) -> dict:
         "cp_ring": plan.cp_algorithm in ("ring", "ring_contiguous"),
         "cp_ulysses": plan.cp_algorithm == "ulysses",
         "cp_contiguous": plan.cp_algorithm == "ring_contiguous",
-        "fp8": precision_code(plan.precision),  # 0 (bf16) is falsy: "fp8" reads as "GEMMs in a low-precision format"
+        "fp8": _CODES["precision"][plan.precision],  # 0 (bf16) is falsy: "fp8" reads as "GEMMs in a low-precision format"
         "ep": plan.ep, "capacity_factor": plan.capacity_factor or 0.0, "max_nodes_per_token": plan.max_nodes_per_token or 0,
         "rank_order": _CODES["rank_order"][plan.rank_order],
         "grad_sync": _CODES["grad_sync"][plan.grad_sync], "torch_compile": plan.torch_compile,
