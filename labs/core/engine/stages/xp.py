@@ -275,6 +275,14 @@ def _each(fn, *args):
     return tuple(zip(*outs)) if type(out) is tuple else outs
 
 
+def _maximum(a, b):
+    return b if b > a else a  # max(a, b) to the object (a on ties and nan), at a third of max()'s cost
+
+
+def _minimum(a, b):
+    return b if b < a else a  # min(a, b), likewise
+
+
 def _argmax(stacked):
     best = 0
     for i in (1, 2):
@@ -292,7 +300,7 @@ def _cheapest(latencies, bandwidths):
 
 
 SCALAR = SimpleNamespace(
-    scalar=True, where=_where, maximum=max, minimum=min, ceil=lambda x: float(math.ceil(x)), floor=lambda x: float(math.floor(x)),
+    scalar=True, where=_where, maximum=_maximum, minimum=_minimum, ceil=lambda x: float(math.ceil(x)), floor=lambda x: float(math.floor(x)),
     log2=math.log2, not_=lambda x: not x, inf=math.inf, floats=float, col=_col, cols=_cols,
     stack=lambda *xs: xs, each=_each, argmax=_argmax, pick=lambda x, index: x[index] if type(x) is tuple else x,
     options=lambda tables: tables,  # tuples of floats, one entry per protocol
