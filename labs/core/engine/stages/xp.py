@@ -276,11 +276,11 @@ def _each(fn, *args):
 
 
 def _maximum(a, b):
-    return b if b > a else a  # max(a, b) to the object (a on ties and nan), at a third of max()'s cost
+    return b if b > a else a  # noqa: FURB136 (max(a, b) to the object, a on ties and nan, at a third of max()'s cost)
 
 
 def _minimum(a, b):
-    return b if b < a else a  # min(a, b), likewise
+    return b if b < a else a  # noqa: FURB136 (min(a, b), likewise)
 
 
 def _argmax(stacked):
