@@ -50,12 +50,13 @@ from labs.core.engine.topology import members_per_domain, scale_up_bytes_per_s
 from labs.core.engine.validation import check_positive
 
 
-def ffn_forward_time(model: Model, cluster: Cluster, tokens, tp, ep, capacity, fp8, xp=NUMPY, skew=1.0, grouped=True):
+def ffn_forward_time(model: Model, cluster: Cluster, tokens, tp, ep, capacity, fp8, xp=NUMPY, skew=1.0, grouped=True, dense_gemms=None):
     """Forward seconds of one layer's FFN (averaged over dense and MoE layers) on one GPU: the
     busiest rank's, whose experts receive `skew` times the balanced load when nothing caps it;
-    its local experts in one grouped launch, or (grouped=False) a GEMM call each."""
+    its local experts in one grouped launch, or (grouped=False) a GEMM call each. dense_gemms:
+    dense_ffn_gemm_times, when the caller has them."""
     gpu, h = cluster.gpu, model.hidden
-    fc1, fc2 = dense_ffn_gemm_times(model, cluster, tokens, tp, fp8, xp)
+    fc1, fc2 = dense_ffn_gemm_times(model, cluster, tokens, tp, fp8, xp) if dense_gemms is None else dense_gemms
     dense = fc1 + fc2
     if not model.experts:
         return dense

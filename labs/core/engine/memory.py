@@ -22,6 +22,8 @@ from labs.core.engine.stages.activations import activation_columns, layer_activa
 from labs.core.engine.stages.xp import NUMPY
 from labs.core.engine.validation import check_bool, check_choice, check_positive
 
+_GPIPE, _INTERLEAVED, _ZB_H2, _DUALPIPE = (SCHEDULES.index(name) for name in ("gpipe", "interleaved", "zb-h2", "dualpipe"))
+
 WEIGHT_BYTES = 2  # bf16 weights
 GRAD_BYTES = 2  # bf16 gradients
 OPTIMIZER_BYTES = 12  # fp32 master weights + Adam m + Adam v
@@ -233,7 +235,7 @@ def in_flight_columns(schedule_code, p, m, v, stage=0, group=-1, xp=NUMPY):
     n = xp.where(xp.floats(group) > 0, group, p)
     held = xp.minimum(m, p - stage)
     interleaved = xp.minimum(m, ((p - stage - 1) * 2 + (v - 1) * n + 1) / v)
-    held = xp.where((schedule_code == SCHEDULES.index("interleaved")) & (m >= p), interleaved, held)
-    held = xp.where(schedule_code == SCHEDULES.index("zb-h2"), xp.minimum(m, 2 * (p - stage) - 1), held)
-    held = xp.where(schedule_code == SCHEDULES.index("dualpipe"), dualpipe_in_flight(p, xp), held)  # every rank, its two chunks together
-    return xp.where(schedule_code == SCHEDULES.index("gpipe"), m, held)
+    held = xp.where((schedule_code == _INTERLEAVED) & (m >= p), interleaved, held)
+    held = xp.where(schedule_code == _ZB_H2, xp.minimum(m, 2 * (p - stage) - 1), held)
+    held = xp.where(schedule_code == _DUALPIPE, dualpipe_in_flight(p, xp), held)  # every rank, its two chunks together
+    return xp.where(schedule_code == _GPIPE, m, held)

@@ -76,6 +76,7 @@ from labs.core.engine.stages.xp import NUMPY
 from labs.core.engine.validation import check_bool, check_choice, check_positive
 
 SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "dualpipe")
+_INTERLEAVED, _ZB_H1, _ZB_H2, _DUALPIPE = (SCHEDULES.index(name) for name in ("interleaved", "zb-h1", "zb-h2", "dualpipe"))
 CONVENTIONS = ("total", "ideal")
 OPS = ("F", "B", "W")
 TIMELINE_SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "dualpipe")
@@ -160,9 +161,8 @@ def idle_time(p, m, schedule_code, v, tf, tb, tw, comm=0.0, group=None, xp=NUMPY
     zb2 = (p - 1) * xp.maximum(xp.maximum(tf + tb - 2 * tw, tb - tf), 0.0)
     plain = (p - 1) * (tf + tb + tw) / v
     interleaved = plain + message_idle(p, v, p if group is None else group, tf, tb + tw, comm, xp)
-    dual = xp.only_if(code == SCHEDULES.index("dualpipe"), _dualpipe_idle, (p, tf, tb, tw, xp), plain)
-    return xp.where(code == SCHEDULES.index("zb-h1"), zb1, xp.where(code == SCHEDULES.index("zb-h2"), zb2,
-                    xp.where(code == SCHEDULES.index("interleaved"), interleaved, dual)))
+    dual = xp.only_if(code == _DUALPIPE, _dualpipe_idle, (p, tf, tb, tw, xp), plain)
+    return xp.where(code == _ZB_H1, zb1, xp.where(code == _ZB_H2, zb2, xp.where(code == _INTERLEAVED, interleaved, dual)))
 
 
 def _dualpipe_idle(p, tf, tb, tw, xp):

@@ -161,8 +161,11 @@ def layer_kernels(model, cluster, stack, p, xp) -> SimpleNamespace:
     else:
         qkv_f = gemm_time(gpu, tokens, (model.q_dim + 2 * model.kv_dim) / tp, h, fp8=fp8, xp=xp)
         attention_gemms = qkv_f + gemm_time(gpu, tokens, h, model.q_dim / tp, fp8=fp8, xp=xp)
+    # fc1_f: the column-parallel GEMMs' forward (= their input-gradient) seconds, which SP's backward
+    # re-gather of their inputs runs beside (labs.core.engine.stages.parallel): QKV, a dense FFN's first
+    dense_ffn = dense_ffn_gemm_times(model, cluster, tokens, tp, fp8, xp)
     # the busiest rank's experts, at p.expert_skew times the balanced load (labs.core.engine.experts)
-    gemm_f = attention_gemms + ffn_forward_time(model, cluster, tokens, tp, p.ep, p.capacity, fp8, xp, p.expert_skew, stack.grouped_gemm == "grouped")
+    gemm_f = attention_gemms + ffn_forward_time(model, cluster, tokens, tp, p.ep, p.capacity, fp8, xp, p.expert_skew, stack.grouped_gemm == "grouped", dense_ffn)
     # MoE's router, permute, sort and unpermute kernels, forward and again in the backward; the
     # busiest rank sorts and unsorts its received load (labs.core.engine.experts: received_load).
     moe_passes = moe_pass_time(model, cluster, tokens, tp, p.ep, xp, received_load(p.capacity, p.expert_skew, xp)) if model.experts else 0.0
@@ -226,10 +229,7 @@ def layer_kernels(model, cluster, stack, p, xp) -> SimpleNamespace:
     # DeepSeek-V3's re-runs the norms and SwiGLU (element-wise) and MLA's up-projections.
     up_proj = gemm_time(gpu, tokens, model.up_projection_params / tp / max(model.q_lora_rank, 1), max(model.q_lora_rank, 1), fp8=fp8, xp=xp) if model.mla else 0.0
     recompute = xp.where(p.rc == _OPS, elementwise + 0.5 * gemm_f, xp.where(p.rc == _NORMS_UP, elementwise + up_proj, recompute))
-    # the column-parallel GEMMs' forward (= their input-gradient) seconds, which SP's backward
-    # re-gather of their inputs runs beside (labs.core.engine.stages.parallel): QKV, a dense FFN's first
-    fc1_f = dense_ffn_gemm_times(model, cluster, tokens, tp, fp8, xp)[0]
-    return SimpleNamespace(gemm_f=gemm_f, qkv_f=qkv_f, fc1_f=fc1_f, attn_f=attn_f, attn_b=attn_b, gpu_f=gpu_f, launch_f=launch_f, fp8_weight_casts=fp8_weight_casts,
+    return SimpleNamespace(gemm_f=gemm_f, qkv_f=qkv_f, fc1_f=dense_ffn[0], attn_f=attn_f, attn_b=attn_b, gpu_f=gpu_f, launch_f=launch_f, fp8_weight_casts=fp8_weight_casts,
                            gpu_b=gemm_f + cast_b + attn_b + merge_b + moe_passes + elementwise + recompute, written=written)
 
 

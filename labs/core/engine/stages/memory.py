@@ -61,6 +61,7 @@ TP_OVERLAP_FP8_BUFFERS = {"userbuffers": 6, "async_tp": 0, "none": 0}  # of thos
 SP_GATHERED_INPUTS = 2
 
 _FULL, _SELECTIVE, _NONE = (RECOMPUTE_MODES.index(x) for x in ("full", "selective", "none"))
+_GPIPE, _INTERLEAVED = SCHEDULES.index("gpipe"), SCHEDULES.index("interleaved")
 _NORMS_UP, _OPS = ALL_RECOMPUTE_MODES.index("norms_up_proj"), ALL_RECOMPUTE_MODES.index("ops")
 
 
@@ -114,41 +115,51 @@ def rank_activations(model, p, layer, q, per_layer, xp, stack=None):
     keeps = 0.0 if stack is None else float(stack.pp_keeps_outputs) - float(stack.pp_frees_stage_inputs)
     if stack is not None and stack.cuda_graphs != "none":  # the graphs' static inputs (labs.core.engine.eras: cuda_graphs)
         per_layer = per_layer + CUDA_GRAPH_STATIC_INPUTS * boundary
+    stored = _stored(p, xp)
     if stack is not None and not stack.sp_regathers_input:
-        per_layer = per_layer + gathered_sp_inputs(model, p, xp)
+        per_layer = per_layer + gathered_sp_inputs(model, p, xp, stored)
     output = xp.where(p.pp > 1, keeps * boundary, 0.0)
     chunk = q.layers_r[1] / p.v  # a full chunk: a middle rank's layers over its v chunks (pp > 2)
-    return xp.each(_rank_activations, q.layers_r, q.last_r, q.rank_index, q.pass_share, model, p, per_layer, _stored(p, xp), layer.written,
-                   chunk, output, xp)
+    return xp.each(_rank_activations, q.layers_r, q.last_r, q.rank_index, q.pass_share, model, p, per_layer, stored, layer.written,
+                   chunk, output, _per_chunk(p, xp), xp)
 
 
-def gathered_sp_inputs(model, p, xp):
+def gathered_sp_inputs(model, p, xp, stored=None):
     """Bytes a layer keeps per micro-batch beyond the sequence shards layer_activations counts when
     its stack saves the all-gathered input of the column-parallel GEMMs (SP_GATHERED_INPUTS): the
     other (t - 1)/t of each, on the layers that keep their GEMM inputs (none under full recompute
-    but those a block recompute leaves out, none under op-level or norm recompute)."""
-    stored = _stored(p, xp)
+    but those a block recompute leaves out, none under op-level or norm recompute). stored: _stored,
+    when computed already."""
+    stored = _stored(p, xp) if stored is None else stored
     whole = SP_GATHERED_INPUTS * ACTIVATION_BYTES * p.tokens * model.hidden * (1.0 - 1.0 / p.tp)
     kept = xp.where(p.full, 1.0 - p.redo, xp.where((stored == _OPS) | (stored == _NORMS_UP), 0.0, 1.0))
     return xp.where(p.sp & (p.tp > 1), whole * kept, 0.0)
 
 
-def _rank_activations(layers, last, rank, share, model, p, per_layer, stored, working, chunk, output, xp):
+def _rank_activations(layers, last, rank, share, model, p, per_layer, stored, working, chunk, output, per_chunk, xp):
     """One rank's activations: p + 1 micro-batches through one chunk under DualPipe (share: half
     the layers the rank holds); full recompute's working layer (`working`: all a layer writes in
     its forward, flash attention's s x s aside: labs.core.engine.stages.compute); interleaving
-    counted chunk by chunk (_interleaved_layer_passes); the stage outputs a runtime keeps."""
+    counted chunk by chunk (_interleaved_layer_passes, where `per_chunk`: _per_chunk); the stage
+    outputs a runtime keeps."""
     held = in_flight_columns(p.sched, p.pp, p.m, p.v, rank, p.group, xp)  # in micro-batches through one chunk's layers
-    layer_passes = xp.where(_per_chunk(p, xp), _interleaved_layer_passes(layers, last, rank, held, chunk, p, xp), layers * held)
-    activations = per_layer * share * layer_passes + xp.where(stored == _FULL, working, 0.0)
+    whole = layers * held
     # chunk-passes in flight, each with an input and an output (none through an empty embedding chunk)
-    chunk_passes = xp.where(layers > 0, held * p.v - xp.where(_per_chunk(p, xp), _empty_first_chunk_passes(layers, rank, held, chunk, p, xp), 0.0), 0.0)
+    layer_passes, empty_passes = xp.only_if(per_chunk, _chunk_passes, (layers, last, rank, held, chunk, p, xp), (whole, 0.0))
+    activations = per_layer * share * layer_passes + xp.where(stored == _FULL, working, 0.0)
+    chunk_passes = xp.where(layers > 0, held * p.v - empty_passes, 0.0)
     return activations + output * chunk_passes
+
+
+def _chunk_passes(layers, last, rank, held, chunk, p, xp):
+    """Where a rank's chunks differ (_per_chunk): its layer-passes (_interleaved_layer_passes) and
+    its passes through an empty embedding chunk (_empty_first_chunk_passes)."""
+    return _interleaved_layer_passes(layers, last, rank, held, chunk, p, xp), _empty_first_chunk_passes(layers, rank, held, chunk, p, xp)
 
 
 def _per_chunk(p, xp):
     """Where a rank's chunks may differ: interleaving (m >= p, as in_flight_columns) past two stages."""
-    return (p.sched == SCHEDULES.index("interleaved")) & (p.m >= p.pp) & (p.pp > 2) & (p.v > 1)
+    return (p.sched == _INTERLEAVED) & (p.m >= p.pp) & (p.pp > 2) & (p.v > 1)
 
 
 def _interleaved_layer_passes(layers, last, rank, held, chunk, p, xp):
@@ -204,7 +215,7 @@ def rank_logits(model, stack, p, q, xp):
     saved_c, peak_c = logits_bytes(stack, True)
     saved = xp.where(p.torch_compile, saved_c, saved_e)
     peak = xp.where(p.torch_compile, peak_c, peak_e)
-    losses = xp.where(p.sched == SCHEDULES.index("gpipe"), p.m, 1.0) * (1 + model.mtp_depth)  # each MTP depth its own head and loss
+    losses = xp.where(p.sched == _GPIPE, p.m, 1.0) * (1 + model.mtp_depth)  # each MTP depth its own head and loss
     per_logit = peak + (losses - 1) * saved
     logits = p.b * p.s * model.vocab / p.tp * per_logit
     return xp.each(_times, q.last_r, logits)
