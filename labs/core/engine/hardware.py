@@ -8,7 +8,7 @@ is matched to a measurement named beside it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 import numpy as np
@@ -722,18 +722,6 @@ class Cluster:
         if self.domain_gpus > 1 and (self.intra.mesh_peers or (own and own.mesh_peers)) and own != self.intra:
             raise ValueError(f"intra: {self.gpu.name} joins its peers by its own {self.gpu.nvlink!r}, not {self.intra.name} "
                              "(a GPU on a platform it does not come in)")
-
-    def __hash__(self):
-        # the dataclass's hash (of every field, the ones __eq__ compares), taken once: a Cluster keys
-        # topology's price caches about ten times a plan, and hashing its GPU, links and host takes ~1 us
-        cached = self.__dict__.get("_hash")
-        if cached is None:
-            cached = hash(tuple(getattr(self, f.name) for f in fields(self)))
-            object.__setattr__(self, "_hash", cached)
-        return cached
-
-    def __getstate__(self):  # a string's hash differs from process to process: a copy hashes itself again
-        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
 
     @property
     def gpus(self) -> int:
