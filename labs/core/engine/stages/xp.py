@@ -266,8 +266,13 @@ def _cols(c, columns):
 
 
 def _each(fn, *args):
-    # each argument as its three ranks' values, then each rank's arguments
-    first, middle, last = zip(*[a if type(a) is tuple else (a, a, a) for a in args])
+    ranked = [i for i, a in enumerate(args) if type(a) is tuple]  # the arguments given as their three ranks' values
+    if not ranked:  # every rank the same
+        out = fn(*args)
+        return tuple(zip(out, out, out)) if type(out) is tuple else (out, out, out)
+    first, middle, last = list(args), list(args), list(args)  # each rank's arguments
+    for i in ranked:
+        first[i], middle[i], last[i] = args[i]
     # ranks with the same inputs (every rank when pp = 1) have the same outputs
     out = fn(*first)
     mid = out if middle == first else fn(*middle)
