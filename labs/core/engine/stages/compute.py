@@ -183,12 +183,12 @@ def layer_kernels(model, cluster, stack, p, xp) -> SimpleNamespace:
         gate = 2 if model.gated_ffn else 1
         ffn_in, ffn_out = replicated + model.ffn / tp, replicated + gate * model.ffn / tp
     q_in = h if model.mla else model.q_dim
-    cast_f = xp.where(fp8, fp8_cast_time(gpu, tokens * (replicated + q_in / tp + ffn_in), 0.0, stack.fp8_scaling, xp, fp8), 0.0)
-    cast_b = xp.where(fp8, fp8_cast_time(gpu, tokens * ((model.q_dim + 2 * model.kv_dim) / tp + replicated + ffn_out), 0.0, stack.fp8_scaling, xp, fp8), 0.0)
+    cast_f = xp.only_if(fp8, fp8_cast_time, (gpu, tokens * (replicated + q_in / tp + ffn_in), 0.0, stack.fp8_scaling, xp, fp8), 0.0)
+    cast_b = xp.only_if(fp8, fp8_cast_time, (gpu, tokens * ((model.q_dim + 2 * model.kv_dim) / tp + replicated + ffn_out), 0.0, stack.fp8_scaling, xp, fp8), 0.0)
     weights = (model.layer_params - model.layer_expert_params) / tp + model.layer_expert_params / p.ep
-    fp8_weight_casts = xp.where(fp8, fp8_cast_time(gpu, 0.0, weights, stack.fp8_scaling, xp, fp8), 0.0)
+    fp8_weight_casts = xp.only_if(fp8, fp8_cast_time, (gpu, 0.0, weights, stack.fp8_scaling, xp, fp8), 0.0)
     head_dim = model.score_dim / a
-    scores_f = gemm_time(gpu, s, s_full, head_dim, calls=2 * b * a / tp, xp=xp)
+    scores_f = xp.only_if(xp.not_(p.flash), gemm_time, (gpu, s, s_full, head_dim, 2 * b * a / tp, False, xp), 0.0)  # read where no flash attention
     # Flash attention: the causal pairs; a window's or a chunk's at their own rate
     # (labs.core.engine.models.Model.attention_time_share), each kernel call at its length's and its
     # head size's rate (labs.core.engine.gemm.attention_rate). Ring CP (TE's and torch's) calls the
