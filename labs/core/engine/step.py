@@ -178,22 +178,16 @@ def collective_terms(model, p, tpcp, q, d, tp_sent, xp) -> dict:
     per_layer = m * q.layers_slowest  # layer-passes of the slowest stage per step
     tp_calls = xp.where(tp > 1, per_layer * (xp.where(p.sp, 4, 2) * (2 + redo) + tpcp.regathers), 0.0)
     tp_wire = xp.where(tp > 1, per_layer * tpcp.tp_total, 0.0)
-    cp_used = cp > 1
-    cp_calls = xp.where(cp_used, per_layer * xp.where(p.cp_ulysses, 2 * (2 + redo), xp.where(p.cp_ring, (cp - 1) * (2 + redo), 2 + redo)), 0.0)
-    cp_sent = xp.where(cp_used, per_layer * xp.where(
-        p.cp_ulysses, (cp - 1) / cp * (tpcp.qkv_block + tpcp.out_block) * (2 + redo),
-        xp.where(p.cp_ring, (cp - 1) * tpcp.kv_block * (3 + redo), (cp - 1) / cp * tpcp.kv * (2 + redo))), 0.0)
-    cp_wire = xp.where(cp_used, per_layer * xp.where(
-        p.cp_ulysses, tpcp.ulysses_pass * (2 + redo), xp.where(p.cp_ring, (cp - 1) * tpcp.step_p2p * (3 + redo), tpcp.gather_f * (1 + redo) + tpcp.gather_b)), 0.0)
+    cp_used = cp > 1  # the CP and EP terms priced only where they run (0 elsewhere)
+    cp_terms = xp.only_if(cp_used, _cp_terms, (p, tpcp, per_layer, xp), (0.0, 0.0, 0.0, 0.0))
     ep_used = (p.ep > 1) & bool(model.experts)  # dispatch + combine per pass: exposed in full, but under DualPipe's overlapped pairs
-    ep_time = xp.where(ep_used, per_layer * tpcp.layer_a2a, 0.0)  # on the wire
+    ep_terms = xp.only_if(ep_used, _ep_terms, (p, q, tpcp, per_layer), (0.0, 0.0, 0.0, 0.0))
     active, z0 = d.active, d.z0
     gathers = active & xp.not_(z0)
     collectives = {
         "tp": (tp_calls, per_layer * tp_sent, tp_wire, xp.where(tp > 1, per_layer * tpcp.tp_exposed, 0.0), tp, p.s_tp),
-        "cp": (cp_calls, cp_sent, cp_wire, xp.where(cp_used, per_layer * tpcp.cp_total, 0.0), cp, p.s_cp),
-        "ep": (xp.where(ep_used, per_layer * 2 * (2 + redo), 0.0), xp.where(ep_used, per_layer * (2 + redo) * tpcp.a2a_sent, 0.0),
-               ep_time, xp.where(ep_used, q.ep_exposed, 0.0), p.ep, p.s_cp),
+        "cp": (*cp_terms, cp, p.s_cp),
+        "ep": (*ep_terms, p.ep, p.s_cp),
         "pp": (xp.where(pp > 1, 2 * m * v, 0.0), q.pp_sent, xp.where(pp > 1, 2 * m * v * q.hop, 0.0), q.pp_comm, xp.where(pp > 1, 2.0, 1.0), q.stage_stride),
         "dp_reduce": (xp.where(active, d.reduce_calls, 0.0),
                       xp.where(active, d.reduce_sent, 0.0),
@@ -204,6 +198,22 @@ def collective_terms(model, p, tpcp, q, d, tp_sent, xp) -> dict:
                       xp.where(gathers, d.gather_wire, 0.0), xp.where(gathers, d.gather_exposed, 0.0), d.shard, p.s_cp),
     }
     return collectives
+
+
+def _cp_terms(p, tpcp, per_layer, xp):
+    """collective_terms' CP calls, sent bytes, wire and exposed seconds, where cp > 1."""
+    cp, redo = p.cp, p.redo
+    calls = per_layer * xp.where(p.cp_ulysses, 2 * (2 + redo), xp.where(p.cp_ring, (cp - 1) * (2 + redo), 2 + redo))
+    sent = per_layer * xp.where(p.cp_ulysses, (cp - 1) / cp * (tpcp.qkv_block + tpcp.out_block) * (2 + redo),
+                                xp.where(p.cp_ring, (cp - 1) * tpcp.kv_block * (3 + redo), (cp - 1) / cp * tpcp.kv * (2 + redo)))
+    wire = per_layer * xp.where(p.cp_ulysses, tpcp.ulysses_pass * (2 + redo),
+                                xp.where(p.cp_ring, (cp - 1) * tpcp.step_p2p * (3 + redo), tpcp.gather_f * (1 + redo) + tpcp.gather_b))
+    return calls, sent, wire, per_layer * tpcp.cp_total
+
+
+def _ep_terms(p, q, tpcp, per_layer):
+    """collective_terms' EP calls, sent bytes, wire (on the wire) and exposed seconds, where ep > 1 in an MoE model."""
+    return per_layer * 2 * (2 + p.redo), per_layer * (2 + p.redo) * tpcp.a2a_sent, per_layer * tpcp.layer_a2a, q.ep_exposed
 
 
 def communication_map(cluster, terms, m, xp) -> dict:
