@@ -5,6 +5,7 @@ Chromium through Playwright (tests/browser.py). A benchmark, not a test.
     python benchmarks/bench_browser.py                   # every lab
     python benchmarks/bench_browser.py --lab 07 --moves 8 --starts 5
     python benchmarks/bench_browser.py --notebook labs/problems/ps02_memory.py   # any notebook under labs/
+    python benchmarks/bench_browser.py --dashboard /tmp/class   # the class dashboard's first chart (issue 34)
 
 A notebook named by `--notebook` (a problem set: its pages have no slider) is read from its
 variant (labs.variants, by the file's name): its first question is the first prediction, and
@@ -48,6 +49,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -543,6 +545,49 @@ def bench(pw, key: str, lab: Lab, n: int, starts: int, timeout_s: float, revisit
                 ratio=ratio, moves=len(samples), first=statistics.median(lab_first), floor_first=statistics.median(floor_first))
 
 
+FIRST_CHART = ".js-plotly-plot .main-svg"  # a Plotly chart drawn (Playwright's CSS locators pierce marimo-plotly's shadow root)
+DASHBOARD = ROOT / "instructor" / "class_dashboard.py"
+DASHBOARD_CHART = "committed answers"  # the title of the dashboard's first chart: the first question's answers by option
+
+
+def first_chart(pw, notebook: Path, title: str | None, timeout_s: float, env: dict | None = None, args: list[str] | None = None) -> float:
+    """Seconds from `marimo run` until the page's first chart (the one titled `title`) is drawn."""
+    start = time.perf_counter()
+    with marimo_run(str(notebook), env=env, args=args, timeout=timeout_s) as url, open_page(pw) as page:
+        page.goto(url)
+        chart = page.locator(".js-plotly-plot").filter(has=page.locator("text.gtitle", has_text=title)) if title else page.locator(".js-plotly-plot")
+        chart.locator(".main-svg").first.wait_for(timeout=timeout_s * 1000)
+        return time.perf_counter() - start
+
+
+def class_of(folder: Path, n: int, into: Path) -> Path:
+    """A copy of the class's first n ledgers (by file name): the dashboard, like the grader, follows no link."""
+    into.mkdir()
+    for path in sorted(folder.glob("student-*.ledger.json"))[:n]:
+        shutil.copyfile(path, into / path.name)
+    return into
+
+
+def dashboard_bench(pw, folder: Path, sizes: list[int], starts: int, timeout_s: float) -> list[dict]:
+    """Issue 34's budget: the class dashboard's first chart against the floor page's first chart,
+    started in turn `starts` times at each class size, with the class's salt (class.env)."""
+    env_file = folder / "class.env"
+    env = dict(line.split("=", 1) for line in env_file.read_text().splitlines() if "=" in line) if env_file.exists() else {}
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in sizes:
+            ledgers = class_of(folder, n, Path(tmp) / f"class-{n}")
+            floor_t, board_t = [], []
+            for _ in range(starts):
+                floor_t.append(first_chart(pw, ROOT / "benchmarks" / "floor_notebook.py", None, timeout_s))
+                board_t.append(first_chart(pw, DASHBOARD, DASHBOARD_CHART, timeout_s, env=env, args=["--ledgers", str(ledgers)]))
+            ratio = ratio_of_medians(board_t, floor_t)
+            print(f"dashboard, {len(list(ledgers.glob('*.json')))} ledgers: first chart {spread(board_t)}; floor's first chart {spread(floor_t)}; "
+                  f"ratio {ratio:.2f}x (target {TARGET}x: {'met' if ratio <= TARGET else 'MISSED'})", flush=True)
+            rows.append(dict(n=n, board=statistics.median(board_t), floor=statistics.median(floor_t), ratio=ratio))
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--lab", action="append", choices=sorted(LABS), help="lab number (repeatable); default: every lab")
@@ -553,12 +598,19 @@ def main() -> None:
     parser.add_argument("--instrument", metavar="LABEL", help="time this instrument (its label's start, e.g. 'Stages p') instead of the survey's heaviest")
     parser.add_argument("--setting", default="default", help="with --instrument: the heavy setting to time it at (Lab 07: 'p = 64')")
     parser.add_argument("--revisit", action="store_true", help="move the heaviest instrument back and forth (positions shown before, cache hits included)")
+    parser.add_argument("--dashboard", type=Path, metavar="CLASS", help="instead of labs: the class dashboard's first chart on this class folder's "
+                        "first 200 and 1,000 ledgers (scripts/make_class.py's; its class.env gives the salt), against the floor's first chart")
     args = parser.parse_args()
     if chromium_path() is None:
         sys.exit("Debian's chromium is not installed (apt-get install chromium)")
     from playwright.sync_api import sync_playwright
 
     load = os.getloadavg()
+    if args.dashboard:
+        with sync_playwright() as pw:
+            rows = dashboard_bench(pw, args.dashboard, [200, 1000], args.starts, args.timeout)
+        print(f"load average at the start {load[0]:.1f}, at the end {os.getloadavg()[0]:.1f} (2 cores)")
+        sys.exit(0 if all(r["ratio"] <= TARGET for r in rows) else 1)
     with sync_playwright() as pw:
         targets = [(key, LABS[key]) for key in (args.lab or ([] if args.notebook else sorted(LABS)))]
         targets += [(Path(path).stem, notebook_lab(path)) for path in args.notebook]

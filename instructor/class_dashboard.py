@@ -101,8 +101,13 @@ def _(folder_input, reread_button, reread_timer, roster_input):
     class_cache_ = class_cache.shared(ARGS.get("salt"))
     # read, not graded: the answer charts need the commits alone; the grading runs below them
     read_documents, read_problems = class_cache_.read(folder_input.value.strip())
-    answers = commit_answers(read_documents, class_cache_.salt)
-    return answers, class_cache_, read_documents, read_problems, roster, roster_error
+    answers_by_lab = {}  # lab -> its committed answers, judged when a chart or the whole class first asks
+
+    def answers_of(lab):
+        if lab not in answers_by_lab:
+            answers_by_lab[lab] = commit_answers(read_documents, class_cache_.salt, labs=(lab,))
+        return answers_by_lab[lab]
+    return answers_of, class_cache_, read_documents, read_problems, roster, roster_error
 
 
 @app.cell(hide_code=True)
@@ -136,17 +141,12 @@ def _():
 
 
 @app.cell
-def _(answers):
-    questions_table = question_summary(answers)
-    mo.ui.table(questions_table, selection=None, page_size=20, show_column_summaries=False)
-    return (questions_table,)
-
-
-@app.cell
-def _(questions_table):
+def _(read_documents):
+    # the questions with an answer, read without a variant: the first chart waits for its own lab's variants only
+    _asked = answered_questions(read_documents)
     question_dropdown = mo.ui.dropdown(
-        options={f"{lab_name(r.lab)} · {r.question}": f"{r.lab}|{r.question}" for r in questions_table.itertuples()},
-        value=next(iter(f"{lab_name(r.lab)} · {r.question}" for r in questions_table.itertuples()), None),
+        options={f"{lab_name(lab)} · {question}": f"{lab}|{question}" for lab, question in _asked},
+        value=next(iter(f"{lab_name(lab)} · {question}" for lab, question in _asked), None),
         label="Question",
     )
     question_dropdown
@@ -154,10 +154,10 @@ def _(questions_table):
 
 
 @app.cell
-def _(answers, question_dropdown):
+def _(answers_of, question_dropdown):
     mo.stop(question_dropdown.value is None, mo.md("No question has a committed answer yet."))
     question_key = tuple(question_dropdown.value.split("|", 1))
-    answer_bars = answer_distribution(answers, question_key)
+    answer_bars = answer_distribution(answers_of(question_key[0]), question_key)
     return answer_bars, question_key
 
 
@@ -169,10 +169,24 @@ def _(answer_bars, question_key):
 
 
 @app.cell
-def _(answer_bars, answer_plot, answers, question_key):
+def _(answer_bars, answer_plot, answers_of, question_key):
     bar_students = answer_bars.iloc[picked_rows(answer_plot, answer_bars, "answer")]
-    students_panel(bar_students, "Click a bar above to list the students who committed that answer.", answers, question_key)
+    students_panel(bar_students, "Click a bar above to list the students who committed that answer.", answers_of(question_key[0]), question_key)
     return (bar_students,)
+
+
+@app.cell
+def _(answers_of, read_documents):
+    # every lab's answers, judged after the first chart is drawn (its own lab's are judged once)
+    answers = answers_of_labs({lab: answers_of(lab) for lab in {lab for lab, _ in answered_questions(read_documents)}})
+    return (answers,)
+
+
+@app.cell
+def _(answers):
+    questions_table = question_summary(answers)
+    mo.ui.table(questions_table, selection=None, page_size=20, show_column_summaries=False)
+    return (questions_table,)
 
 
 @app.cell(hide_code=True)
@@ -571,24 +585,23 @@ def option_text(option) -> str:
 
 
 @app.function
-def commit_answers(documents: dict, salt=None) -> pd.DataFrame:
-    """One row per student and question from the ledgers' committed predictions alone (no grading:
-    the first chart waits for nothing else): the letter the student pressed, the option it names
-    in their own variant (labs.variants, regenerated from the id and the class salt at the edition
-    the ledger records) and whether it is right at their own key, as the grader judges a commit;
-    a number with its error against their own key. A ledger's question without a commit record
-    counts the answer saved with its step, as the grader does. One file per student (the first,
-    by name, as everywhere on this page)."""
+def committed(documents: dict, labs=None):
+    """Each committed answer of the ledgers, without reading a variant: (student, file, lab, step,
+    question, answer, its commit record or None, the ledger's recorded variants). A question
+    without a commit record counts the answer saved with its step, as the grader does; an answer
+    that is neither text nor a skip is left out. One file per student (the first, by name, as
+    everywhere on this page); only `labs`' questions when given."""
     first = {}
     for file in sorted(documents):
         doc = documents[file]
         if isinstance(doc, dict) and isinstance(doc.get("student"), str):
             first.setdefault(doc["student"], file)
-    cache, rows = {}, []
     for student, file in sorted(first.items()):
         doc = documents[file]
         commits, saved, recorded = doc.get("predictions") or {}, doc.get("labs") or {}, doc.get("variants") or {}
         for (lab, step), spec in grade.SPECS.items():
+            if labs is not None and lab not in labs:
+                continue
             mine = commits.get(lab) or {}
             entry = (saved.get(lab) or {}).get(step) or {}
             stored = entry.get("predictions") if isinstance(entry.get("predictions"), dict) else {}
@@ -599,14 +612,44 @@ def commit_answers(documents: dict, salt=None) -> pd.DataFrame:
                 answer = record["answer"] if record is not None else stored.get(question)
                 if answer is not None and not isinstance(answer, str):
                     continue
-                asked, edition = asked_question(lab, question, student, salt, recorded.get(lab), cache, token=(lab, file))  # one file, one record a lab
-                judged = judge_answer(lab, question, answer, asked)
-                if judged["option_id"] and edition not in (None, 1) and not judged["option_id"].startswith(("legacy:", "?")):
-                    judged["option_id"] = f"{judged['option_id']}@{edition}"
-                rows.append({"student": student, "file": file, "lab": lab, "step": step, "question": question,
-                             "answer": "skipped" if answer is None else answer, "changed": len(record["changes"]) if record is not None else 0,
-                             "variant": "yes" if lab in recorded else "", **judged})
+                yield student, file, lab, step, question, answer, record, recorded
+
+
+@app.function
+def answered_questions(documents: dict) -> list[tuple[str, str]]:
+    """The (lab, question) pairs with a committed answer or skip, in order: the question picker's
+    list, read before any variant is drawn (the first chart waits for one lab's variants only)."""
+    return sorted({(lab, question) for _, _, lab, _, question, *_ in committed(documents)})
+
+
+@app.function
+def commit_answers(documents: dict, salt=None, labs=None) -> pd.DataFrame:
+    """One row per student and question from the ledgers' committed predictions alone (no grading:
+    the first chart waits for nothing else): the letter the student pressed, the option it names
+    in their own variant (labs.variants, regenerated from the id and the class salt at the edition
+    the ledger records) and whether it is right at their own key, as the grader judges a commit;
+    a number with its error against their own key (`labs`: only those labs' questions)."""
+    cache, rows = {}, []
+    for student, file, lab, step, question, answer, record, recorded in committed(documents, labs):
+        asked, edition = asked_question(lab, question, student, salt, recorded.get(lab), cache, token=(lab, file))  # one file, one record a lab
+        judged = judge_answer(lab, question, answer, asked)
+        if judged["option_id"] and edition not in (None, 1) and not judged["option_id"].startswith(("legacy:", "?")):
+            judged["option_id"] = f"{judged['option_id']}@{edition}"
+        rows.append({"student": student, "file": file, "lab": lab, "step": step, "question": question,
+                     "answer": "skipped" if answer is None else answer, "changed": len(record["changes"]) if record is not None else 0,
+                     "variant": "yes" if lab in recorded else "", **judged})
     return pd.DataFrame(rows, columns=ANSWER_COLUMNS)
+
+
+@app.function
+def answers_of_labs(by_lab: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """commit_answers of the whole class from its labs' (commit_answers(..., labs=(lab,))): the
+    same rows in the same order (by student, then the grader's order of labs and questions)."""
+    frames = [by_lab[lab] for lab in dict.fromkeys(lab for lab, _ in grade.SPECS) if lab in by_lab and not by_lab[lab].empty]
+    if not frames:
+        return pd.DataFrame(columns=ANSWER_COLUMNS)
+    # a lab without a typed number has its value columns empty (object): read again as the whole class's are (numbers)
+    return pd.concat(frames, ignore_index=True).sort_values("student", kind="stable").reset_index(drop=True).infer_objects()
 
 
 @app.function
