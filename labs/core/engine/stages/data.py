@@ -221,12 +221,13 @@ def _exposed(cluster, p, q, d, xp) -> SimpleNamespace:
     z3_forward = xp.maximum(gather_pass - stage_f, first) + root_ag_t
     backward_gathers = (z3_passes - 1) * gather_pass  # the recompute's gathers run in the backward
     last = (rs[0] + rs[1] - root_rs_t) / xp.maximum(layers, 1.0) if root_unit else first
-    z3_backward = xp.maximum(backward_gathers + rs[0] + rs[1] - root_rs_t - stage_bwd, last) + root_rs_t
-    z3_backward_only = xp.maximum(backward_gathers - stage_bwd, first)  # a micro-batch that does not reduce
-    z3_exposed = m * z3_forward + syncs * z3_backward + (m - syncs) * z3_backward_only
+    ar_t, rs_t = ar[0] + ar[1], rs[0] + rs[1]
+    prefetched = dp_overlap & (not per_parameter)
+    z3_exposed, z3_gathers, z3_gather_exposed = xp.only_if(z3, _zero3_exposure, (
+        m, syncs, z3_passes, gather_pass, root_ag_t, z3_forward, backward_gathers, rs, rs_t, root_rs_t, stage_bwd, first, last, prefetched, xp),
+        (0.0, 0.0, 0.0))
     if regather:  # FSDP's ZeRO-2: ZeRO-3's forward and backward without the backward's gathers
         plain = xp.where(z2 & dp_overlap, syncs * (xp.maximum(rs[0] + rs[1] - root_rs_t - stage_bwd, last) + root_rs_t), plain)
-    prefetched = dp_overlap & (not per_parameter)
     exposed_reduce = xp.where(z3, xp.where(prefetched, z3_exposed, reduce_t), plain)
     # ZeRO-1/2 gather the updated weights bucket by bucket ahead of the next forward
     # (Megatron-LM --overlap-param-gather): only the first bucket waits in full.
@@ -244,11 +245,7 @@ def _exposed(cluster, p, q, d, xp) -> SimpleNamespace:
     # Each collective on its own, for the communication map. ZeRO-3's prefetch hides gathers and
     # reduce-scatters together: its exposed time is split between them in proportion to their wire
     # time. What ran hidden slowed the compute beside it (overlap_contention): charged to each.
-    ar_t, rs_t = ar[0] + ar[1], rs[0] + rs[1]
     d.reduce_only = syncs * xp.where(z0, ar_t, rs_t)
-    z3_gathers = z3_passes * m * gather_pass + m * root_ag_t
-    z3_share = backward_gathers / xp.maximum(backward_gathers + rs_t - root_rs_t, 1e-300)
-    z3_gather_exposed = xp.where(prefetched, m * z3_forward + syncs * (z3_backward - root_rs_t) * z3_share + (m - syncs) * z3_backward_only, z3_gathers)
     reduce_exposed = xp.where(z3, exposed_reduce - z3_gather_exposed, plain)
     gather_exposed = xp.where(z3, z3_gather_exposed, exposed_gather)
     d.gather_wire = xp.where(z3, z3_gathers, gather_t)
@@ -257,6 +254,18 @@ def _exposed(cluster, p, q, d, xp) -> SimpleNamespace:
     d.mirror_exposed = mirror_exposed + overlap_contention(gpu.sms, mirror_t - mirror_exposed, NCCL_COLLECTIVE_SMS)
     d.dp_exposed = xp.where(active, d.reduce_exposed + d.gather_exposed, 0.0) + d.mirror_exposed
     return d
+
+
+def _zero3_exposure(m, syncs, z3_passes, gather_pass, root_ag_t, z3_forward, backward_gathers, rs, rs_t, root_rs_t, stage_bwd, first, last, prefetched, xp):
+    """_exposed's ZeRO-3 terms (where zero = 3): the step's exposed gathers and reduce-scatters
+    under prefetch, its gathers on the wire, and the exposed share of those gathers."""
+    z3_backward = xp.maximum(backward_gathers + rs[0] + rs[1] - root_rs_t - stage_bwd, last) + root_rs_t
+    z3_backward_only = xp.maximum(backward_gathers - stage_bwd, first)  # a micro-batch that does not reduce
+    z3_exposed = m * z3_forward + syncs * z3_backward + (m - syncs) * z3_backward_only
+    z3_gathers = z3_passes * m * gather_pass + m * root_ag_t
+    z3_share = backward_gathers / xp.maximum(backward_gathers + rs_t - root_rs_t, 1e-300)
+    z3_gather_exposed = xp.where(prefetched, m * z3_forward + syncs * (z3_backward - root_rs_t) * z3_share + (m - syncs) * z3_backward_only, z3_gathers)
+    return z3_exposed, z3_gathers, z3_gather_exposed
 
 
 def dp_traffic(p, d, xp) -> None:
