@@ -559,6 +559,8 @@ NO_STORED_RATE = {
 
 
 def gemm_precision(name: str) -> GemmPrecision:
+    if type(name) is str and name in GEMM_PRECISIONS:  # a known name (a Plan's, checked where it was built): check_choice's answer, sooner
+        return GEMM_PRECISIONS[name]
     check_choice("precision", name, GEMM_PRECISIONS)
     return GEMM_PRECISIONS[name]
 
