@@ -160,9 +160,14 @@ def idle_time(p, m, schedule_code, v, tf, tb, tw, comm=0.0, group=None, xp=NUMPY
     zb1 = (p - 1) * xp.maximum(tf + tb - tw, tb)
     zb2 = (p - 1) * xp.maximum(xp.maximum(tf + tb - 2 * tw, tb - tf), 0.0)
     plain = (p - 1) * (tf + tb + tw) / v
-    interleaved = plain + message_idle(p, v, p if group is None else group, tf, tb + tw, comm, xp)
+    interleaved = xp.only_if(code == _INTERLEAVED, _interleaved_idle, (p, v, group, tf, tb, tw, comm, plain, xp), plain)
     dual = xp.only_if(code == _DUALPIPE, _dualpipe_idle, (p, tf, tb, tw, xp), plain)
     return xp.where(code == _ZB_H1, zb1, xp.where(code == _ZB_H2, zb2, xp.where(code == _INTERLEAVED, interleaved, dual)))
+
+
+def _interleaved_idle(p, v, group, tf, tb, tw, comm, plain, xp):
+    """idle_time under interleaving: `plain`'s ramp and what the messages add (message_idle)."""
+    return plain + message_idle(p, v, p if group is None else group, tf, tb + tw, comm, xp)
 
 
 def _dualpipe_idle(p, tf, tb, tw, xp):
