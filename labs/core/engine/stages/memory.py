@@ -263,16 +263,27 @@ def saved_input_savings_column(p, xp):
 
 def layer_activations(model, p, written, xp):
     """Bytes of activations one layer keeps per micro-batch for its backward, from what its
-    forward writes (`written`: everything, flash attention's s x s aside; labs.core.engine.stages.compute)."""
+    forward writes (`written`: everything, flash attention's s x s aside: layer_activation_columns
+    at what selective recompute keeps with flash attention, at no recompute without, as
+    labs.core.engine.stages.compute.layer_kernels counts it)."""
     tp, s, b, sp = p.tp, p.s, p.b, p.sp
     stored = _stored(p, xp)
-    per_layer = layer_activation_columns(model, s, b, tp, sp, stored, xp)
-    fp8_saved = fp8_activation_savings(model, s, b, tp, sp, xp) * saved_input_savings_column(p, xp)
+    # a layer that keeps what `written` counts (no recompute, or selective with flash attention) keeps `written`
+    per_layer = xp.only_if(stored != xp.where(p.flash, _SELECTIVE, _NONE), layer_activation_columns, (model, s, b, tp, sp, stored, xp), written)
     low = p.fp8 > 0  # a precision code (labs.core.engine.precision)
-    per_layer = per_layer - xp.where(low & (stored == _NORMS_UP), fp8_norms_up_proj_savings(model, s, b, tp, xp),
-                                     xp.where(low & (stored != _FULL), fp8_saved, 0.0))
-    kept_whole = written - xp.where(p.fp8, fp8_saved, 0.0)
+    kept_saved, written_saved = xp.only_if(low, _low_precision_savings, (model, p, stored, low, xp), (0.0, 0.0))
+    kept_whole = written - written_saved
+    per_layer = per_layer - kept_saved
     return xp.where(p.full, p.redo * per_layer + (1 - p.redo) * kept_whole, per_layer)  # layers a block recompute leaves out keep everything
+
+
+def _low_precision_savings(model, p, stored, low, xp):
+    """Bytes a layer's low-precision saved GEMM inputs free (where p.fp8 > 0, `low`): of what it
+    keeps at its recompute mode `stored` (layer_activations), and of everything its forward writes."""
+    tp, s, b, sp = p.tp, p.s, p.b, p.sp
+    fp8_saved = fp8_activation_savings(model, s, b, tp, sp, xp) * saved_input_savings_column(p, xp)
+    kept_saved = xp.where(low & (stored == _NORMS_UP), fp8_norms_up_proj_savings(model, s, b, tp, xp), xp.where(low & (stored != _FULL), fp8_saved, 0.0))
+    return kept_saved, xp.where(p.fp8, fp8_saved, 0.0)
 
 
 def memory_stage(model, cluster, dp_algorithm, p, q, d, tpcp, held, xp, stack=None) -> SimpleNamespace:
