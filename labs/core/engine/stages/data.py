@@ -97,6 +97,9 @@ def _collective_prices(model, cluster, stack, p, q, dp_algorithm, xp) -> SimpleN
         """k collectives of nbytes / k each over the group, priced in the rows where `runs` (ZeRO-0
         all-reduces, ZeRO-1/2 reduce-scatter and gather per bucket, ZeRO-3 per module) and on no
         bytes elsewhere: those rows never use the time."""
+        return xp.only_if(runs, _bucket_prices, (op, runs, nbytes, k, group, stride), (0.0, 0.0))
+
+    def _bucket_prices(op, runs, nbytes, k, group, stride):
         lat, bw = collective_columns(op, xp.where(runs, nbytes / k, 0.0), cluster, group, stride, dp_algorithm, xp)
         return lat * k, bw * k
 
