@@ -334,6 +334,12 @@ _STREAMS: dict[int, tuple[np.random.Generator, np.ndarray]] = {}
 _STREAMS_LOCK = threading.Lock()
 
 
+def forget_streams() -> None:
+    """Drop the kept streams of E4M3 codes (labs.core.scenarios.forget_computed)."""
+    with _STREAMS_LOCK:
+        _STREAMS.clear()
+
+
 _ROW_BLOCK = 64  # rows of dot products multiplied and accumulated at once: each row is on its own, and 512 x 16,384 float64 temporaries were 300 MB
 
 
