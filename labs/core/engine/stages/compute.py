@@ -212,7 +212,7 @@ def layer_kernels(model, cluster, stack, p, xp) -> SimpleNamespace:
     written = layer_activation_columns(model, s, b, tp, p.sp, xp.where(p.flash, _SELECTIVE, _NONE), xp)
     # Eager PyTorch moves more bytes per element-wise op than fused kernels (labs.core.engine.gemm).
     fused = stack.fused_elementwise | p.torch_compile
-    elementwise = ELEMENTWISE_TRAFFIC * xp.where(fused, 1.0, unfused_elementwise_ratio(model)) * written / hbm_rate
+    elementwise = ELEMENTWISE_TRAFFIC * xp.only_if(xp.not_(fused), unfused_elementwise_ratio, (model,), 1.0) * written / hbm_rate
     scores_elementwise = ELEMENTWISE_TRAFFIC * 5 * a * s * s_full * b / tp / hbm_rate
     gpu_f = gemm_f + cast_f + attn_f + merge_f + moe_passes + elementwise
     # The forward launches `kernels` per layer, the backward twice as many; under CUDA graphs the
