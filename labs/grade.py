@@ -73,7 +73,8 @@ def _run(args) -> int:
     except (OSError, ValueError, csv.Error) as err:
         print(f"python -m labs.grade: {shown(' '.join(str(err).split()), 300)}", file=sys.stderr)
         return 2
-    table, problems = grade(args.paths, roster, salt=args.salt, key=key, require_signatures=args.require_signatures)
+    table, problems = grade(args.paths, roster, salt=args.salt, key=key, require_signatures=args.require_signatures,
+                            forget_computed=not gradebook_cli.wanted(args))
     for name, why in problems:
         print(f"not graded {shown(name, 200)}: {shown(why, 300)}", file=sys.stderr)
     not_ok = table.loc[~table["status"].isin(["ok"]), ["file", "lab", "step", "status"]] if not table.empty else table  # four columns, not the whole row

@@ -365,3 +365,34 @@ def test_the_grader_keeps_one_ledgers_variants_unless_a_book_follows(tmp_path, m
     assert main([str(tmp_path), "--gradebook", str(tmp_path / "book.csv")]) == 0
     assert seen[-1] == scenarios.VARIANTS_KEPT
     assert scenarios._variant.cache_parameters()["maxsize"] == scenarios.VARIANTS_KEPT
+
+
+def test_the_grader_forgets_the_engines_caches_before_its_table_unless_a_book_follows(tmp_path, monkeypatch):
+    """Once every ledger is graded, `python -m labs.grade` drops the engine's and the labs' caches
+    (router runs, Lab 12's codes, Lab 14's jitter field...: ~25 MB of a 1,000-ledger run's peak)
+    before it builds the class's table; with a grade book, which asks the labs again, it keeps them.
+    The variants' questions are kept either way."""
+    from labs.core import scenarios
+    from labs.core.engine import precision
+    from labs.core.scenarios import lab07
+    from labs.grading import grader
+
+    write_student(tmp_path, "ann")
+    seen = []
+    real = grader.Columns.table
+
+    def watched(self, roster):
+        seen.append((lab07._bubble_1f1b.cache_info().currsize, len(precision._STREAMS), scenarios._built.cache_info().currsize))
+        return real(self, roster)
+
+    monkeypatch.setattr(grader.Columns, "table", watched)
+    lab07._bubble_1f1b(4, 8)
+    precision._e4m3_codes(1024, 7)  # a kept stream of Lab 12's codes
+    scenarios.variant("07_pipeline_visualizer", "ann")  # its questions, built from its settings
+    assert lab07._bubble_1f1b.cache_info().currsize and precision._STREAMS and scenarios._built.cache_info().currsize
+    assert main([str(tmp_path)]) == 0
+    cached, streams, built = seen[-1]
+    assert cached == 0 and streams == 0 and built > 0
+    lab07._bubble_1f1b(4, 8)
+    assert main([str(tmp_path), "--gradebook", str(tmp_path / "book.csv")]) == 0
+    assert seen[-1][0] == 1 and seen[-1][2] > 0

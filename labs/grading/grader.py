@@ -38,6 +38,7 @@ try:
 except ImportError:  # pandas before 3.0
     create_dataframe_from_blocks = None
 
+from labs.core import scenarios
 from labs.core.scenarios import OUTCOMES
 from labs.core import ENGINE_VERSION
 from labs.core.state import SCHEMA_VERSION, Roster, normalise_student, parse_document, student_hash
@@ -502,9 +503,11 @@ def _frame(columns: list[tuple[str, array.array, list]], n: int) -> pd.DataFrame
 
 
 def grade(paths: list[str], roster: Roster | None = None, salt: str | None = None, key: bytes | None | str = "env",
-          require_signatures: bool = False) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
+          require_signatures: bool = False, forget_computed: bool = False) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
     """The table of every step of every ledger and the files not graded. `key`: the class's
-    signing key ("env": LABS_SIGNING_KEY; None: trust not checked)."""
+    signing key ("env": LABS_SIGNING_KEY; None: trust not checked). `forget_computed`: drop the
+    engine's and the labs' caches once every ledger is graded, before the table is built (a
+    process that asks the engine nothing more: `python -m labs.grade` without a grade book)."""
     rows, problems = Columns(), []
     engine = _Engine(salt=salt, key=key, require_signatures=require_signatures)
     for path in collect(paths, problems):
@@ -525,6 +528,8 @@ def grade(paths: list[str], roster: Roster | None = None, salt: str | None = Non
             problems.append((str(path), "no step saved and no prediction committed: nothing to grade"))
         for row in graded:
             rows.add(row)
+    if forget_computed:
+        scenarios.forget_computed()
     return rows.table(roster), problems
 
 
@@ -607,7 +612,9 @@ OUTCOMES_AT_ONCE = 16  # a class's ~90 questions as 1/0 columns at once were 13 
 
 def shown(value, width: int = 40) -> str:
     """Text safe for a terminal: control characters escaped, long values cut."""
-    text = "".join(c if not unicodedata.category(c).startswith("C") else c.encode("unicode_escape").decode() for c in str(value))
+    text = str(value)
+    if not (text.isascii() and text.isprintable()):  # printable ASCII has no control character to escape
+        text = "".join(c if not unicodedata.category(c).startswith("C") else c.encode("unicode_escape").decode() for c in text)
     return text if len(text) <= width else text[: width - 1] + "…"
 
 

@@ -7,8 +7,10 @@ and `variant()` a student's. The engine modules never import these."""
 import importlib
 import json
 import pkgutil
+import sys
 from functools import lru_cache
 
+from labs.core.engine import precision
 from labs.core.state import normalise_student
 from labs.core.variants import Draw, LabVariants, Numeric, Question, Variant, class_salt, normalised_seed, recorded_version, salt_fingerprint, seed_of
 
@@ -164,6 +166,19 @@ def keep_variants(keep: bool) -> None:
     size = VARIANTS_KEPT if keep else VARIANTS_OF_ONE_LEDGER
     if _variant.cache_parameters()["maxsize"] != size:
         _variant = lru_cache(maxsize=size)(_variant.__wrapped__)
+
+
+def forget_computed() -> None:
+    """Drop what the engine and the labs' scenarios computed and keep per process (their
+    functools caches: router runs, Lab 12's samples, Lab 13's blocks, Lab 14's jitter field...),
+    keeping the variants and their questions. The grader calls it once every ledger is graded and
+    before it builds the class's table, which needs the room: ~25 MB of a 1,000-ledger run's peak."""
+    for name, module in list(sys.modules.items()):
+        if name.startswith(("labs.core.engine", "labs.core.scenarios")):
+            for value in list(vars(module).values()):
+                if callable(getattr(value, "cache_clear", None)) and value is not _built and value is not _variant:
+                    value.cache_clear()
+    precision.forget_streams()
 
 
 def variant(lab: str, student: str, salt: str | None = None, version: int | None = None) -> Variant:
