@@ -316,16 +316,16 @@ def sweep(model: Model, cluster: Cluster, global_batch: int, era: str | None = N
     model_flops, hardware_flops = out["model_flops"].take(order), out["hardware_flops"].take(order)
     import pandas as pd
 
-    frame = {k: space[k].take(order) for k in ("tp", "pp", "dp", "cp", "ep", "micro_batch", "zero_stage")}
+    frame = _layout_columns(space, order)
+    frame.update({k: space[k].take(order) for k in ("micro_batch", "zero_stage")})
     frame["recompute"] = _names(ALL_RECOMPUTE_MODES).take(space["_recompute_code"].take(order))
     frame["sequence_parallel"] = space["sequence_parallel"].take(order)
     frame["schedule"] = _names(SCHEDULES).take(space["_schedule_code"].take(order))
     frame["virtual_stages"] = space["virtual_stages"].take(order)
-    # Settings every row shares are given once: pandas repeats a number; a string is taken from
-    # a one-name array (pandas' own repeat of a string scalar takes several times longer)
-    shared = np.zeros(len(order), dtype=np.intp)
+    # Settings every row shares are given once: pandas repeats a number; a string is a column of
+    # it (_same_name: pandas' own repeat of a string scalar takes several times longer)
     frame.update({
-        k: _names((value,)).take(shared) if isinstance(value, str) else value for k, value in {
+        k: _same_name(value, len(order)) if isinstance(value, str) else value for k, value in {
             "global_batch": global_batch, "flash_attention": bool(options["flash_attention"]), "tp_comm_overlap": cols["tp_comm_overlap"].take(order),
             "grad_reduce_dtype": options["grad_reduce_dtype"], "dp_algorithm": options["dp_algorithm"],
             "dp_overlap": bool(options["dp_overlap"]), "pp_overlap": bool(options["pp_overlap"]),
@@ -348,6 +348,33 @@ def sweep(model: Model, cluster: Cluster, global_batch: int, era: str | None = N
         "pareto": np.concatenate([_pareto(step[:fitting], memory[:fitting]), np.zeros(len(order) - fitting, dtype=bool)]),
     })
     return pd.DataFrame(frame, copy=False)
+
+
+def _layout_columns(space: dict, order: np.ndarray) -> dict[str, np.ndarray]:
+    """The columns a layout sets (tp, pp, dp, cp, ep) in `order`, each taken from its few layouts'
+    values (a layout's rows are consecutive): a gather from the space's whole columns, cold by the
+    time sweep() reads them, costs ~4x."""
+    layout = space["_layout"]
+    starts = np.flatnonzero(np.concatenate(([True], layout[1:] != layout[:-1])))
+    ids, ordered = layout.take(starts), layout.take(order)
+    columns = {}
+    for k in ("tp", "pp", "dp", "cp", "ep"):
+        of_layout = np.zeros(int(ids[-1]) + 1, dtype=space[k].dtype)
+        of_layout[ids] = space[k].take(starts)
+        columns[k] = of_layout.take(ordered)
+    return columns
+
+
+def _same_name(name: str, rows: int):
+    """A pandas string array of `rows` times `name`: an object array filled with it, given to the
+    one-name array's type as its values (its take copies each pointer through pandas' checks: ~2x
+    slower), where pandas keeps strings in numpy (without pyarrow); its take elsewhere."""
+    one = _names((name,))
+    if not (hasattr(one, "_from_backing_data") and getattr(getattr(one, "_ndarray", None), "dtype", None) == object):
+        return one.take(np.zeros(rows, dtype=np.intp))
+    values = np.empty(rows, dtype=object)
+    values.fill(one[0])
+    return one._from_backing_data(values)
 
 
 @lru_cache(maxsize=None)
