@@ -80,13 +80,24 @@ def _rank_state(dense, expert, params, model, p, d, cache, accumulated_bytes, xp
         w_mem, g_mem, o_mem = w_mem + expert_state[0], g_mem + expert_state[1], o_mem + expert_state[2]
     # grad_sync="step" from ZeRO-2: the accumulated gradients stay whole until the step's reduce-scatter,
     # `accumulated_bytes` a parameter (accumulated_grad_bytes)
-    g_mem = xp.where(xp.not_(d.reduce_each_mb) & (p.zero >= 2) & xp.not_(p.offload), (dense + expert) * accumulated_bytes, g_mem)
+    g_mem = xp.where(xp.not_(p.reduce_each_mb) & (p.zero >= 2) & xp.not_(p.offload), (dense + expert) * accumulated_bytes, g_mem)
     # ZeRO-3 holds the layer it computes and the one it prefetches, gathered; a low-precision
     # recipe keeps its quantized copies of the layers' weights between micro-batches (Transformer
     # Engine's weight cache, `cache` bytes a parameter: weight_cache_column).
     w_mem = w_mem + xp.where(p.zero == 3, 2 * model.layer_params / p.tp * WEIGHT_BYTES, 0.0)
     w_mem = w_mem + params * cache
     return w_mem, g_mem, o_mem
+
+
+def rank_model_state(model, cluster, stack, p, d, xp):
+    """The first, a middle and the last rank's (weights, gradients, optimizer) bytes (_rank_state)
+    from the DP stage's parameters per rank `d` (stages.data): it reads no term of the micro-batch
+    size, recompute or SP, so the DP stage evaluates it with its prices, once per group of rows
+    that differ only in those (stages.data.data_parallel_stage)."""
+    # a stack that quantizes its weights every micro-batch (Era.fp8_weight_cache False: torchao's float8,
+    # DeepSeek-V3's online quantization) holds no copy between micro-batches, as compute prices its casts
+    cache = weight_cache_column(cluster.gpu, p, xp) if stack.fp8_weight_cache else 0.0
+    return xp.each(_rank_state, d.rank_dense, d.rank_expert, d.rank_params, model, p, d, cache, accumulated_grad_bytes(stack, d), xp)
 
 
 def accumulated_grad_bytes(stack, d):
@@ -295,10 +306,7 @@ def memory_stage(model, cluster, dp_algorithm, p, q, d, tpcp, held, xp, stack=No
     stack = stack_of(None) if stack is None else stack
     tp = p.tp
     rank_index = q.rank_index  # the first, a middle and the last rank (stages.pipe)
-    # a stack that quantizes its weights every micro-batch (Era.fp8_weight_cache False: torchao's float8,
-    # DeepSeek-V3's online quantization) holds no copy between micro-batches, as compute prices its casts
-    cache = weight_cache_column(cluster.gpu, p, xp) if stack.fp8_weight_cache else 0.0
-    w_mem, g_mem, o_mem = xp.each(_rank_state, d.rank_dense, d.rank_expert, d.rank_params, model, p, d, cache, accumulated_grad_bytes(stack, d), xp)
+    w_mem, g_mem, o_mem = d.rank_state  # rank_model_state, with the DP stage's prices
     if stack.pp_grad_sync == "step":  # torch's pipelining keeps a ZeRO-3 stage's weights unsharded between its backwards
         w_mem = xp.each(_unsharded_weights, w_mem, d.rank_params, p, xp)
     logits = rank_logits(model, stack, p, q, xp)
