@@ -109,7 +109,7 @@ def _collective_prices(model, cluster, stack, p, q, dp_algorithm, xp) -> SimpleN
         followed by the all-reduce of its shard across the `copies` replicas of that group
         (hybrid sharding; one replica: no bytes, no time)."""
         scatter = bucketed("reduce_scatter", runs, nbytes, k, group, stride)
-        return _plus(scatter, bucketed("all_reduce", runs, nbytes / group, k, copies, stride * group))
+        return _plus(scatter, bucketed("all_reduce", runs & (copies > 1), nbytes / group, k, copies, stride * group))
 
     scatters, gathers = xp.not_(z0), z1 | z2
     ar = bucketed("all_reduce", z0, grads, calls)
