@@ -204,7 +204,12 @@ class _Taken(SimpleNamespace):
     def __getattr__(self, name):
         if name in self._varying or (self._only is not None and name not in self._only):
             raise AttributeError(f"{name} may differ within a group of rows (labs.core.engine.stages.xp.at_rows)")
-        value = _take_rows(getattr(self._rows, name), self._reps, self._size)
+        rows = self._rows
+        reduced = getattr(rows._reduced, name) if type(rows) is _Spread and name not in rows.__dict__ else None
+        if type(reduced) is np.ndarray and np.ndim(reduced):  # a column of a _Spread not yet spread: taken from its distinct rows
+            value = np.take(reduced, rows._index.take(self._reps), axis=-1)
+        else:
+            value = _take_rows(getattr(rows, name), self._reps, self._size)
         setattr(self, name, value)
         return value
 
