@@ -128,7 +128,8 @@ def _():
     mo.md(r"""
     ## The prediction questions
 
-    One row per question: how many committed an answer or skipped it, the share right, and how
+    A chart of one question's committed answers (pick the question), then a table with one row per
+    question: how many committed an answer or skipped it, the share right, and how
     many changed their answer after committing (the first answer is the one graded; trying other
     answers after the reveal is what the labs ask, so a change is no flag). Each student has their
     own variant of a lab (their numbers, their option order, their key): every answer is read as
