@@ -26,7 +26,7 @@ from labs.core.engine.models import Model
 from labs.core.engine.stages.compute import has_fsdp_costs, layer_compute, layer_kernels
 from labs.core.engine.stages.data import data_parallel_stage, dp_traffic
 from labs.core.engine.stages.inputs import ZERO_TERMS, flops_per_sequence, model_terms, read_plan
-from labs.core.engine.stages.memory import layer_activations, memory_stage, rank_activations, stage_memory
+from labs.core.engine.stages.memory import layer_activations, memory_stage, rank_activations, stage_memory, zero_free_memory
 from labs.core.engine.stages.optimizer import CPU_ADAM_BYTES_PER_PARAM, optimizer_stage  # noqa: F401 (CPU_ADAM_BYTES_PER_PARAM: re-exported)
 from labs.core.engine.stages.parallel import NCCL_COLLECTIVE_SMS, layer_communication  # noqa: F401 (NCCL_COLLECTIVE_SMS: re-exported)
 from labs.core.engine.stages.pipe import pipeline_stage, pp_sent
@@ -63,15 +63,16 @@ def _evaluate(model, cluster, c, dp_algorithm, stack, xp, collectives, brief, gr
     (collective_terms; None when `collectives` is false)."""
     stack = stack_of(None) if stack is None else stack  # the software's kernels (labs.core.engine.eras)
     p = read_plan(model, c, stack, xp)
-    model_per_sequence, hardware_per_sequence = flops_per_sequence(model, p, xp)
-    model = model_terms(model)  # the model's sizes read once
+    terms = model_terms(model)  # the model's sizes read once
     if groups is None or groups.zero is None or has_fsdp_costs(stack):  # FSDP's hooks and copies in a layer's time depend on the ZeRO stage
-        layer, q, tpcp, activations = _before_data(p, model, cluster, stack, xp)
+        layer, q, tpcp, f, flops = _before_data(p, terms, cluster, stack, xp, model, dp_algorithm)
     else:  # nothing before the DP stage reads the ZeRO stage
-        layer, q, tpcp, activations = on_groups(_before_data, p, groups.zero, ZERO_TERMS, model, cluster, stack, xp)
+        layer, q, tpcp, f, flops = on_groups(_before_data, p, groups.zero, ZERO_TERMS, terms, cluster, stack, xp, model, dp_algorithm)
+    model_per_sequence, hardware_per_sequence = flops
+    model = terms
     d = data_parallel_stage(model, cluster, stack, p, q, nccl_algorithm(dp_algorithm, stack.nccl_pat), xp, groups and groups.batch)
     o = optimizer_stage(cluster, stack, p, q, d, xp)
-    r = memory_stage(model, cluster, dp_algorithm, p, q, d, tpcp, activations, xp, stack)
+    r = memory_stage(p, q, d, f, xp, stack, brief)
     m = p.m
     step = q.pipeline + q.pp_comm + d.dp_exposed + o.optimizer + o.offload_exposed
     ep_comm = q.ep_exposed  # the expert all-to-alls the step waits for (DualPipe hides part: stages.pipe)
@@ -141,13 +142,16 @@ LAYER_READS = ("tp", "cp", "ep", "b", "s", "s_full", "tokens", "s_tp", "s_cp", "
                "max_nodes", "cp_contiguous", "cp_ring", "cp_ulysses", "tp_overlap", "rc", "full", "redo", "expert_skew")
 
 
-def _before_data(p, model, cluster, stack, xp):
+def _before_data(p, model, cluster, stack, xp, flops_model, dp_algorithm):
     """A layer's compute (with FSDP's hooks and copies), the pipeline stage, the layer's
-    communication, and the activations each pipeline rank holds: what precedes the DP stage."""
+    communication, what of the memory stage no ZeRO term enters (the activations and logits each
+    pipeline rank holds, the runtime's buffers), and the FLOPs of a sequence (flops_model: the
+    Model): what precedes the DP stage."""
     kernels, tpcp, per_layer = xp.distinct(_layer_stages, p, LAYER_READS, model, cluster, stack, xp)  # once per distinct layer shape
     layer = layer_compute(model, cluster, stack, p, xp, kernels)
     q = pipeline_stage(model, cluster, stack, p, layer, tpcp, xp)
-    return layer, q, tpcp, rank_activations(model, p, layer, q, per_layer, xp, stack)
+    held = rank_activations(model, p, layer, q, per_layer, xp, stack)
+    return layer, q, tpcp, zero_free_memory(model, cluster, dp_algorithm, stack, p, q, tpcp, held, xp), flops_per_sequence(flops_model, p, xp)
 
 
 def _layer_stages(p, model, cluster, stack, xp):

@@ -297,34 +297,47 @@ def _low_precision_savings(model, p, stored, low, xp):
     return kept_saved, xp.where(p.fp8, fp8_saved, 0.0)
 
 
-def memory_stage(model, cluster, dp_algorithm, p, q, d, tpcp, held, xp, stack=None) -> SimpleNamespace:
-    """Weights, gradients, optimizer state, activations, the loss's logits and the runtime's
-    buffers (CUDA context, NCCL communicators, TP overlap buffers, fragmentation) on the busiest
-    rank, and the first, a middle and the last rank's state, activations and logits (rank_total,
-    rank_activations: the stage totals of stage_memory); `held`: the ranks' activations
-    (rank_activations)."""
+def zero_free_memory(model, cluster, dp_algorithm, stack, p, q, tpcp, held, xp) -> SimpleNamespace:
+    """What of memory_stage no ZeRO term enters, computed before the DP stage (a sweep: once per
+    group of rows that differ only in the ZeRO stage, labs.core.engine.step.evaluate): the ranks'
+    activations (`held`: rank_activations) and logits (rank_logits), and the runtime's buffers but
+    fragmentation (the CUDA context, NCCL communicators, TP overlap buffers) and their sum."""
     stack = stack_of(None) if stack is None else stack
     tp = p.tp
-    rank_index = q.rank_index  # the first, a middle and the last rank (stages.pipe)
-    w_mem, g_mem, o_mem = d.rank_state  # rank_model_state, with the DP stage's prices
-    if stack.pp_grad_sync == "step":  # torch's pipelining keeps a ZeRO-3 stage's weights unsharded between its backwards
-        w_mem = xp.each(_unsharded_weights, w_mem, d.rank_params, p, xp)
-    logits = rank_logits(model, stack, p, q, xp)
-    rank_total = xp.each(_state_and_activations, w_mem, g_mem, o_mem, held, logits)
-    busiest = xp.argmax(rank_total)
-    r = SimpleNamespace()
-    r.busiest_rank = xp.pick(rank_index, busiest)
-    r.weights, r.gradients, r.optimizer, r.activations, r.logits = (xp.pick(x, busiest) for x in (w_mem, g_mem, o_mem, held, logits))
-    computed = r.weights + r.gradients + r.optimizer + r.activations + r.logits
+    f = SimpleNamespace(held=held, logits=rank_logits(model, stack, p, q, xp))
     communicators = sum(xp.where(x > 1, 1.0, 0.0) for x in (tp, p.pp, p.dp, p.cp))
     nvls = float(bool(cluster.intra.nvls_bytes_per_s) and dp_algorithm in ("auto", "nvls"))
     kind = stack.tp_overlap_kind
     buffer_bytes = TP_OVERLAP_BUFFERS[kind] * ACTIVATION_BYTES - TP_OVERLAP_FP8_BUFFERS[kind] * xp.where(p.fp8, ACTIVATION_BYTES - 1, 0.0)
-    r.cuda_context = xp.full_like(tp, CUDA_CONTEXT_BYTES)
-    r.communicators = communicators * NCCL_COMMUNICATOR_BYTES + nvls * NCCL_NVLS_BYTES * xp.where((tp > 1) | (p.dp > 1), 1.0, 0.0)
-    r.tp_overlap = xp.where(tpcp.overlap, buffer_bytes * p.tokens * model.hidden, 0.0)
+    f.cuda_context = xp.full_like(tp, CUDA_CONTEXT_BYTES)
+    f.communicators = communicators * NCCL_COMMUNICATOR_BYTES + nvls * NCCL_NVLS_BYTES * xp.where((tp > 1) | (p.dp > 1), 1.0, 0.0)
+    f.tp_overlap = xp.where(tpcp.overlap, buffer_bytes * p.tokens * model.hidden, 0.0)
+    f.runtime = f.cuda_context + f.communicators + f.tp_overlap
+    return f
+
+
+def memory_stage(p, q, d, f, xp, stack=None, brief=False) -> SimpleNamespace:
+    """Weights, gradients, optimizer state, activations, the loss's logits and the runtime's
+    buffers (CUDA context, NCCL communicators, TP overlap buffers, fragmentation) on the busiest
+    rank, and the first, a middle and the last rank's state, activations and logits (rank_total,
+    rank_activations: the stage totals of stage_memory); `f`: what of them no ZeRO term enters
+    (zero_free_memory). `brief`: only the total (and the busiest rank's activations)."""
+    stack = stack_of(None) if stack is None else stack
+    w_mem, g_mem, o_mem = d.rank_state  # rank_model_state, with the DP stage's prices
+    if stack.pp_grad_sync == "step":  # torch's pipelining keeps a ZeRO-3 stage's weights unsharded between its backwards
+        w_mem = xp.each(_unsharded_weights, w_mem, d.rank_params, p, xp)
+    held, logits = f.held, f.logits
+    rank_total = xp.each(_state_and_activations, w_mem, g_mem, o_mem, held, logits)
+    busiest = xp.argmax(rank_total)
+    r = SimpleNamespace()
+    r.activations = xp.pick(held, busiest)
+    if not brief:
+        r.busiest_rank = xp.pick(q.rank_index, busiest)  # the first, a middle and the last rank (stages.pipe)
+        r.weights, r.gradients, r.optimizer, r.logits = (xp.pick(x, busiest) for x in (w_mem, g_mem, o_mem, logits))
+        r.cuda_context, r.communicators, r.tp_overlap = f.cuda_context, f.communicators, f.tp_overlap
+    computed = xp.pick(rank_total, busiest)  # the busiest rank's weights + gradients + optimizer + activations + logits
     r.fragmentation = stack.allocator_fragmentation * r.activations
-    r.buffers = r.cuda_context + r.communicators + r.tp_overlap + r.fragmentation
+    r.buffers = f.runtime + r.fragmentation
     r.total = computed + r.buffers
     r.fragmentation_share = stack.allocator_fragmentation
     r.rank_total, r.rank_activations = rank_total, held
