@@ -201,11 +201,15 @@ def _exposed(cluster, p, q, d, xp) -> SimpleNamespace:
     z0, z2, z3, calls, layers, module_calls = d.z0, d.z2, d.z3, d.calls, d.layers, d.module_calls
     ar, rs, ag, module_ag, root_ag, root_rs_t = d.ar, d.rs, d.ag, d.module_ag, d.root_ag, d.root_rs_t
     gathers, root_unit, regather, per_parameter = d.gathers, d.root_unit, d.regather, d.per_parameter
-    z3_passes = d.z3_passes = 2.0 + xp.where(per_parameter, p.redo, 0.0)  # gathers per micro-batch
+    z3_passes = d.z3_passes = 2.0 + p.redo if per_parameter else 2.0  # gathers per micro-batch
     # gradients reduced every micro-batch or once a step (stages.inputs.read_plan)
     d.reduce_each_mb, d.syncs = reduce_each_mb, syncs = p.reduce_each_mb, p.syncs
-    reduce_lat = xp.where(z0, syncs * ar[0], syncs * rs[0] + xp.where(z3, z3_passes * m * module_ag[0] + m * root_ag[0], 0.0))
-    reduce_bw = xp.where(z0, syncs * ar[1], syncs * rs[1] + xp.where(z3, z3_passes * m * module_ag[1] + m * root_ag[1], 0.0))
+    # (FSDP's root unit only where the stack has one: without it its terms are 0, added to nothing)
+    unit_lat, unit_bw = z3_passes * m * module_ag[0], z3_passes * m * module_ag[1]
+    if root_unit:
+        unit_lat, unit_bw = unit_lat + m * root_ag[0], unit_bw + m * root_ag[1]
+    reduce_lat = xp.where(z0, syncs * ar[0], syncs * rs[0] + xp.where(z3, unit_lat, 0.0))
+    reduce_bw = xp.where(z0, syncs * ar[1], syncs * rs[1] + xp.where(z3, unit_bw, 0.0))
     if regather:  # FSDP's ZeRO-2: the units (root included) gathered m x forward_unshards times a step
         unshards = m * p.forward_unshards
         ag = xp.where(z2, unshards * (module_ag[0] + root_ag[0]), ag[0]), xp.where(z2, unshards * (module_ag[1] + root_ag[1]), ag[1])
@@ -223,13 +227,15 @@ def _exposed(cluster, p, q, d, xp) -> SimpleNamespace:
     gather_pass = module_ag[0] + module_ag[1]
     first = gather_pass / module_calls
     root_ag_t = root_ag[0] + root_ag[1]
-    z3_forward = xp.maximum(gather_pass - stage_f, first) + root_ag_t
+    z3_forward = xp.maximum(gather_pass - stage_f, first)
+    if root_unit:
+        z3_forward = z3_forward + root_ag_t
     backward_gathers = (z3_passes - 1) * gather_pass  # the recompute's gathers run in the backward
     last = (rs[0] + rs[1] - root_rs_t) / xp.maximum(layers, 1.0) if root_unit else first
     ar_t, rs_t = ar[0] + ar[1], rs[0] + rs[1]
     prefetched = dp_overlap & (not per_parameter)
     z3_exposed, z3_gathers, z3_gather_exposed = xp.only_if(z3, _zero3_exposure, (
-        m, syncs, z3_passes, gather_pass, root_ag_t, z3_forward, backward_gathers, rs, rs_t, root_rs_t, stage_bwd, first, last, prefetched, xp),
+        m, syncs, z3_passes, gather_pass, root_ag_t, z3_forward, backward_gathers, rs, rs_t, root_rs_t, stage_bwd, first, last, prefetched, root_unit, xp),
         (0.0, 0.0, 0.0))
     if regather:  # FSDP's ZeRO-2: ZeRO-3's forward and backward without the backward's gathers
         plain = xp.where(z2 & dp_overlap, syncs * (xp.maximum(rs[0] + rs[1] - root_rs_t - stage_bwd, last) + root_rs_t), plain)
@@ -241,9 +247,9 @@ def _exposed(cluster, p, q, d, xp) -> SimpleNamespace:
         exposed_gather = xp.where(z2 & dp_overlap, unshards * z3_forward, exposed_gather)
     d.active = active = d.n > 1
     # DualPipe's mirror sum (_collective_prices), once a step whatever the DP group, bucket by bucket
-    # behind the reduction's: the last bucket's waits
-    d.mirror_wire = mirror_t = d.mirror[0] + d.mirror[1]
-    mirror_exposed = xp.where(dp_overlap, mirror_t / calls, mirror_t)
+    # behind the reduction's: the last bucket's waits (none but under DualPipe)
+    mirror_t, d.mirror_exposed = xp.only_if(p.sched == _DUALPIPE, _mirror_exposure, (d.mirror, calls, dp_overlap, gpu.sms, xp), (0.0, 0.0))
+    d.mirror_wire = mirror_t
     d.dp_total = xp.where(active, reduce_t + gather_t, 0.0) + mirror_t
     d.dp_latency = xp.where(active, reduce_lat + gather_lat, 0.0) + d.mirror[0]
 
@@ -256,21 +262,38 @@ def _exposed(cluster, p, q, d, xp) -> SimpleNamespace:
     d.gather_wire = xp.where(z3, z3_gathers, gather_t)
     d.reduce_exposed = reduce_exposed + overlap_contention(gpu.sms, xp.maximum(d.reduce_only - reduce_exposed, 0.0), NCCL_COLLECTIVE_SMS)
     d.gather_exposed = gather_exposed + xp.where(xp.not_(z0), overlap_contention(gpu.sms, xp.maximum(d.gather_wire - gather_exposed, 0.0), NCCL_COLLECTIVE_SMS), 0.0)
-    d.mirror_exposed = mirror_exposed + overlap_contention(gpu.sms, mirror_t - mirror_exposed, NCCL_COLLECTIVE_SMS)
     d.dp_exposed = xp.where(active, d.reduce_exposed + d.gather_exposed, 0.0) + d.mirror_exposed
     return d
 
 
-def _zero3_exposure(m, syncs, z3_passes, gather_pass, root_ag_t, z3_forward, backward_gathers, rs, rs_t, root_rs_t, stage_bwd, first, last, prefetched, xp):
+def _zero3_exposure(m, syncs, z3_passes, gather_pass, root_ag_t, z3_forward, backward_gathers, rs, rs_t, root_rs_t, stage_bwd, first, last, prefetched, root_unit, xp):
     """_exposed's ZeRO-3 terms (where zero = 3): the step's exposed gathers and reduce-scatters
-    under prefetch, its gathers on the wire, and the exposed share of those gathers."""
-    z3_backward = xp.maximum(backward_gathers + rs[0] + rs[1] - root_rs_t - stage_bwd, last) + root_rs_t
+    under prefetch, its gathers on the wire, and the exposed share of those gathers (FSDP's root
+    unit's terms only where the stack has one: 0 elsewhere)."""
+    reduced, reducing = backward_gathers + rs[0] + rs[1], backward_gathers + rs_t
+    if root_unit:
+        reduced, reducing = reduced - root_rs_t, reducing - root_rs_t
+    z3_backward = xp.maximum(reduced - stage_bwd, last)
+    backward_exposed = z3_backward
+    if root_unit:
+        z3_backward = z3_backward + root_rs_t
+        backward_exposed = z3_backward - root_rs_t
     z3_backward_only = xp.maximum(backward_gathers - stage_bwd, first)  # a micro-batch that does not reduce
     z3_exposed = m * z3_forward + syncs * z3_backward + (m - syncs) * z3_backward_only
-    z3_gathers = z3_passes * m * gather_pass + m * root_ag_t
-    z3_share = backward_gathers / xp.maximum(backward_gathers + rs_t - root_rs_t, 1e-300)
-    z3_gather_exposed = xp.where(prefetched, m * z3_forward + syncs * (z3_backward - root_rs_t) * z3_share + (m - syncs) * z3_backward_only, z3_gathers)
+    z3_gathers = z3_passes * m * gather_pass
+    if root_unit:
+        z3_gathers = z3_gathers + m * root_ag_t
+    z3_share = backward_gathers / xp.maximum(reducing, 1e-300)
+    z3_gather_exposed = xp.where(prefetched, m * z3_forward + syncs * backward_exposed * z3_share + (m - syncs) * z3_backward_only, z3_gathers)
     return z3_exposed, z3_gathers, z3_gather_exposed
+
+
+def _mirror_exposure(mirror, calls, dp_overlap, sms, xp):
+    """_exposed's DualPipe mirror sum (where the schedule is DualPipe): its seconds on the wire,
+    and exposed (the last bucket's, overlapped, and what the hidden rest cost the compute)."""
+    mirror_t = mirror[0] + mirror[1]
+    exposed = xp.where(dp_overlap, mirror_t / calls, mirror_t)
+    return mirror_t, exposed + overlap_contention(sms, mirror_t - exposed, NCCL_COLLECTIVE_SMS)
 
 
 def dp_traffic(p, d, xp) -> None:
