@@ -166,7 +166,7 @@ def test_a2a_overlap_hides_what_the_other_pass_covers():
     comm, a2a = _rank_comm(0.0, 1.0, 8.0, 1.0, False, True, 4.0, 3.0, 0.0, 1.0, 2.0, sms, SCALAR)
     assert a2a == pytest.approx((7 * paired + 3.0) / 8, rel=1e-12)
     assert comm == pytest.approx(4.0 - 3.0 + a2a, rel=1e-12)
-    assert _rank_comm(0.0, 1.0, 8.0, 1.0, False, None, 4.0, 3.0, 0.0, 1.0, 2.0, sms, SCALAR) == (4.0, 3.0)  # no overlap: all of it
+    assert _rank_comm(0.0, 1.0, 8.0, 1.0, False, False, 4.0, 3.0, 0.0, 1.0, 2.0, sms, SCALAR) == (4.0, 3.0)  # no overlap: all of it (a stack without it never calls _rank_comm: pipeline_stage)
 
 
 def test_mixtral_on_one_node_waits_less_for_its_all_to_alls():
