@@ -373,24 +373,29 @@ def _():
 
 
 @app.cell
+def _(capacity_slider, router_setting):
+    # the step's inputs in a cell of their own: the cell that reads the PIN (submit) defines only `submitted`
+    router_inputs = {**router_setting, "capacity": capacity_slider.value}
+    return (router_inputs,)
+
+
+@app.cell
 def _(
     balance_committed,
-    capacity_slider,
     cost_committed,
     drops_committed,
     identity,
-    router_setting,
+    router_inputs,
     submit_button,
     variant,
 ):
     ui.gate(balance_committed, drops_committed, cost_committed)
-    router_inputs = {**router_setting, "capacity": capacity_slider.value}
     _pred = {"balance": balance_committed.answer, "drops": drops_committed.answer, "cost": cost_committed.answer}
     _view, submitted = ui.submit_to_ledger(
         identity, submit_button, lambda: [ui.ledger_step(LAB, STEP, router_inputs, _pred, routing_outcomes, "the router", variant)]
     )
     _view
-    return router_inputs, submitted
+    return (submitted,)
 
 
 @app.cell
