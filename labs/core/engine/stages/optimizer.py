@@ -20,23 +20,14 @@ def optimizer_stage(cluster, stack, p, q, d, xp) -> SimpleNamespace:
     """Seconds of the optimizer step on the heaviest rank (HBM-bound), or under ZeRO-Offload the
     gradient copy down (hidden behind the last backward with dp_overlap), CPU Adam and the weight
     copy up."""
-    o = SimpleNamespace()
-    o.updated, o.optimizer = d.optimizer_step  # optimizer_step, with the DP stage's prices
-    narrow = 2 * (OPTIMIZER_BYTES - p.opt_bytes)  # a narrower state is read and written once each
-    o.down, o.cpu_adam, o.up, o.offload_exposed = xp.only_if(p.offload, _offload, (cluster, p, q, o.updated, narrow, xp), (0.0, 0.0, 0.0, 0.0))
-    return o
-
-
-def optimizer_step(cluster, stack, p, d, xp):
-    """The parameters the heaviest rank's optimizer updates and the seconds of its step on the GPU
-    (0 under ZeRO-Offload), from the DP stage's parameters per rank `d`: it reads no term of the
-    micro-batch size, recompute or SP, so the DP stage evaluates it with its prices, once per
-    group of rows that differ only in those (stages.data.data_parallel_stage)."""
     gpu = cluster.gpu
     hbm_rate = gpu.hbm_bytes_per_s * gpu.hbm_efficiency
-    updated = d.dense_params / xp.where(p.zero >= 1, d.shard, 1.0) + d.expert_params / xp.where(p.zero >= 1, d.expert_shard, 1.0)
+    o = SimpleNamespace()
+    o.updated = d.dense_params / xp.where(p.zero >= 1, d.shard, 1.0) + d.expert_params / xp.where(p.zero >= 1, d.expert_shard, 1.0)
     narrow = 2 * (OPTIMIZER_BYTES - p.opt_bytes)  # a narrower state is read and written once each
-    return updated, xp.where(p.offload, 0.0, updated * (stack.optimizer_bytes_per_param - narrow) / hbm_rate)
+    o.optimizer = xp.where(p.offload, 0.0, o.updated * (stack.optimizer_bytes_per_param - narrow) / hbm_rate)
+    o.down, o.cpu_adam, o.up, o.offload_exposed = xp.only_if(p.offload, _offload, (cluster, p, q, o.updated, narrow, xp), (0.0, 0.0, 0.0, 0.0))
+    return o
 
 
 def _offload(cluster, p, q, updated, narrow, xp):
