@@ -144,14 +144,14 @@ def _():
 @app.cell
 def _(read_documents):
     # the questions with an answer, read without a variant: the first chart waits for its own lab's variants only
-    _asked = answered_questions(read_documents)
+    answered = answered_questions(read_documents)
     question_dropdown = mo.ui.dropdown(
-        options={f"{lab_name(lab)} · {question}": f"{lab}|{question}" for lab, question in _asked},
-        value=next(iter(f"{lab_name(lab)} · {question}" for lab, question in _asked), None),
+        options={f"{lab_name(lab)} · {question}": f"{lab}|{question}" for lab, question in answered},
+        value=next(iter(f"{lab_name(lab)} · {question}" for lab, question in answered), None),
         label="Question",
     )
     question_dropdown
-    return (question_dropdown,)
+    return answered, question_dropdown
 
 
 @app.cell
@@ -177,9 +177,9 @@ def _(answer_bars, answer_plot, answers_of, question_key):
 
 
 @app.cell
-def _(answers_of, read_documents):
+def _(answered, answers_of):
     # every lab's answers, judged after the first chart is drawn (its own lab's are judged once)
-    answers = answers_of_labs({lab: answers_of(lab) for lab in {lab for lab, _ in answered_questions(read_documents)}})
+    answers = answers_of_labs({lab: answers_of(lab) for lab in {lab for lab, _ in answered}})
     return (answers,)
 
 

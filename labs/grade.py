@@ -53,19 +53,20 @@ def main(argv: list[str] | None = None) -> int:
                              "and its time, earns no credit (edited, stripped or rolled-back ones never do); flagged either way")
     gradebook_cli.add_arguments(parser)
     args = parser.parse_args(argv)
+    book_follows = gradebook_cli.wanted(args)  # the book and the feedback pages ask every variant and the labs again
     routing.keep_draws(False)
-    scenarios.keep_variants(gradebook_cli.wanted(args))  # the book and the feedback pages ask every variant again
+    scenarios.keep_variants(book_follows)
     collections = gc.get_threshold()
     gc.set_threshold(20_000, 20, 20)  # a class parses ~400,000 dicts: the collector ran ~1 s of every 20 at the default 700
     try:
-        return _run(args)
+        return _run(args, forget_computed=not book_follows)
     finally:
         routing.keep_draws(True)  # main() is also called in-process (tests, tools): the process's defaults again
         scenarios.keep_variants(True)
         gc.set_threshold(*collections)
 
 
-def _run(args) -> int:
+def _run(args, forget_computed: bool) -> int:
     try:
         roster = Roster.load(args.roster) if args.roster else None
         key = integrity.key_from_env()
@@ -74,7 +75,7 @@ def _run(args) -> int:
         print(f"python -m labs.grade: {shown(' '.join(str(err).split()), 300)}", file=sys.stderr)
         return 2
     table, problems = grade(args.paths, roster, salt=args.salt, key=key, require_signatures=args.require_signatures,
-                            forget_computed=not gradebook_cli.wanted(args))
+                            forget_computed=forget_computed)
     for name, why in problems:
         print(f"not graded {shown(name, 200)}: {shown(why, 300)}", file=sys.stderr)
     not_ok = table.loc[~table["status"].isin(["ok"]), ["file", "lab", "step", "status"]] if not table.empty else table  # four columns, not the whole row
