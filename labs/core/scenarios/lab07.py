@@ -12,7 +12,7 @@ import math
 from fractions import Fraction
 from functools import lru_cache
 from labs.core.engine.datafiles import data_dir
-from labs.core.scenarios.common import Option
+from labs.core.scenarios.common import Option, cached_call
 from labs.core.scenarios.lab05 import ACT2_DESIGNS, design_inputs
 from labs.core.variants import Choice, LabVariants, Numeric, judged
 
@@ -271,8 +271,7 @@ def table5_rows() -> list[dict]:
 def pipeline_outcomes(inputs: dict, predictions: dict, variant=None) -> dict:
     p, m, v = int(inputs["p"]), int(inputs["m"]), int(inputs.get("v", 1))
     schedule, costs = inputs["schedule"], (float(inputs["tf"]), float(inputs["tb"]), float(inputs["tw"]))
-    # a class repeats a few dozen settings under every student's variant: each played once
-    measured, formula, peak = (_pipeline_numbers if isinstance(schedule, str) else _pipeline_numbers.__wrapped__)(p, m, schedule, v, *costs)
+    measured, formula, peak = cached_call(_pipeline_numbers, p, m, schedule, v, *costs)
     return {
         "bubble_measured": measured,
         "bubble_formula": formula,

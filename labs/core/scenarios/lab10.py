@@ -8,7 +8,7 @@ from functools import lru_cache
 
 from labs.core.engine.hardware import Cluster
 from labs.core.engine.models import Model
-from labs.core.scenarios.common import Option
+from labs.core.scenarios.common import Option, cached_call
 from labs.core.variants import Choice, LabVariants, Numeric, judged
 
 LAB = "10_failures_at_scale"
@@ -219,12 +219,9 @@ def inverse_rows(restart_minutes=(1, 5, 10, 15, 20, 30), target: float | None = 
 def cadence_outcomes(inputs: dict, predictions: dict, variant=None) -> dict:
     setting = (inputs["model"], int(inputs["gpus"]), int(inputs["zero_stage"]), inputs["strategy"], float(inputs["storage_gbps"]),
                float(inputs["relaunch_min"]), float(inputs["swap_min"]), bool(inputs["hot_spares"]))
-    # a class repeats a few dozen settings under every student's variant: each priced once
-    cached = isinstance(setting[0], str) and isinstance(setting[3], str)
-    s = _setting_costs(*setting) if cached else setting_costs(*setting)
     tau = float(inputs["interval_min"]) * MINUTE
     return {
-        **dict(zip(CADENCE_NUMBERS, _cadence_numbers(setting, tau) if cached else _numbers(s, tau))),
+        **dict(zip(CADENCE_NUMBERS, cached_call(_cadence_numbers, setting, tau))),
         "mtbf_correct": judged(variant, "mtbf", predictions, lambda a: a == mtbf_answer()),
         "cadence_correct": judged(variant, "cadence", predictions, lambda a: a == cadence_answer()),
     }
@@ -236,7 +233,7 @@ _setting_costs = lru_cache(maxsize=256, typed=True)(setting_costs)  # its dict r
 
 @lru_cache(maxsize=1024, typed=True)
 def _cadence_numbers(setting: tuple, tau: float) -> tuple[float, ...]:
-    return _numbers(_setting_costs(*setting), tau)
+    return _numbers(cached_call(_setting_costs, *setting), tau)
 
 
 def _numbers(s: dict, tau: float) -> tuple[float, ...]:
