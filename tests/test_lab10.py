@@ -123,3 +123,15 @@ def test_a_setting_too_broken_to_simulate_is_explained(app):
     assert defs["simulation"] is None and "expected failures" in defs["simulation_error"]
     assert job_mtbf_s(65536) == pytest.approx(54 * 24 * 3600 / 419 / 4)  # 46 minutes, by hand
     assert "This setting is not simulated" in text_of(outputs)
+
+
+@pytest.mark.parametrize("model", [["llama3-405b"], {"a": 1}])
+def test_an_unhashable_model_is_refused_by_name(model):
+    """A direct call with a list for the model (the grader checks inputs first) is refused with a
+    ValueError naming the field, not a TypeError from the layouts' lookup."""
+    from labs.core.scenarios.lab10 import cadence_outcomes
+
+    inputs = dict(model=model, gpus=16384, zero_stage=3, strategy="sharded", storage_gbps=2000.0, relaunch_min=10.0, swap_min=60.0,
+                  hot_spares=False, interval_min=30.0)
+    with pytest.raises(ValueError, match="model must be one of"):
+        cadence_outcomes(inputs, {})

@@ -95,7 +95,7 @@ def setting_costs(model: str, gpus: int, zero_stage: int, strategy: str, storage
     checkpoint read + a node swap where needed), for one setting of the lab's controls."""
     from labs.core.engine.reliability import checkpoint_cost, checkpoint_size, job_mtbf_s, mean_restart_s, restart_by_cause, restore_s
 
-    if model not in LAYOUTS:
+    if not isinstance(model, str) or model not in LAYOUTS:
         raise ValueError(f"model must be one of {', '.join(LAYOUTS)}; got {model!r}")
     tp, pp = LAYOUTS[model]
     if not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < tp * pp or gpus % (tp * pp):
