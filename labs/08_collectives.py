@@ -47,7 +47,8 @@ with app.setup:
         STEPPER_RANKS,
         STEPPER_DEFAULT_SIZE,
         STEPPER_SIZES,
-        bucket_group_facts,
+        BUCKET_MACHINES,
+        machine_bucket_facts,
         busbw_rows,
         fewest_tokens_to_win,
         lb_curves,
@@ -133,11 +134,13 @@ def _(held_now, lecture_clock, set_held):
 def _(student_input):
     variant = ui.lab_variant(LAB, student_input.value)
     bucket_bytes, bucket_nodes = variant.settings["bucket_bytes"], variant.settings["bucket_nodes"]
-    return bucket_bytes, bucket_nodes, variant
+    bucket_facts = machine_bucket_facts(bucket_bytes, bucket_nodes, variant.settings["bucket_group"], variant.settings["bucket_machine"])
+    bucket_box = BUCKET_MACHINES[variant.settings["bucket_machine"]][0]
+    return bucket_box, bucket_bytes, bucket_facts, bucket_nodes, variant
 
 
 @app.cell(hide_code=True)
-def _(bucket_bytes, bucket_nodes):
+def _(bucket_box, bucket_bytes, bucket_nodes):
     _rows = {r["n"]: r for r in busbw_rows()}
     _eight = _rows[8]
     _bucket_cluster, _bucket_n = bucket_cluster(bucket_nodes)
@@ -145,7 +148,7 @@ def _(bucket_bytes, bucket_nodes):
         "Infrastructure lead",
         f"nccl-tests on one DGX H100 prints **{_eight['algbw'] / 1e9:.0f} GB/s** of algbw and **{_eight['busbw'] / 1e9:.0f} GB/s** "
         f"of busbw for a {BUSBW_BYTES / 2**30:.0f} GB all-reduce: which one is our bandwidth? We reduce gradients in "
-        f"{bucket_bytes / 1e6:g} MB buckets and are about to go from {RING_N_SMALL} to {_bucket_n:,} GPUs. One engineer "
+        f"{bucket_bytes / 1e6:g} MB buckets on {bucket_box} nodes and are about to go from {RING_N_SMALL} to {_bucket_n:,} GPUs. One engineer "
         "says every GPU will then send far more bytes, another wants a parameter server back. What does each GPU "
         "really send, which algorithm should reduce our buckets, and what does a training step pay?",
     )
@@ -840,12 +843,11 @@ def _(
 
 
 @app.cell(hide_code=True)
-def _(bucket_bytes, bucket_committed, bucket_nodes, ring_committed, variant):
+def _(bucket_box, bucket_bytes, bucket_committed, bucket_facts, ring_committed):
     ui.gate(ring_committed)
     ui.gate(bucket_committed)
     _f = ring_facts()
-    _bf = bucket_group_facts(bucket_bytes, bucket_nodes, variant.settings["bucket_group"])
-    _b, _n = _bf["times"], _bf["ranks"]
+    _b, _n = bucket_facts["times"], bucket_facts["ranks"]
     _rails = rails_rows()
     _cliff = tp_cliff()
     _nvls = nvls_busbw_note()
@@ -856,9 +858,10 @@ def _(bucket_bytes, bucket_committed, bucket_nodes, ring_committed, variant):
 
     - A ring rank sends 2(N-1)/N of the message: {_f['small'] / 1e9:.2f} GB at N = {RING_N_SMALL}, {_f['large'] / 1e9:.3f} GB at
       N = {RING_N_LARGE:,} for {_f['message'] / 1e9:.0f} GB. A parameter server receives N times the message.
-    - The size and the group pick the algorithm: your {bucket_bytes / 1e6:g} MB bucket over {_n:,} GPUs takes
+    - The size, the group and the machine pick the algorithm: your {bucket_bytes / 1e6:g} MB bucket over {_n:,} GPUs of {bucket_box} nodes takes
       {", ".join(f"{_t * 1e3:.2f} ms as {'NVLS' if _a == 'nvls' else 'a ' + _a}" for _a, _t in _b.items())}. A small message over many
-      nodes is latency, and the tree's log N steps win; a large one inside a node is bandwidth, and the switch that adds wins.
+      nodes is latency, and the tree's log N steps win; a large one inside a node is bandwidth, and the switch that adds wins
+      where it can (H100's NVSwitch can; A100's cannot, and there a bucket of a few MB takes the ring and the tree about as long).
     - Compare busbw, not algbw: busbw = algbw x 2(N-1)/N is the wires' rate; NVLS shows {_nvls['busbw'] / 1e9:.0f} GB/s on 8 H100s
       because the switch adds.
     - Rails: a ring over whole DGX H100 nodes reaches {_rails[1]['busbw'] / 1e9:.0f} GB/s, one GPU per node {_rails[2]['busbw'] / 1e9:.0f} GB/s;

@@ -13,7 +13,9 @@ pytestmark = pytest.mark.usefixtures("ledger_dir")
 
 from conftest import report
 from labs.core.scenarios.lab08 import (
+    BUCKET_CASES,
     BUCKET_OPTIONS,
+    BUCKET_SAME,
     LB_SETUPS,
     RING_OPTIONS,
     STEPPER_LINKS,
@@ -21,11 +23,14 @@ from labs.core.scenarios.lab08 import (
     STEPPER_SIZES,
     bucket_answer,
     bucket_explanations,
-    bucket_group_explanations,
+    bucket_options_v4,
     bucket_times,
     busbw_rows,
     communication_efficiency,
     lb_curves,
+    machine_bucket_answer,
+    machine_bucket_explanations,
+    machine_bucket_facts,
     measured_busbw,
     milestone_estimates,
     nvl72_cluster,
@@ -89,7 +94,7 @@ def test_each_options_feedback_agrees_with_the_engine(app, key):
     text = html.unescape(text_of(outputs))
     assert text.count("Right.") == (key == BUCKET.key)
     assert text.count("Not quite") == 1 + (key != BUCKET.key)
-    explanations = bucket_group_explanations(SETTING["bucket_bytes"], SETTING["bucket_nodes"], SETTING["bucket_group"])
+    explanations = machine_bucket_explanations(SETTING["bucket_bytes"], SETTING["bucket_nodes"], SETTING["bucket_group"], SETTING["bucket_machine"])
     assert explanations[BUCKET.option_id(key)][:60] in text
     assert f"{RING.spec.answer:.3f} GB" in text
 
@@ -123,6 +128,53 @@ def test_bucket_answer_by_hand():
     assert t["ring"] == pytest.approx(1767.6e-6 + 2 * 1023 / 1024 * 1e6 / (370e9 / 2), rel=1e-9)
     assert t["tree"] == pytest.approx(85.2e-6 + 2e6 / (0.92 * 370e9 / 3.8), rel=1e-9)
     assert bucket_answer() == "B"
+
+
+def test_a100_node_tie_by_hand():
+    """Edition 4's "about the same": 4 MB inside one DGX A100 node (no NVLS: NVLink 3 has no
+    NVLink SHARP). NCCL's cost model at LL128 (tuning.cc: base 14.0 us; an NVLink hop 1.9 ring /
+    1.25 tree): the ring's 2 x 7 hops cost 14.0 + 14 x 1.9 = 40.6 us, the tree's chain
+    14.0 + 2 x 7 x 1.25 = 31.5 us; the tree moves 2 M against the ring's 2 x 7/8 M at a lower bus
+    bandwidth, so its bytes take longer and the totals end within 10%."""
+    f = machine_bucket_facts(4e6, 32, "node", "dgx-a100")
+    assert set(f["times"]) == {"ring", "tree"}
+    assert f["costs"]["ring"].latency_s == pytest.approx(40.6e-6, rel=1e-9)
+    assert f["costs"]["tree"].latency_s == pytest.approx(31.5e-6, rel=1e-9)
+    assert f["costs"]["tree"].bandwidth_s > f["costs"]["ring"].bandwidth_s
+    print(f"4 MB on 8 A100s: ring {f['times']['ring'] * 1e6:.1f} us, tree {f['times']['tree'] * 1e6:.1f} us, spread {f['spread']:.3f}")
+    assert f["spread"] < BUCKET_SAME and machine_bucket_answer(4e6, 32, "node", "dgx-a100") == "D"
+    assert "no NVLink SHARP" in machine_bucket_explanations(4e6, 32, "node", "dgx-a100")["C"]
+
+
+def test_bucket_cases_spread_the_key_over_the_four_options():
+    """Edition 4 (issue 38 item 2): each option is right for three of the twelve cases; each machine
+    has three keys, and inside a node three (across the job a small bucket is always the tree's);
+    the same 4 MB bucket is NVLS's inside an H100 node and a tie inside an A100 one."""
+    from collections import Counter, defaultdict
+
+    keys, by_machine, by_group = Counter(), defaultdict(set), defaultdict(set)
+    for machine, group, nbytes in BUCKET_CASES:
+        for nodes in (32, 256):
+            key = machine_bucket_answer(nbytes, nodes, group, machine)
+            keys[key] += 1
+            by_machine[machine].add(key)
+            by_group[group].add(key)
+    print(dict(keys))
+    assert keys == {"A": 6, "B": 6, "C": 6, "D": 6}
+    assert all(len(k) == 3 for k in by_machine.values()) and by_group == {"node": {"A", "C", "D"}, "job": {"B"}}, (by_machine, by_group)
+    assert machine_bucket_answer(4e6, 32, "node", "dgx-h100") == "C" and machine_bucket_answer(4e6, 32, "node", "dgx-a100") == "D"
+
+
+def test_the_tree_option_is_worded_by_placement_and_ranks_alike():
+    """P7 (review 38bda0b): the tree option says "in one node" inside a node and "across nodes" over
+    the job; both wordings sit second shortest among the options, so the wording does not mark the
+    key (the tree is right only across the job); inside a node the reveal names NCCL's chain."""
+    for group in ("node", "job"):
+        options = bucket_options_v4(group)
+        tree = next(o.label for o in options if o.key == "B")
+        assert ("across nodes" in tree) == (group == "job") and ("in one node" in tree) == (group == "node")
+        assert sorted(options, key=lambda o: len(o.label))[1].key == "B", [len(o.label) for o in options]
+    assert "a chain through the 8 GPUs, 2 x 7 NVLink hops" in machine_bucket_explanations(256e3, 32, "node", "dgx-h100")["B"]
 
 
 @pytest.mark.parametrize("n", STEPPER_RANKS)

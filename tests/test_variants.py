@@ -304,6 +304,22 @@ def margins_08_v2_regrade(s, q):
     margins_08_v2(s, q)
 
 
+def margins_08_v4(s, q):
+    """Edition 4: the machine drawn too; the winner leads the next algorithm by BUCKET_LEAD, or
+    (an A100 node's few-MB bucket) the ring and the tree finish within 7%, under the 10% line."""
+    from labs.core.scenarios import lab08
+
+    ring = q["ring"]
+    for misread in (s["ring_gb"], 2 * s["ring_gb"], s["ring_gb"] * s["ring_n"]):
+        assert abs(misread - ring.answer) > 1.5 * ring.tolerance, (misread, ring.answer)
+    f = lab08.machine_bucket_facts(s["bucket_bytes"], s["bucket_nodes"], s["bucket_group"], s["bucket_machine"])
+    assert _one_claim(lab08.BUCKET_CASE_CLAIMS, f) == q["bucket"].correct
+    if q["bucket"].correct == "D":
+        assert f["spread"] <= 1.07, f
+    else:
+        assert f["lead"] >= lab08.BUCKET_LEAD and f["spread"] >= lab08.BUCKET_LEAD, f
+
+
 def margins_09_v2(s, q):
     from labs.core.scenarios import lab09
 
@@ -457,7 +473,7 @@ MARGINS = {  # (lab, the recipe's edition) -> its margins; first editions are ke
     ("09_64gpu_design", 1): margins_09, ("10_failures_at_scale", 1): margins_10, ("11_long_context_moe", 1): margins_11,
     ("05_parallelism", 2): margins_05_v2, ("06_zero_sweep", 2): margins_06_v2, ("08_collectives", 2): margins_08_v2_regrade,
     ("09_64gpu_design", 2): margins_09_v2, ("10_failures_at_scale", 2): margins_10_v2, ("11_long_context_moe", 2): margins_11_v2, ("11_long_context_moe", 3): margins_11_v2,
-    ("05_parallelism", 3): margins_05_v3, ("05_parallelism", 4): margins_05_v3, ("05_parallelism", 5): margins_05_v5, ("07_pipeline_visualizer", 2): margins_07_v2, ("08_collectives", 3): margins_08_v2,
+    ("05_parallelism", 3): margins_05_v3, ("05_parallelism", 4): margins_05_v3, ("05_parallelism", 5): margins_05_v5, ("07_pipeline_visualizer", 2): margins_07_v2, ("08_collectives", 3): margins_08_v2, ("08_collectives", 4): margins_08_v4,
     ("09_64gpu_design", 3): margins_09_v3, ("09_64gpu_design", 4): margins_09_v3,
     ("12_precision_and_memory", 1): margins_12, ("12_precision_and_memory", 2): margins_12_v2,
     ("13_tensor_parallel", 1): margins_13, ("13_tensor_parallel", 2): margins_13_v2, ("13_tensor_parallel", 3): margins_13_v3,

@@ -665,5 +665,120 @@ def build_questions(s: dict) -> dict:
     }
 
 
-VARIANTS = LabVariants(LAB, draw_settings, build_questions, version=3,
-                       older={1: (draw_settings_v1, build_questions_v1), 2: (draw_settings_v2, build_questions)})
+# ---- variants, fourth edition: each of the four options is right for a quarter of the cases ---------
+# Edition 3's key was the tree for every job-wide bucket and the ring or NVLS inside a node, and
+# "About the same" was never right: three keys over four options, the tree right for 55% of ids and
+# recognisable by its label (the placement-worded tree option was the second shortest exactly when
+# it was right: 85% of ids; issue 38 item 2). Edition 4 draws the machine too, a DGX H100 or a
+# DGX A100 (whose NVSwitch cannot add: no NVLS), and the bucket's case from twelve, three per
+# option: the tree across the job (0.25-4 MB), the ring on 0.25-0.5 MB inside either node, NVLS
+# on 4-256 MB inside an H100 node, and about the same on 4-32 MB inside an A100 node, where the
+# ring and the tree finish within 6% of each other. The same 4 MB or 32 MB bucket is NVLS's on an
+# H100 node and a tie on an A100 one, so neither the size nor the machine alone gives the key
+# (across the job a small bucket is always the tree's). The tree's option is worded by placement (P7, review 38bda0b) and both wordings
+# rank alike among the options by length and shared words, so its wording does not mark it.
+BUCKET_MACHINES = {"dgx-h100": ("DGX H100", "H100"), "dgx-a100": ("DGX A100", "A100")}  # catalog key: (the box, its GPU)
+BUCKET_SAME = 1.1  # "about the same": the slowest algorithm within 10% of the fastest
+BUCKET_CASES = (  # (machine, group, bytes), three per option
+    ("dgx-h100", "node", 256e3), ("dgx-a100", "node", 256e3), ("dgx-a100", "node", 512e3),
+    ("dgx-h100", "job", 256e3), ("dgx-h100", "job", 4e6), ("dgx-a100", "job", 1e6),
+    ("dgx-h100", "node", 4e6), ("dgx-h100", "node", 32e6), ("dgx-h100", "node", 256e6),
+    ("dgx-a100", "node", 4e6), ("dgx-a100", "node", 8e6), ("dgx-a100", "node", 32e6),
+)
+ALGORITHM_NAME = {"ring": "the ring", "tree": "the tree", "nvls": "NVLS"}
+TREE_OPTION_BY_GROUP = {"job": "Tree: the fewest latency steps, about 2 log2 N across nodes",
+                        "node": "Tree: the fewest latency steps, about 2 log2 N in one node"}
+
+
+def bucket_options_v4(group: str) -> tuple[Option, ...]:
+    """Edition 4's options: edition 3's, the tree's worded by placement."""
+    check_choice("group", group, BUCKET_GROUPS)
+    return tuple(Option(o.key, TREE_OPTION_BY_GROUP[group], o.misconception) if o.key == "B" else o for o in BUCKET_STEP_OPTIONS)
+
+
+def machine_group_cluster(machine: str, nodes: int, group: str) -> tuple[Cluster, int]:
+    """The group a bucket is reduced over: the 8 GPUs of one `machine` node, or all `nodes` nodes."""
+    check_choice("machine", machine, BUCKET_MACHINES)
+    check_choice("group", group, BUCKET_GROUPS)
+    cluster = Cluster.get(machine, nodes=1 if group == "node" else nodes)
+    return cluster, cluster.gpus
+
+
+def machine_bucket_facts(nbytes: float, nodes: int, group: str, machine: str) -> dict:
+    """Each algorithm's (latency, bandwidth) cost of the bucket over the group on `machine`; the
+    fastest, its lead over the next, and the spread from the fastest to the slowest."""
+    cluster, n = machine_group_cluster(machine, nodes, group)
+    costs = {alg: group_cost("all_reduce", nbytes, cluster, n, 1, alg) for alg in lb_algorithms(cluster)}
+    t = {alg: c.total_s for alg, c in costs.items()}
+    ranked = sorted(t.values())
+    return {"costs": costs, "times": t, "fastest": min(t, key=t.get), "spread": ranked[-1] / ranked[0], "lead": ranked[1] / ranked[0],
+            "ranks": n, "cluster": cluster}
+
+
+BUCKET_CASE_CLAIMS: dict[str, Callable[[dict], bool]] = {
+    **{key: (lambda f, alg=alg: f["fastest"] == alg and f["spread"] >= BUCKET_SAME) for alg, key in ALGORITHM_OPTION.items()},
+    "D": lambda f: f["spread"] < BUCKET_SAME,
+}
+
+
+def machine_bucket_answer(nbytes: float, nodes: int, group: str, machine: str) -> str | None:
+    facts = machine_bucket_facts(nbytes, nodes, group, machine)
+    held = [k for k, claim in BUCKET_CASE_CLAIMS.items() if claim(facts)]
+    return held[0] if len(held) == 1 else None
+
+
+def machine_bucket_explanations(nbytes: float, nodes: int, group: str, machine: str) -> dict[str, str]:
+    """Each option's line at the student's bucket, group and machine: every algorithm's latency
+    and bandwidth terms, the tree's hops by placement, and why an A100 node has no NVLS."""
+    f = machine_bucket_facts(nbytes, nodes, group, machine)
+    best, t, cluster, same = f["fastest"], f["times"], f["cluster"], f["spread"] < BUCKET_SAME
+
+    def line(alg: str) -> str:
+        c = f["costs"][alg]
+        if same:
+            verdict = f"within {f['spread'] - 1:.0%} of " + " and ".join(ALGORITHM_NAME[a] for a in t if a != alg)
+        else:
+            verdict = f"the fastest, {f['lead']:.1f}x ahead of the next" if alg == best else f"{t[alg] / t[best]:.1f}x {ALGORITHM_NAME[best]}'s time"
+        return f"{c.latency_s * 1e6:,.0f} µs of latency and {c.bandwidth_s * 1e6:,.0f} µs moving bytes, {t[alg] * 1e6:,.0f} µs in all: {verdict}."
+
+    size = f"{nbytes / 1e6:g} MB on {f['ranks']:,} {BUCKET_MACHINES[machine][1]}s"
+    g = cluster.gpus_per_node
+    tree = (f"inside one node NCCL's tree is a chain through the {g} GPUs, 2 x {g - 1} NVLink hops, as many as the ring's 2(N-1), and it moves twice the message: "
+            if group == "node" else f"the tree's 2 x ({g - 1} NVLink + log2({cluster.nodes}) network) hops at {size}: ")
+    times = " against ".join(f"{t[a] * 1e6:,.0f} µs ({ALGORITHM_NAME[a]})" for a in t)
+    return {
+        "A": f"the ring's 2(N-1) steps at {size}: {line('ring')}",
+        "B": tree + line("tree"),
+        "C": (f"{'NVLS' if group == 'node' else 'NVLSTree (NVLS inside each node, a tree between them)'} at {size}: {line('nvls')}" if "nvls" in t
+              else f"{cluster.intra.name} has no NVLink SHARP: the {BUCKET_MACHINES[machine][0]}'s NVSwitches cannot add, so NCCL runs the ring or the tree."),
+        "D": (f"at {size} the algorithms finish within {f['spread'] - 1:.0%} of each other, {times}: here which one runs barely matters." if same
+              else f"the algorithms' times differ {f['spread']:.1f}x here: which one runs matters."),
+    }
+
+
+def draw_settings_v4(d) -> dict:
+    machine, group, nbytes = d.choice("bucket_case", BUCKET_CASES)
+    return {"ring_gb": d.choice("ring_gb", VARIANT_RING_GB), "ring_n": d.choice("ring_n", VARIANT_RING_N),
+            "bucket_bytes": nbytes, "bucket_nodes": d.choice("bucket_nodes", VARIANT_BUCKET_NODES), "bucket_group": group,
+            "bucket_machine": machine}
+
+
+def bucket_prompt(nbytes: float, nodes: int, group: str, machine: str) -> str:
+    cluster, ranks = machine_group_cluster(machine, nodes, group)
+    box, gpu = BUCKET_MACHINES[machine]
+    where = (f"inside one {box} node, over its {ranks} {gpu}s on NVLink (a hybrid-sharded job's shard group)" if group == "node"
+             else f"over all {ranks:,} {gpu}s of the job ({cluster.nodes} {box} nodes, {cluster.inter.name} between them)")
+    return f"A {nbytes / 1e6:g} MB gradient bucket is all-reduced {where}. Which algorithm finishes first?"
+
+
+def build_questions_v4(s: dict) -> dict:
+    nbytes, nodes, group, machine = float(s["bucket_bytes"]), int(s["bucket_nodes"]), s["bucket_group"], s["bucket_machine"]
+    return {
+        "ring": ring_question(s),
+        "bucket": Choice(bucket_prompt(nbytes, nodes, group, machine), bucket_options_v4(group),
+                         machine_bucket_answer(nbytes, nodes, group, machine), machine_bucket_explanations(nbytes, nodes, group, machine)),
+    }
+
+
+VARIANTS = LabVariants(LAB, draw_settings_v4, build_questions_v4, version=4,
+                       older={1: (draw_settings_v1, build_questions_v1), 2: (draw_settings_v2, build_questions), 3: (draw_settings, build_questions)})
