@@ -132,9 +132,7 @@ FAILING = {
     ("06_zero_sweep", "zero2"): "blind rule 51% (two mechanisms, fixed labels)",
     ("07_pipeline_visualizer", "microbatches"): "blind rule 40% (the longest number)",
     ("09_64gpu_design", "dp64"): "blind rule 37% (edition 4: three keys drawn in thirds, one right for 37% of the 200 ids; was 55%)",
-    ("09_64gpu_design", "pp_free"): "blind rule 53% (edition 3, review X8: two keys, nearly free at 1,024 sequences or the bubble at 64)",
     ("11_long_context_moe", "fit"): "blind rule 36% (edition 3: three keys in thirds, one right for 36% of the 200 ids; was 54%)",
-    ("11_long_context_moe", "moe"): "blind rule 52%",
     ("13_tensor_parallel", "scaling"): "blind rule 38% (edition 3: three mechanisms, x4, x3 or x2 FLOPs, one right for 38% of the 200 ids)",
 }
 CONTENT_FAILING = {k for k, why in FAILING.items() if "differ" in why}

@@ -21,8 +21,8 @@ from labs.core.scenarios.lab11 import (
     fit_facts_at,
     FIT_CLAIMS,
     moe_answer,
-    moe_answer_at,
     moe_estimate,
+    moe_time_answer,
 )
 from labs.variants import variant
 from test_notebooks import LABS, Pressed, committed, load_app, mine, text_of, with_instruments
@@ -79,7 +79,7 @@ def test_fit_feedback_agrees_with_the_engine(app, key):
 def test_moe_feedback_agrees_with_the_engine(app, key):
     outputs, _ = app.run(defs={**SKIP_FIT, **committed("moe", MOE, key)})
     assert ("Right." in text_of(outputs)) == (key == MOE.key)
-    assert MOE.spec.correct == moe_answer_at(SETTING["ep"], SETTING["max_nodes"], SETTING["moe_batch"])
+    assert MOE.spec.correct == moe_time_answer(SETTING["platform"], SETTING["moe_gpus"], SETTING["ep"], SETTING["moe_batch"])
 
 
 def test_fit_answer_follows_from_activations_by_hand():

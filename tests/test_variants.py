@@ -378,6 +378,26 @@ def margins_11_v2(s, q):
     assert f["a2a"] > lab11.MOE_MARGIN * grads or grads > lab11.MOE_MARGIN * f["a2a"], f
 
 
+def margins_11_v4(s, q):
+    """Edition 4: the fit question as in editions 2-3; the MoE question's larger of all-to-all and
+    bubble is at least MOE_TIME_MARGIN times the other, the all-to-alls cross the network exactly
+    where EP outgrows the NVLink domain, and the bubble is the same at both of DeepSeek's batches."""
+    from labs.core.scenarios import lab11
+
+    ests = lab11.fit_estimates_at(s["seq_len"], s["cp"])
+    assert _one_claim(lab11.FIT_CLAIMS, {k: e.fits for k, e in ests.items()}) == q["fit"].correct
+    for name in ("plain", "full", "cp"):
+        hbm = ests[name].cluster.gpu.hbm_bytes
+        assert abs(ests[name].memory.total - hbm) > 0.1 * hbm, (name, s, ests[name].memory.total / 1e9)
+    layout = (s["platform"], s["moe_gpus"], s["ep"], s["moe_batch"])
+    f = lab11.moe_time_facts(*layout)
+    assert max(f["a2a"], f["bubble"]) >= lab11.MOE_TIME_MARGIN * min(f["a2a"], f["bubble"]), (layout, f)
+    assert f["crosses"] == (s["ep"] > f["domain"]), (layout, f)
+    assert q["moe"].correct == lab11.MOE_TIME_KEYS[(f["a2a"] > f["bubble"], f["crosses"])] == lab11.moe_time_answer(*layout)
+    other = lab11.moe_time_facts(s["platform"], s["moe_gpus"], s["ep"], sum(lab11.MOE_RAMP) - s["moe_batch"])
+    assert other["bubble"] == pytest.approx(f["bubble"], rel=0.01) and other["a2a"] / f["a2a"] == pytest.approx(other["microbatches"] / f["microbatches"], rel=0.01)
+
+
 def _scaling_13(s, q):
     """The scaling key by hand: per token and layer, TP bytes are linear in d; the forward FLOPs are
     24 d^2 of GEMMs and 4 s d of attention (Korthikanti et al. 2022, App. A). Doubling d gives x4
@@ -472,7 +492,7 @@ MARGINS = {  # (lab, the recipe's edition) -> its margins; first editions are ke
     ("05_parallelism", 1): margins_05, ("06_zero_sweep", 1): margins_06, ("07_pipeline_visualizer", 1): margins_07, ("08_collectives", 1): margins_08,
     ("09_64gpu_design", 1): margins_09, ("10_failures_at_scale", 1): margins_10, ("11_long_context_moe", 1): margins_11,
     ("05_parallelism", 2): margins_05_v2, ("06_zero_sweep", 2): margins_06_v2, ("08_collectives", 2): margins_08_v2_regrade,
-    ("09_64gpu_design", 2): margins_09_v2, ("10_failures_at_scale", 2): margins_10_v2, ("11_long_context_moe", 2): margins_11_v2, ("11_long_context_moe", 3): margins_11_v2,
+    ("09_64gpu_design", 2): margins_09_v2, ("10_failures_at_scale", 2): margins_10_v2, ("11_long_context_moe", 2): margins_11_v2, ("11_long_context_moe", 3): margins_11_v2, ("11_long_context_moe", 4): margins_11_v4,
     ("05_parallelism", 3): margins_05_v3, ("05_parallelism", 4): margins_05_v3, ("05_parallelism", 5): margins_05_v5, ("07_pipeline_visualizer", 2): margins_07_v2, ("08_collectives", 3): margins_08_v2, ("08_collectives", 4): margins_08_v4,
     ("09_64gpu_design", 3): margins_09_v3, ("09_64gpu_design", 4): margins_09_v3,
     ("12_precision_and_memory", 1): margins_12, ("12_precision_and_memory", 2): margins_12_v2,

@@ -500,3 +500,78 @@ def draw_settings_v4(d) -> dict:
 
 VARIANTS = LabVariants(LAB, draw_settings_v4, build_questions_v3, version=4,
                        older={1: (draw_settings_v1, build_questions_v1), 2: (draw_settings, build_questions), 3: (draw_settings_v3, build_questions_v3)})
+
+
+# ---- variants, fifth edition: the pp_free keys in quarters (issue 38 item 2) -----------------------------------
+# Edition 3's two keys ("next to nothing" at 1,024 sequences, "the bubble" at 64) were each right for
+# half the class, and the two mechanisms that never win (the sends, TP-like traffic) were distractors
+# a blind rule could skip. The options now say how much of the step the pipeline costs, in four bands,
+# and the batch is drawn from four, a quarter each: the bubble, (p-1)/(m+p-1) with m = batch / DP, is
+# 0.4-0.7% at 1,024 sequences, 1.5-2.7% at 256, 5.9-9.9% at 64 and 20-30% at 16 for PP 2-8 (the
+# exposed sends add at most 0.5%), so each band is the key at one batch whatever the depth. The
+# engine decides at the drawn setting, and refuses a key (None) within PP_FREE_MARGIN of a band's edge.
+PP_FREE_BATCHES_V5 = (16, 64, 256, 1024)
+PP_FREE_BANDS = {"free": (0.0, 0.01), "few": (0.01, 0.04), "tenth": (0.04, 0.15), "large": (0.15, 1.0)}  # share of the step
+PP_FREE_MARGIN = 0.15  # relative: a cost within 15% of a band's edge decides no key
+PP_FREE_OPTIONS_V5 = (
+    Option("free", "Under 1% of the step: fill, drain and sends all but vanish", "PP across nodes is free"),
+    Option("few", "1% to 4% of the step: a short bubble, the sends hidden", "the bubble is small whatever the batch"),
+    Option("tenth", "4% to 15% of the step: the stages idle a tenth or so", "a pipeline costs a tenth whatever the batch"),
+    Option("large", "Over 15% of the step: stages wait a good part of it", "the sends cost as much as TP's, every layer"),
+)
+
+
+def pp_free_cost(batch: int, pp: int) -> float:
+    """What the pipeline costs the step (engine): the bubble's share plus the exposed sends'."""
+    f = pp_free_facts(batch, pp)
+    return f["bubble"] + f["sends"]
+
+
+def pp_free_answer_v5(batch: int, pp: int) -> str | None:
+    cost = pp_free_cost(batch, pp)
+    for key, (low, high) in PP_FREE_BANDS.items():
+        if low <= cost < high:
+            clear = (low == 0.0 or cost >= low * (1 + PP_FREE_MARGIN)) and (high == 1.0 or cost <= high * (1 - PP_FREE_MARGIN))
+            return key if clear else None
+    return None
+
+
+def pp_free_explanations_v5(batch: int, pp: int) -> dict[str, str]:
+    f = pp_free_facts(batch, pp)
+    cost = f["bubble"] + f["sends"]
+    measured = (f"at {batch:,} sequences PP {pp} runs {f['microbatches']:,} micro-batches per pipeline (DP {f['dp']}): the bubble, "
+                f"(p-1)/(m+p-1), is {f['bubble']:.1%} of the step ({f['bubble_s'] * 1e3:,.0f} ms), the sends expose "
+                f"{f['sends_s'] * 1e3:,.1f} ms ({100 * f['sends']:.2g}% of the step), {cost:.1%} in all")
+    answer = pp_free_answer_v5(batch, pp)
+    why = {
+        "free": "the micro-batches outnumber the stages so far that fill and drain vanish",
+        "few": "the bubble is small but measurable, and the sends hide behind compute",
+        "tenth": "too few micro-batches per pipeline: the fill and drain idle the stages",
+        "large": f"so few micro-batches that the stages idle for much of the step; the sends are still small: TP 16 across two "
+                 f"nodes would expose {f['tp16_s']:,.1f} s ({f['tp16_share']:.0%} of its step)",
+    }
+    return {k: measured + (f": {why[k]}." if k == answer else f", not {band_words(k)}.") for k in PP_FREE_BANDS}
+
+
+def band_words(key: str) -> str:
+    low, high = PP_FREE_BANDS[key]
+    return f"under {high:.0%}" if low == 0.0 else f"over {low:.0%}" if high == 1.0 else f"{low:.0%} to {high:.0%}"
+
+
+def draw_settings_v5(d) -> dict:
+    return {**draw_settings_v4(d), "pp_batch": d.choice("pp_batch_v5", PP_FREE_BATCHES_V5)}
+
+
+def pp_free_question_v5(batch: int, pp: int) -> Choice:
+    old = pp_free_question(batch, pp)
+    return Choice(old.prompt.replace("what does the pipeline cost the step?", "what share of the step does the pipeline cost?"),
+                  PP_FREE_OPTIONS_V5, pp_free_answer_v5(batch, pp), pp_free_explanations_v5(batch, pp))
+
+
+def build_questions_v5(s: dict) -> dict:
+    return {**build_questions(s), "pp_free": pp_free_question_v5(int(s["pp_batch"]), int(s["pp_depth"]))}
+
+
+VARIANTS = LabVariants(LAB, draw_settings_v5, build_questions_v5, version=5,
+                       older={1: (draw_settings_v1, build_questions_v1), 2: (draw_settings, build_questions), 3: (draw_settings_v3, build_questions_v3),
+                              4: (draw_settings_v4, build_questions_v3)})

@@ -630,5 +630,114 @@ def draw_settings_v3(d) -> dict:
     return {**draw_settings(d), "seq_len": seq, "cp": cp}
 
 
-VARIANTS = LabVariants(LAB, draw_settings_v3, build_questions, version=3,
-                       older={1: (draw_settings_v1, build_questions_v1), 2: (draw_settings, build_questions)})
+# ---- variants, fourth edition: the MoE question on three platforms and DeepSeek's two batches -------------
+# (issue 38 items 2 and 5, review P8.) The bytes question of editions 1-3 had two answers at most:
+# at any batch a layout runs, the all-to-alls outweigh the expert gradients (C), and only a batch of
+# one sequence per pipeline made the gradients win (D); a blind rule found the key for 52% of 200 ids.
+# Now the question is time, on a drawn platform: do the exposed all-to-alls (1F1B, no DualPipe)
+# cost the step more than the pipeline bubble, and do they cross the network? The all-to-alls grow
+# with the tokens each GPU routes, the bubble (p - 1 stage-times of one micro-batch) does not; EP
+# inside one NVLink domain (EP 8 on nodes of 8, EP 64 in a GB200 NVL72 rack of 64) never reaches the
+# network. Both of DeepSeek-V3's batches are drawn, 3,072 and 15,360 sequences (its ramp, Sec. 4.2),
+# on 2,048 or 1,024 GPUs; each of the four answers is right at four of the sixteen layouts, and at
+# each the larger of all-to-all and bubble is at least MOE_TIME_MARGIN times the other.
+MOE_RAMP = (3072, MOE_BATCH)  # DeepSeek-V3 Sec. 4.2: the batch grows from 3,072 to 15,360 sequences over the first 469B tokens
+MOE_TIME_MARGIN = 1.4
+MOE_TIME_OPTIONS = (
+    Option("A", "The all-to-alls, which cross between nodes on the network", "cross-node routing always outweighs the bubble"),
+    Option("B", "The all-to-alls, though they stay inside one NVLink domain", "routing on NVLink still outweighs the bubble"),
+    Option("C", "The pipeline bubble, though the all-to-alls cross the network", "the bubble outweighs routing at any batch"),
+    Option("D", "The pipeline bubble; the all-to-alls stay in one NVLink domain", "routing inside NVLink is always negligible"),
+)
+MOE_TIME_KEYS = {(True, True): "A", (True, False): "B", (False, True): "C", (False, False): "D"}  # (all-to-alls larger, cross the network)
+# (platform, GPUs, EP, batch) by the answer the engine gives; every group the same size (the draw's
+# picks may not depend on one another in number: tests/test_variants.every_setting)
+MOE_TIME_LAYOUTS = {
+    "A": (("h800-ib", 2048, 64, 15360), ("h800-ib", 2048, 32, 15360), ("dgx-b200", 2048, 64, 15360), ("dgx-b200", 1024, 16, 15360)),
+    "B": (("h800-ib", 2048, 8, 15360), ("h800-ib", 1024, 8, 15360), ("dgx-b200", 1024, 8, 15360), ("gb200-nvl72", 1024, 64, 15360)),
+    "C": (("h800-ib", 2048, 64, 3072), ("h800-ib", 2048, 16, 3072), ("dgx-b200", 2048, 16, 3072), ("dgx-b200", 2048, 32, 3072)),
+    "D": (("gb200-nvl72", 2048, 64, 3072), ("gb200-nvl72", 1024, 64, 3072), ("h800-ib", 2048, 8, 3072), ("dgx-b200", 2048, 8, 3072)),
+}
+
+
+def platform_cluster(key: str, gpus: int) -> Cluster:
+    """`gpus` GPUs of one of EP_PLATFORMS, from the catalog."""
+    from labs.core.engine.validation import check_choice
+
+    check_choice("platform", key, EP_PLATFORMS)
+    return Cluster.get(key, nodes=gpus // Cluster.get(key).gpus_per_node, **EP_PLATFORMS[key][1])
+
+
+@lru_cache(maxsize=None)
+def moe_time_estimate(platform: str, gpus: int, ep: int, batch: int) -> Estimate:
+    """DeepSeek-V3 at its layout (PP 16, no TP, ZeRO-1, 1F1B) on `gpus` GPUs of `platform`, EP `ep`,
+    routing to at most MOE_NODE_LIMIT nodes a token where EP spans more than one NVLink domain."""
+    cluster = platform_cluster(platform, gpus)
+    nodes = MOE_NODE_LIMIT if ep > cluster.domain_gpus else None
+    plan = Plan(tp=1, pp=PP, dp=gpus // PP, micro_batch=1, global_batch=batch, zero_stage=1, ep=ep, max_nodes_per_token=nodes)
+    return estimate(moe_model(), cluster, plan)
+
+
+def moe_time_facts(platform: str, gpus: int, ep: int, batch: int) -> dict:
+    e = moe_time_estimate(platform, gpus, ep, batch)
+    a2a = next(c for c in e.collectives if c.key == "ep")
+    return {"a2a": e.time.ep_comm, "bubble": e.time.bubble, "crosses": a2a.crosses_nodes, "link": a2a.link, "nodes": a2a.nodes,
+            "domain": e.cluster.domain_gpus, "inter": e.cluster.inter.name, "microbatches": e.plan.microbatches, "pp": e.plan.pp,
+            "step": e.step_time_s, "compute": e.time.compute, "gpu": e.cluster.gpu.name}
+
+
+def moe_time_answer(platform: str, gpus: int, ep: int, batch: int) -> str | None:
+    """The option the engine makes right, or None where all-to-all and bubble are within MOE_TIME_MARGIN."""
+    f = moe_time_facts(platform, gpus, ep, batch)
+    if max(f["a2a"], f["bubble"]) < MOE_TIME_MARGIN * min(f["a2a"], f["bubble"]):
+        return None
+    return MOE_TIME_KEYS[(f["a2a"] > f["bubble"], f["crosses"])]
+
+
+def moe_time_explanations(platform: str, gpus: int, ep: int, batch: int) -> dict[str, str]:
+    """The reveal's line per option, every number from the engine at the student's platform, EP and batch."""
+    f = moe_time_facts(platform, gpus, ep, batch)
+    larger = f["a2a"] > f["bubble"]
+    where = (f"on {f['link']} across {f['nodes']} nodes" if f["crosses"] else f"on {f['link']} inside one NVLink domain of {f['domain']} GPUs")
+    facts = (f"The all-to-alls run {where} and expose {f['a2a']:.2f} s a step; the 1F1B bubble (the {f['pp']} stages filling and draining, "
+             f"whatever the {f['microbatches']} micro-batches per pipeline) costs {f['bubble']:.2f} s, of a {f['step']:.1f} s step.")
+    growth = ("The all-to-alls grow with the tokens each GPU routes, the bubble does not: "
+              + (f"at {batch:,} sequences on {gpus:,} GPUs the routing outgrew it." if larger else f"at {batch:,} sequences on {gpus:,} GPUs it has not yet."))
+    place = (f"EP {ep} spans {f['nodes']} NVLink domains of {f['domain']} GPUs, so its all-to-alls cross {f['inter']}." if f["crosses"] else
+             f"EP {ep} fits in one NVLink domain of {f['domain']} GPUs: its all-to-alls never reach {f['inter']}.")
+    out = {}
+    for (claims_larger, claims_crosses), key in MOE_TIME_KEYS.items():
+        if (claims_larger, claims_crosses) == (larger, f["crosses"]):
+            out[key] = f"{facts} {growth}"
+            continue
+        wrong = ([place] if claims_crosses != f["crosses"] else []) + [facts] + ([growth] if claims_larger != larger else [])
+        out[key] = "Not at this layout. " + " ".join(wrong)
+    return out
+
+
+def draw_settings_v4(d) -> dict:
+    seq, cp = d.choice("fit", VARIANT_FIT_V3)
+    platform, gpus, ep, batch = d.choice("moe_layout", MOE_TIME_LAYOUTS[d.choice("moe_answer", tuple(MOE_TIME_LAYOUTS))])
+    return {"seq_len": seq, "cp": cp, "platform": platform, "moe_gpus": gpus, "ep": ep, "moe_batch": batch}
+
+
+def moe_time_question(s: dict) -> Choice:
+    platform, gpus, ep, batch = s["platform"], int(s["moe_gpus"]), int(s["ep"]), int(s["moe_batch"])
+    e, model = moe_time_estimate(platform, gpus, ep, batch), moe_model()
+    c = e.cluster
+    routing = f", each token sent to at most {MOE_NODE_LIMIT} nodes" if e.plan.max_nodes_per_token else ""
+    return Choice(
+        f"{model.name} on {gpus:,} {c.gpu.name} GPUs ({c.domain_gpus} to an NVLink domain, {c.inter.name} between domains), laid out as "
+        f"DeepSeek did: PP {e.plan.pp}, no TP, ZeRO-1, and EP {ep}{routing}; 1F1B, with no overlap of the all-to-alls (no DualPipe). "
+        f"The global batch is {batch:,} sequences of {model.seq_len:,} tokens ({e.plan.microbatches} micro-batches per pipeline; DeepSeek-V3 "
+        f"grew its batch from {MOE_RAMP[0]:,} to {MOE_RAMP[1]:,}). Beside the GEMMs, which costs this step more time, the expert "
+        "all-to-alls or the pipeline bubble, and where do the all-to-alls run?",
+        MOE_TIME_OPTIONS, moe_time_answer(platform, gpus, ep, batch), moe_time_explanations(platform, gpus, ep, batch))
+
+
+def build_questions_v4(s: dict) -> dict:
+    return {"fit": fit_question(s), "moe": moe_time_question(s)}
+
+
+VARIANTS = LabVariants(LAB, draw_settings_v4, build_questions_v4, version=4,
+                       older={1: (draw_settings_v1, build_questions_v1), 2: (draw_settings, build_questions), 3: (draw_settings_v3, build_questions)})
