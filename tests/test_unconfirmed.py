@@ -64,7 +64,10 @@ EXPECTED = [
     "host gb200-tray",
     "host jean-zay-a100",
     "host mi355x-epyc",
+    "link ib-hdr-sharp",
+    "link ib-ndr-sharp",
     "link ib-xdr",
+    "link ib-xdr-sharp",
     "link nvlink-c2c",
     "link nvlink5",
     "link opa-100",
@@ -93,7 +96,7 @@ def test_the_unconfirmed_list_changes_only_on_purpose():
         f"new unconfirmed constants {added} (add each to EXPECTED with its reason in the catalog), "
         f"now backed {removed} (take them out of EXPECTED)"
     )
-    assert len(keys) == len(EXPECTED) == 57 + 7 + 1  # + 7: the stacks of 2025-26; + 1: DeepSeek-V3's online quantization
+    assert len(keys) == len(EXPECTED) == 57 + 7 + 1 + 3  # + 7: the stacks of 2025-26; + 1: DeepSeek-V3's online quantization; + 3: SHARP's reduction rate per switch generation
 
 
 # The block-scaled formats' assumptions (labs.core.engine.precision.UNCONFIRMED), beside the catalog's.

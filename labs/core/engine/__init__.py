@@ -11,10 +11,12 @@ from labs.core.engine.perf import Estimate, estimate
 from labs.core.engine.plan import Plan
 from labs.core.engine.search import sweep
 
-ENGINE_VERSION = "0.4.3"  # engine v4 (Blackwell, NVLink domains, kernels by shape, collectives at every size, memory as it runs);
+ENGINE_VERSION = "0.4.4"  # engine v4 (Blackwell, NVLink domains, kernels by shape, collectives at every size, memory as it runs);
 # 0.4.1: block-scaled formats, the FP8 copy and transpose on Hopper, SP's backward re-gather, the 2025-26 stacks: outputs moved
 # 0.4.2: Lab 14's straggler timings read one jitter field per job (rotated by seed, float32), not a fresh draw per seed: its slowdown and flagged counts moved
 # 0.4.3: MoE's sort and unsort of the received tokens each counted (8k bytes an element, not 4k), FSDP1's no_sync gradients, FSDP2's kept
 # SP input, block-scaled activations at their own bytes: Lab 11's capacity step, Lab 15's step times and its cost key moved
+# 0.4.4: NVLSTree's network term doubles on two NVLink domains and halves past them (NCCL tuning.cc), and a GB200 NVL72
+# rack reaches 405.74 GB/s through its NICs (CoreWeave's 20 racks): DP all-reduces over two whole DGX nodes and NVL72 racks moved
 
 __all__ = ["CLUSTERS", "GPUS", "LINKS", "MODELS", "Cluster", "Model", "Plan", "Estimate", "estimate", "sweep", "ENGINE_VERSION"]

@@ -10,6 +10,10 @@ alpha (seconds):
     p2p                  alpha + M / B
     tree all-reduce      2 log2(N) alpha + 2 M / B          (NCCL's double binary tree: a reduce
                                                              then a broadcast, each moving all M)
+    in-network all-reduce  2 alpha + M / B                  (the switches reduce, InfiniBand SHARP:
+                                                             each rank sends M up once and receives
+                                                             the reduced M once, against the ring's
+                                                             2(N-1)/N M each way)
 
 all-reduce = reduce-scatter + all-gather, in time and in bytes. The ring's bandwidth term per rank
 saturates at 2M as N grows; the latency term keeps growing with N. The tree pays 2M, more than the
@@ -38,7 +42,7 @@ from dataclasses import dataclass
 
 from labs.core.engine.validation import check_choice, check_positive
 
-ALGORITHMS = ("ring", "tree")
+ALGORITHMS = ("ring", "tree", "in_network")
 MAX_SIMULATED_RANKS = 64  # the simulator keeps n x n sums per step, 2(n-1) steps: n^3 grows fast
 # Bounds that keep every time and byte count finite: a message of at most an exabyte, a link of
 # at least a microbyte per second, a per-step latency of at most an hour.
@@ -84,12 +88,16 @@ def _check(nbytes, n, bandwidth, latency, algorithm):
     check_choice("algorithm", algorithm, ALGORITHMS)
 
 
-def bytes_sent_per_rank(op: str, nbytes: float, n: int) -> float:
-    """Bytes each rank puts on the wire for one collective of `nbytes` (the message size)."""
+def bytes_sent_per_rank(op: str, nbytes: float, n: int, algorithm: str = "ring") -> float:
+    """Bytes each rank puts on the wire for one collective of `nbytes` (the message size), with the
+    ring's pattern (the default) or another algorithm's (moved_share)."""
     check_choice("op", op, OPS)
     check_positive("nbytes", nbytes, allow_zero=True, maximum=MAX_BYTES)
     check_positive("n", n, integer=True)
-    return _bytes_sent(op, nbytes, n)
+    check_choice("algorithm", algorithm, ALGORITHMS)
+    if algorithm == "ring":
+        return _bytes_sent(op, nbytes, n)
+    return moved_share(op, n, algorithm) * nbytes if n > 1 else 0.0
 
 
 def _bytes_sent(op: str, nbytes: float, n: int) -> float:
@@ -129,7 +137,11 @@ def moved_share(op: str, n, algorithm: str = "ring"):
     and a broadcast of the whole message: NCCL's tuning.cc converts the tree's bus bandwidth to
     algorithm bandwidth at half), and a tree's reduce-scatter or all-gather (a reduce or a
     broadcast of the whole message; NCCL runs neither on its tree) 1, so that all-reduce =
-    reduce-scatter + all-gather on either; broadcast and p2p 1. n a number or a numpy array (n >= 2)."""
+    reduce-scatter + all-gather on either; the in-network all-reduce 1 (M up to the switches, the
+    reduced M back: the switches add, so no rank forwards partial sums; other ops as the ring's);
+    broadcast and p2p 1. n a number or a numpy array (n >= 2)."""
+    if algorithm == "in_network" and op == "all_reduce":
+        return 1.0
     if algorithm == "tree" and op in ("all_reduce", "reduce_scatter", "all_gather"):
         return 2.0 if op == "all_reduce" else 1.0
     if op == "all_reduce":
@@ -152,6 +164,8 @@ def _steps(op: str, n: int, algorithm: str) -> float:
     if algorithm == "tree":
         depth = math.ceil(math.log2(n))
         return 2 * depth if op == "all_reduce" else depth
+    if algorithm == "in_network" and op == "all_reduce":
+        return 2  # up to the switches and back, their tree's depth not counted
     return {"all_reduce": 2 * (n - 1), "p2p": 1}.get(op, n - 1)
 
 

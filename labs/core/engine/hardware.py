@@ -13,7 +13,7 @@ from functools import partial
 
 import numpy as np
 
-from labs.core.engine.validation import check_choice, check_positive, check_fraction, check_str, short, unknown_key_error
+from labs.core.engine.validation import check_bool, check_choice, check_positive, check_fraction, check_str, short, unknown_key_error
 
 GB = 1e9
 ARCHS = ("ampere", "hopper", "blackwell", "cdna3", "cdna4")  # CDNA 3: MI300X, MI325X; CDNA 4: MI355X (AMD ROCm docs)
@@ -42,6 +42,10 @@ class Link:
     # above is per GPU; k: a full mesh (AMD Infinity Fabric / xGMI), one point-to-point link to
     # each of k peers, and the bandwidth above is per link (labs.core.engine.topology prices it)
     mesh_peers: int = 0
+    # A scale-out link whose switches reduce in the network (InfiniBand SHARP), with NCCL's CollNet
+    # run on them (NCCL_COLLNET_ENABLE=1 and the SHARP plugin; NCCL's default is off):
+    # labs.core.engine.topology prices CollNet and NVLS+SHARP on it. False: the switches only forward.
+    in_network_reduction: bool = False
 
     def __post_init__(self):
         check_positive("bandwidth_bytes_per_s", self.bandwidth_bytes_per_s)
@@ -49,6 +53,7 @@ class Link:
         check_positive("latency_s", self.latency_s, allow_zero=True)
         check_fraction("efficiency", self.efficiency)
         check_positive("nvls_bytes_per_s", self.nvls_bytes_per_s, allow_zero=True)
+        check_bool("in_network_reduction", self.in_network_reduction)
 
     @property
     def effective_bytes_per_s(self) -> float:
@@ -234,6 +239,31 @@ LINKS: dict[str, Link] = {
     "ib-xdr": Link(
         "InfiniBand XDR 800 Gb/s (unconfirmed)", 100 * GB, _NET_HOP_S, 47 / 50,
         "XDR = 800 Gb/s = 100 GB/s per port; efficiency assumed equal to NDR's.",
+    ),
+    # The same ports behind switches that reduce (SHARP), with NCCL's CollNet on: Cluster.with_fabric
+    # ("ib-ndr-sharp") turns it on for a preset. Each switch generation's SHARP: Quantum (HDR) v2,
+    # Quantum-2 (NDR) v3, Quantum-X800 (XDR) v4 (NVIDIA Quantum-2 / QM9700 product material: "SHARPv3
+    # In-Network Computing"). No datasheet gives the switch's reduction rate: taken as the port's line
+    # rate, so the NICs bound it.
+    "ib-hdr-sharp": Link(
+        "InfiniBand HDR 200 Gb/s with SHARPv2 (Quantum)", 25 * GB, _NET_HOP_S, 0.85,
+        "As ib-hdr; SHARPv2 in NVIDIA Quantum HDR switches; the switch's reduction rate assumed at line rate "
+        "(unconfirmed). CollNet on DGX A100 (NVIDIA/nccl #320, sjeaugey): ~20 GB/s a NIC, 'with 8 NICs we're "
+        "limited to ~110GB/s AlgBw', 4 NICs ~80 (tests/test_sharp.py).",
+        in_network_reduction=True,
+    ),
+    "ib-ndr-sharp": Link(
+        "InfiniBand NDR 400 Gb/s with SHARPv3 (Quantum-2)", 50 * GB, _NET_HOP_S, 47 / 50,
+        "As ib-ndr; SHARPv3 in NVIDIA Quantum-2 switches (QM9700); the switch's reduction rate assumed at line "
+        "rate (unconfirmed). Measured: 8 x 8 H100 over InfiniBand with SHARP, 383.23 GB/s busbw at 4 GiB "
+        "(nccl_h100_64gpu_sharp_allreduce_4294967296, CoreWeave; tests/test_sharp.py).",
+        in_network_reduction=True,
+    ),
+    "ib-xdr-sharp": Link(
+        "InfiniBand XDR 800 Gb/s with SHARPv4 (Quantum-X800, unconfirmed)", 100 * GB, _NET_HOP_S, 47 / 50,
+        "As ib-xdr (efficiency assumed NDR's); SHARPv4 in NVIDIA Quantum-X800 switches; the switch's reduction "
+        "rate assumed at line rate.",
+        in_network_reduction=True,
     ),
     "opa-100": Link(
         "Omni-Path 100 Gb/s", 12.5 * GB, _NET_HOP_S, 0.85,
@@ -691,6 +721,9 @@ class Cluster:
     pod_gpus: int | None = None  # GPUs under one full-bisection tier; None: the whole cluster
     oversubscription: float = 1.0  # above a pod, each NIC's share of the upper tier is 1/this
     gpus_per_domain: int | None = None  # GPUs joined by `intra` (an NVLink domain); None: one host's gpus_per_node
+    # The bus bandwidth NCCL reaches through the NICs from one domain, where measured below what its
+    # NICs add up to (None: the NICs'): labs.core.engine.topology caps every group's NIC share with it.
+    scale_out_bytes_per_s: float | None = None
 
     def __post_init__(self):
         if not isinstance(self.gpu, GPU):
@@ -710,6 +743,8 @@ class Cluster:
         check_positive("oversubscription", self.oversubscription, maximum=1024)
         if self.oversubscription < 1:
             raise ValueError(f"oversubscription must be >= 1 (1 is full bisection), got {self.oversubscription!r}")
+        if self.scale_out_bytes_per_s is not None:
+            check_positive("scale_out_bytes_per_s", self.scale_out_bytes_per_s, maximum=1e18)
         if self.gpus_per_domain is not None:
             check_positive("gpus_per_domain", self.gpus_per_domain, integer=True, maximum=1 << 17)
             if self.gpus_per_domain % self.gpus_per_node:
@@ -821,7 +856,12 @@ CLUSTERS: dict[str, Cluster] = {
     # GB200 NVL72: 18 compute trays (hosts) of 2 Grace + 4 Blackwell in one 72-GPU NVLink domain
     # behind 9 NVLink switch trays (pf_gb200_nvl72_trays, _gpus_per_tray, _switch_trays; DGX GB
     # user guide), 4 ConnectX-7 400G per tray, one per GPU (pf_gb200_nvl72_nics_per_tray, _nic_speed).
-    "gb200-nvl72": Cluster(GPUS["gb200"], 4, 1, LINKS["nvlink5"], LINKS["ib-ndr"], None, "gb200-nvl72", HOSTS["gb200-tray"], gpus_per_domain=72),
+    # Across racks NCCL reaches 405.74 GB/s of bus bandwidth, not the 72 NICs' 3.4 TB/s: CoreWeave's
+    # 20 racks (1,440 GB200, NCCL 2.26.2) at 16 GiB, NCCL's own pick (NVLSTree past two racks:
+    # nccl_gb200_nvl72_20racks_allreduce_17179869184, fitted on that one row; tests/test_sharp.py holds
+    # the other 20-rack sizes and the two-rack rows, where NVLSTree doubles it, against it).
+    "gb200-nvl72": Cluster(GPUS["gb200"], 4, 1, LINKS["nvlink5"], LINKS["ib-ndr"], None, "gb200-nvl72", HOSTS["gb200-tray"], gpus_per_domain=72,
+                           scale_out_bytes_per_s=405.74 * GB),
     # GB300 NVL72: the same rack with Blackwell Ultra, 9 NVSwitch trays (pf_gb300_nvl72_switch_trays),
     # 4 GPUs + 2 Grace and 4 ConnectX-8 per tray (pf_gb300_nvl72_gpus_per_tray, _nics_per_tray). The
     # NIC speed per GPU is not in a stored NVIDIA row: 800 Gb/s (ConnectX-8's XDR) assumed

@@ -42,6 +42,23 @@ Algorithms and protocols follow NCCL's own cost model (NVIDIA/nccl src/graph/tun
   messages, and the ring wins on large ones. NCCL skips it for a reduce-scatter that divides
   (ncclAvg: PreMulSum/SumPostDiv, enqueue.cc); Megatron reduces with a sum after pre-scaling.
   Only a stack whose NCCL has it (labs.core.engine.eras: Era.nccl_pat) runs it: nccl_algorithm().
+- NVLSTree across domains (tuning.cc: interBw x (nNodes <= 2 ? 2 : 1)): on two domains each
+  sends its reduced M to the other and receives the other's, M each way; past two, the tree's
+  inner domains take from two children and give to a parent, so the scale-out side carries twice
+  that, and the bus bandwidth its NICs reach halves. Measured: 8 x H100 over 8 x 400G RoCE, NVLS
+  on 2 nodes 430 GB/s against the ring's 330, on more than 2 no gain (320; NVIDIA/nccl #1221);
+  GB200 NVL72 racks (CoreWeave, NCCL 2.26.2): 810 GB/s on two racks, 406 on twenty at 16 GiB.
+  From an NVL72 rack NCCL reaches far less than its 72 NICs' 3.4 TB/s (Cluster.scale_out_bytes_per_s:
+  the measured 406, capping what any group of the rack moves through the NICs).
+- In-network reduction in the scale-out switches (InfiniBand SHARP, Link.in_network_reduction;
+  NCCL's CollNet, off unless enabled): each domain reduces inside (NVLink), its NICs send M up once
+  and receive the reduced M once (collectives.moved_share "in_network": 1, against the ring's
+  2(N-1)/N), and the domain broadcasts inside. CollNet Direct (tuning.cc: latency 2 (3.7 us +
+  0.4 us a local rank) + 31 us, 14 with one GPU a node; algorithm bandwidth half the intra-node bus
+  bandwidth, "NVLink still has to transmit ~2x more data intra-node", NVIDIA/nccl #320) prices
+  M at the lesser of the group's NICs and half its NVLink bus bandwidth; NVLS+SHARP (NCCL's NVLS
+  across nodes, latency 25 + 18 us) at the lesser of NVLS and the NICs, as tuning.cc (no
+  halving: the switches hold the tree). All-reduce only; on RCCL's mesh not modelled.
 - Tree bandwidth: tuning.cc caps the tree's bus bandwidth at 0.92 of the ring's and converts it at
   half (algbw = busbw / 2), so a tree all-reduce moves 2 M / (0.92 busbw) where the ring moves
   2 (N-1)/N M / busbw (H100 over RoCE measured tree 150 against ring 190 GB/s, NVIDIA/nccl #1368).
@@ -106,6 +123,10 @@ _HOP_US = {
 # fitted with this latency on azure_nd_h100_v5_nvls, the A100 and the 4x GB200 ring curves), not a longer latency
 # (a 54.5 us latency fitted on the 8 MB point made the H200's 1-4 MB 24-41% too slow).
 _NVLS_US, _NVLS_TREE_NET_US = 25.0, 20.9
+# CollNet with in-network reduction (tuning.cc, Simple only, microseconds): CollNet Direct's NVLink
+# hop 3.7 and 0.4 a local rank ("arity serialization"), its network hop 31 (the tree's 14 with one GPU
+# a node); NVLS across nodes (NVLS+SHARP) 25 inside + 18 across.
+_COLLNET_HOP_US, _COLLNET_ARITY_US, _COLLNET_NET_US, _NVLS_SHARP_NET_US = 3.7, 0.4, 31.0, 18.0
 # PAT (tuning.cc, commit 5067397; the latency terms as they came in 2.23.4, 68b5423, the bandwidth
 # factor 0.85 there and 0.75 from 2.24.3): Simple protocol only, base 8.0 us, log2i(nNodes) x
 # interLat / 3.5 with interLat the tree's network hop (14 us: one GPU per node), nRanks x 2.8 us;
@@ -160,7 +181,9 @@ def _uses(op: str, algorithm: str, cluster: Cluster) -> tuple[str, ...]:
     nvls = bool(cluster.intra.nvls_bytes_per_s) and op in _REDUCTIONS
     if algorithm in ("auto", PRE_PAT_AUTO):
         pat = algorithm == "auto" and op in ("reduce_scatter", "all_gather")
-        return ("ring",) + (("tree",) if op == "all_reduce" else ()) + (("nvls",) if nvls else ()) + (("pat",) if pat else ())
+        collnet = cluster.inter.in_network_reduction and op == "all_reduce"
+        return (("ring",) + (("tree",) if op == "all_reduce" else ()) + (("nvls",) if nvls else ()) + (("pat",) if pat else ())
+                + (("collnet",) if collnet else ()))
     if algorithm == "tree" and op == "all_reduce":
         return ("tree",)
     if algorithm == "nvls" and nvls:
@@ -168,14 +191,22 @@ def _uses(op: str, algorithm: str, cluster: Cluster) -> tuple[str, ...]:
     return ("ring",)
 
 
-def _ring_bus_bandwidth(cluster: Cluster, n, stride, g, nodes, intra, xp=NUMPY):
-    """The ring's bus bandwidth: `intra` inside one domain; across domains the g members' NICs
-    (each GPU's share of its host's: rails / gpus_per_node), capped by `intra`."""
-    nics = cluster.rails * g / cluster.gpus_per_node
+def _network_bus_bandwidth(cluster: Cluster, n, stride, g, xp=NUMPY):
+    """What the g members of a domain move through the NICs at once: their share of the hosts'
+    NICs (rails / gpus_per_node each; at most what NCCL is measured to reach from one domain,
+    Cluster.scale_out_bytes_per_s), at 1/oversubscription where the group spans pods."""
+    nics = cluster.rails * g / cluster.gpus_per_node * cluster.inter.effective_bytes_per_s
+    if cluster.scale_out_bytes_per_s:
+        nics = xp.minimum(nics, cluster.scale_out_bytes_per_s)
     span = n * xp.floats(stride)
     tier = xp.where(span > cluster.pod_gpus, 1.0 / cluster.oversubscription, 1.0) if cluster.pod_gpus else 1.0
-    across = xp.minimum(intra, nics * cluster.inter.effective_bytes_per_s * tier)
-    return xp.where(nodes > 1, across, intra)
+    return nics * tier
+
+
+def _ring_bus_bandwidth(cluster: Cluster, n, stride, g, nodes, intra, xp=NUMPY):
+    """The ring's bus bandwidth: `intra` inside one domain; across domains the g members' NICs,
+    capped by `intra`."""
+    return xp.where(nodes > 1, xp.minimum(intra, _network_bus_bandwidth(cluster, n, stride, g, xp)), intra)
 
 
 def group_bus_bandwidth(cluster: Cluster, n, stride, algorithm: str = "ring", op: str = "all_reduce"):
@@ -194,14 +225,16 @@ def group_bus_bandwidth(cluster: Cluster, n, stride, algorithm: str = "ring", op
 
 
 def _nvls_bus_bandwidth(cluster: Cluster, op: str, n, stride, g, nodes, ring, xp=NUMPY):
-    """NVLS bus bandwidth: the switch's all-reduce rate inside a node (capped by the NICs across
-    nodes); a reduce-scatter or all-gather gets half that algorithm bandwidth (tuning.cc: intraBw
-    x 2 for all-reduce only, which pipelines a reduce and a broadcast through the switch) and only
-    inside a node. At least 1 byte/s: a group of one moves nothing."""
-    nvls = _ring_bus_bandwidth(cluster, n, stride, g, nodes, cluster.intra.nvls_bytes_per_s, xp)
+    """NVLS bus bandwidth: the switch's all-reduce rate inside a node; across nodes NVLSTree's,
+    capped by the group's NICs, twice those on two nodes (module docstring); a reduce-scatter or
+    all-gather gets half that algorithm bandwidth (tuning.cc: intraBw x 2 for all-reduce only,
+    which pipelines a reduce and a broadcast through the switch) and only inside a node. At least
+    1 byte/s: a group of one moves nothing."""
+    inside = cluster.intra.nvls_bytes_per_s
     if op != "all_reduce":
-        nvls = xp.where(nodes > 1, ring, nvls / 2 * (n - 1) / xp.maximum(n, 1.0))
-    return xp.maximum(nvls, 1.0)
+        return xp.maximum(xp.where(nodes > 1, ring, inside / 2 * (n - 1) / xp.maximum(n, 1.0)), 1.0)
+    tree = _network_bus_bandwidth(cluster, n, stride, g, xp) * xp.where(nodes <= 2, 2.0, 1.0)
+    return xp.maximum(xp.where(nodes > 1, xp.minimum(inside, tree), inside), 1.0)
 
 
 # The tables per protocol (LL, LL128, Simple) in seconds. A formula over xp.options(tables) prices
@@ -354,6 +387,12 @@ def _options(op: str, cluster: Cluster, n, stride, algorithm: str, xp) -> tuple:
         moved.append(ring_moved)
         busbws.append(_nvls_bus_bandwidth(cluster, op, n, stride, g, nodes, ring_busbw, xp))
         per_byte.append(ring_part)
+    if "collnet" in uses:  # the scale-out switches reduce (SHARP): all-reduce across domains
+        for lat, share, busbw in _in_network_options(cluster, n, stride, g, multi, ring_moved, xp):
+            latencies.append(lat)
+            moved.append(share)
+            busbws.append(busbw)
+            per_byte.append(ring_part)
     if "pat" in uses:  # reduce-scatter and all-gather, one GPU per node: the whole buffer
         latencies.append(xp.where(g == 1, _pat_latency(n, nodes, xp), xp.inf))
         moved.append(1.0)
@@ -440,6 +479,21 @@ def _scalar_options(op: str, cluster: Cluster, n: float, stride: float, algorith
     """_options of one plan's group: the same few groups (a cluster's op, size and stride) recur
     from plan to plan, so they are priced once."""
     return _options(op, cluster, n, stride, algorithm, SCALAR)
+
+
+def _in_network_options(cluster: Cluster, n, stride, g, multi, ring_moved, xp):
+    """(latency, share of the bytes moved, bus bandwidth) of CollNet Direct and, on NVLS domains,
+    NVLS+SHARP, for groups across domains (infinite latency elsewhere; module docstring)."""
+    one_gpu = g == 1
+    collnet_lat = (2 * (xp.minimum(1.0, g - 1) * _COLLNET_HOP_US + (g - 1) * _COLLNET_ARITY_US)
+                   + xp.where(one_gpu, _HOP_US["net", "tree"][2], _COLLNET_NET_US)) * _US
+    inside = xp.where(one_gpu, xp.inf, scale_up_bytes_per_s(cluster, g, xp) / 2)  # M in and out through NVLink twice
+    options = [(xp.where(multi, collnet_lat, xp.inf), moved_share("all_reduce", n, "in_network"),
+                xp.minimum(_network_bus_bandwidth(cluster, n, stride, g, xp), inside))]
+    if cluster.intra.nvls_bytes_per_s:
+        heads = xp.minimum(cluster.intra.nvls_bytes_per_s, _network_bus_bandwidth(cluster, n, stride, g, xp))
+        options.append((xp.where(multi & (g >= 2), (_NVLS_US + _NVLS_SHARP_NET_US) * _US, xp.inf), ring_moved, heads))
+    return options
 
 
 def _pat_latency(n, nodes, xp):
