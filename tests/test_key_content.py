@@ -131,7 +131,6 @@ FAILING = {
     ("05_parallelism", "cause"): "blind rule 51%",
     ("06_zero_sweep", "zero2"): "blind rule 51% (two mechanisms, fixed labels)",
     ("07_pipeline_visualizer", "microbatches"): "blind rule 40% (the longest number)",
-    ("09_64gpu_design", "dp64"): "blind rule 37% (edition 4: three keys drawn in thirds, one right for 37% of the 200 ids; was 55%)",
     ("11_long_context_moe", "fit"): "blind rule 36% (edition 3: three keys in thirds, one right for 36% of the 200 ids; was 54%)",
     ("13_tensor_parallel", "scaling"): "blind rule 38% (edition 3: three mechanisms, x4, x3 or x2 FLOPs, one right for 38% of the 200 ids)",
 }

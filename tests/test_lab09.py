@@ -21,6 +21,8 @@ from labs.core.scenarios.lab09 import (
     GLOBAL_BATCH,
     LAB,
     dp64_answer,
+    dp64_answer_v6,
+    dp64_estimate,
     map_rows,
     worksheet_estimate,
     worksheet_outcomes,
@@ -31,6 +33,7 @@ from test_notebooks import LABS, Pressed, committed, load_app, mine, text_of
 
 DP64 = mine(LAB, "dp64")  # the question as a headless run sees it: its variant (labs.variants)
 MICRO_BATCH = variant(LAB, "student").settings["micro_batch"]
+RECOMPUTE = variant(LAB, "student").settings["recompute"]
 
 LAB09 = next(p for p in LABS if p.name == "09_64gpu_design.py")
 DP_INNER = "cp-dp-tp-pp"
@@ -63,7 +66,7 @@ def test_prediction_feedback_agrees_with_the_engine(app, key):
     outputs, defs = app.run(defs=committed("dp64", DP64, key))
     text = text_of(outputs)
     assert ("Right." in text) == (key == DP64.key)
-    assert DP64.spec.correct == dp64_answer(MICRO_BATCH) and f"micro-batch {MICRO_BATCH}" in text
+    assert DP64.spec.correct == dp64_answer_v6(MICRO_BATCH, RECOMPUTE) and f"micro-batch {MICRO_BATCH}" in text
     assert "design" in defs and "grid_figure" in defs
 
 
@@ -86,6 +89,25 @@ def test_dp64_answer_follows_from_memory_by_hand():
     z3_4 = worksheet_estimate("13b-a100", 1, 1, 3, 4)  # at micro-batch 4 the 13B's activations no longer fit: no job does
     assert not z3_4.fits and z3_4.memory.activations > z3.memory.activations * 3
     assert dp64_answer(4) == "D"
+
+
+def test_dp64_sixth_edition_follows_from_memory_by_hand():
+    """Edition 6 (issue 38 item 2): ZeRO-2 keeps the whole bf16 weights on every GPU and 1/64 of the
+    fp32 gradients and Adam state, 2 P + 16 P / 64 of state, ZeRO-3 18 P / 64 plus the two layers it
+    holds gathered. With selective recompute the 13B's ZeRO-2 state is 2 x 13.0B + 16 x 13.0B / 64 =
+    29.3 GB: with micro-batch 1's activations it fits 86 GB (key: the 13B with ZeRO-2), with
+    micro-batch 2's it does not and ZeRO-3 does (the 13B with ZeRO-3 only); at 4 nothing fits; full
+    recompute fits both jobs with ZeRO-3. Each of the four options is right at one case."""
+    m13 = Model.get("llama2-13b")
+    z2 = dp64_estimate("13b-a100", 2, 1, "selective")
+    assert z2.memory.model_state == pytest.approx(2 * m13.params + 16 * m13.params / 64, rel=0.02), z2.memory.model_state / 1e9
+    keys = {(mb, rc): dp64_answer_v6(mb, rc) for mb in (1, 2, 4) for rc in ("selective", "full")}
+    print(keys)
+    assert keys == {(1, "selective"): "C_zero2", (2, "selective"): "C_zero3", (4, "selective"): "D",
+                    (1, "full"): "B", (2, "full"): "B", (4, "full"): "B"}
+    hbm = z2.cluster.gpu.hbm_bytes
+    assert z2.memory.total < 0.95 * hbm < 1.05 * hbm < dp64_estimate("13b-a100", 2, 2, "selective").memory.total
+    assert dp64_estimate("13b-a100", 3, 2, "selective").memory.total < 0.95 * hbm
 
 
 def test_rank_order_moves_tp_out_of_the_node(app):

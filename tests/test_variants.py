@@ -348,6 +348,47 @@ def margins_09_v3(s, q):
     assert f["sends"] < 0.002 and f["tp16_s"] > 100 * f["sends_s"], (s, f)
 
 
+def _pp_free_v5(s, q):
+    """Edition 5's pp_free: the bubble by hand, (p-1)/(m+p-1) with m = batch / DP, plus the exposed
+    sends, at least 15% inside the band the key names (under 1%, 1-4%, 4-15%, over 15%)."""
+    from labs.core.scenarios import lab09
+
+    batch, p = int(s["pp_batch"]), int(s["pp_depth"])
+    f = lab09.pp_free_facts(batch, p)
+    m = batch // (64 // (8 * p))
+    assert f["bubble"] == pytest.approx((p - 1) / (m + p - 1), rel=1e-6) and f["sends"] < 0.005, (s, f)
+    low, high = {"free": (0, 0.01), "few": (0.01, 0.04), "tenth": (0.04, 0.15), "large": (0.15, 1)}[q["pp_free"].correct]
+    cost = f["bubble"] + f["sends"]
+    assert low * 1.15 <= cost <= high * 0.85 or (high == 1 and cost >= low * 1.15), (s, cost)
+
+
+def margins_09_v5(s, q):
+    from labs.core.scenarios import lab09
+
+    margins_09_v2(s, q)
+    _pp_free_v5(s, q)
+
+
+def margins_09_v6(s, q):
+    """Edition 6's dp64: DP = 64 with ZeRO-2 and ZeRO-3 for the 13B, ZeRO-3 for the 70B, each at
+    least 5% from its GPU's HBM; the key is the job and stage that fit (both with ZeRO-3, the 13B
+    with ZeRO-2, the 13B with ZeRO-3 only, neither); plain replicas fit neither."""
+    from labs.core.scenarios import lab09
+
+    mb, rc = int(s["micro_batch"]), s["recompute"]
+    fit = {}
+    for job, zero in (("13b-a100", 0), ("13b-a100", 2), ("13b-a100", 3), ("70b-h100", 3)):
+        e = lab09.dp64_estimate(job, zero, mb, rc)
+        share = e.memory.total / e.cluster.gpu.hbm_bytes
+        assert abs(share - 1) >= 0.05, (s, job, zero, share)
+        fit[(job, zero)] = share < 1
+    assert not fit[("13b-a100", 0)]
+    expected = ("B" if fit[("70b-h100", 3)] and fit[("13b-a100", 3)] else None if fit[("70b-h100", 3)]
+                else "C_zero2" if fit[("13b-a100", 2)] else "C_zero3" if fit[("13b-a100", 3)] else "D")
+    assert q["dp64"].correct == expected, (s, fit)
+    _pp_free_v5(s, q)
+
+
 def margins_10_v2(s, q):
     import math
 
@@ -494,7 +535,7 @@ MARGINS = {  # (lab, the recipe's edition) -> its margins; first editions are ke
     ("05_parallelism", 2): margins_05_v2, ("06_zero_sweep", 2): margins_06_v2, ("08_collectives", 2): margins_08_v2_regrade,
     ("09_64gpu_design", 2): margins_09_v2, ("10_failures_at_scale", 2): margins_10_v2, ("11_long_context_moe", 2): margins_11_v2, ("11_long_context_moe", 3): margins_11_v2, ("11_long_context_moe", 4): margins_11_v4,
     ("05_parallelism", 3): margins_05_v3, ("05_parallelism", 4): margins_05_v3, ("05_parallelism", 5): margins_05_v5, ("07_pipeline_visualizer", 2): margins_07_v2, ("08_collectives", 3): margins_08_v2, ("08_collectives", 4): margins_08_v4,
-    ("09_64gpu_design", 3): margins_09_v3, ("09_64gpu_design", 4): margins_09_v3,
+    ("09_64gpu_design", 3): margins_09_v3, ("09_64gpu_design", 4): margins_09_v3, ("09_64gpu_design", 5): margins_09_v5, ("09_64gpu_design", 6): margins_09_v6,
     ("12_precision_and_memory", 1): margins_12, ("12_precision_and_memory", 2): margins_12_v2,
     ("13_tensor_parallel", 1): margins_13, ("13_tensor_parallel", 2): margins_13_v2, ("13_tensor_parallel", 3): margins_13_v3,
 }

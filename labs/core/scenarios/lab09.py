@@ -572,6 +572,88 @@ def build_questions_v5(s: dict) -> dict:
     return {**build_questions(s), "pp_free": pp_free_question_v5(int(s["pp_batch"]), int(s["pp_depth"]))}
 
 
-VARIANTS = LabVariants(LAB, draw_settings_v5, build_questions_v5, version=5,
+# ---- variants, sixth edition: the dp64 keys in quarters (issue 38 item 2) -------------------------------------
+# Edition 4's three keys in thirds left a blind rule at 37% over four options: option A, 64 plain
+# replicas, is right at no setting (the 13B's plain replica needs 240-364 GB per GPU, the 70B's over
+# 1.2 TB, on 80 GB GPUs). Its place goes to a real fourth answer: whether the 13B fits with its
+# weights still replicated (ZeRO-2: gradients and Adam state sharded, the bf16 weights whole on every
+# GPU) or only once ZeRO-3 shards the weights too. The case is drawn first, a quarter each: full
+# recompute at micro-batch 1, 2 or 4 (both jobs fit with ZeRO-3), selective at 1 (the 13B with
+# ZeRO-2, 63 of 86 GB), selective at 2 (the 13B with ZeRO-3 only: 95 GB with ZeRO-2, 71 with ZeRO-3),
+# selective at 4 (neither). Plain replicas stay priced in the reveal and the misconceptions table.
+# The engine decides at the drawn setting; a layout within DP64_MARGIN of its GPU's HBM decides no key.
+DP64_MARGIN = 0.05
+DP64_OPTIONS_V6 = (
+    DP64_OPTIONS[1],
+    Option("C_zero2", "The 13B only, and ZeRO-2 already fits it: each GPU keeps the whole weights", "replicated weights cost little next to Adam"),
+    Option("C_zero3", "The 13B only, and only with ZeRO-3: its weights must be sharded as well", "ZeRO-2 leaves too much on each GPU"),
+    DP64_OPTIONS[3],
+)
+DP64_CASES_V6 = {"both_sharded": ("full", (1, 2, 4)), "13b_zero2": ("selective", (1, 1, 1)), "13b_zero3": ("selective", (2, 2, 2)),
+                 "neither": ("selective", (4, 4, 4))}  # 3 picks each (a pick's number of values never depends on another)
+
+
+@lru_cache(maxsize=None)
+def dp64_estimate(scenario: str, zero_stage: int, micro_batch: int, recompute: str) -> Estimate:
+    """DP = 64 for a job at a ZeRO stage, micro-batch and recompute setting."""
+    model, cluster = job(scenario).inputs()
+    return estimate(model, cluster, replace(worksheet_plan(1, 1, zero_stage, micro_batch), recompute=recompute))
+
+
+def dp64_fit(scenario: str, zero_stage: int, micro_batch: int, recompute: str) -> bool | None:
+    """Whether the layout fits, or None when its memory is within DP64_MARGIN of the HBM."""
+    e = dp64_estimate(scenario, zero_stage, micro_batch, recompute)
+    share = e.memory.total / e.cluster.gpu.hbm_bytes
+    return None if abs(share - 1) < DP64_MARGIN else share < 1
+
+
+def dp64_answer_v6(micro_batch: int, recompute: str) -> str | None:
+    z2, z3, big = (dp64_fit("13b-a100", 2, micro_batch, recompute), dp64_fit("13b-a100", 3, micro_batch, recompute),
+                   dp64_fit("70b-h100", 3, micro_batch, recompute))
+    if None in (z2, z3, big) or dp64_estimate("13b-a100", 0, micro_batch, recompute).fits:
+        return None
+    if z3 and big:
+        return "B"
+    if big:
+        return None  # the 70B fitting where the 13B does not: no option says so
+    return "C_zero2" if z2 else "C_zero3" if z3 else "D"
+
+
+def dp64_explanations_v6(micro_batch: int, recompute: str) -> dict[str, str]:
+    old = dp64_explanations_at(micro_batch, recompute)
+    z0, z2, z3 = (dp64_estimate("13b-a100", z, micro_batch, recompute) for z in (0, 2, 3))
+    hbm = z2.cluster.gpu.hbm_bytes / 1e9
+    weights = z2.model.params * 2 / 1e9  # bf16
+
+    def verdict(e: Estimate) -> str:
+        return "fits" if e.fits else "does not fit"
+
+    zero2 = (f"with ZeRO-2 every GPU still keeps the 13B's whole bf16 weights, {weights:,.0f} GB, beside 1/64 of its gradients and Adam "
+             f"state: {z2.memory.total / 1e9:,.0f} GB per GPU at micro-batch {micro_batch} with {recompute} recompute, which {verdict(z2)} "
+             f"in {hbm:.1f} GB (plain replicas, ZeRO-0: {z0.memory.total / 1e9:,.0f} GB).")
+    zero3 = (f"ZeRO-3 shards the weights too: the 13B needs {z3.memory.total / 1e9:,.0f} GB per GPU, which {verdict(z3)}, against "
+             f"{z2.memory.total / 1e9:,.0f} GB with ZeRO-2; the 70B with ZeRO-3 needs "
+             f"{dp64_estimate('70b-h100', 3, micro_batch, recompute).memory.total / 1e9:,.0f} GB.")
+    return {"B": old["B"], "C_zero2": zero2, "C_zero3": zero3, "D": old["D"]}
+
+
+def draw_settings_v6(d) -> dict:
+    recompute, micro_batches = DP64_CASES_V6[d.choice("dp64_case_v6", tuple(DP64_CASES_V6))]
+    return {**draw_settings_v5(d), "recompute": recompute, "micro_batch": d.choice("micro_batch", micro_batches)}
+
+
+def build_questions_v6(s: dict) -> dict:
+    mb, recompute = int(s["micro_batch"]), s["recompute"]
+    return {
+        **build_questions_v5(s),
+        "dp64": Choice(
+            f"64 GPUs, so DP = 64? With {RECOMPUTE_WORDS[recompute]} and micro-batch {mb}, for which job is DP = 64 a design that fits "
+            "in memory, and with which ZeRO/FSDP stage?",
+            DP64_OPTIONS_V6, dp64_answer_v6(mb, recompute), dp64_explanations_v6(mb, recompute),
+        ),
+    }
+
+
+VARIANTS = LabVariants(LAB, draw_settings_v6, build_questions_v6, version=6,
                        older={1: (draw_settings_v1, build_questions_v1), 2: (draw_settings, build_questions), 3: (draw_settings_v3, build_questions_v3),
-                              4: (draw_settings_v4, build_questions_v3)})
+                              4: (draw_settings_v4, build_questions_v3), 5: (draw_settings_v5, build_questions_v5)})
