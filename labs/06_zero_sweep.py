@@ -118,8 +118,8 @@ def _(held_now, lecture_clock, set_held):
     return
 
 
-# Your GPU, sequence length, micro-batch and accumulation are drawn from your id (labs.variants),
-# and so is the options' order.
+# Your GPU, sequence length, micro-batch, accumulation and ZeRO switch are drawn from your id
+# (labs.variants), and so is the options' order.
 @app.cell
 def _(student_input):
     variant = ui.lab_variant(LAB, student_input.value)

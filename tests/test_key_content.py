@@ -129,7 +129,6 @@ def shares(lab: str, q: str) -> tuple[float, float, str]:
 # strict: once its lab's new edition passes, the entry must go.
 FAILING = {
     ("05_parallelism", "cause"): "blind rule 51%",
-    ("06_zero_sweep", "zero2"): "blind rule 51% (two mechanisms, fixed labels)",
     ("07_pipeline_visualizer", "microbatches"): "blind rule 40% (the longest number)",
     ("11_long_context_moe", "fit"): "blind rule 36% (edition 3: three keys in thirds, one right for 36% of the 200 ids; was 54%)",
     ("13_tensor_parallel", "scaling"): "blind rule 38% (edition 3: three mechanisms, x4, x3 or x2 FLOPs, one right for 38% of the 200 ids)",

@@ -101,3 +101,35 @@ def test_b200_step_times_name_their_unconfirmed_constants(app):
         text = html.unescape(text_of(app.run(defs={**committed("fit", FIT, right(FIT)), **committed("zero2", ZERO2, ZERO2.key), **setting})[0]))
         line = f"{GPUS[key].name}'s step times rest in part on constants the catalog marks unconfirmed: "
         assert (line + ", ".join(f"<code>{f}</code>" for f in fields)) in text if shown else line not in text
+
+
+@pytest.mark.parametrize("m", (1, 3, 4, 8, 16))
+def test_zero2_switches_by_hand(m):
+    """Edition 3's switches, hand-counted per step at m micro-batches, in units of one gradient
+    reduce-scatter (= one weight all-gather, both bf16): ZeRO-1 reduce-scatters once and gathers
+    once (2); ZeRO-2 reduce-scatters every micro-batch and gathers once (m + 1); ZeRO-3 reduce-scatters
+    and gathers the weights for the forward and the backward of every micro-batch (3m). So
+    ZeRO-1 -> 2 is (m + 1)/2, ZeRO-2 -> 1 is 2/(m + 1), ZeRO-2 -> 3 is 3m/(m + 1)."""
+    from labs.core.scenarios.lab06 import zero2_switch_answer, zero2_switch_facts
+
+    by_hand = {(1, 2): (m + 1) / 2, (2, 1): 2 / (m + 1), (2, 3): 3 * m / (m + 1)}
+    for (a, b), ratio in by_hand.items():
+        f = zero2_switch_facts(a, b, m)
+        print(f"ZeRO-{a} -> ZeRO-{b} at m = {m}: engine {f['total']:.4f}, by hand {ratio:.4f}")
+        assert f["total"] == pytest.approx(ratio, rel=1e-9)
+    expected = {(1, 2): "A" if m == 1 else "B", (2, 1): "A" if m == 1 else "D", (2, 3): "C"}
+    assert {k: zero2_switch_answer(*k, m) for k in by_hand} == expected
+
+
+def test_zero2_cases_spread_the_key_over_the_four_options():
+    """Each option is right for three of edition 3's twelve switches; neither the accumulation alone
+    nor, between ZeRO-1 and ZeRO-2, the direction alone gives the key."""
+    from collections import Counter
+
+    from labs.core.scenarios.lab06 import VARIANT_ACCUMULATION, ZERO2_SWITCHES, zero2_switch_answer
+
+    keys = Counter(zero2_switch_answer(a, b, VARIANT_ACCUMULATION[0] if acc else 1) for a, b, acc in ZERO2_SWITCHES)
+    assert keys == {"A": 3, "B": 3, "C": 3, "D": 3}
+    for a, b in ((1, 2), (2, 1)):
+        assert len({zero2_switch_answer(a, b, m) for m in (1, *VARIANT_ACCUMULATION)}) == 2
+    assert len({zero2_switch_answer(a, b, 1) for a, b, _ in ZERO2_SWITCHES}) == 2  # one micro-batch: the same, or the weights

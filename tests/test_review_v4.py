@@ -411,7 +411,7 @@ def test_lab05_design_distractors_anchor_elsewhere_and_the_reviewers_rule_fails(
 # ---- P1, P4 ----------------------------------------------------------------------------------------------------
 def test_p1_lab06_zero2_explanation_drops_the_second_clause_at_one_microbatch():
     for sid in IDS[:40]:
-        v = variant("06_zero_sweep", sid)
+        v = variant("06_zero_sweep", sid, version=2)  # P1 is edition 2's line; edition 3 asks about a switch of stages
         line = v.questions["zero2"].spec.explanations["C"]
         m = v.settings["accumulation"]
         assert (f" at {m}." in line) == (m > 1) and "at 1." not in line

@@ -280,6 +280,20 @@ def margins_06_v2(s, q):
     assert (abs(f["at"] - 1) < 0.005) if m == 1 else f["at"] >= 1.4, f
 
 
+def margins_06_v3(s, q):
+    """Edition 3: a switch between ZeRO-2 and a neighbour; the key's claim alone holds, "more" and
+    "fewer" by ZERO2_SWITCH_MARGIN or more, "the same" within 1%."""
+    from labs.core.scenarios import lab06
+
+    _fit_06(s, q)
+    f = lab06.zero2_switch_facts(s["zero_from"], s["zero_to"], s["accumulation"])
+    assert _one_claim(lab06.ZERO2_SWITCH_CLAIMS, f) == q["zero2"].correct
+    if q["zero2"].correct == "A":
+        assert abs(f["total"] - 1) < 0.005, f
+    else:
+        assert max(f["total"], 1 / f["total"]) >= lab06.ZERO2_SWITCH_MARGIN, f
+
+
 def margins_08_v2(s, q):
     from labs.core.scenarios import lab08
 
@@ -532,7 +546,7 @@ def margins_13_v3(s, q):
 MARGINS = {  # (lab, the recipe's edition) -> its margins; first editions are kept: old ledgers regrade at them
     ("05_parallelism", 1): margins_05, ("06_zero_sweep", 1): margins_06, ("07_pipeline_visualizer", 1): margins_07, ("08_collectives", 1): margins_08,
     ("09_64gpu_design", 1): margins_09, ("10_failures_at_scale", 1): margins_10, ("11_long_context_moe", 1): margins_11,
-    ("05_parallelism", 2): margins_05_v2, ("06_zero_sweep", 2): margins_06_v2, ("08_collectives", 2): margins_08_v2_regrade,
+    ("05_parallelism", 2): margins_05_v2, ("06_zero_sweep", 2): margins_06_v2, ("06_zero_sweep", 3): margins_06_v3, ("08_collectives", 2): margins_08_v2_regrade,
     ("09_64gpu_design", 2): margins_09_v2, ("10_failures_at_scale", 2): margins_10_v2, ("11_long_context_moe", 2): margins_11_v2, ("11_long_context_moe", 3): margins_11_v2, ("11_long_context_moe", 4): margins_11_v4,
     ("05_parallelism", 3): margins_05_v3, ("05_parallelism", 4): margins_05_v3, ("05_parallelism", 5): margins_05_v5, ("07_pipeline_visualizer", 2): margins_07_v2, ("08_collectives", 3): margins_08_v2, ("08_collectives", 4): margins_08_v4,
     ("09_64gpu_design", 3): margins_09_v3, ("09_64gpu_design", 4): margins_09_v3, ("09_64gpu_design", 5): margins_09_v5, ("09_64gpu_design", 6): margins_09_v6,

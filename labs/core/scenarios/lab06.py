@@ -420,4 +420,118 @@ def build_questions(s: dict) -> dict:
     }
 
 
-VARIANTS = LabVariants(LAB, draw_settings, build_questions, version=2, older={1: (draw_settings_v1, build_questions_v1)})
+# ---- variants, third edition: ZeRO-2 against its neighbours, each option right for a quarter ---------
+# Edition 2 had two keys, "the same" at one micro-batch and "more" with accumulation, over four
+# fixed options: a blind rule found the key for 51% of 200 ids (issue 38 item 2). Edition 3 asks
+# what a switch between ZeRO-2 and a neighbouring stage does to the bytes a GPU sends per step, and
+# each of the four options names what the engine's collectives show for three of twelve cases: the
+# same bytes (ZeRO-1 <-> ZeRO-2 at one micro-batch), more reduce-scatters (ZeRO-1 -> ZeRO-2 with
+# accumulation: one per micro-batch, DeepSpeed #2252), more all-gathers (ZeRO-2 -> ZeRO-3: the
+# weights gathered for every forward and backward), fewer bytes (ZeRO-2 -> ZeRO-1 with
+# accumulation: full gradients accumulate locally, reduce-scattered once). Neither the accumulation
+# alone nor, between ZeRO-1 and ZeRO-2, the direction alone gives the key.
+ZERO2_SWITCHES = (  # (from stage, to stage, accumulates), three per option
+    (1, 2, False), (2, 1, False), (1, 2, False),
+    (1, 2, True), (1, 2, True), (1, 2, True),
+    (2, 3, False), (2, 3, True), (2, 3, True),
+    (2, 1, True), (2, 1, True), (2, 1, True),
+)
+ZERO2_SWITCH_OPTIONS = (
+    Option("A", "The same: one reduce-scatter and one all-gather a step either way", "a ZeRO stage changes memory, not traffic"),
+    Option("B", "More: sharded gradients make every micro-batch reduce-scatter", "every step up in ZeRO adds reduce-scatters"),
+    Option("C", "More: the weights are all-gathered again in every forward and backward", "every sharded stage re-gathers the weights"),
+    Option("D", "Fewer: full gradients accumulate locally and reduce once a step", "a lower ZeRO stage always sends fewer bytes"),
+)
+ZERO2_SWITCH_MARGIN = 1.4  # "more" and "fewer": the step's bytes change by this factor or more
+
+
+def stage_traffic(zero_stage: int, microbatches: int) -> dict[str, float]:
+    """Bytes each GPU sends per step in the stage's reduce-scatters and all-gathers (the step
+    model's collectives; seed-100m on 8 H100s: the ratios between stages do not depend on the model)."""
+    e = dp_estimate("seed-100m", "h100-sxm", 8, zero_stage, Activations(seq_len=1024), microbatches=microbatches)
+    sent = {c.key: c.sent_bytes for c in e.collectives}
+    return {"reduce_scatter": sent.get("dp_reduce", 0.0), "all_gather": sent.get("dp_gather", 0.0)}
+
+
+@lru_cache(maxsize=64)
+def zero2_switch_facts(from_stage: int, to_stage: int, microbatches: int) -> dict:
+    """The switch's ratios, to over from: all bytes, the reduce-scatters', the all-gathers'."""
+    a, b = stage_traffic(from_stage, microbatches), stage_traffic(to_stage, microbatches)
+    return {"from": from_stage, "to": to_stage, "m": microbatches, "total": sum(b.values()) / sum(a.values()),
+            "rs": b["reduce_scatter"] / a["reduce_scatter"], "ag": b["all_gather"] / a["all_gather"]}
+
+
+def _unchanged(x: float) -> bool:
+    return abs(x - 1) < 0.01
+
+
+ZERO2_SWITCH_CLAIMS: dict[str, Callable[[dict], bool]] = {
+    "A": lambda f: _unchanged(f["total"]),
+    "B": lambda f: f["total"] > 1.2 and f["rs"] > 1.2 and _unchanged(f["ag"]),
+    "C": lambda f: f["total"] > 1.2 and f["ag"] > 1.2 and _unchanged(f["rs"]),
+    "D": lambda f: f["total"] < 1 / 1.2 and f["rs"] < 1 / 1.2 and _unchanged(f["ag"]),
+}
+
+
+def zero2_switch_answer(from_stage: int, to_stage: int, microbatches: int) -> str | None:
+    facts = zero2_switch_facts(from_stage, to_stage, microbatches)
+    held = [k for k, claim in ZERO2_SWITCH_CLAIMS.items() if claim(facts)]
+    return held[0] if len(held) == 1 else None
+
+
+def zero2_switch_explanations(from_stage: int, to_stage: int, microbatches: int) -> dict[str, str]:
+    """The reveal's line per option: what the switch does to the reduce-scatters and the
+    all-gathers, from the engine's collectives at the student's micro-batches."""
+    f = zero2_switch_facts(from_stage, to_stage, microbatches)
+    a, b, m = f"ZeRO-{from_stage}", f"ZeRO-{to_stage}", microbatches
+    per = "at one micro-batch a step" if m == 1 else f"at {m} micro-batches a step"
+    split = f"{per} {b} sends {f['total']:.3g}x {a}'s bytes: its reduce-scatters {f['rs']:.3g}x, its all-gathers {f['ag']:.3g}x."
+    if f["rs"] > 1.2:
+        b_line = (f"a ZeRO-2 rank keeps only its shard of the gradients, so each of the {m} micro-batches reduce-scatters its own, where ZeRO-1 "
+                  f"accumulates full gradients and reduce-scatters once: {split}")
+    elif f["rs"] < 1 / 1.2:
+        b_line = f"that is the switch the other way round: {a} reduce-scatters every micro-batch, {b} once a step; {split}"
+    elif m == 1:
+        b_line = f"with one micro-batch a step there is one reduce-scatter either way: {split}"
+    else:
+        b_line = f"{a} already reduce-scatters every micro-batch, and so does {b}: {split}"
+    if f["rs"] < 1 / 1.2:
+        d_line = (f"ZeRO-1 keeps full gradients, so the {m} micro-batches accumulate into them and reduce-scatter once, where ZeRO-2 "
+                  f"reduce-scatters each: {split}")
+    elif m == 1 and from_stage < 3 and to_stage < 3:
+        d_line = f"with one micro-batch a step there is nothing to accumulate: {split}"
+    else:
+        d_line = f"{b} sends no fewer bytes than {a}: {split}"
+    return {
+        "A": (f"{per} both reduce-scatter the gradients once and all-gather the updated weights once: {b} sends {f['total']:.3g}x {a}'s bytes."
+              if _unchanged(f["total"]) else split),
+        "B": b_line,
+        "C": (f"ZeRO-3 shards the weights, so it all-gathers them for every micro-batch's forward and again for its backward: {split}"
+              if f["ag"] > 1.2 else f"only ZeRO-3 gathers the weights again: {split}"),
+        "D": d_line,
+    }
+
+
+def draw_settings_v3(d) -> dict:
+    from_stage, to_stage, accumulates = d.choice("zero_switch", ZERO2_SWITCHES)
+    m = d.choice("accumulation", VARIANT_ACCUMULATION)
+    return {"gpu": d.choice("gpu", VARIANT_GPUS), "seq_len": d.choice("seq_len", VARIANT_SEQ), "micro_batch": d.choice("micro_batch", VARIANT_MICRO_BATCH),
+            "accumulation": m if accumulates else 1, "zero_from": from_stage, "zero_to": to_stage}
+
+
+def build_questions_v3(s: dict) -> dict:
+    m, a, b = int(s["accumulation"]), int(s["zero_from"]), int(s["zero_to"])
+    step = "one micro-batch" if m == 1 else f"{m} micro-batches (gradient accumulation)"
+    return {
+        "fit": fit_question(s),
+        "zero2": Choice(
+            f"A data-parallel job runs ZeRO-{a}, each GPU {step} per optimizer step. It switches to ZeRO-{b}. "
+            "What happens to the bytes each GPU sends per step?",
+            ZERO2_SWITCH_OPTIONS, zero2_switch_answer(a, b, m),
+            zero2_switch_explanations(a, b, m),
+        ),
+    }
+
+
+VARIANTS = LabVariants(LAB, draw_settings_v3, build_questions_v3, version=3,
+                       older={1: (draw_settings_v1, build_questions_v1), 2: (draw_settings, build_questions)})
