@@ -41,7 +41,7 @@ with app.setup:
         ep_platform_rows,
         ep_rows,
         fit_estimates,
-        fit_estimates_at,
+        fit_estimates_stack,
         imbalance_cost,
         imbalance_rows,
         llama3_estimate,
@@ -118,8 +118,8 @@ def _(held_now, lecture_clock, set_held):
 @app.cell
 def _(student_input):
     variant = ui.lab_variant(LAB, student_input.value)
-    fit_seq, fit_cp = variant.settings["seq_len"], variant.settings["cp"]
-    return fit_cp, fit_seq, variant
+    fit_seq, fit_cp, fit_flash = variant.settings["seq_len"], variant.settings["cp"], variant.settings.get("flash", True)  # editions 1-4 drew no kernel
+    return fit_cp, fit_flash, fit_seq, variant
 
 
 @app.cell(hide_code=True)
@@ -131,15 +131,17 @@ def _():
 
 
 @app.cell(hide_code=True)
-def _(fit_cp, fit_seq):
+def _(fit_cp, fit_flash, fit_seq):
     _model = long_model()
-    _plain = fit_estimates_at(fit_seq, fit_cp)["plain"]
+    _plain = fit_estimates_stack(fit_seq, fit_cp, fit_flash)["plain"]
+    _kernel = ("Our attention is flash attention." if fit_flash else
+               "Our stack's attention kernel is not flash attention: it stores each layer's s x s scores for the backward.")
     ui.stakeholder_message(
         "Head of long-context training",
         f"{_model.name} ({_model.params / 1e9:.0f}B parameters, {_model.layers} layers, {_model.kv_heads} KV heads) trained at "
-        f"{SHORT_SEQ:,} tokens on TP {_plain.plan.tp} x PP {_plain.plan.pp}. The next stage is {fit_seq:,} tokens per sequence, "
+        f"{SHORT_SEQ:,} tokens on TP {_plain.plan.tp} x PP {_plain.plan.pp}. The next job runs {fit_seq:,} tokens per sequence, "
         f"on the same {_plain.cluster.gpu.name}s ({_plain.cluster.gpu.hbm_bytes / 1e9:.1f} GB each). Sequence parallelism already shards "
-        "the activations TP leaves whole. Can we keep the layout and just feed longer sequences?",
+        f"the activations TP leaves whole. {_kernel} Can we keep the layout and just feed these sequences?",
     )
     return
 

@@ -17,9 +17,8 @@ from labs.core.scenarios.lab11 import (
     context_outcomes,
     cp_curves,
     fit_answer,
+    fit_answer_stack,
     fit_estimates,
-    fit_facts_at,
-    FIT_CLAIMS,
     moe_answer,
     moe_estimate,
     moe_time_answer,
@@ -71,7 +70,7 @@ def test_fit_feedback_agrees_with_the_engine(app, key):
     outputs, defs = app.run(defs={**committed("fit", FIT, key), **SKIP_MOE})
     text = text_of(outputs)
     assert ("Right." in text) == (key == FIT.key)
-    assert FIT.spec.correct == next(k for k, claim in FIT_CLAIMS.items() if claim(fit_facts_at(SETTING["seq_len"], SETTING["cp"])))
+    assert FIT.spec.correct == fit_answer_stack(SETTING["seq_len"], SETTING["cp"], SETTING["flash"])
     assert "cp_curve_points" in defs
 
 

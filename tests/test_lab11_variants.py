@@ -53,3 +53,35 @@ def test_all_to_all_inside_an_h800_node_by_hand():
     assert a2a.sent_bytes == pytest.approx(by_hand, rel=1e-6)
     assert e.time.ep_comm == pytest.approx(by_hand / (200e9 * 0.8), rel=0.01)
     assert lab11.moe_time_answer("h800-ib", 2048, 8, 15360) == "B"
+
+
+# ---- edition 5: the fit question's attention kernel ------------------------------------------------------
+def test_each_fit_answer_is_right_for_about_a_quarter_of_the_class():
+    drawn = [variant(lab11.LAB, i, salt="") for i in IDS]
+    shares = Counter(v.questions["fit"].spec.correct for v in drawn)
+    print({k: n / len(IDS) for k, n in sorted(shares.items())})
+    assert set(shares) == set("ABCD") and all(0.18 <= n / len(IDS) <= 0.32 for n in shares.values()), shares
+    assert {v.settings["flash"] for v in drawn} == {True, False}
+
+
+@pytest.mark.parametrize("answer", sorted(lab11.FIT_LAYOUTS))
+def test_every_fit_setting_gives_its_answer(answer):
+    for setting in lab11.FIT_LAYOUTS[answer]:
+        e = lab11.fit_estimates_stack(*setting)
+        print(answer, setting, {k: f"{x.memory.total / 1e9:,.1f} GB" for k, x in e.items()})
+        assert lab11.fit_answer_stack(*setting) == answer
+
+
+def test_without_flash_attention_the_scores_are_the_overflow_at_4k():
+    """At 4,096 tokens without flash attention the busiest GPU is over its 85.5 GB and flash
+    attention alone brings it inside: weights, gradients and optimizer state are unchanged, the
+    activations (with the s x s scores) three times flash attention's; the key is D, and the page's prompt names the kernel."""
+    e = lab11.fit_estimates_stack(4096, 16, False)
+    plain, fa = e["plain"], e["flash"]
+    hbm = plain.cluster.gpu.hbm_bytes
+    assert plain.memory.total > 1.1 * hbm and fa.memory.total < 0.9 * hbm, (plain.memory.total / 1e9, fa.memory.total / 1e9)
+    for state in ("weights", "gradients", "optimizer"):
+        assert getattr(plain.memory, state) == getattr(fa.memory, state), state
+    assert plain.memory.activations > 3 * fa.memory.activations, (plain.memory.activations / 1e9, fa.memory.activations / 1e9)
+    spec = lab11.fit_stack_question({"seq_len": 4096, "cp": 16, "flash": False})
+    assert spec.correct == "D" and "no flash attention" in spec.prompt
