@@ -1,7 +1,9 @@
 """Lab 11, long context and mixture of experts: the 128K stakeholder setting, the two predictions
-judged by the engine ("can TP alone carry one 128K sequence?", "does a 256-expert MoE cost the
-communication of a dense model of the same active size?"), the context-parallel instrument,
-Llama 3's 128K layout and DeepSeek-V3's, and the outcome function the grader recomputes.
+judged by the engine (editions 1-4: "can TP alone carry one 128K sequence?", at a drawn length;
+edition 5 draws the attention kernel too. Editions 1-3: "does a 256-expert MoE cost the
+communication of a dense model of the same active size?"; editions 4-5: "the all-to-alls or the
+bubble, and where do they run?" on a drawn platform), the context-parallel instrument, Llama 3's
+128K layout and DeepSeek-V3's, and the outcome function the grader recomputes.
 
 Long context: Llama 3 405B (Table 3) at 131,072 tokens on Meta's H100 RoCE cluster, one
 pipeline of TP 8 x PP 16 per replica as at 8K (Llama 3 Table 4), flash attention, no activation
