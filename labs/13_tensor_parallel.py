@@ -298,10 +298,12 @@ def _():
     ## 3 · Quadratic against cubic? Count it per token
 
     Per token, a layer's TP collectives move a few copies of its $d$-wide activation: linear in $d$.
-    Its GEMMs do $24\,d^2$ FLOPs per token forward (plus $4\,s\,d$ in attention): quadratic. Per
-    layer and step, both are multiplied by the same tokens, so the ratio FLOPs / bytes grows
-    linearly with $d$, not "quadratic against cubic". The dots are counted on NumPy arrays, the
-    lines are the engine's.
+    Its GEMMs do $24\,d^2$ FLOPs per token forward: quadratic; attention's $4\,s\,d$ beside them
+    is linear, and long sequences make it the larger part. Per layer and step, both are multiplied
+    by the same tokens, so the ratio FLOPs / bytes grows at most linearly with $d$. "Quadratic
+    against cubic" is what one sequence shows only when its length grows with $d$ too ($s\,d$ bytes,
+    $s\,(24\,d^2 + 4\,s\,d)$ FLOPs), and the ratio is still linear. The dots are counted on NumPy
+    arrays, the lines are the engine's.
     """)
     return
 
@@ -485,8 +487,8 @@ def _(ring_committed, scaling_committed, tp_committed):
       the same bytes as a reduce-scatter plus an all-gather in the paper's count (Megatron-Core adds
       a backward re-gather of the QKV and FC1 inputs), and stops replicating the activations
       outside the split.
-    - Per token, TP traffic is linear in $d$ and FLOPs quadratic: larger models make TP relatively
-      cheaper, linearly.
+    - Per token, TP traffic is linear in $d$ and the GEMMs' FLOPs quadratic (attention's linear):
+      larger models make TP relatively cheaper, at most linearly.
     - Past the NVLink domain TP loses its overlap and its step grows; inside a large domain it goes
       further, until its exposed traffic outgrows the compute it splits.
 

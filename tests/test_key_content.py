@@ -130,7 +130,6 @@ def shares(lab: str, q: str) -> tuple[float, float, str]:
 FAILING = {
     ("05_parallelism", "cause"): "blind rule 51%",
     ("07_pipeline_visualizer", "microbatches"): "blind rule 40% (the longest number)",
-    ("13_tensor_parallel", "scaling"): "blind rule 38% (edition 3: three mechanisms, x4, x3 or x2 FLOPs, one right for 38% of the 200 ids)",
 }
 CONTENT_FAILING = {k for k, why in FAILING.items() if "differ" in why}
 

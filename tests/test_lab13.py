@@ -155,6 +155,39 @@ def test_scaling_key_is_linear_traffic_against_quadratic_flops(width, seq):
     assert lab13.scaling_answer(width, seq) == "lin_quad"
 
 
+def test_scaling_fourth_edition_the_seeds_claim_where_the_sequence_grows():
+    """Edition 4 (issue 38 item 2): per sequence and layer, doubling d and s together multiplies TP's
+    b s d bytes by 4 and the FLOPs s (24 d^2 + 4 s d) by 8, by hand: the seed's claim. With s kept,
+    the ratios are the per-token ones (x3.71-3.92, x3, x2.17 at s / d = 0.5-1, 6, 64)."""
+    for width in lab13.VARIANT_WIDTHS:
+        for r in lab13.SCALING_SHORT_RATIOS_V4:
+            seq = int(r * width)
+            traffic, flops = lab13.scaling_measured_v4(width, seq, True)
+            by_hand = 2 * seq * (24 * (2 * width) ** 2 + 4 * 2 * seq * 2 * width) / (seq * (24 * width**2 + 4 * seq * width))
+            assert traffic == pytest.approx(4.0) and flops == pytest.approx(by_hand) and by_hand == pytest.approx(8.0)
+            assert lab13.scaling_answer_v4(width, seq, True) == "quad_cubic"
+            assert lab13.scaling_measured_v4(width, seq, False) == pytest.approx(lab13.scaling_measured(width, seq))
+            assert lab13.scaling_answer_v4(width, seq, False) == "lin_quad"
+        for ratio, key in ((6, "lin_three"), (64, "lin_lin")):
+            assert lab13.scaling_answer_v4(width, ratio * width, False) == key, (width, ratio)
+
+
+def test_scaling_fourth_edition_keys_in_quarters():
+    """Over 200 ids each of the four options is the key for at least a fifth of the class."""
+    keys = [variant(lab13.LAB, f"student-{i:03d}").questions["scaling"].spec.correct for i in range(200)]
+    shares = {k: keys.count(k) / len(keys) for k in lab13.SCALING_CLAIMS_V3}
+    print(f"scaling keys (edition {lab13.VARIANTS.version}): {shares}")
+    assert min(shares.values()) >= 1 / 5, shares
+
+
+def test_scaling_third_edition_regrades_as_it_was():
+    """A ledger of edition 3 keeps its per-token question and its three keys."""
+    for i in range(30):
+        v = variant(lab13.LAB, f"student-{i:03d}", version=3)
+        assert "seq_grows" not in v.settings and "Per token and layer" in v.questions["scaling"].prompt
+        assert v.questions["scaling"].spec.correct == lab13.scaling_answer_v3(v.settings["width"], v.settings["seq"])
+
+
 def test_the_scaling_books_threshold_from_the_catalog():
     b = lab13.scaling_book_threshold("llama3-70b", "h100")
     assert b["max_tp"] == pytest.approx(28672 * 450e9 / 989.4e12)  # F W / C = 13.0

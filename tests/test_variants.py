@@ -565,6 +565,23 @@ def margins_13_v3(s, q):
 
 
 
+
+def margins_13_v4(s, q):
+    """Edition 4: per sequence and layer; with the sequence kept the FLOPs grow by
+    (24 (2d)^2 + 8 s d) / (24 d^2 + 4 s d) by hand, x3.7-3.9 at s / d <= 1, x3 at 6, x2.17 at 64; with
+    the sequence doubled too, traffic x4 and FLOPs x8 (the seed's claim)."""
+    from labs.core.scenarios import lab13
+
+    d, seq, grows = s["width"], s["seq"], s["seq_grows"]
+    traffic, flops = lab13.scaling_measured_v4(d, seq, grows)
+    seq2 = 2 * seq if grows else seq
+    by_hand = seq2 * (24 * (2 * d) ** 2 + 4 * seq2 * 2 * d) / (seq * (24 * d**2 + 4 * seq * d))
+    assert traffic == pytest.approx(2.0 * seq2 / seq) and flops == pytest.approx(by_hand), (s, traffic, flops, by_hand)
+    expected = ("quad_cubic" if grows and by_hand == pytest.approx(8) else None if grows else "lin_quad" if by_hand >= 3.6
+                else "lin_three" if abs(by_hand - 3) < 0.05 else "lin_lin" if by_hand <= 2.25 else None)
+    assert expected is not None and q["scaling"].correct == expected, (s, by_hand)
+    _tp_best_13(s["model"], s["gpu"], q["tp_best"], 1.05)
+
 MARGINS = {  # (lab, the recipe's edition) -> its margins; first editions are kept: old ledgers regrade at them
     ("05_parallelism", 1): margins_05, ("06_zero_sweep", 1): margins_06, ("07_pipeline_visualizer", 1): margins_07, ("08_collectives", 1): margins_08,
     ("09_64gpu_design", 1): margins_09, ("10_failures_at_scale", 1): margins_10, ("11_long_context_moe", 1): margins_11,
@@ -573,7 +590,7 @@ MARGINS = {  # (lab, the recipe's edition) -> its margins; first editions are ke
     ("05_parallelism", 3): margins_05_v3, ("05_parallelism", 4): margins_05_v3, ("05_parallelism", 5): margins_05_v5, ("07_pipeline_visualizer", 2): margins_07_v2, ("08_collectives", 3): margins_08_v2, ("08_collectives", 4): margins_08_v4,
     ("09_64gpu_design", 3): margins_09_v3, ("09_64gpu_design", 4): margins_09_v3, ("09_64gpu_design", 5): margins_09_v5, ("09_64gpu_design", 6): margins_09_v6,
     ("12_precision_and_memory", 1): margins_12, ("12_precision_and_memory", 2): margins_12_v2,
-    ("13_tensor_parallel", 1): margins_13, ("13_tensor_parallel", 2): margins_13_v2, ("13_tensor_parallel", 3): margins_13_v3,
+    ("13_tensor_parallel", 1): margins_13, ("13_tensor_parallel", 2): margins_13_v2, ("13_tensor_parallel", 3): margins_13_v3, ("13_tensor_parallel", 4): margins_13_v4,
 }
 
 

@@ -330,9 +330,11 @@ RING_TOLERANCE = 0.10  # of the answer
 def check_settings(settings: dict | None) -> dict:
     v = dict(DEFAULT_SETTINGS if settings is None else settings)
     v.setdefault("gpu", "h100")  # the first edition's sweep ran on DGX H100 only
-    unknown = sorted(set(v) - set(DEFAULT_SETTINGS) - {"gpu"})
+    v.setdefault("seq_grows", False)  # editions 1-3 keep the sequence when d doubles
+    unknown = sorted(set(v) - set(DEFAULT_SETTINGS) - {"gpu", "seq_grows"})
     if unknown:
         raise ValueError(f"unknown variant setting(s) {unknown}")
+    check_bool("seq_grows", v.get("seq_grows"))
     check_choice("tp", v.get("tp"), VARIANT_TPS)
     check_choice("batch", v.get("batch"), VARIANT_BATCHES)
     check_choice("width", v.get("width"), VARIANT_WIDTHS)
@@ -507,8 +509,78 @@ def build_questions_v3(settings: dict) -> dict:
     return {**q, "scaling": Choice(old.prompt, SCALING_OPTIONS_V3, scaling_answer_v3(v["width"], v["seq"]), scaling_explanations_v3(v["width"], v["seq"]))}
 
 
-VARIANTS = LabVariants(LAB, draw_settings_v3, build_questions_v3, version=3,
-                       older={1: (draw_settings, build_questions_v1), 2: (draw_settings_v2, build_questions)})
+# ---- the fourth edition: the scaling key in quarters, the seed's claim one of them ------------------------------
+# Edition 3's three keys in thirds left a blind rule at 38% over four options: the seed's own claim,
+# traffic x4 and FLOPs x8, was right for no one. It is right where the sequence grows with the width:
+# per sequence and layer, TP sends b s d (x4 when s and d both double) and the layer does
+# s (24 d^2 + 4 s d) FLOPs (x8), the n^2-data, n^3-math picture of one matrix product. The question
+# now asks per sequence (the same ratios as per token while s stays), and a quarter of the class
+# doubles the sequence with d; the other three quarters keep it at s / d = 0.5 or 1 (x3.7-3.9, the
+# GEMMs), 6 (x3) or 64 (x2.2, attention). FLOPs / byte still grows x2 at most in every case.
+SCALING_REGIMES_V4 = ("short", "medium", "long", "grows")
+SCALING_SHORT_RATIOS_V4 = (0.5, 1)  # s / d of the short sequences, and of the one that grows
+SCALING_LONG_RATIOS_V4 = {"medium": 6, "long": 64}
+SCALING_SEQS_V4 = tuple(sorted({int(r * d) for r in SCALING_SHORT_RATIOS_V4 for d in VARIANT_WIDTHS}))
+SCALING_MARGIN = 2.0  # the nearest claim at least this many times nearer (log distance) than the next
+
+
+def scaling_measured_v4(hidden: int, seq: int, seq_grows: bool) -> tuple[float, float]:
+    """(TP bytes, FLOPs) per sequence and layer when d_model doubles from `hidden` (and the sequence
+    with it when `seq_grows`), engine."""
+    seq2 = 2 * seq if seq_grows else seq
+    a, b = engine_width_row(hidden, seq), engine_width_row(2 * hidden, seq2)
+    return (b["tp_bytes_per_token_layer"] * seq2 / (a["tp_bytes_per_token_layer"] * seq),
+            b["flops_per_token_layer"] * seq2 / (a["flops_per_token_layer"] * seq))
+
+
+def scaling_answer_v4(hidden: int, seq: int, seq_grows: bool) -> str | None:
+    """The option nearest the engine's two ratios on a log scale; None unless it is SCALING_MARGIN
+    times nearer than the next."""
+    import math
+
+    traffic, flops = scaling_measured_v4(hidden, seq, seq_grows)
+    dist = sorted((abs(math.log(t / traffic)) + abs(math.log(f / flops)), k) for k, (t, f) in SCALING_CLAIMS_V3.items())
+    return dist[0][1] if dist[1][0] >= SCALING_MARGIN * dist[0][0] else None
+
+
+def scaling_explanations_v4(hidden: int, seq: int, seq_grows: bool) -> dict[str, str]:
+    traffic, flops = scaling_measured_v4(hidden, seq, seq_grows)
+    answer = scaling_answer_v4(hidden, seq, seq_grows)
+    if seq_grows:
+        measured = (f"from d = {hidden} at s = {seq:,} to d = {2 * hidden} at s = {2 * seq:,}, per sequence and layer, the engine's TP bytes "
+                    f"grow {traffic:.2f}x (b s d: both factors double) and the FLOPs {flops:.2f}x (s x (24 d^2 + 4 s d): every term x8); "
+                    f"FLOPs per byte still grow only {flops / traffic:.2f}x, linearly in d")
+    else:
+        measured = (f"from d = {hidden} to {2 * hidden} at s = {seq:,}, per sequence and layer, the engine's TP bytes grow {traffic:.2f}x and the "
+                    f"FLOPs {flops:.2f}x: 24 d^2 of GEMMs grow 4x, 4 s d of attention 2x, and s / d = {seq / hidden:g} sets their mix")
+    return {k: ("what the engine finds: " if k == answer else "not what the engine finds: ") + f"{measured}." for k in SCALING_CLAIMS_V3}
+
+
+def draw_settings_v4(d) -> dict:
+    s = draw_settings_v2(d)
+    regime = d.choice("scaling_regime_v4", SCALING_REGIMES_V4)
+    short = d.choice("scaling_short", SCALING_SHORT_RATIOS_V4)
+    ratio = SCALING_LONG_RATIOS_V4.get(regime, short)
+    return {**s, "seq": int(ratio * s["width"]), "seq_grows": regime == "grows"}
+
+
+def scaling_question_v4(width: int, seq: int, seq_grows: bool) -> Choice:
+    how = f"the sequence doubled with it, to {2 * seq:,} tokens, as long-context models widen their window" if seq_grows else "the sequence unchanged"
+    return Choice(
+        f"Seed 001 ends: 'at larger d_model, communication scales quadratically while compute scales cubically'. Take its 12-layer "
+        f"model at d_model = {width} with {seq:,}-token sequences and double d_model, {how} (TP and batch unchanged). Per sequence "
+        "and layer, how do the bytes each TP rank sends and the FLOPs change?",
+        SCALING_OPTIONS_V3, scaling_answer_v4(width, seq, seq_grows), scaling_explanations_v4(width, seq, seq_grows),
+    )
+
+
+def build_questions_v4(settings: dict) -> dict:
+    v = check_settings(settings)
+    return {**build_questions(v), "scaling": scaling_question_v4(v["width"], v["seq"], v["seq_grows"])}
+
+
+VARIANTS = LabVariants(LAB, draw_settings_v4, build_questions_v4, version=4,
+                       older={1: (draw_settings, build_questions_v1), 2: (draw_settings_v2, build_questions), 3: (draw_settings_v3, build_questions_v3)})
 
 
 def legacy_questions() -> dict[str, Question]:
@@ -530,7 +602,7 @@ def legacy_options(question: str) -> tuple[Option, ...]:
 
 
 # ---- the outcome the grader recomputes ---------------------------------------------------------------------
-_SETTING_SEQS = VARIANT_SEQS + SCALING_SEQS_V2 + SCALING_SEQS_V3  # every edition's, as check_settings allows them
+_SETTING_SEQS = VARIANT_SEQS + SCALING_SEQS_V2 + SCALING_SEQS_V3 + SCALING_SEQS_V4  # every edition's, as check_settings allows them
 _SETTING_MODELS = SWEEP_MODELS + tuple(m for m, _ in TP_SETUPS_V2)
 _SWEEP_GPUS = tuple(SWEEP_GPU_KEYS)
 INPUT_FIELDS = ("block", "ranks", "sequence_parallel", "width", "gpu", "overlap")
