@@ -628,12 +628,13 @@ def dp64_explanations_v6(micro_batch: int, recompute: str) -> dict[str, str]:
     def verdict(e: Estimate) -> str:
         return "fits" if e.fits else "does not fit"
 
+    big = dp64_estimate("70b-h100", 3, micro_batch, recompute)
+    seventy = f"the 70B with ZeRO-3 needs {big.memory.total / 1e9:,.0f} GB, which {verdict(big)} in {big.cluster.gpu.hbm_bytes / 1e9:.1f} GB"
     zero2 = (f"with ZeRO-2 every GPU still keeps the 13B's whole bf16 weights, {weights:,.0f} GB, beside 1/64 of its gradients and Adam "
              f"state: {z2.memory.total / 1e9:,.0f} GB per GPU at micro-batch {micro_batch} with {recompute} recompute, which {verdict(z2)} "
-             f"in {hbm:.1f} GB (plain replicas, ZeRO-0: {z0.memory.total / 1e9:,.0f} GB).")
+             f"in {hbm:.1f} GB (plain replicas, ZeRO-0: {z0.memory.total / 1e9:,.0f} GB)" + (f"; but {seventy}: not the 13B only." if big.fits else "."))
     zero3 = (f"ZeRO-3 shards the weights too: the 13B needs {z3.memory.total / 1e9:,.0f} GB per GPU, which {verdict(z3)}, against "
-             f"{z2.memory.total / 1e9:,.0f} GB with ZeRO-2; the 70B with ZeRO-3 needs "
-             f"{dp64_estimate('70b-h100', 3, micro_batch, recompute).memory.total / 1e9:,.0f} GB.")
+             f"{z2.memory.total / 1e9:,.0f} GB with ZeRO-2, which {verdict(z2)}; {seventy}.")
     return {"B": old["B"], "C_zero2": zero2, "C_zero3": zero3, "D": old["D"]}
 
 
