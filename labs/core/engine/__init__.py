@@ -18,5 +18,7 @@ ENGINE_VERSION = "0.4.4"  # engine v4 (Blackwell, NVLink domains, kernels by sha
 # SP input, block-scaled activations at their own bytes: Lab 11's capacity step, Lab 15's step times and its cost key moved
 # 0.4.4: NVLSTree's network term doubles on two NVLink domains and halves past them (NCCL tuning.cc), and a GB200 NVL72
 # rack reaches 405.74 GB/s through its NICs (CoreWeave's 20 racks): DP all-reduces over two whole DGX nodes and NVL72 racks moved
+# 0.4.4 also: Megatron-Core's and TE's column-parallel linears hide the backward's input-gradient all-reduce / reduce-scatter
+# behind their weight-gradient GEMM (Era.dgrad_comm_behind_wgrad): TP plans without userbuffers moved
 
 __all__ = ["CLUSTERS", "GPUS", "LINKS", "MODELS", "Cluster", "Model", "Plan", "Estimate", "estimate", "sweep", "ENGINE_VERSION"]

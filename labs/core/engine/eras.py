@@ -79,6 +79,27 @@ code, never from an end-to-end run:
   DTensor plans (torchtitan's ColwiseParallel after SequenceParallel) save the gathered input that
   the matmul used, so nothing is re-gathered (labs.core.engine.stages.parallel prices it) and the
   gathered input stays in memory (labs.core.engine.stages.memory: gathered_sp_inputs).
+- dgrad_comm_behind_wgrad: whether the column-parallel linears' (QKV's, the dense MLP's first)
+  backward launches the collective of its input gradient (the all-reduce, a reduce-scatter under
+  SP) asynchronously and computes its weight gradient meanwhile, waiting for it after
+  (labs.core.engine.stages.parallel prices it). Megatron: megatron/core/tensor_parallel/layers.py,
+  LinearWithGradAccumulationAndAsyncCommunication.backward ("Asynchronous all-reduce" / "reduce
+  scatter is scheduled before the weight gradient computation", then handle.wait()); in
+  Megatron-LM since 2021-08-30 (NVIDIA/Megatron-LM cf7efd4, "allreduce overlap with wgrad gemm",
+  on by default from 3f65246, 2021-09-02: --no-async-tensor-model-parallel-allreduce), the
+  reduce-scatter since sequence parallelism (02bb1f5, 2022-03-02). Transformer Engine the same
+  (transformer_engine/pytorch/module/linear.py and layernorm_linear.py, backward: "Overlap
+  dgrad-RS/AR with wgrad"). Not in the code Narayanan et al. 2021 ran (their runs predate it:
+  megatron-2021, and DeepSpeed's 2021 copy of it). Off for megatron-2022 too: until 2022-10-14
+  the code only tried to get the collective scheduled before the GEMM, by a 3 us no-op kernel
+  (bdd9731, "Remove noop used to try to force scheduling and check for environment variable
+  instead": since then Megatron refuses to run without CUDA_DEVICE_MAX_CONNECTIONS=1, which
+  makes the GPU start kernels in launch order), and Korthikanti et al.'s Table 4 layer times
+  (A100, TP 8, no SP) are met with the backward's all-reduces waited for (backward +3.2%) and
+  missed with them hidden (-9.3%; selective recompute +1.4% against -9.9%). PyTorch's DTensor
+  plans do not: autograd's matmul backward computes both gradients in one node, and the
+  redistribution of the input gradient (the reduce-scatter) runs after it. Llama 3's framework:
+  not published, not credited.
 - zero3_unit: what one ZeRO-3 all-gather fetches: "parameter" (DeepSpeed stage 3: every weight of
   at least stage3_param_persistence_threshold = 1e5 elements on its own; smaller ones stay
   whole on every rank; prefetch bounded by stage3_prefetch_bucket_size = 5e7 elements, so a
@@ -376,6 +397,7 @@ class Era:
     logits_bytes: tuple[float, float] = (4.0, 6.0)  # (saved, peak) per logit: Megatron's vocab-parallel cross entropy
     tp_overlap_kind: str = "userbuffers"
     sp_regathers_input: bool = True  # SP's backward all-gathers the column-parallel linears' inputs again (module docstring)
+    dgrad_comm_behind_wgrad: bool = True  # the column-parallel linears' input-gradient collective runs beside their weight-gradient GEMM
     zero3_unit: str = "module"
     pp_p2p: str = "scatter_gather"
     pipeline_overlaps_dp: bool = True  # False: a pipelined step reduces gradients after the flush
@@ -452,7 +474,7 @@ class Era:
             raise ValueError(f"a2a_link_share must be a pair (scale-up, scale-out) of shares in (0, 1], got {self.a2a_link_share!r}")
         for share in self.a2a_link_share:
             check_positive("a2a_link_share", share, maximum=1.0)
-        for name in ("moe_a2a_overlap", "fp8_param_gather"):
+        for name in ("moe_a2a_overlap", "fp8_param_gather", "sp_regathers_input", "dgrad_comm_behind_wgrad"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
         if self.fsdp_reshard_after_backward != "never" and self.zero3_unit != "layer":
@@ -496,19 +518,19 @@ F, T = False, True
 ERAS: dict[str, Era] = {
     #                       schedule                             min pp  recompute                        SP      flash   ZeRO          TP ovl  grads              DP ovl  PP ovl  DP algorithm
     "megatron-2021": Era("megatron-2021", ("interleaved", "1f1b"), 3, ("full", "none"), (F,), (F,), (0,), (F,), ("bf16",), (F,), (F,), ("auto", "ring", "tree"),
-                         kernels_per_layer=14, tp_overlap_kind="none"),
+                         kernels_per_layer=14, tp_overlap_kind="none", dgrad_comm_behind_wgrad=False),
     # DeepSpeed 2021 ran Megatron's fused layer code (Megatron-DeepSpeed) under its own engine.
     "deepspeed-2021": Era("deepspeed-2021", ("1f1b",), 3, ("full", "none"), (F,), (F,), (0, 1, 2, 3), (F,), ("bf16",), (T, F), (F,), ("auto", "ring", "tree"),
                           kernels_per_layer=14, tp_overlap_kind="none", zero3_unit="parameter", pp_p2p="full", pipeline_overlaps_dp=False,
-                          hybrid_sharding="none"),
+                          hybrid_sharding="none", dgrad_comm_behind_wgrad=False),
     "megatron-2022": Era("megatron-2022", ("interleaved", "1f1b"), 3, ("selective", "full", "none"), (T, F), (F,), (0,), (F,), ("bf16",), (F,), (F,), ("auto", "ring", "tree"),
-                         kernels_per_layer=14, tp_overlap_kind="none"),
+                         kernels_per_layer=14, tp_overlap_kind="none", dgrad_comm_behind_wgrad=False),
     "megatron-core-2024": Era("megatron-core-2024", ("interleaved", "1f1b"), 2, ("selective", "none", "full"), (T, F), (T, F), (1, 0), (T, F), ("bf16", "fp32"), (T, F), (T, F), ("auto", "ring", "tree", "nvls"), ("ring", "all_gather"), 8, ("bf16", "fp8"),
                               hybrid_sharding="dense"),
     # FSDP that keeps the gathered weights through the step (part 2's reshard_after_forward=False)
     # is ZeRO-2's memory and traffic: sharded gradients and optimizer, whole weights in the step.
     "llama3-2024": Era("llama3-2024", ("interleaved", "1f1b"), 2, ("none", "selective", "full"), (T,), (T,), (2, 1), (F, T), ("fp32",), (T,), (T,), ("auto", "ring", "tree"), ("all_gather", "ring"), 16,
-                       zero3_unit="layer", allocator_fragmentation=0.0, pp_frees_stage_inputs=True),
+                       zero3_unit="layer", allocator_fragmentation=0.0, pp_frees_stage_inputs=True, dgrad_comm_behind_wgrad=False),
     # PyTorch FSDP1 in 2023 (llama-recipes, HF accelerate): FULL_SHARD (ZeRO-3) or SHARD_GRAD_OP
     # (ZeRO-2) over every GPU, one FSDP unit per transformer block, activation checkpointing per
     # block, flash-attn 2, eager element-wise ops, no pipeline, no TP overlap, no compile.
@@ -516,6 +538,7 @@ ERAS: dict[str, Era] = {
         "pytorch-fsdp1-2023", ("1f1b",), 2, ("none", "full"), (F,), (T,), (3, 2), (F,), ("bf16", "fp32"), (T,), (T,),
         ("auto", "ring", "tree"), max_pp=1, attention_kernel="fa2", fused_elementwise=False, zero3_unit="layer",
         kernels_per_layer=EAGER_KERNELS_PER_LAYER, loss_bytes_per_logit=40.0, logits_bytes=EAGER_LOGITS_BYTES, tp_overlap_kind="none", optimizer_bytes_per_param=98.0,
+        dgrad_comm_behind_wgrad=False,
         fsdp_s_per_unshard=FSDP1_OPS_PER_UNSHARD * HOST_S_PER_OP, fsdp_s_per_param=FSDP1_S_PER_PARAM,
         fsdp_kept_s_per_param=FSDP1_KEPT_S_PER_PARAM, fsdp_kept_s_per_pass=FSDP1_KEPT_OPS_PER_PASS * HOST_S_PER_OP,
         fsdp_shard_bytes=FSDP1_SHARD_BYTES, fsdp_grad_bytes=FSDP1_GRAD_BYTES, fsdp_reshard_after_backward="reducing",
@@ -536,7 +559,7 @@ ERAS: dict[str, Era] = {
         (T,), (F,), ("auto", "ring", "tree", "nvls"), ("ring", "all_gather"), 16, ("bf16", "fp8"), torch_compile=(F, T),
         attention_kernel="fa2", fused_elementwise=False, kernels_per_layer=EAGER_KERNELS_PER_LAYER, loss_bytes_per_logit=40.0,
         logits_bytes=EAGER_LOGITS_BYTES, pp_grad_sync="step", pp_keeps_outputs=True, allocator_fragmentation=0.0,
-        tp_overlap_kind="async_tp", sp_regathers_input=False, zero3_unit="layer", optimizer_bytes_per_param=46.0, fsdp_s_per_unshard=FSDP2_S_PER_UNSHARD,
+        tp_overlap_kind="async_tp", sp_regathers_input=False, dgrad_comm_behind_wgrad=False, zero3_unit="layer", optimizer_bytes_per_param=46.0, fsdp_s_per_unshard=FSDP2_S_PER_UNSHARD,
         fsdp_s_per_param=FSDP2_OPS_PER_PARAM_RESHARD * HOST_S_PER_OP,
         fsdp_kept_s_per_param=(0.0, FSDP2_OPS_PER_PARAM_RESHARD * HOST_S_PER_OP),
         fsdp_unshard_bytes=FSDP2_UNSHARD_BYTES, fsdp_shard_bytes=FSDP2_SHARD_BYTES, fsdp_grad_bytes=FSDP2_GRAD_BYTES,

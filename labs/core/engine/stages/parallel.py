@@ -3,10 +3,12 @@
 - TP: two collectives of b s h activations per pass (all-reduces, or all-gather + reduce-scatter
   under SP); under SP Megatron's and TE's backward all-gathers the column-parallel linears' inputs
   once more for their weight gradients (SP_BACKWARD_REGATHERS, beside the input-gradient GEMM).
-  Megatron-LM 2021-22 ran the others on the critical path; with tp_comm_overlap
-  (Transformer Engine userbuffers, inside an NVLink domain, with SP) the all-gathers hide behind
-  their GEMMs by ring exchange, the pipelined reduce-scatters expose one of TP_OVERLAP_SPLITS
-  chunks, and the overlapped GEMMs lose TP_OVERLAP_SMS of the GPU's SMs (TE's defaults,
+  Megatron-LM 2021-22 ran the others on the critical path; from late 2022 Megatron's and TE's
+  column-parallel linears run the backward's input-gradient collective beside their
+  weight-gradient GEMM (Era.dgrad_comm_behind_wgrad). With tp_comm_overlap (Transformer Engine
+  userbuffers, inside an NVLink domain, with SP) the all-gathers hide behind their GEMMs by ring
+  exchange, the pipelined reduce-scatters expose one of TP_OVERLAP_SPLITS chunks, and the
+  overlapped GEMMs lose TP_OVERLAP_SMS of the GPU's SMs (TE's defaults,
   transformer_engine/pytorch/module/base.py initialize_ub; NeMo communication_overlap.rst).
 - CP: Transformer Engine's ring, Llama 3's all-gather, or DeepSpeed-Ulysses' all-to-alls.
 - EP: the routed tokens' dispatch and combine (labs.core.engine.experts), exposed in full here;
@@ -20,6 +22,9 @@ from types import SimpleNamespace
 from labs.core.engine.context import ulysses_qkv_bytes
 from labs.core.engine.experts import all_to_all_cost, received_load
 from labs.core.engine.gemm import GEMM_FIXED_S
+from labs.core.engine.stages.compute import layer_kernels
+from labs.core.engine.stages.inputs import model_terms, read_plan
+from labs.core.engine.stages.xp import SCALAR
 from labs.core.engine.topology import collective_columns, members_per_domain
 
 ACTIVATION_BYTES = 2  # bf16 activations sent between TP ranks and pipeline stages
@@ -116,7 +121,8 @@ def layer_communication(model, cluster, stack, p, layer, xp) -> SimpleNamespace:
     all_reduce = _seconds("all_reduce", xp.where(p.sp, 0.0, t.act), cluster, tp, s_tp, xp)
     sp_act = xp.where(p.sp, t.act, 0.0)
     gather = _seconds("all_gather", sp_act, cluster, tp, s_tp, xp)
-    gather_scatter = gather + _seconds("reduce_scatter", sp_act, cluster, tp, s_tp, xp)
+    scatter = _seconds("reduce_scatter", sp_act, cluster, tp, s_tp, xp)
+    gather_scatter = gather + scatter
     t.tp_pass = 2 * xp.where(p.sp, gather_scatter, all_reduce)
     # SP's backward re-gathers (SP_BACKWARD_REGATHERS): QKV's input in every layer, the FFN's in
     # the dense ones, each beside its own input-gradient GEMM (as long as the forward GEMM), whose
@@ -128,6 +134,18 @@ def layer_communication(model, cluster, stack, p, layer, xp) -> SimpleNamespace:
     regather_exposed = (xp.maximum(gather - layer.qkv_f, 0.0) + dense_share * xp.maximum(gather - layer.fc1_f, 0.0)
                         + overlap_contention(gpu.sms, regather_hidden, NCCL_COLLECTIVE_SMS))
     regather_exposed = xp.where(t.regathers > 0, regather_exposed, 0.0)
+    # The column-parallel linears' backward (Era.dgrad_comm_behind_wgrad: Megatron's
+    # LinearWithGradAccumulationAndAsyncCommunication.backward, TE's "Overlap dgrad-RS/AR with
+    # wgrad") launches its input gradient's all-reduce (reduce-scatter under SP) async and runs the
+    # weight-gradient GEMM (as long as the forward GEMM) meanwhile: QKV's in every layer, the FFN's
+    # first in the dense ones (an MoE layer's tokens leave through its dispatcher, waited for). What
+    # outlasts the GEMM is waited for; what hid slowed the GEMM beside it (NCCL's SMs, HBM).
+    if stack.dgrad_comm_behind_wgrad:
+        dgrad_comm = xp.where(p.sp, scatter, all_reduce)
+        dgrad_hidden = xp.minimum(dgrad_comm, layer.qkv_f) + dense_share * xp.minimum(dgrad_comm, layer.fc1_f)
+        dgrad_saved = dgrad_hidden - overlap_contention(gpu.sms, dgrad_hidden, NCCL_COLLECTIVE_SMS)
+    else:
+        dgrad_saved = 0.0 * tp
     t.tp_total = t.tp_pass * (2 + redo) + t.regather_s
     # Context parallelism, run only where cp > 1 (elsewhere its terms are 0: _context_parallel)
     (t.kv_block, t.step_p2p, t.kv, t.gather_f, t.gather_b, t.qkv_block, t.out_block, t.ulysses_pass, t.cp_total) = xp.only_if(
@@ -139,7 +157,7 @@ def layer_communication(model, cluster, stack, p, layer, xp) -> SimpleNamespace:
     contention = gemm_all * TP_OVERLAPPED_GEMM_SHARE * (gpu.sms / (gpu.sms - TP_OVERLAP_SMS) - 1)
     # userbuffers: the re-gathers are bulk overlaps (ub_bulk_dgrad), only the pipelined reduce-scatters leave a chunk exposed
     t.tp_exposed = xp.where(t.overlap, xp.maximum(t.tp_total - gemm_all, 0.5 * (t.tp_total - t.regather_s) / TP_OVERLAP_SPLITS) + contention,
-                            t.tp_total - t.regather_s + regather_exposed)
+                            t.tp_total - t.regather_s + regather_exposed - dgrad_saved)
     if stack.tp_overlap_kind == "async_tp":
         # PyTorch's AsyncTP (torch.distributed._symmetric_memory, applied by a torch.compile pass
         # to the forward graph's all-gather -> matmul and matmul -> reduce-scatter patterns) splits
@@ -158,3 +176,13 @@ def layer_communication(model, cluster, stack, p, layer, xp) -> SimpleNamespace:
     t.layer_a2a = a2a * (2 + redo)  # dispatch + combine, forward and backward (and the re-run forward)
     t.layer_comm = t.tp_exposed + t.cp_total + t.layer_a2a
     return t
+
+
+def tp_pass_seconds(model, cluster, columns: dict, stack) -> float:
+    """One layer's TP collectives of one pass (two all-reduces, or two all-gathers and two
+    reduce-scatters under SP) for one plan's columns (labs.core.engine.perf.plan_columns): the
+    forward's, which a stack without TP overlap waits for in full. Korthikanti et al.'s Table 4
+    times each pass with its own collectives (labs.core.engine.calibration.table4_layer_ms)."""
+    p = read_plan(model, columns, stack, SCALAR)
+    terms = model_terms(model)
+    return float(layer_communication(terms, cluster, stack, p, layer_kernels(terms, cluster, stack, p, SCALAR), SCALAR).tp_pass)
