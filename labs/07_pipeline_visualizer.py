@@ -87,7 +87,7 @@ def _(held_now, lecture_clock, set_held):
 
 
 # Your lab's numbers are drawn from your id (labs.variants): the stages, micro-batches and the
-# bubble target below are yours, and so is the order of the options.
+# bubble target below are yours.
 @app.cell
 def _(student_input):
     variant = ui.lab_variant(LAB, student_input.value)

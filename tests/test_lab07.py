@@ -40,16 +40,29 @@ def test_utilisation_feedback_agrees_with_the_timeline(app, typed):
     assert 100 * (1 - bubble_fraction(SETTING["seed_p"], SETTING["seed_m"], "1f1b", 1, "total")) == pytest.approx(U.spec.answer)
 
 
-@pytest.mark.parametrize("key", [o.key for o in M.options])
-def test_microbatch_feedback_agrees_with_the_formula(app, key):
-    outputs, _ = app.run(defs={**committed("microbatch", M, key)})
-    assert ("Right." in text_of(outputs)) == (key == M.key)
+def _misreadings():
+    """The counts the usual misreadings give at the headless variant (edition 2's candidates)."""
+    from labs.core.scenarios.lab07 import microbatch_candidates
+
+    near = microbatch_candidates(SETTING["deep_p"], SETTING["target"])
+    return [int(near[k].label) for k in ("ideal", "slots", "whole_stages")]
+
+
+@pytest.mark.parametrize("typed", [right(M), right(M) - 1, right(M) + 1, *_misreadings()])
+def test_microbatch_feedback_agrees_with_the_formula(app, typed):
+    """The fewest typed is right; one fewer (a bubble of the target or more), one more (not the
+    fewest) and each misreading's count are not."""
+    outputs, _ = app.run(defs={**committed("microbatch", M, typed)})
+    p, t = SETTING["deep_p"], SETTING["target"]
+    fewest = int(M.spec.answer)
+    assert bubble_fraction(p, fewest, "1f1b", 1, "total") < t <= bubble_fraction(p, fewest - 1, "1f1b", 1, "total")
+    assert ("Right:" in text_of(outputs)) == (typed == fewest)
 
 
 def test_submit_lands_in_the_ledger(app):
     _, defs = app.run(defs={
         **committed("utilisation", U, right(U)),
-        **committed("microbatch", M, M.key),
+        **committed("microbatch", M, right(M)),
         "submit_button": Pressed(),
     })
     step = defs["submitted"]["labs"]["07_pipeline_visualizer"]["pipeline"]
@@ -85,7 +98,7 @@ from labs.core.scenarios.lab07 import (
 )
 from labs.core.engine.pipeline import SCHEDULES, OpCosts, timeline
 
-BOTH = {**committed("utilisation", U, right(U)), **committed("microbatch", M, M.key)}
+BOTH = {**committed("utilisation", U, right(U)), **committed("microbatch", M, right(M))}
 GATED = ("Key takeaways", "What each schedule pays", "The equations behind the bubble", "Deep pipelines are run interleaved", "Qi et al. Table 5")
 
 
@@ -103,7 +116,7 @@ def controls(p=4, m=8, v=2, tb=1.0, tw=1.0, a="1F1B", b="interleaved 1F1B", play
     }
 
 
-@pytest.mark.parametrize("answers", [{}, {**committed("utilisation", U, right(U))}, {**committed("microbatch", M, M.key)}])
+@pytest.mark.parametrize("answers", [{}, {**committed("utilisation", U, right(U))}, {**committed("microbatch", M, right(M))}])
 def test_nothing_that_ranks_the_options_shows_before_both_predictions(app, answers):
     outputs, _ = app.run(defs=answers)
     text = text_of(outputs)
@@ -164,10 +177,11 @@ def test_exactly_five_percent_is_not_under():
 def test_microbatch_wording_says_strictly(app):
     target = SETTING["target"]
     assert f"strictly below: a bubble of exactly {target:.1%} is not under" in text_of(app.run()[0])
-    outputs, _ = app.run(defs={**committed("microbatch", M, M.key)})
+    outputs, _ = app.run(defs={**committed("microbatch", M, right(M))})
     text = text_of(outputs)
-    fewest = next(o.label for o in M.options if o.key == M.key)
-    assert f"m = {fewest}: bubble" in text and f"under {target:.0%}, the fewest of the options that are" in text
+    fewest = int(M.spec.answer)
+    assert f"you said {fewest}, the engine says {fewest} micro-batches" in text
+    assert f", under {target:.0%}; at m = {fewest - 1} it is" in text and "not under" in text
 
 
 EXTREMES = dict(p=(1, 8, 64), m=(1, 256), tb=(0.5, 2.0), tw=(0.5, 2.0))
@@ -309,7 +323,7 @@ def test_invalid_design_is_explained_at_submit(app):
     schedules = app.run()[1]["SCHEDULE_NAMES"]
     outputs, defs = app.run(defs={
         **committed("utilisation", U, right(U)),
-        **committed("microbatch", M, M.key),
+        **committed("microbatch", M, right(M)),
         **with_instruments(app, "instruments",
                            schedule_a=mo.ui.dropdown(options=schedules, value="interleaved 1F1B"),
                            p_slider=mo.ui.slider(steps=[8], value=8), m_slider=mo.ui.slider(steps=[4], value=4)),

@@ -129,6 +129,21 @@ def margins_07_v2(s, q):
     assert bubble_fraction(s["deep_p"], key - 1, "1f1b", 1, "total") >= s["target"]
 
 
+def margins_07_v3(s, q):
+    """Edition 3: the fewest micro-batches typed, exactly: under the target there, not one fewer;
+    the misreadings' counts and one more are judged wrong."""
+    from labs.core.engine.pipeline import bubble_fraction
+    from labs.core.scenarios.lab07 import microbatch_candidates
+
+    mb, p, t = q["microbatches"], s["deep_p"], s["target"]
+    assert isinstance(mb, Numeric) and mb.answer == int(mb.answer) and mb.tolerance < 1
+    m = int(mb.answer)
+    assert bubble_fraction(p, m, "1f1b", 1, "total") < t <= bubble_fraction(p, m - 1, "1f1b", 1, "total"), (p, t, m)
+    near = microbatch_candidates(p, t)
+    for wrong in (m + 1, m - 1, *(int(near[k].label) for k in ("ideal", "slots", "whole_stages"))):
+        assert abs(wrong - mb.answer) > mb.tolerance, (p, t, wrong)
+
+
 def margins_08(s, q):
     from labs.core.scenarios import lab08
 
@@ -591,7 +606,7 @@ MARGINS = {  # (lab, the recipe's edition) -> its margins; first editions are ke
     ("09_64gpu_design", 1): margins_09, ("10_failures_at_scale", 1): margins_10, ("11_long_context_moe", 1): margins_11,
     ("05_parallelism", 2): margins_05_v2, ("06_zero_sweep", 2): margins_06_v2, ("06_zero_sweep", 3): margins_06_v3, ("08_collectives", 2): margins_08_v2_regrade,
     ("09_64gpu_design", 2): margins_09_v2, ("10_failures_at_scale", 2): margins_10_v2, ("11_long_context_moe", 2): margins_11_v2, ("11_long_context_moe", 3): margins_11_v2, ("11_long_context_moe", 4): margins_11_v4, ("11_long_context_moe", 5): margins_11_v5,
-    ("05_parallelism", 3): margins_05_v3, ("05_parallelism", 4): margins_05_v3, ("05_parallelism", 5): margins_05_v5, ("07_pipeline_visualizer", 2): margins_07_v2, ("08_collectives", 3): margins_08_v2, ("08_collectives", 4): margins_08_v4,
+    ("05_parallelism", 3): margins_05_v3, ("05_parallelism", 4): margins_05_v3, ("05_parallelism", 5): margins_05_v5, ("07_pipeline_visualizer", 2): margins_07_v2, ("07_pipeline_visualizer", 3): margins_07_v3, ("08_collectives", 3): margins_08_v2, ("08_collectives", 4): margins_08_v4,
     ("09_64gpu_design", 3): margins_09_v3, ("09_64gpu_design", 4): margins_09_v3, ("09_64gpu_design", 5): margins_09_v5, ("09_64gpu_design", 6): margins_09_v6,
     ("12_precision_and_memory", 1): margins_12, ("12_precision_and_memory", 2): margins_12_v2,
     ("13_tensor_parallel", 1): margins_13, ("13_tensor_parallel", 2): margins_13_v2, ("13_tensor_parallel", 3): margins_13_v3, ("13_tensor_parallel", 4): margins_13_v4,

@@ -403,4 +403,37 @@ MICROBATCH_VARIANT_OPTIONS += tuple(Option(o.key, label, o.misconception) for o,
     ("(p-1)/(2m) under the target", "2 per stage", "4 per stage", "the next whole number per stage")))
 
 
-VARIANTS = LabVariants(LAB, draw_settings, build_questions, version=2, older={1: (draw_settings_v1, build_questions_v1)})
+# Edition 3 (issue 38 item 2, review 38bda0b W1): the fewest micro-batches is typed, not picked.
+# Offered as four counts it cannot have exactly one option under the target without being the
+# largest, and edition 2's way out (the key's rank drawn, the counts above it under the target but
+# not the fewest) left it recognisable: the longest number found it for 40% of 200 ids, and "the
+# smallest of the counts within 10% of another" for 86%, since the misreadings that over-count
+# (against the ideal time, p slots, whole micro-batches per stage) land just above the fewest and
+# none lands just below it. Typed, the answer is the one count the engine finds, exactly.
+MICROBATCH_TOLERANCE = 0.5  # micro-batches: the fewest, exactly (the question asks for a count)
+
+
+def microbatch_question(deep: int, target: float) -> Numeric:
+    """The fewest micro-batches under the target at `deep` stages, typed; the reveal gives the
+    bubble there and one below it, and the counts the usual misreadings give."""
+    fewest = fewest_microbatches(deep, 1, target)
+    near = microbatch_candidates(deep, target)
+    misread = ", ".join(f"{near[k].label} ({why})" for k, why in (
+        ("ideal", "the bubble against the ideal time, (p-1)/m"), ("slots", "p slots idle, p/(m+p)"),
+        ("whole_stages", "rounded up to whole micro-batches per stage")))
+    return Numeric(
+        f"With {deep} stages and 1F1B, what is the fewest micro-batches that keep the bubble under {target:.0%} of the wall time "
+        f"(strictly below: a bubble of exactly {target:.1%} is not under)? Type a whole number (exactly).",
+        float(fewest), MICROBATCH_TOLERANCE, "micro-batches",
+        f"the bubble (p-1)/(m+p-1) is {deep - 1}/{fewest + deep - 1} = {share_against(_bubble_1f1b(deep, fewest), target)} of the wall time at "
+        f"m = **{fewest}**, under {target:.0%}; at m = {fewest - 1} it is {share_against(_bubble_1f1b(deep, fewest - 1), target)}, not under. "
+        f"The usual misreadings give {misread}.",
+    )
+
+
+def build_questions_v3(s: dict) -> dict:
+    return {**build_questions_v1(s), "microbatches": microbatch_question(int(s["deep_p"]), float(s["target"]))}
+
+
+VARIANTS = LabVariants(LAB, draw_settings_v1, build_questions_v3, version=3,
+                       older={1: (draw_settings_v1, build_questions_v1), 2: (draw_settings, build_questions)})
