@@ -840,7 +840,7 @@ def _ledger(tmp_path, student, salt=None, tamper=None):
     from labs.core.scenarios.lab07 import pipeline_outcomes
     from labs.core.state import DesignLedger
 
-    v = variant("07", student, salt)
+    v = variant("07", student, salt, version=2)  # edition 2: micro-batches picked from options (edition 3 types them)
     ledger = DesignLedger(student, directory=tmp_path)
     micro = v.questions["microbatches"]
     wrong = next(o.key for o in micro.options if o.key != micro.key)
