@@ -16,7 +16,6 @@ with app.setup:
     from labs.core.engine.hardware import LINKS
     from labs.core.scenarios.lab05 import (
         ACT1_STRONG_FABRIC,
-        act1_facts,
         act1_outcomes,
         act1_story,
         act1_story_facts,
@@ -24,6 +23,9 @@ with app.setup:
         act2_outcomes,
         best_design,
         design_model_of,
+        design_platform_of,
+        design_platform_text,
+        design_ring_busbw,
         plan_from_inputs,
         tp_reflection,
     )
@@ -33,6 +35,8 @@ with app.setup:
     from labs.core.scenarios.prose import STACK, era_choices, scaling_book_dp_tokens, weak_scaling_price
     from labs.core.scenarios.lab05 import (
         DESIGN_ERA,
+        DESIGN_HEADROOM,
+        DESIGN_PLATFORM_NAMES,
         DP_WALL_GLOBAL_BATCH,
         DP_WALL_GPUS,
         GPU_STEPS_DEFAULT,
@@ -106,14 +110,14 @@ def _(held_now, lecture_clock, set_held):
     return
 
 
-# Act I's scaling, fabric and batch and Act II's model and global batch are drawn from your id
-# (labs.variants), and so are the options and their order.
+# Act I's scaling, fabric, batch and gradient bucket and Act II's model, global batch and GPU
+# generation are drawn from your id (labs.variants), and so are the options and their order.
 @app.cell
 def _(student_input):
     variant = ui.lab_variant(LAB, student_input.value)
     act1_story_inputs, design_batch = act1_story(variant.settings), variant.settings["design_batch"]
-    design_model = design_model_of(variant.settings)
-    return act1_story_inputs, design_batch, design_model, variant
+    design_model, design_platform = design_model_of(variant.settings), design_platform_of(variant.settings)
+    return act1_story_inputs, design_batch, design_model, design_platform, variant
 
 
 @app.cell(hide_code=True)
@@ -165,19 +169,22 @@ def _(act1_story_inputs):
     fabric_dropdown = mo.ui.dropdown(options=FABRICS, value=next(k for k, v in FABRICS.items() if v == _story["fabric"]), label="Fabric across nodes")
     algorithm_dropdown = mo.ui.dropdown(options=ALGORITHMS, value="ring", label="All-reduce algorithm")
     overlap_checkbox = mo.ui.checkbox(value=False, label="Overlap the gradient reduction with the backward pass")
+    _buckets = {"Megatron's default, max(40M, 1M x DP) parameters": 0, "10M parameters (--ddp-bucket-size 10000000)": 10_000_000}
+    bucket_dropdown = mo.ui.dropdown(options=_buckets, value=next(k for k, v in _buckets.items() if v == (_story["bucket_params"] or 0)), label="Gradient bucket")
     grad_dropdown = mo.ui.dropdown(options={"fp32 (Megatron's bf16 default)": "fp32", "bf16": "bf16"}, value="fp32 (Megatron's bf16 default)", label="Gradients reduced in")
     act1_instruments = mo.vstack(
         [
             mo.md("### Instruments"),
             mo.hstack([gpus_slider, model_dropdown, batch_dropdown], justify="start", wrap=True),
             scaling_radio,
-            mo.hstack([fabric_dropdown, algorithm_dropdown, grad_dropdown, overlap_checkbox], justify="start", wrap=True),
+            mo.hstack([fabric_dropdown, algorithm_dropdown, grad_dropdown, bucket_dropdown, overlap_checkbox], justify="start", wrap=True),
         ]
     )
     return (
         act1_instruments,
         algorithm_dropdown,
         batch_dropdown,
+        bucket_dropdown,
         fabric_dropdown,
         gpus_slider,
         grad_dropdown,
@@ -196,7 +203,7 @@ def _(act1_committed, act1_instruments):
 
 # The curve over every GPU count does not read the GPU slider: moving it reruns one estimate.
 @app.cell
-def _(act1_committed, algorithm_dropdown, batch_dropdown, fabric_dropdown, grad_dropdown, model_dropdown, overlap_checkbox, scaling_radio):
+def _(act1_committed, algorithm_dropdown, batch_dropdown, bucket_dropdown, fabric_dropdown, grad_dropdown, model_dropdown, overlap_checkbox, scaling_radio):
     ui.gate(act1_committed)
     act1_settings = dict(
         global_batch=batch_dropdown.value,
@@ -206,6 +213,7 @@ def _(act1_committed, algorithm_dropdown, batch_dropdown, fabric_dropdown, grad_
         overlap=overlap_checkbox.value,
         params_b=model_dropdown.value,
         grad_reduce_dtype=grad_dropdown.value,
+        bucket_params=bucket_dropdown.value or None,
     )
     act1_curve = dp_wall_curve(act1_settings)
     return act1_curve, act1_settings
@@ -322,7 +330,12 @@ def _(act1_committed, act1_story_inputs):
     _overlap = dp_wall_estimate(_n, **_story, overlap=True)
     _bf16 = dp_wall_estimate(_n, **_story, grad_reduce_dtype="bf16")
     _tree = dp_wall_estimate(_n, **_story, algorithm="tree")
-    if _story["fixed_per_gpu"]:  # already growing the batch: the other lever is the faster fabric
+    if _story["bucket_params"]:  # small buckets: the other lever is Megatron's default bucket
+        _weak = dp_wall_estimate(_n, **{**_story, "bucket_params": None})
+        _runs = (f"{_ring.model.name} with the batch growing with the GPUs ({_story['global_batch'] // DP_WALL_GPUS[0]} sequences per GPU) "
+                 f"in buckets of {_story['bucket_params'] / 1e6:.0f}M parameters")
+        _lever = "Megatron's default bucket, max(40M, 1M x DP) parameters"
+    elif _story["fixed_per_gpu"]:  # already growing the batch: the other lever is the faster fabric
         _weak = dp_wall_estimate(_n, **{**_story, "fabric": ACT1_STRONG_FABRIC})
         _runs = f"{_ring.model.name} with the batch growing with the GPUs ({_story['global_batch'] // DP_WALL_GPUS[0]} sequences per GPU)"
         _lever = f"the same runs on {_weak.cluster.inter.name}"
@@ -425,14 +438,14 @@ def _():
 
 
 @app.cell(hide_code=True)
-def _(design_batch, design_model):
-    _model, _cluster = design_inputs(design_model)
+def _(design_batch, design_model, design_platform):
+    _model, _cluster = design_inputs(design_model, design_platform)
     ui.stakeholder_message(
         "Head of pre-training",
-        f"We have {_cluster.nodes} DGX H100 nodes ({_cluster.gpus} GPUs of {_cluster.gpu.hbm_bytes / 1e9:.1f} GB) "
+        f"We have {design_platform_text(design_platform)} "
         f"for {_model.name} ({_model.params / 1e9:.1f}B parameters, {_model.layers} layers), global batch "
-        f"{design_batch} sequences of {_model.seq_len} tokens. It must fit, the pipeline bubble must be small, "
-        "and I want the highest MFU. Which layout?",
+        f"{design_batch} sequences of {_model.seq_len} tokens. It must fit with {1 - DESIGN_HEADROOM:.0%} of each GPU's memory to spare, "
+        "the pipeline bubble must be small, and I want the highest MFU. Which layout?",
     )
     return
 
@@ -457,11 +470,12 @@ def _(act2_commit_buttons, act2_question, held_now, identity, variant):
     return (act2_committed,)
 
 
-# The layout starts where Act I left off, pure data parallelism, for the variant's model.
+# The layout starts where Act I left off, pure data parallelism, for the variant's model and GPUs.
 @app.cell
-def _(design_model):
-    tp_dropdown = mo.ui.dropdown(options=[str(t) for t in divisor_choices(design_model)["tp"]], value="1", label="TP (tensor parallel)")
-    pp_dropdown = mo.ui.dropdown(options=[str(p) for p in divisor_choices(design_model)["pp"]], value="1", label="PP (pipeline stages)")
+def _(design_model, design_platform):
+    _choices = divisor_choices(design_model, design_platform)
+    tp_dropdown = mo.ui.dropdown(options=[str(t) for t in _choices["tp"]], value="1", label="TP (tensor parallel)")
+    pp_dropdown = mo.ui.dropdown(options=[str(p) for p in _choices["pp"]], value="1", label="PP (pipeline stages)")
     microbatch_dropdown = mo.ui.dropdown(options=["1", "2", "4", "8"], value="1", label="Micro-batch (sequences)")
     zero_dropdown = mo.ui.dropdown(options=era_choices(DESIGN_ERA, "zero_stage", {"0 (none)": 0, "1 (distributed optimizer)": 1, "2 (+gradients)": 2, "3 (+weights)": 3}), value="1 (distributed optimizer)", label="ZeRO stage")
     recompute_dropdown = mo.ui.dropdown(options=era_choices(DESIGN_ERA, "recompute", {"none": "none", "selective": "selective", "full": "full"}), value="selective", label="Activation recompute")
@@ -502,6 +516,7 @@ def _(
     act2_committed,
     design_batch,
     design_model,
+    design_platform,
     microbatch_dropdown,
     pp_dropdown,
     recompute_dropdown,
@@ -513,7 +528,7 @@ def _(
     zero_dropdown,
 ):
     ui.gate(act2_committed)
-    _model, _cluster = design_inputs(design_model)
+    _model, _cluster = design_inputs(design_model, design_platform)
     _tp, _pp = int(tp_dropdown.value), int(pp_dropdown.value)
     act2_inputs = dict(
         tp=_tp,
@@ -608,11 +623,13 @@ def _(
 
 
 @app.cell
-def _(act2_estimate, design_batch, design_model, submitted):
+def _(act2_estimate, design_batch, design_model, design_platform, submitted):
     mo.stop(submitted is None or act2_estimate is None)
-    _best = best_design(design_batch, design_model)
+    _best = best_design(design_batch, design_model, design_platform, headroom=DESIGN_HEADROOM)
     _yours = act2_estimate
-    _nvidia = "; NVIDIA's own H100 recipe for GPT-3 175B is TP 4, PP 8 with 6 interleaved chunks" if design_model == "gpt3-175b" else ""
+    _domain = design_inputs(design_model, design_platform)[1].domain_gpus
+    _nvidia = ("; NVIDIA's own H100 recipe for GPT-3 175B is TP 4, PP 8 with 6 interleaved chunks"
+               if (design_model, design_platform) == ("gpt3-175b", "dgx-h100") else "")
     mo.md(
         f"""
     ### The engine's best plan beside yours
@@ -626,9 +643,10 @@ def _(act2_estimate, design_batch, design_model, submitted):
     | bubble | {_yours.bubble_fraction:.1%} | {_best.bubble_fraction:.1%} |
     | memory per GPU | {_yours.memory.total / 1e9:.1f} GB | {_best.memory_bytes / 1e9:.1f} GB |
 
-    The best plan keeps every tensor-parallel group inside one NVLink domain (TP {_best.tp} here{_nvidia}),
-    uses just enough pipeline stages for the weights and activations to fit (PP {_best.pp}), and gives
-    each pipeline enough micro-batches that the bubble is a few percent.
+    The engine's best, over every ZeRO stage, recompute and schedule of the era with {1 - DESIGN_HEADROOM:.0%} of the memory
+    to spare, keeps every tensor-parallel group inside one NVLink domain of {_domain} GPUs (TP {_best.tp} here{_nvidia}),
+    runs {_best.pp} pipeline stage{"s" if _best.pp > 1 else ""} and gives each pipeline enough micro-batches that the
+    bubble is {_best.bubble_fraction:.1%} of the step.
     """
     )
     return
@@ -642,9 +660,9 @@ def _(act2_committed, variant):
 
 
 @app.cell(hide_code=True)
-def _(act2_committed, design_model):
+def _(act2_committed, design_model, design_platform):
     ui.gate(act2_committed)
-    _model, _cluster = design_inputs(design_model)
+    _model, _cluster = design_inputs(design_model, design_platform)
     _h, _s = _model.hidden, _model.seq_len
     ui.math_peek(
         "The equations behind Act II",
@@ -666,23 +684,34 @@ def _(act2_committed, design_model):
 
 
 @app.cell(hide_code=True)
-def _(act2_committed, design_model, variant):
+def _(act2_committed, design_model, design_platform, variant):
     ui.gate(act2_committed)
-    _model, _cluster = design_inputs(design_model)
+    _model, _cluster = design_inputs(design_model, design_platform)
     _inside, _across = tp_reflection(variant.settings).values()
+    _name, _domain = DESIGN_PLATFORM_NAMES[design_platform], _cluster.domain_gpus
+    _whole, _one = design_ring_busbw(design_platform)
+    if _across.plan.tp > _domain:
+        _where = (f"On your {_name} TP = {_across.plan.tp} leaves the {_domain}-GPU NVLink domain: its collectives cross the NICs "
+                  "and pay network latency on every layer, and Transformer Engine cannot hide them behind the GEMMs there.")
+    else:
+        _where = (f"On your {_name} both stay inside one {_domain}-GPU NVLink domain, so TP = {_across.plan.tp} pays only for the "
+                  f"wider split, {_across.time.tp_comm / _inside.time.tp_comm:.1f}x TP = {_inside.plan.tp}'s time, and never a NIC: "
+                  "TP past 8 GPUs on NVLink is what the rack's NVLink domain is for.")
+    if _whole >= 0.6 * _one:
+        _wire = (f"Bandwidth alone is not the cliff here: NCCL crosses each domain boundary on all {_cluster.rails} NICs of a node at once, "
+                 f"so a ring over all {_cluster.gpus:,} GPUs keeps {_whole / 1e9:.0f} GB/s of bus bandwidth against {_one / 1e9:.0f} GB/s inside one domain.")
+    else:
+        _wire = (f"Bandwidth is a cliff too on your {_name}: a ring over all {_cluster.gpus:,} GPUs keeps {_whole / 1e9:.0f} GB/s of bus "
+                 f"bandwidth, against {_one / 1e9:.0f} GB/s inside one domain.")
     mo.md(
         f"""
-    ### Reflection: why TP stays inside a node
+    ### Reflection: why TP stays inside the NVLink domain
 
     For {_inside.model.name}{"" if _inside.model.name == _model.name else f" (your {_model.name}'s {_model.heads} heads do not split {_across.plan.tp} ways)"}:
     with TP = {_inside.plan.tp} each step spends **{_inside.time.tp_comm:.2f} s** on tensor-parallel
     all-reduces over {_cluster.intra.name}; with TP = {_across.plan.tp} they take **{_across.time.tp_comm:.2f} s**.
     A GPU's TP traffic per token does not shrink as the TP degree grows, while its share of the GEMMs
-    does; past the node the collectives also cross the NICs and pay network latency on every layer,
-    and Transformer Engine cannot hide them behind the GEMMs outside the NVLink domain. (Bandwidth
-    alone is not the cliff here: NCCL crosses each node boundary on all {_cluster.rails} NICs at once, so a
-    ring over whole nodes keeps {tp8_dp_ring(_cluster.gpus)[0] / 1e9:.0f} GB/s of bus bandwidth against
-    {act1_facts()['nvlink_gbs']:.0f} GB/s inside one node.)
+    does. {_where} ({_wire})
     TP talks every layer, twice each way; pipeline stages once per micro-batch per boundary; data
     parallelism once per step. Put the chattiest axis on the fastest wire.
     """
@@ -731,9 +760,9 @@ def _(act1_committed, act2_estimate, act2_committed, submitted):
 
 
 @app.function
-def divisor_choices(model_key: str) -> dict:
+def divisor_choices(model_key: str, platform: str) -> dict:
     """TP and PP values that divide the GPUs (and the heads or the layers) for Act II's model."""
-    model, cluster = design_inputs(model_key)
+    model, cluster = design_inputs(model_key, platform)
     n = cluster.gpus
     return {
         "tp": [t for t in range(1, 65) if n % t == 0 and model.heads % t == 0],

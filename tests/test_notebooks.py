@@ -137,8 +137,18 @@ def test_stakeholder_figures_are_the_engines(app):
         assert f"{mfu:.0%}" in text
 
 
+def strong_512() -> dict:
+    """Act I's instruments at a fixed batch of 512 sequences with Megatron's buckets, whatever the headless variant's runs."""
+    return {"scaling_radio": mo.ui.radio(options={"fixed global batch (strong scaling)": False, "fixed per-GPU batch (weak scaling)": True},
+                                         value="fixed global batch (strong scaling)"),
+            "batch_dropdown": mo.ui.dropdown(options={"512 sequences": 512}, value="512 sequences"),
+            "fabric_dropdown": mo.ui.dropdown(options={"InfiniBand NDR 400 Gb/s": "ib-ndr"}, value="InfiniBand NDR 400 Gb/s"),
+            "bucket_dropdown": mo.ui.dropdown(options={"Megatron's default": 0}, value="Megatron's default")}
+
+
 def test_unlocked_instruments_match_the_engine(app):
-    _, defs = app.run(defs={**committed("act1", C1, C1.key), **with_instruments(app, "act1_instruments", gpus_slider=mo.ui.slider(steps=[8, 64, 512], value=512))})
+    _, defs = app.run(defs={**committed("act1", C1, C1.key), **with_instruments(app, "act1_instruments", gpus_slider=mo.ui.slider(steps=[8, 64, 512], value=512),
+                                                                                 **strong_512())})
     assert defs["act1_current"].mfu == pytest.approx(dp_wall_estimate(512, params_b=_params_b()).mfu)
     assert [e.cluster.gpus for e in defs["act1_curve"]] == [8, 16, 32, 64, 128, 256, 512]  # 1024 GPUs cannot split 512 sequences
 
@@ -163,15 +173,15 @@ def test_act2_feedback_agrees_with_the_engine(app, key):
 
 def _assert_act2_starts_at_pure_dp(est, settings):
     """Act II's instruments start at pure data parallelism (TP 1, PP 1, micro-batch 1) for the variant's model."""
-    from labs.core.scenarios.lab05 import design_estimate, design_model_of, design_plan, design_inputs
+    from labs.core.scenarios.lab05 import design_estimate, design_model_of, design_plan, design_platform_of, design_inputs
 
     model_key = design_model_of(settings)
-    expected = design_estimate(design_plan(1, 1, 1, int(settings["design_batch"])), model_key)
+    expected = design_estimate(design_plan(1, 1, 1, int(settings["design_batch"])), model_key, design_platform_of(settings))
     assert est.model.name == design_inputs(model_key)[0].name and (est.plan.tp, est.plan.pp, est.plan.micro_batch) == (1, 1, 1)
     assert est.mfu == pytest.approx(expected.mfu, rel=1e-9) and est.fits == expected.fits
 
 
-@pytest.mark.parametrize("model_key", ["gpt3-175b", "llama2-70b", "llama2-13b"])  # lab05.DESIGN_MODELS_V5
+@pytest.mark.parametrize("model_key", ["gpt3-175b", "llama2-70b", "llama3-70b"])  # lab05.DESIGN_MODELS_V6
 def test_act2_follows_the_variants_model(app, ledger_dir, model_key):
     """Act II's stakeholder, instruments, reveal and reflection are the variant's model's: the
     message names it, the instruments start at pure DP for it, the reveal judges the key right and
@@ -279,7 +289,7 @@ def test_invalid_setting_is_explained_at_submit(app, ledger_dir):
     outputs, defs = app.run(defs={
         **committed("act1", C1, C1.key),
         **committed("act2", C2, C2.key),
-        **with_instruments(app, "act1_instruments", gpus_slider=mo.ui.slider(steps=[8, 1024], value=1024)),
+        **with_instruments(app, "act1_instruments", gpus_slider=mo.ui.slider(steps=[8, 1024], value=1024), **strong_512()),
         "submit_button": Pressed(),
     })
     text = text_of(outputs)

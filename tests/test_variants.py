@@ -601,12 +601,16 @@ def margins_13_v4(s, q):
     assert expected is not None and q["scaling"].correct == expected, (s, by_hand)
     _tp_best_13(s["model"], s["gpu"], q["tp_best"], 1.05)
 
+
+from test_lab05_editions import margins_05_v6  # noqa: E402  Lab 05's sixth edition: its own module
+
+
 MARGINS = {  # (lab, the recipe's edition) -> its margins; first editions are kept: old ledgers regrade at them
     ("05_parallelism", 1): margins_05, ("06_zero_sweep", 1): margins_06, ("07_pipeline_visualizer", 1): margins_07, ("08_collectives", 1): margins_08,
     ("09_64gpu_design", 1): margins_09, ("10_failures_at_scale", 1): margins_10, ("11_long_context_moe", 1): margins_11,
     ("05_parallelism", 2): margins_05_v2, ("06_zero_sweep", 2): margins_06_v2, ("06_zero_sweep", 3): margins_06_v3, ("08_collectives", 2): margins_08_v2_regrade,
     ("09_64gpu_design", 2): margins_09_v2, ("10_failures_at_scale", 2): margins_10_v2, ("11_long_context_moe", 2): margins_11_v2, ("11_long_context_moe", 3): margins_11_v2, ("11_long_context_moe", 4): margins_11_v4, ("11_long_context_moe", 5): margins_11_v5,
-    ("05_parallelism", 3): margins_05_v3, ("05_parallelism", 4): margins_05_v3, ("05_parallelism", 5): margins_05_v5, ("07_pipeline_visualizer", 2): margins_07_v2, ("07_pipeline_visualizer", 3): margins_07_v3, ("08_collectives", 3): margins_08_v2, ("08_collectives", 4): margins_08_v4,
+    ("05_parallelism", 3): margins_05_v3, ("05_parallelism", 4): margins_05_v3, ("05_parallelism", 5): margins_05_v5, ("05_parallelism", 6): margins_05_v6, ("07_pipeline_visualizer", 2): margins_07_v2, ("07_pipeline_visualizer", 3): margins_07_v3, ("08_collectives", 3): margins_08_v2, ("08_collectives", 4): margins_08_v4,
     ("09_64gpu_design", 3): margins_09_v3, ("09_64gpu_design", 4): margins_09_v3, ("09_64gpu_design", 5): margins_09_v5, ("09_64gpu_design", 6): margins_09_v6,
     ("12_precision_and_memory", 1): margins_12, ("12_precision_and_memory", 2): margins_12_v2,
     ("13_tensor_parallel", 1): margins_13, ("13_tensor_parallel", 2): margins_13_v2, ("13_tensor_parallel", 3): margins_13_v3, ("13_tensor_parallel", 4): margins_13_v4,

@@ -26,6 +26,7 @@ from labs.core.engine.perf import Estimate, Plan, estimate
 from labs.core.scenarios.common import Option
 from labs.core.engine.search import sweep
 from labs.core.engine.topology import bus_bandwidth
+from labs.core.engine.validation import check_positive
 from labs.core.variants import Choice, LabVariants, judged
 
 DP_WALL_GPUS = (8, 64, 512)
@@ -51,15 +52,21 @@ def dp_wall_estimate(
     overlap: bool = False,
     params_b: int = 7,
     grad_reduce_dtype: str = "fp32",
+    bucket_params: int | None = None,
 ) -> Estimate:
     """One point of Act I: data parallelism over `gpus` H100s. With fixed_per_gpu the global
-    batch grows with the GPUs (global_batch is then what 8 GPUs would use)."""
+    batch grows with the GPUs (global_batch is then what 8 GPUs would use). bucket_params: the
+    gradient bucket in parameters (Megatron's --ddp-bucket-size); None is Megatron's default,
+    max(40M, 1M x DP)."""
     if gpus % 8:
         raise ValueError(f"gpus must be a multiple of 8 (whole DGX nodes), got {gpus}")
+    if bucket_params is not None:
+        check_positive("bucket_params", bucket_params, integer=True, maximum=1e12)
     batch = global_batch * gpus // 8 if fixed_per_gpu else global_batch
     cluster = Cluster.get("dgx-h100", nodes=gpus // 8).with_fabric(fabric)
+    bucket = None if bucket_params is None else bucket_params * (4 if grad_reduce_dtype == "fp32" else 2)
     plan = Plan(dp=gpus, micro_batch=1, global_batch=batch, zero_stage=1, flash_attention=True, dp_algorithm=algorithm,
-                dp_overlap=overlap, grad_reduce_dtype=grad_reduce_dtype)
+                dp_overlap=overlap, grad_reduce_dtype=grad_reduce_dtype, bucket_bytes=bucket)
     return estimate(dp_wall_model(params_b), cluster, plan)
 
 
@@ -110,11 +117,23 @@ DESIGN_MODEL = "gpt3-175b"
 DESIGN_CLUSTER = "dgx-h100"
 DESIGN_NODES = 128
 DESIGN_GLOBAL_BATCH = 1536
+# Act II's 1,024 GPUs by generation (the sixth edition draws one): a CLUSTERS preset, GPUs per host,
+# and overrides. An NVL72 rack's 72 GPUs do not tile power-of-two layouts, so the racks run 64 GPUs
+# each, 16 of their 18 trays (labs.core.engine.topology's note): 16 racks.
+DESIGN_PLATFORMS = {
+    "dgx-h100": {"gpus_per_node": 8, "overrides": {}},
+    "dgx-b200": {"gpus_per_node": 8, "overrides": {}},
+    "gb200-nvl72": {"gpus_per_node": 4, "overrides": {"gpus_per_domain": 64}},
+}
 
 
-def design_inputs(model_key: str = DESIGN_MODEL) -> tuple[Model, Cluster]:
-    """Act II's model (GPT-3 175B, or the variant's: `design_model_of`) and its 128 DGX H100 nodes."""
-    return Model.get(model_key), Cluster.get(DESIGN_CLUSTER, nodes=DESIGN_NODES)
+def design_inputs(model_key: str = DESIGN_MODEL, platform: str = DESIGN_CLUSTER) -> tuple[Model, Cluster]:
+    """Act II's model (GPT-3 175B, or the variant's: `design_model_of`) and its 1,024 GPUs: 128 DGX
+    H100 nodes, or from the sixth edition the variant's platform (DESIGN_PLATFORMS)."""
+    if not isinstance(platform, str) or platform not in DESIGN_PLATFORMS:
+        raise ValueError(f"design_platform must be one of {', '.join(DESIGN_PLATFORMS)}; got {platform!r}")
+    return Model.get(model_key), Cluster.get(platform, nodes=DESIGN_NODES * 8 // DESIGN_PLATFORMS[platform]["gpus_per_node"],
+                                             **DESIGN_PLATFORMS[platform]["overrides"])
 
 
 # ---- Flagship lab, Act I: why does MFU fall? ---------------------------------------------
@@ -166,7 +185,7 @@ def act1_outcomes(inputs: dict, predictions: dict, variant=None) -> dict:
         inputs["fabric"], inputs["algorithm"], bool(inputs["overlap"]), int(inputs.get("params_b", 7)),
         # A ledger without the field predates the dtype menu (add9f00), when Act I reduced bf16
         # gradients: it regrades as it was recorded. The lab itself records fp32, Megatron's default.
-        inputs.get("grad_reduce_dtype", "bf16"),
+        inputs.get("grad_reduce_dtype", "bf16"), inputs.get("bucket_params"),
     )
     correct = act1_correct_option()
     return {
@@ -219,9 +238,9 @@ def _act2_best_default() -> str:
 
 
 @lru_cache(maxsize=512)  # pure in its arguments: a class's ledgers (and a lab's re-runs) repeat them
-def design_estimate(plan: Plan, model_key: str = DESIGN_MODEL) -> Estimate:
-    """Act II's estimate of one plan for its model on the design cluster."""
-    model, cluster = design_inputs(model_key)
+def design_estimate(plan: Plan, model_key: str = DESIGN_MODEL, platform: str = DESIGN_CLUSTER) -> Estimate:
+    """Act II's estimate of one plan for its model on the design cluster (the variant's platform)."""
+    model, cluster = design_inputs(model_key, platform)
     return estimate(model, cluster, plan)
 
 
@@ -232,7 +251,8 @@ def plan_from_inputs(inputs: dict) -> Plan:
 
 def act2_outcomes(inputs: dict, predictions: dict, variant=None) -> dict:
     """Act II's design judged for the variant's model (GPT-3 175B before the third edition)."""
-    est = design_estimate(plan_from_inputs(inputs), design_model_of(variant.settings if variant is not None else {}))
+    settings = variant.settings if variant is not None else {}
+    est = design_estimate(plan_from_inputs(inputs), design_model_of(settings), design_platform_of(settings))
     best = act2_best_option()
     return {
         "fits": est.fits,
@@ -245,9 +265,14 @@ def act2_outcomes(inputs: dict, predictions: dict, variant=None) -> dict:
     }
 
 
-def best_design(global_batch: int = DESIGN_GLOBAL_BATCH, model_key: str = DESIGN_MODEL, **fixed):
-    model, cluster = design_inputs(model_key)
-    return sweep(model, cluster, global_batch=global_batch, era=DESIGN_ERA, **fixed).iloc[0]
+def best_design(global_batch: int = DESIGN_GLOBAL_BATCH, model_key: str = DESIGN_MODEL, platform: str = DESIGN_CLUSTER,
+                headroom: float | None = None, **fixed):
+    """The sweep's fastest layout over the era's settings (that fits in `headroom` of the memory)."""
+    model, cluster = design_inputs(model_key, platform)
+    table = sweep(model, cluster, global_batch=global_batch, era=DESIGN_ERA, **fixed)
+    if headroom is not None:
+        table = table[table["fits"] & (table["memory_bytes"] <= headroom * cluster.gpu.hbm_bytes)]
+    return table.iloc[0]
 
 
 OUTCOMES: dict[tuple[str, str], Callable[[dict, dict], dict]] = {
@@ -299,22 +324,31 @@ ACT1_REGIMES = ("strong", "weak")
 ACT1_STRONG_FABRIC, ACT1_WEAK_FABRIC = "ib-ndr", "ib-hdr"
 VARIANT_WEAK_PER_GPU = (1, 2)  # sequences per GPU per step in weak scaling
 ACT1_PARAMS_B = 7
+ACT1_SMALL_BUCKET_PARAMS = 10_000_000  # the sixth edition's stakeholder sets Megatron's --ddp-bucket-size to 10M parameters
 
 
 def act1_story(settings: dict) -> dict:
     """dp_wall_estimate's arguments (but gpus) for the stakeholder's runs of a variant (a first-edition
     variant has no regime: the strong one)."""
-    if settings.get("act1_scaling", "strong") == "weak":
-        return {"global_batch": DP_WALL_GPUS[0] * int(settings["per_gpu_batch"]), "fixed_per_gpu": True, "fabric": ACT1_WEAK_FABRIC,
-                "params_b": int(settings["params_b"])}
-    return {"global_batch": DP_WALL_GLOBAL_BATCH, "fixed_per_gpu": False, "fabric": ACT1_STRONG_FABRIC, "params_b": int(settings["params_b"])}
+    scaling = settings.get("act1_scaling", "strong")
+    if scaling in ("weak", "buckets"):  # "buckets" (sixth edition): weak scaling on NDR with small fixed buckets
+        return {"global_batch": DP_WALL_GPUS[0] * int(settings["per_gpu_batch"]), "fixed_per_gpu": True,
+                "fabric": ACT1_WEAK_FABRIC if scaling == "weak" else ACT1_STRONG_FABRIC, "params_b": int(settings["params_b"]),
+                "bucket_params": ACT1_SMALL_BUCKET_PARAMS if scaling == "buckets" else None}
+    return {"global_batch": DP_WALL_GLOBAL_BATCH, "fixed_per_gpu": False, "fabric": ACT1_STRONG_FABRIC, "params_b": int(settings["params_b"]),
+            "bucket_params": None}
 
 
 @lru_cache(maxsize=16)
-def act1_facts_at(params_b: int, global_batch: int, fixed_per_gpu: bool, fabric: str) -> dict:
-    """act1_facts for a stakeholder's runs: their model, batch, scaling mode and fabric."""
-    small, large = (dp_wall_estimate(n, global_batch, fixed_per_gpu, fabric, params_b=params_b) for n in (DP_WALL_GPUS[0], DP_WALL_GPUS[-1]))
+def act1_facts_at(params_b: int, global_batch: int, fixed_per_gpu: bool, fabric: str, bucket_params: int | None = None) -> dict:
+    """act1_facts for a stakeholder's runs: their model, batch, scaling mode, fabric and gradient bucket."""
+    small, large = (dp_wall_estimate(n, global_batch, fixed_per_gpu, fabric, params_b=params_b, bucket_params=bucket_params)
+                    for n in (DP_WALL_GPUS[0], DP_WALL_GPUS[-1]))
     return {
+        "latency_share_small": small.dp_exposed_latency_s / small.time.dp_comm if small.time.dp_comm else 0.0,
+        "latency_growth_s": large.dp_exposed_latency_s - small.dp_exposed_latency_s,
+        "bandwidth_growth_s": large.dp_exposed_bandwidth_s - small.dp_exposed_bandwidth_s,
+        "bucket_params": bucket_params,
         "bytes_ratio": large.comm_bytes_per_gpu["dp"] / small.comm_bytes_per_gpu["dp"],
         "compute_ratio": large.time.compute / small.time.compute,
         "latency_share": large.dp_exposed_latency_s / large.time.dp_comm if large.time.dp_comm else 0.0,
@@ -325,14 +359,14 @@ def act1_facts_at(params_b: int, global_batch: int, fixed_per_gpu: bool, fabric:
         "one_nic_gbs": large.cluster.inter.effective_bytes_per_s / 1e9,
         "fabric": large.cluster.inter.name,
         "exposed_growth": large.time.dp_comm / max(small.time.dp_comm, 1e-12),
-        "mfu": [dp_wall_estimate(n, global_batch, fixed_per_gpu, fabric, params_b=params_b).mfu for n in DP_WALL_GPUS],
-        "fits": all(dp_wall_estimate(n, global_batch, fixed_per_gpu, fabric, params_b=params_b).fits for n in DP_WALL_GPUS),
+        "mfu": [dp_wall_estimate(n, global_batch, fixed_per_gpu, fabric, params_b=params_b, bucket_params=bucket_params).mfu for n in DP_WALL_GPUS],
+        "fits": all(dp_wall_estimate(n, global_batch, fixed_per_gpu, fabric, params_b=params_b, bucket_params=bucket_params).fits for n in DP_WALL_GPUS),
     }
 
 
 def act1_story_facts(settings: dict) -> dict:
     story = act1_story(settings)
-    return act1_facts_at(story["params_b"], story["global_batch"], story["fixed_per_gpu"], story["fabric"])
+    return act1_facts_at(story["params_b"], story["global_batch"], story["fixed_per_gpu"], story["fabric"], story["bucket_params"])
 
 
 def act1_options_v2(facts: dict) -> tuple[Option, ...]:
@@ -395,8 +429,10 @@ def act1_story_text(settings: dict) -> str:
     else:
         batch = f"{story['global_batch']} sequences of {model.seq_len} tokens per step, on DGX H100 nodes joined by {f['fabric']}"
         same = "Same model, same batch, more GPUs, and each one does less."
+    buckets = (f" with its gradient buckets set to {story['bucket_params'] / 1e6:.0f}M parameters (--ddp-bucket-size {story['bucket_params']})"
+               if story.get("bucket_params") else "")
     return (f"We train a {model.params / 1e9:.1f}B-parameter model with data parallelism, {batch}. Our framework is Megatron-Core's "
-            "distributed optimizer (ZeRO-1): once the backward pass is done it reduce-scatters the fp32 gradients, and after "
+            f"distributed optimizer (ZeRO-1){buckets}: once the backward pass is done it reduce-scatters the fp32 gradients, and after "
             f"the optimizer step it all-gathers the updated bf16 weights. MFU was **{mfu[0]:.0%} on {DP_WALL_GPUS[0]} GPUs**, "
             f"**{mfu[1]:.0%} on {DP_WALL_GPUS[1]}** and **{mfu[2]:.0%} on {DP_WALL_GPUS[2]}**. {same} Before I buy more nodes: why?")
 
@@ -460,6 +496,11 @@ def design_model_of(settings: dict) -> str:
     return settings.get("design_model", DESIGN_MODEL)
 
 
+def design_platform_of(settings: dict) -> str:
+    """Act II's platform (a DESIGN_PLATFORMS key) for a variant's settings (DGX H100 before the sixth edition)."""
+    return settings.get("design_platform", DESIGN_CLUSTER)
+
+
 def design_plan(tp: int, pp: int, micro_batch: int, global_batch: int, sequence_parallel: bool | None = None) -> Plan:
     """An Act II layout on the design cluster under DESIGN_SETTINGS (SP and TP overlap wherever TP > 1)."""
     sp = tp > 1 if sequence_parallel is None else sequence_parallel
@@ -477,9 +518,9 @@ def layout_id(plan: Plan) -> str:
 
 
 @lru_cache(maxsize=32)
-def design_table(model_key: str, global_batch: int):
+def design_table(model_key: str, global_batch: int, platform: str = DESIGN_CLUSTER):
     """Every layout of the model at the batch under DESIGN_SETTINGS, fitting ones first, fastest first (sweep)."""
-    model, cluster = design_inputs(model_key)
+    model, cluster = design_inputs(model_key, platform)
     return sweep(model, cluster, global_batch=global_batch, era=DESIGN_ERA, **DESIGN_SETTINGS)
 
 
@@ -490,19 +531,22 @@ def fastest_micro_batch(model_key: str, global_batch: int, tp: int, pp: int, def
     return int(rows.iloc[0]["micro_batch"]) if len(rows) else default
 
 
-def design_best_row(model_key: str, global_batch: int):
-    """design_table's row of the fastest layout that fits (its MFU among its columns)."""
-    table = design_table(model_key, global_batch)
+def design_best_row(model_key: str, global_batch: int, platform: str = DESIGN_CLUSTER, headroom: float | None = None):
+    """design_table's row of the fastest layout that fits (its MFU among its columns); with
+    `headroom`, that fits in that share of the GPU's memory (the sixth edition's DESIGN_HEADROOM)."""
+    table = design_table(model_key, global_batch, platform)
     table = table[table["fits"]]
+    if headroom is not None:
+        table = table[table["memory_bytes"] <= headroom * design_inputs(model_key, platform)[1].gpu.hbm_bytes]
     if table.empty:
         raise ValueError(f"design_model: nothing fits for {design_inputs(model_key)[0].name} at global batch {global_batch}")
     return table.iloc[0]
 
 
 @lru_cache(maxsize=32)
-def design_best_plan(model_key: str, global_batch: int) -> Plan:
-    """The engine's fastest layout that fits, for the model at the batch, under DESIGN_SETTINGS."""
-    row = design_best_row(model_key, global_batch)
+def design_best_plan(model_key: str, global_batch: int, platform: str = DESIGN_CLUSTER, headroom: float | None = None) -> Plan:
+    """The engine's fastest layout that fits (in `headroom` of the memory), for the model at the batch, under DESIGN_SETTINGS."""
+    row = design_best_row(model_key, global_batch, platform, headroom)
     return design_plan(int(row["tp"]), int(row["pp"]), int(row["micro_batch"]), global_batch, bool(row["sequence_parallel"]))
 
 
@@ -585,14 +629,15 @@ def time_growth(e: Estimate, base: Estimate, most: int = 2) -> str:
     return ", ".join(f"{name} +{d:.2f} s" for d, name in grew[:most] if d > 0.005) or "no part of the step longer"
 
 
-def design_explanation(role: str, plan: Plan, model_key: str, best: Plan) -> str:
+def design_explanation(role: str, plan: Plan, model_key: str, best: Plan, platform: str = DESIGN_CLUSTER) -> str:
     """The reveal's line for one option: its numbers from the engine, and why, against the best."""
-    e, b = design_estimate(plan, model_key), design_estimate(best, model_key)
+    e, b = design_estimate(plan, model_key, platform), design_estimate(best, model_key, platform)
     hbm = e.cluster.gpu.hbm_bytes / 1e9
     fit = f"fits ({e.memory.total / 1e9:.1f} of {hbm:.1f} GB)" if e.fits else f"does not fit ({e.memory.total / 1e9:.0f} GB per GPU of {hbm:.1f})"
     head = f"MFU {e.mfu:.1%}, bubble {e.bubble_fraction:.0%}, {fit}."
     if role == "best":
-        tp = (f"TP {plan.tp} inside one node ({e.time.tp_comm:.2f} s of TP collectives a step, over NVLink)" if plan.tp > 1
+        domain = "one node" if e.cluster.domain_gpus == e.cluster.gpus_per_node else f"one {e.cluster.domain_gpus}-GPU NVLink domain"
+        tp = (f"TP {plan.tp} inside {domain} ({e.time.tp_comm:.2f} s of TP collectives a step, over NVLink)" if plan.tp > 1
               else "no TP (each GPU holds whole layers and they fit)")
         pp = f"{plan.pp} pipeline stages across nodes" if plan.pp > 1 else "no pipeline, since it fits without one"
         return f"{head} The engine's fastest layout that fits: {tp}, {pp}, DP {plan.dp} for the rest; step {e.step_time_s:.2f} s."
@@ -633,12 +678,13 @@ def tp_reflection(settings: dict) -> dict:
     variant's model and batch, with the best layout's pipeline depth (halved for TP 16, so both
     use the same GPUs per model replica)."""
     model_key, batch = design_model_of(settings), int(settings.get("design_batch", DESIGN_GLOBAL_BATCH))
+    platform = design_platform_of(settings)
     per_node = Cluster.get(DESIGN_CLUSTER).gpus_per_node
     if design_inputs(model_key)[0].heads % (2 * per_node):  # heads that do not split 16 ways (Llama 2 13B's 40): the lab's GPT-3
         model_key = DESIGN_MODEL
-    best = design_best_plan(model_key, batch) if "design_model" in settings else ACT2_DESIGNS["C"]
-    inside = design_estimate(design_plan(per_node, best.pp, best.micro_batch, batch), model_key)
-    across = design_estimate(design_plan(2 * per_node, max(1, best.pp // 2), best.micro_batch, batch), model_key)
+    best = design_best_plan(model_key, batch, platform) if "design_model" in settings else ACT2_DESIGNS["C"]
+    inside = design_estimate(design_plan(per_node, best.pp, best.micro_batch, batch), model_key, platform)
+    across = design_estimate(design_plan(2 * per_node, max(1, best.pp // 2), best.micro_batch, batch), model_key, platform)
     return {"inside": inside, "across": across}
 
 
@@ -701,13 +747,14 @@ def design_role(tp: int, pp: int, micro_batch: int, best: Plan, per_node: int) -
 
 
 @lru_cache(maxsize=32)
-def design_wrong_layouts(model_key: str, global_batch: int) -> tuple[tuple[str, Plan], ...]:
+def design_wrong_layouts(model_key: str, global_batch: int, platform: str = DESIGN_CLUSTER, headroom: float | None = None) -> tuple[tuple[str, Plan], ...]:
     """Every plainly wrong layout of the sweep (slower than the best by DESIGN_MARGIN, or needing
-    DESIGN_NO_FIT times the GPU's memory), with its role; the fastest DESIGN_ROLE_CAP of each role."""
-    model, cluster = design_inputs(model_key)
-    best = design_best_plan(model_key, global_batch)
-    best_mfu, hbm = design_estimate(best, model_key).mfu, cluster.gpu.hbm_bytes
-    table = design_table(model_key, global_batch)
+    DESIGN_NO_FIT times the GPU's memory), with its role; the fastest DESIGN_ROLE_CAP of each role.
+    TP "across nodes" is TP past the NVLink domain (a DGX's 8 GPUs, 64 of an NVL72 rack's)."""
+    model, cluster = design_inputs(model_key, platform)
+    best = design_best_plan(model_key, global_batch, platform, headroom)
+    best_mfu, hbm = design_estimate(best, model_key, platform).mfu, cluster.gpu.hbm_bytes
+    table = design_table(model_key, global_batch, platform)
     out, count, seen = [], {}, {(best.tp, best.pp, best.micro_batch)}
     columns = (table[c].tolist() for c in ("tp", "pp", "micro_batch", "sequence_parallel", "cp", "ep"))
     for tp, pp, mb, sp, cp, ep in zip(*columns):
@@ -715,11 +762,11 @@ def design_wrong_layouts(model_key: str, global_batch: int) -> tuple[tuple[str, 
         if (bool(sp) != (tp > 1) or mb > 8 or (tp, pp, mb) in seen or int(cp) != 1 or int(ep) != 1
                 or global_batch % (cluster.gpus // (tp * pp) * mb) or model.heads % tp or model.layers % pp):
             continue
-        role = design_role(tp, pp, mb, best, cluster.gpus_per_node)
+        role = design_role(tp, pp, mb, best, cluster.domain_gpus)
         if count.get(role, 0) >= DESIGN_ROLE_CAP:  # its role is full: no need to estimate it
             continue
         plan = design_plan(tp, pp, mb, global_batch)
-        e = design_estimate(plan, model_key)
+        e = design_estimate(plan, model_key, platform)
         if best_mfu >= DESIGN_MARGIN * e.mfu or e.memory.total >= DESIGN_NO_FIT * hbm:
             count[role] = count.get(role, 0) + 1
             out.append((role, plan))
@@ -774,17 +821,32 @@ def _rank_profile(key: tuple, options: list[tuple]) -> list[float]:
     return out
 
 
-@lru_cache(maxsize=16)
-def design_trios_v5(model_key: str, global_batch: int) -> tuple[tuple[tuple[str, Plan], ...], ...]:
-    """One trio of wrong layouts per DESIGN_SHAPES slot: three distinct roles, one of them TP across
-    nodes, picked one slot after another so that, over the slots, no rank rule finds the best more
-    often than its share: the best's rank profile (_rank_profile of TP, PP, DP and micro-batch among
-    the four options, and among the three without TP across nodes) is kept near 1/4 and 1/3 per rule."""
+def _rank_profile_v6(key: tuple, options: list[tuple]) -> list[float]:
+    """_rank_profile, and the rules that read a label's numbers together (the sixth edition: with the
+    GPU generation drawn, "the option holding the largest and the smallest number" found the key for
+    36% of 200 ids): holding the extreme numbers or none, the rank of each option's largest and
+    smallest number, and of its length (the digits it shows)."""
+    out = _rank_profile(key, options)
+    top, bottom = max(max(o) for o in options), min(min(o) for o in options)
+    extremes = [(top in o) + (bottom in o) for o in options]
+    out += [_credit(extremes[0], extremes, max(extremes)), _credit(extremes[0], extremes, min(extremes))]
+    for values in ([max(o) for o in options], [min(o) for o in options], [len("".join(map(str, o))) for o in options]):
+        ranked = sorted(set(values))
+        three = len(ranked) >= 3
+        out += [_credit(values[0], values, t) for t in (ranked[0], ranked[-1], ranked[1] if three else None, ranked[-2] if three else None)]
+    return out
+
+
+def _design_candidates(model_key: str, global_batch: int, platform: str = DESIGN_CLUSTER, headroom: float | None = None,
+                       profile: str = "v5") -> list[tuple[tuple[tuple[str, Plan], ...], list[float]]]:
+    """Every trio of plainly wrong layouts a variant may see, with the best's rank profile among the
+    four options followed by its profile among the three without TP across nodes (see design_trios_v5)."""
     import itertools
 
-    best = design_best_plan(model_key, global_batch)
+    rank_profile = _rank_profile_v6 if profile == "v6" else _rank_profile
+    best = design_best_plan(model_key, global_batch, platform, headroom)
     key = (best.tp, best.pp, best.dp, best.micro_batch)
-    wrong = design_wrong_layouts(model_key, global_batch)
+    wrong = design_wrong_layouts(model_key, global_batch, platform, headroom)
     across = 1 if any(r == "tp_across" for r, _ in wrong) else 0  # TP across nodes wherever the heads allow it (not the 13B's 40)
     trios, among_rest = [], {}  # the profiles among the layouts without TP across nodes, by those layouts: trios share them
     for trio in itertools.combinations(wrong, 3):
@@ -794,16 +856,30 @@ def design_trios_v5(model_key: str, global_batch: int) -> tuple[tuple[tuple[str,
         fields = [(p.tp, p.pp, p.dp, p.micro_batch) for _, p in trio]
         rest = tuple(f for (r, _), f in zip(trio, fields) if r != "tp_across")
         if rest not in among_rest:
-            among_rest[rest] = _rank_profile(key, [key, *rest])
-        trios.append((trio, _rank_profile(key, [key, *fields]) + among_rest[rest]))
+            among_rest[rest] = rank_profile(key, [key, *rest])
+        trios.append((trio, rank_profile(key, [key, *fields]) + among_rest[rest]))
     if not trios:
-        raise ValueError(f"design_model: fewer than three plainly wrong layouts of distinct roles for {model_key} at global batch {global_batch}")
+        raise ValueError(f"design_model: fewer than three plainly wrong layouts of distinct roles for {model_key} at global batch {global_batch} on {platform}")
+    return trios
+
+
+def _design_shares(width: int) -> np.ndarray:
+    return np.array([0.22] * (width // 2) + [0.28] * (width // 2))  # under chance (1/4, 1/3): the greedy aims low
+
+
+@lru_cache(maxsize=32)
+def design_trios_v5(model_key: str, global_batch: int) -> tuple[tuple[tuple[str, Plan], ...], ...]:
+    """One trio of wrong layouts per DESIGN_SHAPES slot: three distinct roles, one of them TP across
+    nodes, picked one slot after another so that, over the slots, no rank rule finds the best more
+    often than its share: the best's rank profile (_rank_profile of TP, PP, DP and micro-batch among
+    the four options, and among the three without TP across nodes) is kept near 1/4 and 1/3 per rule."""
+    trios = _design_candidates(model_key, global_batch)
     width = len(trios[0][1])
-    share = [0.22] * (width // 2) + [0.28] * (width // 2)  # under chance (1/4, 1/3): the greedy aims low
+    share = _design_shares(width)
     profiles = np.array([profile for _, profile in trios], dtype=float)
     totals, out = np.zeros(width), []
     for slot in range(len(DESIGN_SHAPES)):
-        excess = np.maximum(0.0, totals + profiles - np.array(share) * (slot + 1)) ** 2
+        excess = np.maximum(0.0, totals + profiles - share * (slot + 1)) ** 2
         imbalance = np.zeros(len(trios))
         for column in excess.T:  # summed left to right, as a Python sum would: ties break as they always did
             imbalance += column
@@ -825,10 +901,10 @@ WHY_V5 = {
 }
 
 
-def design_explanation_v5(role: str, plan: Plan, model_key: str, best: Plan) -> str:
+def design_explanation_v5(role: str, plan: Plan, model_key: str, best: Plan, platform: str = DESIGN_CLUSTER) -> str:
     if role not in WHY_V5:
-        return design_explanation(role, plan, model_key, best)
-    e, b = design_estimate(plan, model_key), design_estimate(best, model_key)
+        return design_explanation(role, plan, model_key, best, platform)
+    e, b = design_estimate(plan, model_key, platform), design_estimate(best, model_key, platform)
     hbm = e.cluster.gpu.hbm_bytes / 1e9
     fit = f"fits ({e.memory.total / 1e9:.1f} of {hbm:.1f} GB)" if e.fits else f"does not fit ({e.memory.total / 1e9:.0f} GB per GPU of {hbm:.1f})"
     why = WHY_V5[role].format(pp=plan.pp, best_pp=best.pp, mb=plan.micro_batch, best_mb=best.micro_batch, tp=plan.tp, best_tp=best.tp)
@@ -860,3 +936,173 @@ def build_questions_v5(s: dict) -> dict:
 VARIANTS = LabVariants("05_parallelism", draw_settings_v5, build_questions_v5, version=5,
                        older={1: (draw_settings_v1, build_questions_v1), 2: (draw_settings, build_questions), 3: (draw_settings_v3, build_questions_v3),
                               4: (draw_settings_v4, build_questions_v3)})
+
+
+# ---- the sixth edition (issue 38 items 2 and 5): three causes of the wall, and a GPU generation for Act II ----
+# Act I. Up to the fifth edition the cause was one of two mechanisms, the shrinking compute (B) or the
+# network (D), behind four fixed labels: a rule over the labels' lengths found the key for 51% of 200 ids.
+# Pure data parallelism's step is compute, the reduction's bandwidth term, its latency term and an
+# optimizer step that shrinks with N under ZeRO-1; MFU falls when one of the first three moves against
+# the others, so the question has exactly three answers, and now each is right for a third of the
+# stakeholders: a fixed batch on NDR (the compute shrinks, B), the batch growing with the GPUs on HDR
+# (the network, D), or on NDR with the gradient buckets set to 10M parameters (the latency, C: each
+# bucket's ring pays 2(N-1) latency steps, which is why Megatron's default bucket grows with DP). Three
+# options, then, with chance at a third; the fifth edition's fourth ("the bytes each GPU all-reduces
+# grow with N") was never right for anyone, and its misconception is answered in option B's reveal
+# (the ring's bytes per GPU grow 2(N-1)/N: 1.14x from 8 to 512 GPUs).
+ACT1_REGIMES_V6 = ("strong", "weak", "buckets")
+
+
+def act1_options_v6(facts: dict) -> tuple[Option, ...]:
+    """Act I's three causes, the network's numbers from the engine at the variant."""
+    return (
+        Option("B", "Each GPU's compute shrinks with its share of the batch; the bytes it reduces do not", "the shrinking compute, not the network, is the wall"),
+        Option("C", "Each gradient bucket's ring pays a latency per hop, and a ring of N GPUs has N-1 hops", "latency, not bandwidth, dominates"),
+        act1_options_v2(facts)[3],
+    )
+
+
+ACT1_CLAIMS_V6: dict[str, Callable[[dict], bool]] = {  # each with its margin: the cause's part at least twice the next one's
+    "B": lambda f: f["compute_ratio"] < 0.1 and f["exposed_over_compute"] > 0.5 and f["exposed_growth"] < 2,
+    "C": lambda f: f["compute_ratio"] > 0.5 and f["latency_share"] > 0.5 and f["latency_growth_s"] > 2 * f["bandwidth_growth_s"],
+    "D": lambda f: (f["compute_ratio"] > 0.5 and f["across_nodes_gbs"] < f["nvlink_gbs"] / 2
+                    and f["bandwidth_growth_s"] > 2 * f["latency_growth_s"]),
+}
+
+
+def act1_answer_v6(settings: dict) -> str | None:
+    facts = act1_story_facts(settings)
+    held = [k for k, claim in ACT1_CLAIMS_V6.items() if claim(facts)]
+    return held[0] if len(held) == 1 else None
+
+
+def act1_explanations_v6(settings: dict) -> dict[str, str]:
+    """The reveal's line per option at the stakeholder's runs: B and D as the second edition's, C with
+    the latency's and the bandwidth's growth from the engine."""
+    f, lines = act1_story_facts(settings), act1_explanations_at(settings)
+    lo, hi = DP_WALL_GPUS[0], DP_WALL_GPUS[-1]
+    c = (f"latency (alpha) terms are {f['latency_share']:.0%} of the reduction at {hi} GPUs against {f['latency_share_small']:.0%} at {lo}: "
+         f"from {lo} to {hi} GPUs they grew {f['latency_growth_s'] * 1e3:.0f} ms and the bandwidth part {f['bandwidth_growth_s'] * 1e3:.0f} ms. ")
+    if f["bucket_params"]:
+        c += (f"In buckets of {f['bucket_params'] / 1e6:.0f}M parameters every bucket's reduce-scatter and all-gather walk a ring of {hi} GPUs "
+              "one latency step per hop: that is the wall. Megatron's default bucket, max(40M, 1M x DP) parameters, grows with DP for this reason.")
+    else:
+        c += "Real, and growing with N, but not the main cost: with Megatron's default buckets, max(40M, 1M x DP) parameters, there are few of them."
+    return {"B": f"{lines['B']} (The ring's bytes per GPU are 2(N-1)/N of the gradients: {f['bytes_ratio']:.2f}x from {lo} to {hi} GPUs.)",
+            "C": c, "D": lines["D"]}
+
+
+def cause_question_v6(s: dict) -> Choice:
+    base = cause_question(s)
+    return Choice(base.prompt, act1_options_v6(act1_story_facts(s)), act1_answer_v6(s), act1_explanations_v6(s))
+
+
+def draw_act1_v6(d) -> dict:
+    regime, per_gpu = d.choice("act1_regime", ACT1_REGIMES_V6), d.choice("per_gpu_batch", VARIANT_WEAK_PER_GPU)
+    if regime == "strong":
+        return {"act1_scaling": "strong", "params_b": ACT1_PARAMS_B}
+    return {"act1_scaling": regime, "params_b": ACT1_PARAMS_B, "per_gpu_batch": per_gpu}
+
+
+# Act II. Up to the fifth edition every student laid out 1,024 H100s. Now the generation is drawn:
+# 128 DGX H100 (80 GB, 8-GPU NVLink domains), 128 DGX B200 (180 GB, NVLink 5) or 16 GB200 NVL72 racks
+# (186 GB, 64 GPUs of each rack on one NVLink domain), and with it the layout that wins: GPT-3 175B
+# needs TP 8 x PP 8 on H100 and no pipeline at all on the NVL72 racks, Llama 2 70B drops from TP 8 to
+# TP 4 on Blackwell (design_best_plan at each; the margins are tests/test_lab05_editions.py's).
+# The right layout leaves a tenth of the GPU's memory free: on Blackwell the 70B's fastest layouts fill
+# 93-97% of it (TP 4, micro-batch 4), a right answer resting on the memory model's last few GB.
+DESIGN_HEADROOM = 0.9
+DESIGN_PLATFORM_NAMES = {"dgx-h100": "DGX H100", "dgx-b200": "DGX B200", "gb200-nvl72": "GB200 NVL72"}
+
+
+def design_platform_text(platform: str) -> str:
+    """The stakeholder's words for Act II's cluster, every number from the catalog."""
+    cluster = design_inputs(DESIGN_MODEL, platform)[1]
+    gpus = f"{cluster.gpus:,} {cluster.gpu.name} GPUs of {cluster.gpu.hbm_bytes / 1e9:.1f} GB"
+    if cluster.domain_gpus == cluster.gpus_per_node:
+        return (f"{cluster.nodes} {DESIGN_PLATFORM_NAMES[platform]} nodes ({gpus}; {cluster.gpus_per_node} GPUs a node on {cluster.intra.name}, "
+                f"{cluster.inter.name} between nodes)")
+    racks, full = cluster.domains, CLUSTERS_DOMAIN_GPUS[platform]
+    return (f"{racks} {DESIGN_PLATFORM_NAMES[platform]} racks ({gpus}; {cluster.domain_gpus} of each rack's {full} GPUs on one "
+            f"{cluster.intra.name} domain, {cluster.inter.name} between racks)")
+
+
+def _preset_domain_gpus() -> dict[str, int]:
+    from labs.core.engine.hardware import CLUSTERS
+
+    return {key: CLUSTERS[key].domain_gpus for key in DESIGN_PLATFORMS}
+
+
+CLUSTERS_DOMAIN_GPUS = _preset_domain_gpus()  # a rack's GPUs as the catalog has them (72), before Act II uses 64
+
+
+def design_ring_busbw(platform: str) -> tuple[float, float]:
+    """(bus bandwidth of a ring over all of Act II's GPUs, of one inside one NVLink domain), bytes/s."""
+    cluster = design_inputs(DESIGN_MODEL, platform)[1]
+    return (bus_bandwidth("all_reduce", 4e9, cluster, cluster.gpus, 1, "ring"),
+            bus_bandwidth("all_reduce", 4e9, cluster, cluster.domain_gpus, 1, "ring"))
+
+
+DESIGN_PLATFORM_KEYS = tuple(DESIGN_PLATFORMS)
+
+
+DESIGN_MODELS_V6 = ("gpt3-175b", "llama2-70b", "llama3-70b")  # no key of pure DP (Llama 2 13B's at 2,048 on Blackwell: the largest DP of all)
+
+
+def design_cases_v6() -> tuple[tuple[str, int, str], ...]:
+    return tuple((m, b, p) for m in DESIGN_MODELS_V6 for b in VARIANT_DESIGN_BATCH_V3 for p in DESIGN_PLATFORM_KEYS)
+
+
+@lru_cache(maxsize=1)
+def design_trios_v6() -> dict[tuple[str, int, str], tuple[tuple[tuple[str, Plan], ...], ...]]:
+    """design_trios_v5's greedy, over every (model, batch, platform) of the sixth edition at once: a
+    variant draws its case and its slot uniformly, so what a rule finds is its mean over all of
+    them, and a case whose best is structurally extreme (GPT-3 175B's TP 8 x PP 8 holds the smallest
+    sum of numbers of every layout) is paid for by the others. Profiles: _rank_profile_v6."""
+    cases = design_cases_v6()
+    candidates = {case: _design_candidates(*case, DESIGN_HEADROOM, "v6") for case in cases}
+    profiles = {case: np.array([profile for _, profile in trios], dtype=float) for case, trios in candidates.items()}
+    width = len(next(iter(profiles.values()))[0])
+    share, totals, picks = _design_shares(width), np.zeros(width), 0
+    out = {case: [] for case in cases}
+    for _slot in range(len(DESIGN_SHAPES)):
+        for case in cases:
+            picks += 1
+            pick = int(np.argmin((np.maximum(0.0, totals + profiles[case] - share * picks) ** 2).sum(axis=1)))
+            totals = totals + profiles[case][pick]
+            out[case].append(candidates[case][pick][0])
+    return {case: tuple(trios) for case, trios in out.items()}
+
+
+def design_options_v6(model_key: str, global_batch: int, shape: int, platform: str) -> tuple[tuple[str, Plan], ...]:
+    """The best (with DESIGN_HEADROOM) and the `shape`-th trio of design_trios_v6 for the case."""
+    return (("best", design_best_plan(model_key, global_batch, platform, DESIGN_HEADROOM)),
+            *design_trios_v6()[(model_key, global_batch, platform)][shape])
+
+
+def design_question_v6(s: dict) -> Choice:
+    model_key, batch, platform = design_model_of(s), int(s["design_batch"]), design_platform_of(s)
+    options = design_options_v6(model_key, batch, int(s["design_shape"]), platform)
+    best = options[0][1]
+    cluster = design_inputs(model_key, platform)[1]
+    return Choice(
+        f"On {cluster.gpus:,} {cluster.gpu.name} GPUs ({DESIGN_PLATFORM_NAMES[platform]}). Global batch {batch} sequences, ZeRO-1, "
+        f"selective recompute, 1F1B: which layout trains fastest with {1 - DESIGN_HEADROOM:.0%} of each GPU's memory to spare?",
+        tuple(Option(layout_id(plan), layout_label(plan), DESIGN_MISCONCEPTIONS_V5[role]) for role, plan in options),
+        layout_id(best),
+        {layout_id(plan): design_explanation_v5(role, plan, model_key, best, platform) for role, plan in options},
+    )
+
+
+def draw_settings_v6(d) -> dict:
+    return {**draw_act1_v6(d), "design_model": d.choice("design_model", DESIGN_MODELS_V6), "design_batch": d.choice("design_batch", VARIANT_DESIGN_BATCH_V3),
+            "design_platform": d.choice("design_platform", DESIGN_PLATFORM_KEYS), "design_shape": d.choice("design_shape", range(len(DESIGN_SHAPES)))}
+
+
+def build_questions_v6(s: dict) -> dict:
+    return {"cause": cause_question_v6(s), "design": design_question_v6(s)}
+
+
+VARIANTS = LabVariants("05_parallelism", draw_settings_v6, build_questions_v6, version=6,
+                       older={1: (draw_settings_v1, build_questions_v1), 2: (draw_settings, build_questions), 3: (draw_settings_v3, build_questions_v3),
+                              4: (draw_settings_v4, build_questions_v3), 5: (draw_settings_v5, build_questions_v5)})
