@@ -814,7 +814,7 @@ def test_the_cli_prints_the_variant(capsys):
     out = json.loads(capsys.readouterr().out)
     v = variant("07", "ada", salt="s")
     assert out["lab"] == "07_pipeline_visualizer" and out["variant"] == v.seed and out["settings"] == v.settings
-    assert out["questions"]["microbatches"]["key"] == v.questions["microbatches"].key
+    assert out["questions"]["microbatches"]["answer"] == v.questions["microbatches"].spec.answer  # typed since edition 3
     assert out["questions"]["utilisation"]["answer"] == pytest.approx(v.questions["utilisation"].spec.answer)
     assert {"answer", "tolerance"} <= set(out["questions"]["utilisation"])
     assert variants.main(["99", "ada"]) == 2
