@@ -272,17 +272,24 @@ The stacks of 2025-26 (issue #36 item 6) add five mechanisms, each a field:
   CUDA_GRAPH_STATIC_INPUTS layer inputs per layer and micro-batch held
   (labs.core.engine.stages.memory.rank_activations).
 - a2a_link_share: (scale-up, scale-out) rate of the stack's expert dispatch and combine over the
-  link's achieved rate (Link.effective_bytes_per_s: NCCL's large-message bus bandwidth). (1, 1):
-  NCCL's all-to-all as the engine prices it. DeepEP's normal kernels on H800 (deepseek-ai/DeepEP
+  link's achieved rate (Link.effective_bytes_per_s: NCCL's large-message ring bus bandwidth).
+  NCCL's own all-to-all (torch.distributed.all_to_all_single, Megatron's alltoall dispatcher) runs
+  below the ring inside an NVLink domain: on 8 H100s, 128 tokens a GPU of DeepSeek-V3's layer
+  padded to every expert (256 x 128 x 7,392 B = 242,221,056 B a GPU), 699.9 us (ppl-ai/pplx-kernels
+  README, "Torch AtA", EP 8; tests/bench_all_to_all.py sizes the buffer), a bus bandwidth of 7/8 x
+  242.2 MB / 699.9 us = 302.8 GB/s against the ring's 370 (hardware.LINKS nvlink4): NCCL_LINK_SHARE's
+  0.818, measured on NVLink 4 and taken for every NVLink generation. Across nodes it reaches the
+  NIC: nccl-tests all-to-all on 2 DGX H100s with NVLink off, 46 GB/s bus bandwidth over 400G NICs
+  (deepseek-ai/DeepEP#3) against the engine's 47 (1.0). DeepEP's normal kernels on H800 (deepseek-ai/DeepEP
   docs/legacy.md, "Normal kernels with NVLink and RDMA forwarding", 4,096 tokens, hidden 7,168,
   top-8, FP8 dispatch, BF16 combine): intranode EP 8 dispatch 153 and combine 158 GB/s of "~160 GB/s
   NVLink maximum"; internode EP 16 / 32 / 64 dispatch 43 / 58 / 51, combine 43 / 57 / 50 GB/s of
   CX7's "~50 GB/s maximum" (the README's bottleneck bandwidth is logical: above 50 where local
-  traffic is counted). DEEPEP_LINK_SHARE holds the rows and the shares derived from them. NCCL's
-  own all-to-all is priced at the link's achieved rate too (no nccl-tests all-to-all row here to
-  price it lower), so on one node DeepEP reads 2.8% slower than NCCL, within the rows' spread; what
-  DeepEP is known for, the IB-then-NVLink forwarding, the engine credits every stack with
-  (labs.core.engine.experts._routes).
+  traffic is counted). DEEPEP_LINK_SHARE holds the rows and the shares derived from them: inside a
+  node DeepEP moves 0.972 / 0.818 = 1.19 times NCCL's all-to-all's bytes a second. DeepEP's
+  IB-then-NVLink forwarding the engine credits every stack with (labs.core.engine.experts._routes).
+  RCCL's all-to-all over Instinct's mesh (a direct send on each of the 7 links) has no row: the
+  ROCm stack keeps the links' achieved rate (1, 1).
 - moe_a2a_overlap: Megatron-Core's EP A2A overlap (--overlap-moe-expert-parallel-comm
   --delay-wgrad-compute, megatron/core/transformer/moe/README.md: "merging FWD-BWD passes of
   adjacent microbatches"; Core 2025-08, !3470 "Support EP A2A overlap at PP=1"): under 1F1B the
@@ -308,6 +315,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from labs.core.engine.gemm import ATTENTION_KERNELS
+from labs.core.engine.hardware import LINKS
 from labs.core.engine.validation import check_choice, check_positive
 
 
@@ -364,7 +372,19 @@ def _deepep_link_share() -> tuple[float, float]:
 
 
 DEEPEP_LINK_SHARE = _deepep_link_share()  # (0.972, 1.0)
-NCCL_LINK_SHARE = (1.0, 1.0)
+# NCCL's all-to-all on 8 H100s (module docstring: a2a_link_share): pplx-kernels' "Torch AtA" row, EP 8,
+# 128 tokens a GPU: (bytes a GPU, seconds); its bus bandwidth over NVLink 4's achieved ring rate.
+NCCL_A2A_H100_ROW = (256 * 128 * (7168 + 7168 // 128 * 4), 699.9e-6)  # FP8 values and an fp32 scale per 128
+
+
+def nccl_a2a_busbw(row=NCCL_A2A_H100_ROW, ranks: int = 8) -> float:
+    """nccl-tests' bus bandwidth of an all-to-all row: (ranks - 1) / ranks of the buffer over the time."""
+    nbytes, seconds = row
+    return (ranks - 1) / ranks * nbytes / seconds
+
+
+NCCL_LINK_SHARE = (nccl_a2a_busbw() / LINKS["nvlink4"].effective_bytes_per_s, 1.0)  # (0.818, 1.0)
+LINK_RATE_SHARE = (1.0, 1.0)  # the links' achieved rate, where no all-to-all row prices the stack's own (RCCL)
 VENDORS = ("nvidia", "amd")
 
 
@@ -596,12 +616,13 @@ ERAS: dict[str, Era] = {
     "rocm-megatron-2025": Era(
         "rocm-megatron-2025", ("interleaved", "1f1b"), 2, ("selective", "none", "full"), (T, F), (T, F), (1, 0), (F,), ("bf16", "fp32"),
         (T, F), (T, F), ("auto", "ring", "tree"), ("ring", "all_gather"), 8, ("bf16", "fp8"),
-        tp_overlap_kind="none", hybrid_sharding="dense", vendor="amd",
+        tp_overlap_kind="none", hybrid_sharding="dense", vendor="amd", a2a_link_share=LINK_RATE_SHARE,
         unconfirmed=(
             "cpu_s_per_kernel: HIP's launch and PyTorch's dispatch on ROCm assumed CUDA's 10 us an op (no ROCm row)",
             "kernels_per_layer: Transformer Engine's 12 kernels a layer assumed of its ROCm fork",
             "attention_kernel: TE-ROCm's CK / AOTriton fused attention at the catalog's 'cudnn' rate, itself unconfirmed on Instinct "
             "(labs.core.engine.hardware: attention_flops)",
+            "a2a_link_share: RCCL's all-to-all over the xGMI mesh at the links' achieved rate (no rccl-tests all-to-all row)",
         ),
         source="ROCm/Megatron-LM and ROCm/TransformerEngine README (feature status: fused attention with AOTriton and CK "
                "backends, hipBLASLt the only GEMM backend, FP8 recipe, HipGraph partial), ROCm/rccl"),
@@ -670,8 +691,6 @@ DEEPEP_V2_B200_NVLINK_ROW = (8, 726.0, 740.0)
 def stack_constant_rows() -> list[dict]:
     """The stacks of 2025-26's constants beside the measurements they rest on (module docstring):
     constant, the engine's value, the row's, and their relative difference."""
-    from labs.core.engine.hardware import LINKS
-
     rows = []
     n = [r[0] for r in CUDA_GRAPH_REPLAY_ROWS]
     t = [r[2] for r in CUDA_GRAPH_REPLAY_ROWS]
@@ -695,6 +714,10 @@ def stack_constant_rows() -> list[dict]:
     for kind, measured in (("dispatch", dispatch), ("combine", combine)):
         rows.append({"constant": f"DeepEP V2 {kind} EP {ep}, B200 NVLink 5 (GB/s)", "engine": nvlink5 * DEEPEP_LINK_SHARE[0], "row": measured,
                      "source": "deepseek-ai/DeepEP README, SM100, 64 SMs (a check on Blackwell, not fitted)"})
+    rows.append({"constant": "NCCL all-to-all EP 8, H100 NVLink 4 (GB/s)", "engine": LINKS["nvlink4"].effective_bytes_per_s * NCCL_LINK_SHARE[0] / 1e9,
+                 "row": nccl_a2a_busbw() / 1e9, "source": "ppl-ai/pplx-kernels README, Torch AtA, EP 8, 128 tokens a GPU (fitted on it)"})
+    rows.append({"constant": "NCCL all-to-all, 2 DGX H100 over 400G NICs (GB/s)", "engine": LINKS["ib-ndr"].effective_bytes_per_s * NCCL_LINK_SHARE[1] / 1e9,
+                 "row": 46.0, "source": "deepseek-ai/DeepEP#3: nccl-tests alltoall with NVLink off, bus bandwidth (a check)"})
     for row in rows:
         row["error"] = row["engine"] / row["row"] - 1
     return rows
