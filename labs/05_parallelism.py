@@ -728,14 +728,15 @@ def _(act2_committed):
     - Ring all-reduce traffic per GPU saturates at twice the gradients; what shrinks as you add
       GPUs under a fixed batch is the compute it has to hide behind. Below a few thousand tokens
       per GPU data parallelism is communication bound; overlap, bf16 gradients and a larger batch
-      push the wall back.
+      push the wall back, and gradient buckets too small for the ring's length make it a latency wall.
     - Past one node a data-parallel ring runs on every NIC of the node at once (one ring per
       rail), so on 400 Gb/s NICs it keeps close to NVLink's bandwidth; on slower NICs (HDR) the
       network itself walls the ring, even in weak scaling, where nothing shrinks. The cliff is a
       per-layer collective (TP) that spans nodes, or a group with one member per node.
-    - Tensor parallelism inside the node; pipeline parallelism across nodes when the model does
-      not fit in one node's tensor-parallel group (each stage adds bubble, so no deeper than
-      memory needs); data parallelism for the rest; ZeRO or recompute to make it fit.
+    - Tensor parallelism inside the NVLink domain (a DGX's node, an NVL72 rack); pipeline
+      parallelism across domains when the model does not fit in one tensor-parallel group (each
+      stage adds bubble); data parallelism for the rest; ZeRO or recompute to make it fit. A GPU
+      generation with more memory or a wider NVLink domain moves the best layout.
 
     **Next:** Lab 06 (ZeRO sweep) takes the 16 bytes per parameter apart; Lab 07 (pipeline
     visualizer) draws the schedules behind the pipeline bubble.

@@ -9,7 +9,9 @@ data parallelism on DGX H100 nodes (NDR 400 Gb/s, one NIC per GPU, rail-optimise
 batch of 512 sequences (1M tokens), and the stakeholder's framework as it stands: fp32 gradients
 (Megatron's bf16 default) reduced by a ring after the backward pass, not overlapped with it.
 Act II: GPT-3 175B on 128 DGX H100 nodes, global batch 1,536 (Brown et al. 2020); from the third
-edition of the variants, a model drawn per student (DESIGN_MODELS) on the same nodes.
+edition of the variants, a model drawn per student (DESIGN_MODELS) on the same nodes; from the
+sixth, 1,024 GPUs of a drawn generation (DESIGN_PLATFORMS: DGX H100, DGX B200, GB200 NVL72), and
+in Act I a third cause, the latency of small gradient buckets.
 """
 
 from __future__ import annotations
