@@ -365,7 +365,7 @@ def test_a_wrong_answer_names_the_misconception_of_its_own_edition(tmp_path):
     options are never counted as one."""
     from labs.variants import variant
 
-    new, old = variant("06", "ivy", salt=""), variant("06", "ivy", salt="", version=1)
+    new, old = variant("06", "ivy", salt="", version=2), variant("06", "ivy", salt="", version=1)  # two editions with options of the same ids
     assert new.version == 2
     for name, v in (("ivy", new), ("old", old)):
         q = v.questions["zero2"]
