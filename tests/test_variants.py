@@ -552,6 +552,14 @@ def margins_12_v2(s, q):
     _recompute_bands_12(s["recompute_case"], s["recompute_flash"], q["recompute"].correct)
 
 
+def margins_12_v3(s, q):
+    """Edition 3 (review 38bda0b, P9): the FP8 case drawn over four, right within 0.05."""
+    from labs.core.scenarios import lab12
+
+    margins_12_v2(s, q)
+    assert q["fp8"].tolerance == lab12.FP8_TOLERANCE_V3 == 0.05 and s["fp8_case"] in lab12.FP8_CASES, s
+
+
 def margins_13(s, q):
     _scaling_13(s, q)
     _tp_best_13(s["model"], "h100", q["tp_best"], 1.0)  # edition 1: TP 8 is the only fitting TP Megatron-Core builds
@@ -612,7 +620,7 @@ MARGINS = {  # (lab, the recipe's edition) -> its margins; first editions are ke
     ("09_64gpu_design", 2): margins_09_v2, ("10_failures_at_scale", 2): margins_10_v2, ("11_long_context_moe", 2): margins_11_v2, ("11_long_context_moe", 3): margins_11_v2, ("11_long_context_moe", 4): margins_11_v4, ("11_long_context_moe", 5): margins_11_v5,
     ("05_parallelism", 3): margins_05_v3, ("05_parallelism", 4): margins_05_v3, ("05_parallelism", 5): margins_05_v5, ("05_parallelism", 6): margins_05_v6, ("07_pipeline_visualizer", 2): margins_07_v2, ("07_pipeline_visualizer", 3): margins_07_v3, ("08_collectives", 3): margins_08_v2, ("08_collectives", 4): margins_08_v4,
     ("09_64gpu_design", 3): margins_09_v3, ("09_64gpu_design", 4): margins_09_v3, ("09_64gpu_design", 5): margins_09_v5, ("09_64gpu_design", 6): margins_09_v6,
-    ("12_precision_and_memory", 1): margins_12, ("12_precision_and_memory", 2): margins_12_v2,
+    ("12_precision_and_memory", 1): margins_12, ("12_precision_and_memory", 2): margins_12_v2, ("12_precision_and_memory", 3): margins_12_v3,
     ("13_tensor_parallel", 1): margins_13, ("13_tensor_parallel", 2): margins_13_v2, ("13_tensor_parallel", 3): margins_13_v3, ("13_tensor_parallel", 4): margins_13_v4,
 }
 
