@@ -170,7 +170,7 @@ def test_lab05_cause_held_hides_the_cards_charts_and_reflection(lecture_dir, tmp
     last = DP_WALL_GPUS[-1]
     specific = [
         f"{at64.mfu:.1%}", "exposed all-reduce", f"{at64.time.compute * 1e3:.0f} ms",
-        "Reflection: what walls data parallelism", f"{dp_wall_estimate(last).mfu:.1%}", f"{dp_wall_estimate(last, overlap=True).mfu:.1%}",
+        "Reflection: what walls data parallelism", f"{dp_wall_estimate(last, **story).mfu:.1%}", f"{dp_wall_estimate(last, **story, overlap=True).mfu:.1%}",
         "The equations behind Act I", "Where each step", "Right.",
     ]
     key_of = {"cause": "act1"}
