@@ -11,6 +11,7 @@ import re
 from collections import Counter
 
 import marimo as mo
+import numpy as np
 import pytest
 
 from labs.core.engine.perf import Plan, estimate
@@ -127,6 +128,34 @@ def test_the_best_layout_changes_with_the_generation():
         s = v.settings
         by_case.setdefault((s["design_model"], s["design_batch"]), {})[s["design_platform"]] = v.questions["design"].spec.correct
     assert any(len(set(keys.values())) > 1 for keys in by_case.values()), by_case
+
+
+# ---- the rank rules the wrong layouts are picked against (design_trios_v5, design_trios_v6) --------------
+def test_the_rank_profile_of_a_small_trio_is_the_hand_counted_one():
+    """The best TP 8 x PP 8 x DP 16, micro-batch 1, among TP 16 x PP 4 x DP 16 mb 1 and TP 4 x PP 8 x DP 32
+    mb 2, each rule counted by hand: a rule picking t options, the key one of them, credits 1/t."""
+    key, a, b = (8, 8, 16, 1), (16, 4, 16, 1), (4, 8, 32, 2)
+    third = 1 / 3
+    # per field: smallest, largest, 2nd smallest, 2nd largest distinct value; then per other field
+    # (in field order), without the options holding its largest, then its smallest: smallest, largest;
+    # then the value most options share
+    tp = [0, 0, 1, 1,  0, 0, 0, 1,  1, 0, 0, 0,  1, 0, 0, 0,  third]  # TPs 8, 16, 4: the key's 8 is the middle one
+    pp = [0, .5, 0, 0,  .5, .5, 0, 1,  0, 1, 0, 0,  0, 1, 0, 0,  .5]  # PPs 8, 4, 8: two distinct, no 2nd ones
+    dp = [.5, 0, 0, 0,  1, 0, .5, .5,  0, 0, 1, 0,  .5, .5, 0, 0,  .5]  # DPs 16, 16, 32
+    mb = [.5, 0, 0, 0,  1, 0, .5, .5,  0, 0, 1, 0,  .5, .5, 0, 0,  .5]  # micro-batches 1, 1, 2
+    shared = [.5, 0]  # numbers shared with the others: key {8,16,1} 2 + 1, A {16,4,1} 2 + 1, B {4,8,32,2} 1 + 1
+    sums = [1, 0, 0, 0]  # 33, 37, 46
+    joint = [third, third,  # each option holds one of the extreme numbers (32 or 1)
+             .5, 0, 0, 0,  .5, 0, 0, 0,  # largest numbers 16, 16, 32; smallest 1, 1, 2
+             .5, 0, 0, 0]  # digits shown: 5, 6, 5
+    options = np.array([key, a, b])[:, :, None]  # options x fields x one trio
+    expected = tp + pp + dp + mb + shared + sums
+    assert lab05._rank_profiles(options).tolist() == [expected]
+    assert lab05._rank_profiles(options, joint_rules=True).tolist() == [expected + joint]
+    # trios are rows of their own: the same trio next to another gives the same row
+    other = np.array([key, (1, 1, 128, 8), (2, 64, 8, 1)])[:, :, None]
+    both = lab05._rank_profiles(np.concatenate([other, options], axis=2), joint_rules=True)
+    assert both[1].tolist() == expected + joint
 
 
 # ---- headless: the page names the student's GPUs and reads its numbers from the engine ----------------

@@ -776,93 +776,169 @@ def design_wrong_layouts(model_key: str, global_batch: int, platform: str = DESI
     return tuple(out)
 
 
-def _below(key: tuple, others) -> tuple[float, ...]:
-    """Per field, how many of `others` are below `key`'s value (a tie counts a half)."""
-    return tuple(sum((o[i] < key[i]) + 0.5 * (o[i] == key[i]) for o in others) for i in range(len(key)))
+def _credits(values: np.ndarray, target: np.ndarray, applies: np.ndarray | bool = True, among: np.ndarray | bool = True) -> np.ndarray:
+    """Per trio (a column of `values`, options x trios, the key's value first): a rule picking the
+    options whose value is `target` credits the key 1/t when it is one of t such; 0 where the rule
+    does not `apply`. `among` masks the options the rule looks at (the key among them where it applies)."""
+    hits = (values == target) & among
+    return np.where(applies & hits[0], 1 / np.maximum(hits.sum(axis=0), 1), 0.0)
 
 
-def _credit(key_value, values, target) -> float:
-    """A rule picking the options whose value is `target` credits the key 1/t when it is one of t such."""
-    return 1 / values.count(target) if target is not None and key_value == target else 0.0
+def _rank_credits(values: np.ndarray) -> list[np.ndarray]:
+    """The rules picking the smallest, the largest, the second smallest and the second largest
+    distinct value (the last two only where a trio's options hold three distinct values or more)."""
+    low, high = values.min(axis=0), values.max(axis=0)
+    three = ((values > low) & (values < high)).any(axis=0)
+    second_low = np.where(values > low, values, high).min(axis=0)
+    second_high = np.where(values < high, values, low).max(axis=0)
+    return [_credits(values, low), _credits(values, high), _credits(values, second_low, three), _credits(values, second_high, three)]
 
 
-def _rank_profile(key: tuple, options: list[tuple]) -> list[float]:
-    """Where `key` (options[0]) stands among `options`, as rules blind to the question would find it:
-    per field, the smallest, the largest, the second smallest and the second largest value; after
-    dropping the options that hold another field's largest or smallest, the smallest and the
-    largest; and the option sharing the most and the fewest numbers with the others."""
+def _kept_credits(values: np.ndarray, other: np.ndarray) -> list[np.ndarray]:
+    """After dropping the options that hold `other`'s largest, then its smallest value: the rules
+    picking the smallest and the largest of `values` among those left (two or more, the key one of them)."""
     out = []
-    columns = list(zip(*options))
-    extremes = [(max(c), min(c)) for c in columns]
+    for extreme in (other.max(axis=0), other.min(axis=0)):
+        kept = other != extreme
+        applies = kept[0] & (kept.sum(axis=0) >= 2)
+        smallest = np.where(kept, values, values.max(axis=0)).min(axis=0)
+        largest = np.where(kept, values, values.min(axis=0)).max(axis=0)
+        out += [_credits(values, smallest, applies, kept), _credits(values, largest, applies, kept)]
+    return out
+
+
+def _most_common_credit(values: np.ndarray) -> np.ndarray:
+    """The rule picking the option whose value the most options share."""
+    same = (values[:, None] == values[None, :]).sum(axis=1)
+    return _credits(same, same.max(axis=0))
+
+
+def _shared_numbers(options: np.ndarray) -> np.ndarray:
+    """Per option, how many distinct numbers it shares with each other option, summed over them."""
+    fields = options.shape[1]
+    earlier = np.tri(fields, k=-1, dtype=bool)[:, :, None]
+    distinct = ~((options[:, :, None] == options[:, None, :]) & earlier).any(axis=2)  # not held by an earlier field of its own
+    held = (options[:, None, :, None] == options[None, :, None, :]).any(axis=3)  # [option, other, field]: the other holds it
+    common = (held & distinct[:, None]).sum(axis=2)
+    return common.sum(axis=1) - distinct.sum(axis=1)  # less each option's own numbers
+
+
+DECIMAL_STEPS = 10 ** np.arange(1, 19)  # a positive integer's digits: 1 + how many of these it reaches
+
+
+def _rank_profiles(options: np.ndarray, joint_rules: bool = False) -> np.ndarray:
+    """Where the key (options[0]) stands among each trio's options (an array options x fields x
+    trios, the fields TP, PP, DP and micro-batch), as rules blind to the question would find it: a row
+    per trio, a column per rule. Per field, the smallest, the largest, the second smallest and the
+    second largest value; after dropping the options that hold another field's largest or smallest,
+    the smallest and the largest; and the option sharing its value most. Then the option sharing
+    the most and the fewest numbers with the others, and the four rank rules on each option's sum.
+    `joint_rules` (the sixth edition: with the GPU generation drawn, "the option holding the largest
+    and the smallest number" found the key for 36% of 200 ids) adds the rules that read a label's
+    numbers together: holding the extreme numbers or none, and the rank of each option's largest
+    and smallest number, and of its length (the digits it shows)."""
+    columns = [options[:, i] for i in range(options.shape[1])]
+    out = []
     for i, values in enumerate(columns):
-        mine = key[i]
-        distinct = sorted(set(values))
-        three = len(distinct) >= 3
-        for target in (distinct[0], distinct[-1], distinct[1] if three else None, distinct[-2] if three else None):
-            out.append(_credit(mine, values, target))
+        out += _rank_credits(values)
         for j, other in enumerate(columns):
-            if j == i:
-                continue
-            for extreme in extremes[j]:
-                if key[j] == extreme:
-                    out += (0.0, 0.0)
-                    continue
-                kept = [v for v, w in zip(values, other) if w != extreme]  # holds the key's own value: len >= 1
-                if len(kept) < 2:
-                    out += (0.0, 0.0)
-                    continue
-                out += (_credit(mine, kept, min(kept)), _credit(mine, kept, max(kept)))
-        same = [values.count(v) for v in values]  # the option sharing this field's value most
-        out.append(_credit(same[0], same, max(same)))
-    sets = [set(o) for o in options]
-    shared = [sum(len(own & theirs) for other, theirs in zip(options, sets) if other is not o) for o, own in zip(options, sets)]
-    sums = [sum(o) for o in options]
-    ranked = sorted(set(sums))
-    out += [_credit(shared[0], shared, max(shared)), _credit(shared[0], shared, min(shared)),
-            *(_credit(sums[0], sums, t) for t in (ranked[0], ranked[-1], ranked[1] if len(ranked) >= 3 else None, ranked[-2] if len(ranked) >= 3 else None))]
-    return out
+            if j != i:
+                out += _kept_credits(values, other)
+        out.append(_most_common_credit(values))
+    shared = _shared_numbers(options)
+    out += [_credits(shared, shared.max(axis=0)), _credits(shared, shared.min(axis=0)), *_rank_credits(options.sum(axis=1))]
+    if joint_rules:
+        top, bottom = options.max(axis=(0, 1)), options.min(axis=(0, 1))
+        extremes = (options == top).any(axis=1).astype(int) + (options == bottom).any(axis=1)
+        digits = (np.searchsorted(DECIMAL_STEPS, options, side="right") + 1).sum(axis=1)
+        out += [_credits(extremes, extremes.max(axis=0)), _credits(extremes, extremes.min(axis=0))]
+        for values in (options.max(axis=1), options.min(axis=1), digits):
+            out += _rank_credits(values)
+    return np.stack(out, axis=1)
 
 
-def _rank_profile_v6(key: tuple, options: list[tuple]) -> list[float]:
-    """_rank_profile, and the rules that read a label's numbers together (the sixth edition: with the
-    GPU generation drawn, "the option holding the largest and the smallest number" found the key for
-    36% of 200 ids): holding the extreme numbers or none, the rank of each option's largest and
-    smallest number, and of its length (the digits it shows)."""
-    out = _rank_profile(key, options)
-    top, bottom = max(max(o) for o in options), min(min(o) for o in options)
-    extremes = [(top in o) + (bottom in o) for o in options]
-    out += [_credit(extremes[0], extremes, max(extremes)), _credit(extremes[0], extremes, min(extremes))]
-    for values in ([max(o) for o in options], [min(o) for o in options], [len("".join(map(str, o))) for o in options]):
-        ranked = sorted(set(values))
-        three = len(ranked) >= 3
-        out += [_credit(values[0], values, t) for t in (ranked[0], ranked[-1], ranked[1] if three else None, ranked[-2] if three else None)]
-    return out
-
-
-def _design_candidates(model_key: str, global_batch: int, platform: str = DESIGN_CLUSTER, headroom: float | None = None,
-                       profile: str = "v5") -> list[tuple[tuple[tuple[str, Plan], ...], list[float]]]:
-    """Every trio of plainly wrong layouts a variant may see, with the best's rank profile among the
-    four options followed by its profile among the three without TP across nodes (see design_trios_v5)."""
+def _wrong_trios(wrong: tuple[tuple[str, Plan], ...]) -> np.ndarray:
+    """The trios of `wrong` layouts a variant may see, as indices in itertools.combinations' order:
+    three distinct roles, one of them TP across nodes wherever the heads allow it (not the 13B's 40)."""
     import itertools
 
-    rank_profile = _rank_profile_v6 if profile == "v6" else _rank_profile
+    roles = [r for r, _ in wrong]
+    role = np.array([roles.index(r) for r in roles])  # a role's first index stands for it
+    across = np.array(roles) == "tp_across"
+    trios = np.array(list(itertools.combinations(range(len(wrong)), 3)), dtype=int).reshape(-1, 3)
+    r = role[trios]
+    distinct = (r[:, 0] != r[:, 1]) & (r[:, 0] != r[:, 2]) & (r[:, 1] != r[:, 2])
+    return trios[distinct & (across[trios].sum(axis=1) == across.any())]
+
+
+def _with_key(key: np.ndarray, fields: np.ndarray, layouts: np.ndarray) -> np.ndarray:
+    """Options x fields x trios: the key, then the `layouts` (trios x indices into `fields`) of each trio."""
+    options = fields[layouts.T].transpose(0, 2, 1)
+    return np.concatenate([np.broadcast_to(key[None, :, None], (1, *options.shape[1:])), options])
+
+
+def _candidate_options(model_key: str, global_batch: int, platform: str, headroom: float | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The trios of design_wrong_layouts a variant may see (indices); their options (options x
+    fields x trios, the best first); the options without TP across nodes, once per distinct set of
+    them (trios share them: one TP-across layout with each pair of the others); and each trio's set."""
     best = design_best_plan(model_key, global_batch, platform, headroom)
-    key = (best.tp, best.pp, best.dp, best.micro_batch)
     wrong = design_wrong_layouts(model_key, global_batch, platform, headroom)
-    across = 1 if any(r == "tp_across" for r, _ in wrong) else 0  # TP across nodes wherever the heads allow it (not the 13B's 40)
-    trios, among_rest = [], {}  # the profiles among the layouts without TP across nodes, by those layouts: trios share them
-    for trio in itertools.combinations(wrong, 3):
-        roles = [r for r, _ in trio]
-        if roles.count("tp_across") != across or len(set(roles)) < 3:
-            continue
-        fields = [(p.tp, p.pp, p.dp, p.micro_batch) for _, p in trio]
-        rest = tuple(f for (r, _), f in zip(trio, fields) if r != "tp_across")
-        if rest not in among_rest:
-            among_rest[rest] = rank_profile(key, [key, *rest])
-        trios.append((trio, rank_profile(key, [key, *fields]) + among_rest[rest]))
-    if not trios:
+    trios = _wrong_trios(wrong)
+    if not len(trios):
         raise ValueError(f"design_model: fewer than three plainly wrong layouts of distinct roles for {model_key} at global batch {global_batch} on {platform}")
-    return trios
+    key = np.array([best.tp, best.pp, best.dp, best.micro_batch])
+    fields = np.array([(p.tp, p.pp, p.dp, p.micro_batch) for _, p in wrong])
+    across = np.array([r == "tp_across" for r, _ in wrong])
+    rest = trios[~across[trios]].reshape(len(trios), -1)  # each trio's layouts without TP across nodes, in its order
+    rests, rest_of_trio = np.unique(rest, axis=0, return_inverse=True)
+    return trios, _with_key(key, fields, trios), _with_key(key, fields, rests), rest_of_trio.reshape(-1)
+
+
+def _rank_profiles_of(option_sets: list[np.ndarray], joint_rules: bool) -> list[np.ndarray]:
+    """_rank_profiles of each array of options, in one call per number of options: a trio's row
+    depends on its options alone, and numpy's cost per call was most of 36 calls' (one per case)."""
+    out = [None] * len(option_sets)
+    for count in {options.shape[0] for options in option_sets}:
+        same = [i for i, options in enumerate(option_sets) if options.shape[0] == count]
+        rows = _rank_profiles(np.concatenate([option_sets[i] for i in same], axis=2), joint_rules)
+        for i, part in zip(same, np.split(rows, np.cumsum([option_sets[i].shape[2] for i in same])[:-1])):
+            out[i] = part
+    return out
+
+
+def _design_candidates(cases: tuple[tuple[str, int, str, float | None], ...], joint_rules: bool = False) -> list[tuple[tuple, np.ndarray, np.ndarray]]:
+    """Per (model, batch, platform, headroom): design_wrong_layouts, every trio of them a variant may
+    see (indices), and a row per trio: the best's rank profile (_rank_profiles) among the four options
+    followed by its profile among the options without TP across nodes (see design_trios_v5)."""
+    options = [_candidate_options(*case) for case in cases]
+    profiles = _rank_profiles_of([o for _, among_all, among_rest, _ in options for o in (among_all, among_rest)], joint_rules)
+    out = []
+    for case, (trios, _, _, rest_of_trio), among_all, among_rest in zip(cases, options, profiles[0::2], profiles[1::2]):
+        out.append((design_wrong_layouts(*case), trios, np.hstack([among_all, among_rest[rest_of_trio]])))
+    return out
+
+
+def _first_rows(profiles: np.ndarray) -> np.ndarray:
+    """The index of each distinct row's first occurrence, in order: the greedy's argmin over these
+    picks what it would over all rows (a repeat ties with its first, and argmin takes the first of ties)."""
+    first = {}
+    for i, row in enumerate(profiles):
+        first.setdefault(row.tobytes(), i)
+    return np.fromiter(first.values(), dtype=int)
+
+
+def _excess(totals: np.ndarray, profiles: np.ndarray, target: np.ndarray, buffer: np.ndarray | None = None) -> np.ndarray:
+    """Per row of `profiles` and rule, how far the totals with that row would pass the rule's target,
+    squared: max(0, totals + row - target) ** 2 (in `buffer`, where given: the greedy's every pick)."""
+    buffer = np.add(totals, profiles, out=buffer)
+    np.subtract(buffer, target, out=buffer)
+    np.maximum(0.0, buffer, out=buffer)
+    return np.square(buffer, out=buffer)
+
+
+def _picked(wrong: tuple[tuple[str, Plan], ...], trio: np.ndarray) -> tuple[tuple[str, Plan], ...]:
+    """A trio of design_wrong_layouts (role, plan) from its indices."""
+    return tuple(wrong[i] for i in trio)
 
 
 def _design_shares(width: int) -> np.ndarray:
@@ -873,21 +949,19 @@ def _design_shares(width: int) -> np.ndarray:
 def design_trios_v5(model_key: str, global_batch: int) -> tuple[tuple[tuple[str, Plan], ...], ...]:
     """One trio of wrong layouts per DESIGN_SHAPES slot: three distinct roles, one of them TP across
     nodes, picked one slot after another so that, over the slots, no rank rule finds the best more
-    often than its share: the best's rank profile (_rank_profile of TP, PP, DP and micro-batch among
+    often than its share: the best's rank profile (_rank_profiles of TP, PP, DP and micro-batch among
     the four options, and among the three without TP across nodes) is kept near 1/4 and 1/3 per rule."""
-    trios = _design_candidates(model_key, global_batch)
-    width = len(trios[0][1])
+    [(wrong, trios, profiles)] = _design_candidates(((model_key, global_batch, DESIGN_CLUSTER, None),))
+    width = profiles.shape[1]
     share = _design_shares(width)
-    profiles = np.array([profile for _, profile in trios], dtype=float)
     totals, out = np.zeros(width), []
     for slot in range(len(DESIGN_SHAPES)):
-        excess = np.maximum(0.0, totals + profiles - share * (slot + 1)) ** 2
         imbalance = np.zeros(len(trios))
-        for column in excess.T:  # summed left to right, as a Python sum would: ties break as they always did
+        for column in _excess(totals, profiles, share * (slot + 1)).T:  # summed left to right, as a Python sum would: ties break as they always did
             imbalance += column
         pick = int(np.argmin(imbalance))
         totals = totals + profiles[pick]
-        out.append(trios[pick][0])
+        out.append(_picked(wrong, trios[pick]))
     return tuple(out)
 
 
@@ -1060,19 +1134,23 @@ def design_trios_v6() -> dict[tuple[str, int, str], tuple[tuple[tuple[str, Plan]
     """design_trios_v5's greedy, over every (model, batch, platform) of the sixth edition at once: a
     variant draws its case and its slot uniformly, so what a rule finds is its mean over all of
     them, and a case whose best is structurally extreme (GPT-3 175B's TP 8 x PP 8 holds the smallest
-    sum of numbers of every layout) is paid for by the others. Profiles: _rank_profile_v6."""
+    sum of numbers of every layout) is paid for by the others. Profiles: _rank_profiles with its joint rules."""
     cases = design_cases_v6()
-    candidates = {case: _design_candidates(*case, DESIGN_HEADROOM, "v6") for case in cases}
-    profiles = {case: np.array([profile for _, profile in trios], dtype=float) for case, trios in candidates.items()}
-    width = len(next(iter(profiles.values()))[0])
+    candidates = dict(zip(cases, _design_candidates(tuple((*case, DESIGN_HEADROOM) for case in cases), joint_rules=True)))
+    distinct = {}  # each case's distinct profiles (by their first trio)
+    for case, (_, _, profiles) in candidates.items():
+        first = _first_rows(profiles)
+        distinct[case] = (first, profiles[first])
+    width = candidates[cases[0]][2].shape[1]
     share, totals, picks = _design_shares(width), np.zeros(width), 0
-    out = {case: [] for case in cases}
+    out, buffers = {case: [] for case in cases}, {case: np.empty_like(profiles) for case, (_, profiles) in distinct.items()}
     for _slot in range(len(DESIGN_SHAPES)):
         for case in cases:
+            (wrong, trios, _), (first, profiles) = candidates[case], distinct[case]
             picks += 1
-            pick = int(np.argmin((np.maximum(0.0, totals + profiles[case] - share * picks) ** 2).sum(axis=1)))
-            totals = totals + profiles[case][pick]
-            out[case].append(candidates[case][pick][0])
+            row = int(np.argmin(_excess(totals, profiles, share * picks, buffers[case]).sum(axis=1)))
+            totals = totals + profiles[row]
+            out[case].append(_picked(wrong, trios[first[row]]))
     return {case: tuple(trios) for case, trios in out.items()}
 
 
