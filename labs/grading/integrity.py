@@ -37,6 +37,7 @@ not signed is not counted, and the lab's flags say so.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Iterable
 
 SIGNED, EDITED, SELF = "signed", "edited", "self-reported"
@@ -81,7 +82,11 @@ def policy(key: bytes | None, require: bool = False) -> str:
 def trust(labels: Iterable[str], rule: str) -> Trust:
     """The trust rule: credit and flag of an item from the labels of the entries it reads, under
     the policy `rule` ("", CHECKED or REQUIRED)."""
-    present = set(labels)
+    return _trust_of(frozenset(labels), rule)
+
+
+@lru_cache(maxsize=256)  # a class asks it ~100,000 times (every question of every row) of a few dozen label sets
+def _trust_of(present: frozenset, rule: str) -> Trust:
     if not rule or not present:
         return Trust("", True, "")
     label = next(name for name in _WORST_FIRST if name in present)
