@@ -3,9 +3,6 @@ the ledger; `marimo check --strict` and `marimo export html` pass for every lab.
 
 import importlib.util
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import marimo as mo
@@ -14,6 +11,7 @@ import pytest
 pytestmark = pytest.mark.usefixtures("ledger_dir")
 
 from labs.core.scenarios.lab05 import dp_wall_estimate
+from marimo_cli import exported, start_exports, strict_check_failure
 from labs.core.state import DesignLedger, load_schema
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -270,48 +268,23 @@ def test_nothing_gives_the_answer_away_before_the_commit(app):
     assert "act1_current" not in defs and "act2_estimate" not in defs
 
 
-@pytest.fixture(scope="module")
-def strict_check():
-    """`marimo check --strict` on every lab in one run (one interpreter and marimo import, not one
-    a lab): its exit status, its summary, and its findings (warnings, errors) by lab."""
-    result = subprocess.run([sys.executable, "-m", "marimo", "check", "--strict", "--format", "json", *map(str, LABS)], capture_output=True, text=True, cwd=ROOT)
-    report = json.loads(result.stdout) if result.stdout.lstrip().startswith("{") else {"issues": [], "summary": {}}
-    findings: dict[Path, list] = {}
-    for issue in report["issues"]:
-        findings.setdefault(Path(issue["filename"]).resolve(), []).append(issue)
-    return result, report["summary"], findings
-
-
 @pytest.mark.parametrize("lab", LABS, ids=[p.name for p in LABS])
-def test_marimo_check_strict(lab, strict_check):
-    """The lab's own run would exit 0: no finding names it, and the shared run exited 0 or
-    another lab's findings are why it did not."""
-    result, summary, findings = strict_check
-    own = findings.get(lab.resolve(), [])
-    assert summary.get("total_files") == len(LABS), result.stdout[-2000:] + result.stderr[-2000:]
-    assert own == [] and (result.returncode == 0 or findings), json.dumps(own, indent=1) + result.stderr[-2000:]
+def test_marimo_check_strict(lab):
+    failure = strict_check_failure(lab)  # one check run for every notebook (tests/marimo_cli.py)
+    assert not failure, failure
 
 
 @pytest.fixture(scope="module")
 def exports(tmp_path_factory):
-    """`marimo export html` of every lab, a process each, as many at once as this machine has
-    cores (the test process only waits on them): {lab: future of (result, the HTML's path)}."""
-    from concurrent.futures import ThreadPoolExecutor
-
+    """The folder where every lab's `marimo export html` runs, all started at once."""
     folder = tmp_path_factory.mktemp("exports")
-
-    def export(lab: Path):
-        out = folder / f"{lab.stem}.html"
-        result = subprocess.run([sys.executable, "-m", "marimo", "export", "html", str(lab), "-o", str(out)], capture_output=True, text=True, cwd=ROOT, timeout=600)
-        return result, out
-
-    with ThreadPoolExecutor(max_workers=max(1, min(4, len(os.sched_getaffinity(0))))) as pool:
-        yield {lab: pool.submit(export, lab) for lab in LABS}
+    start_exports(LABS, folder)
+    return folder
 
 
 @pytest.mark.parametrize("lab", LABS, ids=[p.name for p in LABS])
 def test_export_html_exits_0(lab, exports):
-    result, out = exports[lab].result()
+    result, out = exported(lab, exports)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     assert out.stat().st_size > 10_000
 
