@@ -62,9 +62,13 @@ def read_ledger(path: Path) -> dict:
         raise ValueError(f"{info.st_size:,} bytes is larger than any ledger ({MAX_BYTES:,} max)")
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
     with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+        opened = os.fstat(handle.fileno())
+        if not stat.S_ISREG(opened.st_mode):
             raise ValueError("not a regular file")
-        raw = handle.read(MAX_BYTES + 1)
+        # the bytes read(MAX_BYTES + 1) returns, without its 1 MB buffer a file (~0.3 ms of page faults for a 60 KB ledger)
+        raw = handle.read(min(opened.st_size, MAX_BYTES) + 1)
+        if len(raw) == min(opened.st_size, MAX_BYTES) + 1:  # grown since: read on, up to the same limit
+            raw += handle.read(MAX_BYTES + 1 - len(raw))
     return parse_document(raw)
 
 
