@@ -157,13 +157,17 @@ def sign_in(page, name: str, pin: str = "") -> None:
         type_text(page, pin_field(page), pin)
 
 
+def launch(pw):
+    """A headless Debian Chromium under the Playwright `pw`."""
+    return pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS, headless=True)
+
+
 @contextlib.contextmanager
-def open_pages(pw, n: int, width: int = 1400, height: int = 1000):
-    """`n` pages in one Chromium of its own under the Playwright `pw`, each counting the kernel's
-    runs. A context (a window) each: tabs of one window behind the front one are hidden, and a
-    hidden page answered each step about a second late (five problem sets in one window: 17 s
-    each behind the front one against 3 s in front)."""
-    browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS, headless=True)
+def open_windows(browser, n: int, width: int = 1400, height: int = 1000):
+    """`n` pages in `browser`, each counting the kernel's runs. A context (a window) each: tabs
+    of one window behind the front one are hidden, and a hidden page answered each step about a
+    second late (five problem sets in one window: 17 s each behind the front one against 3 s in
+    front). A context shares no cookies, storage or downloads with another."""
     contexts = [browser.new_context(viewport={"width": width, "height": height}, accept_downloads=True) for _ in range(n)]
     pages = [context.new_page() for context in contexts]
     for page in pages:
@@ -174,6 +178,16 @@ def open_pages(pw, n: int, width: int = 1400, height: int = 1000):
     finally:
         for context in contexts:
             context.close()
+
+
+@contextlib.contextmanager
+def open_pages(pw, n: int, width: int = 1400, height: int = 1000):
+    """`n` pages (open_windows) in one Chromium of its own under the Playwright `pw`."""
+    browser = launch(pw)
+    try:
+        with open_windows(browser, n, width, height) as pages:
+            yield pages
+    finally:
         browser.close()
 
 
@@ -185,20 +199,59 @@ def open_page(pw, width: int = 1400, height: int = 1000):
         yield page
 
 
+# One Chromium kept for the browser_page(s) calls that follow keep_chromium(True), until
+# keep_chromium(False): tests/conftest.py keeps it while browser tests run one after another.
+# A Playwright driver and a Chromium cost 1.2-2.2 s to start and stop (2 loaded cores), a window
+# in the kept one 0.3-0.7 s.
+_KEPT: dict = {"wanted": False}
+
+
+def keep_chromium(wanted: bool) -> None:
+    """Keep one Chromium for the browser_page(s) calls from now on, or close the kept one. Kept,
+    its Playwright holds this thread's event loop, and asyncio.run() refuses to start here."""
+    if not wanted:
+        browser, pw = _KEPT.pop("browser", None), _KEPT.pop("pw", None)
+        try:
+            if browser is not None:
+                browser.close()
+        finally:
+            if pw is not None:
+                pw.stop()
+    _KEPT["wanted"] = wanted
+
+
 @contextlib.contextmanager
-def browser_page(downloads: Path | None = None, width: int = 1400, height: int = 1000):
+def _chromium():
+    """The kept Chromium (launched at its first use, again if it has gone), or one of this
+    call's own."""
     from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as pw, open_page(pw, width, height) as page:
+    if _KEPT["wanted"]:
+        if "pw" not in _KEPT:
+            _KEPT["pw"] = sync_playwright().start()
+        if "browser" not in _KEPT or not _KEPT["browser"].is_connected():
+            _KEPT["browser"] = launch(_KEPT["pw"])
+        yield _KEPT["browser"]
+        return
+    with sync_playwright() as pw:
+        browser = launch(pw)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@contextlib.contextmanager
+def browser_page(downloads: Path | None = None, width: int = 1400, height: int = 1000):
+    """A page in a window of its own (the kept Chromium's, else a Chromium of its own)."""
+    with _chromium() as browser, open_windows(browser, 1, width, height) as (page,):
         yield page
 
 
 @contextlib.contextmanager
 def browser_pages(n: int, width: int = 1400, height: int = 1000):
     """`n` pages in one Chromium (tests that drive several notebooks served side by side)."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw, open_pages(pw, n, width, height) as pages:
+    with _chromium() as browser, open_windows(browser, n, width, height) as pages:
         yield pages
 
 

@@ -1,5 +1,6 @@
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -77,3 +78,21 @@ def need_chromium():
         if os.environ.get("CI"):
             pytest.fail(message + "; CI must run the browser tests")
         pytest.skip(message)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """One Chromium for the browser tests that run one after another (their files sort together),
+    a window each; closed before any other test, whose asyncio.run() its Playwright would refuse."""
+    wanted = item.get_closest_marker("browser") is not None
+    if wanted or "browser" in sys.modules:
+        from browser import keep_chromium
+
+        keep_chromium(wanted)
+
+
+def pytest_sessionfinish(session):
+    if "browser" in sys.modules:
+        sys.modules["browser"].keep_chromium(False)
+    if "marimo_cli" in sys.modules:
+        sys.modules["marimo_cli"].shutdown()  # a session stopped early starts no more exports
