@@ -185,7 +185,7 @@ class _Engine:
         if recorded is None or lab not in registry():
             return None, []
         fresh, mismatches = regenerate(lab, doc["student"], recorded, self.salt)  # at the edition the record names
-        if engines_written(doc) - {ENGINE_VERSION, None}:
+        if mismatches and engines_written(doc) - {ENGINE_VERSION, None}:
             # A key or tolerance the lab computed with another engine is recomputed by this one (as
             # every outcome is, and version_skew notes on the row): not a sign of an edit.
             mismatches = [m for m in mismatches if not m.endswith(ENGINE_NUMBERS)]
