@@ -29,6 +29,7 @@ LMS = ROOT / "tests" / "data" / "lms"
 LAB = "05_parallelism"
 KEY = "k" * 32
 SALT = "fall-2026"
+SALTED_ID, SALTED_KEY = "student-2", "B"  # an id whose Lab 05 cause key moves with the salt (edition 6)
 
 
 def _metadata(email, name="", sid=None):
@@ -53,17 +54,17 @@ def _autograde(zpath, ledger: Path, metadata, tmp_path) -> dict:
 
 @pytest.fixture(scope="module")
 def salted(tmp_path_factory):
-    """student-0 on a class server that signs (KEY) and salts (SALT): Lab 05's cause committed at
-    the salted variant's key (D; unsalted, the key is A and D says something else), design
+    """SALTED_ID on a class server that signs (KEY) and salts (SALT): Lab 05's cause committed at
+    the salted variant's key (B; unsalted, the key is A and B says something else), design
     committed wrong (the first letter that is not the variant's key)."""
-    v = variant("05", "student-0", salt=SALT)
-    assert (v.questions["cause"].key, variant("05", "student-0", salt="").questions["cause"].key) == ("D", "A")
+    v = variant("05", SALTED_ID, salt=SALT)
+    assert (v.questions["cause"].key, variant("05", SALTED_ID, salt="").questions["cause"].key) == (SALTED_KEY, "A")
     folder = tmp_path_factory.mktemp("salted")
     old = os.environ.get("LABS_SIGNING_KEY")
     os.environ["LABS_SIGNING_KEY"] = KEY
     try:
-        ledger = DesignLedger("student-0", folder)
-        ledger.commit_prediction(LAB, "cause", "D", variant=v.record())
+        ledger = DesignLedger(SALTED_ID, folder)
+        ledger.commit_prediction(LAB, "cause", SALTED_KEY, variant=v.record())
         ledger.commit_prediction(LAB, "design", next(k for k in "ABCD" if k != v.questions["design"].key), variant=v.record())
     finally:
         os.environ.pop("LABS_SIGNING_KEY") if old is None else os.environ.__setitem__("LABS_SIGNING_KEY", old)
@@ -88,12 +89,12 @@ def test_gradescope_carries_the_salt_and_the_key_as_configured(salted, tmp_path,
         info = z.getinfo(exports.CONFIG)
         assert stat.S_IMODE(info.external_attr >> 16) == 0o600 and stat.S_ISREG(info.external_attr >> 16)
         assert json.loads(z.read(exports.CONFIG))["env"] == {"LABS_CLASS_SALT": SALT, "LABS_SIGNING_KEY": KEY}
-    result = _autograde(zpath, ledger, _metadata("student-0@uni.edu", "Student Zero"), tmp_path / "honest")
+    result = _autograde(zpath, ledger, _metadata(f"{SALTED_ID}@uni.edu", "Student Two"), tmp_path / "honest")
     tests = {t["name"]: t for t in result["tests"]}
     cause = tests["Lab 05: parallelism · cause"]
-    label = {o.key: o.label for o in v.questions["cause"].options}["D"]
-    assert (cause["score"], cause["status"]) == (1.0, "passed") and f"The engine's answer: D: {label}" in cause["output"]
-    assert f"Your committed answer: D: {label}." in cause["output"]  # the letter and its option's words
+    label = {o.key: o.label for o in v.questions["cause"].options}[SALTED_KEY]
+    assert (cause["score"], cause["status"]) == (1.0, "passed") and f"The engine's answer: {SALTED_KEY}: {label}" in cause["output"]
+    assert f"Your committed answer: {SALTED_KEY}: {label}." in cause["output"]  # the letter and its option's words
     assert "Integrity: signed." in cause["output"]  # the key checked the server's signature
     assert result["score"] == 1.0
     edited = tmp_path / "edited" / ledger.name
@@ -101,7 +102,7 @@ def test_gradescope_carries_the_salt_and_the_key_as_configured(salted, tmp_path,
     doc = json.loads(ledger.read_text())
     doc["predictions"][LAB]["design"]["answer"] = v.questions["design"].key  # the right answer, written in by hand after signing
     edited.write_text(json.dumps(doc))
-    result = _autograde(zpath, edited, _metadata("student-0@uni.edu"), tmp_path / "after")
+    result = _autograde(zpath, edited, _metadata(f"{SALTED_ID}@uni.edu"), tmp_path / "after")
     design = next(t for t in result["tests"] if t["name"].endswith("design"))
     assert design["score"] == 0.0 and "not trusted" in design["output"]  # the grade book's rule, as it stands
 
@@ -317,8 +318,8 @@ def test_feedback_shows_the_answer_with_its_option_text_and_skipped(salted, ann,
     docs = book.read_documents(sorted(set(table["file"])))
     b = book.build(table, docs, points.load(), due.load(None), key=KEY.encode(), salt=SALT)
     [page] = feedback.write_all(b, table, docs, tmp_path / "fb2", salt=SALT)
-    label = {o.key: o.label for o in v.questions["cause"].options}["D"]
-    assert f"D: {html.escape(label, quote=True)}" in page.read_text()
+    label = {o.key: o.label for o in v.questions["cause"].options}[SALTED_KEY]
+    assert f"{SALTED_KEY}: {html.escape(label, quote=True)}" in page.read_text()
 
 
 def test_feedback_leaves_the_graders_identity_flags_to_the_instructor(tmp_path):
