@@ -174,14 +174,16 @@ def test_skew_scales_the_busiest_ranks_expert_gemms():
 def test_skew_scales_the_busiest_ranks_all_to_all():
     """EP 8 inside one NVLink domain: each token's 2 expert copies go to the other 7 GPUs with
     probability 7/8, h = 4,096 bf16 values each, dispatch and combine: 2 x 4,096 x 2 x 7/8 x 4,096 x
-    2 bytes at the domain's rate a pass, the busiest rank's skew times that; forward and backward."""
+    2 bytes a pass at the rate NCCL's all-to-all reaches in the domain (302.8 of the ring's 370 GB/s
+    on 8 H100s: pplx-kernels' "Torch AtA" row), the busiest rank's skew times that; forward and backward."""
     from labs.core.engine.topology import scale_up_bytes_per_s
 
     _, base, cluster = _moe_layer(1.0)
     _, skewed, _ = _moe_layer(2.0)
     _, capped, _ = _moe_layer(2.0, capacity=1.25)
     per_pass_bytes = 2 * 4096 * 2 * 7 / 8 * 4096 * 2
-    rate = float(scale_up_bytes_per_s(cluster, 8))
+    assert float(scale_up_bytes_per_s(cluster, 8)) == 370e9  # NVLink 4's ring bus bandwidth
+    rate = 7 / 8 * 256 * 128 * 7392 / 699.9e-6  # the row's bus bandwidth: 242,221,056 B a GPU in 699.9 us
     hand = 2 * (2.0 - 1.0) * per_pass_bytes / rate
     got = float(skewed.layer_a2a - base.layer_a2a)
     print(f"all-to-all +{got * 1e3:.3f} ms a layer at skew 2 (hand {hand * 1e3:.3f}); capacity 1.25 caps it: "
