@@ -64,7 +64,10 @@ def _export(path: Path, out: Path, env: dict) -> tuple[subprocess.CompletedProce
 
 def start_exports(paths, folder: Path) -> None:
     """Start `marimo export html` of each of `paths` not started yet, the HTML into `folder`,
-    each run with a ledger folder of its own there."""
+    each run with a ledger folder of its own there. Each process gets its environment as a copy
+    made here, in the test's thread: a child that inherits it reads the C environ that a test's
+    monkeypatch.setenv may be reallocating at that moment (execv then fails with EFAULT, 'Bad
+    address': 96 of 1,500 runs from two threads beside a setenv loop, 0 of 3,000 with the copy)."""
     for path in map(Path, paths):
         if path.resolve() not in _EXPORTS:
             env = {**os.environ, "LABS_LEDGER_DIR": str(folder / f"{path.stem}-ledgers")}
