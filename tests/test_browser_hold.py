@@ -85,14 +85,14 @@ def test_every_question_held_in_turn_shows_nothing_until_released(lab, tmp_path,
     path = next(p for p in LABS if p.stem == lab)
     keys = questions_of(path)
     v = variant(lab, STUDENT)
-    opened = released_numbers(path, keys, monkeypatch, tmp_path)
     folder = lecture.prepare(tmp_path / "lecture")
     for key in keys:
         lecture.hold(lab, key, path=folder)
     env = {"LABS_LEDGER_DIR": str(tmp_path / "ledgers"), lecture.ENV: str(folder)}
     seen = {}
     with marimo_run(path.name, env=env) as url, browser_page() as page:
-        page.goto(url)
+        page.goto(url)  # the server draws the page while this process runs the headless pages
+        opened = released_numbers(path, keys, monkeypatch, tmp_path)
         sign_in(page, STUDENT)
         numeric = 0
         for i, key in enumerate(keys):
