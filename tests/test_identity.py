@@ -164,6 +164,9 @@ def test_on_one_server_b_cannot_read_or_overwrite_as_ledger(tmp_path):
         pytest.skip("Debian's chromium is not installed")
     from playwright.sync_api import sync_playwright
 
+    from browser import keep_chromium
+
+    keep_chromium(False)  # this test starts a Playwright of its own, refused while one is running in this thread (conftest's kept Chromium)
     ledgers = tmp_path / "ledgers"
 
     def visit(context, url, pin, expect):
