@@ -592,7 +592,6 @@ def margins_13_v3(s, q):
 
 
 
-
 def margins_13_v4(s, q):
     """Edition 4: per sequence and layer; with the sequence kept the FLOPs grow by
     (24 (2d)^2 + 8 s d) / (24 d^2 + 4 s d) by hand, x3.7-3.9 at s / d <= 1, x3 at 6, x2.17 at 64; with
