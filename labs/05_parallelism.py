@@ -444,7 +444,7 @@ def _(design_batch, design_model, design_platform):
         "Head of pre-training",
         f"We have {design_platform_text(design_platform)} "
         f"for {_model.name} ({_model.params / 1e9:.1f}B parameters, {_model.layers} layers), global batch "
-        f"{design_batch} sequences of {_model.seq_len} tokens. It must fit with {1 - DESIGN_HEADROOM:.0%} of each GPU's memory to spare, "
+        f"{design_batch:,} sequences of {_model.seq_len:,} tokens. It must fit with {1 - DESIGN_HEADROOM:.0%} of each GPU's memory to spare, "
         "the pipeline bubble must be small, and I want the highest MFU. Which layout?",
     )
     return

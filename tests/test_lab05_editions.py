@@ -58,7 +58,7 @@ def _design_margins(s: dict, q: dict) -> None:
     design = q["design"]
     model, cluster = lab05.design_inputs(s["design_model"], s["design_platform"])
     batch, hbm = int(s["design_batch"]), cluster.gpu.hbm_bytes
-    assert f"On {cluster.gpus:,} {cluster.gpu.name} GPUs" in design.prompt and f"Global batch {batch} sequences" in design.prompt
+    assert f"On {cluster.gpus:,} {cluster.gpu.name} GPUs" in design.prompt and f"Global batch {batch:,} sequences" in design.prompt
     ests = {}
     for o in design.options:
         tp, pp, dp, mb = map(int, _LAYOUT.fullmatch(o.label).groups())

@@ -1166,7 +1166,7 @@ def design_question_v6(s: dict) -> Choice:
     best = options[0][1]
     cluster = design_inputs(model_key, platform)[1]
     return Choice(
-        f"On {cluster.gpus:,} {cluster.gpu.name} GPUs ({DESIGN_PLATFORM_NAMES[platform]}). Global batch {batch} sequences, ZeRO-1, "
+        f"On {cluster.gpus:,} {cluster.gpu.name} GPUs ({DESIGN_PLATFORM_NAMES[platform]}). Global batch {batch:,} sequences, ZeRO-1, "
         f"selective recompute, 1F1B: which layout trains fastest with {1 - DESIGN_HEADROOM:.0%} of each GPU's memory to spare?",
         tuple(Option(layout_id(plan), layout_label(plan), DESIGN_MISCONCEPTIONS_V5[role]) for role, plan in options),
         layout_id(best),
