@@ -591,8 +591,8 @@ def scores(table: pd.DataFrame) -> pd.DataFrame:
 def _distinct_joined(t: pd.DataFrame, column: str, groups: pd.MultiIndex) -> list[str]:
     """Per (student, name) group, its distinct non-empty values of `column`, sorted and joined by
     "; " (in one pass over the rows: a lambda per group was ~1,000 calls a column)."""
-    found = defaultdict(set)
-    for key, value in zip(zip(t["student"].tolist(), t["name"].tolist()), t[column].fillna("").tolist()):
+    found = defaultdict(set)  # a column no row fills reads float64: filled as objects (pandas 4 refuses "" in a float column)
+    for key, value in zip(zip(t["student"].tolist(), t["name"].tolist()), t[column].astype(object).fillna("").tolist()):
         if value != "":
             found[key].add(value)
     return ["; ".join(sorted(found.get(key, ()))) for key in groups]
