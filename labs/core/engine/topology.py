@@ -488,10 +488,10 @@ def _in_network_options(cluster: Cluster, n, stride, g, multi, ring_moved, xp):
     collnet_lat = (2 * (xp.minimum(1.0, g - 1) * _COLLNET_HOP_US + (g - 1) * _COLLNET_ARITY_US)
                    + xp.where(one_gpu, _HOP_US["net", "tree"][2], _COLLNET_NET_US)) * _US
     inside = xp.where(one_gpu, xp.inf, scale_up_bytes_per_s(cluster, g, xp) / 2)  # M in and out through NVLink twice
-    options = [(xp.where(multi, collnet_lat, xp.inf), moved_share("all_reduce", n, "in_network"),
-                xp.minimum(_network_bus_bandwidth(cluster, n, stride, g, xp), inside))]
+    nics = _network_bus_bandwidth(cluster, n, stride, g, xp)
+    options = [(xp.where(multi, collnet_lat, xp.inf), moved_share("all_reduce", n, "in_network"), xp.minimum(nics, inside))]
     if cluster.intra.nvls_bytes_per_s:
-        heads = xp.minimum(cluster.intra.nvls_bytes_per_s, _network_bus_bandwidth(cluster, n, stride, g, xp))
+        heads = xp.minimum(cluster.intra.nvls_bytes_per_s, nics)
         options.append((xp.where(multi & (g >= 2), (_NVLS_US + _NVLS_SHARP_NET_US) * _US, xp.inf), ring_moved, heads))
     return options
 
