@@ -173,16 +173,30 @@ def table4_layer_ms(**fields) -> tuple[float, float]:
     times them: the TP collectives of each pass counted in that pass (the forward's one pass,
     exposed; the backward the rest the layer waits for: its own, full recompute's re-run forward's,
     less what hides behind the weight-gradient GEMMs)."""
-    from labs.core.engine.eras import stack_of
-    from labs.core.engine.perf import _run, plan_columns
-    from labs.core.engine.stages.parallel import tp_pass_seconds
+    from labs.core.engine.perf import _run
 
     fields = {"recompute": "none", "sequence_parallel": False, **fields}
     plan = Plan.for_era("megatron-2022", tp=8, pp=1, dp=1, micro_batch=4, global_batch=4, **fields)
     cluster = Cluster.get("dgx-a100", nodes=1)
     r = _run(KORTHIKANTI_22B, cluster, plan)
-    forward_comm = tp_pass_seconds(KORTHIKANTI_22B, cluster, plan_columns(plan), stack_of(plan.stack))
+    forward_comm = _tp_pass_seconds(KORTHIKANTI_22B, cluster, plan)
     return (r["layer_forward_s"] + forward_comm) * 1e3, (r["layer_backward_s"] + r["layer_comm_s"] - forward_comm) * 1e3
+
+
+def _tp_pass_seconds(model, cluster, plan) -> float:
+    """One layer's TP collectives of one pass (two all-reduces, or two all-gathers and two
+    reduce-scatters under SP): the forward's, which a stack without TP overlap waits for in full."""
+    from labs.core.engine.eras import stack_of
+    from labs.core.engine.perf import plan_columns
+    from labs.core.engine.stages.compute import layer_kernels
+    from labs.core.engine.stages.inputs import model_terms, read_plan
+    from labs.core.engine.stages.parallel import layer_communication
+    from labs.core.engine.stages.xp import SCALAR
+
+    stack = stack_of(plan.stack)
+    p = read_plan(model, plan_columns(plan), stack, SCALAR)
+    terms = model_terms(model)
+    return float(layer_communication(terms, cluster, stack, p, layer_kernels(terms, cluster, stack, p, SCALAR), SCALAR).tp_pass)
 
 
 def fit_layer_constants(grid: int = 81) -> tuple[float, float]:

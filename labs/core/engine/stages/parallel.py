@@ -22,9 +22,6 @@ from types import SimpleNamespace
 from labs.core.engine.context import ulysses_qkv_bytes
 from labs.core.engine.experts import all_to_all_cost, received_load
 from labs.core.engine.gemm import GEMM_FIXED_S
-from labs.core.engine.stages.compute import layer_kernels
-from labs.core.engine.stages.inputs import model_terms, read_plan
-from labs.core.engine.stages.xp import SCALAR
 from labs.core.engine.topology import collective_columns, members_per_domain
 
 ACTIVATION_BYTES = 2  # bf16 activations sent between TP ranks and pipeline stages
@@ -177,12 +174,3 @@ def layer_communication(model, cluster, stack, p, layer, xp) -> SimpleNamespace:
     t.layer_comm = t.tp_exposed + t.cp_total + t.layer_a2a
     return t
 
-
-def tp_pass_seconds(model, cluster, columns: dict, stack) -> float:
-    """One layer's TP collectives of one pass (two all-reduces, or two all-gathers and two
-    reduce-scatters under SP) for one plan's columns (labs.core.engine.perf.plan_columns): the
-    forward's, which a stack without TP overlap waits for in full. Korthikanti et al.'s Table 4
-    times each pass with its own collectives (labs.core.engine.calibration.table4_layer_ms)."""
-    p = read_plan(model, columns, stack, SCALAR)
-    terms = model_terms(model)
-    return float(layer_communication(terms, cluster, stack, p, layer_kernels(terms, cluster, stack, p, SCALAR), SCALAR).tp_pass)
