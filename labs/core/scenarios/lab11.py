@@ -357,13 +357,13 @@ EP_PLATFORMS = {
 }
 
 
-def ep_platform_cluster(key: str) -> Cluster:
-    """MOE_GPUS GPUs of one of EP_PLATFORMS, from the catalog."""
+def ep_platform_cluster(key: str, gpus: int = MOE_GPUS) -> Cluster:
+    """`gpus` GPUs of one of EP_PLATFORMS, from the catalog."""
     from labs.core.engine.validation import check_choice
 
     check_choice("platform", key, EP_PLATFORMS)
     preset = Cluster.get(key)
-    return Cluster.get(key, nodes=MOE_GPUS // preset.gpus_per_node, **EP_PLATFORMS[key][1])
+    return Cluster.get(key, nodes=gpus // preset.gpus_per_node, **EP_PLATFORMS[key][1])
 
 
 @lru_cache(maxsize=None)
@@ -667,19 +667,11 @@ MOE_TIME_LAYOUTS = {
 }
 
 
-def platform_cluster(key: str, gpus: int) -> Cluster:
-    """`gpus` GPUs of one of EP_PLATFORMS, from the catalog."""
-    from labs.core.engine.validation import check_choice
-
-    check_choice("platform", key, EP_PLATFORMS)
-    return Cluster.get(key, nodes=gpus // Cluster.get(key).gpus_per_node, **EP_PLATFORMS[key][1])
-
-
 @lru_cache(maxsize=None)
 def moe_time_estimate(platform: str, gpus: int, ep: int, batch: int) -> Estimate:
     """DeepSeek-V3 at its layout (PP 16, no TP, ZeRO-1, 1F1B) on `gpus` GPUs of `platform`, EP `ep`,
     routing to at most MOE_NODE_LIMIT nodes a token where EP spans more than one NVLink domain."""
-    cluster = platform_cluster(platform, gpus)
+    cluster = ep_platform_cluster(platform, gpus)
     nodes = MOE_NODE_LIMIT if ep > cluster.domain_gpus else None
     plan = Plan(tp=1, pp=PP, dp=gpus // PP, micro_batch=1, global_batch=batch, zero_stage=1, ep=ep, max_nodes_per_token=nodes)
     return estimate(moe_model(), cluster, plan)
