@@ -314,6 +314,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from labs.core.engine.collectives import busbw_from_algbw
 from labs.core.engine.gemm import ATTENTION_KERNELS
 from labs.core.engine.hardware import LINKS
 from labs.core.engine.validation import check_choice, check_positive
@@ -380,7 +381,7 @@ NCCL_A2A_H100_ROW = (256 * 128 * (7168 + 7168 // 128 * 4), 699.9e-6)  # FP8 valu
 def nccl_a2a_busbw(row=NCCL_A2A_H100_ROW, ranks: int = 8) -> float:
     """nccl-tests' bus bandwidth of an all-to-all row: (ranks - 1) / ranks of the buffer over the time."""
     nbytes, seconds = row
-    return (ranks - 1) / ranks * nbytes / seconds
+    return busbw_from_algbw("all_to_all", nbytes / seconds, ranks)
 
 
 NCCL_LINK_SHARE = (nccl_a2a_busbw() / LINKS["nvlink4"].effective_bytes_per_s, 1.0)  # (0.818, 1.0)
