@@ -545,7 +545,6 @@ def bench(pw, key: str, lab: Lab, n: int, starts: int, timeout_s: float, revisit
                 ratio=ratio, moves=len(samples), first=statistics.median(lab_first), floor_first=statistics.median(floor_first))
 
 
-FIRST_CHART = ".js-plotly-plot .main-svg"  # a Plotly chart drawn (Playwright's CSS locators pierce marimo-plotly's shadow root)
 DASHBOARD = ROOT / "instructor" / "class_dashboard.py"
 DASHBOARD_CHART = "committed answers"  # the title of the dashboard's first chart: the first question's answers by option
 
