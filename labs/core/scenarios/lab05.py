@@ -1098,18 +1098,9 @@ def design_platform_text(platform: str) -> str:
     if cluster.domain_gpus == cluster.gpus_per_node:
         return (f"{cluster.nodes} {DESIGN_PLATFORM_NAMES[platform]} nodes ({gpus}; {cluster.gpus_per_node} GPUs a node on {cluster.intra.name}, "
                 f"{cluster.inter.name} between nodes)")
-    racks, full = cluster.domains, CLUSTERS_DOMAIN_GPUS[platform]
+    racks, full = cluster.domains, Cluster.get(platform).domain_gpus  # a rack's GPUs as the catalog has them (72), before Act II uses 64
     return (f"{racks} {DESIGN_PLATFORM_NAMES[platform]} racks ({gpus}; {cluster.domain_gpus} of each rack's {full} GPUs on one "
             f"{cluster.intra.name} domain, {cluster.inter.name} between racks)")
-
-
-def _preset_domain_gpus() -> dict[str, int]:
-    from labs.core.engine.hardware import CLUSTERS
-
-    return {key: CLUSTERS[key].domain_gpus for key in DESIGN_PLATFORMS}
-
-
-CLUSTERS_DOMAIN_GPUS = _preset_domain_gpus()  # a rack's GPUs as the catalog has them (72), before Act II uses 64
 
 
 def design_ring_busbw(platform: str) -> tuple[float, float]:
