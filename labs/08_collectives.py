@@ -134,9 +134,8 @@ def _(held_now, lecture_clock, set_held):
 def _(student_input):
     variant = ui.lab_variant(LAB, student_input.value)
     bucket_bytes, bucket_nodes = variant.settings["bucket_bytes"], variant.settings["bucket_nodes"]
-    bucket_facts = machine_bucket_facts(bucket_bytes, bucket_nodes, variant.settings["bucket_group"], variant.settings["bucket_machine"])
     bucket_box = BUCKET_MACHINES[variant.settings["bucket_machine"]][0]
-    return bucket_box, bucket_bytes, bucket_facts, bucket_nodes, variant
+    return bucket_box, bucket_bytes, bucket_nodes, variant
 
 
 @app.cell(hide_code=True)
@@ -891,11 +890,12 @@ def _(
 
 
 @app.cell(hide_code=True)
-def _(bucket_box, bucket_bytes, bucket_committed, bucket_facts, ring_committed):
+def _(bucket_box, bucket_bytes, bucket_committed, bucket_nodes, ring_committed, variant):
     ui.gate(ring_committed)
     ui.gate(bucket_committed)
     _f = ring_facts()
-    _b, _n = bucket_facts["times"], bucket_facts["ranks"]
+    _bf = machine_bucket_facts(bucket_bytes, bucket_nodes, variant.settings["bucket_group"], variant.settings["bucket_machine"])
+    _b, _n = _bf["times"], _bf["ranks"]
     _rails = rails_rows()
     _cliff = tp_cliff()
     _nvls = nvls_busbw_note()
