@@ -52,18 +52,6 @@ def cell(value):
     return "'" + text if _could_start_a_formula(text) else text
 
 
-def _text_of(value, done: dict):
-    """A cell's text as pandas' to_csv wrote it (missing as empty, numbers by repr), text through
-    `cell` once per distinct value (a class repeats its texts)."""
-    if isinstance(value, str):
-        if value not in done:
-            done[value] = cell(value)
-        return done[value]
-    if value is None or value is pd.NA or value is pd.NaT or (isinstance(value, float) and value != value):
-        return ""
-    return value
-
-
 def _quoted(text: str) -> str:
     """A field as csv.writer(quoting=QUOTE_ALL) writes it: in quotes, its quotes doubled."""
     return '"' + text.replace('"', '""') + '"'
@@ -75,7 +63,7 @@ def _field(value) -> str:
 
 
 EMPTY = _quoted("")  # a missing cell
-_MISSING_TYPES = (float, type(None), type(pd.NA), type(pd.NaT))  # the missing values _text_of writes as ""
+_MISSING_TYPES = (float, type(None), type(pd.NA), type(pd.NaT))  # the missing values _field_of writes as ""
 
 
 def _column_text(values, read: str, done: dict) -> list[str]:
@@ -97,7 +85,7 @@ def _column_text(values, read: str, done: dict) -> list[str]:
         return out
     missing = pd.isna(values)
     if read != "text" and not all(issubclass(t, _MISSING_TYPES) for t in set(map(type, values[missing]))):
-        return [_field_of(v, done) for v in values.tolist()]  # a missing kind _text_of writes as text (datetime64's NaT): cell by cell
+        return [_field_of(v, done) for v in values.tolist()]  # a missing kind _field_of writes as text (datetime64's NaT): cell by cell
     out = [EMPTY] * n
     filled = np.flatnonzero(~missing)
     for i, v in zip(filled.tolist(), values[filled].tolist()):
@@ -106,13 +94,16 @@ def _column_text(values, read: str, done: dict) -> list[str]:
 
 
 def _field_of(value, done: dict) -> str:
-    """A cell as _text_of makes it and csv.writer quotes it, text once per distinct value."""
-    if value.__class__ is str:
+    """A cell as csv.writer quotes it (missing as empty, text through `cell`), text once per
+    distinct value (a class repeats its texts). `done` holds quoted fields only: a str subclass
+    (NumPy's str_) equals its str and shares its entry."""
+    if isinstance(value, str):
         if value not in done:
             done[value] = _quoted(cell(value))
         return done[value]
-    text = _text_of(value, done)
-    return _quoted(text) if isinstance(text, str) else _field(text)
+    if value is None or value is pd.NA or value is pd.NaT or (isinstance(value, float) and value != value):
+        return EMPTY
+    return _field(value)
 
 
 def _values(series: pd.Series) -> tuple:

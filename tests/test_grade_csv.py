@@ -70,3 +70,11 @@ def test_the_same_bytes_as_the_csv_module_on_every_kind_of_cell():
     assert got == want
     assert csvsafe.to_bytes(frame.iloc[:0]) == _by_csv_module(frame.iloc[:0])
     assert csvsafe.to_bytes(pd.DataFrame(index=range(3))) == _by_csv_module(pd.DataFrame(index=range(3))) == b"\r\n"
+
+
+def test_a_str_subclass_beside_its_equal_str_is_quoted_once():
+    """NumPy's str_ equals its str and shares its entry among the texts already made: each is
+    written quoted once, in either order (one entry held a quoted field, another an unquoted cell)."""
+    for cells in (["x", np.str_("x"), "=y", np.str_("=y")], [np.str_("x"), "x", np.str_("=y"), "=y"]):
+        frame = pd.DataFrame({"mixed": pd.Series(cells + [None, 1.5], dtype=object)})
+        assert csvsafe.to_bytes(frame) == _by_csv_module(frame) == b'"mixed"\r\n"x"\r\n"x"\r\n"\'=y"\r\n"\'=y"\r\n""\r\n"1.5"\r\n'
