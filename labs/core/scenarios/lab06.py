@@ -443,6 +443,7 @@ ZERO2_SWITCH_OPTIONS = (
     Option("D", "Fewer: full gradients accumulate locally and reduce once a step", "a lower ZeRO stage always sends fewer bytes"),
 )
 ZERO2_SWITCH_MARGIN = 1.4  # "more" and "fewer": the step's bytes change by this factor or more
+ZERO2_SWITCH_CHANGED = 1.2  # the claims' and the reveal's "more" and "fewer" for the step's, the reduce-scatters' and the all-gathers' bytes
 
 
 def stage_traffic(zero_stage: int, microbatches: int) -> dict[str, float]:
@@ -467,9 +468,9 @@ def _unchanged(x: float) -> bool:
 
 ZERO2_SWITCH_CLAIMS: dict[str, Callable[[dict], bool]] = {
     "A": lambda f: _unchanged(f["total"]),
-    "B": lambda f: f["total"] > 1.2 and f["rs"] > 1.2 and _unchanged(f["ag"]),
-    "C": lambda f: f["total"] > 1.2 and f["ag"] > 1.2 and _unchanged(f["rs"]),
-    "D": lambda f: f["total"] < 1 / 1.2 and f["rs"] < 1 / 1.2 and _unchanged(f["ag"]),
+    "B": lambda f: f["total"] > ZERO2_SWITCH_CHANGED and f["rs"] > ZERO2_SWITCH_CHANGED and _unchanged(f["ag"]),
+    "C": lambda f: f["total"] > ZERO2_SWITCH_CHANGED and f["ag"] > ZERO2_SWITCH_CHANGED and _unchanged(f["rs"]),
+    "D": lambda f: f["total"] < 1 / ZERO2_SWITCH_CHANGED and f["rs"] < 1 / ZERO2_SWITCH_CHANGED and _unchanged(f["ag"]),
 }
 
 
@@ -486,16 +487,16 @@ def zero2_switch_explanations(from_stage: int, to_stage: int, microbatches: int)
     a, b, m = f"ZeRO-{from_stage}", f"ZeRO-{to_stage}", microbatches
     per = "at one micro-batch a step" if m == 1 else f"at {m} micro-batches a step"
     split = f"{per} {b} sends {f['total']:.3g}x {a}'s bytes: its reduce-scatters {f['rs']:.3g}x, its all-gathers {f['ag']:.3g}x."
-    if f["rs"] > 1.2:
+    if f["rs"] > ZERO2_SWITCH_CHANGED:
         b_line = (f"a ZeRO-2 rank keeps only its shard of the gradients, so each of the {m} micro-batches reduce-scatters its own, where ZeRO-1 "
                   f"accumulates full gradients and reduce-scatters once: {split}")
-    elif f["rs"] < 1 / 1.2:
+    elif f["rs"] < 1 / ZERO2_SWITCH_CHANGED:
         b_line = f"that is the switch the other way round: {a} reduce-scatters every micro-batch, {b} once a step; {split}"
     elif m == 1:
         b_line = f"with one micro-batch a step there is one reduce-scatter either way: {split}"
     else:
         b_line = f"{a} already reduce-scatters every micro-batch, and so does {b}: {split}"
-    if f["rs"] < 1 / 1.2:
+    if f["rs"] < 1 / ZERO2_SWITCH_CHANGED:
         d_line = (f"ZeRO-1 keeps full gradients, so the {m} micro-batches accumulate into them and reduce-scatter once, where ZeRO-2 "
                   f"reduce-scatters each: {split}")
     elif m == 1 and from_stage < 3 and to_stage < 3:
@@ -507,7 +508,7 @@ def zero2_switch_explanations(from_stage: int, to_stage: int, microbatches: int)
               if _unchanged(f["total"]) else split),
         "B": b_line,
         "C": (f"ZeRO-3 shards the weights, so it all-gathers them for every micro-batch's forward and again for its backward: {split}"
-              if f["ag"] > 1.2 else f"only ZeRO-3 gathers the weights again: {split}"),
+              if f["ag"] > ZERO2_SWITCH_CHANGED else f"only ZeRO-3 gathers the weights again: {split}"),
         "D": d_line,
     }
 
