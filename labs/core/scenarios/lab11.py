@@ -714,10 +714,15 @@ def moe_time_explanations(platform: str, gpus: int, ep: int, batch: int) -> dict
     return out
 
 
+def draw_moe_layout(d) -> dict:
+    """The MoE question's platform, GPUs, EP and batch (editions 4 and 5)."""
+    platform, gpus, ep, batch = d.choice("moe_layout", MOE_TIME_LAYOUTS[d.choice("moe_answer", tuple(MOE_TIME_LAYOUTS))])
+    return {"platform": platform, "moe_gpus": gpus, "ep": ep, "moe_batch": batch}
+
+
 def draw_settings_v4(d) -> dict:
     seq, cp = d.choice("fit", VARIANT_FIT_V3)
-    platform, gpus, ep, batch = d.choice("moe_layout", MOE_TIME_LAYOUTS[d.choice("moe_answer", tuple(MOE_TIME_LAYOUTS))])
-    return {"seq_len": seq, "cp": cp, "platform": platform, "moe_gpus": gpus, "ep": ep, "moe_batch": batch}
+    return {"seq_len": seq, "cp": cp, **draw_moe_layout(d)}
 
 
 def moe_time_question(s: dict) -> Choice:
@@ -807,8 +812,7 @@ def fit_explanations_stack(seq: int, cp: int, flash: bool) -> dict[str, str]:
 
 def draw_settings_v5(d) -> dict:
     seq, cp, flash = d.choice("fit_layout", FIT_LAYOUTS[d.choice("fit_answer", tuple(FIT_LAYOUTS))])
-    moe = draw_settings_v4(d)
-    return {**moe, "seq_len": seq, "cp": cp, "flash": flash}
+    return {"seq_len": seq, "cp": cp, **draw_moe_layout(d), "flash": flash}
 
 
 def fit_stack_question(s: dict) -> Choice:
