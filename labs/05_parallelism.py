@@ -34,6 +34,7 @@ with app.setup:
     from labs.core.engine.step import NCCL_COLLECTIVE_SMS
     from labs.core.scenarios.prose import STACK, era_choices, scaling_book_dp_tokens, weak_scaling_price
     from labs.core.scenarios.lab05 import (
+        ACT1_SMALL_BUCKET_PARAMS,
         DESIGN_ERA,
         DESIGN_HEADROOM,
         DESIGN_PLATFORM_NAMES,
@@ -169,7 +170,7 @@ def _(act1_story_inputs):
     fabric_dropdown = mo.ui.dropdown(options=FABRICS, value=next(k for k, v in FABRICS.items() if v == _story["fabric"]), label="Fabric across nodes")
     algorithm_dropdown = mo.ui.dropdown(options=ALGORITHMS, value="ring", label="All-reduce algorithm")
     overlap_checkbox = mo.ui.checkbox(value=False, label="Overlap the gradient reduction with the backward pass")
-    _buckets = {"Megatron's default, max(40M, 1M x DP) parameters": 0, "10M parameters (--ddp-bucket-size 10000000)": 10_000_000}
+    _buckets = {"Megatron's default, max(40M, 1M x DP) parameters": 0, f"{ACT1_SMALL_BUCKET_PARAMS / 1e6:.0f}M parameters (--ddp-bucket-size {ACT1_SMALL_BUCKET_PARAMS})": ACT1_SMALL_BUCKET_PARAMS}
     bucket_dropdown = mo.ui.dropdown(options=_buckets, value=next(k for k, v in _buckets.items() if v == (_story["bucket_params"] or 0)), label="Gradient bucket")
     grad_dropdown = mo.ui.dropdown(options={"fp32 (Megatron's bf16 default)": "fp32", "bf16": "bf16"}, value="fp32 (Megatron's bf16 default)", label="Gradients reduced in")
     act1_instruments = mo.vstack(
