@@ -549,7 +549,7 @@ def scaling_explanations_v4(hidden: int, seq: int, seq_grows: bool) -> dict[str,
     if seq_grows:
         measured = (f"from d = {hidden} at s = {seq:,} to d = {2 * hidden} at s = {2 * seq:,}, per sequence and layer, the engine's TP bytes "
                     f"grow {traffic:.2f}x (b s d: both factors double) and the FLOPs {flops:.2f}x (s x (24 d^2 + 4 s d): every term x8), "
-                    f"x{traffic * seq / (2 * seq):.2f} and x{flops * seq / (2 * seq):.2f} per token, twice the tokens; FLOPs per byte still grow "
+                    f"x{traffic / 2:.2f} and x{flops / 2:.2f} per token, twice the tokens; FLOPs per byte still grow "
                     f"only {flops / traffic:.2f}x, linearly in d")
     else:
         measured = (f"from d = {hidden} to {2 * hidden} at s = {seq:,}, per sequence and layer, the engine's TP bytes grow {traffic:.2f}x and the "
