@@ -155,24 +155,16 @@ def test_no_question_depends_on_the_pin(lab):
 # ---- one server, two browsers ------------------------------------------------------------------
 @pytest.mark.browser
 def test_on_one_server_b_cannot_read_or_overwrite_as_ledger(tmp_path):
-    from browser import CHROMIUM_ARGS, answer, chromium_path, marimo_run, sign_in, watch_kernel
+    from browser import answer, browser_pages, chromium_path, marimo_run, sign_in
     from labs.variants import variant
 
     if chromium_path() is None:
         if os.environ.get("CI"):
             pytest.fail("Debian's chromium is not installed; CI must run the browser tests")
         pytest.skip("Debian's chromium is not installed")
-    from playwright.sync_api import sync_playwright
-
-    from browser import keep_chromium
-
-    keep_chromium(False)  # this test starts a Playwright of its own, refused while one is running in this thread (conftest's kept Chromium)
     ledgers = tmp_path / "ledgers"
 
-    def visit(context, url, pin, expect):
-        page = context.new_page()
-        watch_kernel(page)
-        page.set_default_timeout(60_000)
+    def visit(page, url, pin, expect):
         page.goto(url)
         sign_in(page, "alice", pin)
         answer(page, variant("07_pipeline_visualizer", "alice").questions["utilisation"], commit=0)  # committing writes the ledger too
@@ -182,29 +174,24 @@ def test_on_one_server_b_cannot_read_or_overwrite_as_ledger(tmp_path):
         page.get_by_text(expect).first.wait_for()
         return page
 
-    with marimo_run("07_pipeline_visualizer.py", env={"LABS_LEDGER_DIR": str(ledgers), "LABS_SHARED": "1"}) as url, sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS, headless=True)
-        try:
-            a = browser.new_context(accept_downloads=True)
-            page_a = visit(a, url, "4821", "Saved")
-            with page_a.expect_download() as info:
-                page_a.get_by_text("Download ledger").first.click()
-            info.value.save_as(tmp_path / "a.json")
-            path = DesignLedger("alice", ledgers).path
-            saved = path.read_bytes()
-            assert json.loads((tmp_path / "a.json").read_text())["student"] == "alice"
+    # two windows (a context each, as two browsers: no shared cookies or storage), in conftest's kept Chromium or one of their own
+    with marimo_run("07_pipeline_visualizer.py", env={"LABS_LEDGER_DIR": str(ledgers), "LABS_SHARED": "1"}) as url, browser_pages(2) as (a, b):
+        page_a = visit(a, url, "4821", "Saved")
+        with page_a.expect_download() as info:
+            page_a.get_by_text("Download ledger").first.click()
+        info.value.save_as(tmp_path / "a.json")
+        path = DesignLedger("alice", ledgers).path
+        saved = path.read_bytes()
+        assert json.loads((tmp_path / "a.json").read_text())["student"] == "alice"
 
-            b = browser.new_context(accept_downloads=True)  # another browser: its own marimo session
-            page_b = visit(b, url, "", "'alice' is taken on this server: if it is yours, type its PIN")
-            assert page_b.get_by_text("Download ledger").count() == 0
-            page_b.get_by_label("A PIN of at least 4 characters", exact=False).fill("0000")
-            page_b.keyboard.press("Tab")
-            page_b.get_by_role("button", name="Commit my prediction").first.click()
-            page_b.get_by_text("that is not its PIN").first.wait_for()
-            assert page_b.get_by_text("Download ledger").count() == 0
-            assert path.read_bytes() == saved
-        finally:
-            browser.close()
+        page_b = visit(b, url, "", "'alice' is taken on this server: if it is yours, type its PIN")  # another browser: its own marimo session
+        assert page_b.get_by_text("Download ledger").count() == 0
+        page_b.get_by_label("A PIN of at least 4 characters", exact=False).fill("0000")
+        page_b.keyboard.press("Tab")
+        page_b.get_by_role("button", name="Commit my prediction").first.click()
+        page_b.get_by_text("that is not its PIN").first.wait_for()
+        assert page_b.get_by_text("Download ledger").count() == 0
+        assert path.read_bytes() == saved
 
 
 @pytest.mark.browser
