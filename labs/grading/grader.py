@@ -578,21 +578,22 @@ def scores(table: pd.DataFrame) -> pd.DataFrame:
     ]
     grid = pd.Series(text, index=per_lab.index).unstack("lab").fillna("")
     keys = [t["student"], t["name"]]
+    pairs = list(zip(t["student"].tolist(), t["name"].tolist()))  # each row's (student, name) group, for _distinct_joined
     tampered = t["tampered"].fillna(False).astype(bool).groupby(keys, sort=True).any()  # the file's groups, sorted as agg sorts them
     flags = pd.DataFrame({
         "tampered": ["yes" if v else "" for v in tampered.tolist()],
         "changed": [int(v) for v in t["changes"].fillna(0).groupby(keys, sort=True).sum().tolist()],
-        **{column: _distinct_joined(t, column, tampered.index) for column in ("identity", "trust", "version")},
+        **{column: _distinct_joined(pairs, t[column], tampered.index) for column in ("identity", "trust", "version")},
     }, index=tampered.index)
     out = grid.join(flags).reset_index().rename(columns={"name": "file"})
     return out
 
 
-def _distinct_joined(t: pd.DataFrame, column: str, groups: pd.MultiIndex) -> list[str]:
-    """Per (student, name) group, its distinct non-empty values of `column`, sorted and joined by
-    "; " (in one pass over the rows: a lambda per group was ~1,000 calls a column)."""
+def _distinct_joined(pairs: list[tuple], column: pd.Series, groups: pd.MultiIndex) -> list[str]:
+    """Per (student, name) group (`pairs`: each row's), its distinct non-empty values of `column`,
+    sorted and joined by "; " (in one pass over the rows: a lambda per group was ~1,000 calls a column)."""
     found = defaultdict(set)  # a column no row fills reads float64: filled as objects (pandas 4 refuses "" in a float column)
-    for key, value in zip(zip(t["student"].tolist(), t["name"].tolist()), t[column].astype(object).fillna("").tolist()):
+    for key, value in zip(pairs, column.astype(object).fillna("").tolist()):
         if value != "":
             found[key].add(value)
     return ["; ".join(sorted(found.get(key, ()))) for key in groups]
