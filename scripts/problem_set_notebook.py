@@ -70,37 +70,34 @@ def _(student_input):
 
 
 # Each problem's commitment as the ledger holds it, set by its commit cell only when it changes:
-# the submit and the HUD read this state, so a click on an answer re-runs only that problem's cells.
+# the submit and the HUD read this state and re-run only when a commitment changes.
 @app.cell
 def _():
     get_commitments, set_commitments = mo.state({{}})
     publish = problem_ui.publisher(set_commitments)
     return get_commitments, publish
+
+
+# Each problem: a cell with its heading, its answer field and its commit buttons; its commit cell,
+# which reads the answer through <problem>_answer, not the widget, so a click on an answer runs no
+# cell (a commit or a skip does); its solution, shown after the commit.
 ''')
 for i, pid in enumerate(ids, 1):
     cells.append(f'''
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "{pid}")
-    return
 
-
+# Problem {i}
 @app.cell
 def _(variant):
     {pid}_question = problem_ui.widget(variant.questions["{pid}"])
-    {pid}_question
-    return ({pid}_question,)
-
-
-@app.cell
-def _():
+    {pid}_answer = problem_ui.answer_of({pid}_question)
     {pid}_commit_buttons = ui.commit_buttons()
-    return ({pid}_commit_buttons,)
+    problem_ui.asked(CHAPTER, "{pid}", {pid}_question)
+    return {pid}_answer, {pid}_commit_buttons, {pid}_question
 
 
 @app.cell
-def _(held_now, identity, {pid}_commit_buttons, {pid}_question, publish, variant):
-    _row, {pid}_committed = ui.commit_prediction(identity, LAB, "{pid}", {pid}_question, {pid}_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, {pid}_answer, {pid}_commit_buttons, publish, variant):
+    _row, {pid}_committed = ui.commit_prediction(identity, LAB, "{pid}", {pid}_answer, {pid}_commit_buttons, variant=variant, held=held_now())
     publish("{pid}", {pid}_committed)
     _row
     return ({pid}_committed,)
@@ -113,6 +110,7 @@ def _({pid}_committed, variant):
     return
 ''')
 cells.append(f'''
+
 @app.cell
 def _():
     submit_button = mo.ui.run_button(label="Submit my answers to the ledger")

@@ -56,11 +56,9 @@ def _answers(v, pick) -> dict:
     defs = {}
     for pid, q in v.questions.items():
         value = pick(q)
-        if q.numeric:
-            defs[f"{pid}_question"] = mo.ui.number(value=value)
-        else:
-            defs[f"{pid}_question"] = answered(q.options, value)
-        defs[f"{pid}_commit_buttons"] = Commit()
+        field = mo.ui.number(value=value) if q.numeric else answered(q.options, value)
+        # the problem's first cell makes all three: its answer field, the commit cell's reader of it, its buttons
+        defs |= {f"{pid}_question": field, f"{pid}_answer": field, f"{pid}_commit_buttons": Commit()}
     return defs
 
 

@@ -13,7 +13,8 @@ from labs.core.problemset import ProblemSet, fmt
 
 
 def widget(question) -> mo.ui.number | mo.ui.radio:
-    """The problem's answer field (a number, no bounds) or its options; create it in a cell of its own."""
+    """The problem's answer field (a number, no bounds) or its options; create it in the problem's
+    first cell, with answer_of(it) and its commit buttons (no other cell names it)."""
     if question.numeric:
         return mo.ui.number(label=question.prompt, full_width=True)
     return mo.ui.radio(options={f"{o.key}) {o.label}": o.key for o in question.options}, label=question.prompt)
@@ -27,6 +28,30 @@ def header(pset: ProblemSet) -> mo.Html:
 
 def heading(pset: ProblemSet, pid: str) -> mo.Html:
     return mo.md(f"## Problem {pset.ids.index(pid) + 1} · {pset.problem(pid).title}")
+
+
+def asked(pset: ProblemSet, pid: str, field) -> mo.Html:
+    """The problem's first cell's output: its heading above its answer field."""
+    return mo.vstack([heading(pset, pid), field])
+
+
+class Answer:
+    """A problem's answer as its commit cell reads it: `value` is the widget's value when read. marimo
+    re-runs every cell that names a widget when its value changes; the commit cell names this
+    instead, so it runs on a commit or a skip (its buttons), not on each click or keystroke of an
+    answer, which recorded nothing and showed nothing new (ps02: a click re-ran the commit cell
+    and its solution's, two cells and 18 kernel messages, Nov 2026)."""
+
+    def __init__(self, widget):
+        self._widget = widget
+
+    @property
+    def value(self):
+        return self._widget.value
+
+
+def answer_of(widget) -> Answer:
+    return Answer(widget)
 
 
 def solution(pset: ProblemSet, variant, pid: str, made) -> mo.Html:
@@ -54,10 +79,9 @@ def _gap_text(gap: float) -> str:
 def publisher(set_commitments):
     """A problem's commit cell calls the returned publish(pid, made) with what it found in the
     ledger; it sets the page's commitments state (`set_commitments`, from mo.state({})), which
-    re-runs the submit and the HUD, only when that changed (a commit, a skip, a hold). A click
-    on an answer re-runs the problem's commit cell and its solution's, not every cell that
-    reads the commitments (ps02: four cells a click before, two now). One per session: create
-    it in the cell that creates the state."""
+    re-runs the submit and the HUD, only when that changed (a commit, a skip, a hold), not on a
+    commit cell's run that changed nothing (a page's first run, a hold of another problem). One
+    per session: create it in the cell that creates the state."""
     last: dict[str, tuple] = {}
 
     def publish(pid: str, made) -> None:

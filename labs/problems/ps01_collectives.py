@@ -60,35 +60,32 @@ def _(student_input):
 
 
 # Each problem's commitment as the ledger holds it, set by its commit cell only when it changes:
-# the submit and the HUD read this state, so a click on an answer re-runs only that problem's cells.
+# the submit and the HUD read this state and re-run only when a commitment changes.
 @app.cell
 def _():
     get_commitments, set_commitments = mo.state({})
     publish = problem_ui.publisher(set_commitments)
     return get_commitments, publish
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "ring_nvlink")
-    return
+
+# Each problem: a cell with its heading, its answer field and its commit buttons; its commit cell,
+# which reads the answer through <problem>_answer, not the widget, so a click on an answer runs no
+# cell (a commit or a skip does); its solution, shown after the commit.
 
 
+# Problem 1
 @app.cell
 def _(variant):
     ring_nvlink_question = problem_ui.widget(variant.questions["ring_nvlink"])
-    ring_nvlink_question
-    return (ring_nvlink_question,)
-
-
-@app.cell
-def _():
+    ring_nvlink_answer = problem_ui.answer_of(ring_nvlink_question)
     ring_nvlink_commit_buttons = ui.commit_buttons()
-    return (ring_nvlink_commit_buttons,)
+    problem_ui.asked(CHAPTER, "ring_nvlink", ring_nvlink_question)
+    return ring_nvlink_answer, ring_nvlink_commit_buttons, ring_nvlink_question
 
 
 @app.cell
-def _(held_now, identity, ring_nvlink_commit_buttons, ring_nvlink_question, publish, variant):
-    _row, ring_nvlink_committed = ui.commit_prediction(identity, LAB, "ring_nvlink", ring_nvlink_question, ring_nvlink_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, ring_nvlink_answer, ring_nvlink_commit_buttons, publish, variant):
+    _row, ring_nvlink_committed = ui.commit_prediction(identity, LAB, "ring_nvlink", ring_nvlink_answer, ring_nvlink_commit_buttons, variant=variant, held=held_now())
     publish("ring_nvlink", ring_nvlink_committed)
     _row
     return (ring_nvlink_committed,)
@@ -100,28 +97,20 @@ def _(ring_nvlink_committed, variant):
     problem_ui.solution(CHAPTER, variant, "ring_nvlink", ring_nvlink_committed)
     return
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "tp_twoway")
-    return
 
-
+# Problem 2
 @app.cell
 def _(variant):
     tp_twoway_question = problem_ui.widget(variant.questions["tp_twoway"])
-    tp_twoway_question
-    return (tp_twoway_question,)
-
-
-@app.cell
-def _():
+    tp_twoway_answer = problem_ui.answer_of(tp_twoway_question)
     tp_twoway_commit_buttons = ui.commit_buttons()
-    return (tp_twoway_commit_buttons,)
+    problem_ui.asked(CHAPTER, "tp_twoway", tp_twoway_question)
+    return tp_twoway_answer, tp_twoway_commit_buttons, tp_twoway_question
 
 
 @app.cell
-def _(held_now, identity, tp_twoway_commit_buttons, tp_twoway_question, publish, variant):
-    _row, tp_twoway_committed = ui.commit_prediction(identity, LAB, "tp_twoway", tp_twoway_question, tp_twoway_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, tp_twoway_answer, tp_twoway_commit_buttons, publish, variant):
+    _row, tp_twoway_committed = ui.commit_prediction(identity, LAB, "tp_twoway", tp_twoway_answer, tp_twoway_commit_buttons, variant=variant, held=held_now())
     publish("tp_twoway", tp_twoway_committed)
     _row
     return (tp_twoway_committed,)
@@ -133,28 +122,20 @@ def _(tp_twoway_committed, variant):
     problem_ui.solution(CHAPTER, variant, "tp_twoway", tp_twoway_committed)
     return
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "tree_small")
-    return
 
-
+# Problem 3
 @app.cell
 def _(variant):
     tree_small_question = problem_ui.widget(variant.questions["tree_small"])
-    tree_small_question
-    return (tree_small_question,)
-
-
-@app.cell
-def _():
+    tree_small_answer = problem_ui.answer_of(tree_small_question)
     tree_small_commit_buttons = ui.commit_buttons()
-    return (tree_small_commit_buttons,)
+    problem_ui.asked(CHAPTER, "tree_small", tree_small_question)
+    return tree_small_answer, tree_small_commit_buttons, tree_small_question
 
 
 @app.cell
-def _(held_now, identity, tree_small_commit_buttons, tree_small_question, publish, variant):
-    _row, tree_small_committed = ui.commit_prediction(identity, LAB, "tree_small", tree_small_question, tree_small_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, tree_small_answer, tree_small_commit_buttons, publish, variant):
+    _row, tree_small_committed = ui.commit_prediction(identity, LAB, "tree_small", tree_small_answer, tree_small_commit_buttons, variant=variant, held=held_now())
     publish("tree_small", tree_small_committed)
     _row
     return (tree_small_committed,)
@@ -166,28 +147,20 @@ def _(tree_small_committed, variant):
     problem_ui.solution(CHAPTER, variant, "tree_small", tree_small_committed)
     return
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "crossover")
-    return
 
-
+# Problem 4
 @app.cell
 def _(variant):
     crossover_question = problem_ui.widget(variant.questions["crossover"])
-    crossover_question
-    return (crossover_question,)
-
-
-@app.cell
-def _():
+    crossover_answer = problem_ui.answer_of(crossover_question)
     crossover_commit_buttons = ui.commit_buttons()
-    return (crossover_commit_buttons,)
+    problem_ui.asked(CHAPTER, "crossover", crossover_question)
+    return crossover_answer, crossover_commit_buttons, crossover_question
 
 
 @app.cell
-def _(held_now, identity, crossover_commit_buttons, crossover_question, publish, variant):
-    _row, crossover_committed = ui.commit_prediction(identity, LAB, "crossover", crossover_question, crossover_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, crossover_answer, crossover_commit_buttons, publish, variant):
+    _row, crossover_committed = ui.commit_prediction(identity, LAB, "crossover", crossover_answer, crossover_commit_buttons, variant=variant, held=held_now())
     publish("crossover", crossover_committed)
     _row
     return (crossover_committed,)
@@ -199,28 +172,20 @@ def _(crossover_committed, variant):
     problem_ui.solution(CHAPTER, variant, "crossover", crossover_committed)
     return
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "balance")
-    return
 
-
+# Problem 5
 @app.cell
 def _(variant):
     balance_question = problem_ui.widget(variant.questions["balance"])
-    balance_question
-    return (balance_question,)
-
-
-@app.cell
-def _():
+    balance_answer = problem_ui.answer_of(balance_question)
     balance_commit_buttons = ui.commit_buttons()
-    return (balance_commit_buttons,)
+    problem_ui.asked(CHAPTER, "balance", balance_question)
+    return balance_answer, balance_commit_buttons, balance_question
 
 
 @app.cell
-def _(held_now, identity, balance_commit_buttons, balance_question, publish, variant):
-    _row, balance_committed = ui.commit_prediction(identity, LAB, "balance", balance_question, balance_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, balance_answer, balance_commit_buttons, publish, variant):
+    _row, balance_committed = ui.commit_prediction(identity, LAB, "balance", balance_answer, balance_commit_buttons, variant=variant, held=held_now())
     publish("balance", balance_committed)
     _row
     return (balance_committed,)
@@ -232,28 +197,20 @@ def _(balance_committed, variant):
     problem_ui.solution(CHAPTER, variant, "balance", balance_committed)
     return
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "hierarchical")
-    return
 
-
+# Problem 6
 @app.cell
 def _(variant):
     hierarchical_question = problem_ui.widget(variant.questions["hierarchical"])
-    hierarchical_question
-    return (hierarchical_question,)
-
-
-@app.cell
-def _():
+    hierarchical_answer = problem_ui.answer_of(hierarchical_question)
     hierarchical_commit_buttons = ui.commit_buttons()
-    return (hierarchical_commit_buttons,)
+    problem_ui.asked(CHAPTER, "hierarchical", hierarchical_question)
+    return hierarchical_answer, hierarchical_commit_buttons, hierarchical_question
 
 
 @app.cell
-def _(held_now, identity, hierarchical_commit_buttons, hierarchical_question, publish, variant):
-    _row, hierarchical_committed = ui.commit_prediction(identity, LAB, "hierarchical", hierarchical_question, hierarchical_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, hierarchical_answer, hierarchical_commit_buttons, publish, variant):
+    _row, hierarchical_committed = ui.commit_prediction(identity, LAB, "hierarchical", hierarchical_answer, hierarchical_commit_buttons, variant=variant, held=held_now())
     publish("hierarchical", hierarchical_committed)
     _row
     return (hierarchical_committed,)
@@ -265,28 +222,20 @@ def _(hierarchical_committed, variant):
     problem_ui.solution(CHAPTER, variant, "hierarchical", hierarchical_committed)
     return
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "busbw")
-    return
 
-
+# Problem 7
 @app.cell
 def _(variant):
     busbw_question = problem_ui.widget(variant.questions["busbw"])
-    busbw_question
-    return (busbw_question,)
-
-
-@app.cell
-def _():
+    busbw_answer = problem_ui.answer_of(busbw_question)
     busbw_commit_buttons = ui.commit_buttons()
-    return (busbw_commit_buttons,)
+    problem_ui.asked(CHAPTER, "busbw", busbw_question)
+    return busbw_answer, busbw_commit_buttons, busbw_question
 
 
 @app.cell
-def _(held_now, identity, busbw_commit_buttons, busbw_question, publish, variant):
-    _row, busbw_committed = ui.commit_prediction(identity, LAB, "busbw", busbw_question, busbw_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, busbw_answer, busbw_commit_buttons, publish, variant):
+    _row, busbw_committed = ui.commit_prediction(identity, LAB, "busbw", busbw_answer, busbw_commit_buttons, variant=variant, held=held_now())
     publish("busbw", busbw_committed)
     _row
     return (busbw_committed,)
@@ -298,28 +247,20 @@ def _(busbw_committed, variant):
     problem_ui.solution(CHAPTER, variant, "busbw", busbw_committed)
     return
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "ring_or_tree")
-    return
 
-
+# Problem 8
 @app.cell
 def _(variant):
     ring_or_tree_question = problem_ui.widget(variant.questions["ring_or_tree"])
-    ring_or_tree_question
-    return (ring_or_tree_question,)
-
-
-@app.cell
-def _():
+    ring_or_tree_answer = problem_ui.answer_of(ring_or_tree_question)
     ring_or_tree_commit_buttons = ui.commit_buttons()
-    return (ring_or_tree_commit_buttons,)
+    problem_ui.asked(CHAPTER, "ring_or_tree", ring_or_tree_question)
+    return ring_or_tree_answer, ring_or_tree_commit_buttons, ring_or_tree_question
 
 
 @app.cell
-def _(held_now, identity, ring_or_tree_commit_buttons, ring_or_tree_question, publish, variant):
-    _row, ring_or_tree_committed = ui.commit_prediction(identity, LAB, "ring_or_tree", ring_or_tree_question, ring_or_tree_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, ring_or_tree_answer, ring_or_tree_commit_buttons, publish, variant):
+    _row, ring_or_tree_committed = ui.commit_prediction(identity, LAB, "ring_or_tree", ring_or_tree_answer, ring_or_tree_commit_buttons, variant=variant, held=held_now())
     publish("ring_or_tree", ring_or_tree_committed)
     _row
     return (ring_or_tree_committed,)
@@ -330,6 +271,7 @@ def _(ring_or_tree_committed, variant):
     ui.gate(ring_or_tree_committed, held_note=True)
     problem_ui.solution(CHAPTER, variant, "ring_or_tree", ring_or_tree_committed)
     return
+
 
 @app.cell
 def _():

@@ -60,35 +60,32 @@ def _(student_input):
 
 
 # Each problem's commitment as the ledger holds it, set by its commit cell only when it changes:
-# the submit and the HUD read this state, so a click on an answer re-runs only that problem's cells.
+# the submit and the HUD read this state and re-run only when a commitment changes.
 @app.cell
 def _():
     get_commitments, set_commitments = mo.state({})
     publish = problem_ui.publisher(set_commitments)
     return get_commitments, publish
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "state_bytes")
-    return
+
+# Each problem: a cell with its heading, its answer field and its commit buttons; its commit cell,
+# which reads the answer through <problem>_answer, not the widget, so a click on an answer runs no
+# cell (a commit or a skip does); its solution, shown after the commit.
 
 
+# Problem 1
 @app.cell
 def _(variant):
     state_bytes_question = problem_ui.widget(variant.questions["state_bytes"])
-    state_bytes_question
-    return (state_bytes_question,)
-
-
-@app.cell
-def _():
+    state_bytes_answer = problem_ui.answer_of(state_bytes_question)
     state_bytes_commit_buttons = ui.commit_buttons()
-    return (state_bytes_commit_buttons,)
+    problem_ui.asked(CHAPTER, "state_bytes", state_bytes_question)
+    return state_bytes_answer, state_bytes_commit_buttons, state_bytes_question
 
 
 @app.cell
-def _(held_now, identity, state_bytes_commit_buttons, state_bytes_question, publish, variant):
-    _row, state_bytes_committed = ui.commit_prediction(identity, LAB, "state_bytes", state_bytes_question, state_bytes_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, state_bytes_answer, state_bytes_commit_buttons, publish, variant):
+    _row, state_bytes_committed = ui.commit_prediction(identity, LAB, "state_bytes", state_bytes_answer, state_bytes_commit_buttons, variant=variant, held=held_now())
     publish("state_bytes", state_bytes_committed)
     _row
     return (state_bytes_committed,)
@@ -100,28 +97,20 @@ def _(state_bytes_committed, variant):
     problem_ui.solution(CHAPTER, variant, "state_bytes", state_bytes_committed)
     return
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "zero_stage")
-    return
 
-
+# Problem 2
 @app.cell
 def _(variant):
     zero_stage_question = problem_ui.widget(variant.questions["zero_stage"])
-    zero_stage_question
-    return (zero_stage_question,)
-
-
-@app.cell
-def _():
+    zero_stage_answer = problem_ui.answer_of(zero_stage_question)
     zero_stage_commit_buttons = ui.commit_buttons()
-    return (zero_stage_commit_buttons,)
+    problem_ui.asked(CHAPTER, "zero_stage", zero_stage_question)
+    return zero_stage_answer, zero_stage_commit_buttons, zero_stage_question
 
 
 @app.cell
-def _(held_now, identity, zero_stage_commit_buttons, zero_stage_question, publish, variant):
-    _row, zero_stage_committed = ui.commit_prediction(identity, LAB, "zero_stage", zero_stage_question, zero_stage_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, zero_stage_answer, zero_stage_commit_buttons, publish, variant):
+    _row, zero_stage_committed = ui.commit_prediction(identity, LAB, "zero_stage", zero_stage_answer, zero_stage_commit_buttons, variant=variant, held=held_now())
     publish("zero_stage", zero_stage_committed)
     _row
     return (zero_stage_committed,)
@@ -133,28 +122,20 @@ def _(zero_stage_committed, variant):
     problem_ui.solution(CHAPTER, variant, "zero_stage", zero_stage_committed)
     return
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "fewest_gpus")
-    return
 
-
+# Problem 3
 @app.cell
 def _(variant):
     fewest_gpus_question = problem_ui.widget(variant.questions["fewest_gpus"])
-    fewest_gpus_question
-    return (fewest_gpus_question,)
-
-
-@app.cell
-def _():
+    fewest_gpus_answer = problem_ui.answer_of(fewest_gpus_question)
     fewest_gpus_commit_buttons = ui.commit_buttons()
-    return (fewest_gpus_commit_buttons,)
+    problem_ui.asked(CHAPTER, "fewest_gpus", fewest_gpus_question)
+    return fewest_gpus_answer, fewest_gpus_commit_buttons, fewest_gpus_question
 
 
 @app.cell
-def _(held_now, identity, fewest_gpus_commit_buttons, fewest_gpus_question, publish, variant):
-    _row, fewest_gpus_committed = ui.commit_prediction(identity, LAB, "fewest_gpus", fewest_gpus_question, fewest_gpus_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, fewest_gpus_answer, fewest_gpus_commit_buttons, publish, variant):
+    _row, fewest_gpus_committed = ui.commit_prediction(identity, LAB, "fewest_gpus", fewest_gpus_answer, fewest_gpus_commit_buttons, variant=variant, held=held_now())
     publish("fewest_gpus", fewest_gpus_committed)
     _row
     return (fewest_gpus_committed,)
@@ -166,28 +147,20 @@ def _(fewest_gpus_committed, variant):
     problem_ui.solution(CHAPTER, variant, "fewest_gpus", fewest_gpus_committed)
     return
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "activations")
-    return
 
-
+# Problem 4
 @app.cell
 def _(variant):
     activations_question = problem_ui.widget(variant.questions["activations"])
-    activations_question
-    return (activations_question,)
-
-
-@app.cell
-def _():
+    activations_answer = problem_ui.answer_of(activations_question)
     activations_commit_buttons = ui.commit_buttons()
-    return (activations_commit_buttons,)
+    problem_ui.asked(CHAPTER, "activations", activations_question)
+    return activations_answer, activations_commit_buttons, activations_question
 
 
 @app.cell
-def _(held_now, identity, activations_commit_buttons, activations_question, publish, variant):
-    _row, activations_committed = ui.commit_prediction(identity, LAB, "activations", activations_question, activations_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, activations_answer, activations_commit_buttons, publish, variant):
+    _row, activations_committed = ui.commit_prediction(identity, LAB, "activations", activations_answer, activations_commit_buttons, variant=variant, held=held_now())
     publish("activations", activations_committed)
     _row
     return (activations_committed,)
@@ -199,28 +172,20 @@ def _(activations_committed, variant):
     problem_ui.solution(CHAPTER, variant, "activations", activations_committed)
     return
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "cp_no_flash")
-    return
 
-
+# Problem 5
 @app.cell
 def _(variant):
     cp_no_flash_question = problem_ui.widget(variant.questions["cp_no_flash"])
-    cp_no_flash_question
-    return (cp_no_flash_question,)
-
-
-@app.cell
-def _():
+    cp_no_flash_answer = problem_ui.answer_of(cp_no_flash_question)
     cp_no_flash_commit_buttons = ui.commit_buttons()
-    return (cp_no_flash_commit_buttons,)
+    problem_ui.asked(CHAPTER, "cp_no_flash", cp_no_flash_question)
+    return cp_no_flash_answer, cp_no_flash_commit_buttons, cp_no_flash_question
 
 
 @app.cell
-def _(held_now, identity, cp_no_flash_commit_buttons, cp_no_flash_question, publish, variant):
-    _row, cp_no_flash_committed = ui.commit_prediction(identity, LAB, "cp_no_flash", cp_no_flash_question, cp_no_flash_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, cp_no_flash_answer, cp_no_flash_commit_buttons, publish, variant):
+    _row, cp_no_flash_committed = ui.commit_prediction(identity, LAB, "cp_no_flash", cp_no_flash_answer, cp_no_flash_commit_buttons, variant=variant, held=held_now())
     publish("cp_no_flash", cp_no_flash_committed)
     _row
     return (cp_no_flash_committed,)
@@ -232,28 +197,20 @@ def _(cp_no_flash_committed, variant):
     problem_ui.solution(CHAPTER, variant, "cp_no_flash", cp_no_flash_committed)
     return
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "segments")
-    return
 
-
+# Problem 6
 @app.cell
 def _(variant):
     segments_question = problem_ui.widget(variant.questions["segments"])
-    segments_question
-    return (segments_question,)
-
-
-@app.cell
-def _():
+    segments_answer = problem_ui.answer_of(segments_question)
     segments_commit_buttons = ui.commit_buttons()
-    return (segments_commit_buttons,)
+    problem_ui.asked(CHAPTER, "segments", segments_question)
+    return segments_answer, segments_commit_buttons, segments_question
 
 
 @app.cell
-def _(held_now, identity, segments_commit_buttons, segments_question, publish, variant):
-    _row, segments_committed = ui.commit_prediction(identity, LAB, "segments", segments_question, segments_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, segments_answer, segments_commit_buttons, publish, variant):
+    _row, segments_committed = ui.commit_prediction(identity, LAB, "segments", segments_answer, segments_commit_buttons, variant=variant, held=held_now())
     publish("segments", segments_committed)
     _row
     return (segments_committed,)
@@ -265,28 +222,20 @@ def _(segments_committed, variant):
     problem_ui.solution(CHAPTER, variant, "segments", segments_committed)
     return
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "sgd_saving")
-    return
 
-
+# Problem 7
 @app.cell
 def _(variant):
     sgd_saving_question = problem_ui.widget(variant.questions["sgd_saving"])
-    sgd_saving_question
-    return (sgd_saving_question,)
-
-
-@app.cell
-def _():
+    sgd_saving_answer = problem_ui.answer_of(sgd_saving_question)
     sgd_saving_commit_buttons = ui.commit_buttons()
-    return (sgd_saving_commit_buttons,)
+    problem_ui.asked(CHAPTER, "sgd_saving", sgd_saving_question)
+    return sgd_saving_answer, sgd_saving_commit_buttons, sgd_saving_question
 
 
 @app.cell
-def _(held_now, identity, sgd_saving_commit_buttons, sgd_saving_question, publish, variant):
-    _row, sgd_saving_committed = ui.commit_prediction(identity, LAB, "sgd_saving", sgd_saving_question, sgd_saving_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, sgd_saving_answer, sgd_saving_commit_buttons, publish, variant):
+    _row, sgd_saving_committed = ui.commit_prediction(identity, LAB, "sgd_saving", sgd_saving_answer, sgd_saving_commit_buttons, variant=variant, held=held_now())
     publish("sgd_saving", sgd_saving_committed)
     _row
     return (sgd_saving_committed,)
@@ -298,28 +247,20 @@ def _(sgd_saving_committed, variant):
     problem_ui.solution(CHAPTER, variant, "sgd_saving", sgd_saving_committed)
     return
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "zero_fit")
-    return
 
-
+# Problem 8
 @app.cell
 def _(variant):
     zero_fit_question = problem_ui.widget(variant.questions["zero_fit"])
-    zero_fit_question
-    return (zero_fit_question,)
-
-
-@app.cell
-def _():
+    zero_fit_answer = problem_ui.answer_of(zero_fit_question)
     zero_fit_commit_buttons = ui.commit_buttons()
-    return (zero_fit_commit_buttons,)
+    problem_ui.asked(CHAPTER, "zero_fit", zero_fit_question)
+    return zero_fit_answer, zero_fit_commit_buttons, zero_fit_question
 
 
 @app.cell
-def _(held_now, identity, zero_fit_commit_buttons, zero_fit_question, publish, variant):
-    _row, zero_fit_committed = ui.commit_prediction(identity, LAB, "zero_fit", zero_fit_question, zero_fit_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, zero_fit_answer, zero_fit_commit_buttons, publish, variant):
+    _row, zero_fit_committed = ui.commit_prediction(identity, LAB, "zero_fit", zero_fit_answer, zero_fit_commit_buttons, variant=variant, held=held_now())
     publish("zero_fit", zero_fit_committed)
     _row
     return (zero_fit_committed,)
@@ -330,6 +271,7 @@ def _(zero_fit_committed, variant):
     ui.gate(zero_fit_committed, held_note=True)
     problem_ui.solution(CHAPTER, variant, "zero_fit", zero_fit_committed)
     return
+
 
 @app.cell
 def _():

@@ -60,35 +60,32 @@ def _(student_input):
 
 
 # Each problem's commitment as the ledger holds it, set by its commit cell only when it changes:
-# the submit and the HUD read this state, so a click on an answer re-runs only that problem's cells.
+# the submit and the HUD read this state and re-run only when a commitment changes.
 @app.cell
 def _():
     get_commitments, set_commitments = mo.state({})
     publish = problem_ui.publisher(set_commitments)
     return get_commitments, publish
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "ring_bytes")
-    return
+
+# Each problem: a cell with its heading, its answer field and its commit buttons; its commit cell,
+# which reads the answer through <problem>_answer, not the widget, so a click on an answer runs no
+# cell (a commit or a skip does); its solution, shown after the commit.
 
 
+# Problem 1
 @app.cell
 def _(variant):
     ring_bytes_question = problem_ui.widget(variant.questions["ring_bytes"])
-    ring_bytes_question
-    return (ring_bytes_question,)
-
-
-@app.cell
-def _():
+    ring_bytes_answer = problem_ui.answer_of(ring_bytes_question)
     ring_bytes_commit_buttons = ui.commit_buttons()
-    return (ring_bytes_commit_buttons,)
+    problem_ui.asked(CHAPTER, "ring_bytes", ring_bytes_question)
+    return ring_bytes_answer, ring_bytes_commit_buttons, ring_bytes_question
 
 
 @app.cell
-def _(held_now, identity, ring_bytes_commit_buttons, ring_bytes_question, publish, variant):
-    _row, ring_bytes_committed = ui.commit_prediction(identity, LAB, "ring_bytes", ring_bytes_question, ring_bytes_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, ring_bytes_answer, ring_bytes_commit_buttons, publish, variant):
+    _row, ring_bytes_committed = ui.commit_prediction(identity, LAB, "ring_bytes", ring_bytes_answer, ring_bytes_commit_buttons, variant=variant, held=held_now())
     publish("ring_bytes", ring_bytes_committed)
     _row
     return (ring_bytes_committed,)
@@ -100,28 +97,20 @@ def _(ring_bytes_committed, variant):
     problem_ui.solution(CHAPTER, variant, "ring_bytes", ring_bytes_committed)
     return
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "ring_time")
-    return
 
-
+# Problem 2
 @app.cell
 def _(variant):
     ring_time_question = problem_ui.widget(variant.questions["ring_time"])
-    ring_time_question
-    return (ring_time_question,)
-
-
-@app.cell
-def _():
+    ring_time_answer = problem_ui.answer_of(ring_time_question)
     ring_time_commit_buttons = ui.commit_buttons()
-    return (ring_time_commit_buttons,)
+    problem_ui.asked(CHAPTER, "ring_time", ring_time_question)
+    return ring_time_answer, ring_time_commit_buttons, ring_time_question
 
 
 @app.cell
-def _(held_now, identity, ring_time_commit_buttons, ring_time_question, publish, variant):
-    _row, ring_time_committed = ui.commit_prediction(identity, LAB, "ring_time", ring_time_question, ring_time_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, ring_time_answer, ring_time_commit_buttons, publish, variant):
+    _row, ring_time_committed = ui.commit_prediction(identity, LAB, "ring_time", ring_time_answer, ring_time_commit_buttons, variant=variant, held=held_now())
     publish("ring_time", ring_time_committed)
     _row
     return (ring_time_committed,)
@@ -133,28 +122,20 @@ def _(ring_time_committed, variant):
     problem_ui.solution(CHAPTER, variant, "ring_time", ring_time_committed)
     return
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "accumulation")
-    return
 
-
+# Problem 3
 @app.cell
 def _(variant):
     accumulation_question = problem_ui.widget(variant.questions["accumulation"])
-    accumulation_question
-    return (accumulation_question,)
-
-
-@app.cell
-def _():
+    accumulation_answer = problem_ui.answer_of(accumulation_question)
     accumulation_commit_buttons = ui.commit_buttons()
-    return (accumulation_commit_buttons,)
+    problem_ui.asked(CHAPTER, "accumulation", accumulation_question)
+    return accumulation_answer, accumulation_commit_buttons, accumulation_question
 
 
 @app.cell
-def _(held_now, identity, accumulation_commit_buttons, accumulation_question, publish, variant):
-    _row, accumulation_committed = ui.commit_prediction(identity, LAB, "accumulation", accumulation_question, accumulation_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, accumulation_answer, accumulation_commit_buttons, publish, variant):
+    _row, accumulation_committed = ui.commit_prediction(identity, LAB, "accumulation", accumulation_answer, accumulation_commit_buttons, variant=variant, held=held_now())
     publish("accumulation", accumulation_committed)
     _row
     return (accumulation_committed,)
@@ -166,28 +147,20 @@ def _(accumulation_committed, variant):
     problem_ui.solution(CHAPTER, variant, "accumulation", accumulation_committed)
     return
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "hiding")
-    return
 
-
+# Problem 4
 @app.cell
 def _(variant):
     hiding_question = problem_ui.widget(variant.questions["hiding"])
-    hiding_question
-    return (hiding_question,)
-
-
-@app.cell
-def _():
+    hiding_answer = problem_ui.answer_of(hiding_question)
     hiding_commit_buttons = ui.commit_buttons()
-    return (hiding_commit_buttons,)
+    problem_ui.asked(CHAPTER, "hiding", hiding_question)
+    return hiding_answer, hiding_commit_buttons, hiding_question
 
 
 @app.cell
-def _(held_now, identity, hiding_commit_buttons, hiding_question, publish, variant):
-    _row, hiding_committed = ui.commit_prediction(identity, LAB, "hiding", hiding_question, hiding_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, hiding_answer, hiding_commit_buttons, publish, variant):
+    _row, hiding_committed = ui.commit_prediction(identity, LAB, "hiding", hiding_answer, hiding_commit_buttons, variant=variant, held=held_now())
     publish("hiding", hiding_committed)
     _row
     return (hiding_committed,)
@@ -199,28 +172,20 @@ def _(hiding_committed, variant):
     problem_ui.solution(CHAPTER, variant, "hiding", hiding_committed)
     return
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "critical")
-    return
 
-
+# Problem 5
 @app.cell
 def _(variant):
     critical_question = problem_ui.widget(variant.questions["critical"])
-    critical_question
-    return (critical_question,)
-
-
-@app.cell
-def _():
+    critical_answer = problem_ui.answer_of(critical_question)
     critical_commit_buttons = ui.commit_buttons()
-    return (critical_commit_buttons,)
+    problem_ui.asked(CHAPTER, "critical", critical_question)
+    return critical_answer, critical_commit_buttons, critical_question
 
 
 @app.cell
-def _(held_now, identity, critical_commit_buttons, critical_question, publish, variant):
-    _row, critical_committed = ui.commit_prediction(identity, LAB, "critical", critical_question, critical_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, critical_answer, critical_commit_buttons, publish, variant):
+    _row, critical_committed = ui.commit_prediction(identity, LAB, "critical", critical_answer, critical_commit_buttons, variant=variant, held=held_now())
     publish("critical", critical_committed)
     _row
     return (critical_committed,)
@@ -232,28 +197,20 @@ def _(critical_committed, variant):
     problem_ui.solution(CHAPTER, variant, "critical", critical_committed)
     return
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "batch_cost")
-    return
 
-
+# Problem 6
 @app.cell
 def _(variant):
     batch_cost_question = problem_ui.widget(variant.questions["batch_cost"])
-    batch_cost_question
-    return (batch_cost_question,)
-
-
-@app.cell
-def _():
+    batch_cost_answer = problem_ui.answer_of(batch_cost_question)
     batch_cost_commit_buttons = ui.commit_buttons()
-    return (batch_cost_commit_buttons,)
+    problem_ui.asked(CHAPTER, "batch_cost", batch_cost_question)
+    return batch_cost_answer, batch_cost_commit_buttons, batch_cost_question
 
 
 @app.cell
-def _(held_now, identity, batch_cost_commit_buttons, batch_cost_question, publish, variant):
-    _row, batch_cost_committed = ui.commit_prediction(identity, LAB, "batch_cost", batch_cost_question, batch_cost_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, batch_cost_answer, batch_cost_commit_buttons, publish, variant):
+    _row, batch_cost_committed = ui.commit_prediction(identity, LAB, "batch_cost", batch_cost_answer, batch_cost_commit_buttons, variant=variant, held=held_now())
     publish("batch_cost", batch_cost_committed)
     _row
     return (batch_cost_committed,)
@@ -265,28 +222,20 @@ def _(batch_cost_committed, variant):
     problem_ui.solution(CHAPTER, variant, "batch_cost", batch_cost_committed)
     return
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "grow")
-    return
 
-
+# Problem 7
 @app.cell
 def _(variant):
     grow_question = problem_ui.widget(variant.questions["grow"])
-    grow_question
-    return (grow_question,)
-
-
-@app.cell
-def _():
+    grow_answer = problem_ui.answer_of(grow_question)
     grow_commit_buttons = ui.commit_buttons()
-    return (grow_commit_buttons,)
+    problem_ui.asked(CHAPTER, "grow", grow_question)
+    return grow_answer, grow_commit_buttons, grow_question
 
 
 @app.cell
-def _(held_now, identity, grow_commit_buttons, grow_question, publish, variant):
-    _row, grow_committed = ui.commit_prediction(identity, LAB, "grow", grow_question, grow_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, grow_answer, grow_commit_buttons, publish, variant):
+    _row, grow_committed = ui.commit_prediction(identity, LAB, "grow", grow_answer, grow_commit_buttons, variant=variant, held=held_now())
     publish("grow", grow_committed)
     _row
     return (grow_committed,)
@@ -297,6 +246,7 @@ def _(grow_committed, variant):
     ui.gate(grow_committed, held_note=True)
     problem_ui.solution(CHAPTER, variant, "grow", grow_committed)
     return
+
 
 @app.cell
 def _():

@@ -60,35 +60,32 @@ def _(student_input):
 
 
 # Each problem's commitment as the ledger holds it, set by its commit cell only when it changes:
-# the submit and the HUD read this state, so a click on an answer re-runs only that problem's cells.
+# the submit and the HUD read this state and re-run only when a commitment changes.
 @app.cell
 def _():
     get_commitments, set_commitments = mo.state({})
     publish = problem_ui.publisher(set_commitments)
     return get_commitments, publish
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "tp_bytes")
-    return
+
+# Each problem: a cell with its heading, its answer field and its commit buttons; its commit cell,
+# which reads the answer through <problem>_answer, not the widget, so a click on an answer runs no
+# cell (a commit or a skip does); its solution, shown after the commit.
 
 
+# Problem 1
 @app.cell
 def _(variant):
     tp_bytes_question = problem_ui.widget(variant.questions["tp_bytes"])
-    tp_bytes_question
-    return (tp_bytes_question,)
-
-
-@app.cell
-def _():
+    tp_bytes_answer = problem_ui.answer_of(tp_bytes_question)
     tp_bytes_commit_buttons = ui.commit_buttons()
-    return (tp_bytes_commit_buttons,)
+    problem_ui.asked(CHAPTER, "tp_bytes", tp_bytes_question)
+    return tp_bytes_answer, tp_bytes_commit_buttons, tp_bytes_question
 
 
 @app.cell
-def _(held_now, identity, tp_bytes_commit_buttons, tp_bytes_question, publish, variant):
-    _row, tp_bytes_committed = ui.commit_prediction(identity, LAB, "tp_bytes", tp_bytes_question, tp_bytes_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, tp_bytes_answer, tp_bytes_commit_buttons, publish, variant):
+    _row, tp_bytes_committed = ui.commit_prediction(identity, LAB, "tp_bytes", tp_bytes_answer, tp_bytes_commit_buttons, variant=variant, held=held_now())
     publish("tp_bytes", tp_bytes_committed)
     _row
     return (tp_bytes_committed,)
@@ -100,28 +97,20 @@ def _(tp_bytes_committed, variant):
     problem_ui.solution(CHAPTER, variant, "tp_bytes", tp_bytes_committed)
     return
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "sp_regather")
-    return
 
-
+# Problem 2
 @app.cell
 def _(variant):
     sp_regather_question = problem_ui.widget(variant.questions["sp_regather"])
-    sp_regather_question
-    return (sp_regather_question,)
-
-
-@app.cell
-def _():
+    sp_regather_answer = problem_ui.answer_of(sp_regather_question)
     sp_regather_commit_buttons = ui.commit_buttons()
-    return (sp_regather_commit_buttons,)
+    problem_ui.asked(CHAPTER, "sp_regather", sp_regather_question)
+    return sp_regather_answer, sp_regather_commit_buttons, sp_regather_question
 
 
 @app.cell
-def _(held_now, identity, sp_regather_commit_buttons, sp_regather_question, publish, variant):
-    _row, sp_regather_committed = ui.commit_prediction(identity, LAB, "sp_regather", sp_regather_question, sp_regather_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, sp_regather_answer, sp_regather_commit_buttons, publish, variant):
+    _row, sp_regather_committed = ui.commit_prediction(identity, LAB, "sp_regather", sp_regather_answer, sp_regather_commit_buttons, variant=variant, held=held_now())
     publish("sp_regather", sp_regather_committed)
     _row
     return (sp_regather_committed,)
@@ -133,28 +122,20 @@ def _(sp_regather_committed, variant):
     problem_ui.solution(CHAPTER, variant, "sp_regather", sp_regather_committed)
     return
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "sp_time")
-    return
 
-
+# Problem 3
 @app.cell
 def _(variant):
     sp_time_question = problem_ui.widget(variant.questions["sp_time"])
-    sp_time_question
-    return (sp_time_question,)
-
-
-@app.cell
-def _():
+    sp_time_answer = problem_ui.answer_of(sp_time_question)
     sp_time_commit_buttons = ui.commit_buttons()
-    return (sp_time_commit_buttons,)
+    problem_ui.asked(CHAPTER, "sp_time", sp_time_question)
+    return sp_time_answer, sp_time_commit_buttons, sp_time_question
 
 
 @app.cell
-def _(held_now, identity, sp_time_commit_buttons, sp_time_question, publish, variant):
-    _row, sp_time_committed = ui.commit_prediction(identity, LAB, "sp_time", sp_time_question, sp_time_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, sp_time_answer, sp_time_commit_buttons, publish, variant):
+    _row, sp_time_committed = ui.commit_prediction(identity, LAB, "sp_time", sp_time_answer, sp_time_commit_buttons, variant=variant, held=held_now())
     publish("sp_time", sp_time_committed)
     _row
     return (sp_time_committed,)
@@ -166,28 +147,20 @@ def _(sp_time_committed, variant):
     problem_ui.solution(CHAPTER, variant, "sp_time", sp_time_committed)
     return
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "tp_hiding")
-    return
 
-
+# Problem 4
 @app.cell
 def _(variant):
     tp_hiding_question = problem_ui.widget(variant.questions["tp_hiding"])
-    tp_hiding_question
-    return (tp_hiding_question,)
-
-
-@app.cell
-def _():
+    tp_hiding_answer = problem_ui.answer_of(tp_hiding_question)
     tp_hiding_commit_buttons = ui.commit_buttons()
-    return (tp_hiding_commit_buttons,)
+    problem_ui.asked(CHAPTER, "tp_hiding", tp_hiding_question)
+    return tp_hiding_answer, tp_hiding_commit_buttons, tp_hiding_question
 
 
 @app.cell
-def _(held_now, identity, tp_hiding_commit_buttons, tp_hiding_question, publish, variant):
-    _row, tp_hiding_committed = ui.commit_prediction(identity, LAB, "tp_hiding", tp_hiding_question, tp_hiding_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, tp_hiding_answer, tp_hiding_commit_buttons, publish, variant):
+    _row, tp_hiding_committed = ui.commit_prediction(identity, LAB, "tp_hiding", tp_hiding_answer, tp_hiding_commit_buttons, variant=variant, held=held_now())
     publish("tp_hiding", tp_hiding_committed)
     _row
     return (tp_hiding_committed,)
@@ -199,28 +172,20 @@ def _(tp_hiding_committed, variant):
     problem_ui.solution(CHAPTER, variant, "tp_hiding", tp_hiding_committed)
     return
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "tp_across")
-    return
 
-
+# Problem 5
 @app.cell
 def _(variant):
     tp_across_question = problem_ui.widget(variant.questions["tp_across"])
-    tp_across_question
-    return (tp_across_question,)
-
-
-@app.cell
-def _():
+    tp_across_answer = problem_ui.answer_of(tp_across_question)
     tp_across_commit_buttons = ui.commit_buttons()
-    return (tp_across_commit_buttons,)
+    problem_ui.asked(CHAPTER, "tp_across", tp_across_question)
+    return tp_across_answer, tp_across_commit_buttons, tp_across_question
 
 
 @app.cell
-def _(held_now, identity, tp_across_commit_buttons, tp_across_question, publish, variant):
-    _row, tp_across_committed = ui.commit_prediction(identity, LAB, "tp_across", tp_across_question, tp_across_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, tp_across_answer, tp_across_commit_buttons, publish, variant):
+    _row, tp_across_committed = ui.commit_prediction(identity, LAB, "tp_across", tp_across_answer, tp_across_commit_buttons, variant=variant, held=held_now())
     publish("tp_across", tp_across_committed)
     _row
     return (tp_across_committed,)
@@ -232,28 +197,20 @@ def _(tp_across_committed, variant):
     problem_ui.solution(CHAPTER, variant, "tp_across", tp_across_committed)
     return
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "sp_saving")
-    return
 
-
+# Problem 6
 @app.cell
 def _(variant):
     sp_saving_question = problem_ui.widget(variant.questions["sp_saving"])
-    sp_saving_question
-    return (sp_saving_question,)
-
-
-@app.cell
-def _():
+    sp_saving_answer = problem_ui.answer_of(sp_saving_question)
     sp_saving_commit_buttons = ui.commit_buttons()
-    return (sp_saving_commit_buttons,)
+    problem_ui.asked(CHAPTER, "sp_saving", sp_saving_question)
+    return sp_saving_answer, sp_saving_commit_buttons, sp_saving_question
 
 
 @app.cell
-def _(held_now, identity, sp_saving_commit_buttons, sp_saving_question, publish, variant):
-    _row, sp_saving_committed = ui.commit_prediction(identity, LAB, "sp_saving", sp_saving_question, sp_saving_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, sp_saving_answer, sp_saving_commit_buttons, publish, variant):
+    _row, sp_saving_committed = ui.commit_prediction(identity, LAB, "sp_saving", sp_saving_answer, sp_saving_commit_buttons, variant=variant, held=held_now())
     publish("sp_saving", sp_saving_committed)
     _row
     return (sp_saving_committed,)
@@ -265,28 +222,20 @@ def _(sp_saving_committed, variant):
     problem_ui.solution(CHAPTER, variant, "sp_saving", sp_saving_committed)
     return
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "fit")
-    return
 
-
+# Problem 7
 @app.cell
 def _(variant):
     fit_question = problem_ui.widget(variant.questions["fit"])
-    fit_question
-    return (fit_question,)
-
-
-@app.cell
-def _():
+    fit_answer = problem_ui.answer_of(fit_question)
     fit_commit_buttons = ui.commit_buttons()
-    return (fit_commit_buttons,)
+    problem_ui.asked(CHAPTER, "fit", fit_question)
+    return fit_answer, fit_commit_buttons, fit_question
 
 
 @app.cell
-def _(held_now, identity, fit_commit_buttons, fit_question, publish, variant):
-    _row, fit_committed = ui.commit_prediction(identity, LAB, "fit", fit_question, fit_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, fit_answer, fit_commit_buttons, publish, variant):
+    _row, fit_committed = ui.commit_prediction(identity, LAB, "fit", fit_answer, fit_commit_buttons, variant=variant, held=held_now())
     publish("fit", fit_committed)
     _row
     return (fit_committed,)
@@ -297,6 +246,7 @@ def _(fit_committed, variant):
     ui.gate(fit_committed, held_note=True)
     problem_ui.solution(CHAPTER, variant, "fit", fit_committed)
     return
+
 
 @app.cell
 def _():

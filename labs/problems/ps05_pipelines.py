@@ -60,35 +60,32 @@ def _(student_input):
 
 
 # Each problem's commitment as the ledger holds it, set by its commit cell only when it changes:
-# the submit and the HUD read this state, so a click on an answer re-runs only that problem's cells.
+# the submit and the HUD read this state and re-run only when a commitment changes.
 @app.cell
 def _():
     get_commitments, set_commitments = mo.state({})
     publish = problem_ui.publisher(set_commitments)
     return get_commitments, publish
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "bubble")
-    return
+
+# Each problem: a cell with its heading, its answer field and its commit buttons; its commit cell,
+# which reads the answer through <problem>_answer, not the widget, so a click on an answer runs no
+# cell (a commit or a skip does); its solution, shown after the commit.
 
 
+# Problem 1
 @app.cell
 def _(variant):
     bubble_question = problem_ui.widget(variant.questions["bubble"])
-    bubble_question
-    return (bubble_question,)
-
-
-@app.cell
-def _():
+    bubble_answer = problem_ui.answer_of(bubble_question)
     bubble_commit_buttons = ui.commit_buttons()
-    return (bubble_commit_buttons,)
+    problem_ui.asked(CHAPTER, "bubble", bubble_question)
+    return bubble_answer, bubble_commit_buttons, bubble_question
 
 
 @app.cell
-def _(held_now, identity, bubble_commit_buttons, bubble_question, publish, variant):
-    _row, bubble_committed = ui.commit_prediction(identity, LAB, "bubble", bubble_question, bubble_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, bubble_answer, bubble_commit_buttons, publish, variant):
+    _row, bubble_committed = ui.commit_prediction(identity, LAB, "bubble", bubble_answer, bubble_commit_buttons, variant=variant, held=held_now())
     publish("bubble", bubble_committed)
     _row
     return (bubble_committed,)
@@ -100,28 +97,20 @@ def _(bubble_committed, variant):
     problem_ui.solution(CHAPTER, variant, "bubble", bubble_committed)
     return
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "fewest_m")
-    return
 
-
+# Problem 2
 @app.cell
 def _(variant):
     fewest_m_question = problem_ui.widget(variant.questions["fewest_m"])
-    fewest_m_question
-    return (fewest_m_question,)
-
-
-@app.cell
-def _():
+    fewest_m_answer = problem_ui.answer_of(fewest_m_question)
     fewest_m_commit_buttons = ui.commit_buttons()
-    return (fewest_m_commit_buttons,)
+    problem_ui.asked(CHAPTER, "fewest_m", fewest_m_question)
+    return fewest_m_answer, fewest_m_commit_buttons, fewest_m_question
 
 
 @app.cell
-def _(held_now, identity, fewest_m_commit_buttons, fewest_m_question, publish, variant):
-    _row, fewest_m_committed = ui.commit_prediction(identity, LAB, "fewest_m", fewest_m_question, fewest_m_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, fewest_m_answer, fewest_m_commit_buttons, publish, variant):
+    _row, fewest_m_committed = ui.commit_prediction(identity, LAB, "fewest_m", fewest_m_answer, fewest_m_commit_buttons, variant=variant, held=held_now())
     publish("fewest_m", fewest_m_committed)
     _row
     return (fewest_m_committed,)
@@ -133,28 +122,20 @@ def _(fewest_m_committed, variant):
     problem_ui.solution(CHAPTER, variant, "fewest_m", fewest_m_committed)
     return
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "interleaved")
-    return
 
-
+# Problem 3
 @app.cell
 def _(variant):
     interleaved_question = problem_ui.widget(variant.questions["interleaved"])
-    interleaved_question
-    return (interleaved_question,)
-
-
-@app.cell
-def _():
+    interleaved_answer = problem_ui.answer_of(interleaved_question)
     interleaved_commit_buttons = ui.commit_buttons()
-    return (interleaved_commit_buttons,)
+    problem_ui.asked(CHAPTER, "interleaved", interleaved_question)
+    return interleaved_answer, interleaved_commit_buttons, interleaved_question
 
 
 @app.cell
-def _(held_now, identity, interleaved_commit_buttons, interleaved_question, publish, variant):
-    _row, interleaved_committed = ui.commit_prediction(identity, LAB, "interleaved", interleaved_question, interleaved_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, interleaved_answer, interleaved_commit_buttons, publish, variant):
+    _row, interleaved_committed = ui.commit_prediction(identity, LAB, "interleaved", interleaved_answer, interleaved_commit_buttons, variant=variant, held=held_now())
     publish("interleaved", interleaved_committed)
     _row
     return (interleaved_committed,)
@@ -166,28 +147,20 @@ def _(interleaved_committed, variant):
     problem_ui.solution(CHAPTER, variant, "interleaved", interleaved_committed)
     return
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "gpipe_memory")
-    return
 
-
+# Problem 4
 @app.cell
 def _(variant):
     gpipe_memory_question = problem_ui.widget(variant.questions["gpipe_memory"])
-    gpipe_memory_question
-    return (gpipe_memory_question,)
-
-
-@app.cell
-def _():
+    gpipe_memory_answer = problem_ui.answer_of(gpipe_memory_question)
     gpipe_memory_commit_buttons = ui.commit_buttons()
-    return (gpipe_memory_commit_buttons,)
+    problem_ui.asked(CHAPTER, "gpipe_memory", gpipe_memory_question)
+    return gpipe_memory_answer, gpipe_memory_commit_buttons, gpipe_memory_question
 
 
 @app.cell
-def _(held_now, identity, gpipe_memory_commit_buttons, gpipe_memory_question, publish, variant):
-    _row, gpipe_memory_committed = ui.commit_prediction(identity, LAB, "gpipe_memory", gpipe_memory_question, gpipe_memory_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, gpipe_memory_answer, gpipe_memory_commit_buttons, publish, variant):
+    _row, gpipe_memory_committed = ui.commit_prediction(identity, LAB, "gpipe_memory", gpipe_memory_answer, gpipe_memory_commit_buttons, variant=variant, held=held_now())
     publish("gpipe_memory", gpipe_memory_committed)
     _row
     return (gpipe_memory_committed,)
@@ -199,28 +172,20 @@ def _(gpipe_memory_committed, variant):
     problem_ui.solution(CHAPTER, variant, "gpipe_memory", gpipe_memory_committed)
     return
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "zb_h1")
-    return
 
-
+# Problem 5
 @app.cell
 def _(variant):
     zb_h1_question = problem_ui.widget(variant.questions["zb_h1"])
-    zb_h1_question
-    return (zb_h1_question,)
-
-
-@app.cell
-def _():
+    zb_h1_answer = problem_ui.answer_of(zb_h1_question)
     zb_h1_commit_buttons = ui.commit_buttons()
-    return (zb_h1_commit_buttons,)
+    problem_ui.asked(CHAPTER, "zb_h1", zb_h1_question)
+    return zb_h1_answer, zb_h1_commit_buttons, zb_h1_question
 
 
 @app.cell
-def _(held_now, identity, zb_h1_commit_buttons, zb_h1_question, publish, variant):
-    _row, zb_h1_committed = ui.commit_prediction(identity, LAB, "zb_h1", zb_h1_question, zb_h1_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, zb_h1_answer, zb_h1_commit_buttons, publish, variant):
+    _row, zb_h1_committed = ui.commit_prediction(identity, LAB, "zb_h1", zb_h1_answer, zb_h1_commit_buttons, variant=variant, held=held_now())
     publish("zb_h1", zb_h1_committed)
     _row
     return (zb_h1_committed,)
@@ -232,28 +197,20 @@ def _(zb_h1_committed, variant):
     problem_ui.solution(CHAPTER, variant, "zb_h1", zb_h1_committed)
     return
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "zb_or_interleaved")
-    return
 
-
+# Problem 6
 @app.cell
 def _(variant):
     zb_or_interleaved_question = problem_ui.widget(variant.questions["zb_or_interleaved"])
-    zb_or_interleaved_question
-    return (zb_or_interleaved_question,)
-
-
-@app.cell
-def _():
+    zb_or_interleaved_answer = problem_ui.answer_of(zb_or_interleaved_question)
     zb_or_interleaved_commit_buttons = ui.commit_buttons()
-    return (zb_or_interleaved_commit_buttons,)
+    problem_ui.asked(CHAPTER, "zb_or_interleaved", zb_or_interleaved_question)
+    return zb_or_interleaved_answer, zb_or_interleaved_commit_buttons, zb_or_interleaved_question
 
 
 @app.cell
-def _(held_now, identity, zb_or_interleaved_commit_buttons, zb_or_interleaved_question, publish, variant):
-    _row, zb_or_interleaved_committed = ui.commit_prediction(identity, LAB, "zb_or_interleaved", zb_or_interleaved_question, zb_or_interleaved_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, zb_or_interleaved_answer, zb_or_interleaved_commit_buttons, publish, variant):
+    _row, zb_or_interleaved_committed = ui.commit_prediction(identity, LAB, "zb_or_interleaved", zb_or_interleaved_answer, zb_or_interleaved_commit_buttons, variant=variant, held=held_now())
     publish("zb_or_interleaved", zb_or_interleaved_committed)
     _row
     return (zb_or_interleaved_committed,)
@@ -265,28 +222,20 @@ def _(zb_or_interleaved_committed, variant):
     problem_ui.solution(CHAPTER, variant, "zb_or_interleaved", zb_or_interleaved_committed)
     return
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "p2p")
-    return
 
-
+# Problem 7
 @app.cell
 def _(variant):
     p2p_question = problem_ui.widget(variant.questions["p2p"])
-    p2p_question
-    return (p2p_question,)
-
-
-@app.cell
-def _():
+    p2p_answer = problem_ui.answer_of(p2p_question)
     p2p_commit_buttons = ui.commit_buttons()
-    return (p2p_commit_buttons,)
+    problem_ui.asked(CHAPTER, "p2p", p2p_question)
+    return p2p_answer, p2p_commit_buttons, p2p_question
 
 
 @app.cell
-def _(held_now, identity, p2p_commit_buttons, p2p_question, publish, variant):
-    _row, p2p_committed = ui.commit_prediction(identity, LAB, "p2p", p2p_question, p2p_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, p2p_answer, p2p_commit_buttons, publish, variant):
+    _row, p2p_committed = ui.commit_prediction(identity, LAB, "p2p", p2p_answer, p2p_commit_buttons, variant=variant, held=held_now())
     publish("p2p", p2p_committed)
     _row
     return (p2p_committed,)
@@ -297,6 +246,7 @@ def _(p2p_committed, variant):
     ui.gate(p2p_committed, held_note=True)
     problem_ui.solution(CHAPTER, variant, "p2p", p2p_committed)
     return
+
 
 @app.cell
 def _():

@@ -60,35 +60,32 @@ def _(student_input):
 
 
 # Each problem's commitment as the ledger holds it, set by its commit cell only when it changes:
-# the submit and the HUD read this state, so a click on an answer re-runs only that problem's cells.
+# the submit and the HUD read this state and re-run only when a commitment changes.
 @app.cell
 def _():
     get_commitments, set_commitments = mo.state({})
     publish = problem_ui.publisher(set_commitments)
     return get_commitments, publish
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "ring_kv")
-    return
+
+# Each problem: a cell with its heading, its answer field and its commit buttons; its commit cell,
+# which reads the answer through <problem>_answer, not the widget, so a click on an answer runs no
+# cell (a commit or a skip does); its solution, shown after the commit.
 
 
+# Problem 1
 @app.cell
 def _(variant):
     ring_kv_question = problem_ui.widget(variant.questions["ring_kv"])
-    ring_kv_question
-    return (ring_kv_question,)
-
-
-@app.cell
-def _():
+    ring_kv_answer = problem_ui.answer_of(ring_kv_question)
     ring_kv_commit_buttons = ui.commit_buttons()
-    return (ring_kv_commit_buttons,)
+    problem_ui.asked(CHAPTER, "ring_kv", ring_kv_question)
+    return ring_kv_answer, ring_kv_commit_buttons, ring_kv_question
 
 
 @app.cell
-def _(held_now, identity, ring_kv_commit_buttons, ring_kv_question, publish, variant):
-    _row, ring_kv_committed = ui.commit_prediction(identity, LAB, "ring_kv", ring_kv_question, ring_kv_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, ring_kv_answer, ring_kv_commit_buttons, publish, variant):
+    _row, ring_kv_committed = ui.commit_prediction(identity, LAB, "ring_kv", ring_kv_answer, ring_kv_commit_buttons, variant=variant, held=held_now())
     publish("ring_kv", ring_kv_committed)
     _row
     return (ring_kv_committed,)
@@ -100,28 +97,20 @@ def _(ring_kv_committed, variant):
     problem_ui.solution(CHAPTER, variant, "ring_kv", ring_kv_committed)
     return
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "ring_hides")
-    return
 
-
+# Problem 2
 @app.cell
 def _(variant):
     ring_hides_question = problem_ui.widget(variant.questions["ring_hides"])
-    ring_hides_question
-    return (ring_hides_question,)
-
-
-@app.cell
-def _():
+    ring_hides_answer = problem_ui.answer_of(ring_hides_question)
     ring_hides_commit_buttons = ui.commit_buttons()
-    return (ring_hides_commit_buttons,)
+    problem_ui.asked(CHAPTER, "ring_hides", ring_hides_question)
+    return ring_hides_answer, ring_hides_commit_buttons, ring_hides_question
 
 
 @app.cell
-def _(held_now, identity, ring_hides_commit_buttons, ring_hides_question, publish, variant):
-    _row, ring_hides_committed = ui.commit_prediction(identity, LAB, "ring_hides", ring_hides_question, ring_hides_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, ring_hides_answer, ring_hides_commit_buttons, publish, variant):
+    _row, ring_hides_committed = ui.commit_prediction(identity, LAB, "ring_hides", ring_hides_answer, ring_hides_commit_buttons, variant=variant, held=held_now())
     publish("ring_hides", ring_hides_committed)
     _row
     return (ring_hides_committed,)
@@ -133,28 +122,20 @@ def _(ring_hides_committed, variant):
     problem_ui.solution(CHAPTER, variant, "ring_hides", ring_hides_committed)
     return
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "hop_hides")
-    return
 
-
+# Problem 3
 @app.cell
 def _(variant):
     hop_hides_question = problem_ui.widget(variant.questions["hop_hides"])
-    hop_hides_question
-    return (hop_hides_question,)
-
-
-@app.cell
-def _():
+    hop_hides_answer = problem_ui.answer_of(hop_hides_question)
     hop_hides_commit_buttons = ui.commit_buttons()
-    return (hop_hides_commit_buttons,)
+    problem_ui.asked(CHAPTER, "hop_hides", hop_hides_question)
+    return hop_hides_answer, hop_hides_commit_buttons, hop_hides_question
 
 
 @app.cell
-def _(held_now, identity, hop_hides_commit_buttons, hop_hides_question, publish, variant):
-    _row, hop_hides_committed = ui.commit_prediction(identity, LAB, "hop_hides", hop_hides_question, hop_hides_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, hop_hides_answer, hop_hides_commit_buttons, publish, variant):
+    _row, hop_hides_committed = ui.commit_prediction(identity, LAB, "hop_hides", hop_hides_answer, hop_hides_commit_buttons, variant=variant, held=held_now())
     publish("hop_hides", hop_hides_committed)
     _row
     return (hop_hides_committed,)
@@ -166,28 +147,20 @@ def _(hop_hides_committed, variant):
     problem_ui.solution(CHAPTER, variant, "hop_hides", hop_hides_committed)
     return
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "ulysses")
-    return
 
-
+# Problem 4
 @app.cell
 def _(variant):
     ulysses_question = problem_ui.widget(variant.questions["ulysses"])
-    ulysses_question
-    return (ulysses_question,)
-
-
-@app.cell
-def _():
+    ulysses_answer = problem_ui.answer_of(ulysses_question)
     ulysses_commit_buttons = ui.commit_buttons()
-    return (ulysses_commit_buttons,)
+    problem_ui.asked(CHAPTER, "ulysses", ulysses_question)
+    return ulysses_answer, ulysses_commit_buttons, ulysses_question
 
 
 @app.cell
-def _(held_now, identity, ulysses_commit_buttons, ulysses_question, publish, variant):
-    _row, ulysses_committed = ui.commit_prediction(identity, LAB, "ulysses", ulysses_question, ulysses_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, ulysses_answer, ulysses_commit_buttons, publish, variant):
+    _row, ulysses_committed = ui.commit_prediction(identity, LAB, "ulysses", ulysses_answer, ulysses_commit_buttons, variant=variant, held=held_now())
     publish("ulysses", ulysses_committed)
     _row
     return (ulysses_committed,)
@@ -199,28 +172,20 @@ def _(ulysses_committed, variant):
     problem_ui.solution(CHAPTER, variant, "ulysses", ulysses_committed)
     return
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "ulysses_degree")
-    return
 
-
+# Problem 5
 @app.cell
 def _(variant):
     ulysses_degree_question = problem_ui.widget(variant.questions["ulysses_degree"])
-    ulysses_degree_question
-    return (ulysses_degree_question,)
-
-
-@app.cell
-def _():
+    ulysses_degree_answer = problem_ui.answer_of(ulysses_degree_question)
     ulysses_degree_commit_buttons = ui.commit_buttons()
-    return (ulysses_degree_commit_buttons,)
+    problem_ui.asked(CHAPTER, "ulysses_degree", ulysses_degree_question)
+    return ulysses_degree_answer, ulysses_degree_commit_buttons, ulysses_degree_question
 
 
 @app.cell
-def _(held_now, identity, ulysses_degree_commit_buttons, ulysses_degree_question, publish, variant):
-    _row, ulysses_degree_committed = ui.commit_prediction(identity, LAB, "ulysses_degree", ulysses_degree_question, ulysses_degree_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, ulysses_degree_answer, ulysses_degree_commit_buttons, publish, variant):
+    _row, ulysses_degree_committed = ui.commit_prediction(identity, LAB, "ulysses_degree", ulysses_degree_answer, ulysses_degree_commit_buttons, variant=variant, held=held_now())
     publish("ulysses_degree", ulysses_degree_committed)
     _row
     return (ulysses_degree_committed,)
@@ -232,28 +197,20 @@ def _(ulysses_degree_committed, variant):
     problem_ui.solution(CHAPTER, variant, "ulysses_degree", ulysses_degree_committed)
     return
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "causal")
-    return
 
-
+# Problem 6
 @app.cell
 def _(variant):
     causal_question = problem_ui.widget(variant.questions["causal"])
-    causal_question
-    return (causal_question,)
-
-
-@app.cell
-def _():
+    causal_answer = problem_ui.answer_of(causal_question)
     causal_commit_buttons = ui.commit_buttons()
-    return (causal_commit_buttons,)
+    problem_ui.asked(CHAPTER, "causal", causal_question)
+    return causal_answer, causal_commit_buttons, causal_question
 
 
 @app.cell
-def _(held_now, identity, causal_commit_buttons, causal_question, publish, variant):
-    _row, causal_committed = ui.commit_prediction(identity, LAB, "causal", causal_question, causal_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, causal_answer, causal_commit_buttons, publish, variant):
+    _row, causal_committed = ui.commit_prediction(identity, LAB, "causal", causal_answer, causal_commit_buttons, variant=variant, held=held_now())
     publish("causal", causal_committed)
     _row
     return (causal_committed,)
@@ -265,28 +222,20 @@ def _(causal_committed, variant):
     problem_ui.solution(CHAPTER, variant, "causal", causal_committed)
     return
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "moe_bytes")
-    return
 
-
+# Problem 7
 @app.cell
 def _(variant):
     moe_bytes_question = problem_ui.widget(variant.questions["moe_bytes"])
-    moe_bytes_question
-    return (moe_bytes_question,)
-
-
-@app.cell
-def _():
+    moe_bytes_answer = problem_ui.answer_of(moe_bytes_question)
     moe_bytes_commit_buttons = ui.commit_buttons()
-    return (moe_bytes_commit_buttons,)
+    problem_ui.asked(CHAPTER, "moe_bytes", moe_bytes_question)
+    return moe_bytes_answer, moe_bytes_commit_buttons, moe_bytes_question
 
 
 @app.cell
-def _(held_now, identity, moe_bytes_commit_buttons, moe_bytes_question, publish, variant):
-    _row, moe_bytes_committed = ui.commit_prediction(identity, LAB, "moe_bytes", moe_bytes_question, moe_bytes_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, moe_bytes_answer, moe_bytes_commit_buttons, publish, variant):
+    _row, moe_bytes_committed = ui.commit_prediction(identity, LAB, "moe_bytes", moe_bytes_answer, moe_bytes_commit_buttons, variant=variant, held=held_now())
     publish("moe_bytes", moe_bytes_committed)
     _row
     return (moe_bytes_committed,)
@@ -298,28 +247,20 @@ def _(moe_bytes_committed, variant):
     problem_ui.solution(CHAPTER, variant, "moe_bytes", moe_bytes_committed)
     return
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "drops")
-    return
 
-
+# Problem 8
 @app.cell
 def _(variant):
     drops_question = problem_ui.widget(variant.questions["drops"])
-    drops_question
-    return (drops_question,)
-
-
-@app.cell
-def _():
+    drops_answer = problem_ui.answer_of(drops_question)
     drops_commit_buttons = ui.commit_buttons()
-    return (drops_commit_buttons,)
+    problem_ui.asked(CHAPTER, "drops", drops_question)
+    return drops_answer, drops_commit_buttons, drops_question
 
 
 @app.cell
-def _(held_now, identity, drops_commit_buttons, drops_question, publish, variant):
-    _row, drops_committed = ui.commit_prediction(identity, LAB, "drops", drops_question, drops_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, drops_answer, drops_commit_buttons, publish, variant):
+    _row, drops_committed = ui.commit_prediction(identity, LAB, "drops", drops_answer, drops_commit_buttons, variant=variant, held=held_now())
     publish("drops", drops_committed)
     _row
     return (drops_committed,)
@@ -330,6 +271,7 @@ def _(drops_committed, variant):
     ui.gate(drops_committed, held_note=True)
     problem_ui.solution(CHAPTER, variant, "drops", drops_committed)
     return
+
 
 @app.cell
 def _():

@@ -60,35 +60,32 @@ def _(student_input):
 
 
 # Each problem's commitment as the ledger holds it, set by its commit cell only when it changes:
-# the submit and the HUD read this state, so a click on an answer re-runs only that problem's cells.
+# the submit and the HUD read this state and re-run only when a commitment changes.
 @app.cell
 def _():
     get_commitments, set_commitments = mo.state({})
     publish = problem_ui.publisher(set_commitments)
     return get_commitments, publish
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "weight_bytes")
-    return
+
+# Each problem: a cell with its heading, its answer field and its commit buttons; its commit cell,
+# which reads the answer through <problem>_answer, not the widget, so a click on an answer runs no
+# cell (a commit or a skip does); its solution, shown after the commit.
 
 
+# Problem 1
 @app.cell
 def _(variant):
     weight_bytes_question = problem_ui.widget(variant.questions["weight_bytes"])
-    weight_bytes_question
-    return (weight_bytes_question,)
-
-
-@app.cell
-def _():
+    weight_bytes_answer = problem_ui.answer_of(weight_bytes_question)
     weight_bytes_commit_buttons = ui.commit_buttons()
-    return (weight_bytes_commit_buttons,)
+    problem_ui.asked(CHAPTER, "weight_bytes", weight_bytes_question)
+    return weight_bytes_answer, weight_bytes_commit_buttons, weight_bytes_question
 
 
 @app.cell
-def _(held_now, identity, weight_bytes_commit_buttons, weight_bytes_question, publish, variant):
-    _row, weight_bytes_committed = ui.commit_prediction(identity, LAB, "weight_bytes", weight_bytes_question, weight_bytes_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, weight_bytes_answer, weight_bytes_commit_buttons, publish, variant):
+    _row, weight_bytes_committed = ui.commit_prediction(identity, LAB, "weight_bytes", weight_bytes_answer, weight_bytes_commit_buttons, variant=variant, held=held_now())
     publish("weight_bytes", weight_bytes_committed)
     _row
     return (weight_bytes_committed,)
@@ -100,28 +97,20 @@ def _(weight_bytes_committed, variant):
     problem_ui.solution(CHAPTER, variant, "weight_bytes", weight_bytes_committed)
     return
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "largest")
-    return
 
-
+# Problem 2
 @app.cell
 def _(variant):
     largest_question = problem_ui.widget(variant.questions["largest"])
-    largest_question
-    return (largest_question,)
-
-
-@app.cell
-def _():
+    largest_answer = problem_ui.answer_of(largest_question)
     largest_commit_buttons = ui.commit_buttons()
-    return (largest_commit_buttons,)
+    problem_ui.asked(CHAPTER, "largest", largest_question)
+    return largest_answer, largest_commit_buttons, largest_question
 
 
 @app.cell
-def _(held_now, identity, largest_commit_buttons, largest_question, publish, variant):
-    _row, largest_committed = ui.commit_prediction(identity, LAB, "largest", largest_question, largest_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, largest_answer, largest_commit_buttons, publish, variant):
+    _row, largest_committed = ui.commit_prediction(identity, LAB, "largest", largest_answer, largest_commit_buttons, variant=variant, held=held_now())
     publish("largest", largest_committed)
     _row
     return (largest_committed,)
@@ -133,28 +122,20 @@ def _(largest_committed, variant):
     problem_ui.solution(CHAPTER, variant, "largest", largest_committed)
     return
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "step_at_one")
-    return
 
-
+# Problem 3
 @app.cell
 def _(variant):
     step_at_one_question = problem_ui.widget(variant.questions["step_at_one"])
-    step_at_one_question
-    return (step_at_one_question,)
-
-
-@app.cell
-def _():
+    step_at_one_answer = problem_ui.answer_of(step_at_one_question)
     step_at_one_commit_buttons = ui.commit_buttons()
-    return (step_at_one_commit_buttons,)
+    problem_ui.asked(CHAPTER, "step_at_one", step_at_one_question)
+    return step_at_one_answer, step_at_one_commit_buttons, step_at_one_question
 
 
 @app.cell
-def _(held_now, identity, step_at_one_commit_buttons, step_at_one_question, publish, variant):
-    _row, step_at_one_committed = ui.commit_prediction(identity, LAB, "step_at_one", step_at_one_question, step_at_one_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, step_at_one_answer, step_at_one_commit_buttons, publish, variant):
+    _row, step_at_one_committed = ui.commit_prediction(identity, LAB, "step_at_one", step_at_one_answer, step_at_one_commit_buttons, variant=variant, held=held_now())
     publish("step_at_one", step_at_one_committed)
     _row
     return (step_at_one_committed,)
@@ -166,28 +147,20 @@ def _(step_at_one_committed, variant):
     problem_ui.solution(CHAPTER, variant, "step_at_one", step_at_one_committed)
     return
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "loss_scale")
-    return
 
-
+# Problem 4
 @app.cell
 def _(variant):
     loss_scale_question = problem_ui.widget(variant.questions["loss_scale"])
-    loss_scale_question
-    return (loss_scale_question,)
-
-
-@app.cell
-def _():
+    loss_scale_answer = problem_ui.answer_of(loss_scale_question)
     loss_scale_commit_buttons = ui.commit_buttons()
-    return (loss_scale_commit_buttons,)
+    problem_ui.asked(CHAPTER, "loss_scale", loss_scale_question)
+    return loss_scale_answer, loss_scale_commit_buttons, loss_scale_question
 
 
 @app.cell
-def _(held_now, identity, loss_scale_commit_buttons, loss_scale_question, publish, variant):
-    _row, loss_scale_committed = ui.commit_prediction(identity, LAB, "loss_scale", loss_scale_question, loss_scale_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, loss_scale_answer, loss_scale_commit_buttons, publish, variant):
+    _row, loss_scale_committed = ui.commit_prediction(identity, LAB, "loss_scale", loss_scale_answer, loss_scale_commit_buttons, variant=variant, held=held_now())
     publish("loss_scale", loss_scale_committed)
     _row
     return (loss_scale_committed,)
@@ -199,28 +172,20 @@ def _(loss_scale_committed, variant):
     problem_ui.solution(CHAPTER, variant, "loss_scale", loss_scale_committed)
     return
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "update_lost")
-    return
 
-
+# Problem 5
 @app.cell
 def _(variant):
     update_lost_question = problem_ui.widget(variant.questions["update_lost"])
-    update_lost_question
-    return (update_lost_question,)
-
-
-@app.cell
-def _():
+    update_lost_answer = problem_ui.answer_of(update_lost_question)
     update_lost_commit_buttons = ui.commit_buttons()
-    return (update_lost_commit_buttons,)
+    problem_ui.asked(CHAPTER, "update_lost", update_lost_question)
+    return update_lost_answer, update_lost_commit_buttons, update_lost_question
 
 
 @app.cell
-def _(held_now, identity, update_lost_commit_buttons, update_lost_question, publish, variant):
-    _row, update_lost_committed = ui.commit_prediction(identity, LAB, "update_lost", update_lost_question, update_lost_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, update_lost_answer, update_lost_commit_buttons, publish, variant):
+    _row, update_lost_committed = ui.commit_prediction(identity, LAB, "update_lost", update_lost_answer, update_lost_commit_buttons, variant=variant, held=held_now())
     publish("update_lost", update_lost_committed)
     _row
     return (update_lost_committed,)
@@ -232,28 +197,20 @@ def _(update_lost_committed, variant):
     problem_ui.solution(CHAPTER, variant, "update_lost", update_lost_committed)
     return
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "block_bytes")
-    return
 
-
+# Problem 6
 @app.cell
 def _(variant):
     block_bytes_question = problem_ui.widget(variant.questions["block_bytes"])
-    block_bytes_question
-    return (block_bytes_question,)
-
-
-@app.cell
-def _():
+    block_bytes_answer = problem_ui.answer_of(block_bytes_question)
     block_bytes_commit_buttons = ui.commit_buttons()
-    return (block_bytes_commit_buttons,)
+    problem_ui.asked(CHAPTER, "block_bytes", block_bytes_question)
+    return block_bytes_answer, block_bytes_commit_buttons, block_bytes_question
 
 
 @app.cell
-def _(held_now, identity, block_bytes_commit_buttons, block_bytes_question, publish, variant):
-    _row, block_bytes_committed = ui.commit_prediction(identity, LAB, "block_bytes", block_bytes_question, block_bytes_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, block_bytes_answer, block_bytes_commit_buttons, publish, variant):
+    _row, block_bytes_committed = ui.commit_prediction(identity, LAB, "block_bytes", block_bytes_answer, block_bytes_commit_buttons, variant=variant, held=held_now())
     publish("block_bytes", block_bytes_committed)
     _row
     return (block_bytes_committed,)
@@ -265,28 +222,20 @@ def _(block_bytes_committed, variant):
     problem_ui.solution(CHAPTER, variant, "block_bytes", block_bytes_committed)
     return
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "fp8_cache")
-    return
 
-
+# Problem 7
 @app.cell
 def _(variant):
     fp8_cache_question = problem_ui.widget(variant.questions["fp8_cache"])
-    fp8_cache_question
-    return (fp8_cache_question,)
-
-
-@app.cell
-def _():
+    fp8_cache_answer = problem_ui.answer_of(fp8_cache_question)
     fp8_cache_commit_buttons = ui.commit_buttons()
-    return (fp8_cache_commit_buttons,)
+    problem_ui.asked(CHAPTER, "fp8_cache", fp8_cache_question)
+    return fp8_cache_answer, fp8_cache_commit_buttons, fp8_cache_question
 
 
 @app.cell
-def _(held_now, identity, fp8_cache_commit_buttons, fp8_cache_question, publish, variant):
-    _row, fp8_cache_committed = ui.commit_prediction(identity, LAB, "fp8_cache", fp8_cache_question, fp8_cache_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, fp8_cache_answer, fp8_cache_commit_buttons, publish, variant):
+    _row, fp8_cache_committed = ui.commit_prediction(identity, LAB, "fp8_cache", fp8_cache_answer, fp8_cache_commit_buttons, variant=variant, held=held_now())
     publish("fp8_cache", fp8_cache_committed)
     _row
     return (fp8_cache_committed,)
@@ -297,6 +246,7 @@ def _(fp8_cache_committed, variant):
     ui.gate(fp8_cache_committed, held_note=True)
     problem_ui.solution(CHAPTER, variant, "fp8_cache", fp8_cache_committed)
     return
+
 
 @app.cell
 def _():

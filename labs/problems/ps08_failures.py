@@ -60,35 +60,32 @@ def _(student_input):
 
 
 # Each problem's commitment as the ledger holds it, set by its commit cell only when it changes:
-# the submit and the HUD read this state, so a click on an answer re-runs only that problem's cells.
+# the submit and the HUD read this state and re-run only when a commitment changes.
 @app.cell
 def _():
     get_commitments, set_commitments = mo.state({})
     publish = problem_ui.publisher(set_commitments)
     return get_commitments, publish
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "llama3_mtbf")
-    return
+
+# Each problem: a cell with its heading, its answer field and its commit buttons; its commit cell,
+# which reads the answer through <problem>_answer, not the widget, so a click on an answer runs no
+# cell (a commit or a skip does); its solution, shown after the commit.
 
 
+# Problem 1
 @app.cell
 def _(variant):
     llama3_mtbf_question = problem_ui.widget(variant.questions["llama3_mtbf"])
-    llama3_mtbf_question
-    return (llama3_mtbf_question,)
-
-
-@app.cell
-def _():
+    llama3_mtbf_answer = problem_ui.answer_of(llama3_mtbf_question)
     llama3_mtbf_commit_buttons = ui.commit_buttons()
-    return (llama3_mtbf_commit_buttons,)
+    problem_ui.asked(CHAPTER, "llama3_mtbf", llama3_mtbf_question)
+    return llama3_mtbf_answer, llama3_mtbf_commit_buttons, llama3_mtbf_question
 
 
 @app.cell
-def _(held_now, identity, llama3_mtbf_commit_buttons, llama3_mtbf_question, publish, variant):
-    _row, llama3_mtbf_committed = ui.commit_prediction(identity, LAB, "llama3_mtbf", llama3_mtbf_question, llama3_mtbf_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, llama3_mtbf_answer, llama3_mtbf_commit_buttons, publish, variant):
+    _row, llama3_mtbf_committed = ui.commit_prediction(identity, LAB, "llama3_mtbf", llama3_mtbf_answer, llama3_mtbf_commit_buttons, variant=variant, held=held_now())
     publish("llama3_mtbf", llama3_mtbf_committed)
     _row
     return (llama3_mtbf_committed,)
@@ -100,28 +97,20 @@ def _(llama3_mtbf_committed, variant):
     problem_ui.solution(CHAPTER, variant, "llama3_mtbf", llama3_mtbf_committed)
     return
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "components")
-    return
 
-
+# Problem 2
 @app.cell
 def _(variant):
     components_question = problem_ui.widget(variant.questions["components"])
-    components_question
-    return (components_question,)
-
-
-@app.cell
-def _():
+    components_answer = problem_ui.answer_of(components_question)
     components_commit_buttons = ui.commit_buttons()
-    return (components_commit_buttons,)
+    problem_ui.asked(CHAPTER, "components", components_question)
+    return components_answer, components_commit_buttons, components_question
 
 
 @app.cell
-def _(held_now, identity, components_commit_buttons, components_question, publish, variant):
-    _row, components_committed = ui.commit_prediction(identity, LAB, "components", components_question, components_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, components_answer, components_commit_buttons, publish, variant):
+    _row, components_committed = ui.commit_prediction(identity, LAB, "components", components_answer, components_commit_buttons, variant=variant, held=held_now())
     publish("components", components_committed)
     _row
     return (components_committed,)
@@ -133,28 +122,20 @@ def _(components_committed, variant):
     problem_ui.solution(CHAPTER, variant, "components", components_committed)
     return
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "interruptions")
-    return
 
-
+# Problem 3
 @app.cell
 def _(variant):
     interruptions_question = problem_ui.widget(variant.questions["interruptions"])
-    interruptions_question
-    return (interruptions_question,)
-
-
-@app.cell
-def _():
+    interruptions_answer = problem_ui.answer_of(interruptions_question)
     interruptions_commit_buttons = ui.commit_buttons()
-    return (interruptions_commit_buttons,)
+    problem_ui.asked(CHAPTER, "interruptions", interruptions_question)
+    return interruptions_answer, interruptions_commit_buttons, interruptions_question
 
 
 @app.cell
-def _(held_now, identity, interruptions_commit_buttons, interruptions_question, publish, variant):
-    _row, interruptions_committed = ui.commit_prediction(identity, LAB, "interruptions", interruptions_question, interruptions_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, interruptions_answer, interruptions_commit_buttons, publish, variant):
+    _row, interruptions_committed = ui.commit_prediction(identity, LAB, "interruptions", interruptions_answer, interruptions_commit_buttons, variant=variant, held=held_now())
     publish("interruptions", interruptions_committed)
     _row
     return (interruptions_committed,)
@@ -166,28 +147,20 @@ def _(interruptions_committed, variant):
     problem_ui.solution(CHAPTER, variant, "interruptions", interruptions_committed)
     return
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "checkpoint")
-    return
 
-
+# Problem 4
 @app.cell
 def _(variant):
     checkpoint_question = problem_ui.widget(variant.questions["checkpoint"])
-    checkpoint_question
-    return (checkpoint_question,)
-
-
-@app.cell
-def _():
+    checkpoint_answer = problem_ui.answer_of(checkpoint_question)
     checkpoint_commit_buttons = ui.commit_buttons()
-    return (checkpoint_commit_buttons,)
+    problem_ui.asked(CHAPTER, "checkpoint", checkpoint_question)
+    return checkpoint_answer, checkpoint_commit_buttons, checkpoint_question
 
 
 @app.cell
-def _(held_now, identity, checkpoint_commit_buttons, checkpoint_question, publish, variant):
-    _row, checkpoint_committed = ui.commit_prediction(identity, LAB, "checkpoint", checkpoint_question, checkpoint_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, checkpoint_answer, checkpoint_commit_buttons, publish, variant):
+    _row, checkpoint_committed = ui.commit_prediction(identity, LAB, "checkpoint", checkpoint_answer, checkpoint_commit_buttons, variant=variant, held=held_now())
     publish("checkpoint", checkpoint_committed)
     _row
     return (checkpoint_committed,)
@@ -199,28 +172,20 @@ def _(checkpoint_committed, variant):
     problem_ui.solution(CHAPTER, variant, "checkpoint", checkpoint_committed)
     return
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "young")
-    return
 
-
+# Problem 5
 @app.cell
 def _(variant):
     young_question = problem_ui.widget(variant.questions["young"])
-    young_question
-    return (young_question,)
-
-
-@app.cell
-def _():
+    young_answer = problem_ui.answer_of(young_question)
     young_commit_buttons = ui.commit_buttons()
-    return (young_commit_buttons,)
+    problem_ui.asked(CHAPTER, "young", young_question)
+    return young_answer, young_commit_buttons, young_question
 
 
 @app.cell
-def _(held_now, identity, young_commit_buttons, young_question, publish, variant):
-    _row, young_committed = ui.commit_prediction(identity, LAB, "young", young_question, young_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, young_answer, young_commit_buttons, publish, variant):
+    _row, young_committed = ui.commit_prediction(identity, LAB, "young", young_answer, young_commit_buttons, variant=variant, held=held_now())
     publish("young", young_committed)
     _row
     return (young_committed,)
@@ -232,28 +197,20 @@ def _(young_committed, variant):
     problem_ui.solution(CHAPTER, variant, "young", young_committed)
     return
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "lost")
-    return
 
-
+# Problem 6
 @app.cell
 def _(variant):
     lost_question = problem_ui.widget(variant.questions["lost"])
-    lost_question
-    return (lost_question,)
-
-
-@app.cell
-def _():
+    lost_answer = problem_ui.answer_of(lost_question)
     lost_commit_buttons = ui.commit_buttons()
-    return (lost_commit_buttons,)
+    problem_ui.asked(CHAPTER, "lost", lost_question)
+    return lost_answer, lost_commit_buttons, lost_question
 
 
 @app.cell
-def _(held_now, identity, lost_commit_buttons, lost_question, publish, variant):
-    _row, lost_committed = ui.commit_prediction(identity, LAB, "lost", lost_question, lost_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, lost_answer, lost_commit_buttons, publish, variant):
+    _row, lost_committed = ui.commit_prediction(identity, LAB, "lost", lost_answer, lost_commit_buttons, variant=variant, held=held_now())
     publish("lost", lost_committed)
     _row
     return (lost_committed,)
@@ -264,6 +221,7 @@ def _(lost_committed, variant):
     ui.gate(lost_committed, held_note=True)
     problem_ui.solution(CHAPTER, variant, "lost", lost_committed)
     return
+
 
 @app.cell
 def _():

@@ -60,35 +60,32 @@ def _(student_input):
 
 
 # Each problem's commitment as the ledger holds it, set by its commit cell only when it changes:
-# the submit and the HUD read this state, so a click on an answer re-runs only that problem's cells.
+# the submit and the HUD read this state and re-run only when a commitment changes.
 @app.cell
 def _():
     get_commitments, set_commitments = mo.state({})
     publish = problem_ui.publisher(set_commitments)
     return get_commitments, publish
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "intensity")
-    return
+
+# Each problem: a cell with its heading, its answer field and its commit buttons; its commit cell,
+# which reads the answer through <problem>_answer, not the widget, so a click on an answer runs no
+# cell (a commit or a skip does); its solution, shown after the commit.
 
 
+# Problem 1
 @app.cell
 def _(variant):
     intensity_question = problem_ui.widget(variant.questions["intensity"])
-    intensity_question
-    return (intensity_question,)
-
-
-@app.cell
-def _():
+    intensity_answer = problem_ui.answer_of(intensity_question)
     intensity_commit_buttons = ui.commit_buttons()
-    return (intensity_commit_buttons,)
+    problem_ui.asked(CHAPTER, "intensity", intensity_question)
+    return intensity_answer, intensity_commit_buttons, intensity_question
 
 
 @app.cell
-def _(held_now, identity, intensity_commit_buttons, intensity_question, publish, variant):
-    _row, intensity_committed = ui.commit_prediction(identity, LAB, "intensity", intensity_question, intensity_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, intensity_answer, intensity_commit_buttons, publish, variant):
+    _row, intensity_committed = ui.commit_prediction(identity, LAB, "intensity", intensity_answer, intensity_commit_buttons, variant=variant, held=held_now())
     publish("intensity", intensity_committed)
     _row
     return (intensity_committed,)
@@ -100,28 +97,20 @@ def _(intensity_committed, variant):
     problem_ui.solution(CHAPTER, variant, "intensity", intensity_committed)
     return
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "ridge")
-    return
 
-
+# Problem 2
 @app.cell
 def _(variant):
     ridge_question = problem_ui.widget(variant.questions["ridge"])
-    ridge_question
-    return (ridge_question,)
-
-
-@app.cell
-def _():
+    ridge_answer = problem_ui.answer_of(ridge_question)
     ridge_commit_buttons = ui.commit_buttons()
-    return (ridge_commit_buttons,)
+    problem_ui.asked(CHAPTER, "ridge", ridge_question)
+    return ridge_answer, ridge_commit_buttons, ridge_question
 
 
 @app.cell
-def _(held_now, identity, ridge_commit_buttons, ridge_question, publish, variant):
-    _row, ridge_committed = ui.commit_prediction(identity, LAB, "ridge", ridge_question, ridge_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, ridge_answer, ridge_commit_buttons, publish, variant):
+    _row, ridge_committed = ui.commit_prediction(identity, LAB, "ridge", ridge_answer, ridge_commit_buttons, variant=variant, held=held_now())
     publish("ridge", ridge_committed)
     _row
     return (ridge_committed,)
@@ -133,28 +122,20 @@ def _(ridge_committed, variant):
     problem_ui.solution(CHAPTER, variant, "ridge", ridge_committed)
     return
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "bound")
-    return
 
-
+# Problem 3
 @app.cell
 def _(variant):
     bound_question = problem_ui.widget(variant.questions["bound"])
-    bound_question
-    return (bound_question,)
-
-
-@app.cell
-def _():
+    bound_answer = problem_ui.answer_of(bound_question)
     bound_commit_buttons = ui.commit_buttons()
-    return (bound_commit_buttons,)
+    problem_ui.asked(CHAPTER, "bound", bound_question)
+    return bound_answer, bound_commit_buttons, bound_question
 
 
 @app.cell
-def _(held_now, identity, bound_commit_buttons, bound_question, publish, variant):
-    _row, bound_committed = ui.commit_prediction(identity, LAB, "bound", bound_question, bound_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, bound_answer, bound_commit_buttons, publish, variant):
+    _row, bound_committed = ui.commit_prediction(identity, LAB, "bound", bound_answer, bound_commit_buttons, variant=variant, held=held_now())
     publish("bound", bound_committed)
     _row
     return (bound_committed,)
@@ -166,28 +147,20 @@ def _(bound_committed, variant):
     problem_ui.solution(CHAPTER, variant, "bound", bound_committed)
     return
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "tp16")
-    return
 
-
+# Problem 4
 @app.cell
 def _(variant):
     tp16_question = problem_ui.widget(variant.questions["tp16"])
-    tp16_question
-    return (tp16_question,)
-
-
-@app.cell
-def _():
+    tp16_answer = problem_ui.answer_of(tp16_question)
     tp16_commit_buttons = ui.commit_buttons()
-    return (tp16_commit_buttons,)
+    problem_ui.asked(CHAPTER, "tp16", tp16_question)
+    return tp16_answer, tp16_commit_buttons, tp16_question
 
 
 @app.cell
-def _(held_now, identity, tp16_commit_buttons, tp16_question, publish, variant):
-    _row, tp16_committed = ui.commit_prediction(identity, LAB, "tp16", tp16_question, tp16_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, tp16_answer, tp16_commit_buttons, publish, variant):
+    _row, tp16_committed = ui.commit_prediction(identity, LAB, "tp16", tp16_answer, tp16_commit_buttons, variant=variant, held=held_now())
     publish("tp16", tp16_committed)
     _row
     return (tp16_committed,)
@@ -199,28 +172,20 @@ def _(tp16_committed, variant):
     problem_ui.solution(CHAPTER, variant, "tp16", tp16_committed)
     return
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "rails")
-    return
 
-
+# Problem 5
 @app.cell
 def _(variant):
     rails_question = problem_ui.widget(variant.questions["rails"])
-    rails_question
-    return (rails_question,)
-
-
-@app.cell
-def _():
+    rails_answer = problem_ui.answer_of(rails_question)
     rails_commit_buttons = ui.commit_buttons()
-    return (rails_commit_buttons,)
+    problem_ui.asked(CHAPTER, "rails", rails_question)
+    return rails_answer, rails_commit_buttons, rails_question
 
 
 @app.cell
-def _(held_now, identity, rails_commit_buttons, rails_question, publish, variant):
-    _row, rails_committed = ui.commit_prediction(identity, LAB, "rails", rails_question, rails_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, rails_answer, rails_commit_buttons, publish, variant):
+    _row, rails_committed = ui.commit_prediction(identity, LAB, "rails", rails_answer, rails_commit_buttons, variant=variant, held=held_now())
     publish("rails", rails_committed)
     _row
     return (rails_committed,)
@@ -232,28 +197,20 @@ def _(rails_committed, variant):
     problem_ui.solution(CHAPTER, variant, "rails", rails_committed)
     return
 
-@app.cell(hide_code=True)
-def _():
-    problem_ui.heading(CHAPTER, "ib_vs_nvlink")
-    return
 
-
+# Problem 6
 @app.cell
 def _(variant):
     ib_vs_nvlink_question = problem_ui.widget(variant.questions["ib_vs_nvlink"])
-    ib_vs_nvlink_question
-    return (ib_vs_nvlink_question,)
-
-
-@app.cell
-def _():
+    ib_vs_nvlink_answer = problem_ui.answer_of(ib_vs_nvlink_question)
     ib_vs_nvlink_commit_buttons = ui.commit_buttons()
-    return (ib_vs_nvlink_commit_buttons,)
+    problem_ui.asked(CHAPTER, "ib_vs_nvlink", ib_vs_nvlink_question)
+    return ib_vs_nvlink_answer, ib_vs_nvlink_commit_buttons, ib_vs_nvlink_question
 
 
 @app.cell
-def _(held_now, identity, ib_vs_nvlink_commit_buttons, ib_vs_nvlink_question, publish, variant):
-    _row, ib_vs_nvlink_committed = ui.commit_prediction(identity, LAB, "ib_vs_nvlink", ib_vs_nvlink_question, ib_vs_nvlink_commit_buttons, variant=variant, held=held_now())
+def _(held_now, identity, ib_vs_nvlink_answer, ib_vs_nvlink_commit_buttons, publish, variant):
+    _row, ib_vs_nvlink_committed = ui.commit_prediction(identity, LAB, "ib_vs_nvlink", ib_vs_nvlink_answer, ib_vs_nvlink_commit_buttons, variant=variant, held=held_now())
     publish("ib_vs_nvlink", ib_vs_nvlink_committed)
     _row
     return (ib_vs_nvlink_committed,)
@@ -264,6 +221,7 @@ def _(ib_vs_nvlink_committed, variant):
     ui.gate(ib_vs_nvlink_committed, held_note=True)
     problem_ui.solution(CHAPTER, variant, "ib_vs_nvlink", ib_vs_nvlink_committed)
     return
+
 
 @app.cell
 def _():
