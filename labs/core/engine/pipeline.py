@@ -356,43 +356,76 @@ def timeline(p: int, m: int, schedule: str = "1f1b", v: int = 1, costs: OpCosts 
     return _play(p, m, schedule, v, _check_costs(costs), group)
 
 
+def _interleave(fwd: np.ndarray, bwd: np.ndarray, warmup: int) -> np.ndarray:
+    """One stage's op order, as _stage_order lays it out: `warmup` forwards, then a forward and a
+    backward in turn, then the backwards left."""
+    total = len(fwd)
+    steady = np.empty(2 * (total - warmup), dtype=np.int64)
+    steady[0::2], steady[1::2] = fwd[warmup:], bwd[:total - warmup]
+    return np.concatenate([fwd[:warmup], steady, bwd[total - warmup:]])
+
+
+def _stage_codes(schedule: str, p: int, m: int, v: int, group: int | None = None) -> list[np.ndarray]:
+    """Per stage, _stage_order's ops coded (k m + i) v + chunk (k: 0 F, 1 B, 2 W), built with
+    numpy: the forward and backward tables are the same on every stage, only the warm-up differs.
+    Zero-bubble orders are coded from _stage_order's lists."""
+    if schedule in ZB_WARMUP:
+        index = {op: k for k, op in enumerate(OPS)}
+        return [np.array([(index[op] * m + i) * v + ch for op, i, ch in _stage_order(schedule, p, m, v, s, group)], dtype=np.int64) for s in range(p)]
+    if schedule == "interleaved":
+        n = p if group is None else group
+        table = np.array(schedule_table(m, v, n), dtype=np.int64).reshape(-1, 2)  # (micro-batch, chunk) in Megatron's order
+        fwd = table[:, 0] * v + table[:, 1]
+        bwd = (m + table[:, 0]) * v + (v - 1 - table[:, 1])  # the same table, chunks reversed
+        total = m * v
+        return [_interleave(fwd, bwd, min((p - s - 1) * 2 + (v - 1) * n, total)) for s in range(p)]
+    fwd = np.arange(m, dtype=np.int64) * v
+    bwd = (m + np.arange(m, dtype=np.int64)) * v
+    if schedule == "gpipe":
+        return [np.concatenate([fwd, bwd]) for _ in range(p)]
+    return [_interleave(fwd, bwd, min(p - s - 1, m)) for s in range(p)]
+
+
 def _play(p: int, m: int, schedule: str, v: int, c: OpCosts, group: int | None) -> Timeline:
     """timeline() on inputs already checked; raises RuntimeError when the order waits on itself."""
     # Durations of F, B, W: zero-bubble schedules split the backward into B (input gradients)
     # and W; the others run one backward of T_B + T_W, and v chunks share a stage's layers.
     durations = np.array([c.tf, c.tb, c.tw] if schedule in ZB_WARMUP else [c.tf / v, (c.tb + c.tw) / v, 0.0], dtype=np.float64)
-    # Ops are coded as whole numbers, and everything about an op but its start is worked out per
-    # stage in numpy before the play: the slot its end time goes to in `done` (k m V + i V + j for
-    # op kind k (F, B, W) of micro-batch i, j the virtual stage, chunk x p + stage), the slot of the
-    # op it waits for (-1: none), the message time it adds, its duration. The play itself is one
-    # tight loop over typed arrays, not dicts of tuples: the grader rebuilds a student's timeline
-    # at the engine's largest size (600k ops) in about a tenth of the memory.
+    # Ops are coded as whole numbers, and everything about an op but its start is worked out in
+    # numpy, every stage at once, before the play: the slot its end time goes to in `done`
+    # (k m V + i V + j for op kind k (F, B, W) of micro-batch i, j the virtual stage, chunk x p +
+    # stage), the slot of the op it waits for (-1: none), the message time it adds, its duration.
+    # The play itself is one tight loop over typed arrays, not dicts of tuples: the grader
+    # rebuilds a student's timeline at the engine's largest size (600k ops) in about a tenth of
+    # the memory. Stage s's ops are the flat arrays' offset[s] .. offset[s] + lengths[s].
     V = p * v
-    per_stage = []
-    for s in range(p):
-        code = np.array([(OPS.index(op) * m + i) * v + ch for op, i, ch in _stage_order(schedule, p, m, v, s, group)], dtype=np.int64)
-        k, rest = np.divmod(code, m * v)
-        i, ch = np.divmod(rest, v)
-        j = ch * p + s
-        dep = np.where(k == 0, np.where(j > 0, i * V + j - 1, -1),  # F waits for the previous virtual stage's F
-                       np.where(k == 1, np.where(j < V - 1, m * V + i * V + j + 1, i * V + j),  # B: the next stage's B, or its own F
-                                m * V + i * V + j))  # W: its own B
-        message = np.where((dep >= 0) & (dep % V != j), float(c.comm), 0.0)  # float64: read below as doubles
-        per_stage.append((k, i, ch, array("q", dep.tobytes()), array("q", (k * m * V + i * V + j).tobytes()),
-                          array("d", message.tobytes()), array("d", durations[k].tobytes())))
+    codes = _stage_codes(schedule, p, m, v, group)
+    lengths = [len(x) for x in codes]
+    code = np.concatenate(codes)
+    stage = np.repeat(np.arange(p, dtype=np.int64), lengths)
+    k, rest = np.divmod(code, m * v)
+    i, ch = np.divmod(rest, v)
+    j = ch * p + stage
+    dep = np.where(k == 0, np.where(j > 0, i * V + j - 1, -1),  # F waits for the previous virtual stage's F
+                   np.where(k == 1, np.where(j < V - 1, m * V + i * V + j + 1, i * V + j),  # B: the next stage's B, or its own F
+                            m * V + i * V + j))  # W: its own B
+    message = np.where((dep >= 0) & (dep % V != j), float(c.comm), 0.0)  # float64: read below as doubles
+    deps, slots = array("q", dep.tobytes()), array("q", (k * m * V + i * V + j).tobytes())
+    messages, durs = array("d", message.tobytes()), array("d", durations[k].tobytes())
     done = array("d", [-1.0]) * (3 * m * V)  # end time of each op, -1 until it has run
-    lengths = [len(x[0]) for x in per_stage]
-    starts = [array("d", bytes(8 * n)) for n in lengths]
-    free, cursor, segments = [0.0] * p, [0] * p, []  # segments: (stage, first op, past the last) in the order played
-    n, total = 0, sum(lengths)
+    total = len(code)
+    offset = np.r_[0, np.cumsum(lengths)[:-1]].tolist()
+    start = array("d", bytes(8 * total))
+    free, cursor, segments = [0.0] * p, list(offset), []  # segments: (stage, first op, past the last) in the order played
+    ends = [o + n for o, n in zip(offset, lengths)]
+    n = 0
     while n < total:
         progressed = False
         for s in range(p):
-            at, stop = cursor[s], lengths[s]
+            at, stop = cursor[s], ends[s]
             if at == stop:
                 continue
-            _, _, _, deps, slots, messages, durs = per_stage[s]
-            began, start = at, starts[s]
+            began = at
             t = free[s]
             while at < stop:
                 d = deps[at]
@@ -408,24 +441,21 @@ def _play(p: int, m: int, schedule: str, v: int, c: OpCosts, group: int | None) 
                 done[slots[at]] = t
                 at += 1
             if at > began:
-                segments.append((s, began, at))
+                segments.append((began, at))
                 free[s], cursor[s] = t, at
                 n += at - began
                 progressed = True
         if not progressed:
             raise RuntimeError(f"schedule {schedule!r} deadlocked at p={p}, m={m}, v={v}")
     # The rows in the order they were played: each segment's ops, stage by stage.
-    seg = np.array(segments, dtype=np.int64).reshape(-1, 3)
-    offset = np.r_[0, np.cumsum(lengths)[:-1]]
-    runs = seg[:, 2] - seg[:, 1]
-    order = np.repeat(offset[seg[:, 0]] + seg[:, 1] - np.r_[0, np.cumsum(runs)[:-1]], runs) + np.arange(total)
-    kind = np.concatenate([x[0] for x in per_stage])[order]
-    out_start = np.concatenate([np.frombuffer(x, dtype=float) for x in starts])[order]
+    seg = np.array(segments, dtype=np.int64).reshape(-1, 2)
+    runs = seg[:, 1] - seg[:, 0]
+    order = np.repeat(seg[:, 0] - np.r_[0, np.cumsum(runs)[:-1]], runs) + np.arange(total)
+    kind = k[order]
+    out_start = np.frombuffer(start, dtype=float)[order]
     out_end = out_start + durations[kind]
-    out_stage = np.repeat(np.arange(p, dtype=np.int32), lengths)[order]
-    out_mb = np.concatenate([x[1] for x in per_stage]).astype(np.int32)[order]
-    out_chunk = np.concatenate([x[2] for x in per_stage]).astype(np.int32)[order]
-    return Timeline(p, m, v, schedule, c, out_stage, out_mb, out_chunk, np.array(OPS)[kind], out_start, out_end, group)
+    return Timeline(p, m, v, schedule, c, stage.astype(np.int32)[order], i.astype(np.int32)[order], ch.astype(np.int32)[order], np.array(OPS)[kind],
+                    out_start, out_end, group)
 
 
 def op_costs_from_shape(hidden: int, heads: int, seq_len: int, micro_batch: int, layers: float = 1, gpu: str = "a100-sxm-80gb",
