@@ -530,6 +530,13 @@ def culprit_axis(h: Hang) -> str:
     return PG_AXES[int(p.axis[min(pos, len(p) - 1)])]
 
 
+def watchdog_rank(h: Hang) -> int:
+    """The waiting peer whose watchdog log_lines() prints: the first member of the culprit's group,
+    other than the faulty rank, that waits in a call."""
+    axis, f = culprit_axis(h), h.fault.rank
+    return int(next(r for r in h.job.members(axis, int(h.job.group_ids[axis][f])) if r != f and h.waiting(r) is not None))
+
+
 def log_lines(h: Hang) -> list[str]:
     """NCCL_DEBUG=INFO lines from the faulty rank's start-up (its communicators, rings and
     transports), the fault's own lines, the watchdog's timeout message on a waiting rank and the
@@ -560,9 +567,7 @@ def log_lines(h: Hang) -> list[str]:
         lines.append(f"{host} kernel: NVRM: Xid (PCI:0000:{local:02x}:00): 79, pid={4000 + local}, GPU has fallen off the bus.")
     elif kind == "dataloader_stall":
         lines.append(f"py-spy dump --pid {4000 + local} ({host}): Thread MainThread: __next__ (torch/utils/data/dataloader.py) <- train_step")
-    axis = culprit_axis(h)
-    group = int(j.group_ids[axis][f])
-    waiter = int(next(r for r in j.members(axis, group) if r != f and h.waiting(r) is not None))
+    waiter = watchdog_rank(h)
     c = h.waiting(waiter)
     seq = h.base(c.axis) + int(h.window.seq[h.pos[waiter]]) + 1
     numel = int(c.nbytes / (LOSS_BYTES if c.axis == "world" else BYTES))
@@ -603,27 +608,39 @@ def ring_pacing(j: Job, slow_fraction: float) -> float:
     check_positive("slow_fraction", slow_fraction, maximum=1.0)
     p = j.plan
     u = next(u for u in j.est.collectives if u.key == "dp_reduce")
-    nbytes = u.sent_bytes / u.calls * (p.dp * p.cp) / (p.dp * p.cp - 1)
+    return _ring_pacing(j.cluster, p, u.sent_bytes / u.calls * (p.dp * p.cp) / (p.dp * p.cp - 1), slow_fraction)
+
+
+@lru_cache(maxsize=16)  # a class draws two NIC speeds on one job: two pairs of group costs, not two a student
+def _ring_pacing(cluster: Cluster, p: Plan, nbytes: float, slow_fraction: float) -> float:
     stride = p.tp if p.rank_order == RANK_ORDERS[0] else 1
-    healthy = group_cost("reduce_scatter", nbytes, j.cluster, p.dp * p.cp, stride, "ring")
-    slow = replace(j.cluster, inter=replace(j.cluster.inter, efficiency=j.cluster.inter.efficiency * slow_fraction))
+    healthy = group_cost("reduce_scatter", nbytes, cluster, p.dp * p.cp, stride, "ring")
+    slow = replace(cluster, inter=replace(cluster.inter, efficiency=cluster.inter.efficiency * slow_fraction))
     return group_cost("reduce_scatter", nbytes, slow, p.dp * p.cp, stride, "ring").total_s / healthy.total_s
 
 
 def throttle_factor(j: Job, power_limit_w: float) -> float:
     """A GPU capped at `power_limit_w` (thermal throttling pulls the clock as a lower limit does):
     its compute time over the healthy one's, from the engine's clock-vs-power curve."""
-    slow = replace(j.cluster, gpu=j.cluster.gpu.at_power_limit(power_limit_w))
-    return estimate(j.model, slow, j.plan).time.compute / j.est.time.compute
+    return _throttled_compute_s(j.model, j.cluster, j.plan, power_limit_w) / j.est.time.compute
+
+
+@lru_cache(maxsize=16)  # a class draws two power limits on one job: two estimates, not one a student
+def _throttled_compute_s(model: Model, cluster: Cluster, plan: Plan, power_limit_w: float) -> float:
+    return estimate(model, replace(cluster, gpu=cluster.gpu.at_power_limit(power_limit_w)), plan).time.compute
 
 
 def checkpoint_write_s(j: Job, storage_fraction: float = 1.0) -> float:
     """One GPU's sharded checkpoint write on Llama 3's file system, its node at
     `storage_fraction` of its share (reliability.checkpoint_cost)."""
     check_positive("storage_fraction", storage_fraction, maximum=1.0)
-    p = j.plan
-    size = checkpoint_size(j.model, p.tp, p.pp, p.dp * p.cp, p.zero_stage)
-    return checkpoint_cost(size, "sharded", LLAMA3_STORAGE_SUSTAINED, j.cluster).stall_s / storage_fraction
+    return _sharded_write_s(j.model, j.cluster, j.plan) / storage_fraction
+
+
+@lru_cache(maxsize=16)  # one job's write, asked once a slow job's timings (a student)
+def _sharded_write_s(model: Model, cluster: Cluster, p: Plan) -> float:
+    size = checkpoint_size(model, p.tp, p.pp, p.dp * p.cp, p.zero_stage)
+    return checkpoint_cost(size, "sharded", LLAMA3_STORAGE_SUSTAINED, cluster).stall_s
 
 
 @lru_cache(maxsize=4)
@@ -639,14 +656,10 @@ def _jitter_field(steps: int, ranks: int) -> np.ndarray:
     return field
 
 
-def slow_timings(j: Job, fault: Fault, steps: int = 40, seed: int = 0, checkpoint_every: int = 10) -> Timings:
-    """`steps` steps of per-rank timings with `fault` (a SLOW_FAULTS kind; magnitude: the power
-    limit in W, the NIC's fraction of its speed, the layers moved onto the rank's stage, the host's
-    extra share of compute time, the node's fraction of its storage bandwidth) and seeded noise."""
-    _check_fault(j, fault, SLOW_FAULTS)
-    check_positive("steps", steps, integer=True, maximum=1000)
-    check_positive("seed", seed, integer=True, allow_zero=True)
-    check_positive("checkpoint_every", checkpoint_every, integer=True, maximum=1000)
+def _slow_rates(j: Job, fault: Fault, checkpoint_every: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]:
+    """Per rank, before the noise: its compute, exposed DP communication and checkpoint write with
+    `fault` (slow_timings); the faulty rank's node; the ranks the fault sets apart (every other
+    rank has the same three times); the healthy job's step time."""
     t, n, f = j.est.time, j.ranks, fault.rank
     compute = np.full(n, t.compute + t.tp_comm + t.bubble)
     dp = np.full(n, t.dp_comm)
@@ -654,34 +667,169 @@ def slow_timings(j: Job, fault: Fault, steps: int = 40, seed: int = 0, checkpoin
     ckpt = np.full(n, healthy_write_s)
     node = np.flatnonzero(np.arange(n) // j.cluster.gpus_per_node == j.node(f))
     kind, mag = fault.kind, fault.magnitude
+    apart = node
     if kind == "throttled_gpu":
         compute[f] = (t.compute * throttle_factor(j, mag)) + t.tp_comm + t.bubble
+        apart = np.array([f])
     elif kind == "slow_nic":
-        ring = j.members("dp", int(j.group_ids["dp"][f]))
+        apart = ring = j.members("dp", int(j.group_ids["dp"][f]))
         wire = sum(u.wire_s for u in j.est.collectives if u.key == "dp_reduce")
         dp[ring] = t.dp_comm + wire * (ring_pacing(j, mag) - 1)
     elif kind == "unbalanced_stage":
         per_stage = j.model.layers / j.plan.pp
         stage = j.coords[:, 3] == j.coords[f, 3]
+        apart = np.flatnonzero(stage)
         compute[stage] = t.compute * (per_stage + mag) / per_stage + t.tp_comm + t.bubble
         compute[~stage] = t.compute * (per_stage - mag / (j.plan.pp - 1)) / per_stage + t.tp_comm + t.bubble
     elif kind == "host_contention":
         compute[node] = compute[node] * (1 + mag)
     elif kind == "slow_storage":
         ckpt[node] = checkpoint_write_s(j, mag)
+    healthy = t.compute + t.tp_comm + t.bubble + t.pp_comm + t.dp_comm + t.optimizer + healthy_write_s / checkpoint_every
+    return compute, dp, ckpt, node, apart, healthy
+
+
+def _check_slow(j: Job, fault: Fault, steps: int, seed: int, checkpoint_every: int) -> None:
+    _check_fault(j, fault, SLOW_FAULTS)
+    check_positive("steps", steps, integer=True, maximum=1000)
+    check_positive("seed", seed, integer=True, allow_zero=True)
+    check_positive("checkpoint_every", checkpoint_every, integer=True, maximum=1000)
+
+
+def _checkpoint_steps(steps: int, checkpoint_every: int) -> np.ndarray:
+    return np.flatnonzero((np.arange(steps) % checkpoint_every) == checkpoint_every - 1)
+
+
+def _host_noise(jitter: np.ndarray) -> np.ndarray:
+    """The host's wider jitter from the same draws, exp(HOST_NOISE * NOISE * z): a factor on its ranks' noise."""
+    return jitter ** (HOST_NOISE - 1)
+
+
+def slow_timings(j: Job, fault: Fault, steps: int = 40, seed: int = 0, checkpoint_every: int = 10) -> Timings:
+    """`steps` steps of per-rank timings with `fault` (a SLOW_FAULTS kind; magnitude: the power
+    limit in W, the NIC's fraction of its speed, the layers moved onto the rank's stage, the host's
+    extra share of compute time, the node's fraction of its storage bandwidth) and seeded noise."""
+    _check_slow(j, fault, steps, seed, checkpoint_every)
+    t, n = j.est.time, j.ranks
+    compute, dp, ckpt, node, _, healthy = _slow_rates(j, fault, checkpoint_every)
     first, rank = seed % steps, seed % n
     jitter = _jitter_field(steps, n)[:, first:first + steps, rank:rank + n]  # this seed's view of the one field
-    at_checkpoint = np.flatnonzero((np.arange(steps) % checkpoint_every) == checkpoint_every - 1)
+    at_checkpoint = _checkpoint_steps(steps, checkpoint_every)
     compute_s, dp_s, ckpt_s = compute * jitter[0], dp * jitter[1], np.zeros((steps, n))
     ckpt_s[at_checkpoint] = ckpt * jitter[2][at_checkpoint]
-    if kind == "host_contention":  # the host's wider jitter from the same draws: exp(HOST_NOISE * NOISE * z)
-        wider = jitter[:, :, node] ** (HOST_NOISE - 1)
+    if fault.kind == "host_contention":
+        wider = _host_noise(jitter[:, :, node])
         compute_s[:, node] *= wider[0]
         dp_s[:, node] *= wider[1]
         ckpt_s[at_checkpoint[:, None], node] *= wider[2][at_checkpoint]
-    healthy = t.compute + t.tp_comm + t.bubble + t.pp_comm + t.dp_comm + t.optimizer + healthy_write_s / checkpoint_every
     step_s = compute_s.max(axis=1) + dp_s.max(axis=1) + t.pp_comm + t.optimizer + ckpt_s.max(axis=1)
     return Timings(compute_s, dp_s, ckpt_s, step_s, healthy)
+
+
+@dataclass(frozen=True)
+class RankStats:
+    """A slow job's timings summed up: per rank the mean over the steps of its compute and exposed
+    DP time and its largest checkpoint write; per step the job's step time."""
+
+    compute_mean_s: np.ndarray
+    dp_comm_mean_s: np.ndarray
+    checkpoint_max_s: np.ndarray
+    step_s: np.ndarray
+    healthy_step_s: float
+
+    @property
+    def slowdown(self) -> float:
+        return float(self.step_s.mean() / self.healthy_step_s)
+
+
+def rank_stats(t: Timings) -> RankStats:
+    return RankStats(t.compute_s.mean(axis=0), t.dp_comm_s.mean(axis=0), t.checkpoint_s.max(axis=0), t.step_s, t.healthy_step_s)
+
+
+TOP_KEPT = 32  # per step of the noise field, its largest draws kept in order (slow_stats' step maxima)
+
+
+@lru_cache(maxsize=4)
+def _field_top(steps: int, ranks: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per quantity and step of the noise field (its first steps x ranks), the columns of its
+    TOP_KEPT largest draws, largest first, and those draws."""
+    field = _jitter_field(steps, ranks)[:, :steps, :ranks]
+    kept = min(TOP_KEPT, ranks)
+    cols = np.argpartition(field, ranks - kept, axis=2)[:, :, ranks - kept:]
+    cols = np.take_along_axis(cols, np.argsort(-np.take_along_axis(field, cols, axis=2), axis=2, kind="stable"), axis=2)
+    return cols, np.take_along_axis(field, cols, axis=2)
+
+
+@lru_cache(maxsize=192)  # per step offset (40) and the job's usual compute or DP time: a class's students share them
+def _column_means(steps: int, ranks: int, quantity: int, first: int, value: float) -> np.ndarray:
+    """The mean over the steps of `value` times the noise, per column of the field (its order, not a
+    seed's): slow_timings' own product and mean, each column summed in step order."""
+    return (np.full(ranks, value) * _jitter_field(steps, ranks)[quantity, first:first + steps, :ranks]).mean(axis=0)
+
+
+def _step_max_outside(steps: int, ranks: int, first: int, rank: int, outside: np.ndarray) -> np.ndarray:
+    """Per quantity and step of a seed's view (its first step and rank), the largest draw among the
+    ranks not `outside`: of the field's largest draws in order, the first such rank's."""
+    cols, top = _field_top(steps, ranks)
+    rows = (first + np.arange(steps)) % steps
+    ok = ~outside[(cols[:, rows] - rank) % ranks]
+    pick = ok.argmax(axis=2)[..., None]
+    out = np.take_along_axis(top[:, rows], pick, axis=2)[..., 0]
+    missed = ~np.take_along_axis(ok, pick, axis=2)[..., 0]
+    if missed.any():  # every kept draw of a step is outside: read the step
+        view = _jitter_field(steps, ranks)[:, first:first + steps, rank:rank + ranks][:, :, ~outside]
+        out[missed] = view.max(axis=2)[missed]
+    return out
+
+
+def slow_stats(j: Job, fault: Fault, steps: int = 40, seed: int = 0, checkpoint_every: int = 10) -> RankStats:
+    """rank_stats(slow_timings(...)), the same numbers to the bit, without the steps x ranks arrays
+    (the grader asks one a student). The ranks the fault leaves alike share one compute, DP and
+    checkpoint time: their means come from a per-column table of the noise field shared across
+    seeds, their step maxima from the field's largest draws (a positive factor keeps the order of
+    rounded products). The ranks set apart, and the contended host's, are computed as slow_timings
+    computes them, their means summed in step order as NumPy sums the steps x ranks array (a
+    stage set apart is read off slow_timings itself)."""
+    _check_slow(j, fault, steps, seed, checkpoint_every)
+    t, n = j.est.time, j.ranks
+    compute, dp, ckpt, node, apart, healthy = _slow_rates(j, fault, checkpoint_every)
+    first, rank = seed % steps, seed % n
+    field = _jitter_field(steps, n)
+    at = _checkpoint_steps(steps, checkpoint_every)
+    outside = np.zeros(n, dtype=bool)
+    outside[apart] = True
+    outside[node] = True
+    special = np.flatnonzero(outside)
+    if len(special) > n // 8:  # a whole stage apart: the arrays cost less than the columns picked out
+        return rank_stats(slow_timings(j, fault, steps, seed, checkpoint_every))
+    alike = int(np.argmin(outside))  # a rank the fault leaves alone (every rank when none is)
+    jitter = field[:, first:first + steps][:, :, special + rank]  # the others' draws, as slow_timings reads them
+    compute_s, dp_s, ckpt_s = compute[special] * jitter[0], dp[special] * jitter[1], np.zeros((steps, len(special)))
+    ckpt_s[at] = ckpt[special] * jitter[2][at]
+    if fault.kind == "host_contention":
+        wider = _host_noise(field[:, first:first + steps][:, :, node + rank])
+        cols = np.searchsorted(special, node)
+        compute_s[:, cols] *= wider[0]
+        dp_s[:, cols] *= wider[1]
+        ckpt_s[at[:, None], cols] *= wider[2][at]
+    blocks, usual = (compute_s, dp_s, ckpt_s), (compute[alike:alike + 1], dp[alike:alike + 1], ckpt[alike:alike + 1])
+    means = []
+    for quantity in (0, 1):
+        out = np.roll(_column_means(steps, n, quantity, first, float(usual[quantity][0])), -rank)
+        out[special] = np.add.accumulate(blocks[quantity], axis=0)[-1] / steps  # in step order, one column or many
+        means.append(out)
+    ckpt_max = usual[2] * field[2, first + at, rank:rank + n].max(axis=0) if len(at) else np.zeros(n)
+    ckpt_max[special] = ckpt_s.max(axis=0)
+    if len(special) < n:
+        top = _step_max_outside(steps, n, first, rank, outside)
+        on_checkpoint = np.zeros(steps, dtype=bool)
+        on_checkpoint[at] = True
+        most = [usual[0] * top[0], usual[1] * top[1], np.where(on_checkpoint, usual[2] * top[2], 0.0)]
+        step_max = [np.maximum(m, b.max(axis=1)) if len(special) else m for m, b in zip(most, blocks)]
+    else:
+        step_max = [b.max(axis=1) for b in blocks]
+    step_s = step_max[0] + step_max[1] + t.pp_comm + t.optimizer + step_max[2]
+    return RankStats(means[0], means[1], ckpt_max, step_s, healthy)
 
 
 def outliers(values: np.ndarray, gid: np.ndarray) -> np.ndarray:
@@ -689,8 +837,9 @@ def outliers(values: np.ndarray, gid: np.ndarray) -> np.ndarray:
     values = np.asarray(values, dtype=float)
     size = np.bincount(gid)
     if size.min() == size.max():  # a job's groups of one kind are all one size: each group a row, sorted
-        ranked = np.sort(values[np.argsort(gid, kind="stable")].reshape(len(size), -1), axis=1)
-        c = ranked.shape[1]
+        c = int(size[0])
+        middle = sorted({(c - 1) // 2, c // 2})  # the median's one or two order statistics: a partition finds them as a sort would
+        ranked = np.partition(values[np.argsort(gid, kind="stable")].reshape(len(size), -1), middle, axis=1)
         return values / ((ranked[:, (c - 1) // 2] + ranked[:, c // 2]) / 2)[gid]
     order = np.lexsort((values, gid))  # by group, each group's values ascending
     groups, first, counts = np.unique(gid[order], return_index=True, return_counts=True)
@@ -729,5 +878,5 @@ def best_timeout(settings_s, gpus: int, restart_s: float, healthy_wait_s: float,
 __all__ = [
     "Call", "DEFAULT_TIMEOUT_S", "Fault", "HANG_FAULTS", "HEARTBEAT_TIMEOUT_S", "Hang", "Job", "PG_AXES", "PG_DESC", "SLOW_FAULTS", "Timings",
     "best_timeout", "checkpoint_write_s", "culprit_axis", "fault_site", "flight_record", "hang", "hangs_per_month", "job", "log_lines", "outliers", "pg_name",
-    "ring_pacing", "slow_timings", "throttle_factor", "timeout_loss",
+    "RankStats", "rank_stats", "ring_pacing", "slow_stats", "slow_timings", "throttle_factor", "timeout_loss", "watchdog_rank",
 ]

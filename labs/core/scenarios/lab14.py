@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+import numpy as np
+
 from labs.core.engine import debugging as dbg
 from labs.core.engine.hardware import Cluster
 from labs.core.engine.models import Model
@@ -76,10 +78,7 @@ def group_label(j: dbg.Job, axis: str, group: int) -> str:
     return f"{AXIS_LABELS[axis]} {dbg.pg_name(j, axis, group)} ({dbg.PG_DESC[axis]})"
 
 
-def watchdog_rank(h: dbg.Hang) -> int:
-    """The rank whose watchdog message log_lines() prints (one of the waiting peers)."""
-    line = next(x for x in dbg.log_lines(h) if "Watchdog caught" in x)
-    return int(line.split("]")[0].removeprefix("[rank"))
+watchdog_rank = dbg.watchdog_rank  # the rank whose watchdog message the log prints (the notebook opens its dump first)
 
 
 def culprit_options(h: dbg.Hang) -> tuple[Option, ...]:
@@ -185,20 +184,29 @@ def check_inputs(inputs: dict) -> None:
     check_positive("threshold_pct", inputs.get("threshold_pct"), maximum=100)
 
 
-def flagged(timings: dbg.Timings, j: dbg.Job, group: str, threshold_pct: float) -> list[int]:
+def flagged(timings: dbg.Timings | dbg.RankStats, j: dbg.Job, group: str, threshold_pct: float) -> list[int]:
     """Ranks whose mean compute or DP time is more than threshold_pct above their group's median."""
+    stats = dbg.rank_stats(timings) if isinstance(timings, dbg.Timings) else timings
     gid = j.group_ids[group]
-    out = set()
-    for values in (timings.compute_s.mean(axis=0), timings.dp_comm_s.mean(axis=0), timings.checkpoint_s.max(axis=0)):
+    out = np.zeros(j.ranks, dtype=bool)
+    for values in (stats.compute_mean_s, stats.dp_comm_mean_s, stats.checkpoint_max_s):
         if values.max() > 0:
-            ratio = dbg.outliers(values, gid)
-            out |= set(int(r) for r in (ratio > 1 + threshold_pct / 100).nonzero()[0])
-    return sorted(out)
+            out |= dbg.outliers(values, gid) > 1 + threshold_pct / 100
+    return np.flatnonzero(out).tolist()
 
 
 def slow_of(settings: dict) -> dbg.Timings:
     j = run_job(int(settings["step"]))
-    return dbg.slow_timings(j, dbg.Fault(settings["slow"], int(settings["slow_rank"]), 0, float(settings["slow_magnitude"])), seed=int(settings["slow_rank"]))
+    return dbg.slow_timings(j, slow_fault(settings), seed=int(settings["slow_rank"]))
+
+
+def slow_stats_of(settings: dict) -> dbg.RankStats:
+    """rank_stats(slow_of(settings)), bit for bit, without its steps x ranks arrays: what the grader reads."""
+    return dbg.slow_stats(run_job(int(settings["step"])), slow_fault(settings), seed=int(settings["slow_rank"]))
+
+
+def slow_fault(settings: dict) -> dbg.Fault:
+    return dbg.Fault(settings["slow"], int(settings["slow_rank"]), 0, float(settings["slow_magnitude"]))
 
 
 def diagnosis_outcomes(inputs: dict, predictions: dict, variant=None) -> dict:
@@ -209,7 +217,7 @@ def diagnosis_outcomes(inputs: dict, predictions: dict, variant=None) -> dict:
     h = variant_hang(s)
     rank, axis, group = culprit(h)
     facts = timeout_facts(float(s["storage_gbps"]), float(s["checkpoint_min"]))
-    t = slow_of(s)
+    t = slow_stats_of(s)
     never = lambda a: False  # noqa: E731
     return {
         "culprit_rank": rank, "culprit_group": dbg.pg_name(h.job, axis, group), "fault": s["hang"],
