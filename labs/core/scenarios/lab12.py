@@ -65,9 +65,14 @@ def check_settings(settings: dict | None) -> dict:
     return v
 
 
-def draw_settings(d) -> dict:
+def draw_gradient_sample(d) -> dict:
+    """The gradient sample's range and seed (every edition)."""
     return {"grad_low_exp": d.choice("grad_low_exp", LOW_EXPS), "grad_high_exp": d.choice("grad_high_exp", HIGH_EXPS),
-            "sample_seed": d.choice("sample_seed", SAMPLE_SEEDS), "fp8_case": d.choice("fp8_case", sorted(FP8_CASES_V1))}
+            "sample_seed": d.choice("sample_seed", SAMPLE_SEEDS)}
+
+
+def draw_settings(d) -> dict:
+    return {**draw_gradient_sample(d), "fp8_case": d.choice("fp8_case", sorted(FP8_CASES_V1))}
 
 
 # ---- formats on real numbers --------------------------------------------------------------------------
@@ -531,7 +536,10 @@ def build_questions_v2(settings: dict) -> dict:
 
 # ---- the third edition (review 38bda0b, P9): the FP8 question drawn over four cases, right within 0.05 --
 def draw_settings_v3(d) -> dict:
-    return {**draw_settings_v2(d), "fp8_case": d.choice("fp8_case_v3", sorted(FP8_CASES))}
+    """Edition 2's picks with the FP8 case drawn over four cases (its own pick, not edition 2's
+    overwritten: each pick hashes its own name, so every id's settings are the same)."""
+    case, flash = d.choice("recompute_setup", RECOMPUTE_SETUPS_V2)
+    return {**draw_gradient_sample(d), "fp8_case": d.choice("fp8_case_v3", sorted(FP8_CASES)), "recompute_case": case, "recompute_flash": flash}
 
 
 def build_questions_v3(settings: dict) -> dict:
