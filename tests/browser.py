@@ -103,20 +103,42 @@ def marimo_run(lab: str, env: dict | None = None, timeout: float = 90.0, args: l
 # Counts marimo's "completed-run" messages (the kernel sends one when it has finished a command,
 # such as a widget's new value; a test waits for the count to rise instead of for time), with the
 # time of the last, and the cells it starts running (benchmarks/bench_browser.py reads both).
+# __kernelIdle: the last command has finished (its "completed-run" came after every cell it queued);
+# a cell queued or running makes it false until the next "completed-run".
 COUNT_RUNS = """() => {
   window.__kernelRuns = 0;
+  window.__kernelIdle = false;
   const Native = window.WebSocket;
   window.WebSocket = class extends Native {
     constructor(...args) {
       super(...args);
       this.addEventListener('message', e => {
         if (typeof e.data !== 'string') return;
-        if (e.data.includes('"completed-run"')) { window.__kernelRuns++; window.__kernelRunAt = performance.now(); }
+        if (e.data.includes('"completed-run"')) { window.__kernelRuns++; window.__kernelRunAt = performance.now(); window.__kernelIdle = true; }
         if (e.data.includes('"cell-op"') && e.data.includes('"status":"running"')) window.__kernelCells = (window.__kernelCells || 0) + 1;
+        if (e.data.includes('"cell-op"') && (e.data.includes('"status":"running"') || e.data.includes('"status":"queued"'))) window.__kernelIdle = false;
       });
     }
   };
 }"""
+
+# The page has drawn all the kernel has sent: the kernel is idle, no cell's output is loading or
+# stale, and React's render of the last messages (a task marimo's handler queued before this
+# one: a MessageChannel message and a frame later) has run; checked again after it.
+DRAWN = """async () => {
+  const settled = () => window.__kernelIdle && !document.querySelector('.marimo-output-loading, .marimo-output-stale');
+  if (!settled()) return false;
+  await new Promise(done => { const channel = new MessageChannel(); channel.port1.onmessage = done; channel.port2.postMessage(0); });
+  await new Promise(done => requestAnimationFrame(() => setTimeout(done, 0)));
+  return settled();
+}"""
+
+
+def wait_drawn(page, timeout: float = 120_000) -> None:
+    """Wait until the page has drawn the kernel's last command (DRAWN). Call it once the page
+    shows something of the command awaited (a text its cells write, a count of runs risen past
+    one made before the command): before the command starts, the kernel is idle too."""
+    page.wait_for_function(DRAWN, timeout=timeout)
 
 
 def watch_kernel(page) -> None:

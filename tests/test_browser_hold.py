@@ -15,7 +15,7 @@ import time
 import marimo as mo
 import pytest
 
-from browser import answer, browser_page, kernel_runs, marimo_run, sign_in
+from browser import answer, browser_page, marimo_run, sign_in, wait_drawn
 from labs.core import lecture
 from labs.variants import variant
 from test_lecture_hold import HELD_NOTE, LABS, app_of, numbers, questions_of, reveal_line, squeeze, tokens, typed, visible
@@ -77,7 +77,7 @@ def wait_until(page, test, what: str, timeout: float = 45.0) -> str:
             return text
         if time.time() > deadline:
             raise AssertionError(f"waited {timeout:.0f} s for {what}")
-        page.wait_for_timeout(400)
+        page.wait_for_timeout(200)
 
 
 @pytest.mark.parametrize("lab", ["05_parallelism", "06_zero_sweep", "12_precision_and_memory"])
@@ -104,11 +104,9 @@ def test_every_question_held_in_turn_shows_nothing_until_released(lab, tmp_path,
                 numeric += 1
             else:
                 answer(page, q)
-            before = kernel_runs(page)
             page.get_by_role("button", name="Commit my prediction").nth(i).click()
-            page.wait_for_function(f"() => (window.__kernelRuns || 0) > {before}", timeout=120_000)  # the kernel has run every cell the commit reaches
-            wait_until(page, lambda t: HELD_NOTE in t and "Committed" in t, f"{key}'s hold note")
-            page.wait_for_timeout(2000)  # and the page has drawn them
+            wait_until(page, lambda t: HELD_NOTE in t and "Committed" in t, f"{key}'s hold note")  # the commit's run has begun
+            wait_drawn(page)  # and the page has drawn every cell it reaches
             held = deep_page(page)
             assert HELD_NOTE in held
             leaked = sorted(opened[i] & tokens(held))
@@ -117,8 +115,8 @@ def test_every_question_held_in_turn_shows_nothing_until_released(lab, tmp_path,
 
             lecture.release(lab, key, path=folder)  # the lab polls every 3 s: no reload
             line = reveal_line(q)
-            released = wait_until(page, lambda t: HELD_NOTE not in t and (line in squeeze(t) if line else "✔" in t), f"{key}'s reveal after the release")
-            page.wait_for_timeout(1500)
+            wait_until(page, lambda t: HELD_NOTE not in t and (line in squeeze(t) if line else "✔" in t), f"{key}'s reveal after the release")
+            wait_drawn(page)  # every cell the release opens drawn
             released = deep_page(page)
             seen[key] = sorted(opened[i] & tokens(released))
             assert len(seen[key]) >= 2, (key, seen[key], sorted(opened[i])[:20])
