@@ -133,3 +133,11 @@ def test_overlapped_collectives_slow_the_compute_beside_them_as_measured():
     assert overlap_contention(132, 1.0, NCCL_COLLECTIVE_SMS) == pytest.approx(0.189, abs=1e-9)
     assert 0 < OVERLAP_HBM_SLOWDOWN < 0.06  # small, bounded by the measured average
     assert overlap_contention(132, 1.0, 16) < 0.40  # the paper's worst case
+
+
+def test_an_all_to_all_under_nvls_runs_on_the_ring():
+    """NCCL_ALGO=NVLS leaves an all-to-all on the ring (NVLS runs reductions only); v4 priced it at
+    infinite latency inside a node."""
+    cluster = Cluster.get("dgx-h100")
+    nvls, ring = (group_cost("all_to_all", 1e6, cluster, 8, 1, algorithm) for algorithm in ("nvls", "ring"))
+    assert nvls == ring and 0 < nvls.total_s < 1e-3

@@ -98,8 +98,9 @@ def test_nvlstree_halves_past_two_nodes_on_h100():
 
 def test_nvl72_racks_past_two_against_coreweave():
     """GB200 NVL72, NCCL's own pick: two racks reach ~NVLS's rate (NVLSTree's doubled network term),
-    twenty racks about half (fitted: the 20-rack 16 GiB row, Cluster.scale_out_bytes_per_s; the
-    other sizes held out). v4.3 gave 819 GB/s on twenty racks at 4 GiB against 346 measured."""
+    twenty racks about half (fitted with the across-domain ramp on the 2- and 20-rack rows:
+    Cluster.scale_out_bytes_per_s, collectives.DOMAIN_RAMP_*; tests/test_domain_ramp.py reports
+    every size). v4.3 gave 819 GB/s on twenty racks at 4 GiB against 346 measured."""
     for racks, sizes in ((2, (2**32, 2**33, 2**34)), (20, (2**33, 2**34))):
         cluster = Cluster.get("gb200-nvl72", domains=racks)
         for size in sizes:

@@ -33,6 +33,14 @@ fits 128 MB makes 8 MB too slow). Its bandwidth term is stretched by
 
 (M / N for the ring, NVLS and PAT, M for the tree, which pipelines the whole message), inside one
 NVLink domain (across domains and on PCIe no measured mid-size curve holds it: see RAMP_EXCESS).
+
+Across domains, the trees. NVLSTree (and the tree) across NVLink domains pipeline each GPU's share
+of the message, M / g after NVLS's reduce-scatter over the g members of a domain, through a tree
+1 + log2(domains) levels deep, so the pipeline behind each rail carries M / (g (1 + log2 domains)):
+domain_tree_ramp, the same curve with its own constants (fitted on GB200 NVL72 racks, where two
+racks at 512 MiB reach 59% of their plateau and twenty racks 36%). At one domain that slice is
+the ring's M / N. labs.core.engine.topology applies it where it was measured, across domains of
+several hosts (multi-node NVLink racks), not across one-host DGX/HGX domains.
 """
 
 from __future__ import annotations
@@ -124,11 +132,31 @@ RAMP_EXCESS = 1.1
 RAMP_HALF_BYTES = 2.5e6
 
 
-def ring_ramp(slice_bytes):
+def ring_ramp(slice_bytes, excess=RAMP_EXCESS, half_bytes=RAMP_HALF_BYTES):
     """How much longer NCCL's pipeline takes to move its bytes than the plateau bus bandwidth
-    says, when each rank's pipeline carries `slice_bytes` (module docstring): 1 + RAMP_EXCESS at
-    small slices, 1 at large ones. Scalars or numpy arrays."""
-    return 1.0 + RAMP_EXCESS / (1.0 + slice_bytes / RAMP_HALF_BYTES)
+    says, when each rank's pipeline carries `slice_bytes` (module docstring): 1 + excess at
+    small slices, 1 at large ones. Scalars or numpy arrays; an infinite slice is 1 (no ramp)."""
+    return 1.0 + excess / (1.0 + slice_bytes / half_bytes)
+
+
+# The ramp across NVLink domains (module docstring), fitted (least squares on log busbw; the half
+# bytes on a 0.1 MB grid and hardware's gb200-nvl72 scale_out_bytes_per_s on a 1 GB/s grid, fitted
+# with them) on coreweave/nccl-tests all_reduce_perf, NCCL 2.26.2, in tests/data/kernel_benchmarks_v4.json:
+# nccl_gb200_nvl72_2racks_allreduce_* (144 GPUs, 512 MiB - 16 GiB) and
+# nccl_gb200_nvl72_20racks_allreduce_* (1,440 GPUs, 512 MiB - 16 GiB), NVLSTree (NCCL's pick past
+# one rack): worst row 10%. These rows' slices (1.5-120 MB) do not pin the excess: the fit keeps
+# improving towards a pure pipeline fill, 1 + 3 MB / slice (excess 4: worst row 12%, 5: 10%, 8: 7.5%);
+# 5 is taken (unconfirmed: how far small messages stretch, 6x at most, is assumed), and excess x
+# half bytes, 3 MB, is within 10% of the ramp inside a domain's 2.75 MB. tests/test_domain_ramp.py
+# reports every row.
+DOMAIN_RAMP_EXCESS = 5.0
+DOMAIN_RAMP_HALF_BYTES = 0.6e6
+
+
+def domain_tree_ramp(slice_bytes):
+    """ring_ramp across NVLink domains (module docstring): each rail's pipeline carries
+    `slice_bytes`, M / (g (1 + log2 domains))."""
+    return ring_ramp(slice_bytes, DOMAIN_RAMP_EXCESS, DOMAIN_RAMP_HALF_BYTES)
 
 
 def moved_share(op: str, n, algorithm: str = "ring"):

@@ -49,7 +49,10 @@ Algorithms and protocols follow NCCL's own cost model (NVIDIA/nccl src/graph/tun
   on 2 nodes 430 GB/s against the ring's 330, on more than 2 no gain (320; NVIDIA/nccl #1221);
   GB200 NVL72 racks (CoreWeave, NCCL 2.26.2): 810 GB/s on two racks, 406 on twenty at 16 GiB.
   From an NVL72 rack NCCL reaches far less than its 72 NICs' 3.4 TB/s (Cluster.scale_out_bytes_per_s:
-  the measured 406, capping what any group of the rack moves through the NICs).
+  a plateau of about 417, capping what any group of the rack moves through the NICs).
+- Across multi-host domains (NVL72 racks) NVLSTree reaches that plateau only at GB messages: each
+  rail's pipeline carries M / (g (1 + log2 domains)) (collectives.domain_tree_ramp), so 20 racks
+  reach 151 GB/s at 512 MiB and two racks 494. The tree there ramps alike (NCCL keeps NVLSTree).
 - In-network reduction in the scale-out switches (InfiniBand SHARP, Link.in_network_reduction;
   NCCL's CollNet, off unless enabled): each domain reduces inside (NVLink), its NICs send M up once
   and receive the reduced M once (collectives.moved_share "in_network": 1, against the ring's
@@ -97,7 +100,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from labs.core.engine.collectives import CollectiveCost, alpha_beta_seconds, moved_share, ring_ramp
+from labs.core.engine.collectives import CollectiveCost, alpha_beta_seconds, domain_tree_ramp, moved_share, ring_ramp
 from labs.core.engine.hardware import NCCL_BASE_LATENCY_S, Cluster
 from labs.core.engine.stages.xp import NUMPY, SCALAR
 from labs.core.engine.validation import check_choice, check_positive
@@ -123,6 +126,14 @@ _HOP_US = {
 # fitted with this latency on azure_nd_h100_v5_nvls, the A100 and the 4x GB200 ring curves), not a longer latency
 # (a 54.5 us latency fitted on the 8 MB point made the H200's 1-4 MB 24-41% too slow).
 _NVLS_US, _NVLS_TREE_NET_US = 25.0, 20.9
+# Where NVLSTree and the tree ramp across NVLink domains (collectives.domain_tree_ramp): domains of
+# several hosts (multi-node NVLink: GB200 NVL72 / NVL36x2 racks), where the fitted rows were measured.
+# The tree gets the same ramp there, so that NCCL's pick past one rack stays NVLSTree (the one its
+# tuning.cc predicts faster, and CoreWeave's multi-rack jobs run). Not on one-host domains (DGX,
+# HGX): the slice formula would put 1,984 H200s (8 a domain, 248 domains) at 268 GB/s at 512 MB,
+# where nccl-tests #283 measures ~350 (tests/data/nccl_busbw.json h200_1984gpu); no mid-size curve
+# across them is held, so their trees keep v4's price. (NCCL's own tuning.cc corrects NVLSTree's
+# mid-size bandwidth on x86 Blackwell, treeCorrectionFactor: 0.7-0.9 at 4-512 MB; not modelled.)
 # CollNet with in-network reduction (tuning.cc, Simple only, microseconds): CollNet Direct's NVLink
 # hop 3.7 and 0.4 a local rank ("arity serialization"), its network hop 31 (the tree's 14 with one GPU
 # a node); NVLS across nodes (NVLS+SHARP) 25 inside + 18 across.
@@ -341,8 +352,18 @@ def _priced(op: str, nbytes, cluster: Cluster, n, stride, algorithm: str, xp):
         return _mesh_priced(op, nbytes, cluster, n, stride, algorithm, xp)
     options = _scalar_options(op, cluster, n, stride, algorithm) if xp.scalar else _options(op, cluster, n, stride, algorithm, xp)
     latencies, moved, busbws, per_byte = options
-    return xp.cheapest(latencies, [alpha_beta_seconds(0.0, share * nbytes, busbw, 1.0 if part is None else ring_ramp(nbytes * part))[1]
+    return xp.cheapest(latencies, [alpha_beta_seconds(0.0, share * nbytes, busbw, _stretch(nbytes, part))[1]
                                    for share, busbw, part in zip(moved, busbws, per_byte)])
+
+
+def _stretch(nbytes, part):
+    """The ramp of an option whose pipelines carry nbytes x part: (inside one domain, across
+    domains), infinite where a row has no ramp of that kind, None for either where no row has it."""
+    if part is None:
+        return 1.0
+    inside, across = part
+    ramp = 1.0 if inside is None else ring_ramp(nbytes * inside)
+    return ramp if across is None else ramp * domain_tree_ramp(nbytes * across)
 
 
 def _options(op: str, cluster: Cluster, n, stride, algorithm: str, xp) -> tuple:
@@ -357,14 +378,22 @@ def _options(op: str, cluster: Cluster, n, stride, algorithm: str, xp) -> tuple:
     ring_busbw = _ring_bus_bandwidth(cluster, n, stride, g, nodes, cluster.intra.effective_bytes_per_s, xp)
     ring_moved = moved_share(op, n, "ring")  # of the bytes, through each rank's links
     uses = _uses(op, algorithm, cluster)
-    # per_byte: the share of the message each rank's pipeline carries (ring_ramp's slice / nbytes):
-    # 1/n for the ring, NVLS and PAT, 1 for the tree, inside one NVLink domain; infinite (no ramp)
-    # across domains and on PCIe, where no measured mid-size curve holds it (collectives.RAMP_EXCESS);
-    # None where no row ramps (the pricing skips it)
+    # per_byte: the share of the message each rank's pipeline carries, (inside one NVLink domain:
+    # ring_ramp's slice / nbytes, across domains: domain_tree_ramp's; _stretch): inside, 1/n for the
+    # ring, NVLS and PAT, 1 for the tree; across multi-host domains, 1 / (g (1 + log2 domains)) for
+    # NVLSTree and the tree (collectives' docstring); infinite (no ramp) elsewhere: the ring across
+    # domains, PCIe, trees across one-host domains, where no measured mid-size curve holds it
+    # (collectives.RAMP_EXCESS); None where no row ramps (the pricing skips it)
     latencies, moved, busbws, per_byte = [], [], [], []
     unramped = multi if hop == "nvlink" else True
     ramps = not (unramped if xp.scalar else np.all(unramped))
-    ring_part, tree_part = (xp.where(unramped, xp.inf, 1.0 / n), xp.where(unramped, xp.inf, 1.0)) if ramps else (None, None)
+    inside_ring, inside_tree = (xp.where(unramped, xp.inf, 1.0 / n), xp.where(unramped, xp.inf, 1.0)) if ramps else (None, None)
+    across = None
+    if hop == "nvlink" and cluster.domain_gpus > cluster.gpus_per_node and (multi if xp.scalar else np.any(multi)):
+        across = xp.where(multi, 1.0 / (g * (1.0 + _log2_levels(nodes, xp))), xp.inf)
+    ring_part = None if inside_ring is None else (inside_ring, None)
+    tree_part = None if inside_tree is None and across is None else (inside_tree, across)
+    nvls_part = None if inside_ring is None and across is None else (inside_ring, across)
     if "ring" in uses:
         for base, hop_intra, net_ring, net_tree, protocol_bw in _protocols("ring", hop, xp):
             lat, busbw = _ring_option(base, hop_intra, net_ring, net_tree, protocol_bw, share, n, g, multi, nodes, ring_busbw, xp)
@@ -386,7 +415,7 @@ def _options(op: str, cluster: Cluster, n, stride, algorithm: str, xp) -> tuple:
         latencies.append(xp.where(_nvls_usable(op, g, multi, xp), lat, xp.inf))
         moved.append(ring_moved)
         busbws.append(_nvls_bus_bandwidth(cluster, op, n, stride, g, nodes, ring_busbw, xp))
-        per_byte.append(ring_part)
+        per_byte.append(nvls_part)
     if "collnet" in uses:  # the scale-out switches reduce (SHARP): all-reduce across domains
         for lat, share, busbw in _in_network_options(cluster, n, stride, g, multi, ring_moved, xp):
             latencies.append(lat)
@@ -509,7 +538,10 @@ def _log2_levels(nodes, xp):
 
 
 def _nvls_usable(op, g, multi, xp=NUMPY):
-    """NVLS needs two or more of a node's GPUs; across nodes only the all-reduce has it (NVLSTree)."""
+    """NVLS needs two or more of a node's GPUs; across nodes only the all-reduce has it (NVLSTree);
+    it runs reductions only (an all-to-all under NCCL_ALGO=NVLS stays on the ring)."""
+    if op not in _REDUCTIONS:
+        return False
     return ((op == "all_reduce") | xp.not_(multi)) & (g >= 2)
 
 
