@@ -11,7 +11,7 @@ with app.setup:
     import plotly.graph_objects as go
 
     from labs.core import ENGINE_VERSION
-    from labs.core import ui
+    from labs.core import charts, ui
     from labs.core.engine.perf import CP_ALGORITHMS
     from labs.core.scenarios.prose import STACK, ep_bytes_by_link, sp_regather
     from labs.core.scenarios.lab11 import (
@@ -228,7 +228,8 @@ def _(fit_committed):
 
 
 # The instruments are created, and laid out, in one cell that reads nothing: moving one reruns
-# only the cells that read its value, never the panel.
+# only the cells that read its value, never the panel. The submit reads their setting through
+# cp_inputs() when pressed, so a move does not re-run it too.
 @app.cell
 def _():
     seq_slider = mo.ui.slider(steps=list(SEQ_CHOICES), value=LONG_SEQ, label="Sequence length (tokens)", show_value=True, debounce=True)
@@ -236,7 +237,10 @@ def _():
     kv_slider = mo.ui.slider(steps=list(KV_HEAD_CHOICES), value=KV_HEAD_CHOICES[0], label="KV heads (Llama 3 405B: 8)", show_value=True, debounce=True)
     algorithm_dropdown = mo.ui.dropdown(options={CP_LABELS[a]: a for a in CP_ALGORITHMS}, value=CP_LABELS["ring"], label="Your CP algorithm")
     cp_panel = mo.vstack([mo.md("### Instruments"), mo.hstack([seq_slider, cp_slider, kv_slider], justify="start", wrap=True), algorithm_dropdown])
-    return algorithm_dropdown, cp_panel, cp_slider, kv_slider, seq_slider
+
+    def cp_inputs() -> dict:
+        return dict(seq_len=seq_slider.value, cp=cp_slider.value, kv_heads=kv_slider.value, algorithm=algorithm_dropdown.value)
+    return algorithm_dropdown, cp_inputs, cp_panel, cp_slider, kv_slider, seq_slider
 
 
 @app.cell
@@ -246,23 +250,19 @@ def _(cp_panel, fit_committed):
     return
 
 
+# The curves and their chart in one cell: a CP or KV-heads move re-runs it and the cards below,
+# not a cell for the curves and another for the chart.
 @app.cell
 def _(cp_slider, fit_committed, kv_slider):
     ui.gate(fit_committed)
     cp_curve_points = cp_curves(cp_slider.value, kv_slider.value)
-    return (cp_curve_points,)
-
-
-@app.cell
-def _(cp_curve_points, cp_slider, kv_slider):
     cp_figure_view = cp_figure(cp_curve_points, cp_slider.value, kv_slider.value)
     cp_figure_view
-    return (cp_figure_view,)
+    return cp_curve_points, cp_figure_view
 
 
 @app.cell
 def _(algorithm_dropdown, cp_curve_points, cp_slider, kv_slider, seq_slider):
-    cp_inputs = dict(seq_len=seq_slider.value, cp=cp_slider.value, kv_heads=kv_slider.value, algorithm=algorithm_dropdown.value)
     _point = next((p for p in cp_curve_points if p["seq_len"] == seq_slider.value and p["algorithm"] == algorithm_dropdown.value), None)
     _limit = ulysses_limit(kv_slider.value)
     _repeat = ulysses_kv_repeat(kv_slider.value, cp_slider.value)
@@ -285,7 +285,7 @@ def _(algorithm_dropdown, cp_curve_points, cp_slider, kv_slider, seq_slider):
             _note,
         ])
     _view
-    return (cp_inputs,)
+    return
 
 
 @app.cell(hide_code=True)
@@ -493,7 +493,10 @@ def _(moe_committed):
 def _():
     capacity_slider = mo.ui.slider(steps=list(CAPACITY_CHOICES), value=CAPACITY_CHOICES[2], label="Capacity factor c", show_value=True, debounce=True)
     capacity_panel = mo.vstack([mo.md("### Capacity factor, dropping and imbalance"), capacity_slider])
-    return capacity_panel, capacity_slider
+
+    def capacity_input() -> float:  # read by the submit when pressed (see cp_inputs)
+        return capacity_slider.value
+    return capacity_input, capacity_panel, capacity_slider
 
 
 @app.cell
@@ -662,7 +665,7 @@ def _():
 
 @app.cell
 def _(
-    capacity_slider,
+    capacity_input,
     cp_inputs,
     fit_committed,
     identity,
@@ -671,7 +674,7 @@ def _(
     variant,
 ):
     ui.gate(fit_committed, held=(moe_committed,))
-    _inputs = {**cp_inputs, "capacity": capacity_slider.value}
+    _inputs = {**cp_inputs(), "capacity": capacity_input()}
     _pred = {"fit": fit_committed.answer, "moe": moe_committed.answer}
     _view, submitted = ui.submit_to_ledger(
         identity, submit_button, lambda: [ui.ledger_step(LAB, STEP, _inputs, _pred, context_outcomes, "the context-parallel design", variant)]
@@ -696,31 +699,28 @@ def _(fit_committed, moe_committed, submitted):
 @app.function
 def cp_figure(points, cp: int, kv_heads: int) -> go.Figure:
     """Step time against sequence length for each CP algorithm (the engine's), with the HBM
-    limit marked where the busiest GPU overflows."""
-    fig = go.Figure()
+    limit marked where the busiest GPU overflows. Built from plain dicts (charts.figure): the
+    validated build was most of a CP or KV-heads move's Python."""
     colors = {"ring": COLORS["blue"], "all_gather": COLORS["green"], "ulysses": COLORS["purple"], "ring_contiguous": COLORS["orange"]}
-    refused = []
+    data, refused = [], []
     for alg in CP_ALGORITHMS:
         ok = [p for p in points if p["algorithm"] == alg and p["error"] is None]
         if not ok:
             refused.append(CP_LABELS[alg])
             continue
-        fig.add_scatter(
-            x=[p["seq_len"] for p in ok], y=[p["step"] for p in ok], name=CP_LABELS[alg], mode="lines+markers",
+        data.append(dict(
+            type="scatter", x=[p["seq_len"] for p in ok], y=[p["step"] for p in ok], name=CP_LABELS[alg], mode="lines+markers",
             line=dict(color=colors[alg], width=3, dash="dot" if alg == "all_gather" else "solid"),
             marker=dict(symbol=["circle" if p["fits"] else "x" for p in ok], size=10),
-        )
-    if refused:
-        fig.add_annotation(text=f"refused by the engine at CP {cp}: {', '.join(refused)}", xref="paper", yref="paper", x=0.0, y=1.0,
-                           xanchor="left", yanchor="bottom", showarrow=False, font=dict(color=COLORS["red"]))
-    fig.update_layout(
-        height=420, title=dict(text=f"CP {cp}, {kv_heads} KV heads: step time (x: over HBM)", y=0.97), margin=dict(t=80),
+        ))
+    refusal = dict(annotations=[dict(text=f"refused by the engine at CP {cp}: {', '.join(refused)}", xref="paper", yref="paper", x=0.0, y=1.0,
+                                     xanchor="left", yanchor="bottom", showarrow=False, font=dict(color=COLORS["red"]))]) if refused else {}
+    return charts.figure(data, dict(
+        **refusal, height=420, title=dict(text=f"CP {cp}, {kv_heads} KV heads: step time (x: over HBM)", y=0.97), margin=dict(t=80),
         legend=dict(orientation="h", yanchor="top", y=-0.22, x=0.0),
-        xaxis=dict(type="log", title="sequence length (tokens)", tickvals=list(SEQ_CHOICES), ticktext=[f"{s // 1024}K" for s in SEQ_CHOICES]),
-        yaxis=dict(type="log", title="step time (s)"),
-    )
-    return apply_plotly_theme(fig)
-
+        xaxis=dict(type="log", title=dict(text="sequence length (tokens)"), tickvals=list(SEQ_CHOICES), ticktext=[f"{s // 1024}K" for s in SEQ_CHOICES]),
+        yaxis=dict(type="log", title=dict(text="step time (s)")),
+    ))
 
 if __name__ == "__main__":
     app.run()

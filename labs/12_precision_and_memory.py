@@ -242,12 +242,21 @@ def _():
     return
 
 
-# Each instrument is created in a cell that reads nothing, so committing or changing a prediction
-# never resets it; the cells below gate only what they display.
+# The four instruments the ledger records are created in one cell that reads nothing, so
+# committing or changing a prediction never resets them; the cells below gate only what they
+# display. The submit reads their setting through precision_inputs() when pressed: a move re-runs
+# the one cell that shows its instrument, not the submit too.
 @app.cell
 def _():
     loss_scale_slider = mo.ui.slider(start=LOSS_SCALE_RANGE[0], stop=LOSS_SCALE_RANGE[1], step=1, value=0, label="Loss scale: log2 S", show_value=True, debounce=True)
-    return (loss_scale_slider,)
+    outlier_slider = mo.ui.slider(steps=list(OUTLIER_SCALES), value=1000, label="Outlier channels are this many times larger", show_value=True, debounce=True)
+    k_slider = mo.ui.slider(steps=list(ACCUMULATION_KS), value=4096, label="Dot-product length K", show_value=True, debounce=True)
+    steps_slider = mo.ui.slider(steps=list(ACCUMULATION_STEPS), value=8, label="Accumulation steps (micro-batches per optimizer step)", show_value=True, debounce=True)
+
+    def precision_inputs() -> dict:
+        return {"log2_loss_scale": loss_scale_slider.value, "outlier_scale": outlier_slider.value, "accumulation_k": k_slider.value,
+                "accumulation_steps": steps_slider.value}
+    return k_slider, loss_scale_slider, outlier_slider, precision_inputs, steps_slider
 
 
 # The curves once per commit (seconds of work); the gate's note shows here until then.
@@ -309,12 +318,6 @@ def _():
 
 
 @app.cell
-def _():
-    outlier_slider = mo.ui.slider(steps=list(OUTLIER_SCALES), value=1000, label="Outlier channels are this many times larger", show_value=True, debounce=True)
-    return (outlier_slider,)
-
-
-@app.cell
 def _(outlier_slider, underflow_committed):
     ui.gate(underflow_committed, what="the scaling instrument")
     _rows = scaling_rows(outlier_slider.value)
@@ -345,12 +348,6 @@ def _():
     tensor core's, sits beside it. Each error is the median over {ACCUMULATION_ROWS:,} dot products.
     """)
     return
-
-
-@app.cell
-def _():
-    k_slider = mo.ui.slider(steps=list(ACCUMULATION_KS), value=4096, label="Dot-product length K", show_value=True, debounce=True)
-    return (k_slider,)
 
 
 @app.cell
@@ -442,12 +439,6 @@ def _():
     accumulation steps are the micro-batches that fill it.
     """)
     return
-
-
-@app.cell
-def _():
-    steps_slider = mo.ui.slider(steps=list(ACCUMULATION_STEPS), value=8, label="Accumulation steps (micro-batches per optimizer step)", show_value=True, debounce=True)
-    return (steps_slider,)
 
 
 @app.cell
@@ -594,17 +585,14 @@ def _():
 def _(
     fp8_committed,
     identity,
-    k_slider,
-    loss_scale_slider,
-    outlier_slider,
+    precision_inputs,
     recompute_committed,
-    steps_slider,
     submit_button,
     underflow_committed,
     variant,
 ):
     ui.gate(underflow_committed, held=(recompute_committed, fp8_committed))
-    _inputs = {"log2_loss_scale": loss_scale_slider.value, "outlier_scale": outlier_slider.value, "accumulation_k": k_slider.value, "accumulation_steps": steps_slider.value}
+    _inputs = precision_inputs()
     _pred = {"underflow": underflow_committed.answer, "recompute": recompute_committed.answer, "fp8": fp8_committed.answer}
     _view, submitted = ui.submit_to_ledger(
         identity, submit_button, lambda: [ui.ledger_step(LAB, "precision", _inputs, _pred, precision_outcomes, "the precision settings", variant)]
