@@ -11,7 +11,7 @@ from labs.core.engine.perf import Estimate, estimate
 from labs.core.engine.plan import Plan
 from labs.core.engine.search import sweep
 
-ENGINE_VERSION = "0.4.4"  # engine v4 (Blackwell, NVLink domains, kernels by shape, collectives at every size, memory as it runs);
+ENGINE_VERSION = "0.4.5"  # engine v4 (Blackwell, NVLink domains, kernels by shape, collectives at every size, memory as it runs);
 # 0.4.1: block-scaled formats, the FP8 copy and transpose on Hopper, SP's backward re-gather, the 2025-26 stacks: outputs moved
 # 0.4.2: Lab 14's straggler timings read one jitter field per job (rotated by seed, float32), not a fresh draw per seed: its slowdown and flagged counts moved
 # 0.4.3: MoE's sort and unsort of the received tokens each counted (8k bytes an element, not 4k), FSDP1's no_sync gradients, FSDP2's kept
@@ -20,5 +20,8 @@ ENGINE_VERSION = "0.4.4"  # engine v4 (Blackwell, NVLink domains, kernels by sha
 # rack reaches 405.74 GB/s through its NICs (CoreWeave's 20 racks): DP all-reduces over two whole DGX nodes and NVL72 racks moved
 # 0.4.4 also: Megatron-Core's and TE's column-parallel linears hide the backward's input-gradient all-reduce / reduce-scatter
 # behind their weight-gradient GEMM (Era.dgrad_comm_behind_wgrad): TP plans without userbuffers moved
+# 0.4.5: across NVLink domains of several hosts (NVL72 racks) NVLSTree's NIC pipeline carries M / (g (1 + log2 domains))
+# and ramps like the ring (collectives.domain_tree_ramp); the rack's scale-out cap is 417 GB/s, both fitted on CoreWeave's
+# 2- and 20-rack rows: NVL72 plans' DP reductions moved, and with them Lab 05 edition 6's design options
 
 __all__ = ["CLUSTERS", "GPUS", "LINKS", "MODELS", "Cluster", "Model", "Plan", "Estimate", "estimate", "sweep", "ENGINE_VERSION"]
