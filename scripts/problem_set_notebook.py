@@ -78,9 +78,9 @@ def _():
     return get_commitments, publish
 
 
-# Each problem: a cell with its heading, its answer field and its commit buttons; its commit cell,
-# which reads the answer through <problem>_answer, not the widget, so a click on an answer runs no
-# cell (a commit or a skip does); its solution, shown after the commit.
+# Each problem is two cells: its heading, answer field and commit buttons; and its commit cell, which
+# reads the answer through <problem>_answer, not the widget, so a click on an answer runs no cell (a
+# commit or a skip does), and shows what the ledger holds and, once committed, the solution.
 ''')
 for i, pid in enumerate(ids, 1):
     cells.append(f'''
@@ -91,22 +91,15 @@ def _(variant):
     {pid}_question = problem_ui.widget(variant.questions["{pid}"])
     {pid}_answer = problem_ui.answer_of({pid}_question)
     {pid}_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "{pid}", {pid}_question)
+    problem_ui.asked(CHAPTER, "{pid}", {pid}_question, {pid}_commit_buttons)
     return {pid}_answer, {pid}_commit_buttons, {pid}_question
 
 
 @app.cell
 def _(held_now, identity, {pid}_answer, {pid}_commit_buttons, publish, variant):
-    _row, {pid}_committed = ui.commit_prediction(identity, LAB, "{pid}", {pid}_answer, {pid}_commit_buttons, variant=variant, held=held_now())
-    publish("{pid}", {pid}_committed)
-    _row
-    return ({pid}_committed,)
-
-
-@app.cell(hide_code=True)
-def _({pid}_committed, variant):
-    ui.gate({pid}_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "{pid}", {pid}_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "{pid}", {pid}_answer, {pid}_commit_buttons.value, variant=variant, held=held_now())
+    publish("{pid}", _made)
+    problem_ui.committed(CHAPTER, variant, "{pid}", _row, _made)
     return
 ''')
 cells.append(f'''
@@ -123,14 +116,8 @@ def _(get_commitments, identity, submit_button, variant):
     ui.gate(held=tuple(committed.values()))
     _pred = {{_pid: _made.answer for _pid, _made in committed.items()}}
     _view, submitted = ui.submit_to_ledger(identity, submit_button, lambda: [ui.ledger_step(LAB, "answers", {{}}, _pred, CHAPTER.outcomes, "the answers", variant)])
-    _view
+    mo.vstack([_view, ui.hud({{"engine": ENGINE_VERSION, **problem_ui.progress(CHAPTER, committed), "ledger": "saved" if submitted else "not submitted"}})])
     return committed, submitted
-
-
-@app.cell
-def _(committed, submitted):
-    ui.hud({{"engine": ENGINE_VERSION, **problem_ui.progress(CHAPTER, committed), "ledger": "saved" if submitted else "not submitted"}})
-    return
 
 
 if __name__ == "__main__":

@@ -30,9 +30,10 @@ def heading(pset: ProblemSet, pid: str) -> mo.Html:
     return mo.md(f"## Problem {pset.ids.index(pid) + 1} · {pset.problem(pid).title}")
 
 
-def asked(pset: ProblemSet, pid: str, field) -> mo.Html:
-    """The problem's first cell's output: its heading above its answer field."""
-    return mo.vstack([heading(pset, pid), field])
+def asked(pset: ProblemSet, pid: str, field, buttons) -> mo.Html:
+    """The problem's first cell's output: its heading, its answer field, its commit buttons (shown
+    here, not by the commit cell, whose output a commit redraws)."""
+    return mo.vstack([heading(pset, pid), field, mo.hstack(list(buttons), justify="start")])
 
 
 class Answer:
@@ -55,7 +56,7 @@ def answer_of(widget) -> Answer:
 
 
 def solution(pset: ProblemSet, variant, pid: str, made) -> mo.Html:
-    """The reveal of problem `pid`: call it in a cell gated by ui.gate(made, held_note=True)."""
+    """The reveal of problem `pid`, once committed and not held (committed() shows it)."""
     p = pset.problem(pid)
     r = pset.report(variant.settings, pid)
     s = variant.settings[pid]
@@ -70,6 +71,17 @@ def solution(pset: ProblemSet, variant, pid: str, made) -> mo.Html:
     if p.texts:
         parts.append(f"**A printed answer to avoid.** {p.texts}")
     return mo.vstack([verdict, mo.md("\n\n".join(parts))])
+
+
+def committed(pset: ProblemSet, variant, pid: str, row: mo.Html, made) -> mo.Html:
+    """A problem's commit cell's output: its row (what the ledger holds: commit_prediction's, given
+    the buttons' values, so without the buttons), and below it, once committed, the solution, or
+    while the instructor holds the problem, only the hold's note (ui.variant_reveal's): what
+    ui.gate(made, held_note=True) closes. In the commit cell, not a cell of its own: a commit
+    redraws two cells (this one and the submit's), not four."""
+    if not made.made:
+        return row
+    return mo.vstack([row, ui.variant_reveal(made, variant.questions[pid]) if made.held else solution(pset, variant, pid, made)])
 
 
 def _gap_text(gap: float) -> str:

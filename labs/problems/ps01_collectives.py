@@ -68,9 +68,9 @@ def _():
     return get_commitments, publish
 
 
-# Each problem: a cell with its heading, its answer field and its commit buttons; its commit cell,
-# which reads the answer through <problem>_answer, not the widget, so a click on an answer runs no
-# cell (a commit or a skip does); its solution, shown after the commit.
+# Each problem is two cells: its heading, answer field and commit buttons; and its commit cell, which
+# reads the answer through <problem>_answer, not the widget, so a click on an answer runs no cell (a
+# commit or a skip does), and shows what the ledger holds and, once committed, the solution.
 
 
 # Problem 1
@@ -79,22 +79,15 @@ def _(variant):
     ring_nvlink_question = problem_ui.widget(variant.questions["ring_nvlink"])
     ring_nvlink_answer = problem_ui.answer_of(ring_nvlink_question)
     ring_nvlink_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "ring_nvlink", ring_nvlink_question)
+    problem_ui.asked(CHAPTER, "ring_nvlink", ring_nvlink_question, ring_nvlink_commit_buttons)
     return ring_nvlink_answer, ring_nvlink_commit_buttons, ring_nvlink_question
 
 
 @app.cell
 def _(held_now, identity, ring_nvlink_answer, ring_nvlink_commit_buttons, publish, variant):
-    _row, ring_nvlink_committed = ui.commit_prediction(identity, LAB, "ring_nvlink", ring_nvlink_answer, ring_nvlink_commit_buttons, variant=variant, held=held_now())
-    publish("ring_nvlink", ring_nvlink_committed)
-    _row
-    return (ring_nvlink_committed,)
-
-
-@app.cell(hide_code=True)
-def _(ring_nvlink_committed, variant):
-    ui.gate(ring_nvlink_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "ring_nvlink", ring_nvlink_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "ring_nvlink", ring_nvlink_answer, ring_nvlink_commit_buttons.value, variant=variant, held=held_now())
+    publish("ring_nvlink", _made)
+    problem_ui.committed(CHAPTER, variant, "ring_nvlink", _row, _made)
     return
 
 
@@ -104,22 +97,15 @@ def _(variant):
     tp_twoway_question = problem_ui.widget(variant.questions["tp_twoway"])
     tp_twoway_answer = problem_ui.answer_of(tp_twoway_question)
     tp_twoway_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "tp_twoway", tp_twoway_question)
+    problem_ui.asked(CHAPTER, "tp_twoway", tp_twoway_question, tp_twoway_commit_buttons)
     return tp_twoway_answer, tp_twoway_commit_buttons, tp_twoway_question
 
 
 @app.cell
 def _(held_now, identity, tp_twoway_answer, tp_twoway_commit_buttons, publish, variant):
-    _row, tp_twoway_committed = ui.commit_prediction(identity, LAB, "tp_twoway", tp_twoway_answer, tp_twoway_commit_buttons, variant=variant, held=held_now())
-    publish("tp_twoway", tp_twoway_committed)
-    _row
-    return (tp_twoway_committed,)
-
-
-@app.cell(hide_code=True)
-def _(tp_twoway_committed, variant):
-    ui.gate(tp_twoway_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "tp_twoway", tp_twoway_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "tp_twoway", tp_twoway_answer, tp_twoway_commit_buttons.value, variant=variant, held=held_now())
+    publish("tp_twoway", _made)
+    problem_ui.committed(CHAPTER, variant, "tp_twoway", _row, _made)
     return
 
 
@@ -129,22 +115,15 @@ def _(variant):
     tree_small_question = problem_ui.widget(variant.questions["tree_small"])
     tree_small_answer = problem_ui.answer_of(tree_small_question)
     tree_small_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "tree_small", tree_small_question)
+    problem_ui.asked(CHAPTER, "tree_small", tree_small_question, tree_small_commit_buttons)
     return tree_small_answer, tree_small_commit_buttons, tree_small_question
 
 
 @app.cell
 def _(held_now, identity, tree_small_answer, tree_small_commit_buttons, publish, variant):
-    _row, tree_small_committed = ui.commit_prediction(identity, LAB, "tree_small", tree_small_answer, tree_small_commit_buttons, variant=variant, held=held_now())
-    publish("tree_small", tree_small_committed)
-    _row
-    return (tree_small_committed,)
-
-
-@app.cell(hide_code=True)
-def _(tree_small_committed, variant):
-    ui.gate(tree_small_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "tree_small", tree_small_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "tree_small", tree_small_answer, tree_small_commit_buttons.value, variant=variant, held=held_now())
+    publish("tree_small", _made)
+    problem_ui.committed(CHAPTER, variant, "tree_small", _row, _made)
     return
 
 
@@ -154,22 +133,15 @@ def _(variant):
     crossover_question = problem_ui.widget(variant.questions["crossover"])
     crossover_answer = problem_ui.answer_of(crossover_question)
     crossover_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "crossover", crossover_question)
+    problem_ui.asked(CHAPTER, "crossover", crossover_question, crossover_commit_buttons)
     return crossover_answer, crossover_commit_buttons, crossover_question
 
 
 @app.cell
 def _(held_now, identity, crossover_answer, crossover_commit_buttons, publish, variant):
-    _row, crossover_committed = ui.commit_prediction(identity, LAB, "crossover", crossover_answer, crossover_commit_buttons, variant=variant, held=held_now())
-    publish("crossover", crossover_committed)
-    _row
-    return (crossover_committed,)
-
-
-@app.cell(hide_code=True)
-def _(crossover_committed, variant):
-    ui.gate(crossover_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "crossover", crossover_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "crossover", crossover_answer, crossover_commit_buttons.value, variant=variant, held=held_now())
+    publish("crossover", _made)
+    problem_ui.committed(CHAPTER, variant, "crossover", _row, _made)
     return
 
 
@@ -179,22 +151,15 @@ def _(variant):
     balance_question = problem_ui.widget(variant.questions["balance"])
     balance_answer = problem_ui.answer_of(balance_question)
     balance_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "balance", balance_question)
+    problem_ui.asked(CHAPTER, "balance", balance_question, balance_commit_buttons)
     return balance_answer, balance_commit_buttons, balance_question
 
 
 @app.cell
 def _(held_now, identity, balance_answer, balance_commit_buttons, publish, variant):
-    _row, balance_committed = ui.commit_prediction(identity, LAB, "balance", balance_answer, balance_commit_buttons, variant=variant, held=held_now())
-    publish("balance", balance_committed)
-    _row
-    return (balance_committed,)
-
-
-@app.cell(hide_code=True)
-def _(balance_committed, variant):
-    ui.gate(balance_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "balance", balance_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "balance", balance_answer, balance_commit_buttons.value, variant=variant, held=held_now())
+    publish("balance", _made)
+    problem_ui.committed(CHAPTER, variant, "balance", _row, _made)
     return
 
 
@@ -204,22 +169,15 @@ def _(variant):
     hierarchical_question = problem_ui.widget(variant.questions["hierarchical"])
     hierarchical_answer = problem_ui.answer_of(hierarchical_question)
     hierarchical_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "hierarchical", hierarchical_question)
+    problem_ui.asked(CHAPTER, "hierarchical", hierarchical_question, hierarchical_commit_buttons)
     return hierarchical_answer, hierarchical_commit_buttons, hierarchical_question
 
 
 @app.cell
 def _(held_now, identity, hierarchical_answer, hierarchical_commit_buttons, publish, variant):
-    _row, hierarchical_committed = ui.commit_prediction(identity, LAB, "hierarchical", hierarchical_answer, hierarchical_commit_buttons, variant=variant, held=held_now())
-    publish("hierarchical", hierarchical_committed)
-    _row
-    return (hierarchical_committed,)
-
-
-@app.cell(hide_code=True)
-def _(hierarchical_committed, variant):
-    ui.gate(hierarchical_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "hierarchical", hierarchical_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "hierarchical", hierarchical_answer, hierarchical_commit_buttons.value, variant=variant, held=held_now())
+    publish("hierarchical", _made)
+    problem_ui.committed(CHAPTER, variant, "hierarchical", _row, _made)
     return
 
 
@@ -229,22 +187,15 @@ def _(variant):
     busbw_question = problem_ui.widget(variant.questions["busbw"])
     busbw_answer = problem_ui.answer_of(busbw_question)
     busbw_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "busbw", busbw_question)
+    problem_ui.asked(CHAPTER, "busbw", busbw_question, busbw_commit_buttons)
     return busbw_answer, busbw_commit_buttons, busbw_question
 
 
 @app.cell
 def _(held_now, identity, busbw_answer, busbw_commit_buttons, publish, variant):
-    _row, busbw_committed = ui.commit_prediction(identity, LAB, "busbw", busbw_answer, busbw_commit_buttons, variant=variant, held=held_now())
-    publish("busbw", busbw_committed)
-    _row
-    return (busbw_committed,)
-
-
-@app.cell(hide_code=True)
-def _(busbw_committed, variant):
-    ui.gate(busbw_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "busbw", busbw_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "busbw", busbw_answer, busbw_commit_buttons.value, variant=variant, held=held_now())
+    publish("busbw", _made)
+    problem_ui.committed(CHAPTER, variant, "busbw", _row, _made)
     return
 
 
@@ -254,22 +205,15 @@ def _(variant):
     ring_or_tree_question = problem_ui.widget(variant.questions["ring_or_tree"])
     ring_or_tree_answer = problem_ui.answer_of(ring_or_tree_question)
     ring_or_tree_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "ring_or_tree", ring_or_tree_question)
+    problem_ui.asked(CHAPTER, "ring_or_tree", ring_or_tree_question, ring_or_tree_commit_buttons)
     return ring_or_tree_answer, ring_or_tree_commit_buttons, ring_or_tree_question
 
 
 @app.cell
 def _(held_now, identity, ring_or_tree_answer, ring_or_tree_commit_buttons, publish, variant):
-    _row, ring_or_tree_committed = ui.commit_prediction(identity, LAB, "ring_or_tree", ring_or_tree_answer, ring_or_tree_commit_buttons, variant=variant, held=held_now())
-    publish("ring_or_tree", ring_or_tree_committed)
-    _row
-    return (ring_or_tree_committed,)
-
-
-@app.cell(hide_code=True)
-def _(ring_or_tree_committed, variant):
-    ui.gate(ring_or_tree_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "ring_or_tree", ring_or_tree_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "ring_or_tree", ring_or_tree_answer, ring_or_tree_commit_buttons.value, variant=variant, held=held_now())
+    publish("ring_or_tree", _made)
+    problem_ui.committed(CHAPTER, variant, "ring_or_tree", _row, _made)
     return
 
 
@@ -285,14 +229,8 @@ def _(get_commitments, identity, submit_button, variant):
     ui.gate(held=tuple(committed.values()))
     _pred = {_pid: _made.answer for _pid, _made in committed.items()}
     _view, submitted = ui.submit_to_ledger(identity, submit_button, lambda: [ui.ledger_step(LAB, "answers", {}, _pred, CHAPTER.outcomes, "the answers", variant)])
-    _view
+    mo.vstack([_view, ui.hud({"engine": ENGINE_VERSION, **problem_ui.progress(CHAPTER, committed), "ledger": "saved" if submitted else "not submitted"})])
     return committed, submitted
-
-
-@app.cell
-def _(committed, submitted):
-    ui.hud({"engine": ENGINE_VERSION, **problem_ui.progress(CHAPTER, committed), "ledger": "saved" if submitted else "not submitted"})
-    return
 
 
 if __name__ == "__main__":

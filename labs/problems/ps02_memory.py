@@ -68,9 +68,9 @@ def _():
     return get_commitments, publish
 
 
-# Each problem: a cell with its heading, its answer field and its commit buttons; its commit cell,
-# which reads the answer through <problem>_answer, not the widget, so a click on an answer runs no
-# cell (a commit or a skip does); its solution, shown after the commit.
+# Each problem is two cells: its heading, answer field and commit buttons; and its commit cell, which
+# reads the answer through <problem>_answer, not the widget, so a click on an answer runs no cell (a
+# commit or a skip does), and shows what the ledger holds and, once committed, the solution.
 
 
 # Problem 1
@@ -79,22 +79,15 @@ def _(variant):
     state_bytes_question = problem_ui.widget(variant.questions["state_bytes"])
     state_bytes_answer = problem_ui.answer_of(state_bytes_question)
     state_bytes_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "state_bytes", state_bytes_question)
+    problem_ui.asked(CHAPTER, "state_bytes", state_bytes_question, state_bytes_commit_buttons)
     return state_bytes_answer, state_bytes_commit_buttons, state_bytes_question
 
 
 @app.cell
 def _(held_now, identity, state_bytes_answer, state_bytes_commit_buttons, publish, variant):
-    _row, state_bytes_committed = ui.commit_prediction(identity, LAB, "state_bytes", state_bytes_answer, state_bytes_commit_buttons, variant=variant, held=held_now())
-    publish("state_bytes", state_bytes_committed)
-    _row
-    return (state_bytes_committed,)
-
-
-@app.cell(hide_code=True)
-def _(state_bytes_committed, variant):
-    ui.gate(state_bytes_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "state_bytes", state_bytes_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "state_bytes", state_bytes_answer, state_bytes_commit_buttons.value, variant=variant, held=held_now())
+    publish("state_bytes", _made)
+    problem_ui.committed(CHAPTER, variant, "state_bytes", _row, _made)
     return
 
 
@@ -104,22 +97,15 @@ def _(variant):
     zero_stage_question = problem_ui.widget(variant.questions["zero_stage"])
     zero_stage_answer = problem_ui.answer_of(zero_stage_question)
     zero_stage_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "zero_stage", zero_stage_question)
+    problem_ui.asked(CHAPTER, "zero_stage", zero_stage_question, zero_stage_commit_buttons)
     return zero_stage_answer, zero_stage_commit_buttons, zero_stage_question
 
 
 @app.cell
 def _(held_now, identity, zero_stage_answer, zero_stage_commit_buttons, publish, variant):
-    _row, zero_stage_committed = ui.commit_prediction(identity, LAB, "zero_stage", zero_stage_answer, zero_stage_commit_buttons, variant=variant, held=held_now())
-    publish("zero_stage", zero_stage_committed)
-    _row
-    return (zero_stage_committed,)
-
-
-@app.cell(hide_code=True)
-def _(zero_stage_committed, variant):
-    ui.gate(zero_stage_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "zero_stage", zero_stage_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "zero_stage", zero_stage_answer, zero_stage_commit_buttons.value, variant=variant, held=held_now())
+    publish("zero_stage", _made)
+    problem_ui.committed(CHAPTER, variant, "zero_stage", _row, _made)
     return
 
 
@@ -129,22 +115,15 @@ def _(variant):
     fewest_gpus_question = problem_ui.widget(variant.questions["fewest_gpus"])
     fewest_gpus_answer = problem_ui.answer_of(fewest_gpus_question)
     fewest_gpus_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "fewest_gpus", fewest_gpus_question)
+    problem_ui.asked(CHAPTER, "fewest_gpus", fewest_gpus_question, fewest_gpus_commit_buttons)
     return fewest_gpus_answer, fewest_gpus_commit_buttons, fewest_gpus_question
 
 
 @app.cell
 def _(held_now, identity, fewest_gpus_answer, fewest_gpus_commit_buttons, publish, variant):
-    _row, fewest_gpus_committed = ui.commit_prediction(identity, LAB, "fewest_gpus", fewest_gpus_answer, fewest_gpus_commit_buttons, variant=variant, held=held_now())
-    publish("fewest_gpus", fewest_gpus_committed)
-    _row
-    return (fewest_gpus_committed,)
-
-
-@app.cell(hide_code=True)
-def _(fewest_gpus_committed, variant):
-    ui.gate(fewest_gpus_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "fewest_gpus", fewest_gpus_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "fewest_gpus", fewest_gpus_answer, fewest_gpus_commit_buttons.value, variant=variant, held=held_now())
+    publish("fewest_gpus", _made)
+    problem_ui.committed(CHAPTER, variant, "fewest_gpus", _row, _made)
     return
 
 
@@ -154,22 +133,15 @@ def _(variant):
     activations_question = problem_ui.widget(variant.questions["activations"])
     activations_answer = problem_ui.answer_of(activations_question)
     activations_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "activations", activations_question)
+    problem_ui.asked(CHAPTER, "activations", activations_question, activations_commit_buttons)
     return activations_answer, activations_commit_buttons, activations_question
 
 
 @app.cell
 def _(held_now, identity, activations_answer, activations_commit_buttons, publish, variant):
-    _row, activations_committed = ui.commit_prediction(identity, LAB, "activations", activations_answer, activations_commit_buttons, variant=variant, held=held_now())
-    publish("activations", activations_committed)
-    _row
-    return (activations_committed,)
-
-
-@app.cell(hide_code=True)
-def _(activations_committed, variant):
-    ui.gate(activations_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "activations", activations_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "activations", activations_answer, activations_commit_buttons.value, variant=variant, held=held_now())
+    publish("activations", _made)
+    problem_ui.committed(CHAPTER, variant, "activations", _row, _made)
     return
 
 
@@ -179,22 +151,15 @@ def _(variant):
     cp_no_flash_question = problem_ui.widget(variant.questions["cp_no_flash"])
     cp_no_flash_answer = problem_ui.answer_of(cp_no_flash_question)
     cp_no_flash_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "cp_no_flash", cp_no_flash_question)
+    problem_ui.asked(CHAPTER, "cp_no_flash", cp_no_flash_question, cp_no_flash_commit_buttons)
     return cp_no_flash_answer, cp_no_flash_commit_buttons, cp_no_flash_question
 
 
 @app.cell
 def _(held_now, identity, cp_no_flash_answer, cp_no_flash_commit_buttons, publish, variant):
-    _row, cp_no_flash_committed = ui.commit_prediction(identity, LAB, "cp_no_flash", cp_no_flash_answer, cp_no_flash_commit_buttons, variant=variant, held=held_now())
-    publish("cp_no_flash", cp_no_flash_committed)
-    _row
-    return (cp_no_flash_committed,)
-
-
-@app.cell(hide_code=True)
-def _(cp_no_flash_committed, variant):
-    ui.gate(cp_no_flash_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "cp_no_flash", cp_no_flash_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "cp_no_flash", cp_no_flash_answer, cp_no_flash_commit_buttons.value, variant=variant, held=held_now())
+    publish("cp_no_flash", _made)
+    problem_ui.committed(CHAPTER, variant, "cp_no_flash", _row, _made)
     return
 
 
@@ -204,22 +169,15 @@ def _(variant):
     segments_question = problem_ui.widget(variant.questions["segments"])
     segments_answer = problem_ui.answer_of(segments_question)
     segments_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "segments", segments_question)
+    problem_ui.asked(CHAPTER, "segments", segments_question, segments_commit_buttons)
     return segments_answer, segments_commit_buttons, segments_question
 
 
 @app.cell
 def _(held_now, identity, segments_answer, segments_commit_buttons, publish, variant):
-    _row, segments_committed = ui.commit_prediction(identity, LAB, "segments", segments_answer, segments_commit_buttons, variant=variant, held=held_now())
-    publish("segments", segments_committed)
-    _row
-    return (segments_committed,)
-
-
-@app.cell(hide_code=True)
-def _(segments_committed, variant):
-    ui.gate(segments_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "segments", segments_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "segments", segments_answer, segments_commit_buttons.value, variant=variant, held=held_now())
+    publish("segments", _made)
+    problem_ui.committed(CHAPTER, variant, "segments", _row, _made)
     return
 
 
@@ -229,22 +187,15 @@ def _(variant):
     sgd_saving_question = problem_ui.widget(variant.questions["sgd_saving"])
     sgd_saving_answer = problem_ui.answer_of(sgd_saving_question)
     sgd_saving_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "sgd_saving", sgd_saving_question)
+    problem_ui.asked(CHAPTER, "sgd_saving", sgd_saving_question, sgd_saving_commit_buttons)
     return sgd_saving_answer, sgd_saving_commit_buttons, sgd_saving_question
 
 
 @app.cell
 def _(held_now, identity, sgd_saving_answer, sgd_saving_commit_buttons, publish, variant):
-    _row, sgd_saving_committed = ui.commit_prediction(identity, LAB, "sgd_saving", sgd_saving_answer, sgd_saving_commit_buttons, variant=variant, held=held_now())
-    publish("sgd_saving", sgd_saving_committed)
-    _row
-    return (sgd_saving_committed,)
-
-
-@app.cell(hide_code=True)
-def _(sgd_saving_committed, variant):
-    ui.gate(sgd_saving_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "sgd_saving", sgd_saving_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "sgd_saving", sgd_saving_answer, sgd_saving_commit_buttons.value, variant=variant, held=held_now())
+    publish("sgd_saving", _made)
+    problem_ui.committed(CHAPTER, variant, "sgd_saving", _row, _made)
     return
 
 
@@ -254,22 +205,15 @@ def _(variant):
     zero_fit_question = problem_ui.widget(variant.questions["zero_fit"])
     zero_fit_answer = problem_ui.answer_of(zero_fit_question)
     zero_fit_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "zero_fit", zero_fit_question)
+    problem_ui.asked(CHAPTER, "zero_fit", zero_fit_question, zero_fit_commit_buttons)
     return zero_fit_answer, zero_fit_commit_buttons, zero_fit_question
 
 
 @app.cell
 def _(held_now, identity, zero_fit_answer, zero_fit_commit_buttons, publish, variant):
-    _row, zero_fit_committed = ui.commit_prediction(identity, LAB, "zero_fit", zero_fit_answer, zero_fit_commit_buttons, variant=variant, held=held_now())
-    publish("zero_fit", zero_fit_committed)
-    _row
-    return (zero_fit_committed,)
-
-
-@app.cell(hide_code=True)
-def _(zero_fit_committed, variant):
-    ui.gate(zero_fit_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "zero_fit", zero_fit_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "zero_fit", zero_fit_answer, zero_fit_commit_buttons.value, variant=variant, held=held_now())
+    publish("zero_fit", _made)
+    problem_ui.committed(CHAPTER, variant, "zero_fit", _row, _made)
     return
 
 
@@ -285,14 +229,8 @@ def _(get_commitments, identity, submit_button, variant):
     ui.gate(held=tuple(committed.values()))
     _pred = {_pid: _made.answer for _pid, _made in committed.items()}
     _view, submitted = ui.submit_to_ledger(identity, submit_button, lambda: [ui.ledger_step(LAB, "answers", {}, _pred, CHAPTER.outcomes, "the answers", variant)])
-    _view
+    mo.vstack([_view, ui.hud({"engine": ENGINE_VERSION, **problem_ui.progress(CHAPTER, committed), "ledger": "saved" if submitted else "not submitted"})])
     return committed, submitted
-
-
-@app.cell
-def _(committed, submitted):
-    ui.hud({"engine": ENGINE_VERSION, **problem_ui.progress(CHAPTER, committed), "ledger": "saved" if submitted else "not submitted"})
-    return
 
 
 if __name__ == "__main__":

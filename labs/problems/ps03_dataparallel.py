@@ -68,9 +68,9 @@ def _():
     return get_commitments, publish
 
 
-# Each problem: a cell with its heading, its answer field and its commit buttons; its commit cell,
-# which reads the answer through <problem>_answer, not the widget, so a click on an answer runs no
-# cell (a commit or a skip does); its solution, shown after the commit.
+# Each problem is two cells: its heading, answer field and commit buttons; and its commit cell, which
+# reads the answer through <problem>_answer, not the widget, so a click on an answer runs no cell (a
+# commit or a skip does), and shows what the ledger holds and, once committed, the solution.
 
 
 # Problem 1
@@ -79,22 +79,15 @@ def _(variant):
     ring_bytes_question = problem_ui.widget(variant.questions["ring_bytes"])
     ring_bytes_answer = problem_ui.answer_of(ring_bytes_question)
     ring_bytes_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "ring_bytes", ring_bytes_question)
+    problem_ui.asked(CHAPTER, "ring_bytes", ring_bytes_question, ring_bytes_commit_buttons)
     return ring_bytes_answer, ring_bytes_commit_buttons, ring_bytes_question
 
 
 @app.cell
 def _(held_now, identity, ring_bytes_answer, ring_bytes_commit_buttons, publish, variant):
-    _row, ring_bytes_committed = ui.commit_prediction(identity, LAB, "ring_bytes", ring_bytes_answer, ring_bytes_commit_buttons, variant=variant, held=held_now())
-    publish("ring_bytes", ring_bytes_committed)
-    _row
-    return (ring_bytes_committed,)
-
-
-@app.cell(hide_code=True)
-def _(ring_bytes_committed, variant):
-    ui.gate(ring_bytes_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "ring_bytes", ring_bytes_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "ring_bytes", ring_bytes_answer, ring_bytes_commit_buttons.value, variant=variant, held=held_now())
+    publish("ring_bytes", _made)
+    problem_ui.committed(CHAPTER, variant, "ring_bytes", _row, _made)
     return
 
 
@@ -104,22 +97,15 @@ def _(variant):
     ring_time_question = problem_ui.widget(variant.questions["ring_time"])
     ring_time_answer = problem_ui.answer_of(ring_time_question)
     ring_time_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "ring_time", ring_time_question)
+    problem_ui.asked(CHAPTER, "ring_time", ring_time_question, ring_time_commit_buttons)
     return ring_time_answer, ring_time_commit_buttons, ring_time_question
 
 
 @app.cell
 def _(held_now, identity, ring_time_answer, ring_time_commit_buttons, publish, variant):
-    _row, ring_time_committed = ui.commit_prediction(identity, LAB, "ring_time", ring_time_answer, ring_time_commit_buttons, variant=variant, held=held_now())
-    publish("ring_time", ring_time_committed)
-    _row
-    return (ring_time_committed,)
-
-
-@app.cell(hide_code=True)
-def _(ring_time_committed, variant):
-    ui.gate(ring_time_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "ring_time", ring_time_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "ring_time", ring_time_answer, ring_time_commit_buttons.value, variant=variant, held=held_now())
+    publish("ring_time", _made)
+    problem_ui.committed(CHAPTER, variant, "ring_time", _row, _made)
     return
 
 
@@ -129,22 +115,15 @@ def _(variant):
     accumulation_question = problem_ui.widget(variant.questions["accumulation"])
     accumulation_answer = problem_ui.answer_of(accumulation_question)
     accumulation_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "accumulation", accumulation_question)
+    problem_ui.asked(CHAPTER, "accumulation", accumulation_question, accumulation_commit_buttons)
     return accumulation_answer, accumulation_commit_buttons, accumulation_question
 
 
 @app.cell
 def _(held_now, identity, accumulation_answer, accumulation_commit_buttons, publish, variant):
-    _row, accumulation_committed = ui.commit_prediction(identity, LAB, "accumulation", accumulation_answer, accumulation_commit_buttons, variant=variant, held=held_now())
-    publish("accumulation", accumulation_committed)
-    _row
-    return (accumulation_committed,)
-
-
-@app.cell(hide_code=True)
-def _(accumulation_committed, variant):
-    ui.gate(accumulation_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "accumulation", accumulation_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "accumulation", accumulation_answer, accumulation_commit_buttons.value, variant=variant, held=held_now())
+    publish("accumulation", _made)
+    problem_ui.committed(CHAPTER, variant, "accumulation", _row, _made)
     return
 
 
@@ -154,22 +133,15 @@ def _(variant):
     hiding_question = problem_ui.widget(variant.questions["hiding"])
     hiding_answer = problem_ui.answer_of(hiding_question)
     hiding_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "hiding", hiding_question)
+    problem_ui.asked(CHAPTER, "hiding", hiding_question, hiding_commit_buttons)
     return hiding_answer, hiding_commit_buttons, hiding_question
 
 
 @app.cell
 def _(held_now, identity, hiding_answer, hiding_commit_buttons, publish, variant):
-    _row, hiding_committed = ui.commit_prediction(identity, LAB, "hiding", hiding_answer, hiding_commit_buttons, variant=variant, held=held_now())
-    publish("hiding", hiding_committed)
-    _row
-    return (hiding_committed,)
-
-
-@app.cell(hide_code=True)
-def _(hiding_committed, variant):
-    ui.gate(hiding_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "hiding", hiding_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "hiding", hiding_answer, hiding_commit_buttons.value, variant=variant, held=held_now())
+    publish("hiding", _made)
+    problem_ui.committed(CHAPTER, variant, "hiding", _row, _made)
     return
 
 
@@ -179,22 +151,15 @@ def _(variant):
     critical_question = problem_ui.widget(variant.questions["critical"])
     critical_answer = problem_ui.answer_of(critical_question)
     critical_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "critical", critical_question)
+    problem_ui.asked(CHAPTER, "critical", critical_question, critical_commit_buttons)
     return critical_answer, critical_commit_buttons, critical_question
 
 
 @app.cell
 def _(held_now, identity, critical_answer, critical_commit_buttons, publish, variant):
-    _row, critical_committed = ui.commit_prediction(identity, LAB, "critical", critical_answer, critical_commit_buttons, variant=variant, held=held_now())
-    publish("critical", critical_committed)
-    _row
-    return (critical_committed,)
-
-
-@app.cell(hide_code=True)
-def _(critical_committed, variant):
-    ui.gate(critical_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "critical", critical_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "critical", critical_answer, critical_commit_buttons.value, variant=variant, held=held_now())
+    publish("critical", _made)
+    problem_ui.committed(CHAPTER, variant, "critical", _row, _made)
     return
 
 
@@ -204,22 +169,15 @@ def _(variant):
     batch_cost_question = problem_ui.widget(variant.questions["batch_cost"])
     batch_cost_answer = problem_ui.answer_of(batch_cost_question)
     batch_cost_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "batch_cost", batch_cost_question)
+    problem_ui.asked(CHAPTER, "batch_cost", batch_cost_question, batch_cost_commit_buttons)
     return batch_cost_answer, batch_cost_commit_buttons, batch_cost_question
 
 
 @app.cell
 def _(held_now, identity, batch_cost_answer, batch_cost_commit_buttons, publish, variant):
-    _row, batch_cost_committed = ui.commit_prediction(identity, LAB, "batch_cost", batch_cost_answer, batch_cost_commit_buttons, variant=variant, held=held_now())
-    publish("batch_cost", batch_cost_committed)
-    _row
-    return (batch_cost_committed,)
-
-
-@app.cell(hide_code=True)
-def _(batch_cost_committed, variant):
-    ui.gate(batch_cost_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "batch_cost", batch_cost_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "batch_cost", batch_cost_answer, batch_cost_commit_buttons.value, variant=variant, held=held_now())
+    publish("batch_cost", _made)
+    problem_ui.committed(CHAPTER, variant, "batch_cost", _row, _made)
     return
 
 
@@ -229,22 +187,15 @@ def _(variant):
     grow_question = problem_ui.widget(variant.questions["grow"])
     grow_answer = problem_ui.answer_of(grow_question)
     grow_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "grow", grow_question)
+    problem_ui.asked(CHAPTER, "grow", grow_question, grow_commit_buttons)
     return grow_answer, grow_commit_buttons, grow_question
 
 
 @app.cell
 def _(held_now, identity, grow_answer, grow_commit_buttons, publish, variant):
-    _row, grow_committed = ui.commit_prediction(identity, LAB, "grow", grow_answer, grow_commit_buttons, variant=variant, held=held_now())
-    publish("grow", grow_committed)
-    _row
-    return (grow_committed,)
-
-
-@app.cell(hide_code=True)
-def _(grow_committed, variant):
-    ui.gate(grow_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "grow", grow_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "grow", grow_answer, grow_commit_buttons.value, variant=variant, held=held_now())
+    publish("grow", _made)
+    problem_ui.committed(CHAPTER, variant, "grow", _row, _made)
     return
 
 
@@ -260,14 +211,8 @@ def _(get_commitments, identity, submit_button, variant):
     ui.gate(held=tuple(committed.values()))
     _pred = {_pid: _made.answer for _pid, _made in committed.items()}
     _view, submitted = ui.submit_to_ledger(identity, submit_button, lambda: [ui.ledger_step(LAB, "answers", {}, _pred, CHAPTER.outcomes, "the answers", variant)])
-    _view
+    mo.vstack([_view, ui.hud({"engine": ENGINE_VERSION, **problem_ui.progress(CHAPTER, committed), "ledger": "saved" if submitted else "not submitted"})])
     return committed, submitted
-
-
-@app.cell
-def _(committed, submitted):
-    ui.hud({"engine": ENGINE_VERSION, **problem_ui.progress(CHAPTER, committed), "ledger": "saved" if submitted else "not submitted"})
-    return
 
 
 if __name__ == "__main__":

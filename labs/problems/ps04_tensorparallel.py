@@ -68,9 +68,9 @@ def _():
     return get_commitments, publish
 
 
-# Each problem: a cell with its heading, its answer field and its commit buttons; its commit cell,
-# which reads the answer through <problem>_answer, not the widget, so a click on an answer runs no
-# cell (a commit or a skip does); its solution, shown after the commit.
+# Each problem is two cells: its heading, answer field and commit buttons; and its commit cell, which
+# reads the answer through <problem>_answer, not the widget, so a click on an answer runs no cell (a
+# commit or a skip does), and shows what the ledger holds and, once committed, the solution.
 
 
 # Problem 1
@@ -79,22 +79,15 @@ def _(variant):
     tp_bytes_question = problem_ui.widget(variant.questions["tp_bytes"])
     tp_bytes_answer = problem_ui.answer_of(tp_bytes_question)
     tp_bytes_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "tp_bytes", tp_bytes_question)
+    problem_ui.asked(CHAPTER, "tp_bytes", tp_bytes_question, tp_bytes_commit_buttons)
     return tp_bytes_answer, tp_bytes_commit_buttons, tp_bytes_question
 
 
 @app.cell
 def _(held_now, identity, tp_bytes_answer, tp_bytes_commit_buttons, publish, variant):
-    _row, tp_bytes_committed = ui.commit_prediction(identity, LAB, "tp_bytes", tp_bytes_answer, tp_bytes_commit_buttons, variant=variant, held=held_now())
-    publish("tp_bytes", tp_bytes_committed)
-    _row
-    return (tp_bytes_committed,)
-
-
-@app.cell(hide_code=True)
-def _(tp_bytes_committed, variant):
-    ui.gate(tp_bytes_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "tp_bytes", tp_bytes_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "tp_bytes", tp_bytes_answer, tp_bytes_commit_buttons.value, variant=variant, held=held_now())
+    publish("tp_bytes", _made)
+    problem_ui.committed(CHAPTER, variant, "tp_bytes", _row, _made)
     return
 
 
@@ -104,22 +97,15 @@ def _(variant):
     sp_regather_question = problem_ui.widget(variant.questions["sp_regather"])
     sp_regather_answer = problem_ui.answer_of(sp_regather_question)
     sp_regather_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "sp_regather", sp_regather_question)
+    problem_ui.asked(CHAPTER, "sp_regather", sp_regather_question, sp_regather_commit_buttons)
     return sp_regather_answer, sp_regather_commit_buttons, sp_regather_question
 
 
 @app.cell
 def _(held_now, identity, sp_regather_answer, sp_regather_commit_buttons, publish, variant):
-    _row, sp_regather_committed = ui.commit_prediction(identity, LAB, "sp_regather", sp_regather_answer, sp_regather_commit_buttons, variant=variant, held=held_now())
-    publish("sp_regather", sp_regather_committed)
-    _row
-    return (sp_regather_committed,)
-
-
-@app.cell(hide_code=True)
-def _(sp_regather_committed, variant):
-    ui.gate(sp_regather_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "sp_regather", sp_regather_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "sp_regather", sp_regather_answer, sp_regather_commit_buttons.value, variant=variant, held=held_now())
+    publish("sp_regather", _made)
+    problem_ui.committed(CHAPTER, variant, "sp_regather", _row, _made)
     return
 
 
@@ -129,22 +115,15 @@ def _(variant):
     sp_time_question = problem_ui.widget(variant.questions["sp_time"])
     sp_time_answer = problem_ui.answer_of(sp_time_question)
     sp_time_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "sp_time", sp_time_question)
+    problem_ui.asked(CHAPTER, "sp_time", sp_time_question, sp_time_commit_buttons)
     return sp_time_answer, sp_time_commit_buttons, sp_time_question
 
 
 @app.cell
 def _(held_now, identity, sp_time_answer, sp_time_commit_buttons, publish, variant):
-    _row, sp_time_committed = ui.commit_prediction(identity, LAB, "sp_time", sp_time_answer, sp_time_commit_buttons, variant=variant, held=held_now())
-    publish("sp_time", sp_time_committed)
-    _row
-    return (sp_time_committed,)
-
-
-@app.cell(hide_code=True)
-def _(sp_time_committed, variant):
-    ui.gate(sp_time_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "sp_time", sp_time_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "sp_time", sp_time_answer, sp_time_commit_buttons.value, variant=variant, held=held_now())
+    publish("sp_time", _made)
+    problem_ui.committed(CHAPTER, variant, "sp_time", _row, _made)
     return
 
 
@@ -154,22 +133,15 @@ def _(variant):
     tp_hiding_question = problem_ui.widget(variant.questions["tp_hiding"])
     tp_hiding_answer = problem_ui.answer_of(tp_hiding_question)
     tp_hiding_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "tp_hiding", tp_hiding_question)
+    problem_ui.asked(CHAPTER, "tp_hiding", tp_hiding_question, tp_hiding_commit_buttons)
     return tp_hiding_answer, tp_hiding_commit_buttons, tp_hiding_question
 
 
 @app.cell
 def _(held_now, identity, tp_hiding_answer, tp_hiding_commit_buttons, publish, variant):
-    _row, tp_hiding_committed = ui.commit_prediction(identity, LAB, "tp_hiding", tp_hiding_answer, tp_hiding_commit_buttons, variant=variant, held=held_now())
-    publish("tp_hiding", tp_hiding_committed)
-    _row
-    return (tp_hiding_committed,)
-
-
-@app.cell(hide_code=True)
-def _(tp_hiding_committed, variant):
-    ui.gate(tp_hiding_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "tp_hiding", tp_hiding_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "tp_hiding", tp_hiding_answer, tp_hiding_commit_buttons.value, variant=variant, held=held_now())
+    publish("tp_hiding", _made)
+    problem_ui.committed(CHAPTER, variant, "tp_hiding", _row, _made)
     return
 
 
@@ -179,22 +151,15 @@ def _(variant):
     tp_across_question = problem_ui.widget(variant.questions["tp_across"])
     tp_across_answer = problem_ui.answer_of(tp_across_question)
     tp_across_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "tp_across", tp_across_question)
+    problem_ui.asked(CHAPTER, "tp_across", tp_across_question, tp_across_commit_buttons)
     return tp_across_answer, tp_across_commit_buttons, tp_across_question
 
 
 @app.cell
 def _(held_now, identity, tp_across_answer, tp_across_commit_buttons, publish, variant):
-    _row, tp_across_committed = ui.commit_prediction(identity, LAB, "tp_across", tp_across_answer, tp_across_commit_buttons, variant=variant, held=held_now())
-    publish("tp_across", tp_across_committed)
-    _row
-    return (tp_across_committed,)
-
-
-@app.cell(hide_code=True)
-def _(tp_across_committed, variant):
-    ui.gate(tp_across_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "tp_across", tp_across_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "tp_across", tp_across_answer, tp_across_commit_buttons.value, variant=variant, held=held_now())
+    publish("tp_across", _made)
+    problem_ui.committed(CHAPTER, variant, "tp_across", _row, _made)
     return
 
 
@@ -204,22 +169,15 @@ def _(variant):
     sp_saving_question = problem_ui.widget(variant.questions["sp_saving"])
     sp_saving_answer = problem_ui.answer_of(sp_saving_question)
     sp_saving_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "sp_saving", sp_saving_question)
+    problem_ui.asked(CHAPTER, "sp_saving", sp_saving_question, sp_saving_commit_buttons)
     return sp_saving_answer, sp_saving_commit_buttons, sp_saving_question
 
 
 @app.cell
 def _(held_now, identity, sp_saving_answer, sp_saving_commit_buttons, publish, variant):
-    _row, sp_saving_committed = ui.commit_prediction(identity, LAB, "sp_saving", sp_saving_answer, sp_saving_commit_buttons, variant=variant, held=held_now())
-    publish("sp_saving", sp_saving_committed)
-    _row
-    return (sp_saving_committed,)
-
-
-@app.cell(hide_code=True)
-def _(sp_saving_committed, variant):
-    ui.gate(sp_saving_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "sp_saving", sp_saving_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "sp_saving", sp_saving_answer, sp_saving_commit_buttons.value, variant=variant, held=held_now())
+    publish("sp_saving", _made)
+    problem_ui.committed(CHAPTER, variant, "sp_saving", _row, _made)
     return
 
 
@@ -229,22 +187,15 @@ def _(variant):
     fit_question = problem_ui.widget(variant.questions["fit"])
     fit_answer = problem_ui.answer_of(fit_question)
     fit_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "fit", fit_question)
+    problem_ui.asked(CHAPTER, "fit", fit_question, fit_commit_buttons)
     return fit_answer, fit_commit_buttons, fit_question
 
 
 @app.cell
 def _(held_now, identity, fit_answer, fit_commit_buttons, publish, variant):
-    _row, fit_committed = ui.commit_prediction(identity, LAB, "fit", fit_answer, fit_commit_buttons, variant=variant, held=held_now())
-    publish("fit", fit_committed)
-    _row
-    return (fit_committed,)
-
-
-@app.cell(hide_code=True)
-def _(fit_committed, variant):
-    ui.gate(fit_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "fit", fit_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "fit", fit_answer, fit_commit_buttons.value, variant=variant, held=held_now())
+    publish("fit", _made)
+    problem_ui.committed(CHAPTER, variant, "fit", _row, _made)
     return
 
 
@@ -260,14 +211,8 @@ def _(get_commitments, identity, submit_button, variant):
     ui.gate(held=tuple(committed.values()))
     _pred = {_pid: _made.answer for _pid, _made in committed.items()}
     _view, submitted = ui.submit_to_ledger(identity, submit_button, lambda: [ui.ledger_step(LAB, "answers", {}, _pred, CHAPTER.outcomes, "the answers", variant)])
-    _view
+    mo.vstack([_view, ui.hud({"engine": ENGINE_VERSION, **problem_ui.progress(CHAPTER, committed), "ledger": "saved" if submitted else "not submitted"})])
     return committed, submitted
-
-
-@app.cell
-def _(committed, submitted):
-    ui.hud({"engine": ENGINE_VERSION, **problem_ui.progress(CHAPTER, committed), "ledger": "saved" if submitted else "not submitted"})
-    return
 
 
 if __name__ == "__main__":

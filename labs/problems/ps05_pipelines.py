@@ -68,9 +68,9 @@ def _():
     return get_commitments, publish
 
 
-# Each problem: a cell with its heading, its answer field and its commit buttons; its commit cell,
-# which reads the answer through <problem>_answer, not the widget, so a click on an answer runs no
-# cell (a commit or a skip does); its solution, shown after the commit.
+# Each problem is two cells: its heading, answer field and commit buttons; and its commit cell, which
+# reads the answer through <problem>_answer, not the widget, so a click on an answer runs no cell (a
+# commit or a skip does), and shows what the ledger holds and, once committed, the solution.
 
 
 # Problem 1
@@ -79,22 +79,15 @@ def _(variant):
     bubble_question = problem_ui.widget(variant.questions["bubble"])
     bubble_answer = problem_ui.answer_of(bubble_question)
     bubble_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "bubble", bubble_question)
+    problem_ui.asked(CHAPTER, "bubble", bubble_question, bubble_commit_buttons)
     return bubble_answer, bubble_commit_buttons, bubble_question
 
 
 @app.cell
 def _(held_now, identity, bubble_answer, bubble_commit_buttons, publish, variant):
-    _row, bubble_committed = ui.commit_prediction(identity, LAB, "bubble", bubble_answer, bubble_commit_buttons, variant=variant, held=held_now())
-    publish("bubble", bubble_committed)
-    _row
-    return (bubble_committed,)
-
-
-@app.cell(hide_code=True)
-def _(bubble_committed, variant):
-    ui.gate(bubble_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "bubble", bubble_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "bubble", bubble_answer, bubble_commit_buttons.value, variant=variant, held=held_now())
+    publish("bubble", _made)
+    problem_ui.committed(CHAPTER, variant, "bubble", _row, _made)
     return
 
 
@@ -104,22 +97,15 @@ def _(variant):
     fewest_m_question = problem_ui.widget(variant.questions["fewest_m"])
     fewest_m_answer = problem_ui.answer_of(fewest_m_question)
     fewest_m_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "fewest_m", fewest_m_question)
+    problem_ui.asked(CHAPTER, "fewest_m", fewest_m_question, fewest_m_commit_buttons)
     return fewest_m_answer, fewest_m_commit_buttons, fewest_m_question
 
 
 @app.cell
 def _(held_now, identity, fewest_m_answer, fewest_m_commit_buttons, publish, variant):
-    _row, fewest_m_committed = ui.commit_prediction(identity, LAB, "fewest_m", fewest_m_answer, fewest_m_commit_buttons, variant=variant, held=held_now())
-    publish("fewest_m", fewest_m_committed)
-    _row
-    return (fewest_m_committed,)
-
-
-@app.cell(hide_code=True)
-def _(fewest_m_committed, variant):
-    ui.gate(fewest_m_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "fewest_m", fewest_m_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "fewest_m", fewest_m_answer, fewest_m_commit_buttons.value, variant=variant, held=held_now())
+    publish("fewest_m", _made)
+    problem_ui.committed(CHAPTER, variant, "fewest_m", _row, _made)
     return
 
 
@@ -129,22 +115,15 @@ def _(variant):
     interleaved_question = problem_ui.widget(variant.questions["interleaved"])
     interleaved_answer = problem_ui.answer_of(interleaved_question)
     interleaved_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "interleaved", interleaved_question)
+    problem_ui.asked(CHAPTER, "interleaved", interleaved_question, interleaved_commit_buttons)
     return interleaved_answer, interleaved_commit_buttons, interleaved_question
 
 
 @app.cell
 def _(held_now, identity, interleaved_answer, interleaved_commit_buttons, publish, variant):
-    _row, interleaved_committed = ui.commit_prediction(identity, LAB, "interleaved", interleaved_answer, interleaved_commit_buttons, variant=variant, held=held_now())
-    publish("interleaved", interleaved_committed)
-    _row
-    return (interleaved_committed,)
-
-
-@app.cell(hide_code=True)
-def _(interleaved_committed, variant):
-    ui.gate(interleaved_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "interleaved", interleaved_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "interleaved", interleaved_answer, interleaved_commit_buttons.value, variant=variant, held=held_now())
+    publish("interleaved", _made)
+    problem_ui.committed(CHAPTER, variant, "interleaved", _row, _made)
     return
 
 
@@ -154,22 +133,15 @@ def _(variant):
     gpipe_memory_question = problem_ui.widget(variant.questions["gpipe_memory"])
     gpipe_memory_answer = problem_ui.answer_of(gpipe_memory_question)
     gpipe_memory_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "gpipe_memory", gpipe_memory_question)
+    problem_ui.asked(CHAPTER, "gpipe_memory", gpipe_memory_question, gpipe_memory_commit_buttons)
     return gpipe_memory_answer, gpipe_memory_commit_buttons, gpipe_memory_question
 
 
 @app.cell
 def _(held_now, identity, gpipe_memory_answer, gpipe_memory_commit_buttons, publish, variant):
-    _row, gpipe_memory_committed = ui.commit_prediction(identity, LAB, "gpipe_memory", gpipe_memory_answer, gpipe_memory_commit_buttons, variant=variant, held=held_now())
-    publish("gpipe_memory", gpipe_memory_committed)
-    _row
-    return (gpipe_memory_committed,)
-
-
-@app.cell(hide_code=True)
-def _(gpipe_memory_committed, variant):
-    ui.gate(gpipe_memory_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "gpipe_memory", gpipe_memory_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "gpipe_memory", gpipe_memory_answer, gpipe_memory_commit_buttons.value, variant=variant, held=held_now())
+    publish("gpipe_memory", _made)
+    problem_ui.committed(CHAPTER, variant, "gpipe_memory", _row, _made)
     return
 
 
@@ -179,22 +151,15 @@ def _(variant):
     zb_h1_question = problem_ui.widget(variant.questions["zb_h1"])
     zb_h1_answer = problem_ui.answer_of(zb_h1_question)
     zb_h1_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "zb_h1", zb_h1_question)
+    problem_ui.asked(CHAPTER, "zb_h1", zb_h1_question, zb_h1_commit_buttons)
     return zb_h1_answer, zb_h1_commit_buttons, zb_h1_question
 
 
 @app.cell
 def _(held_now, identity, zb_h1_answer, zb_h1_commit_buttons, publish, variant):
-    _row, zb_h1_committed = ui.commit_prediction(identity, LAB, "zb_h1", zb_h1_answer, zb_h1_commit_buttons, variant=variant, held=held_now())
-    publish("zb_h1", zb_h1_committed)
-    _row
-    return (zb_h1_committed,)
-
-
-@app.cell(hide_code=True)
-def _(zb_h1_committed, variant):
-    ui.gate(zb_h1_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "zb_h1", zb_h1_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "zb_h1", zb_h1_answer, zb_h1_commit_buttons.value, variant=variant, held=held_now())
+    publish("zb_h1", _made)
+    problem_ui.committed(CHAPTER, variant, "zb_h1", _row, _made)
     return
 
 
@@ -204,22 +169,15 @@ def _(variant):
     zb_or_interleaved_question = problem_ui.widget(variant.questions["zb_or_interleaved"])
     zb_or_interleaved_answer = problem_ui.answer_of(zb_or_interleaved_question)
     zb_or_interleaved_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "zb_or_interleaved", zb_or_interleaved_question)
+    problem_ui.asked(CHAPTER, "zb_or_interleaved", zb_or_interleaved_question, zb_or_interleaved_commit_buttons)
     return zb_or_interleaved_answer, zb_or_interleaved_commit_buttons, zb_or_interleaved_question
 
 
 @app.cell
 def _(held_now, identity, zb_or_interleaved_answer, zb_or_interleaved_commit_buttons, publish, variant):
-    _row, zb_or_interleaved_committed = ui.commit_prediction(identity, LAB, "zb_or_interleaved", zb_or_interleaved_answer, zb_or_interleaved_commit_buttons, variant=variant, held=held_now())
-    publish("zb_or_interleaved", zb_or_interleaved_committed)
-    _row
-    return (zb_or_interleaved_committed,)
-
-
-@app.cell(hide_code=True)
-def _(zb_or_interleaved_committed, variant):
-    ui.gate(zb_or_interleaved_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "zb_or_interleaved", zb_or_interleaved_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "zb_or_interleaved", zb_or_interleaved_answer, zb_or_interleaved_commit_buttons.value, variant=variant, held=held_now())
+    publish("zb_or_interleaved", _made)
+    problem_ui.committed(CHAPTER, variant, "zb_or_interleaved", _row, _made)
     return
 
 
@@ -229,22 +187,15 @@ def _(variant):
     p2p_question = problem_ui.widget(variant.questions["p2p"])
     p2p_answer = problem_ui.answer_of(p2p_question)
     p2p_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "p2p", p2p_question)
+    problem_ui.asked(CHAPTER, "p2p", p2p_question, p2p_commit_buttons)
     return p2p_answer, p2p_commit_buttons, p2p_question
 
 
 @app.cell
 def _(held_now, identity, p2p_answer, p2p_commit_buttons, publish, variant):
-    _row, p2p_committed = ui.commit_prediction(identity, LAB, "p2p", p2p_answer, p2p_commit_buttons, variant=variant, held=held_now())
-    publish("p2p", p2p_committed)
-    _row
-    return (p2p_committed,)
-
-
-@app.cell(hide_code=True)
-def _(p2p_committed, variant):
-    ui.gate(p2p_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "p2p", p2p_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "p2p", p2p_answer, p2p_commit_buttons.value, variant=variant, held=held_now())
+    publish("p2p", _made)
+    problem_ui.committed(CHAPTER, variant, "p2p", _row, _made)
     return
 
 
@@ -260,14 +211,8 @@ def _(get_commitments, identity, submit_button, variant):
     ui.gate(held=tuple(committed.values()))
     _pred = {_pid: _made.answer for _pid, _made in committed.items()}
     _view, submitted = ui.submit_to_ledger(identity, submit_button, lambda: [ui.ledger_step(LAB, "answers", {}, _pred, CHAPTER.outcomes, "the answers", variant)])
-    _view
+    mo.vstack([_view, ui.hud({"engine": ENGINE_VERSION, **problem_ui.progress(CHAPTER, committed), "ledger": "saved" if submitted else "not submitted"})])
     return committed, submitted
-
-
-@app.cell
-def _(committed, submitted):
-    ui.hud({"engine": ENGINE_VERSION, **problem_ui.progress(CHAPTER, committed), "ledger": "saved" if submitted else "not submitted"})
-    return
 
 
 if __name__ == "__main__":

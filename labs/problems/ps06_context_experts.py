@@ -68,9 +68,9 @@ def _():
     return get_commitments, publish
 
 
-# Each problem: a cell with its heading, its answer field and its commit buttons; its commit cell,
-# which reads the answer through <problem>_answer, not the widget, so a click on an answer runs no
-# cell (a commit or a skip does); its solution, shown after the commit.
+# Each problem is two cells: its heading, answer field and commit buttons; and its commit cell, which
+# reads the answer through <problem>_answer, not the widget, so a click on an answer runs no cell (a
+# commit or a skip does), and shows what the ledger holds and, once committed, the solution.
 
 
 # Problem 1
@@ -79,22 +79,15 @@ def _(variant):
     ring_kv_question = problem_ui.widget(variant.questions["ring_kv"])
     ring_kv_answer = problem_ui.answer_of(ring_kv_question)
     ring_kv_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "ring_kv", ring_kv_question)
+    problem_ui.asked(CHAPTER, "ring_kv", ring_kv_question, ring_kv_commit_buttons)
     return ring_kv_answer, ring_kv_commit_buttons, ring_kv_question
 
 
 @app.cell
 def _(held_now, identity, ring_kv_answer, ring_kv_commit_buttons, publish, variant):
-    _row, ring_kv_committed = ui.commit_prediction(identity, LAB, "ring_kv", ring_kv_answer, ring_kv_commit_buttons, variant=variant, held=held_now())
-    publish("ring_kv", ring_kv_committed)
-    _row
-    return (ring_kv_committed,)
-
-
-@app.cell(hide_code=True)
-def _(ring_kv_committed, variant):
-    ui.gate(ring_kv_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "ring_kv", ring_kv_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "ring_kv", ring_kv_answer, ring_kv_commit_buttons.value, variant=variant, held=held_now())
+    publish("ring_kv", _made)
+    problem_ui.committed(CHAPTER, variant, "ring_kv", _row, _made)
     return
 
 
@@ -104,22 +97,15 @@ def _(variant):
     ring_hides_question = problem_ui.widget(variant.questions["ring_hides"])
     ring_hides_answer = problem_ui.answer_of(ring_hides_question)
     ring_hides_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "ring_hides", ring_hides_question)
+    problem_ui.asked(CHAPTER, "ring_hides", ring_hides_question, ring_hides_commit_buttons)
     return ring_hides_answer, ring_hides_commit_buttons, ring_hides_question
 
 
 @app.cell
 def _(held_now, identity, ring_hides_answer, ring_hides_commit_buttons, publish, variant):
-    _row, ring_hides_committed = ui.commit_prediction(identity, LAB, "ring_hides", ring_hides_answer, ring_hides_commit_buttons, variant=variant, held=held_now())
-    publish("ring_hides", ring_hides_committed)
-    _row
-    return (ring_hides_committed,)
-
-
-@app.cell(hide_code=True)
-def _(ring_hides_committed, variant):
-    ui.gate(ring_hides_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "ring_hides", ring_hides_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "ring_hides", ring_hides_answer, ring_hides_commit_buttons.value, variant=variant, held=held_now())
+    publish("ring_hides", _made)
+    problem_ui.committed(CHAPTER, variant, "ring_hides", _row, _made)
     return
 
 
@@ -129,22 +115,15 @@ def _(variant):
     hop_hides_question = problem_ui.widget(variant.questions["hop_hides"])
     hop_hides_answer = problem_ui.answer_of(hop_hides_question)
     hop_hides_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "hop_hides", hop_hides_question)
+    problem_ui.asked(CHAPTER, "hop_hides", hop_hides_question, hop_hides_commit_buttons)
     return hop_hides_answer, hop_hides_commit_buttons, hop_hides_question
 
 
 @app.cell
 def _(held_now, identity, hop_hides_answer, hop_hides_commit_buttons, publish, variant):
-    _row, hop_hides_committed = ui.commit_prediction(identity, LAB, "hop_hides", hop_hides_answer, hop_hides_commit_buttons, variant=variant, held=held_now())
-    publish("hop_hides", hop_hides_committed)
-    _row
-    return (hop_hides_committed,)
-
-
-@app.cell(hide_code=True)
-def _(hop_hides_committed, variant):
-    ui.gate(hop_hides_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "hop_hides", hop_hides_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "hop_hides", hop_hides_answer, hop_hides_commit_buttons.value, variant=variant, held=held_now())
+    publish("hop_hides", _made)
+    problem_ui.committed(CHAPTER, variant, "hop_hides", _row, _made)
     return
 
 
@@ -154,22 +133,15 @@ def _(variant):
     ulysses_question = problem_ui.widget(variant.questions["ulysses"])
     ulysses_answer = problem_ui.answer_of(ulysses_question)
     ulysses_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "ulysses", ulysses_question)
+    problem_ui.asked(CHAPTER, "ulysses", ulysses_question, ulysses_commit_buttons)
     return ulysses_answer, ulysses_commit_buttons, ulysses_question
 
 
 @app.cell
 def _(held_now, identity, ulysses_answer, ulysses_commit_buttons, publish, variant):
-    _row, ulysses_committed = ui.commit_prediction(identity, LAB, "ulysses", ulysses_answer, ulysses_commit_buttons, variant=variant, held=held_now())
-    publish("ulysses", ulysses_committed)
-    _row
-    return (ulysses_committed,)
-
-
-@app.cell(hide_code=True)
-def _(ulysses_committed, variant):
-    ui.gate(ulysses_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "ulysses", ulysses_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "ulysses", ulysses_answer, ulysses_commit_buttons.value, variant=variant, held=held_now())
+    publish("ulysses", _made)
+    problem_ui.committed(CHAPTER, variant, "ulysses", _row, _made)
     return
 
 
@@ -179,22 +151,15 @@ def _(variant):
     ulysses_degree_question = problem_ui.widget(variant.questions["ulysses_degree"])
     ulysses_degree_answer = problem_ui.answer_of(ulysses_degree_question)
     ulysses_degree_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "ulysses_degree", ulysses_degree_question)
+    problem_ui.asked(CHAPTER, "ulysses_degree", ulysses_degree_question, ulysses_degree_commit_buttons)
     return ulysses_degree_answer, ulysses_degree_commit_buttons, ulysses_degree_question
 
 
 @app.cell
 def _(held_now, identity, ulysses_degree_answer, ulysses_degree_commit_buttons, publish, variant):
-    _row, ulysses_degree_committed = ui.commit_prediction(identity, LAB, "ulysses_degree", ulysses_degree_answer, ulysses_degree_commit_buttons, variant=variant, held=held_now())
-    publish("ulysses_degree", ulysses_degree_committed)
-    _row
-    return (ulysses_degree_committed,)
-
-
-@app.cell(hide_code=True)
-def _(ulysses_degree_committed, variant):
-    ui.gate(ulysses_degree_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "ulysses_degree", ulysses_degree_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "ulysses_degree", ulysses_degree_answer, ulysses_degree_commit_buttons.value, variant=variant, held=held_now())
+    publish("ulysses_degree", _made)
+    problem_ui.committed(CHAPTER, variant, "ulysses_degree", _row, _made)
     return
 
 
@@ -204,22 +169,15 @@ def _(variant):
     causal_question = problem_ui.widget(variant.questions["causal"])
     causal_answer = problem_ui.answer_of(causal_question)
     causal_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "causal", causal_question)
+    problem_ui.asked(CHAPTER, "causal", causal_question, causal_commit_buttons)
     return causal_answer, causal_commit_buttons, causal_question
 
 
 @app.cell
 def _(held_now, identity, causal_answer, causal_commit_buttons, publish, variant):
-    _row, causal_committed = ui.commit_prediction(identity, LAB, "causal", causal_answer, causal_commit_buttons, variant=variant, held=held_now())
-    publish("causal", causal_committed)
-    _row
-    return (causal_committed,)
-
-
-@app.cell(hide_code=True)
-def _(causal_committed, variant):
-    ui.gate(causal_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "causal", causal_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "causal", causal_answer, causal_commit_buttons.value, variant=variant, held=held_now())
+    publish("causal", _made)
+    problem_ui.committed(CHAPTER, variant, "causal", _row, _made)
     return
 
 
@@ -229,22 +187,15 @@ def _(variant):
     moe_bytes_question = problem_ui.widget(variant.questions["moe_bytes"])
     moe_bytes_answer = problem_ui.answer_of(moe_bytes_question)
     moe_bytes_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "moe_bytes", moe_bytes_question)
+    problem_ui.asked(CHAPTER, "moe_bytes", moe_bytes_question, moe_bytes_commit_buttons)
     return moe_bytes_answer, moe_bytes_commit_buttons, moe_bytes_question
 
 
 @app.cell
 def _(held_now, identity, moe_bytes_answer, moe_bytes_commit_buttons, publish, variant):
-    _row, moe_bytes_committed = ui.commit_prediction(identity, LAB, "moe_bytes", moe_bytes_answer, moe_bytes_commit_buttons, variant=variant, held=held_now())
-    publish("moe_bytes", moe_bytes_committed)
-    _row
-    return (moe_bytes_committed,)
-
-
-@app.cell(hide_code=True)
-def _(moe_bytes_committed, variant):
-    ui.gate(moe_bytes_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "moe_bytes", moe_bytes_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "moe_bytes", moe_bytes_answer, moe_bytes_commit_buttons.value, variant=variant, held=held_now())
+    publish("moe_bytes", _made)
+    problem_ui.committed(CHAPTER, variant, "moe_bytes", _row, _made)
     return
 
 
@@ -254,22 +205,15 @@ def _(variant):
     drops_question = problem_ui.widget(variant.questions["drops"])
     drops_answer = problem_ui.answer_of(drops_question)
     drops_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "drops", drops_question)
+    problem_ui.asked(CHAPTER, "drops", drops_question, drops_commit_buttons)
     return drops_answer, drops_commit_buttons, drops_question
 
 
 @app.cell
 def _(held_now, identity, drops_answer, drops_commit_buttons, publish, variant):
-    _row, drops_committed = ui.commit_prediction(identity, LAB, "drops", drops_answer, drops_commit_buttons, variant=variant, held=held_now())
-    publish("drops", drops_committed)
-    _row
-    return (drops_committed,)
-
-
-@app.cell(hide_code=True)
-def _(drops_committed, variant):
-    ui.gate(drops_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "drops", drops_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "drops", drops_answer, drops_commit_buttons.value, variant=variant, held=held_now())
+    publish("drops", _made)
+    problem_ui.committed(CHAPTER, variant, "drops", _row, _made)
     return
 
 
@@ -285,14 +229,8 @@ def _(get_commitments, identity, submit_button, variant):
     ui.gate(held=tuple(committed.values()))
     _pred = {_pid: _made.answer for _pid, _made in committed.items()}
     _view, submitted = ui.submit_to_ledger(identity, submit_button, lambda: [ui.ledger_step(LAB, "answers", {}, _pred, CHAPTER.outcomes, "the answers", variant)])
-    _view
+    mo.vstack([_view, ui.hud({"engine": ENGINE_VERSION, **problem_ui.progress(CHAPTER, committed), "ledger": "saved" if submitted else "not submitted"})])
     return committed, submitted
-
-
-@app.cell
-def _(committed, submitted):
-    ui.hud({"engine": ENGINE_VERSION, **problem_ui.progress(CHAPTER, committed), "ledger": "saved" if submitted else "not submitted"})
-    return
 
 
 if __name__ == "__main__":

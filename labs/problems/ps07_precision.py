@@ -68,9 +68,9 @@ def _():
     return get_commitments, publish
 
 
-# Each problem: a cell with its heading, its answer field and its commit buttons; its commit cell,
-# which reads the answer through <problem>_answer, not the widget, so a click on an answer runs no
-# cell (a commit or a skip does); its solution, shown after the commit.
+# Each problem is two cells: its heading, answer field and commit buttons; and its commit cell, which
+# reads the answer through <problem>_answer, not the widget, so a click on an answer runs no cell (a
+# commit or a skip does), and shows what the ledger holds and, once committed, the solution.
 
 
 # Problem 1
@@ -79,22 +79,15 @@ def _(variant):
     weight_bytes_question = problem_ui.widget(variant.questions["weight_bytes"])
     weight_bytes_answer = problem_ui.answer_of(weight_bytes_question)
     weight_bytes_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "weight_bytes", weight_bytes_question)
+    problem_ui.asked(CHAPTER, "weight_bytes", weight_bytes_question, weight_bytes_commit_buttons)
     return weight_bytes_answer, weight_bytes_commit_buttons, weight_bytes_question
 
 
 @app.cell
 def _(held_now, identity, weight_bytes_answer, weight_bytes_commit_buttons, publish, variant):
-    _row, weight_bytes_committed = ui.commit_prediction(identity, LAB, "weight_bytes", weight_bytes_answer, weight_bytes_commit_buttons, variant=variant, held=held_now())
-    publish("weight_bytes", weight_bytes_committed)
-    _row
-    return (weight_bytes_committed,)
-
-
-@app.cell(hide_code=True)
-def _(weight_bytes_committed, variant):
-    ui.gate(weight_bytes_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "weight_bytes", weight_bytes_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "weight_bytes", weight_bytes_answer, weight_bytes_commit_buttons.value, variant=variant, held=held_now())
+    publish("weight_bytes", _made)
+    problem_ui.committed(CHAPTER, variant, "weight_bytes", _row, _made)
     return
 
 
@@ -104,22 +97,15 @@ def _(variant):
     largest_question = problem_ui.widget(variant.questions["largest"])
     largest_answer = problem_ui.answer_of(largest_question)
     largest_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "largest", largest_question)
+    problem_ui.asked(CHAPTER, "largest", largest_question, largest_commit_buttons)
     return largest_answer, largest_commit_buttons, largest_question
 
 
 @app.cell
 def _(held_now, identity, largest_answer, largest_commit_buttons, publish, variant):
-    _row, largest_committed = ui.commit_prediction(identity, LAB, "largest", largest_answer, largest_commit_buttons, variant=variant, held=held_now())
-    publish("largest", largest_committed)
-    _row
-    return (largest_committed,)
-
-
-@app.cell(hide_code=True)
-def _(largest_committed, variant):
-    ui.gate(largest_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "largest", largest_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "largest", largest_answer, largest_commit_buttons.value, variant=variant, held=held_now())
+    publish("largest", _made)
+    problem_ui.committed(CHAPTER, variant, "largest", _row, _made)
     return
 
 
@@ -129,22 +115,15 @@ def _(variant):
     step_at_one_question = problem_ui.widget(variant.questions["step_at_one"])
     step_at_one_answer = problem_ui.answer_of(step_at_one_question)
     step_at_one_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "step_at_one", step_at_one_question)
+    problem_ui.asked(CHAPTER, "step_at_one", step_at_one_question, step_at_one_commit_buttons)
     return step_at_one_answer, step_at_one_commit_buttons, step_at_one_question
 
 
 @app.cell
 def _(held_now, identity, step_at_one_answer, step_at_one_commit_buttons, publish, variant):
-    _row, step_at_one_committed = ui.commit_prediction(identity, LAB, "step_at_one", step_at_one_answer, step_at_one_commit_buttons, variant=variant, held=held_now())
-    publish("step_at_one", step_at_one_committed)
-    _row
-    return (step_at_one_committed,)
-
-
-@app.cell(hide_code=True)
-def _(step_at_one_committed, variant):
-    ui.gate(step_at_one_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "step_at_one", step_at_one_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "step_at_one", step_at_one_answer, step_at_one_commit_buttons.value, variant=variant, held=held_now())
+    publish("step_at_one", _made)
+    problem_ui.committed(CHAPTER, variant, "step_at_one", _row, _made)
     return
 
 
@@ -154,22 +133,15 @@ def _(variant):
     loss_scale_question = problem_ui.widget(variant.questions["loss_scale"])
     loss_scale_answer = problem_ui.answer_of(loss_scale_question)
     loss_scale_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "loss_scale", loss_scale_question)
+    problem_ui.asked(CHAPTER, "loss_scale", loss_scale_question, loss_scale_commit_buttons)
     return loss_scale_answer, loss_scale_commit_buttons, loss_scale_question
 
 
 @app.cell
 def _(held_now, identity, loss_scale_answer, loss_scale_commit_buttons, publish, variant):
-    _row, loss_scale_committed = ui.commit_prediction(identity, LAB, "loss_scale", loss_scale_answer, loss_scale_commit_buttons, variant=variant, held=held_now())
-    publish("loss_scale", loss_scale_committed)
-    _row
-    return (loss_scale_committed,)
-
-
-@app.cell(hide_code=True)
-def _(loss_scale_committed, variant):
-    ui.gate(loss_scale_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "loss_scale", loss_scale_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "loss_scale", loss_scale_answer, loss_scale_commit_buttons.value, variant=variant, held=held_now())
+    publish("loss_scale", _made)
+    problem_ui.committed(CHAPTER, variant, "loss_scale", _row, _made)
     return
 
 
@@ -179,22 +151,15 @@ def _(variant):
     update_lost_question = problem_ui.widget(variant.questions["update_lost"])
     update_lost_answer = problem_ui.answer_of(update_lost_question)
     update_lost_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "update_lost", update_lost_question)
+    problem_ui.asked(CHAPTER, "update_lost", update_lost_question, update_lost_commit_buttons)
     return update_lost_answer, update_lost_commit_buttons, update_lost_question
 
 
 @app.cell
 def _(held_now, identity, update_lost_answer, update_lost_commit_buttons, publish, variant):
-    _row, update_lost_committed = ui.commit_prediction(identity, LAB, "update_lost", update_lost_answer, update_lost_commit_buttons, variant=variant, held=held_now())
-    publish("update_lost", update_lost_committed)
-    _row
-    return (update_lost_committed,)
-
-
-@app.cell(hide_code=True)
-def _(update_lost_committed, variant):
-    ui.gate(update_lost_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "update_lost", update_lost_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "update_lost", update_lost_answer, update_lost_commit_buttons.value, variant=variant, held=held_now())
+    publish("update_lost", _made)
+    problem_ui.committed(CHAPTER, variant, "update_lost", _row, _made)
     return
 
 
@@ -204,22 +169,15 @@ def _(variant):
     block_bytes_question = problem_ui.widget(variant.questions["block_bytes"])
     block_bytes_answer = problem_ui.answer_of(block_bytes_question)
     block_bytes_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "block_bytes", block_bytes_question)
+    problem_ui.asked(CHAPTER, "block_bytes", block_bytes_question, block_bytes_commit_buttons)
     return block_bytes_answer, block_bytes_commit_buttons, block_bytes_question
 
 
 @app.cell
 def _(held_now, identity, block_bytes_answer, block_bytes_commit_buttons, publish, variant):
-    _row, block_bytes_committed = ui.commit_prediction(identity, LAB, "block_bytes", block_bytes_answer, block_bytes_commit_buttons, variant=variant, held=held_now())
-    publish("block_bytes", block_bytes_committed)
-    _row
-    return (block_bytes_committed,)
-
-
-@app.cell(hide_code=True)
-def _(block_bytes_committed, variant):
-    ui.gate(block_bytes_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "block_bytes", block_bytes_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "block_bytes", block_bytes_answer, block_bytes_commit_buttons.value, variant=variant, held=held_now())
+    publish("block_bytes", _made)
+    problem_ui.committed(CHAPTER, variant, "block_bytes", _row, _made)
     return
 
 
@@ -229,22 +187,15 @@ def _(variant):
     fp8_cache_question = problem_ui.widget(variant.questions["fp8_cache"])
     fp8_cache_answer = problem_ui.answer_of(fp8_cache_question)
     fp8_cache_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "fp8_cache", fp8_cache_question)
+    problem_ui.asked(CHAPTER, "fp8_cache", fp8_cache_question, fp8_cache_commit_buttons)
     return fp8_cache_answer, fp8_cache_commit_buttons, fp8_cache_question
 
 
 @app.cell
 def _(held_now, identity, fp8_cache_answer, fp8_cache_commit_buttons, publish, variant):
-    _row, fp8_cache_committed = ui.commit_prediction(identity, LAB, "fp8_cache", fp8_cache_answer, fp8_cache_commit_buttons, variant=variant, held=held_now())
-    publish("fp8_cache", fp8_cache_committed)
-    _row
-    return (fp8_cache_committed,)
-
-
-@app.cell(hide_code=True)
-def _(fp8_cache_committed, variant):
-    ui.gate(fp8_cache_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "fp8_cache", fp8_cache_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "fp8_cache", fp8_cache_answer, fp8_cache_commit_buttons.value, variant=variant, held=held_now())
+    publish("fp8_cache", _made)
+    problem_ui.committed(CHAPTER, variant, "fp8_cache", _row, _made)
     return
 
 
@@ -260,14 +211,8 @@ def _(get_commitments, identity, submit_button, variant):
     ui.gate(held=tuple(committed.values()))
     _pred = {_pid: _made.answer for _pid, _made in committed.items()}
     _view, submitted = ui.submit_to_ledger(identity, submit_button, lambda: [ui.ledger_step(LAB, "answers", {}, _pred, CHAPTER.outcomes, "the answers", variant)])
-    _view
+    mo.vstack([_view, ui.hud({"engine": ENGINE_VERSION, **problem_ui.progress(CHAPTER, committed), "ledger": "saved" if submitted else "not submitted"})])
     return committed, submitted
-
-
-@app.cell
-def _(committed, submitted):
-    ui.hud({"engine": ENGINE_VERSION, **problem_ui.progress(CHAPTER, committed), "ledger": "saved" if submitted else "not submitted"})
-    return
 
 
 if __name__ == "__main__":

@@ -68,9 +68,9 @@ def _():
     return get_commitments, publish
 
 
-# Each problem: a cell with its heading, its answer field and its commit buttons; its commit cell,
-# which reads the answer through <problem>_answer, not the widget, so a click on an answer runs no
-# cell (a commit or a skip does); its solution, shown after the commit.
+# Each problem is two cells: its heading, answer field and commit buttons; and its commit cell, which
+# reads the answer through <problem>_answer, not the widget, so a click on an answer runs no cell (a
+# commit or a skip does), and shows what the ledger holds and, once committed, the solution.
 
 
 # Problem 1
@@ -79,22 +79,15 @@ def _(variant):
     llama3_mtbf_question = problem_ui.widget(variant.questions["llama3_mtbf"])
     llama3_mtbf_answer = problem_ui.answer_of(llama3_mtbf_question)
     llama3_mtbf_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "llama3_mtbf", llama3_mtbf_question)
+    problem_ui.asked(CHAPTER, "llama3_mtbf", llama3_mtbf_question, llama3_mtbf_commit_buttons)
     return llama3_mtbf_answer, llama3_mtbf_commit_buttons, llama3_mtbf_question
 
 
 @app.cell
 def _(held_now, identity, llama3_mtbf_answer, llama3_mtbf_commit_buttons, publish, variant):
-    _row, llama3_mtbf_committed = ui.commit_prediction(identity, LAB, "llama3_mtbf", llama3_mtbf_answer, llama3_mtbf_commit_buttons, variant=variant, held=held_now())
-    publish("llama3_mtbf", llama3_mtbf_committed)
-    _row
-    return (llama3_mtbf_committed,)
-
-
-@app.cell(hide_code=True)
-def _(llama3_mtbf_committed, variant):
-    ui.gate(llama3_mtbf_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "llama3_mtbf", llama3_mtbf_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "llama3_mtbf", llama3_mtbf_answer, llama3_mtbf_commit_buttons.value, variant=variant, held=held_now())
+    publish("llama3_mtbf", _made)
+    problem_ui.committed(CHAPTER, variant, "llama3_mtbf", _row, _made)
     return
 
 
@@ -104,22 +97,15 @@ def _(variant):
     components_question = problem_ui.widget(variant.questions["components"])
     components_answer = problem_ui.answer_of(components_question)
     components_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "components", components_question)
+    problem_ui.asked(CHAPTER, "components", components_question, components_commit_buttons)
     return components_answer, components_commit_buttons, components_question
 
 
 @app.cell
 def _(held_now, identity, components_answer, components_commit_buttons, publish, variant):
-    _row, components_committed = ui.commit_prediction(identity, LAB, "components", components_answer, components_commit_buttons, variant=variant, held=held_now())
-    publish("components", components_committed)
-    _row
-    return (components_committed,)
-
-
-@app.cell(hide_code=True)
-def _(components_committed, variant):
-    ui.gate(components_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "components", components_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "components", components_answer, components_commit_buttons.value, variant=variant, held=held_now())
+    publish("components", _made)
+    problem_ui.committed(CHAPTER, variant, "components", _row, _made)
     return
 
 
@@ -129,22 +115,15 @@ def _(variant):
     interruptions_question = problem_ui.widget(variant.questions["interruptions"])
     interruptions_answer = problem_ui.answer_of(interruptions_question)
     interruptions_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "interruptions", interruptions_question)
+    problem_ui.asked(CHAPTER, "interruptions", interruptions_question, interruptions_commit_buttons)
     return interruptions_answer, interruptions_commit_buttons, interruptions_question
 
 
 @app.cell
 def _(held_now, identity, interruptions_answer, interruptions_commit_buttons, publish, variant):
-    _row, interruptions_committed = ui.commit_prediction(identity, LAB, "interruptions", interruptions_answer, interruptions_commit_buttons, variant=variant, held=held_now())
-    publish("interruptions", interruptions_committed)
-    _row
-    return (interruptions_committed,)
-
-
-@app.cell(hide_code=True)
-def _(interruptions_committed, variant):
-    ui.gate(interruptions_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "interruptions", interruptions_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "interruptions", interruptions_answer, interruptions_commit_buttons.value, variant=variant, held=held_now())
+    publish("interruptions", _made)
+    problem_ui.committed(CHAPTER, variant, "interruptions", _row, _made)
     return
 
 
@@ -154,22 +133,15 @@ def _(variant):
     checkpoint_question = problem_ui.widget(variant.questions["checkpoint"])
     checkpoint_answer = problem_ui.answer_of(checkpoint_question)
     checkpoint_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "checkpoint", checkpoint_question)
+    problem_ui.asked(CHAPTER, "checkpoint", checkpoint_question, checkpoint_commit_buttons)
     return checkpoint_answer, checkpoint_commit_buttons, checkpoint_question
 
 
 @app.cell
 def _(held_now, identity, checkpoint_answer, checkpoint_commit_buttons, publish, variant):
-    _row, checkpoint_committed = ui.commit_prediction(identity, LAB, "checkpoint", checkpoint_answer, checkpoint_commit_buttons, variant=variant, held=held_now())
-    publish("checkpoint", checkpoint_committed)
-    _row
-    return (checkpoint_committed,)
-
-
-@app.cell(hide_code=True)
-def _(checkpoint_committed, variant):
-    ui.gate(checkpoint_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "checkpoint", checkpoint_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "checkpoint", checkpoint_answer, checkpoint_commit_buttons.value, variant=variant, held=held_now())
+    publish("checkpoint", _made)
+    problem_ui.committed(CHAPTER, variant, "checkpoint", _row, _made)
     return
 
 
@@ -179,22 +151,15 @@ def _(variant):
     young_question = problem_ui.widget(variant.questions["young"])
     young_answer = problem_ui.answer_of(young_question)
     young_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "young", young_question)
+    problem_ui.asked(CHAPTER, "young", young_question, young_commit_buttons)
     return young_answer, young_commit_buttons, young_question
 
 
 @app.cell
 def _(held_now, identity, young_answer, young_commit_buttons, publish, variant):
-    _row, young_committed = ui.commit_prediction(identity, LAB, "young", young_answer, young_commit_buttons, variant=variant, held=held_now())
-    publish("young", young_committed)
-    _row
-    return (young_committed,)
-
-
-@app.cell(hide_code=True)
-def _(young_committed, variant):
-    ui.gate(young_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "young", young_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "young", young_answer, young_commit_buttons.value, variant=variant, held=held_now())
+    publish("young", _made)
+    problem_ui.committed(CHAPTER, variant, "young", _row, _made)
     return
 
 
@@ -204,22 +169,15 @@ def _(variant):
     lost_question = problem_ui.widget(variant.questions["lost"])
     lost_answer = problem_ui.answer_of(lost_question)
     lost_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "lost", lost_question)
+    problem_ui.asked(CHAPTER, "lost", lost_question, lost_commit_buttons)
     return lost_answer, lost_commit_buttons, lost_question
 
 
 @app.cell
 def _(held_now, identity, lost_answer, lost_commit_buttons, publish, variant):
-    _row, lost_committed = ui.commit_prediction(identity, LAB, "lost", lost_answer, lost_commit_buttons, variant=variant, held=held_now())
-    publish("lost", lost_committed)
-    _row
-    return (lost_committed,)
-
-
-@app.cell(hide_code=True)
-def _(lost_committed, variant):
-    ui.gate(lost_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "lost", lost_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "lost", lost_answer, lost_commit_buttons.value, variant=variant, held=held_now())
+    publish("lost", _made)
+    problem_ui.committed(CHAPTER, variant, "lost", _row, _made)
     return
 
 
@@ -235,14 +193,8 @@ def _(get_commitments, identity, submit_button, variant):
     ui.gate(held=tuple(committed.values()))
     _pred = {_pid: _made.answer for _pid, _made in committed.items()}
     _view, submitted = ui.submit_to_ledger(identity, submit_button, lambda: [ui.ledger_step(LAB, "answers", {}, _pred, CHAPTER.outcomes, "the answers", variant)])
-    _view
+    mo.vstack([_view, ui.hud({"engine": ENGINE_VERSION, **problem_ui.progress(CHAPTER, committed), "ledger": "saved" if submitted else "not submitted"})])
     return committed, submitted
-
-
-@app.cell
-def _(committed, submitted):
-    ui.hud({"engine": ENGINE_VERSION, **problem_ui.progress(CHAPTER, committed), "ledger": "saved" if submitted else "not submitted"})
-    return
 
 
 if __name__ == "__main__":

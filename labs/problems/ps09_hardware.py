@@ -68,9 +68,9 @@ def _():
     return get_commitments, publish
 
 
-# Each problem: a cell with its heading, its answer field and its commit buttons; its commit cell,
-# which reads the answer through <problem>_answer, not the widget, so a click on an answer runs no
-# cell (a commit or a skip does); its solution, shown after the commit.
+# Each problem is two cells: its heading, answer field and commit buttons; and its commit cell, which
+# reads the answer through <problem>_answer, not the widget, so a click on an answer runs no cell (a
+# commit or a skip does), and shows what the ledger holds and, once committed, the solution.
 
 
 # Problem 1
@@ -79,22 +79,15 @@ def _(variant):
     intensity_question = problem_ui.widget(variant.questions["intensity"])
     intensity_answer = problem_ui.answer_of(intensity_question)
     intensity_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "intensity", intensity_question)
+    problem_ui.asked(CHAPTER, "intensity", intensity_question, intensity_commit_buttons)
     return intensity_answer, intensity_commit_buttons, intensity_question
 
 
 @app.cell
 def _(held_now, identity, intensity_answer, intensity_commit_buttons, publish, variant):
-    _row, intensity_committed = ui.commit_prediction(identity, LAB, "intensity", intensity_answer, intensity_commit_buttons, variant=variant, held=held_now())
-    publish("intensity", intensity_committed)
-    _row
-    return (intensity_committed,)
-
-
-@app.cell(hide_code=True)
-def _(intensity_committed, variant):
-    ui.gate(intensity_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "intensity", intensity_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "intensity", intensity_answer, intensity_commit_buttons.value, variant=variant, held=held_now())
+    publish("intensity", _made)
+    problem_ui.committed(CHAPTER, variant, "intensity", _row, _made)
     return
 
 
@@ -104,22 +97,15 @@ def _(variant):
     ridge_question = problem_ui.widget(variant.questions["ridge"])
     ridge_answer = problem_ui.answer_of(ridge_question)
     ridge_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "ridge", ridge_question)
+    problem_ui.asked(CHAPTER, "ridge", ridge_question, ridge_commit_buttons)
     return ridge_answer, ridge_commit_buttons, ridge_question
 
 
 @app.cell
 def _(held_now, identity, ridge_answer, ridge_commit_buttons, publish, variant):
-    _row, ridge_committed = ui.commit_prediction(identity, LAB, "ridge", ridge_answer, ridge_commit_buttons, variant=variant, held=held_now())
-    publish("ridge", ridge_committed)
-    _row
-    return (ridge_committed,)
-
-
-@app.cell(hide_code=True)
-def _(ridge_committed, variant):
-    ui.gate(ridge_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "ridge", ridge_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "ridge", ridge_answer, ridge_commit_buttons.value, variant=variant, held=held_now())
+    publish("ridge", _made)
+    problem_ui.committed(CHAPTER, variant, "ridge", _row, _made)
     return
 
 
@@ -129,22 +115,15 @@ def _(variant):
     bound_question = problem_ui.widget(variant.questions["bound"])
     bound_answer = problem_ui.answer_of(bound_question)
     bound_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "bound", bound_question)
+    problem_ui.asked(CHAPTER, "bound", bound_question, bound_commit_buttons)
     return bound_answer, bound_commit_buttons, bound_question
 
 
 @app.cell
 def _(held_now, identity, bound_answer, bound_commit_buttons, publish, variant):
-    _row, bound_committed = ui.commit_prediction(identity, LAB, "bound", bound_answer, bound_commit_buttons, variant=variant, held=held_now())
-    publish("bound", bound_committed)
-    _row
-    return (bound_committed,)
-
-
-@app.cell(hide_code=True)
-def _(bound_committed, variant):
-    ui.gate(bound_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "bound", bound_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "bound", bound_answer, bound_commit_buttons.value, variant=variant, held=held_now())
+    publish("bound", _made)
+    problem_ui.committed(CHAPTER, variant, "bound", _row, _made)
     return
 
 
@@ -154,22 +133,15 @@ def _(variant):
     tp16_question = problem_ui.widget(variant.questions["tp16"])
     tp16_answer = problem_ui.answer_of(tp16_question)
     tp16_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "tp16", tp16_question)
+    problem_ui.asked(CHAPTER, "tp16", tp16_question, tp16_commit_buttons)
     return tp16_answer, tp16_commit_buttons, tp16_question
 
 
 @app.cell
 def _(held_now, identity, tp16_answer, tp16_commit_buttons, publish, variant):
-    _row, tp16_committed = ui.commit_prediction(identity, LAB, "tp16", tp16_answer, tp16_commit_buttons, variant=variant, held=held_now())
-    publish("tp16", tp16_committed)
-    _row
-    return (tp16_committed,)
-
-
-@app.cell(hide_code=True)
-def _(tp16_committed, variant):
-    ui.gate(tp16_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "tp16", tp16_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "tp16", tp16_answer, tp16_commit_buttons.value, variant=variant, held=held_now())
+    publish("tp16", _made)
+    problem_ui.committed(CHAPTER, variant, "tp16", _row, _made)
     return
 
 
@@ -179,22 +151,15 @@ def _(variant):
     rails_question = problem_ui.widget(variant.questions["rails"])
     rails_answer = problem_ui.answer_of(rails_question)
     rails_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "rails", rails_question)
+    problem_ui.asked(CHAPTER, "rails", rails_question, rails_commit_buttons)
     return rails_answer, rails_commit_buttons, rails_question
 
 
 @app.cell
 def _(held_now, identity, rails_answer, rails_commit_buttons, publish, variant):
-    _row, rails_committed = ui.commit_prediction(identity, LAB, "rails", rails_answer, rails_commit_buttons, variant=variant, held=held_now())
-    publish("rails", rails_committed)
-    _row
-    return (rails_committed,)
-
-
-@app.cell(hide_code=True)
-def _(rails_committed, variant):
-    ui.gate(rails_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "rails", rails_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "rails", rails_answer, rails_commit_buttons.value, variant=variant, held=held_now())
+    publish("rails", _made)
+    problem_ui.committed(CHAPTER, variant, "rails", _row, _made)
     return
 
 
@@ -204,22 +169,15 @@ def _(variant):
     ib_vs_nvlink_question = problem_ui.widget(variant.questions["ib_vs_nvlink"])
     ib_vs_nvlink_answer = problem_ui.answer_of(ib_vs_nvlink_question)
     ib_vs_nvlink_commit_buttons = ui.commit_buttons()
-    problem_ui.asked(CHAPTER, "ib_vs_nvlink", ib_vs_nvlink_question)
+    problem_ui.asked(CHAPTER, "ib_vs_nvlink", ib_vs_nvlink_question, ib_vs_nvlink_commit_buttons)
     return ib_vs_nvlink_answer, ib_vs_nvlink_commit_buttons, ib_vs_nvlink_question
 
 
 @app.cell
 def _(held_now, identity, ib_vs_nvlink_answer, ib_vs_nvlink_commit_buttons, publish, variant):
-    _row, ib_vs_nvlink_committed = ui.commit_prediction(identity, LAB, "ib_vs_nvlink", ib_vs_nvlink_answer, ib_vs_nvlink_commit_buttons, variant=variant, held=held_now())
-    publish("ib_vs_nvlink", ib_vs_nvlink_committed)
-    _row
-    return (ib_vs_nvlink_committed,)
-
-
-@app.cell(hide_code=True)
-def _(ib_vs_nvlink_committed, variant):
-    ui.gate(ib_vs_nvlink_committed, held_note=True)
-    problem_ui.solution(CHAPTER, variant, "ib_vs_nvlink", ib_vs_nvlink_committed)
+    _row, _made = ui.commit_prediction(identity, LAB, "ib_vs_nvlink", ib_vs_nvlink_answer, ib_vs_nvlink_commit_buttons.value, variant=variant, held=held_now())
+    publish("ib_vs_nvlink", _made)
+    problem_ui.committed(CHAPTER, variant, "ib_vs_nvlink", _row, _made)
     return
 
 
@@ -235,14 +193,8 @@ def _(get_commitments, identity, submit_button, variant):
     ui.gate(held=tuple(committed.values()))
     _pred = {_pid: _made.answer for _pid, _made in committed.items()}
     _view, submitted = ui.submit_to_ledger(identity, submit_button, lambda: [ui.ledger_step(LAB, "answers", {}, _pred, CHAPTER.outcomes, "the answers", variant)])
-    _view
+    mo.vstack([_view, ui.hud({"engine": ENGINE_VERSION, **problem_ui.progress(CHAPTER, committed), "ledger": "saved" if submitted else "not submitted"})])
     return committed, submitted
-
-
-@app.cell
-def _(committed, submitted):
-    ui.hud({"engine": ENGINE_VERSION, **problem_ui.progress(CHAPTER, committed), "ledger": "saved" if submitted else "not submitted"})
-    return
 
 
 if __name__ == "__main__":
