@@ -32,7 +32,6 @@ Exits 0 when every check passes; prints each check and the seconds taken.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
@@ -41,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import requests
@@ -49,7 +49,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "deploy"))
 
-from browser import CHROMIUM_ARGS, chromium_path, free_port, wait_until_serving  # noqa: E402
+from browser import free_port, wait_until_serving  # noqa: E402
 
 ALICE, BOB, TEACHER = "chk-alice", "chk-bob", "chk-teach"
 
@@ -71,6 +71,17 @@ def signed_in(session: requests.Session, base: str) -> str | None:
     return found.json().get("name") if found.status_code == 200 else None
 
 
+def sign_ins(base: str, attempts: list[tuple[str, str]]) -> list[tuple[requests.Session, str | None]]:
+    """Each (user, password) signed in at once: its session and whom the hub says it is. PAM
+    holds a refused sign-in ~3 s (pam_faildelay); the hub's PAMAuthenticator runs up to 4 at once."""
+    def one(attempt):
+        session = login(base, *attempt)
+        return session, signed_in(session, base)
+
+    with ThreadPoolExecutor(len(attempts)) as pool:
+        return list(pool.map(one, attempts))
+
+
 def xsrf_cookie(session: requests.Session, path: str) -> str:
     """The _xsrf cookie set for `path` (the hub and each server set their own)."""
     found = [c for c in session.cookies if c.name == "_xsrf" and path.startswith(c.path or "/")]
@@ -86,8 +97,20 @@ def start_server(session: requests.Session, base: str, user: str) -> requests.Re
         page = session.get(f"{base}/user/{user}/marimo/", timeout=60)
         if page.status_code == 200 and "marimo" in page.text:
             return page
-        time.sleep(1)
+        time.sleep(0.5)
     raise TimeoutError(f"{user}'s marimo page did not answer in 150 s")
+
+
+def start_servers(base: str, sessions: dict[str, requests.Session]) -> dict[str, requests.Response | Exception]:
+    """start_server for each {user: session} at once: each user's marimo page, or why not."""
+    def one(user):
+        try:
+            return start_server(sessions[user], base, user)
+        except (TimeoutError, requests.RequestException) as err:
+            return err
+
+    with ThreadPoolExecutor(len(sessions)) as pool:
+        return dict(zip(sessions, pool.map(one, sessions)))
 
 
 def refuses_to_start(env: dict, name: str = "LABS_SIGNING_KEY") -> bool:
@@ -136,6 +159,17 @@ def plant(user: str, home: Path) -> bool:
     return run_as(user, sys.executable, "-c", script).returncode == 0
 
 
+def side_by_side(*runs: tuple[str, list[str], dict]) -> list[subprocess.CompletedProcess]:
+    """Each (user, Python arguments, environment) run as that user in /, two at a time (a Python
+    start and the engine's import each)."""
+    def one(run):
+        user, args, env = run
+        return subprocess.run(["runuser", "-u", user, "--", sys.executable, *args], env=env, cwd="/", capture_output=True, text=True)
+
+    with ThreadPoolExecutor(2) as pool:
+        return list(pool.map(one, runs))
+
+
 def salt_checks(env: dict, ledgers: Path, salt: str) -> dict[str, bool]:
     """The class salt end to end: in bob's marimo, in the variant his page recorded, absent from
     what a student can print, and what the grader needs (labs.variants.class_salt reads it)."""
@@ -150,9 +184,10 @@ def salt_checks(env: dict, ledgers: Path, salt: str) -> dict[str, bool]:
     recorded = (doc.get("variants") or {}).get(LAB) or {}
     checks["bob's variant, recorded from his page, carries the class salt's fingerprint"] = recorded.get("salt") == salt_fingerprint(salt) != salt_fingerprint("")
     bare = {k: v for k, v in env.items() if k != "LABS_CLASS_SALT"}
-    refused = subprocess.run(["runuser", "-u", BOB, "--", sys.executable, "-m", "labs.variants", "05", BOB], env=bare, cwd="/", capture_output=True, text=True)
+    refused, unsalted, with_salt, without = side_by_side(
+        (BOB, ["-m", "labs.variants", "05", BOB], bare), (BOB, ["-m", "labs.variants", "05", BOB, "--no-salt"], bare),
+        (TEACHER, ["-m", "labs.grade", "--strict", str(ledgers)], env), (TEACHER, ["-m", "labs.grade", str(ledgers)], bare))
     checks["without the salt, python -m labs.variants prints no variant for bob"] = refused.returncode == 2 and refused.stdout == "" and "no class salt" in refused.stderr
-    unsalted = subprocess.run(["runuser", "-u", BOB, "--", sys.executable, "-m", "labs.variants", "05", BOB, "--no-salt"], env=bare, cwd="/", capture_output=True, text=True)
     printed = json.loads(unsalted.stdout) if unsalted.returncode == 0 else {}
     orders = {q: v.get("order") for q, v in (recorded.get("questions") or {}).items()}
     printed_orders = {q: v.get("ids") for q, v in (printed.get("questions") or {}).items()}
@@ -160,11 +195,9 @@ def salt_checks(env: dict, ledgers: Path, salt: str) -> dict[str, bool]:
     checks["--no-salt says it is the unsalted variant, and it is not bob's (seed, settings or option order differ)"] = (
         "UNSALTED" in unsalted.stderr and printed.get("variant") not in (None, recorded.get("seed"))
         and (printed.get("settings") != recorded.get("settings") or printed_orders != orders))
-    with_salt = subprocess.run(["runuser", "-u", TEACHER, "--", sys.executable, "-m", "labs.grade", "--strict", str(ledgers)], env=env, cwd="/", capture_output=True, text=True)
     checks["graded with the class salt, no hub ledger is flagged"] = with_salt.returncode == 0 and ALICE in with_salt.stdout and BOB in with_salt.stdout and "0 file(s) not graded, 0 row(s) flagged or in error" in with_salt.stderr
     if not checks["graded with the class salt, no hub ledger is flagged"]:
         print(with_salt.stdout[-1500:], with_salt.stderr[-1500:], file=sys.stderr)
-    without = subprocess.run(["runuser", "-u", TEACHER, "--", sys.executable, "-m", "labs.grade", str(ledgers)], env=bare, cwd="/", capture_output=True, text=True)
     checks["graded without it, both students' variants are flagged as another class salt's"] = all(any(u in line and "another class salt" in line for line in without.stderr.splitlines()) for u in (ALICE, BOB))
     return checks
 
@@ -267,30 +300,30 @@ SPOOF_CHECKS = ("bob's page can send a crafted identity value (marimo's set_ui_e
                 "with alice's name crafted for the identity field, bob's page still shows bob's variant, none of alice's")
 
 
-def spoofed_identity(page, sent: list, salt: str) -> dict[str, bool]:
-    """Audit N2 on the hub: bob's page sends alice's name for the disabled identity field; the
-    page still draws bob's variant (his options, in his order), none of alice's."""
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
-
+def send_spoof(page, sent: list) -> tuple[int, str]:
+    """Audit N2 on the hub: bob's page sends alice's name for the disabled identity field, with
+    the session headers of a value it sent itself (a radio clicked). The kernel runs its commands
+    in the order they came: what the page draws of a later command (the commit's) comes after it."""
     from browser import kernel_runs
-    from test_browser_hold import deep_page
+
+    before = kernel_runs(page)
+    page.get_by_role("radio").first.click()  # a value the page sends itself: its session's headers
+    page.wait_for_function(f"() => (window.__kernelRuns || 0) > {before}", timeout=120_000)
+    return forge_identity(page, sent, ALICE)
+
+
+def spoof_checks(status: int, said: str, texts: list[str], salt: str) -> dict[str, bool]:
+    """Bob's pages after the crafted value (`texts`, drawn from commands sent after it) show his
+    options, in his order, none of alice's."""
     from test_lecture_hold import squeeze
 
     from labs.variants import variant
 
     mine, hers = (shown_options(variant(LAB, who, salt).questions[QUESTION]) for who in (BOB, ALICE))
-    before = kernel_runs(page)
-    page.get_by_role("radio").first.click()  # a value the page sends itself: its session's headers
-    page.wait_for_function(f"() => (window.__kernelRuns || 0) > {before}", timeout=120_000)
-    before = kernel_runs(page)
-    status, said = forge_identity(page, sent, ALICE)
-    with contextlib.suppress(PlaywrightTimeout):  # or dropped it: refused all the same
-        page.wait_for_function(f"() => (window.__kernelRuns || 0) > {before}", timeout=60_000)  # the kernel ran with it
-    page.wait_for_timeout(2000)
-    text = squeeze(deep_page(page))
     print(f"bob's page sent {ALICE!r} for the identity field: HTTP {status} {said[:80]}; his options {mine}, alice's {hers}", file=sys.stderr)
     sent_it, refused = SPOOF_CHECKS
-    return {sent_it: status == 200, refused: all(o in text for o in mine) and not any(o in text for o in hers if o not in mine)}
+    shown = [squeeze(text) for text in texts]
+    return {sent_it: status == 200, refused: bool(shown) and all(all(o in text for o in mine) and not any(o in text for o in hers if o not in mine) for text in shown)}
 
 
 def live_lecture(base: str, passwords: dict, env: dict, ledgers: Path, key: str, salt: str) -> dict[str, bool]:
@@ -300,10 +333,9 @@ def live_lecture(base: str, passwords: dict, env: dict, ledgers: Path, key: str,
     and marimo's data-* attributes, through shadow roots) holds none of the engine's numbers the
     question opens (what his page shows once released and did not before the commit) and not the
     reveal; after the release both see the reveal without reloading; the instructor's histogram
-    has both; both ledgers verify as signed, bob's with his own variant only."""
-    from playwright.sync_api import sync_playwright
-
-    from browser import answer, kernel_runs, watch_kernel
+    has both; both ledgers verify as signed, bob's with his own variant only. The pages come from
+    tests/browser.py (the test suite's kept Chromium, or one of its own)."""
+    from browser import answer, browser_pages, kernel_runs, wait_drawn
     from labs.core import signing
     from labs.core.state import ledger_filename
     from labs.variants import variant
@@ -319,70 +351,77 @@ def live_lecture(base: str, passwords: dict, env: dict, ledgers: Path, key: str,
     checks["a student cannot release it"] = by_student.returncode != 0 and "PermissionError" in by_student.stderr
     checks.update(dict.fromkeys(SPOOF_CHECKS, False))  # until bob's page shows otherwise
     snapshot = {}  # bob's page: before the commit, held, released
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS, headless=True)
-        try:
-            pages = {}
-            for user in (ALICE, BOB):
-                page = browser.new_context().new_page()
-                page.set_default_timeout(180_000)  # a lab's first render on a loaded 2-core machine
-                watch_kernel(page)
-                sent = []
-                page.on("request", lambda r, sent=sent: sent.append((r.url, r.headers)) if r.method == "POST" and r.url.endswith("/api/kernel/set_ui_element_value") else None)
-                try:
-                    page.goto(f"{base}/hub/login")
-                    page.fill("#username_input", user)
-                    page.fill("#password_input", passwords[user])
-                    page.click("#login_submit")
-                    page.wait_for_url(f"**/user/{user}/**")
-                    if user == ALICE:  # the gallery's cards carry the labs' titles, not their file names
-                        page.goto(f"{base}/user/{user}/marimo/")
-                        page.get_by_text("Lab 11: Long context and mixture of experts").first.wait_for(timeout=60_000)
-                        checks["the gallery titles each lab by its title"] = page.get_by_text("11 Long Context Moe").count() == 0
-                    page.goto(f"{base}/user/{user}/marimo/?file={LAB}.py")
-                    page.get_by_label(IDENTITY_LABEL).wait_for()
-                    if user == ALICE:
-                        page.get_by_role("radio").first.click()
-                    else:
-                        checks.update(spoofed_identity(page, sent, salt))
-                        before = kernel_runs(page)
-                        answer(page, question)  # the engine's answer: the reveal says "Right."
-                        page.wait_for_function(f"() => (window.__kernelRuns || 0) > {before}", timeout=120_000)
-                        page.wait_for_timeout(1500)
-                        snapshot["uncommitted"] = deep_page(page)
+    holding = "Your instructor is holding this question's answer"
+    with browser_pages(2) as both:
+        pages, failed, spoof = dict(zip((ALICE, BOB), both)), set(), None
+
+        def failure(user, step, err):  # a failed check, named, with a screenshot
+            pages[user].screenshot(path=str(ledgers.parent / f"{user}-{step}.png"))
+            print(f"{user} in the {step} lab: {str(err).splitlines()[0]}", file=sys.stderr)
+            failed.add(user)
+
+        for user, page in pages.items():  # both sign in and open the lab; their kernels start side by side
+            page.set_default_timeout(180_000)  # a lab's first render on a loaded 2-core machine
+            sent = page.sent = []
+            page.on("request", lambda r, sent=sent: sent.append((r.url, r.headers)) if r.method == "POST" and r.url.endswith("/api/kernel/set_ui_element_value") else None)
+            try:
+                page.goto(f"{base}/hub/login")
+                page.fill("#username_input", user)
+                page.fill("#password_input", passwords[user])
+                page.click("#login_submit")
+                page.wait_for_url(f"**/user/{user}/**")
+                if user == ALICE:  # the gallery's cards carry the labs' titles, not their file names
+                    page.goto(f"{base}/user/{user}/marimo/")
+                    page.get_by_text("Lab 11: Long context and mixture of experts").first.wait_for(timeout=60_000)
+                    checks["the gallery titles each lab by its title"] = page.get_by_text("11 Long Context Moe").count() == 0
+                page.goto(f"{base}/user/{user}/marimo/?file={LAB}.py")
+            except Exception as err:
+                failure(user, "opened", err)
+        for user, page in pages.items():
+            if user in failed:
+                continue
+            try:
+                page.get_by_label(IDENTITY_LABEL).wait_for()
+                if user == ALICE:
+                    page.get_by_role("radio").first.click()
+                else:
+                    spoof = send_spoof(page, page.sent)
                     before = kernel_runs(page)
-                    page.get_by_role("button", name="Commit my prediction").first.click()
-                    page.get_by_text("Your instructor is holding this question's answer").first.wait_for()
-                    if user == BOB:
-                        page.wait_for_function(f"() => (window.__kernelRuns || 0) > {before}", timeout=120_000)  # every cell the commit reaches has run
-                        page.wait_for_timeout(2000)  # and is drawn
-                        snapshot["held"] = deep_page(page)
-                    pages[user] = page
-                except Exception as err:  # a failed check, named, with a screenshot
-                    page.screenshot(path=str(ledgers.parent / f"{user}-held.png"))
-                    print(f"{user} in the held lab: {str(err).splitlines()[0]}", file=sys.stderr)
-            checks["while held, each student sees a waiting note, not the reveal"] = len(pages) == 2 and all(p.get_by_text("The engine says").count() == 0 and p.get_by_text("Right.").count() == 0 for p in pages.values())
-            answers = as_instructor(env, f"from labs.core import lecture; print(sorted(lecture.committed_answers({LAB!r}, {QUESTION!r})))")
-            checks["the instructor's histogram counts both students"] = answers.stdout.strip() == str(sorted([ALICE, BOB]))
-            released = as_instructor(env, f"from labs.core import lecture; lecture.release({LAB!r}, {QUESTION!r})")
-            seen = []
-            for user, page in pages.items():
-                try:
-                    page.get_by_text("Your instructor is holding this question's answer").first.wait_for(state="hidden", timeout=120_000)
-                    page.get_by_text(re.compile(r"Right\.|Not quite|The engine says")).first.wait_for(timeout=120_000)
-                    if user == BOB:
-                        line, deadline = reveal_line(question), time.time() + 60
-                        while line not in squeeze(deep_page(page)) and time.time() < deadline:
-                            page.wait_for_timeout(500)
-                        page.wait_for_timeout(1500)
-                        snapshot["released"] = deep_page(page)
-                    seen.append(True)
-                except Exception:
-                    page.screenshot(path=str(ledgers.parent / "released.png"))
-                    seen.append(False)
-            checks["after the release both students see the reveal without reloading"] = released.returncode == 0 and len(seen) == 2 and all(seen)
-        finally:
-            browser.close()
+                    answer(page, question)  # the engine's answer: the reveal says "Right."
+                    page.wait_for_function(f"() => (window.__kernelRuns || 0) > {before}", timeout=120_000)
+                    wait_drawn(page)
+                    snapshot["uncommitted"] = deep_page(page)
+                page.get_by_role("button", name="Commit my prediction").first.click()
+                page.get_by_text(holding).first.wait_for()  # the commit's run has begun
+                if user == BOB:
+                    wait_drawn(page)  # and every cell it reaches is drawn
+                    snapshot["held"] = deep_page(page)
+            except Exception as err:
+                failure(user, "held", err)
+        if spoof is not None and "held" in snapshot:  # the commit came after the crafted value: its page shows what that did
+            checks.update(spoof_checks(*spoof, [snapshot["uncommitted"], snapshot["held"]], salt))
+        checks["while held, each student sees a waiting note, not the reveal"] = not failed and all(p.get_by_text("The engine says").count() == 0 and p.get_by_text("Right.").count() == 0 for p in pages.values())
+        answers = as_instructor(env, f"from labs.core import lecture; print(sorted(lecture.committed_answers({LAB!r}, {QUESTION!r})))")
+        checks["the instructor's histogram counts both students"] = answers.stdout.strip() == str(sorted([ALICE, BOB]))
+        released = as_instructor(env, f"from labs.core import lecture; lecture.release({LAB!r}, {QUESTION!r})")
+        seen = []
+        for user, page in pages.items():
+            if user in failed:
+                continue
+            try:
+                page.get_by_text(holding).first.wait_for(state="hidden", timeout=120_000)
+                page.get_by_text(re.compile(r"Right\.|Not quite|The engine says")).first.wait_for(timeout=120_000)
+                if user == BOB:
+                    line, deadline = reveal_line(question), time.time() + 60
+                    while line not in squeeze(deep_page(page)) and time.time() < deadline:
+                        page.wait_for_timeout(200)
+                    wait_drawn(page)  # every cell the release opens
+                    snapshot["released"] = deep_page(page)
+                seen.append(True)
+            except Exception:
+                page.screenshot(path=str(ledgers.parent / "released.png"))
+                seen.append(False)
+        checks["after the release both students see the reveal without reloading"] = released.returncode == 0 and len(seen) == 2 and all(seen)
     # What the held question opens: the engine's numbers bob's page shows once released and did not
     # before his commit (his own typed answer aside), and its reveal; none of it on the held page.
     line = reveal_line(question)
@@ -415,6 +454,15 @@ def main() -> int:
         print("FAIL: run as root: the check creates system users and the hub starts servers as them")
         return 1
     start = time.time()
+    laps: dict[str, float] = {}  # seconds each stage took
+    mark = start
+
+    def lap() -> float:
+        nonlocal mark
+        now, since = time.time(), mark
+        mark = now
+        return round(now - since, 1)
+
     work = Path(tempfile.mkdtemp(prefix="labs-hub-"))
     homes, lecture, ledgers, notebooks = work / "homes", work / "lecture", work / "ledgers", work / "notebooks"
     os.chmod(work, 0o755)
@@ -432,22 +480,35 @@ def main() -> int:
     env = {**os.environ, "HUB_PORT": str(port), "HUB_HOMES": str(homes), "HUB_STATE": str(work / "state"), "HUB_LEDGERS": str(ledgers), "LABS_LECTURE_DIR": str(lecture), "HUB_NOTEBOOKS": str(notebooks), "HUB_INSTRUCTOR": TEACHER}
     env.pop("LABS_LEDGER_DIR", None)
     env.pop("LABS_CLASS_SALT", None)
-    checks["refuses a missing signing key"] = refuses_to_start({**env, "LABS_SIGNING_KEY": "", "LABS_CLASS_SALT": salt})
-    checks["refuses an example signing key"] = refuses_to_start({**env, "LABS_SIGNING_KEY": "change-me", "LABS_CLASS_SALT": salt})
-    checks["refuses a missing, example or short class salt"] = all(refuses_to_start({**env, "LABS_SIGNING_KEY": key, **extra}, "LABS_CLASS_SALT") for extra in ({}, {"LABS_CLASS_SALT": ""}, {"LABS_CLASS_SALT": "fall-2026"}, {"LABS_CLASS_SALT": "short-salt"}))
-    env["LABS_SIGNING_KEY"], env["LABS_CLASS_SALT"] = key, salt
+    laps["users"] = lap()
     log = (work / "hub.log").open("w")
-    hub = subprocess.Popen(["jupyterhub", "-f", str(ROOT / "deploy" / "jupyterhub_config.py")], cwd=work / "homes", env=env, stdout=log, stderr=subprocess.STDOUT)
+    hub = subprocess.Popen(["jupyterhub", "-f", str(ROOT / "deploy" / "jupyterhub_config.py")], cwd=work / "homes", env={**env, "LABS_SIGNING_KEY": key, "LABS_CLASS_SALT": salt}, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
+    background = ThreadPoolExecutor(2)  # the configurations refused while the hub starts; the instructor's dashboard while the students work
     try:
+        keys = [background.submit(refuses_to_start, {**env, "LABS_SIGNING_KEY": k, "LABS_CLASS_SALT": salt}) for k in ("", "change-me")]
+        salts = [background.submit(refuses_to_start, {**env, "LABS_SIGNING_KEY": key, **extra}, "LABS_CLASS_SALT") for extra in ({}, {"LABS_CLASS_SALT": ""}, {"LABS_CLASS_SALT": "fall-2026"}, {"LABS_CLASS_SALT": "short-salt"})]
+        checks["refuses a missing signing key"], checks["refuses an example signing key"] = (k.result() for k in keys)
+        checks["refuses a missing, example or short class salt"] = all(s.result() for s in salts)
+        env["LABS_SIGNING_KEY"], env["LABS_CLASS_SALT"] = key, salt
         wait_until_serving(f"{base}/hub/login", hub, 90)
-        checks["bob cannot sign in as alice with his password"] = signed_in(login(base, ALICE, passwords[BOB]), base) is None
-        checks["nobody signs in with an empty or shared password"] = all(signed_in(login(base, ALICE, p), base) is None for p in ("", "change-me"))
-        checks["root cannot sign in"] = signed_in(login(base, "root", passwords[BOB]), base) is None
-        alice, bob, teacher = (login(base, u, passwords[u]) for u in (ALICE, BOB, TEACHER))
-        checks["each signs in as themselves"] = [signed_in(s, base) for s in (alice, bob, teacher)] == [ALICE, BOB, TEACHER]
-        page = start_server(alice, base, ALICE)
-        start_server(bob, base, BOB)
+        laps["hub start and refusals"] = lap()
+        refused = [(ALICE, passwords[BOB]), (ALICE, ""), (ALICE, "change-me"), ("root", passwords[BOB])]
+        signed = sign_ins(base, [*refused, *((u, passwords[u]) for u in (ALICE, BOB, TEACHER))])
+        whom = [name for _, name in signed]
+        checks["bob cannot sign in as alice with his password"] = whom[0] is None
+        checks["nobody signs in with an empty or shared password"] = whom[1] is None and whom[2] is None
+        checks["root cannot sign in"] = whom[3] is None
+        alice, bob, teacher = (session for session, _ in signed[len(refused):])
+        checks["each signs in as themselves"] = whom[len(refused):] == [ALICE, BOB, TEACHER]
+        laps["sign-ins"] = lap()
+        started = start_servers(base, {ALICE: alice, BOB: bob, TEACHER: teacher})  # the instructor's for the dashboard, below
+        for user in (ALICE, BOB):
+            if isinstance(started[user], Exception):
+                raise started[user]
+        page = started[ALICE]
+        dashboard = None if isinstance(started[TEACHER], Exception) else background.submit(teacher.get, f"{base}/user/{TEACHER}/dashboard/", timeout=120)
+        laps["servers"] = lap()
         lab = alice.get(f"{base}/user/{ALICE}/marimo/?file=05_parallelism.py", timeout=120).text
         checks["students get marimo run, not edit"] = '"mode": "gallery"' in page.text and '"mode": "read"' in lab and '"mode": "edit"' not in page.text + lab
         uids = {user: __import__("pwd").getpwnam(user).pw_uid for user in (ALICE, BOB)}
@@ -474,23 +535,29 @@ def main() -> int:
         checks["no file writes for bob"] = bob.put(f"{api}/contents/evil.py", json={"type": "file", "format": "text", "content": "x"}, headers=xsrf, timeout=30).status_code == 403
         checks["no /proxy/<port> for bob"] = bob.get(f"{base}/user/{BOB}/proxy/{port}/hub/api", timeout=30).status_code in (403, 404)
 
+        laps["server checks"] = lap()
         checks.update(live_lecture(base, passwords, env, ledgers, key, salt))
+        laps["live lecture"] = lap()
+        graded = background.submit(subprocess.run, ["runuser", "-u", TEACHER, "--", sys.executable, "-m", "labs.grade", str(ledgers)], env=env, cwd=str(ROOT), capture_output=True, text=True)
         ledger = ledgers / ALICE / ledger_filename(ALICE)
         checks["bob cannot read alice's ledger, list her ledgers or her home, or list the class"] = all(run_as(BOB, *command).returncode != 0 for command in (("cat", str(ledger)), ("ls", str(ledger.parent)), ("ls", str(homes / ALICE)), ("ls", str(ledgers)), ("ls", str(homes))))
         checks.update(salt_checks(env, ledgers, salt))
         checks.update(served_checks(notebooks, homes))
         checks["the instructor's group reads alice's ledger"] = run_as(TEACHER, "cat", str(ledger)).returncode == 0
-        graded = subprocess.run(["runuser", "-u", TEACHER, "--", sys.executable, "-m", "labs.grade", str(ledgers)], env=env, cwd=str(ROOT), capture_output=True, text=True)
+        graded = graded.result()
         checks["the instructor grades both students' ledgers"] = graded.returncode == 0 and ALICE in graded.stdout and BOB in graded.stdout and "not read" not in graded.stderr
         if not checks["the instructor grades both students' ledgers"]:
             print(graded.stdout[-1500:], graded.stderr[-1500:], file=sys.stderr)
+        laps["file, salt and grading checks"] = lap()
         try:
-            checks["the instructor reaches the dashboard"] = start_server(teacher, base, TEACHER) is not None and teacher.get(f"{base}/user/{TEACHER}/dashboard/", timeout=120).status_code == 200
-            denied = bob.get(f"{base}/user/{TEACHER}/dashboard/", timeout=60)  # the instructor's server is running now
+            checks["the instructor reaches the dashboard"] = dashboard is not None and dashboard.result().status_code == 200
+            denied = bob.get(f"{base}/user/{TEACHER}/dashboard/", timeout=60)  # the instructor's server is running
             checks["bob cannot open the dashboard"] = denied.status_code in (403, 404) and '"mode":' not in denied.text
-        except (TimeoutError, requests.RequestException):
+        except requests.RequestException:
             checks["the instructor reaches the dashboard"] = False
+        laps["dashboard"] = lap()
     finally:
+        background.shutdown(cancel_futures=True)
         hub.terminate()
         try:
             hub.wait(timeout=30)
@@ -501,7 +568,7 @@ def main() -> int:
             subprocess.run(["userdel", "--remove", "--force", user], capture_output=True)
         print(f"hub log: {work / 'hub.log'} (removed when every check passes)", file=sys.stderr)
     ok = all(checks.values())
-    print(json.dumps({"ok": ok, "seconds": round(time.time() - start, 1), "checks": checks}, indent=2))
+    print(json.dumps({"ok": ok, "seconds": round(time.time() - start, 1), "stages": laps, "checks": checks}, indent=2))
     if ok:
         shutil.rmtree(work, ignore_errors=True)  # kept, with the hub's log, when a check failed
     return 0 if ok else 1

@@ -213,9 +213,6 @@ def test_the_hub_keeps_students_apart(need_chromium, capsys):
     if os.geteuid() != 0:
         missing.append("root (the check creates system users)")
     need(missing, HUB_EXTRA + "; npm install -g configurable-http-proxy")
-    from browser import keep_chromium
-
-    keep_chromium(False)  # check_hub starts a Playwright of its own, refused while one is running in this thread (conftest's kept Chromium)
     spec = importlib.util.spec_from_file_location("check_hub", ROOT / "deploy" / "check_hub.py")
     check_hub = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(check_hub)
