@@ -28,3 +28,35 @@ def test_lab13_split_runs_on_one_blas_thread_once_per_setting(monkeypatch):
     lab13.split_report("attention", 2, True)
     assert seen == [1, 1, 1]  # another setting of the same block runs its split only
     lab13._split_report.cache_clear()
+
+
+def test_lab05_act2_plans_are_built_once_per_inputs_and_refused_as_before():
+    """The grader asks Act II's plan once a student; equal inputs share one Plan, but 8 and 8.0
+    (one key to a dict) do not: a float TP is refused naming the field even after TP 8 was built."""
+    import pytest
+
+    from labs.core.scenarios import lab05
+
+    inputs = {"tp": 8, "pp": 8, "dp": 16, "micro_batch": 1, "global_batch": 1536}
+    plan = lab05.plan_from_inputs(dict(inputs))
+    assert lab05.plan_from_inputs(dict(reversed(list(inputs.items())))) is plan
+    assert (plan.tp, plan.pp, plan.dp, plan.micro_batch, plan.global_batch) == (8, 8, 16, 1, 1536)
+    for bad in (8.0, True, [8]):
+        with pytest.raises(ValueError, match="tp"):
+            lab05.plan_from_inputs({**inputs, "tp": bad})
+
+
+def test_a_variants_key_and_misconceptions_are_read_once_and_stay_its_own():
+    """Question.key, numeric and the misconception per letter are kept on the question (the grader
+    reads them for every row): each letter still names the option the student's order puts there."""
+    from labs.core.scenarios import lab14
+    from labs.variants import variant
+
+    v = variant(lab14.LAB, "student-007", "a-salt")
+    q = v.questions["culprit"]
+    by_id = {o.key: o.misconception for o in q.spec.options}
+    assert q.key == "ABCD"[q.order.index("culprit")] and q.key == q.key and not q.numeric
+    assert [q.misconception(letter) for letter in "ABCD"] == [by_id[oid] for oid in q.order]
+    assert q.misconception("E") == "" and q.misconception(None) == "" and q.option_id("AB") is None
+    assert v.questions["timeout"].numeric and v.questions["timeout"].key is None
+    assert v.mismatches(v.record()) == [] and v.mismatches({**v.record(), "seed": "0"}) == ["seed"]

@@ -40,7 +40,7 @@ import hashlib
 import math
 import os
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Callable
 
 from labs.core.state import normalise_student
@@ -148,7 +148,7 @@ class Question:
     spec: Choice | Numeric
     order: tuple[str, ...] = ()  # internal option ids in the student's order (Choice only)
 
-    @property
+    @cached_property  # read for every column and judgement of a graded row; a question never changes
     def numeric(self) -> bool:
         return isinstance(self.spec, Numeric)
 
@@ -169,9 +169,16 @@ class Question:
     def misconception(self, letter: str | None) -> str:
         """The misconception the option at `letter` stands for in this variant ("" for none)."""
         oid = self.option_id(letter)
-        return next((o.misconception for o in self.spec.options if o.key == oid), "") if oid else ""
+        return self._misconceptions.get(oid, "") if oid else ""
 
-    @property
+    @cached_property
+    def _misconceptions(self) -> dict[str, str]:
+        found: dict[str, str] = {}
+        for o in self.spec.options:
+            found.setdefault(o.key, o.misconception)
+        return found
+
+    @cached_property
     def key(self) -> str | None:
         if self.numeric or self.spec.correct is None:
             return None
@@ -240,11 +247,15 @@ class Variant:
             **({"version": self.version} if self.version != 1 else {}),
         }
 
+    @cached_property
+    def _record(self) -> dict:  # record() once, read only: the grader compares each ledger's record with it
+        return self.record()
+
     def mismatches(self, recorded) -> list[str]:
         """Where a ledger's recorded variant differs from this one (regenerated): field names."""
         if not isinstance(recorded, dict):
             return ["variant"]
-        mine, out = self.record(), []
+        mine, out = self._record, []
         if recorded == mine:  # as a ledger written at this variant has it: every field the same
             return out
         if recorded.get("version", 1) != self.version:

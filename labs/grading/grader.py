@@ -42,6 +42,7 @@ from labs.core import scenarios
 from labs.core.scenarios import OUTCOMES
 from labs.core import ENGINE_VERSION
 from labs.core.state import SCHEMA_VERSION, Roster, normalise_student, parse_document, student_hash
+from labs.core.variants import class_salt
 from labs import csvsafe
 from labs.grading import integrity
 
@@ -138,7 +139,7 @@ class _Engine:
     def __init__(self, limit: int = 20_000, salt: str | None = None, key: bytes | None | str = "env", require_signatures: bool = False):
         self.cache: dict[str, dict] = {}
         self.limit = limit
-        self.salt = salt
+        self.salt = class_salt(salt)  # LABS_CLASS_SALT read once, not once a variant
         self.key = integrity.key_from_env() if key == "env" else key  # the class's signing key: trust is checked with it
         self.signatures = integrity.policy(self.key, require_signatures)
         self.spent = 0  # timeline ops priced for the current file (grade_document resets it)
