@@ -250,19 +250,13 @@ def _(cp_panel, fit_committed):
     return
 
 
-# The curves and their chart in one cell: a CP or KV-heads move re-runs it and the cards below,
-# not a cell for the curves and another for the chart.
+# The curves, their chart and the cards of your setting in one cell: a move of any of the four
+# instruments re-runs this cell alone (a cell's run and output is a round of messages to the page).
 @app.cell
-def _(cp_slider, fit_committed, kv_slider):
+def _(algorithm_dropdown, cp_slider, fit_committed, kv_slider, seq_slider):
     ui.gate(fit_committed)
     cp_curve_points = cp_curves(cp_slider.value, kv_slider.value)
     cp_figure_view = cp_figure(cp_curve_points, cp_slider.value, kv_slider.value)
-    cp_figure_view
-    return cp_curve_points, cp_figure_view
-
-
-@app.cell
-def _(algorithm_dropdown, cp_curve_points, cp_slider, kv_slider, seq_slider):
     _point = next((p for p in cp_curve_points if p["seq_len"] == seq_slider.value and p["algorithm"] == algorithm_dropdown.value), None)
     _limit = ulysses_limit(kv_slider.value)
     _repeat = ulysses_kv_repeat(kv_slider.value, cp_slider.value)
@@ -284,8 +278,8 @@ def _(algorithm_dropdown, cp_curve_points, cp_slider, kv_slider, seq_slider):
             }),
             _note,
         ])
-    _view
-    return
+    mo.vstack([cp_figure_view, _view])
+    return cp_curve_points, cp_figure_view
 
 
 @app.cell(hide_code=True)
