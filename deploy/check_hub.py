@@ -468,15 +468,18 @@ def main() -> int:
     os.chmod(work, 0o755)
     checks: dict[str, bool] = {}
     passwords = add_students.add([ALICE, BOB], TEACHER, homes)  # makes homes 0711
-    reach = run_as(ALICE, sys.executable, "-c", "import labs, jupyterhub")
+    with ThreadPoolExecutor(2) as pool:  # two Python starts as the students, while this process draws the salt
+        reaching = pool.submit(run_as, ALICE, sys.executable, "-c", "import labs, jupyterhub")
+        planting = pool.submit(plant, BOB, homes / BOB)
+        key, salt = os.urandom(24).hex(), telling_apart_salt()
+    reach = reaching.result()
     if reach.returncode != 0:
         print(f"FAIL: a student cannot run {sys.executable} or import labs ({reach.stderr.strip()[-200:]}); the folders above the interpreter and the checkout must be executable by others (.ci/run does chmod o+x)")
         for user in (ALICE, BOB, TEACHER):
             subprocess.run(["userdel", "--remove", "--force", user], capture_output=True)
         return 1
-    checks["bob plants files in his home before his server starts"] = plant(BOB, homes / BOB)
+    checks["bob plants files in his home before his server starts"] = planting.result()
     port = free_port()
-    key, salt = os.urandom(24).hex(), telling_apart_salt()
     env = {**os.environ, "HUB_PORT": str(port), "HUB_HOMES": str(homes), "HUB_STATE": str(work / "state"), "HUB_LEDGERS": str(ledgers), "LABS_LECTURE_DIR": str(lecture), "HUB_NOTEBOOKS": str(notebooks), "HUB_INSTRUCTOR": TEACHER}
     env.pop("LABS_LEDGER_DIR", None)
     env.pop("LABS_CLASS_SALT", None)
