@@ -1,5 +1,5 @@
 """Lab 07 at its largest setting in a real browser (Debian's Chromium, `marimo run`): after the
-lock is answered, p = 64 and m = 256 draw as rasters, and a play-slider step moves the marker
+lock is answered, p = 64 and m = 256 draw as raster images, and a play-slider step moves the marker
 on the page. Before issue 13 one step redrew ~115k SVG boxes and took 45-52 s here."""
 
 import json
@@ -33,9 +33,10 @@ def test_lab07_at_p64_m256_answers_a_play_step(tmp_path):
         page.get_by_text("1F1B: p=64, m=256, v=1").first.wait_for(timeout=120_000)
         page.get_by_text("interleaved 1F1B: p=64, m=256, v=2").first.wait_for(timeout=120_000)
         plot = page.locator(".js-plotly-plot").first  # both schedules, one subplot each (charts.timelines_figure)
-        assert plot.evaluate(TRACES).count("heatmap") == 2  # one raster per schedule, not one shape per op
-        assert plot.evaluate(TRACES)[0] == "heatmap"
+        assert plot.evaluate(TRACES).count("image") == 2  # one raster image per schedule, not one shape per op
+        assert plot.evaluate(TRACES)[0] == "image" and "heatmap" not in plot.evaluate(TRACES)
         assert plot.evaluate(SHAPES) == "[]"  # played to 100%: no marker
+        assert plot.evaluate("el => [...el.querySelectorAll('image')].filter(i => (i.getAttribute('href') || '').startsWith('data:image/png')).length") == 2
 
         play = page.get_by_role("slider").nth(5)
         play.focus()
@@ -60,7 +61,7 @@ FILLS = "el => (el.data || []).map(t => t.type + ':' + (t.fill || '') + ':' + (t
 def test_lab07_draws_a_middle_timeline_as_filled_boxes(tmp_path):
     """p = 16, m = 32: 1F1B's 1,024 ops (above charts.BAR_OPS) as filled paths on the first
     subplot, one trace per op kind and shade (no bar), interleaved's 2,048 (above RASTER_OPS)
-    as the raster on the second."""
+    as the raster image on the second."""
     from labs.core import charts
 
     t = timeline(16, 32, "1f1b")
@@ -81,4 +82,4 @@ def test_lab07_draws_a_middle_timeline_as_filled_boxes(tmp_path):
     boxes = [tr for tr in traces if tr.endswith(":x")]
     assert boxes and all(tr.startswith("scatter:toself") for tr in boxes)
     assert len(boxes) == len(charts._timeline_boxes(t))  # 2 kinds x 8 shades
-    assert "heatmap::x2" in traces and not any(tr.startswith("bar") for tr in traces)
+    assert "image::x2" in traces and not any(tr.startswith("bar") for tr in traces)

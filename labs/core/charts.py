@@ -261,6 +261,44 @@ def _timeline_heatmap(t: Timeline, row: int = 1, shown: set | None = None) -> li
     return traces
 
 
+def palette_png(codes: np.ndarray, colors: Sequence[str]) -> str:
+    """A grid of small whole-number codes (rows top to bottom) as a data URI of an 8-bit palette
+    PNG, code k drawn in colors[k] ("#rrggbb"): a browser draws it as one image, where a heatmap
+    of the same grid maps every cell through its colour scale in script."""
+    import base64
+    import struct
+    import zlib
+
+    rows, cols = codes.shape
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    palette = b"".join(bytes.fromhex(c.lstrip("#")) for c in colors)
+    lines = np.zeros((rows, cols + 1), dtype=np.uint8)  # each line starts with filter type 0 (none)
+    lines[:, 1:] = codes
+    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", cols, rows, 8, 3, 0, 0, 0)) + chunk(b"PLTE", palette)
+           + chunk(b"IDAT", zlib.compress(lines.tobytes(), 6)) + chunk(b"IEND", b""))
+    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+
+
+TIMELINE_IMAGE_COLORS = (IDLE_COLOR, OP_COLORS["F"], OP_COLORS["B"], OP_COLORS["W"])  # timeline_raster's codes 0 idle, 1 F, 2 B, 3 W
+
+
+def _timeline_image(t: Timeline, row: int = 1, shown: set | None = None) -> list[dict]:
+    """timeline_raster's grid as one image trace (a PNG the kernel encodes), with legend entries
+    for the op kinds (trace dicts): the picture of _timeline_heatmap, the same bins and colours,
+    which the browser draws without mapping each of up to 64 x 4,096 cells through a colour scale."""
+    z, width = timeline_raster(t)
+    traces = [dict(type="image", source=palette_png(z, TIMELINE_IMAGE_COLORS), x0=width / 2, dx=width, y0=0, dy=1,
+                   hovertemplate="stage %{y}, time %{x:.1f}<extra></extra>", name="ops", **_axes(row))]
+    for op in ("F", "B", "W"):
+        if (t.op == op).any():
+            traces.append(dict(type="scatter", x=[None], y=[None], mode="markers", marker=dict(symbol="square", size=12, color=OP_COLORS[op]), name=OP_NAMES[op],
+                               **_axes(row), **_legend(op, shown)))
+    return traces
+
+
 def _timeline_traces(t: Timeline, raster: bool | None, row: int = 1, shown: set | None = None) -> list[dict]:
     """Up to BAR_OPS ops one bar per op, up to RASTER_OPS filled boxes (a trace per kind and
     shade), above one raster (raster=True/False forces the raster or boxes)."""
@@ -314,12 +352,13 @@ def timelines_figure(runs: Sequence[tuple[str, Timeline]], raster: bool | None =
     inner = height - top - bottom
     layout, annotations, y = {}, [], 1.0
     for row, (title, t) in enumerate(runs, start=1):
-        data += _timeline_traces(t, raster, row, shown)
+        image = raster if raster is not None else len(t.op) > RASTER_OPS
+        data += _timeline_image(t, row, shown) if image else _timeline_traces(t, False, row, shown)
         lo = y - plot[row - 1] / inner
         x, ya = _axes(row)["xaxis"], _axes(row)["yaxis"]
-        layout["xaxis" + x[1:]] = dict(title=dict(text="time (one forward = 1)"), range=[0, t.makespan * 1.01], anchor=ya, domain=[0, 1])
+        layout["xaxis" + x[1:]] = dict(title=dict(text="time (one forward = 1)"), range=[0, t.makespan * 1.01], anchor=ya, domain=[0, 1], ticklabeloverflow="allow")
         layout["yaxis" + ya[1:]] = dict(autorange="reversed", title=dict(text="stage"), tickmode="array", tickvals=list(range(0, t.p, max(1, t.p // 16))),
-                                        anchor=x, domain=[max(0.0, lo), y])
+                                        anchor=x, domain=[max(0.0, lo), y], ticklabeloverflow="allow", **(dict(scaleanchor=False) if image else {}))
         if row > 1 and title:  # the first title is the figure's, above the legend, as timeline_figure places it
             annotations.append(dict(text=title, xref="paper", x=0, xanchor="left", yref="paper", y=y, yanchor="bottom", yshift=12, showarrow=False, font=dict(size=21)))
         y = lo - TIMELINE_GAP_PX / inner
