@@ -71,12 +71,14 @@ class ProblemSet:
     reading: str = ""
     _by_id: dict = field(default_factory=dict, compare=False, repr=False)
     _asked: dict = field(default_factory=dict, compare=False, repr=False)  # (problem, its settings) -> its question, built once
+    _named: list = field(default_factory=list, compare=False, repr=False)  # per problem, (its id, ((setting, its draw's name, values), ...))
 
     def __post_init__(self):
         ids = [p.id for p in self.problems]
         if len(set(ids)) != len(ids):
             raise ValueError(f"{self.name}: problem ids must be unique, got {ids}")
         self._by_id.update({p.id: p for p in self.problems})
+        self._named.extend((p.id, tuple((k, f"{p.id}.{k}", values) for k, values in p.draws.items())) for p in self.problems)
 
     def problem(self, pid: str) -> Problem:
         if pid not in self._by_id:
@@ -88,35 +90,41 @@ class ProblemSet:
         return tuple(p.id for p in self.problems)
 
     def draw(self, d) -> dict:
-        return {p.id: {k: d.choice(f"{p.id}.{k}", values) for k, values in p.draws.items()} for p in self.problems}
+        choice = d.choice  # each setting drawn by its name, "<problem>.<setting>"
+        return {pid: {k: choice(name, values) for k, name, values in named} for pid, named in self._named}
 
     def default_settings(self) -> dict:
         return {p.id: {k: values[0] for k, values in p.draws.items()} for p in self.problems}
 
     def check_settings(self, settings: dict) -> dict:
         """A variant's settings, each problem's against the values it draws from."""
-        if not isinstance(settings, dict) or set(settings) != set(self.ids):
-            raise ValueError(f"settings must name the problems {list(self.ids)}")
+        self._check_names(settings)
         for p in self.problems:
-            mine = settings[p.id]
-            if not isinstance(mine, dict) or set(mine) != set(p.draws):
-                raise ValueError(f"settings.{p.id} must name {sorted(p.draws)}")
-            for k, values in p.draws.items():
-                if mine[k] not in values:
-                    raise ValueError(f"settings.{p.id}.{k} must be one of {list(values)}, got {mine[k]!r}")
+            _check_problem(p, settings[p.id])
         return settings
 
+    def _check_names(self, settings) -> None:
+        if not isinstance(settings, dict) or settings.keys() != self._by_id.keys():
+            raise ValueError(f"settings must name the problems {list(self.ids)}")
+
     def build(self, settings: dict) -> dict:
-        self.check_settings(settings)
+        """Each problem's question at its settings (check_settings' checks: a problem's settings
+        are checked the first time they are asked, then found among those asked)."""
+        self._check_names(settings)
         return {p.id: self._question(p, settings[p.id]) for p in self.problems}
 
     def _question(self, p: Problem, mine: dict) -> Numeric | Choice:
         """p.question(mine), built once per problem and setting: a chapter's settings as a whole
         are nearly unique per student, each problem's are few (a class of 1,000 rebuilt every
         problem of every student's set, 59% of the grader's variant rebuilds, Nov 2026)."""
-        key = (p.id, *sorted((k, type(v).__name__, v) for k, v in mine.items()))  # checked settings: scalars, 1 and 1.0 kept apart
-        if key not in self._asked:
-            self._asked[key] = p.question(mine)
+        try:
+            key = _asked_key(p, mine)
+            return self._asked[key]
+        except (AttributeError, KeyError, TypeError):  # not a dict, a setting missing, unhashable: checked below
+            pass
+        _check_problem(p, mine)
+        key = _asked_key(p, mine)
+        self._asked[key] = p.question(mine)
         return self._asked[key]
 
     @property
@@ -151,6 +159,24 @@ class ProblemSet:
         refined = p.refined(s) if p.refined is not None else None
         return {"answer": answer, "envelope": envelope, "refined": refined, "gap": _gap(envelope, answer),
                 "refined_gap": None if refined is None else _gap(refined, answer)}
+
+
+def _check_problem(p: Problem, mine) -> None:
+    if not isinstance(mine, dict) or set(mine) != set(p.draws):
+        raise ValueError(f"settings.{p.id} must name {sorted(p.draws)}")
+    for k, values in p.draws.items():
+        if mine[k] not in values:
+            raise ValueError(f"settings.{p.id}.{k} must be one of {list(values)}, got {mine[k]!r}")
+
+
+def _asked_key(p: Problem, mine: dict) -> tuple:
+    """A problem's settings as _asked finds them: its values in the order it draws them, with their
+    types (1 and 1.0 kept apart); only settings that passed _check_problem are kept under one, so
+    one found there names exactly the problem's settings (as many, each drawn from its values)."""
+    if len(mine) != len(p.draws):
+        raise KeyError("settings other than the problem's")
+    values = tuple(map(mine.__getitem__, p.draws))
+    return p.id, values, tuple(map(type, values))
 
 
 def _gap(a: float, b: float) -> float:
