@@ -14,6 +14,7 @@ with app.setup:
     from labs.core import ui
     from labs.core.scenarios.lab15 import (
         AUX_COEFFS,
+        BASELINE_LABEL,
         CAPACITIES,
         DEFAULT_INPUTS,
         DRIFTS,
@@ -231,9 +232,11 @@ def _(balance_committed, cost_committed, drops_committed, router_panel):
     return
 
 
-# The router, its heatmap, cards and busiest-GPU chart in one cell that reads every instrument but
-# the capacity factor, which only re-reads the runs' loads: a capacity move re-runs the drop card
-# and chart (one cell), not the router or its other charts; a router move runs few cells.
+# The router, its chart (heatmap and busiest GPU) and cards in one cell that reads every instrument
+# but the capacity factor, which only re-reads the runs' loads: a capacity move re-runs the drop
+# card and chart (one cell), not the router or its chart. The reference router (no balancing,
+# every node) reads only the skew and drift (the data): a move of the router's own knobs (scheme,
+# alpha, gamma, node limit) runs one router, not two.
 @app.cell
 def _(
     aux_dropdown,
@@ -251,14 +254,14 @@ def _(
                           skew=skew_slider.value, drift=drift_slider.value)
     router_view, baseline_view = router_runs([  # one draw for both: they share the token noise
         router_setting,
-        {"scheme": "none", "max_nodes": router_setting["max_nodes"], "skew": router_setting["skew"], "drift": router_setting["drift"]},
+        {"scheme": "none", "max_nodes": NODES, "skew": router_setting["skew"], "drift": router_setting["drift"]},
     ])
     router_summary = summary(router_view)
     router_label = SCHEME_LABELS[router_setting["scheme"]]
-    heatmap_view = heatmap_figure(router_view, router_label)
+    router_chart = router_figure(router_view, baseline_view, router_label)
     _cost = step_cost(router_summary["busiest_gpu"])
     mo.vstack([
-        heatmap_view,
+        router_chart,
         ui.metric_cards({
             f"busiest GPU / mean, steps {STEPS - WINDOW + 1}-{STEPS}": f"{router_summary['busiest_gpu']:.2f}x",
             "busiest expert / mean": f"{router_summary['busiest_expert']:.2f}x",
@@ -266,9 +269,8 @@ def _(
             "step, balanced": f"{_cost['balanced_s']:.1f} s",
             "MFU": f"{_cost['hot_mfu']:.1%}",
         }),
-        busiest_figure(router_view, baseline_view, router_label),
     ])
-    return baseline_view, heatmap_view, router_label, router_setting, router_summary, router_view
+    return baseline_view, router_chart, router_label, router_setting, router_summary, router_view
 
 
 @app.cell
@@ -413,33 +415,34 @@ def _(balance_committed, cost_committed, drops_committed, submitted):
 
 
 # The charts are built from plain dicts (labs.core.charts.figure: no property-by-property
-# validation, which cost 7-25 ms a chart, three charts a move).
+# validation, which cost 7-25 ms a chart). The heatmap and the busiest-GPU line share one figure
+# and its step axis: a router move redraws two charts, not three.
 @app.function
-def heatmap_figure(run, label: str) -> go.Figure:
-    """Tokens per expert over the run, summed over 10-step windows: one heatmap trace."""
+def router_figure(run, baseline, label: str) -> go.Figure:
+    """Above, tokens per expert over the run, summed over 10-step windows (a heatmap); below, the
+    busiest GPU's tokens over the mean GPU's, per 50-step window, for the router and the reference
+    router (no balancing, every node), on the same step axis."""
     z = run.window_loads(10).T
-    return figure(
-        [dict(type="heatmap", z=z, x=[10 * (i + 1) for i in range(z.shape[1])], colorscale="Viridis", colorbar=dict(title=dict(text="tokens")))],
-        dict(height=420, title=dict(text=f"{label}: tokens per expert, 10-step windows", y=0.97), margin=dict(t=70),
-             xaxis=dict(title=dict(text="step")), yaxis=dict(title=dict(text="expert"))),
-    )
-
-
-@app.function
-def busiest_figure(run, baseline, label: str) -> go.Figure:
-    """The busiest GPU's tokens over the mean, per 50-step window, for the router and without balancing."""
     steps = [WINDOW * (i + 1) for i in range(run.setting.steps // WINDOW)]
-    data = [dict(type="scatter", x=steps, y=r.busiest_gpu_over_mean(WINDOW).tolist(), name=name, mode="lines+markers", line=dict(color=color, width=3))
-            for r, name, color in ((baseline, "no balancing", COLORS["red"]), (run, label, COLORS["blue"]))]
-    return figure(data, dict(height=340, title=dict(text="busiest GPU / mean GPU, per 50-step window", y=0.97), margin=dict(t=70),
-                             legend=dict(orientation="h", yanchor="top", y=-0.25, x=0.0), xaxis=dict(title=dict(text="step")), yaxis=dict(title=dict(text="x the mean"))))
+    heat = dict(type="heatmap", z=z, x=[10 * (i + 1) for i in range(z.shape[1])], colorscale="Viridis",
+                colorbar=dict(title=dict(text="tokens"), len=0.6, y=1.0, yanchor="top"))
+    lines = [dict(type="scatter", x=steps, y=r.busiest_gpu_over_mean(WINDOW).tolist(), name=name, mode="lines+markers", line=dict(color=color, width=3),
+                  xaxis="x2", yaxis="y2")
+             for r, name, color in ((baseline, BASELINE_LABEL, COLORS["red"]), (run, label, COLORS["blue"]))]
+    return figure([heat, *lines], dict(
+        height=640, title=dict(text=f"{label}: tokens per expert, and the busiest GPU", y=0.98), margin=dict(t=70),
+        legend=dict(orientation="h", yanchor="top", y=-0.1, x=0.0),
+        xaxis=dict(anchor="y", showticklabels=False, range=[5, run.setting.steps + 5]),  # the heatmap's edges: the lines' markers would pad it
+        yaxis=dict(domain=[0.4, 1.0], title=dict(text="expert")),
+        xaxis2=dict(anchor="y2", matches="x", title=dict(text="step (heatmap: 10-step windows; line: 50-step windows)")), yaxis2=dict(domain=[0.0, 0.32], title=dict(text="busiest GPU / mean")),
+    ))
 
 
 @app.function
 def drops_figure(run, baseline, label: str, capacity: float) -> go.Figure:
     """Share of token copies dropped over the run at each capacity factor."""
     data = [dict(type="scatter", x=list(CAPACITIES), y=[100 * r.dropped_share(c, WINDOW) for c in CAPACITIES], name=name, mode="lines+markers", line=dict(color=color, width=3))
-            for r, name, color in ((baseline, "no balancing", COLORS["red"]), (run, label, COLORS["blue"]))]
+            for r, name, color in ((baseline, BASELINE_LABEL, COLORS["red"]), (run, label, COLORS["blue"]))]
     return figure(data, dict(shapes=[vline_shape(capacity, dict(color=COLORS["green"], dash="dot"))], height=340,
                              title=dict(text=f"dropped tokens by capacity factor (yours: {capacity:g})", y=0.97), margin=dict(t=70),
                              legend=dict(orientation="h", yanchor="top", y=-0.25, x=0.0), xaxis=dict(title=dict(text="capacity factor")),

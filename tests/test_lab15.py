@@ -303,6 +303,47 @@ def test_a_class_needs_few_router_runs_all_of_one_stream():
     assert len({routing._stream_key(lab15.setting(*k)) for k in keys | defaults}) == 1
 
 
+
+def test_the_grader_routes_a_class_in_one_draw(monkeypatch):
+    """A process that keeps no draws (the grader) runs every variant's routers and the instruments'
+    defaults on its first variant: the 12 runs in one route_many call, one draw of the stream. It
+    ran them in two before (the first variant's, then the rest), drawing the stream twice: 0.2 s of
+    CPU of a class's 1.6 s of routing. A process that keeps draws (a student's) runs its own first."""
+    calls = []
+
+    def counted(settings):
+        settings = list(settings)
+        calls.append(len(settings))
+        return route_many(settings)
+
+    monkeypatch.setattr(lab15, "route_many", counted)
+    for keep, expected in ((False, [12]), (True, [6])):  # (0.3, 0.01, 0.01): its 4 runs are among the 6 defaults
+        monkeypatch.setattr(lab15, "_RUNS", {})
+        monkeypatch.setattr(lab15, "_BUILT", set())
+        calls.clear()
+        routing.keep_draws(keep)
+        try:
+            lab15.build_questions({"skew": 0.3, "drift": 0.01, "aux_coeff": 0.01})
+        finally:
+            routing.keep_draws(True)
+        print(f"keep_draws({keep}): route_many calls of {calls} settings")
+        assert calls == expected, keep
+
+
+def test_a_runs_summary_is_made_once_and_each_caller_gets_its_own():
+    """summary() reads a run once (a class's 1,000 ledgers read a dozen runs): the same numbers as
+    reading the run afresh, in dicts a caller may change without changing the next caller's."""
+    run = lab15.router_run("none", max_nodes=lab15.NODES, skew=0.3, drift=0.01)
+    first = lab15.summary(run)
+    assert first == lab15._summary(run)
+    assert first["busiest_gpu"] == float(run.busiest_gpu_over_mean(lab15.WINDOW)[-1])
+    assert first["dropped"][1.25] == run.dropped_share(1.25, lab15.WINDOW)
+    first["dropped"][1.25] = -1.0
+    first["busiest_gpu"] = -1.0
+    again = lab15.summary(run)
+    assert again["dropped"][1.25] == run.dropped_share(1.25, lab15.WINDOW) and again["busiest_gpu"] > 1
+
+
 # ---- the scenario: variants, the engine's price, the grader ------------------------------------------------
 def test_hot_expert_cost_is_the_engines():
     c = lab15.step_cost(1.5)
@@ -416,8 +457,13 @@ def test_commit_reveals_and_the_instruments_follow_the_router(app):
     text = text_of(outputs)
     assert "Right" in text and "Key takeaways" in text and "The equations behind" in text
     run = lab15.router_run(**{k: lab15.DEFAULT_INPUTS[k] for k in ("scheme", "aux_coeff", "gamma", "max_nodes", "skew", "drift")})
-    assert len(defs["heatmap_view"].data) == 1
-    assert np.array_equal(np.asarray(defs["heatmap_view"].data[0].z), run.window_loads(10).T)
+    chart = defs["router_chart"]  # the heatmap above, the busiest GPU's line for the reference router and this one below
+    assert [t.type for t in chart.data] == ["heatmap", "scatter", "scatter"]
+    assert np.array_equal(np.asarray(chart.data[0].z), run.window_loads(10).T)
+    reference = lab15.router_run("none", max_nodes=lab15.NODES, skew=lab15.DEFAULT_INPUTS["skew"], drift=lab15.DEFAULT_INPUTS["drift"])
+    assert chart.data[1].name == lab15.BASELINE_LABEL and list(chart.data[1].y) == reference.busiest_gpu_over_mean(lab15.WINDOW).tolist()
+    assert list(chart.data[2].y) == run.busiest_gpu_over_mean(lab15.WINDOW).tolist()
+    assert defs["baseline_view"] is reference  # the reference router reads every node, whatever the node limit
     assert f"{lab15.summary(run)['busiest_gpu']:.2f}x" in text
 
 
@@ -471,7 +517,7 @@ def _cells(path: Path) -> list[tuple[set[str], str]]:
 
 def test_a_capacity_move_reruns_neither_the_router_nor_its_other_charts():
     """The capacity factor only re-reads the runs' loads: the cells that read its slider (directly
-    or through router_inputs) route nothing and draw neither the heatmap nor the busiest-GPU chart,
+    or through router_inputs) route nothing and draw no router chart (heatmap and busiest GPU),
     and the one cell that routes does not read it (the notebook before this split routed, and
     redrew every chart, on each capacity move)."""
     cells = _cells(LAB15)
@@ -479,7 +525,16 @@ def test_a_capacity_move_reruns_neither_the_router_nor_its_other_charts():
     assert len(routing_cells) == 1 and not routing_cells[0] & {"capacity_slider", "router_inputs"}
     for refs, body in cells:
         if refs & {"capacity_slider", "router_inputs"}:
-            assert not any(f in body for f in ("router_runs(", "heatmap_figure(", "busiest_figure(")), sorted(refs)
+            assert not any(f in body for f in ("router_runs(", "router_figure(")), sorted(refs)
+
+
+def test_a_move_of_the_routers_own_knobs_runs_one_router():
+    """The reference router the charts compare against (no balancing, every node) reads the skew
+    and drift only: the routing cell asks for it at max_nodes=NODES, not at the node limit, so a
+    node-limit, scheme, alpha or gamma move runs one router (it ran two: the reference followed the
+    node limit)."""
+    (body,) = [body for refs, body in _cells(LAB15) if "router_runs(" in body and "nodes_slider" in refs]
+    assert "'max_nodes': NODES, 'skew': router_setting['skew'], 'drift': router_setting['drift']" in body
 
 
 # ---- the live-lecture hold (ui.gate, the commits' held=): as tests/test_lecture_hold.py checks Labs 05-13 ----

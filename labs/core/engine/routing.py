@@ -114,7 +114,14 @@ class RouterRun:
     nvlink_copies: np.ndarray  # (steps / COPY_EVERY,) per GPU, token vectors forwarded over NVLink
     aux_loss: np.ndarray | None  # (steps,) under "aux_loss" (its value each step), else None
     bias: np.ndarray  # (experts,)
-    _windows: dict = field(default_factory=dict, repr=False, compare=False)  # window_loads by window: a lab reads a few, many times
+    _memo: dict = field(default_factory=dict, repr=False, compare=False)  # what readers derived from the run, by key: a lab reads a few, many times
+
+    def memo(self, key, make):
+        """make(), made once per run and key (a run never changes): window_loads by window, and
+        what a lab reads of a run (its summary) for every ledger of a class."""
+        if key not in self._memo:
+            self._memo[key] = make()
+        return self._memo[key]
 
     def window_loads(self, window: int = 1) -> np.ndarray:
         """(steps / window, experts), read-only: each expert's tokens summed over windows of
@@ -123,11 +130,7 @@ class RouterRun:
         check_positive("window", window, integer=True, maximum=s.steps)
         if s.steps % window:
             raise ValueError(f"window must divide steps ({s.steps}), got {window}")
-        if window not in self._windows:
-            loads = self.loads.reshape(s.steps // window, window, s.experts).sum(axis=1)
-            loads.flags.writeable = False
-            self._windows[window] = loads
-        return self._windows[window]
+        return self.memo(("window_loads", window), lambda: _read_only(self.loads.reshape(s.steps // window, window, s.experts).sum(axis=1)))
 
     def gpu_loads(self, window: int = 1) -> np.ndarray:
         """(steps / window, gpus): the tokens each GPU's experts receive, over windows."""
@@ -152,6 +155,11 @@ class RouterRun:
         s = self.setting
         cap = capacity(s, capacity_factor, window)
         return float(dropped(self.window_loads(window), cap).sum() / (s.steps * s.tokens * s.top_k))
+
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
 
 
 def capacity(setting: RouterSetting, capacity_factor: float, window: int = 1) -> int:
@@ -437,6 +445,12 @@ def keep_draws(keep: bool) -> None:
     KEPT_DRAW_BYTES = 80 << 20 if keep else 0
     if not keep:
         _kept = ((), ())
+
+
+def keeps_draws() -> bool:
+    """Whether this process keeps its last stream's draws (keep_draws): a process that does not
+    (the grader) draws the stream again for every route_many call."""
+    return KEPT_DRAW_BYTES > 0
 
 
 def _stream(s: RouterSetting):

@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable
 from functools import lru_cache
 
-from labs.core.engine.routing import SCHEMES, RouterRun, RouterSetting, route_many
+from labs.core.engine.routing import SCHEMES, RouterRun, RouterSetting, keeps_draws, route_many
 from labs.core.engine.validation import check_choice
 from labs.core.scenarios import lab11
 from labs.core.scenarios.common import Option
@@ -36,6 +36,7 @@ STEPS = 500
 TOKENS = 128  # routed a step (a sample of the step's batch)
 WINDOW = 50
 SCHEME_LABELS = {"none": "no balancing (top-k of the logits)", "aux_loss": "Switch auxiliary loss", "bias": "DeepSeek-V3 bias update"}
+BASELINE_LABEL = "no balancing, every node"  # the instruments' reference router: it reads the skew and drift only
 AUX_COEFFS = (0.001, 0.01, 0.1)
 GAMMAS = (0.0001, 0.001, 0.01)
 NODE_LIMITS = (8, 4, 2, 1)  # 8: every node (no limit); DeepSeek-V3: 4
@@ -87,7 +88,13 @@ def router_run(scheme: str = "bias", aux_coeff: float = 0.01, gamma: float = 0.0
 
 def summary(run: RouterRun) -> dict:
     """The numbers the lab shows for a run: the last window's busiest expert and GPU over the
-    mean, the drops at each capacity factor, the dispatch's copies per token by link."""
+    mean, the drops at each capacity factor, the dispatch's copies per token by link. Made once
+    per run (a class's ledgers read a dozen runs a thousand times); each call gets its own dicts."""
+    made = run.memo(("lab15.summary", WINDOW, CAPACITIES), lambda: _summary(run))
+    return {**made, "dropped": dict(made["dropped"])}
+
+
+def _summary(run: RouterRun) -> dict:
     s = run.setting
     per_token = s.tokens / s.gpus
     return {
@@ -191,11 +198,13 @@ _BUILT: set[tuple] = set()  # the variant settings this process has built questi
 def _prefetch_for(v: dict) -> None:
     """The first variant a process builds (a student's notebook) runs its own four routers and the
     instruments' defaults (which the notebook shows first), in one draw. A process that builds a
-    second (the grader or the dashboard on a class; now and then a student who changes their id)
-    runs every variant's routers at once, one draw for them all instead of one per variant."""
+    second (the dashboard on a class; now and then a student who changes their id) runs every
+    variant's routers at once, one draw for them all instead of one per variant. A process that
+    keeps no draws (the grader, routing.keep_draws) runs them all on its first variant: a class
+    has every variant, and each later route_many would draw the stream again (0.2 s of CPU)."""
     with _RUNS_LOCK:
         _BUILT.add((v["skew"], v["drift"], v["aux_coeff"]))
-        many = len(_BUILT) > 1
+        many = len(_BUILT) > 1 or not keeps_draws()
     prefetch(every_variant_setting() if many else [v], instruments=True)
 
 
