@@ -148,6 +148,7 @@ def test_outliers_divide_by_each_groups_median():
         median = {g: np.median(values[gid == g]) for g in np.unique(gid)}
         expected = values / np.array([median[g] for g in gid])
         assert np.array_equal(dbg.outliers(values, gid), expected), axis
+        assert np.array_equal(dbg.group_outliers(values, J, axis), expected), axis
     assert dbg.outliers(values, J.group_ids["tp"])[RANK] > 1.9
 
 

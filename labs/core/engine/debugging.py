@@ -354,12 +354,21 @@ class _Layout:
 _LAYOUTS: dict[tuple, _Layout] = {}  # by (model, cluster, plan): a job's estimate and program follow from them
 
 
+_LAYOUT_OF_JOB: dict[int, tuple[Job, _Layout]] = {}  # by the job object: hashing its model, cluster and plan costs more than a hang's lookup
+
+
 def _layout(j: Job) -> _Layout:
+    known = _LAYOUT_OF_JOB.get(id(j))
+    if known is not None and known[0] is j:
+        return known[1]
     key = (j.model, j.cluster, j.plan)
     if key not in _LAYOUTS:
         if len(_LAYOUTS) >= 8:
             _LAYOUTS.clear()
         _LAYOUTS[key] = _Layout.of(j)
+    if len(_LAYOUT_OF_JOB) >= 16:
+        _LAYOUT_OF_JOB.clear()
+    _LAYOUT_OF_JOB[id(j)] = (j, _LAYOUTS[key])
     return _LAYOUTS[key]
 
 
@@ -710,12 +719,18 @@ def slow_timings(j: Job, fault: Fault, steps: int = 40, seed: int = 0, checkpoin
     limit in W, the NIC's fraction of its speed, the layers moved onto the rank's stage, the host's
     extra share of compute time, the node's fraction of its storage bandwidth) and seeded noise."""
     _check_slow(j, fault, steps, seed, checkpoint_every)
+    return _timings(j, fault, steps, seed, checkpoint_every, np.empty((3, steps, j.ranks)))
+
+
+def _timings(j: Job, fault: Fault, steps: int, seed: int, checkpoint_every: int, out: np.ndarray) -> Timings:
+    """slow_timings written into `out` (3 x steps x ranks: compute, DP, checkpoint)."""
     t, n = j.est.time, j.ranks
     compute, dp, ckpt, node, _, healthy = _slow_rates(j, fault, checkpoint_every)
     first, rank = seed % steps, seed % n
     jitter = _jitter_field(steps, n)[:, first:first + steps, rank:rank + n]  # this seed's view of the one field
     at_checkpoint = _checkpoint_steps(steps, checkpoint_every)
-    compute_s, dp_s, ckpt_s = compute * jitter[0], dp * jitter[1], np.zeros((steps, n))
+    compute_s, dp_s, ckpt_s = np.multiply(compute, jitter[0], out=out[0]), np.multiply(dp, jitter[1], out=out[1]), out[2]
+    ckpt_s.fill(0.0)
     ckpt_s[at_checkpoint] = ckpt * jitter[2][at_checkpoint]
     if fault.kind == "host_contention":
         wider = _host_noise(jitter[:, :, node])
@@ -744,6 +759,13 @@ class RankStats:
 
 def rank_stats(t: Timings) -> RankStats:
     return RankStats(t.compute_s.mean(axis=0), t.dp_comm_s.mean(axis=0), t.checkpoint_s.max(axis=0), t.step_s, t.healthy_step_s)
+
+
+@lru_cache(maxsize=1)
+def _scratch(steps: int, ranks: int) -> np.ndarray:
+    """One buffer for slow_stats' timings (3 MB for 40 steps of 4,096 ranks): fresh arrays of that
+    size come from the system a page at a time on every call."""
+    return np.empty((3, steps, ranks))
 
 
 TOP_KEPT = 32  # per step of the noise field, its largest draws kept in order (slow_stats' step maxima)
@@ -800,8 +822,8 @@ def slow_stats(j: Job, fault: Fault, steps: int = 40, seed: int = 0, checkpoint_
     outside[apart] = True
     outside[node] = True
     special = np.flatnonzero(outside)
-    if len(special) > n // 8:  # a whole stage apart: the arrays cost less than the columns picked out
-        return rank_stats(slow_timings(j, fault, steps, seed, checkpoint_every))
+    if len(special) > n // 8:  # a whole stage apart: the arrays cost less than the columns picked out (in one buffer, used again)
+        return rank_stats(_timings(j, fault, steps, seed, checkpoint_every, _scratch(steps, n)))
     alike = int(np.argmin(outside))  # a rank the fault leaves alone (every rank when none is)
     jitter = field[:, first:first + steps][:, :, special + rank]  # the others' draws, as slow_timings reads them
     compute_s, dp_s, ckpt_s = compute[special] * jitter[0], dp[special] * jitter[1], np.zeros((steps, len(special)))
@@ -837,16 +859,27 @@ def outliers(values: np.ndarray, gid: np.ndarray) -> np.ndarray:
     values = np.asarray(values, dtype=float)
     size = np.bincount(gid)
     if size.min() == size.max():  # a job's groups of one kind are all one size: each group a row, sorted
-        c = int(size[0])
-        middle = sorted({(c - 1) // 2, c // 2})  # the median's one or two order statistics: a partition finds them as a sort would
-        ranked = np.partition(values[np.argsort(gid, kind="stable")].reshape(len(size), -1), middle, axis=1)
-        return values / ((ranked[:, (c - 1) // 2] + ranked[:, c // 2]) / 2)[gid]
+        return _over_row_medians(values, np.argsort(gid, kind="stable").reshape(len(size), -1), gid)
     order = np.lexsort((values, gid))  # by group, each group's values ascending
     groups, first, counts = np.unique(gid[order], return_index=True, return_counts=True)
     ranked = values[order]
     med = np.zeros(int(gid.max()) + 1)
     med[groups] = (ranked[first + (counts - 1) // 2] + ranked[first + counts // 2]) / 2  # np.median's value, all groups at once
     return values / med[gid]
+
+
+def group_outliers(values: np.ndarray, j: Job, axis: str) -> np.ndarray:
+    """outliers(values, j.group_ids[axis]), with the job's groups as its layout keeps them."""
+    check_choice("axis", axis, PG_AXES)
+    return _over_row_medians(np.asarray(values, dtype=float), _layout(j).members[PG_AXES.index(axis)], j.group_ids[axis])
+
+
+def _over_row_medians(values: np.ndarray, members: np.ndarray, gid: np.ndarray) -> np.ndarray:
+    """values over the median of their group, `members` each group's ranks in a row (one size)."""
+    c = members.shape[1]
+    middle = sorted({(c - 1) // 2, c // 2})  # the median's one or two order statistics: a partition finds them as a sort would
+    ranked = np.partition(values[members], middle, axis=1)
+    return values / ((ranked[:, (c - 1) // 2] + ranked[:, c // 2]) / 2)[gid]
 
 
 # ---- the timeout's cost ------------------------------------------------------------------------------
@@ -877,6 +910,6 @@ def best_timeout(settings_s, gpus: int, restart_s: float, healthy_wait_s: float,
 
 __all__ = [
     "Call", "DEFAULT_TIMEOUT_S", "Fault", "HANG_FAULTS", "HEARTBEAT_TIMEOUT_S", "Hang", "Job", "PG_AXES", "PG_DESC", "SLOW_FAULTS", "Timings",
-    "best_timeout", "checkpoint_write_s", "culprit_axis", "fault_site", "flight_record", "hang", "hangs_per_month", "job", "log_lines", "outliers", "pg_name",
+    "best_timeout", "checkpoint_write_s", "culprit_axis", "fault_site", "flight_record", "group_outliers", "hang", "hangs_per_month", "job", "log_lines", "outliers", "pg_name",
     "RankStats", "rank_stats", "ring_pacing", "slow_stats", "slow_timings", "throttle_factor", "timeout_loss", "watchdog_rank",
 ]

@@ -187,11 +187,10 @@ def check_inputs(inputs: dict) -> None:
 def flagged(timings: dbg.Timings | dbg.RankStats, j: dbg.Job, group: str, threshold_pct: float) -> list[int]:
     """Ranks whose mean compute or DP time is more than threshold_pct above their group's median."""
     stats = dbg.rank_stats(timings) if isinstance(timings, dbg.Timings) else timings
-    gid = j.group_ids[group]
     out = np.zeros(j.ranks, dtype=bool)
     for values in (stats.compute_mean_s, stats.dp_comm_mean_s, stats.checkpoint_max_s):
         if values.max() > 0:
-            out |= dbg.outliers(values, gid) > 1 + threshold_pct / 100
+            out |= dbg.group_outliers(values, j, group) > 1 + threshold_pct / 100
     return np.flatnonzero(out).tolist()
 
 
