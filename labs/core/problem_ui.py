@@ -91,9 +91,9 @@ def _gap_text(gap: float) -> str:
 def publisher(set_commitments):
     """A problem's commit cell calls the returned publish(pid, made) with what it found in the
     ledger; it sets the page's commitments state (`set_commitments`, from mo.state({})), which
-    re-runs the submit and the HUD, only when that changed (a commit, a skip, a hold), not on a
-    commit cell's run that changed nothing (a page's first run, a hold of another problem). One
-    per session: create it in the cell that creates the state."""
+    re-runs the submit (and the HUD it draws), only when that changed (a commit, a skip, a
+    hold), not on a commit cell's run that changed nothing (a page's first run, a hold of
+    another problem). One per session: create it in the cell that creates the state."""
     last: dict[str, tuple] = {}
 
     def publish(pid: str, made) -> None:
