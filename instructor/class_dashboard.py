@@ -643,17 +643,6 @@ def commit_answers(documents: dict, salt=None, labs=None) -> pd.DataFrame:
 
 
 @app.function
-def answers_of_labs(by_lab: dict[str, pd.DataFrame]) -> pd.DataFrame:
-    """commit_answers of the whole class from its labs' (commit_answers(..., labs=(lab,))): the
-    same rows in the same order (by student, then the grader's order of labs and questions)."""
-    frames = [by_lab[lab] for lab in dict.fromkeys(lab for lab, _ in grade.SPECS) if lab in by_lab and not by_lab[lab].empty]
-    if not frames:
-        return pd.DataFrame(columns=ANSWER_COLUMNS)
-    # a lab without a typed number has its value columns empty (object): read again as the whole class's are (numbers)
-    return pd.concat(frames, ignore_index=True).sort_values("student", kind="stable").reset_index(drop=True).infer_objects()
-
-
-@app.function
 def content_label(texts: list[str], misconception: str = "") -> str:
     """One name for an option across variants: its text when every student saw the same one;
     else the text with its numbers left out ("… GB/s") when the words agree; else (an option
@@ -746,6 +735,20 @@ def answer_figure(bars: pd.DataFrame, key: tuple, big: bool = False) -> go.Figur
                       height=560 if big else 420, yaxis_title="students", legend=dict(orientation="h", y=1.08), margin=dict(t=90, b=40),
                       clickmode="event+select", xaxis=dict(tickfont=font))
     return fig
+
+
+# Below the first chart's functions: a served page runs a cell after the function cells it calls,
+# ties broken by this file's order, so the whole class's answers (the cell calling this) wait for
+# the chart (tests/test_dashboard.py reads marimo's run order)
+@app.function
+def answers_of_labs(by_lab: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """commit_answers of the whole class from its labs' (commit_answers(..., labs=(lab,))): the
+    same rows in the same order (by student, then the grader's order of labs and questions)."""
+    frames = [by_lab[lab] for lab in dict.fromkeys(lab for lab, _ in grade.SPECS) if lab in by_lab and not by_lab[lab].empty]
+    if not frames:
+        return pd.DataFrame(columns=ANSWER_COLUMNS)
+    # a lab without a typed number has its value columns empty (object): read again as the whole class's are (numbers)
+    return pd.concat(frames, ignore_index=True).sort_values("student", kind="stable").reset_index(drop=True).infer_objects()
 
 
 @app.function
