@@ -91,8 +91,33 @@ def pytest_runtest_setup(item):
         keep_chromium(wanted)
 
 
+# The tests that await tests/marimo_cli.py's runs: the labs' exports, the problem sets' check and
+# export, the labs' and the dashboard's checks.
+EXPORTS_FOLDER = pytest.StashKey[Path]()
+EXPORTS_LABS, EXPORTS_PROBLEM_SETS, CHECKS = {"test_export_html_exits_0"}, {"test_marimo_check_and_export"}, {"test_marimo_check_strict", "test_marimo_check_and_export"}
+
+
+def pytest_collection_finish(session):
+    """Begin in the background the marimo runs the selected tests will await (tests/marimo_cli.py),
+    so they run beside the tests before them instead of while a test waits."""
+    names = {item.originalname for item in session.items if isinstance(item, pytest.Function)}
+    if not names & (EXPORTS_LABS | EXPORTS_PROBLEM_SETS | CHECKS):
+        return
+    import tempfile
+
+    import marimo_cli
+
+    exports = (marimo_cli.LABS if names & EXPORTS_LABS else ()) + (marimo_cli.PROBLEM_SETS if names & EXPORTS_PROBLEM_SETS else ())
+    session.config.stash[EXPORTS_FOLDER] = folder = Path(tempfile.mkdtemp(prefix="marimo-exports-"))
+    marimo_cli.start_in_background(exports, bool(names & CHECKS), folder)
+
+
 def pytest_sessionfinish(session):
     if "browser" in sys.modules:
         sys.modules["browser"].keep_chromium(False)
     if "marimo_cli" in sys.modules:
         sys.modules["marimo_cli"].shutdown()  # a session stopped early starts no more exports
+    if EXPORTS_FOLDER in session.config.stash:
+        import shutil
+
+        shutil.rmtree(session.config.stash[EXPORTS_FOLDER], ignore_errors=True)
