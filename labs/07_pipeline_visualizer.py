@@ -227,8 +227,10 @@ def _(pipeline_errors, pipeline_runs, play_slider, timeline_chart, timeline_runs
     mo.stop(not pipeline_runs, ui.failure_banner(pipeline_errors))
     _fig = charts.timelines_marker(timeline_chart, timeline_runs, play_slider.value / 100)
     _most = max(len(_t.op) for _t in pipeline_runs.values())
-    _note = mo.md(f"Over {charts.RASTER_OPS:,} ops a timeline is drawn as a raster of stage x time bins, each bin showing what fills most of it.") if _most > charts.RASTER_OPS else None
-    mo.vstack(([ui.failure_banner(pipeline_errors)] if pipeline_errors else []) + [_fig] + ([_note] if _note else []))
+    _note = mo.md(f"Over {charts.RASTER_OPS:,} ops a timeline is drawn as a raster of stage x time bins, each bin showing what fills most of it." if _most > charts.RASTER_OPS else "")
+    # The chart keeps its place in the stack whether a banner shows or not (an empty one where none
+    # does), so the browser updates the drawn chart instead of drawing a new one.
+    mo.vstack([ui.failure_banner(pipeline_errors) or mo.md(""), _fig, _note])
 
 
 @app.cell

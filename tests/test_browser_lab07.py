@@ -26,13 +26,20 @@ def test_lab07_at_p64_m256_answers_a_play_step(tmp_path):
         page.get_by_text("Commit to a prediction above (or skip it) to unlock the timelines").wait_for()
         answer(page, variant("07_pipeline_visualizer", "student").questions["utilisation"], commit=0)
         page.get_by_text("1F1B: p=4, m=8, v=1").first.wait_for()
-        for index in (0, 1):  # stages, then micro-batches, to the top of their ranges
-            slider = page.get_by_role("slider").nth(index)
-            slider.focus()
-            slider.press("End")
+        stages = page.get_by_role("slider").nth(0)
+        stages.focus()
+        stages.press("End")
+        page.get_by_text("1F1B: p=64, m=8, v=1").first.wait_for(timeout=120_000)
+        page.get_by_text("must lie in [p=64, m=8]").first.wait_for(timeout=120_000)  # interleaved refused: a banner above the chart
+        page.locator(".js-plotly-plot").first.evaluate("el => { window.__drawn = el; }")
+        micro = page.get_by_role("slider").nth(1)
+        micro.focus()
+        micro.press("End")
         page.get_by_text("1F1B: p=64, m=256, v=1").first.wait_for(timeout=120_000)
         page.get_by_text("interleaved 1F1B: p=64, m=256, v=2").first.wait_for(timeout=120_000)
         plot = page.locator(".js-plotly-plot").first  # both schedules, one subplot each (charts.timelines_figure)
+        # the banner went and the chart kept its place: the same plot element, updated, not drawn anew
+        assert plot.evaluate("el => el === window.__drawn") and page.get_by_text("must lie in [p=64").count() == 0
         assert plot.evaluate(TRACES).count("image") == 2  # one raster image per schedule, not one shape per op
         assert plot.evaluate(TRACES)[0] == "image" and "heatmap" not in plot.evaluate(TRACES)
         assert plot.evaluate(SHAPES) == "[]"  # played to 100%: no marker
