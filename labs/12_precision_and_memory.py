@@ -252,20 +252,34 @@ def _():
     outlier_slider = mo.ui.slider(steps=list(OUTLIER_SCALES), value=1000, label="Outlier channels are this many times larger", show_value=True, debounce=True)
     k_slider = mo.ui.slider(steps=list(ACCUMULATION_KS), value=4096, label="Dot-product length K", show_value=True, debounce=True)
     steps_slider = mo.ui.slider(steps=list(ACCUMULATION_STEPS), value=8, label="Accumulation steps (micro-batches per optimizer step)", show_value=True, debounce=True)
+    # each shown by a gated cell through a copy of its HTML (mo.Html, not the element, which a move
+    # would re-run that cell for): a move re-draws no slider
+    loss_scale_panel, outlier_panel, k_panel, steps_panel = (mo.Html(_s.text) for _s in (loss_scale_slider, outlier_slider, k_slider, steps_slider))
 
     def precision_inputs() -> dict:
         return {"log2_loss_scale": loss_scale_slider.value, "outlier_scale": outlier_slider.value, "accumulation_k": k_slider.value,
                 "accumulation_steps": steps_slider.value}
-    return k_slider, loss_scale_slider, outlier_slider, precision_inputs, steps_slider
+    return (
+        k_panel,
+        k_slider,
+        loss_scale_panel,
+        loss_scale_slider,
+        outlier_panel,
+        outlier_slider,
+        precision_inputs,
+        steps_panel,
+        steps_slider,
+    )
 
 
-# The curves once per commit (seconds of work); the gate's note shows here until then.
+# The curves once per commit (seconds of work), and the slider; the gate's note shows here until then.
 @app.cell
-def _(settings, underflow_committed):
+def _(loss_scale_panel, settings, underflow_committed):
     ui.gate(underflow_committed, what="the loss-scale instrument")
     loss_curves = loss_scale_curves(settings)
     fp16_safe = safe_loss_scales(settings, "fp16")
     e5m2_safe = safe_loss_scales(settings, "e5m2")
+    loss_scale_panel
     return e5m2_safe, fp16_safe, loss_curves
 
 
@@ -286,7 +300,6 @@ def _(e5m2_safe, fp16_safe, loss_curves, loss_scale_slider, settings):
     _decades = f"E4M3 spans {format_decades('e4m3'):.1f} decades, E5M2 {format_decades('e5m2'):.1f}, the sample {_span}"
     mo.vstack(
         [
-            loss_scale_slider,
             mo.md(f"**S = 2^{loss_scale_slider.value} = {2.0 ** loss_scale_slider.value:,.0f}**"),
             _table,
             _fig,
@@ -318,12 +331,18 @@ def _():
 
 
 @app.cell
-def _(outlier_slider, underflow_committed):
+def _(outlier_panel, underflow_committed):
     ui.gate(underflow_committed, what="the scaling instrument")
+    outlier_panel
+    return
+
+
+@app.cell
+def _(outlier_slider, underflow_committed):
+    ui.gate(underflow_committed)
     _rows = scaling_rows(outlier_slider.value)
     mo.vstack(
         [
-            outlier_slider,
             ui.static_table(
                 [{"format": _r["format"], "one scale per": {"tensor": "tensor", "tile": f"1 x {TILE} tile", "block": f"{TILE} x {TILE} block"}[_r["scaling"]],
                   "flushed to zero": f"{_r['flushed']:.2%}", "median relative error": f"{_r['median_rel_error']:.2%}"} for _r in _rows]
@@ -351,12 +370,18 @@ def _():
 
 
 @app.cell
-def _(k_slider, underflow_committed):
+def _(k_panel, underflow_committed):
     ui.gate(underflow_committed, what="the accumulation instrument")
+    k_panel
+    return
+
+
+@app.cell
+def _(k_slider, underflow_committed):
+    ui.gate(underflow_committed)
     _rows = accumulation_rows(k_slider.value)
     mo.vstack(
         [
-            k_slider,
             ui.static_table(
                 [{"accumulator": ACCUMULATOR_LABELS[_r["accumulator"]], "promoted to fp32": f"every {_r['promote_every']} products" if _r["promote_every"] else "never",
                   "median relative error": f"{_r['error']:.2e}" if _r["error"] else "0 (exact)"} for _r in _rows]
@@ -442,8 +467,15 @@ def _():
 
 
 @app.cell
-def _(steps_slider, underflow_committed):
+def _(steps_panel, underflow_committed):
     ui.gate(underflow_committed, what="the accumulation instrument")
+    steps_panel
+    return
+
+
+@app.cell
+def _(steps_slider, underflow_committed):
+    ui.gate(underflow_committed)
     _e = accumulation_estimates(steps_slider.value)
     _model, _cluster, _nodes, _plan = ACCUMULATION_CASE
     _one = _e[1]
@@ -451,7 +483,6 @@ def _(steps_slider, underflow_committed):
               "ZeRO-2 sharding, FSDP no_sync (whole gradients, one reduce-scatter)": accumulation_no_sync(steps_slider.value)}
     mo.vstack(
         [
-            steps_slider,
             mo.md(f"{_one.model.name} on {_one.cluster.gpus} H100s, DP {_plan['dp']}, micro-batch {_plan['micro_batch']}: "
                   f"effective batch {_one.plan.micro_batch} x {steps_slider.value} x {_plan['dp']} = **{_one.plan.global_batch} sequences** "
                   f"of {_one.model.seq_len:,} tokens."),
@@ -517,12 +548,20 @@ def _():
 def _():
     block_sample_pick = mo.ui.dropdown(options={"Gradients (section 1's sample)": "gradients", "Activations with outlier channels": "activations"}, value="Activations with outlier channels", label="Sample")
     block_outlier_slider = mo.ui.slider(steps=list(OUTLIER_SCALES), value=1000, label="Activations: outlier channels are this many times larger", show_value=True, debounce=True)
-    return block_outlier_slider, block_sample_pick
+    block_panel = mo.hstack([block_sample_pick, block_outlier_slider], justify="start", wrap=True)
+    return block_outlier_slider, block_panel, block_sample_pick
+
+
+@app.cell
+def _(block_panel, underflow_committed):
+    ui.gate(underflow_committed, what="the block-scaling instrument")
+    block_panel
+    return
 
 
 @app.cell
 def _(block_outlier_slider, block_sample_pick, settings, underflow_committed):
-    ui.gate(underflow_committed, what="the block-scaling instrument")
+    ui.gate(underflow_committed)
     if block_sample_pick.value == "gradients":
         _args = (GRADIENT_SAMPLE, settings["grad_low_exp"], settings["grad_high_exp"], settings["sample_seed"])
         _rows, _block = block_gradient_rows(*_args), blockscale.worked_block(blockscale.gradient_sample(*_args))
@@ -533,7 +572,6 @@ def _(block_outlier_slider, block_sample_pick, settings, underflow_committed):
     _shown = {"the sample": _block["values"], "MXFP4": _block["mxfp4"], "NVFP4": _block["nvfp4"]}
     mo.vstack(
         [
-            mo.hstack([block_sample_pick, block_outlier_slider], justify="start", wrap=True),
             ui.static_table(
                 [{"format": _r["label"], "bits per value (scales included)": f"{_r['bits']:.2f}", "flushed to zero": f"{_r['flushed']:.2%}",
                   "median relative error": f"{_r['median_rel_error']:.2%}", "largest relative error": f"{_r['max_rel_error']:.1%}"} for _r in _rows]
