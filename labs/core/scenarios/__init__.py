@@ -139,6 +139,7 @@ def settings_for(lab: str, student: str, salt: str | None = None, version: int |
     return seed, registry()[lab_name(lab)].recipe(version)[0](Draw(seed))
 
 
+_SETTINGS_TEXT = json.JSONEncoder(sort_keys=True)  # json.dumps(settings, sort_keys=True)'s text, without a new encoder a variant
 VARIANTS_KEPT = 32768  # a class's students x labs (20,000 for 1,000 students): the grade book and the feedback pages, after the grader,
 # ask every student's every lab again (4,096 evicted them: 36,000 variants redrawn and 22,000 settings rebuilt for one --feedback run)
 VARIANTS_OF_ONE_LEDGER = 64  # a ledger's labs and problem sets, each asked a few times while it is graded
@@ -149,7 +150,7 @@ def _variant(lab: str, student: str, salt: str, version: int) -> Variant:
     seed = normalised_seed(lab, student, salt)  # variant() normalised the id
     draw = Draw(seed)
     settings = registry()[lab].recipe(version)[0](draw)
-    specs = _built(lab, version, json.dumps(settings, sort_keys=True))
+    specs = _built(lab, version, _SETTINGS_TEXT.encode(settings))
     questions = {
         q: Question(q, spec, () if isinstance(spec, Numeric) else tuple(draw.order(q, [o.key for o in spec.options])))
         for q, spec in specs.items()
