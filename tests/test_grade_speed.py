@@ -46,9 +46,9 @@ def test_lab05_act2_plans_are_built_once_per_inputs_and_refused_as_before():
             lab05.plan_from_inputs({**inputs, "tp": bad})
 
 
-def test_a_variants_key_and_misconceptions_are_read_once_and_stay_its_own():
-    """Question.key, numeric and the misconception per letter are kept on the question (the grader
-    reads them for every row): each letter still names the option the student's order puts there."""
+def test_a_variants_key_and_misconceptions_follow_the_students_order():
+    """Question.key and the misconception per letter, as the grader reads them for every row: each
+    letter names the option the student's order puts there; a record the variant wrote is no mismatch."""
     from labs.core.scenarios import lab14
     from labs.variants import variant
 
@@ -60,3 +60,32 @@ def test_a_variants_key_and_misconceptions_are_read_once_and_stay_its_own():
     assert q.misconception("E") == "" and q.misconception(None) == "" and q.option_id("AB") is None
     assert v.questions["timeout"].numeric and v.questions["timeout"].key is None
     assert v.mismatches(v.record()) == [] and v.mismatches({**v.record(), "seed": "0"}) == ["seed"]
+
+
+def test_a_record_is_recognised_field_by_field_exactly_when_it_equals_the_variants_record():
+    """Variant.is_recorded_by (the grader's check, without building the record) against ==, on the
+    record itself and on each way a ledger's copy can differ: a field changed, added or dropped, a
+    question's order or number, an edition named or not."""
+    import copy
+
+    from labs.core.scenarios import lab14
+    from labs.variants import variant
+
+    variants = [variant(lab14.LAB, "student-003", "s"), variant("05_parallelism", "student-003", "s"), variant("05_parallelism", "student-003", "s", 1)]
+    for v in variants:
+        record = v.record()
+        edits = [lambda r: r, lambda r: r.update(seed="0"), lambda r: r.update(extra=1), lambda r: r.pop("scheme"), lambda r: r.update(version=1),
+                 lambda r: r.update(version=v.version + 1), lambda r: r.pop("version", None), lambda r: r["settings"].update(x=1),
+                 lambda r: r.update(settings={}), lambda r: r.update(questions=list(r["questions"])), lambda r: r["questions"].popitem()]
+        for q, spec in record["questions"].items():
+            if "order" in spec:
+                edits += [lambda r, q=q: r["questions"][q]["order"].reverse(), lambda r, q=q: r["questions"][q].update(order=tuple(r["questions"][q]["order"]))]
+            else:
+                edits += [lambda r, q=q: r["questions"][q].update(answer=r["questions"][q]["answer"] + 1), lambda r, q=q: r["questions"][q].pop("tolerance"),
+                          lambda r, q=q: r["questions"][q].update(answer=int(r["questions"][q]["answer"]) if float(r["questions"][q]["answer"]).is_integer() else r["questions"][q]["answer"])]
+        for edit in edits:
+            changed = copy.deepcopy(record)
+            edit(changed)
+            assert v.is_recorded_by(changed) == (changed == v.record()), (v.lab, changed)
+            if changed == v.record():
+                assert v.mismatches(changed) == []

@@ -570,7 +570,7 @@ def scores(table: pd.DataFrame) -> pd.DataFrame:
         trust=table["trust"] if "trust" in table else "",
         right=table["right"].fillna(0).astype(int), judged=table["judged"].fillna(0).astype(int), skipped=table["skipped"].fillna(0).astype(int),
         errors=(~table["status"].eq("ok") & ~table["status"].fillna("").str.startswith(("stored", "not graded"))).astype(int),
-        name=table["file"].map(lambda f: Path(f).name),
+        name=table["file"].map({f: Path(f).name for f in table["file"].unique()}),  # a Path per file, not per row
     )
     per_lab = t.groupby(["student", "name", "lab"], sort=True)[["right", "judged", "skipped", "errors"]].sum()
     text = [
