@@ -101,7 +101,7 @@ def pytest_collection_finish(session):
     """Begin in the background the marimo runs the selected tests will await (tests/marimo_cli.py),
     so they run beside the tests before them instead of while a test waits."""
     names = {item.originalname for item in session.items if isinstance(item, pytest.Function)}
-    if not names & (EXPORTS_LABS | EXPORTS_PROBLEM_SETS | CHECKS):
+    if session.config.option.collectonly or not names & (EXPORTS_LABS | EXPORTS_PROBLEM_SETS | CHECKS):
         return
     import tempfile
 
