@@ -18,7 +18,7 @@ with app.setup:
     import plotly.graph_objects as go
 
     from labs.grading import grader as grade
-    from labs.core import lecture
+    from labs.core import lecture, ledger_fast
     from labs.core.scenarios import QUESTION_OPTIONS
     from labs.core.scenarios import lab09
     from labs.core.state import Roster, normalise_student
@@ -99,15 +99,27 @@ def _(folder_input, reread_button, reread_timer, roster_input):
     except (OSError, ValueError) as _err:
         roster, roster_error = None, str(_err)
     class_cache_ = class_cache.shared(ARGS.get("salt"))
-    # read, not graded: the answer charts need the commits alone; the grading runs below them
-    read_documents, read_problems = class_cache_.read(folder_input.value.strip())
+    # A served page draws its first chart from each ledger's answers alone (ledger_fast.skim, 0.1-0.5
+    # ms a ledger); every ledger is then read and validated in full below the chart (check_read), which
+    # draws again from the validated ledgers where they differ. Run as a script (app.run: no second
+    # run), the ledgers are validated first.
+    first_documents = (ledger_fast.skim(grade.collect([folder_input.value.strip()]), grade.MAX_BYTES) if mo.running_in_notebook()
+                       else class_cache_.read(folder_input.value.strip())[0])
+    get_validated, set_validated = mo.state(None)
+    return class_cache_, first_documents, get_validated, roster, roster_error, set_validated
+
+
+@app.cell
+def _(class_cache_, first_documents, get_validated):
+    # the ledgers the answers are read from: the first read's, or the validated ones where those differ
+    charted_documents = first_documents if get_validated() is None else get_validated()
     answers_by_lab = {}  # lab -> its committed answers, judged when a chart or the whole class first asks
 
     def answers_of(lab):
         if lab not in answers_by_lab:
-            answers_by_lab[lab] = commit_answers(read_documents, class_cache_.salt, labs=(lab,))
+            answers_by_lab[lab] = commit_answers(charted_documents, class_cache_.salt, labs=(lab,))
         return answers_by_lab[lab]
-    return answers_of, class_cache_, read_documents, read_problems, roster, roster_error
+    return answers_of, charted_documents
 
 
 @app.cell(hide_code=True)
@@ -142,9 +154,9 @@ def _():
 
 
 @app.cell
-def _(read_documents):
+def _(charted_documents):
     # the questions with an answer, read without a variant: the first chart waits for its own lab's variants only
-    answered = answered_questions(read_documents)
+    answered = answered_questions(charted_documents)
     question_dropdown = mo.ui.dropdown(
         options={f"{lab_name(lab)} · {question}": f"{lab}|{question}" for lab, question in answered},
         value=next(iter(f"{lab_name(lab)} · {question}" for lab, question in answered), None),
@@ -174,6 +186,14 @@ def _(answer_bars, answer_plot, answers_of, question_key):
     bar_students = answer_bars.iloc[picked_rows(answer_plot, answer_bars, "answer")]
     students_panel(bar_students, "Click a bar above to list the students who committed that answer.", answers_of(question_key[0]), question_key)
     return (bar_students,)
+
+
+@app.cell
+def _(charted_documents, class_cache_, folder_input, set_validated):
+    # every ledger read and validated, after the first chart (check_read: the chart's answers were read
+    # from the same ledgers, or it is drawn again from these)
+    read_documents, read_problems = check_read(class_cache_, folder_input.value.strip(), charted_documents, set_validated)
+    return read_documents, read_problems
 
 
 @app.cell
@@ -735,6 +755,19 @@ def answer_figure(bars: pd.DataFrame, key: tuple, big: bool = False) -> go.Figur
                       height=560 if big else 420, yaxis_title="students", legend=dict(orientation="h", y=1.08), margin=dict(t=90, b=40),
                       clickmode="event+select", xaxis=dict(tickfont=font))
     return fig
+
+
+@app.function
+def check_read(cache, folder: str, charted: dict, set_validated) -> tuple[dict, list]:
+    """(file -> validated ledger, files not read with why): cache.read, every ledger validated.
+    Where the answers charted so far were not read from exactly these ledgers' parts (a file the
+    validation refuses, or one changed since), the validated ledgers are handed to the page's
+    state, and every chart is drawn again from them. Below the first chart's functions, so it
+    runs after the chart (see answers_of_labs)."""
+    documents, problems = cache.read(folder)
+    if not ledger_fast.same_part(charted, documents):
+        set_validated(documents)
+    return documents, problems
 
 
 # Below the first chart's functions: a served page runs a cell after the function cells it calls,

@@ -104,3 +104,27 @@ def test_live_lecture_hold_release_and_a_histogram_that_refreshes(tmp_path):
         page.get_by_text("Not held · 1 committed").first.wait_for()
         assert not lecture.is_held(LAB, "cause", path=lecture_dir)
     assert refreshed < 15  # every 5 s once picked
+
+
+def test_a_ledger_the_validation_refuses_is_taken_off_the_first_chart(tmp_path):
+    """Issue 34 item 10: a served page draws its first chart from the answers skimmed from each
+    ledger (labs.core.ledger_fast) and validates every ledger after it. A ledger the skim reads
+    but the validation refuses (a duplicate key) is named among the files not read, and the first
+    chart is drawn again without it: two students, not three."""
+    from labs.core.state import DesignLedger
+
+    folder = tmp_path / "class"
+    for name, answer in (("amy", "B"), ("ben", "A"), ("cat", "A")):
+        DesignLedger(name, folder).commit_prediction(LAB, "cause", answer)
+    cat = next(folder.glob("cat-*.json"))
+    cat.write_text(cat.read_text().replace('"engine_version"', '"engine_version": "0", "engine_version"', 1))
+    for lock in folder.glob(".*.lock"):
+        lock.unlink()
+    with marimo_run(DASHBOARD, args=["--ledgers", str(folder)]) as url, browser_page() as page:
+        page.set_default_timeout(60_000)
+        page.goto(url)
+        page.get_by_text("1 files not read").first.wait_for()
+        chart = page.locator(".js-plotly-plot").filter(has=page.locator("text.gtitle", has_text="committed answers")).first
+        # the bars' heights as Plotly drew them (_fullData: the figure's y may come as a base64 typed array)
+        students = "gd => (gd._fullData || []).reduce((n, trace) => n + Array.from(trace.y || []).reduce((a, b) => a + b, 0), 0)"
+        page.wait_for_function(f"gd => ({students})(gd) === 2", arg=chart.element_handle())

@@ -579,7 +579,7 @@ def test_the_first_chart_waits_for_its_own_labs_answers_only(synthetic_class):
         assert not cells[cell] & {"answers", "questions_table"}, f"the cell defining {sorted(defined[cell])} reads {sorted(cells[cell])}"
     order = _run_order()
     chart = next(i for i, cell in enumerate(order) if "answer_plot" in cell.defs)
-    later = {"answers", "table", "scores", "documents", "problems"}  # every lab's answers, the grading
+    later = {"answers", "table", "scores", "documents", "problems", "read_documents", "read_problems"}  # every lab's answers, validation, grading
     after = [i for i, cell in enumerate(order) if (cell.defs | cell.refs) & later]
     assert after and min(after) > chart, [sorted(order[i].defs) for i in after if i < chart]
 
@@ -592,3 +592,45 @@ def test_the_first_chart_waits_for_its_own_labs_answers_only(synthetic_class):
     by_lab = {lab: module.commit_answers(documents, "demo-salt", labs=(lab,)) for lab, _ in asked}
     joined = module.answers_of_labs(by_lab)
     assert joined.equals(whole) and list(joined.dtypes) == list(whole.dtypes), (joined.dtypes, whole.dtypes)
+
+
+def test_the_first_charts_skimmed_answers_are_the_validated_ledgers(synthetic_class, tmp_path):
+    """Issue 34 item 10: a served dashboard charts answers skimmed from each ledger (ledger_fast)
+    before validating every ledger. The skim's parts of the valid ledgers are the validated
+    ledgers' parts, so the answers are the same frame; a file the validation refuses (the class's
+    hostile ones, a duplicate key) makes same_part false, and the page then draws from the
+    validated ledgers (check_read)."""
+    from labs.core import ledger_fast
+    from labs.gradebook import cache
+    from labs.grading import grader
+
+    module = _module()
+    documents, problems = cache.ClassCache("demo-salt").read(synthetic_class.folder)
+    skimmed = ledger_fast.skim(grader.collect([str(synthetic_class.folder)]), grader.MAX_BYTES)
+    refused = set(skimmed) - set(documents)
+    assert refused and refused <= {file for file, _ in problems}  # hostile files skimmed, refused by the full read
+    assert not ledger_fast.same_part(skimmed, documents)
+    kept = {file: part for file, part in skimmed.items() if file in documents}
+    assert ledger_fast.same_part(kept, documents)
+    assert module.commit_answers(kept, "demo-salt").equals(module.commit_answers(documents, "demo-salt"))
+
+    class State:
+        value = None
+
+        def __call__(self, value):
+            self.value = value
+
+    handed = State()
+    assert module.check_read(cache.ClassCache("demo-salt"), str(synthetic_class.folder), kept, handed)[0] == documents and handed.value is None
+    module.check_read(cache.ClassCache("demo-salt"), str(synthetic_class.folder), skimmed, handed)
+    assert handed.value == documents  # the page draws again from the validated ledgers
+
+    # a duplicate key: skimmed (the last value wins), refused by the full read
+    one = next(file for file in sorted(documents))
+    text = Path(one).read_text()
+    (tmp_path / "dup.json").write_text(text.replace('"engine_version"', '"engine_version": "x", "engine_version"', 1))
+    (tmp_path / "ok.json").write_text(text)
+    skimmed = ledger_fast.skim(grader.collect([str(tmp_path)]), grader.MAX_BYTES)
+    documents, problems = cache.ClassCache("demo-salt").read(tmp_path)
+    assert len(skimmed) == 2 and list(documents) == [str(tmp_path / "ok.json")] and "duplicate key" in problems[0][1]
+    assert not ledger_fast.same_part(skimmed, documents)
