@@ -136,8 +136,9 @@ DRAWN = """async () => {
 
 def wait_drawn(page, timeout: float = 120_000) -> None:
     """Wait until the page has drawn the kernel's last command (DRAWN). Call it once the page
-    shows something of the command awaited (a text its cells write, a count of runs risen past
-    one made before the command): before the command starts, the kernel is idle too."""
+    shows something the awaited command's run draws (a text its cells write): before that run
+    starts the kernel is idle too, and a count of runs can rise with another command's (a lab's
+    poll every 3 s)."""
     page.wait_for_function(DRAWN, timeout=timeout)
 
 
