@@ -50,8 +50,9 @@ class Problem:
         if self.agree > self.tolerance and not self.options:
             raise ValueError(f"{self.id}: agree ({self.agree}) must be within the tolerance ({self.tolerance}), so the worked formula is graded right")
 
-    def tolerance_at(self, settings: dict) -> float:
-        return self.tolerance if self.absolute else self.tolerance * abs(self.answer(settings))
+    def tolerance_at(self, answer: float) -> float:
+        """The graded tolerance around the engine's answer `answer`."""
+        return self.tolerance if self.absolute else self.tolerance * abs(answer)
 
     def tolerance_text(self) -> str:
         return f"±{self.tolerance:g} {self.unit}" if self.absolute else f"±{self.tolerance:.0%}"
@@ -60,7 +61,8 @@ class Problem:
         prompt = f"**{self.title}.** {self.statement(settings)}"
         if self.options:
             return Choice(prompt, self.options, self.decide(settings))
-        return Numeric(f"{prompt} Answer in {self.unit} (right within {self.tolerance_text()}).", self.answer(settings), self.tolerance_at(settings), self.unit)
+        answer = self.answer(settings)
+        return Numeric(f"{prompt} Answer in {self.unit} (right within {self.tolerance_text()}).", answer, self.tolerance_at(answer), self.unit)
 
 
 @dataclass(frozen=True, eq=False)
