@@ -8,9 +8,10 @@ Chromium through Playwright (tests/browser.py). A benchmark, not a test.
     python benchmarks/bench_browser.py --dashboard /tmp/class   # the class dashboard's first chart (issue 34)
 
 A notebook named by `--notebook` (a problem set: its pages have no slider) is read from its
-variant (labs.variants, by the file's name): its first question is the first prediction, and
-every decision question's options are its radios, so its instruments are the answers a student
-clicks (each click re-runs the cells that read the answer).
+variant (labs.variants, by the file's name): its first question is the first prediction, and its
+instrument is the commit of each later problem (clicking or typing an answer runs no cell; the
+commit draws the ledger's record and the solution): the answer is given untimed, the click on
+its "Commit my prediction" button is timed, one problem a move.
 
 The floor (benchmarks/floor_notebook.py: one line of text, one slider, one small chart) is the
 least any marimo page costs on this machine: server start, Chromium, marimo's frontend and
@@ -194,6 +195,7 @@ class Lab:
     radios: dict = field(default_factory=dict)  # name: option texts, clicked in turn (sliders are read from the page)
     settings: list = field(default_factory=list)  # heavy settings, each surveyed after the default
     unlocks: tuple = ()  # later questions committed after the first, in page order: what the instruments also wait for
+    commits: tuple = ()  # questions after the first whose commit is the instrument (a problem set), in page order
 
 
 FLOOR = Lab("../benchmarks/floor_notebook.py")
@@ -213,14 +215,15 @@ LABS = {
 }
 
 
+COMMIT = "Commit my prediction"  # the button of each question (labs/core/problem_ui), and the instrument's name
+
+
 def notebook_lab(path: str) -> Lab:
     """A notebook under labs/ by its path, as a Lab: the variant named by its file, its first
-    question the first prediction, each decision question's options (as the page labels them,
-    labs/core/problem_ui.widget) a radio."""
+    question the first prediction, the commits of the others its instrument."""
     file = Path(path).resolve().relative_to(ROOT / "labs")
-    questions = variant(file.stem, "student").questions
-    radios = {f"{pid} radio": tuple(f"{o.key}) {o.label}" for o in q.options) for pid, q in questions.items() if not q.numeric}
-    return Lab(file.as_posix(), file.stem, next(iter(questions)), radios=radios)
+    questions = list(variant(file.stem, "student").questions)
+    return Lab(file.as_posix(), file.stem, questions[0], commits=tuple(questions[1:]))
 
 
 def fingerprint(page) -> str:
@@ -347,7 +350,7 @@ def unlock(page, lab: Lab, timeout_s: float) -> None:
         answer(page, questions[qid], commit=i, box=box)
         box += questions[qid].numeric
     deadline = time.perf_counter() + 30  # a lab may show some sliders before the commit
-    while len(sliders(page)) <= before and not lab.radios and time.perf_counter() < deadline:
+    while len(sliders(page)) <= before and not lab.radios and not lab.commits and time.perf_counter() < deadline:
         time.sleep(0.2)
     for texts in lab.radios.values():
         radio(page, texts[0]).wait_for(timeout=timeout_s * 1000)
@@ -358,16 +361,21 @@ class Session:
     """One lab page and a floor page beside it: the survey and the moves, every lab move to a
     state of the page not shown before."""
 
-    def __init__(self, page, floor: Floor, radios: dict, timeout_s: float):
+    def __init__(self, page, floor: Floor, lab: Lab, timeout_s: float):
         self.page, self.floor, self.timeout_s = page, floor, timeout_s
-        self.visited = {page_state(page)}
+        self.questions = variant(lab.module, "student").questions if lab.commits else {}
+        self.to_commit = list(lab.commits)  # in page order; each committed once
+        self.visited = {self.state()}
         self.floor_times: list[float] = []  # every floor move beside a lab move, in order
         self.keys: dict[tuple, str] = {}  # (kind, label) of a slider or dropdown: its direction for the run
-        self.radio_options: dict[str, tuple] = radios  # name: option texts
+        self.radio_options: dict[str, tuple] = lab.radios  # name: option texts
         self.radio_clicked: set[str] = set()
 
+    def state(self) -> tuple:
+        return page_state(self.page) + (len(self.to_commit),)
+
     def record(self) -> bool:
-        state = page_state(self.page)
+        state = self.state()
         fresh = state not in self.visited
         self.visited.add(state)
         return fresh
@@ -381,6 +389,8 @@ class Session:
         """Moves left to a slider or dropdown in its direction for the run, or to a radio."""
         if kind == "radio":
             return len(self.radio_left(label))
+        if kind == "commit":
+            return len(self.to_commit)
         infos = controls(self.page, kind)
         info = infos[slider_index(infos, label)]
         if info["disabled"]:
@@ -398,6 +408,8 @@ class Session:
             index = slider_index(controls(self.page, kind), name)
             moved = slider_move if kind == "slider" else dropdown_move
             lab_s, kernel_s = moved(self.page, index, key or self.keys[kind, name], self.timeout_s)
+        elif kind == "commit":
+            lab_s, kernel_s = self.commit_next()
         else:
             text = self.radio_left(name)[0]
             self.radio_clicked.add(text)
@@ -405,6 +417,16 @@ class Session:
         fresh = self.record()
         self.floor_times.append(self.floor.move())
         return lab_s, kernel_s, statistics.mean(self.floor_times[-2:]), fresh
+
+    def commit_next(self) -> tuple[float, float]:
+        """The next problem answered (the engine's answer, untimed: it runs no cell) and its
+        commit button clicked, timed."""
+        order = list(self.questions)
+        qid = self.to_commit.pop(0)
+        before = order[:order.index(qid)]
+        answer(self.page, self.questions[qid], box=sum(self.questions[q].numeric for q in before))
+        handle = self.page.get_by_role("button", name=COMMIT).nth(order.index(qid)).element_handle()
+        return timed_move(self.page, handle, lambda h: h.click(), self.timeout_s)
 
     def untimed(self, label: str, key: str) -> None:
         index = slider_index(sliders(self.page), label)
@@ -421,7 +443,7 @@ def survey(session: Session, lab: Lab) -> list[dict]:
         for label, key in (setting.presses if setting else ()):
             session.untimed(label, key)
         candidates = ([("slider", s["label"]) for s in sliders(session.page)] + [("dropdown", d["label"]) for d in dropdowns(session.page)]
-                      + [("radio", r) for r in lab.radios])
+                      + [("radio", r) for r in lab.radios] + [("commit", COMMIT)] * bool(lab.commits))
         for kind, name in candidates:
             if session.room(kind, name) == 0:
                 continue
@@ -447,10 +469,10 @@ def measure(session: Session, lab: Lab, row: dict, n: int, revisit: bool) -> lis
     warm(session, row)
     samples = []
     while len(samples) < n:
-        if row["kind"] == "radio":  # every option once (--revisit: radios are not moved back)
-            if session.room("radio", row["what"]) == 0:
+        if row["kind"] in ("radio", "commit"):  # every option, or problem, once (--revisit: neither is moved back)
+            if session.room(row["kind"], row["what"]) == 0:
                 break
-            samples.append(session.move("radio", row["what"]))
+            samples.append(session.move(row["kind"], row["what"]))
         else:
             if session.room(row["kind"], row["what"]) == 0 and not revisit:
                 break
@@ -493,13 +515,14 @@ def unlocked(pw, lab: Lab, timeout_s: float):
         floor = Floor(floor_page, timeout_s)
         for _ in range(3):  # untimed: a fresh page's first moves load what the page has not used yet
             floor.move()
-        yield Session(page, floor, lab.radios, timeout_s), first
+        yield Session(page, floor, lab, timeout_s), first
 
 
 def named(page, lab: Lab, instrument: str, setting: str) -> list[dict]:
     """`--instrument` instead of the survey: the one row of the slider, dropdown or radio whose
     label starts with `instrument`, at `setting` (a heavy setting's name, or "default")."""
-    kinds = [("slider", s["label"]) for s in sliders(page)] + [("dropdown", d["label"]) for d in dropdowns(page)] + [("radio", r) for r in lab.radios]
+    kinds = ([("slider", s["label"]) for s in sliders(page)] + [("dropdown", d["label"]) for d in dropdowns(page)] + [("radio", r) for r in lab.radios]
+             + [("commit", COMMIT)] * bool(lab.commits))
     for kind, name in kinds:
         if name.startswith(instrument):
             return [dict(kind=kind, what=name, setting=setting, lab_s=0.0, kernel_s=0.0, floor_s=0.0, fresh=True)]
