@@ -634,3 +634,40 @@ def test_the_first_charts_skimmed_answers_are_the_validated_ledgers(synthetic_cl
     documents, problems = cache.ClassCache("demo-salt").read(tmp_path)
     assert len(skimmed) == 2 and list(documents) == [str(tmp_path / "ok.json")] and "duplicate key" in problems[0][1]
     assert not ledger_fast.same_part(skimmed, documents)
+
+
+def test_a_skimmed_part_of_another_shape_is_left_out_until_the_full_read(synthetic_class, tmp_path):
+    """The first chart's code (committed, commit_answers) reads the skimmed parts before any
+    validation: a part whose fields have another shape than ledger.schema.json gives them (a
+    commit record that is text, one with a field the schema lacks or without its time, the
+    predictions or variants not an object, a student that is not text, a step's predictions a
+    list) is left out of the skim, and the chart is drawn from the rest; the full read refuses
+    each file and names it."""
+    from labs.core import ledger_fast
+    from labs.gradebook import cache
+    from labs.grading import grader
+
+    module = _module()
+    documents, _ = cache.ClassCache("demo-salt").read(synthetic_class.folder)
+    good_file = next(file for file in sorted(documents) if documents[file].get("predictions"))
+    good = json.loads(Path(good_file).read_text())
+    lab, question = next((lab, q) for lab, qs in good["predictions"].items() for q in qs)
+    record = good["predictions"][lab][question]
+    shapes = {
+        "record_text": {**good, "predictions": {lab: {question: "B"}}},
+        "record_extra": {**good, "predictions": {lab: {question: {**record, "extra": 1}}}},
+        "record_no_time": {**good, "predictions": {lab: {question: {k: v for k, v in record.items() if k != "committed"}}}},
+        "predictions_text": {**good, "predictions": "B"},
+        "variants_list": {**good, "variants": [1]},
+        "student_object": {**good, "student": {"name": "x"}},
+        "step_predictions_list": {**good, "labs": {lab: {"step": {"predictions": [1]}}}},
+    }
+    for name, doc in shapes.items():
+        (tmp_path / f"{name}.json").write_text(json.dumps(doc))
+    (tmp_path / "ok.json").write_text(json.dumps(good))
+    skimmed = ledger_fast.skim(grader.collect([str(tmp_path)]), grader.MAX_BYTES)
+    assert list(skimmed) == [str(tmp_path / "ok.json")]
+    validated, problems = cache.ClassCache("demo-salt").read(tmp_path)
+    assert list(validated) == [str(tmp_path / "ok.json")] and {Path(file).stem for file, _ in problems} == set(shapes)
+    assert ledger_fast.same_part(skimmed, validated)
+    assert module.commit_answers(skimmed, "demo-salt").equals(module.commit_answers(validated, "demo-salt"))

@@ -7,7 +7,11 @@ from the validated ledgers.
 A ledger's JSON is scanned by msgspec (marimo's own dependency) into the fields the answers need:
 `student`, `predictions`, `variants` and each step's `predictions`; the rest of the file (inputs,
 outcomes, most of its bytes) is checked for well-formed JSON but never built into Python objects:
-about 0.1 ms a ledger, against 1.6 ms to parse and validate it whole.
+about 0.1 ms a ledger, against 1.6 ms to parse and validate it whole. The fields the first chart's
+code reads are decoded with their schema's types (the student a text, each commit record as
+ledger.schema.json's `commit`, a step's predictions an object, the variants an object of lab ->
+record), so that code meets only the shapes it meets after validation: a file whose part has
+another shape is left out until the full read, which names why.
 """
 
 from __future__ import annotations
@@ -22,14 +26,26 @@ import msgspec
 _KEYS = ("student", "predictions", "variants")
 
 
+class _Change(msgspec.Struct, forbid_unknown_fields=True):
+    answer: str | None
+    at: str
+
+
+class _Commit(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    answer: str | None
+    committed: str
+    changes: list[_Change]
+    signature: str | msgspec.UnsetType = msgspec.UNSET
+
+
 class _Step(msgspec.Struct):
-    predictions: Any = msgspec.UNSET
+    predictions: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET
 
 
 class _Skim(msgspec.Struct):
-    student: Any = msgspec.UNSET
-    predictions: Any = msgspec.UNSET
-    variants: Any = msgspec.UNSET
+    student: str | msgspec.UnsetType = msgspec.UNSET
+    predictions: dict[str, dict[str, _Commit]] | msgspec.UnsetType = msgspec.UNSET
+    variants: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET
     labs: dict[str, dict[str, _Step]] | msgspec.UnsetType = msgspec.UNSET
 
 
@@ -38,6 +54,8 @@ _DECODE = msgspec.json.Decoder(_Skim).decode
 
 def _as_dict(skim: _Skim) -> dict:
     out = {key: getattr(skim, key) for key in _KEYS if getattr(skim, key) is not msgspec.UNSET}
+    if "predictions" in out:
+        out["predictions"] = msgspec.to_builtins(out["predictions"])
     if skim.labs is not msgspec.UNSET:
         out["labs"] = {lab: {step: ({} if entry.predictions is msgspec.UNSET else {"predictions": entry.predictions}) for step, entry in steps.items()}
                        for lab, steps in skim.labs.items()}
@@ -81,11 +99,12 @@ def skim(paths: list[Path], most: int) -> dict[str, dict]:
 
 def same_part(skimmed: dict[str, dict], documents: dict[str, dict]) -> bool:
     """Whether `skimmed` is `part` of every validated document and of nothing else: the same
-    files, each with the same values of the same types (compared as msgspec writes them, so 1
-    and 1.0 differ)."""
+    files, each with the same values of the same types (compared as msgspec writes them, keys
+    sorted: a commit record is decoded into its schema's fields, in their order, not the file's;
+    1 and 1.0 differ)."""
     if skimmed is documents:
         return True
     if skimmed.keys() != documents.keys():
         return False
-    encode = msgspec.json.encode
+    encode = msgspec.json.Encoder(order="sorted").encode
     return all(encode(skimmed[file]) == encode(part(doc)) for file, doc in documents.items())
