@@ -58,7 +58,7 @@ class Problem:
         return f"±{self.tolerance:g} {self.unit}" if self.absolute else f"±{self.tolerance:.0%}"
 
     def question(self, settings: dict) -> Numeric | Choice:
-        prompt = f"**{self.title}.** {self.statement(settings)}"
+        prompt = f"**{self.title}{'' if self.title.endswith(('?', '!', '.')) else '.'}** {self.statement(settings)}"
         if self.options:
             return Choice(prompt, self.options, self.decide(settings))
         answer = self.answer(settings)
