@@ -594,8 +594,16 @@ def log_lines(h: Hang) -> list[str]:
 
 
 # ---- slowness: per-rank step timings ---------------------------------------------------------------
+class _Slowed:
+    """The job's mean step time over the healthy job's (Timings and RankStats)."""
+
+    @property
+    def slowdown(self) -> float:
+        return float(self.step_s.mean() / self.healthy_step_s)
+
+
 @dataclass(frozen=True)
-class Timings:
+class Timings(_Slowed):
     """Per step and rank (steps x ranks, seconds): its compute (its own kernels), its exposed
     data-parallel communication and its checkpoint write; the job's step time per step, paced by
     the slowest rank; and the healthy job's step time."""
@@ -605,10 +613,6 @@ class Timings:
     checkpoint_s: np.ndarray
     step_s: np.ndarray
     healthy_step_s: float
-
-    @property
-    def slowdown(self) -> float:
-        return float(self.step_s.mean() / self.healthy_step_s)
 
 
 def ring_pacing(j: Job, slow_fraction: float) -> float:
@@ -742,7 +746,7 @@ def _timings(j: Job, fault: Fault, steps: int, seed: int, checkpoint_every: int,
 
 
 @dataclass(frozen=True)
-class RankStats:
+class RankStats(_Slowed):
     """A slow job's timings summed up: per rank the mean over the steps of its compute and exposed
     DP time and its largest checkpoint write; per step the job's step time."""
 
@@ -751,10 +755,6 @@ class RankStats:
     checkpoint_max_s: np.ndarray
     step_s: np.ndarray
     healthy_step_s: float
-
-    @property
-    def slowdown(self) -> float:
-        return float(self.step_s.mean() / self.healthy_step_s)
 
 
 def rank_stats(t: Timings) -> RankStats:
