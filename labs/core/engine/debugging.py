@@ -718,6 +718,11 @@ def _host_noise(jitter: np.ndarray) -> np.ndarray:
     return jitter ** (HOST_NOISE - 1)
 
 
+def _step_s(t, compute_max: np.ndarray, dp_max: np.ndarray, checkpoint_max: np.ndarray) -> np.ndarray:
+    """Each step's time, paced by the slowest rank of each phase (`t`: the job's estimate's times)."""
+    return compute_max + dp_max + t.pp_comm + t.optimizer + checkpoint_max
+
+
 def slow_timings(j: Job, fault: Fault, steps: int = 40, seed: int = 0, checkpoint_every: int = 10) -> Timings:
     """`steps` steps of per-rank timings with `fault` (a SLOW_FAULTS kind; magnitude: the power
     limit in W, the NIC's fraction of its speed, the layers moved onto the rank's stage, the host's
@@ -741,8 +746,7 @@ def _timings(j: Job, fault: Fault, steps: int, seed: int, checkpoint_every: int,
         compute_s[:, node] *= wider[0]
         dp_s[:, node] *= wider[1]
         ckpt_s[at_checkpoint[:, None], node] *= wider[2][at_checkpoint]
-    step_s = compute_s.max(axis=1) + dp_s.max(axis=1) + t.pp_comm + t.optimizer + ckpt_s.max(axis=1)
-    return Timings(compute_s, dp_s, ckpt_s, step_s, healthy)
+    return Timings(compute_s, dp_s, ckpt_s, _step_s(t, compute_s.max(axis=1), dp_s.max(axis=1), ckpt_s.max(axis=1)), healthy)
 
 
 @dataclass(frozen=True)
@@ -850,8 +854,7 @@ def slow_stats(j: Job, fault: Fault, steps: int = 40, seed: int = 0, checkpoint_
         step_max = [np.maximum(m, b.max(axis=1)) if len(special) else m for m, b in zip(most, blocks)]
     else:
         step_max = [b.max(axis=1) for b in blocks]
-    step_s = step_max[0] + step_max[1] + t.pp_comm + t.optimizer + step_max[2]
-    return RankStats(means[0], means[1], ckpt_max, step_s, healthy)
+    return RankStats(means[0], means[1], ckpt_max, _step_s(t, *step_max), healthy)
 
 
 def outliers(values: np.ndarray, gid: np.ndarray) -> np.ndarray:
