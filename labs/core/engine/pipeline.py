@@ -220,6 +220,14 @@ def schedule_table(m: int, v: int, group: int) -> list[tuple[int, int]]:
     return table
 
 
+def _warmup_forwards(schedule: str, p: int, m: int, v: int, s: int, n: int) -> int:
+    """The forwards stage s runs before its first backward under 1F1B (p - s - 1) or Megatron's
+    interleaving ((p - s - 1) 2 + (v - 1) n, n the group of stages), cut to its m v forwards."""
+    if schedule == "interleaved":
+        return min((p - s - 1) * 2 + (v - 1) * n, m * v)
+    return min(p - s - 1, m)
+
+
 def _stage_order(schedule: str, p: int, m: int, v: int, s: int, group: int | None = None) -> list[tuple[str, int, int]]:
     """The op order of stage s as (op, micro-batch, chunk)."""
     if schedule == "gpipe":
@@ -228,13 +236,12 @@ def _stage_order(schedule: str, p: int, m: int, v: int, s: int, group: int | Non
         return _zero_bubble_order(ZB_WARMUP[schedule], p, m, s)
     if schedule == "interleaved":
         n = p if group is None else group
-        total = m * v
-        warmup = min((p - s - 1) * 2 + (v - 1) * n, total)
+        total, warmup = m * v, _warmup_forwards(schedule, p, m, v, s, n)
         table = schedule_table(m, v, n)  # backward runs the same table with the chunks reversed
         fwd = [("F", i, chunk) for i, chunk in table]
         bwd = [("B", i, v - 1 - chunk) for i, chunk in table]
     else:
-        total, warmup = m, min(p - s - 1, m)
+        total, warmup = m, _warmup_forwards(schedule, p, m, v, s, p)
         fwd = [("F", k, 0) for k in range(m)]
         bwd = [("B", k, 0) for k in range(m)]
     order = fwd[:warmup]
@@ -377,13 +384,12 @@ def _stage_codes(schedule: str, p: int, m: int, v: int, group: int | None = None
         table = np.array(schedule_table(m, v, n), dtype=np.int64).reshape(-1, 2)  # (micro-batch, chunk) in Megatron's order
         fwd = table[:, 0] * v + table[:, 1]
         bwd = (m + table[:, 0]) * v + (v - 1 - table[:, 1])  # the same table, chunks reversed
-        total = m * v
-        return [_interleave(fwd, bwd, min((p - s - 1) * 2 + (v - 1) * n, total)) for s in range(p)]
+        return [_interleave(fwd, bwd, _warmup_forwards(schedule, p, m, v, s, n)) for s in range(p)]
     fwd = np.arange(m, dtype=np.int64) * v
     bwd = (m + np.arange(m, dtype=np.int64)) * v
     if schedule == "gpipe":
         return [np.concatenate([fwd, bwd]) for _ in range(p)]
-    return [_interleave(fwd, bwd, min(p - s - 1, m)) for s in range(p)]
+    return [_interleave(fwd, bwd, _warmup_forwards(schedule, p, m, v, s, p)) for s in range(p)]
 
 
 def _play(p: int, m: int, schedule: str, v: int, c: OpCosts, group: int | None) -> Timeline:
