@@ -289,7 +289,7 @@ def forge_identity(page, sent: list, name: str) -> tuple[int, str]:
     identity field `name`. Returns the server's status and answer."""
     if not sent:
         raise AssertionError("the page sent no widget value to copy its session headers from")
-    url, headers = sent[-1]
+    url, headers, _ = sent[-1]
     ids = page.evaluate(FIND_WIDGET, IDENTITY_LABEL.split(" (")[0])  # the label sits JSON- and HTML-escaped in the element
     if len(ids) != 1:
         raise AssertionError(f"the identity widget is not one element on the page: {ids}")
@@ -302,14 +302,21 @@ SPOOF_CHECKS = ("bob's page can send a crafted identity value (marimo's set_ui_e
 
 def send_spoof(page, sent: list) -> tuple[int, str]:
     """Audit N2 on the hub: bob's page sends alice's name for the disabled identity field, with
-    the session headers of a value it sent itself (a radio clicked). The kernel runs its commands
-    in the order they came: what the page draws of a later command (the commit's) comes after it."""
-    from browser import kernel_runs
+    the session headers of a value it sent itself (a radio clicked), and waits until the kernel
+    has run it and the page has drawn that run. The crafted value re-draws the question (its
+    cell reads the identity), and marimo merges the widget values that wait while the kernel is
+    busy: a choice sent before that run ends would be given to the old radio and lost."""
+    from browser import cells_started, kernel_runs, wait_cell_ran, wait_drawn
 
     before = kernel_runs(page)
     page.get_by_role("radio").first.click()  # a value the page sends itself: its session's headers
     page.wait_for_function(f"() => (window.__kernelRuns || 0) > {before}", timeout=120_000)
-    return forge_identity(page, sent, ALICE)
+    radio = next(json.loads(body)["objectIds"][0] for _, _, body in reversed(sent) if re.search(r'"values":\["[A-D]\) ', body or ""))
+    since = cells_started(page)
+    status = forge_identity(page, sent, ALICE)
+    wait_cell_ran(page, radio.rsplit("-", 1)[0], since)  # marimo's widget ids are <cell id>-<n>
+    wait_drawn(page)
+    return status
 
 
 def spoof_checks(status: int, said: str, texts: list[str], salt: str) -> dict[str, bool]:
@@ -354,16 +361,20 @@ def live_lecture(base: str, passwords: dict, env: dict, ledgers: Path, key: str,
     holding = "Your instructor is holding this question's answer"
     with browser_pages(2) as both:
         pages, failed, spoof = dict(zip((ALICE, BOB), both)), set(), None
+        doing = {}  # each student's step now, named in a failure
 
-        def failure(user, step, err):  # a failed check, named, with a screenshot
-            pages[user].screenshot(path=str(ledgers.parent / f"{user}-{step}.png"))
-            print(f"{user} in the {step} lab: {str(err).splitlines()[0]}", file=sys.stderr)
+        def failure(user, step, err):  # a failed check, named, with a screenshot and what the page shows
+            page = pages[user]
+            page.screenshot(path=str(ledgers.parent / f"{user}-{step}.png"))
+            shown = re.sub(r"\s+", " ", page.evaluate("() => document.body.innerText"))
+            print(f"{user} in the {step} lab, at {doing.get(user)!r}: {str(err).splitlines()[0]}; the kernel completed {kernel_runs(page)} runs; "
+                  f"the page ends: {shown[-700:]!r}", file=sys.stderr)
             failed.add(user)
 
         for user, page in pages.items():  # both sign in and open the lab; their kernels start side by side
             page.set_default_timeout(180_000)  # a lab's first render on a loaded 2-core machine
             sent = page.sent = []
-            page.on("request", lambda r, sent=sent: sent.append((r.url, r.headers)) if r.method == "POST" and r.url.endswith("/api/kernel/set_ui_element_value") else None)
+            page.on("request", lambda r, sent=sent: sent.append((r.url, r.headers, r.post_data)) if r.method == "POST" and r.url.endswith("/api/kernel/set_ui_element_value") else None)
             try:
                 page.goto(f"{base}/hub/login")
                 page.fill("#username_input", user)

@@ -4,6 +4,7 @@ Chromium through Playwright. Used by tests/test_browser.py and scripts/screensho
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import shutil
@@ -102,7 +103,8 @@ def marimo_run(lab: str, env: dict | None = None, timeout: float = 90.0, args: l
 
 # Counts marimo's "completed-run" messages (the kernel sends one when it has finished a command,
 # such as a widget's new value; a test waits for the count to rise instead of for time), with the
-# time of the last, and the cells it starts running (benchmarks/bench_browser.py reads both).
+# time of the last, and the cells it starts running (benchmarks/bench_browser.py reads both);
+# __kernelRan: the id of each cell it started running, in order.
 # __kernelIdle: the last command has finished (its "completed-run" came after every cell it queued);
 # a cell queued or running makes it false until the next "completed-run".
 COUNT_RUNS = """() => {
@@ -115,7 +117,11 @@ COUNT_RUNS = """() => {
       this.addEventListener('message', e => {
         if (typeof e.data !== 'string') return;
         if (e.data.includes('"completed-run"')) { window.__kernelRuns++; window.__kernelRunAt = performance.now(); window.__kernelIdle = true; }
-        if (e.data.includes('"cell-op"') && e.data.includes('"status":"running"')) window.__kernelCells = (window.__kernelCells || 0) + 1;
+        if (e.data.includes('"cell-op"') && e.data.includes('"status":"running"')) {
+          window.__kernelCells = (window.__kernelCells || 0) + 1;
+          const cell = /"cell_id":\s*"([^"]+)"/.exec(e.data);
+          (window.__kernelRan = window.__kernelRan || []).push(cell ? cell[1] : null);
+        }
         if (e.data.includes('"cell-op"') && (e.data.includes('"status":"running"') || e.data.includes('"status":"queued"'))) window.__kernelIdle = false;
       });
     }
@@ -149,6 +155,17 @@ def watch_kernel(page) -> None:
 
 def kernel_runs(page) -> int:
     return page.evaluate("() => window.__kernelRuns || 0")
+
+
+def cells_started(page) -> int:
+    """How many cell runs the kernel has started on this page so far."""
+    return page.evaluate("() => (window.__kernelRan || []).length")
+
+
+def wait_cell_ran(page, cell_id: str, since: int, timeout: float = 120_000) -> None:
+    """Wait until the kernel has started running the cell `cell_id` after the first `since` cell
+    runs (cells_started): a command that re-runs it has begun (then wait_drawn for its end)."""
+    page.wait_for_function(f"() => (window.__kernelRan || []).slice({since}).includes({json.dumps(cell_id)})", timeout=timeout)
 
 
 def type_text(page, field, value: str) -> None:
