@@ -207,7 +207,8 @@ def _(cost_committed, variant):
 
 
 # The instruments are created, and laid out, in one cell that reads nothing: moving one reruns
-# only the cells that read its value, never the panel.
+# only the cells that read its value, never the panel. The submit reads the step's inputs through
+# router_inputs() when pressed: a move re-runs neither the submit (which reads the ledger) nor the HUD.
 @app.cell
 def _():
     scheme_dropdown = mo.ui.dropdown(options={SCHEME_LABELS[s]: s for s in SCHEMES}, value=SCHEME_LABELS[DEFAULT_INPUTS["scheme"]], label="Router")
@@ -222,7 +223,22 @@ def _():
         mo.hstack([scheme_dropdown, aux_dropdown, gamma_dropdown], justify="start", wrap=True),
         mo.hstack([nodes_slider, skew_slider, drift_slider, capacity_slider], justify="start", wrap=True),
     ])
-    return aux_dropdown, capacity_slider, drift_slider, gamma_dropdown, nodes_slider, router_panel, scheme_dropdown, skew_slider
+
+    def router_inputs() -> dict:
+        """The ledger step's inputs: the instruments' setting and the capacity factor."""
+        return dict(scheme=scheme_dropdown.value, aux_coeff=float(aux_dropdown.value), gamma=float(gamma_dropdown.value), max_nodes=nodes_slider.value,
+                    skew=skew_slider.value, drift=drift_slider.value, capacity=capacity_slider.value)
+    return (
+        aux_dropdown,
+        capacity_slider,
+        drift_slider,
+        gamma_dropdown,
+        nodes_slider,
+        router_inputs,
+        router_panel,
+        scheme_dropdown,
+        skew_slider,
+    )
 
 
 @app.cell
@@ -375,13 +391,6 @@ def _():
 
 
 @app.cell
-def _(capacity_slider, router_setting):
-    # the step's inputs in a cell of their own: the cell that reads the PIN (submit) defines only `submitted`
-    router_inputs = {**router_setting, "capacity": capacity_slider.value}
-    return (router_inputs,)
-
-
-@app.cell
 def _(
     balance_committed,
     cost_committed,
@@ -394,7 +403,7 @@ def _(
     ui.gate(balance_committed, drops_committed, cost_committed)
     _pred = {"balance": balance_committed.answer, "drops": drops_committed.answer, "cost": cost_committed.answer}
     _view, submitted = ui.submit_to_ledger(
-        identity, submit_button, lambda: [ui.ledger_step(LAB, STEP, router_inputs, _pred, routing_outcomes, "the router", variant)]
+        identity, submit_button, lambda: [ui.ledger_step(LAB, STEP, router_inputs(), _pred, routing_outcomes, "the router", variant)]
     )
     _view
     return (submitted,)

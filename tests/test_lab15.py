@@ -481,8 +481,8 @@ def test_every_instrument_at_both_ends(app, end):
         capacity_slider=mo.ui.slider(steps=list(lab15.CAPACITIES), value=pick(lab15.CAPACITIES)),
     )
     outputs, defs = app.run(defs={**_all_committed(), **with_instruments(app, "router_panel", **widgets)})
-    inputs = defs["router_inputs"]
-    assert inputs["capacity"] == pick(lab15.CAPACITIES) and inputs["skew"] == pick(lab15.SKEWS)
+    inputs = {**defs["router_setting"], "capacity": pick(lab15.CAPACITIES)}
+    assert inputs["skew"] == pick(lab15.SKEWS) and inputs["scheme"] == pick(list(lab15.SCHEMES))
     out = lab15.routing_outcomes(inputs, {})
     assert f"{out['step_time_s']:.1f} s" in text_of(outputs)
     assert "nan" not in text_of(outputs).lower().replace("nanos", "")
@@ -535,6 +535,29 @@ def test_a_move_of_the_routers_own_knobs_runs_one_router():
     node limit)."""
     (body,) = [body for refs, body in _cells(LAB15) if "router_runs(" in body and "nodes_slider" in refs]
     assert "'max_nodes': NODES, 'skew': router_setting['skew'], 'drift': router_setting['drift']" in body
+
+
+@pytest.mark.parametrize("instrument", ["scheme_dropdown", "aux_dropdown", "gamma_dropdown", "nodes_slider", "skew_slider", "drift_slider", "capacity_slider"])
+def test_a_move_reruns_no_submit_and_no_hud(instrument):
+    """The submit reads the instruments through router_inputs() when pressed: no move re-runs it
+    (it reads the ledger file) or the HUD after it. Before, every move re-ran 6 cells (the router,
+    the drops, the all-to-all, the inputs, the submit and the HUD); now 3 at most (1 for capacity)."""
+    from test_lab11_12_moves import rerun_by
+
+    hit = rerun_by(LAB15, instrument)
+    print(instrument, [sorted(c["refs"]) for c in hit])
+    assert hit and not any("submit_to_ledger" in c["body"] or "hud(" in c["body"] for c in hit)
+    assert len(hit) == (1 if instrument == "capacity_slider" else 3)
+
+
+@pytest.mark.usefixtures("ledger_dir")
+def test_the_submit_reads_every_instrument_when_pressed(app):
+    """router_inputs() returns what the instruments show, read when called (the ledger's inputs)."""
+    _, defs = app.run(defs=_all_committed())
+    assert defs["router_inputs"]() == lab15.DEFAULT_INPUTS
+    defs["nodes_slider"]._update(2)  # the slider's index into its steps, as the page sends it
+    defs["capacity_slider"]._update(0)
+    assert defs["router_inputs"]() == {**lab15.DEFAULT_INPUTS, "max_nodes": lab15.NODE_LIMITS[2], "capacity": lab15.CAPACITIES[0]}
 
 
 # ---- the live-lecture hold (ui.gate, the commits' held=): as tests/test_lecture_hold.py checks Labs 05-13 ----
