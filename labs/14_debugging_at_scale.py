@@ -14,7 +14,7 @@ with app.setup:
     import plotly.graph_objects as go
 
     from labs.core import ENGINE_VERSION
-    from labs.core import ui
+    from labs.core import charts, ui
     from labs.core.engine import debugging as dbg
     from labs.core.engine.reliability import LLAMA3_UNEXPECTED, job_mtbf_s
     from labs.core.scenarios import lab14
@@ -140,19 +140,43 @@ def _(culprit_committed):
     return
 
 
+# The four instruments the ledger records are created in one cell that reads nothing, so
+# committing or changing a prediction never resets them; the cells below gate only what they
+# display. Each is shown by a gated cell of its own through a copy of its HTML (not the element,
+# which a move would re-run that cell for), so a move re-draws no instrument; the submit reads
+# their settings through diagnosis_inputs() when pressed, so no move re-runs it.
 @app.cell
 def _():
     axis_dropdown = mo.ui.dropdown(options=AXIS_CHOICES, value="TP group (tensor parallel)", label="Process group")
-    return (axis_dropdown,)
+    outlier_dropdown = mo.ui.dropdown(options=OUTLIER_CHOICES, value="the whole job", label="Compare each rank with")
+    threshold_slider = mo.ui.slider(steps=[1, 2, 3, 5, 10, 20, 50], value=5, label="Flag ranks slower than the median by (%)", show_value=True, debounce=True)
+    timeout_slider = mo.ui.slider(steps=list(TIMEOUT_SETTINGS_MIN), value=10, label="Collective timeout (minutes)", show_value=True, debounce=True)
+    axis_panel, timeout_panel = mo.Html(axis_dropdown.text), mo.Html(timeout_slider.text)
+    outlier_panel = mo.hstack([outlier_dropdown, threshold_slider], justify="start", wrap=True)
+
+    def diagnosis_inputs() -> dict:
+        return {"view_axis": axis_dropdown.value, "timeout_min": timeout_slider.value, "outlier_group": outlier_dropdown.value,
+                "threshold_pct": float(threshold_slider.value)}
+    return (
+        axis_dropdown,
+        axis_panel,
+        diagnosis_inputs,
+        outlier_dropdown,
+        outlier_panel,
+        threshold_slider,
+        timeout_panel,
+        timeout_slider,
+    )
 
 
 @app.cell(hide_code=True)
-def _(axis_dropdown, culprit_committed, hang):
+def _(axis_panel, culprit_committed):
     ui.gate(culprit_committed)
-    mo.vstack([axis_dropdown, seq_heatmap(hang, axis_dropdown.value)])
+    axis_panel
     return
 
 
+# The heatmap and the table of who has not arrived in one cell: a process-group move re-runs it alone.
 @app.cell(hide_code=True)
 def _(axis_dropdown, culprit_committed, hang):
     ui.gate(culprit_committed)
@@ -166,6 +190,7 @@ def _(axis_dropdown, culprit_committed, hang):
         for _r in sorted(_rows, key=lambda r: (len(r["missing"]) != 1 and r["missing"] != [], r["seq"]))[:12]
     ]
     mo.vstack([
+        seq_heatmap(hang, axis_dropdown.value),
         mo.md(f"**Who has not arrived**, {axis_dropdown.value.upper()} groups with members waiting: {len(_rows):,} of "
               f"{int(hang.job.group_ids[axis_dropdown.value].max()) + 1:,} (the 12 most telling: one rank missing, or none)."),
         ui.static_table(_table) if _table else mo.md("No group of this kind has anyone waiting."),
@@ -176,7 +201,15 @@ def _(axis_dropdown, culprit_committed, hang):
 @app.cell
 def _(hang):
     rank_input = mo.ui.number(start=0, stop=hang.job.ranks - 1, step=1, value=lab14.watchdog_rank(hang), label="Rank whose dump to read")
-    return (rank_input,)
+    rank_panel = mo.Html(rank_input.text)  # shown by the cell below: a new rank re-draws the dump, not the field
+    return rank_input, rank_panel
+
+
+@app.cell(hide_code=True)
+def _(culprit_committed, rank_panel):
+    ui.gate(culprit_committed)
+    rank_panel
+    return
 
 
 @app.cell(hide_code=True)
@@ -192,7 +225,7 @@ def _(culprit_committed, hang, rank_input):
              "input_sizes": str(_e["input_sizes"]), "output_sizes": str(_e["output_sizes"]), "state": _e["state"]}
             for _e in _rec["entries"]
         ])
-    mo.vstack([rank_input, mo.md(f"Rank {int(rank_input.value)}'s last {lab14.RECORD_ENTRIES} entries, as `torch.distributed`'s flight recorder dumps them "
+    mo.vstack([mo.md(f"Rank {int(rank_input.value)}'s last {lab14.RECORD_ENTRIES} entries, as `torch.distributed`'s flight recorder dumps them "
                                  "(with `TORCH_NCCL_ENABLE_TIMING=1`, so `started` is told apart from `scheduled`):"), _view])
     return
 
@@ -269,11 +302,11 @@ def _(kind_committed, timings):
     return
 
 
-@app.cell
-def _():
-    outlier_dropdown = mo.ui.dropdown(options=OUTLIER_CHOICES, value="the whole job", label="Compare each rank with")
-    threshold_slider = mo.ui.slider(steps=[1, 2, 3, 5, 10, 20, 50], value=5, label="Flag ranks slower than the median by (%)", show_value=True, debounce=True)
-    return outlier_dropdown, threshold_slider
+@app.cell(hide_code=True)
+def _(kind_committed, outlier_panel):
+    ui.gate(kind_committed)
+    outlier_panel
+    return
 
 
 @app.cell(hide_code=True)
@@ -281,20 +314,24 @@ def _(job, kind_committed, outlier_dropdown, threshold_slider, timings):
     ui.gate(kind_committed)
     _flagged = lab14.flagged(timings, job, outlier_dropdown.value, float(threshold_slider.value))
     _gid = job.group_ids[outlier_dropdown.value]
-    _rows = []
-    for _r in _flagged[:12]:
-        _c = dbg.outliers(timings.compute_s.mean(axis=0), _gid)[_r]
-        _d = dbg.outliers(timings.dp_comm_s.mean(axis=0), _gid)[_r]
-        _k = timings.checkpoint_s.max(axis=0)
-        _rows.append({"rank": _r, "node": job.node(_r), "compute / median": f"{_c:.3f}", "DP wait / median": f"{_d:.3f}",
-                      "checkpoint write": f"{_k[_r]:.1f} s (median {np.median(_k):.1f} s)"})
+    _c = dbg.outliers(timings.compute_s.mean(axis=0), _gid)
+    _d = dbg.outliers(timings.dp_comm_s.mean(axis=0), _gid)
+    _k = timings.checkpoint_s.max(axis=0)
+    _rows = [{"rank": _r, "node": job.node(_r), "compute / median": f"{_c[_r]:.3f}", "DP wait / median": f"{_d[_r]:.3f}",
+              "checkpoint write": f"{_k[_r]:.1f} s (median {np.median(_k):.1f} s)"} for _r in _flagged[:12]]
     mo.vstack([
-        mo.hstack([outlier_dropdown, threshold_slider], justify="start", wrap=True),
         ui.metric_cards({"steps slower than planned": f"{timings.slowdown - 1:.1%}", "ranks flagged": f"{len(_flagged):,}",
                          "planned step": f"{timings.healthy_step_s:.2f} s", "median step": f"{np.median(timings.step_s):.2f} s"}),
         ui.static_table(_rows) if _rows else mo.md("No rank clears this threshold against this group."),
-        step_figure(timings),
     ])
+    return
+
+
+# The step times do not depend on the group or the threshold: drawn once, not on every move.
+@app.cell(hide_code=True)
+def _(kind_committed, timings):
+    ui.gate(kind_committed)
+    step_figure(timings)
     return
 
 
@@ -337,20 +374,25 @@ def _(held_now, identity, timeout_commit_buttons, timeout_question, variant):
     return (timeout_committed,)
 
 
+# The costs of every setting, once per student (the key takeaways read them too, not the slider).
 @app.cell
-def _():
-    timeout_slider = mo.ui.slider(steps=list(TIMEOUT_SETTINGS_MIN), value=10, label="Collective timeout (minutes)", show_value=True, debounce=True)
-    return (timeout_slider,)
+def _(variant):
+    timeout_view = lab14.timeout_facts(float(variant.settings["storage_gbps"]), float(variant.settings["checkpoint_min"]))
+    return (timeout_view,)
 
 
 @app.cell(hide_code=True)
-def _(job, timeout_committed, timeout_slider, variant):
+def _(timeout_committed, timeout_panel):
     ui.gate(timeout_committed, what="the timeout's cost")
-    _s = variant.settings
-    timeout_view = lab14.timeout_facts(float(_s["storage_gbps"]), float(_s["checkpoint_min"]))
+    timeout_panel
+    return
+
+
+@app.cell(hide_code=True)
+def _(job, timeout_committed, timeout_slider, timeout_view):
+    ui.gate(timeout_committed)
     _now = timeout_view["loss"][timeout_slider.value]
     mo.vstack([
-        timeout_slider,
         ui.metric_cards({"GPU-hours lost a month": f"{_now['gpu_hours']:,.0f}", "hangs a month": f"{_now['hangs']:.1f}",
                          "healthy jobs killed a month": f"{_now['false_kills']:.0f}", "longest healthy wait": f"{timeout_view['wait_s'] / MINUTE:.1f} min"}),
         timeout_figure(timeout_view, timeout_slider.value),
@@ -359,7 +401,7 @@ def _(job, timeout_committed, timeout_slider, variant):
               f"{dbg.DEFAULT_TIMEOUT_S / MINUTE:.0f} min; the heartbeat monitor (`TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC`, {dbg.HEARTBEAT_TIMEOUT_S / MINUTE:.0f} min) "
               "aborts a process whose watchdog itself is stuck."),
     ])
-    return (timeout_view,)
+    return
 
 
 @app.cell(hide_code=True)
@@ -419,20 +461,16 @@ def _():
 
 @app.cell
 def _(
-    axis_dropdown,
     culprit_committed,
+    diagnosis_inputs,
     identity,
     kind_committed,
-    outlier_dropdown,
     submit_button,
-    threshold_slider,
     timeout_committed,
-    timeout_slider,
     variant,
 ):
     ui.gate(culprit_committed, held=(kind_committed, timeout_committed))
-    _inputs = {"view_axis": axis_dropdown.value, "timeout_min": timeout_slider.value, "outlier_group": outlier_dropdown.value,
-                        "threshold_pct": float(threshold_slider.value)}
+    _inputs = diagnosis_inputs()
     _pred = {"culprit": culprit_committed.answer, "kind": kind_committed.answer, "timeout": timeout_committed.answer}
     _view, submitted = ui.submit_to_ledger(identity, submit_button, lambda: [ui.ledger_step(LAB, STEP, _inputs, _pred, diagnosis_outcomes, "the diagnosis", variant)])
     mo.vstack([_view, ui.hud({"engine": ENGINE_VERSION, "culprit prediction": culprit_committed.describe(), "kind prediction": kind_committed.describe(),
@@ -443,7 +481,10 @@ def _(
 @app.function
 def seq_heatmap(h, axis: str) -> go.Figure:
     """One heatmap trace over the rank grid (columns: DP index; rows: stage, then TP index): each
-    rank's last completed call in `axis` behind the furthest rank's. A rank with no dump is a hole."""
+    rank's last completed call in `axis` behind the furthest rank's. A rank with no dump is a hole.
+    Built from plain dicts (charts.figure, the JSON the page receives equal to the validated
+    build's), its axes without the theme's automargin (the left margin fixed for the axis title
+    and 2-digit ticks): a process-group move redraws it."""
     j = h.job
     p = j.plan
     done = h.last_completed_seq(axis).astype(float)
@@ -457,11 +498,14 @@ def seq_heatmap(h, axis: str) -> go.Figure:
     if h.fault.kind == "gpu_fell_off_bus":
         f = h.fault.rank
         zl[int(pp[f] * p.tp + tp[f])][int(dp[f])] = None
-    fig = go.Figure(go.Heatmap(z=zl, customdata=ranks, colorscale="Viridis", colorbar=dict(title="calls behind"),
-                               hovertemplate="rank %{customdata}<br>DP %{x}, row %{y}<br>%{z} calls behind<extra></extra>"))
-    fig.update_layout(height=360, xaxis=dict(title="DP index"), yaxis=dict(title="stage x TP + TP index", autorange="reversed"),
-                      title=f"last completed call in each rank's {axis.upper()} group")
-    return apply_plotly_theme(fig)
+    # Viridis as the validated build spells it out (plotly.py's, not Plotly.js's own 'Viridis')
+    heat = dict(type="heatmap", z=zl, customdata=ranks, colorscale=go.Heatmap(colorscale="Viridis").colorscale, colorbar=dict(title=dict(text="calls behind")),
+                hovertemplate="rank %{customdata}<br>DP %{x}, row %{y}<br>%{z} calls behind<extra></extra>")
+    return charts.figure([heat], dict(
+        height=360, xaxis=dict(title=dict(text="DP index"), automargin=False),
+        yaxis=dict(title=dict(text="stage x TP + TP index"), autorange="reversed", automargin=False),
+        title=dict(text=f"last completed call in each rank's {axis.upper()} group"), margin=dict(l=70),
+    ))
 
 
 @app.function
@@ -476,13 +520,16 @@ def step_figure(t) -> go.Figure:
 
 @app.function
 def timeout_figure(view: dict, current: int) -> go.Figure:
-    """GPU-hours lost a month at each timeout setting, the current one marked."""
+    """GPU-hours lost a month at each timeout setting, the current one marked. Built from plain
+    dicts (charts.figure), its axes without the theme's automargin (the left margin fixed for
+    the axis title and ticks up to '100k'): a timeout move redraws it."""
     xs = list(view["loss"])
-    fig = go.Figure()
-    fig.add_bar(x=[str(x) for x in xs], y=[view["loss"][x]["gpu_hours"] for x in xs], name="GPU-hours lost a month",
-                marker_color=[COLORS["red"] if x == current else COLORS["sky"] for x in xs])
-    fig.update_layout(height=300, xaxis=dict(title="collective timeout (minutes)"), yaxis=dict(title="GPU-hours a month", type="log"))
-    return apply_plotly_theme(fig)
+    bar = dict(type="bar", x=[str(x) for x in xs], y=[view["loss"][x]["gpu_hours"] for x in xs], name="GPU-hours lost a month",
+               marker=dict(color=[COLORS["red"] if x == current else COLORS["sky"] for x in xs]))
+    return charts.figure([bar], dict(
+        height=300, xaxis=dict(title=dict(text="collective timeout (minutes)"), automargin=False),
+        yaxis=dict(title=dict(text="GPU-hours a month"), type="log", automargin=False), margin=dict(l=75),
+    ))
 
 
 if __name__ == "__main__":

@@ -239,20 +239,41 @@ def test_every_reveal_agrees_with_the_engine(app, which):
     assert f"B · {t.slowdown - 1:.0%} slower: per-rank step timings" in text  # the section's number is the student's, not a typed-in 15%
 
 
+def instruments(axis: str = "tp", group: str = "world", pct: int = 5, minutes: int = 10) -> dict:
+    """defs standing in for the cell that makes the four instruments the ledger records (the
+    notebook's: each shown through a copy of its HTML, read by diagnosis_inputs())."""
+    axis_dropdown = mo.ui.dropdown(options={"a": axis}, value="a")
+    outlier_dropdown = mo.ui.dropdown(options={"g": group}, value="g")
+    threshold_slider = mo.ui.slider(steps=[1, pct] if pct != 1 else [1, 50], value=pct)
+    timeout_slider = mo.ui.slider(steps=list(lab14.TIMEOUT_SETTINGS_MIN), value=minutes)
+    return {"axis_dropdown": axis_dropdown, "outlier_dropdown": outlier_dropdown, "threshold_slider": threshold_slider, "timeout_slider": timeout_slider,
+            "axis_panel": mo.Html(axis_dropdown.text), "timeout_panel": mo.Html(timeout_slider.text),
+            "outlier_panel": mo.hstack([outlier_dropdown, threshold_slider]),
+            "diagnosis_inputs": lambda: {"view_axis": axis, "timeout_min": minutes, "outlier_group": group, "threshold_pct": float(pct)}}
+
+
+def rank_field(h, rank: int) -> dict:
+    rank_input = mo.ui.number(start=0, stop=h.job.ranks - 1, value=rank)
+    return {"rank_input": rank_input, "rank_panel": mo.Html(rank_input.text)}
+
+
 def test_instruments_at_both_ends(app):
     h = lab14.variant_hang(variant(lab14.LAB, "student").settings)
-    for axis in ("TP group (tensor parallel)", "world (default group)"):
+    for axis in ("tp", "world"):
         for rank in (0, h.job.ranks - 1):
-            outputs, _ = app.run(defs={**ALL, "axis_dropdown": mo.ui.dropdown(options={axis: dict(
-                [("TP group (tensor parallel)", "tp"), ("world (default group)", "world")])[axis]}, value=axis),
-                "rank_input": mo.ui.number(start=0, stop=h.job.ranks - 1, value=rank)})
+            outputs, _ = app.run(defs={**ALL, **instruments(axis=axis), **rank_field(h, rank)})
             text = text_of(outputs)
             assert f"Rank {rank}&#x27;s last" in text or f"Rank {rank}'s last" in text or f"Rank {rank} left no" in text
+            assert f"last completed call in each rank&#x27;s {axis.upper()} group" in text or f"each rank's {axis.upper()} group" in text
     for group, pct in (("tp", 1), ("world", 50)):
-        _, defs = app.run(defs={**ALL, "outlier_dropdown": mo.ui.dropdown(options={"g": group}, value="g"),
-                                "threshold_slider": mo.ui.slider(steps=[1, 50], value=pct)})
+        outputs, defs = app.run(defs={**ALL, **instruments(group=group, pct=pct)})
+        t = lab14.slow_of(variant(lab14.LAB, "student").settings)
+        flagged = lab14.flagged(t, h.job, group, float(pct))
+        card = f'<div class="value">{len(flagged):,}</div><div class="label">ranks flagged</div>'
+        assert card in text_of(outputs) or card.replace('"', "&quot;") in text_of(outputs), (group, pct, len(flagged))
+        print(group, pct, "flagged", len(flagged))
     for minutes in (TIMEOUT := (lab14.TIMEOUT_SETTINGS_MIN[0], lab14.TIMEOUT_SETTINGS_MIN[-1])):
-        outputs, defs = app.run(defs={**ALL, "timeout_slider": mo.ui.slider(steps=list(lab14.TIMEOUT_SETTINGS_MIN), value=minutes)})
+        outputs, defs = app.run(defs={**ALL, **instruments(minutes=minutes)})
         loss = defs["timeout_view"]["loss"][minutes]["gpu_hours"]
         assert f"{loss:,.0f}" in text_of(outputs)
     assert TIMEOUT[0] < TIMEOUT[1]
