@@ -231,9 +231,9 @@ def routing_lab() -> None:
         page.screenshot(path=str(ROOT / "assets" / "lab15.png"))
 
 
-# A Plotly heatmap drawn on the page (marimo's outputs sit in shadow roots): true once one is.
+# A Plotly heatmap (or a heatmap drawn as an image: Lab 15) on the page (marimo's outputs sit in shadow roots): true once one is.
 HEATMAP_SHOWN = """() => { const f = (root) => { for (const el of root.querySelectorAll('*')) {
-  if (el.classList && el.classList.contains('js-plotly-plot') && (el.data || []).some(d => d.type === 'heatmap')) return true;
+  if (el.classList && el.classList.contains('js-plotly-plot') && (el.data || []).some(d => d.type === 'heatmap' || d.type === 'image')) return true;
   if (el.shadowRoot && f(el.shadowRoot)) return true; } return false; }; return f(document); }"""
 
 
