@@ -119,7 +119,7 @@ COUNT_RUNS = """() => {
         if (e.data.includes('"completed-run"')) { window.__kernelRuns++; window.__kernelRunAt = performance.now(); window.__kernelIdle = true; }
         if (e.data.includes('"cell-op"') && e.data.includes('"status":"running"')) {
           window.__kernelCells = (window.__kernelCells || 0) + 1;
-          const cell = /"cell_id":\s*"([^"]+)"/.exec(e.data);
+          const cell = /"cell_id": *"([^"]+)"/.exec(e.data);
           (window.__kernelRan = window.__kernelRan || []).push(cell ? cell[1] : null);
         }
         if (e.data.includes('"cell-op"') && (e.data.includes('"status":"running"') || e.data.includes('"status":"queued"'))) window.__kernelIdle = false;
