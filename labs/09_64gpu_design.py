@@ -11,6 +11,7 @@ with app.setup:
     from functools import lru_cache
 
     import marimo as mo
+    import numpy as np
 
     from labs.core import ENGINE_VERSION
     from labs.core import charts, ui
@@ -172,40 +173,36 @@ def _():
     return
 
 
+# The design's six instruments in one cell: shown by the gated cell below through design_panel (a
+# copy made here, so a move re-draws no instrument), read by the submit through design_inputs()
+# when it is pressed (a move re-runs no submit).
 @app.cell
 def _():
     scenario_dropdown = mo.ui.dropdown(options={v: k for k, v in JOB_LABELS.items()}, value=JOB_LABELS["70b-h100"], label="Job")
-    return (scenario_dropdown,)
-
-
-@app.cell
-def _():
     tp_dropdown = mo.ui.dropdown(options={str(t): t for t in TP_CHOICES}, value="8", label="TP degree")
-    return (tp_dropdown,)
-
-
-@app.cell
-def _():
     pp_dropdown = mo.ui.dropdown(options={str(p): p for p in PP_CHOICES}, value="1", label="PP degree")
-    return (pp_dropdown,)
-
-
-@app.cell
-def _():
     zero_dropdown = mo.ui.dropdown(options=ZERO_STAGES, value="1 (optimizer state)", label="ZeRO / FSDP stage")
-    return (zero_dropdown,)
-
-
-@app.cell
-def _():
     microbatch_dropdown = mo.ui.dropdown(options={str(b): b for b in MICRO_BATCHES}, value="1", label="Micro-batch (sequences)")
-    return (microbatch_dropdown,)
-
-
-@app.cell
-def _():
     order_radio = mo.ui.radio(options={f"{o}: {RANK_ORDER_NOTES[o]}": o for o in RANK_ORDERS}, value=f"{RANK_ORDERS[0]}: {RANK_ORDER_NOTES[RANK_ORDERS[0]]}", label="Rank order (innermost first)")
-    return (order_radio,)
+    design_panel = mo.vstack([
+        mo.md("### Your design"),
+        mo.hstack([scenario_dropdown, tp_dropdown, pp_dropdown, zero_dropdown, microbatch_dropdown], justify="start", wrap=True),
+        order_radio,
+    ])
+
+    def design_inputs() -> dict:
+        return dict(scenario=scenario_dropdown.value, tp=tp_dropdown.value, pp=pp_dropdown.value, zero_stage=zero_dropdown.value,
+                    micro_batch=microbatch_dropdown.value, rank_order=order_radio.value)
+    return (
+        design_inputs,
+        design_panel,
+        microbatch_dropdown,
+        order_radio,
+        pp_dropdown,
+        scenario_dropdown,
+        tp_dropdown,
+        zero_dropdown,
+    )
 
 
 @app.cell
@@ -218,16 +215,26 @@ def _():
 
 
 @app.cell
+def _(design_panel, dp64_committed):
+    ui.gate(dp64_committed, what="the worksheet")
+    design_panel
+    return
+
+
+# The design, its sheet and its communication map in one cell: a move of the design re-runs this
+# cell, the grid's and the HUD, not the instruments or the submit.
+@app.cell
 def _(
     dp64_committed,
     microbatch_dropdown,
     order_radio,
     pp_dropdown,
+    reason_inputs,
     scenario_dropdown,
     tp_dropdown,
     zero_dropdown,
 ):
-    ui.gate(dp64_committed, what="the worksheet")
+    ui.gate(dp64_committed)
     worksheet_inputs = dict(
         scenario=scenario_dropdown.value,
         tp=tp_dropdown.value,
@@ -236,31 +243,42 @@ def _(
         micro_batch=microbatch_dropdown.value,
         rank_order=order_radio.value,
     )
+    design, design_error = design_of(worksheet_inputs)
+    design_sheet(design, design_error, reason_inputs)
+    return design, worksheet_inputs
+
+
+@app.function
+def design_of(inputs: dict):
+    """The worksheet's estimate and None, or None and why the engine refused the design."""
     try:
-        design = worksheet_estimate(**worksheet_inputs)
-        design_error = None
-    except ValueError as _err:
-        design, design_error = None, str(_err)
-    mo.vstack([
-        mo.md("### Your design"),
-        mo.hstack([scenario_dropdown, tp_dropdown, pp_dropdown, zero_dropdown, microbatch_dropdown], justify="start", wrap=True),
-        order_radio,
-    ])
-    return design, design_error, worksheet_inputs
+        return worksheet_estimate(**inputs), None
+    except ValueError as err:
+        return None, str(err)
 
 
-# The worksheet's sheet and its communication map in one cell: a move of the design re-runs one cell here, not two.
-@app.cell
-def _(design, design_error, reason_inputs):
-    mo.stop(design is None, ui.failure_banner([f"Invalid design: {design_error}"]))
-    _place = placements(design)
-    _p = design.plan
-    _rows = [("TP", _p.tp, _place["tp"], "tp"), ("PP", _p.pp, _place["pp"], "pp"), ("DP", _p.dp, _place["dp"], "dp"), ("ZeRO/FSDP", f"stage {_p.zero_stage}", _place["zero"], "zero")]
-    _sheet = mo.vstack(
-        [mo.hstack([mo.md("**axis · degree**"), mo.md("**placement, from the rank order**"), mo.md("**your reason**")], widths=[1, 2, 3])]
-        + [mo.hstack([mo.md(f"**{a}** · {d}"), mo.md(pl), reason_inputs[k]], widths=[1, 2, 3], align="center") for a, d, pl, k in _rows]
+@app.function
+@lru_cache(maxsize=512)
+def kept_md(text: str):
+    """mo.md of a text, kept: the sheet's headings and its degrees and placements (a few dozen
+    texts) come back at most moves, and rendering markdown was a third of a design move's Python."""
+    return mo.md(text)
+
+
+@app.function
+def design_sheet(design, design_error, reason_inputs):
+    """The worksheet's rows (degree, placement, the student's reason), the cards and the map; the
+    refusal alone when the design is invalid."""
+    if design is None:
+        return ui.failure_banner([f"Invalid design: {design_error}"])
+    place = placements(design)
+    p = design.plan
+    rows = [("TP", p.tp, place["tp"], "tp"), ("PP", p.pp, place["pp"], "pp"), ("DP", p.dp, place["dp"], "dp"), ("ZeRO/FSDP", f"stage {p.zero_stage}", place["zero"], "zero")]
+    sheet = mo.vstack(
+        [mo.hstack([kept_md("**axis · degree**"), kept_md("**placement, from the rank order**"), kept_md("**your reason**")], widths=[1, 2, 3])]
+        + [mo.hstack([kept_md(f"**{a}** · {d}"), kept_md(pl), reason_inputs[k]], widths=[1, 2, 3], align="center") for a, d, pl, k in rows]
     )
-    _items = [
+    items = [
         ui.failure_banner(design.warnings),
         ui.metric_cards({
             "MFU": f"{design.mfu:.1%}",
@@ -268,17 +286,16 @@ def _(design, design_error, reason_inputs):
             "memory, busiest GPU": f"{design.memory.total / 1e9:.1f} GB",
             "fits": "yes" if design.fits else "no",
             "bubble": f"{design.bubble_fraction:.1%}",
-            "micro-batches per pipeline": f"{_p.microbatches}",
+            "micro-batches per pipeline": f"{p.microbatches}",
         }),
         ui.published_beside(design),
-        _sheet,
+        sheet,
     ]
-    mo.vstack([
-        *[i for i in _items if i is not None],
-        mo.md("## 3 · The communication map, filled by the engine"),
+    return mo.vstack([
+        *[i for i in items if i is not None],
+        kept_md("## 3 · The communication map, filled by the engine"),
         mo.md(map_markdown(design, mark_dominant=False)),
     ])
-    return
 
 
 @app.cell
@@ -292,7 +309,7 @@ def _(design, grid_dropdown, worksheet_inputs):
     mo.stop(design is None)
     grid_figure = grid_view(**worksheet_inputs, color_by=grid_dropdown.value)
     mo.vstack([
-        mo.md(f"## 4 · The {design.cluster.nodes} x {design.cluster.gpus_per_node} grid\n\nOne row per node. Lines are the hops of the chosen groups that leave a node. Hover for a GPU's coordinates and memory; a cross marks a GPU over its HBM. Change the rank order and watch the TP groups."),
+        kept_md(f"## 4 · The {design.cluster.nodes} x {design.cluster.gpus_per_node} grid\n\nOne row per node. Lines are the hops of the chosen groups that leave a node. Hover for a GPU's coordinates and memory; a cross marks a GPU over its HBM. Change the rank order and watch the TP groups."),
         grid_dropdown,
         grid_figure,
     ])
@@ -305,8 +322,21 @@ def grid_view(scenario: str, tp: int, pp: int, zero_stage: int, micro_batch: int
     """The GPU grid of a design (charts.gpu_grid), kept per design and colouring: building the
     64-GPU figure (plotly validates every property) is most of a rank-order move's work in the
     kernel, and students go back and forth between a few designs (worksheet_estimate is cached
-    the same way). Shared, so never changed after it is built."""
-    return charts.gpu_grid(worksheet_estimate(scenario, tp, pp, zero_stage, micro_batch, rank_order), color_by)
+    the same way). Shared, so never changed after it is built. Its margins fixed and its legend
+    placed in the bottom one: with the theme's automargin and Plotly's default 'hide past div' tick
+    labels, each draw measured every tick label and re-laid the page out (most of a move's time in
+    Chromium). Its arrays sent as plain lists, not NumPy's: plotly sends an array as base64 typed
+    data, which Plotly.js decodes into a new array at every Plotly.react, and marimo's page calls
+    it twice per figure (the figure, then its layout again): each call then found the data changed
+    and drew the whole chart again (the second draw cost ~100 ms alone, ~5 with lists)."""
+    fig = charts.gpu_grid(worksheet_estimate(scenario, tp, pp, zero_stage, micro_batch, rank_order), color_by)
+    spec = fig.to_plotly_json()  # plain dicts, the arrays as base64 typed data
+    data = [{k: np.asarray(trace[k]).tolist() if isinstance(v, dict) and "bdata" in v else v for k, v in traced.items()} for trace, traced in zip(fig.data, spec["data"])]
+    layout = {k: v for k, v in spec["layout"].items() if k != "template"}  # charts.figure applies the theme again
+    fixed = dict(automargin=False, ticklabeloverflow="allow")
+    layout.update(margin=dict(l=75, r=20, t=50, b=90), legend={**layout["legend"], "yref": "container", "y": 0.0, "yanchor": "bottom"},
+                  xaxis={**layout["xaxis"], **fixed}, yaxis={**layout["yaxis"], **fixed})
+    return charts.figure(data, layout)
 
 
 @app.cell(hide_code=True)
@@ -516,8 +546,7 @@ def _():
 
 @app.cell
 def _(
-    design,
-    design_error,
+    design_inputs,
     dp64_committed,
     identity,
     paragraph_area,
@@ -526,18 +555,19 @@ def _(
     spoken,
     submit_button,
     variant,
-    worksheet_inputs,
 ):
     ui.gate(dp64_committed, pp_free_committed)
 
     def _steps():
-        if design is None:
-            yield ui.NotSaved("worksheet", f"the design is invalid ({design_error})")
+        _design_inputs = design_inputs()  # the instruments as they stand when the button is pressed
+        _design, _design_error = design_of(_design_inputs)
+        if _design is None:
+            yield ui.NotSaved("worksheet", f"the design is invalid ({_design_error})")
             return
         # The spoken bottleneck is committed at the first submit, like a prediction: a later submit, made
         # after the marked map showed the answer, records a change and keeps the first (newcomer 38bda0b).
         _first = ui.open_ledger(identity).commit_prediction(LAB, SPOKEN_QUESTION, json.dumps(spoken, sort_keys=True), variant=variant.record())
-        _inputs = {**worksheet_inputs, **{f"reason_{k}": v for k, v in reason_inputs.value.items()}, **json.loads(_first["answer"]),
+        _inputs = {**_design_inputs, **{f"reason_{k}": v for k, v in reason_inputs.value.items()}, **json.loads(_first["answer"]),
                    "paragraph": paragraph_area.value}
         _predictions = {"dp64": dp64_committed.answer, "pp_free": pp_free_committed.answer}
         yield LAB, "worksheet", _inputs, _predictions, worksheet_outcomes(_inputs, _predictions, variant=variant), variant

@@ -113,7 +113,9 @@ def test_dp64_sixth_edition_follows_from_memory_by_hand():
 def test_rank_order_moves_tp_out_of_the_node(app):
     _, inner = app.run(defs=committed("dp64", DP64, DP64.key))
     order = mo.ui.radio(options={o: o for o in RANK_ORDERS}, value=DP_INNER)
-    outputs, outer = app.run(defs={**committed("dp64", DP64, DP64.key), "order_radio": order})
+    # the design's six instruments are made in one cell: its other definitions as the first run made them
+    instruments = {k: inner[k] for k in ("scenario_dropdown", "tp_dropdown", "pp_dropdown", "zero_dropdown", "microbatch_dropdown", "design_panel", "design_inputs")}
+    outputs, outer = app.run(defs={**committed("dp64", DP64, DP64.key), **instruments, "order_radio": order})
     assert inner["design"].plan.rank_order == RANK_ORDERS[0] and outer["design"].plan.rank_order == DP_INNER
     tp_in = next(c for c in inner["design"].collectives if c.key == "tp")
     tp_out = next(c for c in outer["design"].collectives if c.key == "tp")
