@@ -188,15 +188,26 @@ def _(mtbf_committed):
     return
 
 
+# Each instrument is shown by a gated cell of its own through a copy of its HTML (mo.Html of the
+# element's text, not the element, which a move would re-run that cell for): a move re-draws the
+# cells that read the instrument, never the instrument itself.
 @app.cell
 def _(run_gpus):
     gpus_slider = mo.ui.slider(steps=GPU_STEPS, value=run_gpus, label="GPUs in the job", show_value=True, debounce=True)
-    return (gpus_slider,)
+    gpus_panel = mo.Html(gpus_slider.text)
+    return gpus_panel, gpus_slider
+
+
+@app.cell(hide_code=True)
+def _(gpus_panel, mtbf_committed):
+    ui.gate(mtbf_committed, what="the failure model")
+    gpus_panel
+    return
 
 
 @app.cell(hide_code=True)
 def _(gpus_slider, mtbf_committed, run_days):
-    ui.gate(mtbf_committed, what="the failure model")
+    ui.gate(mtbf_committed)
     _n = gpus_slider.value
     _m = job_mtbf_s(_n)
     _wall = run_days * DAY
@@ -209,7 +220,6 @@ def _(gpus_slider, mtbf_committed, run_days):
     ]
     mo.vstack(
         [
-            gpus_slider,
             ui.metric_cards({
                 "job MTBF": f"{_m / HOUR:.2f} h",
                 f"unexpected stops in {run_days} days": f"{_exp['unexpected']:.0f}",
@@ -246,26 +256,25 @@ def _(mtbf_committed):
 @app.cell
 def _():
     model_dropdown = mo.ui.dropdown(options=MODEL_CHOICES, value=MODELS[RUN_MODEL].name, label="Model")
-    return (model_dropdown,)
-
-
-@app.cell
-def _():
     sharding_dropdown = mo.ui.dropdown(options=SHARDINGS, value="FSDP / ZeRO-3 (+ weights)", label="Sharding over data parallel")
-    return (sharding_dropdown,)
-
-
-@app.cell
-def _():
     strategy_dropdown = mo.ui.dropdown(options=STRATEGY_LABELS, value="sharded (every GPU writes its slice)", label="Checkpoint strategy")
-    return (strategy_dropdown,)
+    dropdowns_panel = mo.hstack([model_dropdown, sharding_dropdown, strategy_dropdown], justify="start", wrap=True)
+    return dropdowns_panel, model_dropdown, sharding_dropdown, strategy_dropdown
 
 
 @app.cell
 def _(variant):
     # Starts at the student's file system (the cadence question's), a value of the slider.
     storage_slider = mo.ui.slider(steps=STORAGE_STEPS, value=variant.settings["storage_gbps"], label="File-system bandwidth (GB/s)", show_value=True, debounce=True)
-    return (storage_slider,)
+    storage_panel = mo.Html(storage_slider.text)
+    return storage_panel, storage_slider
+
+
+@app.cell(hide_code=True)
+def _(dropdowns_panel, mtbf_committed, storage_panel):
+    ui.gate(mtbf_committed)
+    mo.vstack([dropdowns_panel, storage_panel])
+    return
 
 
 @app.cell(hide_code=True)
@@ -290,8 +299,6 @@ def _(
     _seed_now = [_r for _r in _rows if _r["model"] == MODELS[SEED_CLAIM_MODEL].name and _r["strategy"].startswith("sync")][0]
     mo.vstack(
         [
-            mo.hstack([model_dropdown, sharding_dropdown, strategy_dropdown], justify="start", wrap=True),
-            storage_slider,
             mo.md(
                 f"A checkpoint holds the bf16 weights and the optimizer state (fp32 master weights, Adam m and v): the engine's "
                 f"memory model without the gradients, {_rows[0]['job_bytes'] / MODELS['llama3-8b'].params:.0f} bytes per parameter. "
@@ -419,7 +426,9 @@ def _(
                                      f"interval: each checkpoint waits for the previous one, a {fmt_s(_v['stall'])} stall."])
     mo.vstack(
         [
-            *([_banner] if _banner is not None else []),
+            # an empty markdown where no banner shows: the chart keeps its place in the stack, so a move that lifts or
+            # raises the banner updates the drawn chart (Plotly.react) instead of mounting a new one (as Lab 07's, f51e338)
+            _banner if _banner is not None else mo.md(""),
             ui.metric_cards({
                 "goodput": f"{_v['goodput']:.1%}",
                 "checkpoint stalls": f"{_s.checkpoint:.2%}",
@@ -586,35 +595,17 @@ def _(mtbf_committed):
 @app.cell
 def _():
     slow_slider = mo.ui.slider(steps=[0.1, 0.25, 0.5, 0.75, 0.9, 1.0], value=0.5, label="One node's NICs run at this fraction of their speed", show_value=True, debounce=True)
-    return (slow_slider,)
+    slow_panel = mo.Html(slow_slider.text)
+    return slow_panel, slow_slider
 
 
 @app.cell(hide_code=True)
-def _(
-    gpus_slider,
-    model_dropdown,
-    mtbf_committed,
-    run_days,
-    setting,
-    sharding_dropdown,
-    slow_slider,
-):
+def _(gpus_slider, mtbf_committed, run_days, sharding_dropdown):
     ui.gate(mtbf_committed)
     _n = gpus_slider.value
     _replicas = sharding_dropdown.value < 3  # ZeRO-0/1/2 keep whole bf16 weights on every data-parallel replica
     _sharding = next(k for k, v in SHARDINGS.items() if v == sharding_dropdown.value)
     _sdc = expected_interruptions(_n, run_days * DAY)["silent_data_corruption"]
-    _tp, _pp = LAYOUTS[model_dropdown.value]
-    _dp = _n // (_tp * _pp)
-    _grad = 2 * MODELS[model_dropdown.value].params / (_tp * _pp)
-    _rows = []
-    for _label, _bytes, _group, _stride in (
-        (f"{MODELS[model_dropdown.value].name} gradients, DP ring of {_dp:,}", _grad, _dp, _tp),
-        (f"the same bytes, one ring over all {_n:,} GPUs", _grad, _n, 1),
-    ):
-        _s = straggler_all_reduce(_bytes, setting["cluster"], _group, _stride, slow_slider.value)
-        _rows.append({"all-reduce": _label, "bytes": f"{_bytes / 1e9:.1f} GB", "healthy": fmt_s(_s.healthy.total_s),
-                      "with the slow node": fmt_s(_s.paced.total_s), "slower by": f"{_s.slowdown:.2f}x"})
     mo.vstack(
         [
             mo.md(
@@ -633,8 +624,36 @@ def _(
                 "**Stragglers.** A ring all-reduce moves in lock step: every step waits for its slowest member, so one degraded NIC "
                 "paces the whole ring (a throttled GPU does the same to the compute). The collectives model, with one node's NICs slowed:"
             ),
-            slow_slider,
-            mo.ui.table(pd.DataFrame(_rows), selection=None, show_column_summaries=False, show_data_types=False),
+        ]
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(mtbf_committed, slow_panel):
+    ui.gate(mtbf_committed)
+    slow_panel
+    return
+
+
+@app.cell(hide_code=True)
+def _(gpus_slider, model_dropdown, mtbf_committed, slow_slider):
+    ui.gate(mtbf_committed)
+    _n = gpus_slider.value
+    _tp, _pp = LAYOUTS[model_dropdown.value]
+    _dp = _n // (_tp * _pp)
+    _grad = 2 * MODELS[model_dropdown.value].params / (_tp * _pp)
+    _rows = []
+    for _label, _bytes, _group, _stride in (
+        (f"{MODELS[model_dropdown.value].name} gradients, DP ring of {_dp:,}", _grad, _dp, _tp),
+        (f"the same bytes, one ring over all {_n:,} GPUs", _grad, _n, 1),
+    ):
+        _s = straggler_all_reduce(_bytes, run_cluster(_n), _group, _stride, slow_slider.value)  # setting's cluster, not read from it: no re-run for a restart move
+        _rows.append({"all-reduce": _label, "bytes": f"{_bytes / 1e9:.1f} GB", "healthy": fmt_s(_s.healthy.total_s),
+                      "with the slow node": fmt_s(_s.paced.total_s), "slower by": f"{_s.slowdown:.2f}x"})
+    mo.vstack(
+        [
+            ui.static_table(_rows),  # redrawn with the GPUs, the checkpoint instruments and the NIC slider: a plain table (2 rows)
             mo.md(
                 "Nothing crashes, so no watchdog fires: per-link latency monitoring and per-rank step timings find the node, and the "
                 "job drains it like a failure."
@@ -782,7 +801,11 @@ def mtbf_figure(gpus: int) -> go.Figure:
                  marker=dict(symbol="x", size=14, color=COLORS["orange"], line=dict(width=3))),
             dict(type="scatter", x=[gpus], y=[job_mtbf_s(gpus) / HOUR], name="your job", mode="markers", marker=dict(symbol="diamond", size=14, color=COLORS["red"])),
         ],
-        dict(height=340, xaxis=dict(type="log", title=dict(text="GPUs in the job"), **charts.LOG_TICKS), yaxis=dict(type="log", title=dict(text="hours between unexpected stops"), **charts.LOG_TICKS)),
+        # the axes without the theme's automargin (Plotly measures every tick label for it, forcing the page's layout): the
+        # margins it computed, the same at every GPU count, model and strategy (read in Chromium, _fullLayout._size)
+        dict(height=340, margin=dict(l=86, r=20, t=50, b=59),
+             xaxis=dict(type="log", title=dict(text="GPUs in the job"), automargin=False, **charts.LOG_TICKS),
+             yaxis=dict(type="log", title=dict(text="hours between unexpected stops"), automargin=False, **charts.LOG_TICKS)),
     )
 
 
@@ -817,8 +840,11 @@ def cadence_figure(view: dict) -> go.Figure:
         shapes.append(charts.vline_shape(view[key] / MINUTE, dict(color=COLORS["muted"], dash=dash)))
         annotations.append(dict(x=float(np.log10(view[key] / MINUTE)), y=y, yref="paper", text=label, showarrow=False, xanchor="left", yanchor="top"))
     ticks = [0.1, 0.3, 1, 3, 10, 30, 60, 180, 600, 1440]
-    return charts.figure(data, dict(shapes=shapes, annotations=annotations, height=380, yaxis=dict(title=dict(text="% of wall time"), range=[0, 100]),
-                                    xaxis=dict(type="log", title=dict(text="checkpoint interval (minutes of training)"), tickvals=ticks, ticktext=[f"{t:g}" for t in ticks])))
+    # fixed margins, the axes without automargin (see mtbf_figure): those it computed at every setting
+    return charts.figure(data, dict(shapes=shapes, annotations=annotations, height=380, margin=dict(l=66, r=20, t=50, b=59),
+                                    yaxis=dict(title=dict(text="% of wall time"), range=[0, 100], automargin=False),
+                                    xaxis=dict(type="log", title=dict(text="checkpoint interval (minutes of training)"), tickvals=ticks, ticktext=[f"{t:g}" for t in ticks],
+                                               automargin=False)))
 
 
 @app.function

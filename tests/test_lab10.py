@@ -16,7 +16,7 @@ from labs.core.scenarios.lab10 import (
     mtbf_answer,
 )
 from labs.variants import variant
-from test_notebooks import LABS, Pressed, committed, load_app, mine, right, text_of, wrong
+from test_notebooks import LABS, Pressed, committed, load_app, mine, right, text_of, with_instruments, wrong
 
 LAB10 = next(p for p in LABS if p.name == "10_failures_at_scale.py")
 # The questions as a headless run sees them: its variant (labs.variants)
@@ -117,8 +117,10 @@ def test_a_setting_too_broken_to_simulate_is_explained(app):
 
     from labs.core.scenarios.lab10 import STRATEGY_LABELS
 
-    slow = {**BOTH, "storage_slider": mo.ui.slider(steps=[0.5, 2000], value=0.5), "gpus_slider": mo.ui.slider(steps=[16384, 65536], value=65536),
-            "strategy_dropdown": mo.ui.dropdown(options=STRATEGY_LABELS, value="sync (gathered to one writer)")}
+    # each instrument is made in a cell with its panel (and the dropdowns together): the cell's other names keep theirs
+    slow = {**BOTH, **with_instruments(app, "storage_panel", storage_slider=mo.ui.slider(steps=[0.5, 2000], value=0.5)),
+            **with_instruments(app, "gpus_panel", gpus_slider=mo.ui.slider(steps=[16384, 65536], value=65536)),
+            **with_instruments(app, "dropdowns_panel", strategy_dropdown=mo.ui.dropdown(options=STRATEGY_LABELS, value="sync (gathered to one writer)"))}
     outputs, defs = app.run(defs=slow)
     assert defs["simulation"] is None and "expected failures" in defs["simulation_error"]
     assert job_mtbf_s(65536) == pytest.approx(54 * 24 * 3600 / 419 / 4)  # 46 minutes, by hand
