@@ -484,7 +484,8 @@ def seq_heatmap(h, axis: str) -> go.Figure:
     rank's last completed call in `axis` behind the furthest rank's. A rank with no dump is a hole.
     Built from plain dicts (charts.figure, the JSON the page receives equal to the validated
     build's), its axes without the theme's automargin (the left margin fixed for the axis title
-    and 2-digit ticks): a process-group move redraws it."""
+    and 2-digit ticks) and with ticklabeloverflow='allow' (every label fits; Plotly's default
+    measured each one, a forced layout of the page each): a process-group move redraws it."""
     j = h.job
     p = j.plan
     done = h.last_completed_seq(axis).astype(float)
@@ -499,11 +500,11 @@ def seq_heatmap(h, axis: str) -> go.Figure:
         f = h.fault.rank
         zl[int(pp[f] * p.tp + tp[f])][int(dp[f])] = None
     # Viridis as the validated build spells it out (plotly.py's, not Plotly.js's own 'Viridis')
-    heat = dict(type="heatmap", z=zl, customdata=ranks, colorscale=go.Heatmap(colorscale="Viridis").colorscale, colorbar=dict(title=dict(text="calls behind")),
+    heat = dict(type="heatmap", z=zl, customdata=ranks, colorscale=go.Heatmap(colorscale="Viridis").colorscale, colorbar=dict(title=dict(text="calls behind"), ticklabeloverflow="allow"),
                 hovertemplate="rank %{customdata}<br>DP %{x}, row %{y}<br>%{z} calls behind<extra></extra>")
     return charts.figure([heat], dict(
-        height=360, xaxis=dict(title=dict(text="DP index"), automargin=False),
-        yaxis=dict(title=dict(text="stage x TP + TP index"), autorange="reversed", automargin=False),
+        height=360, xaxis=dict(title=dict(text="DP index"), automargin=False, ticklabeloverflow="allow"),
+        yaxis=dict(title=dict(text="stage x TP + TP index"), autorange="reversed", automargin=False, ticklabeloverflow="allow"),
         title=dict(text=f"last completed call in each rank's {axis.upper()} group"), margin=dict(l=70),
     ))
 
@@ -522,13 +523,14 @@ def step_figure(t) -> go.Figure:
 def timeout_figure(view: dict, current: int) -> go.Figure:
     """GPU-hours lost a month at each timeout setting, the current one marked. Built from plain
     dicts (charts.figure), its axes without the theme's automargin (the left margin fixed for
-    the axis title and ticks up to '100k'): a timeout move redraws it."""
+    the axis title and ticks up to '100k') and with ticklabeloverflow='allow': a timeout move
+    redraws it."""
     xs = list(view["loss"])
     bar = dict(type="bar", x=[str(x) for x in xs], y=[view["loss"][x]["gpu_hours"] for x in xs], name="GPU-hours lost a month",
                marker=dict(color=[COLORS["red"] if x == current else COLORS["sky"] for x in xs]))
     return charts.figure([bar], dict(
-        height=300, xaxis=dict(title=dict(text="collective timeout (minutes)"), automargin=False),
-        yaxis=dict(title=dict(text="GPU-hours a month"), type="log", automargin=False), margin=dict(l=75),
+        height=300, xaxis=dict(title=dict(text="collective timeout (minutes)"), automargin=False, ticklabeloverflow="allow"),
+        yaxis=dict(title=dict(text="GPU-hours a month"), type="log", automargin=False, ticklabeloverflow="allow"), margin=dict(l=75),
     ))
 
 
