@@ -147,19 +147,21 @@ def _before_data(p, model, cluster, stack, xp, flops_model, dp_algorithm):
     communication, what of the memory stage no ZeRO term enters (the activations and logits each
     pipeline rank holds, the runtime's buffers), and the FLOPs of a sequence (flops_model: the
     Model): what precedes the DP stage."""
-    kernels, tpcp, per_layer, head = xp.distinct(_layer_stages, p, LAYER_READS, model, cluster, stack, xp)  # once per distinct layer shape
+    kernels, tpcp, per_layer, head, flops = xp.distinct(_layer_stages, p, LAYER_READS, model, cluster, stack, xp, flops_model)  # once per distinct layer shape
     layer = layer_compute(model, cluster, stack, p, xp, kernels)
     q = pipeline_stage(model, cluster, stack, p, layer, tpcp, xp, head)
     held = rank_activations(model, p, layer, q, per_layer, xp, stack)
-    return layer, q, tpcp, zero_free_memory(model, cluster, dp_algorithm, stack, p, q, tpcp, held, xp), flops_per_sequence(flops_model, p, xp)
+    return layer, q, tpcp, zero_free_memory(model, cluster, dp_algorithm, stack, p, q, tpcp, held, xp), flops
 
 
-def _layer_stages(p, model, cluster, stack, xp):
+def _layer_stages(p, model, cluster, stack, xp, flops_model):
     """The layer's kernels (stages.compute.layer_kernels), its communication, the activations
-    it keeps (stages.memory.layer_activations) and the output head's seconds (stages.pipe.output_head)."""
+    it keeps (stages.memory.layer_activations), the output head's seconds (stages.pipe.output_head)
+    and the FLOPs of a sequence (flops_model: the Model; they read the recompute terms and flash
+    attention only)."""
     kernels = layer_kernels(model, cluster, stack, p, xp)
     return (kernels, layer_communication(model, cluster, stack, p, kernels, xp), layer_activations(model, p, kernels.written, xp),
-            output_head(model, cluster, stack, p, xp))
+            output_head(model, cluster, stack, p, xp), flops_per_sequence(flops_model, p, xp))
 
 
 def _tp_layer_sent(p, tpcp, xp):
