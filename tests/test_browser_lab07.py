@@ -58,7 +58,7 @@ def test_lab07_at_p64_m256_answers_a_play_step(tmp_path):
         shapes = json.loads(page.locator(".js-plotly-plot").first.evaluate(SHAPES))
     one, interleaved = timeline(64, 256, "1f1b").makespan, timeline(64, 256, "interleaved", 2).makespan
     # the veil and the line at 95% of each schedule's step, on its own subplot
-    assert [(s[0], s[2]) for s in shapes] == [("rect", "x"), ("line", "x"), ("rect", "x2"), ("line", "x2")]
+    assert [(s[0], s[2]) for s in shapes] == [("rect", "x2"), ("line", "x2"), ("rect", "x3"), ("line", "x3")]
     assert [s[1] for s in shapes] == [pytest.approx(0.95 * one)] * 2 + [pytest.approx(0.95 * interleaved)] * 2
 
 
@@ -86,7 +86,7 @@ def test_lab07_draws_a_middle_timeline_as_filled_boxes(tmp_path):
         page.get_by_text("1F1B: p=16, m=32, v=1").first.wait_for(timeout=120_000)
         page.get_by_text("interleaved 1F1B: p=16, m=32, v=2").first.wait_for(timeout=120_000)
         traces = page.locator(".js-plotly-plot").first.evaluate(FILLS)
-    boxes = [tr for tr in traces if tr.endswith(":x")]
+    boxes = [tr for tr in traces if tr.endswith(":x2")]
     assert boxes and all(tr.startswith("scatter:toself") for tr in boxes)
     assert len(boxes) == len(charts._timeline_boxes(t))  # 2 kinds x 8 shades
-    assert "image::x2" in traces and not any(tr.startswith("bar") for tr in traces)
+    assert "image::x3" in traces and not any(tr.startswith("bar") for tr in traces)

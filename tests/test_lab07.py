@@ -90,6 +90,7 @@ from labs.core.scenarios.lab07 import (
     closed_form_holds,
     interleaving_rows,
     microbatch_explanations,
+    pipeline_setting,
     run_report,
     schedule_cost_rows,
     share_against,
@@ -104,16 +105,25 @@ GATED = ("Key takeaways", "What each schedule pays", "The equations behind the b
 
 def controls(p=4, m=8, v=2, tb=1.0, tw=1.0, a="1F1B", b="interleaved 1F1B", play=100):
     """The lab's widgets at a setting, as defs for app.run (its widget cell also defines the panel
-    that lays them out)."""
+    that lays them out and the reader the submit calls)."""
 
     names = {"GPipe": "gpipe", "1F1B": "1f1b", "interleaved 1F1B": "interleaved", "ZB-H1": "zb-h1", "ZB-H2": "zb-h2"}
-    return {
+    return with_reader({
         "schedule_a": mo.ui.dropdown(options=names, value=a), "schedule_b": mo.ui.dropdown(options=names, value=b),
         "p_slider": mo.ui.slider(steps=[1, 2, 4, 8, 16, 32, 64], value=p), "m_slider": mo.ui.slider(steps=[1, 2, 4, 8, 16, 32, 64, 128, 256], value=m),
         "v_slider": mo.ui.slider(steps=[2, 3, 4], value=v), "tb_slider": mo.ui.slider(start=0.5, stop=2.0, step=0.1, value=tb),
         "tw_slider": mo.ui.slider(start=0.5, stop=2.0, step=0.1, value=tw), "play_slider": mo.ui.slider(start=0, stop=100, step=5, value=play),
         "instruments": mo.md("instruments"),
-    }
+    })
+
+
+def with_reader(widgets: dict) -> dict:
+    """The widgets with the notebook's pipeline_inputs() reading them (the submit calls it when
+    pressed), as the widget cell defines it."""
+    def pipeline_inputs() -> dict:
+        return pipeline_setting(*(widgets[k].value for k in ("p_slider", "m_slider", "schedule_a", "v_slider", "tb_slider", "tw_slider")))
+
+    return {**widgets, "pipeline_inputs": pipeline_inputs}
 
 
 @pytest.mark.parametrize("answers", [{}, {**committed("utilisation", U, right(U))}, {**committed("microbatch", M, right(M))}])
@@ -282,7 +292,7 @@ def test_the_drawn_boxes_are_the_engines_schedule(schedule, p, m, v):
     for drawn, want in zip(drawn_boxes(charts.timeline_figure(t), gap), engine, strict=True):
         assert drawn[:2] == want[:2] and drawn[2:] == pytest.approx(want[2:], abs=1e-12)
     both = charts.timelines_figure([("a", timeline(4, 8, "1f1b")), ("b", t)])
-    assert [d[:2] for d in drawn_boxes(both, gap, "x2")] == [w[:2] for w in engine]
+    assert [d[:2] for d in drawn_boxes(both, gap, "x3")] == [w[:2] for w in engine]
     shown = [tr.name for tr in both.data if tr.showlegend is not False]
     assert sorted(shown) == sorted(set(shown))  # one legend entry per kind
 
@@ -324,12 +334,12 @@ def test_invalid_design_is_explained_at_submit(app):
     outputs, defs = app.run(defs={
         **committed("utilisation", U, right(U)),
         **committed("microbatch", M, right(M)),
-        **with_instruments(app, "instruments",
-                           schedule_a=mo.ui.dropdown(options=schedules, value="interleaved 1F1B"),
-                           p_slider=mo.ui.slider(steps=[8], value=8), m_slider=mo.ui.slider(steps=[4], value=4)),
+        **with_reader(with_instruments(app, "instruments",
+                                       schedule_a=mo.ui.dropdown(options=schedules, value="interleaved 1F1B"),
+                                       p_slider=mo.ui.slider(steps=[8], value=8), m_slider=mo.ui.slider(steps=[4], value=4))),
         "submit_button": Pressed(),
     })
-    assert defs["pipeline_inputs"] == dict(p=8, m=4, schedule="interleaved", v=2, tf=1.0, tb=1.0, tw=1.0)
+    assert defs["pipeline_inputs"]() == dict(p=8, m=4, schedule="interleaved", v=2, tf=1.0, tb=1.0, tw=1.0)
     assert defs["submitted"] is None
     text = text_of(outputs)
     assert "the pipeline design not saved: its setting is invalid" in text and "Nothing saved." in text

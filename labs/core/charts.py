@@ -142,29 +142,44 @@ def timeline_raster(t: Timeline, bins: int | None = None) -> tuple[np.ndarray, f
     """The timeline as a stage x time-bin grid of codes (0 idle, 1 F, 2 B, 3 W) and the bin
     width. By default two bins to the shortest op (at most RASTER_MAX_BINS). Each bin takes
     what fills most of it, by time covered, so an op shorter than a bin is not dropped and idle
-    shows only where a stage is idle for most of a bin."""
+    shows only where a stage is idle for most of a bin (the first of idle, F, B, W on a tie)."""
     if bins is None:
         shortest = float((t.end - t.start).min())
         bins = int(min(RASTER_MAX_BINS, max(64, np.ceil(2 * t.makespan / shortest))))
     width = t.makespan / bins
     span = 2 * t.makespan + 1  # one stage's times never reach the next stage's offset
-    edges = np.arange(t.p)[:, None] * span + np.linspace(0.0, t.makespan, bins + 1)[None, :]
-    cover = [np.full((t.p, bins), width)]
+    edges = (np.arange(t.p)[:, None] * span + np.linspace(0.0, t.makespan, bins + 1)[None, :]).ravel()  # rising: stage by stage
+    cover = []
     for op in ("F", "B", "W"):
         sel = t.op == op
         if not sel.any():
             cover.append(np.zeros((t.p, bins)))
             continue
-        start = t.stage[sel] * span + t.start[sel]
-        order = np.argsort(start, kind="stable")
+        stage = t.stage[sel]
+        start = stage * span + t.start[sel]
+        # The ops by start: a stage's rows come in its order, so sorting by stage alone (a radix
+        # sort) is the sort by start, unless rows were given otherwise.
+        order = np.argsort(stage.astype(np.int16) if t.p < 1 << 15 else stage, kind="stable")
+        if not (np.diff(start[order]) >= 0).all():
+            order = np.argsort(start, kind="stable")
         start, dur = start[order], (t.end[sel] - t.start[sel])[order]
         done = np.r_[0.0, np.cumsum(dur)]
-        i = np.searchsorted(start, edges, side="right") - 1  # the last op starting at or before each edge
+        # The last op starting at or before each edge: the ops' starts placed among the edges
+        # (fewer searches than the edges among the starts), counted up to each edge.
+        i = np.cumsum(np.bincount(np.searchsorted(edges, start, side="left"), minlength=len(edges) + 1)[:len(edges)]) - 1
+        at = np.maximum(i, 0)
         # time covered by this kind of op from the first stage's 0 up to each edge
-        covered = np.where(i >= 0, done[np.maximum(i, 0)] + np.minimum(edges - start[np.maximum(i, 0)], dur[np.maximum(i, 0)]), 0.0)
-        cover.append(np.diff(covered, axis=1))
-    cover[0] = cover[0] - cover[1] - cover[2] - cover[3]  # idle
-    return np.argmax(np.stack(cover), axis=0).astype(np.uint8), width
+        covered = edges - start[at]
+        np.minimum(covered, dur[at], out=covered)
+        covered = done[at] + covered
+        covered[i < 0] = 0.0
+        cover.append(np.diff(covered.reshape(t.p, bins + 1), axis=1))
+    idle = np.full((t.p, bins), width) - cover[0] - cover[1] - cover[2]
+    code, most = np.zeros((t.p, bins), dtype=np.uint8), idle
+    for kind, c in enumerate(cover, start=1):  # the first largest, as argmax over (idle, F, B, W)
+        code[c > most] = kind
+        most = np.maximum(most, c)
+    return code, width
 
 
 def _axes(row: int) -> dict:
@@ -337,6 +352,15 @@ def play_marker(fig: go.Figure, t: Timeline, until: float | None) -> go.Figure:
 
 
 TIMELINE_GAP_PX = 110  # between stacked timelines: the upper one's time axis and the lower one's title
+# The stacked timelines' margins are fixed, not pushed by the theme's axis automargin, which made
+# Plotly lay the chart out again on every draw: the time axis below takes 59 px (the bottom margin
+# automargin gave it in Chromium at every p, m and schedule, 4 px past the 55 planned), the stage
+# axis the theme's 60 px left (ticks up to '60' and the title fit it, as automargin left it).
+TIMELINES_AXIS_PX = 59
+# The stacked timelines sit on axes x2/y2, x3/y3, ..., never x/y: on a new figure marimo's plot
+# first draws it with the previous figure's `xaxis` and `yaxis` (its last zoom) and then again
+# with the new ones; without those two keys its first draw is the figure's and the second one
+# changes nothing. In Chromium, Plotly's label measurements (bBox) per p = 64 m move: 158 -> 98.
 
 
 def timelines_figure(runs: Sequence[tuple[str, Timeline]], raster: bool | None = None) -> go.Figure:
@@ -353,19 +377,20 @@ def timelines_figure(runs: Sequence[tuple[str, Timeline]], raster: bool | None =
     layout, annotations, y = {}, [], 1.0
     for row, (title, t) in enumerate(runs, start=1):
         image = raster if raster is not None else len(t.op) > RASTER_OPS
-        data += _timeline_image(t, row, shown) if image else _timeline_traces(t, False, row, shown)
+        data += _timeline_image(t, row + 1, shown) if image else _timeline_traces(t, False, row + 1, shown)  # x2/y2 on (above)
         lo = y - plot[row - 1] / inner
-        x, ya = _axes(row)["xaxis"], _axes(row)["yaxis"]
-        layout["xaxis" + x[1:]] = dict(title=dict(text="time (one forward = 1)"), range=[0, t.makespan * 1.01], anchor=ya, domain=[0, 1], ticklabeloverflow="allow")
+        x, ya = _axes(row + 1)["xaxis"], _axes(row + 1)["yaxis"]
+        layout["xaxis" + x[1:]] = dict(title=dict(text="time (one forward = 1)"), range=[0, t.makespan * 1.01], anchor=ya, domain=[0, 1], ticklabeloverflow="allow",
+                                       automargin=False)
         layout["yaxis" + ya[1:]] = dict(autorange="reversed", title=dict(text="stage"), tickmode="array", tickvals=list(range(0, t.p, max(1, t.p // 16))),
-                                        anchor=x, domain=[max(0.0, lo), y], ticklabeloverflow="allow", **(dict(scaleanchor=False) if image else {}))
+                                        anchor=x, domain=[max(0.0, lo), y], ticklabeloverflow="allow", automargin=False, **(dict(scaleanchor=False) if image else {}))
         if row > 1 and title:  # the first title is the figure's, above the legend, as timeline_figure places it
             annotations.append(dict(text=title, xref="paper", x=0, xanchor="left", yref="paper", y=y, yanchor="bottom", yshift=12, showarrow=False, font=dict(size=21)))
         y = lo - TIMELINE_GAP_PX / inner
     first = 140 + 28 * min(runs[0][1].p, 32) if runs else height  # timeline_figure's height: its title 2% of it below the top
     if annotations:
         layout["annotations"] = annotations
-    layout.update(barmode="overlay", height=height, margin=dict(t=top, b=bottom), legend=dict(y=1.0, yanchor="bottom"),
+    layout.update(barmode="overlay", height=height, margin=dict(t=top, b=TIMELINES_AXIS_PX), legend=dict(y=1.0, yanchor="bottom"),
                   title=dict(text=runs[0][0] if runs else None, y=1 - 0.02 * first / height, yanchor="top"))
     return figure(data, layout)
 
@@ -377,7 +402,7 @@ def timelines_marker(fig: go.Figure, runs: Sequence[tuple[str, Timeline]], fract
     for row, (_, t) in enumerate(runs, start=1):
         until = t.makespan * fraction
         if until < t.makespan:
-            axes = _axes(row)
+            axes = _axes(row + 1)
             x, y = axes["xaxis"], axes["yaxis"] + " domain"
             shapes += [
                 dict(type="rect", xref=x, yref=y, x0=until, x1=t.makespan * 1.01, y0=0, y1=1, fillcolor="white", opacity=0.8, line=dict(width=0), layer="above"),

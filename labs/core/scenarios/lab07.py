@@ -281,6 +281,12 @@ def pipeline_outcomes(inputs: dict, predictions: dict, variant=None) -> dict:
     }
 
 
+def pipeline_setting(p: int, m: int, schedule: str, v: int, tb: float, tw: float) -> dict:
+    """The instruments' setting as the ledger records it (pipeline_outcomes' inputs): v only
+    under interleaving (1 for the other schedules), T_F the unit of time."""
+    return dict(p=p, m=m, schedule=schedule, v=v if schedule == "interleaved" else 1, tf=1.0, tb=tb, tw=tw)
+
+
 @lru_cache(maxsize=1024, typed=True)
 def _pipeline_numbers(p: int, m: int, schedule: str, v: int, tf: float, tb: float, tw: float) -> tuple[float, float, float]:
     """The timeline's bubble (of the wall time), the closed form's and stage 0's peak in flight."""
