@@ -791,22 +791,50 @@ def fmt_s(seconds: float) -> str:
 
 
 @app.function
-def mtbf_figure(gpus: int) -> go.Figure:
-    """The job's MTBF (hours) against GPUs, with Llama 3's point and the current N."""
+def mtbf_figure(gpus: int) -> mo.Html:
+    """The job's MTBF (hours) against GPUs, log-log, with Llama 3's point and the current N: plain
+    SVG, not a Plotly figure (as goodput_histogram). It is redrawn on every GPU move only to move
+    the "your job" marker, and a Plotly redraw of it cost the page more main-thread CPU than the
+    floor page's whole move (80 against 76 ms, Chromium, load 15-20). Hover a point for its value."""
     _n = [2**k for k in range(3, 18)]  # whole GPU counts: rounding a geometric grid kinked the line below 10 GPUs
-    return charts.figure(  # plain dicts (charts.figure): the validated build was most of a GPU-slider move's Python
-        [
-            dict(type="scatter", x=_n, y=[job_mtbf_s(x) / HOUR for x in _n], name="job MTBF = GPU MTBF / N", mode="lines", line=dict(color=COLORS["blue"], width=3)),
-            dict(type="scatter", x=[LLAMA3_GPUS], y=[LLAMA3_WINDOW_S / LLAMA3_UNEXPECTED / HOUR], name=f"Llama 3: {LLAMA3_WINDOW_S / DAY:.0f} days / {LLAMA3_UNEXPECTED}", mode="markers",
-                 marker=dict(symbol="x", size=14, color=COLORS["orange"], line=dict(width=3))),
-            dict(type="scatter", x=[gpus], y=[job_mtbf_s(gpus) / HOUR], name="your job", mode="markers", marker=dict(symbol="diamond", size=14, color=COLORS["red"])),
-        ],
-        # the axes without the theme's automargin (Plotly measures every tick label for it, forcing the page's layout): the
-        # margins it computed, the same at every GPU count, model and strategy (read in Chromium, _fullLayout._size)
-        dict(height=340, margin=dict(l=86, r=20, t=50, b=59),
-             xaxis=dict(type="log", title=dict(text="GPUs in the job"), automargin=False, **charts.LOG_TICKS),
-             yaxis=dict(type="log", title=dict(text="hours between unexpected stops"), automargin=False, **charts.LOG_TICKS)),
-    )
+    _llama = (LLAMA3_GPUS, LLAMA3_WINDOW_S / LLAMA3_UNEXPECTED / HOUR)
+    _you = (gpus, job_mtbf_s(gpus) / HOUR)
+    _line = [(x, job_mtbf_s(x) / HOUR) for x in _n]
+    _w, _h, (_l, _r, _t, _b) = 860, 340, (86, 20, 50, 59)  # Plotly's margins for this chart (automargin's, read in Chromium)
+    _xs, _ys = [x for x, _ in _line] + [_llama[0], gpus], [y for _, y in _line] + [_llama[1], _you[1]]
+
+    def _span(lo, hi, pad):  # a log axis, padded by `pad` of its span a side (Plotly's autorange: the line's ends on x)
+        a, b = np.log10(lo), np.log10(hi)
+        return a - pad * (b - a), b + pad * (b - a)
+
+    (_x0, _x1), (_y0, _y1) = _span(min(_xs), max(_xs), 0.0), _span(min(_ys), max(_ys), 0.04)
+    _px = lambda x: _l + (np.log10(x) - _x0) / (_x1 - _x0) * (_w - _l - _r)
+    _py = lambda y: _h - _b - (np.log10(y) - _y0) / (_y1 - _y0) * (_h - _t - _b)
+    _parts = []
+    for _v, _label in zip(charts.LOG_TICKS["tickvals"], charts.LOG_TICKS["ticktext"]):
+        if _x0 <= np.log10(_v) <= _x1:
+            _parts.append(f'<line x1="{_px(_v):.1f}" x2="{_px(_v):.1f}" y1="{_t}" y2="{_h - _b}" stroke="{COLORS["grid"]}"/>'
+                          f'<text x="{_px(_v):.1f}" y="{_h - _b + 20}" text-anchor="middle" font-size="14">{_label}</text>')
+        if _y0 <= np.log10(_v) <= _y1:
+            _parts.append(f'<line x1="{_l}" x2="{_w - _r}" y1="{_py(_v):.1f}" y2="{_py(_v):.1f}" stroke="{COLORS["grid"]}"/>'
+                          f'<text x="{_l - 6}" y="{_py(_v) + 5:.1f}" text-anchor="end" font-size="14">{_label}</text>')
+    _parts.append(f'<polyline fill="none" stroke="{COLORS["blue"]}" stroke-width="3" points="{" ".join(f"{_px(x):.1f},{_py(y):.1f}" for x, y in _line)}"/>')
+    _parts += [f'<circle cx="{_px(x):.1f}" cy="{_py(y):.1f}" r="7" fill="transparent"><title>{x:,} GPUs: {y:,.2f} h</title></circle>' for x, y in _line]
+    _cross = lambda x, y, d: (f'<path d="M{x - d:.1f},{y - d:.1f}L{x + d:.1f},{y + d:.1f}M{x - d:.1f},{y + d:.1f}L{x + d:.1f},{y - d:.1f}" '
+                              f'stroke="{COLORS["orange"]}" stroke-width="3"/>')
+    _diamond = lambda x, y, d: f'<path d="M{x:.1f},{y - d:.1f}L{x + d:.1f},{y:.1f}L{x:.1f},{y + d:.1f}L{x - d:.1f},{y:.1f}Z" fill="{COLORS["red"]}"/>'
+    _parts.append(f'<g>{_cross(_px(_llama[0]), _py(_llama[1]), 6)}<title>Llama 3: {_llama[0]:,} GPUs, {_llama[1]:,.2f} h</title></g>')
+    _parts.append(f'<g class="your-job">{_diamond(_px(_you[0]), _py(_you[1]), 8)}<title>your job: {_you[0]:,} GPUs, {_you[1]:,.2f} h</title></g>')
+    _legend = [("job MTBF = GPU MTBF / N", f'<line x1="0" x2="26" y1="-5" y2="-5" stroke="{COLORS["blue"]}" stroke-width="3"/>'),
+               (f"Llama 3: {LLAMA3_WINDOW_S / DAY:.0f} days / {LLAMA3_UNEXPECTED}", _cross(13, -5, 6)), ("your job", _diamond(13, -5, 8))]
+    _x = _l
+    for _name, _mark in _legend:
+        _parts.append(f'<g transform="translate({_x},{_t - 16})">{_mark}<text x="32" y="0">{_name}</text></g>')
+        _x += 60 + 8.0 * len(_name)
+    _parts.append(f'<text x="{(_l + _w - _r) / 2}" y="{_h - 12}" text-anchor="middle">GPUs in the job</text>'
+                  f'<text transform="translate(20,{(_t + _h - _b) / 2}) rotate(-90)" text-anchor="middle">hours between unexpected stops</text>')
+    return mo.Html(f'<svg viewBox="0 0 {_w} {_h}" style="width:100%;max-width:{_w}px;height:auto;font-family:Inter, Helvetica, Arial, sans-serif;'
+                   f'font-size:15px;fill:{COLORS["ink"]}" role="img" aria-label="job MTBF against GPUs">{"".join(_parts)}</svg>')
 
 
 @app.function

@@ -137,3 +137,31 @@ def test_an_unhashable_model_is_refused_by_name(model):
                   hot_spares=False, interval_min=30.0)
     with pytest.raises(ValueError, match="model must be one of"):
         cadence_outcomes(inputs, {})
+
+
+@pytest.mark.parametrize("gpus", [4096, 16384, 65536])
+def test_the_mtbf_chart_draws_the_engines_line_and_the_job_on_it(gpus):
+    """The MTBF chart is plain SVG (a GPU move redraws it): every point's hover text reads Llama 3's
+    rate by hand (54 days x 24 h / 419 stops at 16,384 GPUs, scaled by 16,384 / N), the line falls
+    one decade of hours per decade of GPUs, and the job's diamond sits on the line's point at N."""
+    import importlib.util
+    import itertools
+    import re
+
+    spec = importlib.util.spec_from_file_location("lab10_notebook", LAB10)
+    notebook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(notebook)
+    svg = notebook.mtbf_figure(gpus).text
+    hours = lambda n: 54 * 24 / 419 * 16384 / n
+    titles = re.findall(r"<title>([\d,]+) GPUs: ([\d,.]+) h</title>", svg)
+    assert [int(n.replace(",", "")) for n, _ in titles] == [2**k for k in range(3, 18)]
+    for n, h in titles:
+        assert h == f"{hours(int(n.replace(',', ''))):,.2f}"
+    points = [tuple(map(float, p.split(","))) for p in re.search(r'<polyline[^>]*points="([^"]+)"', svg).group(1).split()]
+    slopes = [(y2 - y1) / (x2 - x1) for (x1, y1), (x2, y2) in itertools.pairwise(points)]
+    assert max(slopes) - min(slopes) < 0.01 * max(slopes)  # a straight line in log-log (to the SVG's 0.1 px)
+    you = re.search(r'<g class="your-job"><path d="M([\d.]+),([\d.]+)L.*?<title>your job: ([\d,]+) GPUs, ([\d,.]+) h</title>', svg)
+    assert int(you.group(3).replace(",", "")) == gpus and you.group(4) == f"{hours(gpus):,.2f}"
+    top = points[[2**k for k in range(3, 18)].index(gpus)]
+    assert float(you.group(1)) == pytest.approx(top[0], abs=0.06)  # the diamond's top vertex: the point's x, 8 px above it
+    assert float(you.group(2)) == pytest.approx(top[1] - 8, abs=0.06)

@@ -7,7 +7,6 @@ import ast
 from pathlib import Path
 
 import pytest
-
 from test_lab11_12_moves import cells, rerun_by
 
 LAB10 = Path(__file__).resolve().parents[1] / "labs" / "10_failures_at_scale.py"
