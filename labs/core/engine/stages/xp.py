@@ -149,7 +149,7 @@ def distinct_rows(columns, rows):
     settings that vary fastest are ones a stage does not read), so equal neighbours are merged
     first; the runs are then grouped by a weighted sum of their columns, each group checked
     equal column by column (runs stay apart where a check fails)."""
-    varying = [x for x in columns if np.ndim(x) and not _same_on_rows(x) and (x != x[0]).any()]
+    varying = [x for x in columns if np.ndim(x) and (x != x[0]).any()]
     if not varying:
         return np.zeros(1, dtype=np.intp), np.zeros(rows, dtype=np.intp)
     change = varying[0][1:] != varying[0][:-1]
@@ -190,7 +190,7 @@ def _np_distinct(fn, rows, names, *args):
         return fn(rows, *args)
     columns = [np.broadcast_to(x, np.shape(x)[:-1] + (size,)) if np.ndim(x) else x for x in columns]
     reps, index = distinct_rows([row for x in columns for row in (x if np.ndim(x) > 1 else [x])], size)
-    reduced = SimpleNamespace(**{name: _take_rows(x, reps, size) for name, x in zip(names, columns)})
+    reduced = SimpleNamespace(**{name: x.take(reps, axis=-1) if np.ndim(x) else x for name, x in zip(names, columns)})
     return _spread(fn(reduced, *args), index)
 
 
@@ -215,25 +215,9 @@ class _Taken(SimpleNamespace):
 
 
 def _take_rows(x, reps, size):
-    """x at the rows `reps` of its `size` (a column, a stack of them, a dict of either; anything
-    else as it is)."""
     if type(x) is dict:
         return {k: _take_rows(v, reps, size) for k, v in x.items()}
-    if not (np.ndim(x) and np.shape(x)[-1] == size):
-        return x
-    return _rows_view(x, len(reps)) if _same_on_rows(x) else x.take(reps, axis=-1)
-
-
-def _same_on_rows(x) -> bool:
-    """Whether x is a numpy view that repeats one value along its rows (a setting every plan of a
-    sweep shares: labs.core.engine.search._columns broadcasts it): taking rows of it copies nothing new."""
-    return type(x) is np.ndarray and x.ndim > 0 and x.strides[-1] == 0 and x.shape[-1] > 0
-
-
-def _rows_view(x, rows):
-    """x, a view repeating one value along its rows (_same_on_rows), as `rows` rows: the same view,
-    values and dtype, without the copy a take would make."""
-    return np.broadcast_to(x[..., :1], x.shape[:-1] + (rows,))
+    return x.take(reps, axis=-1) if np.ndim(x) and np.shape(x)[-1] == size else x
 
 
 def at_rows(rows, groups, varying=(), only=None):
@@ -262,9 +246,7 @@ def _spread(out, index):
         return tuple(_spread(o, index) for o in out)
     if isinstance(out, SimpleNamespace):
         return _Spread(out, index)
-    if not np.ndim(out):
-        return out
-    return _rows_view(out, len(index)) if _same_on_rows(out) else np.take(out, index, axis=-1)
+    return np.take(out, index, axis=-1) if np.ndim(out) else out
 
 
 NUMPY = SimpleNamespace(
