@@ -279,7 +279,9 @@ def design_sheet(design, design_error, reason_inputs):
         + [mo.hstack([kept_md(f"**{a}** · {d}"), kept_md(pl), reason_inputs[k]], widths=[1, 2, 3], align="center") for a, d, pl, k in rows]
     )
     items = [
-        ui.failure_banner(design.warnings),
+        # the banner's place kept when there is none (an empty markdown, display: contents, no gap), so
+        # the rows below keep theirs in the stack: a move that raised or lifted it re-mounted the reasons' fields
+        ui.failure_banner(design.warnings) or kept_md(""),
         ui.metric_cards({
             "MFU": f"{design.mfu:.1%}",
             "step time": f"{design.step_time_s:.2f} s",
@@ -292,7 +294,7 @@ def design_sheet(design, design_error, reason_inputs):
         sheet,
     ]
     return mo.vstack([
-        *[i for i in items if i is not None],
+        *items,
         kept_md("## 3 · The communication map, filled by the engine"),
         mo.md(map_markdown(design, mark_dominant=False)),
     ])
@@ -332,7 +334,10 @@ def grid_view(scenario: str, tp: int, pp: int, zero_stage: int, micro_batch: int
     fig = charts.gpu_grid(worksheet_estimate(scenario, tp, pp, zero_stage, micro_batch, rank_order), color_by)
     spec = fig.to_plotly_json()  # plain dicts, the arrays as base64 typed data
     data = [{k: np.asarray(trace[k]).tolist() if isinstance(v, dict) and "bdata" in v else v for k, v in traced.items()} for trace, traced in zip(fig.data, spec["data"])]
-    layout = {k: v for k, v in spec["layout"].items() if k != "template"}  # charts.figure applies the theme again
+    # the theme's layout and its scatter defaults, the grid's only trace type: its defaults for
+    # the other trace types were a third of the figure's JSON, re-sent and re-read by Plotly each move
+    template = spec["layout"]["template"]
+    layout = {**spec["layout"], "template": {"layout": template["layout"], "data": {"scatter": template["data"]["scatter"]}}}
     fixed = dict(automargin=False, ticklabeloverflow="allow")
     layout.update(margin=dict(l=75, r=20, t=50, b=90), legend={**layout["legend"], "yref": "container", "y": 0.0, "yanchor": "bottom"},
                   xaxis={**layout["xaxis"], **fixed}, yaxis={**layout["yaxis"], **fixed})
