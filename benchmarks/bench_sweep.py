@@ -141,14 +141,19 @@ class LabsEngine:
         return times
 
     def sweep_s(self) -> list[list[float]]:
-        """[seconds, rows] of one sweep() per case."""
+        """[seconds, rows, bytes of pages faulted] of one sweep() per case (minor faults, read
+        outside the timed span: what the C library's heap faulted again after trimming it)."""
+        import resource
+
         from labs.core import sweep
 
         out = []
         for model, cluster, batch, _ in self.cases:
+            faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
             start = time.perf_counter()
             rows = len(sweep(model, cluster, global_batch=batch))
-            out.append([time.perf_counter() - start, rows])
+            seconds = time.perf_counter() - start
+            out.append([seconds, rows, (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults) * resource.getpagesize()])
         return out
 
     def sweep_bytes(self) -> list[float]:
@@ -407,6 +412,10 @@ def run(args) -> dict:
     print("sweep() memory per plan (peak bytes allocated during a sweep, tracemalloc, / plans):")
     for c, case in enumerate(cases):
         print(f"  {case['name']:<26} " + "   ".join(f"{name} {sweep_bytes[name][c]:,.0f} B" for name in sweepers))
+    print("sweep() pages faulted per plan (minor faults x page size / plans, median over the timed rounds; a trimmed heap faults again):")
+    for c, case in enumerate(cases):
+        print(f"  {case['name']:<26} " + "   ".join(
+            f"{name} {statistics.median(t[c][2] / t[c][1] for t in swp[name]):,.0f} B" for name in sweepers))
 
     space_s = statistics.median(t[space_index][0] for t in swp["current"])
     space_rows = swp["current"][0][space_index][1]
