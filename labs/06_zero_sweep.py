@@ -61,6 +61,11 @@ with app.setup:
     GPU_CHOICES = {GPUS[k].name: k for k in SWEEP_GPUS}
     OPTIMIZER_CHOICES = {v.label: k for k, v in OPTIMIZER_STATES.items()}
     STAGE_CHOICES = {f"ZeRO-{s}": s for s in ZERO_STAGES}
+    # The two charts a move redraws, with fixed margins (charts.redrawn_on_second_axes): left, the
+    # widest tick labels they can show and the axis title (the wall's '2,000,000' at micro-batch 8,
+    # 32,768 tokens, no recompute: 107 px by automargin in Chromium; the sweep's '500,000', 95 px);
+    # below, the x tick labels and title (59 px by automargin).
+    WALL_MARGIN, SWEEP_MARGIN = dict(l=110, b=62), dict(l=100, b=62)
 
 
 @app.cell(hide_code=True)
@@ -206,6 +211,16 @@ def _(fit_act, fit_gpu):
             mo.hstack([accumulation_slider], justify="start"),
         ]
     )
+
+    def sweep_settings() -> dict:
+        """The instruments' values as the ledger records them, read when called: the submit reads
+        them when pressed, so a move does not re-run it."""
+        return {
+            "model": model_pick.value, "gpu": gpu_pick.value, "optimizer_state": optimizer_pick.value,
+            "micro_batch": micro_batch_slider.value, "seq_len": seq_slider.value, "recompute": recompute_pick.value,
+            "flash_attention": flash_box.value, "offload": offload_box.value, "dp": dp_slider.value,
+            "zero_stage": stage_pick.value, "microbatches": accumulation_slider.value,
+        }
     return (
         accumulation_slider,
         dp_slider,
@@ -219,6 +234,7 @@ def _(fit_act, fit_gpu):
         recompute_pick,
         seq_slider,
         stage_pick,
+        sweep_settings,
     )
 
 
@@ -230,18 +246,10 @@ def _(fit_committed, instruments):
 
 
 # The computations below sit in cells of their own so that moving one slider reruns only what
-# reads it: the DP slider reruns section 2's cell (its estimate, chart, bar and offload table),
-# the submit row and the HUD, not the curves or the fewest-GPU search. Each cell that reruns
-# costs the browser a redraw of the page's layout, so all the DP slider changes on the page is
-# shown by that one cell.
-@app.cell
-def _(fit_committed, flash_box, micro_batch_slider, offload_box, recompute_pick, seq_slider, stage_pick):
-    ui.gate(fit_committed)
-    act = Activations(micro_batch_slider.value, seq_slider.value, recompute_pick.value, flash_box.value)
-    sweep_offload = offload_box.value and stage_pick.value > 0
-    return act, sweep_offload
-
-
+# reads it: the DP slider reruns section 2's cell (its estimate, chart, bar and offload table)
+# and the HUD, not the curves or the fewest-GPU search. Each cell that reruns costs the browser
+# a redraw of the page's layout, so all the DP slider changes on the page is shown by that one
+# cell; the activation settings are read by section 1's cell, which draws them.
 @app.cell
 def _(act, model_pick, offload_box, optimizer_pick):
     sweep_curves = memory_curves(model_pick.value, act, optimizer_pick.value, offload_box.value)
@@ -249,13 +257,16 @@ def _(act, model_pick, offload_box, optimizer_pick):
 
 
 @app.cell
-def _(act, gpu_pick, model_pick, optimizer_pick, stage_pick, sweep_offload):
+def _(act, gpu_pick, model_pick, offload_box, optimizer_pick, stage_pick):
+    sweep_offload = offload_box.value and stage_pick.value > 0
     sweep_fewest = fewest_gpus(model_pick.value, gpu_pick.value, stage_pick.value, act, optimizer_pick.value, sweep_offload)
-    return (sweep_fewest,)
+    return sweep_fewest, sweep_offload
 
 
 @app.cell(hide_code=True)
-def _(act, variant):
+def _(fit_committed, flash_box, micro_batch_slider, recompute_pick, seq_slider, variant):
+    ui.gate(fit_committed)
+    act = Activations(micro_batch_slider.value, seq_slider.value, recompute_pick.value, flash_box.value)
     _wall = memory_wall(act)
     _hbm = wall_hbm(variant.settings["gpu"])  # the stakeholder's GPU gets its line too
     _named = {MODELS[k].name: m for k, m in _wall.items()}
@@ -272,10 +283,10 @@ def _(act, variant):
     optimizer state that each GPU only ever uses for its own update.
     """
             ),
-            charts.memory_wall(_named, _hbm),
+            charts.redrawn_on_second_axes(charts.memory_wall(_named, _hbm), WALL_MARGIN),
         ]
     )
-    return
+    return (act,)
 
 
 @app.cell(hide_code=True)
@@ -309,25 +320,16 @@ def _(
     accumulation_slider,
     act,
     dp_slider,
-    flash_box,
     gpu_pick,
-    micro_batch_slider,
     model_pick,
-    offload_box,
     optimizer_pick,
-    recompute_pick,
-    seq_slider,
     stage_pick,
     sweep_curves,
     sweep_fewest,
     sweep_offload,
+    sweep_settings,
 ):
-    sweep_inputs = {
-        "model": model_pick.value, "gpu": gpu_pick.value, "optimizer_state": optimizer_pick.value,
-        "micro_batch": micro_batch_slider.value, "seq_len": seq_slider.value, "recompute": recompute_pick.value,
-        "flash_attention": flash_box.value, "offload": offload_box.value, "dp": dp_slider.value,
-        "zero_stage": stage_pick.value, "microbatches": accumulation_slider.value,
-    }
+    sweep_inputs = sweep_settings()  # the activation and offload instruments reach this cell through act and sweep_offload
     sweep_estimate = dp_estimate(model_pick.value, gpu_pick.value, dp_slider.value, stage_pick.value, act, optimizer_pick.value, sweep_offload, accumulation_slider.value)
     _stage = max(1, stage_pick.value)
     _args = (model_pick.value, gpu_pick.value, dp_slider.value, _stage, act, optimizer_pick.value)
@@ -366,7 +368,9 @@ def _(
     micro-batch through all {MODELS[model_pick.value].layers} layers; the dotted line is those activations alone.
     """
             ),
-            charts.zero_sweep(DP_SIZES, sweep_curves, [(_gpu.name, _gpu.hbm_bytes, _gpu.confirmed)], (sweep_inputs["dp"], _mem.total)),
+            charts.redrawn_on_second_axes(
+                charts.zero_sweep(DP_SIZES, sweep_curves, [(_gpu.name, _gpu.hbm_bytes, _gpu.confirmed)], (sweep_inputs["dp"], _mem.total)), SWEEP_MARGIN
+            ),
             ui.metric_cards(
                 {
                     "per-GPU memory": f"{_mem.total / GB:,.1f} GB",
@@ -823,14 +827,15 @@ def _(
     fit_committed,
     identity,
     submit_button,
-    sweep_inputs,
+    sweep_settings,
     variant,
     zero2_committed,
 ):
     ui.gate(fit_committed, held=(zero2_committed,))
+    _inputs = sweep_settings()  # read when pressed, not a cell reference: a move does not re-run the submit
     _pred = {"fit": fit_committed.answer, "zero2": zero2_committed.answer}
     _view, submitted = ui.submit_to_ledger(
-        identity, submit_button, lambda: [(LAB, "sweep", sweep_inputs, _pred, zero_sweep_outcomes(sweep_inputs, _pred, variant=variant), variant)]
+        identity, submit_button, lambda: [(LAB, "sweep", _inputs, _pred, zero_sweep_outcomes(_inputs, _pred, variant=variant), variant)]
     )
     _view
     return (submitted,)
