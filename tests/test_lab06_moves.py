@@ -1,0 +1,70 @@
+"""What one instrument move of Lab 06 re-runs (issue 35: each cell's run and output is a round of
+messages to the page), read from the notebook's cells as marimo's dataflow sees them (a move
+re-runs the cells that read the instrument and, transitively, those that read what they define),
+and its charts' axes kept out of the keys marimo's plot draws twice (charts.redrawn_on_second_axes)."""
+
+from pathlib import Path
+
+import pytest
+
+from test_lab11_12_moves import rerun_by
+
+LAB06 = Path(__file__).resolve().parents[1] / "labs" / "06_zero_sweep.py"
+ACTIVATION_INSTRUMENTS = ("micro_batch_slider", "seq_slider", "recompute_pick", "flash_box")
+
+
+@pytest.mark.parametrize("instrument", [*ACTIVATION_INSTRUMENTS, "model_pick", "gpu_pick", "optimizer_pick", "offload_box", "dp_slider", "stage_pick",
+                                        "accumulation_slider"])
+def test_a_move_reruns_no_submit(instrument):
+    hit = rerun_by(LAB06, instrument)
+    print(instrument, len(hit), [sorted(c["refs"]) for c in hit])
+    assert hit and not any("submit_to_ledger" in c["body"] for c in hit)
+
+
+@pytest.mark.parametrize("instrument", ACTIVATION_INSTRUMENTS)
+def test_an_activation_move_reruns_seven_cells(instrument):
+    """Section 1 (which reads the activations), the curves, the fewest GPUs, section 2, the myths,
+    section 3 (its gate note) and the HUD: 7, where the notebook before a033bac re-ran 9 (the
+    activations' own cell and the submit besides)."""
+    hit = rerun_by(LAB06, instrument)
+    print(instrument, [sorted(c["refs"]) for c in hit])
+    assert len(hit) == 7
+
+
+def test_the_submit_reads_the_instruments_when_pressed():
+    from labs.core.scenarios.lab06 import SWEEP_FIELDS
+
+    submit = next(c for c in rerun_by(LAB06, "submit_button"))
+    assert "sweep_settings()" in submit["body"] and "sweep_inputs" not in submit["refs"]
+    source = LAB06.read_text()
+    getter = source[source.index("def sweep_settings"):source.index("return (", source.index("def sweep_settings"))]
+    assert all(f'"{field}"' in getter for field in SWEEP_FIELDS)
+
+
+def test_redrawn_charts_have_no_xaxis_or_yaxis():
+    """marimo's plot draws a new figure with the previous figure's xaxis and yaxis, then again with
+    the new ones: the two charts a move redraws carry neither key, their traces, shapes and
+    annotations on x2/y2, and every other trace field as the chart builder made it."""
+    from labs.core import charts
+    from labs.core.engine.hardware import GPUS
+    from labs.core.engine.models import MODELS
+    from labs.core.scenarios.lab06 import DP_SIZES, Activations, dp_estimate, memory_curves, memory_wall, wall_hbm
+
+    act, gpu = Activations(), GPUS["h100-sxm"]
+    wall = charts.memory_wall({MODELS[k].name: m for k, m in memory_wall(act).items()}, wall_hbm("a100-sxm-80gb"))
+    sweep = charts.zero_sweep(DP_SIZES, memory_curves("llama2-70b", act), [(gpu.name, gpu.hbm_bytes, gpu.confirmed)],
+                              (8, dp_estimate("llama2-70b", "h100-sxm", 8, 3, act).memory.total))
+    for fig in (wall, sweep):
+        old = fig.to_plotly_json()
+        new = charts.redrawn_on_second_axes(fig, dict(l=110, b=62)).to_plotly_json()
+        layout = new["layout"]
+        assert "xaxis" not in layout and "yaxis" not in layout
+        assert layout["yaxis2"]["type"] == "log" and layout["yaxis2"]["tickvals"] == old["layout"]["yaxis"]["tickvals"]
+        assert layout["xaxis2"]["title"] == old["layout"]["xaxis"]["title"] and layout["margin"]["l"] == 110
+        assert [{k: v for k, v in t.items() if k not in ("xaxis", "yaxis")} for t in new["data"]] == old["data"]
+        assert all(t["xaxis"] == "x2" and t["yaxis"] == "y2" for t in new["data"])
+        assert all(s["yref"] == "y2" and s["xref"] == "x2 domain" for s in layout["shapes"])
+        assert all(a["yref"] == "y2" and a["xref"] == "paper" for a in layout["annotations"])
+        assert set(layout["template"]["data"]) == {t.get("type", "scatter") for t in old["data"]}
+    with pytest.raises(ValueError, match="one subplot"):
+        charts.redrawn_on_second_axes(charts.figure([], dict(xaxis2=dict(title=dict(text="a second x")))), {})
