@@ -249,18 +249,14 @@ def _(fit_committed, instruments):
 # reads it: the DP slider reruns section 2's cell (its estimate, chart, bar and offload table)
 # and the HUD, not the curves or the fewest-GPU search. Each cell that reruns costs the browser
 # a redraw of the page's layout, so all the DP slider changes on the page is shown by that one
-# cell; the activation settings are read by section 1's cell, which draws them.
-@app.cell
-def _(act, model_pick, offload_box, optimizer_pick):
-    sweep_curves = memory_curves(model_pick.value, act, optimizer_pick.value, offload_box.value)
-    return (sweep_curves,)
-
-
+# cell; the activation settings are read by section 1's cell, which draws them, and the curves
+# and the fewest GPUs (a few ms each) are one cell.
 @app.cell
 def _(act, gpu_pick, model_pick, offload_box, optimizer_pick, stage_pick):
+    sweep_curves = memory_curves(model_pick.value, act, optimizer_pick.value, offload_box.value)
     sweep_offload = offload_box.value and stage_pick.value > 0
     sweep_fewest = fewest_gpus(model_pick.value, gpu_pick.value, stage_pick.value, act, optimizer_pick.value, sweep_offload)
-    return sweep_fewest, sweep_offload
+    return sweep_curves, sweep_fewest, sweep_offload
 
 
 @app.cell(hide_code=True)
