@@ -29,7 +29,7 @@ from labs.core.engine.stages.inputs import ZERO_TERMS, flops_per_sequence, model
 from labs.core.engine.stages.memory import layer_activations, memory_stage, rank_activations, stage_memory, zero_free_memory
 from labs.core.engine.stages.optimizer import CPU_ADAM_BYTES_PER_PARAM, optimizer_stage  # noqa: F401 (CPU_ADAM_BYTES_PER_PARAM: re-exported)
 from labs.core.engine.stages.parallel import NCCL_COLLECTIVE_SMS, layer_communication  # noqa: F401 (NCCL_COLLECTIVE_SMS: re-exported)
-from labs.core.engine.stages.pipe import output_head, pipeline_stage, pp_sent
+from labs.core.engine.stages.pipe import pipeline_stage, pp_sent
 from labs.core.engine.stages.xp import NUMPY, SCALAR, on_groups
 from labs.core.engine.topology import members_per_node, nccl_algorithm
 
@@ -74,7 +74,8 @@ def _evaluate(model, cluster, c, dp_algorithm, stack, xp, collectives, brief, gr
     o = optimizer_stage(cluster, stack, p, q, d, xp)
     r = memory_stage(p, q, d, f, xp, stack, brief)
     m = p.m
-    step = q.pipeline_and_pp + d.dp_exposed + o.optimizer + o.offload_exposed  # pipeline_and_pp: q.pipeline + q.pp_comm
+    step = q.pipeline + q.pp_comm + d.dp_exposed + o.optimizer + o.offload_exposed
+    ep_comm = q.ep_exposed  # the expert all-to-alls the step waits for (DualPipe hides part: stages.pipe)
     out = {  # what sweep() shows
         "step_time_s": step,
         "dp_comm_s": d.dp_exposed,
@@ -86,7 +87,6 @@ def _evaluate(model, cluster, c, dp_algorithm, stack, xp, collectives, brief, gr
     }
     if brief:
         return out, None
-    ep_comm = q.ep_exposed  # the expert all-to-alls the step waits for (DualPipe hides part: stages.pipe)
     dp_traffic(p, d, xp)  # bytes sent and collectives' counts: the full outputs only
     tp_sent = _tp_layer_sent(p, tpcp, xp)
     q.pp_sent = pp_sent(p, q, tpcp, xp)
@@ -116,11 +116,11 @@ def _evaluate(model, cluster, c, dp_algorithm, stack, xp, collectives, brief, gr
         "tp_bytes": m * d.layers * q.pass_share * tp_sent,
         "pp_bytes": q.pp_sent,
         "dp_bytes": xp.where(d.active, d.sent, 0.0) + d.mirror_bytes,  # DualPipe's pair all-reduce sends 2 x 1/2 of its bytes
-        "pcie_bytes": xp.where(p.offload, (GRAD_BYTES + WEIGHT_BYTES) * d.updated, 0.0),
+        "pcie_bytes": xp.where(p.offload, (GRAD_BYTES + WEIGHT_BYTES) * o.updated, 0.0),
         "offload_down_s": xp.where(p.offload, o.down, 0.0),
         "offload_up_s": xp.where(p.offload, o.up, 0.0),
         "cpu_adam_s": xp.where(p.offload, o.cpu_adam, 0.0),
-        "host_bytes_per_node": xp.where(p.offload, (GRAD_BYTES + p.opt_bytes) * d.updated * cluster.gpus_per_node, 0.0),
+        "host_bytes_per_node": xp.where(p.offload, (GRAD_BYTES + p.opt_bytes) * o.updated * cluster.gpus_per_node, 0.0),
         "layer_forward_s": layer.fwd,
         "layer_backward_s": layer.layer_b + layer.layer_w,
         "layer_input_grad_s": layer.layer_b,
@@ -147,21 +147,18 @@ def _before_data(p, model, cluster, stack, xp, flops_model, dp_algorithm):
     communication, what of the memory stage no ZeRO term enters (the activations and logits each
     pipeline rank holds, the runtime's buffers), and the FLOPs of a sequence (flops_model: the
     Model): what precedes the DP stage."""
-    kernels, tpcp, per_layer, head, flops = xp.distinct(_layer_stages, p, LAYER_READS, model, cluster, stack, xp, flops_model)  # once per distinct layer shape
+    kernels, tpcp, per_layer = xp.distinct(_layer_stages, p, LAYER_READS, model, cluster, stack, xp)  # once per distinct layer shape
     layer = layer_compute(model, cluster, stack, p, xp, kernels)
-    q = pipeline_stage(model, cluster, stack, p, layer, tpcp, xp, head)
+    q = pipeline_stage(model, cluster, stack, p, layer, tpcp, xp)
     held = rank_activations(model, p, layer, q, per_layer, xp, stack)
-    return layer, q, tpcp, zero_free_memory(model, cluster, dp_algorithm, stack, p, q, tpcp, held, xp), flops
+    return layer, q, tpcp, zero_free_memory(model, cluster, dp_algorithm, stack, p, q, tpcp, held, xp), flops_per_sequence(flops_model, p, xp)
 
 
-def _layer_stages(p, model, cluster, stack, xp, flops_model):
-    """The layer's kernels (stages.compute.layer_kernels), its communication, the activations
-    it keeps (stages.memory.layer_activations), the output head's seconds (stages.pipe.output_head)
-    and the FLOPs of a sequence (flops_model: the Model; they read the recompute terms and flash
-    attention only)."""
+def _layer_stages(p, model, cluster, stack, xp):
+    """The layer's kernels (stages.compute.layer_kernels), its communication and the activations
+    it keeps (stages.memory.layer_activations)."""
     kernels = layer_kernels(model, cluster, stack, p, xp)
-    return (kernels, layer_communication(model, cluster, stack, p, kernels, xp), layer_activations(model, p, kernels.written, xp),
-            output_head(model, cluster, stack, p, xp), flops_per_sequence(flops_model, p, xp))
+    return kernels, layer_communication(model, cluster, stack, p, kernels, xp), layer_activations(model, p, kernels.written, xp)
 
 
 def _tp_layer_sent(p, tpcp, xp):

@@ -15,8 +15,7 @@ from labs.core.engine.eras import fp8_param_gathered
 from labs.core.engine.memory import WEIGHT_BYTES
 from labs.core.engine.pipeline import SCHEDULES
 from labs.core.engine.stages.inputs import BATCH_TERMS
-from labs.core.engine.stages.memory import rank_model_state, rank_state_bytes
-from labs.core.engine.stages.optimizer import optimizer_step
+from labs.core.engine.stages.memory import rank_model_state
 from labs.core.engine.stages.parallel import NCCL_COLLECTIVE_SMS, overlap_contention
 from labs.core.engine.stages.xp import at_rows, spread_groups
 from labs.core.engine.topology import collective_columns
@@ -192,11 +191,6 @@ def _collective_prices(model, cluster, stack, p, q, dp_algorithm, xp) -> SimpleN
     d.dense_grads, d.dense_weights, d.expert_grads, d.expert_weights = dense_grads, dense_weights, expert_grads, expert_weights
     d.root_unit, d.regather, d.unit_rows, d.expert_units = root_unit, regather, unit_rows, expert_units
     d.rank_state = rank_model_state(model, cluster, stack, p, d, xp)  # what the memory stage reads of the ZeRO stage's sharding
-    d.rank_state_bytes = rank_state_bytes(d.rank_state, xp)
-    d.updated, d.optimizer = optimizer_step(cluster, stack, p, d, xp)  # the parameters updated and the step's seconds (stages.optimizer)
-    if not regather:  # the gathers' seconds a step (_exposed), but FSDP's ZeRO-2's, which depend on the micro-batches
-        d.gather_lat, d.gather_bw = xp.where(gathers, ag[0], 0.0), xp.where(gathers, ag[1], 0.0)
-        d.gather_t = d.gather_lat + d.gather_bw
     return d
 
 
@@ -204,13 +198,9 @@ def _exposed(cluster, p, q, d, xp) -> SimpleNamespace:
     """data_parallel_stage's seconds a step from the collectives' prices `d`: on the wire, and
     what the step waits for of them."""
     gpu, m = cluster.gpu, p.m
-    # (the ZeRO stage's and the group's tests from the plan's terms: the same as d's, which a
-    # sweep would spread from its groups of rows to every row)
-    zero = p.zero
-    z0, z2, z3 = zero == 0, zero == 2, zero == 3
-    calls, module_calls = d.calls, d.module_calls
-    ar, rs, module_ag, root_ag, root_rs_t = d.ar, d.rs, d.module_ag, d.root_ag, d.root_rs_t
-    root_unit, regather, per_parameter = d.root_unit, d.regather, d.per_parameter
+    z0, z2, z3, calls, layers, module_calls = d.z0, d.z2, d.z3, d.calls, d.layers, d.module_calls
+    ar, rs, ag, module_ag, root_ag, root_rs_t = d.ar, d.rs, d.ag, d.module_ag, d.root_ag, d.root_rs_t
+    gathers, root_unit, regather, per_parameter = d.gathers, d.root_unit, d.regather, d.per_parameter
     z3_passes = d.z3_passes = 2.0 + p.redo if per_parameter else 2.0  # gathers per micro-batch
     # gradients reduced every micro-batch or once a step (stages.inputs.read_plan)
     d.reduce_each_mb, d.syncs = reduce_each_mb, syncs = p.reduce_each_mb, p.syncs
@@ -221,15 +211,11 @@ def _exposed(cluster, p, q, d, xp) -> SimpleNamespace:
     reduce_lat = xp.where(z0, syncs * ar[0], syncs * rs[0] + xp.where(z3, unit_lat, 0.0))
     reduce_bw = xp.where(z0, syncs * ar[1], syncs * rs[1] + xp.where(z3, unit_bw, 0.0))
     if regather:  # FSDP's ZeRO-2: the units (root included) gathered m x forward_unshards times a step
-        unshards, ag = m * p.forward_unshards, d.ag
+        unshards = m * p.forward_unshards
         ag = xp.where(z2, unshards * (module_ag[0] + root_ag[0]), ag[0]), xp.where(z2, unshards * (module_ag[1] + root_ag[1]), ag[1])
-        gathers = (zero == 1) | z2
-        gather_lat = xp.where(gathers, ag[0], 0.0)
-        gather_bw = xp.where(gathers, ag[1], 0.0)
-        gather_t = gather_lat + gather_bw
-    else:  # the same terms, summed by _collective_prices
-        gather_lat, gather_t = d.gather_lat, d.gather_t
-    reduce_t = reduce_lat + reduce_bw
+    gather_lat = xp.where(gathers, ag[0], 0.0)
+    gather_bw = xp.where(gathers, ag[1], 0.0)
+    reduce_t, gather_t = reduce_lat + reduce_bw, gather_lat + gather_bw
     # What hides it: the last micro-batch's backward (ZeRO 0-1), every backward (ZeRO-2); the
     # last bucket always waits. ZeRO-3 prefetches the next module's weights behind the current
     # module's compute, pass by pass: a forward gathers, a backward gathers and reduce-scatters,
@@ -245,7 +231,7 @@ def _exposed(cluster, p, q, d, xp) -> SimpleNamespace:
     if root_unit:
         z3_forward = z3_forward + root_ag_t
     backward_gathers = (z3_passes - 1) * gather_pass  # the recompute's gathers run in the backward
-    last = (rs[0] + rs[1] - root_rs_t) / xp.maximum(d.layers, 1.0) if root_unit else first
+    last = (rs[0] + rs[1] - root_rs_t) / xp.maximum(layers, 1.0) if root_unit else first
     ar_t, rs_t = ar[0] + ar[1], rs[0] + rs[1]
     prefetched = dp_overlap & (not per_parameter)
     z3_exposed, z3_gathers, z3_gather_exposed = xp.only_if(z3, _zero3_exposure, (
@@ -259,14 +245,13 @@ def _exposed(cluster, p, q, d, xp) -> SimpleNamespace:
     exposed_gather = xp.where(dp_overlap, xp.maximum(gather_t - stage_f, gather_t / calls), gather_t)
     if regather:
         exposed_gather = xp.where(z2 & dp_overlap, unshards * z3_forward, exposed_gather)
-    d.active = active = p.n > 1  # (d.n: p.n)
+    d.active = active = d.n > 1
     # DualPipe's mirror sum (_collective_prices), once a step whatever the DP group, bucket by bucket
     # behind the reduction's: the last bucket's waits (none but under DualPipe)
-    # (d.mirror read only where a row runs DualPipe: elsewhere its terms are 0)
-    mirror_t, d.mirror_exposed, mirror_lat = xp.only_if(p.sched == _DUALPIPE, _mirror_exposure, (d, calls, dp_overlap, gpu.sms, xp), (0.0, 0.0, 0.0))
+    mirror_t, d.mirror_exposed = xp.only_if(p.sched == _DUALPIPE, _mirror_exposure, (d.mirror, calls, dp_overlap, gpu.sms, xp), (0.0, 0.0))
     d.mirror_wire = mirror_t
     d.dp_total = xp.where(active, reduce_t + gather_t, 0.0) + mirror_t
-    d.dp_latency = xp.where(active, reduce_lat + gather_lat, 0.0) + mirror_lat
+    d.dp_latency = xp.where(active, reduce_lat + gather_lat, 0.0) + d.mirror[0]
 
     # Each collective on its own, for the communication map. ZeRO-3's prefetch hides gathers and
     # reduce-scatters together: its exposed time is split between them in proportion to their wire
@@ -303,14 +288,12 @@ def _zero3_exposure(m, syncs, z3_passes, gather_pass, root_ag_t, z3_forward, bac
     return z3_exposed, z3_gathers, z3_gather_exposed
 
 
-def _mirror_exposure(d, calls, dp_overlap, sms, xp):
+def _mirror_exposure(mirror, calls, dp_overlap, sms, xp):
     """_exposed's DualPipe mirror sum (where the schedule is DualPipe): its seconds on the wire,
-    exposed (the last bucket's, overlapped, and what the hidden rest cost the compute), and its
-    latency part (d.mirror: its latency and bandwidth seconds, 0 where the schedule is not DualPipe)."""
-    mirror = d.mirror
+    and exposed (the last bucket's, overlapped, and what the hidden rest cost the compute)."""
     mirror_t = mirror[0] + mirror[1]
     exposed = xp.where(dp_overlap, mirror_t / calls, mirror_t)
-    return mirror_t, exposed + overlap_contention(sms, mirror_t - exposed, NCCL_COLLECTIVE_SMS), mirror[0]
+    return mirror_t, exposed + overlap_contention(sms, mirror_t - exposed, NCCL_COLLECTIVE_SMS)
 
 
 def dp_traffic(p, d, xp) -> None:

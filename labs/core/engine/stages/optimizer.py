@@ -16,35 +16,23 @@ OPTIMIZER_BYTES_PER_PARAM = 42
 CPU_ADAM_BYTES_PER_PARAM = GRAD_BYTES + 2 * OPTIMIZER_BYTES + WEIGHT_BYTES
 
 
-def optimizer_step(cluster, stack, p, d, xp):
-    """The parameters the heaviest rank updates and its optimizer step's seconds on the GPU (0
-    under ZeRO-Offload), from the DP stage's parameters per rank `d`: they read no term of the
-    micro-batch size, recompute or SP, so the DP stage evaluates them with its prices, once per
-    group of rows (stages.data)."""
+def optimizer_stage(cluster, stack, p, q, d, xp) -> SimpleNamespace:
+    """Seconds of the optimizer step on the heaviest rank (HBM-bound), or under ZeRO-Offload the
+    gradient copy down (hidden behind the last backward with dp_overlap), CPU Adam and the weight
+    copy up."""
     gpu = cluster.gpu
     hbm_rate = gpu.hbm_bytes_per_s * gpu.hbm_efficiency
-    updated = d.dense_params / xp.where(p.zero >= 1, d.shard, 1.0) + d.expert_params / xp.where(p.zero >= 1, d.expert_shard, 1.0)
-    return updated, xp.where(p.offload, 0.0, updated * (stack.optimizer_bytes_per_param - _narrow(p)) / hbm_rate)
-
-
-def _narrow(p):
-    return 2 * (OPTIMIZER_BYTES - p.opt_bytes)  # a narrower state is read and written once each
-
-
-def optimizer_stage(cluster, stack, p, q, d, xp) -> SimpleNamespace:
-    """Seconds of the optimizer step on the heaviest rank (HBM-bound: optimizer_step, priced by
-    the DP stage), or under ZeRO-Offload the gradient copy down (hidden behind the last backward
-    with dp_overlap), CPU Adam and the weight copy up."""
     o = SimpleNamespace()
-    o.optimizer = d.optimizer  # (the parameters updated: d.updated)
-    o.down, o.cpu_adam, o.up, o.offload_exposed = xp.only_if(p.offload, _offload, (cluster, p, q, d, _narrow(p), xp), (0.0, 0.0, 0.0, 0.0))
+    o.updated = d.dense_params / xp.where(p.zero >= 1, d.shard, 1.0) + d.expert_params / xp.where(p.zero >= 1, d.expert_shard, 1.0)
+    narrow = 2 * (OPTIMIZER_BYTES - p.opt_bytes)  # a narrower state is read and written once each
+    o.optimizer = xp.where(p.offload, 0.0, o.updated * (stack.optimizer_bytes_per_param - narrow) / hbm_rate)
+    o.down, o.cpu_adam, o.up, o.offload_exposed = xp.only_if(p.offload, _offload, (cluster, p, q, o.updated, narrow, xp), (0.0, 0.0, 0.0, 0.0))
     return o
 
 
-def _offload(cluster, p, q, d, narrow, xp):
+def _offload(cluster, p, q, updated, narrow, xp):
     """ZeRO-Offload's gradient copy down, CPU Adam and weight copy up, and what of them the step
     waits for."""
-    updated = d.updated
     pcie = cluster.host_link.effective_bytes_per_s
     down = GRAD_BYTES * updated / pcie
     cpu_adam = updated * (CPU_ADAM_BYTES_PER_PARAM - narrow) / cluster.host_bytes_per_s_per_gpu

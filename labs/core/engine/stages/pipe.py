@@ -121,25 +121,10 @@ def _dualpipe_comm(rank, pp, m, layer_comm, layer_a2a, redo, fwd, bwd, sms, xp, 
     return layer_comm - layer_a2a + a2a, a2a
 
 
-def output_head(model, cluster, stack, p, xp):
-    """Seconds per micro-batch of the output layer's GEMM (logits) and of the cross entropy (loss),
-    MTP's heads included. They read only the layer's shape terms (tokens, tp, torch_compile), so a
-    sweep prices them with the layer, once per distinct shape (labs.core.engine.step._layer_stages)."""
-    gpu, h, V, tp = cluster.gpu, model.hidden, model.vocab, p.tp
-    logits = gemm_time(gpu, p.tokens, V / tp, h, xp=xp)
-    # The cross entropy streams the logits through HBM (the stack's passes, fp32 in most).
-    hbm_rate = gpu.hbm_bytes_per_s * gpu.hbm_efficiency
-    loss = p.tokens * V / tp * xp.where(p.torch_compile, loss_bytes_per_logit(stack, True), loss_bytes_per_logit(stack, False)) / hbm_rate
-    if model.mtp_depth:  # one more output head and loss per MTP depth
-        logits, loss = logits * (1 + model.mtp_depth), loss * (1 + model.mtp_depth)
-    return logits, loss
-
-
-def pipeline_stage(model, cluster, stack, p, layer, tpcp, xp, head=None) -> SimpleNamespace:
+def pipeline_stage(model, cluster, stack, p, layer, tpcp, xp) -> SimpleNamespace:
     """The slowest rank's pass times (stage_f, stage_bwd), the pipeline's compute with its bubble
-    (pipeline), the exposed send/recv (pp_comm) and the exposed expert all-to-alls (ep_exposed).
-    head: output_head's (logits, loss), when priced already."""
-    gpu = cluster.gpu
+    (pipeline), the exposed send/recv (pp_comm) and the exposed expert all-to-alls (ep_exposed)."""
+    gpu, h, V = cluster.gpu, model.hidden, model.vocab
     pp, m, v, tp, sched = p.pp, p.m, p.v, p.tp, p.sched
     q = SimpleNamespace()
     dual = sched == _DUALPIPE
@@ -148,7 +133,12 @@ def pipeline_stage(model, cluster, stack, p, layer, tpcp, xp, head=None) -> Simp
                                        else stage_layers(model.layers, pp, v, p.first_layers, p.last_layers, dual, xp))
     if model.mtp_depth:  # DeepSeek-V3's MTP blocks sit with the output layer (labs.core.engine.models: mtp_depth)
         q.layers_r = xp.each(_with_mtp, q.layers_r, q.last_r, model.mtp_depth)
-    logits, loss = output_head(model, cluster, stack, p, xp) if head is None else head
+    logits = gemm_time(gpu, p.tokens, V / tp, h, xp=xp)
+    # The cross entropy streams the logits through HBM (the stack's passes, fp32 in most).
+    hbm_rate = gpu.hbm_bytes_per_s * gpu.hbm_efficiency
+    loss = p.tokens * V / tp * xp.where(p.torch_compile, loss_bytes_per_logit(stack, True), loss_bytes_per_logit(stack, False)) / hbm_rate
+    if model.mtp_depth:  # one more output head and loss per MTP depth
+        logits, loss = logits * (1 + model.mtp_depth), loss * (1 + model.mtp_depth)
     # the first, a middle (the second) and the last rank's index, for the per-rank stages
     q.rank_index = rank_index = xp.stack(xp.full_like(pp, 0.0), xp.minimum(1.0, pp - 1), pp - 1)
     # Megatron-Core's EP A2A overlap pairs 1F1B's and interleaving's steady passes (labs.core.engine.eras: moe_a2a_overlap)
@@ -189,7 +179,6 @@ def pipeline_stage(model, cluster, stack, p, layer, tpcp, xp, head=None) -> Simp
     # N larger than p covers; without overlap every message also waits in line.
     ramp = message_idle(pp, v, xp.where(p.group > 0, p.group, pp), stage_f, q.stage_bwd, q.hop, xp)
     q.pp_comm = xp.where(pp > 1, ramp + xp.where(p.pp_overlap, 0.0, 2 * m * v * q.hop), 0.0)
-    q.pipeline_and_pp = q.pipeline + q.pp_comm  # the step's first two terms (labs.core.engine.step), added where the rest of the stage is
     return q
 
 
