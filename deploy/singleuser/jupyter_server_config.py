@@ -39,11 +39,20 @@ def _remove_token_file() -> None:
 NOTEBOOKS = os.environ.get("LABS_NOTEBOOKS", "/srv/labs-notebooks")  # set by deploy/jupyterhub_config.py
 
 
-def marimo_run(name: str, target: str, *args: str) -> dict:
+def own_port(index: int) -> int:
+    """A local port of this user's own, from the uid (10000-31999, below Linux's ephemeral
+    range). jupyter-server-proxy's default draws a free port and closes it before marimo binds:
+    two students' servers started in the same second drew the same port, and the second marimo
+    failed to bind it until the hub gave up (deploy/check_hub.py, three servers at once)."""
+    return 10_000 + (os.getuid() % 11_000) * 2 + index
+
+
+def marimo_run(name: str, target: str, *args: str, index: int = 0) -> dict:
     """`marimo run` (never `marimo edit`) behind this server, reachable at <prefix><name>/,
     started in the root-owned NOTEBOOKS folder (env -C), never in the home."""
     return {
         "command": ["env", "-C", NOTEBOOKS, "marimo", "run", target, "--port", "{port}", "--base-url", prefix + name, "--headless", "--token", "--token-password-file", token_file, *args],
+        "port": own_port(index),
         "timeout": 120,
         "absolute_url": True,
         "request_headers_override": {"Authorization": "Basic " + base64.b64encode(f" :{token}".encode()).decode()},
@@ -55,5 +64,5 @@ def marimo_run(name: str, target: str, *args: str) -> dict:
 # (which would run `marimo edit`) if that package is installed.
 servers = {"marimo": marimo_run("marimo", NOTEBOOKS)}
 if os.environ.get("JUPYTERHUB_USER") == os.environ.get("LABS_INSTRUCTOR") and os.environ.get("LABS_DASHBOARD"):
-    servers["dashboard"] = marimo_run("dashboard", os.environ["LABS_DASHBOARD"], "--", "--ledgers", os.environ.get("HUB_LEDGERS", "/srv/labs-ledgers"))
+    servers["dashboard"] = marimo_run("dashboard", os.environ["LABS_DASHBOARD"], "--", "--ledgers", os.environ.get("HUB_LEDGERS", "/srv/labs-ledgers"), index=1)
 c.ServerProxy.servers = servers
