@@ -4,14 +4,11 @@ instruments are made in one cell and shown through design_panel, so a move re-ru
 display nor the submit (it reads them through design_inputs() when pressed)."""
 
 import importlib.util
-import json
+import re
 from pathlib import Path
 
-import numpy as np
-import plotly.io as pio
 import pytest
 
-from labs.core import charts
 from labs.core.engine.layout import RANK_ORDERS
 from labs.core.scenarios.lab09 import worksheet_estimate
 from test_notebooks import load_app
@@ -49,19 +46,39 @@ def test_the_submit_reads_the_instruments_when_pressed():
     assert defs["design_inputs"]()["rank_order"] == RANK_ORDERS[2]
 
 
-def test_the_grid_sends_plain_lists_and_the_scatter_defaults():
-    """NumPy arrays reach Plotly.js as base64 typed data, decoded into new arrays at each
-    Plotly.react: marimo's page reacts twice to a new figure and the second found the data changed.
-    The grid's numbers are the same as charts.gpu_grid's."""
+def test_the_grid_is_svg_placed_and_coloured_as_plotly_drew_it():
+    """The grid is plain SVG: Plotly's redraw of its 64 cells was most of a rank-order move's work
+    in the page. Each cell where Plotly drew charts.gpu_grid's figure in Chromium (centres at
+    147.07 + 120.12 x GPU px across, 118.75 + 73.21 x node px down), in the colours it drew for 4
+    PP stages (Viridis at 0, 1/3, 2/3, 1), labelled, and its hover text (rank, node, GPU, TP/DP
+    index, PP stage, the stage's memory of the HBM) as its title."""
     spec = importlib.util.spec_from_file_location("lab09_grid", LAB09)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    est = worksheet_estimate("70b-h100", 8, 2, 1, 1, "cp-dp-tp-pp")
-    sent = json.loads(pio.to_json(module.grid_view("70b-h100", 8, 2, 1, 1, "cp-dp-tp-pp", "tp")))
-    assert "bdata" not in json.dumps(sent["data"])
-    assert set(sent["layout"]["template"]["data"]) == {"scatter"} and {t["type"] for t in sent["data"]} == {"scatter"}
-    old = charts.gpu_grid(est, "tp")
-    cells = next(t for t in sent["data"] if t["mode"] == "markers+text")
-    old_cells = next(t for t in old.data if t.mode == "markers+text")
-    assert cells["x"] == np.asarray(old_cells.x).tolist() and cells["customdata"] == np.asarray(old_cells.customdata).tolist()
-    assert cells["marker"]["color"] == list(old_cells.marker.color) and cells["text"] == list(old_cells.text)
+    est = worksheet_estimate("13b-a100", 2, 4, 1, 2, "tp-pp-cp-dp")
+    svg = module.grid_view("13b-a100", 2, 4, 1, 2, "tp-pp-cp-dp", "pp").text
+    drawn = {0: "rgb(68,1,84)", 1: "rgb(49,104,142)", 2: "rgb(53,183,121)", 3: "rgb(253,231,37)"}  # read from Plotly's SVG in Chromium
+    cells = re.findall(r'<rect x="([\d.]+)" y="([\d.]+)" width="58" height="58" fill="([^"]+)"><title>([^<]*)</title>', svg)
+    labels = re.findall(r'<text x="[\d.]+" y="[\d.]+">(PP\d)</text>', svg)
+    assert len(cells) == 64 and len(labels) == 64 and 'class="hops"' not in svg and 'class="over"' not in svg
+    for rank, (x, y, fill, title) in enumerate(cells):
+        node, gpu, stage = rank // 8, rank % 8, (rank // 2) % 4  # TP 2 innermost, then PP 4, DP 8 outermost
+        assert float(x) + 29 == pytest.approx(147.07 + 120.12 * gpu, abs=0.06) and float(y) + 29 == pytest.approx(118.75 + 73.21 * node, abs=0.06)
+        assert fill == drawn[stage] and labels[rank] == f"PP{stage}"
+        assert title == (f"rank {rank} · node {node} GPU {gpu}\nTP index {rank % 2}, DP index {rank // 8}, PP stage {stage}\n"
+                         f"memory {est.stage_memory(stage) / 1e9:.1f} GB of {est.cluster.gpu.hbm_bytes / 1e9:.1f}")
+
+
+def test_the_grid_draws_the_hops_and_the_crosses():
+    """DP innermost puts each TP group's 8 GPUs on 8 nodes: 8 rings of 8 hops, all between nodes
+    (64 segments); TP 1 with ZeRO-3 on the 70B fits no GPU (64 crosses, as charts.gpu_grid counts)."""
+    spec = importlib.util.spec_from_file_location("lab09_hops", LAB09)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    svg = module.grid_view("70b-h100", 8, 1, 1, 1, "cp-dp-tp-pp", "tp").text
+    hops = re.search(r'<path class="hops" d="([^"]+)"', svg)[1]
+    assert hops.count("M") == 64 and "TP group hops across nodes (64)" in svg and 'class="over"' not in svg
+    assert re.findall(r'>(TP\d)</text>', svg) == [f"TP{r % 8}" for r in range(64)]
+    oom = module.grid_view("70b-h100", 1, 1, 3, 1, "tp-cp-dp-pp", "dp").text
+    crosses = re.search(r'<g class="over"[^>]*>(.*?)</g>', oom)[1]
+    assert crosses.count("<path") == 64 and "out of memory (64 GPUs)" in oom
