@@ -12,7 +12,7 @@ with app.setup:
     import marimo as mo
 
     from labs.core import ENGINE_VERSION
-    from labs.core import charts, ui
+    from labs.core import charts, svg_charts, ui
     from labs.core.engine.perf import estimate
     from labs.core.engine.topology import group_cost
     from labs.core.engine.calibration import TABLE2_GPUS, TABLE2_SCHEMES, table2_estimate, table2_plan, table2_published
@@ -61,11 +61,6 @@ with app.setup:
     GPU_CHOICES = {GPUS[k].name: k for k in SWEEP_GPUS}
     OPTIMIZER_CHOICES = {v.label: k for k, v in OPTIMIZER_STATES.items()}
     STAGE_CHOICES = {f"ZeRO-{s}": s for s in ZERO_STAGES}
-    # The two charts a move redraws, with fixed margins (charts.redrawn_on_second_axes): left, the
-    # widest tick labels they can show and the axis title (the wall's '2,000,000' at micro-batch 8,
-    # 32,768 tokens, no recompute: 107 px by automargin in Chromium; the sweep's '500,000', 95 px);
-    # below, the x tick labels and title (59 px by automargin).
-    WALL_MARGIN, SWEEP_MARGIN = dict(l=110, b=62), dict(l=100, b=62)
 
 
 @app.cell(hide_code=True)
@@ -279,7 +274,7 @@ def _(fit_committed, flash_box, micro_batch_slider, recompute_pick, seq_slider, 
     optimizer state that each GPU only ever uses for its own update.
     """
             ),
-            charts.redrawn_on_second_axes(charts.memory_wall(_named, _hbm), WALL_MARGIN),
+            mo.Html(svg_charts.memory_wall(_named, _hbm)),  # plain SVG: a Plotly redraw cost the page more than the floor's move
         ]
     )
     return (act,)
@@ -364,9 +359,7 @@ def _(
     micro-batch through all {MODELS[model_pick.value].layers} layers; the dotted line is those activations alone.
     """
             ),
-            charts.redrawn_on_second_axes(
-                charts.zero_sweep(DP_SIZES, sweep_curves, [(_gpu.name, _gpu.hbm_bytes, _gpu.confirmed)], (sweep_inputs["dp"], _mem.total)), SWEEP_MARGIN
-            ),
+            mo.Html(svg_charts.zero_sweep(DP_SIZES, sweep_curves, [(_gpu.name, _gpu.hbm_bytes, _gpu.confirmed)], (sweep_inputs["dp"], _mem.total))),
             ui.metric_cards(
                 {
                     "per-GPU memory": f"{_mem.total / GB:,.1f} GB",
