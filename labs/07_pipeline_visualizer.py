@@ -11,7 +11,7 @@ with app.setup:
     import pandas as pd
 
     from labs.core import ENGINE_VERSION
-    from labs.core import charts, ui
+    from labs.core import charts, timeline_svg, ui
     from labs.core.scenarios.lab05 import ACT2_DESIGNS
     from labs.core.scenarios.lab07 import (
         COSTS_M_PER_STAGE,
@@ -194,10 +194,10 @@ def _(instruments, utilisation_committed):
     return
 
 
-# The timelines and their chart in one cell: a move of a schedule instrument re-runs it and the
-# cells that show it (the chart's play marker, the table, the HUD). Both schedules in one figure,
-# a subplot each: a browser draws it in about a third of the time two figures take (99 against
-# 314 ms at p = 4, m = 16 in Chromium).
+# The timelines and their ops' drawing in one cell: a move of a schedule instrument re-runs it and
+# the cells that show it (the chart with its play marker, the table, the HUD). Both schedules in
+# one chart, plain SVG (labs.core.timeline_svg): the page parses it instead of a Plotly redraw,
+# which cost it more main-thread CPU than the floor page's whole move.
 @app.cell
 def _(
     m_slider,
@@ -219,19 +219,19 @@ def _(
             pipeline_runs[_name] = timeline(p_slider.value, m_slider.value, _name, _v, _costs)
         except ValueError as _err:
             pipeline_errors.append(f"{_name}: {_err}")
-    timeline_runs = [(f"{SCHEDULE_LABELS[_name]}: p={_t.p}, m={_t.m}, v={_t.v}", _t) for _name, _t in pipeline_runs.items()]
-    timeline_chart = charts.timelines_figure(timeline_runs) if timeline_runs else None
-    return pipeline_errors, pipeline_runs, timeline_chart, timeline_runs
+    _runs = [(f"{SCHEDULE_LABELS[_name]}: p={_t.p}, m={_t.m}, v={_t.v}", _t) for _name, _t in pipeline_runs.items()]
+    timeline_chart = timeline_svg.timelines_panels(_runs) if _runs else None
+    return pipeline_errors, pipeline_runs, timeline_chart
 
 
 @app.cell
-def _(pipeline_errors, pipeline_runs, play_slider, timeline_chart, timeline_runs):
+def _(pipeline_errors, pipeline_runs, play_slider, timeline_chart):
     mo.stop(not pipeline_runs, ui.failure_banner(pipeline_errors))
-    _fig = charts.timelines_marker(timeline_chart, timeline_runs, play_slider.value / 100)
+    _fig = mo.Html(timeline_svg.timelines_svg(timeline_chart, play_slider.value / 100))
     _most = max(len(_t.op) for _t in pipeline_runs.values())
     _note = mo.md(f"Over {charts.RASTER_OPS:,} ops a timeline is drawn as a raster of stage x time bins, each bin showing what fills most of it." if _most > charts.RASTER_OPS else "")
     # The chart keeps its place in the stack whether a banner shows or not (an empty one where none
-    # does), so the browser updates the drawn chart instead of drawing a new one.
+    # does).
     mo.vstack([ui.failure_banner(pipeline_errors) or mo.md(""), _fig, _note])
 
 

@@ -22,15 +22,15 @@ def test_a_schedule_move_reruns_the_timelines_and_what_shows_them(instrument):
     bodies = [c["body"] for c in hit]
     print(instrument, [sorted(c["refs"]) for c in hit])
     assert not any("submit_to_ledger" in b for b in bodies)
-    assert sum("timeline(" in b and "timelines_figure(" in b for b in bodies) == 1  # played and drawn in one cell
-    assert any("timelines_marker(" in b for b in bodies) and any("run_report(" in b for b in bodies) and any("hud(" in b for b in bodies)
+    assert sum("timeline(" in b and "timelines_panels(" in b for b in bodies) == 1  # played and its ops drawn in one cell
+    assert any("timelines_svg(" in b for b in bodies) and any("run_report(" in b for b in bodies) and any("hud(" in b for b in bodies)
     # the timelines' cell, the marker, the table, the HUD; the p slider also the schedule-cost table
     assert len(hit) == 4 + (instrument == "p_slider"), [sorted(c["refs"]) for c in hit]
 
 
 def test_the_play_slider_moves_the_marker_alone():
     hit = rerun_by(LAB07, "play_slider")
-    assert len(hit) == 1 and "timelines_marker(" in hit[0]["body"] and "timeline(" not in hit[0]["body"]
+    assert len(hit) == 1 and "timelines_svg(" in hit[0]["body"] and "timeline(" not in hit[0]["body"] and "timelines_panels(" not in hit[0]["body"]
 
 
 def test_the_submit_reads_the_instruments_when_pressed():
