@@ -141,6 +141,28 @@ def test_a_stream_is_drawn_once_per_process_and_kept_read_only():
     assert 4 * 500 * 129 * 256 <= routing.KEPT_DRAW_BYTES
 
 
+def test_a_move_of_the_node_limit_or_gamma_reads_the_kept_affinities_with_the_same_bits():
+    """A route_many call of one (skew, drift) with the bias update keeps that pair's affinities
+    (sigmoid of every logit) chunk by chunk, read-only; the next call of the pair (a node-limit or
+    gamma move) reads them; a call of another pair writes its own over them. Every run has the
+    bits of the same setting routed beside another pair (each chunk made into a buffer, nothing kept)."""
+    at = lambda **kw: RouterSetting(**{**SMALL, "drift": 0.05, "scheme": "bias", **kw})  # noqa: E731
+    moves = [at(max_nodes=2), at(max_nodes=1), at(gamma=0.01), at(skew=0.9, max_nodes=1), at(max_nodes=2, skew=0.9), at(max_nodes=1)]
+    runs = [route(s) for s in moves]
+    kept_pair, chunks = routing._kept_scores
+    assert kept_pair == (routing._stream_key(moves[-1]), 0.5, 0.05) and chunks and not any(a.flags.writeable for a in chunks.values())
+    assert sum(len(a) for a in chunks.values()) == SMALL["steps"]
+    for s, run in zip(moves, runs):
+        beside = route_many([s, at(skew=0.1, scheme="none")])[0]
+        for f in ("loads", "network_copies", "nvlink_copies", "bias"):
+            assert np.array_equal(getattr(run, f), getattr(beside, f)), (s, f)
+    routing.keep_draws(False)
+    try:
+        assert routing._kept_scores == ((), {})
+    finally:
+        routing.keep_draws(True)
+
+
 def test_the_grader_keeps_no_stream_and_gives_the_default_back(tmp_path):
     """`python -m labs.grade` routes without keeping draws (66 MB of its peak, no CPU saved: it reads
     each stream once), with the same bits, and main() leaves an in-process caller the default."""

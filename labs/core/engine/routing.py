@@ -346,20 +346,26 @@ class _Run:
     def advance(self, first: int, walk_steps, noise: np.ndarray, shared: dict) -> None:
         """Route the chunk's steps; `shared` holds the chunk's logits by (skew, drift) and their
         sigmoid affinities, each made by the first run of the stream that reads them (the same
-        noise and walk give them the same bits)."""
+        noise and walk give them the same bits), the affinities read as they are where an earlier
+        call kept them (_kept_scores)."""
         s = self.s
         n = noise.shape[0]
         popularity = self.popularity(walk_steps, n)[:, None, :]  # every chunk: it carries the walk on
-        logits = _made(shared, ("logits", s.skew, s.drift), first, noise.shape, lambda out: np.add(noise, popularity, out=out))
+
+        def logits_of_chunk():
+            return _made(shared, ("logits", s.skew, s.drift), first, noise.shape, lambda out: np.add(noise, popularity, out=out))
+
         if s.scheme == "none":  # no state: the whole chunk at once
-            chosen, _ = _choose(logits, s)
+            chosen, _ = _choose(logits_of_chunk(), s)
             self.loads[first:first + n] = _counts(chosen, axis=1)
             for i in range(n):
                 if (first + i) % COPY_EVERY == 0:
                     self.network[(first + i) // COPY_EVERY], self.nvlink[(first + i) // COPY_EVERY] = _copies(chosen[i], s)
             return
-        if s.scheme == "bias":
-            scores = _made(shared, ("scores", s.skew, s.drift), first, noise.shape, lambda out: _sigmoid(logits, out))
+        if s.scheme == "bias":  # the logits only where the affinities are not kept
+            scores = _made(shared, ("scores", s.skew, s.drift), first, noise.shape, lambda out: _sigmoid(logits_of_chunk(), out))
+        else:
+            logits = logits_of_chunk()
         step_shape = noise.shape[1:]
         for i in range(n):
             step = first + i
@@ -401,10 +407,11 @@ def route_many(settings) -> list[RouterRun]:
         base = next(draws)
         for r in group:
             r.base = base
-        shared = {}  # the chunk's logits by (skew, drift): the same bits for every run of the group that reads them
+        shared = _shared_state(group)  # the chunk's logits by (skew, drift): the same bits for every run of the group that reads them
         for first, walk_steps, noise in draws:
             for r in group:
                 r.advance(first, walk_steps, noise, shared)
+        _keep_scores(group, shared)
     return [r.result() for r in runs]
 
 
@@ -417,12 +424,58 @@ def _buffer(buffers: dict, key, shape: tuple, dtype=np.float32) -> np.ndarray:
 
 def _made(shared: dict, key, first: int, shape: tuple, make) -> np.ndarray:
     """shared[key] for the chunk starting at step `first`: made into its buffer by make(out) when
-    the chunk's first reader asks, read as it is by the others."""
-    out = _buffer(shared, key, shape)
+    the chunk's first reader asks, read as it is by the others. A key with chunks of its own
+    (shared[("chunks", key)]: the affinities a call keeps) is made into the chunk's own array, or
+    read as it is when an earlier call made it."""
+    chunks = shared.get(("chunks", key))
+    if chunks is None:
+        out = _buffer(shared, key, shape)
+    else:
+        out = chunks.get(first)
+        if out is not None and shared["complete"]:
+            return out
+        if out is None:
+            spare = shared["spare"].pop(first, None)  # another pair's chunk, written over (a fresh array's pages cost their faults)
+            out = spare if spare is not None and spare.shape == shape else np.empty(shape, dtype=np.float32)
+            out.flags.writeable = True
+            chunks[first] = out
     if shared.get(("made", key)) != first:
         make(out)
         shared[("made", key)] = first
     return out
+
+
+_kept_scores: tuple = ((), {})  # ((stream key, skew, drift), {first step: (n, T, E) affinities, read-only}): one pair's, the last a lab moved to
+
+
+def _shared_state(group: list[_Run]) -> dict:
+    """The chunks' shared state for route_many. A call whose runs all read one (skew, drift) of a
+    kept stream, at least one under the bias update (a lab's move), gets that pair's affinities
+    (the sigmoid of every logit: 16 MB and 20 ms a run at the lab's size) kept chunk by chunk: an
+    earlier call's are read (a move of the node limit or gamma keeps the data), else they are made
+    into chunks that _keep_scores keeps (another pair's written over). Other calls (several pairs:
+    the variants' prefetch; the grader, which keeps no stream) make each chunk into one buffer."""
+    s = group[0].s
+    if len({(r.s.skew, r.s.drift) for r in group}) > 1 or not _keeps_stream(s) or all(r.s.scheme != "bias" for r in group):
+        return {}
+    global _kept_scores
+    pair, (kept_pair, chunks) = (_stream_key(s), s.skew, s.drift), _kept_scores
+    mine = kept_pair == pair
+    if not mine:  # its chunks are written over: kept again only once all are made (_keep_scores)
+        _kept_scores = ((), {})
+    return {("chunks", ("scores", s.skew, s.drift)): chunks if mine else {}, "complete": mine, "spare": {} if mine else dict(chunks)}
+
+
+def _keep_scores(group: list[_Run], shared: dict) -> None:
+    """Keep the affinities this call made (every chunk: the call ran to its end), read-only."""
+    global _kept_scores
+    if "complete" not in shared or shared["complete"]:
+        return
+    s = group[0].s
+    chunks = shared[("chunks", ("scores", s.skew, s.drift))]
+    for a in chunks.values():
+        a.flags.writeable = False
+    _kept_scores = ((_stream_key(s), s.skew, s.drift), chunks)
 
 
 def _sigmoid(logits: np.ndarray, out: np.ndarray) -> np.ndarray:
@@ -441,10 +494,10 @@ def keep_draws(keep: bool) -> None:
     """Whether this process keeps its last stream's draws (the default: a lab re-routes the same
     stream on every slider move). The grader turns it off: it routes every variant setting in one
     read of the stream, and keeping it only held 66 MB (same CPU for a 1,000-ledger class)."""
-    global KEPT_DRAW_BYTES, _kept
+    global KEPT_DRAW_BYTES, _kept, _kept_scores
     KEPT_DRAW_BYTES = 80 << 20 if keep else 0
     if not keep:
-        _kept = ((), ())
+        _kept, _kept_scores = ((), ()), ((), {})
 
 
 def keeps_draws() -> bool:
@@ -460,7 +513,7 @@ def _stream(s: RouterSetting):
     key, kept = _kept
     if key == _stream_key(s):
         return iter(kept)
-    if 4 * s.steps * (s.tokens + 1) * s.experts > KEPT_DRAW_BYTES:
+    if not _keeps_stream(s):
         return _draws(s)
     kept = list(_draws(s))
     for part in kept:
@@ -469,6 +522,11 @@ def _stream(s: RouterSetting):
                 a.flags.writeable = False
     _kept = (_stream_key(s), kept)
     return iter(kept)
+
+
+def _keeps_stream(s: RouterSetting) -> bool:
+    """Whether this process keeps this setting's stream of draws (see keep_draws)."""
+    return 4 * s.steps * (s.tokens + 1) * s.experts <= KEPT_DRAW_BYTES
 
 
 def route(setting: RouterSetting) -> RouterRun:
