@@ -325,34 +325,34 @@ def grid_view(scenario: str, tp: int, pp: int, zero_stage: int, micro_batch: int
     colouring (worksheet_estimate is cached the same way). Not a Plotly chart: every rank-order
     move redraws its 64 cells, and Plotly's redraw of them was most of the page's work on a move
     (a move with the grid left out cost the page about what the floor page's move does)."""
-    return grid_svg(charts.gpu_grid(worksheet_estimate(scenario, tp, pp, zero_stage, micro_batch, rank_order), color_by))
+    return grid_svg(*charts.gpu_grid_parts(worksheet_estimate(scenario, tp, pp, zero_stage, micro_batch, rank_order), color_by))
 
 
 @app.function
-def grid_svg(fig) -> mo.Html:
-    """charts.gpu_grid's figure as SVG, placed as Plotly placed it (read in Chromium): its margins
-    (75, 20, 50, 90 px), x range, the y axis reversed and autoranged (the cells' half size x 1.25
-    and 5% of the plot padded each end), the NVLink frames below, the hops under the cells, the
-    crosses above; a cell's hover text (its hovertemplate) as its SVG title; the legend below."""
+def grid_svg(data: list[dict], lay: dict) -> mo.Html:
+    """charts.gpu_grid's traces and layout (gpu_grid_parts) as SVG, placed as Plotly placed the
+    figure (read in Chromium): its margins (75, 20, 50, 90 px), x range, the y axis reversed and
+    autoranged (the cells' half size x 1.25 and 5% of the plot padded each end), the NVLink frames
+    below, the hops under the cells, the crosses above; a cell's hover text (its hovertemplate) as
+    its SVG title; the legend below."""
     import html
     import re
 
     traces = {"markers+text": None, "lines": None, "markers": None}
-    traces.update({trace.mode: trace for trace in fig.data})
+    traces.update({trace["mode"]: trace for trace in data})
     cells, hops, over = traces["markers+text"], traces["lines"], traces["markers"]
-    lay = fig.layout
-    marker = cells.marker  # read once: each read of a plotly property walks its validators
-    size, cmin, cmax, scale, font_size, template = marker.size, marker.cmin, marker.cmax, marker.colorscale, cells.textfont.size, cells.hovertemplate
-    (w, h), (left, right, top, bottom) = (lay.width, lay.height), (75, 20, 50, 90)
+    marker = cells["marker"]
+    size, cmin, cmax = marker["size"], marker["cmin"], marker["cmax"]
+    (w, h), (left, right, top, bottom) = (lay["width"], lay["height"]), (75, 20, 50, 90)
     plot_w, plot_h = w - left - right, h - top - bottom
-    (x_lo, x_hi), ticks = lay.xaxis.range, lay.yaxis
-    rows = len(ticks.tickvals)
+    (x_lo, x_hi), xaxis, yaxis = lay["xaxis"]["range"], lay["xaxis"], lay["yaxis"]
+    rows = len(yaxis["tickvals"])
     pad = 1.25 * size / 2 + 0.05 * plot_h
     span = max(rows - 1, 1) / (1 - 2 * pad / plot_h)
     y_lo = (rows - 1 - span) / 2
     px = lambda x: left + (x - x_lo) / (x_hi - x_lo) * plot_w
     py = lambda y: top + (y - y_lo) / span * plot_h
-    stops = [(pos, np.array([int(c[i:i + 2], 16) for i in (1, 3, 5)], dtype=float)) for pos, c in scale]
+    stops = [(pos, np.array([int(c[i:i + 2], 16) for i in (1, 3, 5)], dtype=float)) for pos, c in marker["colorscale"]]
 
     def color(value):  # Plotly's colour scale: linear in RGB between the stops, rounded
         f = min(max((value - cmin) / (cmax - cmin), 0.0), 1.0)
@@ -361,40 +361,40 @@ def grid_svg(fig) -> mo.Html:
         return f"rgb({r},{g},{b})"
 
     field = re.compile(r"%\{customdata\[(\d+)\](?::([^}]*))?\}")
-    hover_template = template.replace("<extra></extra>", "").replace("<br>", "\n")
+    hover_template = cells["hovertemplate"].replace("<extra></extra>", "").replace("<br>", "\n")
 
     def hover(row):
         return html.escape(field.sub(lambda m: format(row[int(m[1])], m[2] or "g"), hover_template))
 
     half = size / 2
-    parts = [f'<path d="M{px(s.x0):.1f},{py(s.y0):.1f}H{px(s.x1):.1f}V{py(s.y1):.1f}H{px(s.x0):.1f}Z" fill="none" stroke="{s.line.color}" stroke-width="{s.line.width}"/>'
-             for s in lay.shapes]
+    parts = [f'<path d="M{px(s["x0"]):.1f},{py(s["y0"]):.1f}H{px(s["x1"]):.1f}V{py(s["y1"]):.1f}H{px(s["x0"]):.1f}Z" fill="none" '
+             f'stroke="{s["line"]["color"]}" stroke-width="{s["line"]["width"]}"/>' for s in lay["shapes"]]
     if hops is not None:
-        hx, hy, hline = list(hops.x), list(hops.y), hops.line
+        hx, hy, hline = hops["x"], hops["y"], hops["line"]
         ends = [(a, b) for a, b in zip(zip(hx, hy), zip(hx[1:], hy[1:])) if None not in a + b]
         parts.append(f'<path class="hops" d="{"".join(f"M{px(a[0]):.1f},{py(a[1]):.1f}L{px(b[0]):.1f},{py(b[1]):.1f}" for a, b in ends)}" fill="none" '
-                     f'stroke="{hline.color}" stroke-width="{hline.width}" opacity="{hops.opacity}"/>')
-    xs, ys, labels = [px(x) for x in cells.x], [py(y) for y in cells.y], list(cells.text)
+                     f'stroke="{hline["color"]}" stroke-width="{hline["width"]}" opacity="{hops["opacity"]}"/>')
+    xs, ys = [px(x) for x in cells["x"]], [py(y) for y in cells["y"]]
     # a title on each cell's square (its hover text); the labels above ignore the pointer
     parts.append('<g class="cells" stroke="white">' + "".join(f'<rect x="{x - half:.1f}" y="{y - half:.1f}" width="{size}" height="{size}" fill="{color(c)}"><title>{hover(row)}</title></rect>'
-                                                for x, y, c, row in zip(xs, ys, marker.color, cells.customdata)) + "</g>")
-    parts.append(f'<g class="labels" font-size="{font_size}" fill="white" text-anchor="middle" dominant-baseline="central" pointer-events="none">'
-                 + "".join(f'<text x="{x:.1f}" y="{y:.1f}">{html.escape(t)}</text>' for x, y, t in zip(xs, ys, labels)) + "</g>")
+                                                            for x, y, c, row in zip(xs, ys, marker["color"], cells["customdata"].tolist())) + "</g>")
+    parts.append(f'<g class="labels" font-size="{cells["textfont"]["size"]}" fill="white" text-anchor="middle" dominant-baseline="central" pointer-events="none">'
+                 + "".join(f'<text x="{x:.1f}" y="{y:.1f}">{html.escape(t)}</text>' for x, y, t in zip(xs, ys, cells["text"])) + "</g>")
 
     def cross(x, y, d, stroke):
-        return f'<path d="M{x + d:.1f},{y + d:.1f}L{x - d:.1f},{y - d:.1f}M{x + d:.1f},{y - d:.1f}L{x - d:.1f},{y + d:.1f}" stroke="{stroke.color}" stroke-width="{stroke.width}"/>'
+        return f'<path d="M{x + d:.1f},{y + d:.1f}L{x - d:.1f},{y - d:.1f}M{x + d:.1f},{y - d:.1f}L{x - d:.1f},{y + d:.1f}" stroke="{stroke["color"]}" stroke-width="{stroke["width"]}"/>'
 
     if over is not None:
-        over_line, d = over.marker.line, over.marker.size / 2
-        parts.append(f'<g class="over" pointer-events="none">{"".join(cross(px(x), py(y), d, over_line) for x, y in zip(over.x, over.y))}</g>')
-    parts += [f'<text x="{px(v):.1f}" y="{top + plot_h + 16}" text-anchor="middle">{v}</text>' for v in lay.xaxis.tickvals]
-    parts += [f'<text x="{left - 1}" y="{py(v):.1f}" dominant-baseline="central" text-anchor="end">{html.escape(t)}</text>' for v, t in zip(ticks.tickvals, ticks.ticktext)]
-    parts.append(f'<text x="{left + plot_w / 2}" y="{h - 43.9:.1f}" text-anchor="middle" font-size="18">{html.escape(lay.xaxis.title.text)}</text>')
+        over_line, d = over["marker"]["line"], over["marker"]["size"] / 2
+        parts.append(f'<g class="over" pointer-events="none">{"".join(cross(px(x), py(y), d, over_line) for x, y in zip(over["x"], over["y"]))}</g>')
+    parts += [f'<text x="{px(v):.1f}" y="{top + plot_h + 16}" text-anchor="middle">{v}</text>' for v in xaxis["tickvals"]]
+    parts += [f'<text x="{left - 1}" y="{py(v):.1f}" dominant-baseline="central" text-anchor="end">{html.escape(t)}</text>' for v, t in zip(yaxis["tickvals"], yaxis["ticktext"])]
+    parts.append(f'<text x="{left + plot_w / 2}" y="{h - 43.9:.1f}" text-anchor="middle" font-size="18">{html.escape(xaxis["title"]["text"])}</text>')
     legend = []
     if hops is not None:
-        legend.append((f'<path d="M5,11h30" stroke="{hline.color}" stroke-width="{hline.width}" opacity="{hops.opacity}"/>', hops.name))
+        legend.append((f'<path d="M5,11h30" stroke="{hline["color"]}" stroke-width="{hline["width"]}" opacity="{hops["opacity"]}"/>', hops["name"]))
     if over is not None:
-        legend.append((cross(20, 11, 8, over_line), over.name))
+        legend.append((cross(20, 11, 8, over_line), over["name"]))
     items = "".join(f'<span style="display:inline-flex;align-items:center;margin-right:1.2rem"><svg width="40" height="22">{mark}</svg>{html.escape(name)}</span>'
                     for mark, name in legend)
     style = f"font-family:Inter, Helvetica, Arial, sans-serif;font-size:15px;color:{charts.COLORS['ink']}"

@@ -526,6 +526,12 @@ def gpu_grid(est: Estimate, color_by: str = "tp") -> go.Figure:
     DGX, 18 on a GB200 NVL72), coloured by its TP group, PP stage or DP group under the plan's rank
     order; the hops of the chosen axis's groups that leave an NVLink domain drawn as lines; the GPU's
     memory on hover; GPUs over their HBM crossed out."""
+    return figure(*gpu_grid_parts(est, color_by))
+
+
+def gpu_grid_parts(est: Estimate, color_by: str = "tp") -> tuple[list[dict], dict]:
+    """gpu_grid's traces and layout as plain dicts (Lab 09 draws them as SVG: reading a figure's
+    properties back costs ~1 ms each)."""
     from labs.core.engine.layout import AXES, cross_node_links, groups, rank_coordinates
 
     p, gpn, dom = est.plan, est.cluster.gpus_per_node, est.cluster.domain_gpus
@@ -563,13 +569,13 @@ def gpu_grid(est: Estimate, color_by: str = "tp") -> go.Figure:
         data.append(dict(type="scatter", x=x[over], y=y[over], mode="markers", marker=dict(symbol="x-thin", size=40, line=dict(width=4, color=COLORS["red"])),
                          name=f"out of memory ({int(over.sum())} GPUs)", hoverinfo="skip"))
     nodes = int(y.max()) + 1
-    return figure(data, dict(  # one frame per NVLink domain (a DGX node, or an NVL72 rack's 18): NVLink inside it, the NICs between them
+    return data, dict(  # one frame per NVLink domain (a DGX node, or an NVL72 rack's 18): NVLink inside it, the NICs between them
         shapes=[dict(type="rect", x0=-0.5, x1=gpn - 0.5, y0=first - 0.45, y1=min(first + per_domain, nodes) - 1 + 0.45, line=dict(color=COLORS["muted"], width=1),
                      layer="below") for first in range(0, nodes, per_domain)],
         height=80 * nodes + 150, width=110 * gpn + 200, legend=dict(orientation="h", y=-0.08),
         xaxis=dict(title=dict(text="GPU in the node"), tickvals=list(range(gpn)), range=[-0.6, gpn - 0.4], showgrid=False, zeroline=False),
         yaxis=dict(title={}, tickvals=list(range(nodes)), ticktext=[f"node {i}" for i in range(nodes)], autorange="reversed", showgrid=False, zeroline=False),
-    ))
+    )
 
 
 def design_front(plans, mine: Estimate | None = None) -> go.Figure:
