@@ -1,6 +1,6 @@
 """Lab 07's large timelines as images: charts.palette_png writes timeline_raster's grid as a
 palette PNG, decoded here by hand (zlib and the PNG chunk layout, not the code under test), and
-charts.timelines_figure places it where the raster's bins lie on the time axis."""
+labs.core.timeline_svg places it where the raster's bins lie on the time axis (test_lab07_svg)."""
 
 import base64
 import struct
@@ -47,24 +47,4 @@ def test_the_image_is_the_raster(p, m, schedule, v, costs):
     assert set(np.unique(pixels)) == {0} | {1 + "FBW".index(o) for o in set(t.op)}
     print(f"{schedule} p={p} m={m}: idle pixels {(pixels == 0).mean():.4f}, idle time {t.bubble_fraction('total'):.4f}")
     assert (pixels == 0).mean() == pytest.approx(t.bubble_fraction("total"), abs=2e-3)
-
-
-def test_large_timelines_are_one_image_each_on_the_time_axis():
-    big, small = timeline(64, 256, "1f1b"), timeline(64, 256, "interleaved", 2)
-    fig = charts.timelines_figure([("a", big), ("b", small)])
-    images = [tr for tr in fig.data if tr.type == "image"]
-    assert [tr.type for tr in fig.data].count("image") == 2 and not any(tr.type in ("heatmap", "bar") for tr in fig.data)
-    for tr, t, axis in zip(images, (big, small), ("x2", "x3")):
-        z, width = charts.timeline_raster(t)
-        assert (tr.xaxis or "x") == axis and tr.dx == pytest.approx(width) and tr.x0 == pytest.approx(width / 2)  # left edge at 0
-        assert z.shape[1] * tr.dx == pytest.approx(t.makespan) and (tr.y0, tr.dy) == (0, 1)  # stage s on row s
-        assert np.array_equal(decode_png(tr.source)[0], z)
-    # an image would square its pixels by default (scaleanchor): each stage axis keeps its own scale
-    assert fig.layout.yaxis2.scaleanchor is False and fig.layout.yaxis3.scaleanchor is False
-    # no x/y axes (marimo would first draw the figure with the previous one's) and fixed margins
-    layout = fig.to_plotly_json()["layout"]
-    assert "xaxis" not in layout and "yaxis" not in layout and layout["margin"]["b"] == charts.TIMELINES_AXIS_PX
-    assert all(layout[k]["automargin"] is False for k in ("xaxis2", "yaxis2", "xaxis3", "yaxis3"))
-    shown = sorted(tr.name for tr in fig.data if tr.type == "scatter" and tr.showlegend is not False)
-    assert shown == sorted(charts.OP_NAMES[o] for o in ("F", "B"))  # one legend entry per kind in the figure
-    assert len(charts.palette_png(charts.timeline_raster(small)[0], charts.TIMELINE_IMAGE_COLORS)) < 20_000  # a few kB, not the raster's bytes
+    assert len(charts.palette_png(z, charts.TIMELINE_IMAGE_COLORS)) < 20_000  # a few kB, not the raster's bytes

@@ -328,20 +328,6 @@ def palette_png(codes: np.ndarray, colors: Sequence[str]) -> str:
 TIMELINE_IMAGE_COLORS = (IDLE_COLOR, OP_COLORS["F"], OP_COLORS["B"], OP_COLORS["W"])  # timeline_raster's codes 0 idle, 1 F, 2 B, 3 W
 
 
-def _timeline_image(t: Timeline, row: int = 1, shown: set | None = None) -> list[dict]:
-    """timeline_raster's grid as one image trace (a PNG the kernel encodes), with legend entries
-    for the op kinds (trace dicts): the picture of _timeline_heatmap, the same bins and colours,
-    which the browser draws without mapping each of up to 64 x 4,096 cells through a colour scale."""
-    z, width = timeline_raster(t)
-    traces = [dict(type="image", source=palette_png(z, TIMELINE_IMAGE_COLORS), x0=width / 2, dx=width, y0=0, dy=1,
-                   hovertemplate="stage %{y}, time %{x:.1f}<extra></extra>", name="ops", **_axes(row))]
-    for op in ("F", "B", "W"):
-        if (t.op == op).any():
-            traces.append(dict(type="scatter", x=[None], y=[None], mode="markers", marker=dict(symbol="square", size=12, color=OP_COLORS[op]), name=OP_NAMES[op],
-                               **_axes(row), **_legend(op, shown)))
-    return traces
-
-
 def _timeline_traces(t: Timeline, raster: bool | None, row: int = 1, shown: set | None = None) -> list[dict]:
     """Up to BAR_OPS ops one bar per op, up to RASTER_OPS filled boxes (a trace per kind and
     shade), above one raster (raster=True/False forces the raster or boxes)."""
@@ -375,67 +361,6 @@ def play_marker(fig: go.Figure, t: Timeline, until: float | None) -> go.Figure:
             dict(type="rect", xref="x", yref="paper", x0=until, x1=t.makespan * 1.01, y0=0, y1=1, fillcolor="white", opacity=0.8, line=dict(width=0), layer="above"),
             dict(type="line", xref="x", yref="paper", x0=until, x1=until, y0=0, y1=1, line=dict(color=COLORS["ink"], width=2)),
         ]
-    fig.layout.shapes = shapes
-    return fig
-
-
-TIMELINE_GAP_PX = 110  # between stacked timelines: the upper one's time axis and the lower one's title
-# The stacked timelines' margins are fixed, not pushed by the theme's axis automargin, which made
-# Plotly lay the chart out again on every draw: the time axis below takes 59 px (the bottom margin
-# automargin gave it in Chromium at every p, m and schedule, 4 px past the 55 planned), the stage
-# axis the theme's 60 px left (ticks up to '60' and the title fit it, as automargin left it).
-TIMELINES_AXIS_PX = 59
-# The stacked timelines sit on axes x2/y2, x3/y3, ..., never x/y: on a new figure marimo's plot
-# first draws it with the previous figure's `xaxis` and `yaxis` (its last zoom) and then again
-# with the new ones; without those two keys its first draw is the figure's and the second one
-# changes nothing. In Chromium, Plotly's label measurements (bBox) per p = 64 m move: 158 -> 98.
-
-
-def timelines_figure(runs: Sequence[tuple[str, Timeline]], raster: bool | None = None) -> go.Figure:
-    """Timelines stacked in one figure, one subplot each, with the title, axes, ops and hover
-    timeline_figure gives each alone (same height of plot per timeline, one legend for all).
-    A browser draws one figure with two subplots in about a third of the time it takes for two
-    figures (Lab 07: 99 against 314 ms at p = 4, m = 16; 162 against 445 ms at p = 64, m = 128).
-    `runs`: (title, timeline) pairs, top to bottom; timelines_marker moves the play marker."""
-    n, shown, data = len(runs), set(), []
-    top, bottom = 95, 55  # the margins timeline_figure leaves for the title and legend, and the time axis
-    plot = [max(1, 28 * min(t.p, 32) - 10) for _, t in runs]  # timeline_figure's plot height: 140 + 28 min(p, 32) less the margins
-    height = top + bottom + sum(plot) + (n - 1) * TIMELINE_GAP_PX
-    inner = height - top - bottom
-    layout, annotations, y = {}, [], 1.0
-    for row, (title, t) in enumerate(runs, start=1):
-        image = raster if raster is not None else len(t.op) > RASTER_OPS
-        data += _timeline_image(t, row + 1, shown) if image else _timeline_traces(t, False, row + 1, shown)  # x2/y2 on (above)
-        lo = y - plot[row - 1] / inner
-        x, ya = _axes(row + 1)["xaxis"], _axes(row + 1)["yaxis"]
-        layout["xaxis" + x[1:]] = dict(title=dict(text="time (one forward = 1)"), range=[0, t.makespan * 1.01], anchor=ya, domain=[0, 1], ticklabeloverflow="allow",
-                                       automargin=False)
-        layout["yaxis" + ya[1:]] = dict(autorange="reversed", title=dict(text="stage"), tickmode="array", tickvals=list(range(0, t.p, max(1, t.p // 16))),
-                                        anchor=x, domain=[max(0.0, lo), y], ticklabeloverflow="allow", automargin=False, **(dict(scaleanchor=False) if image else {}))
-        if row > 1 and title:  # the first title is the figure's, above the legend, as timeline_figure places it
-            annotations.append(dict(text=title, xref="paper", x=0, xanchor="left", yref="paper", y=y, yanchor="bottom", yshift=12, showarrow=False, font=dict(size=21)))
-        y = lo - TIMELINE_GAP_PX / inner
-    first = 140 + 28 * min(runs[0][1].p, 32) if runs else height  # timeline_figure's height: its title 2% of it below the top
-    if annotations:
-        layout["annotations"] = annotations
-    layout.update(barmode="overlay", height=height, margin=dict(t=top, b=TIMELINES_AXIS_PX), legend=dict(y=1.0, yanchor="bottom"),
-                  title=dict(text=runs[0][0] if runs else None, y=1 - 0.02 * first / height, yanchor="top"))
-    return figure(data, layout)
-
-
-def timelines_marker(fig: go.Figure, runs: Sequence[tuple[str, Timeline]], fraction: float) -> go.Figure:
-    """play_marker on every timeline of timelines_figure: a line at `fraction` of each one's
-    step and a veil over what runs after it (shapes only: the ops stay drawn). 1: no marker."""
-    shapes = []
-    for row, (_, t) in enumerate(runs, start=1):
-        until = t.makespan * fraction
-        if until < t.makespan:
-            axes = _axes(row + 1)
-            x, y = axes["xaxis"], axes["yaxis"] + " domain"
-            shapes += [
-                dict(type="rect", xref=x, yref=y, x0=until, x1=t.makespan * 1.01, y0=0, y1=1, fillcolor="white", opacity=0.8, line=dict(width=0), layer="above"),
-                dict(type="line", xref=x, yref=y, x0=until, x1=until, y0=0, y1=1, line=dict(color=COLORS["ink"], width=2)),
-            ]
     fig.layout.shapes = shapes
     return fig
 

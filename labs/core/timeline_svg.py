@@ -1,10 +1,10 @@
 """Lab 07's stacked pipeline timelines as plain SVG (mo.Html), not a Plotly figure.
 
-A schedule move redrew charts.timelines_figure in full (Plotly.react re-lays out the axes, legend
+A schedule move redrew the Plotly figure (charts.timelines_figure, before this module) in full (Plotly.react re-lays out the axes, legend
 and every bar on any change of data): about 90-130 ms of the page's main-thread CPU a move at the
 default setting, the floor page's whole move 80 (CDP ThreadTime and a Chromium trace, load 11-18).
 Drawn here the chart is markup the page only parses and lays out. Same ops, colours (charts.OP_COLORS),
-micro-batch shading, titles, axes and legend as timelines_figure; up to charts.RASTER_OPS ops one
+micro-batch shading, titles, axes, legend and layout as that figure; up to charts.RASTER_OPS ops one
 rectangle per op (its micro-batch and chunk on hover, an SVG <title>), above one image of
 charts.timeline_raster's grid (charts.palette_png). No physics here.
 """
@@ -22,9 +22,7 @@ from labs.core.charts import (
     OP_COLORS,
     OP_NAMES,
     RASTER_OPS,
-    TIMELINE_GAP_PX,
     TIMELINE_IMAGE_COLORS,
-    TIMELINES_AXIS_PX,
     palette_png,
     timeline_raster,
 )
@@ -33,13 +31,16 @@ from labs.core.style import COLORS
 
 WIDTH = 960  # px of the viewBox; the chart scales to the cell's width
 FONT = "Inter, Helvetica, Arial, sans-serif"
-LEFT, RIGHT, TOP = 60, 20, 95  # timelines_figure's margins: the theme's left and right, its top for the title and legend
+LEFT, RIGHT, TOP = 60, 20, 95  # the Plotly figure's margins: the theme's left and right, its top for the title and legend
+# Below each time axis its tick labels and title (the bottom margin Plotly's automargin gave the
+# figure in Chromium at every p, m and schedule), between timelines also the next one's title.
+TIMELINES_AXIS_PX, TIMELINE_GAP_PX = 59, 110
 ROW_BAR = 0.8  # a stage row's bar spans 0.8 of the row, as Plotly's horizontal bars
 TIME_TITLE = "time (one forward = 1)"
 
 
 def plot_height(t: Timeline) -> int:
-    """A timeline's plot height in px, as timelines_figure gives it (28 px a stage up to 32)."""
+    """A timeline's plot height in px, as the Plotly figure gave it (28 px a stage up to 32)."""
     return max(1, 28 * min(t.p, 32) - 10)
 
 
@@ -104,7 +105,7 @@ def timelines_panels(runs: Sequence[tuple[str, Timeline]]) -> list[Panel]:
 
 
 def timelines_svg(panels: Sequence[Panel], fraction: float = 1.0) -> str:
-    """The panels stacked, top to bottom, as timelines_figure lays them out: the first title at the
+    """The panels stacked, top to bottom, as the Plotly figure laid them out: the first title at the
     top and the legend (the op kinds drawn) above the first plot, each timeline's time axis below
     it and the next one's title above it; a stage axis each (stage 0 at the top). `fraction` < 1
     marks how far each schedule has played: a line there and a veil over what runs after it."""
