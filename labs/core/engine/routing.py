@@ -411,7 +411,7 @@ def route_many(settings) -> list[RouterRun]:
         for first, walk_steps, noise in draws:
             for r in group:
                 r.advance(first, walk_steps, noise, shared)
-        _keep_scores(group, shared)
+        _keep_scores(shared)
     return [r.result() for r in runs]
 
 
@@ -449,33 +449,34 @@ _kept_scores: tuple = ((), {})  # ((stream key, skew, drift), {first step: (n, T
 
 
 def _shared_state(group: list[_Run]) -> dict:
-    """The chunks' shared state for route_many. A call whose runs all read one (skew, drift) of a
-    kept stream, at least one under the bias update (a lab's move), gets that pair's affinities
-    (the sigmoid of every logit: 16 MB and 20 ms a run at the lab's size) kept chunk by chunk: an
-    earlier call's are read (a move of the node limit or gamma keeps the data), else they are made
-    into chunks that _keep_scores keeps (another pair's written over). Other calls (several pairs:
-    the variants' prefetch; the grader, which keeps no stream) make each chunk into one buffer."""
-    s = group[0].s
-    if len({(r.s.skew, r.s.drift) for r in group}) > 1 or not _keeps_stream(s) or all(r.s.scheme != "bias" for r in group):
+    """The chunks' shared state for route_many. In a process that keeps the stream, the affinities
+    (the sigmoid of every logit: 16 MB and 20 ms a run at the lab's size) of the (skew, drift) of
+    the call's first run under the bias update (a lab's move; the instruments' default router in
+    the lab's prefetch) are kept chunk by chunk: an earlier call's are read (a move of the node
+    limit or gamma keeps the data), else they are made into chunks that _keep_scores keeps
+    (another pair's written over). Every other chunk is made into one buffer, as the grader's."""
+    first_bias = next((r.s for r in group if r.s.scheme == "bias"), None)
+    if first_bias is None or not _keeps_stream(first_bias):
         return {}
     global _kept_scores
+    s = first_bias
     pair, (kept_pair, chunks) = (_stream_key(s), s.skew, s.drift), _kept_scores
     mine = kept_pair == pair
     if not mine:  # its chunks are written over: kept again only once all are made (_keep_scores)
         _kept_scores = ((), {})
-    return {("chunks", ("scores", s.skew, s.drift)): chunks if mine else {}, "complete": mine, "spare": {} if mine else dict(chunks)}
+    return {("chunks", ("scores", s.skew, s.drift)): chunks if mine else {}, "pair": pair, "complete": mine, "spare": {} if mine else dict(chunks)}
 
 
-def _keep_scores(group: list[_Run], shared: dict) -> None:
+def _keep_scores(shared: dict) -> None:
     """Keep the affinities this call made (every chunk: the call ran to its end), read-only."""
     global _kept_scores
     if "complete" not in shared or shared["complete"]:
         return
-    s = group[0].s
-    chunks = shared[("chunks", ("scores", s.skew, s.drift))]
+    _, skew, drift = pair = shared["pair"]
+    chunks = shared[("chunks", ("scores", skew, drift))]
     for a in chunks.values():
         a.flags.writeable = False
-    _kept_scores = ((_stream_key(s), s.skew, s.drift), chunks)
+    _kept_scores = (pair, chunks)
 
 
 def _sigmoid(logits: np.ndarray, out: np.ndarray) -> np.ndarray:

@@ -186,9 +186,9 @@ def prefetch(variant_settings, instruments: bool = False) -> None:
     setting of the lab reads the same stream); with `instruments`, also the instruments' default
     router under each scheme, with and without the node limit (what most submitted steps show)."""
     keys = [k for v in variant_settings for k in _variant_keys(check_settings(v)).values()]
-    if instruments:
+    if instruments:  # first: the router whose affinities a process keeps (routing._shared_state) is the one the instruments start at
         router = {k: DEFAULT_INPUTS[k] for k in ("aux_coeff", "gamma", "skew", "drift")}
-        keys += [{**router, "scheme": scheme, "max_nodes": nodes} for scheme in SCHEMES for nodes in (NODES, DEFAULT_INPUTS["max_nodes"])]
+        keys = [{**router, "scheme": scheme, "max_nodes": nodes} for nodes in (DEFAULT_INPUTS["max_nodes"], NODES) for scheme in ("bias", "none", "aux_loss")] + keys
     router_runs(keys)
 
 
