@@ -220,7 +220,6 @@ def _layout(label: str) -> tuple[int, int, int, int]:
 def _act2_options(s, q):
     """Act I's margins, then Act II's options read back as a student reads them, each checked as a
     layout the lab's instruments offer and priced by the engine under the question's settings."""
-    from labs.core.engine.perf import Plan, estimate
     from labs.core.scenarios import lab05
 
     margins_05_v2(s, q)
@@ -232,10 +231,21 @@ def _act2_options(s, q):
     for o in design.options:
         tp, pp, dp, mb = _layout(o.label)
         assert tp * pp * dp == cluster.gpus and model.heads % tp == 0 and model.layers % pp == 0 and mb in (1, 2, 4, 8), (s, o.label)
-        plan = Plan.for_era("megatron-core-2024", tp=tp, pp=pp, dp=dp, micro_batch=mb, global_batch=batch, zero_stage=1, recompute="selective",
-                            schedule="1f1b", sequence_parallel=tp > 1, tp_comm_overlap=tp > 1)
-        ests[o.key] = estimate(model, cluster, plan)
+        ests[o.key] = _option_estimate(s["design_model"], tp, pp, dp, mb, batch)
     return design, model, cluster, batch, hbm, ests
+
+
+@functools.lru_cache(maxsize=None)
+def _option_estimate(model_key: str, tp: int, pp: int, dp: int, mb: int, batch: int):
+    """The engine on one Act II layout under the question's settings (a pure function of these; the
+    editions' settings offer far fewer distinct layouts than settings times four)."""
+    from labs.core.engine.perf import Plan, estimate
+    from labs.core.scenarios import lab05
+
+    model, cluster = lab05.design_inputs(model_key)
+    plan = Plan.for_era("megatron-core-2024", tp=tp, pp=pp, dp=dp, micro_batch=mb, global_batch=batch, zero_stage=1, recompute="selective",
+                        schedule="1f1b", sequence_parallel=tp > 1, tp_comm_overlap=tp > 1)
+    return estimate(model, cluster, plan)
 
 
 def _key_is_the_sweeps_best(s, design, ests, table, hbm):
@@ -262,9 +272,7 @@ def margins_05_v3(s, q):
     than the GPU has; every option is a layout the lab's instruments offer, and stands for its own
     misconception."""
     design, model, cluster, batch, hbm, ests = _act2_options(s, q)
-    from labs.core.engine.search import sweep
-
-    table = sweep(model, cluster, global_batch=batch, era="megatron-core-2024", zero_stage=1, recompute="selective", schedule="1f1b")
+    table = _independent_sweep(s["design_model"], batch)  # the same sweep on the same model and 1,024 GPUs as _act2_options'
     _key_is_the_sweeps_best(s, design, ests, table, hbm)
     assert any(e.plan.tp > cluster.gpus_per_node for e in ests.values()), "TP across nodes is always on offer"
 
