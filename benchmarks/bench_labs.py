@@ -146,8 +146,8 @@ def design_reveal_cold() -> None:
 
 def failures_interval_rerun(minutes: int) -> None:
     """What Lab 10 recomputes when the checkpoint-interval slider moves: goodput and its shares,
-    Young, Daly and the exact optimum, the cadence curve, 400 simulated runs, the cadence figure
-    serialised as the browser receives it and the histogram's HTML."""
+    Young, Daly and the exact optimum, the cadence curve, 400 simulated runs, the cadence chart's
+    SVG and the histogram's HTML."""
     import importlib
 
     from labs.core.engine import reliability as rel
@@ -159,7 +159,7 @@ def failures_interval_rerun(minutes: int) -> None:
     view = {"tau": tau, "stall": c, "goodput": rel.goodput(tau, c, r, m), "shares": rel.wall_breakdown(tau, c, r, m),
             "young": rel.young_interval(c, m), "daly": rel.daly_interval(c, m), "best": rel.optimal_interval(c, m), "curve": rel.cadence_curve(c, r, m)}
     sim = rel.simulate(54 * 86400.0, tau, c, m, s["restarts"], runs=400, seed=0)
-    pio.to_json(lab.cadence_figure(view)), lab.goodput_histogram(sim.goodput, sim.closed_form).text  # the histogram is HTML
+    lab.cadence_figure(view).text, lab.goodput_histogram(sim.goodput, sim.closed_form).text  # both are HTML
 
 
 def long_context_rerun(cp: int) -> None:

@@ -10,7 +10,6 @@ with app.setup:
     import marimo as mo
     import numpy as np
     import pandas as pd
-    import plotly.graph_objects as go
 
     from labs.core import ENGINE_VERSION
     from labs.core import charts, ui
@@ -59,7 +58,7 @@ with app.setup:
         seed_claim_bandwidths,
         setting_costs,
     )
-    from labs.core.style import COLORS, apply_plotly_theme
+    from labs.core.style import COLORS
 
     HOUR, DAY, MINUTE = 3600.0, 86400.0, 60.0
     GPU_STEPS = [1024, 2048, 4096, 8192, 16384, 32768, 65536]
@@ -371,9 +370,13 @@ def _(cadence_panel, mtbf_committed):
     return
 
 
-@app.cell
+# The setting (every instrument but the interval) and what an interval move changes, computed and drawn in one
+# cell: each cell a move re-runs costs marimo a few ms and the page a round of messages, and setting_costs costs
+# less than 0.1 ms, so an interval move computes it again rather than a GPU or checkpoint move re-running two cells.
+@app.cell(hide_code=True)
 def _(
     gpus_slider,
+    interval_slider,
     model_dropdown,
     mtbf_committed,
     relaunch_slider,
@@ -383,31 +386,14 @@ def _(
     strategy_dropdown,
     swap_slider,
 ):
-    # Everything but the interval: the cells that read only `setting` do not re-run when it moves.
     ui.gate(mtbf_committed)
-    setting_inputs = dict(
+    _setting_inputs = dict(
         model=model_dropdown.value, gpus=gpus_slider.value, zero_stage=sharding_dropdown.value, strategy=strategy_dropdown.value,
         storage_gbps=storage_slider.value, relaunch_min=relaunch_slider.value, swap_min=swap_slider.value,
         hot_spares=bool(spares_switch.value),
     )
-    setting = setting_costs(**setting_inputs)
-    return setting, setting_inputs
-
-
-# What an interval move changes, computed and drawn in one cell (each cell a move re-runs costs marimo a few ms).
-@app.cell(hide_code=True)
-def _(
-    interval_slider,
-    mtbf_committed,
-    relaunch_slider,
-    setting,
-    setting_inputs,
-    spares_switch,
-    strategy_dropdown,
-    swap_slider,
-):
-    ui.gate(mtbf_committed)
-    cadence_inputs = {**setting_inputs, "interval_min": interval_slider.value}
+    setting = setting_costs(**_setting_inputs)
+    cadence_inputs = {**_setting_inputs, "interval_min": interval_slider.value}
     _tau = interval_slider.value * MINUTE
     _m, _r, _cost = setting["mtbf_s"], setting["restart_s"], setting["cost"]
     _c = _cost.stall_at(_tau)
@@ -427,7 +413,7 @@ def _(
     mo.vstack(
         [
             # an empty markdown where no banner shows: the chart keeps its place in the stack, so a move that lifts or
-            # raises the banner updates the drawn chart (Plotly.react) instead of mounting a new one (as Lab 07's, f51e338)
+            # raises the banner updates the drawn chart instead of mounting a new one (as Lab 07's, f51e338)
             _banner if _banner is not None else mo.md(""),
             ui.metric_cards({
                 "goodput": f"{_v['goodput']:.1%}",
@@ -446,7 +432,7 @@ def _(
             ),
         ]
     )
-    return cadence_inputs, cadence_view
+    return cadence_inputs, cadence_view, setting
 
 
 @app.cell(hide_code=True)
@@ -493,11 +479,29 @@ def _(mtbf_committed, run_gpus):
     return
 
 
+# The line about the student's restart cost, part B3 (the simulation) and part B4's text up to the NIC slider in one
+# cell: a GPU move re-runs one cell here, not three (an interval move re-runs the simulation, and with it the rest).
 @app.cell(hide_code=True)
-def _(mtbf_committed, run_gpus, setting):
+def _(
+    cadence_view,
+    gpus_slider,
+    mtbf_committed,
+    relaunch_slider,
+    run_days,
+    run_gpus,
+    setting,
+    sharding_dropdown,
+    spares_switch,
+    swap_slider,
+):
     ui.gate(mtbf_committed)
     _m = job_mtbf_s(run_gpus)
     _yours = max_checkpoint_for(LLAMA3_EFFECTIVE_TRAINING, setting["restart_s"], _m)
+    try:
+        simulation = simulate(run_days * DAY, cadence_view["tau"], cadence_view["stall"], setting["mtbf_s"], setting["restarts"], runs=SIM_RUNS, seed=SIM_SEED)
+        simulation_error = None
+    except ValueError as _err:  # a setting whose run would take millions of failures: shown, not drawn
+        simulation, simulation_error = None, str(_err)
     mo.vstack(
         [
             mo.md(
@@ -507,38 +511,16 @@ def _(mtbf_committed, run_gpus, setting):
                 + f"; your setting stalls {fmt_s(setting['cost'].stall_s)}. Stalls of seconds and restarts of minutes: a "
                 "sharded or async checkpoint on fast storage, with automated restarts, not a gathered sync write and a person paged."
             ),
+            mo.md(r"""
+    ## B3 · The long run, simulated
+    """),
+            simulation_view(simulation, simulation_error, cadence_view, setting, run_days, relaunch_slider.value, swap_slider.value, spares_switch.value),
+            mo.md(r"""
+    ## B4 · Failures that do not stop the job: silent corruption and stragglers
+    """),
+            corruption_view(gpus_slider.value, sharding_dropdown.value, run_days),
         ]
     )
-    return
-
-
-@app.cell(hide_code=True)
-def _(mtbf_committed):
-    ui.gate(mtbf_committed)
-    mo.md(r"""
-    ## B3 · The long run, simulated
-    """)
-    return
-
-
-# The simulation and its display in one cell: an interval move re-runs one cell here, not two.
-@app.cell(hide_code=True)
-def _(
-    cadence_view,
-    mtbf_committed,
-    relaunch_slider,
-    run_days,
-    setting,
-    spares_switch,
-    swap_slider,
-):
-    ui.gate(mtbf_committed)
-    try:
-        simulation = simulate(run_days * DAY, cadence_view["tau"], cadence_view["stall"], setting["mtbf_s"], setting["restarts"], runs=SIM_RUNS, seed=SIM_SEED)
-        simulation_error = None
-    except ValueError as _err:  # a setting whose run would take millions of failures: shown, not drawn
-        simulation, simulation_error = None, str(_err)
-    simulation_view(simulation, simulation_error, cadence_view, setting, run_days, relaunch_slider.value, swap_slider.value, spares_switch.value)
     return simulation, simulation_error
 
 
@@ -583,50 +565,11 @@ def simulation_view(simulation, simulation_error, cadence_view, setting, run_day
     )
 
 
-@app.cell(hide_code=True)
-def _(mtbf_committed):
-    ui.gate(mtbf_committed)
-    mo.md(r"""
-    ## B4 · Failures that do not stop the job: silent corruption and stragglers
-    """)
-    return
-
-
 @app.cell
 def _():
     slow_slider = mo.ui.slider(steps=[0.1, 0.25, 0.5, 0.75, 0.9, 1.0], value=0.5, label="One node's NICs run at this fraction of their speed", show_value=True, debounce=True)
     slow_panel = mo.Html(slow_slider.text)
     return slow_panel, slow_slider
-
-
-@app.cell(hide_code=True)
-def _(gpus_slider, mtbf_committed, run_days, sharding_dropdown):
-    ui.gate(mtbf_committed)
-    _n = gpus_slider.value
-    _replicas = sharding_dropdown.value < 3  # ZeRO-0/1/2 keep whole bf16 weights on every data-parallel replica
-    _sharding = next(k for k, v in SHARDINGS.items() if v == sharding_dropdown.value)
-    _sdc = expected_interruptions(_n, run_days * DAY)["silent_data_corruption"]
-    mo.vstack(
-        [
-            mo.md(
-                f"Llama 3 caught **{dict((c.key, c.count) for c in LLAMA3_CAUSES)['silent_data_corruption']}** silent data corruptions in "
-                f"{LLAMA3_WINDOW_S / DAY:.0f} days: at {_n:,} GPUs expect **{_sdc:.1f}** detected ones in {run_days} days, and the undetected "
-                "ones do not show in a loss curve at all: a flipped bit in one replica's gradient is averaged into everyone's weights, "
-                "and the loss drifts by less than its noise. What catches them: "
-                + (f"under your sharding ({_sharding}) every data-parallel replica holds the same bf16 weights after the step, so a hash "
-                   "of the weights compared across replicas must agree; " if _replicas else
-                   f"under your sharding ({_sharding}) no two GPUs hold the same shard, so there is no replica to compare a hash with: "
-                   "the check needs hybrid sharding's replica groups (HSDP, Lab 06) or whole-weight replicas (plain DP, ZeRO-1 or 2); ")
-                + "a gradient norm ten times its running mean with an ordinary loss points at one rank; a fixed validation batch "
-                "re-scored on a schedule catches slow drift. On a hit, restart from the last checkpoint known to be good, not the most recent."
-            ),
-            mo.md(
-                "**Stragglers.** A ring all-reduce moves in lock step: every step waits for its slowest member, so one degraded NIC "
-                "paces the whole ring (a throttled GPU does the same to the compute). The collectives model, with one node's NICs slowed:"
-            ),
-        ]
-    )
-    return
 
 
 @app.cell(hide_code=True)
@@ -779,6 +722,35 @@ def _(
 
 
 @app.function
+def corruption_view(gpus: int, zero_stage: int, run_days: int) -> mo.Html:
+    """Part B4's text above the NIC slider: silent corruptions expected at `gpus` over the run,
+    what catches them under the sharding, and the stragglers' introduction."""
+    _replicas = zero_stage < 3  # ZeRO-0/1/2 keep whole bf16 weights on every data-parallel replica
+    _sharding = next(k for k, v in SHARDINGS.items() if v == zero_stage)
+    _sdc = expected_interruptions(gpus, run_days * DAY)["silent_data_corruption"]
+    return mo.vstack(
+        [
+            mo.md(
+                f"Llama 3 caught **{dict((c.key, c.count) for c in LLAMA3_CAUSES)['silent_data_corruption']}** silent data corruptions in "
+                f"{LLAMA3_WINDOW_S / DAY:.0f} days: at {gpus:,} GPUs expect **{_sdc:.1f}** detected ones in {run_days} days, and the undetected "
+                "ones do not show in a loss curve at all: a flipped bit in one replica's gradient is averaged into everyone's weights, "
+                "and the loss drifts by less than its noise. What catches them: "
+                + (f"under your sharding ({_sharding}) every data-parallel replica holds the same bf16 weights after the step, so a hash "
+                   "of the weights compared across replicas must agree; " if _replicas else
+                   f"under your sharding ({_sharding}) no two GPUs hold the same shard, so there is no replica to compare a hash with: "
+                   "the check needs hybrid sharding's replica groups (HSDP, Lab 06) or whole-weight replicas (plain DP, ZeRO-1 or 2); ")
+                + "a gradient norm ten times its running mean with an ordinary loss points at one rank; a fixed validation batch "
+                "re-scored on a schedule catches slow drift. On a hit, restart from the last checkpoint known to be good, not the most recent."
+            ),
+            mo.md(
+                "**Stragglers.** A ring all-reduce moves in lock step: every step waits for its slowest member, so one degraded NIC "
+                "paces the whole ring (a throttled GPU does the same to the compute). The collectives model, with one node's NICs slowed:"
+            ),
+        ]
+    )
+
+
+@app.function
 def fmt_s(seconds: float) -> str:
     """Seconds at a readable scale."""
     if seconds < 1:
@@ -838,11 +810,10 @@ def mtbf_figure(gpus: int) -> mo.Html:
 
 
 @app.function
-def cadence_chart(inputs: dict, view: dict) -> go.Figure:
+def cadence_chart(inputs: dict, view: dict) -> mo.Html:
     """cadence_figure(view), kept per setting and interval (`view` is a function of `inputs`,
     cadence_inputs): moving the interval back to a position shows its chart again without
-    building the figure (plotly validates every property: most of the chart's kernel time).
-    Shared between sessions, so never changed after it is built."""
+    drawing it again. Shared between sessions, so never changed after it is built."""
     key = tuple(sorted(inputs.items()))
     if key not in CADENCE_CHARTS:
         if len(CADENCE_CHARTS) >= 512:
@@ -852,27 +823,55 @@ def cadence_chart(inputs: dict, view: dict) -> go.Figure:
 
 
 @app.function
-def cadence_figure(view: dict) -> go.Figure:
-    """Goodput and the wall-time shares against the checkpoint interval, with the optima."""
+def cadence_figure(view: dict) -> mo.Html:
+    """Goodput and the wall-time shares against the checkpoint interval, with the optima: plain
+    SVG, not a Plotly figure (as mtbf_figure). Every GPU, checkpoint, restart and interval move
+    redraws it, and Plotly's redraw (its text measured on each draw) was the largest part of a
+    move's main-thread time in Chromium after marimo's own. Hover the goodput line for the four
+    shares at an interval (every other point of the curve); the marker carries its interval and
+    goodput as data."""
     curve = view["curve"]
     x = curve["interval_s"] / MINUTE
-    data = [  # plain dicts (charts.figure): the validated build was most of a move's Python
-        dict(type="scatter", x=x, y=100 * curve["goodput"], name="goodput", mode="lines", line=dict(color=COLORS["blue"], width=3)),
-        dict(type="scatter", x=x, y=100 * curve["lost"], name="work lost and redone", mode="lines", line=dict(color=COLORS["red"], width=2)),
-        dict(type="scatter", x=x, y=100 * curve["checkpoint"], name="checkpoint stalls", mode="lines", line=dict(color=COLORS["green"], width=2)),
-        dict(type="scatter", x=x, y=100 * curve["restart"], name="restarts", mode="lines", line=dict(color=COLORS["purple"], width=2, dash="dot")),
-        dict(type="scatter", x=[view["tau"] / MINUTE], y=[100 * view["goodput"]], name="your interval", mode="markers", marker=dict(symbol="diamond", size=14, color=COLORS["red"])),
-    ]
-    shapes, annotations = [], []
-    for label, key, dash, y in (("Young √(2CM)", "young", "dot", 1.0), ("Daly", "daly", "dash", 0.92)):
-        shapes.append(charts.vline_shape(view[key] / MINUTE, dict(color=COLORS["muted"], dash=dash)))
-        annotations.append(dict(x=float(np.log10(view[key] / MINUTE)), y=y, yref="paper", text=label, showarrow=False, xanchor="left", yanchor="top"))
-    ticks = [0.1, 0.3, 1, 3, 10, 30, 60, 180, 600, 1440]
-    # fixed margins, the axes without automargin (see mtbf_figure): those it computed at every setting
-    return charts.figure(data, dict(shapes=shapes, annotations=annotations, height=380, margin=dict(l=66, r=20, t=50, b=59),
-                                    yaxis=dict(title=dict(text="% of wall time"), range=[0, 100], automargin=False),
-                                    xaxis=dict(type="log", title=dict(text="checkpoint interval (minutes of training)"), tickvals=ticks, ticktext=[f"{t:g}" for t in ticks],
-                                               automargin=False)))
+    series = (("goodput", curve["goodput"], COLORS["blue"], 3, ""), ("work lost and redone", curve["lost"], COLORS["red"], 2, ""),
+              ("checkpoint stalls", curve["checkpoint"], COLORS["green"], 2, ""), ("restarts", curve["restart"], COLORS["purple"], 2, "3,3"))
+    tau_min, you = view["tau"] / MINUTE, 100 * view["goodput"]
+    optima = (("Young √(2CM)", view["young"] / MINUTE, "3,3", 1.0), ("Daly", view["daly"] / MINUTE, "9,9", 0.92))
+    _w, _h, (_l, _r, _t, _b) = 860, 380, (66, 20, 50, 59)  # Plotly's size and margins for this chart (automargin's at every setting)
+    _x0 = np.log10(min(x.min(), tau_min, *(v for _, v, _, _ in optima)))  # the line, the marker and the optima (Plotly's autorange)
+    _x1 = np.log10(max(x.max(), tau_min, *(v for _, v, _, _ in optima)))
+    _px = lambda v: _l + (np.log10(v) - _x0) / (_x1 - _x0) * (_w - _l - _r)
+    _py = lambda pct: _h - _b - pct / 100 * (_h - _t - _b)
+    _parts = []
+    for _v in (0.1, 0.3, 1, 3, 10, 30, 60, 180, 600, 1440):
+        if _x0 <= np.log10(_v) <= _x1:
+            _parts.append(f'<line x1="{_px(_v):.1f}" x2="{_px(_v):.1f}" y1="{_t}" y2="{_h - _b}" stroke="{COLORS["grid"]}"/>'
+                          f'<text x="{_px(_v):.1f}" y="{_h - _b + 20}" text-anchor="middle" font-size="14">{_v:g}</text>')
+    for _v in range(0, 101, 20):
+        _parts.append(f'<line x1="{_l}" x2="{_w - _r}" y1="{_py(_v):.1f}" y2="{_py(_v):.1f}" stroke="{COLORS["grid"]}"/>'
+                      f'<text x="{_l - 6}" y="{_py(_v) + 5:.1f}" text-anchor="end" font-size="14">{_v}</text>')
+    for _label, _v, _dash, _y in optima:
+        _yt = _t + (1 - _y) * (_h - _t - _b)
+        _parts.append(f'<line x1="{_px(_v):.1f}" x2="{_px(_v):.1f}" y1="{_t}" y2="{_h - _b}" stroke="{COLORS["muted"]}" stroke-width="2" stroke-dasharray="{_dash}"/>'
+                      f'<text x="{_px(_v) + 3:.1f}" y="{_yt + 15:.1f}">{_label}</text>')
+    for _name, _share, _color, _width, _dash in series:
+        _pts = " ".join(f"{_px(a):.1f},{_py(100 * c):.1f}" for a, c in zip(x, _share))
+        _parts.append(f'<polyline fill="none" stroke="{_color}" stroke-width="{_width}" stroke-dasharray="{_dash or "none"}" points="{_pts}"/>')
+    _parts += [f'<circle cx="{_px(a):.1f}" cy="{_py(100 * g):.1f}" r="6" fill="transparent"><title>{a:.3g} min: goodput {100 * g:.1f}%, '
+               f'lost {100 * lo:.1f}%, stalls {100 * c:.1f}%, restarts {100 * re:.1f}%</title></circle>'  # every other point: 10 a decade
+               for a, g, lo, c, re in list(zip(x, curve["goodput"], curve["lost"], curve["checkpoint"], curve["restart"]))[::2]]
+    _diamond = lambda cx, cy, d: f'<path d="M{cx:.1f},{cy - d:.1f}L{cx + d:.1f},{cy:.1f}L{cx:.1f},{cy + d:.1f}L{cx - d:.1f},{cy:.1f}Z" fill="{COLORS["red"]}"/>'
+    _parts.append(f'<g class="your-interval" data-minutes="{tau_min!r}" data-goodput="{you!r}">{_diamond(_px(tau_min), _py(you), 9)}'
+                  f'<title>your interval: every {tau_min:g} min, goodput {you:.2f}%</title></g>')
+    _x = _l
+    for _name, _, _color, _width, _dash in series:
+        _parts.append(f'<g transform="translate({_x},{_t - 16})"><line x1="0" x2="30" y1="-5" y2="-5" stroke="{_color}" stroke-width="{_width}" '
+                      f'stroke-dasharray="{_dash or "none"}"/><text x="36" y="0">{_name}</text></g>')
+        _x += 50 + 8.0 * len(_name)
+    _parts.append(f'<g transform="translate({_x},{_t - 16})">{_diamond(15, -5, 8)}<text x="36" y="0">your interval</text></g>')
+    _parts.append(f'<text x="{(_l + _w - _r) / 2}" y="{_h - 12}" text-anchor="middle">checkpoint interval (minutes of training)</text>'
+                  f'<text transform="translate(20,{(_t + _h - _b) / 2}) rotate(-90)" text-anchor="middle">% of wall time</text>')
+    return mo.Html(f'<svg viewBox="0 0 {_w} {_h}" style="width:100%;max-width:{_w}px;height:auto;font-family:Inter, Helvetica, Arial, sans-serif;'
+                   f'font-size:15px;fill:{COLORS["ink"]}" role="img" aria-label="goodput and wall-time shares against the checkpoint interval">{"".join(_parts)}</svg>')
 
 
 @app.function

@@ -15,12 +15,9 @@ from labs.core.state import load_schema
 
 pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("need_chromium")]
 
-# The "your interval" marker of the cadence chart: [x, y] of the first plot that has it.
-MARKER = """() => { const out = []; const f = (root) => { for (const el of root.querySelectorAll('*')) {
-  if (el.classList && el.classList.contains('js-plotly-plot')) out.push(el);
-  if (el.shadowRoot) f(el.shadowRoot); } }; f(document);
-  for (const el of out) { const t = (el.data || []).find(d => d.name === 'your interval'); if (t) return [t.x[0], t.y[0]]; }
-  return null; }"""
+# The "your interval" marker of the cadence chart (plain SVG): [minutes, goodput %] as it carries them.
+MARKER = """() => { const g = document.querySelector('svg g.your-interval');
+  return g ? [Number(g.dataset.minutes), Number(g.dataset.goodput)] : null; }"""
 
 
 def test_lab10_commit_move_interval_submit_download(tmp_path):

@@ -165,3 +165,40 @@ def test_the_mtbf_chart_draws_the_engines_line_and_the_job_on_it(gpus):
     top = points[[2**k for k in range(3, 18)].index(gpus)]
     assert float(you.group(1)) == pytest.approx(top[0], abs=0.06)  # the diamond's top vertex: the point's x, 8 px above it
     assert float(you.group(2)) == pytest.approx(top[1] - 8, abs=0.06)
+
+
+@pytest.mark.parametrize("gpus, minutes", [(4096, 1), (16384, 30), (65536, 1440)])
+def test_the_cadence_chart_draws_goodput_by_hand(gpus, minutes):
+    """The cadence chart is plain SVG (every GPU, checkpoint, restart and interval move redraws it):
+    its marker carries the interval and goodput tau / ((M + R)(exp((tau + C)/M) - 1)) written out
+    here with math.exp, not the engine's; its hover texts (every other point of the 80) read the
+    goodput line's values; the four shares of a point add up to 100 with the goodput; Young's line
+    stands at sqrt(2CM) on the same log axis as the marker."""
+    import importlib.util
+    import math
+    import re
+
+    from labs.core.engine.reliability import cadence_curve, daly_interval, young_interval
+    from labs.core.scenarios.lab10 import RUN_MODEL, setting_costs
+
+    spec = importlib.util.spec_from_file_location("lab10_notebook", LAB10)
+    notebook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(notebook)
+    s = setting_costs(RUN_MODEL, gpus, 3, "sharded", 2000, 10, 60, False)
+    c, r, m, tau = s["cost"].stall_s, s["restart_s"], s["mtbf_s"], minutes * 60.0
+    by_hand = lambda t: t / ((m + r) * (math.exp((t + c) / m) - 1))
+    curve = cadence_curve(c, r, m, points=80)
+    view = {"tau": tau, "goodput": by_hand(tau), "young": young_interval(c, m), "daly": daly_interval(c, m), "curve": curve}
+    svg = notebook.cadence_figure(view).text
+    marker = re.search(r'<g class="your-interval" data-minutes="([^"]+)" data-goodput="([^"]+)"><path d="M([\d.]+),', svg)
+    assert float(marker.group(1)) == minutes and float(marker.group(2)) == pytest.approx(100 * by_hand(tau), rel=1e-12)
+    hovers = re.findall(r"<title>([\d.e+]+) min: goodput ([\d.]+)%, lost ([\d.]+)%, stalls ([\d.]+)%, restarts ([\d.]+)%</title>", svg)
+    assert len(hovers) == 40
+    for (x, g, lost, stalls, restarts), t in zip(hovers, curve["interval_s"][::2]):
+        assert float(x) == pytest.approx(t / 60, rel=5e-3)  # 3 significant digits and float(g) == pytest.approx(100 * by_hand(t), abs=0.051)
+        assert float(g) + float(lost) + float(stalls) + float(restarts) == pytest.approx(100, abs=0.21)
+    young_x = float(re.search(r'<line x1="([\d.]+)"[^>]*stroke-dasharray="3,3"/><text[^>]*>Young', svg).group(1))
+    # the x axis is log10: the marker's x (its top vertex) and Young's line sit log10(tau / young) apart, in px per decade
+    first, last = (float(p.split(",")[0]) for p in re.search(r'<polyline[^>]*points="([^"]+)"', svg).group(1).split()[::79])
+    per_decade = (last - first) / math.log10(curve["interval_s"][-1] / curve["interval_s"][0])
+    assert float(marker.group(3)) - young_x == pytest.approx(per_decade * math.log10(tau / math.sqrt(2 * c * m)), abs=0.15)

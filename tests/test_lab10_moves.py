@@ -47,10 +47,22 @@ def test_every_instrument_is_on_the_page():
 
 
 def test_a_gpu_move_reruns_the_cells_that_read_the_gpus():
-    """Nine cells, each showing a number that moves with the GPUs (the failure model, the
-    checkpoint table, the setting, cadence, the inverse line, the simulation, the corruption
-    count, the stragglers' table, the HUD); the stragglers' table no longer reads `setting`, so a
-    restart move leaves it alone."""
-    assert len(rerun_by(LAB10, "gpus_slider")) == 9
+    """Six cells, each showing a number that moves with the GPUs: the failure model, the
+    checkpoint table, the setting with cadence, the inverse line with the simulation and part B4's
+    corruption count, the stragglers' table, the HUD (nine before: the setting, the inverse line and
+    the corruption count were cells of their own). The stragglers' table does not read `setting`,
+    so a restart move leaves it alone; a restart move re-runs cadence, the simulation and the HUD."""
+    hit = rerun_by(LAB10, "gpus_slider")
+    print([sorted(cell["refs"]) for cell in hit])
+    assert len(hit) == 6
     for instrument in ("relaunch_slider", "swap_slider", "spares_switch"):
-        assert not any("straggler_all_reduce" in cell["body"] for cell in rerun_by(LAB10, instrument)), instrument
+        moved = rerun_by(LAB10, instrument)
+        assert len(moved) == 3 and not any("straggler_all_reduce" in cell["body"] for cell in moved), instrument
+    assert len(rerun_by(LAB10, "interval_slider")) == 3  # cadence, the simulation, the HUD: as before
+
+
+def test_no_cell_a_move_reruns_draws_plotly():
+    """The two charts a GPU move redraws are plain SVG (mtbf_figure, cadence_figure), as the goodput
+    histogram is HTML: no Plotly.react on any move."""
+    body = LAB10.read_text()
+    assert "plotly.graph_objects" not in body and "charts.figure(" not in body and "go.Figure" not in body and "mo.ui.plotly" not in body
