@@ -41,10 +41,27 @@ def test_the_submit_reads_the_instruments_when_pressed():
     assert all(f'"{field}"' in getter for field in SWEEP_FIELDS)
 
 
+@pytest.mark.parametrize("instrument", ACTIVATION_INSTRUMENTS)
+def test_an_activation_move_redraws_no_plotly_figure_twice(instrument):
+    """The memory wall and the sweep are SVG (labs.core.svg_charts); section 3's step-time chart, a
+    Plotly figure, is redrawn on x2/y2 with fixed margins (one draw a move, no automargin). Fails on
+    the notebook before: the wall and the sweep were Plotly figures."""
+    import re
+
+    hit = rerun_by(LAB06, instrument)
+    svg = [c for c in hit if "svg_charts." in c["body"]]
+    plotly = [call for c in hit for call in re.findall(r"(?<!\w)charts\.(\w+)\(", c["body"]) if call != "redrawn_on_second_axes"]
+    wrapped = [call for c in hit for call in re.findall(r"charts\.redrawn_on_second_axes\(charts\.(\w+)\(", c["body"])]
+    print(instrument, "svg cells", len(svg), "plotly builders", plotly, "wrapped", wrapped)
+    assert len(svg) == 2 and sorted(plotly) == sorted(wrapped) == ["stage_step_times"]
+
+
 def test_redrawn_charts_have_no_xaxis_or_yaxis():
     """marimo's plot draws a new figure with the previous figure's xaxis and yaxis, then again with
-    the new ones: the two charts a move redraws carry neither key, their traces, shapes and
-    annotations on x2/y2, and every other trace field as the chart builder made it."""
+    the new ones: a chart redrawn through charts.redrawn_on_second_axes (Lab 06's step-time chart,
+    Lab 10's cadence chart; here the memory wall's and sweep's Plotly figures as examples) carries
+    neither key, its traces, shapes and annotations on x2/y2, and every other trace field as the
+    chart builder made it."""
     from labs.core import charts
     from labs.core.engine.hardware import GPUS
     from labs.core.engine.models import MODELS
