@@ -38,11 +38,14 @@ with app.setup:
         summary,
     )
     from labs.core.scenarios.lab11 import MOE_GPUS, moe_cluster, moe_model
-    from labs.core.charts import figure, palette_png, vline_shape
+    from labs.core.charts import figure, palette_png, redrawn_on_second_axes, vline_shape
     from plotly.colors import get_colorscale, sample_colorscale
     from labs.core.style import COLORS
 
     HEAT_COLORSCALE = get_colorscale("Viridis")  # the router heatmap's: its image's palette and its colour bar
+    # The drop chart's margins, fixed (charts.redrawn_on_second_axes): what the theme's automargin and
+    # the legend below gave it in Chromium (left 60, right 20, top 70, bottom 90 px).
+    DROPS_MARGIN = dict(l=60, r=20, t=70, b=90)
 
 
 @app.cell(hide_code=True)
@@ -441,19 +444,19 @@ def router_figure(run, baseline, label: str) -> go.Figure:
     z = run.window_loads(10).T
     steps = [WINDOW * (i + 1) for i in range(run.setting.steps // WINDOW)]
     low, high = int(z.min()), int(z.max())
-    heat = [*heatmap_image(z, low, high), dict(type="scatter", x=[None], y=[None], mode="markers", showlegend=False, hoverinfo="skip",
+    heat = [*heatmap_image(z, low, high), dict(type="scatter", x=[None], y=[None], xaxis="x2", yaxis="y2", mode="markers", showlegend=False, hoverinfo="skip",
                                                 marker=dict(colorscale=HEAT_COLORSCALE, cmin=low, cmax=high, color=[low], showscale=True,
                                                             colorbar=dict(title=dict(text="tokens"), len=0.6, y=1.0, yanchor="top", outlinewidth=0)))]
     lines = [dict(type="scatter", x=steps, y=r.busiest_gpu_over_mean(WINDOW).tolist(), name=name, mode="lines+markers", line=dict(color=color, width=3),
-                  xaxis="x2", yaxis="y2")
+                  xaxis="x3", yaxis="y3")
              for r, name, color in ((baseline, BASELINE_LABEL, COLORS["red"]), (run, label, COLORS["blue"]))]
     return figure([*heat, *lines], dict(
         height=640, title=dict(text=f"{label}: tokens per expert, and the busiest GPU", y=0.98), margin=dict(t=70),
         legend=dict(orientation="h", yanchor="top", y=-0.1, x=0.0),
-        xaxis=dict(anchor="y", showticklabels=False, range=[5, run.setting.steps + 5], automargin=False),  # the heatmap's edges: the lines' markers would pad it
-        yaxis=dict(domain=[0.4, 1.0], title=dict(text="expert"), automargin=False, autorange=True, scaleanchor=False),  # expert 0 below, as a heatmap draws it
-        xaxis2=dict(anchor="y2", matches="x", title=dict(text="step (heatmap: 10-step windows; line: 50-step windows)"), automargin=False),
-        yaxis2=dict(domain=[0.0, 0.32], title=dict(text="busiest GPU / mean"), automargin=False),
+        xaxis2=dict(anchor="y2", showticklabels=False, range=[5, run.setting.steps + 5], automargin=False),  # the heatmap's edges: the lines' markers would pad it
+        yaxis2=dict(anchor="x2", domain=[0.4, 1.0], title=dict(text="expert"), automargin=False, autorange=True, scaleanchor=False),  # expert 0 below, as a heatmap draws it
+        xaxis3=dict(anchor="y3", matches="x2", title=dict(text="step (heatmap: 10-step windows; line: 50-step windows)"), automargin=False),
+        yaxis3=dict(anchor="x3", domain=[0.0, 0.32], title=dict(text="busiest GPU / mean"), automargin=False),
     ))
 
 
@@ -467,7 +470,7 @@ def heatmap_image(z, low: int, high: int) -> list[dict]:
     levels = min(span + 1, 256)
     codes = (z - low) if levels == span + 1 else ((z - low) * ((levels - 1) / span)).round()
     colors = ["#%02x%02x%02x" % tuple(round(float(v)) for v in c[4:-1].split(",")) for c in sample_colorscale(HEAT_COLORSCALE, [i / (levels - 1) for i in range(levels)])]
-    return [dict(type="image", source=palette_png(codes.astype("uint8"), colors), x0=10, dx=10, y0=0, dy=1, text=z.astype("uint16"),
+    return [dict(type="image", source=palette_png(codes.astype("uint8"), colors), x0=10, dx=10, y0=0, dy=1, text=z.astype("uint16"), xaxis="x2", yaxis="y2",
                  hovertemplate="step %{x}, expert %{y}: %{text} tokens<extra></extra>")]
 
 
@@ -476,10 +479,11 @@ def drops_figure(run, baseline, label: str, capacity: float) -> go.Figure:
     """Share of token copies dropped over the run at each capacity factor."""
     data = [dict(type="scatter", x=list(CAPACITIES), y=[100 * r.dropped_share(c, WINDOW) for c in CAPACITIES], name=name, mode="lines+markers", line=dict(color=color, width=3))
             for r, name, color in ((baseline, BASELINE_LABEL, COLORS["red"]), (run, label, COLORS["blue"]))]
-    return figure(data, dict(shapes=[vline_shape(capacity, dict(color=COLORS["green"], dash="dot"))], height=340,
-                             title=dict(text=f"dropped tokens by capacity factor (yours: {capacity:g})", y=0.97), margin=dict(t=70),
-                             legend=dict(orientation="h", yanchor="top", y=-0.25, x=0.0), xaxis=dict(title=dict(text="capacity factor")),
-                             yaxis=dict(title=dict(text="% of token copies dropped"))))
+    return redrawn_on_second_axes(figure(data, dict(shapes=[vline_shape(capacity, dict(color=COLORS["green"], dash="dot"))], height=340,
+                                                    title=dict(text=f"dropped tokens by capacity factor (yours: {capacity:g})", y=0.97), margin=dict(t=70),
+                                                    legend=dict(orientation="h", yanchor="top", y=-0.25, x=0.0), xaxis=dict(title=dict(text="capacity factor")),
+                                                    yaxis=dict(title=dict(text="% of token copies dropped")))),
+                                  DROPS_MARGIN)
 
 
 if __name__ == "__main__":

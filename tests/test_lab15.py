@@ -493,7 +493,9 @@ def _check_heatmap_image(chart, run) -> None:
     assert [tuple(bytes.fromhex(c[1:])) for c in palette] == scale
     assert (bar.marker.cmin, bar.marker.cmax, bar.marker.showscale) == (low, high, True)
     assert np.array_equal(np.asarray(image.text), z) and "%{text} tokens" in image.hovertemplate
-    assert (image.x0, image.dx, image.y0, image.dy) == (10, 10, 0, 1) and chart.layout.yaxis.autorange is True  # window i at step 10 (i + 1), expert e at y = e
+    assert (image.x0, image.dx, image.y0, image.dy) == (10, 10, 0, 1) and chart.layout.yaxis2.autorange is True  # window i at step 10 (i + 1), expert e at y = e
+    assert (image.xaxis, image.yaxis, bar.xaxis, bar.yaxis) == ("x2", "y2", "x2", "y2") and {t.xaxis for t in chart.data[2:]} == {"x3"}
+    assert "xaxis" not in chart.to_plotly_json()["layout"] and "yaxis" not in chart.to_plotly_json()["layout"]  # marimo's plot draws again with the old x/y
     print(f"{run.setting.scheme} skew {run.setting.skew}: tokens {low}-{high}, {levels} palette levels")
 
 
