@@ -3,6 +3,7 @@ ledger, a tampered ledger, a broken file and a roster with a fifth student who h
 Every expected number below is counted by hand from the class as written here."""
 
 import csv
+import functools
 import importlib.util
 import json
 import os
@@ -60,12 +61,20 @@ def klass(tmp_path_factory):
     return folder, roster
 
 
-def _module():
+def _fresh_module():
     path = ROOT / "instructor" / "class_dashboard.py"
     spec = importlib.util.spec_from_file_location("class_dashboard", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+@functools.cache
+def _module():
+    """The dashboard notebook loaded once for the tests (a load has marimo read the source of each
+    @app.function: 1-2 s of CPU); each test's app.run() is a run of its own, as the module-scoped
+    `dashboard` fixture's runs always were."""
+    return _fresh_module()
 
 
 def _app():
@@ -412,7 +421,7 @@ def test_a_wrong_option_naming_no_misconception_reads_as_itself(tmp_path, monkey
     real = Question.options  # every option naming no misconception
     monkeypatch.setattr(Question, "options", property(lambda self: tuple(Option(o.key, o.label, "") for o in real.fget(self))))
     documents = {str(p): json.loads(p.read_text()) for p in tmp_path.glob("*.json")}
-    dashboard = _module()
+    dashboard = _fresh_module()  # loaded with Question.options patched
     rows = dashboard.commit_answers(documents, "").query("question == 'zero2'").set_index("student")["misconception"]
     for v in (new, old):  # each as that student read it: the option's text in their edition
         label = next(o.label for o in v.questions["zero2"].options if o.key == wrong[v.student])
