@@ -1,6 +1,7 @@
 """Issue #38's fixed statements (labs_expert_review_38bda0b, newcomer_38bda0b section 8), each
 pinned to the engine number it rests on, and re-read in the rendered page where a page shows it."""
 
+import functools
 import html
 import re
 from collections import Counter
@@ -68,6 +69,14 @@ def _lab13_all_committed():
             **committed("tp", q["tp_best"], right(q["tp_best"]))}
 
 
+@functools.cache
+def _lab13_page() -> str:
+    """Lab 13's page with its three questions committed at the engine's answers, run once for the
+    five tests that read it (in the first one's fresh ledger folder, as each ran it in its own)."""
+    outputs, _ = load_app(LAB["13"]).run(defs=_lab13_all_committed())
+    return _plain(text_of(outputs))
+
+
 @pytest.mark.parametrize("model_key", ["llama3-70b", "llama2-70b"])
 def test_lab13_sweep_marks_and_prices_tp_past_the_kv_heads(model_key):
     """Megatron-Core's attention divides the query groups by TP (an assertion): past the K/V heads
@@ -93,8 +102,7 @@ def test_lab13_sweep_marks_and_prices_tp_past_the_kv_heads(model_key):
 def test_lab13_page_says_megatron_refuses_the_wider_points():
     from labs.core.scenarios import lab13
 
-    outputs, _ = load_app(LAB["13"]).run(defs=_lab13_all_committed())
-    page = _plain(text_of(outputs))
+    page = _lab13_page()
     kv = next(r for r in lab13.tp_sweep(variant("13_tensor_parallel", "student").settings["model"], "h100", "nodes") if r["kv_replicated"])
     assert f"refuses: {kv['kv_heads']} query groups; K/V replicated: +{kv['kv_replication_gb']:.1f} GB" in page
     assert "keeps whole copies" not in page and "the least TP whose weights and activations fit" not in page
@@ -124,8 +132,7 @@ def test_lab11_and_lab13_say_the_regather():
     outputs, _ = load_app(LAB["11"]).run(defs=committed("fit", fit, right(fit)))
     page11 = _plain(text_of(outputs))
     assert said in page11 and "The table counts that re-gather" in page11
-    outputs, _ = load_app(LAB["13"]).run(defs=_lab13_all_committed())
-    page13 = _plain(text_of(outputs))
+    page13 = _lab13_page()
     assert said in page13 and "which the engine counts in the sweep above" in page13
 
 
@@ -315,8 +322,7 @@ def test_seeds_said_once_and_lab13_banner_gives_no_engine_share():
     assert f"Seed 001 ({SEEDS['001']})" in page
     share = lab13.seed_check()["engine_tp_share"]
     assert f"{share:.0%}" not in page  # the engine's verdict on the seed stays behind the commit
-    outputs, _ = load_app(LAB["13"]).run(defs=_lab13_all_committed())
-    assert f"{share:.0%}" in _plain(text_of(outputs))
+    assert f"{share:.0%}" in _lab13_page()
     q = mine("12_precision_and_memory", "recompute")
     assert q.spec.prompt.startswith(f"Seed 002 ({SEEDS['002']})")
 
@@ -326,8 +332,12 @@ def test_seeds_said_once_and_lab13_banner_gives_no_engine_share():
                                         ("13", (("ring", "ring"), ("scaling", "scaling"), ("tp", "tp_best")))])
 def test_verdicts_sit_under_their_questions(lab, order):
     name = {p.stem[:2]: p.stem for p in LABS}[lab]
-    outputs, _ = load_app(LAB[lab]).run(defs=_answered(name, order))
-    page = _plain(text_of(outputs))
+    if lab == "13":
+        assert _answered(name, order).keys() == _lab13_all_committed().keys()  # the same commits as _lab13_page's
+        page = _lab13_page()
+    else:
+        outputs, _ = load_app(LAB[lab]).run(defs=_answered(name, order))
+        page = _plain(text_of(outputs))
     marks = [m.group(0) for m in re.finditer(r"Committed |Right", page)]
     assert marks[:6] == ["Committed ", "Right"] * 3, marks  # each commit row, then its verdict, before the next question
 
@@ -422,8 +432,7 @@ def test_p4_lab13_compares_forward_with_forward_on_a_named_gpu():
 
     e, seed = lab13.seed_estimate(), lab13.seed_check()
     share = seed["pcie_forward_s"] / (seed["pcie_forward_s"] + e.time.compute / 3)
-    outputs, _ = load_app(LAB["13"]).run(defs=_lab13_all_committed())
-    page = _plain(text_of(outputs))
+    page = _lab13_page()
     assert f"The seed names no GPU; on an {e.cluster.gpu.name}" in page and f"PCIe are {share:.0%} of the forward" in page
     assert share > 5 * lab13.SEED_CLAIMS["overhead"]
 
