@@ -369,11 +369,12 @@ def grid_svg(data: list[dict], lay: dict) -> mo.Html:
     half = size / 2
     parts = [f'<path d="M{px(s["x0"]):.1f},{py(s["y0"]):.1f}H{px(s["x1"]):.1f}V{py(s["y1"]):.1f}H{px(s["x0"]):.1f}Z" fill="none" '
              f'stroke="{s["line"]["color"]}" stroke-width="{s["line"]["width"]}"/>' for s in lay["shapes"]]
-    if hops is not None:
-        hx, hy, hline = hops["x"], hops["y"], hops["line"]
-        ends = [(a, b) for a, b in zip(zip(hx, hy), zip(hx[1:], hy[1:])) if None not in a + b]
-        parts.append(f'<path class="hops" d="{"".join(f"M{px(a[0]):.1f},{py(a[1]):.1f}L{px(b[0]):.1f},{py(b[1]):.1f}" for a, b in ends)}" fill="none" '
-                     f'stroke="{hline["color"]}" stroke-width="{hline["width"]}" opacity="{hops["opacity"]}"/>')
+    # the same elements in the same order at every design (the hops' path and the crosses' group
+    # empty where there are none), so the page updates their attributes instead of re-making them
+    hx, hy, hline = (hops["x"], hops["y"], hops["line"]) if hops is not None else ([], [], {})
+    ends = [(a, b) for a, b in zip(zip(hx, hy), zip(hx[1:], hy[1:])) if None not in a + b]
+    parts.append(f'<path class="hops" d="{"".join(f"M{px(a[0]):.1f},{py(a[1]):.1f}L{px(b[0]):.1f},{py(b[1]):.1f}" for a, b in ends)}" fill="none" '
+                 f'stroke="{hline.get("color", "none")}" stroke-width="{hline.get("width", 0)}" opacity="{hops["opacity"] if hops is not None else 1}"/>')
     xs, ys = [px(x) for x in cells["x"]], [py(y) for y in cells["y"]]
     # a title on each cell's square (its hover text); the labels above ignore the pointer
     parts.append('<g class="cells" stroke="white">' + "".join(f'<rect x="{x - half:.1f}" y="{y - half:.1f}" width="{size}" height="{size}" fill="{color(c)}"><title>{hover(row)}</title></rect>'
@@ -384,9 +385,9 @@ def grid_svg(data: list[dict], lay: dict) -> mo.Html:
     def cross(x, y, d, stroke):
         return f'<path d="M{x + d:.1f},{y + d:.1f}L{x - d:.1f},{y - d:.1f}M{x + d:.1f},{y - d:.1f}L{x - d:.1f},{y + d:.1f}" stroke="{stroke["color"]}" stroke-width="{stroke["width"]}"/>'
 
-    if over is not None:
-        over_line, d = over["marker"]["line"], over["marker"]["size"] / 2
-        parts.append(f'<g class="over" pointer-events="none">{"".join(cross(px(x), py(y), d, over_line) for x, y in zip(over["x"], over["y"]))}</g>')
+    over_line, d = (over["marker"]["line"], over["marker"]["size"] / 2) if over is not None else (None, 0)
+    crosses = "".join(cross(px(x), py(y), d, over_line) for x, y in zip(over["x"], over["y"])) if over is not None else ""
+    parts.append(f'<g class="over" pointer-events="none">{crosses}</g>')
     parts += [f'<text x="{px(v):.1f}" y="{top + plot_h + 16}" text-anchor="middle">{v}</text>' for v in xaxis["tickvals"]]
     parts += [f'<text x="{left - 1}" y="{py(v):.1f}" dominant-baseline="central" text-anchor="end">{html.escape(t)}</text>' for v, t in zip(yaxis["tickvals"], yaxis["ticktext"])]
     parts.append(f'<text x="{left + plot_w / 2}" y="{h - 43.9:.1f}" text-anchor="middle" font-size="18">{html.escape(xaxis["title"]["text"])}</text>')
@@ -398,9 +399,11 @@ def grid_svg(data: list[dict], lay: dict) -> mo.Html:
     items = "".join(f'<span style="display:inline-flex;align-items:center;margin-right:1.2rem"><svg width="40" height="22">{mark}</svg>{html.escape(name)}</span>'
                     for mark, name in legend)
     style = f"font-family:Inter, Helvetica, Arial, sans-serif;font-size:15px;color:{charts.COLORS['ink']}"
-    return mo.Html(f'<div style="{style};max-width:{w}px"><svg class="gpu-grid" viewBox="0 0 {w} {h - 33}" style="width:100%;height:auto;fill:{charts.COLORS["ink"]}" '
-                   f'role="img" aria-label="the GPU grid">{"".join(parts)}</svg>'
-                   f'<div style="margin-left:{left}px;min-height:33px">{items}</div></div>')
+    page = (f'<div style="{style};max-width:{w}px"><svg class="gpu-grid" viewBox="0 0 {w} {h - 33}" style="width:100%;height:auto;fill:{charts.COLORS["ink"]}" '
+            f'role="img" aria-label="the GPU grid">{"".join(parts)}</svg><div style="margin-left:{left}px;min-height:33px">{items}</div></div>')
+    # single-quoted attributes (no text here holds a quote: html.escape wrote them as entities): marimo
+    # sends the HTML inside a JSON string, where each double quote costs a backslash
+    return mo.Html(page.replace('"', "'"))
 
 
 @app.cell(hide_code=True)

@@ -15,9 +15,9 @@ from labs.core.state import load_schema
 
 pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("need_chromium")]
 
-# The grid (plain SVG): its cells' labels and whether it draws hops between nodes.
+# The grid (plain SVG): its cells' labels and whether its hops' path draws any hop between nodes.
 GRID = ("() => { const svg = document.querySelector('svg.gpu-grid'); return svg && JSON.stringify("
-        "[[...svg.querySelectorAll('g.labels text')].map(t => t.textContent), !!svg.querySelector('path.hops')]); }")
+        "[[...svg.querySelectorAll('g.labels text')].map(t => t.textContent), !!svg.querySelector('path.hops').getAttribute('d')]); }")
 DP_INNER = "cp-dp-tp-pp"
 
 

@@ -58,9 +58,9 @@ def test_the_grid_is_svg_placed_and_coloured_as_plotly_drew_it():
     est = worksheet_estimate("13b-a100", 2, 4, 1, 2, "tp-pp-cp-dp")
     svg = module.grid_view("13b-a100", 2, 4, 1, 2, "tp-pp-cp-dp", "pp").text
     drawn = {0: "rgb(68,1,84)", 1: "rgb(49,104,142)", 2: "rgb(53,183,121)", 3: "rgb(253,231,37)"}  # read from Plotly's SVG in Chromium
-    cells = re.findall(r'<rect x="([\d.]+)" y="([\d.]+)" width="58" height="58" fill="([^"]+)"><title>([^<]*)</title>', svg)
-    labels = re.findall(r'<text x="[\d.]+" y="[\d.]+">(PP\d)</text>', svg)
-    assert len(cells) == 64 and len(labels) == 64 and 'class="hops"' not in svg and 'class="over"' not in svg
+    cells = re.findall(r"<rect x='([\d.]+)' y='([\d.]+)' width='58' height='58' fill='([^']+)'><title>([^<]*)</title>", svg)
+    labels = re.findall(r"<text x='[\d.]+' y='[\d.]+'>(PP\d)</text>", svg)
+    assert len(cells) == 64 and len(labels) == 64 and "<path class='hops' d=''" in svg and "<g class='over' pointer-events='none'></g>" in svg
     for rank, (x, y, fill, title) in enumerate(cells):
         node, gpu, stage = rank // 8, rank % 8, (rank // 2) % 4  # TP 2 innermost, then PP 4, DP 8 outermost
         assert float(x) + 29 == pytest.approx(147.07 + 120.12 * gpu, abs=0.06) and float(y) + 29 == pytest.approx(118.75 + 73.21 * node, abs=0.06)
@@ -76,9 +76,9 @@ def test_the_grid_draws_the_hops_and_the_crosses():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     svg = module.grid_view("70b-h100", 8, 1, 1, 1, "cp-dp-tp-pp", "tp").text
-    hops = re.search(r'<path class="hops" d="([^"]+)"', svg)[1]
-    assert hops.count("M") == 64 and "TP group hops across nodes (64)" in svg and 'class="over"' not in svg
+    hops = re.search(r"<path class='hops' d='([^']+)'", svg)[1]
+    assert hops.count("M") == 64 and "TP group hops across nodes (64)" in svg and "<g class='over' pointer-events='none'></g>" in svg
     assert re.findall(r'>(TP\d)</text>', svg) == [f"TP{r % 8}" for r in range(64)]
     oom = module.grid_view("70b-h100", 1, 1, 3, 1, "tp-cp-dp-pp", "dp").text
-    crosses = re.search(r'<g class="over"[^>]*>(.*?)</g>', oom)[1]
+    crosses = re.search(r"<g class='over'[^>]*>(.*?)</g>", oom)[1]
     assert crosses.count("<path") == 64 and "out of memory (64 GPUs)" in oom
