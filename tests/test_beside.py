@@ -47,10 +47,10 @@ def test_the_page_names_the_gpu_no_run_checks():
 def test_the_lab_shows_the_published_run_beside_its_first_mfu(lab):
     """Labs 06, 08, 09, 11 and 12 print (Lab 05 after its first commit: test_notebooks) the closest published run, the paper's number and the engine's on it,
     read from the reference file (the same numbers as published_beside computes for the page's plan)."""
-    from test_notebooks import LABS, load_app, text_of
+    from test_notebooks import LABS, shared_app, text_of
 
     path = next(p for p in LABS if p.stem.startswith(lab))
-    outputs, _ = load_app(path).run()
+    outputs, _ = shared_app(path).run()
     page = html.unescape(text_of(outputs))
     assert "Beside a published run." in page, lab
     shown = re.search(r"closest run in the project's reference file: [\d.]+B parameters on ([\d,]+) .*?\): ([\d.]+)% ", page)
@@ -63,10 +63,10 @@ def test_the_lab_shows_the_published_run_beside_its_first_mfu(lab):
 
 
 def test_lab05_shows_the_published_run_beside_act_ones_mfu():
-    from test_notebooks import LABS, load_app, text_of
+    from test_notebooks import LABS, shared_app, text_of
 
     path = next(p for p in LABS if p.stem.startswith("05"))
-    page = html.unescape(text_of(load_app(path).run()[0]))
+    page = html.unescape(text_of(shared_app(path).run()[0]))
     row = REFERENCE["megatron2021_t1_7.5B"]
     print(page[page.index("Beside a published run."):][:400])
     # Act I's 7B model: Table 1's 7.5B row is the nearest, its GPUs and its 45.5% as the file has them

@@ -18,7 +18,7 @@ from labs.core.scenarios.lab08_sharp import (
     sharp_measured,
     sharp_rows,
 )
-from test_notebooks import LABS, committed, load_app, mine, right, text_of
+from test_notebooks import LABS, committed, shared_app, mine, right, text_of
 
 pytestmark = pytest.mark.usefixtures("ledger_dir")  # a fresh ledger per test (tests/conftest.py)
 LAB08 = next(p for p in LABS if p.name == "08_collectives.py")
@@ -26,7 +26,7 @@ ROWS = {r["id"]: r for r in json.loads((Path(__file__).parent / "data" / "kernel
 
 
 def test_hidden_before_the_first_commit():
-    outputs, _ = load_app(LAB08).run()
+    outputs, _ = shared_app(LAB08).run()
     assert "SHARP: the scale-out switches add too" not in html.unescape(text_of(outputs))
 
 
@@ -55,7 +55,7 @@ def test_measured_figure_is_the_row():
 
 def test_page_reads_the_engine():
     ring = mine("08_collectives", "ring")
-    outputs, _ = load_app(LAB08).run(defs=committed("ring", ring, right(ring)))
+    outputs, _ = shared_app(LAB08).run(defs=committed("ring", ring, right(ring)))
     text = html.unescape(text_of(outputs))
     one, whole = sharp_rows()
     m = sharp_measured()

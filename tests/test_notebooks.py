@@ -26,6 +26,18 @@ def load_app(path: Path):
     return module.app
 
 
+_SHARED_APPS: dict[Path, object] = {}
+
+
+def shared_app(path: Path):
+    """The notebook at `path` loaded once for the session (a load has marimo compile every cell:
+    0.1-0.3 s of CPU a lab). Each app.run() is a run of its own in the calling test's environment:
+    no lab reads the environment when it is loaded."""
+    if path not in _SHARED_APPS:
+        _SHARED_APPS[path] = load_app(path)
+    return _SHARED_APPS[path]
+
+
 def answered(options, key):
     return mo.ui.radio(options={f"{o.key}) {o.label}": o.key for o in options}, value=next(f"{o.key}) {o.label}" for o in options if o.key == key))
 

@@ -9,7 +9,7 @@ import marimo as mo
 import pytest
 
 from labs.core.engine.hardware import Cluster
-from test_notebooks import LABS, Pressed, committed, load_app, mine, right, text_of
+from test_notebooks import LABS, Pressed, committed, shared_app, mine, right, text_of
 
 pytestmark = pytest.mark.usefixtures("ledger_dir")
 
@@ -41,7 +41,7 @@ def test_act2_instruments_offer_only_the_eras_values():
 
     q = mine("05_parallelism", "cause")
     d = mine("05_parallelism", "design")
-    _, defs = load_app(LAB["05"]).run(defs={**committed("act1", q, right(q)), **committed("act2", d, right(d))})
+    _, defs = shared_app(LAB["05"]).run(defs={**committed("act1", q, right(q)), **committed("act2", d, right(d))})
     era = ERAS[DESIGN_ERA]
     offered = {"zero_stage": set(defs["zero_dropdown"].options.values()), "schedule": set(defs["schedule_dropdown"].options.values()),
                "recompute": set(defs["recompute_dropdown"].options.values())}
@@ -194,32 +194,32 @@ def test_step_bars_are_shares_of_each_step():
 
 # ---- the pages ----------------------------------------------------------------------------------
 def test_lab08_states_no_answer_before_the_commits():
-    outputs, _ = load_app(LAB["08"]).run()
+    outputs, _ = shared_app(LAB["08"]).run()
     text = _plain(text_of(outputs))
     assert "whatever $N$ is" not in text and "whatever N is" not in text
     assert "lceil" not in text and "1.750 GB" not in text
 
 
 def test_lab06_milestones_wait_for_the_commit():
-    outputs, _ = load_app(LAB["06"]).run()
+    outputs, _ = shared_app(LAB["06"]).run()
     text = _plain(text_of(outputs))
     assert "Milestones to verify" not in text and "141.38" not in text
 
 
 def test_lab07_prints_no_stray_none():
     u, m = mine("07_pipeline_visualizer", "utilisation"), mine("07_pipeline_visualizer", "microbatches")
-    outputs, _ = load_app(LAB["07"]).run(defs={**committed("utilisation", u, right(u)), **committed("microbatch", m, right(m))})
+    outputs, _ = shared_app(LAB["07"]).run(defs={**committed("utilisation", u, right(u)), **committed("microbatch", m, right(m))})
     assert not re.search(r">\s*None\s*<", text_of(outputs))
 
 
 def test_lab09_checks_the_spoken_bottleneck_only_after_the_submit():
     q, pp = mine("09_64gpu_design", "dp64"), mine("09_64gpu_design", "pp_free")  # the submit waits for both predictions
     base = {**committed("dp64", q, right(q)), **committed("pp_free", pp, right(pp)), "bottleneck_dropdown": mo.ui.dropdown(options={"dp_reduce": "dp_reduce"}, value="dp_reduce")}
-    outputs, defs = load_app(LAB["09"]).run(defs={**base, "time_number": mo.ui.number(value=-5)})
+    outputs, defs = shared_app(LAB["09"]).run(defs={**base, "time_number": mo.ui.number(value=-5)})
     text = _plain(text_of(outputs))
     assert "The map says" not in text and "collective ✘" not in text and "collective ✔" not in text
     assert "is not recorded" in text and defs["spoken"]["bottleneck_time_ms"] is None
-    outputs, _ = load_app(LAB["09"]).run(defs={**base, "student_input": mo.ui.text(value="review nine"), "submit_button": Pressed()})
+    outputs, _ = shared_app(LAB["09"]).run(defs={**base, "student_input": mo.ui.text(value="review nine"), "submit_button": Pressed()})
     assert "collective ✘" in _plain(text_of(outputs))
 
 
@@ -228,7 +228,7 @@ def test_lab10_sdc_check_follows_the_sharding_and_cadence_reads_one_goodput():
     from labs.core.scenarios.lab10 import CLAIM_INTERVALS_MIN, CLAIM_SETTING, setting_costs
 
     m, c = mine("10_failures_at_scale", "mtbf"), mine("10_failures_at_scale", "cadence")
-    outputs, defs = load_app(LAB["10"]).run(defs={**committed("mtbf", m, right(m)), **committed("cadence", c, right(c))})
+    outputs, defs = shared_app(LAB["10"]).run(defs={**committed("mtbf", m, right(m)), **committed("cadence", c, right(c))})
     text = _plain(text_of(outputs))
     assert "no two GPUs hold the same shard" in text  # the lab's default sharding is FSDP / ZeRO-3
     assert "at most nothing" not in text
@@ -243,7 +243,7 @@ def test_lab10_sdc_check_follows_the_sharding_and_cadence_reads_one_goodput():
 
 def test_lab11_names_llama3s_order_and_no_negative_change():
     f, m = mine("11_long_context_moe", "fit"), mine("11_long_context_moe", "moe")
-    outputs, _ = load_app(LAB["11"]).run(defs={**committed("fit", f, right(f)), **committed("moe", m, right(m))})
+    outputs, _ = shared_app(LAB["11"]).run(defs={**committed("fit", f, right(f)), **committed("moe", m, right(m))})
     text = _plain(text_of(outputs))
     assert "[TP, CP, PP, DP]" in text and "Best:" not in text
     assert "changes by -" not in text and "drops no tokens" in text

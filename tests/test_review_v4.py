@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 
 from labs.variants import variant
-from test_notebooks import LABS, Pressed, committed, load_app, mine, right, text_of
+from test_notebooks import LABS, Pressed, committed, shared_app, mine, right, text_of
 
 pytestmark = pytest.mark.usefixtures("ledger_dir")
 
@@ -56,7 +56,7 @@ def test_lab07_first_edition_regrades_as_its_students_saw_it():
 
 def test_lab07_page_asks_for_the_fewest():
     q = mine("07_pipeline_visualizer", "microbatches")
-    outputs, _ = load_app(LAB["07"]).run()
+    outputs, _ = shared_app(LAB["07"]).run()
     page = _plain(text_of(outputs))
     assert "what is the fewest micro-batches that keep the bubble under" in page
     assert all(o.label in page for o in q.options)
@@ -73,7 +73,7 @@ def _lab13_all_committed():
 def _lab13_page() -> str:
     """Lab 13's page with its three questions committed at the engine's answers, run once for the
     five tests that read it (in the first one's fresh ledger folder, as each ran it in its own)."""
-    outputs, _ = load_app(LAB["13"]).run(defs=_lab13_all_committed())
+    outputs, _ = shared_app(LAB["13"]).run(defs=_lab13_all_committed())
     return _plain(text_of(outputs))
 
 
@@ -129,7 +129,7 @@ def test_lab11_and_lab13_say_the_regather():
     r = sp_regather(8)
     said = f"{r['megatron_calls']} collectives a layer instead of {r['calls']}, {r['ratio']:.2f}x the"
     fit = mine("11_long_context_moe", "fit")
-    outputs, _ = load_app(LAB["11"]).run(defs=committed("fit", fit, right(fit)))
+    outputs, _ = shared_app(LAB["11"]).run(defs=committed("fit", fit, right(fit)))
     page11 = _plain(text_of(outputs))
     assert said in page11 and "The table counts that re-gather" in page11
     page13 = _lab13_page()
@@ -166,7 +166,7 @@ def test_lab12_page_names_the_emulated_accumulator():
     from labs.core.scenarios import lab12
 
     u = mine("12_precision_and_memory", "underflow")
-    outputs, _ = load_app(LAB["12"]).run(defs=committed("underflow", u, right(u)))
+    outputs, _ = shared_app(LAB["12"]).run(defs=committed("underflow", u, right(u)))
     page = _plain(text_of(outputs))
     assert "14 significant bits" in page and f"median over {lab12.ACCUMULATION_ROWS:,} dot products" in page
     assert "H800's ~14 bits, truncated" in page and "the accumulators bf16 and fp16" not in page
@@ -191,7 +191,7 @@ def test_lab12_page_says_the_transpose_and_no_sync():
     from labs.core.scenarios import lab12
 
     q = {k: mine("12_precision_and_memory", k) for k in ("underflow", "recompute", "fp8")}
-    outputs, _ = load_app(LAB["12"]).run(defs={**committed("underflow", q["underflow"], right(q["underflow"])),
+    outputs, _ = shared_app(LAB["12"]).run(defs={**committed("underflow", q["underflow"], right(q["underflow"])),
                                                **committed("recompute", q["recompute"], right(q["recompute"])),
                                                **committed("fp8", q["fp8"], right(q["fp8"]))})
     page = _plain(text_of(outputs))
@@ -210,7 +210,7 @@ def test_lab11_says_the_engine_and_deepseek_disagree():
     ratio = r.time.ep_comm / r.time.compute
     assert ratio < 0.6 * lab11.DEEPSEEK_COMM_TO_COMPUTE  # the disagreement the page names
     moe, fit = mine("11_long_context_moe", "moe"), mine("11_long_context_moe", "fit")
-    outputs, _ = load_app(LAB["11"]).run(defs={**committed("fit", fit, right(fit)), **committed("moe", moe, right(moe))})
+    outputs, _ = shared_app(LAB["11"]).run(defs={**committed("fit", fit, right(fit)), **committed("moe", moe, right(moe))})
     page = _plain(text_of(outputs))
     assert f"The engine disagrees: its ratio is {ratio:.2f} against DeepSeek's ~{lab11.DEEPSEEK_COMM_TO_COMPUTE:g}" in page
     assert f"only {lab11.DEEPSEEK_A2A_SMS} SMs" in page
@@ -219,7 +219,7 @@ def test_lab11_says_the_engine_and_deepseek_disagree():
 # ---- newcomer 38bda0b / the hold engineer: Lab 11's submit before the MoE commit keeps the MoE key out ------
 def test_lab11_submit_before_the_moe_commit_records_no_moe_key():
     fit, moe = mine("11_long_context_moe", "fit"), mine("11_long_context_moe", "moe")
-    app = load_app(LAB["11"])
+    app = shared_app(LAB["11"])
     _, defs = app.run(defs={**committed("fit", fit, right(fit)), "submit_button": Pressed()})
     out = defs["submitted"]["labs"]["11_long_context_moe"]["context"]["outcomes"]
     assert "moe_correct_option" not in out and out["fit_correct_option"] == fit.key
@@ -251,7 +251,7 @@ def test_pages_say_dp_behind_tp8_in_time(lab, pairs):
     from labs.core.scenarios.lab08 import tp_cliff
 
     name = {p.stem[:2]: p.stem for p in LABS}[lab]
-    outputs, _ = load_app(LAB[lab]).run(defs=_answered(name, pairs))
+    outputs, _ = shared_app(LAB[lab]).run(defs=_answered(name, pairs))
     page = _plain(text_of(outputs))
     t = tp8_dp_times(tp_cliff()["gpus"], DESIGN_MODEL) if lab == "08" else tp8_dp_times()
     if lab == "05":
@@ -276,7 +276,7 @@ def test_lab12_recompute_wrong_options_explained_each_with_its_numbers():
     assert f"{rows['full']['step_s']:.2f} s" in lines["free"] and f"{full / sel:.0f}x less" in lines["as_full"] and "not +50%" in lines["backward"]
     q = mine("12_precision_and_memory", "recompute")
     w = next(o.key for o in q.options if o.key != q.key)
-    outputs, _ = load_app(LAB["12"]).run(defs=_answered("12_precision_and_memory", (("underflow", "underflow"),)) | committed("recompute", q, w))
+    outputs, _ = shared_app(LAB["12"]).run(defs=_answered("12_precision_and_memory", (("underflow", "underflow"),)) | committed("recompute", q, w))
     assert _plain(q.spec.explanations[q.option_id(w)]) in _plain(text_of(outputs))  # the variant's own line (edition 2 draws the layout)
 
 
@@ -306,7 +306,7 @@ def test_skip_reads_skipped_and_lab06_says_does_not_fit():
     ui_src = (Path(LAB["06"]).parents[0] / "core" / "ui.py").read_text()
     assert "Committed **{'skipped'" not in ui_src and 'f"Skipped at {when}."' in ui_src
     fit = mine("06_zero_sweep", "fit")
-    outputs, _ = load_app(LAB["06"]).run(defs=committed("fit", fit, None))
+    outputs, _ = shared_app(LAB["06"]).run(defs=committed("fit", fit, None))
     page = _plain(text_of(outputs))
     assert "Skipped at" in page and "Committed skipped" not in page
     assert "fits 8 GPUs under no stage" not in Path(LAB["06"]).read_text()
@@ -317,7 +317,7 @@ def test_seeds_said_once_and_lab13_banner_gives_no_engine_share():
     from labs.core.scenarios import lab13
     from labs.core.scenarios.prose import SEEDS
 
-    outputs, _ = load_app(LAB["13"]).run()
+    outputs, _ = shared_app(LAB["13"]).run()
     page = _plain(text_of(outputs))
     assert f"Seed 001 ({SEEDS['001']})" in page
     share = lab13.seed_check()["engine_tp_share"]
@@ -336,7 +336,7 @@ def test_verdicts_sit_under_their_questions(lab, order):
         assert _answered(name, order).keys() == _lab13_all_committed().keys()  # the same commits as _lab13_page's
         page = _lab13_page()
     else:
-        outputs, _ = load_app(LAB[lab]).run(defs=_answered(name, order))
+        outputs, _ = shared_app(LAB[lab]).run(defs=_answered(name, order))
         page = _plain(text_of(outputs))
     marks = [m.group(0) for m in re.finditer(r"Committed |Right", page)]
     assert marks[:6] == ["Committed ", "Right"] * 3, marks  # each commit row, then its verdict, before the next question
@@ -350,7 +350,7 @@ def test_lab05_reflection_reads_the_students_variant(monkeypatch, student):
     monkeypatch.setenv("LABS_STUDENT", student)
     story = act1_story(variant("05_parallelism", student).settings)
     q = mine("05_parallelism", "cause", student)
-    outputs, _ = load_app(LAB["05"]).run(defs=committed("act1", q, right(q)))
+    outputs, _ = shared_app(LAB["05"]).run(defs=committed("act1", q, right(q)))
     page = _plain(text_of(outputs))
     n = DP_WALL_GPUS[-1]
     ring = dp_wall_estimate(n, **story)
@@ -369,7 +369,7 @@ def test_lab09_resubmit_keeps_the_first_spoken_bottleneck(ledger_dir):
 
     lab = "09_64gpu_design"
     nine, pp = mine(lab, "dp64", "lab nine"), mine(lab, "pp_free", "lab nine")  # the submit waits for both predictions
-    app = load_app(LAB["09"])
+    app = shared_app(LAB["09"])
 
     def submit(bottleneck, link):
         return app.run(defs={
@@ -454,7 +454,7 @@ def test_p6_lab11_fit_spec_explains_every_option():
         spec = variant("11_long_context_moe", sid).questions["fit"].spec
         assert all(spec.explanations.get(o.key) for o in spec.options), sid
     fit = mine("11_long_context_moe", "fit")
-    outputs, _ = load_app(LAB["11"]).run(defs=committed("fit", fit, right(fit)))
+    outputs, _ = shared_app(LAB["11"]).run(defs=committed("fit", fit, right(fit)))
     page = _plain(text_of(outputs))
     assert all(_plain(line)[:80] in page for line in fit.spec.explanations.values())
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from labs.variants import variant
-from test_notebooks import LABS, committed, load_app, mine, right, text_of
+from test_notebooks import LABS, committed, shared_app, mine, right, text_of
 
 LAB = {p.stem[:2]: p for p in LABS}
 E2M1_GRID = {0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0}
@@ -131,7 +131,7 @@ def test_lab12_block_scaling_instrument_shows_the_engine_rows():
     from labs.core.scenarios.lab12 import ACTIVATION_SHAPE
 
     u = mine("12_precision_and_memory", "underflow")
-    outputs, _ = load_app(LAB["12"]).run(defs=committed("underflow", u, right(u)))
+    outputs, _ = shared_app(LAB["12"]).run(defs=committed("underflow", u, right(u)))
     page = _plain(text_of(outputs))
     assert "Blackwell's block-scaled formats: MXFP8 and NVFP4" in page
     rows = activation_rows(1000, **ACTIVATION_SHAPE)  # section 2's activations, the slider's default
@@ -263,7 +263,7 @@ def test_lab06_and_lab08_pages_show_the_engine_numbers():
     from labs.core.engine.offload import placement_rows
 
     fit, zero2 = mine("06_zero_sweep", "fit"), mine("06_zero_sweep", "zero2")
-    outputs, _ = load_app(LAB["06"]).run(defs={**committed("fit", fit, right(fit)), **committed("zero2", zero2, right(zero2))})
+    outputs, _ = shared_app(LAB["06"]).run(defs={**committed("fit", fit, right(fit)), **committed("zero2", zero2, right(zero2))})
     page = _plain(text_of(outputs))
     fsdp = stage_rows("seed-100m", "dgx-h100", 2, 1)[-1]
     assert f"FSDP is {fsdp['vs_ddp']:+.1%} against DDP here" in page
@@ -272,7 +272,7 @@ def test_lab06_and_lab08_pages_show_the_engine_numbers():
     assert f"{nvme['nvme_bytes'] / 1e9:,.0f} GB in {nvme['nvme_s']:.1f} s" in page
 
     ring = mine("08_collectives", "ring")
-    outputs, _ = load_app(LAB["08"]).run(defs=committed("ring", ring, right(ring)))
+    outputs, _ = shared_app(LAB["08"]).run(defs=committed("ring", ring, right(ring)))
     page = _plain(text_of(outputs))
     assert "Four GPUs over PCIe, and compressing the gradients" in page
     eff = scaling_efficiency("seed-100m", "pcie-a100", 4, 4)
