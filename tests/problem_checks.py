@@ -15,7 +15,7 @@ import jsonschema
 import marimo as mo
 from browser import NAME_FIELD, answer, submit_and_download
 from marimo_cli import PROBLEM_SETS, exported, start_exports, strict_check_failure
-from test_notebooks import Commit, Pressed, answered, load_app, text_of
+from test_notebooks import Commit, Pressed, answered, shared_app, text_of
 
 from labs import grade
 from labs.core.problemset import STEP, ProblemSet
@@ -71,7 +71,7 @@ def _wrong(q):
 
 
 def check_locked(chapter: ProblemSet) -> None:
-    app = load_app(notebook(chapter))
+    app = shared_app(notebook(chapter))
     outputs, defs = app.run()
     text = text_of(outputs)
     assert "Worked back-of-envelope" not in text and "The engine:" not in text and "Right" not in text
@@ -81,7 +81,7 @@ def check_locked(chapter: ProblemSet) -> None:
 
 
 def check_reveal_and_submit(chapter: ProblemSet, ledger_dir) -> None:
-    app = load_app(notebook(chapter))
+    app = shared_app(notebook(chapter))
     v = variant(chapter.name, "student")
     outputs, defs = app.run(defs={**_answers(v, _right), "submit_button": Pressed()})
     text = text_of(outputs)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import marimo as mo
 import pytest
-from test_notebooks import load_app
+from test_notebooks import shared_app
 
 from labs.core import problem_ui
 
@@ -51,7 +51,7 @@ def test_the_answer_reads_the_widget_when_read():
 
 
 def _graph(name: str):
-    app = load_app(ROOT / "labs" / "problems" / f"{name}.py")
+    app = shared_app(ROOT / "labs" / "problems" / f"{name}.py")
     app._maybe_initialize()  # marimo registers the cells in its graph on first use
     return app._graph
 
