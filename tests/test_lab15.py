@@ -197,7 +197,8 @@ def test_dispatch_copies_match_the_engines_formula():
 
 def test_bad_settings_are_refused_by_name():
     for kw, field in ((dict(top_k=300), "top_k"), (dict(gpus=48), "gpus"), (dict(scheme="sinkhorn"), "scheme"), (dict(max_nodes=3), "max_nodes"),
-                      (dict(skew=float("nan")), "skew"), (dict(steps=10**6), "steps x tokens")):
+                      (dict(skew=float("nan")), "skew"), (dict(steps=10**6), "steps x tokens"),
+                      (dict(experts=8, top_k=8, tokens=8, gpus=4, nodes=4, max_nodes=1), "max_nodes")):  # a node of 2 experts has no top 8
         with pytest.raises(ValueError, match=field):
             RouterSetting(**kw)
 

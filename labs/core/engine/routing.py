@@ -92,6 +92,8 @@ class RouterSetting:
             check_positive("max_nodes", self.max_nodes, integer=True, maximum=self.nodes)
             if self.top_k % self.max_nodes:
                 raise ValueError(f"max_nodes must divide top_k ({self.top_k}) (each node kept by its top k/M scores), got {self.max_nodes}")
+            if self.top_k // self.max_nodes > self.experts // self.nodes:
+                raise ValueError(f"max_nodes must leave top_k / max_nodes at most the experts a node holds ({self.experts // self.nodes}), got {self.max_nodes}")
         if self.steps * self.tokens * self.experts > MAX_WORK:
             raise ValueError(f"steps x tokens x experts must be at most {MAX_WORK:,}, got {self.steps * self.tokens * self.experts:,}")
 
