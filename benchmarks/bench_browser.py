@@ -428,9 +428,9 @@ class Session:
         handle = self.page.get_by_role("button", name=COMMIT).nth(order.index(qid)).element_handle()
         return timed_move(self.page, handle, lambda h: h.click(), self.timeout_s)
 
-    def untimed(self, label: str, key: str) -> None:
-        index = slider_index(sliders(self.page), label)
-        slider_move(self.page, index, key, self.timeout_s)
+    def untimed(self, label: str, key: str, kind: str = "slider") -> None:
+        index = slider_index(controls(self.page, kind), label)
+        (slider_move if kind == "slider" else dropdown_move)(self.page, index, key, self.timeout_s)
         self.record()
         settle(self.page)
 
@@ -484,21 +484,23 @@ def measure(session: Session, lab: Lab, row: dict, n: int, revisit: bool) -> lis
 
 
 def warm(session: Session, row: dict) -> None:
-    """One untimed step of another slider and back, as the floor's page gets three untimed
-    moves: a page served afresh pays on its first moves for what neither its kernel nor its
-    frontend has used yet (Lab 07's first five moves: 408, 329, 233, 202, 202 ms, the run
-    complete at 130, 122, 91, 58, 59). The heaviest instrument itself is not moved, so no output
-    of its moves is computed here."""
-    for info in sliders(session.page):
-        if info["disabled"] or info["label"] == row["what"] or info["label"].startswith("Play"):
-            continue
-        r = room(info)
-        key = "ArrowRight" if r["ArrowRight"] else "ArrowLeft" if r["ArrowLeft"] else None
-        if key is None:
-            continue
-        session.untimed(info["label"], key)
-        session.untimed(info["label"], "ArrowLeft" if key == "ArrowRight" else "ArrowRight")
-        return
+    """One untimed step of another slider and back (a page without one: of another dropdown), as
+    the floor's page gets three untimed moves: a page served afresh pays on its first moves for
+    what neither its kernel nor its frontend has used yet (Lab 07's first five moves: 408, 329,
+    233, 202, 202 ms, the run complete at 130, 122, 91, 58, 59; Lab 09, whose instruments are
+    dropdowns and a radio, was not warmed: its first radio move 654 and 480 ms in two runs). The
+    heaviest instrument itself is not moved, so no output of its moves is computed here."""
+    for kind in ("slider", "dropdown"):
+        for info in controls(session.page, kind):
+            if info["disabled"] or info["label"] == row["what"] or info["label"].startswith("Play"):
+                continue
+            r = room(info)
+            key = "ArrowRight" if r["ArrowRight"] else "ArrowLeft" if r["ArrowLeft"] else None
+            if key is None:
+                continue
+            session.untimed(info["label"], key, kind)
+            session.untimed(info["label"], "ArrowLeft" if key == "ArrowRight" else "ArrowRight", kind)
+            return
 
 
 def spread(times: list[float]) -> str:
