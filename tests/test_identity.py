@@ -130,9 +130,9 @@ def test_no_question_depends_on_the_pin(lab):
     """marimo re-runs every cell downstream of a widget whose value changes: a question widget
     downstream of the PIN would be re-created (its choice cleared) by each keystroke of the PIN.
     The questions depend on the name (the variant); the PIN reaches only commit and submit."""
-    from test_notebooks import load_app
+    from test_notebooks import shared_app
 
-    app = load_app(lab)
+    app = shared_app(lab)
     app._maybe_initialize()
     cells = list(app._cell_manager.cells())
     by_def = {name: c for c in cells for name in c.defs}

@@ -176,9 +176,9 @@ def test_the_rank_profile_of_a_small_trio_is_the_hand_counted_one():
 # ---- headless: the page names the student's GPUs and reads its numbers from the engine ----------------
 @pytest.fixture(scope="module")
 def app():
-    from test_notebooks import FLAGSHIP, load_app
+    from test_notebooks import FLAGSHIP, shared_app
 
-    return load_app(FLAGSHIP)
+    return shared_app(FLAGSHIP)
 
 
 def _student(platform: str, cause: str) -> str:

@@ -48,7 +48,7 @@ from labs.core.scenarios.lab08 import (
 )
 from labs.core.state import load_schema
 from labs.variants import variant
-from test_notebooks import LABS, Pressed, committed, load_app, mine, right, text_of, wrong
+from test_notebooks import LABS, Pressed, committed, shared_app, mine, right, text_of, wrong
 
 LAB08 = next(p for p in LABS if p.name == "08_collectives.py")
 # The questions as a headless run sees them: its variant (labs.variants)
@@ -64,7 +64,7 @@ NVLINK4_BYTES_PER_S, NVLINK_HOP_S = 370e9, 3.4e-6
 
 @pytest.fixture(scope="module")
 def app():
-    return load_app(LAB08)
+    return shared_app(LAB08)
 
 
 def stepper(n=8, size="1 GB", link="nvlink4", step=0):

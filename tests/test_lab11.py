@@ -24,7 +24,7 @@ from labs.core.scenarios.lab11 import (
     moe_time_answer,
 )
 from labs.variants import variant
-from test_notebooks import LABS, Pressed, committed, load_app, mine, text_of, with_instruments
+from test_notebooks import LABS, Pressed, committed, shared_app, mine, text_of, with_instruments
 
 LAB11 = next(p for p in LABS if p.name == "11_long_context_moe.py")
 # The questions as a headless run sees them: its variant (labs.variants)
@@ -37,7 +37,7 @@ BOTH = {**committed("fit", FIT, FIT.key), **committed("moe", MOE, MOE.key)}
 
 @pytest.fixture(scope="module")
 def app():
-    return load_app(LAB11)
+    return shared_app(LAB11)
 
 
 def _plain(text: str) -> str:

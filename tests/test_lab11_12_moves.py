@@ -72,16 +72,16 @@ def test_the_submit_still_records_every_instrument(ledger_dir):
     import marimo as mo
 
     from labs.core.scenarios import lab11, lab12
-    from test_notebooks import load_app
+    from test_notebooks import shared_app
 
-    _, defs = load_app(LAB12).run()
+    _, defs = shared_app(LAB12).run()
     assert set(defs["precision_inputs"]()) == set(lab12.INPUT_FIELDS)
     defs["k_slider"]._update(1)  # the slider's index into its steps, as the page sends it
     assert defs["precision_inputs"]()["accumulation_k"] == lab12.ACCUMULATION_KS[1]
     for panel in ("loss_scale_panel", "outlier_panel", "k_panel", "steps_panel", "block_panel"):  # a copy of the slider's HTML, not the element
         assert not isinstance(defs[panel], mo.ui.slider), panel
     assert defs["loss_scale_slider"].text in defs["loss_scale_panel"].text
-    _, defs = load_app(LAB11).run()
+    _, defs = shared_app(LAB11).run()
     assert defs["cp_inputs"]() == {"seq_len": lab11.LONG_SEQ, "cp": lab11.CP_LONG, "kv_heads": lab11.KV_HEAD_CHOICES[0], "algorithm": "ring"}
     assert defs["capacity_input"]() == lab11.CAPACITY_CHOICES[2]
     assert isinstance(defs["cp_slider"], mo.ui.slider)

@@ -16,7 +16,7 @@ from labs.core.engine import precision
 from labs.core.engine.models import Model
 from labs.core.scenarios import lab12
 from labs.variants import Draw, variant
-from test_notebooks import LABS, Commit, Pressed, committed, load_app, text_of
+from test_notebooks import LABS, Commit, Pressed, committed, shared_app, text_of
 
 pytestmark = pytest.mark.usefixtures("ledger_dir")
 
@@ -213,7 +213,7 @@ def test_zero2_sends_its_gradients_once_per_micro_batch():
 # ---- the notebook --------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def app():
-    return load_app(LAB12)
+    return shared_app(LAB12)
 
 
 def _answers(v, underflow=None, recompute=None, fp8=None):

@@ -19,7 +19,7 @@ from labs.core.engine.models import Model
 from labs.core.engine.perf import estimate
 from labs.core.scenarios import lab13
 from labs.variants import variant
-from test_notebooks import LABS, Commit, Pressed, committed, load_app, text_of
+from test_notebooks import LABS, Commit, Pressed, committed, shared_app, text_of
 
 pytestmark = pytest.mark.usefixtures("ledger_dir")
 
@@ -239,7 +239,7 @@ def test_ring_key_is_what_each_rank_sends_counted_on_the_arrays(tp):
 # ---- the notebook ---------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def app():
-    return load_app(LAB13)
+    return shared_app(LAB13)
 
 
 def _answers(v, ring=None, scaling=None, tp=None):

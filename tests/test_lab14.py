@@ -202,7 +202,7 @@ def test_the_grader_recomputes_the_outcome():
 # ---- the notebook, headless ----------------------------------------------------------------------
 import marimo as mo  # noqa: E402
 
-from test_notebooks import LABS, Pressed, committed, load_app, mine, right, text_of, wrong  # noqa: E402
+from test_notebooks import LABS, Pressed, committed, shared_app, mine, right, text_of, wrong  # noqa: E402
 
 LAB14 = next(p for p in LABS if p.name == "14_debugging_at_scale.py")
 CU, KI, TO = (mine(lab14.LAB, q) for q in ("culprit", "kind", "timeout"))
@@ -212,7 +212,7 @@ GATED = ("Who has not arrived", "The injected fault", "Key takeaways", "The rule
 
 @pytest.fixture(scope="module")
 def app():
-    return load_app(LAB14)
+    return shared_app(LAB14)
 
 
 def test_locked_by_default(app):

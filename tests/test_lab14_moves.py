@@ -44,9 +44,9 @@ def test_the_submit_records_every_instrument(ledger_dir):
     import marimo as mo
 
     from labs.core.scenarios import lab14
-    from test_notebooks import load_app
+    from test_notebooks import shared_app
 
-    _, defs = load_app(LAB14).run()
+    _, defs = shared_app(LAB14).run()
     assert defs["diagnosis_inputs"]() == {"view_axis": "tp", "timeout_min": 10, "outlier_group": "world", "threshold_pct": 5.0}
     assert set(defs["diagnosis_inputs"]()) == set(lab14.INPUT_FIELDS)
     defs["timeout_slider"]._update(0)  # the slider's index into its steps, as the page sends it

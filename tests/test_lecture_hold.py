@@ -23,7 +23,7 @@ import pytest
 
 from labs.core import lecture, ui
 from labs.variants import variant
-from test_notebooks import LABS, Pressed, committed, load_app, right, text_of
+from test_notebooks import LABS, Pressed, committed, shared_app, right, text_of
 
 pytestmark = pytest.mark.usefixtures("ledger_dir")
 
@@ -41,7 +41,7 @@ _APPS: dict[Path, object] = {}
 
 def app_of(path: Path):
     if path not in _APPS:
-        _APPS[path] = load_app(path)
+        _APPS[path] = shared_app(path)
     return _APPS[path]
 
 

@@ -118,7 +118,7 @@ def text_of(outputs) -> str:
 
 @pytest.fixture(scope="module")
 def app():
-    return load_app(FLAGSHIP)
+    return shared_app(FLAGSHIP)
 
 
 def test_locked_by_default(app):
