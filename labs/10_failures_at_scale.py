@@ -15,6 +15,7 @@ with app.setup:
     from labs.core import charts, ui
     from labs.core.engine.memory import BYTES_PER_PARAM, OPTIMIZER_BYTES, WEIGHT_BYTES
     from labs.core.engine.models import MODELS
+    from labs.core.failure_svg import cadence_svg, goodput_histogram_html, mtbf_svg
     from labs.core.engine.reliability import (
         LLAMA3_CAUSES,
         LLAMA3_EFFECTIVE_TRAINING,
@@ -764,49 +765,8 @@ def fmt_s(seconds: float) -> str:
 
 @app.function
 def mtbf_figure(gpus: int) -> mo.Html:
-    """The job's MTBF (hours) against GPUs, log-log, with Llama 3's point and the current N: plain
-    SVG, not a Plotly figure (as goodput_histogram). It is redrawn on every GPU move only to move
-    the "your job" marker, and a Plotly redraw of it cost the page more main-thread CPU than the
-    floor page's whole move (80 against 76 ms, Chromium, load 15-20). Hover a point for its value."""
-    _n = [2**k for k in range(3, 18)]  # whole GPU counts: rounding a geometric grid kinked the line below 10 GPUs
-    _llama = (LLAMA3_GPUS, LLAMA3_WINDOW_S / LLAMA3_UNEXPECTED / HOUR)
-    _you = (gpus, job_mtbf_s(gpus) / HOUR)
-    _line = [(x, job_mtbf_s(x) / HOUR) for x in _n]
-    _w, _h, (_l, _r, _t, _b) = 860, 340, (86, 20, 50, 59)  # Plotly's margins for this chart (automargin's, read in Chromium)
-    _xs, _ys = [x for x, _ in _line] + [_llama[0], gpus], [y for _, y in _line] + [_llama[1], _you[1]]
-
-    def _span(lo, hi, pad):  # a log axis, padded by `pad` of its span a side (Plotly's autorange: the line's ends on x)
-        a, b = np.log10(lo), np.log10(hi)
-        return a - pad * (b - a), b + pad * (b - a)
-
-    (_x0, _x1), (_y0, _y1) = _span(min(_xs), max(_xs), 0.0), _span(min(_ys), max(_ys), 0.04)
-    _px = lambda x: _l + (np.log10(x) - _x0) / (_x1 - _x0) * (_w - _l - _r)
-    _py = lambda y: _h - _b - (np.log10(y) - _y0) / (_y1 - _y0) * (_h - _t - _b)
-    _parts = []
-    for _v, _label in zip(charts.LOG_TICKS["tickvals"], charts.LOG_TICKS["ticktext"]):
-        if _x0 <= np.log10(_v) <= _x1:
-            _parts.append(f'<line x1="{_px(_v):.1f}" x2="{_px(_v):.1f}" y1="{_t}" y2="{_h - _b}" stroke="{COLORS["grid"]}"/>'
-                          f'<text x="{_px(_v):.1f}" y="{_h - _b + 20}" text-anchor="middle" font-size="14">{_label}</text>')
-        if _y0 <= np.log10(_v) <= _y1:
-            _parts.append(f'<line x1="{_l}" x2="{_w - _r}" y1="{_py(_v):.1f}" y2="{_py(_v):.1f}" stroke="{COLORS["grid"]}"/>'
-                          f'<text x="{_l - 6}" y="{_py(_v) + 5:.1f}" text-anchor="end" font-size="14">{_label}</text>')
-    _parts.append(f'<polyline fill="none" stroke="{COLORS["blue"]}" stroke-width="3" points="{" ".join(f"{_px(x):.1f},{_py(y):.1f}" for x, y in _line)}"/>')
-    _parts += [f'<circle cx="{_px(x):.1f}" cy="{_py(y):.1f}" r="7" fill="transparent"><title>{x:,} GPUs: {y:,.2f} h</title></circle>' for x, y in _line]
-    _cross = lambda x, y, d: (f'<path d="M{x - d:.1f},{y - d:.1f}L{x + d:.1f},{y + d:.1f}M{x - d:.1f},{y + d:.1f}L{x + d:.1f},{y - d:.1f}" '
-                              f'stroke="{COLORS["orange"]}" stroke-width="3"/>')
-    _diamond = lambda x, y, d: f'<path d="M{x:.1f},{y - d:.1f}L{x + d:.1f},{y:.1f}L{x:.1f},{y + d:.1f}L{x - d:.1f},{y:.1f}Z" fill="{COLORS["red"]}"/>'
-    _parts.append(f'<g>{_cross(_px(_llama[0]), _py(_llama[1]), 6)}<title>Llama 3: {_llama[0]:,} GPUs, {_llama[1]:,.2f} h</title></g>')
-    _parts.append(f'<g class="your-job">{_diamond(_px(_you[0]), _py(_you[1]), 8)}<title>your job: {_you[0]:,} GPUs, {_you[1]:,.2f} h</title></g>')
-    _legend = [("job MTBF = GPU MTBF / N", f'<line x1="0" x2="26" y1="-5" y2="-5" stroke="{COLORS["blue"]}" stroke-width="3"/>'),
-               (f"Llama 3: {LLAMA3_WINDOW_S / DAY:.0f} days / {LLAMA3_UNEXPECTED}", _cross(13, -5, 6)), ("your job", _diamond(13, -5, 8))]
-    _x = _l
-    for _name, _mark in _legend:
-        _parts.append(f'<g transform="translate({_x},{_t - 16})">{_mark}<text x="32" y="0">{_name}</text></g>')
-        _x += 60 + 8.0 * len(_name)
-    _parts.append(f'<text x="{(_l + _w - _r) / 2}" y="{_h - 12}" text-anchor="middle">GPUs in the job</text>'
-                  f'<text transform="translate(20,{(_t + _h - _b) / 2}) rotate(-90)" text-anchor="middle">hours between unexpected stops</text>')
-    return mo.Html(f'<svg viewBox="0 0 {_w} {_h}" style="width:100%;max-width:{_w}px;height:auto;font-family:Inter, Helvetica, Arial, sans-serif;'
-                   f'font-size:15px;fill:{COLORS["ink"]}" role="img" aria-label="job MTBF against GPUs">{"".join(_parts)}</svg>')
+    """The job's MTBF against GPUs with Llama 3's point and the current N (failure_svg.mtbf_svg)."""
+    return mo.Html(mtbf_svg(gpus))
 
 
 @app.function
@@ -824,81 +784,14 @@ def cadence_chart(inputs: dict, view: dict) -> mo.Html:
 
 @app.function
 def cadence_figure(view: dict) -> mo.Html:
-    """Goodput and the wall-time shares against the checkpoint interval, with the optima: plain
-    SVG, not a Plotly figure (as mtbf_figure). Every GPU, checkpoint, restart and interval move
-    redraws it, and Plotly's redraw (its text measured on each draw) was the largest part of a
-    move's main-thread time in Chromium after marimo's own. Hover the goodput line for the four
-    shares at an interval (every other point of the curve); the marker carries its interval and
-    goodput as data."""
-    curve = view["curve"]
-    x = curve["interval_s"] / MINUTE
-    series = (("goodput", curve["goodput"], COLORS["blue"], 3, ""), ("work lost and redone", curve["lost"], COLORS["red"], 2, ""),
-              ("checkpoint stalls", curve["checkpoint"], COLORS["green"], 2, ""), ("restarts", curve["restart"], COLORS["purple"], 2, "3,3"))
-    tau_min, you = view["tau"] / MINUTE, 100 * view["goodput"]
-    optima = (("Young √(2CM)", view["young"] / MINUTE, "3,3", 1.0), ("Daly", view["daly"] / MINUTE, "9,9", 0.92))
-    _w, _h, (_l, _r, _t, _b) = 860, 380, (66, 20, 50, 59)  # Plotly's size and margins for this chart (automargin's at every setting)
-    _x0 = np.log10(min(x.min(), tau_min, *(v for _, v, _, _ in optima)))  # the line, the marker and the optima (Plotly's autorange)
-    _x1 = np.log10(max(x.max(), tau_min, *(v for _, v, _, _ in optima)))
-    _px = lambda v: _l + (np.log10(v) - _x0) / (_x1 - _x0) * (_w - _l - _r)
-    _py = lambda pct: _h - _b - pct / 100 * (_h - _t - _b)
-    _parts = []
-    for _v in (0.1, 0.3, 1, 3, 10, 30, 60, 180, 600, 1440):
-        if _x0 <= np.log10(_v) <= _x1:
-            _parts.append(f'<line x1="{_px(_v):.1f}" x2="{_px(_v):.1f}" y1="{_t}" y2="{_h - _b}" stroke="{COLORS["grid"]}"/>'
-                          f'<text x="{_px(_v):.1f}" y="{_h - _b + 20}" text-anchor="middle" font-size="14">{_v:g}</text>')
-    for _v in range(0, 101, 20):
-        _parts.append(f'<line x1="{_l}" x2="{_w - _r}" y1="{_py(_v):.1f}" y2="{_py(_v):.1f}" stroke="{COLORS["grid"]}"/>'
-                      f'<text x="{_l - 6}" y="{_py(_v) + 5:.1f}" text-anchor="end" font-size="14">{_v}</text>')
-    for _label, _v, _dash, _y in optima:
-        _yt = _t + (1 - _y) * (_h - _t - _b)
-        _parts.append(f'<line x1="{_px(_v):.1f}" x2="{_px(_v):.1f}" y1="{_t}" y2="{_h - _b}" stroke="{COLORS["muted"]}" stroke-width="2" stroke-dasharray="{_dash}"/>'
-                      f'<text x="{_px(_v) + 3:.1f}" y="{_yt + 15:.1f}">{_label}</text>')
-    for _name, _share, _color, _width, _dash in series:
-        _pts = " ".join(f"{_px(a):.1f},{_py(100 * c):.1f}" for a, c in zip(x, _share))
-        _parts.append(f'<polyline fill="none" stroke="{_color}" stroke-width="{_width}" stroke-dasharray="{_dash or "none"}" points="{_pts}"/>')
-    _parts += [f'<circle cx="{_px(a):.1f}" cy="{_py(100 * g):.1f}" r="6" fill="transparent"><title>{a:.3g} min: goodput {100 * g:.1f}%, '
-               f'lost {100 * lo:.1f}%, stalls {100 * c:.1f}%, restarts {100 * re:.1f}%</title></circle>'  # every other point: 10 a decade
-               for a, g, lo, c, re in list(zip(x, curve["goodput"], curve["lost"], curve["checkpoint"], curve["restart"]))[::2]]
-    _diamond = lambda cx, cy, d: f'<path d="M{cx:.1f},{cy - d:.1f}L{cx + d:.1f},{cy:.1f}L{cx:.1f},{cy + d:.1f}L{cx - d:.1f},{cy:.1f}Z" fill="{COLORS["red"]}"/>'
-    _parts.append(f'<g class="your-interval" data-minutes="{tau_min!r}" data-goodput="{you!r}">{_diamond(_px(tau_min), _py(you), 9)}'
-                  f'<title>your interval: every {tau_min:g} min, goodput {you:.2f}%</title></g>')
-    _x = _l
-    for _name, _, _color, _width, _dash in series:
-        _parts.append(f'<g transform="translate({_x},{_t - 16})"><line x1="0" x2="30" y1="-5" y2="-5" stroke="{_color}" stroke-width="{_width}" '
-                      f'stroke-dasharray="{_dash or "none"}"/><text x="36" y="0">{_name}</text></g>')
-        _x += 50 + 8.0 * len(_name)
-    _parts.append(f'<g transform="translate({_x},{_t - 16})">{_diamond(15, -5, 8)}<text x="36" y="0">your interval</text></g>')
-    _parts.append(f'<text x="{(_l + _w - _r) / 2}" y="{_h - 12}" text-anchor="middle">checkpoint interval (minutes of training)</text>'
-                  f'<text transform="translate(20,{(_t + _h - _b) / 2}) rotate(-90)" text-anchor="middle">% of wall time</text>')
-    return mo.Html(f'<svg viewBox="0 0 {_w} {_h}" style="width:100%;max-width:{_w}px;height:auto;font-family:Inter, Helvetica, Arial, sans-serif;'
-                   f'font-size:15px;fill:{COLORS["ink"]}" role="img" aria-label="goodput and wall-time shares against the checkpoint interval">{"".join(_parts)}</svg>')
+    """Goodput and the wall-time shares against the checkpoint interval, with the optima (failure_svg.cadence_svg)."""
+    return mo.Html(cadence_svg(view))
 
 
 @app.function
 def goodput_histogram(values, closed_form: float, bins: int = 40) -> mo.Html:
-    """Simulated runs' goodput in `bins` equal bins, with the closed form as a line. Plain HTML,
-    not a second Plotly figure: it is redrawn on every interval move beside the cadence chart,
-    and each Plotly redraw costs this CPU about as much as a whole move of a one-chart page."""
-    _pct = 100 * np.asarray(values, dtype=float)
-    _lo, _hi = min(_pct.min(), 100 * closed_form), max(_pct.max(), 100 * closed_form)
-    _counts, _edges = np.histogram(_pct, bins=bins, range=(_lo, _hi) if _hi > _lo else (_lo - 0.5, _hi + 0.5))
-    _top = max(int(_counts.max()), 1)
-    _left = 100 * (100 * closed_form - _edges[0]) / (_edges[-1] - _edges[0])
-    _bars = "".join(
-        f'<div title="{_a:.2f}% to {_b:.2f}%: {_n} runs" style="flex:1;align-self:flex-end;height:{100 * _n / _top:.2f}%;'
-        f'background:{COLORS["sky"]};margin-right:1px"></div>'
-        for _a, _b, _n in zip(_edges[:-1], _edges[1:], _counts)
-    )
-    _line = (f'<div title="closed form {100 * closed_form:.2f}%" style="position:absolute;top:0;bottom:0;left:{_left:.2f}%;border-left:3px solid {COLORS["red"]}">'
-             '<span style="position:absolute;top:0;left:4px;white-space:nowrap">closed form</span></div>')
-    _ticks = "".join(f'<span style="position:absolute;left:{100 * _k / 4:.0f}%;transform:translateX(-50%)">{_edges[0] + _k * (_edges[-1] - _edges[0]) / 4:.1f}</span>' for _k in range(5))
-    return mo.Html(
-        '<div style="font-size:0.85rem;color:#3e4c59;margin:0.6rem 0 0.8rem 2.5rem;position:relative">'
-        f'<div style="position:absolute;left:-2.5rem;top:0">{_top}</div><div style="position:absolute;left:-2.5rem;top:45%">runs</div>'
-        f'<div style="position:relative;display:flex;height:220px;border-left:1px solid #9aa5b1;border-bottom:1px solid #9aa5b1">{_bars}{_line}</div>'
-        f'<div style="position:relative;height:1.3rem">{_ticks}</div>'
-        '<div style="text-align:center">goodput of one run (%)</div></div>'
-    )
+    """Simulated runs' goodput in `bins` equal bins, the closed form as a line (failure_svg.goodput_histogram_html)."""
+    return mo.Html(goodput_histogram_html(values, closed_form, bins))
 
 
 if __name__ == "__main__":

@@ -50,8 +50,10 @@ class LogAxis:
         return [(v, t) for v, t in zip(LOG_TICKS["tickvals"], LOG_TICKS["ticktext"]) if self.a <= math.log10(v) <= self.b]
 
 
-def _svg(height: int, label: str, parts: list[str]) -> str:
-    return (f'<svg viewBox="0 0 {WIDTH} {height}" style="width:100%;max-width:{WIDTH}px;height:auto;font-family:{FONT};font-size:15px;'
+def svg_page(width: int, height: int, label: str, parts: Sequence[str]) -> str:
+    """The <svg> around a chart's `parts`: a `width` x `height` viewBox that scales to the cell up to
+    `width` px, the charts' font and ink, `label` for screen readers."""
+    return (f'<svg viewBox="0 0 {width} {height}" style="width:100%;max-width:{width}px;height:auto;font-family:{FONT};font-size:15px;'
             f'fill:{COLORS["ink"]}" role="img" aria-label="{escape(label)}">{"".join(parts)}</svg>')
 
 
@@ -102,7 +104,7 @@ def _swatch(color: str) -> str:
     return f'<rect x="4" y="-13" width="18" height="14" fill="{color}"/>'
 
 
-def _diamond(x: float, y: float, d: float, color: str) -> str:
+def diamond(x: float, y: float, d: float, color: str) -> str:
     return f'<path d="M{x:.1f},{y - d:.1f}L{x + d:.1f},{y:.1f}L{x:.1f},{y + d:.1f}L{x - d:.1f},{y:.1f}Z" fill="{color}"/>'
 
 
@@ -142,7 +144,7 @@ def memory_wall(wall: dict[str, MemoryBreakdown], hbm: Sequence[tuple[str, float
     total_mark = f'<line x1="2" x2="24" y1="-6" y2="-6" stroke="{COLORS["ink"]}" stroke-width="3"/>'
     parts += _legend([*((label, _swatch(TERM_COLORS[term])) for term, label in MEMORY_TERMS.items()), ("total", total_mark)], left, top, right)
     parts.append(_titles("model, plain data parallelism", "GB per GPU (log)", left, right, top, bottom, height))
-    return _svg(height, "per-GPU memory of each model under plain data parallelism", parts)
+    return svg_page(WIDTH, height, "per-GPU memory of each model under plain data parallelism", parts)
 
 
 def zero_sweep(dps: Sequence[int], curves: dict[int, Sequence[MemoryBreakdown]], hbm: Sequence[tuple[str, float, bool]], current: tuple[int, float] | None = None,
@@ -175,8 +177,8 @@ def zero_sweep(dps: Sequence[int], curves: dict[int, Sequence[MemoryBreakdown]],
     items.append(("activations (not sharded)", f'<line x1="0" x2="26" y1="-5" y2="-5" stroke="{TERM_COLORS["activations"]}" stroke-width="2" stroke-dasharray="3,4"/>'))
     if current is not None:
         n, nbytes = current
-        parts.append(f'<g class="your-setting">{_diamond(x_axis(n), y_axis(nbytes / GB), 8, COLORS["ink"])}<title>your setting, DP {n}: {nbytes / GB:,.1f} GB</title></g>')
-        items.append(("your setting", _diamond(13, -5, 8, COLORS["ink"])))
+        parts.append(f'<g class="your-setting">{diamond(x_axis(n), y_axis(nbytes / GB), 8, COLORS["ink"])}<title>your setting, DP {n}: {nbytes / GB:,.1f} GB</title></g>')
+        items.append(("your setting", diamond(13, -5, 8, COLORS["ink"])))
     parts += _legend(items, left, top, right)
     parts.append(_titles("data-parallel GPUs", "GB per GPU (log)", left, right, top, bottom, height))
-    return _svg(height, "per-GPU memory against data-parallel GPUs, per ZeRO stage", parts)
+    return svg_page(WIDTH, height, "per-GPU memory against data-parallel GPUs, per ZeRO stage", parts)
