@@ -194,10 +194,23 @@ def _(instruments, utilisation_committed):
     return
 
 
-# The timelines and their ops' drawing in one cell: a move of a schedule instrument re-runs it and
-# the cells that show it (the chart with its play marker, the table, the HUD). Both schedules in
-# one chart, plain SVG (labs.core.timeline_svg): the page parses it instead of a Plotly redraw,
-# which cost it more main-thread CPU than the floor page's whole move.
+# The chart of the timelines the cell below plays, with its play marker: a play move re-runs this
+# cell alone. Both schedules in one chart, plain SVG (labs.core.timeline_svg): the page parses it
+# instead of a Plotly redraw, which cost it more main-thread CPU than the floor page's whole move.
+@app.cell
+def _(pipeline_errors, pipeline_runs, play_slider, timeline_chart):
+    mo.stop(not pipeline_runs, ui.failure_banner(pipeline_errors))
+    _fig = mo.Html(timeline_svg.timelines_svg(timeline_chart, play_slider.value / 100))
+    _most = max(len(_t.op) for _t in pipeline_runs.values())
+    _note = mo.md(f"Over {charts.RASTER_OPS:,} ops a timeline is drawn as a raster of stage x time bins, each bin showing what fills most of it." if _most > charts.RASTER_OPS else "")
+    # The chart keeps its place in the stack whether a banner shows or not (an empty one where none
+    # does).
+    mo.vstack([ui.failure_banner(pipeline_errors) or mo.md(""), _fig, _note])
+
+
+# The timelines played, their ops drawn, and the counted bubble beside the closed form (this
+# cell's output, below the chart): a move of a schedule instrument re-runs it, the chart above and
+# the HUD, three cells.
 @app.cell
 def _(
     m_slider,
@@ -221,23 +234,6 @@ def _(
             pipeline_errors.append(f"{_name}: {_err}")
     _runs = [(f"{SCHEDULE_LABELS[_name]}: p={_t.p}, m={_t.m}, v={_t.v}", _t) for _name, _t in pipeline_runs.items()]
     timeline_chart = timeline_svg.timelines_panels(_runs) if _runs else None
-    return pipeline_errors, pipeline_runs, timeline_chart
-
-
-@app.cell
-def _(pipeline_errors, pipeline_runs, play_slider, timeline_chart):
-    mo.stop(not pipeline_runs, ui.failure_banner(pipeline_errors))
-    _fig = mo.Html(timeline_svg.timelines_svg(timeline_chart, play_slider.value / 100))
-    _most = max(len(_t.op) for _t in pipeline_runs.values())
-    _note = mo.md(f"Over {charts.RASTER_OPS:,} ops a timeline is drawn as a raster of stage x time bins, each bin showing what fills most of it." if _most > charts.RASTER_OPS else "")
-    # The chart keeps its place in the stack whether a banner shows or not (an empty one where none
-    # does).
-    mo.vstack([ui.failure_banner(pipeline_errors) or mo.md(""), _fig, _note])
-
-
-@app.cell
-def _(pipeline_runs):
-    mo.stop(not pipeline_runs)
     _rows, _zb = [], False
     for _name, _t in pipeline_runs.items():
         _r = run_report(_t)
@@ -256,7 +252,8 @@ def _(pipeline_runs):
                 "GPT-3 activations on stage 0": f"{stage_activation_bytes(_t.p, _r['held_stage0']) / 1e9:.1f} GB",
             }
         )
-    mo.vstack(
+    # nothing below the chart where no schedule ran (its banner says why)
+    _table = mo.md("") if not pipeline_runs else mo.vstack(
         [
             mo.md(
                 "**Counted on the timeline, and the closed form.** Activation memory is for GPT-3 175B layers "
@@ -273,6 +270,8 @@ def _(pipeline_runs):
             ) if _zb else mo.md(""),
         ]
     )
+    _table
+    return pipeline_errors, pipeline_runs, timeline_chart
 
 
 @app.cell(hide_code=True)

@@ -1,7 +1,8 @@
 """What one instrument move of Lab 07 re-runs (issue 35: each cell's run and output is a round of
 messages to the page), read from the notebook's cells as marimo's dataflow sees them: a schedule
-instrument re-runs the cell that plays the timelines and draws their chart, and the cells that show
-them (the play marker, the table, the HUD); the play slider the marker alone. The submit reads the
+instrument re-runs the cell that plays the timelines, draws their ops and shows the counted bubble
+beside the formula, and the cells that show them (the chart with its play marker, the HUD); the
+play slider the chart alone. The submit reads the
 instruments through pipeline_inputs() when pressed, so no move re-runs it."""
 
 from pathlib import Path
@@ -24,8 +25,8 @@ def test_a_schedule_move_reruns_the_timelines_and_what_shows_them(instrument):
     assert not any("submit_to_ledger" in b for b in bodies)
     assert sum("timeline(" in b and "timelines_panels(" in b for b in bodies) == 1  # played and its ops drawn in one cell
     assert any("timelines_svg(" in b for b in bodies) and any("run_report(" in b for b in bodies) and any("hud(" in b for b in bodies)
-    # the timelines' cell, the marker, the table, the HUD; the p slider also the schedule-cost table
-    assert len(hit) == 4 + (instrument == "p_slider"), [sorted(c["refs"]) for c in hit]
+    # the timelines' cell (with the table), the chart, the HUD; the p slider also the schedule-cost table
+    assert len(hit) == 3 + (instrument == "p_slider"), [sorted(c["refs"]) for c in hit]
 
 
 def test_the_play_slider_moves_the_marker_alone():
