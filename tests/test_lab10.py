@@ -7,6 +7,7 @@ import pytest
 
 pytestmark = pytest.mark.usefixtures("ledger_dir")
 
+from labs.core import failure_svg
 from labs.core.engine.reliability import goodput, job_mtbf_s
 from labs.core.scenarios.lab10 import (
     MTBF_RANGES,
@@ -144,14 +145,10 @@ def test_the_mtbf_chart_draws_the_engines_line_and_the_job_on_it(gpus):
     """The MTBF chart is plain SVG (a GPU move redraws it): every point's hover text reads Llama 3's
     rate by hand (54 days x 24 h / 419 stops at 16,384 GPUs, scaled by 16,384 / N), the line falls
     one decade of hours per decade of GPUs, and the job's diamond sits on the line's point at N."""
-    import importlib.util
     import itertools
     import re
 
-    spec = importlib.util.spec_from_file_location("lab10_notebook", LAB10)
-    notebook = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(notebook)
-    svg = notebook.mtbf_figure(gpus).text
+    svg = failure_svg.mtbf_svg(gpus)
     hours = lambda n: 54 * 24 / 419 * 16384 / n
     titles = re.findall(r"<title>([\d,]+) GPUs: ([\d,.]+) h</title>", svg)
     assert [int(n.replace(",", "")) for n, _ in titles] == [2**k for k in range(3, 18)]
@@ -174,22 +171,18 @@ def test_the_cadence_chart_draws_goodput_by_hand(gpus, minutes):
     here with math.exp, not the engine's; its hover texts (every other point of the 80) read the
     goodput line's values; the four shares of a point add up to 100 with the goodput; Young's line
     stands at sqrt(2CM) on the same log axis as the marker."""
-    import importlib.util
     import math
     import re
 
     from labs.core.engine.reliability import cadence_curve, daly_interval, young_interval
     from labs.core.scenarios.lab10 import RUN_MODEL, setting_costs
 
-    spec = importlib.util.spec_from_file_location("lab10_notebook", LAB10)
-    notebook = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(notebook)
     s = setting_costs(RUN_MODEL, gpus, 3, "sharded", 2000, 10, 60, False)
     c, r, m, tau = s["cost"].stall_s, s["restart_s"], s["mtbf_s"], minutes * 60.0
     by_hand = lambda t: t / ((m + r) * (math.exp((t + c) / m) - 1))
     curve = cadence_curve(c, r, m, points=80)
     view = {"tau": tau, "goodput": by_hand(tau), "young": young_interval(c, m), "daly": daly_interval(c, m), "curve": curve}
-    svg = notebook.cadence_figure(view).text
+    svg = failure_svg.cadence_svg(view)
     marker = re.search(r'<g class="your-interval" data-minutes="([^"]+)" data-goodput="([^"]+)"><path d="M([\d.]+),', svg)
     assert float(marker.group(1)) == minutes and float(marker.group(2)) == pytest.approx(100 * by_hand(tau), rel=1e-12)
     hovers = re.findall(r"<title>([\d.e+]+) min: goodput ([\d.]+)%, lost ([\d.]+)%, stalls ([\d.]+)%, restarts ([\d.]+)%</title>", svg)

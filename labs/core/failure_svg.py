@@ -13,7 +13,7 @@ import numpy as np
 from labs.core.charts import LOG_TICKS
 from labs.core.engine.reliability import DAY, HOUR, LLAMA3_GPUS, LLAMA3_UNEXPECTED, LLAMA3_WINDOW_S, job_mtbf_s
 from labs.core.style import COLORS
-from labs.core.svg_charts import diamond, svg_page
+from labs.core.svg_charts import LogAxis, diamond, svg_page
 
 MINUTE = 60.0
 
@@ -30,21 +30,17 @@ def mtbf_svg(gpus: int) -> str:
     w, h, (l, r, t, b) = 860, 340, (86, 20, 50, 59)  # Plotly's margins for this chart (automargin's, read in Chromium)
     xs, ys = [x for x, _ in line] + [llama[0], gpus], [y for _, y in line] + [llama[1], you[1]]
 
-    def span(lo, hi, pad):  # a log axis, padded by `pad` of its span a side (Plotly's autorange: the line's ends on x)
-        a, b = np.log10(lo), np.log10(hi)
-        return a - pad * (b - a), b + pad * (b - a)
-
-    (x0, x1), (y0, y1) = span(min(xs), max(xs), 0.0), span(min(ys), max(ys), 0.04)
-    px = lambda x: l + (np.log10(x) - x0) / (x1 - x0) * (w - l - r)
-    py = lambda y: h - b - (np.log10(y) - y0) / (y1 - y0) * (h - t - b)
+    px = LogAxis(min(xs), max(xs), l, w - r, pad=0.0)  # Plotly's autorange: the line's ends on x
+    py = LogAxis(min(ys), max(ys), h - b, t, pad=0.04)
     parts = []
-    for v, label in zip(LOG_TICKS["tickvals"], LOG_TICKS["ticktext"]):
-        if x0 <= np.log10(v) <= x1:
+    x_ticks, y_ticks = dict(px.ticks()), dict(py.ticks())
+    for v, label in zip(LOG_TICKS["tickvals"], LOG_TICKS["ticktext"]):  # each value's x tick, then its y tick
+        if v in x_ticks:
             parts.append(f'<line x1="{px(v):.1f}" x2="{px(v):.1f}" y1="{t}" y2="{h - b}" stroke="{COLORS["grid"]}"/>'
-                          f'<text x="{px(v):.1f}" y="{h - b + 20}" text-anchor="middle" font-size="14">{label}</text>')
-        if y0 <= np.log10(v) <= y1:
+                         f'<text x="{px(v):.1f}" y="{h - b + 20}" text-anchor="middle" font-size="14">{label}</text>')
+        if v in y_ticks:
             parts.append(f'<line x1="{l}" x2="{w - r}" y1="{py(v):.1f}" y2="{py(v):.1f}" stroke="{COLORS["grid"]}"/>'
-                          f'<text x="{l - 6}" y="{py(v) + 5:.1f}" text-anchor="end" font-size="14">{label}</text>')
+                         f'<text x="{l - 6}" y="{py(v) + 5:.1f}" text-anchor="end" font-size="14">{label}</text>')
     parts.append(f'<polyline fill="none" stroke="{COLORS["blue"]}" stroke-width="3" points="{" ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in line)}"/>')
     parts += [f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="7" fill="transparent"><title>{x:,} GPUs: {y:,.2f} h</title></circle>' for x, y in line]
     cross = lambda x, y, d: (f'<path d="M{x - d:.1f},{y - d:.1f}L{x + d:.1f},{y + d:.1f}M{x - d:.1f},{y + d:.1f}L{x + d:.1f},{y - d:.1f}" '
@@ -76,13 +72,12 @@ def cadence_svg(view: dict) -> str:
     tau_min, you = view["tau"] / MINUTE, 100 * view["goodput"]
     optima = (("Young √(2CM)", view["young"] / MINUTE, "3,3", 1.0), ("Daly", view["daly"] / MINUTE, "9,9", 0.92))
     w, h, (l, r, t, b) = 860, 380, (66, 20, 50, 59)  # Plotly's size and margins for this chart (automargin's at every setting)
-    x0 = np.log10(min(x.min(), tau_min, *(v for _, v, _, _ in optima)))  # the line, the marker and the optima (Plotly's autorange)
-    x1 = np.log10(max(x.max(), tau_min, *(v for _, v, _, _ in optima)))
-    px = lambda v: l + (np.log10(v) - x0) / (x1 - x0) * (w - l - r)
+    spanned = (x.min(), x.max(), tau_min, *(v for _, v, _, _ in optima))  # the line, the marker and the optima (Plotly's autorange)
+    px = LogAxis(min(spanned), max(spanned), l, w - r, pad=0.0)
     py = lambda pct: h - b - pct / 100 * (h - t - b)
     parts = []
     for v in (0.1, 0.3, 1, 3, 10, 30, 60, 180, 600, 1440):
-        if x0 <= np.log10(v) <= x1:
+        if px.a <= np.log10(v) <= px.b:
             parts.append(f'<line x1="{px(v):.1f}" x2="{px(v):.1f}" y1="{t}" y2="{h - b}" stroke="{COLORS["grid"]}"/>'
                           f'<text x="{px(v):.1f}" y="{h - b + 20}" text-anchor="middle" font-size="14">{v:g}</text>')
     for v in range(0, 101, 20):

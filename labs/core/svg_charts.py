@@ -50,10 +50,11 @@ class LogAxis:
         return [(v, t) for v, t in zip(LOG_TICKS["tickvals"], LOG_TICKS["ticktext"]) if self.a <= math.log10(v) <= self.b]
 
 
-def svg_page(width: int, height: int, label: str, parts: Sequence[str]) -> str:
-    """The <svg> around a chart's `parts`: a `width` x `height` viewBox that scales to the cell up to
-    `width` px, the charts' font and ink, `label` for screen readers."""
-    return (f'<svg viewBox="0 0 {width} {height}" style="width:100%;max-width:{width}px;height:auto;font-family:{FONT};font-size:15px;'
+def svg_page(width: int, height: int, label: str, parts: Sequence[str], capped: bool = True) -> str:
+    """The <svg> around a chart's `parts`: a `width` x `height` viewBox that scales to the cell's
+    width (up to `width` px when `capped`), the charts' font and ink, `label` for screen readers."""
+    cap = f"max-width:{width}px;" if capped else ""
+    return (f'<svg viewBox="0 0 {width} {height}" style="width:100%;{cap}height:auto;font-family:{FONT};font-size:15px;'
             f'fill:{COLORS["ink"]}" role="img" aria-label="{escape(label)}">{"".join(parts)}</svg>')
 
 

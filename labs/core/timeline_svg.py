@@ -28,9 +28,8 @@ from labs.core.charts import (
 )
 from labs.core.engine.pipeline import Timeline
 from labs.core.style import COLORS
+from labs.core.svg_charts import WIDTH, svg_page
 
-WIDTH = 960  # px of the viewBox; the chart scales to the cell's width
-FONT = "Inter, Helvetica, Arial, sans-serif"
 LEFT, RIGHT, TOP = 60, 20, 95  # the Plotly figure's margins: the theme's left and right, its top for the title and legend
 # Below each time axis its tick labels and title (the bottom margin Plotly's automargin gave the
 # figure in Chromium at every p, m and schedule), between timelines also the next one's title.
@@ -139,5 +138,4 @@ def timelines_svg(panels: Sequence[Panel], fraction: float = 1.0) -> str:
         parts.append(f'<rect x="{x}" y="{TOP - 28}" width="18" height="14" fill="{OP_COLORS[op]}"/><text x="{x + 26}" y="{TOP - 16}">{OP_NAMES[op]}</text>')
         x += 48 + 8.5 * len(OP_NAMES[op])
     label = "; ".join(p.title for p in panels)
-    return (f'<svg viewBox="0 0 {WIDTH} {height}" style="width:100%;height:auto;font-family:{FONT};font-size:15px;fill:{COLORS["ink"]}" '
-            f'role="img" aria-label="{escape(label)}">{"".join(parts)}</svg>')
+    return svg_page(WIDTH, height, label, parts, capped=False)
