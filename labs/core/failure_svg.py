@@ -11,7 +11,14 @@ from __future__ import annotations
 import numpy as np
 
 from labs.core.charts import LOG_TICKS
-from labs.core.engine.reliability import DAY, HOUR, LLAMA3_GPUS, LLAMA3_UNEXPECTED, LLAMA3_WINDOW_S, job_mtbf_s
+from labs.core.engine.reliability import (
+    DAY,
+    HOUR,
+    LLAMA3_GPUS,
+    LLAMA3_UNEXPECTED,
+    LLAMA3_WINDOW_S,
+    job_mtbf_s,
+)
 from labs.core.style import COLORS
 from labs.core.svg_charts import LogAxis, diamond, svg_page
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 import re
+from itertools import pairwise
 
 import numpy as np
 
@@ -38,7 +39,7 @@ def grid_svg(data: list[dict], lay: dict) -> str:
 
     def color(value):  # Plotly's colour scale: linear in RGB between the stops, rounded
         f = min(max((value - cmin) / (cmax - cmin), 0.0), 1.0)
-        (p0, c0), (p1, c1) = next((a, b) for a, b in zip(stops, stops[1:]) if f <= b[0])
+        (p0, c0), (p1, c1) = next((a, b) for a, b in pairwise(stops) if f <= b[0])
         r, g, b = np.round(c0 + (c1 - c0) * ((f - p0) / (p1 - p0) if p1 > p0 else 0.0)).astype(int)
         return f"rgb({r},{g},{b})"
 
