@@ -21,7 +21,8 @@ import time
 from pathlib import Path
 
 from labs.core.engine.perf import Plan, estimate
-from labs.core.charts import timeline_figure
+from labs.core import timeline_svg
+from labs.core.grid_svg import grid_svg
 from labs.core.engine.pipeline import timeline
 from labs.core.scenarios.lab05 import DP_WALL_GLOBAL_BATCH, design_inputs, dp_wall_curve, dp_wall_estimate
 from labs.core import charts, ui
@@ -127,13 +128,13 @@ def collectives_tables_cold() -> None:
 
 def design_rerun(order_index: int) -> None:
     """What Lab 09 recomputes when the rank order (or a degree) moves: the estimate, its
-    placements and communication map, the 8 x 8 grid, serialised as the browser receives it."""
+    placements and communication map, the 8 x 8 grid's SVG, as the browser receives it."""
     from labs.core.engine.layout import RANK_ORDERS
     from labs.core.scenarios.lab09 import map_rows, placements, worksheet_estimate
 
     est = worksheet_estimate("70b-h100", 8, 1, 1, 1, RANK_ORDERS[order_index])
     placements(est), map_rows(est)
-    pio.to_json(charts.gpu_grid(est, "tp"))
+    grid_svg(*charts.gpu_grid_parts(est, "tp"))
 
 
 def design_reveal_cold() -> None:
@@ -234,15 +235,12 @@ def main() -> None:
     z2 = timed(zero_accumulation_rerun, [2, 4, 8])
     print(f"06_zero_sweep DP slider re-run (estimate, sweep figure and memory bar, offload): {z1 * 1e3:.1f} ms; target 100 ms: {z1 / 0.1:.2f} of the budget")
     print(f"06_zero_sweep accumulation re-run (8 stage costs + figure, offload, myths): {z2 * 1e3:.1f} ms; target 100 ms: {z2 / 0.1:.2f} of the budget")
-    for schedule in ("1f1b", "zb-h1"):
-        big = timed(lambda s: timeline_figure(timeline(64, 256, s)), [schedule])
+    for schedule in ("1f1b", "zb-h1"):  # what a schedule move does: played, laid out (timeline_svg.timelines_panels) and drawn as SVG
+        big = timed(lambda s: timeline_svg.timelines_svg(timeline_svg.timelines_panels([(s, timeline(64, 256, s))])), [schedule])
         print(f"07_pipeline_visualizer 64 x 256 {schedule} timeline, built and drawn: {big * 1e3:.0f} ms; target 300 ms: {big / 0.3:.2f} of the budget")
-    t = timeline(64, 256, "interleaved", 4)
-    fig = timeline_figure(t)
-    bars = timed(lambda f: pio.to_json(charts.timeline_figure(t, raster=False)), [0])
-    step = timed(lambda f: pio.to_json(charts.play_marker(fig, t, f * t.makespan)), [0.5, 0.6, 0.7])
-    print(f"07_pipeline_visualizer play step at 64 x 256, v=4 (marker + figure JSON): {step * 1e3:.1f} ms; "
-          f"one box per op instead, rebuilt: {bars * 1e3:.0f} ms ({bars / step:.0f}x)")
+    panels = timeline_svg.timelines_panels([("interleaved", timeline(64, 256, "interleaved", 4))])
+    step = timed(lambda f: timeline_svg.timelines_svg(panels, f), [0.5, 0.6, 0.7])  # a play step: the panels kept, the SVG with its marker
+    print(f"07_pipeline_visualizer play step at 64 x 256, v=4 (the timelines' SVG with the marker): {step * 1e3:.1f} ms")
     c1 = timed(collectives_step_rerun, [3, 10, 25])
     print(f"08_collectives step slider re-run at 16 ranks (ring state + figure JSON): {c1 * 1e3:.1f} ms; target 100 ms: {c1 / 0.1:.2f} of the budget")
     c2 = timed(lambda _: collectives_tables_cold(), [0])
