@@ -17,6 +17,9 @@ with app.setup:
     from labs.core.engine.models import MODELS
     from labs.core.failure_svg import cadence_svg, goodput_histogram_html, mtbf_svg
     from labs.core.engine.reliability import (
+        DAY,
+        HOUR,
+        MINUTE,
         LLAMA3_CAUSES,
         LLAMA3_EFFECTIVE_TRAINING,
         LLAMA3_GPUS,
@@ -61,7 +64,6 @@ with app.setup:
     )
     from labs.core.style import COLORS
 
-    HOUR, DAY, MINUTE = 3600.0, 86400.0, 60.0
     GPU_STEPS = [1024, 2048, 4096, 8192, 16384, 32768, 65536]
     STORAGE_STEPS = [0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 7000]
     INTERVAL_STEPS = [1, 2, 3, 5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 240, 360, 720, 1440]

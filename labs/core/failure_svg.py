@@ -17,12 +17,11 @@ from labs.core.engine.reliability import (
     LLAMA3_GPUS,
     LLAMA3_UNEXPECTED,
     LLAMA3_WINDOW_S,
+    MINUTE,
     job_mtbf_s,
 )
 from labs.core.style import COLORS
 from labs.core.svg_charts import LogAxis, diamond, svg_page
-
-MINUTE = 60.0
 
 
 def mtbf_svg(gpus: int) -> str:

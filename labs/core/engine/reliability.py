@@ -44,7 +44,7 @@ from labs.core.engine.topology import group_cost
 from labs.core.engine.validation import check_bool, check_choice, check_fraction, check_positive
 
 FITTED_ON = ("llama3_reliability", "llama3_cluster")  # rows of tests/data/published_numbers.json
-HOUR, DAY = 3600.0, 86400.0
+MINUTE, HOUR, DAY = 60.0, 3600.0, 86400.0  # seconds: every lab and problem set reads its time units here
 LLAMA3_WINDOW_S = 54 * DAY  # Sec. 3.3.4: "a 54-day snapshot period of pre-training"
 LLAMA3_GPUS = 16_384  # "up to 16K H100 GPUs"
 LLAMA3_PLANNED = 47  # planned interruptions (firmware upgrades, configuration updates)

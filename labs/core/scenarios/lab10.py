@@ -8,11 +8,11 @@ from functools import lru_cache
 
 from labs.core.engine.hardware import Cluster
 from labs.core.engine.models import Model
+from labs.core.engine.reliability import DAY, HOUR, MINUTE
 from labs.core.scenarios.common import Option, cached_call
 from labs.core.variants import Choice, LabVariants, Numeric, judged
 
 LAB = "10_failures_at_scale"
-HOUR, DAY, MINUTE = 3600.0, 86400.0, 60.0
 
 # ---- the stakeholder's run: Llama 3 405B's scale (arXiv:2407.21783 Sec. 3.3) ---------------------
 RUN_MODEL = "llama3-405b"

@@ -12,14 +12,13 @@ from labs.core.engine import debugging as dbg
 from labs.core.engine.hardware import Cluster
 from labs.core.engine.models import Model
 from labs.core.engine.perf import Plan
-from labs.core.engine.reliability import checkpoint_cost, checkpoint_size
+from labs.core.engine.reliability import MINUTE, checkpoint_cost, checkpoint_size
 from labs.core.engine.validation import check_choice, check_positive
 from labs.core.scenarios.common import Option
 from labs.core.variants import Choice, LabVariants, Numeric, judged
 
 LAB = "14_debugging_at_scale"
 STEP = "diagnosis"
-MINUTE = 60.0
 # ---- the job: Llama 3 70B, TP 8 x PP 4 x DP 128 on 512 Grand Teton nodes (arXiv:2407.21783 Sec. 3.3) --
 RUN_MODEL, CLUSTER, NODES = "llama3-70b", "meta-h100-roce", 512
 PLAN = dict(tp=8, pp=4, dp=128, micro_batch=1, global_batch=1024)

@@ -13,7 +13,7 @@ from labs.core.engine.models import Model
 from labs.core.problemset import Problem, ProblemSet, fmt
 
 NAME = "ps08_failures"
-HOUR, DAY, GB = 3600.0, 86400.0, 1e9
+HOUR, DAY, GB = rel.HOUR, rel.DAY, 1e9
 FLEETS = (8192, 4096, 24576, 32768)
 
 
