@@ -117,10 +117,11 @@ def timelines_svg(panels: Sequence[Panel], fraction: float = 1.0) -> str:
         sx, sy = width / (1.01 * t.makespan), h / t.p
         title_y = 30 if row == 0 else top - 14
         parts.append(f'<text x="{LEFT}" y="{title_y}" font-size="21">{escape(panel.title)}</text>')
-        grid = [f'<line x1="{v * sx:.2f}" x2="{v * sx:.2f}" y1="0" y2="{h}"/>' for v in time_ticks(1.01 * t.makespan)]
+        ticks = time_ticks(1.01 * t.makespan)
+        grid = [f'<line x1="{v * sx:.2f}" x2="{v * sx:.2f}" y1="0" y2="{h}"/>' for v in ticks]
         stages = range(0, t.p, max(1, t.p // 16))
         grid += [f'<line x1="0" x2="{width}" y1="{(s + 0.5) * sy:.2f}" y2="{(s + 0.5) * sy:.2f}"/>' for s in stages]
-        labels = [f'<text x="{v * sx:.2f}" y="{h + 20}" text-anchor="middle">{_fmt(v)}</text>' for v in time_ticks(1.01 * t.makespan)]
+        labels = [f'<text x="{v * sx:.2f}" y="{h + 20}" text-anchor="middle">{_fmt(v)}</text>' for v in ticks]
         labels += [f'<text x="-8" y="{(s + 0.5) * sy + 5:.2f}" text-anchor="end">{s}</text>' for s in stages]
         marker = ""
         until = t.makespan * fraction

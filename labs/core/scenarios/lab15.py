@@ -188,7 +188,7 @@ def prefetch(variant_settings, instruments: bool = False) -> None:
     keys = [k for v in variant_settings for k in _variant_keys(check_settings(v)).values()]
     if instruments:  # first: the router whose affinities a process keeps (routing._shared_state) is the one the instruments start at
         router = {k: DEFAULT_INPUTS[k] for k in ("aux_coeff", "gamma", "skew", "drift")}
-        keys = [{**router, "scheme": scheme, "max_nodes": nodes} for nodes in (DEFAULT_INPUTS["max_nodes"], NODES) for scheme in ("bias", "none", "aux_loss")] + keys
+        keys = [{**router, "scheme": scheme, "max_nodes": nodes} for nodes in (DEFAULT_INPUTS["max_nodes"], NODES) for scheme in sorted(SCHEMES, key=lambda s: s != "bias")] + keys
     router_runs(keys)
 
 
