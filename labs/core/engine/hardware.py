@@ -475,7 +475,7 @@ GPUS: dict[str, GPU] = {
         7700 * GB,  # ds_b200_hbm_tbs_nvidia (NVIDIA Blackwell datasheet, HGX B200); ml-engineering says 8.0 (ds_b200_hbm_tbs)
         "nvlink5",
         1745e12,  # mamf_b200_bf16: 77.6% of 2,250 at 1792x16128x3072, torch 2.7.1+cu128
-        "blackwell", 148, _HBM_EFF, True,
+        "blackwell", 148, _HBM_EFF, True,  # 148 SMs: ds_b200_sms (device query, pytorch/ao #4002: "Number of SMs: 148")
         "NVIDIA Blackwell datasheet (HGX B200: 180 GB HBM3e, 7.7 TB/s, 1,000 W) and the ml-engineering TFLOPS and "
         "MAMF tables (kernel_benchmarks_v4.json rows ds_b200_*, mamf_b200_bf16, mamf_b200_fp8); attention from "
         "Dao-AILab/flash-attention PR #2605 (cuDNN, FA4) and #1589 (FA2 2.7.4).",
@@ -485,7 +485,6 @@ GPUS: dict[str, GPU] = {
         fp4_flops=9e15,  # ds_b200_fp4_dense_peak (the table's NVFP4 column: 10,000)
         attention_flops=_B200_ATTENTION,  # cuDNN, FA4, FA2 rows (see _B200_ATTENTION)
         unconfirmed=(
-            "sms: 148 SMs (NVIDIA's Blackwell material; no stored row)",
             "hbm_efficiency: no STREAM row for B200; the catalog's 0.90 assumed (H100's measured triad share: 0.89, hbm_azure_h100_triad)",
             "attention_flops: forward rows only, the backward assumed at the forward's rate (H100 cuDNN's is within 5%, "
             "FA3 paper Fig. 5/7); head dim 64 rows (cuDNN ran 1,428 TFLOP/s at head dim 128 non-causal 1K against 980 at 64: "
@@ -500,20 +499,20 @@ GPUS: dict[str, GPU] = {
         8000 * GB,  # ds_b300_hbm_tbs
         "nvlink5",
         1769e12,  # mamf_b300_bf16: 12288x18432x1024, torch 2.9.1+cu130
-        "blackwell", 160, _HBM_EFF, True,
+        # ds_b300_sms: B300 ships as 148- and 152-SM SKUs (device queries, ml-engineering); the published
+        # 2,250 TFLOP/s is "what all 148 SMs deliver together". NVIDIA's 160 is the full die (was assumed).
+        "blackwell", 148, _HBM_EFF, True,
         "ml-engineering TFLOPS and MAMF tables (DGX B300 datasheet; rows ds_b300_*, mamf_b300_bf16, mamf_b300_fp8); "
-        "TDP from a cloud provider's table (ds_b300_tdp, vendor claim).",
+        "148 SMs measured (ds_b300_sms); 1,000 W maximum TGP from NVIDIA's DGX B300 power capping page (ds_b300_max_tgp).",
         3353.3e12,  # mamf_b300_fp8: 3072x6144x7168
-        tdp_w=1100,  # ds_b300_tdp (vendor-claim)
+        tdp_w=1000,  # ds_b300_max_tgp: NVIDIA DGX B300 power capping, 1,000 W maximum TGP (was 1,100 W, ds_b300_tdp, a cloud provider's table)
         fp6_flops=4.5e15,  # ds_b300_fp6_dense_peak
         fp4_flops=12.6e15,  # ds_b300_fp4_dense_peak (the table's NVFP4 column: 15,000, ds_b300_nvfp4_dense_peak)
         attention_flops=tuple((k, rate * 1769 / 1745) for k, rate in _B200_ATTENTION),  # B200's rows x the MAMF ratio
         unconfirmed=(
             "hbm_bytes: the datasheet's 288 GB; no nvidia-smi reading stored",
-            "sms: 160 SMs (NVIDIA's Blackwell Ultra material; no stored row)",
             "hbm_efficiency: no STREAM row for B300; the catalog's 0.90 assumed (H100's measured triad share: 0.89)",
             "attention_flops: no row on B300: B200's rows scaled by the MAMF ratio 1,769 / 1,745",
-            "tdp_w: 1,100 W from a cloud provider's table (ds_b300_tdp), no NVIDIA per-GPU page stored",
         ),
     ),
     "gb200": GPU(
@@ -553,11 +552,11 @@ GPUS: dict[str, GPU] = {
         8000 * GB,  # B300's ds_b300_hbm_tbs: no GB300 row
         "nvlink5",
         1769e12 * 1822 / 1745,  # mamf_b300_bf16 x GB200 / B200 (mamf_gb200_bf16 / mamf_b200_bf16): no GB300 MAMF row
-        "blackwell", 160, _HBM_EFF, True,
+        "blackwell", 148, _HBM_EFF, True,
         "ml-engineering TFLOPS table (GB300 NVL72 datasheet; rows ds_gb300_*); memory and matmul rates B300's "
-        "(see unconfirmed); TDP from a cloud provider's table (ds_gb300_tdp, vendor claim).",
+        "(see unconfirmed); 1,400 W per GPU from NVIDIA's Mission Control rack-planning example (ds_gb300_max_power).",
         3353.3e12 * 3615.6 / 3432.5,  # mamf_b300_fp8 x mamf_gb200_fp8 / mamf_b200_fp8
-        tdp_w=1400,  # ds_gb300_tdp (vendor-claim)
+        tdp_w=1400,  # ds_gb300_max_power: NVIDIA Mission Control FAQ, "four 1.4kW GPUs" a tray (ds_gb300_tdp's cloud table agrees)
         fp6_flops=5e15,  # ds_gb300_fp6_dense_peak
         fp4_flops=15e15,  # ds_gb300_fp4_dense_peak
         attention_flops=tuple((k, rate * 1769 / 1745 * 1822 / 1745) for k, rate in _B200_ATTENTION),  # B200's rows x the MAMF ratio
@@ -566,30 +565,27 @@ GPUS: dict[str, GPU] = {
             "hbm_bytes_per_s: B300's 8 TB/s (no GB300 row)",
             "mamf_flops: B300's MAMF x GB200's over B200's (no GB300 MAMF row)",
             "fp8_mamf_flops: B300's FP8 MAMF x GB200's over B200's (no GB300 MAMF row)",
-            "sms: 160 SMs (as B300; no stored row)",
+            "sms: B300's measured 148-SM SKU (ds_b300_sms; a 152-SM B300 SKU exists too); no GB300 device query stored",
             "hbm_efficiency: no STREAM row for GB300; the catalog's 0.90 assumed (H100's measured triad share: 0.89)",
             "attention_flops: no row on GB300: B200's rows scaled by the MAMF ratio",
-            "tdp_w: 1,400 W from a cloud provider's table (ds_gb300_tdp), no NVIDIA per-GPU page stored",
         ),
     ),
     "mi300x": GPU(
         "MI300X",
         1307.4e12,  # ds_mi300x_bf16_dense_peak (ROCm mi300.md: 2,048 FLOP/clock/CU)
         2614.9e12,  # ds_mi300x_fp8_dense_peak (4,096 FLOP/clock/CU)
-        192e9,  # ds_mi300x_hbm_gb (HBM3)
+        201_310_208 * 1024,  # ds_mi300x_vram_bytes: rocminfo's 201,310,208 KB = 206.1 GB, AMD's "192 GB" in GiB (ds_mi300x_vram_gib; was 192e9)
         5300 * GB,  # ds_mi300x_hbm_bw
         "xgmi-mi300x",
         668.4e12,  # mamf_mi300x_bf16: 51.4% of 1,300 at 10240x15360x8192, torch 2.5.1 + ROCm 6.3
-        "cdna3", 304, _HBM_EFF, True,
+        "cdna3", 304, _HBM_EFF, True,  # 304 CUs: ds_mi300x_sms (ROCm gpu-arch-specs: "304 (38 per XCD)")
         "AMD ROCm docs (docs/conceptual/gpu-arch/mi300.md @d534f75: peaks, 192 GB HBM3, 5.3 TB/s, 7 Infinity Fabric "
-        "links); MAMF from the ml-engineering table (mamf_mi300x_bf16; its FP8 cell is blank); 750 W (ds_mi300x_tbp).",
+        "links; gpu-arch-specs: 192 GiB, 304 CUs; rocminfo 206,141,652,992 B, ds_mi300x_vram_bytes); MAMF from the ml-engineering table (mamf_mi300x_bf16; its FP8 cell is blank); 750 W (ds_mi300x_tbp).",
         2614.9e12 * 668.4 / 1307.4,  # no FP8 MAMF row: the BF16 MAMF's share of peak (51.1%) x the FP8 peak
         tdp_w=750,  # ds_mi300x_tbp (MLPerf system name)
         attention_flops=tuple((k, 668.4e12 * _H100_CUDNN_OVER_MAMF) for k in ATTENTION_KERNELS),
         unconfirmed=(
-            "hbm_bytes: the datasheet's 192 GB; no rocm-smi reading stored",
             "fp8_mamf_flops: no FP8 MAMF row; FP8 assumed to reach BF16's measured share of its peak",
-            "sms: 304 CUs (1,307.4 TFLOP/s / 2,048 FLOP per clock per CU at 2.1 GHz; the clock is not in a stored row)",
             "hbm_efficiency: no STREAM row for MI300X; the catalog's 0.90 assumed (H100's measured triad share: 0.89)",
             "attention_flops: no CK / aiter row; H100 cuDNN's share of H100's MAMF (0.62) times this part's MAMF",
         ),
@@ -598,48 +594,43 @@ GPUS: dict[str, GPU] = {
         "MI325X",
         1300e12,  # ds_mi325x_bf16_dense_peak (the table rounds MI300X's 1,307.4: same die and clock)
         2610e12,  # ds_mi325x_fp8_dense_peak
-        256e9,  # ds_mi325x_hbm_gb (HBM3e)
+        256 * 2**30,  # ds_mi325x_vram_gib: AMD's ROCm table gives 256 GiB (the "256 GB" of ds_mi325x_hbm_gb; was 256e9)
         6000 * GB,  # ds_mi325x_hbm_tbs
         "xgmi-mi300x",  # the same 7 x 64 GB/s Infinity Fabric links as MI300X (ds_mi325x_xgmi_link_uni)
         784.9e12,  # mamf_mi325x_bf16: 13312x10240x8192, torch 2.6.0 + ROCm 6.2.4
-        "cdna3", 304, _HBM_EFF, True,
-        "ml-engineering TFLOPS and MAMF tables (AMD MI325X product page; rows ds_mi325x_*, mamf_mi325x_bf16); power "
-        "the MAMF run's (ds_mi325x_power_mamf_run).",
+        "cdna3", 304, _HBM_EFF, True,  # 304 CUs: ds_mi325x_sms (ROCm gpu-arch-specs: "304 (38 per XCD)")
+        "ml-engineering TFLOPS and MAMF tables (AMD MI325X product page; rows ds_mi325x_*, mamf_mi325x_bf16); 256 GiB and "
+        "304 CUs from AMD's ROCm GPU specifications; 1,000 W peak TBP from AMD's MI325X page (ds_mi325x_typical_board_power).",
         2610e12 * 784.9 / 1300,  # no FP8 MAMF row: BF16's measured share of peak (60.4%) x the FP8 peak
-        tdp_w=1000,  # ds_mi325x_power_mamf_run: the board power the MAMF row was measured at
+        tdp_w=1000,  # ds_mi325x_typical_board_power (AMD's page: 1,000 W peak TBP), the power the MAMF row ran at too
         attention_flops=tuple((k, 784.9e12 * _H100_CUDNN_OVER_MAMF) for k in ATTENTION_KERNELS),
         unconfirmed=(
-            "hbm_bytes: the datasheet's 256 GB; no rocm-smi reading stored",
             "fp8_mamf_flops: no FP8 MAMF row; FP8 assumed to reach BF16's measured share of its peak",
-            "sms: 304 CUs (as MI300X, the same die; no stored row)",
             "hbm_efficiency: no STREAM row for MI325X; the catalog's 0.90 assumed (H100's measured triad share: 0.89)",
             "attention_flops: no CK / aiter row; H100 cuDNN's share of H100's MAMF (0.62) times this part's MAMF",
-            "tdp_w: 1,000 W is the power the MAMF row ran at, not an AMD page",
         ),
     ),
     "mi355x": GPU(
         "MI355X",
         2500e12,  # ds_mi355x_bf16_dense_peak (the MAMF table divides by 2,300)
         5000e12,  # ds_mi355x_fp8_dense_peak
-        288e9,  # ds_mi355x_hbm_gb (HBM3e)
+        288 * 2**30,  # ds_mi355x_vram_gib: AMD's ROCm table gives 288 GiB (the "288 GB" of ds_mi355x_hbm_gb; was 288e9)
         8000 * GB,  # ds_mi355x_hbm_tbs
         "xgmi-mi355x",
         1565e12,  # mamf_mi355x_bf16: 12288x8192x8192, torch 2.8.0 + ROCm 7.0.2, TunableOp off
-        "cdna4", 256, _HBM_EFF, True,
-        "ml-engineering TFLOPS and MAMF tables (AMD MI355X product page; rows ds_mi355x_*, mamf_mi355x_bf16); 1,400 W "
-        "TBP from AMD at Hot Chips 2025 via the press (ds_mi355x_tbp, vendor claim).",
+        "cdna4", 256, _HBM_EFF, True,  # 256 CUs: ds_mi355x_sms (ROCm GPU specifications: "256 (32 per XCD)")
+        "ml-engineering TFLOPS and MAMF tables (AMD MI355X product page; rows ds_mi355x_*, mamf_mi355x_bf16); 288 GiB and "
+        "256 CUs from AMD's ROCm GPU specifications; 1,400 W Typical Board Power from AMD's MI355X page "
+        "(ds_mi355x_typical_board_power; ds_mi355x_tbp, the press's report of AMD at Hot Chips 2025, agrees).",
         5000e12 * 1565 / 2500,  # no FP8 MAMF row: BF16's measured share of peak (62.6%) x the FP8 peak
-        tdp_w=1400,  # ds_mi355x_tbp (vendor-claim)
+        tdp_w=1400,  # ds_mi355x_typical_board_power (AMD's MI355X page)
         fp6_flops=10.1e15,  # ds_mi355x_fp6_dense_peak
         fp4_flops=10.1e15,  # ds_mi355x_fp4_dense_peak
         attention_flops=tuple((k, 1565e12 * _H100_CUDNN_OVER_MAMF) for k in ATTENTION_KERNELS),
         unconfirmed=(
-            "hbm_bytes: the datasheet's 288 GB; no rocm-smi reading stored",
             "fp8_mamf_flops: no FP8 MAMF row; FP8 assumed to reach BF16's measured share of its peak",
-            "sms: 256 CUs (AMD's CDNA 4 material; no stored row)",
             "hbm_efficiency: no STREAM row for MI355X; the catalog's 0.90 assumed (H100's measured triad share: 0.89)",
             "attention_flops: no CK / aiter row; H100 cuDNN's share of H100's MAMF (0.62) times this part's MAMF",
-            "tdp_w: 1,400 W reported by the press from AMD's Hot Chips talk (ds_mi355x_tbp)",
         ),
     ),
 }
