@@ -296,11 +296,15 @@ LINKS: dict[str, Link] = {
     ),
     # Grace to Blackwell: NVLink-C2C, 900 GB/s both ways per GB200 superchip (one Grace, two
     # GPUs; NVIDIA GB200 material, not a stored row): 450 GB/s each way shared by the two GPUs.
+    # Efficiency: nvbandwidth on Azure ND GB200 v6, one GPU copying to and from Grace memory, 201 GB/s
+    # host to device and 193 device to host (nvbw_gb200_host_to_device, nvbw_gb200_device_to_host):
+    # their mean over the 225 GB/s each way (was PCIe's 0.80, 180 GB/s; now 197).
     "nvlink-c2c": Link(
-        "NVLink-C2C (Grace to Blackwell, unconfirmed)", 225 * GB, _PCIE_HOP_S, 0.80,
+        "NVLink-C2C (Grace to Blackwell, unconfirmed)", 225 * GB, _PCIE_HOP_S, (201 + 193) / 2 / 225,
         "GB200 superchip: NVLink-C2C 900 GB/s bidirectional between one Grace and its two Blackwell GPUs "
-        "(unconfirmed: no stored row; whether each GPU has the whole 450 GB/s each way is not checked, "
-        "half of it assumed); efficiency and latency assumed PCIe's.",
+        "(unconfirmed: no NVIDIA per-GPU figure stored; each GPU assumed to have half of the 450 GB/s each way, "
+        "which one GPU's measured 201 GB/s does not contradict); efficiency: nvbandwidth's host to device 201 and "
+        "device to host 193 GB/s on Azure ND GB200 v6, 0.876 of 225; hop latency assumed PCIe's.",
     ),
 }
 
