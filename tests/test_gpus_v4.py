@@ -50,7 +50,7 @@ DATASHEET = [  # (gpu, field, row, row unit -> SI)
     ("mi355x", "hbm_bytes", "ds_mi355x_vram_gib", 2**30), ("mi325x", "hbm_bytes", "ds_mi325x_vram_gib", 2**30),
     ("mi300x", "hbm_bytes", "ds_mi300x_vram_bytes", 1),
     ("b200", "hbm_bytes_per_s", "ds_b200_hbm_tbs_nvidia", 1e12), ("b300", "hbm_bytes_per_s", "ds_b300_hbm_tbs", 1e12),
-    ("gb200", "hbm_bytes_per_s", "ds_gb200_hbm_tbs", 1e12), ("mi355x", "hbm_bytes_per_s", "ds_mi355x_hbm_tbs", 1e12),
+    ("gb200", "hbm_bytes_per_s", "ds_gb200_hbm_tbs", 1e12), ("gb300", "hbm_bytes_per_s", "ds_gb300_hbm_tbs", 1e12), ("mi355x", "hbm_bytes_per_s", "ds_mi355x_hbm_tbs", 1e12),
     ("mi325x", "hbm_bytes_per_s", "ds_mi325x_hbm_tbs", 1e12), ("mi300x", "hbm_bytes_per_s", "ds_mi300x_hbm_bw", 1e12),
     ("b200", "tdp_w", "ds_b200_tdp", 1), ("gb200", "tdp_w", "ds_gb200_tdp", 1), ("b300", "tdp_w", "ds_b300_max_tgp", 1),
     ("gb300", "tdp_w", "ds_gb300_max_power", 1), ("gb300", "tdp_w", "ds_gb300_tdp", 1), ("mi300x", "tdp_w", "ds_mi300x_tbp", 1),

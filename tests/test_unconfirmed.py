@@ -27,7 +27,6 @@ EXPECTED = [
     "gpu gb300 attention_flops",
     "gpu gb300 fp8_mamf_flops",
     "gpu gb300 hbm_bytes",
-    "gpu gb300 hbm_bytes_per_s",
     "gpu gb300 hbm_efficiency",
     "gpu gb300 mamf_flops",
     "gpu gb300 sms",
@@ -87,8 +86,9 @@ def test_the_unconfirmed_list_changes_only_on_purpose():
     )
     # - 12: SM / CU counts (B200, B300, MI300X, MI325X, MI355X), AMD's HBM in GiB (MI300X, MI325X, MI355X) and TDPs
     # (B300, GB300, MI325X, MI355X) now rest on device queries and vendor pages (kernel_benchmarks_v4.json ds_*_sms,
-    # ds_*_vram_*, ds_b300_max_tgp, ds_gb300_max_power, ds_*_typical_board_power; tests/test_gpus_v4.py)
-    assert len(keys) == len(EXPECTED) == 57 + 7 + 1 + 3 + 1 - 12  # + 1: RCCL's all-to-all; + 7: the stacks of 2025-26; + 1: DeepSeek-V3's online quantization; + 3: SHARP's reduction rate per switch generation
+    # ds_*_vram_*, ds_b300_max_tgp, ds_gb300_max_power, ds_*_typical_board_power; tests/test_gpus_v4.py);
+    # - 1: GB300's HBM bandwidth, NVIDIA's NVL72 rack figure over its 72 GPUs (ds_gb300_hbm_tbs)
+    assert len(keys) == len(EXPECTED) == 57 + 7 + 1 + 3 + 1 - 12 - 1  # + 1: RCCL's all-to-all; + 7: the stacks of 2025-26; + 1: DeepSeek-V3's online quantization; + 3: SHARP's reduction rate per switch generation
 
 
 # The block-scaled formats' assumptions (labs.core.engine.precision.UNCONFIRMED), beside the catalog's.

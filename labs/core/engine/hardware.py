@@ -553,12 +553,12 @@ GPUS: dict[str, GPU] = {
         2.5e15,  # ds_gb300_bf16_dense_peak
         5e15,  # ds_gb300_fp8_dense_peak
         288e9,  # B300's ds_b300_hbm_gb: no GB300 row
-        8000 * GB,  # B300's ds_b300_hbm_tbs: no GB300 row
+        8000 * GB,  # ds_gb300_hbm_tbs: NVIDIA's GB300 NVL72 rack, 576 TB/s over 72 GPUs (derived)
         "nvlink5",
         1769e12 * 1822 / 1745,  # mamf_b300_bf16 x GB200 / B200 (mamf_gb200_bf16 / mamf_b200_bf16): no GB300 MAMF row
         "blackwell", 148, _HBM_EFF, True,
-        "ml-engineering TFLOPS table (GB300 NVL72 datasheet; rows ds_gb300_*); memory and matmul rates B300's "
-        "(see unconfirmed); 1,400 W per GPU from NVIDIA's Mission Control rack-planning example (ds_gb300_max_power).",
+        "ml-engineering TFLOPS table (GB300 NVL72 datasheet; rows ds_gb300_*); HBM bandwidth the NVL72 rack's 576 TB/s "
+        "over 72 GPUs (ds_gb300_hbm_tbs); memory capacity and matmul rates B300's (see unconfirmed); 1,400 W per GPU from NVIDIA's Mission Control rack-planning example (ds_gb300_max_power).",
         3353.3e12 * 3615.6 / 3432.5,  # mamf_b300_fp8 x mamf_gb200_fp8 / mamf_b200_fp8
         tdp_w=1400,  # ds_gb300_max_power: NVIDIA Mission Control FAQ, "four 1.4kW GPUs" a tray (ds_gb300_tdp's cloud table agrees)
         fp6_flops=5e15,  # ds_gb300_fp6_dense_peak
@@ -566,7 +566,6 @@ GPUS: dict[str, GPU] = {
         attention_flops=tuple((k, rate * 1769 / 1745 * 1822 / 1745) for k, rate in _B200_ATTENTION),  # B200's rows x the MAMF ratio
         unconfirmed=(
             "hbm_bytes: B300's 288 GB (no GB300 row, no nvidia-smi reading)",
-            "hbm_bytes_per_s: B300's 8 TB/s (no GB300 row)",
             "mamf_flops: B300's MAMF x GB200's over B200's (no GB300 MAMF row)",
             "fp8_mamf_flops: B300's FP8 MAMF x GB200's over B200's (no GB300 MAMF row)",
             "sms: B300's measured 148-SM SKU (ds_b300_sms; a 152-SM B300 SKU exists too); no GB300 device query stored",
