@@ -46,13 +46,14 @@ DATASHEET = [  # (gpu, field, row, row unit -> SI)
                                  ("fp6_flops", "fp6_dense_peak", 1e12), ("fp4_flops", "fp4_dense_peak", 1e12))
     if f"ds_{gpu}_{suffix}" in ROWS
 ] + [
-    ("b300", "hbm_bytes", "ds_b300_hbm_gb", 1e9), ("gb200", "hbm_bytes", "ds_gb200_hbm_gb", 1e9),
+    ("b300", "hbm_bytes", "ds_b300_smi_mib", 2**20), ("gb200", "hbm_bytes", "ds_gb200_hbm_gb", 1e9),
     ("mi355x", "hbm_bytes", "ds_mi355x_vram_gib", 2**30), ("mi325x", "hbm_bytes", "ds_mi325x_vram_gib", 2**30),
     ("mi300x", "hbm_bytes", "ds_mi300x_vram_bytes", 1),
     ("b200", "hbm_bytes_per_s", "ds_b200_hbm_tbs_nvidia", 1e12), ("b300", "hbm_bytes_per_s", "ds_b300_hbm_tbs", 1e12),
     ("gb200", "hbm_bytes_per_s", "ds_gb200_hbm_tbs", 1e12), ("gb300", "hbm_bytes_per_s", "ds_gb300_hbm_tbs", 1e12), ("mi355x", "hbm_bytes_per_s", "ds_mi355x_hbm_tbs", 1e12),
     ("mi325x", "hbm_bytes_per_s", "ds_mi325x_hbm_tbs", 1e12), ("mi300x", "hbm_bytes_per_s", "ds_mi300x_hbm_bw", 1e12),
-    ("b200", "tdp_w", "ds_b200_tdp", 1), ("gb200", "tdp_w", "ds_gb200_tdp", 1), ("b300", "tdp_w", "ds_b300_max_tgp", 1),
+    ("b200", "tdp_w", "ds_b200_tdp", 1), ("gb200", "tdp_w", "ds_gb200_tdp", 1), ("b300", "tdp_w", "ds_b300_power_limit_smi", 1),
+    ("b300", "tdp_w", "ds_b300_tdp", 1),
     ("gb300", "tdp_w", "ds_gb300_max_power", 1), ("gb300", "tdp_w", "ds_gb300_tdp", 1), ("mi300x", "tdp_w", "ds_mi300x_tbp", 1),
     ("mi355x", "tdp_w", "ds_mi355x_typical_board_power", 1), ("mi355x", "tdp_w", "ds_mi355x_tbp", 1),
     ("mi325x", "tdp_w", "ds_mi325x_typical_board_power", 1), ("mi325x", "tdp_w", "ds_mi325x_power_mamf_run", 1),
@@ -95,14 +96,16 @@ def test_amd_hbm_is_binary_gib_as_rocminfo_shows():
         assert 0.07 < report(f"{key} catalog over its datasheet 'GB' read as 1e9", GPUS[key].hbm_bytes, gib * 1e9) < 0.08
 
 
-def test_b300_power_and_sms_are_nvidia_s_not_the_assumed():
-    """B300: NVIDIA's DGX B300 power capping gives 1,000 W maximum TGP (ds_b300_max_tgp), 9.1% below the
-    cloud table's 1,100 W the catalog had (ds_b300_tdp); the device queries read 148 SMs (and 152 on a
-    second SKU), not the full die's 160 the catalog had: 7.5% fewer SMs, the published peak unchanged."""
+def test_b300_is_what_the_device_reports():
+    """B300 as nvidia-smi and the CUDA device report it (a Dell XE9780's 7 B300 SXM6 AC): 148 SMs (152 on a
+    second SKU), not the full die's 160 the catalog had (-7.5%, the published peak unchanged); 275,040 MiB,
+    0.14% above the datasheet's 288e9 it had; a 1,100 W power limit, 10% above the 1,000 W maximum TGP of
+    NVIDIA's DGX B300 power capping page (ds_b300_max_tgp, DGX's own setting)."""
     b300 = GPUS["b300"]
-    assert report("B300 TDP against the cloud table's (ds_b300_tdp)", b300.tdp_w, ROWS["ds_b300_tdp"]["value"]) == pytest.approx(1000 / 1100 - 1)
     assert report("B300 SMs against the full die's", b300.sms, ROWS["ds_b300_sms"]["conditions"]["full_die_sms"]) == pytest.approx(148 / 160 - 1)
     assert b300.sms <= ROWS["ds_b300_sms"]["conditions"]["other_sku_sms"] and b300.bf16_flops == 2.25e15
+    assert 0 < report("B300 HBM over the datasheet's 288 GB", b300.hbm_bytes, ROWS["ds_b300_hbm_gb"]["value"] * 1e9) < 0.002
+    assert report("B300 power limit over DGX B300's max TGP", b300.tdp_w, ROWS["ds_b300_max_tgp"]["value"]) == pytest.approx(0.1)
 
 
 @pytest.mark.parametrize("row", ["nvbw_gb200_host_to_device", "nvbw_gb200_device_to_host"])
@@ -212,12 +215,14 @@ def test_blackwell_attention_kernels_price_the_layer():
 
 # ---- HBM bandwidth ----
 @pytest.mark.parametrize("row,tolerance", [("hbm_azure_h100_triad", 0.05), ("hbm_azure_h200_triad", 0.05),
-                                           ("hbm_azure_h100_copy", 0.10), ("hbm_azure_h200_copy", 0.10)])
+                                           ("hbm_azure_h100_copy", 0.10), ("hbm_azure_h200_copy", 0.10),
+                                           ("hbm_babelstream_b300_triad", 1e-4), ("hbm_babelstream_b300_copy", 0.13)])
 def test_hbm_bandwidth_a_streaming_kernel_reaches(row, tolerance):
     """Azure's STREAM kernels: the engine's hbm_bytes_per_s x hbm_efficiency (0.90) within 5% of triad
     (measured +1.5% H100, +4.1% H200; triad is the element-wise kernels' pattern, two reads and a
-    write) and 10% of copy (+4.0%, +7.7%). No such row exists for Blackwell or Instinct parts: their
-    0.90 is in the unconfirmed list."""
+    write) and 10% of copy (+4.0%, +7.7%). B300's efficiency is its BabelStream triad (median of 7 GPUs) over 8 TB/s,
+    so triad is exact and copy +12.1% (a copy has no add to overlap; H100's copy was 2.4% under its triad, B300's
+    10.8%). No such row exists for B200, GB200, GB300 or Instinct parts: their shares are in the unconfirmed list."""
     row_ = ROWS[row]
     gpu = GPUS[ROW_GPUS[row_["hardware"]]]
     assert abs(report(f"{row} (TB/s)", gpu.hbm_bytes_per_s * gpu.hbm_efficiency / 1e12, row_["value"])) < tolerance

@@ -18,8 +18,6 @@ EXPECTED = [
     "gpu b200 attention_flops",
     "gpu b200 hbm_efficiency",
     "gpu b300 attention_flops",
-    "gpu b300 hbm_bytes",
-    "gpu b300 hbm_efficiency",
     "gpu gb200 attention_flops",
     "gpu gb200 hbm_bytes",
     "gpu gb200 hbm_efficiency",
@@ -87,8 +85,9 @@ def test_the_unconfirmed_list_changes_only_on_purpose():
     # - 12: SM / CU counts (B200, B300, MI300X, MI325X, MI355X), AMD's HBM in GiB (MI300X, MI325X, MI355X) and TDPs
     # (B300, GB300, MI325X, MI355X) now rest on device queries and vendor pages (kernel_benchmarks_v4.json ds_*_sms,
     # ds_*_vram_*, ds_b300_max_tgp, ds_gb300_max_power, ds_*_typical_board_power; tests/test_gpus_v4.py);
-    # - 1: GB300's HBM bandwidth, NVIDIA's NVL72 rack figure over its 72 GPUs (ds_gb300_hbm_tbs)
-    assert len(keys) == len(EXPECTED) == 57 + 7 + 1 + 3 + 1 - 12 - 1  # + 1: RCCL's all-to-all; + 7: the stacks of 2025-26; + 1: DeepSeek-V3's online quantization; + 3: SHARP's reduction rate per switch generation
+    # - 1: GB300's HBM bandwidth, NVIDIA's NVL72 rack figure over its 72 GPUs (ds_gb300_hbm_tbs);
+    # - 2: B300's HBM as nvidia-smi shows it and its BabelStream triad share (ds_b300_smi_mib, hbm_babelstream_b300_triad)
+    assert len(keys) == len(EXPECTED) == 57 + 7 + 1 + 3 + 1 - 12 - 1 - 2  # + 1: RCCL's all-to-all; + 7: the stacks of 2025-26; + 1: DeepSeek-V3's online quantization; + 3: SHARP's reduction rate per switch generation
 
 
 # The block-scaled formats' assumptions (labs.core.engine.precision.UNCONFIRMED), beside the catalog's.

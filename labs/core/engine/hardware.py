@@ -499,23 +499,26 @@ GPUS: dict[str, GPU] = {
         "B300",
         2.25e15,  # ds_b300_bf16_dense_peak
         4.5e15,  # ds_b300_fp8_dense_peak
-        288e9,  # ds_b300_hbm_gb (ml-engineering table; datasheet GB)
-        8000 * GB,  # ds_b300_hbm_tbs
+        275_040 * 2**20,  # ds_b300_smi_mib: nvidia-smi 275,040 MiB = 288.4e9 B (was the datasheet's 288e9, ds_b300_hbm_gb)
+        8000 * GB,  # ds_b300_hbm_tbs (the device reports 3,996 MHz x 7,680 bits = 7.67 TB/s, hbm_babelstream_b300_triad)
         "nvlink5",
         1769e12,  # mamf_b300_bf16: 12288x18432x1024, torch 2.9.1+cu130
-        # ds_b300_sms: B300 ships as 148- and 152-SM SKUs (device queries, ml-engineering); the published
-        # 2,250 TFLOP/s is "what all 148 SMs deliver together". NVIDIA's 160 is the full die (was assumed).
-        "blackwell", 148, _HBM_EFF, True,
+        # ds_b300_sms: B300 ships as 148- and 152-SM SKUs (device queries, ml-engineering; BabelStream's device line
+        # reads 148); the published 2,250 TFLOP/s is "what all 148 SMs deliver together". 160 is the full die (was assumed).
+        # HBM efficiency: BabelStream triad 6.567 TB/s (median of 7 GPUs, hbm_babelstream_b300_triad) over the 8 TB/s
+        # peak (was H100's assumed 0.90: 7.2 TB/s, +9.6%).
+        "blackwell", 148, 6.5672 / 8.0, True,
         "ml-engineering TFLOPS and MAMF tables (DGX B300 datasheet; rows ds_b300_*, mamf_b300_bf16, mamf_b300_fp8); "
-        "148 SMs measured (ds_b300_sms); 1,000 W maximum TGP from NVIDIA's DGX B300 power capping page (ds_b300_max_tgp).",
+        "148 SMs, 275,040 MiB and a 1,100 W power limit as the device and nvidia-smi report them (ds_b300_sms, "
+        "ds_b300_smi_mib, ds_b300_power_limit_smi); HBM efficiency from BabelStream (hbm_babelstream_b300_triad).",
         3353.3e12,  # mamf_b300_fp8: 3072x6144x7168
-        tdp_w=1000,  # ds_b300_max_tgp: NVIDIA DGX B300 power capping, 1,000 W maximum TGP (was 1,100 W, ds_b300_tdp, a cloud provider's table)
+        # ds_b300_power_limit_smi: nvidia-smi's cap on every B300 SXM6 AC of a Dell XE9780, as the cloud table's 1.1 kW
+        # (ds_b300_tdp); NVIDIA's DGX B300 power capping page gives 1,000 W maximum TGP (ds_b300_max_tgp), DGX's setting
+        tdp_w=1100,
         fp6_flops=4.5e15,  # ds_b300_fp6_dense_peak
         fp4_flops=12.6e15,  # ds_b300_fp4_dense_peak (the table's NVFP4 column: 15,000, ds_b300_nvfp4_dense_peak)
         attention_flops=tuple((k, rate * 1769 / 1745) for k, rate in _B200_ATTENTION),  # B200's rows x the MAMF ratio
         unconfirmed=(
-            "hbm_bytes: the datasheet's 288 GB; no nvidia-smi reading stored",
-            "hbm_efficiency: no STREAM row for B300; the catalog's 0.90 assumed (H100's measured triad share: 0.89)",
             "attention_flops: no row on B300: B200's rows scaled by the MAMF ratio 1,769 / 1,745",
         ),
     ),
@@ -556,7 +559,7 @@ GPUS: dict[str, GPU] = {
         8000 * GB,  # ds_gb300_hbm_tbs: NVIDIA's GB300 NVL72 rack, 576 TB/s over 72 GPUs (derived)
         "nvlink5",
         1769e12 * 1822 / 1745,  # mamf_b300_bf16 x GB200 / B200 (mamf_gb200_bf16 / mamf_b200_bf16): no GB300 MAMF row
-        "blackwell", 148, _HBM_EFF, True,
+        "blackwell", 148, 6.5672 / 8.0, True,
         "ml-engineering TFLOPS table (GB300 NVL72 datasheet; rows ds_gb300_*); HBM bandwidth the NVL72 rack's 576 TB/s "
         "over 72 GPUs (ds_gb300_hbm_tbs); memory capacity and matmul rates B300's (see unconfirmed); 1,400 W per GPU from NVIDIA's Mission Control rack-planning example (ds_gb300_max_power).",
         3353.3e12 * 3615.6 / 3432.5,  # mamf_b300_fp8 x mamf_gb200_fp8 / mamf_b200_fp8
@@ -565,11 +568,11 @@ GPUS: dict[str, GPU] = {
         fp4_flops=15e15,  # ds_gb300_fp4_dense_peak
         attention_flops=tuple((k, rate * 1769 / 1745 * 1822 / 1745) for k, rate in _B200_ATTENTION),  # B200's rows x the MAMF ratio
         unconfirmed=(
-            "hbm_bytes: B300's 288 GB (no GB300 row, no nvidia-smi reading)",
+            "hbm_bytes: B300's datasheet 288 GB (no GB300 row, no nvidia-smi reading; B300's nvidia-smi shows 275,040 MiB)",
             "mamf_flops: B300's MAMF x GB200's over B200's (no GB300 MAMF row)",
             "fp8_mamf_flops: B300's FP8 MAMF x GB200's over B200's (no GB300 MAMF row)",
             "sms: B300's measured 148-SM SKU (ds_b300_sms; a 152-SM B300 SKU exists too); no GB300 device query stored",
-            "hbm_efficiency: no STREAM row for GB300; the catalog's 0.90 assumed (H100's measured triad share: 0.89)",
+            "hbm_efficiency: no STREAM row for GB300; B300's BabelStream triad share (6.567 of 8 TB/s, hbm_babelstream_b300_triad) assumed",
             "attention_flops: no row on GB300: B200's rows scaled by the MAMF ratio",
         ),
     ),

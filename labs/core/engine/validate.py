@@ -123,8 +123,9 @@ _DATASHEET_FIELDS = (
     (r"_bf16_dense_peak$", "bf16_flops", 1e-12), (r"_fp8_dense_peak$", "fp8_flops", 1e-12),
     (r"_fp6_dense_peak$", "fp6_flops", 1e-12), (r"_fp4_dense_peak$", "fp4_flops", 1e-12),
     (r"_hbm_gb$", "hbm_bytes", 1e-9), (r"_hbm_(tbs|bw|tbs_nvidia)$", "hbm_bytes_per_s", 1e-12),
-    (r"_(tdp|tbp|power_mamf_run|max_tgp|max_power|typical_board_power)$", "tdp_w", 1.0),
-    (r"_vram_gib$", "hbm_bytes", 2.0**-30), (r"_vram_bytes$", "hbm_bytes", 1.0), (r"_sms$", "sms", 1.0),
+    (r"_(tdp|tbp|power_mamf_run|max_tgp|max_power|typical_board_power|power_limit_smi)$", "tdp_w", 1.0),
+    (r"_vram_gib$", "hbm_bytes", 2.0**-30), (r"_vram_bytes$", "hbm_bytes", 1.0), (r"_smi_mib$", "hbm_bytes", 2.0**-20),
+    (r"_sms$", "sms", 1.0),
 )
 _KERNEL_NAMES = {"flashattention-2": "fa2", "fa2 2.7.4.post1": "fa2", "fa3": "fa3", "fa4": "fa4", "cudnn": "cudnn"}
 
