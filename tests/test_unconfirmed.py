@@ -38,7 +38,6 @@ EXPECTED = [
     "gpu h800-sxm mamf_flops",
     "gpu mi300x attention_flops",
     "gpu mi300x fp8_mamf_flops",
-    "gpu mi300x hbm_efficiency",
     "gpu mi325x attention_flops",
     "gpu mi325x fp8_mamf_flops",
     "gpu mi325x hbm_efficiency",
@@ -86,8 +85,9 @@ def test_the_unconfirmed_list_changes_only_on_purpose():
     # (B300, GB300, MI325X, MI355X) now rest on device queries and vendor pages (kernel_benchmarks_v4.json ds_*_sms,
     # ds_*_vram_*, ds_b300_max_tgp, ds_gb300_max_power, ds_*_typical_board_power; tests/test_gpus_v4.py);
     # - 1: GB300's HBM bandwidth, NVIDIA's NVL72 rack figure over its 72 GPUs (ds_gb300_hbm_tbs);
-    # - 2: B300's HBM as nvidia-smi shows it and its BabelStream triad share (ds_b300_smi_mib, hbm_babelstream_b300_triad)
-    assert len(keys) == len(EXPECTED) == 57 + 7 + 1 + 3 + 1 - 12 - 1 - 2  # + 1: RCCL's all-to-all; + 7: the stacks of 2025-26; + 1: DeepSeek-V3's online quantization; + 3: SHARP's reduction rate per switch generation
+    # - 2: B300's HBM as nvidia-smi shows it and its BabelStream triad share (ds_b300_smi_mib, hbm_babelstream_b300_triad);
+    # - 1: MI300X's HBM efficiency, Azure's STREAM triad (hbm_azure_mi300x_triad)
+    assert len(keys) == len(EXPECTED) == 57 + 7 + 1 + 3 + 1 - 12 - 1 - 2 - 1  # + 1: RCCL's all-to-all; + 7: the stacks of 2025-26; + 1: DeepSeek-V3's online quantization; + 3: SHARP's reduction rate per switch generation
 
 
 # The block-scaled formats' assumptions (labs.core.engine.precision.UNCONFIRMED), beside the catalog's.

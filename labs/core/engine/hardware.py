@@ -335,6 +335,10 @@ _HBM_EFF = 0.90  # STREAM-triad class kernels reach ~90% of HBM peak on A100 and
 # On Hopper cuDNN's fused attention runs at 0.50 of 989.4 TFLOP/s (labs.core.engine.gemm, Shah et
 # al. 2024 Fig. 5/7), 0.62 of H100's MAMF: the share assumed for Instinct parts, no CK row stored.
 _H100_CUDNN_OVER_MAMF = 0.50 * 989.4 / 794.5
+# MI300X's HBM: Azure's STREAM triad 4.09 TB/s of 5.3 (hbm_azure_mi300x_triad; AMD's acceptance guide expects
+# BabelStream triad 3.948 with all 8 GPUs at once, hbm_amd_mi300x_babelstream_triad); MI325X (the same CDNA 3
+# dies and memory controllers with HBM3e) is assumed to reach the same share.
+_CDNA3_HBM_EFF = 4.09 / 5.3
 # B200's measured attention rates, FLOP/s of the executed (causal) work, forward (kernel_benchmarks_v4.json):
 _B200_ATTENTION = (
     ("cudnn", 977e12),  # attn_cudnn_b200_hd64_causal_s4096: causal, head dim 64, 4K (826 at 2K, 1,071 at 8K; flash-attention PR #2605)
@@ -584,16 +588,17 @@ GPUS: dict[str, GPU] = {
         5300 * GB,  # ds_mi300x_hbm_bw
         "xgmi-mi300x",
         668.4e12,  # mamf_mi300x_bf16: 51.4% of 1,300 at 10240x15360x8192, torch 2.5.1 + ROCm 6.3
-        "cdna3", 304, _HBM_EFF, True,  # 304 CUs: ds_mi300x_sms (ROCm gpu-arch-specs: "304 (38 per XCD)")
+        "cdna3", 304, _CDNA3_HBM_EFF, True,  # 304 CUs: ds_mi300x_sms (ROCm gpu-arch-specs: "304 (38 per XCD)"); HBM 0.772 (was 0.90)
         "AMD ROCm docs (docs/conceptual/gpu-arch/mi300.md @d534f75: peaks, 192 GB HBM3, 5.3 TB/s, 7 Infinity Fabric "
         "links; gpu-arch-specs: 192 GiB, 304 CUs; rocminfo 206,141,652,992 B, ds_mi300x_vram_bytes); MAMF from the ml-engineering table (mamf_mi300x_bf16; its FP8 cell is blank); 750 W (ds_mi300x_tbp).",
         2614.9e12 * 668.4 / 1307.4,  # no FP8 MAMF row: the BF16 MAMF's share of peak (51.1%) x the FP8 peak
         tdp_w=750,  # ds_mi300x_tbp (MLPerf system name)
         attention_flops=tuple((k, 668.4e12 * _H100_CUDNN_OVER_MAMF) for k in ATTENTION_KERNELS),
         unconfirmed=(
-            "fp8_mamf_flops: no FP8 MAMF row; FP8 assumed to reach BF16's measured share of its peak",
-            "hbm_efficiency: no STREAM row for MI300X; the catalog's 0.90 assumed (H100's measured triad share: 0.89)",
-            "attention_flops: no CK / aiter row; H100 cuDNN's share of H100's MAMF (0.62) times this part's MAMF",
+            "fp8_mamf_flops: no FP8 MAMF row; FP8 assumed to reach BF16's measured share of its peak (Azure's hipBLASLt "
+            "FP8 rows, gemm_azure_mi300x_fp8_*, best 1,159.5 TFLOP/s at 6144x12288x12288: the engine +3.8%)",
+            "attention_flops: no CK fused-attention or aiter row; H100 cuDNN's share of H100's MAMF (0.62) times this part's "
+            "MAMF, at head dim 128 (Azure's FA2 on MI300X, head dim 64, 8K: 328.6 TFLOP/s, attn_fa2_azure_mi300x; the engine -13%)",
         ),
     ),
     "mi325x": GPU(
@@ -604,7 +609,7 @@ GPUS: dict[str, GPU] = {
         6000 * GB,  # ds_mi325x_hbm_tbs
         "xgmi-mi300x",  # the same 7 x 64 GB/s Infinity Fabric links as MI300X (ds_mi325x_xgmi_link_uni)
         784.9e12,  # mamf_mi325x_bf16: 13312x10240x8192, torch 2.6.0 + ROCm 6.2.4
-        "cdna3", 304, _HBM_EFF, True,  # 304 CUs: ds_mi325x_sms (ROCm gpu-arch-specs: "304 (38 per XCD)")
+        "cdna3", 304, _CDNA3_HBM_EFF, True,  # 304 CUs: ds_mi325x_sms (ROCm gpu-arch-specs: "304 (38 per XCD)")
         "ml-engineering TFLOPS and MAMF tables (AMD MI325X product page; rows ds_mi325x_*, mamf_mi325x_bf16); 256 GiB and "
         "304 CUs from AMD's ROCm GPU specifications; 1,000 W peak TBP from AMD's MI325X page (ds_mi325x_typical_board_power).",
         2610e12 * 784.9 / 1300,  # no FP8 MAMF row: BF16's measured share of peak (60.4%) x the FP8 peak
@@ -612,7 +617,7 @@ GPUS: dict[str, GPU] = {
         attention_flops=tuple((k, 784.9e12 * _H100_CUDNN_OVER_MAMF) for k in ATTENTION_KERNELS),
         unconfirmed=(
             "fp8_mamf_flops: no FP8 MAMF row; FP8 assumed to reach BF16's measured share of its peak",
-            "hbm_efficiency: no STREAM row for MI325X; the catalog's 0.90 assumed (H100's measured triad share: 0.89)",
+            "hbm_efficiency: no STREAM row for MI325X; MI300X's measured triad share (4.09 of 5.3 TB/s, hbm_azure_mi300x_triad) assumed",
             "attention_flops: no CK / aiter row; H100 cuDNN's share of H100's MAMF (0.62) times this part's MAMF",
         ),
     ),
