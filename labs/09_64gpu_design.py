@@ -432,19 +432,29 @@ def _():
     return (time_number,)
 
 
+# What the student says, as it stands, kept for the submit: the cell below writes it here at every
+# change of its fields and the submit reads it when pressed, so a change re-runs that cell alone
+# (reading `spoken` there re-ran the submit, the two views below it and the HUD: five cells a move).
+@app.cell
+def _():
+    spoken_now = {}
+    return (spoken_now,)
+
+
 @app.cell
 def _(
     bottleneck_dropdown,
-    design,
     dp64_committed,
     link_dropdown,
     paragraph_area,
+    spoken_now,
     time_number,
 ):
     ui.gate(dp64_committed)
     _t = time_number.value
     _bad_time = _t is not None and not 0 <= _t <= SPOKEN_TIME_MAX_MS
     spoken = dict(bottleneck=bottleneck_dropdown.value, bottleneck_link=link_dropdown.value, bottleneck_time_ms=None if _bad_time else (_t or None))
+    spoken_now.update(spoken=spoken, paragraph=paragraph_area.value)
     _items = [paragraph_area, mo.hstack([bottleneck_dropdown, link_dropdown, time_number], justify="start", wrap=True)]
     if _bad_time:
         _items.append(ui.failure_banner([f"An exposed time must be between 0 and {SPOKEN_TIME_MAX_MS:,.0f} ms: {_t:,g} is not recorded."]))
@@ -538,10 +548,9 @@ def _(
     design_inputs,
     dp64_committed,
     identity,
-    paragraph_area,
     pp_free_committed,
     reason_inputs,
-    spoken,
+    spoken_now,
     submit_button,
     variant,
 ):
@@ -555,9 +564,9 @@ def _(
             return
         # The spoken bottleneck is committed at the first submit, like a prediction: a later submit, made
         # after the marked map showed the answer, records a change and keeps the first (newcomer 38bda0b).
-        _first = ui.open_ledger(identity).commit_prediction(LAB, SPOKEN_QUESTION, json.dumps(spoken, sort_keys=True), variant=variant.record())
+        _first = ui.open_ledger(identity).commit_prediction(LAB, SPOKEN_QUESTION, json.dumps(spoken_now["spoken"], sort_keys=True), variant=variant.record())
         _inputs = {**_design_inputs, **{f"reason_{k}": v for k, v in reason_inputs.value.items()}, **json.loads(_first["answer"]),
-                   "paragraph": paragraph_area.value}
+                   "paragraph": spoken_now["paragraph"]}
         _predictions = {"dp64": dp64_committed.answer, "pp_free": pp_free_committed.answer}
         yield LAB, "worksheet", _inputs, _predictions, worksheet_outcomes(_inputs, _predictions, variant=variant), variant
 
@@ -618,7 +627,7 @@ def _(design, submitted):
 
 
 @app.cell
-def _(design, dp64_committed, spoken, submitted):
+def _(bottleneck_dropdown, design, dp64_committed, submitted):
     ui.hud(
         {
             "engine": ENGINE_VERSION,
@@ -626,7 +635,7 @@ def _(design, dp64_committed, spoken, submitted):
             "design": f"TP{design.plan.tp}·PP{design.plan.pp}·DP{design.plan.dp}·ZeRO-{design.plan.zero_stage} ({design.plan.rank_order})" if design is not None else "—",
             "MFU": f"{design.mfu:.1%}" if design is not None else "—",
             "fits": ("yes" if design.fits else "no") if design is not None else "—",
-            "bottleneck named": spoken["bottleneck"] or "—",
+            "bottleneck named": bottleneck_dropdown.value or "—",
             "ledger": "saved" if submitted else "not submitted",
         }
     )

@@ -36,6 +36,18 @@ def test_a_design_move_reruns_the_design_the_grid_and_the_hud_only(instrument):
     assert len(bodies) == 4  # those three and the engine's best plan beside yours, which stops until a submit
 
 
+
+@pytest.mark.parametrize("field, cells", [("link_dropdown", 1), ("time_number", 1), ("paragraph_area", 1), ("bottleneck_dropdown", 2)])
+def test_a_spoken_field_reruns_its_own_cell_and_not_the_submit(field, cells):
+    """Section 7's fields are read by the cell that shows them, which keeps what they say for the
+    submit (spoken_now): a change re-runs that cell (and the HUD for the bottleneck it names), not
+    the submit and the two views below it (five cells before)."""
+    bodies = rerun_by(field)
+    print(field, [b.splitlines()[0] for b in bodies])
+    assert len(bodies) == cells and any("spoken_now.update(" in b for b in bodies)
+    assert not any("submit_to_ledger" in b or "mo.stop(submitted" in b for b in bodies)
+    assert (cells == 2) == any("hud(" in b for b in bodies)
+
 def test_the_submit_reads_the_instruments_when_pressed():
     spec = importlib.util.spec_from_file_location("lab09_moves", LAB09)
     module = importlib.util.module_from_spec(spec)
