@@ -4,6 +4,7 @@ Chromium through Playwright (tests/browser.py). A benchmark, not a test.
 
     python benchmarks/bench_browser.py                   # every lab
     python benchmarks/bench_browser.py --lab 07 --moves 8 --starts 5
+    python benchmarks/bench_browser.py --first-only --starts 3   # only the first predictions (no survey)
     python benchmarks/bench_browser.py --notebook labs/problems/ps02_memory.py   # any notebook under labs/
     python benchmarks/bench_browser.py --dashboard /tmp/class   # the class dashboard's first chart (issue 34)
 
@@ -531,11 +532,30 @@ def named(page, lab: Lab, instrument: str, setting: str) -> list[dict]:
     raise ValueError(f"no instrument labelled {instrument!r}; the page has {[name for _, name in kinds]}")
 
 
-def bench(pw, key: str, lab: Lab, n: int, starts: int, timeout_s: float, revisit: bool, instrument: str | None = None, setting: str = "default") -> dict:
+def first_prediction(pw, key: str, lab: Lab, starts: int, timeout_s: float) -> dict:
+    """`--first-only`: the starts alone (the floor's, the lab's, in turn), no survey and no moves;
+    a measurement convenience, the same starts as bench's."""
+    floor_first, lab_first = [], []
+    for _ in range(starts):
+        with served(pw, FLOOR, timeout_s) as (_, t):
+            floor_first.append(t)
+        with served(pw, lab, timeout_s) as (_, t):
+            lab_first.append(t)
+    print(f"  first prediction {spread(lab_first)}; floor's first text {spread(floor_first)}", flush=True)
+    print(f"    lab starts s: {' '.join(f'{t:.2f}' for t in lab_first)}; floor starts s: {' '.join(f'{t:.2f}' for t in floor_first)}", flush=True)
+    return dict(key=key, what="(--first-only: no survey)", lab_ms=float("nan"), floor_ms=float("nan"), ratio=float("nan"), moves=0,
+                first=statistics.median(lab_first), floor_first=statistics.median(floor_first))
+
+
+def bench(pw, key: str, lab: Lab, n: int, starts: int, timeout_s: float, revisit: bool, instrument: str | None = None, setting: str = "default",
+          first_only: bool = False) -> dict:
     """Starts (the floor's, the lab's, in turn), the survey on one lab page, and the heaviest
     instrument's moves on another, served afresh: the survey's moves have warmed no cache.
-    `instrument` (a label's start): that instrument at `setting`, no survey."""
+    `instrument` (a label's start): that instrument at `setting`, no survey; `first_only`: the
+    starts alone (first_prediction)."""
     print(f"Lab {key} ({lab.file}); load average {os.getloadavg()[0]:.1f}", flush=True)
+    if first_only:
+        return first_prediction(pw, key, lab, starts, timeout_s)
     floor_first, lab_first = [], []
     for _ in range(max(0, starts - 2)):
         with served(pw, FLOOR, timeout_s) as (_, t):
@@ -621,6 +641,7 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for one move")
     parser.add_argument("--instrument", metavar="LABEL", help="time this instrument (its label's start, e.g. 'Stages p') instead of the survey's heaviest")
     parser.add_argument("--setting", default="default", help="with --instrument: the heavy setting to time it at (Lab 07: 'p = 64')")
+    parser.add_argument("--first-only", action="store_true", help="only the starts (first prediction against the floor's first text): no survey, no moves")
     parser.add_argument("--revisit", action="store_true", help="move the heaviest instrument back and forth (positions shown before, cache hits included)")
     parser.add_argument("--dashboard", type=Path, metavar="CLASS", help="instead of labs: the class dashboard's first chart on this class folder's "
                         "first 200 and 1,000 ledgers (scripts/make_class.py's; its class.env gives the salt), against the floor's first chart")
@@ -638,7 +659,7 @@ def main() -> None:
     with sync_playwright() as pw:
         targets = [(key, LABS[key]) for key in (args.lab or ([] if args.notebook else sorted(LABS)))]
         targets += [(Path(path).stem, notebook_lab(path)) for path in args.notebook]
-        rows = [bench(pw, key, lab, args.moves, args.starts, args.timeout, args.revisit, args.instrument, args.setting) for key, lab in targets]
+        rows = [bench(pw, key, lab, args.moves, args.starts, args.timeout, args.revisit, args.instrument, args.setting, args.first_only) for key, lab in targets]
     print(f"\nload average at the start {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}, at the end {' '.join(f'{x:.1f}' for x in os.getloadavg())} (2 cores)")
     print(f"lab  heaviest instrument (setting)                                   lab ms  floor ms  ratio (target {TARGET}x)  moves  first prediction, floor's first text (median of starts)")
     for r in rows:
