@@ -18,7 +18,7 @@ import pytest
 from conftest import report
 
 from labs.core.engine.gemm import attention_rate, flash_attention_time
-from labs.core.engine.hardware import CLUSTERS, GPUS, Cluster
+from labs.core.engine.hardware import CLUSTERS, GPUS, HOSTS, Cluster
 from labs.core.engine.models import Model
 from labs.core.engine.perf import Plan, estimate
 from labs.core.engine.validate import ROW_GPUS, gemm_rate, gpu_row_checks, kernel_rows
@@ -115,6 +115,16 @@ def test_gb200_host_link_is_what_nvbandwidth_measures(row):
     PCIe's 0.80 the catalog had assumed gave 180 GB/s: -10.4% and -6.7%."""
     host_link = Cluster.get("gb200-nvl72").host_link
     assert abs(report(f"{row} (GB/s)", host_link.effective_bytes_per_s / 1e9, ROWS[row]["value"])) < 0.025
+
+
+def test_mi355x_host_is_mlperf_s_system_description():
+    """The MI355X node's host (pf_mi355x_host_memory): 24 DIMMs of 128 GB (3 TiB, 2.0x the 1.5 TiB the catalog had
+    assumed) on two 12-channel sockets at DDR5-6400: 2 x 12 x 6,400 MT/s x 8 B = 1,228.8 GB/s (was 1,152, +6.7%)."""
+    row, host = ROWS["pf_mi355x_host_memory"], HOSTS["mi355x-epyc"]
+    dimms, size = row["conditions"]["dimms"], row["conditions"]["dimm_GB"]
+    assert report("MI355X host memory (bytes)", host.memory_bytes, dimms * size * 2**30) == 0
+    assert report("MI355X host DRAM bandwidth (B/s)", host.memory_bytes_per_s, dimms * 6400e6 * 8) == pytest.approx(0, abs=1e-12)
+    assert "unconfirmed" not in host.name + host.source and "assum" not in host.source
 
 
 def test_b200_is_no_longer_assumed():

@@ -47,7 +47,6 @@ EXPECTED = [
     "host dgx-b200",
     "host gb200-tray",
     "host jean-zay-a100",
-    "host mi355x-epyc",
     "link ib-hdr-sharp",
     "link ib-ndr-sharp",
     "link ib-xdr",
@@ -86,8 +85,9 @@ def test_the_unconfirmed_list_changes_only_on_purpose():
     # ds_*_vram_*, ds_b300_max_tgp, ds_gb300_max_power, ds_*_typical_board_power; tests/test_gpus_v4.py);
     # - 1: GB300's HBM bandwidth, NVIDIA's NVL72 rack figure over its 72 GPUs (ds_gb300_hbm_tbs);
     # - 2: B300's HBM as nvidia-smi shows it and its BabelStream triad share (ds_b300_smi_mib, hbm_babelstream_b300_triad);
-    # - 1: MI300X's HBM efficiency, Azure's STREAM triad (hbm_azure_mi300x_triad)
-    assert len(keys) == len(EXPECTED) == 57 + 7 + 1 + 3 + 1 - 12 - 1 - 2 - 1  # + 1: RCCL's all-to-all; + 7: the stacks of 2025-26; + 1: DeepSeek-V3's online quantization; + 3: SHARP's reduction rate per switch generation
+    # - 1: MI300X's HBM efficiency, Azure's STREAM triad (hbm_azure_mi300x_triad);
+    # - 1: the MI355X node's host memory, MLPerf's system description (pf_mi355x_host_memory)
+    assert len(keys) == len(EXPECTED) == 57 + 7 + 1 + 3 + 1 - 12 - 1 - 2 - 1 - 1  # + 1: RCCL's all-to-all; + 7: the stacks of 2025-26; + 1: DeepSeek-V3's online quantization; + 3: SHARP's reduction rate per switch generation
 
 
 # The block-scaled formats' assumptions (labs.core.engine.precision.UNCONFIRMED), beside the catalog's.

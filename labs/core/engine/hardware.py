@@ -692,12 +692,13 @@ HOSTS: dict[str, Host] = {
         "(24x 64 GB DDR5-4800), PCIe Gen5 x16 to each GPU; 12 DDR5-4800 channels per socket (derived from 24 DIMMs).",
     ),
     # Instinct MI355X node: 2x EPYC 9575F per 8 GPUs (mlcommons inference v6.0, AMD
-    # 87xMI355X_22xEPYC_9575F: 8 GPUs a node, pf_mi355x_platform_gpus); memory not stored: the
-    # MI300X node's 1.5 TiB and 12 channels a socket at DDR5-6000 assumed (unconfirmed).
+    # 87xMI355X_22xEPYC_9575F: 8 GPUs a node, pf_mi355x_platform_gpus), 3.0 TB as 24 x 128 GB DDR5-6400
+    # RDIMMs (pf_mi355x_host_memory): one a channel on 2 x 12 channels (was 1.5 TiB at DDR5-6000, assumed).
     "mi355x-epyc": Host(
-        "2x AMD EPYC 9575F, 1.5 TiB DDR5 (unconfirmed)", 1.5 * 2**40, 2 * 12 * 48.0 * GB, _DRAM_EFF, "pcie5",
-        "mlcommons inference v6.0 (AMD, 87xMI355X_22xEPYC_9575F): EPYC 9575F hosts of 8 MI355X. Memory size "
-        "and speed assumed (1.5 TiB, 12 channels of DDR5-6000 per socket): unconfirmed.",
+        "2x AMD EPYC 9575F, 3 TiB DDR5", 24 * 128 * 2**30, 2 * 12 * 51.2 * GB, _DRAM_EFF, "pcie5",
+        "mlcommons inference v6.0, AMD 87xMI355X_22xEPYC_9575F system description: EPYC 9575F hosts of 8 MI355X, "
+        "3.0 TB as 24x 128 GB Micron MTC40F2047S1RC64BB1 (DDR5-6400 RDIMMs), 12 channels per socket at 51.2 GB/s "
+        "(derived from 24 DIMMs on two SP5 sockets).",
     ),
 }
 
