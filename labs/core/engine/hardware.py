@@ -565,7 +565,8 @@ GPUS: dict[str, GPU] = {
         1769e12 * 1822 / 1745,  # mamf_b300_bf16 x GB200 / B200 (mamf_gb200_bf16 / mamf_b200_bf16): no GB300 MAMF row
         "blackwell", 148, 6.5672 / 8.0, True,
         "ml-engineering TFLOPS table (GB300 NVL72 datasheet; rows ds_gb300_*); HBM bandwidth the NVL72 rack's 576 TB/s "
-        "over 72 GPUs (ds_gb300_hbm_tbs); memory capacity and matmul rates B300's (see unconfirmed); 1,400 W per GPU from NVIDIA's Mission Control rack-planning example (ds_gb300_max_power).",
+        "over 72 GPUs (ds_gb300_hbm_tbs); memory capacity and matmul rates B300's (see unconfirmed); 1,400 W per GPU "
+        "from NVIDIA's Mission Control rack-planning example (ds_gb300_max_power).",
         3353.3e12 * 3615.6 / 3432.5,  # mamf_b300_fp8 x mamf_gb200_fp8 / mamf_b200_fp8
         tdp_w=1400,  # ds_gb300_max_power: NVIDIA Mission Control FAQ, "four 1.4kW GPUs" a tray (ds_gb300_tdp's cloud table agrees)
         fp6_flops=5e15,  # ds_gb300_fp6_dense_peak
@@ -590,15 +591,16 @@ GPUS: dict[str, GPU] = {
         668.4e12,  # mamf_mi300x_bf16: 51.4% of 1,300 at 10240x15360x8192, torch 2.5.1 + ROCm 6.3
         "cdna3", 304, _CDNA3_HBM_EFF, True,  # 304 CUs: ds_mi300x_sms (ROCm gpu-arch-specs: "304 (38 per XCD)"); HBM 0.772 (was 0.90)
         "AMD ROCm docs (docs/conceptual/gpu-arch/mi300.md @d534f75: peaks, 192 GB HBM3, 5.3 TB/s, 7 Infinity Fabric "
-        "links; gpu-arch-specs: 192 GiB, 304 CUs; rocminfo 206,141,652,992 B, ds_mi300x_vram_bytes); MAMF from the ml-engineering table (mamf_mi300x_bf16; its FP8 cell is blank); 750 W (ds_mi300x_tbp).",
+        "links; gpu-arch-specs: 192 GiB, 304 CUs; rocminfo 206,141,652,992 B, ds_mi300x_vram_bytes); MAMF from the "
+        "ml-engineering table (mamf_mi300x_bf16; its FP8 cell is blank); 750 W (ds_mi300x_tbp).",
         2614.9e12 * 668.4 / 1307.4,  # no FP8 MAMF row: the BF16 MAMF's share of peak (51.1%) x the FP8 peak
         tdp_w=750,  # ds_mi300x_tbp (MLPerf system name)
         attention_flops=tuple((k, 668.4e12 * _H100_CUDNN_OVER_MAMF) for k in ATTENTION_KERNELS),
         unconfirmed=(
-            "fp8_mamf_flops: no FP8 MAMF row; FP8 assumed to reach BF16's measured share of its peak (Azure's hipBLASLt "
-            "FP8 rows, gemm_azure_mi300x_fp8_*, best 1,159.5 TFLOP/s at 6144x12288x12288: the engine +3.8%)",
-            "attention_flops: no CK fused-attention or aiter row; H100 cuDNN's share of H100's MAMF (0.62) times this part's "
-            "MAMF, at head dim 128 (Azure's FA2 on MI300X, head dim 64, 8K: 328.6 TFLOP/s, attn_fa2_azure_mi300x; the engine -13%)",
+            ("fp8_mamf_flops: no FP8 MAMF row; FP8 assumed to reach BF16's measured share of its peak (Azure's hipBLASLt "
+             "FP8 rows, gemm_azure_mi300x_fp8_*, best 1,159.5 TFLOP/s at 6144x12288x12288: the engine +3.8%)"),
+            ("attention_flops: no CK fused-attention or aiter row; H100 cuDNN's share of H100's MAMF (0.62) times this part's "
+             "MAMF, at head dim 128 (Azure's FA2 on MI300X, head dim 64, 8K: 328.6 TFLOP/s, attn_fa2_azure_mi300x; the engine -13%)"),
         ),
     ),
     "mi325x": GPU(
