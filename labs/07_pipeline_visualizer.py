@@ -8,7 +8,6 @@ app = marimo.App(
 
 with app.setup:
     import marimo as mo
-    import pandas as pd
 
     from labs.core import ENGINE_VERSION
     from labs.core import charts, timeline_svg, ui
@@ -114,6 +113,13 @@ def _(variant):
     utilisation_question = ui.variant_question(variant.questions["utilisation"])
     utilisation_question
     return (utilisation_question,)
+
+
+@app.cell
+def _():
+    import pandas as pd
+
+    return (pd,)
 
 
 @app.cell
@@ -318,7 +324,7 @@ def _(microbatch_committed, variant):
 
 
 @app.cell(hide_code=True)
-def _(bubble_target, deep_p, microbatch_committed, utilisation_committed):
+def _(bubble_target, deep_p, microbatch_committed, pd, utilisation_committed):
     ui.gate(utilisation_committed)
     ui.gate(microbatch_committed)
     _rows = interleaving_rows(deep_p, bubble_target)
@@ -353,7 +359,7 @@ def _(bubble_target, deep_p, microbatch_committed, utilisation_committed):
 
 
 @app.cell(hide_code=True)
-def _(microbatch_committed, utilisation_committed):
+def _(microbatch_committed, pd, utilisation_committed):
     ui.gate(utilisation_committed)
     ui.gate(microbatch_committed)
     _prof = table5_profile()

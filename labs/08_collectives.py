@@ -8,7 +8,6 @@ app = marimo.App(
 
 with app.setup:
     import marimo as mo
-    import pandas as pd
     import plotly.graph_objects as go
 
     from labs.core import ENGINE_VERSION, LINKS
@@ -155,7 +154,7 @@ def _(bucket_box, bucket_bytes, bucket_nodes):
 
 
 @app.cell(hide_code=True)
-def _(ring_committed):
+def _(pd, ring_committed):
     ui.gate(ring_committed)  # its all-reduce row answers the ring question
     _rows = primitive_rows()
     _table = [
@@ -189,6 +188,13 @@ def _(variant):
     ring_question = ui.variant_question(variant.questions["ring"])
     ring_question
     return (ring_question,)
+
+
+@app.cell
+def _():
+    import pandas as pd
+
+    return (pd,)
 
 
 @app.cell
@@ -306,7 +312,7 @@ def _(
 
 
 @app.cell
-def _(ring_committed, ring_link_dropdown, ring_size_dropdown):
+def _(pd, ring_committed, ring_link_dropdown, ring_size_dropdown):
     ui.gate(ring_committed)
     _rows = ring_computed_rows(ring_size_dropdown.value, ring_link_dropdown.value)
     _table = [
@@ -413,7 +419,7 @@ def _():
 
 
 @app.cell
-def _(bucket_committed, lb_setup_dropdown):
+def _(bucket_committed, lb_setup_dropdown, pd):
     ui.gate(bucket_committed, what="the latency-bandwidth curves")
     _curves = lb_curves(lb_setup_dropdown.value)
     _measured = measured_busbw(lb_setup_dropdown.value)
@@ -451,7 +457,7 @@ def _(bucket_committed, variant):
 
 
 @app.cell(hide_code=True)
-def _(ring_committed):
+def _(pd, ring_committed):
     ui.gate(ring_committed)
     _rows = busbw_rows()
     _nvls = nvls_busbw_note()
@@ -487,7 +493,7 @@ def _(ring_committed):
 
 
 @app.cell(hide_code=True)
-def _(ring_committed):
+def _(pd, ring_committed):
     ui.gate(ring_committed)
     _rows = rails_rows()
     _table = [
@@ -535,7 +541,7 @@ def _(ring_committed):
 
 
 @app.cell(hide_code=True)
-def _(ring_committed):
+def _(pd, ring_committed):
     ui.gate(ring_committed)
     _rows = nvl72_rows()
     _rack, _conf = nvl72_cluster(), nvl72_confidence()
@@ -593,7 +599,7 @@ def _(ring_committed):
 
 
 @app.cell(hide_code=True)
-def _(ring_committed):
+def _(pd, ring_committed):
     ui.gate(ring_committed)
     import labs.core.scenarios.lab08_sharp as _sharp
 
@@ -706,7 +712,7 @@ def _(
 
 
 @app.cell(hide_code=True)
-def _(ring_committed):
+def _(pd, ring_committed):
     ui.gate(ring_committed)
     _ranges = seed_ranges()
     _example = seed_example()

@@ -9,7 +9,6 @@ app = marimo.App(
 with app.setup:
     import marimo as mo
     import numpy as np
-    import pandas as pd
 
     from labs.core import ENGINE_VERSION
     from labs.core import charts, ui
@@ -159,6 +158,13 @@ def _(variant):
     mtbf_question = ui.variant_question(variant.questions["mtbf"])
     mtbf_question
     return (mtbf_question,)
+
+
+@app.cell
+def _():
+    import pandas as pd
+
+    return (pd,)
 
 
 @app.cell
@@ -457,7 +463,7 @@ def _(mtbf_committed):
 # The inverse table does not depend on the instruments: its own cell, so a setting move re-runs only
 # the line about the student's restart cost below (inverse_rows is ~200 goodput optimisations).
 @app.cell(hide_code=True)
-def _(mtbf_committed, run_gpus):
+def _(mtbf_committed, pd, run_gpus):
     ui.gate(mtbf_committed)
     _m = job_mtbf_s(run_gpus)
     _rows = inverse_rows()
