@@ -244,20 +244,12 @@ def _(fit_committed, instruments):
     return
 
 
-# The computations below sit in cells of their own so that moving one slider reruns only what
-# reads it: the DP slider reruns section 2's cell (its estimate, chart, bar and offload table)
-# and the HUD, not the curves or the fewest-GPU search. Each cell that reruns costs the browser
-# a redraw of the page's layout, so all the DP slider changes on the page is shown by that one
-# cell; the activation settings are read by section 1's cell, which draws them, and the curves
-# and the fewest GPUs (a few ms each) are one cell.
-@app.cell
-def _(act, gpu_pick, model_pick, offload_box, optimizer_pick, stage_pick):
-    sweep_curves = memory_curves(model_pick.value, act, optimizer_pick.value, offload_box.value)
-    sweep_offload = offload_box.value and stage_pick.value > 0
-    sweep_fewest = fewest_gpus(model_pick.value, gpu_pick.value, stage_pick.value, act, optimizer_pick.value, sweep_offload)
-    return sweep_curves, sweep_fewest, sweep_offload
-
-
+# Each slider re-runs only the cells that read it: the DP slider section 2's cell (its estimate,
+# chart, bar and offload table) and the HUD. The curves and the fewest-GPU search are computed
+# where they are drawn, in section 2's cell (cached per exact inputs, so a DP move finds them), and
+# the myths read the same cached curves: an activation move re-runs five cells (a cell of their own
+# made it six, and a stage move four instead of two). Each cell that re-runs costs the browser a
+# redraw of its output, so all the DP slider changes on the page is shown by that one cell.
 @app.cell(hide_code=True)
 def _(fit_committed, flash_box, micro_batch_slider, recompute_pick, seq_slider, variant):
     ui.gate(fit_committed)
@@ -317,14 +309,15 @@ def _(
     dp_slider,
     gpu_pick,
     model_pick,
+    offload_box,
     optimizer_pick,
     stage_pick,
-    sweep_curves,
-    sweep_fewest,
-    sweep_offload,
     sweep_settings,
 ):
-    sweep_inputs = sweep_settings()  # the activation and offload instruments reach this cell through act and sweep_offload
+    sweep_inputs = sweep_settings()  # the activation instruments reach this cell through act
+    sweep_curves = memory_curves(model_pick.value, act, optimizer_pick.value, offload_box.value)
+    sweep_offload = offload_box.value and stage_pick.value > 0
+    sweep_fewest = fewest_gpus(model_pick.value, gpu_pick.value, stage_pick.value, act, optimizer_pick.value, sweep_offload)
     sweep_estimate = dp_estimate(model_pick.value, gpu_pick.value, dp_slider.value, stage_pick.value, act, optimizer_pick.value, sweep_offload, accumulation_slider.value)
     _stage = max(1, stage_pick.value)
     _args = (model_pick.value, gpu_pick.value, dp_slider.value, _stage, act, optimizer_pick.value)
@@ -624,10 +617,11 @@ def _(zero2_committed):
 
 
 @app.cell(hide_code=True)
-def _(accumulation_slider, act, fit_act, model_pick, sweep_curves):
+def _(accumulation_slider, act, fit_act, model_pick, offload_box, optimizer_pick):
     _name = MODELS[model_pick.value].name
-    _z3 = sweep_curves[3]
-    _dp0 = sweep_curves[0]
+    _curves = memory_curves(model_pick.value, act, optimizer_pick.value, offload_box.value)  # section 2's, from the cache
+    _z3 = _curves[3]
+    _dp0 = _curves[0]
     _m = accumulation_slider.value
     _vendor = dp_memory(FIT_MODEL, VENDOR_CLAIM_GPUS, 3, fit_act)
     _myths = [

@@ -22,13 +22,32 @@ def test_a_move_reruns_no_submit(instrument):
 
 
 @pytest.mark.parametrize("instrument", ACTIVATION_INSTRUMENTS)
-def test_an_activation_move_reruns_six_cells(instrument):
-    """Section 1 (which reads the activations), the curves with the fewest GPUs, section 2, the
-    myths, section 3 (its gate note) and the HUD: 6, where the notebook before a033bac re-ran 9
-    (the activations' own cell, the fewest GPUs' and the submit besides)."""
+def test_an_activation_move_reruns_five_cells(instrument):
+    """Section 1 (which reads the activations), section 2 (which computes the curves and the
+    fewest GPUs it draws), the myths, section 3 (its gate note) and the HUD: 5, where the notebook
+    before a033bac re-ran 9 (the activations' own cell, the fewest GPUs' and the submit besides) and
+    with the curves in a cell of their own 6."""
     hit = rerun_by(LAB06, instrument)
     print(instrument, [sorted(c["refs"]) for c in hit])
-    assert len(hit) == 6
+    assert len(hit) == 5
+
+
+@pytest.mark.parametrize("instrument, cells", [("dp_slider", 2), ("stage_pick", 2), ("accumulation_slider", 4)])
+def test_a_sweep_move_reruns_its_section_and_the_hud(instrument, cells):
+    """The DP slider and the stage re-run section 2 and the HUD (a stage move also re-ran the curves'
+    own cell and the myths: 4); the accumulation slider also section 3 and the myths, which quote it."""
+    hit = rerun_by(LAB06, instrument)
+    print(instrument, [sorted(c["refs"]) for c in hit])
+    assert len(hit) == cells and any("svg_charts.zero_sweep(" in c["body"] for c in hit) and any("hud(" in c["body"] for c in hit)
+
+
+def test_the_curves_are_computed_once_per_setting():
+    """Section 2 and the myths read memory_curves at the same arguments: the second is a cache hit,
+    the same object."""
+    from labs.core.scenarios.lab06 import Activations, memory_curves
+
+    act = Activations(2, 4096, "selective", True)
+    assert memory_curves("llama2-70b", act, "fp32", False) is memory_curves("llama2-70b", act, "fp32", False)
 
 
 def test_the_submit_reads_the_instruments_when_pressed():

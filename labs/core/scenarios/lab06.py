@@ -84,6 +84,7 @@ def memory_wall(act: Activations, models=WALL_MODELS) -> dict[str, MemoryBreakdo
     return {key: dp_memory(key, 1, 0, act) for key in models}
 
 
+@lru_cache(maxsize=64)  # pure in its (hashable) arguments; section 2 and the myths of Lab 06 read the same curves (read only)
 def memory_curves(model_key: str, act: Activations, optimizer: str = "fp32", offload: bool = False, dps=DP_SIZES) -> dict[int, list[MemoryBreakdown]]:
     """Per-GPU memory against data-parallel size for each ZeRO stage. Offload needs a stage
     that shards the optimizer, so stage 0 is always shown without it.
