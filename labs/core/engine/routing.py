@@ -369,6 +369,7 @@ class _Run:
         else:
             logits = logits_of_chunk()
         step_shape = noise.shape[1:]
+        tokens = np.intp(s.tokens)
         for i in range(n):
             step = first + i
             bias = self.bias.astype(np.float32)
@@ -382,13 +383,16 @@ class _Run:
             if step % COPY_EVERY == 0:
                 self.network[step // COPY_EVERY], self.nvlink[step // COPY_EVERY] = _copies(chosen, s)
             if s.scheme == "bias":
-                self.bias += s.gamma * np.sign(count.mean() - count)
+                self.bias += s.gamma * np.sign(np.add.reduce(count, dtype=np.float64) / s.experts - count)  # count.mean(), without its Python wrapper
             else:
                 probs = _softmax(z, _buffer(self.buffers, "probs", step_shape), row_max)
                 f = count / (s.tokens * s.top_k)
-                mean_p = probs.mean(axis=0)
+                mean_p = np.true_divide(np.add.reduce(probs, axis=0), tokens, casting="unsafe")  # probs.mean(axis=0), as np.mean divides (by an intp)
                 self.aux[step] = s.aux_coeff * s.experts * float(np.dot(f, mean_p))
-                weighted = np.multiply(probs, (probs @ f)[:, None], out=_buffer(self.buffers, "weighted", step_shape, np.float64))
+                # probs in float64 once: `probs @ f` and the product with it each cast them (the same values)
+                wide = _buffer(self.buffers, "weighted", step_shape, np.float64)
+                np.copyto(wide, probs)
+                weighted = np.multiply(wide, (wide @ f)[:, None], out=wide)
                 grad = s.aux_coeff * s.experts * (mean_p * f - np.add.reduce(weighted, axis=0) / s.tokens)  # the mean over tokens
                 self.bias -= ROUTER_LR * grad
 
