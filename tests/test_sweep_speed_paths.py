@@ -355,3 +355,35 @@ def test_sweep_equals_every_row_only_if(monkeypatch):
     every_row = sweep(model, cluster, 1536)
     pd.testing.assert_frame_equal(on_rows, every_row, check_exact=True)
     print(f"{len(on_rows)} rows, {on_rows.shape[1]} columns equal")
+
+
+def test_plan_columns_at_rows_equal_every_row_taken():
+    """read_plan's numpy terms, each computed when read (PlanColumns), equal the terms computed
+    all at once on every row, and at some rows (a sweep's groups) equal those rows of them; a term
+    no one read is not computed."""
+    from types import SimpleNamespace
+
+    from labs.core.engine.eras import stack_of
+    from labs.core.engine.search import _columns
+    from labs.core.engine.stages import inputs
+    from labs.core.engine.stages.xp import NUMPY, at_rows
+
+    model, cluster = Model.get("llama3-8b"), Cluster.get("dgx-h100", nodes=2)
+    for era in (None, "pytorch-fsdp1-2023", "megatron-2021"):
+        choices, options = _settings(cluster, era, {})
+        space = _space(model, cluster, 256, choices, get_era(era), options["cp_algorithm"])
+        cols, stack = _columns(space, options), stack_of(era)
+        eager = SimpleNamespace(**dict(zip(inputs._TERMS, NUMPY.cols(cols, inputs._COLUMNS))))
+        for term, derive in inputs._DERIVED:
+            setattr(eager, term, derive(eager, model, stack, NUMPY))
+        lazy = inputs.read_plan(model, cols, stack, NUMPY)
+        assert "redo" not in vars(lazy)
+        rows = np.flatnonzero(np.arange(len(cols["tp"])) % 7 == 3)
+        taken = at_rows(lazy, (rows, np.zeros(len(cols["tp"]), dtype=np.intp)))
+        for term in inputs._TERMS + tuple(t for t, _ in inputs._DERIVED):
+            full, at = getattr(eager, term), getattr(taken, term)
+            for key in (full if isinstance(full, dict) else [None]):
+                f, a = (full[key], at[key]) if key else (full, at)
+                assert np.array_equal(np.broadcast_to(f, np.shape(cols["tp"])).take(rows), np.broadcast_to(a, rows.shape)), (era, term, key)
+                assert np.array_equal(np.broadcast_to(f, np.shape(cols["tp"])), np.broadcast_to(getattr(lazy, term)[key] if key else getattr(lazy, term), np.shape(cols["tp"])))
+        print(f"{era}: {len(cols['tp'])} rows, {len(rows)} taken, every term equal")

@@ -243,13 +243,17 @@ class _Taken(SimpleNamespace):
 
     def __init__(self, rows, reps, size, varying, only):
         self._rows, self._reps, self._size, self._varying, self._only = rows, reps, size, varying, only
+        # a namespace that computes its columns when read (stages.inputs.PlanColumns) computes them at these rows
+        self._at = rows.at_rows(reps, size) if hasattr(type(rows), "at_rows") else None
 
     def __getattr__(self, name):
         if name in self._varying or (self._only is not None and name not in self._only):
             raise AttributeError(f"{name} may differ within a group of rows (labs.core.engine.stages.xp.at_rows)")
         rows = self._rows
         reduced = getattr(rows._reduced, name) if type(rows) is _Spread and name not in rows.__dict__ else None
-        if type(reduced) is np.ndarray and np.ndim(reduced):  # a column of a _Spread not yet spread: taken from its distinct rows
+        if self._at is not None and name not in rows.__dict__:  # not computed for every row: computed at these
+            value = getattr(self._at, name)
+        elif type(reduced) is np.ndarray and np.ndim(reduced):  # a column of a _Spread not yet spread: taken from its distinct rows
             value = np.take(reduced, rows._index.take(self._reps), axis=-1)
         else:
             value = _take_rows(getattr(rows, name), self._reps, self._size)
