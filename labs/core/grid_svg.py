@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 import re
+from functools import cache
 from itertools import pairwise
 
 import numpy as np
@@ -37,6 +38,7 @@ def grid_svg(data: list[dict], lay: dict) -> str:
     py = lambda y: top + (y - y_lo) / span * plot_h
     stops = [(pos, np.array([int(c[i:i + 2], 16) for i in (1, 3, 5)], dtype=float)) for pos, c in marker["colorscale"]]
 
+    @cache  # a grid's 64 cells take a few values (a group's index, a stage's memory)
     def color(value):  # Plotly's colour scale: linear in RGB between the stops, rounded
         f = min(max((value - cmin) / (cmax - cmin), 0.0), 1.0)
         (p0, c0), (p1, c1) = next((a, b) for a, b in pairwise(stops) if f <= b[0])
