@@ -198,9 +198,11 @@ def _exposed(cluster, p, q, d, xp) -> SimpleNamespace:
     """data_parallel_stage's seconds a step from the collectives' prices `d`: on the wire, and
     what the step waits for of them."""
     gpu, m = cluster.gpu, p.m
-    z0, z2, z3, calls, layers, module_calls = d.z0, d.z2, d.z3, d.calls, d.layers, d.module_calls
+    # (the ZeRO tests from the plan's terms: d's, which a sweep would spread from its groups of rows)
+    zero = p.zero
+    z0, z2, z3, calls, module_calls = zero == 0, zero == 2, zero == 3, d.calls, d.module_calls
     ar, rs, ag, module_ag, root_ag, root_rs_t = d.ar, d.rs, d.ag, d.module_ag, d.root_ag, d.root_rs_t
-    gathers, root_unit, regather, per_parameter = d.gathers, d.root_unit, d.regather, d.per_parameter
+    gathers, root_unit, regather, per_parameter = (zero == 1) | z2, d.root_unit, d.regather, d.per_parameter
     z3_passes = d.z3_passes = 2.0 + p.redo if per_parameter else 2.0  # gathers per micro-batch
     # gradients reduced every micro-batch or once a step (stages.inputs.read_plan)
     d.reduce_each_mb, d.syncs = reduce_each_mb, syncs = p.reduce_each_mb, p.syncs
@@ -231,7 +233,7 @@ def _exposed(cluster, p, q, d, xp) -> SimpleNamespace:
     if root_unit:
         z3_forward = z3_forward + root_ag_t
     backward_gathers = (z3_passes - 1) * gather_pass  # the recompute's gathers run in the backward
-    last = (rs[0] + rs[1] - root_rs_t) / xp.maximum(layers, 1.0) if root_unit else first
+    last = (rs[0] + rs[1] - root_rs_t) / xp.maximum(d.layers, 1.0) if root_unit else first
     ar_t, rs_t = ar[0] + ar[1], rs[0] + rs[1]
     prefetched = dp_overlap & (not per_parameter)
     z3_exposed, z3_gathers, z3_gather_exposed = xp.only_if(z3, _zero3_exposure, (
@@ -245,7 +247,7 @@ def _exposed(cluster, p, q, d, xp) -> SimpleNamespace:
     exposed_gather = xp.where(dp_overlap, xp.maximum(gather_t - stage_f, gather_t / calls), gather_t)
     if regather:
         exposed_gather = xp.where(z2 & dp_overlap, unshards * z3_forward, exposed_gather)
-    d.active = active = d.n > 1
+    d.active = active = p.n > 1  # (d.n: p.n)
     # DualPipe's mirror sum (_collective_prices), once a step whatever the DP group, bucket by bucket
     # behind the reduction's: the last bucket's waits (none but under DualPipe)
     mirror_t, d.mirror_exposed = xp.only_if(p.sched == _DUALPIPE, _mirror_exposure, (d.mirror, calls, dp_overlap, gpu.sms, xp), (0.0, 0.0))
