@@ -15,7 +15,7 @@ from labs.core.engine.eras import fp8_param_gathered
 from labs.core.engine.memory import WEIGHT_BYTES
 from labs.core.engine.pipeline import SCHEDULES
 from labs.core.engine.stages.inputs import BATCH_TERMS
-from labs.core.engine.stages.memory import rank_model_state
+from labs.core.engine.stages.memory import rank_model_state, rank_state_bytes
 from labs.core.engine.stages.parallel import NCCL_COLLECTIVE_SMS, overlap_contention
 from labs.core.engine.stages.xp import at_rows, spread_groups
 from labs.core.engine.topology import collective_columns
@@ -191,6 +191,7 @@ def _collective_prices(model, cluster, stack, p, q, dp_algorithm, xp) -> SimpleN
     d.dense_grads, d.dense_weights, d.expert_grads, d.expert_weights = dense_grads, dense_weights, expert_grads, expert_weights
     d.root_unit, d.regather, d.unit_rows, d.expert_units = root_unit, regather, unit_rows, expert_units
     d.rank_state = rank_model_state(model, cluster, stack, p, d, xp)  # what the memory stage reads of the ZeRO stage's sharding
+    d.rank_state_bytes = rank_state_bytes(d.rank_state, xp)
     return d
 
 

@@ -97,7 +97,20 @@ def rank_model_state(model, cluster, stack, p, d, xp):
     # a stack that quantizes its weights every micro-batch (Era.fp8_weight_cache False: torchao's float8,
     # DeepSeek-V3's online quantization) holds no copy between micro-batches, as compute prices its casts
     cache = weight_cache_column(cluster.gpu, p, xp) if stack.fp8_weight_cache else 0.0
-    return xp.each(_rank_state, d.rank_dense, d.rank_expert, d.rank_params, model, p, d, cache, accumulated_grad_bytes(stack, d), xp)
+    w_mem, g_mem, o_mem = xp.each(_rank_state, d.rank_dense, d.rank_expert, d.rank_params, model, p, d, cache, accumulated_grad_bytes(stack, d), xp)
+    if stack.pp_grad_sync == "step":  # torch's pipelining keeps a ZeRO-3 stage's weights unsharded between its backwards
+        w_mem = xp.each(_unsharded_weights, w_mem, d.rank_params, p, xp)
+    return w_mem, g_mem, o_mem
+
+
+def rank_state_bytes(state, xp):
+    """Each rank's weights + gradients + optimizer state (rank_model_state's three, added in the
+    order memory_stage's total adds them): the DP stage sums them, a sweep once per group of rows."""
+    return xp.each(_state_sum, *state)
+
+
+def _state_sum(w_mem, g_mem, o_mem):
+    return w_mem + g_mem + o_mem
 
 
 def accumulated_grad_bytes(stack, d):
@@ -242,8 +255,8 @@ def _stored(p, xp):
     return xp.where(p.flash & (p.rc == _NONE), _SELECTIVE, p.rc)
 
 
-def _state_and_activations(w_mem, g_mem, o_mem, activations, logits):
-    return w_mem + g_mem + o_mem + activations + logits
+def _state_and_activations(state, activations, logits):
+    return state + activations + logits
 
 
 def saved_input_savings(name: str) -> float:
@@ -323,17 +336,14 @@ def memory_stage(p, q, d, f, xp, stack=None, brief=False) -> SimpleNamespace:
     rank_activations: the stage totals of stage_memory); `f`: what of them no ZeRO term enters
     (zero_free_memory). `brief`: only the total (and the busiest rank's activations)."""
     stack = stack_of(None) if stack is None else stack
-    w_mem, g_mem, o_mem = d.rank_state  # rank_model_state, with the DP stage's prices
-    if stack.pp_grad_sync == "step":  # torch's pipelining keeps a ZeRO-3 stage's weights unsharded between its backwards
-        w_mem = xp.each(_unsharded_weights, w_mem, d.rank_params, p, xp)
     held, logits = f.held, f.logits
-    rank_total = xp.each(_state_and_activations, w_mem, g_mem, o_mem, held, logits)
+    rank_total = xp.each(_state_and_activations, d.rank_state_bytes, held, logits)  # the state: rank_model_state, summed by the DP stage
     busiest = xp.argmax(rank_total)
     r = SimpleNamespace()
     r.activations = xp.pick(held, busiest)
     if not brief:
         r.busiest_rank = xp.pick(q.rank_index, busiest)  # the first, a middle and the last rank (stages.pipe)
-        r.weights, r.gradients, r.optimizer, r.logits = (xp.pick(x, busiest) for x in (w_mem, g_mem, o_mem, logits))
+        r.weights, r.gradients, r.optimizer, r.logits = (xp.pick(x, busiest) for x in (*d.rank_state, logits))
         r.cuda_context, r.communicators, r.tp_overlap = f.cuda_context, f.communicators, f.tp_overlap
     computed = xp.pick(rank_total, busiest)  # the busiest rank's weights + gradients + optimizer + activations + logits
     r.fragmentation = stack.allocator_fragmentation * r.activations
