@@ -251,10 +251,11 @@ def _exposed(cluster, p, q, d, xp) -> SimpleNamespace:
     d.active = active = p.n > 1  # (d.n: p.n)
     # DualPipe's mirror sum (_collective_prices), once a step whatever the DP group, bucket by bucket
     # behind the reduction's: the last bucket's waits (none but under DualPipe)
-    mirror_t, d.mirror_exposed = xp.only_if(p.sched == _DUALPIPE, _mirror_exposure, (d.mirror, calls, dp_overlap, gpu.sms, xp), (0.0, 0.0))
+    # (d.mirror read only where a row runs DualPipe: elsewhere its terms are 0)
+    mirror_t, d.mirror_exposed, mirror_lat = xp.only_if(p.sched == _DUALPIPE, _mirror_exposure, (d, calls, dp_overlap, gpu.sms, xp), (0.0, 0.0, 0.0))
     d.mirror_wire = mirror_t
     d.dp_total = xp.where(active, reduce_t + gather_t, 0.0) + mirror_t
-    d.dp_latency = xp.where(active, reduce_lat + gather_lat, 0.0) + d.mirror[0]
+    d.dp_latency = xp.where(active, reduce_lat + gather_lat, 0.0) + mirror_lat
 
     # Each collective on its own, for the communication map. ZeRO-3's prefetch hides gathers and
     # reduce-scatters together: its exposed time is split between them in proportion to their wire
@@ -291,12 +292,14 @@ def _zero3_exposure(m, syncs, z3_passes, gather_pass, root_ag_t, z3_forward, bac
     return z3_exposed, z3_gathers, z3_gather_exposed
 
 
-def _mirror_exposure(mirror, calls, dp_overlap, sms, xp):
+def _mirror_exposure(d, calls, dp_overlap, sms, xp):
     """_exposed's DualPipe mirror sum (where the schedule is DualPipe): its seconds on the wire,
-    and exposed (the last bucket's, overlapped, and what the hidden rest cost the compute)."""
+    exposed (the last bucket's, overlapped, and what the hidden rest cost the compute), and its
+    latency part (d.mirror: its latency and bandwidth seconds, 0 where the schedule is not DualPipe)."""
+    mirror = d.mirror
     mirror_t = mirror[0] + mirror[1]
     exposed = xp.where(dp_overlap, mirror_t / calls, mirror_t)
-    return mirror_t, exposed + overlap_contention(sms, mirror_t - exposed, NCCL_COLLECTIVE_SMS)
+    return mirror_t, exposed + overlap_contention(sms, mirror_t - exposed, NCCL_COLLECTIVE_SMS), mirror[0]
 
 
 def dp_traffic(p, d, xp) -> None:
