@@ -264,6 +264,8 @@ class _Taken(SimpleNamespace):
 def _take_rows(x, reps, size):
     if type(x) is dict:
         return {k: _take_rows(v, reps, size) for k, v in x.items()}
+    if type(x) is tuple:  # (latency, bandwidth) pairs and the like
+        return tuple(_take_rows(v, reps, size) for v in x)
     return x.take(reps, axis=-1) if np.ndim(x) and np.shape(x)[-1] == size else x
 
 
