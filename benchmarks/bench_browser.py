@@ -5,6 +5,7 @@ Chromium through Playwright (tests/browser.py). A benchmark, not a test.
     python benchmarks/bench_browser.py                   # every lab
     python benchmarks/bench_browser.py --lab 07 --moves 8 --starts 5
     python benchmarks/bench_browser.py --first-only --starts 3   # only the first predictions (no survey)
+    python benchmarks/bench_browser.py --first-only --bytecode   # labs/ compiled first, as an installed package is
     python benchmarks/bench_browser.py --notebook labs/problems/ps02_memory.py   # any notebook under labs/
     python benchmarks/bench_browser.py --dashboard /tmp/class   # the class dashboard's first chart (issue 34)
 
@@ -63,7 +64,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
 
-from browser import answer, chromium_path, marimo_run, open_page  # noqa: E402
+from browser import answer, chromium_path, marimo_run, open_page, start_marimo, stop_marimo, wait_until_serving  # noqa: E402
 from labs.core.engine.layout import RANK_ORDER_NOTES, RANK_ORDERS  # noqa: E402
 from labs.variants import variant  # noqa: E402
 
@@ -320,24 +321,63 @@ class Floor:
         return slider_move(self.page, 0, self.key, self.timeout_s)[0]
 
 
+def first_text(lab: Lab) -> tuple[str, bool]:
+    """What `served` waits for: the first prediction's right option's text (the student's
+    variant, the default id), or for a numeric question its box; the floor's first text."""
+    if not lab.module:
+        return FLOOR_TEXT, False
+    question = variant(lab.module, "student").questions[lab.question]
+    if question.numeric:
+        return "", True
+    label = next(o.label for o in question.options if o.key == question.key)
+    return f"{question.key}) {label[:40]}", False
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds of a process so far (Linux /proc): the `marimo run` server,
+    whose kernel runs as a thread of it, so its cells' CPU counts here."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 @contextlib.contextmanager
-def served(pw, lab: Lab, timeout_s: float):
+def server(file: str, env: dict, timeout_s: float):
+    """(URL, process id) of `marimo run` serving `file` (tests/browser.py's marimo_run, with
+    the server's process id)."""
+    proc, url = start_marimo(file, env)
+    try:
+        try:
+            wait_until_serving(url, proc, timeout_s)
+        except RuntimeError as err:
+            if proc.poll() is None:
+                proc.terminate()
+            out = proc.stdout.read().decode(errors="replace") if proc.stdout else ""
+            raise RuntimeError(f"marimo run did not come up on {url}:\n{out[-3000:]}") from err
+        yield url, proc.pid
+    finally:
+        stop_marimo(proc)
+
+
+@contextlib.contextmanager
+def served(pw, lab: Lab, timeout_s: float, cpu: list | None = None):
     """(page, seconds from `marimo run` until the first prediction's option is on the page, or
-    for the floor its first text)."""
+    for the floor its first text). `cpu`: the server's CPU seconds by then are appended to it
+    (the machine's load moves the seconds; it moves the CPU far less). The text waited for is
+    found before the clock starts: the student's variant is the bench's work, not the page's
+    (drawing Lab 05's took ~1 s of this process's CPU beside the server's first start)."""
+    text, numeric = first_text(lab)
     start = time.perf_counter()
-    with tempfile.TemporaryDirectory() as ledgers, marimo_run(lab.file, env={"LABS_LEDGER_DIR": ledgers}) as url, open_page(pw) as page:
+    with tempfile.TemporaryDirectory() as ledgers, server(lab.file, {"LABS_LEDGER_DIR": ledgers}, timeout_s) as (url, pid), open_page(pw) as page:
         page.add_init_script(WATCH_RUN)
         page.goto(url)
-        if lab.module:
-            question = variant(lab.module, "student").questions[lab.question]
-            if question.numeric:
-                page.locator("marimo-number input").first.wait_for(timeout=timeout_s * 1000)
-            else:
-                label = next(o.label for o in question.options if o.key == question.key)
-                page.get_by_text(f"{question.key}) {label[:40]}", exact=False).first.wait_for(timeout=timeout_s * 1000)
+        if numeric:
+            page.locator("marimo-number input").first.wait_for(timeout=timeout_s * 1000)
         else:
-            page.get_by_text(FLOOR_TEXT, exact=False).first.wait_for(timeout=timeout_s * 1000)
-        yield page, time.perf_counter() - start
+            page.get_by_text(text, exact=False).first.wait_for(timeout=timeout_s * 1000)
+        took = time.perf_counter() - start
+        if cpu is not None:
+            cpu.append(cpu_seconds(pid))
+        yield page, took
 
 
 def unlock(page, lab: Lab, timeout_s: float) -> None:
@@ -535,14 +575,16 @@ def named(page, lab: Lab, instrument: str, setting: str) -> list[dict]:
 def first_prediction(pw, key: str, lab: Lab, starts: int, timeout_s: float) -> dict:
     """`--first-only`: the starts alone (the floor's, the lab's, in turn), no survey and no moves;
     a measurement convenience, the same starts as bench's."""
-    floor_first, lab_first = [], []
+    floor_first, lab_first, floor_cpu, lab_cpu = [], [], [], []
     for _ in range(starts):
-        with served(pw, FLOOR, timeout_s) as (_, t):
+        with served(pw, FLOOR, timeout_s, floor_cpu) as (_, t):
             floor_first.append(t)
-        with served(pw, lab, timeout_s) as (_, t):
+        with served(pw, lab, timeout_s, lab_cpu) as (_, t):
             lab_first.append(t)
-    print(f"  first prediction {spread(lab_first)}; floor's first text {spread(floor_first)}", flush=True)
+    print(f"  first prediction {spread(lab_first)}; floor's first text {spread(floor_first)}; ratio {ratio_of_medians(lab_first, floor_first):.2f}x", flush=True)
     print(f"    lab starts s: {' '.join(f'{t:.2f}' for t in lab_first)}; floor starts s: {' '.join(f'{t:.2f}' for t in floor_first)}", flush=True)
+    print(f"    server CPU by then, s: lab {' '.join(f'{c:.2f}' for c in lab_cpu)}; floor {' '.join(f'{c:.2f}' for c in floor_cpu)}; "
+          f"median difference {statistics.median(lab_cpu) - statistics.median(floor_cpu):+.2f} s", flush=True)
     return dict(key=key, what="(--first-only: no survey)", lab_ms=float("nan"), floor_ms=float("nan"), ratio=float("nan"), moves=0,
                 first=statistics.median(lab_first), floor_first=statistics.median(floor_first))
 
@@ -632,6 +674,29 @@ def dashboard_bench(pw, folder: Path, sizes: list[int], starts: int, timeout_s: 
     return rows
 
 
+@contextlib.contextmanager
+def compiled_labs():
+    """`--bytecode`: every module under labs/ compiled for the run, each .pyc checked against its
+    source's hash when imported (an edit since is never run stale), and the __pycache__ folders it
+    made removed at the end (other processes in this checkout read them while it runs). A package
+    installed with pip has its bytecode (the hub's image: deploy/k8s/Dockerfile); this checkout,
+    under PYTHONDONTWRITEBYTECODE=1 (set on this machine), has none, so every `marimo run`
+    compiles the ~90 modules a lab imports (engine, scenarios, ui: 0.2-0.3 s of CPU a start)
+    while the floor's libraries (marimo, plotly) load theirs from site-packages."""
+    import compileall
+    import py_compile
+
+    before = {p for p in (ROOT / "labs").rglob("__pycache__")}
+    compileall.compile_dir(ROOT / "labs", quiet=1, invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
+    print(f"labs/ compiled to checked-hash bytecode for this run (PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', '')!r})", flush=True)
+    try:
+        yield
+    finally:
+        for folder in (ROOT / "labs").rglob("__pycache__"):
+            if folder not in before:
+                shutil.rmtree(folder, ignore_errors=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--lab", action="append", choices=sorted(LABS), help="lab number (repeatable); default: every lab")
@@ -641,6 +706,8 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for one move")
     parser.add_argument("--instrument", metavar="LABEL", help="time this instrument (its label's start, e.g. 'Stages p') instead of the survey's heaviest")
     parser.add_argument("--setting", default="default", help="with --instrument: the heavy setting to time it at (Lab 07: 'p = 64')")
+    parser.add_argument("--bytecode", action="store_true", help="compile labs/ to bytecode for the run (checked-hash .pyc, removed at the end), as the hub's "
+                        "image has it (deploy/k8s/Dockerfile: pip install compiles); without it, where PYTHONDONTWRITEBYTECODE is set, each start compiles the labs' sources")
     parser.add_argument("--first-only", action="store_true", help="only the starts (first prediction against the floor's first text): no survey, no moves")
     parser.add_argument("--revisit", action="store_true", help="move the heaviest instrument back and forth (positions shown before, cache hits included)")
     parser.add_argument("--dashboard", type=Path, metavar="CLASS", help="instead of labs: the class dashboard's first chart on this class folder's "
@@ -648,6 +715,11 @@ def main() -> None:
     args = parser.parse_args()
     if chromium_path() is None:
         sys.exit("Debian's chromium is not installed (apt-get install chromium)")
+    with compiled_labs() if args.bytecode else contextlib.nullcontext():
+        run(args)
+
+
+def run(args) -> None:
     from playwright.sync_api import sync_playwright
 
     load = os.getloadavg()
