@@ -104,3 +104,27 @@ def test_redrawn_charts_have_no_xaxis_or_yaxis():
         assert set(layout["template"]["data"]) == {t.get("type", "scatter") for t in old["data"]}
     with pytest.raises(ValueError, match="one subplot"):
         charts.redrawn_on_second_axes(charts.figure([], dict(xaxis2=dict(title=dict(text="a second x")))), {})
+
+
+@pytest.mark.parametrize("model, gpu, stage, seq", [("llama2-70b", "h100-sxm", 3, 8192), ("llama2-7b", "a100-sxm-40gb", 1, 4096), ("llama2-7b", "a100-sxm-40gb", 2, 32768),
+                                                     ("llama2-13b", "a100-sxm-40gb", 2, 8192), ("llama2-70b", "h100-sxm", 3, 32768)])
+def test_the_fewest_gpus_straddle_the_hbm_in_few_evaluations(model, gpu, stage, seq, monkeypatch):
+    """fewest_gpus (section 2's card, re-run by every activation move) is the n where the engine's
+    memory first fits: memory(n) <= HBM < memory(n - 1). It asks where a line in 1/n through the
+    last two points asked meets the HBM, and that n's neighbour: at most 7 evaluations of the
+    engine here (the limit, 1, 2, then pairs), not the 17 of a bisection over 1..65,536 (the same
+    answer as the bisection at the instruments' settings, checked before the commit)."""
+    from labs.core.engine.hardware import GPUS, GB
+    from labs.core.scenarios import lab06
+
+    act = lab06.Activations(1, seq, "full", True)
+    asked = []
+    real = lab06.dp_memory
+    monkeypatch.setattr(lab06, "dp_memory", lambda *args: asked.append(args[1]) or real(*args))
+    lab06.fewest_gpus.cache_clear()
+    n = lab06.fewest_gpus(model, gpu, stage, act)
+    hbm = GPUS[gpu].hbm_bytes
+    print(model, gpu, stage, seq, n, "asked at", asked, [round(real(model, m, stage, act).total / GB, 2) for m in (n - 1, n)], hbm / GB)
+    assert n is not None and n > 1
+    assert real(model, n, stage, act).total <= hbm < real(model, n - 1, stage, act).total
+    assert len(asked) <= 7
