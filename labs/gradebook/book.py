@@ -68,8 +68,8 @@ def build(table: pd.DataFrame, documents: dict[str, dict], points: dict[tuple[st
         mine = records.get(student, {})
         first = next((r for lab_rows_of in mine.values() for r in lab_rows_of), None)
         file = first["file"] if first else ""
-        doc = documents.get(file, {"predictions": {}, "labs": {}})
-        ledger = integrity.Ledger(doc, key if file else None, policy)
+        doc, digest = _document(documents, file)
+        ledger = integrity.Ledger(doc, key if file else None, policy, digest)
         identity = "; ".join(sorted({r.get("identity") or "" for rs in mine.values() for r in rs if isinstance(r.get("identity"), str)} - {""}))
         for lab in labs:
             lab_rows_of = mine.get(lab, [])
@@ -107,6 +107,21 @@ def build(table: pd.DataFrame, documents: dict[str, dict], points: dict[tuple[st
     items = pd.DataFrame(item_columns, columns=ITEM_COLUMNS)
     by_lab = pd.DataFrame(lab_rows, columns=LAB_COLUMNS)
     return Book(items, by_lab, _totals(by_lab, labs), possible)
+
+
+def _document(documents, file: str) -> tuple[dict, bytes | None]:
+    """A file's ledger (an empty one when it cannot be read) and its bytes' digest when known."""
+    if isinstance(documents, LedgerFiles):
+        try:
+            return documents.read(file)
+        except KeyError:
+            pass
+    else:
+        try:
+            return documents[file], None
+        except KeyError:
+            pass
+    return {"predictions": {}, "labs": {}}, None
 
 
 def _records(table: pd.DataFrame) -> dict[str, dict[str, list[dict]]]:
@@ -208,12 +223,16 @@ class LedgerFiles(Mapping):
         self._named = set(self.files)
 
     def __getitem__(self, file: str) -> dict:
-        from labs.grading.grader import read_ledger
+        return self.read(file)[0]
+
+    def read(self, file: str) -> tuple[dict, bytes]:
+        """The ledger and its bytes' digest (grader.read_ledger_digest); KeyError as __getitem__."""
+        from labs.grading.grader import read_ledger_digest
 
         if file not in self._named:
             raise KeyError(file)
         try:
-            return read_ledger(Path(file))
+            return read_ledger_digest(Path(file))
         except Exception:  # noqa: BLE001 - the grader already reported it
             raise KeyError(file) from None
 

@@ -41,7 +41,7 @@ except ImportError:  # pandas before 3.0
 from labs.core import scenarios
 from labs.core.scenarios import OUTCOMES
 from labs.core import ENGINE_VERSION
-from labs.core.state import SCHEMA_VERSION, Roster, normalise_student, parse_document, student_hash
+from labs.core.state import SCHEMA_VERSION, Roster, normalise_student, parse_document_digest, student_hash
 from labs.core.variants import class_salt
 from labs import csvsafe
 from labs.grading import integrity
@@ -52,6 +52,11 @@ from labs.grading.specs import BASE_COLUMNS, MAX_BYTES, MAX_WORK_PER_FILE, SPECS
 def read_ledger(path: Path) -> dict:
     """A validated ledger from a plain file; refuses symlinks, FIFOs and devices, and files
     larger than any ledger, before reading them."""
+    return read_ledger_digest(path)[0]
+
+
+def read_ledger_digest(path: Path) -> tuple[dict, bytes]:
+    """read_ledger(path) and the digest of the bytes read (state.parse_document_digest)."""
     info = os.lstat(path)
     if stat.S_ISLNK(info.st_mode):
         raise ValueError("a symlink; not followed")
@@ -70,7 +75,7 @@ def read_ledger(path: Path) -> dict:
         raw = handle.read(min(opened.st_size, MAX_BYTES) + 1)
         if len(raw) == min(opened.st_size, MAX_BYTES) + 1:  # grown since: read on, up to the same limit
             raw += handle.read(MAX_BYTES + 1 - len(raw))
-    return parse_document(raw)
+    return parse_document_digest(raw)
 
 
 STDERR_LINES_PER_FILE = 5  # rows not ok printed per file; the rest are counted (all are in --csv)
@@ -337,7 +342,9 @@ def _trust(row: dict, ledger: integrity.Ledger) -> None:
     row["trust_flag"] = "; ".join(dict.fromkeys(t.flag for t in verdicts if t.flag))
 
 
-def grade_document(doc: dict, source: str, engine: _Engine | None = None) -> list[dict]:
+def grade_document(doc: dict, source: str, engine: _Engine | None = None, digest: bytes | None = None) -> list[dict]:
+    """Every row of one ledger; `digest`: its bytes' (read_ledger_digest), by which this process
+    keeps its signatures' check for the grade book (integrity.Ledger)."""
     engine = engine or _Engine()
     engine.spent = 0
     rows, unchecked = [], defaultdict(list)
@@ -364,7 +371,7 @@ def grade_document(doc: dict, source: str, engine: _Engine | None = None) -> lis
             except Exception as err:  # noqa: BLE001
                 rows.append({"file": source, "student": doc["student"], "lab": lab, "step": step, "status": f"grader error: {_error(err)}"})
     skew = version_skew(doc)
-    ledger = integrity.Ledger(doc, engine.key, engine.signatures)
+    ledger = integrity.Ledger(doc, engine.key, engine.signatures, digest)
     for row in rows:
         row["version"] = skew
         _trust(row, ledger)
@@ -523,12 +530,12 @@ def grade(paths: list[str], roster: Roster | None = None, salt: str | None = Non
             problems.append((str(path), "a copy the lab moved aside as unreadable; not graded"))
             continue
         try:
-            doc = read_ledger(path)
+            doc, digest = read_ledger_digest(path)
         except Exception as err:  # noqa: BLE001 - one file must not stop the class
             problems.append((str(path), (str(err).splitlines() or [type(err).__name__])[0][:300]))
             continue
         try:
-            graded = grade_document(doc, str(path), engine)
+            graded = grade_document(doc, str(path), engine, digest)
         except Exception as err:  # noqa: BLE001
             problems.append((str(path), f"grader error: {_error(err)}"))
             continue

@@ -722,7 +722,10 @@ BUCKET_CASE_CLAIMS: dict[str, Callable[[dict], bool]] = {
 
 
 def machine_bucket_answer(nbytes: float, nodes: int, group: str, machine: str) -> str | None:
-    facts = machine_bucket_facts(nbytes, nodes, group, machine)
+    return _answer_of(machine_bucket_facts(nbytes, nodes, group, machine))
+
+
+def _answer_of(facts: dict) -> str | None:
     held = [k for k, claim in BUCKET_CASE_CLAIMS.items() if claim(facts)]
     return held[0] if len(held) == 1 else None
 
@@ -730,7 +733,10 @@ def machine_bucket_answer(nbytes: float, nodes: int, group: str, machine: str) -
 def machine_bucket_explanations(nbytes: float, nodes: int, group: str, machine: str) -> dict[str, str]:
     """Each option's line at the student's bucket, group and machine: every algorithm's latency
     and bandwidth terms, the tree's hops by placement, and why an A100 node has no NVLS."""
-    f = machine_bucket_facts(nbytes, nodes, group, machine)
+    return _explanations_of(machine_bucket_facts(nbytes, nodes, group, machine), nbytes, group, machine)
+
+
+def _explanations_of(f: dict, nbytes: float, group: str, machine: str) -> dict[str, str]:
     best, t, cluster, same = f["fastest"], f["times"], f["cluster"], f["spread"] < BUCKET_SAME
 
     def line(alg: str) -> str:
@@ -772,12 +778,14 @@ def bucket_prompt(nbytes: float, nodes: int, group: str, machine: str) -> str:
 
 
 def build_questions_v4(s: dict) -> dict:
-    nbytes, nodes, group, machine = float(s["bucket_bytes"]), int(s["bucket_nodes"]), s["bucket_group"], s["bucket_machine"]
-    return {
-        "ring": ring_question(s),
-        "bucket": Choice(bucket_prompt(nbytes, nodes, group, machine), bucket_options_v4(group),
-                         machine_bucket_answer(nbytes, nodes, group, machine), machine_bucket_explanations(nbytes, nodes, group, machine)),
-    }
+    return {"ring": ring_question(s), "bucket": bucket_question_v4(float(s["bucket_bytes"]), int(s["bucket_nodes"]), s["bucket_group"], s["bucket_machine"])}
+
+
+@functools.lru_cache(maxsize=256)  # 4 of a variant's 6 settings: a class of 1,000 draws ~440 variants of the lab but few buckets
+def bucket_question_v4(nbytes: float, nodes: int, group: str, machine: str) -> Choice:
+    """Edition 4's bucket question: the algorithms priced once for its answer and its explanations."""
+    facts = machine_bucket_facts(nbytes, nodes, group, machine)
+    return Choice(bucket_prompt(nbytes, nodes, group, machine), bucket_options_v4(group), _answer_of(facts), _explanations_of(facts, nbytes, group, machine))
 
 
 VARIANTS = LabVariants(LAB, draw_settings_v4, build_questions_v4, version=4,

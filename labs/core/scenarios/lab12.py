@@ -426,6 +426,12 @@ def accumulation_no_sync(steps: int):
 # ---- the questions, at a variant --------------------------------------------------------------------
 def fp8_question(settings: dict, tolerance: float) -> Numeric:
     """How many times faster FP8 makes the variant's step, right within `tolerance`."""
+    return _fp8_question(check_settings(settings)["fp8_case"], tolerance)
+
+
+@lru_cache(maxsize=32, typed=True)  # the questions below are built once per process for each setting they read (a class draws few of each)
+def _fp8_question(case: str, tolerance: float) -> Numeric:
+    settings = {**DEFAULT_SETTINGS, "fp8_case": case}
     model, cluster = fp8_case(settings)
     speedup = fp8_speedup(settings)
     return Numeric(
@@ -439,24 +445,31 @@ def fp8_question(settings: dict, tolerance: float) -> Numeric:
 
 def build_questions(settings: dict) -> dict:
     v = check_settings(settings)
-    flushed = underflow_share(v)
-    return {
-        "underflow": Numeric(
-            f"{GRADIENT_SAMPLE:,} gradients whose magnitudes spread evenly (on a log scale) from 1e{v['grad_low_exp']} to "
-            f"1e{v['grad_high_exp']}, cast to fp16 with no loss scaling: what percentage of them become exactly zero? "
-            f"(right within {UNDERFLOW_TOLERANCE:g} points)",
-            flushed, UNDERFLOW_TOLERANCE, "%",
-            f"counted on the sample: {flushed:.1f}% fall below half of fp16's smallest subnormal, "
-            f"{precision.FORMATS['fp16'].smallest_subnormal:.3g}, and round to zero.",
-        ),
-        "recompute": Choice(
-            f"{seed_named('002')} says selective recomputation saves ~10x activation memory at < 5% cost, and also that it costs "
-            f"~33% extra FLOPs. For {recompute_setting()}, without flash attention as Korthikanti et al. 2022 ran it, "
-            "what does each mode add to the FLOPs the GPUs execute?",
-            RECOMPUTE_OPTIONS, recompute_answer(), recompute_explanations(),
-        ),
-        "fp8": fp8_question(v, FP8_TOLERANCE),
-    }
+    return {"underflow": _underflow_question(v["grad_low_exp"], v["grad_high_exp"], v["sample_seed"]), "recompute": _recompute_question(),
+            "fp8": fp8_question(v, FP8_TOLERANCE)}
+
+
+@lru_cache(maxsize=256, typed=True)
+def _underflow_question(low_exp: int, high_exp: int, sample_seed: int) -> Numeric:
+    flushed = underflow_share({**DEFAULT_SETTINGS, "grad_low_exp": low_exp, "grad_high_exp": high_exp, "sample_seed": sample_seed})
+    return Numeric(
+        f"{GRADIENT_SAMPLE:,} gradients whose magnitudes spread evenly (on a log scale) from 1e{low_exp} to "
+        f"1e{high_exp}, cast to fp16 with no loss scaling: what percentage of them become exactly zero? "
+        f"(right within {UNDERFLOW_TOLERANCE:g} points)",
+        flushed, UNDERFLOW_TOLERANCE, "%",
+        f"counted on the sample: {flushed:.1f}% fall below half of fp16's smallest subnormal, "
+        f"{precision.FORMATS['fp16'].smallest_subnormal:.3g}, and round to zero.",
+    )
+
+
+@lru_cache(maxsize=1)
+def _recompute_question() -> Choice:
+    return Choice(
+        f"{seed_named('002')} says selective recomputation saves ~10x activation memory at < 5% cost, and also that it costs "
+        f"~33% extra FLOPs. For {recompute_setting()}, without flash attention as Korthikanti et al. 2022 ran it, "
+        "what does each mode add to the FLOPs the GPUs execute?",
+        RECOMPUTE_OPTIONS, recompute_answer(), recompute_explanations(),
+    )
 
 
 # ---- the second edition (issue 38 item 2): the recompute key differs between students ----------------
@@ -522,16 +535,17 @@ def draw_settings_v2(d) -> dict:
 
 def build_questions_v2(settings: dict) -> dict:
     v = check_settings(settings)
-    case, flash = v["recompute_case"], v["recompute_flash"]
-    return {
-        **build_questions(v),
-        "recompute": Choice(
-            f"{seed_named('002')} says selective recomputation saves ~10x activation memory at < 5% cost, and also that it costs "
-            f"~33% extra FLOPs. For {recompute_setting(case)}, {'with' if flash else 'without'} flash attention, what does each mode "
-            "add to the FLOPs the GPUs execute, over no recomputation?",
-            RECOMPUTE_OPTIONS_V2, recompute_answer_v2(case, flash), recompute_explanations_v2(case, flash),
-        ),
-    }
+    return {**build_questions(v), "recompute": _recompute_question_v2(v["recompute_case"], v["recompute_flash"])}
+
+
+@lru_cache(maxsize=32, typed=True)
+def _recompute_question_v2(case: str, flash: bool) -> Choice:
+    return Choice(
+        f"{seed_named('002')} says selective recomputation saves ~10x activation memory at < 5% cost, and also that it costs "
+        f"~33% extra FLOPs. For {recompute_setting(case)}, {'with' if flash else 'without'} flash attention, what does each mode "
+        "add to the FLOPs the GPUs execute, over no recomputation?",
+        RECOMPUTE_OPTIONS_V2, recompute_answer_v2(case, flash), recompute_explanations_v2(case, flash),
+    )
 
 
 # ---- the third edition (review 38bda0b, P9): the FP8 question drawn over four cases, right within 0.05 --
