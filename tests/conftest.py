@@ -97,11 +97,23 @@ EXPORTS_FOLDER = pytest.StashKey[Path]()
 EXPORTS_LABS, EXPORTS_PROBLEM_SETS, CHECKS = {"test_export_html_exits_0"}, {"test_marimo_check_and_export"}, {"test_marimo_check_strict", "test_marimo_check_and_export"}
 
 
+# tests/test_hub.py's test that awaits deploy/check_hub.py (tests/hub_check.py)
+HUB_CHECK = "test_the_hub_keeps_students_apart"
+
+
 def pytest_collection_finish(session):
-    """Begin in the background the marimo runs the selected tests will await (tests/marimo_cli.py),
-    so they run beside the tests before them instead of while a test waits."""
+    """Begin in the background the marimo runs the selected tests will await (tests/marimo_cli.py)
+    and the hub check (tests/hub_check.py), so they run beside the tests before them instead of
+    while a test waits."""
     names = {item.originalname for item in session.items if isinstance(item, pytest.Function)}
-    if session.config.option.collectonly or not names & (EXPORTS_LABS | EXPORTS_PROBLEM_SETS | CHECKS):
+    if session.config.option.collectonly:
+        return
+    if HUB_CHECK in names:
+        import hub_check
+
+        if not hub_check.missing():
+            hub_check.start()
+    if not names & (EXPORTS_LABS | EXPORTS_PROBLEM_SETS | CHECKS):
         return
     import tempfile
 
@@ -113,6 +125,8 @@ def pytest_collection_finish(session):
 
 
 def pytest_sessionfinish(session):
+    if "hub_check" in sys.modules:
+        sys.modules["hub_check"].stop()  # a session stopped before its test awaited it
     if "browser" in sys.modules:
         sys.modules["browser"].keep_chromium(False)
     if "marimo_cli" in sys.modules:
