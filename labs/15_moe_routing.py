@@ -8,7 +8,6 @@ app = marimo.App(
 
 with app.setup:
     import marimo as mo
-    import plotly.graph_objects as go
 
     from labs.core import ENGINE_VERSION
     from labs.core import ui
@@ -38,14 +37,7 @@ with app.setup:
         summary,
     )
     from labs.core.scenarios.lab11 import MOE_GPUS, moe_cluster, moe_model
-    from labs.core.charts import figure, palette_png, redrawn_on_second_axes, vline_shape
-    from plotly.colors import get_colorscale, sample_colorscale
-    from labs.core.style import COLORS
-
-    HEAT_COLORSCALE = get_colorscale("Viridis")  # the router heatmap's: its image's palette and its colour bar
-    # The drop chart's margins, fixed (charts.redrawn_on_second_axes): what the theme's automargin and
-    # the legend below gave it in Chromium (left 60, right 20, top 70, bottom 90 px).
-    DROPS_MARGIN = dict(l=60, r=20, t=70, b=90)
+    from labs.core import routing_svg
 
 
 @app.cell(hide_code=True)
@@ -280,10 +272,10 @@ def _(
     ])
     router_summary = summary(router_view)
     router_label = SCHEME_LABELS[router_setting["scheme"]]
-    router_chart = router_figure(router_view, baseline_view, router_label)
+    router_chart = routing_svg.router_chart(router_view, baseline_view, router_label)  # plain SVG: no Plotly redraw a move
     _cost = step_cost(router_summary["busiest_gpu"])
     mo.vstack([
-        router_chart,
+        mo.Html(router_chart),
         ui.metric_cards({
             f"busiest GPU / mean, steps {STEPS - WINDOW + 1}-{STEPS}": f"{router_summary['busiest_gpu']:.2f}x",
             "busiest expert / mean": f"{router_summary['busiest_expert']:.2f}x",
@@ -297,8 +289,8 @@ def _(
 
 @app.cell
 def _(baseline_view, capacity_slider, router_label, router_summary, router_view):
-    drops_view = drops_figure(router_view, baseline_view, router_label, capacity_slider.value)
-    mo.vstack([ui.metric_cards({f"dropped at c = {capacity_slider.value:g}": f"{router_summary['dropped'][capacity_slider.value]:.2%}"}), drops_view])
+    drops_view = routing_svg.drops_chart(router_view, baseline_view, router_label, capacity_slider.value)
+    mo.vstack([ui.metric_cards({f"dropped at c = {capacity_slider.value:g}": f"{router_summary['dropped'][capacity_slider.value]:.2%}"}), mo.Html(drops_view)])
     return (drops_view,)
 
 
@@ -427,63 +419,6 @@ def _(balance_committed, cost_committed, drops_committed, submitted):
         }
     )
     return
-
-
-# The charts are built from plain dicts (labs.core.charts.figure: no property-by-property
-# validation, which cost 7-25 ms a chart). The heatmap and the busiest-GPU line share one figure
-# and its step axis, its axes without the theme's automargin (the margins are fixed): Plotly.newPlot
-# in Chromium took 250-340 ms for the heatmap and line charts apart, 85-150 ms for this figure.
-# The heatmap is drawn as one image (a palette PNG the kernel encodes, the colour bar carried by
-# a marker-less trace): Plotly.react of the figure in Chromium 163 -> 116 ms (medians of 20, load 18).
-@app.function
-def router_figure(run, baseline, label: str) -> go.Figure:
-    """Above, tokens per expert over the run, summed over 10-step windows (an image of the
-    heatmap, each window's tokens in its hover); below, the busiest GPU's tokens over the mean
-    GPU's, per 50-step window, for the router and the reference router (no balancing, every
-    node), on the same step axis."""
-    z = run.window_loads(10).T
-    steps = [WINDOW * (i + 1) for i in range(run.setting.steps // WINDOW)]
-    low, high = int(z.min()), int(z.max())
-    heat = [*heatmap_image(z, low, high), dict(type="scatter", x=[None], y=[None], xaxis="x2", yaxis="y2", mode="markers", showlegend=False, hoverinfo="skip",
-                                                marker=dict(colorscale=HEAT_COLORSCALE, cmin=low, cmax=high, color=[low], showscale=True,
-                                                            colorbar=dict(title=dict(text="tokens"), len=0.6, y=1.0, yanchor="top", outlinewidth=0)))]
-    lines = [dict(type="scatter", x=steps, y=r.busiest_gpu_over_mean(WINDOW).tolist(), name=name, mode="lines+markers", line=dict(color=color, width=3),
-                  xaxis="x3", yaxis="y3")
-             for r, name, color in ((baseline, BASELINE_LABEL, COLORS["red"]), (run, label, COLORS["blue"]))]
-    return figure([*heat, *lines], dict(
-        height=640, title=dict(text=f"{label}: tokens per expert, and the busiest GPU", y=0.98), margin=dict(t=70),
-        legend=dict(orientation="h", yanchor="top", y=-0.1, x=0.0),
-        xaxis2=dict(anchor="y2", showticklabels=False, range=[5, run.setting.steps + 5], automargin=False),  # the heatmap's edges: the lines' markers would pad it
-        yaxis2=dict(anchor="x2", domain=[0.4, 1.0], title=dict(text="expert"), automargin=False, autorange=True, scaleanchor=False),  # expert 0 below, as a heatmap draws it
-        xaxis3=dict(anchor="y3", matches="x2", title=dict(text="step (heatmap: 10-step windows; line: 50-step windows)"), automargin=False),
-        yaxis3=dict(anchor="x3", domain=[0.0, 0.32], title=dict(text="busiest GPU / mean"), automargin=False),
-    ))
-
-
-@app.function
-def heatmap_image(z, low: int, high: int) -> list[dict]:
-    """z (experts x windows, whole tokens) as one image trace, a heatmap's picture: each value's
-    colour on the colour scale from low to high (one palette entry per whole number when the range
-    has at most 256; else 256 levels, half a level from the exact colour at most), the windows'
-    tokens as its hover text."""
-    span = max(high - low, 1)
-    levels = min(span + 1, 256)
-    codes = (z - low) if levels == span + 1 else ((z - low) * ((levels - 1) / span)).round()
-    colors = ["#%02x%02x%02x" % tuple(round(float(v)) for v in c[4:-1].split(",")) for c in sample_colorscale(HEAT_COLORSCALE, [i / (levels - 1) for i in range(levels)])]
-    return [dict(type="image", source=palette_png(codes.astype("uint8"), colors), x0=10, dx=10, y0=0, dy=1, text=z.astype("uint16"), xaxis="x2", yaxis="y2",
-                 hovertemplate="step %{x}, expert %{y}: %{text} tokens<extra></extra>")]
-
-
-@app.function
-def drops_figure(run, baseline, label: str, capacity: float) -> go.Figure:
-    """Share of token copies dropped over the run at each capacity factor."""
-    data = [dict(type="scatter", x=list(CAPACITIES), y=[100 * r.dropped_share(c, WINDOW) for c in CAPACITIES], name=name, mode="lines+markers", line=dict(color=color, width=3))
-            for r, name, color in ((baseline, BASELINE_LABEL, COLORS["red"]), (run, label, COLORS["blue"]))]
-    return redrawn_on_second_axes(figure(data, dict(shapes=[vline_shape(capacity, dict(color=COLORS["green"], dash="dot"))], height=340,
-                                                    title=dict(text=f"dropped tokens by capacity factor (yours: {capacity:g})", y=0.97), margin=dict(t=70),
-                                                    legend=dict(orientation="h", yanchor="top", y=-0.25, x=0.0), xaxis=dict(title=dict(text="capacity factor")),
-                                                    yaxis=dict(title=dict(text="% of token copies dropped")))),
-                                  DROPS_MARGIN)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ from labs.core.engine.routing import (
     top_k_mask,
 )
 from labs.core.scenarios import lab15
+from test_lab15_svg import check_heatmap, check_router_lines
 
 SMALL = dict(experts=16, top_k=2, tokens=64, steps=40, gpus=8, nodes=2)
 
@@ -475,57 +476,17 @@ def test_locked_until_committed(app):
         assert hidden not in text
 
 
-def _check_heatmap_image(chart, run) -> None:
-    """The router chart's heatmap, drawn as an image: its PNG (decoded by hand, test_lab07_raster_image)
-    holds each 10-step window's tokens per expert, expert 0 on the bottom row, as palette indices
-    from the fewest tokens up (one per whole number when the range has at most 256, else 256 levels);
-    the palette is the colour bar's scale sampled at those levels; the hover text is the tokens."""
-    from plotly.colors import sample_colorscale
-    from test_lab07_raster_image import decode_png
-
-    z = run.window_loads(10).T
-    image, bar = chart.data[0], chart.data[1]
-    pixels, palette = decode_png(image.source)
-    low, high = int(z.min()), int(z.max())
-    levels = min(high - low + 1, 256)
-    expected = z - low if levels == high - low + 1 else np.round((z - low) * (levels - 1) / (high - low))
-    assert pixels.shape == z.shape and np.array_equal(pixels, expected)
-    scale = [tuple(round(float(v)) for v in c[4:-1].split(",")) for c in sample_colorscale([list(c) for c in bar.marker.colorscale], [i / (levels - 1) for i in range(levels)])]
-    assert [tuple(bytes.fromhex(c[1:])) for c in palette] == scale
-    assert (bar.marker.cmin, bar.marker.cmax, bar.marker.showscale) == (low, high, True)
-    assert np.array_equal(np.asarray(image.text), z) and "%{text} tokens" in image.hovertemplate
-    assert (image.x0, image.dx, image.y0, image.dy) == (10, 10, 0, 1) and chart.layout.yaxis2.autorange is True  # window i at step 10 (i + 1), expert e at y = e
-    assert (image.xaxis, image.yaxis, bar.xaxis, bar.yaxis) == ("x2", "y2", "x2", "y2") and {t.xaxis for t in chart.data[2:]} == {"x3"}
-    assert "xaxis" not in chart.to_plotly_json()["layout"] and "yaxis" not in chart.to_plotly_json()["layout"]  # marimo's plot draws again with the old x/y
-    print(f"{run.setting.scheme} skew {run.setting.skew}: tokens {low}-{high}, {levels} palette levels")
-
-
-def test_the_heatmap_image_is_the_windows_tokens_at_a_wide_range_too():
-    """No balancing at the largest skew: more than 256 whole numbers of tokens, drawn in 256 levels
-    (the hover still gives each window's tokens exactly)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("lab15_notebook", LAB15)
-    notebook = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(notebook)
-    wide = lab15.router_run("none", max_nodes=lab15.NODES, skew=max(lab15.SKEWS), drift=0.0)
-    z = wide.window_loads(10)
-    assert z.max() - z.min() > 255
-    _check_heatmap_image(notebook.router_figure(wide, wide, "no balancing"), wide)
-
-
 @pytest.mark.usefixtures("ledger_dir")
 def test_commit_reveals_and_the_instruments_follow_the_router(app):
     outputs, defs = app.run(defs=_all_committed())
     text = text_of(outputs)
     assert "Right" in text and "Key takeaways" in text and "The equations behind" in text
     run = lab15.router_run(**{k: lab15.DEFAULT_INPUTS[k] for k in ("scheme", "aux_coeff", "gamma", "max_nodes", "skew", "drift")})
-    chart = defs["router_chart"]  # the heatmap (an image and its colour bar) above, the busiest GPU's line for the reference router and this one below
-    assert [t.type for t in chart.data] == ["image", "scatter", "scatter", "scatter"]
-    _check_heatmap_image(chart, run)
+    chart = defs["router_chart"]  # SVG: the heatmap (an image and its colour bar) above, the busiest GPU's line for the reference router and this one below
+    check_heatmap(chart, run)
     reference = lab15.router_run("none", max_nodes=lab15.NODES, skew=lab15.DEFAULT_INPUTS["skew"], drift=lab15.DEFAULT_INPUTS["drift"])
-    assert chart.data[2].name == lab15.BASELINE_LABEL and list(chart.data[2].y) == reference.busiest_gpu_over_mean(lab15.WINDOW).tolist()
-    assert list(chart.data[3].y) == run.busiest_gpu_over_mean(lab15.WINDOW).tolist()
+    check_router_lines(chart, run, reference, lab15.SCHEME_LABELS[run.setting.scheme])
+    assert chart in text and defs["drops_view"] in text  # both charts shown as markup, no Plotly figure
     assert defs["baseline_view"] is reference  # the reference router reads every node, whatever the node limit
     assert f"{lab15.summary(run)['busiest_gpu']:.2f}x" in text
 
@@ -589,7 +550,7 @@ def test_a_capacity_move_reruns_neither_the_router_nor_its_other_charts():
     assert len(routing_cells) == 1 and not routing_cells[0] & {"capacity_slider", "router_inputs"}
     for refs, body in cells:
         if refs & {"capacity_slider", "router_inputs"}:
-            assert not any(f in body for f in ("router_runs(", "router_figure(")), sorted(refs)
+            assert not any(f in body for f in ("router_runs(", "router_chart(")), sorted(refs)
 
 
 def test_a_move_of_the_routers_own_knobs_runs_one_router():
