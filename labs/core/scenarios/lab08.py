@@ -652,17 +652,18 @@ def _draw(d, node_bucket_bytes) -> dict:
 
 
 def build_questions(s: dict) -> dict:
-    nbytes, nodes, group = float(s["bucket_bytes"]), int(s["bucket_nodes"]), s["bucket_group"]
+    return {"ring": ring_question(s), "bucket": _bucket_question(float(s["bucket_bytes"]), int(s["bucket_nodes"]), s["bucket_group"])}
+
+
+@functools.lru_cache(maxsize=256)  # 3 of a variant's 5 settings: ledgers of editions 2 and 3 share few buckets
+def _bucket_question(nbytes: float, nodes: int, group: str) -> Choice:
     cluster, ranks = bucket_group_cluster(nodes, group)
     where = (f"inside one DGX H100 node, over its {ranks} GPUs on NVLink (a hybrid-sharded job's shard group)" if group == "node"
              else f"over all {ranks:,} H100s of the job ({cluster.nodes} DGX nodes)")
-    return {
-        "ring": ring_question(s),
-        "bucket": Choice(
-            f"A {nbytes / 1e6:g} MB gradient bucket is all-reduced {where}. Which algorithm finishes first?",
-            bucket_step_options(group), bucket_group_answer(nbytes, nodes, group), bucket_group_explanations(nbytes, nodes, group),
-        ),
-    }
+    return Choice(
+        f"A {nbytes / 1e6:g} MB gradient bucket is all-reduced {where}. Which algorithm finishes first?",
+        bucket_step_options(group), bucket_group_answer(nbytes, nodes, group), bucket_group_explanations(nbytes, nodes, group),
+    )
 
 
 # ---- variants, fourth edition: each of the four options is right for a quarter of the cases ---------
