@@ -110,6 +110,19 @@ def _y_title(text: str, top: float, bottom: float) -> str:
     return f'<text transform="translate(20,{(top + bottom) / 2:.1f}) rotate(-90)" text-anchor="middle">{escape(text)}</text>'
 
 
+def _lines_panel(xs, values, lines, px, py, ticks, box, titles, legend_y: float, hover, under=()) -> list[str]:
+    """A panel of lines (one per (run, name, colour) of `lines`): its axes and ticks (x, y), what
+    lies under the lines (`under`), each line's points with their hover, the axis titles (x, y) and
+    the legend below."""
+    left, right, top, bottom = box
+    parts = [*_x_axis(ticks[0], px, top, bottom, labels=True), *_y_axis(ticks[1], py, left, right), *under]
+    for (_, name, color), ys in zip(lines, values):
+        parts += _line_marks(xs, ys, px, py, name, color, lambda x, y, name=name: hover(name, x, y))
+    parts.append(_y_title(titles[1], top, bottom))
+    parts.append(f'<text x="{(left + right) / 2:.1f}" y="{bottom + 44:.1f}" text-anchor="middle">{titles[0]}</text>')
+    return parts + _legend_below([(name, color) for _, name, color in lines], left, legend_y)
+
+
 def router_chart(run, baseline, label: str) -> str:
     """Above, tokens per expert over the run, summed over 10-step windows (one palette PNG, expert
     0 on the bottom row, window i's column centred on step 10 (i + 1), as the Plotly image at
@@ -149,13 +162,9 @@ def router_chart(run, baseline, label: str) -> str:
     values = [r.busiest_gpu_over_mean(WINDOW).tolist() for r, _, _ in lines]
     lo, hi = padded([v for ys in values for v in ys])
     py = scale(lo, hi, line_bottom, line_top)
-    parts += _x_axis(x_ticks, px, line_top, line_bottom, labels=True)
-    parts += _y_axis(nice_ticks(lo, hi, 4), py, left, right)
-    for (_, name, color), ys in zip(lines, values):
-        parts += _line_marks(xs, ys, px, py, name, color, lambda x, y, name=name: f"{name}, step {x:g}: {y:.3f}x")
-    parts.append(_y_title("busiest GPU / mean", line_top, line_bottom))
-    parts.append(f'<text x="{(left + right) / 2:.1f}" y="{line_bottom + 44:.1f}" text-anchor="middle">step (heatmap: 10-step windows; line: 50-step windows)</text>')
-    parts += _legend_below([(name, color) for _, name, color in lines], left, ROUTER_HEIGHT - 20)
+    parts += _lines_panel(xs, values, lines, px, py, (x_ticks, nice_ticks(lo, hi, 4)), (left, right, line_top, line_bottom),
+                          ("step (heatmap: 10-step windows; line: 50-step windows)", "busiest GPU / mean"), ROUTER_HEIGHT - 20,
+                          lambda name, x, y: f"{name}, step {x:g}: {y:.3f}x")
     return svg_page(WIDTH, ROUTER_HEIGHT, f"{label}: tokens per expert, and the busiest GPU", parts, capped=False)
 
 
@@ -171,13 +180,9 @@ def drops_chart(run, baseline, label: str, capacity: float) -> str:
     py = scale(y_lo, y_hi, bottom, top)
     parts = [(f'<text x="{WIDTH / 2}" y="{0.03 * DROPS_HEIGHT + 18:.1f}" text-anchor="middle" font-size="18">'
               f'dropped tokens by capacity factor (yours: {capacity:g})</text>')]
-    parts += _x_axis(nice_ticks(*padded([*CAPACITIES, capacity]), 6), px, top, bottom, labels=True)
-    parts += _y_axis(nice_ticks(y_lo, y_hi, 4), py, left, right)
-    parts.append(f'<line class="capacity" data-capacity="{capacity!r}" x1="{px(capacity):.2f}" x2="{px(capacity):.2f}" y1="{top}" y2="{bottom}" '
-                 f'stroke="{COLORS["green"]}" stroke-width="2" stroke-dasharray="3,3"/>')
-    for (_, name, color), ys in zip(lines, values):
-        parts += _line_marks(CAPACITIES, ys, px, py, name, color, lambda x, y, name=name: f"{name}, c = {x:g}: {y:.2f}% dropped")
-    parts.append(_y_title("% of token copies dropped", top, bottom))
-    parts.append(f'<text x="{(left + right) / 2:.1f}" y="{bottom + 44:.1f}" text-anchor="middle">capacity factor</text>')
-    parts += _legend_below([(name, color) for _, name, color in lines], left, DROPS_HEIGHT - 12)
+    capacity_line = (f'<line class="capacity" data-capacity="{capacity!r}" x1="{px(capacity):.2f}" x2="{px(capacity):.2f}" y1="{top}" y2="{bottom}" '
+                     f'stroke="{COLORS["green"]}" stroke-width="2" stroke-dasharray="3,3"/>')
+    parts += _lines_panel(CAPACITIES, values, lines, px, py, (nice_ticks(*padded([*CAPACITIES, capacity]), 6), nice_ticks(y_lo, y_hi, 4)),
+                          (left, right, top, bottom), ("capacity factor", "% of token copies dropped"), DROPS_HEIGHT - 12,
+                          lambda name, x, y: f"{name}, c = {x:g}: {y:.2f}% dropped", under=[capacity_line])
     return svg_page(WIDTH, DROPS_HEIGHT, f"dropped tokens by capacity factor (yours: {capacity:g})", parts, capped=False)
