@@ -318,7 +318,7 @@ def _(router_setting, router_summary):
 
     The NIC carries {_c.inter_bytes_per_s_per_gpu / 1e9:.0f} GB/s per GPU against NVLink's {_c.intra.effective_bytes_per_s / 1e9:.0f} GB/s:
     the network copies set the time, which is why DeepSeek-V3 caps each token at 4 nodes. The busiest GPU also *receives*
-    more than the mean; the engine prices the all-to-all at the mean GPU's bytes.
+    more than the mean; the step below prices the all-to-all at the mean GPU's bytes.
 
     ### What the hot expert costs the step
 
@@ -327,9 +327,10 @@ def _(router_setting, router_summary):
     compute {_cost['compute_s']:.1f} s becomes {_cost['hot_compute_s']:.1f} s and the step {_cost['balanced_s']:.1f} s becomes
     **{_cost['hot_s']:.1f} s** ({_cost['rise']:+.1%}). The all-to-all's {_cost['ep_comm_s']:.1f} s is priced unchanged.
 
-    *What the engine does not have yet:* grouped-GEMM efficiency at few tokens per expert (engine v4 part 2). It prices each
-    expert's GEMMs at the large-GEMM rate less a fixed cost per call, so the cold experts' short GEMMs here run as efficiently
-    as long ones would; on a real GPU they run slower, and the gap between the hot and the balanced step is likely wider.
+    *How the engine prices it:* a GPU's experts run as one grouped GEMM whose tiles share the waves; each expert's tokens
+    pad to the tile and each expert reads its own weights, so below a few hundred tokens an expert the weights' bytes, not the
+    FLOPs, set the time. Padding every expert to the busiest GPU's load is the capacity factor's price: the dispatch and
+    combine stay at the mean GPU's bytes, so the busiest GPU's extra receiving is not in this step.
     """
     )
     return

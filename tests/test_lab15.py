@@ -593,3 +593,24 @@ def test_a_held_question_shows_nothing_of_its_answer_after_commit(key, tmp_path,
     from lab_hold import check_held_question
 
     check_held_question(Path(__file__).resolve().parents[1] / "labs" / "15_moe_routing.py", key, tmp_path, monkeypatch)
+
+
+def test_the_hot_expert_prose_holds_few_tokens_an_expert_are_weight_bound():
+    """Section "What the hot expert costs the step" says the engine runs a GPU's experts as one
+    grouped GEMM in which, below a few hundred tokens an expert, the weights' bytes and not the
+    FLOPs set the time. Checked by hand on the lab's H800 and DeepSeek-V3's expert (fc1 of 2 x
+    2,048 outputs over hidden 7,168, 4 experts a GPU): at 64 tokens an expert the FLOPs at the bf16
+    peak take 4.6x less time than reading the 4 experts' bf16 weights once at the HBM's datasheet
+    rate, and the engine's time is at least that read; at 4,096 tokens the FLOPs take the longer."""
+    from labs.core.engine.gemm import grouped_gemm_time
+    from labs.core.scenarios import lab11
+
+    gpu, model = lab11.moe_cluster().gpu, lab11.moe_model()
+    n, k, experts = 2 * model.expert_ffn, model.hidden, 4
+    weights_s = experts * 2 * n * k / gpu.hbm_bytes_per_s  # bf16 weights read once
+    for tokens, weight_bound in ((64, True), (4096, False)):
+        flops_s = experts * 2 * tokens * n * k / gpu.bf16_flops
+        engine_s = grouped_gemm_time(gpu, tokens, n, k, groups=experts)
+        print(f"{tokens} tokens an expert: FLOPs at peak {flops_s * 1e6:.1f} us, weights at the datasheet HBM rate {weights_s * 1e6:.1f} us, engine {engine_s * 1e6:.1f} us")
+        assert (weights_s > flops_s) == weight_bound
+        assert engine_s >= max(weights_s, flops_s)

@@ -128,8 +128,8 @@ def step_cost(busiest_gpu: float) -> dict:
     """DeepSeek-V3's step on its published layout, balanced and with every expert GEMM run at the
     busiest GPU's tokens (the EP group waits for it): the engine's capacity factor set to the
     busiest GPU's load over the mean pads every expert to that load. The all-to-all stays priced
-    at the mean GPU's bytes, and grouped GEMMs at their large-GEMM rate less the engine's fixed
-    cost per call (their efficiency at few tokens per expert is engine v4 part 2 work)."""
+    at the mean GPU's bytes; the experts run as one grouped GEMM (labs.core.engine.gemm.grouped_gemm_time:
+    each expert's tokens pad to the tile, each reads its own weights)."""
     ratio = round(max(1.0, float(busiest_gpu)), 3)
     balanced, hot = lab11.moe_estimate(), lab11.moe_estimate(capacity=ratio)
     return {"ratio": ratio, "balanced_s": balanced.step_time_s, "hot_s": hot.step_time_s, "rise": hot.step_time_s / balanced.step_time_s - 1,
