@@ -339,7 +339,8 @@ def sweep(model: Model, cluster: Cluster, global_batch: int, era: str | None = N
     fits = out["memory_bytes"] <= cluster.gpu.hbm_bytes
     order, fitting = _best_first(fits, out["step_time_s"])
     step, memory = out["step_time_s"].take(order), out["memory_bytes"].take(order)
-    model_flops, hardware_flops = out["model_flops"].take(order), out["hardware_flops"].take(order)
+    # FLOP/s a GPU, divided in the same order as each column's formula reads (the same bits), once for both of its columns
+    model_per_gpu, hardware_per_gpu = out["model_flops"].take(order) / step / gpus, out["hardware_flops"].take(order) / step / gpus
     import pandas as pd
 
     frame = _layout_columns(space, order)
@@ -363,10 +364,10 @@ def sweep(model: Model, cluster: Cluster, global_batch: int, era: str | None = N
         "memory_bytes": memory,
         "step_time_s": step,
         "bubble_fraction": out["bubble_fraction"].take(order),
-        "model_tflops_per_gpu": model_flops / step / gpus / 1e12,
-        "hardware_tflops_per_gpu": hardware_flops / step / gpus / 1e12,
-        "mfu": model_flops / step / gpus / peak,
-        "hfu": hardware_flops / step / gpus / peak,
+        "model_tflops_per_gpu": model_per_gpu / 1e12,
+        "hardware_tflops_per_gpu": hardware_per_gpu / 1e12,
+        "mfu": model_per_gpu / peak,
+        "hfu": hardware_per_gpu / peak,
         "tokens_per_s": global_batch * model.seq_len / step,
         "dp_comm_exposed_s": out["dp_comm_s"].take(order),
         "dp_comm_latency_s": out["dp_exposed_latency_s"].take(order),
