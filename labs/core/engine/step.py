@@ -74,8 +74,7 @@ def _evaluate(model, cluster, c, dp_algorithm, stack, xp, collectives, brief, gr
     o = optimizer_stage(cluster, stack, p, q, d, xp)
     r = memory_stage(p, q, d, f, xp, stack, brief)
     m = p.m
-    step = q.pipeline + q.pp_comm + d.dp_exposed + o.optimizer + o.offload_exposed
-    ep_comm = q.ep_exposed  # the expert all-to-alls the step waits for (DualPipe hides part: stages.pipe)
+    step = q.pipeline_and_pp + d.dp_exposed + o.optimizer + o.offload_exposed  # q.pipeline + q.pp_comm + ...
     out = {  # what sweep() shows
         "step_time_s": step,
         "dp_comm_s": d.dp_exposed,
@@ -88,6 +87,7 @@ def _evaluate(model, cluster, c, dp_algorithm, stack, xp, collectives, brief, gr
     if brief:
         return out, None
     dp_traffic(p, d, xp)  # bytes sent and collectives' counts: the full outputs only
+    ep_comm = q.ep_exposed  # the expert all-to-alls the step waits for (DualPipe hides part: stages.pipe); a sweep's groups spread it only here
     tp_sent = _tp_layer_sent(p, tpcp, xp)
     q.pp_sent = pp_sent(p, q, tpcp, xp)
     stages = stage_memory(r, xp)

@@ -179,6 +179,9 @@ def pipeline_stage(model, cluster, stack, p, layer, tpcp, xp) -> SimpleNamespace
     # N larger than p covers; without overlap every message also waits in line.
     ramp = message_idle(pp, v, xp.where(p.group > 0, p.group, pp), stage_f, q.stage_bwd, q.hop, xp)
     q.pp_comm = xp.where(pp > 1, ramp + xp.where(p.pp_overlap, 0.0, 2 * m * v * q.hop), 0.0)
+    # the step time's first two terms (labs.core.engine.step), added here: a sweep runs this stage once
+    # per group of rows that differ only in the ZeRO stage and spreads one column, not two
+    q.pipeline_and_pp = q.pipeline + q.pp_comm
     return q
 
 
