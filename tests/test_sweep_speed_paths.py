@@ -387,3 +387,33 @@ def test_plan_columns_at_rows_equal_every_row_taken():
                 assert np.array_equal(np.broadcast_to(f, np.shape(cols["tp"])).take(rows), np.broadcast_to(a, rows.shape)), (era, term, key)
                 assert np.array_equal(np.broadcast_to(f, np.shape(cols["tp"])), np.broadcast_to(getattr(lazy, term)[key] if key else getattr(lazy, term), np.shape(cols["tp"])))
         print(f"{era}: {len(cols['tp'])} rows, {len(rows)} taken, every term equal")
+
+
+def test_product_rows_are_the_masked_product_in_nesting_order():
+    """search._product against its definition: the flat indices of the product (layouts,
+    micro_batch, zero_stage, recompute, SP, schedule) where the (layout, micro_batch, SP,
+    schedule) mask holds, unravelled; each row's ZeRO sibling at the first choice the row with
+    the same indices but zero; the batch key its (layout, zero, schedule) numbered in that order.
+    Random masks, empty groups and layouts included."""
+    from labs.core.engine.search import _product
+
+    rng = np.random.default_rng(7)
+    for trial in range(200):
+        shape = tuple(int(x) for x in rng.integers(1, 5, 6))
+        layouts, n_mb, n_zero, n_rc, n_sp, n_sv = shape
+        ok = rng.random((layouts, n_mb, n_sp, n_sv)) < rng.choice([0.2, 0.6, 1.0])
+        t, p, dp, c, e = (rng.integers(1, 64, layouts) for _ in range(5))
+        mbs, zeros_, rc_codes = rng.integers(1, 9, n_mb), np.arange(n_zero), rng.permutation(n_rc)
+        sps, sched_v = rng.random(n_sp) < 0.5, rng.integers(0, 6, (n_sv, 2))
+        got = _product(shape, ok, t, p, dp, c, e, mbs, zeros_, rc_codes, sps, sched_v, 256)
+        full = np.broadcast_to(ok[:, :, None, None, :, :], shape)
+        li, mi, zi, ri, si, vi = np.unravel_index(np.flatnonzero(full), shape)
+        expected = {"tp": t[li], "pp": p[li], "dp": dp[li], "cp": c[li], "ep": e[li], "micro_batch": mbs[mi], "zero_stage": zeros_[zi],
+                    "sequence_parallel": sps[si], "virtual_stages": sched_v[vi, 1], "_recompute_code": rc_codes[ri], "_schedule_code": sched_v[vi, 0],
+                    "_layout": li, "_zero_index": zi, "_batch_key": (li * n_zero + zi) * n_sv + vi, "global_batch": np.full(len(li), 256)}
+        sibling = {(a, b, g, h, j): row for row, (a, b, z, g, h, j) in enumerate(zip(li, mi, zi, ri, si, vi)) if z == 0}
+        expected["_zero_base"] = np.array([sibling[(a, b, g, h, j)] for a, b, g, h, j in zip(li, mi, ri, si, vi)], dtype=np.int64)
+        assert got.keys() == expected.keys()
+        for k, x in expected.items():
+            assert np.array_equal(got[k], x) and got[k].dtype == np.asarray(x).dtype, (trial, shape, k)
+    print(f"200 random masks: last {len(li)} rows of {np.prod(shape)}")
