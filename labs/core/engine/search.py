@@ -216,7 +216,7 @@ def _columns(space: dict, options: dict) -> dict:
         "global_batch": same(space["global_batch"][0]),
         "recompute": space["_recompute_code"], "schedule": space["_schedule_code"],
         "flash_attention": same(options["flash_attention"], bool),
-        "tp_comm_overlap": sp & options["tp_comm_overlap"],  # on wherever SP allows it
+        "tp_comm_overlap": _tp_comm_overlap(sp, options),
         "grad_fp32": same(options["grad_reduce_dtype"] == "fp32", bool),
         "dp_overlap": same(options["dp_overlap"], bool), "pp_overlap": same(options["pp_overlap"], bool),
         "bucket_bytes": same(float(options["bucket_bytes"] or 0.0)),
@@ -231,6 +231,12 @@ def _columns(space: dict, options: dict) -> dict:
         "ep": space["ep"], "capacity_factor": same(0.0), "max_nodes_per_token": same(0.0),
         "grad_sync": same(GRAD_SYNCS.index(options["grad_sync"]), int), "torch_compile": same(options["torch_compile"], bool),
     }
+
+
+def _tp_comm_overlap(sp: np.ndarray, options: dict) -> np.ndarray:
+    """The tp_comm_overlap column of rows whose sequence_parallel column is `sp`: the option, on
+    wherever SP allows it (sweep() reads it of its rows in order from their SP: no gather)."""
+    return sp & options["tp_comm_overlap"]
 
 
 # Rows evaluated at once: a block's temporary columns stay at most 192 KiB each (24,576 float64
@@ -353,7 +359,7 @@ def sweep(model: Model, cluster: Cluster, global_batch: int, era: str | None = N
     # it (_same_name: pandas' own repeat of a string scalar takes several times longer)
     frame.update({
         k: _same_name(value, len(order)) if isinstance(value, str) else value for k, value in {
-            "global_batch": global_batch, "flash_attention": bool(options["flash_attention"]), "tp_comm_overlap": cols["tp_comm_overlap"].take(order),
+            "global_batch": global_batch, "flash_attention": bool(options["flash_attention"]), "tp_comm_overlap": _tp_comm_overlap(frame["sequence_parallel"], options),
             "grad_reduce_dtype": options["grad_reduce_dtype"], "dp_algorithm": options["dp_algorithm"],
             "dp_overlap": bool(options["dp_overlap"]), "pp_overlap": bool(options["pp_overlap"]),
             "optimizer_state": options["optimizer_state"], "cp_algorithm": options["cp_algorithm"], "precision": options["precision"],
