@@ -127,7 +127,11 @@ class _ColumnsAt(dict):
 
     def __missing__(self, key):
         value = np.asarray(self._c[key])
-        value = value.take(self._rows, axis=-1) if value.ndim and value.shape[-1] == self._size else value
+        if value.ndim and value.shape[-1] == self._size:
+            if value.strides[-1] == 0:  # a setting every row shares (search._columns' broadcast): the same view at these rows, no copy
+                value = np.broadcast_to(value[..., :1], value.shape[:-1] + (len(self._rows),))
+            else:
+                value = value.take(self._rows, axis=-1)
         self[key] = value
         return value
 
