@@ -116,10 +116,30 @@ SETTLED = """([fp, before]) => {
   window.__benchFrames = (window.__benchFrames || 0) + 1;
   const now = (new Function('return ' + fp))()();
   if (now.includes('drawing')) { window.__benchLast = null; return false; }
-  if (now === before) { window.__benchLast = null; return window.__benchFrames >= 10; }  // the run changed nothing on the page
+  if (now === before) {  // no text or Plotly chart changed: done once the page's DOM (an SVG's attributes too) is still for 2 frames
+    window.__benchLast = null;
+    const muts = window.__benchMuts || 0;
+    if (muts !== window.__benchMutSeen) { window.__benchMutSeen = muts; window.__benchQuiet = 0; } else { window.__benchQuiet = (window.__benchQuiet || 0) + 1; }
+    return window.__benchQuiet >= 2 || window.__benchFrames >= 10;
+  }
   if (window.__benchLast === now) { window.__benchStill = (window.__benchStill || 0) + 1; } else { window.__benchStill = 0; }
   window.__benchLast = now;
   return window.__benchStill >= 2;
+}"""
+
+
+# A move's clock starts here. The mutation count lets a move whose run changed no text and no
+# Plotly chart end when the page's DOM is still (2 frames), not after a fixed 10 frames (~167 ms):
+# that wait was the whole of Lab 09's "Its link" move (its run done at ~35 ms, nothing redrawn),
+# and it timed an SVG patched in place (attributes only) at 10 frames whatever it cost. Outputs
+# arrive before the run's completed-run message, so the frames counted after it follow them.
+RESET = """() => {
+  if (!window.__benchObserver) {
+    window.__benchObserver = new MutationObserver(records => { window.__benchMuts = (window.__benchMuts || 0) + records.length; });
+    window.__benchObserver.observe(document.body, {subtree: true, childList: true, attributes: true, characterData: true});
+  }
+  window.__benchLast = null; window.__benchStill = 0; window.__benchFrames = 0; window.__benchRun = null; window.__benchDone = null;
+  window.__benchMutSeen = undefined; window.__benchQuiet = 0; window.__benchT0 = performance.now();
 }"""
 
 
@@ -272,7 +292,7 @@ def timed_move(page, handle, act, timeout_s: float) -> tuple[float, float]:
     reached the page."""
     page.bring_to_front()
     before = fingerprint(page)
-    page.evaluate("() => { window.__benchLast = null; window.__benchStill = 0; window.__benchFrames = 0; window.__benchRun = null; window.__benchDone = null; window.__benchT0 = performance.now(); }")
+    page.evaluate(RESET)
     start = time.perf_counter()
     act(handle)
     try:
