@@ -10,7 +10,7 @@ with app.setup:
     import marimo as mo
 
     from labs.core import ENGINE_VERSION
-    from labs.core import charts, ui
+    from labs.core import charts, dp_svg, ui
     from labs.core.engine.collectives import bytes_sent_per_rank
     from labs.core.engine.eras import ERAS
     from labs.core.engine.hardware import LINKS
@@ -266,7 +266,7 @@ def _(act1_current, act1_curve, act1_error, act1_inputs, act1_story_inputs, vari
                 f"all-gather of the bf16 weights ({_sent.get('dp_gather', 0.0) / _share / 1e9:.1f} GB, {_sent.get('dp_gather', 0.0) / 1e9:.1f} GB sent). "
                 f"MFU is the engine's for {STACK} on {_cur.cluster.gpu.name}; other software stacks reach less."
             ),
-            charts.mfu_vs_gpus({"engine": act1_curve}, _marked, _cur),
+            mo.Html(dp_svg.mfu_chart({"engine": act1_curve}, _marked, _cur)),
             ui.published_beside(_cur),
         ]
     )
@@ -277,7 +277,7 @@ def _(act1_current, act1_curve, act1_error, act1_inputs, act1_story_inputs, vari
 def _(act1_curve):
     _fitting = [e for e in act1_curve if e.fits]
     mo.stop(not _fitting)
-    charts.dp_step_figure(_fitting)  # the two charts side by side in one figure: a third of the browser's redraw of two
+    mo.Html(dp_svg.dp_step_chart(_fitting))  # plain SVG: a Plotly redraw of these charts was most of an Act I move's cost in the browser
     return
 
 

@@ -169,15 +169,20 @@ def test_hsdp_shards_less_and_gathers_over_its_group():
 
 # ---- charts: no MFU for a setting that does not fit; step bars as shares --------------------------
 def test_mfu_chart_skips_settings_that_do_not_fit():
-    from labs.core import charts
+    """Lab 05's MFU chart (labs.core.dp_svg.mfu_chart, SVG): a point per fitting GPU count, no
+    "your setting" for a setting that does not fit."""
+    import xml.etree.ElementTree as ET
+
+    from labs.core import dp_svg
     from labs.core.scenarios.lab05 import dp_wall_curve
 
     curve = dp_wall_curve(dict(global_batch=512, fixed_per_gpu=True, fabric="ib-ndr", algorithm="ring", overlap=True, params_b=13, grad_reduce_dtype="bf16"))
     assert any(not e.fits for e in curve) and any(e.fits for e in curve)
-    fig = charts.mfu_vs_gpus({"engine": curve}, {}, next(e for e in curve if not e.fits))
-    plotted = set(fig.data[0].x)
-    assert plotted == {e.cluster.gpus for e in curve if e.fits}
-    assert all(t.name != "your setting" for t in fig.data)
+    root = ET.fromstring(dp_svg.mfu_chart({"engine": curve}, {}, next(e for e in curve if not e.fits)))
+    hovers = [c.find("title").text for g in root.iter("g") if g.get("data-name") == "engine" for c in g.iter("circle")]
+    plotted = {int(t.split(":")[1].split("GPUs")[0].replace(",", "")) for t in hovers}
+    assert len(hovers) == len(plotted) and plotted == {e.cluster.gpus for e in curve if e.fits}
+    assert all(g.get("class") != "your-setting" for g in root.iter("g"))
 
 
 def test_step_bars_are_shares_of_each_step():
