@@ -16,6 +16,7 @@ with app.setup:
     from labs.core.engine.dp_scaling import PCIE_CLAIM_GPUS, PCIE_EFFICIENCY_CLAIM, SEQ_LEN, TORCH_DDP, scaling_efficiency
     from labs.core.engine.hardware import CLUSTERS, Cluster
     from labs.core.engine.models import MODELS, Model
+    from labs.core.ps_svg import ps_chart
 
     PCIE_SERVERS = ("pcie-a100", "dgx-a100")
     PCIE_MODELS = ("seed-100m", "seed-12l-512")
@@ -356,16 +357,22 @@ def _(ring_committed):
     return
 
 
+# The two dropdowns are shown by a gated cell of their own through a copy of their HTML (mo.Html
+# of each element's text, not the element, which a move would re-run that cell for): a move
+# re-draws the comparison below, never the dropdowns.
 @app.cell
 def _():
     ps_size_dropdown = mo.ui.dropdown(options=PS_SIZES, value=next(iter(PS_SIZES)), label="Gradient per step")
-    return (ps_size_dropdown,)
-
-
-@app.cell
-def _():
     ps_worker_dropdown = mo.ui.dropdown(options={LINKS[_k].name: _k for _k in PS_WORKER_LINKS}, value=LINKS[PS_WORKER_LINKS[0]].name, label="Workers' NIC (the ring runs on it)")
-    return (ps_worker_dropdown,)
+    ps_panel = mo.hstack([mo.Html(ps_size_dropdown.text), mo.Html(ps_worker_dropdown.text)], justify="start")
+    return ps_panel, ps_size_dropdown, ps_worker_dropdown
+
+
+@app.cell(hide_code=True)
+def _(ps_panel, ring_committed):
+    ui.gate(ring_committed)
+    ps_panel
+    return
 
 
 @app.cell
@@ -377,8 +384,7 @@ def _(ps_size_dropdown, ps_worker_dropdown, ring_committed):
     _big = _res["rows"][-1]
     mo.vstack(
         [
-            mo.hstack([ps_size_dropdown, ps_worker_dropdown], justify="start"),
-            ps_figure(_res),
+            mo.Html(ps_chart(_res)),  # plain SVG: a Plotly redraw cost this move more than the floor page's whole move
             mo.md(
                 f"One server NIC ({_res['server']}, {_res['server_gbs']:.0f} GB/s achieved) against a ring over the workers' "
                 f"{_res['worker']} ({_res['worker_gbs']:.1f} GB/s). "
@@ -1017,17 +1023,6 @@ def holds_grid(view: dict) -> mo.Html:
         f'<div style="font-size:0.8rem;margin-top:4px">chunk (columns) per rank (rows): how many ranks\' parts its copy sums; '
         f'<span style="outline:2px solid {COLORS["red"]};outline-offset:1px">outlined</span>: sent this step</div></div>'
     )
-
-
-@app.function
-def ps_figure(result: dict) -> go.Figure:
-    """Gradient-exchange time against workers: one parameter server against a ring."""
-    rows = [r for r in result["rows"] if r["n"] >= 2]
-    fig = go.Figure()
-    fig.add_scatter(x=[r["n"] for r in rows], y=[r["ps_s"] * 1e3 for r in rows], name=f"parameter server ({result['server']})", mode="lines+markers", line=dict(color=COLORS["red"], width=3))
-    fig.add_scatter(x=[r["n"] for r in rows], y=[r["ring_s"] * 1e3 for r in rows], name=f"ring ({result['worker']})", mode="lines+markers", line=dict(color=COLORS["blue"], width=3))
-    fig.update_layout(height=340, xaxis=dict(type="log", title="workers N"), yaxis=dict(type="log", title="time per exchange (ms)"), legend=dict(orientation="h", y=1.12))
-    return apply_plotly_theme(fig)
 
 
 @app.function
