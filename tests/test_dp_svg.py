@@ -90,6 +90,8 @@ def test_step_bars_are_each_parts_seconds_over_the_step():
             assert rect.find(f"{SVG}title").text == f"{name}: {1e3 * s:,.0f} ms ({100 * s / sum(parts):.0f}% of the step)"
             below -= h
         assert below == pytest.approx(STEP_Y[1], abs=0.05)  # the four parts fill the step: 100%
+    bandwidth = [float(r.get("height")) for r in bars[1::4]]
+    assert bandwidth[-1] > 10 * bandwidth[0]  # the exposed bandwidth term's growth with the GPU count, as a share of the step
 
 
 def test_ratio_points_are_the_all_reduce_over_compute():
