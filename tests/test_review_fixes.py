@@ -185,18 +185,6 @@ def test_mfu_chart_skips_settings_that_do_not_fit():
     assert all(g.get("class") != "your-setting" for g in root.iter("g"))
 
 
-def test_step_bars_are_shares_of_each_step():
-    from labs.core import charts
-    from labs.core.scenarios.lab05 import dp_wall_estimate
-
-    ests = [dp_wall_estimate(n) for n in (8, 64, 512)]
-    fig = charts.dp_step_stack(ests)
-    for i in range(len(ests)):
-        assert sum(t.y[i] for t in fig.data) == pytest.approx(100)
-    exposed = [t for t in fig.data if "bandwidth" in t.name][0]
-    assert exposed.y[-1] > 10 * exposed.y[0]  # the growth the linear bars hid
-
-
 # ---- the pages ----------------------------------------------------------------------------------
 def test_lab08_states_no_answer_before_the_commits():
     outputs, _ = shared_app(LAB["08"]).run()

@@ -1,6 +1,6 @@
 """Lab 05's Act I charts as plain SVG (mo.Html), not Plotly figures: MFU against the GPU count
-(charts.mfu_vs_gpus) and each step's parts beside the all-reduce / compute ratio
-(charts.dp_step_figure). Every Act I move redrew both Plotly figures, and the "Gradients reduced
+and each step's parts beside the all-reduce / compute ratio (the Plotly figures they replace were
+charts.mfu_vs_gpus and charts.dp_step_figure, removed). Every Act I move redrew both Plotly figures, and the "Gradients reduced
 in" move took the bench 228 ms against the floor page's 124 with the run done at 70 ms: the rest
 was the page, Plotly's layout and text measuring, as in Labs 06, 07, 09, 10 and 15 (svg_charts,
 failure_svg, routing_svg). Same data, colours, titles, axis titles, ticks and legend entries as
@@ -17,7 +17,7 @@ from labs.core.engine.perf import Estimate
 from labs.core.style import COLORS, TERM_COLORS
 from labs.core.svg_charts import WIDTH, LogAxis, diamond, svg_page, text_px
 
-GPU_TICKS = (8, 16, 32, 64, 128, 256, 512, 1024)  # charts.mfu_vs_gpus's x ticks
+GPU_TICKS = (8, 16, 32, 64, 128, 256, 512, 1024)  # the GPU counts Act I's slider offers
 SERIES_COLORS = (COLORS["blue"], COLORS["green"], COLORS["purple"])
 # The MFU chart: 960 x 380 px (the figure's height), margins left, right, top, bottom.
 MFU_HEIGHT, MFU_MARGIN = 380, (70, 20, 60, 62)
@@ -76,7 +76,7 @@ def cross(x: float, y: float, d: float, color: str) -> str:
 
 def mfu_chart(curves: dict[str, Sequence[Estimate]], marked: dict[str, tuple[Sequence[int], Sequence[float]]] | None = None,
               current: Estimate | None = None, node_size: int = 8) -> str:
-    """charts.mfu_vs_gpus as SVG: MFU (%) against the GPU count (log x) for named series of
+    """MFU (%) against the GPU count (log x) for named series of
     estimates (those that fit), `marked` points as crosses, the current setting as a diamond, a
     dotted line at one node."""
     left, right_m, top, bottom_m = MFU_MARGIN
@@ -115,13 +115,13 @@ def mfu_chart(curves: dict[str, Sequence[Estimate]], marked: dict[str, tuple[Seq
 
 
 def _step_shares(ests: Sequence[Estimate]) -> dict[str, list[float]]:
-    """Each part's seconds of each step (charts._dp_step_stack_spec's parts)."""
+    """Each part's seconds of each step ."""
     return {"compute": [e.time.compute for e in ests], "dp_bandwidth": [e.dp_exposed_bandwidth_s for e in ests],
             "dp_latency": [e.dp_exposed_latency_s for e in ests], "optimizer_step": [e.time.optimizer for e in ests]}
 
 
 def dp_step_chart(ests: Sequence[Estimate]) -> str:
-    """charts.dp_step_figure as SVG: on the left each GPU count's step as shares of its own time
+    """On the left each GPU count's step as shares of its own time
     (stacked to 100%: compute, exposed bandwidth term, exposed latency term, optimizer step; the
     milliseconds on hover), on the right the all-reduce time (before overlap) over compute time,
     log-log, with a dashed line where they are equal; one legend below both."""
