@@ -245,31 +245,54 @@ def _(ring_committed):
     return
 
 
+# The stepper's instruments are shown by a gated cell of their own through copies of their HTML
+# (mo.Html of each element's text, not the element, which a move would re-run that cell for): a
+# move re-draws the ring below, never the instruments.
 @app.cell
 def _():
     ring_n_slider = mo.ui.slider(steps=list(STEPPER_RANKS), value=4, label="Ranks N", show_value=True)
-    return (ring_n_slider,)
-
-
-@app.cell
-def _():
     ring_size_dropdown = mo.ui.dropdown(options=STEPPER_SIZES, value=STEPPER_DEFAULT_SIZE, label="Message")
-    return (ring_size_dropdown,)
-
-
-@app.cell
-def _():
     ring_link_dropdown = mo.ui.dropdown(options={LINKS[_k].name: _k for _k in STEPPER_LINKS}, value=LINKS[STEPPER_LINKS[0]].name, label="Link")
-    return (ring_link_dropdown,)
+    ring_panel = mo.hstack([mo.Html(_w.text) for _w in (ring_n_slider, ring_size_dropdown, ring_link_dropdown)], justify="start", wrap=True)
+
+    def ring_setting() -> dict:
+        return dict(n=ring_n_slider.value, nbytes=ring_size_dropdown.value, link=ring_link_dropdown.value)
+    return (
+        ring_link_dropdown,
+        ring_n_slider,
+        ring_panel,
+        ring_setting,
+        ring_size_dropdown,
+    )
 
 
 @app.cell
 def _(ring_n_slider):
     ring_step_slider = mo.ui.slider(start=0, stop=2 * (ring_n_slider.value - 1), step=1, value=0, label="Step (0: before the first)", show_value=True)
-    return (ring_step_slider,)
+    ring_step_panel = mo.Html(ring_step_slider.text)
+
+    def ring_step() -> int:
+        return ring_step_slider.value
+    return ring_step, ring_step_panel, ring_step_slider
 
 
-# The stepper's instruments, its state and its drawing in one cell: a step move re-runs one cell here, not three.
+# ring_inputs() reads the instruments when the submit is pressed, so a move does not re-run the submit.
+@app.cell
+def _(ring_setting, ring_step):
+    def ring_inputs() -> dict:
+        _s = ring_setting()
+        return dict(**_s, step=min(ring_step(), 2 * (_s["n"] - 1)))
+    return (ring_inputs,)
+
+
+@app.cell
+def _(ring_committed, ring_panel, ring_step_panel):
+    ui.gate(ring_committed, what="the ring stepper")
+    mo.vstack([mo.md("### Instruments"), ring_panel, ring_step_panel])
+    return
+
+
+# The stepper's state and its drawing in one cell: a step move re-runs one cell here, not three.
 @app.cell
 def _(
     ring_committed,
@@ -278,16 +301,12 @@ def _(
     ring_size_dropdown,
     ring_step_slider,
 ):
-    ui.gate(ring_committed, what="the ring stepper")
-    ring_inputs = dict(n=ring_n_slider.value, nbytes=ring_size_dropdown.value, link=ring_link_dropdown.value, step=min(ring_step_slider.value, 2 * (ring_n_slider.value - 1)))
-    ring_view = ring_state(**ring_inputs)
+    ui.gate(ring_committed)
+    ring_view = ring_state(n=ring_n_slider.value, nbytes=ring_size_dropdown.value, link=ring_link_dropdown.value, step=min(ring_step_slider.value, 2 * (ring_n_slider.value - 1)))
     _v = ring_view
     _phase = {"start": "before the first step", "reduce-scatter": "reduce-scatter", "all-gather": "all-gather"}[_v["phase"]]
     mo.vstack(
         [
-            mo.md("### Instruments"),
-            mo.hstack([ring_n_slider, ring_size_dropdown, ring_link_dropdown], justify="start", wrap=True),
-            ring_step_slider,
             mo.hstack([ring_figure(_v), holds_grid(_v)], widths=[5, 6], align="center"),
             ui.metric_cards(
                 {
@@ -309,7 +328,7 @@ def _(
             ),
         ]
     )
-    return ring_inputs, ring_view
+    return (ring_view,)
 
 
 @app.cell
@@ -895,7 +914,7 @@ def _(
     ui.gate(ring_committed, held=(bucket_committed,))
     _pred = {"ring": ring_committed.answer, "bucket": bucket_committed.answer}
     _view, submitted = ui.submit_to_ledger(
-        identity, submit_button, lambda: [ui.ledger_step(LAB, STEP, ring_inputs, _pred, ring_outcomes, "the ring stepper", variant)]
+        identity, submit_button, lambda: [ui.ledger_step(LAB, STEP, ring_inputs(), _pred, ring_outcomes, "the ring stepper", variant)]
     )
     _view
     return (submitted,)

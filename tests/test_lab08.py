@@ -68,11 +68,20 @@ def app():
 
 
 def stepper(n=8, size="1 GB", link="nvlink4", step=0):
-    return {
+    """The stepper's instrument cells' definitions: the instruments, the copies of their HTML the
+    gated panel shows, and the getters the submit reads them through (plain reads of the values)."""
+    widgets = {
         "ring_n_slider": mo.ui.slider(steps=list(STEPPER_RANKS), value=n),
         "ring_size_dropdown": mo.ui.dropdown(options=STEPPER_SIZES, value=size),
         "ring_link_dropdown": mo.ui.dropdown(options={k: k for k in STEPPER_LINKS}, value=link),
         "ring_step_slider": mo.ui.slider(start=0, stop=2 * (n - 1), value=step),
+    }
+    n_slider, size_dropdown, link_dropdown, step_slider = widgets.values()
+    return widgets | {
+        "ring_panel": mo.hstack([mo.Html(w.text) for w in (n_slider, size_dropdown, link_dropdown)]),
+        "ring_setting": lambda: dict(n=n_slider.value, nbytes=size_dropdown.value, link=link_dropdown.value),
+        "ring_step_panel": mo.Html(step_slider.text),
+        "ring_step": lambda: step_slider.value,
     }
 
 
