@@ -286,9 +286,16 @@ def _(ring_setting, ring_step):
 
 
 @app.cell
-def _(ring_committed, ring_panel, ring_step_panel):
+def _(ring_committed, ring_panel):
     ui.gate(ring_committed, what="the ring stepper")
-    mo.vstack([mo.md("### Instruments"), ring_panel, ring_step_panel])
+    mo.vstack([mo.md("### Instruments"), ring_panel])
+    return
+
+
+@app.cell
+def _(ring_committed, ring_step_panel):
+    ui.gate(ring_committed)
+    ring_step_panel  # a cell of its own: a new N re-draws the step slider, not the three above
     return
 
 
