@@ -15,7 +15,16 @@ from html import escape
 
 from labs.core.engine.perf import Estimate
 from labs.core.style import COLORS, TERM_COLORS
-from labs.core.svg_charts import WIDTH, LogAxis, diamond, svg_page, text_px
+from labs.core.svg_charts import (
+    PAD,
+    WIDTH,
+    LogAxis,
+    diamond,
+    linear_scale,
+    nice_ticks,
+    svg_page,
+    text_px,
+)
 
 GPU_TICKS = (8, 16, 32, 64, 128, 256, 512, 1024)  # the GPU counts Act I's slider offers
 SERIES_COLORS = (COLORS["blue"], COLORS["green"], COLORS["purple"])
@@ -27,22 +36,6 @@ STEP_HEIGHT, STEP_MARGIN = 440, (70, 20, 80, 130)
 STEP_DOMAINS = ((0.0, 0.45), (0.55, 1.0))
 STEP_PARTS = {"compute": "compute", "dp_bandwidth": "exposed all-reduce: bandwidth term",
               "dp_latency": "exposed all-reduce: latency term", "optimizer_step": "optimizer step"}
-PAD = 0.05  # share of an axis's data span left free at each end (a marker's room, as Plotly's autorange)
-
-
-def linear_ticks(lo: float, hi: float, target: int = 6) -> list[float]:
-    """Tick values inside [lo, hi], about `target` of them, a step of 1, 2 or 5 times a power of 10."""
-    raw = max(hi - lo, 1e-12) / target
-    magnitude = 10.0 ** math.floor(math.log10(raw))
-    step = next(s * magnitude for s in (1, 2, 5, 10) if s * magnitude >= raw)
-    return [round(k * step, 12) for k in range(math.ceil(lo / step - 1e-9), math.floor(hi / step + 1e-9) + 1)]
-
-
-def linear(lo: float, hi: float, p0: float, p1: float):
-    """The map of data [lo, hi] onto pixels [p0, p1]."""
-    return lambda v: p0 + (v - lo) / (hi - lo) * (p1 - p0)
-
-
 def _x_grid(ticks: Sequence[tuple[float, str]], px, top: float, bottom: float) -> list[str]:
     return [f'<line x1="{px(v):.2f}" x2="{px(v):.2f}" y1="{top}" y2="{bottom}" stroke="{COLORS["grid"]}"/>'
             f'<text x="{px(v):.2f}" y="{bottom + 22}" text-anchor="middle">{label}</text>' for v, label in ticks]
@@ -88,9 +81,9 @@ def mfu_chart(curves: dict[str, Sequence[Estimate]], marked: dict[str, tuple[Seq
     xs, ys = [x for x, _ in xy] + [node_size], [y for _, y in xy]
     px = LogAxis(min(xs), max(xs), left, right, pad=PAD)
     y_hi = (max(ys) if ys and max(ys) > 0 else 1.0) * (1 + PAD)  # rangemode "tozero"
-    py = linear(0.0, y_hi, bottom, top)
+    py = linear_scale(0.0, y_hi, bottom, top)
     parts = _x_grid([(t, str(t)) for t in GPU_TICKS if px.a <= math.log10(t) <= px.b], px, top, bottom)
-    parts += _y_grid([(v, f"{v:g}") for v in linear_ticks(0.0, y_hi)], py, left, right)
+    parts += _y_grid([(v, f"{v:g}") for v in nice_ticks(0.0, y_hi)], py, left, right)
     node_x = px(node_size)
     parts.append(f'<line x1="{node_x:.2f}" x2="{node_x:.2f}" y1="{top}" y2="{bottom}" stroke="{COLORS["muted"]}" stroke-width="2" stroke-dasharray="3,3"/>'
                  f'<text x="{node_x + 3:.2f}" y="{top + 15}">one node</text>')
@@ -134,7 +127,7 @@ def dp_step_chart(ests: Sequence[Estimate]) -> str:
     parts = [f'<text x="{x:.1f}" y="{top - 28}" font-size="21">{escape(t)}</text>'
              for x, t in ((l0, "Where each step's time goes"), (r0, "Gradient reduction against compute"))]
     # Left: the stacked shares, a category per GPU count (Plotly's bars: 0.2 of a category a gap).
-    py = linear(0.0, 100.0, bottom, top)
+    py = linear_scale(0.0, 100.0, bottom, top)
     parts += _y_grid([(v, f"{v:g}") for v in range(0, 101, 20)], py, l0, l1)
     group = (l1 - l0) / max(len(ests), 1)
     seconds = _step_shares(ests)

@@ -12,7 +12,6 @@ line point's step and value on hover (an SVG <title>). No physics here.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from html import escape
 
@@ -22,7 +21,7 @@ from plotly.colors import get_colorscale, sample_colorscale
 from labs.core.charts import palette_png
 from labs.core.scenarios.lab15 import BASELINE_LABEL, CAPACITIES, WINDOW
 from labs.core.style import COLORS
-from labs.core.svg_charts import WIDTH, svg_page
+from labs.core.svg_charts import WIDTH, linear_scale, nice_ticks, padded, svg_page
 
 HEAT_COLORSCALE = get_colorscale("Viridis")  # the router heatmap's: its image's palette and its colour bar
 HEAT_WINDOW = 10  # steps summed in a heatmap column
@@ -33,30 +32,6 @@ ROUTER_HEIGHT, ROUTER_MARGIN = 640, (70, 110, 70, 110)  # left, right, top, bott
 HEAT_DOMAIN, LINE_DOMAIN = (0.4, 1.0), (0.0, 0.32)
 # The drops chart: 340 px high, the margins the Plotly figure had fixed (left 60, right 20, top 70, bottom 90).
 DROPS_HEIGHT, DROPS_MARGIN = 340, (60, 20, 70, 90)
-PAD = 0.05  # share of a line axis's data span left free at each end (a marker's room, as Plotly's autorange)
-
-
-def nice_ticks(lo: float, hi: float, target: int = 6) -> list[float]:
-    """Tick values inside [lo, hi], about `target` of them, a step of 1, 2 or 5 times a power of 10."""
-    raw = max(hi - lo, 1e-12) / target
-    magnitude = 10.0 ** math.floor(math.log10(raw))
-    step = next(s * magnitude for s in (1, 2, 5, 10) if s * magnitude >= raw)
-    first = math.ceil(lo / step - 1e-9)
-    return [round(k * step, 12) for k in range(first, math.floor(hi / step + 1e-9) + 1)]
-
-
-def padded(values: Sequence[float]) -> tuple[float, float]:
-    """A line axis's range: the data's, widened by PAD of its span at each end (a flat line by 1)."""
-    lo, hi = float(min(values)), float(max(values))
-    span = hi - lo if hi > lo else 1.0
-    return lo - PAD * span, hi + PAD * span
-
-
-def scale(lo: float, hi: float, p0: float, p1: float):
-    """The linear map of data [lo, hi] onto pixels [p0, p1]."""
-    return lambda v: p0 + (v - lo) / (hi - lo) * (p1 - p0)
-
-
 def _label(v: float) -> str:
     return f"{v:g}"
 
@@ -135,13 +110,13 @@ def router_chart(run, baseline, label: str) -> str:
     heat_top, heat_bottom = top + (1 - HEAT_DOMAIN[1]) * plot_h, top + (1 - HEAT_DOMAIN[0]) * plot_h
     line_top, line_bottom = top + (1 - LINE_DOMAIN[1]) * plot_h, top + (1 - LINE_DOMAIN[0]) * plot_h
     steps = run.setting.steps
-    px = scale(HEAT_WINDOW / 2, steps + HEAT_WINDOW / 2, left, right)
+    px = linear_scale(HEAT_WINDOW / 2, steps + HEAT_WINDOW / 2, left, right)
     z = run.window_loads(HEAT_WINDOW).T  # experts x windows
     experts = z.shape[0]
     low, high = int(z.min()), int(z.max())
     _, colors = heat_palette(low, high)
     image = palette_png(heat_codes(z, low, high)[::-1], colors)  # PNG rows top down: the last expert first
-    ey = scale(-0.5, experts - 0.5, heat_bottom, heat_top)
+    ey = linear_scale(-0.5, experts - 0.5, heat_bottom, heat_top)
     x_ticks = nice_ticks(HEAT_WINDOW / 2, steps + HEAT_WINDOW / 2)
     parts = [f'<text x="{WIDTH / 2}" y="{0.02 * ROUTER_HEIGHT + 18:.1f}" text-anchor="middle" font-size="18">{escape(f"{label}: tokens per expert, and the busiest GPU")}</text>']
     parts.append(f'<image class="heatmap" x="{left}" y="{heat_top:.2f}" width="{right - left}" height="{heat_bottom - heat_top:.2f}" preserveAspectRatio="none" '
@@ -151,7 +126,7 @@ def router_chart(run, baseline, label: str) -> str:
     # the colour bar: 0.6 of the plot high from its top, the fewest tokens at the bottom
     bar_x, bar_top, bar_bottom = right + 20, top, top + 0.6 * plot_h
     stops = "".join(f'<stop offset="{float(s):.4f}" stop-color="{c}"/>' for s, c in HEAT_COLORSCALE)
-    by = scale(low, high if high > low else low + 1, bar_bottom, bar_top)
+    by = linear_scale(low, high if high > low else low + 1, bar_bottom, bar_top)
     parts.append(f'<defs><linearGradient id="lab15-heat" x1="0" y1="1" x2="0" y2="0">{stops}</linearGradient></defs>'
                  f'<g class="colorbar" data-low="{low}" data-high="{high}"><text x="{bar_x}" y="{bar_top - 22}" font-size="14">tokens</text>'
                  f'<rect x="{bar_x}" y="{bar_top}" width="20" height="{bar_bottom - bar_top:.2f}" fill="url(#lab15-heat)"/>'
@@ -161,7 +136,7 @@ def router_chart(run, baseline, label: str) -> str:
     xs = [WINDOW * (i + 1) for i in range(steps // WINDOW)]
     values = [r.busiest_gpu_over_mean(WINDOW).tolist() for r, _, _ in lines]
     lo, hi = padded([v for ys in values for v in ys])
-    py = scale(lo, hi, line_bottom, line_top)
+    py = linear_scale(lo, hi, line_bottom, line_top)
     parts += _lines_panel(xs, values, lines, px, py, (x_ticks, nice_ticks(lo, hi, 4)), (left, right, line_top, line_bottom),
                           ("step (heatmap: 10-step windows; line: 50-step windows)", "busiest GPU / mean"), ROUTER_HEIGHT - 20,
                           lambda name, x, y: f"{name}, step {x:g}: {y:.3f}x")
@@ -175,9 +150,9 @@ def drops_chart(run, baseline, label: str, capacity: float) -> str:
     right, bottom = WIDTH - right_m, DROPS_HEIGHT - bottom_m
     lines = [(baseline, BASELINE_LABEL, COLORS["red"]), (run, label, COLORS["blue"])]
     values = [[100 * r.dropped_share(c, WINDOW) for c in CAPACITIES] for r, _, _ in lines]
-    px = scale(*padded([*CAPACITIES, capacity]), left, right)
+    px = linear_scale(*padded([*CAPACITIES, capacity]), left, right)
     y_lo, y_hi = padded([v for ys in values for v in ys])
-    py = scale(y_lo, y_hi, bottom, top)
+    py = linear_scale(y_lo, y_hi, bottom, top)
     parts = [(f'<text x="{WIDTH / 2}" y="{0.03 * DROPS_HEIGHT + 18:.1f}" text-anchor="middle" font-size="18">'
               f'dropped tokens by capacity factor (yours: {capacity:g})</text>')]
     capacity_line = (f'<line class="capacity" data-capacity="{capacity!r}" x1="{px(capacity):.2f}" x2="{px(capacity):.2f}" y1="{top}" y2="{bottom}" '

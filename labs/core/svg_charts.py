@@ -29,11 +29,39 @@ def text_px(text: str, size: float = 15) -> float:
     return size * sum(0.28 if c == " " else 0.6 if c.isupper() or c.isdigit() else 0.45 for c in text)
 
 
+PAD = 0.05  # share of an axis's data span left free at each end (a marker's room, as Plotly's autorange)
+
+
+def tick_step(span: float, target: int) -> float:
+    """The step between about `target` ticks over `span`: 1, 2 or 5 times a power of 10."""
+    raw = span / target
+    magnitude = 10.0 ** math.floor(math.log10(raw))
+    return next(s * magnitude for s in (1, 2, 5, 10) if s * magnitude >= raw)
+
+
+def nice_ticks(lo: float, hi: float, target: int = 6) -> list[float]:
+    """Tick values inside [lo, hi], about `target` of them (tick_step)."""
+    step = tick_step(max(hi - lo, 1e-12), target)
+    return [round(k * step, 12) for k in range(math.ceil(lo / step - 1e-9), math.floor(hi / step + 1e-9) + 1)]
+
+
+def padded(values: Sequence[float]) -> tuple[float, float]:
+    """A linear axis's range: the data's, widened by PAD of its span at each end (a flat line by 1)."""
+    lo, hi = float(min(values)), float(max(values))
+    span = hi - lo if hi > lo else 1.0
+    return lo - PAD * span, hi + PAD * span
+
+
+def linear_scale(lo: float, hi: float, p0: float, p1: float):
+    """The linear map of data [lo, hi] onto pixels [p0, p1]."""
+    return lambda v: p0 + (v - lo) / (hi - lo) * (p1 - p0)
+
+
 class LogAxis:
     """A log10 axis from `lo` to `hi` (data units) onto pixels `p0` (at lo) to `p1` (at hi),
     padded by `pad` of its span on each side."""
 
-    def __init__(self, lo: float, hi: float, p0: float, p1: float, pad: float = 0.05):
+    def __init__(self, lo: float, hi: float, p0: float, p1: float, pad: float = PAD):
         if not (lo > 0 and hi > 0):
             raise ValueError(f"a log axis needs positive bounds, got {lo} and {hi}")
         a, b = math.log10(lo), math.log10(hi)

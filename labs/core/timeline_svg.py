@@ -11,7 +11,6 @@ charts.timeline_raster's grid (charts.palette_png). No physics here.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
@@ -28,7 +27,7 @@ from labs.core.charts import (
 )
 from labs.core.engine.pipeline import Timeline
 from labs.core.style import COLORS
-from labs.core.svg_charts import WIDTH, svg_page
+from labs.core.svg_charts import WIDTH, svg_page, tick_step
 
 LEFT, RIGHT, TOP = 60, 20, 95  # the Plotly figure's margins: the theme's left and right, its top for the title and legend
 # Below each time axis its tick labels and title (the bottom margin Plotly's automargin gave the
@@ -44,10 +43,8 @@ def plot_height(t: Timeline) -> int:
 
 
 def time_ticks(hi: float, target: int = 8) -> np.ndarray:
-    """Tick values from 0 to `hi`, about `target` of them, a step of 1, 2 or 5 times a power of 10."""
-    raw = hi / target
-    magnitude = 10.0 ** math.floor(math.log10(raw))
-    step = next(s * magnitude for s in (1, 2, 5, 10) if s * magnitude >= raw)
+    """Tick values from 0 to `hi`, about `target` of them (svg_charts.tick_step)."""
+    step = tick_step(hi, target)
     return np.arange(0.0, hi + step * 1e-9, step)
 
 
