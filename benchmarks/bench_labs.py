@@ -101,13 +101,11 @@ def zero_accumulation_rerun(m: int) -> None:
 
 def collectives_step_rerun(step: int) -> None:
     """What Lab 08 recomputes when its step slider moves at its largest drawing (16 ranks): the
-    engine's ring state and the ring figure, serialised as the browser receives it."""
-    import importlib
-
-    lab = importlib.import_module("labs.08_collectives")
+    engine's ring state and the ring's SVG (labs.core.ring_svg), the markup the browser receives."""
+    from labs.core.ring_svg import ring_chart
     from labs.core.scenarios.lab08 import STEPPER_RANKS, ring_state
 
-    pio.to_json(lab.ring_figure(ring_state(STEPPER_RANKS[-1], 14e9, "nvlink4", step)))
+    ring_chart(ring_state(STEPPER_RANKS[-1], 14e9, "nvlink4", step))
 
 
 def collectives_tables_cold() -> None:

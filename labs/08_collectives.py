@@ -17,6 +17,7 @@ with app.setup:
     from labs.core.engine.hardware import CLUSTERS, Cluster
     from labs.core.engine.models import MODELS, Model
     from labs.core.ps_svg import ps_chart
+    from labs.core.ring_svg import ring_chart
 
     PCIE_SERVERS = ("pcie-a100", "dgx-a100")
     PCIE_MODELS = ("seed-100m", "seed-12l-512")
@@ -314,7 +315,7 @@ def _(
     _phase = {"start": "before the first step", "reduce-scatter": "reduce-scatter", "all-gather": "all-gather"}[_v["phase"]]
     mo.vstack(
         [
-            mo.hstack([ring_figure(_v), holds_grid(_v)], widths=[5, 6], align="center"),
+            mo.hstack([mo.Html(ring_chart(_v)), holds_grid(_v)], widths=[5, 6], align="center"),  # plain SVG: a Plotly ring's redraw cost a Ranks N move more than the floor page's whole move
             ui.metric_cards(
                 {
                     "phase": _phase,
@@ -982,43 +983,6 @@ def nearest_index(values, target):
     import numpy as np
 
     return int(np.argmin(abs(np.log(values) - np.log(target))))
-
-
-@app.function
-def ring_figure(view: dict) -> go.Figure:
-    """The ring at one step: ranks on a circle with the chunk each sends. Built in one go (a
-    handful of traces, no annotations): plotly validates each added annotation at length."""
-    import math
-
-    n = view["n"]
-    angle = [math.pi / 2 - 2 * math.pi * r / n for r in range(n)]
-    xs, ys = [math.cos(a) for a in angle], [math.sin(a) for a in angle]
-    small = n <= 8
-    data = [
-        go.Scatter(x=xs + [xs[0]], y=ys + [ys[0]], mode="lines", line=dict(color=COLORS["grid"], width=2), hoverinfo="skip", showlegend=False),
-        go.Scatter(x=xs, y=ys, mode="markers+text", text=[f"GPU {r}" for r in range(n)], textposition="middle center",
-                   marker=dict(size=34 if small else 26, color=COLORS["panel"], line=dict(color=COLORS["ink"], width=1)),
-                   textfont=dict(size=10 if small else 8), hoverinfo="skip", showlegend=False),
-    ]
-    if view["sends"] is not None:
-        color = COLORS["blue"] if view["phase"] == "reduce-scatter" else COLORS["green"]
-        ax, ay = [], []
-        for r in range(n):
-            nxt = (r + 1) % n
-            ax += [0.8 * xs[r], 0.8 * xs[nxt], None]
-            ay += [0.8 * ys[r], 0.8 * ys[nxt], None]
-        data.append(go.Scatter(x=ax, y=ay, mode="lines+markers", line=dict(color=color, width=2),
-                               marker=dict(symbol="arrow", angleref="previous", size=[0, 13, 0] * n, color=color), hoverinfo="skip", showlegend=False))
-        data.append(go.Scatter(x=[0.56 * (xs[r] + xs[(r + 1) % n]) for r in range(n)], y=[0.56 * (ys[r] + ys[(r + 1) % n]) for r in range(n)],
-                               text=[f"c{c}" for c in view["sends"]], mode="text", textfont=dict(size=10, color=color), hoverinfo="skip", showlegend=False))
-    phase = view["phase"] if view["step"] else "before the first step"
-    layout = dict(
-        title=dict(text=f"Ring all-reduce, N = {n}: step {view['step']} of {view['steps']} ({phase})", font=dict(size=14)), height=400,
-        margin=dict(t=60, l=10, r=10, b=10), showlegend=False,
-        xaxis=dict(visible=False, range=[-1.3, 1.3]),
-        yaxis=dict(visible=False, range=[-1.3, 1.3], scaleanchor="x"),
-    )
-    return apply_plotly_theme(go.Figure(data=data, layout=layout))
 
 
 @app.function

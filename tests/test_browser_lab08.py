@@ -14,8 +14,6 @@ from labs.core.state import load_schema
 
 pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("need_chromium")]
 
-TITLE = "el => (el.layout && el.layout.title && el.layout.title.text) || ''"
-
 
 def test_lab08_step_slider_redraws_the_ring_and_the_ledger_validates(tmp_path):
     with marimo_run("08_collectives.py", env={"LABS_LEDGER_DIR": str(tmp_path)}) as url, browser_page() as page:
@@ -34,6 +32,9 @@ def test_lab08_step_slider_redraws_the_ring_and_the_ledger_validates(tmp_path):
         after = page.locator("table[data-holds]").first.get_attribute("data-holds")
         assert after != before
         assert json.loads(after) == [list(row) for row in ring_state(4, 1e9, "nvlink4", 2)["holds"]]  # the drawing is the engine's step
+        # the ring (plain SVG): at step 2 rank r sends chunk (r - 1) mod 4, as the engine's schedule
+        chunks = page.locator('svg[aria-label="ring all-reduce of 4 ranks at step 2"] text.chunk').all_text_contents()
+        assert chunks == [f"c{c}" for c in ring_state(4, 1e9, "nvlink4", 2)["sends"]] == ["c3", "c0", "c1", "c2"]
 
         path = submit_and_download(page, "Submit to the ledger", tmp_path / "downloaded.json")
     doc = json.loads(path.read_text())

@@ -206,19 +206,17 @@ def test_stepper_clock_by_hand():
 
 
 def test_the_notebooks_stepper_is_the_engines(app):
-    _, defs = app.run(defs={**BOTH, **stepper(n=8, step=5)})
+    outputs, defs = app.run(defs={**BOTH, **stepper(n=8, step=5)})
     view = defs["ring_view"]
     assert (view["n"], view["step"], view["phase"]) == (8, 5, "reduce-scatter")
     assert view["sent_so_far"] == pytest.approx(5 * 1e9 / 8)
     # step k (from 0) sends chunk (r - k) mod N from rank r: rank 0 gets chunk 7 - k from rank 7,
     # which holds k + 1 contributions; at the 5th step (k = 4) chunk 3, now summed over 6 ranks
     assert view["holds"][0][3] == 6 and view["holds"][0][2] == 1
-    fig = ring_figure_title(defs, view)
-    assert "step 5 of 14 (reduce-scatter)" in fig
-
-
-def ring_figure_title(defs, view):
-    return defs["ring_figure"](view).layout.title.text
+    drawn = text_of(outputs)  # the ring's SVG as the page gets it: its title, and each rank's send on hover
+    assert "Ring all-reduce, N = 8: step 5 of 14 (reduce-scatter)" in drawn
+    for r in range(8):  # rank r sends chunk (r - 4) mod 8, one chunk of 1 GB / 8 = 125 MB
+        assert f"GPU {r} to GPU {(r + 1) % 8}: chunk c{(r - 4) % 8}, 125.0 MB" in drawn
 
 
 def test_submit_lands_in_the_ledger_and_the_grader_agrees(app, ledger_dir):
