@@ -17,6 +17,7 @@ import pytest
 from labs.core.engine.perf import Plan, estimate
 from labs.core.engine.search import sweep
 from labs.core.scenarios import lab05
+from labs.core.variants import Specs
 from labs.variants import variant
 
 IDS = [f"student-{i:03d}" for i in range(200)]
@@ -105,7 +106,7 @@ def test_every_sixth_edition_setting_keeps_its_margins():
         for model_key, batch, platform in lab05.design_cases_v6():
             for shape in (0, 23):
                 s = {**act1, "design_model": model_key, "design_batch": batch, "design_platform": platform, "design_shape": shape}
-                margins_05_v6(s, lab05.build_questions_v6(s))
+                margins_05_v6(s, Specs(lab05.build_questions_v6(s)))  # Act II's question built when read
                 count += 1
     assert count == 5 * 18 * 2
 

@@ -14,6 +14,7 @@ import pytest
 
 from labs import variants
 from labs.core.engine.hardware import GPUS
+from labs.core.variants import Specs
 from labs.variants import Draw, Numeric, variant
 
 LABS = ("05_parallelism", "06_zero_sweep", "07_pipeline_visualizer", "08_collectives", "09_64gpu_design", "10_failures_at_scale", "11_long_context_moe",
@@ -49,8 +50,8 @@ def every_setting(lab: str, version: int | None = None) -> list[dict]:
     return list(unique.values())
 
 
-def built(lab: str, settings: dict, version: int | None = None) -> dict:
-    return variants.registry()[lab].recipe(version)[1](settings)
+def built(lab: str, settings: dict, version: int | None = None) -> Specs:
+    return Specs(variants.registry()[lab].recipe(version)[1](settings))  # a question given as a function is built when read
 
 
 # ---- every variant keeps one right answer, with a margin ------------------------------------------

@@ -19,7 +19,9 @@ How a lab plugs in. Its scenario module (labs/core/scenarios/labNN.py) defines
   internal and stable, every option carries a misconception, the one used when it is judged
   wrong) and `correct` the id the engine's numbers bear out; `Numeric(prompt, answer,
   tolerance, unit)` for a quantity typed in, right within +-tolerance (in the unit shown).
-  Keep option labels of comparable length and hedging.
+  Keep option labels of comparable length and hedging. A question that is costly to build may be
+  given as a function of no arguments returning it (`functools.partial(question, settings)`):
+  it is built when first read (`Specs`), so a lab's first question does not wait for a later one.
 - its outcome functions take `variant=None` and judge with `judged(variant, q, predictions,
   legacy)`: a ledger without a variant (older ones) is graded by `legacy`, as before.
 - a lab that changes how it draws or builds keeps the earlier edition:
@@ -39,6 +41,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Callable
@@ -194,6 +197,64 @@ class Question:
         return {"prompt": self.prompt, "options": [o.label for o in self.options], "ids": list(self.order), "key": self.key}
 
 
+class Specs(Mapping):
+    """A build's questions by id (Choice or Numeric), each given either built or as a function of no
+    arguments that builds it, called once, when the question is first read. The variants of one
+    setting share one Specs (labs.core.scenarios._built), so it is built once for all of them."""
+
+    def __init__(self, given: Mapping):
+        self._given = dict(given)
+        self._built: dict = {}
+
+    def __getitem__(self, q: str):
+        try:
+            return self._built[q]
+        except KeyError:
+            spec = self._given[q]
+            self._built[q] = spec = spec() if callable(spec) else spec
+            return spec
+
+    def __contains__(self, q) -> bool:  # without building it (Mapping's would)
+        return q in self._given
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._given)
+
+    def __len__(self) -> int:
+        return len(self._given)
+
+
+class Questions(Mapping):
+    """One variant's questions by id, each built from `specs` when first read and its options put in
+    the seed's order (Draw.order, keyed by the question's id: the order does not depend on which
+    question was read first, so reading them lazily gives the variant building them all would)."""
+
+    def __init__(self, specs: Mapping, draw: Draw):
+        self._specs, self._draw = specs, draw
+        self._built: dict[str, Question] = {}
+
+    def __getitem__(self, q: str) -> Question:
+        try:
+            return self._built[q]
+        except KeyError:
+            spec = self._specs[q]
+            order = () if isinstance(spec, Numeric) else tuple(self._draw.order(q, [o.key for o in spec.options]))
+            self._built[q] = question = Question(q, spec, order)
+            return question
+
+    def __contains__(self, q) -> bool:  # without building it (Mapping's would)
+        return q in self._specs
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._specs)
+
+    def __len__(self) -> int:
+        return len(self._specs)
+
+    def __repr__(self) -> str:
+        return f"Questions({list(self._specs)})"
+
+
 @dataclass(frozen=True)
 class LabVariants:
     """A lab's variant recipe: how its settings are drawn and its questions built from them.
@@ -228,7 +289,7 @@ class Variant:
     salt: str  # the salt's fingerprint
     seed: str
     settings: dict
-    questions: dict[str, Question]
+    questions: Mapping[str, Question]  # Questions: each built when first read
     version: int = 1  # the edition of the lab's recipe it was drawn with
 
     def record(self) -> dict:

@@ -12,7 +12,7 @@ from functools import lru_cache
 
 from labs.core.engine import precision
 from labs.core.state import normalise_student
-from labs.core.variants import Draw, LabVariants, Numeric, Question, Variant, class_salt, normalised_seed, recorded_version, salt_fingerprint, seed_of
+from labs.core.variants import Draw, LabVariants, Questions, Specs, Variant, class_salt, normalised_seed, recorded_version, salt_fingerprint, seed_of
 
 from labs.core.scenarios import lab05, lab06, lab07
 from labs.core.scenarios import lab10
@@ -130,8 +130,8 @@ def lab_name(lab: str) -> str:
 
 @lru_cache(maxsize=16384)  # every lab's settings together: 10,502 drawn for the 1,000-ledger class (Nov 2026: Lab 14's and the problem sets' are
 # nearly one a student), so the grade book and the dashboard after the grader find them; a problem set's entry is its problems' shared questions
-def _built(lab: str, version: int, settings_json: str) -> dict:
-    return registry()[lab].recipe(version)[1](json.loads(settings_json))
+def _built(lab: str, version: int, settings_json: str) -> Specs:
+    return Specs(registry()[lab].recipe(version)[1](json.loads(settings_json)))  # each question built when first read
 
 
 def settings_for(lab: str, student: str, salt: str | None = None, version: int | None = None) -> tuple[str, dict]:
@@ -150,11 +150,7 @@ def _variant(lab: str, student: str, salt: str, version: int) -> Variant:
     seed = normalised_seed(lab, student, salt)  # variant() normalised the id
     draw = Draw(seed)
     settings = registry()[lab].recipe(version)[0](draw)
-    specs = _built(lab, version, _SETTINGS_TEXT.encode(settings))
-    questions = {
-        q: Question(q, spec, () if isinstance(spec, Numeric) else tuple(draw.order(q, [o.key for o in spec.options])))
-        for q, spec in specs.items()
-    }
+    questions = Questions(_built(lab, version, _SETTINGS_TEXT.encode(settings)), draw)
     return Variant(lab, student, salt_fingerprint(salt), seed, settings, questions, version)
 
 

@@ -17,7 +17,7 @@ in Act I a third cause, the latency of small gradient buckets.
 from __future__ import annotations
 
 from dataclasses import replace
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Callable
 
 import numpy as np
@@ -1181,7 +1181,10 @@ def draw_settings_v6(d) -> dict:
 
 
 def build_questions_v6(s: dict) -> dict:
-    return {"cause": cause_question_v6(s), "design": design_question_v6(s)}
+    """Act I's question built now; Act II's, whose distractors come from a class-wide search
+    (design_trios_v6, ~1 s), when first read (labs.core.variants.Specs), so the page's first
+    question does not wait for it."""
+    return {"cause": cause_question_v6(s), "design": partial(design_question_v6, s)}
 
 
 VARIANTS = LabVariants("05_parallelism", draw_settings_v6, build_questions_v6, version=6,
