@@ -360,10 +360,18 @@ def simulate(work_s: float, interval_s: float, checkpoint_s: float, mtbf_s: floa
         raise ValueError(f"interval_s, work_s and runs give {expected:.3g} expected failures to draw, more than {MAX_SIMULATED_FAILURES:g}: fewer runs, or a longer MTBF")
     rng = np.random.default_rng(seed)
     k = rng.negative_binomial(n, math.exp(-s / mtbf_s), size=runs)
-    u = rng.random(int(k.sum()))
-    lost = -mtbf_s * np.log1p(-u * -math.expm1(-s / mtbf_s))  # truncated exponential on [0, s)
+    # Each failed attempt's lost time, truncated exponential on [0, s): -M log1p(-u (1 - e^(-s/M))), computed in
+    # place over one buffer (a simulation draws up to millions), with one 0 after the draws as reduceat's start for
+    # runs at the end without a failure.
+    total = int(k.sum())
+    lost = np.empty(total + 1)
+    rng.random(out=lost[:total])
+    lost[total] = 0.0
+    np.multiply(lost, math.expm1(-s / mtbf_s), out=lost)
+    np.log1p(lost, out=lost)
+    np.multiply(lost, -mtbf_s, out=lost)
     edges = np.concatenate([[0], np.cumsum(k)])
-    lost_per_run = np.add.reduceat(np.append(lost, 0.0), edges[:-1]) * (k > 0)
+    lost_per_run = np.add.reduceat(lost, edges[:-1]) * (k > 0)
     shares = np.array([c.count for c in LLAMA3_CAUSES], dtype=float) / LLAMA3_UNEXPECTED
     by_cause = rng.multinomial(k, shares)
     restart_s = by_cause @ np.array([restarts[c.key] for c in LLAMA3_CAUSES], dtype=float)
