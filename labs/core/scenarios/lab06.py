@@ -76,6 +76,7 @@ def dp_plan(dp: int, zero_stage: int, act: Activations, optimizer: str = "fp32",
     )
 
 
+@lru_cache(maxsize=1024)  # pure in its (hashable) arguments, a frozen result: the myths' vendor claim asks it at every activation move
 def dp_memory(model_key: str, dp: int, zero_stage: int, act: Activations, optimizer: str = "fp32", offload: bool = False) -> MemoryBreakdown:
     return memory_breakdown(sized(model_key, act), dp_plan(dp, zero_stage, act, optimizer, offload))
 
