@@ -26,6 +26,7 @@ from labs.core.engine.routing import (
     top_k_mask,
 )
 from labs.core.scenarios import lab15
+from labs.core.variants import Specs
 from test_lab15_svg import check_heatmap, check_router_lines
 
 SMALL = dict(experts=16, top_k=2, tokens=64, steps=40, gpus=8, nodes=2)
@@ -333,9 +334,11 @@ def test_the_grader_routes_a_class_in_one_draw(monkeypatch):
     """A process that keeps no draws (the grader) runs every variant's routers and the instruments'
     defaults on its first variant: the 12 runs in one route_many call, one draw of the stream. It
     ran them in two before (the first variant's, then the rest), drawing the stream twice: 0.2 s of
-    CPU of a class's 1.6 s of routing. A process that keeps draws (a student's) runs its own four
-    alone: the instruments' defaults wait for the cell that shows them, after the first prediction
-    (they were run with the variant's, 0.93 -> 0.49 s of CPU before the first question shows)."""
+    CPU of a class's 1.6 s of routing. A process that keeps draws (a student's) runs its first
+    question's router alone, and the drop and cost questions' three together when they are read
+    (after the first question shows: 0.57 -> 0.35 s of CPU before it); the instruments' defaults
+    wait for the cell that shows them, after the first prediction (they were run with the
+    variant's, 0.93 -> 0.49 s of CPU before the first question shows)."""
     calls = []
 
     def counted(settings):
@@ -344,13 +347,15 @@ def test_the_grader_routes_a_class_in_one_draw(monkeypatch):
         return route_many(settings)
 
     monkeypatch.setattr(lab15, "route_many", counted)
-    for keep, expected in ((False, [12]), (True, [4])):
+    for keep, expected in ((False, [12]), (True, [1, 3])):
         monkeypatch.setattr(lab15, "_RUNS", {})
         monkeypatch.setattr(lab15, "_BUILT", set())
         calls.clear()
         routing.keep_draws(keep)
         try:
-            lab15.build_questions({"skew": 0.3, "drift": 0.01, "aux_coeff": 0.01})
+            questions = Specs(lab15.build_questions({"skew": 0.3, "drift": 0.01, "aux_coeff": 0.01}))
+            assert calls == expected[:1], keep  # the balance question's router (or, keeping no draws, every router)
+            questions["drops"], questions["cost"]
         finally:
             routing.keep_draws(True)
         print(f"keep_draws({keep}): route_many calls of {calls} settings")
@@ -403,7 +408,7 @@ def test_every_variant_has_one_clear_answer():
     assert drawn == {json.dumps(v, sort_keys=True) for v in lab15.every_variant_setting()}
     answers = {}
     for v in lab15.every_variant_setting():
-        q = lab15.build_questions(v)
+        q = Specs(lab15.build_questions(v))
         shares = sorted(lab15.drop_shares(v).items(), key=lambda kv: kv[1])
         print(v, "drops:", {k: f"{x:.3%}" for k, x in shares}, f"balance {q['balance'].answer:.1f}%, cost {q['cost'].answer:.1f}%")
         assert q["drops"].correct == shares[0][0] and shares[0][1] <= 0.8 * shares[1][1] and shares[1][1] - shares[0][1] >= 1e-4

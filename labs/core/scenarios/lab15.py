@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from functools import lru_cache
+from functools import lru_cache, partial
 
 from labs.core.engine.routing import SCHEMES, RouterRun, RouterSetting, keeps_draws, route_many
 from labs.core.engine.validation import check_choice
 from labs.core.scenarios import lab11
 from labs.core.scenarios.common import Option
-from labs.core.variants import Choice, LabVariants, Numeric, Question, judged
+from labs.core.variants import Choice, LabVariants, Numeric, Question, Specs, judged
 
 LAB = "15_moe_routing"
 STEP = "routing"
@@ -196,17 +196,24 @@ _BUILT: set[tuple] = set()  # the variant settings this process has built questi
 
 
 def _prefetch_for(v: dict) -> None:
-    """The first variant a process builds (a student's notebook) runs its own four routers, in one
-    draw; the instruments' defaults run when the cell that shows them does, after the first
-    prediction (run here they held the first question back by ~0.45 s of CPU). A process that builds a
-    second (the dashboard on a class; now and then a student who changes their id) runs every
-    variant's routers at once, one draw for them all instead of one per variant. A process that
-    keeps no draws (the grader, routing.keep_draws) runs them all on its first variant: a class
-    has every variant, and each later route_many would draw the stream again (0.2 s of CPU)."""
+    """The first variant a process builds (a student's notebook) runs the router its first
+    question reads (the bias update at its skew and drift) alone: its drop and cost questions
+    are built when first read (labs.core.variants.Specs), after the first question shows, and
+    their three routers then run together, reading the stream's draw the process kept. The
+    instruments' defaults run when the cell that shows them does, after the first prediction
+    (run here they held the first question back by ~0.45 s of CPU; the other three routers, by
+    ~0.26 s). A process that builds a second (the dashboard on a class; now and then a student
+    who changes their id) runs every variant's routers at once, one draw for them all instead of
+    one per variant. A process that keeps no draws (the grader, routing.keep_draws) runs them all
+    on its first variant: a class has every variant, and each later route_many would draw the
+    stream again (0.2 s of CPU)."""
     with _RUNS_LOCK:
         _BUILT.add((v["skew"], v["drift"], v["aux_coeff"]))
         many = len(_BUILT) > 1 or not keeps_draws()
-    prefetch(every_variant_setting() if many else [v], instruments=many)
+    if many:
+        prefetch(every_variant_setting(), instruments=True)
+    else:
+        router_runs([_variant_keys(v)["bias"]])
 
 
 def drop_routers(v: dict) -> dict[str, RouterRun]:
@@ -248,40 +255,50 @@ def _tolerance(answer: float, rule: tuple[float, float]) -> float:
     return max(rule[0], rule[1] * abs(answer))
 
 
+def balance_question(v: dict) -> Numeric:
+    model, balance = lab11.moe_model(), balance_answer(v)
+    drift = "fixed" if v["drift"] == 0 else f"drifting (each expert's popularity a random walk of {v['drift']:g} logits a step)"
+    return Numeric(
+        f"{model.name}'s router: {model.experts} experts, {model.experts_per_token} a token, expert popularity skewed by {v['skew']:g} "
+        f"logits (std) and {drift}. DeepSeek-V3's bias update (gamma = 0.001) runs for {STEPS} steps. Over steps 451-500 "
+        f"({WINDOW} x {TOKENS} tokens), how many % above the mean expert's load is the busiest expert's? "
+        f"(right within the larger of {BALANCE_TOLERANCE[0]:g} points and {BALANCE_TOLERANCE[1]:.0%})",
+        balance, _tolerance(balance, BALANCE_TOLERANCE), "%",
+        f"the router's arrays: the busiest of {model.experts} experts got {balance:.1f}% more than the mean over those {WINDOW} steps. "
+        "The bias moves each expert by gamma a step whatever its imbalance; what is left is the drift it chases and the sample's counting noise.",
+    )
+
+
+def drops_question(v: dict) -> Choice:
+    shares, names = drop_shares(v), {o.key: o.label for o in drop_options(v)}
+    return Choice(
+        f"Same router and skew. Every expert keeps at most 1.25 x its balanced load of each {WINDOW}-step window (capacity factor 1.25) "
+        f"and drops the rest. Over {STEPS} steps, which router drops the fewest tokens?",
+        drop_options(v), drop_answer(v),
+        {k: f"drops {shares[k]:.2%} of the token copies it routes ({names[k]})." for k in shares},
+    )
+
+
+def cost_question(v: dict) -> Numeric:
+    model, ratio = lab11.moe_model(), cost_ratio(v)
+    cost = step_cost(ratio)
+    return Numeric(
+        f"Without balancing, the busiest GPU of the EP group (EP {EP}, 4 experts a GPU) receives {ratio:.2f}x the mean GPU's tokens. "
+        f"{model.name} on its published layout (PP 16, EP 64, 2,048 H800s) takes {cost['balanced_s']:.1f} s a step balanced. "
+        "By how many % does the step grow when every expert GEMM waits for the busiest GPU? "
+        f"(right within the larger of {COST_TOLERANCE[0]:g} points and {COST_TOLERANCE[1]:.0%})",
+        100 * cost["rise"], _tolerance(100 * cost["rise"], COST_TOLERANCE), "%",
+        f"the engine: {cost['balanced_s']:.1f} s balanced, {cost['hot_s']:.1f} s with the expert GEMMs at {ratio:.2f}x: the step's compute "
+        f"goes from {cost['compute_s']:.1f} s to {cost['hot_compute_s']:.1f} s, the all-to-all ({cost['ep_comm_s']:.1f} s) is priced unchanged.",
+    )
+
+
 def build_questions(settings: dict) -> dict:
+    """The balance question (the page's first) built now; the drop and cost questions, whose
+    routers (three more runs) and step prices it does not read, when first read (Specs)."""
     v = check_settings(settings)
     _prefetch_for(v)
-    model = lab11.moe_model()
-    balance, shares, ratio = balance_answer(v), drop_shares(v), cost_ratio(v)
-    cost = step_cost(ratio)
-    names = {o.key: o.label for o in drop_options(v)}
-    drift = "fixed" if v["drift"] == 0 else f"drifting (each expert's popularity a random walk of {v['drift']:g} logits a step)"
-    return {
-        "balance": Numeric(
-            f"{model.name}'s router: {model.experts} experts, {model.experts_per_token} a token, expert popularity skewed by {v['skew']:g} "
-            f"logits (std) and {drift}. DeepSeek-V3's bias update (gamma = 0.001) runs for {STEPS} steps. Over steps 451-500 "
-            f"({WINDOW} x {TOKENS} tokens), how many % above the mean expert's load is the busiest expert's? "
-            f"(right within the larger of {BALANCE_TOLERANCE[0]:g} points and {BALANCE_TOLERANCE[1]:.0%})",
-            balance, _tolerance(balance, BALANCE_TOLERANCE), "%",
-            f"the router's arrays: the busiest of {model.experts} experts got {balance:.1f}% more than the mean over those {WINDOW} steps. "
-            "The bias moves each expert by gamma a step whatever its imbalance; what is left is the drift it chases and the sample's counting noise.",
-        ),
-        "drops": Choice(
-            f"Same router and skew. Every expert keeps at most 1.25 x its balanced load of each {WINDOW}-step window (capacity factor 1.25) "
-            f"and drops the rest. Over {STEPS} steps, which router drops the fewest tokens?",
-            drop_options(v), drop_answer(v),
-            {k: f"drops {shares[k]:.2%} of the token copies it routes ({names[k]})." for k in shares},
-        ),
-        "cost": Numeric(
-            f"Without balancing, the busiest GPU of the EP group (EP {EP}, 4 experts a GPU) receives {ratio:.2f}x the mean GPU's tokens. "
-            f"{model.name} on its published layout (PP 16, EP 64, 2,048 H800s) takes {cost['balanced_s']:.1f} s a step balanced. "
-            "By how many % does the step grow when every expert GEMM waits for the busiest GPU? "
-            f"(right within the larger of {COST_TOLERANCE[0]:g} points and {COST_TOLERANCE[1]:.0%})",
-            100 * cost["rise"], _tolerance(100 * cost["rise"], COST_TOLERANCE), "%",
-            f"the engine: {cost['balanced_s']:.1f} s balanced, {cost['hot_s']:.1f} s with the expert GEMMs at {ratio:.2f}x: the step's compute "
-            f"goes from {cost['compute_s']:.1f} s to {cost['hot_compute_s']:.1f} s, the all-to-all ({cost['ep_comm_s']:.1f} s) is priced unchanged.",
-        ),
-    }
+    return {"balance": balance_question(v), "drops": partial(drops_question, v), "cost": partial(cost_question, v)}
 
 
 VARIANTS = LabVariants(LAB, draw_settings, build_questions)
@@ -289,7 +306,7 @@ VARIANTS = LabVariants(LAB, draw_settings, build_questions)
 
 @lru_cache(maxsize=1)
 def _legacy_questions() -> dict[str, Question]:
-    specs = build_questions(DEFAULT_SETTINGS)
+    specs = Specs(build_questions(DEFAULT_SETTINGS))
     return {q: Question(q, spec, () if isinstance(spec, Numeric) else tuple(o.key for o in spec.options)) for q, spec in specs.items()}
 
 
