@@ -13,7 +13,7 @@ with app.setup:
     import marimo as mo
 
     from labs.core import ENGINE_VERSION
-    from labs.core import charts, svg_charts, ui
+    from labs.core import charts, svg_charts, ui, zero_svg
     from labs.core.engine.perf import estimate
     from labs.core.engine.topology import group_cost
     from labs.core.engine.calibration import TABLE2_GPUS, TABLE2_SCHEMES, table2_estimate, table2_plan, table2_published
@@ -62,10 +62,6 @@ with app.setup:
     GPU_CHOICES = {GPUS[k].name: k for k in SWEEP_GPUS}
     OPTIMIZER_CHOICES = {v.label: k for k, v in OPTIMIZER_STATES.items()}
     STAGE_CHOICES = {f"ZeRO-{s}": s for s in ZERO_STAGES}
-    # Section 3's step-time chart, redrawn by every activation move once both predictions are in, with
-    # fixed margins (charts.redrawn_on_second_axes): left, its widest tick labels and title ('0.025'
-    # for the milestone model: 78 px by automargin in Chromium over 1,545 settings of the instruments).
-    STEP_MARGIN = dict(l=80, b=55)
     # Section 2's heading and offload note read no activation setting: an activation move shows them
     # unchanged, and converts their markdown (~0.7-0.9 ms each) only when their text is new.
     md_once = lru_cache(maxsize=64)(mo.md)
@@ -529,7 +525,7 @@ def _(accumulation_slider, act, gpu_pick, model_pick, zero2_committed):
     at a fixed global batch, more data-parallel replicas leave each pipeline fewer.
     """
             ),
-            charts.redrawn_on_second_axes(charts.stage_step_times(costs), STEP_MARGIN),
+            mo.Html(zero_svg.stage_step_chart(costs)),  # plain SVG: every activation move redraws it once both predictions are in
             ui.static_table(_rows),  # redrawn with the model menu and the accumulation slider
         ]
     )
