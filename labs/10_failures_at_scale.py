@@ -7,11 +7,12 @@ app = marimo.App(
 )
 
 with app.setup:
+    from functools import lru_cache
+
     import marimo as mo
     import numpy as np
 
-    from labs.core import ENGINE_VERSION
-    from labs.core import charts, ui
+    from labs.core import ENGINE_VERSION, ui
     from labs.core.engine.memory import BYTES_PER_PARAM, OPTIMIZER_BYTES, WEIGHT_BYTES
     from labs.core.engine.models import MODELS
     from labs.core.failure_svg import cadence_svg, goodput_histogram_html, mtbf_svg
@@ -61,7 +62,6 @@ with app.setup:
         seed_claim_bandwidths,
         setting_costs,
     )
-    from labs.core.style import COLORS
 
     GPU_STEPS = [1024, 2048, 4096, 8192, 16384, 32768, 65536]
     STORAGE_STEPS = [0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 7000]
@@ -69,6 +69,9 @@ with app.setup:
     MODEL_CHOICES = {MODELS[k].name: k for k in LAYOUTS}
     SIM_RUNS, SIM_SEED = 400, 0
     CADENCE_CHARTS = {}  # cadence_chart's figures, by setting and interval
+    # The markdown a move shows again unchanged (part B3's and B4's headings and notes, the sources' text beside the
+    # MTBF chart) is converted once (0.3-0.5 ms each): an instrument move converts only the text it changes.
+    md_once = lru_cache(maxsize=256)(mo.md)
 
 
 @app.cell(hide_code=True)
@@ -203,7 +206,10 @@ def _(mtbf_committed):
 def _(run_gpus):
     gpus_slider = mo.ui.slider(steps=GPU_STEPS, value=run_gpus, label="GPUs in the job", show_value=True, debounce=True)
     gpus_panel = mo.Html(gpus_slider.text)
-    return gpus_panel, gpus_slider
+
+    def job_gpus() -> int:
+        return gpus_slider.value
+    return gpus_panel, gpus_slider, job_gpus
 
 
 @app.cell(hide_code=True)
@@ -235,7 +241,7 @@ def _(gpus_slider, mtbf_committed, run_days):
                 "one GPU's MTBF": f"{gpu_mtbf_s() / (365 * DAY):.1f} years",
             }),
             mtbf_figure(_n),
-            mo.md(
+            md_once(
                 f"Llama 3 counted **{LLAMA3_UNEXPECTED + LLAMA3_PLANNED}** interruptions in {LLAMA3_WINDOW_S / DAY:.0f} days on up to "
                 f"{LLAMA3_GPUS:,} GPUs: {LLAMA3_PLANNED} planned, {LLAMA3_UNEXPECTED} unexpected. Spread over all {LLAMA3_GPUS:,} GPUs for "
                 f"the whole window (the lowest per-GPU rate the paper allows), that is one unexpected stop every "
@@ -267,7 +273,16 @@ def _():
     sharding_dropdown = mo.ui.dropdown(options=SHARDINGS, value="FSDP / ZeRO-3 (+ weights)", label="Sharding over data parallel")
     strategy_dropdown = mo.ui.dropdown(options=STRATEGY_LABELS, value="sharded (every GPU writes its slice)", label="Checkpoint strategy")
     dropdowns_panel = mo.hstack([model_dropdown, sharding_dropdown, strategy_dropdown], justify="start", wrap=True)
-    return dropdowns_panel, model_dropdown, sharding_dropdown, strategy_dropdown
+
+    def checkpoint_choice() -> dict:
+        return {"model": model_dropdown.value, "zero_stage": sharding_dropdown.value, "strategy": strategy_dropdown.value}
+    return (
+        checkpoint_choice,
+        dropdowns_panel,
+        model_dropdown,
+        sharding_dropdown,
+        strategy_dropdown,
+    )
 
 
 @app.cell
@@ -275,7 +290,10 @@ def _(variant):
     # Starts at the student's file system (the cadence question's), a value of the slider.
     storage_slider = mo.ui.slider(steps=STORAGE_STEPS, value=variant.settings["storage_gbps"], label="File-system bandwidth (GB/s)", show_value=True, debounce=True)
     storage_panel = mo.Html(storage_slider.text)
-    return storage_panel, storage_slider
+
+    def storage_gbps() -> float:
+        return storage_slider.value
+    return storage_gbps, storage_panel, storage_slider
 
 
 @app.cell(hide_code=True)
@@ -307,7 +325,7 @@ def _(
     _seed_now = [_r for _r in _rows if _r["model"] == MODELS[SEED_CLAIM_MODEL].name and _r["strategy"].startswith("sync")][0]
     mo.vstack(
         [
-            mo.md(
+            md_once(
                 f"A checkpoint holds the bf16 weights and the optimizer state (fp32 master weights, Adam m and v): the engine's "
                 f"memory model without the gradients, {_rows[0]['job_bytes'] / MODELS['llama3-8b'].params:.0f} bytes per parameter. "
                 f"Per GPU it is each GPU's share under the sharding you chose, at {gpus_slider.value:,} GPUs (TP x PP as in "
@@ -316,7 +334,7 @@ def _(
                 "The model, sharding, strategy and bandwidth you pick here carry into part B."
             ),
             ui.static_table(_table),  # redrawn with the checkpoint instruments: a plain table (all 9 rows, one page before)
-            mo.md(
+            md_once(
                 f"**The course notes' claim, checked.** \"A sync checkpoint pauses a 70B model for {SEED_CLAIM_MINUTES[0]}-{SEED_CLAIM_MINUTES[1]} "
                 f"minutes.\" {MODELS[SEED_CLAIM_MODEL].name}'s checkpoint is {_bytes / 1e12:.2f} TB, so that pause means a file system "
                 f"delivering {_bw30 / 1e9:.2f}-{_bw10 / 1e9:.2f} GB/s to the writer: true on a slow NFS share. On Llama 3's "
@@ -369,7 +387,30 @@ def _():
         mo.hstack([interval_slider, relaunch_slider], justify="start", wrap=True),
         mo.hstack([swap_slider, spares_switch], justify="start", wrap=True),
     ])
-    return cadence_panel, interval_slider, relaunch_slider, spares_switch, swap_slider
+
+    def cadence_levers() -> dict:
+        return {"relaunch_min": relaunch_slider.value, "swap_min": swap_slider.value, "hot_spares": bool(spares_switch.value),
+                "interval_min": interval_slider.value}
+    return (
+        cadence_levers,
+        cadence_panel,
+        interval_slider,
+        relaunch_slider,
+        spares_switch,
+        swap_slider,
+    )
+
+
+# cadence_inputs_now() reads the instruments when the submit is pressed, so a move does not re-run the submit
+# (its button and the ledger's download mounted again, the ledger read again): only the status line below it.
+@app.cell
+def _(cadence_levers, checkpoint_choice, job_gpus, storage_gbps):
+    def cadence_inputs_now() -> dict:
+        """The ledger's inputs, in cadence_outcomes' order: the setting, then the interval."""
+        _choice, _levers = checkpoint_choice(), cadence_levers()
+        return {"model": _choice["model"], "gpus": job_gpus(), "zero_stage": _choice["zero_stage"], "strategy": _choice["strategy"],
+                "storage_gbps": storage_gbps(), **_levers}
+    return (cadence_inputs_now,)
 
 
 @app.cell
@@ -423,7 +464,7 @@ def _(
         [
             # an empty markdown where no banner shows: the chart keeps its place in the stack, so a move that lifts or
             # raises the banner updates the drawn chart instead of mounting a new one (as Lab 07's, f51e338)
-            _banner if _banner is not None else mo.md(""),
+            _banner if _banner is not None else md_once(""),
             ui.metric_cards({
                 "goodput": f"{_v['goodput']:.1%}",
                 "checkpoint stalls": f"{_s.checkpoint:.2%}",
@@ -432,7 +473,7 @@ def _(
                 "Daly's interval": f"{_v['daly'] / MINUTE:.1f} min",
             }),
             cadence_chart(cadence_inputs, _v),
-            mo.md(
+            md_once(
                 f"Stall per checkpoint **{fmt_s(_v['stall'])}**, mean restart R = **{setting['restart_s'] / MINUTE:.1f} min** "
                 f"(relaunch, the {fmt_s(setting['restore_s'])} read, and a node swap for the causes that need one"
                 f"{' from a hot spare: none to wait for' if spares_switch.value else f' at {swap_slider.value} min each'}), "
@@ -513,18 +554,18 @@ def _(
         simulation, simulation_error = None, str(_err)
     mo.vstack(
         [
-            mo.md(
+            md_once(
                 (f"With your restart cost ({setting['restart_s'] / MINUTE:.1f} min) no checkpoint is cheap enough: the restarts alone cost "
                  f"more than {1 - LLAMA3_EFFECTIVE_TRAINING:.0%} of the time" if _yours is None else
                  f"With your restart cost ({setting['restart_s'] / MINUTE:.1f} min) the checkpoint may stall at most **{fmt_s(_yours)}**")
                 + f"; your setting stalls {fmt_s(setting['cost'].stall_s)}. Stalls of seconds and restarts of minutes: a "
                 "sharded or async checkpoint on fast storage, with automated restarts, not a gathered sync write and a person paged."
             ),
-            mo.md(r"""
+            md_once(r"""
     ## B3 · The long run, simulated
     """),
             simulation_view(simulation, simulation_error, cadence_view, setting, run_days, relaunch_slider.value, swap_slider.value, spares_switch.value),
-            mo.md(r"""
+            md_once(r"""
     ## B4 · Failures that do not stop the job: silent corruption and stragglers
     """),
             corruption_view(gpus_slider.value, sharding_dropdown.value, run_days),
@@ -543,7 +584,8 @@ def simulation_view(simulation, simulation_error, cadence_view, setting, run_day
             f"{fmt_s(cadence_view['stall'])} against an interruption every {fmt_s(setting['mtbf_s'])}, so the run hardly ever moves forward."
         ])
     _g = simulation.goodput
-    _p5, _p50, _p95 = np.percentile(_g, [5, 50, 95])
+    _p5, _p95 = np.percentile(_g, [5, 95])
+    _days_median = np.median(simulation.wall_s) / DAY
     _m, _c = setting["mtbf_s"], setting["cost"].stall_s
     _read, _relaunch, _swap = setting["restore_s"], relaunch_min * MINUTE, swap_min * MINUTE
     _lever = {
@@ -552,7 +594,7 @@ def simulation_view(simulation, simulation_error, cadence_view, setting, run_day
     }
     return mo.vstack(
         [
-            mo.md(
+            md_once(
                 f"{SIM_RUNS} runs of {run_days} days of work at your setting (random seed {SIM_SEED}, so every student sees the same runs): failures drawn at rate 1/M, each with a "
                 "cause from Table 5's shares and that cause's restart cost; the work since the last checkpoint is redone."
             ),
@@ -561,13 +603,13 @@ def simulation_view(simulation, simulation_error, cadence_view, setting, run_day
                 "closed form": f"{simulation.closed_form:.2%}",
                 "5th-95th percentile": f"{_p5:.1%} - {_p95:.1%}",
                 "interruptions per run": f"{simulation.failures.mean():.0f} ± {simulation.failures.std():.0f}",
-                "wall time, median": f"{np.median(simulation.wall_s) / DAY:.1f} days",
+                "wall time, median": f"{_days_median:.1f} days",
             }),
             goodput_histogram(_g, simulation.closed_form),
-            mo.md(
+            md_once(
                 f"**Levers**, each at its best interval: now {best_goodput(_c, setting['restart_s'], _m):.1%}; with hot spares "
                 f"(no wait for a node) {_lever['hot spares']:.1%}; with the relaunch halved {_lever['relaunch halved']:.1%}. "
-                f"At your interval the run ends after {np.median(simulation.wall_s) / DAY:.1f} days instead of {run_days}: "
+                f"At your interval the run ends after {_days_median:.1f} days instead of {run_days}: "
                 f"one run in twenty takes more than {np.percentile(simulation.wall_s, 95) / DAY:.1f}."
             ),
         ]
@@ -606,7 +648,7 @@ def _(gpus_slider, model_dropdown, mtbf_committed, slow_slider):
     mo.vstack(
         [
             ui.static_table(_rows),  # redrawn with the GPUs, the checkpoint instruments and the NIC slider: a plain table (2 rows)
-            mo.md(
+            md_once(
                 "Nothing crashes, so no watchdog fires: per-link latency monitoring and per-rank step timings find the node, and the "
                 "job drains it like a failure."
             ),
@@ -699,12 +741,11 @@ def _():
     return (submit_button,)
 
 
-# The submit row and the status line in one cell: an interval move re-runs one cell here, not two.
+# The submit row reads the instruments through cadence_inputs_now() when pressed: no move re-runs it.
 @app.cell
 def _(
     cadence_committed,
-    cadence_inputs,
-    cadence_view,
+    cadence_inputs_now,
     identity,
     mtbf_committed,
     submit_button,
@@ -713,21 +754,26 @@ def _(
     ui.gate(mtbf_committed, held=(cadence_committed,))
     _pred = {"mtbf": mtbf_committed.answer, "cadence": cadence_committed.answer}
     _view, submitted = ui.submit_to_ledger(
-        identity, submit_button, lambda: [ui.ledger_step(LAB, "cadence", cadence_inputs, _pred, cadence_outcomes, "the cadence design", variant)]
+        identity, submit_button, lambda: [ui.ledger_step(LAB, "cadence", cadence_inputs_now(), _pred, cadence_outcomes, "the cadence design", variant)]
     )
-    mo.vstack([
-        _view,
-        ui.hud(
-            {
-                "engine": ENGINE_VERSION,
-                "MTBF prediction": mtbf_committed.describe(),
-                "cadence prediction": cadence_committed.describe(),
-                "goodput": f"{cadence_view['goodput']:.1%} at {cadence_view['tau'] / MINUTE:.0f} min",
-                "ledger": "saved" if submitted else "not submitted",
-            }
-        ),
-    ])
+    _view
     return (submitted,)
+
+
+# The status line, below the submit row: a move re-runs this line alone.
+@app.cell
+def _(cadence_committed, cadence_view, mtbf_committed, submitted):
+    ui.gate(mtbf_committed, held=(cadence_committed,))
+    ui.hud(
+        {
+            "engine": ENGINE_VERSION,
+            "MTBF prediction": mtbf_committed.describe(),
+            "cadence prediction": cadence_committed.describe(),
+            "goodput": f"{cadence_view['goodput']:.1%} at {cadence_view['tau'] / MINUTE:.0f} min",
+            "ledger": "saved" if submitted else "not submitted",
+        }
+    )
+    return
 
 
 @app.function
@@ -739,7 +785,7 @@ def corruption_view(gpus: int, zero_stage: int, run_days: int) -> mo.Html:
     _sdc = expected_interruptions(gpus, run_days * DAY)["silent_data_corruption"]
     return mo.vstack(
         [
-            mo.md(
+            md_once(
                 f"Llama 3 caught **{dict((c.key, c.count) for c in LLAMA3_CAUSES)['silent_data_corruption']}** silent data corruptions in "
                 f"{LLAMA3_WINDOW_S / DAY:.0f} days: at {gpus:,} GPUs expect **{_sdc:.1f}** detected ones in {run_days} days, and the undetected "
                 "ones do not show in a loss curve at all: a flipped bit in one replica's gradient is averaged into everyone's weights, "
@@ -751,7 +797,7 @@ def corruption_view(gpus: int, zero_stage: int, run_days: int) -> mo.Html:
                 + "a gradient norm ten times its running mean with an ordinary loss points at one rank; a fixed validation batch "
                 "re-scored on a schedule catches slow drift. On a hit, restart from the last checkpoint known to be good, not the most recent."
             ),
-            mo.md(
+            md_once(
                 "**Stragglers.** A ring all-reduce moves in lock step: every step waits for its slowest member, so one degraded NIC "
                 "paces the whole ring (a throttled GPU does the same to the compute). The collectives model, with one node's NICs slowed:"
             ),
