@@ -203,6 +203,13 @@ def _top_k(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
 def node_limited_mask(scores: np.ndarray, k: int, nodes: int, max_nodes: int) -> np.ndarray:
     """Top-k within the max_nodes nodes of highest summed top-(k / max_nodes) scores
     (DeepSeek-V3 Sec. 2.1.2; experts in node order). Rows over the last axis, any leading axes."""
+    return _node_limited(scores, k, nodes, max_nodes, row_max=False)[0]
+
+
+def _node_limited(scores: np.ndarray, k: int, nodes: int, max_nodes: int, row_max: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    """node_limited_mask, and with `row_max` each row's highest score (keeping its axis), from the
+    nodes' highest where their sort put them (the nodes on the outer axis: a reduction over an axis
+    of 8 costs more than a copy)."""
     shape, e = scores.shape, scores.shape[-1]
     per, top = e // nodes, k // max_nodes
     flat = scores.reshape(-1, e)
@@ -210,23 +217,21 @@ def node_limited_mask(scores: np.ndarray, k: int, nodes: int, max_nodes: int) ->
     # each node's scores sorted (a SIMD sort of 32; np.partition returns rows this short sorted too)
     ranked = np.sort(flat.reshape(n, nodes, per), axis=-1)
     best = _node_scores(ranked, top)
-    order = np.argsort(best, axis=-1)  # each row's nodes, the lowest score first
-    rows = np.arange(n)
-    mth = best[rows, order[:, nodes - max_nodes]]  # the M-th highest node score
-    if max_nodes < nodes and (best[rows, order[:, nodes - max_nodes - 1]] >= mth).any():  # a tie at the M-th keeps more nodes
-        keep = best >= mth[:, None]
+    ordered = np.sort(best, axis=-1)  # each row's node scores, ascending (their order is not needed, only the M-th)
+    mth = ordered[:, nodes - max_nodes, None]  # the M-th highest node score
+    keep = best >= mth  # the M nodes of highest score, and every node tied with the M-th
+    if max_nodes < nodes and (ordered[:, nodes - max_nodes - 1, None] >= mth).any():  # a tie at the M-th keeps more nodes
         kth = _kth_of_kept(ranked, keep, k)
-    else:
-        kept = order[:, nodes - max_nodes:]  # each row's M kept nodes
-        if max_nodes == 1:  # one node: its k-th highest, where the sort put it
-            kth = ranked[rows, kept[:, 0], per - top]
-        else:  # the k-th highest of the kept nodes is among each kept node's own k highest
-            near = min(k, per)
-            candidates = ranked[rows[:, None], kept, per - near:].reshape(n, max_nodes * near)
-            kth = np.sort(candidates, axis=-1)[:, max_nodes * near - k]
-        keep = np.zeros(best.shape, dtype=bool)
-        keep[rows[:, None], kept] = True
-    return ((flat >= kth[:, None]) & keep.repeat(per, axis=1)).reshape(shape)
+    elif max_nodes == 1:  # one node: its k-th highest, where the sort put it
+        kth = ranked[:, :, per - top][keep]
+    else:  # the k-th highest of the kept nodes is among each kept node's own k highest (M of them a row, in node order)
+        near = min(k, per)
+        candidates = ranked[:, :, per - near:][keep].reshape(n, max_nodes * near)
+        kth = np.sort(candidates, axis=-1)[:, max_nodes * near - k]
+    # a node not kept compares against +inf: none of its (finite) scores is chosen
+    chosen = flat.reshape(n, nodes, per) >= np.where(keep, kth[:, None], np.inf)[:, :, None]
+    highest = np.ascontiguousarray(ranked[:, :, per - 1].T).max(axis=0).reshape(shape[:-1] + (1,)) if row_max else None
+    return chosen.reshape(shape), highest
 
 
 def _node_scores(ranked: np.ndarray, top: int) -> np.ndarray:
@@ -254,11 +259,12 @@ def _kth_of_kept(ranked: np.ndarray, keep: np.ndarray, k: int) -> np.ndarray:
     return np.sort(candidates, axis=-1)[:, nodes * near - k]
 
 
-def _choose(scores: np.ndarray, s: RouterSetting) -> tuple[np.ndarray, np.ndarray | None]:
-    """The chosen experts, and each row's highest score where the choice found it (else None)."""
+def _choose(scores: np.ndarray, s: RouterSetting, row_max: bool = False) -> tuple[np.ndarray, np.ndarray | None]:
+    """The chosen experts, and each row's highest score (keeping its axis) where the choice's sort
+    finds it anyway or `row_max` asks for it (else None)."""
     if s.max_nodes is None or s.max_nodes == s.nodes:
         return _top_k(scores, s.top_k)
-    return node_limited_mask(scores, s.top_k, s.nodes, s.max_nodes), None
+    return _node_limited(scores, s.top_k, s.nodes, s.max_nodes, row_max)
 
 
 def _counts(chosen: np.ndarray, axis: int) -> np.ndarray:
@@ -266,8 +272,9 @@ def _counts(chosen: np.ndarray, axis: int) -> np.ndarray:
     return chosen.view(np.uint8).sum(axis=axis, dtype=np.uint8 if chosen.shape[axis] < 256 else np.int32)
 
 
-def _softmax(z: np.ndarray, out: np.ndarray, row_max: np.ndarray | None = None) -> np.ndarray:
-    p = np.subtract(z, z.max(axis=1, keepdims=True) if row_max is None else row_max, out=out)
+def _softmax(z: np.ndarray, out: np.ndarray, row_max: np.ndarray) -> np.ndarray:
+    """Each row's softmax, into out; row_max: z.max(axis=1, keepdims=True)."""
+    p = np.subtract(z, row_max, out=out)
     np.exp(p, out=p)
     p /= p.sum(axis=1, keepdims=True)
     return p
@@ -377,7 +384,7 @@ class _Run:
                 chosen, _ = _choose(np.add(scores[i], bias, out=_buffer(self.buffers, "biased", step_shape)), s)
             else:
                 z = np.add(logits[i], bias, out=_buffer(self.buffers, "z", step_shape))  # the aux loss's logit bias
-                chosen, row_max = _choose(z, s)
+                chosen, row_max = _choose(z, s, row_max=True)  # the softmax's row max
             self.loads[step] = _counts(chosen, axis=0)
             count = self.loads[step]
             if step % COPY_EVERY == 0:
