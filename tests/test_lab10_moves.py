@@ -66,3 +66,33 @@ def test_no_cell_a_move_reruns_draws_plotly():
     histogram is HTML: no Plotly.react on any move."""
     body = LAB10.read_text()
     assert "plotly.graph_objects" not in body and "charts.figure(" not in body and "go.Figure" not in body and "mo.ui.plotly" not in body
+
+
+def test_the_submit_reads_the_instruments_when_pressed():
+    """No move re-runs the submit: it reads the instruments through cadence_inputs_now(), which
+    returns what the cadence cell records (same fields, same order) and follows a move made after
+    the submit cell ran."""
+    from test_lab10 import BOTH
+    from test_notebooks import shared_app
+
+    _, defs = shared_app(LAB10).run(defs=BOTH)
+    assert list(defs["cadence_inputs_now"]().items()) == list(defs["cadence_inputs"].items())
+    assert not any(cell["refs"] & set(INSTRUMENTS) for cell in cells(LAB10) if "submit_to_ledger" in cell["body"])
+    defs["relaunch_slider"]._update(42)  # the page sends the slider's value
+    assert defs["cadence_inputs_now"]()["relaunch_min"] == 42 != defs["cadence_inputs"]["relaunch_min"]
+
+
+def test_the_stylesheet_is_on_the_page_once():
+    """The cards, tables and status line a move re-sends carry no copy of the labs' stylesheet
+    (each one a <style> mounted again): the page's one copy is the training lead's message, at the
+    top and never re-run; every lab-card and the status line are below it."""
+    from labs.core.style import LAB_CSS
+    from test_lab10 import BOTH
+    from test_notebooks import shared_app
+
+    outputs, _ = shared_app(LAB10).run(defs=BOTH)
+    texts = [getattr(o, "text", "") or "" for o in outputs]
+    holders = [k for k, t in enumerate(texts) if LAB_CSS in t]
+    assert len(holders) == 1 and "lab-message" in texts[holders[0]]
+    drawn = [k for k, t in enumerate(texts) if k not in holders and any(f'class="lab-{c}"' in t for c in ("card", "hud", "table"))]
+    assert len(drawn) >= 6 and min(drawn) > holders[0]
