@@ -86,9 +86,10 @@ def test_the_stylesheet_is_on_the_page_once():
     """The cards, tables and status line a move re-sends carry no copy of the labs' stylesheet
     (each one a <style> mounted again): the page's one copy is the training lead's message, at the
     top and never re-run; every lab-card and the status line are below it."""
-    from labs.core.style import LAB_CSS
     from test_lab10 import BOTH
     from test_notebooks import shared_app
+
+    from labs.core.style import LAB_CSS
 
     outputs, _ = shared_app(LAB10).run(defs=BOTH)
     texts = [getattr(o, "text", "") or "" for o in outputs]
