@@ -14,6 +14,7 @@ with app.setup:
 
     from labs.core import ENGINE_VERSION
     from labs.core import charts, svg_charts, ui, zero_svg
+    from labs.core.filled_md import filled_md
     from labs.core.engine.perf import estimate
     from labs.core.engine.topology import group_cost
     from labs.core.engine.calibration import TABLE2_GPUS, TABLE2_SCHEMES, table2_estimate, table2_plan, table2_published
@@ -624,27 +625,25 @@ def _(accumulation_slider, act, fit_act, model_pick, offload_box, optimizer_pick
     _dp0 = _curves[0]
     _m = accumulation_slider.value
     _vendor = dp_memory(FIT_MODEL, VENDOR_CLAIM_GPUS, 3, fit_act)
-    _myths = [
-        (
-            "ZeRO shards activations.",
-            f"{_name}, ZeRO-3: activations {_z3[DP_SIZES.index(8)].activations / GB:,.1f} GB per GPU on 8 GPUs and "
-            f"{_z3[-1].activations / GB:,.1f} GB on {DP_SIZES[-1]}. Only model state is sharded.",
-        ),
-        (
-            "ZeRO-3 costs 2x the communication of DDP.",
-            f"{traffic_ratio(3, 0, 1):.2f}x at one micro-batch per step (two all-gathers and a reduce-scatter against one "
-            f"all-reduce); at your {_m} micro-batch(es) per step, {traffic_ratio(3, 0, _m):.2f}x, because the weights are gathered for every micro-batch.",
-        ),
-        (
-            "Adding GPUs reduces memory under plain DP.",
-            f"{_name}, ZeRO-0: {_dp0[0].total / GB:,.1f} GB per GPU on 1 GPU and {_dp0[-1].total / GB:,.1f} GB on {DP_SIZES[-1]}.",
-        ),
-        (
-            f"ZeRO-3 with checkpointing fits {MODELS[FIT_MODEL].name} on {VENDOR_CLAIM_GPUS} GPUs at {VENDOR_CLAIM_GB[0]}-{VENDOR_CLAIM_GB[1]} GB.",
-            f"The sharded model state alone is {_vendor.model_state / GB:,.0f} GB per GPU; with activations, {_vendor.total / GB:,.0f} GB.",
-        ),
+    _myths = [  # (what is said, the engine's reply with {fields} filled in below)
+        ("ZeRO shards activations.",
+         "{name}, ZeRO-3: activations {z3_at_8} GB per GPU on 8 GPUs and {z3_at_most} GB on {most}. Only model state is sharded."),
+        ("ZeRO-3 costs 2x the communication of DDP.",
+         "{ratio_1}x at one micro-batch per step (two all-gathers and a reduce-scatter against one "
+         "all-reduce); at your {m} micro-batch(es) per step, {ratio_m}x, because the weights are gathered for every micro-batch."),
+        ("Adding GPUs reduces memory under plain DP.",
+         "{name}, ZeRO-0: {dp0_at_1} GB per GPU on 1 GPU and {dp0_at_most} GB on {most}."),
+        (f"ZeRO-3 with checkpointing fits {MODELS[FIT_MODEL].name} on {VENDOR_CLAIM_GPUS} GPUs at {VENDOR_CLAIM_GB[0]}-{VENDOR_CLAIM_GB[1]} GB.",
+         "The sharded model state alone is {vendor_state} GB per GPU; with activations, {vendor_total} GB."),
     ]
-    mo.md("## 4 · Myths, with numbers\n\n" + "\n".join(f"- *\"{_said}\"* **Engine:** {_fact}" for _said, _fact in _myths))
+    filled_md(  # mo.md of the filled-in text, its markdown converted once (labs.core.filled_md)
+        "## 4 · Myths, with numbers\n\n" + "\n".join(f"- *\"{_said}\"* **Engine:** {_fact}" for _said, _fact in _myths),
+        name=_name, most=f"{DP_SIZES[-1]}", m=f"{_m}",
+        z3_at_8=f"{_z3[DP_SIZES.index(8)].activations / GB:,.1f}", z3_at_most=f"{_z3[-1].activations / GB:,.1f}",
+        ratio_1=f"{traffic_ratio(3, 0, 1):.2f}", ratio_m=f"{traffic_ratio(3, 0, _m):.2f}",
+        dp0_at_1=f"{_dp0[0].total / GB:,.1f}", dp0_at_most=f"{_dp0[-1].total / GB:,.1f}",
+        vendor_state=f"{_vendor.model_state / GB:,.0f}", vendor_total=f"{_vendor.total / GB:,.0f}",
+    )
     return
 
 
