@@ -267,23 +267,25 @@ def _():
     )
 
 
+# ring_inputs() reads the instruments when the submit is pressed, so a move does not re-run the
+# submit. The step slider is made anew for each N: its value reaches ring_inputs through state
+# the slider sets (on_change), which no cell reads, so a Ranks N move re-runs neither cell.
 @app.cell
-def _(ring_n_slider):
-    ring_step_slider = mo.ui.slider(start=0, stop=2 * (ring_n_slider.value - 1), step=1, value=0, label="Step (0: before the first)", show_value=True)
-    ring_step_panel = mo.Html(ring_step_slider.text)
+def _(ring_setting):
+    _get_step, set_ring_step = mo.state(0)
 
-    def ring_step() -> int:
-        return ring_step_slider.value
-    return ring_step, ring_step_panel, ring_step_slider
-
-
-# ring_inputs() reads the instruments when the submit is pressed, so a move does not re-run the submit.
-@app.cell
-def _(ring_setting, ring_step):
     def ring_inputs() -> dict:
         _s = ring_setting()
-        return dict(**_s, step=min(ring_step(), 2 * (_s["n"] - 1)))
-    return (ring_inputs,)
+        return dict(**_s, step=min(_get_step(), 2 * (_s["n"] - 1)))
+    return ring_inputs, set_ring_step
+
+
+@app.cell
+def _(ring_n_slider, set_ring_step):
+    ring_step_slider = mo.ui.slider(start=0, stop=2 * (ring_n_slider.value - 1), step=1, value=0, label="Step (0: before the first)", show_value=True, on_change=set_ring_step)
+    set_ring_step(0)  # a new N's slider starts at step 0
+    ring_step_panel = mo.Html(ring_step_slider.text)
+    return ring_step_panel, ring_step_slider
 
 
 @app.cell

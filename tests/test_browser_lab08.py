@@ -37,7 +37,23 @@ def test_lab08_step_slider_redraws_the_ring_and_the_ledger_validates(tmp_path):
         assert chunks == [f"c{c}" for c in ring_state(4, 1e9, "nvlink4", 2)["sends"]] == ["c3", "c0", "c1", "c2"]
 
         path = submit_and_download(page, "Submit to the ledger", tmp_path / "downloaded.json")
-    doc = json.loads(path.read_text())
+        saved = json.loads(path.read_text())
+
+        # a new N makes a new step slider at step 0, and the submit reads that one (not step 2)
+        ranks = page.get_by_role("slider").nth(0)
+        ranks.focus()
+        ranks.press("ArrowRight")
+        page.get_by_text("Ring all-reduce, N = 5: step 0 of 8 (before the first step)").first.wait_for()
+        page.get_by_role("button", name="Submit to the ledger").click()
+        ledger = next(tmp_path.glob("*.ledger.json"))
+        resubmitted = None
+        for _ in range(300):  # the save lands once the kernel has run the submit
+            resubmitted = json.loads(ledger.read_text())["labs"]["08_collectives"]["ring"]
+            if resubmitted["inputs"]["n"] == 5:
+                break
+            page.wait_for_timeout(100)
+        assert resubmitted["inputs"] == {"n": 5, "nbytes": 1e9, "link": "nvlink4", "step": 0}
+    doc = saved
     jsonschema.validate(doc, load_schema())
     step = doc["labs"]["08_collectives"]["ring"]
     assert step["inputs"]["step"] == 2 and step["outcomes"]["ring_correct"]

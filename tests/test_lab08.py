@@ -14,15 +14,12 @@ pytestmark = pytest.mark.usefixtures("ledger_dir")
 from conftest import report
 from labs.core.scenarios.lab08 import (
     BUCKET_CASES,
-    BUCKET_OPTIONS,
     BUCKET_SAME,
     LB_SETUPS,
-    RING_OPTIONS,
     STEPPER_LINKS,
     STEPPER_RANKS,
     STEPPER_SIZES,
     bucket_answer,
-    bucket_explanations,
     bucket_options_v4,
     bucket_times,
     busbw_rows,
@@ -67,22 +64,45 @@ def app():
     return shared_app(LAB08)
 
 
-def stepper(n=8, size="1 GB", link="nvlink4", step=0):
-    """The stepper's instrument cells' definitions: the instruments, the copies of their HTML the
-    gated panel shows, and the getters the submit reads them through (plain reads of the values)."""
-    widgets = {
-        "ring_n_slider": mo.ui.slider(steps=list(STEPPER_RANKS), value=n),
-        "ring_size_dropdown": mo.ui.dropdown(options=STEPPER_SIZES, value=size),
-        "ring_link_dropdown": mo.ui.dropdown(options={k: k for k in STEPPER_LINKS}, value=link),
-        "ring_step_slider": mo.ui.slider(start=0, stop=2 * (n - 1), value=step),
-    }
-    n_slider, size_dropdown, link_dropdown, step_slider = widgets.values()
-    return widgets | {
+def instruments(n=8, size="1 GB", link="nvlink4"):
+    """The stepper's instruments cell's definitions: Ranks N, Message and Link, the copies of their
+    HTML the gated panel shows, and the getter of their values (a plain read)."""
+    n_slider = mo.ui.slider(steps=list(STEPPER_RANKS), value=n)
+    size_dropdown = mo.ui.dropdown(options=STEPPER_SIZES, value=size)
+    link_dropdown = mo.ui.dropdown(options={k: k for k in STEPPER_LINKS}, value=link)
+    return {
+        "ring_n_slider": n_slider, "ring_size_dropdown": size_dropdown, "ring_link_dropdown": link_dropdown,
         "ring_panel": mo.hstack([mo.Html(w.text) for w in (n_slider, size_dropdown, link_dropdown)]),
         "ring_setting": lambda: dict(n=n_slider.value, nbytes=size_dropdown.value, link=link_dropdown.value),
-        "ring_step_panel": mo.Html(step_slider.text),
-        "ring_step": lambda: step_slider.value,
     }
+
+
+def stepper(n=8, size="1 GB", link="nvlink4", step=0):
+    """The instruments, the step slider at `step` with its copy, and the submit's ring_inputs
+    reading them (the notebook's own, fed by the slider's on_change, is checked by
+    test_ring_inputs_follow_the_step_slider)."""
+    defs = instruments(n, size, link)
+    step_slider = mo.ui.slider(start=0, stop=2 * (n - 1), value=step)
+    setting = defs["ring_setting"]
+    return defs | {
+        "ring_step_slider": step_slider,
+        "ring_step_panel": mo.Html(step_slider.text),
+        "ring_inputs": lambda: {**setting(), "step": step_slider.value},
+        "set_ring_step": lambda value: None,
+    }
+
+
+def test_ring_inputs_follow_the_step_slider(app):
+    """The notebook's step slider for N = 8 runs 0..14 and starts at 0; a move (applied as the
+    kernel applies it, on_change included) is what the submit reads, clipped to 2(N-1)."""
+    _, defs = app.run(defs={**BOTH, **instruments(n=8, link="pcie4")})
+    slider, inputs = defs["ring_step_slider"], defs["ring_inputs"]
+    assert (slider.start, slider.stop, slider.value) == (0, 14, 0)
+    assert inputs() == {"n": 8, "nbytes": 1e9, "link": "pcie4", "step": 0}
+    slider._update(5)
+    assert inputs() == {"n": 8, "nbytes": 1e9, "link": "pcie4", "step": 5}
+    defs["set_ring_step"](99)  # a step past this N's last (as a stale value would be) is clipped
+    assert inputs()["step"] == 14
 
 
 def test_locked_by_default(app):
