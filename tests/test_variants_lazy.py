@@ -86,3 +86,47 @@ def test_a_question_given_as_a_function_is_built_once_when_first_read():
     assert first["later"].order == tuple(Draw("seed-1").order("later", ["x", "y"]))
     with pytest.raises(KeyError):
         first["missing"]
+
+
+# ---- a lab imports its own scenario module, not every lab's ------------------------------------------
+def _registry_lab_name(lab) -> str:
+    """lab_name as it was, from the registry alone (every module imported)."""
+    labs = scenarios.registry()
+    if lab in labs:
+        return lab
+    matches = [name for name in labs if name.split("_", 1)[0] == str(lab).zfill(2)]
+    if len(matches) != 1:
+        raise ValueError(lab)
+    return matches[0]
+
+
+def test_a_lab_is_found_in_its_own_module_as_the_registry_finds_it():
+    names = sorted(scenarios.registry())
+    asked = [*names, *(n.split("_", 1)[0] for n in names), "5", 7, "15"]  # "ps01" too: a problem set by its number
+    for lab in asked:
+        assert scenarios.lab_name(lab) == _registry_lab_name(lab), lab
+        assert scenarios._recipe(scenarios.lab_name(lab)) is scenarios.registry()[_registry_lab_name(lab)], lab
+    for bad in ("05_wrong", "99", "ps99", "", "5_parallelism", "ps01_memory", "ps_collectives"):
+        with pytest.raises(ValueError, match="lab must be one of"):
+            scenarios.lab_name(bad)
+    assert {f"lab{n.split('_', 1)[0]}" for n in names if n[0].isdigit()} == set(scenarios.LAB_MODULES)
+
+
+def test_a_lab_page_imports_no_other_labs_scenarios():
+    """A fresh process drawing Lab 05's variant and reading its first question imports Lab 05's
+    scenario module and what it imports, no other lab's; the grader's tables then import them all."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom labs.core.scenarios import variant\nvariant('05', 'fresh').questions['cause']\n"
+            "print(sorted(m for m in sys.modules if m.startswith('labs.core.scenarios.')))\n"
+            "from labs.core.scenarios import OUTCOMES, PROBLEM_SETS, QUESTION_OPTIONS, LAB_MODULES\n"
+            "print(len(OUTCOMES), len(PROBLEM_SETS), len(QUESTION_OPTIONS), all(f'labs.core.scenarios.{m}' in sys.modules for m in LAB_MODULES))")
+    first, tables = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.splitlines()
+    assert eval(first) == ["labs.core.scenarios.common", "labs.core.scenarios.lab05"]
+    problem_set = ("import sys\nfrom labs.core.scenarios import variant\nvariant('ps02_memory', 'fresh').questions\n"
+                   "print(sorted(m for m in sys.modules if m.startswith('labs.core.scenarios.')))")
+    assert eval(subprocess.run([sys.executable, "-c", problem_set], capture_output=True, text=True, check=True).stdout) == [
+        "labs.core.scenarios.problems_memory"]
+    assert tables == f"{len(scenarios.OUTCOMES)} {len(scenarios.PROBLEM_SETS)} {len(scenarios.QUESTION_OPTIONS)} True"
+    assert len(scenarios.PROBLEM_SETS) == len(scenarios.PROBLEM_MODULES) and all(step in scenarios.OUTCOMES for step in scenarios.lab05.OUTCOMES)

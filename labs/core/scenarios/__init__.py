@@ -2,111 +2,108 @@
 the lab shows and the grader recomputes from a ledger's recorded inputs (so a stored outcome or
 "correct" flag is never trusted). OUTCOMES is the one registry the grader reads:
 (lab, step) -> outcome function; `registry()` every lab's per-student variants (labs.core.variants),
-and `variant()` a student's. The engine modules never import these."""
+and `variant()` a student's. The engine modules never import these.
+
+The lab modules are imported when first needed, not with this package: a lab's page imports its
+own (and what that imports), and `variant()` finds a lab's recipe in its own module
+(labs.core.scenarios.labNN for "NN_..."); OUTCOMES, QUESTION_OPTIONS and PROBLEM_SETS, which read
+every lab and problem set, are made on first use (the grader, the dashboard). Importing all of
+them was ~0.15 s of CPU before every lab's first question (sources compiled at each start)."""
 
 import importlib
 import json
 import pkgutil
 import sys
+import threading
 from functools import lru_cache
 
 from labs.core.engine import precision
 from labs.core.state import normalise_student
 from labs.core.variants import Draw, LabVariants, Questions, Specs, Variant, class_salt, normalised_seed, recorded_version, salt_fingerprint, seed_of
 
-from labs.core.scenarios import lab05, lab06, lab07
-from labs.core.scenarios import lab10
-from labs.core.scenarios import lab08
-from labs.core.scenarios import lab09
+LAB_MODULES = ("lab05", "lab06", "lab07", "lab10", "lab08", "lab09", "lab11", "lab12", "lab13", "lab14", "lab15")  # OUTCOMES' order
+PROBLEM_MODULES = ("problems_collectives", "problems_memory", "problems_dataparallel", "problems_tensorparallel", "problems_pipelines",
+                   "problems_failures", "problems_context_experts", "problems_precision", "problems_hardware")  # PROBLEM_SETS' order
 
-OUTCOMES = {**lab05.OUTCOMES, **lab06.OUTCOMES, **lab07.OUTCOMES}
-OUTCOMES.update(lab10.OUTCOMES)
-OUTCOMES.update(lab08.OUTCOMES)
-OUTCOMES.update(lab09.OUTCOMES)
 
-__all__ = ["OUTCOMES", "lab05", "lab06", "lab07"]
-__all__ += ["lab10"]
-__all__ += ["lab08"]
-__all__ += ["lab09"]
+def _module(name: str):
+    return importlib.import_module(f"{__name__}.{name}")
 
-# The prediction questions' options by (lab, question): the class dashboard counts answers over
-# them and names each wrong one's misconception (Option.misconception).
-QUESTION_OPTIONS = {
-    ("05_parallelism", "cause"): lab05.ACT1_OPTIONS,
-    ("05_parallelism", "design"): lab05.ACT2_OPTIONS,
-    ("06_zero_sweep", "fit"): lab06.FIT_OPTIONS,
-    ("06_zero_sweep", "zero2"): lab06.ZERO2_OPTIONS,
-    ("07_pipeline_visualizer", "utilisation"): lab07.UTILISATION_OPTIONS,
-    ("07_pipeline_visualizer", "microbatches"): lab07.MICROBATCH_OPTIONS + lab07.MICROBATCH_VARIANT_OPTIONS,  # A-D before variants, ids after
-    (lab08.LAB, "ring"): lab08.RING_OPTIONS,
-    (lab08.LAB, "bucket"): lab08.BUCKET_OPTIONS,
-    (lab09.LAB, "dp64"): lab09.DP64_OPTIONS,
-    (lab10.LAB, "mtbf"): lab10.MTBF_OPTIONS,
-    (lab10.LAB, "cadence"): lab10.CADENCE_OPTIONS,
-}
-__all__ += ["QUESTION_OPTIONS"]
 
-# Lab 11 (issue 18): long context and mixture of experts.
-from labs.core.scenarios import lab11  # noqa: E402
+def _problem_sets() -> dict:
+    """Problem sets (issue 40): one module per chapter, its CHAPTER a labs.core.problemset.ProblemSet."""
+    return {m.CHAPTER.name: m.CHAPTER for m in map(_module, PROBLEM_MODULES)}
 
-OUTCOMES.update(lab11.OUTCOMES)
-QUESTION_OPTIONS[(lab11.LAB, "fit")] = lab11.FIT_OPTIONS
-QUESTION_OPTIONS[(lab11.LAB, "moe")] = lab11.MOE_OPTIONS
-__all__ += ["lab11"]
 
-# Labs 12 and 13 (issue 28): precision and memory; inside tensor parallelism. Their questions are
-# drawn per student (labs.variants); the dashboard sees the options in their written order.
-from labs.core.scenarios import lab12, lab13  # noqa: E402
+def _outcomes() -> dict:
+    """(lab, step) -> outcome function, every lab's and then every problem set's answers step."""
+    out = {}
+    for name in LAB_MODULES:
+        out.update(_module(name).OUTCOMES)
+    for chapter in _table("PROBLEM_SETS").values():
+        out.update(chapter.outcomes_table)
+    return out
 
-OUTCOMES.update(lab12.OUTCOMES)
-OUTCOMES.update(lab13.OUTCOMES)
-QUESTION_OPTIONS[(lab12.LAB, "recompute")] = lab12.legacy_options("recompute")
-QUESTION_OPTIONS[(lab13.LAB, "scaling")] = lab13.legacy_options("scaling")
-QUESTION_OPTIONS[(lab13.LAB, "tp_best")] = lab13.legacy_options("tp_best")
-__all__ += ["lab12", "lab13"]
 
-# Lab 14 (issue 39): debugging at scale. Its questions are drawn per student (labs.variants).
-from labs.core.scenarios import lab14  # noqa: E402
+def _question_options() -> dict:
+    """The prediction questions' options by (lab, question): the class dashboard counts answers over
+    them and names each wrong one's misconception (Option.misconception)."""
+    lab05, lab06, lab07, lab08, lab09, lab10, lab11, lab12, lab13, lab14, lab15 = (
+        _module(f"lab{n}") for n in ("05", "06", "07", "08", "09", "10", "11", "12", "13", "14", "15"))
+    out = {
+        ("05_parallelism", "cause"): lab05.ACT1_OPTIONS,
+        ("05_parallelism", "design"): lab05.ACT2_OPTIONS,
+        ("06_zero_sweep", "fit"): lab06.FIT_OPTIONS,
+        ("06_zero_sweep", "zero2"): lab06.ZERO2_OPTIONS,
+        ("07_pipeline_visualizer", "utilisation"): lab07.UTILISATION_OPTIONS,
+        ("07_pipeline_visualizer", "microbatches"): lab07.MICROBATCH_OPTIONS + lab07.MICROBATCH_VARIANT_OPTIONS,  # A-D before variants, ids after
+        (lab08.LAB, "ring"): lab08.RING_OPTIONS,
+        (lab08.LAB, "bucket"): lab08.BUCKET_OPTIONS,
+        (lab09.LAB, "dp64"): lab09.DP64_OPTIONS,
+        (lab10.LAB, "mtbf"): lab10.MTBF_OPTIONS,
+        (lab10.LAB, "cadence"): lab10.CADENCE_OPTIONS,
+        (lab11.LAB, "fit"): lab11.FIT_OPTIONS,  # Lab 11 (issue 18): long context and mixture of experts
+        (lab11.LAB, "moe"): lab11.MOE_OPTIONS,
+        # Labs 12 and 13 (issue 28), 14 and 15 (issue 39): their questions are drawn per student
+        # (labs.variants); the dashboard sees the options in their written order.
+        (lab12.LAB, "recompute"): lab12.legacy_options("recompute"),
+        (lab13.LAB, "scaling"): lab13.legacy_options("scaling"),
+        (lab13.LAB, "tp_best"): lab13.legacy_options("tp_best"),
+        (lab14.LAB, "kind"): lab14.legacy_options("kind"),
+        (lab14.LAB, "culprit"): lab14.legacy_options("culprit"),
+        (lab15.LAB, "drops"): lab15.legacy_options("drops"),
+    }
+    for chapter in _table("PROBLEM_SETS").values():  # a problem set's decisions' options
+        out.update(chapter.question_options())
+    return out
 
-OUTCOMES.update(lab14.OUTCOMES)
-QUESTION_OPTIONS[(lab14.LAB, "kind")] = lab14.legacy_options("kind")
-QUESTION_OPTIONS[(lab14.LAB, "culprit")] = lab14.legacy_options("culprit")
-__all__ += ["lab14"]
 
-# Lab 15 (issue 39): MoE routing and balance. Its questions are drawn per student (labs.variants).
-from labs.core.scenarios import lab15  # noqa: E402
+_TABLES = {"PROBLEM_SETS": _problem_sets, "OUTCOMES": _outcomes, "QUESTION_OPTIONS": _question_options}
+_TABLES_LOCK = threading.RLock()  # one table for every thread (a class server's sessions) that asks first
+__all__ = ["OUTCOMES", "PROBLEM_SETS", "QUESTION_OPTIONS", "lab05", "lab06", "lab07", "lab08", "lab09", "lab10", "lab11", "lab12", "lab13", "lab14", "lab15"]
 
-OUTCOMES.update(lab15.OUTCOMES)
-QUESTION_OPTIONS[(lab15.LAB, "drops")] = lab15.legacy_options("drops")
-__all__ += ["lab15"]
 
-# Problem sets (issue 40): one module per chapter, its CHAPTER a labs.core.problemset.ProblemSet;
-# the answers step's outcomes and the decisions' options come from it.
-from labs.core.scenarios import problems_collectives, problems_failures, problems_memory  # noqa: E402
-from labs.core.scenarios import problems_dataparallel  # noqa: E402
-from labs.core.scenarios import problems_tensorparallel  # noqa: E402
-from labs.core.scenarios import problems_pipelines  # noqa: E402
+def _table(name: str) -> dict:
+    with _TABLES_LOCK:
+        if name not in globals():
+            globals()[name] = _TABLES[name]()
+        return globals()[name]
 
-PROBLEM_SETS = {m.CHAPTER.name: m.CHAPTER for m in (problems_collectives, problems_memory, problems_dataparallel, problems_tensorparallel, problems_pipelines, problems_failures)}
-from labs.core.scenarios import problems_context_experts  # noqa: E402  (problem set 6)
 
-PROBLEM_SETS[problems_context_experts.CHAPTER.name] = problems_context_experts.CHAPTER
-from labs.core.scenarios import problems_precision  # noqa: E402  (problem set 7)
+def __getattr__(name: str):
+    """OUTCOMES, QUESTION_OPTIONS and PROBLEM_SETS made on first use; a lab's module imported when asked for."""
+    if name in _TABLES:
+        return _table(name)
+    if name in LAB_MODULES or name in PROBLEM_MODULES:
+        return _module(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-PROBLEM_SETS[problems_precision.CHAPTER.name] = problems_precision.CHAPTER
-from labs.core.scenarios import problems_hardware  # noqa: E402  (problem set 9)
-
-PROBLEM_SETS[problems_hardware.CHAPTER.name] = problems_hardware.CHAPTER
-for _chapter in PROBLEM_SETS.values():
-    OUTCOMES.update(_chapter.outcomes_table)
-    QUESTION_OPTIONS.update(_chapter.question_options())
-__all__ += ["PROBLEM_SETS"]
 
 # ---- the registry ------------------------------------------------------------------------------
 @lru_cache(maxsize=1)
 def registry() -> dict[str, LabVariants]:
-    """Every scenario module's VARIANTS, by lab."""
-    import labs.core.scenarios as package  # this package: its lab modules are imported above
+    """Every scenario module's VARIANTS, by lab (every module imported)."""
+    import labs.core.scenarios as package  # this package
 
     found = {}
     for info in pkgutil.iter_modules(package.__path__):
@@ -117,8 +114,35 @@ def registry() -> dict[str, LabVariants]:
     return found
 
 
+@lru_cache(maxsize=64)
+def _own_recipe(lab) -> LabVariants | None:
+    """The recipe of the lab `lab` names or numbers ("07", "07_pipeline_visualizer"), or of the
+    problem set it names ("ps01_collectives"), read from its own module (labNN, problems_NAME)
+    without importing every other; None where that module has none for it (a problem set's
+    number, a name nothing has): the registry answers those."""
+    number, _, rest = str(lab).partition("_")
+    if number.startswith("ps") and f"problems_{rest}" in PROBLEM_MODULES:
+        recipe = getattr(_module(f"problems_{rest}"), "VARIANTS", None)
+        return recipe if isinstance(recipe, LabVariants) and recipe.lab == lab else None
+    if f"lab{number.zfill(2)}" not in LAB_MODULES:
+        return None
+    recipe = getattr(_module(f"lab{number.zfill(2)}"), "VARIANTS", None)
+    if isinstance(recipe, LabVariants) and (recipe.lab == lab or recipe.lab.split("_", 1)[0] == str(lab).zfill(2)):
+        return recipe
+    return None
+
+
+def _recipe(name: str) -> LabVariants:
+    """The recipe of the lab or problem set with this full name."""
+    own = _own_recipe(name)
+    return own if own is not None and own.lab == name else registry()[name]
+
+
 def lab_name(lab: str) -> str:
     """A lab's full name from its name or its number ("07" -> "07_pipeline_visualizer")."""
+    own = _own_recipe(lab)
+    if own is not None:
+        return own.lab
     labs = registry()
     if lab in labs:
         return lab
@@ -131,12 +155,12 @@ def lab_name(lab: str) -> str:
 @lru_cache(maxsize=16384)  # every lab's settings together: 10,502 drawn for the 1,000-ledger class (Nov 2026: Lab 14's and the problem sets' are
 # nearly one a student), so the grade book and the dashboard after the grader find them; a problem set's entry is its problems' shared questions
 def _built(lab: str, version: int, settings_json: str) -> Specs:
-    return Specs(registry()[lab].recipe(version)[1](json.loads(settings_json)))  # each question built when first read
+    return Specs(_recipe(lab).recipe(version)[1](json.loads(settings_json)))  # each question built when first read
 
 
 def settings_for(lab: str, student: str, salt: str | None = None, version: int | None = None) -> tuple[str, dict]:
     seed = seed_of(lab_name(lab), student, class_salt(salt))
-    return seed, registry()[lab_name(lab)].recipe(version)[0](Draw(seed))
+    return seed, _recipe(lab_name(lab)).recipe(version)[0](Draw(seed))
 
 
 _SETTINGS_TEXT = json.JSONEncoder(sort_keys=True)  # json.dumps(settings, sort_keys=True)'s text, without a new encoder a variant
@@ -149,7 +173,7 @@ VARIANTS_OF_ONE_LEDGER = 64  # a ledger's labs and problem sets, each asked a fe
 def _variant(lab: str, student: str, salt: str, version: int) -> Variant:
     seed = normalised_seed(lab, student, salt)  # variant() normalised the id
     draw = Draw(seed)
-    settings = registry()[lab].recipe(version)[0](draw)
+    settings = _recipe(lab).recipe(version)[0](draw)
     questions = Questions(_built(lab, version, _SETTINGS_TEXT.encode(settings)), draw)
     return Variant(lab, student, salt_fingerprint(salt), seed, settings, questions, version)
 
@@ -182,7 +206,7 @@ def variant(lab: str, student: str, salt: str | None = None, version: int | None
     """The student's variant of a lab (of the recipe's edition `version`, the current one by
     default); the same id, salt and edition always give the same one."""
     name = lab_name(lab)
-    recipe = registry()[name]
+    recipe = _recipe(name)
     recipe.recipe(version)  # an edition the lab does not have is refused here, by name
     return _variant(name, normalise_student(student), class_salt(salt), recipe.version if version is None else version)
 
