@@ -17,7 +17,7 @@ from labs.grading import integrity
 
 KEY = "trust-test-key-" + "k" * 20
 LAB = "05_parallelism"
-ACT1 = dict(gpus=64, global_batch=512, fixed_per_gpu=False, fabric="ib-ndr", algorithm="ring", overlap=True, params_b=7)
+ACT1 = {"gpus": 64, "global_batch": 512, "fixed_per_gpu": False, "fabric": "ib-ndr", "algorithm": "ring", "overlap": True, "params_b": 7}
 RIGHT = act1_correct_option()
 WRONG = next(k for k in "ABCD" if k != RIGHT)
 
@@ -191,7 +191,7 @@ def test_an_edited_signed_step_earns_nothing_when_its_commit_was_deleted(tmp_pat
     _edit(path, edit)
     rows, items, _ = _graded(tmp_path, key)
     assert items.loc["sid", ["label", "earned"]].tolist() == ["edited", 0.0] and "not trusted" in items.loc["sid", "note"]
-    assert rows.loc["sid", "answers_from"] == "step" and rows.loc["sid", "prediction_correct"] == True  # noqa: E712
+    assert rows.loc["sid", "answers_from"] == "step" and rows.loc["sid", "prediction_correct"] == True
     assert (rows.loc["sid", "trust"], rows.loc["sid", "right"]) == ("edited", 0)
 
 
@@ -271,7 +271,7 @@ def test_an_op_time_the_engine_refuses_is_an_input_refusal(tmp_path):
     from labs.core.engine.pipeline import MAX_OP_TIME
 
     doc = {"schema_version": 1, "student": "tom", "engine_version": "0", "created": "t", "updated": "t",
-           "labs": {"07_pipeline_visualizer": {"pipeline": {"saved": "t", "inputs": dict(p=4, m=8, schedule="1f1b", v=1, tf=1.0, tb=1e15, tw=1.0),
+           "labs": {"07_pipeline_visualizer": {"pipeline": {"saved": "t", "inputs": {"p": 4, "m": 8, "schedule": "1f1b", "v": 1, "tf": 1.0, "tb": 1e15, "tw": 1.0},
                                                              "predictions": {}, "outcomes": {}}}}}
     (tmp_path / "tom.json").write_text(json.dumps(doc))
     table, _ = grade.grade([str(tmp_path)])
@@ -304,3 +304,27 @@ def test_the_signed_bytes_are_the_canonical_json_of_the_entry_and_its_place(sequ
     assert signing._signed_bytes(doc, LAB, "step", "act1", entry, sequence) == expected
     with pytest.raises(ValueError, match="kind"):
         signing._signed_bytes(doc, LAB, "note", "act1", entry, sequence)
+
+
+def test_the_one_pass_check_labels_every_entry_as_label_does(tmp_path, key):
+    """check_document labels each entry in one pass (each signature parsed once, the HMAC keyed
+    once a ledger): its labels are label()'s, entry by entry, for a signed entry, an edited one, an
+    unreadable signature, a stripped one and a v1 one; and the head it checks is the one _places
+    gives (an untouched ledger is in sequence; a stripped newest signature rolls it back)."""
+    path = _student(tmp_path, "ann")
+    DesignLedger("ann", tmp_path).commit_prediction("06_zero_sweep", "fit", "A")
+    doc = json.loads(path.read_text())
+    assert signing.check_document(doc, key).sequence == signing.IN_SEQUENCE
+    late = {"answer": "B", "committed": "t", "changes": []}
+    doc["predictions"]["06_zero_sweep"]["late"] = {**late, "signature": signing.sign_entry(doc, "06_zero_sweep", "prediction", "late", late, key)}
+    doc["predictions"]["06_zero_sweep"]["fit"].pop("signature")  # the newest v2 write, stripped
+    checked = signing.check_document(doc, key)
+    assert checked.sequence == signing.ROLLED_BACK and checked.signed_any
+    assert [label for *_, label in checked.rows] == ["signed", "signed", "self-reported", "signed"]
+    doc["predictions"][LAB]["cause"]["answer"] = RIGHT  # edited
+    doc["labs"][LAB]["act1"]["signature"] = "hmac-sha256:v2:1:" + "0" * 64  # unreadable (no head)
+    checked = signing.check_document(doc, key)
+    assert checked.rows == [(lab, name, signing.label(doc, lab, kind, name, entry, key)) for kind, lab, name, entry in signing.entries(doc)]
+    assert [label for *_, label in checked.rows] == ["edited", "edited", "self-reported", "signed"]
+    assert checked.kinds == ["step", "prediction", "prediction", "prediction"]
+    assert checked.sequence == signing.NO_SEQUENCE  # no v2 signature verifies

@@ -195,14 +195,25 @@ def label(document: dict, lab: str, kind: str, name: str, entry, key: str | byte
     if signature is None:
         return SELF_REPORTED
     parsed = _parse(signature)
-    if parsed is None:
-        return EDITED
-    sequence, mac, _head_mac = parsed
+    return EDITED if parsed is None else _verified(document, lab, kind, name, entry, parsed, signing_key(key), parts)
+
+
+def _verified(document: dict, lab: str, kind: str, name: str, entry: dict, parsed: tuple, secret: bytes | hmac.HMAC, parts: dict | None) -> str:
+    """SIGNED or EDITED: whether an entry's parsed signature (_parse) is its HMAC under `secret`
+    (the key, or an HMAC-SHA256 keyed with it and given nothing yet: _keyed)."""
     try:
-        signed = _signed_bytes(document, lab, kind, name, entry, sequence, parts)
+        signed = _signed_bytes(document, lab, kind, name, entry, parsed[0], parts)
     except (TypeError, ValueError):  # not a place or a value as signed: it was not what was signed
         return EDITED
-    return SIGNED if hmac.compare_digest(_mac(signing_key(key), signed), mac) else EDITED
+    mac = _mac(secret, signed) if isinstance(secret, bytes) else _keyed_mac(secret, signed)
+    return SIGNED if hmac.compare_digest(mac, parsed[1]) else EDITED
+
+
+def _keyed_mac(keyed: hmac.HMAC, signed: bytes) -> str:
+    """_mac's hex digest from an HMAC keyed once (hmac.digest pads and hashes the key on every call)."""
+    h = keyed.copy()
+    h.update(signed)
+    return h.hexdigest()
 
 
 @dataclass(frozen=True)
@@ -213,33 +224,49 @@ class Checked:
     signed_any: bool  # whether any entry carries a signature at all (valid or not)
 
 
-def _sequence(document: dict, secret: bytes, verified: list) -> str:
-    """The ledger's state: the newest verified v2 entry's head against the ledger as it stands."""
-    newest = [(parsed[0], parsed[2]) for entry, lab_label in verified if lab_label == SIGNED
-              for parsed in [_parse(entry.get("signature"))] if parsed[0] is not None]
-    if not newest:
-        return NO_SEQUENCE
-    top = max(seq for seq, _ in newest)
-    heads = [head for seq, head in newest if seq == top]
-    if len(heads) != 1:  # two entries claim the same write: one was copied in
-        return ROLLED_BACK
-    expected = _hex(secret, _head(document, top, _places(document)))
-    return IN_SEQUENCE if hmac.compare_digest(expected, heads[0]) else ROLLED_BACK
-
-
 def check_document(document: dict, key: str | bytes) -> Checked:
-    """Every entry's label and the ledger's sequence state. ValueError when `key` is empty."""
+    """Every entry's label and the ledger's sequence state. ValueError when `key` is empty.
+
+    One pass over the entries (a class's grading checks ~100,000): each signature parsed once, its
+    label as label() gives it, its place in the head (_places' value) noted and the newest verified
+    v2 write's head kept; then that head is checked against the ledger as it stands."""
     secret = signing_key(key)
     if secret is None:
         raise ValueError(f"check_document needs the class's key ({ENV})")
-    rows, kinds, verified, parts = [], [], [], {}
+    rows, kinds, places, parts = [], [], {}, {}
+    signed_any, top, heads, keyed = False, 0, [], hmac.new(secret, digestmod="sha256")
     for kind, lab, name, entry in entries(document):
-        got = label(document, lab, kind, name, entry, secret, parts)
-        rows.append((lab, name, got))
+        signature = entry.get("signature") if isinstance(entry, dict) else None
+        if signature is None:
+            got = place = None
+        else:
+            signed_any = True
+            parsed = _parse_text.__wrapped__(signature) if isinstance(signature, str) else None  # each read once here: no cache
+            if parsed is None:
+                got, place = EDITED, "unreadable"
+            else:
+                sequence, place = parsed[0], parsed[0] or 0
+                got = _verified(document, lab, kind, name, entry, parsed, keyed, parts)
+                if got == SIGNED and sequence is not None:
+                    if sequence > top:
+                        top, heads = sequence, [parsed[2]]
+                    elif sequence == top:
+                        heads.append(parsed[2])
+        rows.append((lab, name, SELF_REPORTED if got is None else got))
         kinds.append(kind)
-        verified.append((entry, got))
-    signed_any = any(isinstance(e, dict) and e.get("signature") is not None for e, _ in verified)
-    return Checked(rows, kinds, _sequence(document, secret, verified), signed_any)
+        places[(kind, lab, name)] = place
+    return Checked(rows, kinds, _sequence(document, secret, top, heads, places), signed_any)
+
+
+def _sequence(document: dict, secret: bytes, top: int, heads: list, places: dict) -> str:
+    """The ledger's state: the newest verified v2 entry's head (`heads`: those of the verified
+    entries at the highest sequence number `top`, 0 when none) against the ledger as it stands."""
+    if not top:
+        return NO_SEQUENCE
+    if len(heads) != 1:  # two entries claim the same write: one was copied in
+        return ROLLED_BACK
+    expected = _hex(secret, _head(document, top, places))
+    return IN_SEQUENCE if hmac.compare_digest(expected, heads[0]) else ROLLED_BACK
 
 
 def verify_document(document: dict, key: str | bytes) -> list[tuple[str, str, str]]:
