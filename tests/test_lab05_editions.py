@@ -146,6 +146,63 @@ def test_the_best_layout_changes_with_the_generation():
     assert any(len(set(keys.values())) > 1 for keys in by_case.values()), by_case
 
 
+# ---- the distractor search reads the sweep's numbers, not pandas, nor estimate() per layout ------------
+def test_the_wrong_layouts_are_the_ones_estimate_finds_plainly_wrong():
+    """design_wrong_layouts judges a layout on its sweep row's MFU and memory (estimate() only within
+    SWEEP_AGREEMENT of a threshold): the same layouts as estimate() of every candidate, in each case."""
+    for model_key, batch, platform in lab05.design_cases_v6():
+        model, cluster = lab05.design_inputs(model_key, platform)
+        best = lab05.design_best_plan(model_key, batch, platform, lab05.DESIGN_HEADROOM)
+        best_mfu = estimate(model, cluster, best).mfu
+        table = sweep(model, cluster, batch, **SETTINGS)
+        expected, count, seen = [], Counter(), {(best.tp, best.pp, best.micro_batch)}
+        for row in table.itertuples():
+            tp, pp, mb = int(row.tp), int(row.pp), int(row.micro_batch)
+            if (row.sequence_parallel != (tp > 1) or mb > 8 or (tp, pp, mb) in seen or row.cp != 1 or row.ep != 1
+                    or batch % (cluster.gpus // (tp * pp) * mb) or model.heads % tp or model.layers % pp):
+                continue
+            role = lab05.design_role(tp, pp, mb, best, cluster.domain_gpus)
+            if count[role] == lab05.DESIGN_ROLE_CAP:
+                continue
+            e = estimate(model, cluster, lab05.design_plan(tp, pp, mb, batch))
+            if best_mfu >= lab05.DESIGN_MARGIN * e.mfu or e.memory.total >= lab05.DESIGN_NO_FIT * cluster.gpu.hbm_bytes:
+                count[role] += 1
+                expected.append((role, lab05.design_plan(tp, pp, mb, batch)))
+                seen.add((tp, pp, mb))
+        assert lab05.design_wrong_layouts(model_key, batch, platform, lab05.DESIGN_HEADROOM) == tuple(expected), (model_key, batch, platform)
+        assert len({r for r, _ in expected}) >= 3, (model_key, batch, platform)
+
+
+def test_near_is_the_agreement_band_around_a_threshold():
+    assert lab05._near(1.05, 1.05) and lab05._near(1.05 * (1 + 0.5e-9), 1.05) and lab05._near(1.05 * (1 - 0.5e-9), 1.05)
+    assert not lab05._near(1.05 * (1 + 2e-9), 1.05) and not lab05._near(1.05 * (1 - 2e-9), 1.05)
+
+
+def test_the_best_plan_and_its_row_are_the_tables_first_fitting_layout():
+    """design_best_plan (from sweep_numbers) and design_best_row (pandas) name the layout of the first
+    row of design_table that fits in the headroom, and it fits."""
+    for model_key, batch, platform in lab05.design_cases_v6():
+        table = lab05.design_table(model_key, batch, platform)
+        hbm = lab05.design_inputs(model_key, platform)[1].gpu.hbm_bytes
+        for headroom in (None, lab05.DESIGN_HEADROOM):
+            rows = table[table["fits"] & (table["memory_bytes"] <= (headroom or 1) * hbm)]
+            first = rows.iloc[0]
+            plan = lab05.design_best_plan(model_key, batch, platform, headroom)
+            assert (plan.tp, plan.pp, plan.micro_batch, plan.sequence_parallel) == (first.tp, first.pp, first.micro_batch, first.sequence_parallel)
+            assert lab05.design_best_row(model_key, batch, platform, headroom).equals(first)
+            assert estimate(*lab05.design_inputs(model_key, platform), plan).memory.total <= (headroom or 1) * hbm
+
+
+def test_the_distractor_search_does_not_import_pandas():
+    """design_trios_v6 runs on every student's page just after its first question: without pandas' import."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from labs.core.scenarios import lab05; lab05.design_trios_v6(); "
+            "print(sorted(m for m in sys.modules if m == 'pandas' or m.startswith('pandas.')))")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "[]"
+
+
 # ---- the rank rules the wrong layouts are picked against (design_trios_v5, design_trios_v6) --------------
 def test_the_rank_profile_of_a_small_trio_is_the_hand_counted_one():
     """The best TP 8 x PP 8 x DP 16, micro-batch 1, among TP 16 x PP 4 x DP 16 mb 1 and TP 4 x PP 8 x DP 32

@@ -333,6 +333,20 @@ def sweep(model: Model, cluster: Cluster, global_batch: int, era: str | None = N
     names, sorted best first (fitting plans by step time, then the rest); `pareto` marks the
     memory-vs-time front. Any Plan field in `fixed` (a value or a list) restricts the space;
     `era` keeps to what that era's software could do (labs.core.engine.eras.ERA_NAMES)."""
+    import pandas as pd
+
+    return pd.DataFrame(_sweep_columns(model, cluster, global_batch, era, fixed, named=True), copy=False)
+
+
+def sweep_numbers(model: Model, cluster: Cluster, global_batch: int, era: str | None = None, **fixed) -> dict[str, np.ndarray]:
+    """sweep()'s columns that vary by row and hold numbers (or bools), as numpy arrays in its row
+    order, without pandas (its import costs ~0.2 s of CPU): no recompute or schedule names, and
+    none of the settings every row shares."""
+    return _sweep_columns(model, cluster, global_batch, era, fixed, named=False)
+
+
+def _sweep_columns(model: Model, cluster: Cluster, global_batch: int, era: str | None, fixed: dict, named: bool) -> dict:
+    """sweep()'s columns in its order; without `named`, sweep_numbers' only."""
     _model_cluster(model, cluster)
     check_positive("global_batch", global_batch, integer=True, maximum=1 << 31)
     choices, options = _settings(cluster, era, dict(fixed))
@@ -347,24 +361,25 @@ def sweep(model: Model, cluster: Cluster, global_batch: int, era: str | None = N
     step, memory = out["step_time_s"].take(order), out["memory_bytes"].take(order)
     # FLOP/s a GPU, divided in the same order as each column's formula reads (the same bits), once for both of its columns
     model_per_gpu, hardware_per_gpu = out["model_flops"].take(order) / step / gpus, out["hardware_flops"].take(order) / step / gpus
-    import pandas as pd
-
     frame = _layout_columns(space, order)
     frame.update({k: space[k].take(order) for k in ("micro_batch", "zero_stage")})
-    frame["recompute"] = _coded_names(ALL_RECOMPUTE_MODES, space["_recompute_code"].take(order))
+    if named:
+        frame["recompute"] = _coded_names(ALL_RECOMPUTE_MODES, space["_recompute_code"].take(order))
     frame["sequence_parallel"] = space["sequence_parallel"].take(order)
-    frame["schedule"] = _coded_names(SCHEDULES, space["_schedule_code"].take(order))
+    if named:
+        frame["schedule"] = _coded_names(SCHEDULES, space["_schedule_code"].take(order))
     frame["virtual_stages"] = space["virtual_stages"].take(order)
     # Settings every row shares are given once: pandas repeats a number; a string is a column of
     # it (_same_name: pandas' own repeat of a string scalar takes several times longer)
-    frame.update({
-        k: _same_name(value, len(order)) if isinstance(value, str) else value for k, value in {
-            "global_batch": global_batch, "flash_attention": bool(options["flash_attention"]), "tp_comm_overlap": _tp_comm_overlap(frame["sequence_parallel"], options),
-            "grad_reduce_dtype": options["grad_reduce_dtype"], "dp_algorithm": options["dp_algorithm"],
-            "dp_overlap": bool(options["dp_overlap"]), "pp_overlap": bool(options["pp_overlap"]),
-            "optimizer_state": options["optimizer_state"], "cp_algorithm": options["cp_algorithm"], "precision": options["precision"],
-            "stack": era, "grad_sync": options["grad_sync"], "torch_compile": bool(options["torch_compile"]),
-        }.items()})
+    if named:
+        frame.update({
+            k: _same_name(value, len(order)) if isinstance(value, str) else value for k, value in {
+                "global_batch": global_batch, "flash_attention": bool(options["flash_attention"]), "tp_comm_overlap": _tp_comm_overlap(frame["sequence_parallel"], options),
+                "grad_reduce_dtype": options["grad_reduce_dtype"], "dp_algorithm": options["dp_algorithm"],
+                "dp_overlap": bool(options["dp_overlap"]), "pp_overlap": bool(options["pp_overlap"]),
+                "optimizer_state": options["optimizer_state"], "cp_algorithm": options["cp_algorithm"], "precision": options["precision"],
+                "stack": era, "grad_sync": options["grad_sync"], "torch_compile": bool(options["torch_compile"]),
+            }.items()})
     frame.update({
         "fits": np.arange(len(order)) < fitting,
         "memory_bytes": memory,
@@ -380,7 +395,7 @@ def sweep(model: Model, cluster: Cluster, global_batch: int, era: str | None = N
         "tp_spans_nodes": frame["tp"] > cluster.domain_gpus,  # beyond one NVLink domain
         "pareto": np.concatenate([_pareto(step[:fitting], memory[:fitting]), np.zeros(len(order) - fitting, dtype=bool)]),
     })
-    return pd.DataFrame(frame, copy=False)
+    return frame
 
 
 def _layout_columns(space: dict, order: np.ndarray) -> dict[str, np.ndarray]:

@@ -26,7 +26,7 @@ from labs.core.engine.hardware import Cluster
 from labs.core.engine.models import Model
 from labs.core.engine.perf import Estimate, Plan, estimate
 from labs.core.scenarios.common import Option
-from labs.core.engine.search import sweep
+from labs.core.engine.search import sweep, sweep_numbers
 from labs.core.engine.topology import bus_bandwidth
 from labs.core.engine.validation import check_positive
 from labs.core.variants import Choice, LabVariants, judged
@@ -543,23 +543,38 @@ def fastest_micro_batch(model_key: str, global_batch: int, tp: int, pp: int, def
     return int(rows.iloc[0]["micro_batch"]) if len(rows) else default
 
 
+@lru_cache(maxsize=32)
+def design_numbers(model_key: str, global_batch: int, platform: str = DESIGN_CLUSTER) -> dict[str, np.ndarray]:
+    """design_table's columns of numbers, as numpy arrays in its order (sweep_numbers): what the
+    distractor search reads, without pandas."""
+    model, cluster = design_inputs(model_key, platform)
+    return sweep_numbers(model, cluster, global_batch=global_batch, era=DESIGN_ERA, **DESIGN_SETTINGS)
+
+
+def _design_best_index(model_key: str, global_batch: int, platform: str, headroom: float | None) -> int:
+    """design_table's index (in its order) of the fastest layout that fits, in `headroom` of the memory where given."""
+    numbers = design_numbers(model_key, global_batch, platform)
+    ok = numbers["fits"]
+    if headroom is not None:
+        ok = ok & (numbers["memory_bytes"] <= headroom * design_inputs(model_key, platform)[1].gpu.hbm_bytes)
+    rows = np.flatnonzero(ok)
+    if not len(rows):
+        raise ValueError(f"design_model: nothing fits for {design_inputs(model_key)[0].name} at global batch {global_batch}")
+    return int(rows[0])
+
+
 def design_best_row(model_key: str, global_batch: int, platform: str = DESIGN_CLUSTER, headroom: float | None = None):
     """design_table's row of the fastest layout that fits (its MFU among its columns); with
     `headroom`, that fits in that share of the GPU's memory (the sixth edition's DESIGN_HEADROOM)."""
-    table = design_table(model_key, global_batch, platform)
-    table = table[table["fits"]]
-    if headroom is not None:
-        table = table[table["memory_bytes"] <= headroom * design_inputs(model_key, platform)[1].gpu.hbm_bytes]
-    if table.empty:
-        raise ValueError(f"design_model: nothing fits for {design_inputs(model_key)[0].name} at global batch {global_batch}")
-    return table.iloc[0]
+    return design_table(model_key, global_batch, platform).iloc[_design_best_index(model_key, global_batch, platform, headroom)]
 
 
 @lru_cache(maxsize=32)
 def design_best_plan(model_key: str, global_batch: int, platform: str = DESIGN_CLUSTER, headroom: float | None = None) -> Plan:
     """The engine's fastest layout that fits (in `headroom` of the memory), for the model at the batch, under DESIGN_SETTINGS."""
-    row = design_best_row(model_key, global_batch, platform, headroom)
-    return design_plan(int(row["tp"]), int(row["pp"]), int(row["micro_batch"]), global_batch, bool(row["sequence_parallel"]))
+    numbers, row = design_numbers(model_key, global_batch, platform), _design_best_index(model_key, global_batch, platform, headroom)
+    return design_plan(int(numbers["tp"][row]), int(numbers["pp"][row]), int(numbers["micro_batch"][row]), global_batch,
+                       bool(numbers["sequence_parallel"][row]))
 
 
 def _candidate(role: str, best: Plan, model: Model, gpus: int, per_node: int) -> tuple[int, int, int] | None:
@@ -766,10 +781,10 @@ def design_wrong_layouts(model_key: str, global_batch: int, platform: str = DESI
     model, cluster = design_inputs(model_key, platform)
     best = design_best_plan(model_key, global_batch, platform, headroom)
     best_mfu, hbm = design_estimate(best, model_key, platform).mfu, cluster.gpu.hbm_bytes
-    table = design_table(model_key, global_batch, platform)
+    numbers = design_numbers(model_key, global_batch, platform)
     out, count, seen = [], {}, {(best.tp, best.pp, best.micro_batch)}
-    columns = (table[c].tolist() for c in ("tp", "pp", "micro_batch", "sequence_parallel", "cp", "ep"))
-    for tp, pp, mb, sp, cp, ep in zip(*columns):
+    columns = (numbers[c].tolist() for c in ("tp", "pp", "micro_batch", "sequence_parallel", "cp", "ep", "mfu", "memory_bytes"))
+    for tp, pp, mb, sp, cp, ep, mfu, memory in zip(*columns):
         tp, pp, mb = int(tp), int(pp), int(mb)
         if (bool(sp) != (tp > 1) or mb > 8 or (tp, pp, mb) in seen or int(cp) != 1 or int(ep) != 1
                 or global_batch % (cluster.gpus // (tp * pp) * mb) or model.heads % tp or model.layers % pp):
@@ -777,13 +792,23 @@ def design_wrong_layouts(model_key: str, global_batch: int, platform: str = DESI
         role = design_role(tp, pp, mb, best, cluster.domain_gpus)
         if count.get(role, 0) >= DESIGN_ROLE_CAP:  # its role is full: no need to estimate it
             continue
-        plan = design_plan(tp, pp, mb, global_batch)
-        e = design_estimate(plan, model_key, platform)
-        if best_mfu >= DESIGN_MARGIN * e.mfu or e.memory.total >= DESIGN_NO_FIT * hbm:
+        if _near(best_mfu, DESIGN_MARGIN * mfu) or _near(memory, DESIGN_NO_FIT * hbm):  # the row's numbers may not say: estimate()'s do
+            e = design_estimate(design_plan(tp, pp, mb, global_batch), model_key, platform)
+            mfu, memory = e.mfu, e.memory.total
+        if best_mfu >= DESIGN_MARGIN * mfu or memory >= DESIGN_NO_FIT * hbm:
             count[role] = count.get(role, 0) + 1
-            out.append((role, plan))
+            out.append((role, design_plan(tp, pp, mb, global_batch)))
             seen.add((tp, pp, mb))
     return tuple(out)
+
+
+SWEEP_AGREEMENT = 1e-9  # the sweep's MFU and memory are estimate()'s but for the last bits (its own order of division)
+
+
+def _near(value: float, threshold: float) -> bool:
+    """Whether `value` is within SWEEP_AGREEMENT of `threshold` (relative): there a sweep row's
+    rounding could fall on the other side of it from estimate()'s number."""
+    return abs(value - threshold) <= SWEEP_AGREEMENT * abs(threshold)
 
 
 def _credits(values: np.ndarray, target: np.ndarray, applies: np.ndarray | bool = True, among: np.ndarray | bool = True) -> np.ndarray:
