@@ -58,7 +58,7 @@ with app.setup:
 
 @app.cell(hide_code=True)
 def _():
-    mo.md(r"""
+    ui.with_stylesheet(mo.md(r"""
     # Lab 05 · The data-parallel wall and the 3D design
 
     Why does adding GPUs to a data-parallel job make each GPU less useful, and how do the
@@ -70,7 +70,7 @@ def _():
     Training on GPU Clusters Using Megatron-LM*, Sections 2-3; the ring all-reduce in
     Thakur, Rabenseifner and Gropp 2005 (or any NCCL talk); Korthikanti et al. 2022 on
     activation memory.
-    """)
+    """))
     return
 
 

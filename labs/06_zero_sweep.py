@@ -70,7 +70,7 @@ with app.setup:
 
 @app.cell(hide_code=True)
 def _():
-    mo.md(rf"""
+    ui.with_stylesheet(mo.md(rf"""
     # Lab 06 · ZeRO sweep: where the {BYTES_PER_PARAM} bytes per parameter go
 
     Before any question of speed: will the model fit, and what does fitting cost? Mixed-precision
@@ -82,7 +82,7 @@ def _():
     Trillion Parameter Models*, Sections 1-5 and Table 1; Ren et al. 2021, *ZeRO-Offload*,
     Sections 3-4; Narayanan et al. 2021, Section 5.3 and Table 2; Korthikanti et al. 2022, Section 4
     (activation memory).
-    """)
+    """))
     return
 
 

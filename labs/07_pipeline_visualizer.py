@@ -35,7 +35,7 @@ with app.setup:
 
 @app.cell(hide_code=True)
 def _():
-    mo.md(r"""
+    ui.with_stylesheet(mo.md(r"""
     # Lab 07 · The pipeline bubble, drawn from real schedules
 
     A pipeline of $p$ stages idles while it fills and drains. How much, and what buys it back:
@@ -45,7 +45,7 @@ def _():
 
     **Before you start:** Narayanan et al. 2021 Sec. 2.2 (1F1B and interleaving); Qi et al. 2024,
     *Zero Bubble Pipeline Parallelism*, Sec. 2-3.
-    """)
+    """))
     return
 
 

@@ -77,7 +77,7 @@ with app.setup:
 
 @app.cell(hide_code=True)
 def _():
-    mo.md(r"""
+    ui.with_stylesheet(mo.md(r"""
     # Lab 08 · Collectives, from one ring step to a training step
 
     Every parallel training step ends in a collective: an all-reduce of gradients, a gather of
@@ -89,7 +89,7 @@ def _():
     **Before you start:** Thakur, Rabenseifner and Gropp 2005, *Optimization of Collective
     Communication Operations in MPICH* (Sec. 2-4); nccl-tests `doc/PERFORMANCE.md` (algbw and busbw);
     Sergeev and Del Balso 2018, *Horovod* (Sec. 3, the parameter server and the ring).
-    """)
+    """))
     return
 
 

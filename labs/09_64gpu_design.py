@@ -48,7 +48,7 @@ with app.setup:
 
 @app.cell(hide_code=True)
 def _():
-    mo.md(r"""
+    ui.with_stylesheet(mo.md(r"""
     # Lab 09 · The 64-GPU design worksheet, live
 
     Eight nodes of eight GPUs. For TP, PP, DP and ZeRO/FSDP you choose a degree, a placement and
@@ -60,7 +60,7 @@ def _():
     on GPU Clusters Using Megatron-LM*, Sections 3 (parallelism configurations) and 4
     (implementation, including the rank order); the ZeRO paper (Rajbhandari et al. 2020)
     Section 5; Labs 05 (the 3D design) and 07 (the bubble).
-    """)
+    """))
     return
 
 

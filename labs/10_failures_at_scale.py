@@ -62,7 +62,6 @@ with app.setup:
         seed_claim_bandwidths,
         setting_costs,
     )
-    from labs.core.style import LAB_CSS
 
     GPU_STEPS = [1024, 2048, 4096, 8192, 16384, 32768, 65536]
     STORAGE_STEPS = [0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 7000]
@@ -77,7 +76,7 @@ with app.setup:
 
 @app.cell(hide_code=True)
 def _():
-    mo.md(r"""
+    ui.with_stylesheet(mo.md(r"""
     # Lab 10 · Failures at scale: checkpoint cadence and goodput
 
     A GPU that fails once in years becomes a job that fails every few hours once sixteen thousand
@@ -87,7 +86,7 @@ def _():
     **Before you start:** Llama Team 2024, *The Llama 3 Herd of Models*, Sec. 3.3.4 and Table 5;
     Young 1974, *A first order approximation to the optimum checkpoint interval*; Daly 2006,
     *A higher order estimate of the optimum checkpoint interval for restart dumps*.
-    """)
+    """))
     return
 
 
@@ -235,12 +234,12 @@ def _(gpus_slider, mtbf_committed, run_days):
     ]
     mo.vstack(
         [
-            unstyled(ui.metric_cards({
+            ui.metric_cards({
                 "job MTBF": f"{_m / HOUR:.2f} h",
                 f"unexpected stops in {run_days} days": f"{_exp['unexpected']:.0f}",
                 "planned stops": f"{_exp['planned']:.0f}",
                 "one GPU's MTBF": f"{gpu_mtbf_s() / (365 * DAY):.1f} years",
-            })),
+            }),
             mtbf_figure(_n),
             md_once(
                 f"Llama 3 counted **{LLAMA3_UNEXPECTED + LLAMA3_PLANNED}** interruptions in {LLAMA3_WINDOW_S / DAY:.0f} days on up to "
@@ -253,7 +252,7 @@ def _(gpus_slider, mtbf_committed, run_days):
                 "every cause does: a per-GPU rate that counts them all is an upper bound on what the GPUs themselves cause. "
                 "Which causes take a node out of the job is this lab's assumption (last column); it matters once restarts are priced."
             ),
-            unstyled(ui.static_table(_rows)),  # redrawn with the GPU slider: a plain table (all 11 rows, as the grid's one page showed)
+            ui.static_table(_rows),  # redrawn with the GPU slider: a plain table (all 11 rows, as the grid's one page showed)
         ]
     )
     return
@@ -334,7 +333,7 @@ def _(
                 "Meta's clusters, like most, reach storage over a separate frontend network, so a writer's real share can differ. "
                 "The model, sharding, strategy and bandwidth you pick here carry into part B."
             ),
-            unstyled(ui.static_table(_table)),  # redrawn with the checkpoint instruments: a plain table (all 9 rows, one page before)
+            ui.static_table(_table),  # redrawn with the checkpoint instruments: a plain table (all 9 rows, one page before)
             md_once(
                 f"**The course notes' claim, checked.** \"A sync checkpoint pauses a 70B model for {SEED_CLAIM_MINUTES[0]}-{SEED_CLAIM_MINUTES[1]} "
                 f"minutes.\" {MODELS[SEED_CLAIM_MODEL].name}'s checkpoint is {_bytes / 1e12:.2f} TB, so that pause means a file system "
@@ -466,13 +465,13 @@ def _(
             # an empty markdown where no banner shows: the chart keeps its place in the stack, so a move that lifts or
             # raises the banner updates the drawn chart instead of mounting a new one (as Lab 07's, f51e338)
             _banner if _banner is not None else md_once(""),
-            unstyled(ui.metric_cards({
+            ui.metric_cards({
                 "goodput": f"{_v['goodput']:.1%}",
                 "checkpoint stalls": f"{_s.checkpoint:.2%}",
                 "work lost and redone": f"{_s.lost:.1%}",
                 "restarts": f"{_s.restart:.1%}",
                 "Daly's interval": f"{_v['daly'] / MINUTE:.1f} min",
-            })),
+            }),
             cadence_chart(cadence_inputs, _v),
             md_once(
                 f"Stall per checkpoint **{fmt_s(_v['stall'])}**, mean restart R = **{setting['restart_s'] / MINUTE:.1f} min** "
@@ -599,13 +598,13 @@ def simulation_view(simulation, simulation_error, cadence_view, setting, run_day
                 f"{SIM_RUNS} runs of {run_days} days of work at your setting (random seed {SIM_SEED}, so every student sees the same runs): failures drawn at rate 1/M, each with a "
                 "cause from Table 5's shares and that cause's restart cost; the work since the last checkpoint is redone."
             ),
-            unstyled(ui.metric_cards({
+            ui.metric_cards({
                 "mean goodput (simulated)": f"{_g.mean():.2%}",
                 "closed form": f"{simulation.closed_form:.2%}",
                 "5th-95th percentile": f"{_p5:.1%} - {_p95:.1%}",
                 "interruptions per run": f"{simulation.failures.mean():.0f} ± {simulation.failures.std():.0f}",
                 "wall time, median": f"{_days_median:.1f} days",
-            })),
+            }),
             goodput_histogram(_g, simulation.closed_form),
             md_once(
                 f"**Levers**, each at its best interval: now {best_goodput(_c, setting['restart_s'], _m):.1%}; with hot spares "
@@ -648,7 +647,7 @@ def _(gpus_slider, model_dropdown, mtbf_committed, slow_slider):
                       "with the slow node": fmt_s(_s.paced.total_s), "slower by": f"{_s.slowdown:.2f}x"})
     mo.vstack(
         [
-            unstyled(ui.static_table(_rows)),  # redrawn with the GPUs, the checkpoint instruments and the NIC slider: a plain table (2 rows)
+            ui.static_table(_rows),  # redrawn with the GPUs, the checkpoint instruments and the NIC slider: a plain table (2 rows)
             md_once(
                 "Nothing crashes, so no watchdog fires: per-link latency monitoring and per-rank step timings find the node, and the "
                 "job drains it like a failure."
@@ -765,7 +764,7 @@ def _(
 @app.cell
 def _(cadence_committed, cadence_view, mtbf_committed, submitted):
     ui.gate(mtbf_committed, held=(cadence_committed,))
-    unstyled(ui.hud(
+    ui.hud(
         {
             "engine": ENGINE_VERSION,
             "MTBF prediction": mtbf_committed.describe(),
@@ -773,7 +772,7 @@ def _(cadence_committed, cadence_view, mtbf_committed, submitted):
             "goodput": f"{cadence_view['goodput']:.1%} at {cadence_view['tau'] / MINUTE:.0f} min",
             "ledger": "saved" if submitted else "not submitted",
         }
-    ))
+    )
     return
 
 
@@ -804,14 +803,6 @@ def corruption_view(gpus: int, zero_stage: int, run_days: int) -> mo.Html:
             ),
         ]
     )
-
-
-@app.function
-def unstyled(html: mo.Html) -> mo.Html:
-    """ui's cards, tables and status line without their copy of the labs' stylesheet (style.LAB_CSS): the page
-    has it from the training lead's message at the top, shown before any instrument and never re-run. Each copy a
-    move re-sends is a <style> element mounted again, and with it the whole page's styles recalculated."""
-    return mo.Html(html.text.replace(LAB_CSS, "", 1))
 
 
 @app.function

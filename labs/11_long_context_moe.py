@@ -61,7 +61,7 @@ with app.setup:
 
 @app.cell(hide_code=True)
 def _():
-    mo.md(r"""
+    ui.with_stylesheet(mo.md(r"""
     # Lab 11 · Long context and mixture of experts
 
     Two axes that the 3D layout of Lab 05 does not have. **Context parallelism** cuts one long
@@ -72,7 +72,7 @@ def _():
     **Before you start:** The Llama 3 Herd of Models (arXiv:2407.21783) Sec. 3.3.2 and Table 4;
     Liu et al. 2023, *Ring Attention*; Jacobs et al. 2023, *DeepSpeed-Ulysses*; the DeepSeek-V3
     technical report (arXiv:2412.19437) Sec. 2.1 and 3.2; Labs 05 (TP and SP) and 09 (rank order).
-    """)
+    """))
     return
 
 

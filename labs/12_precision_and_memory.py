@@ -56,7 +56,7 @@ with app.setup:
 
 @app.cell(hide_code=True)
 def _():
-    mo.md(r"""
+    ui.with_stylesheet(mo.md(r"""
     # Lab 12 · Precision and memory, computed on real numbers
 
     What does a number format keep of a gradient, and what does FP8 buy a training step? The
@@ -67,7 +67,7 @@ def _():
     **Before you start:** Micikevicius et al. 2018, *Mixed Precision Training*, Sec. 3; Micikevicius
     et al. 2022, *FP8 Formats for Deep Learning*; DeepSeek-V3 technical report Sec. 3.3 (FP8 training);
     Korthikanti et al. 2022, *Reducing Activation Recomputation*, Sec. 4-5.
-    """)
+    """))
     return
 
 

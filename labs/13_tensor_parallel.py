@@ -42,7 +42,7 @@ with app.setup:
 
 @app.cell(hide_code=True)
 def _():
-    mo.md(r"""
+    ui.with_stylesheet(mo.md(r"""
     # Lab 13 · Inside tensor parallelism
 
     Megatron-LM splits each transformer layer's matrices across GPUs so that every GPU holds a
@@ -54,7 +54,7 @@ def _():
     **Before you start:** Shoeybi et al. 2019, *Megatron-LM*, Sec. 3; Korthikanti et al. 2022,
     *Reducing Activation Recomputation*, Sec. 4.2.2 (sequence parallelism); the scaling book's
     training chapter, "Tensor Parallelism".
-    """)
+    """))
     return
 
 

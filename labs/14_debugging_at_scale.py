@@ -28,7 +28,7 @@ with app.setup:
 
 @app.cell(hide_code=True)
 def _():
-    mo.md(r"""
+    ui.with_stylesheet(mo.md(r"""
     # Lab 14 · Debugging at scale: hangs and stragglers on 4,096 GPUs
 
     A job of thousands of GPUs stops, or slows, and nothing says why. This lab hands you what an
@@ -38,7 +38,7 @@ def _():
     **Before you start:** PyTorch, *Flight Recorder for Debugging Stuck Jobs* (and its trace analyzer,
     `torch.distributed.flight_recorder`); NVIDIA, *NCCL User Guide*: Environment Variables (`NCCL_DEBUG`)
     and Troubleshooting, RAS; Llama Team 2024, *The Llama 3 Herd of Models*, Sec. 3.3.4 (stragglers, NCCLX).
-    """)
+    """))
     return
 
 

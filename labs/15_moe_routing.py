@@ -42,7 +42,7 @@ with app.setup:
 
 @app.cell(hide_code=True)
 def _():
-    mo.md(r"""
+    ui.with_stylesheet(mo.md(r"""
     # Lab 15 · Where the tokens go: MoE routing and balance
 
     A mixture-of-experts layer sends each token to a few of its experts, and the experts sit on
@@ -55,7 +55,7 @@ def _():
     balancing, node-limited routing) and 3.2.2 (the all-to-all); Switch Transformer (arXiv:2101.03961) Sec. 2.2;
     GShard (arXiv:2006.16668) Sec. 2.2; Megatron-Core's MoE guide (token dispatchers, capacity, aux loss);
     Lab 11's expert section.
-    """)
+    """))
     return
 
 

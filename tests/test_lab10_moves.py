@@ -84,8 +84,8 @@ def test_the_submit_reads_the_instruments_when_pressed():
 
 def test_the_stylesheet_is_on_the_page_once():
     """The cards, tables and status line a move re-sends carry no copy of the labs' stylesheet
-    (each one a <style> mounted again): the page's one copy is the training lead's message, at the
-    top and never re-run; every lab-card and the status line are below it."""
+    (each one a <style> mounted again): the page's one copy is its title (ui.with_stylesheet), at
+    the top and never re-run; every lab-card and the status line are below it."""
     from test_lab10 import BOTH
     from test_notebooks import shared_app
 
@@ -94,6 +94,6 @@ def test_the_stylesheet_is_on_the_page_once():
     outputs, _ = shared_app(LAB10).run(defs=BOTH)
     texts = [getattr(o, "text", "") or "" for o in outputs]
     holders = [k for k, t in enumerate(texts) if LAB_CSS in t]
-    assert len(holders) == 1 and "lab-message" in texts[holders[0]]
+    assert len(holders) == 1 and texts[holders[0]].startswith(LAB_CSS) and "Lab 10" in texts[holders[0]]
     drawn = [k for k, t in enumerate(texts) if k not in holders and any(f'class="lab-{c}"' in t for c in ("card", "hud", "table"))]
     assert len(drawn) >= 6 and min(drawn) > holders[0]

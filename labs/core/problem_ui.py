@@ -21,9 +21,11 @@ def widget(question) -> mo.ui.number | mo.ui.radio:
 
 
 def header(pset: ProblemSet) -> mo.Html:
+    """The page's title and reading, the first output (its cell reads nothing else), so it carries the
+    page's one copy of the labs' stylesheet (ui.with_stylesheet)."""
     problems = "\n".join(f"{i}. {p.title}" for i, p in enumerate(pset.problems, 1))
-    return mo.md(f"# {pset.title}\n\n{pset.reading}\n\nEach problem: type your answer, **commit**, then read the worked "
-                 f"solution, the engine's answer and why they differ. Your numbers are drawn from your id.\n\n{problems}")
+    return ui.with_stylesheet(mo.md(f"# {pset.title}\n\n{pset.reading}\n\nEach problem: type your answer, **commit**, then read the worked "
+                                    f"solution, the engine's answer and why they differ. Your numbers are drawn from your id.\n\n{problems}"))
 
 
 def heading(pset: ProblemSet, pid: str) -> mo.Html:
@@ -62,8 +64,8 @@ def solution(pset: ProblemSet, variant, pid: str, made) -> mo.Html:
     s = variant.settings[pid]
     verdict = ui.variant_reveal(made, variant.questions[pid])
     parts = [f"**Worked back-of-envelope.** {p.solution(s)}",
-             f"**The engine:** {fmt(r['answer'])} {p.unit}; the formula above: {fmt(r['envelope'])} {p.unit} "
-             f"({_gap_text(r['gap'])})."]
+             (f"**The engine:** {fmt(r['answer'])} {p.unit}; the formula above: {fmt(r['envelope'])} {p.unit} "
+              f"({_gap_text(r['gap'])}).")]
     if r["refined"] is not None:
         parts.append(f"**{p.refined_label}:** {fmt(r['refined'])} {p.unit} ({_gap_text(r['refined_gap'])} of the answer). {p.why}")
     elif p.why:
