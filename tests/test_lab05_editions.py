@@ -193,6 +193,42 @@ def test_the_best_plan_and_its_row_are_the_tables_first_fitting_layout():
             assert estimate(*lab05.design_inputs(model_key, platform), plan).memory.total <= (headroom or 1) * hbm
 
 
+def test_the_least_excess_is_the_full_sums_first_least():
+    """_least_excess picks what argmin of the full sum of excesses picks: at every pick of the sixth
+    edition's greedy, on rows with ties (each row twice), and where no rule is passed (all rows 0: the first)."""
+    cases = lab05.design_cases_v6()
+    candidates = lab05._design_candidates(tuple((*case, lab05.DESIGN_HEADROOM) for case in cases), joint_rules=True)
+    profiles = [p[lab05._first_rows(p)] for _, _, p in candidates]
+    share, totals, picks = lab05._design_shares(profiles[0].shape[1]), np.zeros(profiles[0].shape[1]), 0
+    for _slot in range(len(lab05.DESIGN_SHAPES)):
+        for rows in profiles:
+            picks += 1
+            target = share * picks
+            full = int(np.argmin(lab05._excess(totals, rows, target).sum(axis=1)))
+            twice = np.ascontiguousarray(np.repeat(rows, 2, axis=0)[::-1])  # every row tied with its copy, in another order
+            assert lab05._least_excess(totals, rows, target, rows.max(axis=0)) == full
+            assert lab05._least_excess(totals, twice, target, rows.max(axis=0)) == int(np.argmin(lab05._excess(totals, twice, target).sum(axis=1)))
+            totals = totals + rows[full]
+    assert lab05._least_excess(np.zeros(3), np.full((4, 3), 0.25), np.ones(3), np.full(3, 0.25)) == 0
+
+
+def test_the_least_excess_sums_again_where_the_order_of_summing_decides():
+    """Two rows holding the same excesses in other rules, among rules no row passes: summed without
+    those rules they may tie the other way round; _least_excess still picks the full sum's first least."""
+    differ = 0
+    for seed in range(200):
+        rng = np.random.default_rng(seed)
+        passed = np.sort(rng.choice(176, size=60, replace=False))
+        values = rng.uniform(0.1, 1.0, 60)
+        rows = np.zeros((2, 176))
+        rows[0, passed], rows[1, passed] = values, rng.permutation(values)
+        zero = np.zeros(176)
+        full = int(np.argmin(lab05._excess(zero, rows, zero).sum(axis=1)))
+        differ += int(np.argmin(lab05._excess(zero[passed], rows[:, passed], zero[passed]).sum(axis=1))) != full
+        assert lab05._least_excess(zero, rows, zero, rows.max(axis=0)) == full, seed
+    assert differ  # the case arose
+
+
 def test_the_distractor_search_does_not_import_pandas():
     """design_trios_v6 runs on every student's page just after its first question: without pandas' import."""
     import subprocess

@@ -971,6 +971,23 @@ def _excess(totals: np.ndarray, profiles: np.ndarray, target: np.ndarray, buffer
     return np.square(buffer, out=buffer)
 
 
+EXCESS_ROUNDING = 1e-12  # two sums of the same n <= 176 non-negative terms in two orders differ by under 2n x 2**-53 of them
+
+
+def _least_excess(totals: np.ndarray, profiles: np.ndarray, target: np.ndarray, top: np.ndarray) -> int:
+    """int(np.argmin(_excess(totals, profiles, target).sum(axis=1))) (the greedy's pick), summing first
+    only the rules some row passes: where the largest value of a rule's column (`top`) does not pass
+    it, no row does (adding and subtracting floats keep their order), and its excess is 0 in every
+    row. That sum's order differs from the full one's: the rows within EXCESS_ROUNDING of its least
+    (every row the full sum could make the least) are summed in full and the first least one taken."""
+    active = np.flatnonzero((totals + top) - target > 0)
+    partial = _excess(totals.take(active), profiles.take(active, axis=1), target.take(active)).sum(axis=1)
+    near = np.flatnonzero(partial <= partial.min() * (1 + EXCESS_ROUNDING))
+    if len(near) == 1:
+        return int(near[0])
+    return int(near[np.argmin(_excess(totals, profiles.take(near, axis=0), target).sum(axis=1))])
+
+
 def _picked(wrong: tuple[tuple[str, Plan], ...], trio: np.ndarray) -> tuple[tuple[str, Plan], ...]:
     """A trio of design_wrong_layouts (role, plan) from its indices."""
     return tuple(wrong[i] for i in trio)
@@ -1169,12 +1186,12 @@ def design_trios_v6() -> dict[tuple[str, int, str], tuple[tuple[tuple[str, Plan]
         distinct[case] = (first, profiles[first])
     width = candidates[cases[0]][2].shape[1]
     share, totals, picks = _design_shares(width), np.zeros(width), 0
-    out, buffers = {case: [] for case in cases}, {case: np.empty_like(profiles) for case, (_, profiles) in distinct.items()}
+    out, tops = {case: [] for case in cases}, {case: profiles.max(axis=0) for case, (_, profiles) in distinct.items()}
     for _slot in range(len(DESIGN_SHAPES)):
         for case in cases:
             (wrong, trios, _), (first, profiles) = candidates[case], distinct[case]
             picks += 1
-            row = int(np.argmin(_excess(totals, profiles, share * picks, buffers[case]).sum(axis=1)))
+            row = _least_excess(totals, profiles, share * picks, tops[case])
             totals = totals + profiles[row]
             out[case].append(_picked(wrong, trios[first[row]]))
     return {case: tuple(trios) for case, trios in out.items()}
