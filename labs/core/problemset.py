@@ -80,7 +80,11 @@ class ProblemSet:
         if len(set(ids)) != len(ids):
             raise ValueError(f"{self.name}: problem ids must be unique, got {ids}")
         self._by_id.update({p.id: p for p in self.problems})
-        self._named.extend((p.id, tuple((k, f"{p.id}.{k}", values) for k, values in p.draws.items())) for p in self.problems)
+        for p in self.problems:
+            for k, values in p.draws.items():
+                if not isinstance(values, (tuple, list, range)) or not values:
+                    raise ValueError(f"{self.name}: {p.id}.{k} must draw from a non-empty tuple, list or range, got {values!r}")
+        self._named.extend((p.id, tuple((k, f"{p.id}.{k}".encode(), values) for k, values in p.draws.items())) for p in self.problems)
 
     def problem(self, pid: str) -> Problem:
         if pid not in self._by_id:
@@ -92,8 +96,8 @@ class ProblemSet:
         return tuple(p.id for p in self.problems)
 
     def draw(self, d) -> dict:
-        choice = d.choice  # each setting drawn by its name, "<problem>.<setting>"
-        return {pid: {k: choice(name, values) for k, name, values in named} for pid, named in self._named}
+        choices = d.choices  # each setting drawn by its name, "<problem>.<setting>" (as d.choice draws it)
+        return {pid: choices(named) for pid, named in self._named}
 
     def default_settings(self) -> dict:
         return {p.id: {k: values[0] for k, values in p.draws.items()} for p in self.problems}

@@ -101,6 +101,13 @@ class Draw:
         digest = hashlib.sha256(self._prefix + str(name).encode("utf-8")).digest()
         return values[int.from_bytes(digest[:8], "big") % len(values)]
 
+    def choices(self, named) -> dict:
+        """{key: self.choice(name, values)} for each (key, name, values) of `named`, where each
+        name is already UTF-8 bytes and each values a non-empty tuple, list or range (a problem
+        set's ~160 settings a student, drawn without a call each)."""
+        prefix, sha256, from_bytes = self._prefix, hashlib.sha256, int.from_bytes
+        return {key: values[from_bytes(sha256(prefix + name).digest()[:8], "big") % len(values)] for key, name, values in named}
+
     def order(self, name: str, ids) -> list[str]:
         """`ids` in an order of this seed's own."""
         prefix = self._prefix + f"order/{name}/".encode("utf-8")
@@ -309,11 +316,11 @@ class Variant:
         if not (recorded.get("scheme") == SCHEME and recorded.get("seed") == self.seed and recorded.get("student") == self.student
                 and recorded.get("salt") == self.salt and recorded.get("settings") == self.settings):
             return False
-        questions = recorded.get("questions")
-        if type(questions) is not dict or len(questions) != len(self.questions):
+        questions, mine = recorded.get("questions"), self.questions
+        if type(questions) is not dict or len(questions) != len(mine):
             return False
-        for q, v in self.questions.items():
-            got = questions.get(q)
+        for q in mine:  # each read by its id (Mapping's items() view adds a call a question)
+            v, got = mine[q], questions.get(q)
             if type(got) is not dict:
                 return False
             if v.numeric:
