@@ -513,6 +513,7 @@ def design_platform_of(settings: dict) -> str:
     return settings.get("design_platform", DESIGN_CLUSTER)
 
 
+@lru_cache(maxsize=256)  # a Plan is frozen: the distractor search's 361 wrong layouts are 123 plans (every model and platform shares them)
 def design_plan(tp: int, pp: int, micro_batch: int, global_batch: int, sequence_parallel: bool | None = None) -> Plan:
     """An Act II layout on the design cluster under DESIGN_SETTINGS (SP and TP overlap wherever TP > 1)."""
     sp = tp > 1 if sequence_parallel is None else sequence_parallel
