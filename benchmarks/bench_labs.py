@@ -163,14 +163,14 @@ def failures_interval_rerun(minutes: int) -> None:
 
 def long_context_rerun(cp: int) -> None:
     """What Lab 11 recomputes when the CP-degree (or KV-heads) slider moves, cold: 24 estimates
-    (6 sequence lengths x 4 CP algorithms, Ulysses refused or priced) and the chart, serialised as
-    the browser receives it."""
+    (6 sequence lengths x 4 CP algorithms, Ulysses refused or priced) and the chart's SVG markup,
+    as the browser receives it."""
     import importlib
 
     from labs.core.scenarios import lab11
 
     lab = importlib.import_module("labs.11_long_context_moe")
-    pio.to_json(lab.cp_figure(lab11.cp_curves(cp, 8), cp, 8))
+    _ = lab.cp_figure(lab11.cp_curves(cp, 8), cp, 8).text  # HTML
 
 
 def long_context_unlock_cold() -> None:

@@ -8,10 +8,9 @@ app = marimo.App(
 
 with app.setup:
     import marimo as mo
-    import plotly.graph_objects as go
 
     from labs.core import ENGINE_VERSION
-    from labs.core import charts, ui
+    from labs.core import cp_svg, ui
     from labs.core.engine.perf import CP_ALGORITHMS
     from labs.core.scenarios.prose import STACK, ep_bytes_by_link, sp_regather
     from labs.core.scenarios.lab11 import (
@@ -56,7 +55,6 @@ with app.setup:
         ulysses_kv_repeat,
         ulysses_limit,
     )
-    from labs.core.style import COLORS, apply_plotly_theme
 
 
 @app.cell(hide_code=True)
@@ -691,32 +689,12 @@ def _(fit_committed, moe_committed, submitted):
 
 
 @app.function
-def cp_figure(points, cp: int, kv_heads: int) -> go.Figure:
-    """Step time against sequence length for each CP algorithm (the engine's), with the HBM
-    limit marked where the busiest GPU overflows. Built from plain dicts (charts.figure): the
-    validated build was most of a CP or KV-heads move's Python. Its axes without the theme's
-    automargin (the margins fixed, the left one wide enough for 4-digit ticks): Plotly.react of
-    this chart took about twice as long in Chromium with it."""
-    colors = {"ring": COLORS["blue"], "all_gather": COLORS["green"], "ulysses": COLORS["purple"], "ring_contiguous": COLORS["orange"]}
-    data, refused = [], []
-    for alg in CP_ALGORITHMS:
-        ok = [p for p in points if p["algorithm"] == alg and p["error"] is None]
-        if not ok:
-            refused.append(CP_LABELS[alg])
-            continue
-        data.append(dict(
-            type="scatter", x=[p["seq_len"] for p in ok], y=[p["step"] for p in ok], name=CP_LABELS[alg], mode="lines+markers",
-            line=dict(color=colors[alg], width=3, dash="dot" if alg == "all_gather" else "solid"),
-            marker=dict(symbol=["circle" if p["fits"] else "x" for p in ok], size=10),
-        ))
-    refusal = dict(annotations=[dict(text=f"refused by the engine at CP {cp}: {', '.join(refused)}", xref="paper", yref="paper", x=0.0, y=1.0,
-                                     xanchor="left", yanchor="bottom", showarrow=False, font=dict(color=COLORS["red"]))]) if refused else {}
-    return charts.figure(data, dict(
-        **refusal, height=420, title=dict(text=f"CP {cp}, {kv_heads} KV heads: step time (x: over HBM)", y=0.97), margin=dict(t=80, l=70),
-        legend=dict(orientation="h", yanchor="top", y=-0.22, x=0.0),
-        xaxis=dict(type="log", title=dict(text="sequence length (tokens)"), tickvals=list(SEQ_CHOICES), ticktext=[f"{s // 1024}K" for s in SEQ_CHOICES], automargin=False),
-        yaxis=dict(type="log", title=dict(text="step time (s)"), automargin=False),
-    ))
+def cp_figure(points, cp: int, kv_heads: int) -> mo.Html:
+    """Step time against sequence length for each CP algorithm (the engine's), the points where
+    the busiest GPU overflows its HBM marked, as plain SVG (labs.core.cp_svg): a Plotly redraw of
+    this chart was most of a CP or KV-heads move's time in the page."""
+    return mo.Html(cp_svg.cp_chart(points, cp, kv_heads, CP_ALGORITHMS, CP_LABELS, SEQ_CHOICES))
+
 
 if __name__ == "__main__":
     app.run()

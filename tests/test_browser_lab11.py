@@ -8,19 +8,21 @@ import jsonschema
 import pytest
 
 from browser import answer, browser_page, marimo_run, metric, submit_and_download
-from labs.core.scenarios.lab11 import LAB, STEP, cp_point
+from labs.core.scenarios.lab11 import LAB, STEP, cp_curves, cp_point
 from labs.variants import variant
 from labs.core.state import load_schema
 
 pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("need_chromium")]
 
-CHART = "el => JSON.stringify({title: el.layout && el.layout.title && el.layout.title.text, y: (el.data || []).map(t => Array.from(t.y || []))})"
+CHART = ("el => JSON.stringify({title: el.getAttribute('aria-label'), y: Array.from(el.querySelectorAll('g.line'))"
+         ".map(g => Array.from(g.querySelectorAll('g.point')).map(p => Number(p.dataset.step)))})")
 
 
 def _chart(page, title: str, tries: int = 150):
-    """The step-time chart's title and curves, polled until its title starts with `title`."""
+    """The step-time chart's title and curves (its SVG: each point's data-step), polled until its
+    title starts with `title`."""
     for _ in range(tries):
-        for plot in page.locator(".js-plotly-plot").all():
+        for plot in page.locator("svg[role=img]").all():
             data = json.loads(plot.evaluate(CHART))
             if (data["title"] or "").startswith(title):
                 return data
@@ -38,6 +40,7 @@ def test_lab11_end_to_end(tmp_path):
         answer(page, mine["fit"], commit=0)
         before = _chart(page, "CP 16, 8 KV heads")
         assert before is not None
+        assert before["y"][0] == [p["step"] for p in cp_curves(16, 8) if p["algorithm"] == "ring" and p["error"] is None]
         assert metric(page, "step time") == f"{cp_point(131072, 16, 8, 'ring')['step']:.2f} s"
 
         slider = page.get_by_role("slider").nth(1)  # sequence length, CP degree, KV heads: CP 16 -> 8
