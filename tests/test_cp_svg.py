@@ -3,30 +3,17 @@ its cp_point's sequence length and step time, a cross where the busiest GPU over
 through the axis mapping written out here by hand from the chart's fixed layout. The SVG is parsed
 as XML here, not by the code under test."""
 
-import math
 import xml.etree.ElementTree as ET
 
 import pytest
+from svg_readback import SVG, log_px, parsed
 
 from labs.core import cp_svg
 from labs.core.engine.perf import CP_ALGORITHMS
 from labs.core.scenarios.lab11 import CP_LABELS, SEQ_CHOICES, cp_curves
 
-SVG = "{http://www.w3.org/2000/svg}"
 # 960 x 420 px, margins left 70, right 20, top 80, bottom 120: the plot x 70 .. 940, y 300 .. 80.
 X, Y = (70.0, 940.0), (300.0, 80.0)
-
-
-def parsed(svg: str) -> ET.Element:
-    assert "nan" not in svg.lower() and "inf" not in svg.lower()
-    return ET.fromstring(svg.replace("<svg ", f'<svg xmlns="{SVG[1:-1]}" ', 1))
-
-
-def log_px(v: float, lo: float, hi: float, p0: float, p1: float, pad: float = 0.05) -> float:
-    """A log axis from lo to hi, widened by `pad` of its span (in decades) at each end."""
-    a, b = math.log10(lo), math.log10(hi)
-    a, b = a - pad * (b - a), b + pad * (b - a)
-    return p0 + (math.log10(v) - a) / (b - a) * (p1 - p0)
 
 
 def chart(cp: int, kv: int) -> ET.Element:

@@ -3,34 +3,21 @@ sits at its estimate's GPU count and MFU, each bar's height is its part's second
 each ratio point at the all-reduce over compute, through the axis mappings written out here by hand
 from the charts' fixed layout. The SVG is parsed as XML here, not by the code under test."""
 
-import math
 import re
 import xml.etree.ElementTree as ET
 
 import pytest
+from svg_readback import SVG, log_px, parsed
 
 from labs.core import dp_svg
 from labs.core.scenarios.lab05 import dp_wall_curve, dp_wall_estimate
 
-SVG = "{http://www.w3.org/2000/svg}"
 # The MFU chart: 960 x 380 px, margins left 70, right 20, top 60, bottom 62: x 70 .. 940, y 318 .. 60.
 MFU_X, MFU_Y = (70.0, 940.0), (318.0, 60.0)
 # The step chart: 960 x 440 px, margins left 70, right 20, top 80, bottom 130: the plot x 70 .. 940
 # (870 px), y 310 .. 80; the bars on its left 0.45 (x 70 .. 461.5), the ratio on its right 0.45 (x 548.5 .. 940).
 STEP_Y, BARS_X, RATIO_X = (310.0, 80.0), (70.0, 461.5), (548.5, 940.0)
 STRONG = {"global_batch": 512, "fixed_per_gpu": False, "fabric": "ib-ndr", "algorithm": "ring", "overlap": True, "params_b": 13, "grad_reduce_dtype": "bf16"}
-
-
-def parsed(svg: str) -> ET.Element:
-    assert "nan" not in svg.lower() and "inf" not in svg.lower()
-    return ET.fromstring(svg.replace("<svg ", f'<svg xmlns="{SVG[1:-1]}" ', 1))
-
-
-def log_px(v: float, lo: float, hi: float, p0: float, p1: float, pad: float = 0.05) -> float:
-    """A log axis from lo to hi, widened by `pad` of its span (in decades) at each end."""
-    a, b = math.log10(lo), math.log10(hi)
-    a, b = a - pad * (b - a), b + pad * (b - a)
-    return p0 + (math.log10(v) - a) / (b - a) * (p1 - p0)
 
 
 def circles(root: ET.Element, name: str) -> list[tuple[float, float, str]]:

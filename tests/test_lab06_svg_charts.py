@@ -4,23 +4,24 @@ pixels, as the Plotly charts (charts.memory_wall, charts.zero_sweep) drew them."
 
 import math
 import re
-import xml.etree.ElementTree as ET
 
 import pytest
+from svg_readback import SVG, parsed
 
 from labs.core import svg_charts
 from labs.core.charts import MEMORY_TERMS
 from labs.core.engine.hardware import GB, GPUS
 from labs.core.engine.models import MODELS
-from labs.core.scenarios.lab06 import DP_SIZES, Activations, dp_memory, memory_curves, memory_wall, wall_hbm
+from labs.core.scenarios.lab06 import (
+    DP_SIZES,
+    Activations,
+    dp_memory,
+    memory_curves,
+    memory_wall,
+    wall_hbm,
+)
 
-SVG = "{http://www.w3.org/2000/svg}"
 ACT = Activations(2, 8192, "full", True)
-
-
-def parsed(svg: str) -> ET.Element:
-    assert "nan" not in svg.lower() and "inf" not in svg.lower().replace("information", "")
-    return ET.fromstring(svg.replace("<svg ", f'<svg xmlns="{SVG[1:-1]}" ', 1))
 
 
 def per_decade(points: list[tuple[float, float]]) -> list[float]:
@@ -32,7 +33,7 @@ def per_decade(points: list[tuple[float, float]]) -> list[float]:
 
 def test_wall_bars_are_the_engine_terms_on_a_log_axis():
     wall = {MODELS[k].name: m for k, m in memory_wall(ACT).items()}
-    root = parsed(svg_charts.memory_wall(wall, wall_hbm("a100-sxm-80gb")))
+    root = parsed(svg_charts.memory_wall(wall, wall_hbm("a100-sxm-80gb")), words=("information",))
     bars = [(r, r.find(f"{SVG}title").text) for r in root.iter(f"{SVG}rect") if r.find(f"{SVG}title") is not None]
     assert len(bars) == len(wall) * len(MEMORY_TERMS)  # every term of every model is above zero here
     seen = []
@@ -55,7 +56,7 @@ def test_wall_bars_are_the_engine_terms_on_a_log_axis():
 def test_wall_hbm_lines_sit_at_each_gpus_capacity():
     wall = {MODELS[k].name: m for k, m in memory_wall(ACT).items()}
     hbm = wall_hbm("a100-sxm-80gb")
-    root = parsed(svg_charts.memory_wall(wall, hbm))
+    root = parsed(svg_charts.memory_wall(wall, hbm), words=("information",))
     red = [line for line in root.iter(f"{SVG}line") if line.get("stroke") == svg_charts.COLORS["red"]]
     assert len(red) == len(hbm)
     texts = "".join(root.itertext())
@@ -75,7 +76,7 @@ def test_sweep_points_are_the_engine_memory_and_plain_dp_is_flat():
     gpu = GPUS["h100-sxm"]
     curves = memory_curves("llama2-70b", ACT)
     current = (32, dp_memory("llama2-70b", 32, 3, ACT).total)
-    root = parsed(svg_charts.zero_sweep(DP_SIZES, curves, [(gpu.name, gpu.hbm_bytes, gpu.confirmed)], current))
+    root = parsed(svg_charts.zero_sweep(DP_SIZES, curves, [(gpu.name, gpu.hbm_bytes, gpu.confirmed)], current), words=("information",))
     points = {}
     for circle in root.iter(f"{SVG}circle"):
         title = circle.find(f"{SVG}title")

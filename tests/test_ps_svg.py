@@ -2,31 +2,23 @@
 engine's time (checked against the hand-counted formulas: server 2 alpha + N M / B, ring
 2(N-1) alpha + 2(N-1)/N M / B), placed on log axes through a mapping written out here."""
 
-import math
 import re
-import xml.etree.ElementTree as ET
 
 import pytest
+from svg_readback import SVG, log_px, parsed
 
 from labs.core import ps_svg
 from labs.core.engine.hardware import LINKS
-from labs.core.scenarios.lab08 import PS_N, PS_SERVER_LINK, PS_SIZES, PS_WORKER_LINKS, ps_vs_ring
+from labs.core.scenarios.lab08 import (
+    PS_N,
+    PS_SERVER_LINK,
+    PS_SIZES,
+    PS_WORKER_LINKS,
+    ps_vs_ring,
+)
 from labs.core.style import COLORS
 
-SVG = "{http://www.w3.org/2000/svg}"
 LEFT, RIGHT, TOP, BOTTOM = 100, 960 - 20, 50, 340 - 62  # the plot's edges in the 960 x 340 viewBox
-
-
-def parsed(svg: str) -> ET.Element:
-    assert "nan" not in svg.lower() and "inf" not in svg.lower().replace("infiniband", "")
-    return ET.fromstring(svg.replace("<svg ", f'<svg xmlns="{SVG[1:-1]}" ', 1))
-
-
-def log_pixel(value: float, lo: float, hi: float, p_lo: float, p_hi: float, pad: float) -> float:
-    """A log axis from lo to hi padded by `pad` of its decades each side, onto p_lo..p_hi."""
-    a, b = math.log10(lo), math.log10(hi)
-    a, b = a - pad * (b - a), b + pad * (b - a)
-    return p_lo + (math.log10(value) - a) / (b - a) * (p_hi - p_lo)
 
 
 def hand_ms(nbytes: float, n: int, worker: str) -> tuple[float, float]:
@@ -41,7 +33,7 @@ def hand_ms(nbytes: float, n: int, worker: str) -> tuple[float, float]:
 def test_points_are_the_engine_times_on_log_axes(size, worker):
     nbytes = PS_SIZES[size]
     result = ps_vs_ring(nbytes, worker)
-    root = parsed(ps_svg.ps_chart(result))
+    root = parsed(ps_svg.ps_chart(result), words=("infiniband",))
     points = [(c, c.find(f"{SVG}title").text) for c in root.iter(f"{SVG}circle") if c.find(f"{SVG}title") is not None]
     ns = [n for n in PS_N if n >= 2]
     assert len(points) == 2 * len(ns)
@@ -59,7 +51,7 @@ def test_points_are_the_engine_times_on_log_axes(size, worker):
         hand = hand_ms(nbytes, n, worker)[0 if kind == "server" else 1]
         worst_rel = max(worst_rel, abs(want - hand) / hand)
         x, y = float(circle.get("cx")), float(circle.get("cy"))
-        worst_px = max(worst_px, abs(x - log_pixel(n, min(ns), max(ns), LEFT, RIGHT, 0.03)), abs(y - log_pixel(want, lo, hi, BOTTOM, TOP, 0.06)))
+        worst_px = max(worst_px, abs(x - log_px(n, min(ns), max(ns), LEFT, RIGHT, 0.03)), abs(y - log_px(want, lo, hi, BOTTOM, TOP, 0.06)))
     print(f"{size}, {worker}: worst {worst_px:.3f} px from the hand mapping; engine vs hand formula worst relative {worst_rel:.2e}")
     assert worst_px <= 0.051
     assert worst_rel < 1e-9
@@ -67,7 +59,7 @@ def test_points_are_the_engine_times_on_log_axes(size, worker):
 
 def test_titles_ticks_and_legend():
     result = ps_vs_ring(PS_SIZES["1 GB"], "ib-hdr")
-    root = parsed(ps_svg.ps_chart(result))
+    root = parsed(ps_svg.ps_chart(result), words=("infiniband",))
     texts = [t.text for t in root.iter(f"{SVG}text")]
     assert "workers N" in texts and "time per exchange (ms)" in texts
     assert "parameter server (InfiniBand NDR 400 Gb/s)" in texts and "ring (InfiniBand HDR 200 Gb/s)" in texts
@@ -78,4 +70,4 @@ def test_titles_ticks_and_legend():
     assert list(ticks) == ["50", "100", "200", "500", "1,000", "2,000", "5,000", "10,000", "20,000"]
     ms = [r[k] * 1e3 for r in result["rows"] for k in ("ps_s", "ring_s")]
     for label, y in ticks.items():
-        assert y == pytest.approx(log_pixel(float(label.replace(",", "")), min(ms), max(ms), BOTTOM, TOP, 0.06), abs=0.051)
+        assert y == pytest.approx(log_px(float(label.replace(",", "")), min(ms), max(ms), BOTTOM, TOP, 0.06), abs=0.051)

@@ -6,21 +6,15 @@ out here (the unit circle from the top clockwise, -1.3..1.3 on a 330 px square u
 
 import math
 import re
-import xml.etree.ElementTree as ET
 
 import pytest
+from svg_readback import SVG, parsed
 
 from labs.core import ring_svg
 from labs.core.scenarios.lab08 import STEPPER_RANKS, STEPPER_SIZES, ring_state
 from labs.core.style import COLORS
 
-SVG = "{http://www.w3.org/2000/svg}"
 M = STEPPER_SIZES["1 GB"]
-
-
-def parsed(svg: str) -> ET.Element:
-    assert "nan" not in svg.lower() and "inf" not in svg.lower()
-    return ET.fromstring(svg.replace("<svg ", f'<svg xmlns="{SVG[1:-1]}" ', 1))
 
 
 def pixel(x: float, y: float) -> tuple[float, float]:
