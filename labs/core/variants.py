@@ -204,62 +204,63 @@ class Question:
         return {"prompt": self.prompt, "options": [o.label for o in self.options], "ids": list(self.order), "key": self.key}
 
 
-class Specs(Mapping):
-    """A build's questions by id (Choice or Numeric), each given either built or as a function of no
-    arguments that builds it, called once, when the question is first read. The variants of one
-    setting share one Specs (labs.core.scenarios._built), so it is built once for all of them."""
+class _BuiltOnRead(Mapping):
+    """A mapping over the keys of `source` whose values are made by `_make` when first read, once;
+    listing or testing a key builds nothing (Mapping's __contains__ would)."""
 
-    def __init__(self, given: Mapping):
-        self._given = dict(given)
+    def __init__(self, source: Mapping):
+        self._source = source
         self._built: dict = {}
+
+    def _make(self, q: str):
+        raise NotImplementedError
 
     def __getitem__(self, q: str):
         try:
             return self._built[q]
         except KeyError:
-            spec = self._given[q]
-            self._built[q] = spec = spec() if callable(spec) else spec
-            return spec
+            self._built[q] = value = self._make(q)
+            return value
 
-    def __contains__(self, q) -> bool:  # without building it (Mapping's would)
-        return q in self._given
+    def __contains__(self, q) -> bool:
+        return q in self._source
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._given)
+        return iter(self._source)
 
     def __len__(self) -> int:
-        return len(self._given)
+        return len(self._source)
 
 
-class Questions(Mapping):
+class Specs(_BuiltOnRead):
+    """A build's questions by id (Choice or Numeric), each given either built or as a function of no
+    arguments that builds it, called once, when the question is first read. The variants of one
+    setting share one Specs (labs.core.scenarios._built), so it is built once for all of them."""
+
+    def __init__(self, given: Mapping):
+        super().__init__(dict(given))
+
+    def _make(self, q: str):
+        spec = self._source[q]
+        return spec() if callable(spec) else spec
+
+
+class Questions(_BuiltOnRead):
     """One variant's questions by id, each built from `specs` when first read and its options put in
     the seed's order (Draw.order, keyed by the question's id: the order does not depend on which
     question was read first, so reading them lazily gives the variant building them all would)."""
 
     def __init__(self, specs: Mapping, draw: Draw):
-        self._specs, self._draw = specs, draw
-        self._built: dict[str, Question] = {}
+        super().__init__(specs)
+        self._draw = draw
 
-    def __getitem__(self, q: str) -> Question:
-        try:
-            return self._built[q]
-        except KeyError:
-            spec = self._specs[q]
-            order = () if isinstance(spec, Numeric) else tuple(self._draw.order(q, [o.key for o in spec.options]))
-            self._built[q] = question = Question(q, spec, order)
-            return question
-
-    def __contains__(self, q) -> bool:  # without building it (Mapping's would)
-        return q in self._specs
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._specs)
-
-    def __len__(self) -> int:
-        return len(self._specs)
+    def _make(self, q: str) -> Question:
+        spec = self._source[q]
+        order = () if isinstance(spec, Numeric) else tuple(self._draw.order(q, [o.key for o in spec.options]))
+        return Question(q, spec, order)
 
     def __repr__(self) -> str:
-        return f"Questions({list(self._specs)})"
+        return f"Questions({list(self._source)})"
 
 
 @dataclass(frozen=True)
