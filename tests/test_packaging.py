@@ -24,7 +24,8 @@ inputs = dict(gpus=64, global_batch=512, fixed_per_gpu=False, fabric="ib-ndr", a
 ledger = state.DesignLedger("wheel student", sys.argv[1])
 ledger.save_step("05_parallelism", "act1", inputs, {"cause": "B"}, act1_outcomes(inputs, {"cause": "B"}))
 code = main([sys.argv[1], "--strict", "--csv", sys.argv[1] + "/grades.csv"])
-print(json.dumps({"labs": labs.__file__, "schema": str(state.SCHEMA_PATH), "exit": code}))
+from labs.core.scenarios import lab15
+print(json.dumps({"labs": labs.__file__, "schema": str(state.SCHEMA_PATH), "exit": code, "stored_runs": len(lab15._stored_runs())}))
 """
 
 
@@ -35,6 +36,7 @@ def test_wheel_carries_the_schema_and_installs_into_a_fresh_virtualenv(tmp_path)
     with zipfile.ZipFile(wheel) as archive:
         assert archive.read("labs/core/ledger.schema.json") == (ROOT / "assets" / "ledger.schema.json").read_bytes()
         assert "labs/grade.py" in archive.namelist()
+        assert archive.read("labs/core/scenarios/lab15_runs.npz") == (ROOT / "labs" / "core" / "scenarios" / "lab15_runs.npz").read_bytes()
 
     venv = tmp_path / "venv"  # isolated: only the wheel and what its metadata asks for
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
@@ -49,6 +51,7 @@ def test_wheel_carries_the_schema_and_installs_into_a_fresh_virtualenv(tmp_path)
     assert out.returncode == 0, out.stderr[-2000:]
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["labs"].startswith(str(venv)) and result["schema"].startswith(str(venv)) and result["exit"] == 0
+    assert result["stored_runs"] == 252  # Lab 15's runs read from the wheel: today's router, every instrument setting
     assert "wheel student" in (work / "grades.csv").read_text()
 
 

@@ -40,9 +40,11 @@ index there), then one copy over NVLink for each expert not on the GPU it landed
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 
@@ -105,17 +107,19 @@ class RouterSetting:
 
 @dataclass(frozen=True)
 class RouterRun:
-    """What a run leaves: per step, each expert's tokens; every COPY_EVERY-th step, the network
-    and NVLink copies of token vectors the dispatch sends per GPU; under "aux_loss", the loss's
-    value each step (Switch's form, coefficient alpha); the balancing state (the logit bias c or
-    the score bias b) after the last step."""
+    """What a run leaves: per step (or summed over every `every` steps, as a stored run keeps
+    them: save_runs), each expert's tokens; every COPY_EVERY-th step, the network and NVLink
+    copies of token vectors the dispatch sends per GPU; under "aux_loss", the loss's value each
+    step (Switch's form, coefficient alpha); the balancing state (the logit bias c or the score
+    bias b) after the last step."""
 
     setting: RouterSetting
-    loads: np.ndarray  # (steps, experts) tokens, int32
+    loads: np.ndarray  # (steps / every, experts) tokens, int32
     network_copies: np.ndarray  # (steps / COPY_EVERY,) per GPU, token vectors sent over the NICs
     nvlink_copies: np.ndarray  # (steps / COPY_EVERY,) per GPU, token vectors forwarded over NVLink
     aux_loss: np.ndarray | None  # (steps,) under "aux_loss" (its value each step), else None
     bias: np.ndarray  # (experts,)
+    every: int = 1  # steps summed in a row of loads
     _memo: dict = field(default_factory=dict, repr=False, compare=False)  # what readers derived from the run, by key: a lab reads a few, many times
 
     def memo(self, key, make):
@@ -132,7 +136,10 @@ class RouterRun:
         check_positive("window", window, integer=True, maximum=s.steps)
         if s.steps % window:
             raise ValueError(f"window must divide steps ({s.steps}), got {window}")
-        return self.memo(("window_loads", window), lambda: _read_only(self.loads.reshape(s.steps // window, window, s.experts).sum(axis=1)))
+        if window % self.every:
+            raise ValueError(f"window must be a multiple of {self.every} (this run keeps its loads summed over {self.every} steps), got {window}")
+        rows = window // self.every
+        return self.memo(("window_loads", window), lambda: _read_only(self.loads.reshape(s.steps // window, rows, s.experts).sum(axis=1)))
 
     def gpu_loads(self, window: int = 1) -> np.ndarray:
         """(steps / window, gpus): the tokens each GPU's experts receive, over windows."""
@@ -559,3 +566,54 @@ def expected_copies(setting: RouterSetting) -> tuple[float, float]:
     per_token_nvl = s.top_k * (g - 1) / g
     tokens_per_gpu = s.tokens / s.gpus
     return tokens_per_gpu * per_token_net, tokens_per_gpu * per_token_nvl
+
+
+# ---- runs kept in a file ---------------------------------------------------------------------------------------
+# A lab whose instruments reach a few hundred settings ships their runs (Lab 15: 252, about 25 s of
+# routing in all, 60-190 ms a move): a move reads its run, and every machine shows the same bits
+# whatever its NumPy or its CPU's vector unit. The file names the router's source and the settings
+# it was made for; a run is read only when both are today's (load_runs), else the caller routes.
+
+def runs_fingerprint(settings, every: int) -> str:
+    """What a file of runs was made by and for: this module's source, each setting, the rows' step count."""
+    h = hashlib.sha256(Path(__file__).read_bytes())
+    h.update(f"every={every};".encode())
+    for s in settings:
+        h.update(repr(s).encode())
+    return h.hexdigest()
+
+
+def save_runs(path: Path, runs, every: int) -> None:
+    """Write runs (of one shape: same steps and experts) to an .npz, each expert's loads summed over
+    `every` steps (whole numbers in 16 bits: tokens x every must stay under 2^16)."""
+    runs = list(runs)
+    s = runs[0].setting
+    if s.steps % every or s.tokens * every >= 1 << 16:
+        raise ValueError(f"every must divide steps ({s.steps}) and keep tokens x every under 65,536, got {every}")
+    if any((r.setting.steps, r.setting.experts) != (s.steps, s.experts) or r.every != 1 for r in runs):
+        raise ValueError("runs must share steps and experts, each with its loads per step")
+    loads = np.stack([r.loads.reshape(s.steps // every, every, s.experts).sum(axis=1) for r in runs]).astype(np.uint16)
+    has_aux = np.array([r.aux_loss is not None for r in runs])
+    aux = np.stack([r.aux_loss if r.aux_loss is not None else np.zeros(s.steps) for r in runs])
+    np.savez_compressed(path, fingerprint=np.array(runs_fingerprint([r.setting for r in runs], every)), every=np.array(every),
+                        loads=loads, network=np.stack([r.network_copies for r in runs]), nvlink=np.stack([r.nvlink_copies for r in runs]),
+                        has_aux=has_aux, aux=aux, bias=np.stack([r.bias for r in runs]))
+
+
+def load_runs(path: Path, settings) -> list[RouterRun] | None:
+    """The runs save_runs wrote for these settings (in this order), or None when the file is
+    missing or was made by another router or for other settings."""
+    settings = list(settings)
+    try:
+        data = np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        return None
+    with data:
+        every = int(data["every"])
+        if str(data["fingerprint"]) != runs_fingerprint(settings, every):
+            return None
+        arrays = {name: data[name] for name in ("loads", "network", "nvlink", "has_aux", "aux", "bias")}
+    loads = arrays["loads"].astype(np.int32)
+    return [RouterRun(s, _read_only(loads[i]), _read_only(arrays["network"][i]), _read_only(arrays["nvlink"][i]),
+                      _read_only(arrays["aux"][i]) if arrays["has_aux"][i] else None, _read_only(arrays["bias"][i]), every=every)
+            for i, s in enumerate(settings)]

@@ -19,8 +19,17 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from functools import lru_cache, partial
+from pathlib import Path
 
-from labs.core.engine.routing import SCHEMES, RouterRun, RouterSetting, keeps_draws, route_many
+from labs.core.engine.routing import (
+    SCHEMES,
+    RouterRun,
+    RouterSetting,
+    keeps_draws,
+    load_runs,
+    route_many,
+    save_runs,
+)
 from labs.core.engine.validation import check_choice
 from labs.core.scenarios import lab11
 from labs.core.scenarios.common import Option
@@ -67,12 +76,46 @@ _RUNS_LOCK = threading.Lock()
 MAX_RUNS = 256  # about 0.5 MB a run (its int32 loads), more than the instruments' 252 settings; the oldest goes first
 
 
+STORE = Path(__file__).with_name("lab15_runs.npz")  # every instrument setting's run: `python scripts/route_lab15.py` writes it
+STORE_EVERY = 10  # steps a stored load row sums: the heatmap's column; every window the lab reads (10, 50) is a multiple
+_stored: dict[tuple, RouterRun] | None = None  # the store's runs by key, read on the first call ({} when stale)
+
+
+def instrument_keys() -> list[tuple]:
+    """Every run the instruments reach, by _run_key: each scheme at its own knobs (none: 1, the
+    aux loss: 3 coefficients, the bias: 3 rates) x 4 node limits x 3 skews x 3 drifts = 252. The
+    variants' questions read a subset (their skew and drift pairs are instrument ones)."""
+    knobs = [("none", 0.01, 0.001)] + [("aux_loss", a, 0.001) for a in AUX_COEFFS] + [("bias", 0.01, g) for g in GAMMAS]
+    return [_run_key(scheme, a, g, m, sk, dr) for scheme, a, g in knobs for m in NODE_LIMITS for sk in SKEWS for dr in DRIFTS]
+
+
+def write_store(path: Path = STORE) -> None:
+    """Route every instrument setting (one draw: they share the stream) and keep them in `path`."""
+    keys = instrument_keys()
+    save_runs(path, route_many(setting(*k) for k in keys), STORE_EVERY)
+
+
+def _stored_runs() -> dict[tuple, RouterRun]:
+    global _stored
+    if _stored is None:
+        keys = instrument_keys()
+        runs = load_runs(STORE, [setting(*k) for k in keys])
+        _stored = {} if runs is None else dict(zip(keys, runs))
+    return _stored
+
+
 def router_runs(keys) -> list[RouterRun]:
-    """Runs for several settings (each a dict or tuple of router_run's arguments), those not yet
-    run computed together: settings that draw the same numbers share one draw (routing.route_many)."""
+    """Runs for several settings (each a dict or tuple of router_run's arguments): the store's
+    when it holds them (it was made by today's router), those it does not computed together:
+    settings that draw the same numbers share one draw (routing.route_many)."""
     keys = [_run_key(**k) if isinstance(k, dict) else _run_key(*k) for k in keys]
     with _RUNS_LOCK:
         missing = list(dict.fromkeys(k for k in keys if k not in _RUNS))
+        stored = _stored_runs() if missing else {}
+        for k in missing:
+            if k in stored:
+                _RUNS[k] = stored[k]
+        missing = [k for k in missing if k not in _RUNS]
         if missing:
             for k, run in zip(missing, route_many(setting(*k) for k in missing)):
                 _RUNS[k] = run
