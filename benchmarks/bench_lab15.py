@@ -7,8 +7,8 @@ cold ledger the least of --repeat processes, since other load on a shared machin
 - a class: scripts/make_class.py's student names and Lab 15 inputs (its _routing draw), every
   student's variant regenerated from their id and the class salt and their step recomputed
   (routing_outcomes at their variant), as labs/grading does for each ledger: the distinct
-  variant settings and router runs the class needs, the CPU for all and per ledger, without
-  keeping the stream's draws between route_many calls (as the grader runs);
+  variant settings and router runs the class reads (from labs/core/scenarios/lab15_runs.npz), the
+  CPU for all and per ledger;
 - one ledger graded cold (a grader that has run nothing yet);
 - the class process's peak memory (imports included).
 Issue #39's target: Lab 15 graded in under 50 ms of CPU per ledger; issue #34's budget: the
@@ -65,10 +65,8 @@ def part_runs() -> dict:
 
 
 def part_class(students: int) -> dict:
-    from labs.core.engine import routing
     from labs.core.scenarios import lab15
 
-    routing.keep_draws(False)  # as `python -m labs.grade` routes: each route_many call draws its stream
     draw, student_name = _routing_draw()
     rng = random.Random(5)
     ledgers = [(student_name(i), draw(rng)) for i in range(students)]
@@ -82,7 +80,6 @@ def part_class(students: int) -> dict:
     for name, inputs in ledgers:
         settings.add(json.dumps(variant(lab15.LAB, name, SALT).settings, sort_keys=True))
     runs = len(lab15._RUNS)
-    routing.keep_draws(True)
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # the process's peak, imports included (KiB on Linux)
     return {"cpu_s": cpu, "ms_per_ledger": 1e3 * cpu / students, "distinct_settings": len(settings), "router_runs": runs, "peak_mb": peak_mb}
 

@@ -30,7 +30,6 @@ import pandas as pd
 
 from labs import csvsafe
 from labs.core import scenarios
-from labs.core.engine import routing
 from labs.core.state import Roster
 from labs.gradebook import cli as gradebook_cli
 from labs.grading import integrity
@@ -54,14 +53,12 @@ def main(argv: list[str] | None = None) -> int:
     gradebook_cli.add_arguments(parser)
     args = parser.parse_args(argv)
     book_follows = gradebook_cli.wanted(args)  # the book and the feedback pages ask every variant and the labs again
-    routing.keep_draws(False)
     scenarios.keep_variants(book_follows)
     collections = gc.get_threshold()
     gc.set_threshold(20_000, 20, 20)  # a class parses ~400,000 dicts: the collector ran ~1 s of every 20 at the default 700
     try:
         return _run(args, forget_computed=not book_follows)
     finally:
-        routing.keep_draws(True)  # main() is also called in-process (tests, tools): the process's defaults again
         scenarios.keep_variants(True)
         gc.set_threshold(*collections)
 

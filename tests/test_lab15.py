@@ -13,6 +13,7 @@ from pathlib import Path
 import marimo as mo
 import numpy as np
 import pytest
+from test_lab15_svg import check_heatmap, check_router_lines
 
 from labs.core.engine import routing
 from labs.core.engine.routing import (
@@ -27,7 +28,6 @@ from labs.core.engine.routing import (
 )
 from labs.core.scenarios import lab15
 from labs.core.variants import Specs
-from test_lab15_svg import check_heatmap, check_router_lines
 
 SMALL = dict(experts=16, top_k=2, tokens=64, steps=40, gpus=8, nodes=2)
 
@@ -129,58 +129,17 @@ def test_node_limited_mask_is_the_whole_array_rule_with_and_without_ties(m):
         assert np.array_equal(got, _kept_nodes_top_k(scores, 8, 8, m)), m
 
 
-def test_a_stream_is_drawn_once_per_process_and_kept_read_only():
-    """route_many keeps the last stream's draws (the lab's: 500 x 129 x 256 float32, 66 MB, under
-    KEPT_DRAW_BYTES): a second run of the stream reads them, with the bits of a fresh draw."""
-    s = RouterSetting(**SMALL, drift=0.05, scheme="bias", max_nodes=1)
-    first = route(s)
-    assert routing._kept[0] == routing._stream_key(s)
-    assert not any(a.flags.writeable for part in routing._kept[1][1:] for a in part[1:] if a is not None)
-    again = route(s)
-    routing._kept = ((), ())
-    fresh = route(RouterSetting(**{**s.__dict__, "scheme": "none"})), route(s)
-    assert all(np.array_equal(getattr(first, f), getattr(r, f)) for r in (again, fresh[1]) for f in ("loads", "network_copies", "nvlink_copies", "bias"))
-    assert 4 * 500 * 129 * 256 <= routing.KEPT_DRAW_BYTES
-
-
-def test_a_move_of_the_node_limit_or_gamma_reads_the_kept_affinities_with_the_same_bits():
-    """A route_many call of one (skew, drift) with the bias update keeps that pair's affinities
-    (sigmoid of every logit) chunk by chunk, read-only; the next call of the pair (a node-limit or
-    gamma move) reads them; a call of another pair writes its own over them. Every run has the
-    bits of the same setting routed beside another pair (each chunk made into a buffer, nothing kept)."""
-    at = lambda **kw: RouterSetting(**{**SMALL, "drift": 0.05, "scheme": "bias", **kw})  # noqa: E731
-    moves = [at(max_nodes=2), at(max_nodes=1), at(gamma=0.01), at(skew=0.9, max_nodes=1), at(max_nodes=2, skew=0.9), at(max_nodes=1)]
-    runs = [route(s) for s in moves]
-    kept_pair, chunks = routing._kept_scores
-    assert kept_pair == (routing._stream_key(moves[-1]), 0.5, 0.05) and chunks and not any(a.flags.writeable for a in chunks.values())
-    assert sum(len(a) for a in chunks.values()) == SMALL["steps"]
-    for s, run in zip(moves, runs):
-        beside = route_many([s, at(skew=0.1, scheme="none")])[0]
-        for f in ("loads", "network_copies", "nvlink_copies", "bias"):
-            assert np.array_equal(getattr(run, f), getattr(beside, f)), (s, f)
-    routing.keep_draws(False)
-    try:
-        assert routing._kept_scores == ((), {})
-    finally:
-        routing.keep_draws(True)
-
-
-def test_the_grader_keeps_no_stream_and_gives_the_default_back(tmp_path):
-    """`python -m labs.grade` routes without keeping draws (66 MB of its peak, no CPU saved: it reads
-    each stream once), with the same bits, and main() leaves an in-process caller the default."""
-    from labs import grade
-
-    s = RouterSetting(**SMALL, drift=0.05, scheme="bias", max_nodes=1)
-    kept = route(s)
-    routing.keep_draws(False)
-    try:
-        assert routing._kept == ((), ())
-        assert np.array_equal(route(s).loads, kept.loads) and routing._kept == ((), ())
-    finally:
-        routing.keep_draws(True)
-    (tmp_path / "empty.json").write_text("{}")
-    grade.main([str(tmp_path)])
-    assert routing.KEPT_DRAW_BYTES >= 4 * 500 * 129 * 256
+def test_runs_routed_together_have_the_bits_of_each_routed_alone():
+    """route_many draws a stream once for its settings and makes each chunk's logits and affinities
+    once per (skew, drift): every run has the bits of its setting routed on its own."""
+    at = lambda **kw: RouterSetting(**{**SMALL, "drift": 0.05, "scheme": "bias", **kw})
+    settings = [at(max_nodes=2), at(max_nodes=1), at(gamma=0.01), at(skew=0.9, max_nodes=1), at(scheme="aux_loss", skew=0.9), at(scheme="none", max_nodes=2)]
+    together = route_many(settings)
+    for s, run in zip(settings, together):
+        alone = route(s)
+        for f in ("loads", "network_copies", "nvlink_copies", "bias", "aux_loss"):
+            a, b = getattr(run, f), getattr(alone, f)
+            assert (a is None) == (b is None) and (a is None or np.array_equal(a, b)), (s, f)
 
 
 def test_dispatch_copies_match_the_engines_formula():
@@ -328,39 +287,6 @@ def test_a_class_needs_few_router_runs_all_of_one_stream():
     assert len(keys | defaults) == 12
     assert len({routing._stream_key(lab15.setting(*k)) for k in keys | defaults}) == 1
 
-
-
-def test_the_grader_routes_a_class_in_one_draw(monkeypatch):
-    """A process that keeps no draws (the grader) runs every variant's routers and the instruments'
-    defaults on its first variant: the 12 runs in one route_many call, one draw of the stream. It
-    ran them in two before (the first variant's, then the rest), drawing the stream twice: 0.2 s of
-    CPU of a class's 1.6 s of routing. A process that keeps draws (a student's) runs its first
-    question's router alone, and the drop and cost questions' three together when they are read
-    (after the first question shows: 0.57 -> 0.35 s of CPU before it); the instruments' defaults
-    wait for the cell that shows them, after the first prediction (they were run with the
-    variant's, 0.93 -> 0.49 s of CPU before the first question shows)."""
-    calls = []
-
-    def counted(settings):
-        settings = list(settings)
-        calls.append(len(settings))
-        return route_many(settings)
-
-    monkeypatch.setattr(lab15, "route_many", counted)
-    for keep, expected in ((False, [12]), (True, [1, 3])):
-        monkeypatch.setattr(lab15, "_RUNS", {})
-        monkeypatch.setattr(lab15, "_BUILT", set())
-        monkeypatch.setattr(lab15, "_stored", {})  # as without the store (tests/test_lab15_store.py: with it, nothing is routed)
-        calls.clear()
-        routing.keep_draws(keep)
-        try:
-            questions = Specs(lab15.build_questions({"skew": 0.3, "drift": 0.01, "aux_coeff": 0.01}))
-            assert calls == expected[:1], keep  # the balance question's router (or, keeping no draws, every router)
-            questions["drops"], questions["cost"]
-        finally:
-            routing.keep_draws(True)
-        print(f"keep_draws({keep}): route_many calls of {calls} settings")
-        assert calls == expected, keep
 
 
 def test_a_runs_summary_is_made_once_and_each_caller_gets_its_own():

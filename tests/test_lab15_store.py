@@ -79,7 +79,6 @@ def test_the_lab_and_the_grader_route_nothing(monkeypatch):
 
     monkeypatch.setattr(lab15, "route_many", refuse)
     monkeypatch.setattr(lab15, "_RUNS", {})
-    monkeypatch.setattr(lab15, "_BUILT", set())
     for v in lab15.every_variant_setting():
         questions = lab15.build_questions(v)
         assert questions["balance"].answer == pytest.approx(lab15.balance_answer(v))

@@ -362,8 +362,7 @@ class _Run:
     def advance(self, first: int, walk_steps, noise: np.ndarray, shared: dict) -> None:
         """Route the chunk's steps; `shared` holds the chunk's logits by (skew, drift) and their
         sigmoid affinities, each made by the first run of the stream that reads them (the same
-        noise and walk give them the same bits), the affinities read as they are where an earlier
-        call kept them (_kept_scores)."""
+        noise and walk give them the same bits)."""
         s = self.s
         n = noise.shape[0]
         popularity = self.popularity(walk_steps, n)[:, None, :]  # every chunk: it carries the walk on
@@ -378,7 +377,7 @@ class _Run:
                 if (first + i) % COPY_EVERY == 0:
                     self.network[(first + i) // COPY_EVERY], self.nvlink[(first + i) // COPY_EVERY] = _copies(chosen[i], s)
             return
-        if s.scheme == "bias":  # the logits only where the affinities are not kept
+        if s.scheme == "bias":
             scores = _made(shared, ("scores", s.skew, s.drift), first, noise.shape, lambda out: _sigmoid(logits_of_chunk(), out))
         else:
             logits = logits_of_chunk()
@@ -416,22 +415,22 @@ class _Run:
 
 def route_many(settings) -> list[RouterRun]:
     """route() for several settings, in their order. Settings that draw the same numbers (same
-    seed, sizes and steps) read one stream together: the draw is made once for them."""
+    seed, sizes and steps) read one stream together: the draw is made once for them, and each
+    chunk's logits (and affinities) once per (skew, drift)."""
     settings = list(settings)
     runs = [_Run(s) for s in settings]
     groups: dict[tuple, list[_Run]] = {}
     for r in runs:
         groups.setdefault(_stream_key(r.s), []).append(r)
     for group in groups.values():
-        draws = _stream(group[0].s)
+        draws = _draws(group[0].s)
         base = next(draws)
         for r in group:
             r.base = base
-        shared = _shared_state(group)  # the chunk's logits by (skew, drift): the same bits for every run of the group that reads them
+        shared: dict = {}  # the chunk's arrays by (what, skew, drift): the same bits for every run of the group that reads them
         for first, walk_steps, noise in draws:
             for r in group:
                 r.advance(first, walk_steps, noise, shared)
-        _keep_scores(shared)
     return [r.result() for r in runs]
 
 
@@ -444,59 +443,12 @@ def _buffer(buffers: dict, key, shape: tuple, dtype=np.float32) -> np.ndarray:
 
 def _made(shared: dict, key, first: int, shape: tuple, make) -> np.ndarray:
     """shared[key] for the chunk starting at step `first`: made into its buffer by make(out) when
-    the chunk's first reader asks, read as it is by the others. A key with chunks of its own
-    (shared[("chunks", key)]: the affinities a call keeps) is made into the chunk's own array, or
-    read as it is when an earlier call made it."""
-    chunks = shared.get(("chunks", key))
-    if chunks is None:
-        out = _buffer(shared, key, shape)
-    else:
-        out = chunks.get(first)
-        if out is not None and shared["complete"]:
-            return out
-        if out is None:
-            spare = shared["spare"].pop(first, None)  # another pair's chunk, written over (a fresh array's pages cost their faults)
-            out = spare if spare is not None and spare.shape == shape else np.empty(shape, dtype=np.float32)
-            out.flags.writeable = True
-            chunks[first] = out
+    the chunk's first reader asks, read as it is by the others."""
+    out = _buffer(shared, key, shape)
     if shared.get(("made", key)) != first:
         make(out)
         shared[("made", key)] = first
     return out
-
-
-_kept_scores: tuple = ((), {})  # ((stream key, skew, drift), {first step: (n, T, E) affinities, read-only}): one pair's, the last a lab moved to
-
-
-def _shared_state(group: list[_Run]) -> dict:
-    """The chunks' shared state for route_many. In a process that keeps the stream, the affinities
-    (the sigmoid of every logit: 16 MB and 20 ms a run at the lab's size) of the (skew, drift) of
-    the call's first run under the bias update (a lab's move; the instruments' default router in
-    the lab's prefetch) are kept chunk by chunk: an earlier call's are read (a move of the node
-    limit or gamma keeps the data), else they are made into chunks that _keep_scores keeps
-    (another pair's written over). Every other chunk is made into one buffer, as the grader's."""
-    first_bias = next((r.s for r in group if r.s.scheme == "bias"), None)
-    if first_bias is None or not _keeps_stream(first_bias):
-        return {}
-    global _kept_scores
-    s = first_bias
-    pair, (kept_pair, chunks) = (_stream_key(s), s.skew, s.drift), _kept_scores
-    mine = kept_pair == pair
-    if not mine:  # its chunks are written over: kept again only once all are made (_keep_scores)
-        _kept_scores = ((), {})
-    return {("chunks", ("scores", s.skew, s.drift)): chunks if mine else {}, "pair": pair, "complete": mine, "spare": {} if mine else dict(chunks)}
-
-
-def _keep_scores(shared: dict) -> None:
-    """Keep the affinities this call made (every chunk: the call ran to its end), read-only."""
-    global _kept_scores
-    if "complete" not in shared or shared["complete"]:
-        return
-    _, skew, drift = pair = shared["pair"]
-    chunks = shared[("chunks", ("scores", skew, drift))]
-    for a in chunks.values():
-        a.flags.writeable = False
-    _kept_scores = (pair, chunks)
 
 
 def _sigmoid(logits: np.ndarray, out: np.ndarray) -> np.ndarray:
@@ -505,49 +457,6 @@ def _sigmoid(logits: np.ndarray, out: np.ndarray) -> np.ndarray:
     np.exp(out, out=out)
     out += 1.0
     return np.reciprocal(out, out=out)
-
-
-KEPT_DRAW_BYTES = 80 << 20  # one stream's draws kept per process when no larger: the lab's (500 x 129 x 256 float32) is 66 MB
-_kept: tuple = ((), ())  # (stream key, its draws): the last stream drawn, read-only
-
-
-def keep_draws(keep: bool) -> None:
-    """Whether this process keeps its last stream's draws (the default: a lab re-routes the same
-    stream on every slider move). The grader turns it off: it routes every variant setting in one
-    read of the stream, and keeping it only held 66 MB (same CPU for a 1,000-ledger class)."""
-    global KEPT_DRAW_BYTES, _kept, _kept_scores
-    KEPT_DRAW_BYTES = 80 << 20 if keep else 0
-    if not keep:
-        _kept, _kept_scores = ((), ()), ((), {})
-
-
-def keeps_draws() -> bool:
-    """Whether this process keeps its last stream's draws (keep_draws): a process that does not
-    (the grader) draws the stream again for every route_many call."""
-    return KEPT_DRAW_BYTES > 0
-
-
-def _stream(s: RouterSetting):
-    """_draws(s), from the process's kept copy when it is this stream's: every setting of a lab
-    reads one stream, and drawing it took longer than routing one setting through it."""
-    global _kept
-    key, kept = _kept
-    if key == _stream_key(s):
-        return iter(kept)
-    if not _keeps_stream(s):
-        return _draws(s)
-    kept = list(_draws(s))
-    for part in kept:
-        for a in (part if isinstance(part, tuple) else (part,)):
-            if isinstance(a, np.ndarray):
-                a.flags.writeable = False
-    _kept = (_stream_key(s), kept)
-    return iter(kept)
-
-
-def _keeps_stream(s: RouterSetting) -> bool:
-    """Whether this process keeps this setting's stream of draws (see keep_draws)."""
-    return 4 * s.steps * (s.tokens + 1) * s.experts <= KEPT_DRAW_BYTES
 
 
 def route(setting: RouterSetting) -> RouterRun:

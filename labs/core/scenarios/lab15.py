@@ -25,7 +25,6 @@ from labs.core.engine.routing import (
     SCHEMES,
     RouterRun,
     RouterSetting,
-    keeps_draws,
     load_runs,
     route_many,
     save_runs,
@@ -224,41 +223,6 @@ def _variant_keys(v: dict) -> dict[str, dict]:
             "bias": {"scheme": "bias", "max_nodes": NODES, **at}, "node_limit": {"scheme": "none", "max_nodes": 4, **at}}
 
 
-def prefetch(variant_settings, instruments: bool = False) -> None:
-    """Run every router the questions of these variant settings read, together (one draw: every
-    setting of the lab reads the same stream); with `instruments`, also the instruments' default
-    router under each scheme, with and without the node limit (what most submitted steps show)."""
-    keys = [k for v in variant_settings for k in _variant_keys(check_settings(v)).values()]
-    if instruments:  # first: the router whose affinities a process keeps (routing._shared_state) is the one the instruments start at
-        router = {k: DEFAULT_INPUTS[k] for k in ("aux_coeff", "gamma", "skew", "drift")}
-        keys = [{**router, "scheme": scheme, "max_nodes": nodes} for nodes in (DEFAULT_INPUTS["max_nodes"], NODES) for scheme in sorted(SCHEMES, key=lambda s: s != "bias")] + keys
-    router_runs(keys)
-
-
-_BUILT: set[tuple] = set()  # the variant settings this process has built questions for
-
-
-def _prefetch_for(v: dict) -> None:
-    """The first variant a process builds (a student's notebook) runs the router its first
-    question reads (the bias update at its skew and drift) alone: its drop and cost questions
-    are built when first read (labs.core.variants.Specs), after the first question shows, and
-    their three routers then run together, reading the stream's draw the process kept. The
-    instruments' defaults run when the cell that shows them does, after the first prediction
-    (run here they held the first question back by ~0.45 s of CPU; the other three routers, by
-    ~0.26 s). A process that builds a second (the dashboard on a class; now and then a student
-    who changes their id) runs every variant's routers at once, one draw for them all instead of
-    one per variant. A process that keeps no draws (the grader, routing.keep_draws) runs them all
-    on its first variant: a class has every variant, and each later route_many would draw the
-    stream again (0.2 s of CPU)."""
-    with _RUNS_LOCK:
-        _BUILT.add((v["skew"], v["drift"], v["aux_coeff"]))
-        many = len(_BUILT) > 1 or not keeps_draws()
-    if many:
-        prefetch(every_variant_setting(), instruments=True)
-    else:
-        router_runs([_variant_keys(v)["bias"]])
-
-
 def drop_routers(v: dict) -> dict[str, RouterRun]:
     """The drop question's four routers at the variant's skew and drift, by option id."""
     keys = _variant_keys(v)
@@ -338,9 +302,8 @@ def cost_question(v: dict) -> Numeric:
 
 def build_questions(settings: dict) -> dict:
     """The balance question (the page's first) built now; the drop and cost questions, whose
-    routers (three more runs) and step prices it does not read, when first read (Specs)."""
+    routers and step prices it does not read, when first read (Specs)."""
     v = check_settings(settings)
-    _prefetch_for(v)
     return {"balance": balance_question(v), "drops": partial(drops_question, v), "cost": partial(cost_question, v)}
 
 
