@@ -7,8 +7,9 @@ student, and the outcome function the grader recomputes.
 A step routes a sample of TOKENS = 128 tokens here; loads are read over windows of WINDOW = 50
 steps (6,400 tokens, 200 a balanced expert), where one sample's counting noise no longer hides
 the router's own imbalance. An expert keeps ceil(c x its balanced load) of each window's tokens.
-Why 128 and not 256: a run costs steps x tokens x experts normals and top-k's, and grading a
-class runs every setting its students drew. Half the sample halves that; the counting noise
+Why 128 and not 256: a run costs steps x tokens x experts normals and top-k's, and every setting
+the instruments reach is routed ahead (lab15_runs.npz, scripts/route_lab15.py: 252 runs, ~40 s of
+CPU). Half the sample halves that; the counting noise
 of a window grows (200 tokens a balanced expert, not 400), so the busiest expert sits about
 half as far again above the mean, while every drop question keeps its order and margin
 (tests/test_lab15.py prints each variant's).
