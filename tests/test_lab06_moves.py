@@ -1,7 +1,6 @@
 """What one instrument move of Lab 06 re-runs (issue 35: each cell's run and output is a round of
 messages to the page), read from the notebook's cells as marimo's dataflow sees them (a move
-re-runs the cells that read the instrument and, transitively, those that read what they define),
-and its charts' axes kept out of the keys marimo's plot draws twice (charts.redrawn_on_second_axes)."""
+re-runs the cells that read the instrument and, transitively, those that read what they define)."""
 
 from pathlib import Path
 
@@ -73,37 +72,6 @@ def test_an_activation_move_redraws_no_plotly_figure(instrument):
     plotly = [call for c in hit for call in re.findall(r"(?<!\w)charts\.(\w+)\(", c["body"])]
     print(instrument, "svg cells", len(svg), "plotly builders", plotly)
     assert len(svg) == 3 and plotly == []
-
-
-def test_redrawn_charts_have_no_xaxis_or_yaxis():
-    """marimo's plot draws a new figure with the previous figure's xaxis and yaxis, then again with
-    the new ones: a chart redrawn through charts.redrawn_on_second_axes (Lab 06's step-time chart,
-    Lab 10's cadence chart; here the memory wall's and sweep's Plotly figures as examples) carries
-    neither key, its traces, shapes and annotations on x2/y2, and every other trace field as the
-    chart builder made it."""
-    from labs.core import charts
-    from labs.core.engine.hardware import GPUS
-    from labs.core.engine.models import MODELS
-    from labs.core.scenarios.lab06 import DP_SIZES, Activations, dp_estimate, memory_curves, memory_wall, wall_hbm
-
-    act, gpu = Activations(), GPUS["h100-sxm"]
-    wall = charts.memory_wall({MODELS[k].name: m for k, m in memory_wall(act).items()}, wall_hbm("a100-sxm-80gb"))
-    sweep = charts.zero_sweep(DP_SIZES, memory_curves("llama2-70b", act), [(gpu.name, gpu.hbm_bytes, gpu.confirmed)],
-                              (8, dp_estimate("llama2-70b", "h100-sxm", 8, 3, act).memory.total))
-    for fig in (wall, sweep):
-        old = fig.to_plotly_json()
-        new = charts.redrawn_on_second_axes(fig, dict(l=110, b=62)).to_plotly_json()
-        layout = new["layout"]
-        assert "xaxis" not in layout and "yaxis" not in layout
-        assert layout["yaxis2"]["type"] == "log" and layout["yaxis2"]["tickvals"] == old["layout"]["yaxis"]["tickvals"]
-        assert layout["xaxis2"]["title"] == old["layout"]["xaxis"]["title"] and layout["margin"]["l"] == 110
-        assert [{k: v for k, v in t.items() if k not in ("xaxis", "yaxis")} for t in new["data"]] == old["data"]
-        assert all(t["xaxis"] == "x2" and t["yaxis"] == "y2" for t in new["data"])
-        assert all(s["yref"] == "y2" and s["xref"] == "x2 domain" for s in layout["shapes"])
-        assert all(a["yref"] == "y2" and a["xref"] == "paper" for a in layout["annotations"])
-        assert set(layout["template"]["data"]) == {t.get("type", "scatter") for t in old["data"]}
-    with pytest.raises(ValueError, match="one subplot"):
-        charts.redrawn_on_second_axes(charts.figure([], dict(xaxis2=dict(title=dict(text="a second x")))), {})
 
 
 @pytest.mark.parametrize("model, gpu, stage, seq", [("llama2-70b", "h100-sxm", 3, 8192), ("llama2-7b", "a100-sxm-40gb", 1, 4096), ("llama2-7b", "a100-sxm-40gb", 2, 32768),

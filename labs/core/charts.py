@@ -31,34 +31,6 @@ def figure(data: list[dict], layout: dict) -> go.Figure:
     return go.Figure(dict(data=data, layout={"dragmode": "zoom", **layout}), _validate=False)
 
 
-def redrawn_on_second_axes(fig: go.Figure, margin: dict) -> go.Figure:
-    """A one-subplot figure `fig` as a slider redraws it cheaply in a marimo page, same traces,
-    titles and ticks: its axes are xaxis2/yaxis2 (traces, shapes and annotations moved onto
-    them) without the theme's automargin or Plotly's tick-label overflow check, its margins fixed
-    at `margin` (px: wide enough for its widest tick labels and titles, which automargin found
-    in the browser on every draw, a forced layout of the page each), and its template keeps the
-    theme's layout and the defaults of its own trace types only. marimo's plot draws a new
-    figure first with the previous figure's `xaxis` and `yaxis` and then again with the new ones
-    (Plotly has written its autorange into the old ones, so they always differ); a figure
-    without those two keys is drawn once, and the second Plotly.react finds nothing to change."""
-    spec = fig.to_plotly_json()
-    layout = dict(spec["layout"])
-    if any(key.startswith(("xaxis", "yaxis")) and key not in ("xaxis", "yaxis") for key in layout):
-        raise ValueError("fig must have one subplot (xaxis and yaxis only)")
-    for letter, other in (("x", "y2"), ("y", "x2")):
-        layout[f"{letter}axis2"] = {**layout.pop(f"{letter}axis", {}), "anchor": other, "automargin": False, "ticklabeloverflow": "allow"}
-    moved = {"x": "x2", "y": "y2", "x domain": "x2 domain", "y domain": "y2 domain"}
-    for key in ("shapes", "annotations"):
-        if key in layout:
-            layout[key] = [{**item, "xref": moved.get(item.get("xref", "x"), item.get("xref")), "yref": moved.get(item.get("yref", "y"), item.get("yref"))}
-                           for item in layout[key]]
-    template = layout.get("template") or {}
-    kinds = {trace.get("type", "scatter") for trace in spec["data"]}
-    layout["template"] = {"layout": template.get("layout", {}), "data": {k: v for k, v in template.get("data", {}).items() if k in kinds}}
-    layout["margin"] = {**layout.get("margin", {}), **margin}
-    return figure([{**trace, "xaxis": "x2", "yaxis": "y2"} for trace in spec["data"]], layout)
-
-
 def hline_shape(y: float, line: dict) -> dict:
     """A line across the plot at data y: the shape Plotly's add_hline draws, without add_hline's
     walk over every trace and subplot first (5-15 ms a call, most of a slider move's Python)."""
@@ -341,15 +313,6 @@ def zero_sweep(dps: Sequence[int], curves: dict[int, Sequence[MemoryBreakdown]],
     shapes, annotations = _hbm_marks(hbm)
     return figure(data, dict(shapes=shapes, annotations=annotations, height=440, xaxis=dict(type="log", title=dict(text="data-parallel GPUs"), tickvals=list(dps)),
                              yaxis=dict(type="log", title=dict(text="GB per GPU (log)"), **LOG_TICKS)))
-
-
-def stage_step_times(costs: dict[str, dict[int, Estimate]]) -> go.Figure:
-    """Step time per ZeRO stage for each placement, split into compute and the rest."""
-    data = [dict(type="bar", x=[f"ZeRO-{s}" for s in ests], y=[e.step_time_s for e in ests.values()], name=placement, marker=dict(color=color),
-                 customdata=[[e.time.dp_comm, e.comm_bytes_per_gpu["dp"] / GB] for e in ests.values()],
-                 hovertemplate="%{x}: %{y:.2f} s per step<br>exposed ZeRO/DP comm %{customdata[0]:.2f} s<br>%{customdata[1]:.1f} GB sent per GPU<extra></extra>")
-            for (placement, ests), color in zip(costs.items(), (COLORS["blue"], COLORS["red"]))]
-    return figure(data, dict(barmode="group", height=360, yaxis=dict(title=dict(text="seconds per step"))))
 
 
 def published_vs_engine(gpus: Sequence[int], series: dict[str, tuple[Sequence[float], Sequence[float]]]) -> go.Figure:
