@@ -57,10 +57,9 @@ def test_stored_runs_equal_a_fresh_route_bit_for_bit():
     copies, the aux loss and the final bias are the same bits; so is what the lab shows (summary)."""
     keys = _sample()
     fresh = route_many(lab15.setting(*k) for k in keys)
-    stored = lab15._stored_runs()
-    assert stored, STALE
     for k, run in zip(keys, fresh):
-        kept = stored[k]
+        kept = lab15.stored_run(k)
+        assert kept is not None, STALE
         assert kept.every == lab15.STORE_EVERY and kept.loads.shape == (lab15.STEPS // lab15.STORE_EVERY, run.setting.experts)
         for window in (10, 50, 100, 500):
             assert np.array_equal(kept.window_loads(window), run.window_loads(window)), (k, window)
@@ -89,7 +88,7 @@ def test_the_lab_and_the_grader_route_nothing(monkeypatch):
 
 
 def test_a_stored_run_reads_only_windows_of_its_rows():
-    run = lab15._stored_runs()[lab15.instrument_keys()[0]]
+    run = lab15.stored_run(lab15.instrument_keys()[0])
     with pytest.raises(ValueError, match="window must be a multiple of 10"):
         run.window_loads(5)
     with pytest.raises(ValueError, match="window must divide steps"):
@@ -104,7 +103,9 @@ def test_a_file_for_other_settings_or_another_router_is_not_read(tmp_path, monke
     settings = [RouterSetting(**SMALL, scheme=s) for s in routing.SCHEMES]
     save_runs(path, [route(s) for s in settings], every=5)
     runs = load_runs(path, settings)
-    assert runs is not None and [r.every for r in runs] == [5, 5, 5]
+    assert runs is not None and [r.every for r in runs] == [5, 5, 5] and runs[2] is runs[2]  # read once
+    with pytest.raises(IndexError):
+        runs[3]
     assert np.array_equal(runs[1].window_loads(10), route(settings[1]).window_loads(10))
     assert load_runs(path, settings[::-1]) is None  # other settings (the order names each row's setting)
     assert load_runs(path, [RouterSetting(**{**SMALL, "skew": 0.6}, scheme=s) for s in routing.SCHEMES]) is None

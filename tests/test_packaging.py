@@ -25,7 +25,7 @@ ledger = state.DesignLedger("wheel student", sys.argv[1])
 ledger.save_step("05_parallelism", "act1", inputs, {"cause": "B"}, act1_outcomes(inputs, {"cause": "B"}))
 code = main([sys.argv[1], "--strict", "--csv", sys.argv[1] + "/grades.csv"])
 from labs.core.scenarios import lab15
-print(json.dumps({"labs": labs.__file__, "schema": str(state.SCHEMA_PATH), "exit": code, "stored_runs": len(lab15._stored_runs())}))
+print(json.dumps({"labs": labs.__file__, "schema": str(state.SCHEMA_PATH), "exit": code, "stored_runs": sum(lab15.stored_run(k) is not None for k in lab15.instrument_keys())}))
 """
 
 

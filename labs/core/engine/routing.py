@@ -478,10 +478,14 @@ def expected_copies(setting: RouterSetting) -> tuple[float, float]:
 
 
 # ---- runs kept in a file ---------------------------------------------------------------------------------------
-# A lab whose instruments reach a few hundred settings ships their runs (Lab 15: 252, about 25 s of
+# A lab whose instruments reach a few hundred settings ships their runs (Lab 15: 252, about 40 s of
 # routing in all, 60-190 ms a move): a move reads its run, and every machine shows the same bits
 # whatever its NumPy or its CPU's vector unit. The file names the router's source and the settings
-# it was made for; a run is read only when both are today's (load_runs), else the caller routes.
+# it was made for; it is read only when both are today's (load_runs), else the caller routes. Each
+# run is its own members of the .npz, read when first asked for: a lab or a class reads a few.
+
+RUN_FIELDS = ("loads", "network_copies", "nvlink_copies", "aux_loss", "bias")
+
 
 def runs_fingerprint(settings, every: int) -> str:
     """What a file of runs was made by and for: this module's source, each setting, the rows' step count."""
@@ -501,15 +505,37 @@ def save_runs(path: Path, runs, every: int) -> None:
         raise ValueError(f"every must divide steps ({s.steps}) and keep tokens x every under 65,536, got {every}")
     if any((r.setting.steps, r.setting.experts) != (s.steps, s.experts) or r.every != 1 for r in runs):
         raise ValueError("runs must share steps and experts, each with its loads per step")
-    loads = np.stack([r.loads.reshape(s.steps // every, every, s.experts).sum(axis=1) for r in runs]).astype(np.uint16)
-    has_aux = np.array([r.aux_loss is not None for r in runs])
-    aux = np.stack([r.aux_loss if r.aux_loss is not None else np.zeros(s.steps) for r in runs])
-    np.savez_compressed(path, fingerprint=np.array(runs_fingerprint([r.setting for r in runs], every)), every=np.array(every),
-                        loads=loads, network=np.stack([r.network_copies for r in runs]), nvlink=np.stack([r.nvlink_copies for r in runs]),
-                        has_aux=has_aux, aux=aux, bias=np.stack([r.bias for r in runs]))
+    members = {"fingerprint": np.array(runs_fingerprint([r.setting for r in runs], every)), "every": np.array(every)}
+    for i, r in enumerate(runs):
+        members[f"{i}.loads"] = r.loads.reshape(s.steps // every, every, s.experts).sum(axis=1).astype(np.uint16)
+        for name in RUN_FIELDS[1:]:
+            if getattr(r, name) is not None:
+                members[f"{i}.{name}"] = getattr(r, name)
+    np.savez_compressed(path, **members)
 
 
-def load_runs(path: Path, settings) -> list[RouterRun] | None:
+class StoredRuns:
+    """The runs of a file save_runs wrote, in its settings' order, each read when first asked for."""
+
+    def __init__(self, data, settings: list[RouterSetting], every: int):
+        self._data, self._settings, self._every = data, settings, every
+        self._read: dict[int, RouterRun] = {}
+
+    def __len__(self) -> int:
+        return len(self._settings)
+
+    def __getitem__(self, i: int) -> RouterRun:
+        if not 0 <= i < len(self._settings):
+            raise IndexError(f"run {i} of {len(self._settings)}")
+        if i not in self._read:
+            files = self._data.files
+            arrays = {name: _read_only(self._data[f"{i}.{name}"]) if f"{i}.{name}" in files else None for name in RUN_FIELDS}
+            arrays["loads"] = _read_only(arrays["loads"].astype(np.int32))
+            self._read[i] = RouterRun(self._settings[i], **arrays, every=self._every)
+        return self._read[i]
+
+
+def load_runs(path: Path, settings) -> StoredRuns | None:
     """The runs save_runs wrote for these settings (in this order), or None when the file is
     missing or was made by another router or for other settings."""
     settings = list(settings)
@@ -517,12 +543,8 @@ def load_runs(path: Path, settings) -> list[RouterRun] | None:
         data = np.load(path, allow_pickle=False)
     except FileNotFoundError:
         return None
-    with data:
-        every = int(data["every"])
-        if str(data["fingerprint"]) != runs_fingerprint(settings, every):
-            return None
-        arrays = {name: data[name] for name in ("loads", "network", "nvlink", "has_aux", "aux", "bias")}
-    loads = arrays["loads"].astype(np.int32)
-    return [RouterRun(s, _read_only(loads[i]), _read_only(arrays["network"][i]), _read_only(arrays["nvlink"][i]),
-                      _read_only(arrays["aux"][i]) if arrays["has_aux"][i] else None, _read_only(arrays["bias"][i]), every=every)
-            for i, s in enumerate(settings)]
+    every = int(data["every"])
+    if str(data["fingerprint"]) != runs_fingerprint(settings, every):
+        data.close()
+        return None
+    return StoredRuns(data, settings, every)

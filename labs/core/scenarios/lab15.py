@@ -26,6 +26,7 @@ from labs.core.engine.routing import (
     SCHEMES,
     RouterRun,
     RouterSetting,
+    StoredRuns,
     load_runs,
     route_many,
     save_runs,
@@ -78,7 +79,9 @@ MAX_RUNS = 256  # about 0.5 MB a run (its int32 loads), more than the instrument
 
 STORE = Path(__file__).with_name("lab15_runs.npz")  # every instrument setting's run: `python scripts/route_lab15.py` writes it
 STORE_EVERY = 10  # steps a stored load row sums: the heatmap's column; every window the lab reads (10, 50) is a multiple
-_stored: dict[tuple, RouterRun] | None = None  # the store's runs by key, read on the first call ({} when stale)
+_stored: tuple[dict[tuple, int], StoredRuns] | None = None  # the store's index by key and its runs, opened on the first call
+
+
 
 
 def instrument_keys() -> list[tuple]:
@@ -95,13 +98,15 @@ def write_store(path: Path = STORE) -> None:
     save_runs(path, route_many(setting(*k) for k in keys), STORE_EVERY)
 
 
-def _stored_runs() -> dict[tuple, RouterRun]:
+def stored_run(key: tuple) -> RouterRun | None:
+    """The store's run for a _run_key, read when first asked for (None: not stored, or the store is stale)."""
     global _stored
     if _stored is None:
         keys = instrument_keys()
         runs = load_runs(STORE, [setting(*k) for k in keys])
-        _stored = {} if runs is None else dict(zip(keys, runs))
-    return _stored
+        _stored = ({}, ()) if runs is None else ({k: i for i, k in enumerate(keys)}, runs)
+    index, runs = _stored
+    return runs[index[key]] if key in index else None
 
 
 def router_runs(keys) -> list[RouterRun]:
@@ -111,10 +116,10 @@ def router_runs(keys) -> list[RouterRun]:
     keys = [_run_key(**k) if isinstance(k, dict) else _run_key(*k) for k in keys]
     with _RUNS_LOCK:
         missing = list(dict.fromkeys(k for k in keys if k not in _RUNS))
-        stored = _stored_runs() if missing else {}
         for k in missing:
-            if k in stored:
-                _RUNS[k] = stored[k]
+            run = stored_run(k)
+            if run is not None:
+                _RUNS[k] = run
         missing = [k for k in missing if k not in _RUNS]
         if missing:
             for k, run in zip(missing, route_many(setting(*k) for k in missing)):
