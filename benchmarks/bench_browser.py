@@ -23,7 +23,8 @@ the floor measured beside it, interleaved, and printed as a ratio of medians.
 - First prediction: `--starts` times in turn, the floor is served until its first text is on the
   page ("A) ready", drawn like an option), then the lab until its first question's option is (the
   student's variant, labs.variants, with the default id), like for like; printed are both
-  medians and their difference (the last two lab starts are the survey's and the moves' pages).
+  medians and their difference, and the floor's first chart (its Plotly figure drawn: issue #38's
+  yardstick) (the last two lab starts are the survey's and the moves' pages).
 - Survey: the lab's first prediction is committed (which unlocks its instruments), and every
   instrument is moved once: each slider and dropdown on the page, read from the page (its label,
   position and room; a dropdown moves to the next option), each radio the lab lists, then again at each heavy setting the lab lists (Lab 07:
@@ -379,10 +380,13 @@ def server(file: str, env: dict, timeout_s: float):
 
 
 @contextlib.contextmanager
-def served(pw, lab: Lab, timeout_s: float, cpu: list | None = None):
+def served(pw, lab: Lab, timeout_s: float, cpu: list | None = None, chart: list | None = None):
     """(page, seconds from `marimo run` until the first prediction's option is on the page, or
     for the floor its first text). `cpu`: the server's CPU seconds by then are appended to it
-    (the machine's load moves the seconds; it moves the CPU far less). The text waited for is
+    (the machine's load moves the seconds; it moves the CPU far less). `chart`, for the floor:
+    the seconds until its chart is drawn too are appended to it (issue #38 reads the first
+    prediction against the floor's first chart; issue #35, like for like, against its first
+    text: both are printed). The text waited for is
     found before the clock starts: the student's variant is the bench's work, not the page's
     (drawing Lab 05's took ~1 s of this process's CPU beside the server's first start)."""
     text, numeric = first_text(lab)
@@ -397,6 +401,9 @@ def served(pw, lab: Lab, timeout_s: float, cpu: list | None = None):
         took = time.perf_counter() - start
         if cpu is not None:
             cpu.append(cpu_seconds(pid))
+        if chart is not None and not lab.module:
+            page.locator(".js-plotly-plot .main-svg").first.wait_for(timeout=timeout_s * 1000)
+            chart.append(time.perf_counter() - start)
         yield page, took
 
 
@@ -595,18 +602,19 @@ def named(page, lab: Lab, instrument: str, setting: str) -> list[dict]:
 def first_prediction(pw, key: str, lab: Lab, starts: int, timeout_s: float) -> dict:
     """`--first-only`: the starts alone (the floor's, the lab's, in turn), no survey and no moves;
     a measurement convenience, the same starts as bench's."""
-    floor_first, lab_first, floor_cpu, lab_cpu = [], [], [], []
+    floor_first, lab_first, floor_cpu, lab_cpu, floor_chart = [], [], [], [], []
     for _ in range(starts):
-        with served(pw, FLOOR, timeout_s, floor_cpu) as (_, t):
+        with served(pw, FLOOR, timeout_s, floor_cpu, floor_chart) as (_, t):
             floor_first.append(t)
         with served(pw, lab, timeout_s, lab_cpu) as (_, t):
             lab_first.append(t)
-    print(f"  first prediction {spread(lab_first)}; floor's first text {spread(floor_first)}; ratio {ratio_of_medians(lab_first, floor_first):.2f}x", flush=True)
+    print(f"  first prediction {spread(lab_first)}; floor's first text {spread(floor_first)}; ratio {ratio_of_medians(lab_first, floor_first):.2f}x; "
+          f"floor's first chart {spread(floor_chart)}; ratio {ratio_of_medians(lab_first, floor_chart):.2f}x", flush=True)
     print(f"    lab starts s: {' '.join(f'{t:.2f}' for t in lab_first)}; floor starts s: {' '.join(f'{t:.2f}' for t in floor_first)}", flush=True)
     print(f"    server CPU by then, s: lab {' '.join(f'{c:.2f}' for c in lab_cpu)}; floor {' '.join(f'{c:.2f}' for c in floor_cpu)}; "
           f"median difference {statistics.median(lab_cpu) - statistics.median(floor_cpu):+.2f} s", flush=True)
     return dict(key=key, what="(--first-only: no survey)", lab_ms=float("nan"), floor_ms=float("nan"), ratio=float("nan"), moves=0,
-                first=statistics.median(lab_first), floor_first=statistics.median(floor_first))
+                first=statistics.median(lab_first), floor_first=statistics.median(floor_first), floor_chart=statistics.median(floor_chart))
 
 
 def bench(pw, key: str, lab: Lab, n: int, starts: int, timeout_s: float, revisit: bool, instrument: str | None = None, setting: str = "default",
@@ -618,13 +626,13 @@ def bench(pw, key: str, lab: Lab, n: int, starts: int, timeout_s: float, revisit
     print(f"Lab {key} ({lab.file}); load average {os.getloadavg()[0]:.1f}", flush=True)
     if first_only:
         return first_prediction(pw, key, lab, starts, timeout_s)
-    floor_first, lab_first = [], []
+    floor_first, lab_first, floor_chart = [], [], []
     for _ in range(max(0, starts - 2)):
-        with served(pw, FLOOR, timeout_s) as (_, t):
+        with served(pw, FLOOR, timeout_s, chart=floor_chart) as (_, t):
             floor_first.append(t)
         with served(pw, lab, timeout_s) as (_, t):
             lab_first.append(t)
-    with served(pw, FLOOR, timeout_s) as (_, t):
+    with served(pw, FLOOR, timeout_s, chart=floor_chart) as (_, t):
         floor_first.append(t)
     with unlocked(pw, lab, timeout_s) as (session, t):
         lab_first.append(t)
@@ -632,13 +640,13 @@ def bench(pw, key: str, lab: Lab, n: int, starts: int, timeout_s: float, revisit
     if not rows:  # a lab whose instruments unlock with a later question than its Lab.unlocks
         print("  no instrument started a run after the first prediction: nothing to measure", flush=True)
         return dict(key=key, what="(no instrument after the first prediction)", lab_ms=float("nan"), floor_ms=float("nan"), ratio=float("nan"), moves=0,
-                    first=statistics.median(lab_first), floor_first=statistics.median(floor_first))
+                    first=statistics.median(lab_first), floor_first=statistics.median(floor_first), floor_chart=statistics.median(floor_chart))
     top = heaviest(rows)
-    with served(pw, FLOOR, timeout_s) as (_, t):
+    with served(pw, FLOOR, timeout_s, chart=floor_chart) as (_, t):
         floor_first.append(t)
     with unlocked(pw, lab, timeout_s) as (session, t):
         lab_first.append(t)
-        print(f"  first prediction {spread(lab_first)}; floor's first text {spread(floor_first)}", flush=True)
+        print(f"  first prediction {spread(lab_first)}; floor's first text {spread(floor_first)}; floor's first chart {spread(floor_chart)}", flush=True)
         samples = measure(session, lab, top, n, revisit)
         floor_t = session.floor_times
     lab_t, kernel_t = [s[0] for s in samples], [s[1] for s in samples]
@@ -649,7 +657,8 @@ def bench(pw, key: str, lab: Lab, n: int, starts: int, timeout_s: float, revisit
     print(f"    lab moves ms: {' '.join(f'{t * 1e3:.0f}' for t in lab_t)}; run complete at ms: {' '.join(f'{t * 1e3:.0f}' for t in kernel_t)}", flush=True)
     print(f"    floor moves ms: {' '.join(f'{t * 1e3:.0f}' for t in floor_t)}", flush=True)
     return dict(key=key, what=f"{top['what']} ({top['setting']})", lab_ms=statistics.median(lab_t) * 1e3, floor_ms=statistics.median(floor_t) * 1e3,
-                ratio=ratio, moves=len(samples), first=statistics.median(lab_first), floor_first=statistics.median(floor_first))
+                ratio=ratio, moves=len(samples), first=statistics.median(lab_first), floor_first=statistics.median(floor_first),
+                floor_chart=statistics.median(floor_chart))
 
 
 DASHBOARD = ROOT / "instructor" / "class_dashboard.py"
@@ -753,11 +762,12 @@ def run(args) -> None:
         targets += [(Path(path).stem, notebook_lab(path)) for path in args.notebook]
         rows = [bench(pw, key, lab, args.moves, args.starts, args.timeout, args.revisit, args.instrument, args.setting, args.first_only) for key, lab in targets]
     print(f"\nload average at the start {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}, at the end {' '.join(f'{x:.1f}' for x in os.getloadavg())} (2 cores)")
-    print(f"lab  heaviest instrument (setting)                                   lab ms  floor ms  ratio (target {TARGET}x)  moves  first prediction, floor's first text (median of starts)")
+    print(f"lab  heaviest instrument (setting)                                   lab ms  floor ms  ratio (target {TARGET}x)  moves  "
+          "first prediction; floor's first text; floor's first chart (medians of starts)")
     for r in rows:
         verdict = "ok" if r["ratio"] <= TARGET else "OVER" if r["ratio"] > TARGET else "--"
         print(f"{r['key']:>3}  {r['what'][:62]:<62} {r['lab_ms']:6.0f}  {r['floor_ms']:8.0f}  {r['ratio']:5.2f}x {verdict:>4}        {r['moves']:5d}"
-              f"  {r['first']:.2f} s, {r['floor_first']:.2f} s ({r['first'] - r['floor_first']:+.2f} s, {r['first'] / r['floor_first']:.2f}x)")
+              f"  {r['first']:.2f} s; {r['floor_first']:.2f} s ({r['first'] / r['floor_first']:.2f}x); {r['floor_chart']:.2f} s ({r['first'] / r['floor_chart']:.2f}x)")
 
 
 if __name__ == "__main__":
