@@ -1,4 +1,4 @@
-"""A synthetic class for the instructor's tools: `python scripts/make_class.py OUT [--students 200]`.
+"""A synthetic class for the instructor's tools: `python scripts/make_class.py OUT [--students 200] [--jobs 2]`.
 
 Each student's ledger is written through the labs' own ledger code (`labs.core.state.DesignLedger`:
 `commit_prediction`, then `save_step` with the outcomes the lab would show), with answers drawn
@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import multiprocessing
 import os
 import random
 import secrets
@@ -293,28 +294,77 @@ def write_hostile(folder: Path, first: Path, second: Path) -> None:
     (folder / "zz-text-number.json").write_text(json.dumps(bad))
 
 
-def make_class(folder: str | Path, students: int = STUDENTS, seed: int = 19, hostile: bool = True, salt: str | None = None,
-               variants: bool = True) -> Path:
-    """Write the class into `folder` (created; must be empty of ledgers) with its class.env
-    (the signing key and the class salt) and due.toml; returns the roster's path. `salt`: the
-    class salt (default: a random one); `variants=False`: ledgers as written before variants."""
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    rng, key, outcomes = random.Random(seed), answer_key(), _Outcomes()
-    signing_key = secrets.token_urlsafe(32)
-    salt = (secrets.token_urlsafe(12) if salt is None else salt) if variants else None
-    due = datetime.now(timezone.utc).replace(microsecond=0) + timedelta(days=DUE_IN_DAYS)
-    names = [student_name(i) for i in range(students)]
-    kinds = random.Random(f"{seed}-kinds")  # who is late, edited or unsigned does not move when a lab adds a question
-    for name in names:
+def _kinds(seed: int, students: int) -> list[tuple[str, bool]]:
+    """Each student's kind (signed, unsigned, edited or late) and whether they press Submit, drawn
+    in order from a stream of their own: who is late, edited or unsigned does not move when a lab
+    adds a question."""
+    kinds = random.Random(f"{seed}-kinds")
+    drawn = []
+    for _ in range(students):
         kind = kinds.choices(["signed", "unsigned", "edited", "late"], weights=[1 - UNSIGNED - EDITED - LATE, UNSIGNED, EDITED, LATE])[0]
-        submit = kinds.random() > UNSUBMITTED
+        drawn.append((kind, kinds.random() > UNSUBMITTED))
+    return drawn
+
+
+def _write_students(folder: Path, seed: int, first: int, kinds: list[tuple[str, bool]], key: dict, signing_key: str, salt: str | None,
+                    due: datetime) -> None:
+    """Students first, first + 1, ... (one per entry of `kinds`). Each draws from a random stream
+    of their own (the seed and their number), so any range of students is written the same alone,
+    in any order or in another process."""
+    outcomes = _Outcomes()
+    for i, (kind, submit) in enumerate(kinds, start=first):
+        rng = random.Random(f"{seed}-student-{i}")
         with _signing(signing_key if kind in ("signed", "edited") else None):
-            path = write_student(folder, name, rng, key, outcomes, submit=submit, salt=salt)
+            path = write_student(folder, student_name(i), rng, key, outcomes, submit=submit, salt=salt)
         if kind == "edited":
             make_edited(path, key, salt)
         elif kind == "late":
             make_late(path, due, rng)
+
+
+def _write_ranges(folder: Path, seed: int, ranges: list[tuple[int, int]], kinds: list[tuple[str, bool]], *args) -> None:
+    """_write_students for each [first, last) of `ranges` (`args`: its key, signing key, salt and due time)."""
+    for first, last in ranges:
+        _write_students(folder, seed, first, kinds[first:last], *args)
+
+
+def _ranges(students: int, jobs: int) -> list[tuple[int, int]]:
+    """[first, last) student ranges, a few per job so that a slow range does not hold the others up."""
+    size = max(1, -(-students // (4 * jobs)))
+    return [(start, min(start + size, students)) for start in range(0, students, size)]
+
+
+def make_class(folder: str | Path, students: int = STUDENTS, seed: int = 19, hostile: bool = True, salt: str | None = None,
+               variants: bool = True, jobs: int = 1) -> Path:
+    """Write the class into `folder` (created; must be empty of ledgers) with its class.env
+    (the signing key and the class salt) and due.toml; returns the roster's path. `salt`: the
+    class salt (default: a random one); `variants=False`: ledgers as written before variants;
+    `jobs`: processes writing ledgers (the same ledgers for any number, times and signatures aside)."""
+    if jobs < 1:
+        raise ValueError(f"jobs must be at least 1, got {jobs}")
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    key = answer_key()
+    signing_key = secrets.token_urlsafe(32)
+    salt = (secrets.token_urlsafe(12) if salt is None else salt) if variants else None
+    due = datetime.now(timezone.utc).replace(microsecond=0) + timedelta(days=DUE_IN_DAYS)
+    names = [student_name(i) for i in range(students)]
+    kinds = _kinds(seed, students)
+    if jobs == 1:
+        _write_students(folder, seed, 0, kinds, key, signing_key, salt, due)
+    else:
+        # forked: a child inherits this module (also when it was loaded from its path, as the tests and
+        # benchmarks load it), and nothing is pickled
+        ranges = _ranges(students, jobs)
+        workers = [multiprocessing.get_context("fork").Process(target=_write_ranges, args=(folder, seed, ranges[j::jobs], kinds, key, signing_key, salt, due))
+                   for j in range(jobs)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        failed = [worker.exitcode for worker in workers if worker.exitcode]
+        if failed:
+            raise RuntimeError(f"{len(failed)} of {jobs} jobs writing ledgers failed (exit status {failed[0]}; its traceback is above)")
     for lock in folder.glob(".*.lock"):
         lock.unlink()
     if hostile and students >= 2:
@@ -338,8 +388,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-hostile", action="store_true")
     parser.add_argument("--salt", help="the class salt the variants are drawn with (default: a random one, written to OUT/class.env)")
     parser.add_argument("--no-variants", action="store_true", help="ledgers as the labs wrote them before variants (one key for everyone)")
+    parser.add_argument("--jobs", type=int, default=1, help="processes writing ledgers (each student draws from their own stream: the same class for any number)")
     args = parser.parse_args(argv)
-    roster = make_class(args.out, args.students, args.seed, not args.no_hostile, args.salt, not args.no_variants)
+    roster = make_class(args.out, args.students, args.seed, not args.no_hostile, args.salt, not args.no_variants, args.jobs)
     print(f"{args.students} ledgers, a roster ({roster}) and {0 if args.no_hostile else len(HOSTILE)} hostile files in {args.out}")
     print(f"grade:     export $(cat {args.out}/class.env); python -m labs.grade {args.out} --roster {roster} --due {args.out}/due.toml --canvas grades.csv")
     print(f"dashboard: marimo run instructor/class_dashboard.py -- --ledgers {args.out} --roster {roster} --due {args.out}/due.toml")
