@@ -7,6 +7,34 @@ import pytest
 
 DATA = Path(__file__).parent / "data"
 
+SESSION_LEDGERS = pytest.StashKey[tuple[Path, "str | None"]]()
+
+
+def pytest_configure(config):
+    """One ledger folder for the session, made here and removed at its end: a lab run headless, a
+    `marimo run` or an export that names no folder of its own writes there, never in the
+    developer's ~/.parallelism_labs (labs.core.state's default), which a test could then read.
+    Set before collection, so the background runs begun when it ends (marimo_cli, hub_check)
+    inherit it; deploy/check_hub.py drops it and gives each student's server its own folder."""
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="labs-ledgers-"))
+    config.stash[SESSION_LEDGERS] = folder, os.environ.get("LABS_LEDGER_DIR")
+    os.environ["LABS_LEDGER_DIR"] = str(folder)
+
+
+def pytest_unconfigure(config):
+    if SESSION_LEDGERS not in config.stash:
+        return
+    import shutil
+
+    folder, before = config.stash[SESSION_LEDGERS]
+    if before is None:
+        os.environ.pop("LABS_LEDGER_DIR", None)
+    else:
+        os.environ["LABS_LEDGER_DIR"] = before
+    shutil.rmtree(folder, ignore_errors=True)
+
 
 @pytest.fixture(scope="session")
 def published():
