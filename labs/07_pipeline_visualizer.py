@@ -117,13 +117,6 @@ def _(variant):
 
 @app.cell
 def _():
-    import pandas as pd
-
-    return (pd,)
-
-
-@app.cell
-def _():
     utilisation_commit_buttons = ui.commit_buttons()
     return (utilisation_commit_buttons,)
 
@@ -324,7 +317,7 @@ def _(microbatch_committed, variant):
 
 
 @app.cell(hide_code=True)
-def _(bubble_target, deep_p, microbatch_committed, pd, utilisation_committed):
+def _(bubble_target, deep_p, microbatch_committed, utilisation_committed):
     ui.gate(utilisation_committed)
     ui.gate(microbatch_committed)
     _rows = interleaving_rows(deep_p, bubble_target)
@@ -352,14 +345,14 @@ def _(bubble_target, deep_p, microbatch_committed, pd, utilisation_committed):
                 "groups of p). It costs v times the point-to-point messages, and more activations held on stage 0 "
                 "while the first backward waits."
             ),
-            mo.ui.table(pd.DataFrame(_table), selection=None, show_column_summaries=False, show_data_types=False),
+            ui.data_table(_table),
         ]
     )
     return
 
 
 @app.cell(hide_code=True)
-def _(microbatch_committed, pd, utilisation_committed):
+def _(microbatch_committed, utilisation_committed):
     ui.gate(utilisation_committed)
     ui.gate(microbatch_committed)
     _prof = table5_profile()
@@ -394,7 +387,7 @@ def _(microbatch_committed, pd, utilisation_committed):
     at m = {_first['m']}, messages included.
     """
             ),
-            mo.ui.table(pd.DataFrame(_table), selection=None, show_column_summaries=False, show_data_types=False),
+            ui.data_table(_table),
         ]
     )
     return

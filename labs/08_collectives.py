@@ -156,7 +156,7 @@ def _(bucket_box, bucket_bytes, bucket_nodes):
 
 
 @app.cell(hide_code=True)
-def _(pd, ring_committed):
+def _(ring_committed):
     ui.gate(ring_committed)  # its all-reduce row answers the ring question
     _rows = primitive_rows()
     _table = [
@@ -179,7 +179,7 @@ def _(pd, ring_committed):
                 "`collectives.bytes_sent_per_rank`, time from the alpha-beta cost at the link's measured efficiency. "
                 "An all-reduce is a reduce-scatter followed by an all-gather, in bytes and in time."
             ),
-            mo.ui.table(pd.DataFrame(_table), selection=None, show_column_summaries=False, show_data_types=False),
+            ui.data_table(_table),
         ]
     )
     return
@@ -190,13 +190,6 @@ def _(variant):
     ring_question = ui.variant_question(variant.questions["ring"])
     ring_question
     return (ring_question,)
-
-
-@app.cell
-def _():
-    import pandas as pd
-
-    return (pd,)
 
 
 @app.cell
@@ -342,7 +335,7 @@ def _(
 
 
 @app.cell
-def _(pd, ring_committed, ring_link_dropdown, ring_size_dropdown):
+def _(ring_committed, ring_link_dropdown, ring_size_dropdown):
     ui.gate(ring_committed)
     _rows = ring_computed_rows(ring_size_dropdown.value, ring_link_dropdown.value)
     _table = [
@@ -358,7 +351,7 @@ def _(pd, ring_committed, ring_link_dropdown, ring_size_dropdown):
     mo.vstack(
         [
             mo.md("**Larger N, computed (not animated).** The bytes level off at 2M; the latency term keeps growing with N."),
-            mo.ui.table(pd.DataFrame(_table), selection=None, show_column_summaries=False, show_data_types=False),
+            ui.data_table(_table),
         ]
     )
     return
@@ -454,7 +447,7 @@ def _():
 
 
 @app.cell
-def _(bucket_committed, lb_setup_dropdown, pd):
+def _(bucket_committed, lb_setup_dropdown):
     ui.gate(bucket_committed, what="the latency-bandwidth curves")
     _curves = lb_curves(lb_setup_dropdown.value)
     _measured = measured_busbw(lb_setup_dropdown.value)
@@ -473,7 +466,7 @@ def _(bucket_committed, lb_setup_dropdown, pd):
         [
             lb_setup_dropdown,
             lb_figure(_curves, _measured),
-            mo.ui.table(pd.DataFrame(_rows), selection=None, show_column_summaries=False, show_data_types=False),
+            ui.data_table(_rows),
             mo.md(
                 "Below the *alpha = beta* size a collective is latency-bound: doubling the message barely changes the time. "
                 "Above it, bandwidth-bound.\n\n**Measured (tests/data/nccl_busbw.json):**\n" + ("\n".join(_sources) if _sources else "- none stored for this setup")
@@ -492,7 +485,7 @@ def _(bucket_committed, variant):
 
 
 @app.cell(hide_code=True)
-def _(pd, ring_committed):
+def _(ring_committed):
     ui.gate(ring_committed)
     _rows = busbw_rows()
     _nvls = nvls_busbw_note()
@@ -514,7 +507,7 @@ def _(pd, ring_committed):
                 "time; it falls as N grows because each rank must move 2(N-1)/N of the message. **busbw** multiplies that factor "
                 "back in: the rate each rank's wires run at, comparable across N and against the link's speed."
             ),
-            mo.ui.table(pd.DataFrame(_table), selection=None, show_column_summaries=False, show_data_types=False),
+            ui.data_table(_table),
             mo.md(
                 f"nccl-tests applies 2(N-1)/N to NVLS too, where the switch does the adding: {_nvls['n']} {_nvls['gpu']} then show "
                 f"**{_nvls['busbw'] / 1e9:.0f} GB/s** of busbw ({_nvls['algbw'] / 1e9:.0f} GB/s algbw), above NVLink's "
@@ -528,7 +521,7 @@ def _(pd, ring_committed):
 
 
 @app.cell(hide_code=True)
-def _(pd, ring_committed):
+def _(ring_committed):
     ui.gate(ring_committed)
     _rows = rails_rows()
     _table = [
@@ -552,7 +545,7 @@ def _(pd, ring_committed):
                 f"therefore uses all eight NICs of a DGX H100; a group with one GPU per node uses one. Ring all-reduce of "
                 f"{RAILS_BYTES / 2**30:.0f} GB:"
             ),
-            mo.ui.table(pd.DataFrame(_table), selection=None, show_column_summaries=False, show_data_types=False),
+            ui.data_table(_table),
             mo.md(
                 f"""
     A data-parallel ring over whole nodes is not walled by one NIC. The group behind TP = {_rows[2]['stride']} is, at
@@ -576,7 +569,7 @@ def _(pd, ring_committed):
 
 
 @app.cell(hide_code=True)
-def _(pd, ring_committed):
+def _(ring_committed):
     ui.gate(ring_committed)
     _rows = nvl72_rows()
     _rack, _conf = nvl72_cluster(), nvl72_confidence()
@@ -605,7 +598,7 @@ def _(pd, ring_committed):
                 f"each GPU sends its data once and reads the sum back, so NCCL picks NVLS for large all-reduces. "
                 f"All-reduce bus bandwidth at {RAILS_BYTES / 2**30:.0f} GB:"
             ),
-            mo.ui.table(pd.DataFrame(_table), selection=None, show_column_summaries=False, show_data_types=False),
+            ui.data_table(_table),
             mo.md(
                 f"A group of up to {NVL72_GPUS} GPUs no longer meets the bandwidth cliff of section 6: at 64 GPUs the rack's "
                 f"NVLS all-reduce runs at **{_r64['nvl72_auto'] / 1e9:.0f} GB/s** against **{_r64['dgx_auto'] / 1e9:.0f} GB/s** "
@@ -634,7 +627,7 @@ def _(pd, ring_committed):
 
 
 @app.cell(hide_code=True)
-def _(pd, ring_committed):
+def _(ring_committed):
     ui.gate(ring_committed)
     import labs.core.scenarios.lab08_sharp as _sharp
 
@@ -661,7 +654,7 @@ def _(pd, ring_committed):
                 "data up once and receives the sum once, where a ring passes partial sums around and sends "
                 "2(N-1)/N of it. Seed 002 says \"SHARP halves all-reduce traffic\". The engine, SHARP off and on:"
             ),
-            mo.ui.table(pd.DataFrame(_table), selection=None, show_column_summaries=False, show_data_types=False),
+            ui.data_table(_table),
             mo.md(
                 f"**The claim, checked.** On the wire it holds: each NIC sends {_one['nic_bytes_on'] / _one['nic_bytes_off']:.2f} "
                 f"of the ring's bytes ({_one['nic_bytes_off'] / 1e9:.2f} GB against {_one['nic_bytes_on'] / 1e9:.2f} GB "
@@ -747,7 +740,7 @@ def _(
 
 
 @app.cell(hide_code=True)
-def _(pd, ring_committed):
+def _(ring_committed):
     ui.gate(ring_committed)
     _ranges = seed_ranges()
     _example = seed_example()
@@ -783,14 +776,14 @@ def _(pd, ring_committed):
     {_near['efficiency']:.0%}. Its overheads hold only in a band of batch sizes:
     """
             ),
-            mo.ui.table(pd.DataFrame(_table), selection=None, show_column_summaries=False, show_data_types=False),
+            ui.data_table(_table),
             mo.md(
                 "**When are 2 GPUs slower than 1?** The course notes blame a model that is too small; the engine blames a batch per "
                 "GPU that is too small. The fewest tokens per GPU at which two GPUs get through the same data "
                 "faster (the slider's grid is one sequence). The gradient and the compute both grow with the parameters, so "
                 "their ratio, and this threshold, are set by the tokens each GPU processes per step more than by the model's size:"
             ),
-            mo.ui.table(pd.DataFrame(_wins), selection=None, show_column_summaries=False, show_data_types=False),
+            ui.data_table(_wins),
         ]
     )
     return

@@ -165,13 +165,6 @@ def _(variant):
 
 @app.cell
 def _():
-    import pandas as pd
-
-    return (pd,)
-
-
-@app.cell
-def _():
     mtbf_commit_buttons = ui.commit_buttons()
     return (mtbf_commit_buttons,)
 
@@ -504,7 +497,7 @@ def _(mtbf_committed):
 # The inverse table does not depend on the instruments: its own cell, so a setting move re-runs only
 # the line about the student's restart cost below (inverse_rows is ~200 goodput optimisations).
 @app.cell(hide_code=True)
-def _(mtbf_committed, pd, run_gpus):
+def _(mtbf_committed, run_gpus):
     ui.gate(mtbf_committed)
     _m = job_mtbf_s(run_gpus)
     _rows = inverse_rows()
@@ -523,7 +516,7 @@ def _(mtbf_committed, pd, run_gpus):
                 f"stalls C and restart costs R allow it? Even a free checkpoint needs R under M(1/{LLAMA3_EFFECTIVE_TRAINING:g} - 1) = **{_r_limit / MINUTE:.1f} min**; "
                 f"below that, the best cadence leaves this much room for C:"
             ),
-            mo.ui.table(pd.DataFrame(_table), selection=None, show_column_summaries=False, show_data_types=False),
+            ui.data_table(_table),
         ]
     )
     return
