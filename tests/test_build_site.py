@@ -27,8 +27,18 @@ need_uv = pytest.mark.skipif(build_site.shutil.which("uv") is None and not os.en
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory):
-    return build_site.build_wheel(tmp_path_factory.mktemp("wheel"))
+def one_lab_site(tmp_path_factory):
+    out = tmp_path_factory.mktemp("built") / "site"
+    return out, build_site.build(out, ["07"])
+
+
+@pytest.fixture(scope="module")
+def wheel(one_lab_site):
+    """build_wheel's wheel as the built site holds it (marimo copies it byte for byte into
+    public/wheels): one `uv build` for the module, not one for the wheel and one for the site."""
+    out, _ = one_lab_site
+    (wheel,) = (out / "public" / "wheels").glob("parallelism_labs-*.whl")
+    return wheel
 
 
 @need_uv
@@ -90,12 +100,6 @@ def test_every_lab_is_listed_on_the_index():
     for lab in labs:
         assert f'href="{lab.stem}.html"' in page and build_site.lab_title(lab).split(":")[0] in page
     assert "marimo run labs/" in page and "Download ledger" in page
-
-
-@pytest.fixture(scope="module")
-def one_lab_site(tmp_path_factory):
-    out = tmp_path_factory.mktemp("built") / "site"
-    return out, build_site.build(out, ["07"])
 
 
 @need_uv
