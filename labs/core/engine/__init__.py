@@ -5,11 +5,7 @@ It imports neither the lab kit (labs.core's ledger, widgets, charts, scenarios) 
     from labs.core.engine import Model, Cluster, Plan, estimate, sweep
 """
 
-from labs.core.engine.hardware import CLUSTERS, GPUS, LINKS, Cluster
-from labs.core.engine.models import MODELS, Model
-from labs.core.engine.perf import Estimate, estimate
-from labs.core.engine.plan import Plan
-from labs.core.engine.search import sweep
+from importlib import import_module
 
 ENGINE_VERSION = "0.4.5"  # engine v4 (Blackwell, NVLink domains, kernels by shape, collectives at every size, memory as it runs);
 # 0.4.1: block-scaled formats, the FP8 copy and transpose on Hopper, SP's backward re-gather, the 2025-26 stacks: outputs moved
@@ -24,4 +20,21 @@ ENGINE_VERSION = "0.4.5"  # engine v4 (Blackwell, NVLink domains, kernels by sha
 # and ramps like the ring (collectives.domain_tree_ramp); the rack's scale-out cap is 417 GB/s, both fitted on CoreWeave's
 # 2- and 20-rack rows: NVL72 plans' DP reductions moved, and with them Lab 05 edition 6's design options
 
+# Each public name from the module that defines it, imported when first read (PEP 562): a page
+# whose first question needs the step model alone does not load the search (sweep) with it.
+_HOMES = {"CLUSTERS": "hardware", "GPUS": "hardware", "LINKS": "hardware", "Cluster": "hardware", "MODELS": "models", "Model": "models",
+          "Estimate": "perf", "estimate": "perf", "Plan": "plan", "sweep": "search"}
+
 __all__ = ["CLUSTERS", "GPUS", "LINKS", "MODELS", "Cluster", "Model", "Plan", "Estimate", "estimate", "sweep", "ENGINE_VERSION"]
+
+
+def __getattr__(name: str):
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{_HOMES[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_HOMES})
