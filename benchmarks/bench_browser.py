@@ -29,7 +29,8 @@ the floor measured beside it, interleaved, and printed as a ratio of medians.
   instrument is moved once: each slider and dropdown on the page, read from the page (its label,
   position and room; a dropdown moves to the next option), each radio the lab lists, then again at each heavy setting the lab lists (Lab 07:
   p = 64, reached by untimed moves). The heaviest move names the lab's heaviest instrument.
-- Moves: the lab is served afresh (a new kernel: nothing the survey computed is cached), brought
+- Moves: the lab is served afresh (a new kernel: nothing the survey computed is cached; again,
+  up to MOVE_PAGES pages, while the instrument has less room than `--moves` fresh moves), brought
   to the heavy setting where the survey found its heaviest instrument, warmed like the floor's
   page (one untimed step of another slider and back: a fresh page's first moves are slow), and that instrument moves
   one way, a floor move before and after each lab move, until `--moves` lab moves or the
@@ -526,6 +527,9 @@ def survey(session: Session, lab: Lab) -> list[dict]:
     return rows
 
 
+MOVE_PAGES = 4  # pages served afresh for the heaviest instrument's moves at most (Lab 15's 3-position sliders: one fresh move a page)
+
+
 def measure(session: Session, lab: Lab, row: dict, n: int, revisit: bool) -> list[tuple]:
     """The heaviest instrument, on a page served afresh, at the setting where the survey found
     it, moved up to n times: (lab s, kernel s, floor s, fresh) per move."""
@@ -644,16 +648,23 @@ def bench(pw, key: str, lab: Lab, n: int, starts: int, timeout_s: float, revisit
     top = heaviest(rows)
     with served(pw, FLOOR, timeout_s, chart=floor_chart) as (_, t):
         floor_first.append(t)
-    with unlocked(pw, lab, timeout_s) as (session, t):
-        lab_first.append(t)
-        print(f"  first prediction {spread(lab_first)}; floor's first text {spread(floor_first)}; floor's first chart {spread(floor_chart)}", flush=True)
-        samples = measure(session, lab, top, n, revisit)
-        floor_t = session.floor_times
+    samples, floor_t, pages = [], [], 0
+    while len(samples) < n and pages < MOVE_PAGES:  # an instrument with less room than n fresh moves: again on a page served afresh
+        with unlocked(pw, lab, timeout_s) as (session, t):
+            if not pages:
+                lab_first.append(t)
+                print(f"  first prediction {spread(lab_first)}; floor's first text {spread(floor_first)}; floor's first chart {spread(floor_chart)}", flush=True)
+            got = measure(session, lab, top, n - len(samples), revisit)
+            floor_t += session.floor_times
+        pages += 1
+        samples += got
+        if not got or revisit:
+            break
     lab_t, kernel_t = [s[0] for s in samples], [s[1] for s in samples]
     ratio = ratio_of_medians(lab_t, floor_t)
     stale = sum(not s[3] for s in samples)
     print(f"  heaviest: {top['what']} at {top['setting']}: {spread(lab_t)}; floor {spread(floor_t)}; ratio {ratio:.2f}x (target {TARGET}x)"
-          f"{f'; {stale} of {len(samples)} moves NOT fresh' if stale else ''}", flush=True)
+          f"{f'; {stale} of {len(samples)} moves NOT fresh' if stale else ''}{f'; {pages} pages served afresh' if pages > 1 else ''}", flush=True)
     print(f"    lab moves ms: {' '.join(f'{t * 1e3:.0f}' for t in lab_t)}; run complete at ms: {' '.join(f'{t * 1e3:.0f}' for t in kernel_t)}", flush=True)
     print(f"    floor moves ms: {' '.join(f'{t * 1e3:.0f}' for t in floor_t)}", flush=True)
     return dict(key=key, what=f"{top['what']} ({top['setting']})", lab_ms=statistics.median(lab_t) * 1e3, floor_ms=statistics.median(floor_t) * 1e3,
