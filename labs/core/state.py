@@ -888,7 +888,11 @@ def _record_variant(doc: dict, lab: str, variant: dict | None) -> None:
 
 
 def _dump(doc: dict) -> bytes:
-    return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False).encode("utf-8")
+    """The document as UTF-8 JSON, keys sorted, indented by 2: json.dumps(indent=2, sort_keys=True,
+    ensure_ascii=False)'s text except a float's exponent (1e-06 is written 1e-6; the same number
+    read back). msgspec: json.dumps with an indent runs the pure-Python encoder, 14x the CPU (3.06
+    against 0.21 s for a class's 1,005 ledgers), on every commit and submit."""
+    return msgspec.json.format(msgspec.json.encode(doc, order="sorted"), indent=2)
 
 
 def _check_key(name: str, value) -> None:
