@@ -3,7 +3,7 @@ lab12.ACCUMULATION_ROWS dot products (seed 0) at each K of the lab's slider, for
 shows. They depend on K alone, and the grader asked for them again in every process that graded
 a Lab 12 step (~0.5 s of CPU a class). tests/test_lab12_accumulation.py recomputes every one and
 compares it to the bit; after a change to the engine or to those settings, write this file again:
-`python -m labs.core.scenarios.lab12_accumulation`."""
+`python scripts/write_lab12_accumulation.py` (data only here: lab12 imports it)."""
 
 from __future__ import annotations
 
@@ -41,29 +41,3 @@ ERRORS = {
     (16384, "fp32", None): 7.37377641747868e-08,
 }
 
-
-def computed() -> dict:
-    """ERRORS as the engine computes them now."""
-    from labs.core.engine import precision
-    from labs.core.scenarios import lab12
-
-    out = {}
-    for k in lab12.ACCUMULATION_KS:
-        errors = precision.dot_product_errors(lab12.ACCUMULATION_ROWS, k, lab12.ACCUMULATION_CASES)
-        out.update({(k, *case): error for case, error in zip(lab12.ACCUMULATION_CASES, errors)})
-    return out
-
-
-def main() -> None:
-    """Write this file's ERRORS again from the engine (floats by repr: the same bits when read)."""
-    from pathlib import Path
-
-    path = Path(__file__)
-    text = path.read_text()
-    start, end = text.index("ERRORS = {\n"), text.index("}\n\n\ndef computed")
-    table = "".join(f"    {key!r}: {error!r},\n" for key, error in computed().items()).replace("'", '"')
-    path.write_text(text[:start] + "ERRORS = {\n" + table + text[end:])
-
-
-if __name__ == "__main__":
-    main()
