@@ -1205,8 +1205,12 @@ def design_options_v6(model_key: str, global_batch: int, shape: int, platform: s
 
 
 def design_question_v6(s: dict) -> Choice:
-    model_key, batch, platform = design_model_of(s), int(s["design_batch"]), design_platform_of(s)
-    options = design_options_v6(model_key, batch, int(s["design_shape"]), platform)
+    return _design_question_v6(design_model_of(s), int(s["design_batch"]), design_platform_of(s), int(s["design_shape"]))
+
+
+@lru_cache(maxsize=512)  # 3 models x 2 batches x 3 platforms x 24 shapes: a class's students share them (a Choice is frozen)
+def _design_question_v6(model_key: str, batch: int, platform: str, shape: int) -> Choice:
+    options = design_options_v6(model_key, batch, shape, platform)
     best = options[0][1]
     cluster = design_inputs(model_key, platform)[1]
     return Choice(
