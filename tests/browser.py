@@ -295,6 +295,53 @@ def browser_pages(n: int, width: int = 1400, height: int = 1000):
         yield pages
 
 
+# ui's one stylesheet (ui.with_stylesheet, sent once a page in its title) as Chromium computes it:
+# each styled class as ui's markup nests it, put on the page beside the notebook's own output, and a
+# plain <div> as the unstyled reference: [class, property, styled value, unstyled value]. The
+# notebook's own .lab-message/.lab-hud are counted before the probes go in; the probes are removed
+# after, so the page a test goes on driving is as it was.
+COMPUTED_STYLES = """() => {
+  const style = (el, prop) => getComputedStyle(el).getPropertyValue(prop);
+  const own = [...document.querySelectorAll('.lab-message, .lab-hud')];
+  const probes = [];
+  const probe = html => { const d = document.createElement('div'); d.innerHTML = html; document.body.appendChild(d); probes.push(d); return d; };
+  const plain = probe('<div id="plain"></div>').firstChild;
+  const card = probe('<div class="lab-card"><div class="value">1</div><div class="label">x</div></div>').firstChild;
+  const cell = probe('<table class="lab-table"><tbody><tr><td>1</td></tr></tbody></table>').querySelector('td');
+  const plainCell = probe('<table><tbody><tr><td>1</td></tr></tbody></table>').querySelector('td');
+  const bar = probe('<div class="lab-bar"><div class="track"></div></div>').firstChild;
+  const hud = probe('<div class="lab-hud">x</div>').firstChild;
+  const message = probe('<div class="lab-message">x</div>').firstChild;
+  const seen = {
+    sheets: [...document.querySelectorAll('style')].filter(s => s.textContent.includes('.lab-card {')).length,
+    card: [style(card, 'border-radius'), style(plain, 'border-radius')],
+    cell: [style(cell, 'padding-left'), style(plainCell, 'padding-left')],
+    track: [style(bar.querySelector('.track'), 'display'), style(plain, 'display')],
+    hud: [style(hud, 'border-radius'), style(plain, 'border-radius')],
+    message: [style(message, 'border-left-width'), style(plain, 'border-left-width')],
+    drawn: own.length,
+    drawnStyled: own.every(el => style(el, 'border-radius') !== '0px'),
+  };
+  probes.forEach(d => d.remove());
+  return seen;
+}"""
+
+
+def assert_one_stylesheet(page, name: str) -> None:
+    """The page (`name`: the notebook, for the failure message) has one <style> holding ui's
+    stylesheet, and a .lab-card, .lab-table, .lab-bar, .lab-hud and .lab-message computed style is
+    the stylesheet's, not the browser's default; the notebook's own messages/HUDs are styled. Call
+    it once a .lab-message (a problem set: a .lab-hud) is on the page."""
+    seen = page.evaluate(COMPUTED_STYLES)
+    assert seen["sheets"] == 1, (name, seen)
+    assert seen["card"] == ["8px", "0px"], (name, seen)
+    assert seen["cell"][0] == "12.8px" != seen["cell"][1], (name, seen)
+    assert seen["track"] == ["flex", "block"], (name, seen)
+    assert seen["hud"] == ["6px", "0px"], (name, seen)
+    assert seen["message"] == ["4px", "0px"], (name, seen)
+    assert seen["drawn"] >= 1 and seen["drawnStyled"], (name, seen)
+
+
 def choose(page, option_text: str, commit: int | None = None) -> None:
     """Click the radio option whose label starts with `option_text`; with `commit`, then press
     the page's commit-th "Commit my prediction" button (0 for the first question)."""
@@ -317,6 +364,14 @@ def answer(page, question, value=None, commit: int | None = None, box: int = 0) 
         page.get_by_text(f"{key}) {label[:40]}", exact=False).first.click()
     if commit is not None:
         page.get_by_role("button", name="Commit my prediction").nth(commit).click()
+
+
+def select_in_menu(page, option_label: str, without: str | None = None) -> None:
+    """Pick `option_label` in the first dropdown offering it (and not offering `without`)."""
+    menus = page.locator("select", has=page.locator("option", has_text=option_label))
+    if without:
+        menus = menus.filter(has_not=page.locator("option", has_text=without))
+    menus.first.select_option(label=option_label)
 
 
 def metric(page, label: str) -> str:

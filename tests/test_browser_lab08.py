@@ -1,13 +1,21 @@
 """Lab 08 in a real browser (Debian's Chromium, `marimo run`): commit the ring prediction, move
 the step slider and see the ring drawing change to the engine's step, submit, download the
-ledger and validate it against the schema."""
+ledger and validate it against the schema. On the same page: the SHARP section, hidden until the
+ring prediction is committed, then the engine's bytes per NIC and speed-ups (review X2); and,
+after the submits, four GPUs over PCIe and gradient compression follow the model dropdown (seed
+topic X7; its instruments are no input of the ring step)."""
 
 import json
 
 import jsonschema
 import pytest
 
-from browser import answer, browser_page, marimo_run, submit_and_download
+from browser import answer, browser_page, marimo_run, select_in_menu, submit_and_download
+from labs.core.engine.compression import compression_rows
+from labs.core.engine.dp_scaling import PCIE_CLAIM_GPUS, SEQ_LEN, TORCH_DDP, scaling_efficiency
+from labs.core.engine.hardware import Cluster
+from labs.core.engine.models import MODELS, Model
+from labs.core.scenarios.lab08_sharp import sharp_rows
 from labs.core.scenarios.lab08 import ring_state
 from labs.variants import variant
 from labs.core.state import load_schema
@@ -19,7 +27,13 @@ def test_lab08_step_slider_redraws_the_ring_and_the_ledger_validates(tmp_path):
     with marimo_run("08_collectives.py", env={"LABS_LEDGER_DIR": str(tmp_path)}) as url, browser_page() as page:
         page.goto(url)
         page.get_by_text("Commit to a prediction above (or skip it) to unlock the ring stepper").wait_for()
+        assert page.get_by_text("SHARP: the scale-out switches add too").count() == 0
         answer(page, variant("08_collectives", "student").questions["ring"], commit=0)
+        page.get_by_text("SHARP: the scale-out switches add too").first.wait_for()
+        text = page.locator("body").inner_text()
+        one, whole = sharp_rows()
+        assert f"{one['nic_bytes_off'] / 1e9:.2f} GB against {one['nic_bytes_on'] / 1e9:.2f} GB" in text
+        assert f"{one['speedup']:.2f}x" in text and f"{whole['speedup']:.2f}x" in text
         page.get_by_text("Ring all-reduce, N = 4: step 0 of 6").first.wait_for()
         grid = page.locator("table[data-holds]").first  # the holds grid beside the ring (plain HTML)
         before = grid.get_attribute("data-holds")
@@ -53,6 +67,17 @@ def test_lab08_step_slider_redraws_the_ring_and_the_ledger_validates(tmp_path):
                 break
             page.wait_for_timeout(100)
         assert resubmitted["inputs"] == {"n": 5, "nbytes": 1e9, "link": "nvlink4", "step": 0}
+
+        page.get_by_text("Four GPUs over PCIe, and compressing the gradients").first.wait_for()
+        first = scaling_efficiency("seed-100m", "pcie-a100", PCIE_CLAIM_GPUS, 4)
+        page.get_by_text(f"{first['many_s'] * 1e3:.1f} ms").first.wait_for()
+        select_in_menu(page, MODELS["seed-12l-512"].name)
+        other = scaling_efficiency("seed-12l-512", "pcie-a100", PCIE_CLAIM_GPUS, 4)
+        assert f"{other['many_s'] * 1e3:.1f}" != f"{first['many_s'] * 1e3:.1f}"
+        page.get_by_text(f"{other['many_s'] * 1e3:.1f} ms").first.wait_for()
+        server = Cluster.get("pcie-a100", nodes=1, gpus_per_node=PCIE_CLAIM_GPUS)
+        rows = compression_rows(Model.get("seed-12l-512", seq_len=SEQ_LEN), server, PCIE_CLAIM_GPUS, 4, TORCH_DDP["grad_reduce_dtype"])
+        page.get_by_text(f"{rows[-1]['bytes'] / 1e6:,.1f} MB").first.wait_for()
     doc = saved
     jsonschema.validate(doc, load_schema())
     step = doc["labs"]["08_collectives"]["ring"]

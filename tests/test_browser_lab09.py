@@ -1,6 +1,7 @@
 """Lab 09 in a real browser (Debian's Chromium, `marimo run`): commit the prediction, change the
-rank order and watch the grid's TP groups leave their nodes, submit, download a ledger that
-validates against assets/ledger.schema.json."""
+rank order and watch the grid's TP groups leave their nodes, commit "PP across nodes is free" (the
+misconceptions wait for it, the reveal shows the student's own bubble), submit, download a ledger
+that validates against assets/ledger.schema.json."""
 
 import json
 
@@ -10,7 +11,7 @@ import pytest
 from browser import answer, browser_page, marimo_run, metric, submit_and_download
 from labs.variants import variant
 from labs.core.engine.layout import RANK_ORDER_NOTES
-from labs.core.scenarios.lab09 import LAB, worksheet_estimate
+from labs.core.scenarios.lab09 import LAB, pp_free_facts, worksheet_estimate
 from labs.core.state import load_schema
 
 pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("need_chromium")]
@@ -56,8 +57,15 @@ def test_lab09_end_to_end(tmp_path):
         assert after[0] == [f"TP{r % 8}" for r in range(64)]
         page.get_by_text("places the 8 GPUs of each TP group").first.wait_for()
 
+        # seed 000's "PP across nodes is free" is a committed prediction (review 38bda0b, X8): the
+        # misconceptions wait for it; the reveal shows the student's own bubble, counted by the engine
+        page.get_by_text("PP across nodes is free\"?").first.wait_for()
+        assert page.get_by_text("Misconceptions, met with numbers").count() == 0
         answer(page, variant(LAB, "grid student").questions["pp_free"])  # the submit waits for both predictions
         page.get_by_role("button", name="Commit my prediction").last.click()
+        settings = variant(LAB, "grid student").settings
+        bubble = pp_free_facts(int(settings["pp_batch"]), int(settings["pp_depth"]))["bubble"]
+        page.get_by_text(f"is {bubble:.1%} of the step").first.wait_for()
         page.get_by_text("Misconceptions, met with numbers").first.wait_for()
         path = submit_and_download(page, "Submit my worksheet to the ledger", tmp_path / "downloaded.json")
 

@@ -1,13 +1,14 @@
 """Lab 10 in a real browser (Debian's Chromium, `marimo run`): commit the MTBF prediction, move
 the checkpoint-interval slider, see the cadence chart's marker move to the engine's goodput,
-submit, download the ledger and validate it against assets/ledger.schema.json."""
+submit, download the ledger and validate it against assets/ledger.schema.json. The page, once
+loaded, shows ui's one stylesheet styling ui's components."""
 
 import json
 
 import jsonschema
 import pytest
 
-from browser import answer, browser_page, marimo_run, submit_and_download
+from browser import answer, assert_one_stylesheet, browser_page, marimo_run, submit_and_download
 from labs.variants import variant
 from labs.core.engine.reliability import goodput
 from labs.core.scenarios.lab10 import RUN_MODEL, setting_costs
@@ -24,6 +25,8 @@ def test_lab10_commit_move_interval_submit_download(tmp_path):
     with marimo_run("10_failures_at_scale.py", env={"LABS_LEDGER_DIR": str(tmp_path)}) as url, browser_page() as page:
         page.goto(url)
         page.get_by_text("Commit to a prediction above (or skip it) to unlock the failure model").wait_for()
+        page.locator(".lab-message").first.wait_for(timeout=120_000)
+        assert_one_stylesheet(page, "10_failures_at_scale.py")
         answer(page, variant("10_failures_at_scale", "student").questions["mtbf"], commit=0)
         page.get_by_text("Checkpoint every (minutes of training)").first.wait_for()
         before = page.wait_for_function(MARKER).json_value()

@@ -1,13 +1,14 @@
 """Problem sets 2, 3, 4, 5 and 8 in a real browser (Debian's Chromium, `marimo run`): sign in,
 answer and commit every problem (typed numbers and the decisions), see each worked solution open,
-submit, download a ledger that validates, and the grader recomputes them all right.
+submit, download a ledger that validates, and the grader recomputes them all right. Problem set
+2's page shows ui's one stylesheet styling ui's components.
 
 The five notebooks are served side by side and loaded in five pages of one Chromium, each signed
 in before the first is driven: their servers start and their kernels draw each student's variant
 at once, so the five cost about one server start and one first run on top of their commits."""
 
 import pytest
-from browser import browser_pages, marimo_run_many
+from browser import assert_one_stylesheet, browser_pages, marimo_run_many
 from problem_checks import sign_in_browser, solve_in_browser
 
 from labs.core.scenarios import (
@@ -35,6 +36,13 @@ def pages(need_chromium, tmp_path_factory):
         for page in opened:
             sign_in_browser(page, STUDENT)
         yield {c.name: page for c, page in zip(CHAPTERS, opened)}
+
+
+def test_the_one_stylesheet_styles_ps02(pages):
+    """Before the problems are driven; the check leaves the page as it found it."""
+    page = pages[problems_memory.CHAPTER.name]
+    page.locator(".lab-hud").first.wait_for(timeout=120_000)
+    assert_one_stylesheet(page, f"problems/{problems_memory.CHAPTER.name}.py")
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda c: c.name)
