@@ -1,12 +1,18 @@
 """End to end in a real browser: the lock shows, answering unlocks the instruments, a slider
-moves the chart, submitting and downloading gives a ledger that validates."""
+moves the chart, submitting and downloading gives a ledger that validates. Lab 06's page also
+shows ui's one stylesheet styling ui's components, and its seed-topic instruments (X6 FSDP
+against DDP, X3 offload tiers) follow their dropdowns."""
 
 import json
 
 import jsonschema
 import pytest
 
-from browser import answer, browser_page, marimo_run, metric, submit_and_download
+from browser import answer, assert_one_stylesheet, browser_page, marimo_run, metric, select_in_menu, submit_and_download
+from labs.core.engine.dp_scaling import stage_rows
+from labs.core.engine.hardware import CLUSTERS
+from labs.core.engine.models import MODELS
+from labs.core.engine.offload import placement_rows
 from labs.core.scenarios.lab05 import act1_story, dp_wall_estimate
 from labs.variants import variant
 from labs.core.state import load_schema
@@ -99,6 +105,8 @@ def test_zero_sweep_lab_end_to_end(tmp_path):
     with marimo_run("06_zero_sweep.py", env={"LABS_LEDGER_DIR": str(tmp_path)}) as url, browser_page() as page:
         page.goto(url)
         page.get_by_text("Commit to a prediction above (or skip it) to unlock the memory instruments").wait_for()
+        page.locator(".lab-message").first.wait_for(timeout=120_000)
+        assert_one_stylesheet(page, "06_zero_sweep.py")
         assert page.locator(".lab-card").count() == 0
         answer(page, mine.questions["fit"], commit=0)
         at8 = f"{dp_memory(FIT_MODEL, 8, FIT_STAGE, FIT_ACTIVATIONS).total / 1e9:,.1f} GB"
@@ -115,9 +123,23 @@ def test_zero_sweep_lab_end_to_end(tmp_path):
         marker = page.locator("g.your-setting title").first.text_content()  # the sweep chart is SVG (labs.core.svg_charts)
         assert marker.startswith("your setting, DP 32: ")
 
+        page.get_by_text("Past the CPU: ZeRO-Offload against ZeRO-Infinity").first.wait_for()
         answer(page, mine.questions["zero2"], commit=1)
         page.get_by_text("What fitting costs").first.wait_for()
         path = submit_and_download(page, "Submit to the ledger", tmp_path / "downloaded.json")
+
+        # the seed topics, after the submit (their dropdowns are no input of the sweep step)
+        nvlink = stage_rows("seed-100m", "dgx-h100", 2, 1)[-1]["vs_ddp"]
+        page.get_by_text(f"FSDP is {nvlink:+.1%} against DDP here").first.wait_for()
+        pcie = CLUSTERS["pcie-a100"]
+        select_in_menu(page, f"{pcie.gpu.name} server ({pcie.intra.name})")
+        over_pcie = stage_rows("seed-100m", "pcie-a100", 2, 1)[-1]["vs_ddp"]
+        page.get_by_text(f"FSDP is {over_pcie:+.1%} against DDP here").first.wait_for()
+        print(f"FSDP against DDP: {nvlink:+.1%} on NVLink, {over_pcie:+.1%} over PCIe")
+
+        select_in_menu(page, MODELS["gpt3-175b"].name, without=MODELS["seed-100m"].name)  # the offload menu, not section 2's
+        nvme = placement_rows("gpt3-175b", "dgx-h100", 8, microbatches=16)[-1]
+        page.get_by_text(f"{nvme['nvme_bytes'] / 1e9:,.0f} GB in {nvme['nvme_s']:.1f} s").first.wait_for()
     doc = json.loads(path.read_text())
     jsonschema.validate(doc, load_schema())
     step = doc["labs"]["06_zero_sweep"]["sweep"]

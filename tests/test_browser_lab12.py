@@ -1,16 +1,20 @@
 """Lab 12 in a real browser (Debian's Chromium, `marimo run`): type and commit the numeric
 underflow prediction, change it (recorded as a change), commit the other two, move every
 instrument to both ends of its range and read the engine's numbers there, see all three reveals,
-submit, download a ledger that validates and that the grader recomputes."""
+submit, download a ledger that validates and that the grader recomputes. The page, once loaded,
+shows ui's one stylesheet styling ui's components; after the submit, the block-scaled formats
+(seed topic X5) follow the sample dropdown."""
 
 import json
 
 import jsonschema
 import pytest
 
-from browser import browser_page, choose, marimo_run, submit_and_download, type_number
+from browser import assert_one_stylesheet, browser_page, choose, marimo_run, select_in_menu, submit_and_download, type_number
 from labs import grade
+from labs.core.engine.blockscale import activation_rows, gradient_rows
 from labs.core.scenarios import lab12
+from labs.core.scenarios.lab12 import ACTIVATION_SHAPE, GRADIENT_SAMPLE
 from labs.core.state import load_schema
 from labs.variants import variant
 
@@ -40,6 +44,8 @@ def test_lab12_end_to_end(tmp_path):
     with marimo_run("12_precision_and_memory.py", env={"LABS_LEDGER_DIR": str(tmp_path / "ledgers")}) as url, browser_page() as page:
         page.goto(url)
         page.get_by_text("Commit to a prediction above (or skip it) to unlock the formats").wait_for()
+        page.locator(".lab-message").first.wait_for(timeout=120_000)
+        assert_one_stylesheet(page, "12_precision_and_memory.py")
         page.get_by_label("Your name or student id (goes into your design ledger)").fill(STUDENT)
         page.keyboard.press("Enter")
         page.get_by_text(f"from 1e{v.settings['grad_low_exp']} to 1e{v.settings['grad_high_exp']}").first.wait_for()
@@ -70,6 +76,17 @@ def test_lab12_end_to_end(tmp_path):
 
         assert page.get_by_text("Right").count() >= 3
         path = submit_and_download(page, "Submit to the ledger", tmp_path / "downloaded.json")
+
+        # the block-scaled formats (their dropdown is no input of the step): activations, then gradients
+        page.get_by_text("Blackwell's block-scaled formats: MXFP8 and NVFP4").first.wait_for()
+        activations = {r["format"]: r for r in activation_rows(1000, **ACTIVATION_SHAPE)}
+        page.get_by_text(f"{activations['nvfp4']['flushed']:.2%}").first.wait_for()
+        select_in_menu(page, "Gradients (section 1's sample)")
+        s = v.settings
+        gradients = {r["format"]: r for r in gradient_rows(GRADIENT_SAMPLE, s["grad_low_exp"], s["grad_high_exp"], s["sample_seed"])}
+        assert gradients["nvfp4"]["flushed"] != activations["nvfp4"]["flushed"]
+        page.get_by_text(f"{gradients['nvfp4']['flushed']:.2%}").first.wait_for()
+        page.get_by_text(f"{gradients['mxfp8-e4m3']['median_rel_error']:.2%}").first.wait_for()
 
     doc = json.loads(path.read_text())
     jsonschema.validate(doc, load_schema())
