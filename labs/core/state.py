@@ -288,13 +288,13 @@ def parse_document_digest(raw: bytes) -> tuple[dict, bytes]:
         raise ValueError(f"{len(raw):,} bytes is larger than any ledger ({MAX_LEDGER_BYTES:,} max)")
     if not raw.strip():
         raise ValueError("empty file")
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        raise ValueError(f"not UTF-8 text (byte {err.start})") from None
-    doc = _decoded(raw)
+    doc = _decoded(raw)  # msgspec refuses bytes that are not UTF-8 too: they come here, and are named below
     values_checked = doc is not None
     if doc is None:
+        try:
+            text = raw.decode("utf-8-sig")
+        except UnicodeDecodeError as err:
+            raise ValueError(f"not UTF-8 text (byte {err.start})") from None
         try:
             doc = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_no_duplicates)
         except RecursionError:
