@@ -82,8 +82,6 @@ STORE_EVERY = 10  # steps a stored load row sums: the heatmap's column; every wi
 _stored: tuple[dict[tuple, int], StoredRuns] | None = None  # the store's index by key and its runs, opened on the first call
 
 
-
-
 def instrument_keys() -> list[tuple]:
     """Every run the instruments reach, by _run_key: each scheme at its own knobs (none: 1, the
     aux loss: 3 coefficients, the bias: 3 rates) x 4 node limits x 3 skews x 3 drifts = 252. The
