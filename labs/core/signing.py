@@ -42,6 +42,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from json.encoder import encode_basestring
 
+import msgspec
+
 ENV = "LABS_SIGNING_KEY"
 MIN_KEY_CHARS = 16
 SCHEME = "hmac-sha256:"  # every signature this module writes starts so
@@ -78,6 +80,12 @@ _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_asci
 def canonical(value) -> bytes:
     """The one byte string an entry signs as: sorted keys, no spaces, UTF-8."""
     return _CANONICAL.encode(value).encode("utf-8")
+
+
+_SORTED_COMPACT = msgspec.json.Encoder(order="sorted").encode
+# canonical()'s bytes for the values of a parsed ledger in a seventh of the time (a class's grading reads 117,000),
+# except a float under 1e-4 or from 1e16 up: msgspec writes 9.765625e-6 and 0.00001 where json writes 9.765625e-06
+# and 1e-05 (1,000 of those 117,000), and it writes NaN as null where canonical() refuses it (no parsed ledger holds one).
 
 
 def _hex(secret: bytes, value) -> str:
@@ -167,20 +175,21 @@ def seal_entry(document: dict, lab: str, kind: str, name: str, entry: dict, key:
     return f"{V2}{sequence}:{_mac(secret, signed)}:{_hex(secret, _head(document, sequence, places))}"
 
 
-def _signed_bytes(document: dict, lab: str, kind: str, name: str, entry: dict, sequence: int | None, parts: dict | None = None) -> bytes:
+def _signed_bytes(document: dict, lab: str, kind: str, name: str, entry: dict, sequence: int | None, parts: dict | None = None,
+                  encode=canonical) -> bytes:
     """What a signature covers, as its HMAC reads it: the entry (without its signature) and its
     place in the ledger, canonical() of {"entry", "kind", "lab", "name", "seq" (a v2 signature's
     sequence), "student", "variant" (_variant)}. Written from its parts in canonical()'s sorted
     order; `parts` keeps a ledger's repeated ones (each lab's variant, most of a payload's bytes,
-    and each kind and lab's text) for its other entries."""
+    and each kind and lab's text) for its other entries, made with the same `encode`."""
     if kind not in ("step", "prediction"):
         raise ValueError(f"kind must be 'step' or 'prediction', got {kind!r}")
     parts = {} if parts is None else parts
     if lab not in parts:
-        parts[lab] = f',"student":{_text(document.get("student"))},"variant":'.encode() + canonical(_variant(document, lab)) + b"}"
+        parts[lab] = f',"student":{_text(document.get("student"))},"variant":'.encode() + encode(_variant(document, lab)) + b"}"
     if (kind, lab) not in parts:
         parts[kind, lab] = f',"kind":{_text(kind)},"lab":{_text(lab)},"name":'
-    body = canonical({k: v for k, v in entry.items() if k != "signature"})
+    body = encode({k: v for k, v in entry.items() if k != "signature"})
     seq = "" if sequence is None else f',"seq":{int(sequence)}'
     return b"".join((b'{"entry":', body, f"{parts[kind, lab]}{_text(name)}{seq}".encode(), parts[lab]))
 
@@ -201,12 +210,16 @@ def label(document: dict, lab: str, kind: str, name: str, entry, key: str | byte
 def _verified(document: dict, lab: str, kind: str, name: str, entry: dict, parsed: tuple, secret: bytes | hmac.HMAC, parts: dict | None) -> str:
     """SIGNED or EDITED: whether an entry's parsed signature (_parse) is its HMAC under `secret`
     (the key, or an HMAC-SHA256 keyed with it and given nothing yet: _keyed)."""
-    try:
-        signed = _signed_bytes(document, lab, kind, name, entry, parsed[0], parts)
-    except (TypeError, ValueError):  # not a place or a value as signed: it was not what was signed
-        return EDITED
-    mac = _mac(secret, signed) if isinstance(secret, bytes) else _keyed_mac(secret, signed)
-    return SIGNED if hmac.compare_digest(mac, parsed[1]) else EDITED
+    parts = {} if parts is None else parts
+    for encode in (_SORTED_COMPACT, canonical):  # canonical()'s bytes, read the fast way first (_SORTED_COMPACT)
+        try:
+            signed = _signed_bytes(document, lab, kind, name, entry, parsed[0], parts.setdefault(encode, {}), encode)
+        except (TypeError, ValueError):  # not a place or a value as signed: it was not what was signed
+            continue
+        mac = _mac(secret, signed) if isinstance(secret, bytes) else _keyed_mac(secret, signed)
+        if hmac.compare_digest(mac, parsed[1]):
+            return SIGNED
+    return EDITED
 
 
 def _keyed_mac(keyed: hmac.HMAC, signed: bytes) -> str:
