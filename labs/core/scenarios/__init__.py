@@ -11,7 +11,6 @@ every lab and problem set, are made on first use (the grader, the dashboard). Im
 them was ~0.15 s of CPU before every lab's first question (sources compiled at each start)."""
 
 import importlib
-import json
 import pkgutil
 import sys
 import threading
@@ -156,8 +155,8 @@ def lab_name(lab: str) -> str:
 
 @lru_cache(maxsize=16384)  # every lab's settings together: 10,502 drawn for the 1,000-ledger class (Nov 2026: Lab 14's and the problem sets' are
 # nearly one a student), so the grade book and the dashboard after the grader find them; a problem set's entry is its problems' shared questions
-def _built(lab: str, version: int, settings_json: str) -> Specs:
-    return Specs(_recipe(lab).recipe(version)[1](json.loads(settings_json)))  # each question built when first read
+def _built(lab: str, version: int, settings_json: bytes) -> Specs:
+    return Specs(_recipe(lab).recipe(version)[1](msgspec.json.decode(settings_json)))  # each question built when first read
 
 
 def settings_for(lab: str, student: str, salt: str | None = None, version: int | None = None) -> tuple[str, dict]:
