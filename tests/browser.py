@@ -71,14 +71,16 @@ def stop_marimo(proc: subprocess.Popen) -> None:
 
 
 @contextlib.contextmanager
-def marimo_run_many(labs: list[str], envs: list[dict] | None = None, timeout: float = 90.0, args: list[str] | None = None):
+def marimo_run_many(labs: list[str], envs: list[dict] | None = None, timeout: float = 90.0, args: list[str] | None = None,
+                    args_each: list[list[str]] | None = None):
     """Serve several labs with `marimo run` on 127.0.0.1, their servers started side by side,
     and yield their URLs in order (`envs`: each server's environment, in the same order, such as
-    a ledger folder of its own; `args`: the notebooks' own, passed after `--`)."""
+    a ledger folder of its own; `args`: the notebooks' own, passed after `--`; `args_each`: each
+    server's own instead, in the same order)."""
     started, taken = [], set()
     try:
-        for lab, env in zip(labs, envs or [None] * len(labs), strict=True):
-            started.append(start_marimo(lab, env, args, taken))
+        for lab, env, own in zip(labs, envs or [None] * len(labs), args_each or [args] * len(labs), strict=True):
+            started.append(start_marimo(lab, env, own, taken))
         for proc, url in started:
             try:
                 wait_until_serving(url, proc, timeout)
@@ -91,6 +93,18 @@ def marimo_run_many(labs: list[str], envs: list[dict] | None = None, timeout: fl
     finally:
         for proc, _ in started:
             stop_marimo(proc)
+
+
+@contextlib.contextmanager
+def served_pages(labs: list[str], envs: list[dict] | None = None, args_each: list[list[str]] | None = None):
+    """Several notebooks served side by side (marimo_run_many), each opened in a window of one
+    Chromium (browser_pages), every page's load sent before any is waited on: their servers start
+    and their kernels draw the first run at once, while the first page is driven. Yields the pages
+    in order. For a module's tests that each drive a page of their own (a fixture of the module)."""
+    with marimo_run_many(labs, envs, args_each=args_each) as urls, browser_pages(len(labs)) as pages:
+        for page, url in zip(pages, urls, strict=True):
+            page.goto(url, wait_until="commit")
+        yield pages
 
 
 @contextlib.contextmanager
