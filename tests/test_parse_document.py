@@ -34,8 +34,8 @@ def test_a_ledger_the_labs_wrote_is_read_by_msgspec_as_json_reads_it(tmp_path):
                      outcomes={"t": 9.765625e-06, "neg": -0.0})
     ledger.commit_prediction("06_zero_sweep", "fit", "B")
     raw = ledger.path.read_bytes()
-    fast = state._decoded(raw)
-    assert fast is not None  # the fast reader took it
+    fast, schema_checked = state._decoded(raw)
+    assert fast is not None and schema_checked  # the fast reader took it, typed by the schema
     assert _same(fast, json.loads(raw))
     assert _same(parse_document(raw), json.loads(raw))
 
@@ -50,7 +50,7 @@ def test_a_ledger_the_labs_wrote_is_read_by_msgspec_as_json_reads_it(tmp_path):
     _doc(', "q": {"r": "1"}, "q": {"r": "1"}'),  # the same value twice
 ])
 def test_a_repeated_key_is_refused_by_name(text):
-    assert state._decoded(text.encode()) is None
+    assert state._decoded(text.encode()) == (None, False)
     with pytest.raises(ValueError, match="duplicate key"):
         parse_document(text.encode())
 
@@ -65,7 +65,7 @@ def test_a_repeated_key_is_refused_by_name(text):
     (_doc(', "x": 1,'), "not valid JSON"),
 ])
 def test_what_json_refuses_is_refused_as_before(text, why):
-    assert state._decoded(text.encode()) is None
+    assert state._decoded(text.encode()) == (None, False)
     with pytest.raises(ValueError, match=why):
         parse_document(text.encode())
 
@@ -73,7 +73,7 @@ def test_what_json_refuses_is_refused_as_before(text, why):
 def test_what_only_json_reads_is_read_as_before():
     """A byte-order mark and a lone surrogate: msgspec refuses them, json.loads reads them as it did."""
     bom = ("\ufeff" + _doc("")).encode("utf-8")
-    assert state._decoded(bom) is None and parse_document(bom)["student"] == "s"
+    assert state._decoded(bom) == (None, False) and parse_document(bom)["student"] == "s"
     lone = ("{" + HEAD.replace('"labs": {}', '"labs": {"l": {"s": {"saved": "t", "inputs": {"x": "\\udc00"}, "predictions": {}, "outcomes": {}}}}') + "}").encode()
-    assert state._decoded(lone) is None
+    assert state._decoded(lone) == (None, False)
     assert parse_document(lone)["labs"]["l"]["s"]["inputs"]["x"] == "\udc00"

@@ -252,26 +252,42 @@ def _reject_constant(name: str):
 _MSGSPEC_DECODE = msgspec.json.Decoder().decode
 
 
-def _decoded(raw: bytes) -> dict | None:
+def _decoded(raw: bytes) -> tuple[dict | None, bool]:
     """The document json.loads (with _no_duplicates and _reject_constant) reads from `raw`, read
-    by msgspec in a third of the time, with its values walked as _check_values walks them; None
+    by msgspec in a third of the time, with its values walked as _check_values walks them, and
+    whether the schema's types (labs.core.schema_types) accepted it on the way; (None, False)
     where msgspec cannot tell it is the same, and json.loads decides and says why. msgspec refuses
     all that json.loads refuses and more (NaN and infinities, numbers out of float range, a lone
-    surrogate, a byte-order mark), but keeps the last of a repeated key: a repeat is seen by
-    counting. In text with no escaped quote (\\"), every quote opens or closes a string, and
-    every string the text holds is a key or a text value of the document, unless a repeated key
-    (and its value) was dropped; so the quotes are twice the document's strings exactly when no key
-    is repeated."""
+    surrogate, a byte-order mark), but keeps the last of a repeated key (and drops a key a typed
+    object does not name): either is seen by counting. In text with no escaped quote (\\"), every
+    quote opens or closes a string, and every string the text holds is a key or a text value of
+    the document, unless a key (and its value) was dropped; so the quotes are twice the
+    document's strings exactly when none was. A file the types refuse is read again untyped, and
+    validate_document names what is wrong."""
     if b'\\"' in raw:
-        return None
-    try:
-        doc = _MSGSPEC_DECODE(raw)
-    except (ValueError, RecursionError):  # msgspec.DecodeError is a ValueError
-        return None
-    if type(doc) is not dict:
-        return None
-    strings = _strings_if_ok(doc)
-    return doc if strings >= 0 and 2 * strings == raw.count(b'"') else None
+        return None, False
+    quotes = raw.count(b'"')
+    typed = _typed_decoder()
+    for decode, schema_checked in ((typed, True), (_MSGSPEC_DECODE, False)):
+        if decode is None:
+            continue
+        try:
+            doc = decode(raw)
+        except (ValueError, RecursionError):  # msgspec.DecodeError and ValidationError are ValueErrors
+            continue
+        if type(doc) is dict and 2 * _strings_if_ok(doc) == quotes:  # -1 (a value _check_values refuses) never matches
+            return doc, schema_checked
+    return None, False
+
+
+@functools.lru_cache(maxsize=1)
+def _typed_decoder():
+    """msgspec's decoder typed by the ledger schema (None where the schema uses a keyword
+    labs.core.schema_types does not translate: then every ledger goes the untyped way)."""
+    from labs.core.schema_types import ledger_decoder
+
+    decoder = ledger_decoder(load_schema())
+    return None if decoder is None else decoder.decode
 
 
 def parse_document(raw: bytes) -> dict:
@@ -288,7 +304,7 @@ def parse_document_digest(raw: bytes) -> tuple[dict, bytes]:
         raise ValueError(f"{len(raw):,} bytes is larger than any ledger ({MAX_LEDGER_BYTES:,} max)")
     if not raw.strip():
         raise ValueError("empty file")
-    doc = _decoded(raw)  # msgspec refuses bytes that are not UTF-8 too: they come here, and are named below
+    doc, schema_checked = _decoded(raw)  # msgspec refuses bytes that are not UTF-8 too: they come here, and are named below
     values_checked = doc is not None
     if doc is None:
         try:
@@ -303,7 +319,8 @@ def parse_document_digest(raw: bytes) -> tuple[dict, bytes]:
             raise ValueError(f"not valid JSON: {err}") from None
     digest = hashlib.blake2b(raw, digest_size=32).digest()
     if digest not in _VALIDATED:
-        validate_document(doc, values_checked)
+        if not schema_checked:
+            validate_document(doc, values_checked)
         if len(_VALIDATED) >= _VALIDATED_KEPT:
             _VALIDATED.clear()
         _VALIDATED.add(digest)
