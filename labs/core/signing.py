@@ -278,8 +278,11 @@ def _sequence(document: dict, secret: bytes, top: int, heads: list, places: dict
         return NO_SEQUENCE
     if len(heads) != 1:  # two entries claim the same write: one was copied in
         return ROLLED_BACK
-    expected = _hex(secret, _head(document, top, places))
-    return IN_SEQUENCE if hmac.compare_digest(expected, heads[0]) else ROLLED_BACK
+    head = _head(document, top, places)
+    for encode in (_SORTED_COMPACT, canonical):  # canonical()'s bytes, read the fast way first, as _verified reads them
+        if hmac.compare_digest(_mac(secret, encode(head)), heads[0]):
+            return IN_SEQUENCE
+    return ROLLED_BACK
 
 
 def verify_document(document: dict, key: str | bytes) -> list[tuple[str, str, str]]:
