@@ -4,7 +4,6 @@ overwrite A's ledger."""
 
 import errno
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -155,28 +154,39 @@ def test_no_question_depends_on_the_pin(lab):
 
 # ---- one server, two browsers ------------------------------------------------------------------
 @pytest.mark.browser
-def test_on_one_server_b_cannot_read_or_overwrite_as_ledger(tmp_path):
-    from browser import answer, browser_pages, chromium_path, marimo_run, sign_in
-    from labs.variants import variant
+class TestSharedServers:
+    """Labs 07 and 05 on shared servers (LABS_SHARED), served side by side before the first test
+    drives them; a class, so its servers and windows close before the next test, which is not a
+    browser test (conftest closes the kept Chromium then)."""
 
-    if chromium_path() is None:
-        if os.environ.get("CI"):
-            pytest.fail("Debian's chromium is not installed; CI must run the browser tests")
-        pytest.skip("Debian's chromium is not installed")
-    ledgers = tmp_path / "ledgers"
+    @pytest.fixture(scope="class")
+    def served(self, need_chromium, tmp_path_factory):
+        """lab: (its server's URL, its ledger folder, a window); Lab 07's test opens a second."""
+        from browser import browser_pages, marimo_run_many
 
-    def visit(page, url, pin, expect):
-        page.goto(url)
-        sign_in(page, "alice", pin)
-        answer(page, variant("07_pipeline_visualizer", "alice").questions["utilisation"], commit=0)  # committing writes the ledger too
-        if expect == "Saved":
-            page.get_by_text("Committed").first.wait_for()
-            page.get_by_role("button", name="Submit to the ledger").click()
-        page.get_by_text(expect).first.wait_for()
-        return page
+        labs = ["07_pipeline_visualizer.py", "05_parallelism.py"]
+        folders = [tmp_path_factory.mktemp(f"ledgers_{lab[:2]}") for lab in labs]
+        with marimo_run_many(labs, [{"LABS_LEDGER_DIR": str(f), "LABS_SHARED": "1"} for f in folders]) as urls, browser_pages(3) as pages:
+            pages[2].goto(urls[1], wait_until="commit")  # Lab 05 loads while Lab 07's test runs
+            yield {lab: (url, folder) for lab, url, folder in zip(labs, urls, folders, strict=True)}, pages
 
-    # two windows (a context each, as two browsers: no shared cookies or storage), in conftest's kept Chromium or one of their own
-    with marimo_run("07_pipeline_visualizer.py", env={"LABS_LEDGER_DIR": str(ledgers), "LABS_SHARED": "1"}) as url, browser_pages(2) as (a, b):
+    def test_on_one_server_b_cannot_read_or_overwrite_as_ledger(self, served, tmp_path):
+        from browser import answer, sign_in
+        from labs.variants import variant
+
+        (url, ledgers), (a, b, _) = served[0]["07_pipeline_visualizer.py"], served[1]
+
+        def visit(page, url, pin, expect):
+            page.goto(url)
+            sign_in(page, "alice", pin)
+            answer(page, variant("07_pipeline_visualizer", "alice").questions["utilisation"], commit=0)  # committing writes the ledger too
+            if expect == "Saved":
+                page.get_by_text("Committed").first.wait_for()
+                page.get_by_role("button", name="Submit to the ledger").click()
+            page.get_by_text(expect).first.wait_for()
+            return page
+
+        # two windows (a context each, as two browsers: no shared cookies or storage), in conftest's kept Chromium or one of their own
         page_a = visit(a, url, "4821", "Saved")
         with page_a.expect_download() as info:
             page_a.get_by_text("Download ledger").first.click()
@@ -194,24 +204,16 @@ def test_on_one_server_b_cannot_read_or_overwrite_as_ledger(tmp_path):
         assert page_b.get_by_text("Download ledger").count() == 0
         assert path.read_bytes() == saved
 
+    def test_typing_a_pin_keeps_a_choice_not_yet_committed(self, served):
+        """The name and the PIN are separate widgets: the questions are drawn from the name only, so
+        a PIN typed after choosing an option (and before committing) leaves the choice selected, and
+        the commit then records it under that PIN."""
+        from browser import NAME_FIELD, kernel_runs, pin_field, type_text
+        from labs.variants import variant
 
-@pytest.mark.browser
-def test_typing_a_pin_keeps_a_choice_not_yet_committed(tmp_path):
-    """The name and the PIN are separate widgets: the questions are drawn from the name only, so
-    a PIN typed after choosing an option (and before committing) leaves the choice selected, and
-    the commit then records it under that PIN."""
-    from browser import NAME_FIELD, browser_page, chromium_path, kernel_runs, marimo_run, pin_field, type_text
-    from labs.variants import variant
-
-    if chromium_path() is None:
-        if os.environ.get("CI"):
-            pytest.fail("Debian's chromium is not installed; CI must run the browser tests")
-        pytest.skip("Debian's chromium is not installed")
-    ledgers = tmp_path / "ledgers"
-    question = variant("05_parallelism", "carol").questions["cause"]
-    wrong = next(o for o in question.options if o.key != question.key)  # any option: the choice, not its merit
-    with marimo_run("05_parallelism.py", env={"LABS_LEDGER_DIR": str(ledgers), "LABS_SHARED": "1"}) as url, browser_page() as page:
-        page.goto(url)
+        (_, ledgers), page = served[0]["05_parallelism.py"], served[1][2]
+        question = variant("05_parallelism", "carol").questions["cause"]
+        wrong = next(o for o in question.options if o.key != question.key)  # any option: the choice, not its merit
         type_text(page, page.get_by_label(NAME_FIELD), "carol")
         radio = page.get_by_role("radio", name=f"{wrong.key}) {wrong.label}")
         before = kernel_runs(page)
@@ -223,8 +225,8 @@ def test_typing_a_pin_keeps_a_choice_not_yet_committed(tmp_path):
         assert radio.is_checked(), "typing the PIN cleared the uncommitted choice"
         page.get_by_role("button", name="Commit my prediction").first.click()
         page.get_by_text(f"Committed {wrong.key} at").first.wait_for()
-    record = DesignLedger("carol", ledgers, secret="4821").committed("05_parallelism", "cause")
-    assert record["answer"] == wrong.key
+        record = DesignLedger("carol", ledgers, secret="4821").committed("05_parallelism", "cause")
+        assert record["answer"] == wrong.key
 
 
 # ---- the hub's identity comes from the server, never from the page (audit N2) -------------------
