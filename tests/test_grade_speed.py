@@ -89,3 +89,28 @@ def test_a_record_is_recognised_field_by_field_exactly_when_it_equals_the_varian
             assert v.is_recorded_by(changed) == (changed == v.record()), (v.lab, changed)
             if changed == v.record():
                 assert v.mismatches(changed) == []
+
+
+def test_a_valid_class_is_read_and_checked_in_one_pass(tmp_path, monkeypatch):
+    """The grader reads each valid ledger with msgspec typed by the schema (labs.core.schema_types):
+    the schema's check on the parsed document (fastjsonschema, then jsonschema for the message) runs
+    only for a file the types refuse, here the one with a string where the schema wants an object."""
+    import json
+
+    from labs.core import state
+    from labs.core.state import DesignLedger
+    from labs.grading import grader
+
+    for name in ("ann", "bob"):
+        DesignLedger(name, directory=tmp_path).save_step("06_zero_sweep", "sweep", {"dp": 8})
+    bad = json.loads(next(tmp_path.glob("ann*.json")).read_text())
+    bad["labs"] = "none"
+    (tmp_path / "bad.json").write_text(json.dumps(bad))
+    checked = []
+    real = state.validate_document
+    monkeypatch.setattr(state, "validate_document", lambda doc, *rest: (checked.append(doc["student"]), real(doc, *rest))[1])
+    state._VALIDATED.clear()
+    table, problems = grader.grade([str(tmp_path)], key=None)
+    assert sorted(table["student"].unique()) == ["ann", "bob"]
+    assert checked == ["ann"] and [p for p, _ in problems] == [str(tmp_path / "bad.json")]
+    assert "labs" in problems[0][1]
