@@ -70,6 +70,25 @@ def stop_marimo(proc: subprocess.Popen) -> None:
         proc.kill()
 
 
+# Servers started ahead of the test that serves them: tests/conftest.py starts the next test's
+# (a test marked `serves`) while the test before it runs, as `marimo run` with only a ledger folder
+# in its environment; marimo_run_many takes one for the same notebook and folder instead of
+# starting its own. (notebook, ledger folder): process and URL.
+_AHEAD: dict[tuple[str, str], tuple[subprocess.Popen, str]] = {}
+
+
+def start_ahead(lab: str, ledgers: Path) -> None:
+    """Start `marimo run` on `lab` with the ledger folder `ledgers`, for a later marimo_run."""
+    if (lab, str(ledgers)) not in _AHEAD:
+        _AHEAD[lab, str(ledgers)] = start_marimo(lab, {"LABS_LEDGER_DIR": str(ledgers)})
+
+
+def stop_ahead() -> None:
+    """Stop the servers started ahead that no test took."""
+    while _AHEAD:
+        stop_marimo(_AHEAD.popitem()[1][0])
+
+
 @contextlib.contextmanager
 def marimo_run_many(labs: list[str], envs: list[dict] | None = None, timeout: float = 90.0, args: list[str] | None = None,
                     args_each: list[list[str]] | None = None):
@@ -77,10 +96,11 @@ def marimo_run_many(labs: list[str], envs: list[dict] | None = None, timeout: fl
     and yield their URLs in order (`envs`: each server's environment, in the same order, such as
     a ledger folder of its own; `args`: the notebooks' own, passed after `--`; `args_each`: each
     server's own instead, in the same order)."""
-    started, taken = [], set()
+    started, taken = [], {int(url.rsplit(":", 1)[1]) for _, url in _AHEAD.values()}  # theirs may not be listening yet
     try:
         for lab, env, own in zip(labs, envs or [None] * len(labs), args_each or [args] * len(labs), strict=True):
-            started.append(start_marimo(lab, env, own, taken))
+            ahead = _AHEAD.pop((lab, (env or {}).get("LABS_LEDGER_DIR")), None) if set(env or {}) == {"LABS_LEDGER_DIR"} and not own else None
+            started.append(ahead or start_marimo(lab, env, own, taken))
         for proc, url in started:
             try:
                 wait_until_serving(url, proc, timeout)

@@ -1,5 +1,6 @@
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -18,6 +19,7 @@ def pytest_configure(config):
     inherit it; deploy/check_hub.py drops it and gives each student's server its own folder."""
     import tempfile
 
+    config.addinivalue_line("markers", "serves(notebook): the test serves this notebook with served_ledgers alone (its server is started while the test before runs)")
     folder = Path(tempfile.mkdtemp(prefix="labs-ledgers-"))
     config.stash[SESSION_LEDGERS] = folder, os.environ.get("LABS_LEDGER_DIR")
     os.environ["LABS_LEDGER_DIR"] = str(folder)
@@ -108,6 +110,31 @@ def need_chromium():
         pytest.skip(message)
 
 
+def served_ledgers_of(item) -> Path:
+    """The ledger folder of a test marked `serves`: its own, under the session's, known before the
+    test starts (its server is started then)."""
+    return Path(os.environ["LABS_LEDGER_DIR"]) / "served" / re.sub(r"[^\w.-]", "_", item.nodeid)
+
+
+@pytest.fixture
+def served_ledgers(request) -> Path:
+    """A test marked `serves`: the ledger folder its notebook is served with (marimo_run's
+    LABS_LEDGER_DIR), so the server conftest starts ahead for it is the one it asks for."""
+    return served_ledgers_of(request.node)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    """While a test runs, the next test's server starts, when that test is marked `serves` (the
+    notebook it serves with only served_ledgers in its environment)."""
+    serves = nextitem.get_closest_marker("serves") if nextitem is not None else None
+    if serves is not None:
+        from browser import chromium_path, start_ahead
+
+        if chromium_path() is not None:  # else the test skips (or fails under CI) before serving
+            start_ahead(serves.args[0], served_ledgers_of(nextitem))
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
     """One Chromium for the browser tests that run one after another (their files sort together),
@@ -157,6 +184,7 @@ def pytest_sessionfinish(session):
         sys.modules["hub_check"].stop()  # a session stopped before its test awaited it
     if "browser" in sys.modules:
         sys.modules["browser"].keep_chromium(False)
+        sys.modules["browser"].stop_ahead()  # a test that did not run, or failed before its server
     if "marimo_cli" in sys.modules:
         sys.modules["marimo_cli"].shutdown()  # a session stopped early starts no more exports
     if EXPORTS_FOLDER in session.config.stash:

@@ -23,8 +23,9 @@ from labs.core.state import load_schema
 pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("need_chromium")]
 
 
-def test_lab08_step_slider_redraws_the_ring_and_the_ledger_validates(tmp_path):
-    with marimo_run("08_collectives.py", env={"LABS_LEDGER_DIR": str(tmp_path)}) as url, browser_page() as page:
+@pytest.mark.serves("08_collectives.py")
+def test_lab08_step_slider_redraws_the_ring_and_the_ledger_validates(tmp_path, served_ledgers):
+    with marimo_run("08_collectives.py", env={"LABS_LEDGER_DIR": str(served_ledgers)}) as url, browser_page() as page:
         page.goto(url)
         page.get_by_text("Commit to a prediction above (or skip it) to unlock the ring stepper").wait_for()
         assert page.get_by_text("SHARP: the scale-out switches add too").count() == 0
@@ -59,7 +60,7 @@ def test_lab08_step_slider_redraws_the_ring_and_the_ledger_validates(tmp_path):
         ranks.press("ArrowRight")
         page.get_by_text("Ring all-reduce, N = 5: step 0 of 8 (before the first step)").first.wait_for()
         page.get_by_role("button", name="Submit to the ledger").click()
-        ledger = next(tmp_path.glob("*.ledger.json"))
+        ledger = next(served_ledgers.glob("*.ledger.json"))
         resubmitted = None
         for _ in range(300):  # the save lands once the kernel has run the submit
             resubmitted = json.loads(ledger.read_text())["labs"]["08_collectives"]["ring"]

@@ -21,8 +21,9 @@ MARKER = """() => { const g = document.querySelector('svg g.your-interval');
   return g ? [Number(g.dataset.minutes), Number(g.dataset.goodput)] : null; }"""
 
 
-def test_lab10_commit_move_interval_submit_download(tmp_path):
-    with marimo_run("10_failures_at_scale.py", env={"LABS_LEDGER_DIR": str(tmp_path)}) as url, browser_page() as page:
+@pytest.mark.serves("10_failures_at_scale.py")
+def test_lab10_commit_move_interval_submit_download(tmp_path, served_ledgers):
+    with marimo_run("10_failures_at_scale.py", env={"LABS_LEDGER_DIR": str(served_ledgers)}) as url, browser_page() as page:
         page.goto(url)
         page.get_by_text("Commit to a prediction above (or skip it) to unlock the failure model").wait_for()
         page.locator(".lab-message").first.wait_for(timeout=120_000)

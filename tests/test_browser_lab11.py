@@ -30,8 +30,9 @@ def _chart(page, title: str, tries: int = 150):
     return None
 
 
-def test_lab11_end_to_end(tmp_path):
-    with marimo_run("11_long_context_moe.py", env={"LABS_LEDGER_DIR": str(tmp_path / "ledgers")}) as url, browser_page() as page:
+@pytest.mark.serves("11_long_context_moe.py")
+def test_lab11_end_to_end(tmp_path, served_ledgers):
+    with marimo_run("11_long_context_moe.py", env={"LABS_LEDGER_DIR": str(served_ledgers)}) as url, browser_page() as page:
         page.goto(url)
         page.get_by_text("Commit to a prediction above (or skip it) to unlock the context-parallel instruments").wait_for()
         page.get_by_label("Your name or student id (goes into your design ledger)").fill("long context student")

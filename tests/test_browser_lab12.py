@@ -38,10 +38,11 @@ def _ends(settings) -> list[tuple[str, str]]:
     return [tuple(scale), tuple(outliers), tuple(ks), tuple(steps)]
 
 
-def test_lab12_end_to_end(tmp_path):
+@pytest.mark.serves("12_precision_and_memory.py")
+def test_lab12_end_to_end(tmp_path, served_ledgers):
     v = variant(lab12.LAB, STUDENT)
     q = v.questions
-    with marimo_run("12_precision_and_memory.py", env={"LABS_LEDGER_DIR": str(tmp_path / "ledgers")}) as url, browser_page() as page:
+    with marimo_run("12_precision_and_memory.py", env={"LABS_LEDGER_DIR": str(served_ledgers)}) as url, browser_page() as page:
         page.goto(url)
         page.get_by_text("Commit to a prediction above (or skip it) to unlock the formats").wait_for()
         page.locator(".lab-message").first.wait_for(timeout=120_000)

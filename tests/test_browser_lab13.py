@@ -29,10 +29,11 @@ def _label(question, key: str) -> str:
     return f"{key}) {next(o.label for o in question.options if o.key == key)[:40]}"
 
 
-def test_lab13_end_to_end(tmp_path):
+@pytest.mark.serves("13_tensor_parallel.py")
+def test_lab13_end_to_end(tmp_path, served_ledgers):
     v = variant(lab13.LAB, STUDENT)
     q = v.questions
-    with marimo_run("13_tensor_parallel.py", env={"LABS_LEDGER_DIR": str(tmp_path / "ledgers")}) as url, browser_page() as page:
+    with marimo_run("13_tensor_parallel.py", env={"LABS_LEDGER_DIR": str(served_ledgers)}) as url, browser_page() as page:
         page.goto(url)
         page.get_by_text("Commit to a prediction above (or skip it) to unlock the split").wait_for()
         page.get_by_label("Your name or student id (goes into your design ledger)").fill(STUDENT)

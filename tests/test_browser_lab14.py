@@ -23,9 +23,10 @@ HEATMAP = """() => { const out = []; const f = (root) => { for (const el of root
   return null; }"""
 
 
-def test_lab14_commit_heatmap_timeout_submit_download(tmp_path):
+@pytest.mark.serves("14_debugging_at_scale.py")
+def test_lab14_commit_heatmap_timeout_submit_download(tmp_path, served_ledgers):
     q = variant(lab14.LAB, "student").questions
-    with marimo_run("14_debugging_at_scale.py", env={"LABS_LEDGER_DIR": str(tmp_path)}) as url, browser_page(height=1400) as page:
+    with marimo_run("14_debugging_at_scale.py", env={"LABS_LEDGER_DIR": str(served_ledgers)}) as url, browser_page(height=1400) as page:
         page.goto(url)
         page.get_by_text("Commit to a prediction above (or skip it) to unlock the flight recorder").wait_for()
         answer(page, q["culprit"], commit=0)

@@ -42,9 +42,10 @@ def _drops_hover(run, capacity: float) -> str:
     return f"{label}, c = {capacity:g}: {100 * run.dropped_share(capacity, lab15.WINDOW):.2f}% dropped"
 
 
-def test_lab15_end_to_end(tmp_path):
+@pytest.mark.serves("15_moe_routing.py")
+def test_lab15_end_to_end(tmp_path, served_ledgers):
     student = "router student"
-    with marimo_run("15_moe_routing.py", env={"LABS_LEDGER_DIR": str(tmp_path / "ledgers")}) as url, browser_page() as page:
+    with marimo_run("15_moe_routing.py", env={"LABS_LEDGER_DIR": str(served_ledgers)}) as url, browser_page() as page:
         page.goto(url)
         page.get_by_text("Commit to a prediction above (or skip it) to unlock the router's instruments").wait_for()
         sign_in(page, student)
@@ -76,6 +77,6 @@ def test_lab15_end_to_end(tmp_path):
 
     from labs.grade import grade
 
-    table, problems = grade([str(tmp_path / "ledgers")])
+    table, problems = grade([str(served_ledgers)])
     row = table[(table.lab == lab15.LAB)].iloc[0]
     assert not problems and row["status"] == "ok" and bool(row["drops_correct"]) and bool(row["balance_correct"]) and bool(row["cost_correct"])

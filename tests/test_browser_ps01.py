@@ -13,8 +13,9 @@ pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("need_chromium")]
 STUDENT = "problem set student"
 
 
-def test_ps01_end_to_end(tmp_path):
-    with marimo_run(f"problems/{CHAPTER.name}.py", env={"LABS_LEDGER_DIR": str(tmp_path / "ledgers")}) as url, browser_page() as page:
+@pytest.mark.serves(f"problems/{CHAPTER.name}.py")
+def test_ps01_end_to_end(tmp_path, served_ledgers):
+    with marimo_run(f"problems/{CHAPTER.name}.py", env={"LABS_LEDGER_DIR": str(served_ledgers)}) as url, browser_page() as page:
         page.goto(url)
         sign_in_browser(page, STUDENT)
         solve_in_browser(page, CHAPTER, STUDENT, tmp_path / "downloaded.json")
