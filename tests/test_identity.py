@@ -160,7 +160,8 @@ class TestSharedServers:
     browser test (conftest closes the kept Chromium then)."""
 
     @pytest.fixture(scope="class")
-    def served(self, need_chromium, tmp_path_factory):
+    @classmethod
+    def served(cls, need_chromium, tmp_path_factory):
         """lab: (its server's URL, its ledger folder, a window); Lab 07's test opens a second."""
         from browser import browser_pages, marimo_run_many
 
