@@ -86,6 +86,7 @@ _SORTED_COMPACT = msgspec.json.Encoder(order="sorted").encode
 # canonical()'s bytes for the values of a parsed ledger in a seventh of the time (a class's grading reads 117,000),
 # except a float under 1e-4 or from 1e16 up: msgspec writes 9.765625e-6 and 0.00001 where json writes 9.765625e-06
 # and 1e-05 (1,000 of those 117,000), and it writes NaN as null where canonical() refuses it (no parsed ledger holds one).
+_READINGS = (_SORTED_COMPACT, canonical)  # how a check reads the signed bytes: canonical()'s, the fast way first
 
 
 def _hex(secret: bytes, value) -> str:
@@ -211,7 +212,7 @@ def _verified(document: dict, lab: str, kind: str, name: str, entry: dict, parse
     """SIGNED or EDITED: whether an entry's parsed signature (_parse) is its HMAC under `secret`
     (the key, or an HMAC-SHA256 keyed with it and given nothing yet: _keyed)."""
     parts = {} if parts is None else parts
-    for encode in (_SORTED_COMPACT, canonical):  # canonical()'s bytes, read the fast way first (_SORTED_COMPACT)
+    for encode in _READINGS:
         try:
             signed = _signed_bytes(document, lab, kind, name, entry, parsed[0], parts.setdefault(encode, {}), encode)
         except (TypeError, ValueError):  # not a place or a value as signed: it was not what was signed
@@ -279,7 +280,7 @@ def _sequence(document: dict, secret: bytes, top: int, heads: list, places: dict
     if len(heads) != 1:  # two entries claim the same write: one was copied in
         return ROLLED_BACK
     head = _head(document, top, places)
-    for encode in (_SORTED_COMPACT, canonical):  # canonical()'s bytes, read the fast way first, as _verified reads them
+    for encode in _READINGS:
         if hmac.compare_digest(_mac(secret, encode(head)), heads[0]):
             return IN_SEQUENCE
     return ROLLED_BACK

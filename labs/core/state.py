@@ -318,9 +318,8 @@ def parse_document_digest(raw: bytes) -> tuple[dict, bytes]:
         except json.JSONDecodeError as err:
             raise ValueError(f"not valid JSON: {err}") from None
     digest = hashlib.blake2b(raw, digest_size=32).digest()
-    if digest not in _VALIDATED:
-        if not schema_checked:
-            validate_document(doc, values_checked)
+    if not schema_checked and digest not in _VALIDATED:  # the typed read checked the schema on the way: nothing to remember
+        validate_document(doc, values_checked)
         if len(_VALIDATED) >= _VALIDATED_KEPT:
             _VALIDATED.clear()
         _VALIDATED.add(digest)
