@@ -195,14 +195,21 @@ def main():
         else:
             base = np.load(path)
             keys = set(base.files) | set(out)
+            moved, combo_worst = np.zeros(n, dtype=bool), 0.0
             for k in sorted(keys):
                 if k not in base.files or k not in out:
                     print("KEY MISSING", i, k)
                     worst = np.inf
                     continue
                 d = rel(base[k], out[k])
+                moved |= np.broadcast_to(d > 1e-12, moved.shape)
+                combo_worst = max(combo_worst, float(d.max()))
                 if d.max() > worst:
                     worst, worst_at = float(d.max()), (i, k, int(d.argmax()))
+            step = np.asarray(out["step_time_s"], dtype=float) / base["step_time_s"] - 1.0
+            step = step[np.isfinite(step) & (np.abs(step) > 1e-12)]
+            print(f"  rows moved {moved.sum()} of {n}, worst rel diff {combo_worst:.3g}; step time moved in {len(step)}"
+                  + (f", by {np.median(step):+.2%} at the median ({step.min():+.2%} .. {step.max():+.2%})" if len(step) else ""), flush=True)
         print(f"combo {i}: {n} rows ({COMBOS[i][0]}, {COMBOS[i][1]}, {COMBOS[i][4]}) {time.time() - t0:.0f}s", flush=True)
     print(f"EVAL rows {total}, worst rel diff {worst:.3g} at {worst_at}")
     plans = est_plans()

@@ -25,6 +25,9 @@ COMBOS = [
     ("deepseek-v3", "dgx-h100", 128, 2048, "megatron-core-2024", {}, "tree"),
     ("seed-100m", "dgx-a100", 1, 64, None, {}, "auto"),
     ("seed-12l-512", "dgx-h100", 2, 128, "pytorch-fsdp1-2023", {}, "ring"),
+    # Instinct: hipBLASLt's GEMMs by shape and RCCL's mesh (GEMM_KERNELS["cdna3"], topology._mesh_priced)
+    ("llama3-70b", "mi300x", 16, 1024, "rocm-megatron-2025", {"precision": "fp8"}, "auto"),
+    ("mixtral-8x7b", "mi355x", 8, 512, None, {}, "auto"),
 ]
 
 # DualPipe's schedule fixed: the compiled-estimate test draws these after the others; the

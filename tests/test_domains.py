@@ -145,10 +145,11 @@ def test_mesh_ring_and_direct_hand_counts():
     m = 64 * 2**20
     cost = group_cost("all_reduce", m, c, 8)
     assert (cost.latency_s, cost.bandwidth_s) == pytest.approx(((17 + 14 * 2.1) * US, 2 * 7 / 8 * m / (7 * link)), rel=1e-12)
-    # 1 MiB: MSCCL's all-pairs, Simple: 2 steps, the same bytes over the same 7 links
+    # 1 MiB: MSCCL's all-pairs, Simple: 2 steps, the same bytes over the same 7 links on its 8
+    # channels, at 0.735 of the ring's bus bandwidth (fitted on the ROCm blog's rows)
     m = 2**20
     cost = group_cost("all_reduce", m, c, 8)
-    assert (cost.latency_s, cost.bandwidth_s) == pytest.approx(((17 + 2 * 2.1) * US, 2 * 7 / 8 * m / (7 * link)), rel=1e-12)
+    assert (cost.latency_s, cost.bandwidth_s) == pytest.approx(((17 + 2 * 2.1) * US, 2 * 7 / 8 * m / (0.735 * 7 * link)), rel=1e-12)
     # forcing the ring (NCCL_ALGO=ring) pays its 14 hops
     assert group_cost("all_reduce", m, c, 8, 1, "ring").latency_s == pytest.approx((17 + 14 * 2.1) * US, rel=1e-12)
     # an all-to-all inside the mesh: every peer on its own link at once, one step
@@ -160,9 +161,10 @@ def test_mesh_ring_and_direct_hand_counts():
 
 
 def test_mi300x_all_reduce_against_rccl_tests():
-    """ROCm blog (RCCL 2.22.3, ROCm 6.3, 8 x MI300X, out of place): median error within 6%, and
-    within 10% outside 4-16 MiB, where MSCCL's all-pairs (8 channels) is priced at the 28-channel
-    ring's bandwidth (unconfirmed) and runs fast by up to a third."""
+    """ROCm blog (RCCL 2.22.3, ROCm 6.3, 8 x MI300X, out of place): median error within 6% and
+    every size from 1 MiB to 16 GiB within 10% (measured -5.0% .. +7.7%). Before MSCCL's all-pairs
+    (8 channels, up to 16 MiB) had its own share of the 28-channel ring's bandwidth it ran fast
+    by up to +34% (the 16 MiB row), which a 40% tolerance here let through."""
     c, errors = Cluster.get("mi300x"), {}
     for key, row in ROWS.items():
         if key.startswith("rccl_mi300x_8gpu_allreduce_"):
@@ -172,8 +174,7 @@ def test_mi300x_all_reduce_against_rccl_tests():
             print(f"{key}: measured {row['value']:.1f} GB/s, model {model:.1f} ({errors[nbytes]:+.1%})")
     assert len(errors) == 15
     assert median(abs(e) for e in errors.values()) < 0.06
-    assert all(abs(e) < 0.10 for b, e in errors.items() if not 4 * 2**20 <= b <= 16 * 2**20)
-    assert all(abs(e) < 0.40 for e in errors.values())
+    assert all(abs(e) < 0.10 for e in errors.values())
 
 
 # ---- every new platform, and bad input --------------------------------------------------------

@@ -159,15 +159,25 @@ def test_gb200_fp8_gemm_rate_by_shape(row):
     assert abs(_gemm_error(row)) < 0.12
 
 
-@pytest.mark.parametrize("row", ["gemm_azure_mi300x_fp8_4096x4096x4096", "gemm_azure_mi300x_fp8_8192x8192x8192",
-                                 "gemm_azure_mi300x_fp8_6144x12288x12288"])
-def test_mi300x_fp8_gemm_at_large_shapes(row):
-    """Azure's hipBLASLt FP8 on MI300X (ND MI300X v5) against the engine, whose FP8 rate on MI300X rests on an
-    assumed MAMF (BF16's measured share of the peak, unconfirmed): the three shapes near the rate's plateau within
-    8% (measured +7.2% at 4096^3, +4.8% at 8192^3, +3.8% at 6144x12288x12288). The other rows are printed by
-    validate: +218% at 1024^3 and 1024x2145x1024, +94% at 2048^3 (the engine has no fit on CDNA 3 small shapes),
-    +24% to +25% at 16384^3, 32768^3 and N = 192 (hipBLASLt's FP8 falls past 8K cubes, ROCm/hipBLASLt #1721)."""
-    assert abs(_gemm_error(row)) < 0.08
+MI300X_FITTED = ["gemm_azure_mi300x_fp8_4096x4096x4096", "gemm_azure_mi300x_fp8_8192x8192x8192",
+                  "gemm_azure_mi300x_fp8_16384x16384x16384", "gemm_azure_mi300x_fp8_32768x32768x32768",
+                  "gemm_azure_mi300x_fp8_6144x12288x12288", "gemm_azure_mi300x_fp8_802816x192x768"]
+
+
+@pytest.mark.parametrize("row", MI300X_FITTED)
+def test_mi300x_fp8_gemm_by_shape(row):
+    """Azure's hipBLASLt FP8 on MI300X (ND MI300X v5), the six rows GEMM_KERNELS['cdna3'] is fitted on:
+    within 12% each (measured -8.6% at 6144x12288x12288 .. +10.4% at 16384^3, where hipBLASLt's FP8
+    rate falls past 8K cubes, ROCm/hipBLASLt #1721). With Hopper's constants, as before, they ran
+    +3.8% .. +25.4% fast (+19.4% at N = 192). The three smallest rows take ~40 us a call whatever
+    their FLOPs, a floor the same harness does not show on H100 or GB200: printed by validate."""
+    assert abs(_gemm_error(row)) < 0.12
+
+
+def test_mi300x_fp8_gemm_rows_are_not_fast_at_the_median():
+    """The fitted rows' signed median error within 5% (measured -1.0%; with Hopper's constants: +13.3%)."""
+    errors = sorted(_gemm_error(row) for row in MI300X_FITTED)
+    assert abs((errors[2] + errors[3]) / 2) < 0.05
 
 
 def test_mi300x_fa2_rate_is_below_azure_s_row():

@@ -7,7 +7,7 @@ It imports neither the lab kit (labs.core's ledger, widgets, charts, scenarios) 
 
 from importlib import import_module
 
-ENGINE_VERSION = "0.4.5"  # engine v4 (Blackwell, NVLink domains, kernels by shape, collectives at every size, memory as it runs);
+ENGINE_VERSION = "0.4.6"  # engine v4 (Blackwell, NVLink domains, kernels by shape, collectives at every size, memory as it runs);
 # 0.4.1: block-scaled formats, the FP8 copy and transpose on Hopper, SP's backward re-gather, the 2025-26 stacks: outputs moved
 # 0.4.2: Lab 14's straggler timings read one jitter field per job (rotated by seed, float32), not a fresh draw per seed: its slowdown and flagged counts moved
 # 0.4.3: MoE's sort and unsort of the received tokens each counted (8k bytes an element, not 4k), FSDP1's no_sync gradients, FSDP2's kept
@@ -19,6 +19,9 @@ ENGINE_VERSION = "0.4.5"  # engine v4 (Blackwell, NVLink domains, kernels by sha
 # 0.4.5: across NVLink domains of several hosts (NVL72 racks) NVLSTree's NIC pipeline carries M / (g (1 + log2 domains))
 # and ramps like the ring (collectives.domain_tree_ramp); the rack's scale-out cap is 417 GB/s, both fitted on CoreWeave's
 # 2- and 20-rack rows: NVL72 plans' DP reductions moved, and with them Lab 05 edition 6's design options
+# 0.4.6: Instinct's GEMMs by shape fitted on MI300X's hipBLASLt FP8 rows (GEMM_KERNELS['cdna3'], was Hopper's), and
+# RCCL's 8-channel all-pairs all-reduce at 0.735 of the ring's bandwidth (rccl-tests rows): Instinct plans moved; no lab
+# prices an Instinct plan (problem set 9's MI300X ridge reads the MAMF, unchanged)
 
 # Each public name from the module that defines it, imported when first read (PEP 562): a page
 # whose first question needs the step model alone does not load the search (sweep) with it.

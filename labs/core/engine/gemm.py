@@ -88,13 +88,24 @@ class GemmKernel:
 #   korthikanti_t4_baseline_no_recompute forward and backward, and korthikanti_t5_22B) together with
 #   ELEMENTWISE_TRAFFIC in labs.core.engine.stages.compute: labs.core.engine.calibration.fit_layer_constants,
 #   whose result tests/test_layer_timing.py compares with these values. It is A100's alone now.
-# - cdna3, cdna4 (Instinct): Hopper's constants (unconfirmed: no hipBLASLt row by shape).
+# - cdna3 (Instinct MI300X, MI325X): the 6 hipBLASLt FP8 rows of MI300X at 4096^3 and up
+#   (gemm_azure_mi300x_fp8_4096x4096x4096, _8192^3, _16384^3, _32768^3, _6144x12288x12288,
+#   _802816x192x768; Azure ND MI300X v5, the same harness as the Hopper and GB200 rows): 128 x 128
+#   tiles, k_tail 192, no fixed cost, 0.85 of the FP8 MAMF (GPU.fp8_mamf_flops, itself assumed:
+#   labs.core.engine.hardware); rows -8.6% .. +10.4%, the two largest squares fast (the part runs
+#   them at a lower rate than 8192^3: 1,015-1,029 against 1,159 TFLOP/s). Its three smallest rows
+#   (1024^3, 2048^3, 1024x2145x1024) each take ~40 us whatever their FLOPs, a per-call floor the
+#   harness's H100 and GB200 rows do not show (7.8 and 4.4 us at 1024^3): reported, not fitted.
+#   With Hopper's constants the six rows ran +3.8% .. +25.4% fast. BF16 on Instinct takes these
+#   tiles with LAYER_GEMM_SHARE (unconfirmed: no BF16 row by shape); cdna4 (MI355X) takes cdna3's
+#   (unconfirmed: no MI355X row by shape).
 GEMM_KERNELS = {
     "hopper": GemmKernel(128, 128, 96, 4.0e-6, 0.96, "gemm_azure_h100_fp8_*, gemm_azure_h200_fp8_* (18 rows)"),
     "blackwell": GemmKernel(128, 256, 32, 1.0e-6, 0.83, "gemm_azure_gb200_fp8_* (9 rows)", bf16_share=0.83),
+    "cdna3": GemmKernel(128, 128, 192, 0.0, 0.85, "gemm_azure_mi300x_fp8_* from 4096^3 (6 rows)"),
 }
 GEMM_KERNELS["ampere"] = GemmKernel(128, 64, 0, 1.0e-6, None, "Calculon a100_80g.json gflops_efficiency; share: korthikanti_t4_baseline_no_recompute, korthikanti_t5_22B")
-GEMM_KERNELS["cdna3"] = GEMM_KERNELS["cdna4"] = GEMM_KERNELS["hopper"]
+GEMM_KERNELS["cdna4"] = GEMM_KERNELS["cdna3"]
 LAYER_GEMM_SHARE = 0.85  # Ampere's share of the MAMF (see above); refitted with SP's backward re-gathers priced: 0.855 (grid 61), 0.8575 (grid 81), was 0.845
 # Block-scaled GEMMs (labs.core.engine.precision), fitted on the same grid (k_tail to 1,504; fixed_s
 # to 4 us) with each format's operand bytes (scales included), tests/test_block_scaled.py reporting

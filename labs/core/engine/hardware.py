@@ -598,7 +598,7 @@ GPUS: dict[str, GPU] = {
         attention_flops=tuple((k, 668.4e12 * _H100_CUDNN_OVER_MAMF) for k in ATTENTION_KERNELS),
         unconfirmed=(
             ("fp8_mamf_flops: no FP8 MAMF row; FP8 assumed to reach BF16's measured share of its peak (Azure's hipBLASLt "
-             "FP8 rows, gemm_azure_mi300x_fp8_*, best 1,159.5 TFLOP/s at 6144x12288x12288: the engine +3.8%)"),
+             "FP8 rows by shape, gemm_azure_mi300x_fp8_*, set CDNA 3's GEMM share of it: labs.core.engine.gemm.GEMM_KERNELS)"),
             ("attention_flops: no CK fused-attention or aiter row; H100 cuDNN's share of H100's MAMF (0.62) times this part's "
              "MAMF, at head dim 128 (Azure's FA2 on MI300X, head dim 64, 8K: 328.6 TFLOP/s, attn_fa2_azure_mi300x; the engine -13%)"),
         ),

@@ -85,8 +85,9 @@ below from ROCm/rccl at 0cbce2a7, 2024-10):
   (tools/msccl-algorithms/allreduce-allpairs-8n-*.xml: LL up to 512 KiB, Simple from 512 KiB to
   16 MiB; mscclEnabled=1 in rome_model_79) and runs it before its tuning model: each GPU sends an
   eighth to each peer on its own link, reduces, and sends the result back: 2 steps, not the ring's
-  14, the same bytes over the same 7 links. Its latency (base + 2 hops of the ring's table) is
-  assumed (unconfirmed: MSCCL has no entry in RCCL's cost model). An all-to-all inside the mesh
+  14, the same bytes over the same 7 links, on 8 channels where the ring runs 28, so at a share of
+  the ring's bus bandwidth fitted on rccl-tests (RCCL_ALLPAIRS_BANDWIDTH_SHARE). Its latency (base
+  + 2 hops of the ring's table) is assumed (unconfirmed: MSCCL has no entry in RCCL's cost model). An all-to-all inside the mesh
   runs direct too (every peer on its own link at once: base + 1 hop, unconfirmed).
 - Across nodes the network hops are NCCL's (unconfirmed for RCCL, whose tuning_model_5 charges a
   Simple ring 320 us a network step with per-size bandwidth corrections: not modelled).
@@ -441,6 +442,13 @@ _RCCL_RING_PROTOCOL_BW = (0.08, 1.0)
 # 8 ranks (ngpus="8"); the in-place Simple files stop at 11.5 MiB and cover 14-16 MiB.
 RCCL_DIRECT_RANKS = 8
 _RCCL_DIRECT_BYTES = ((0.0, 524287.0), (524288.0, 16777216.0))  # (min, max) per protocol (LL, Simple)
+# The all-pairs files run 8 channels (nchannels="8"), the ring 28 (rome_model_79): the all-pairs
+# all-reduce reaches this share of the ring's bus bandwidth over the same 7 links. Fitted (least
+# squares on log busbw, the latency kept at the table's base + 2 hops) on the ROCm blog's five
+# all-pairs rows of 8 x MI300X (rccl_mi300x_8gpu_allreduce_1048576 .. _16777216, RCCL 2.22.3,
+# Simple): 0.735, rows -5.0% .. +3.5% (at 1.0: up to +34%, the 16 MiB row). LL's share taken as
+# Simple's (unconfirmed: no row under 512 KiB).
+RCCL_ALLPAIRS_BANDWIDTH_SHARE = 0.735
 _MESH_TABLES = (  # per protocol: base, xGMI hop, NCCL's network hops (ring, tree), bandwidth share, direct range
     tuple(x * _US for x in _RCCL_BASE_US), tuple(x * _US for x in _RCCL_XGMI_HOP_US),
     (_HOP_US["net", "ring"][0] * _US, _HOP_US["net", "ring"][2] * _US), (_HOP_US["net", "tree"][0] * _US, _HOP_US["net", "tree"][2] * _US),
@@ -476,7 +484,7 @@ def _mesh_priced(op: str, nbytes, cluster: Cluster, n, stride, algorithm: str, x
         return xp.where(one_mesh, direct[0], ring[0]), xp.where(one_mesh, direct[1], ring[1])
     use = one_mesh & (n == RCCL_DIRECT_RANKS)
     lat = xp.where(in_range[0], direct_lat[0], direct_lat[1])
-    bw = xp.where(in_range[0], direct_bw[0], direct_bw[1])
+    bw = xp.where(in_range[0], direct_bw[0], direct_bw[1]) / RCCL_ALLPAIRS_BANDWIDTH_SHARE
     use = use & (in_range[0] | in_range[1])
     return xp.where(use, lat, ring[0]), xp.where(use, bw, ring[1])
 
