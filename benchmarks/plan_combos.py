@@ -28,6 +28,8 @@ COMBOS = [
     # Instinct: hipBLASLt's GEMMs by shape and RCCL's mesh (GEMM_KERNELS["cdna3"], topology._mesh_priced)
     ("llama3-70b", "mi300x", 16, 1024, "rocm-megatron-2025", {"precision": "fp8"}, "auto"),
     ("mixtral-8x7b", "mi355x", 8, 512, None, {}, "auto"),
+    # torchtitan's 2025 MoE: torch._grouped_mm's experts (gemm.GROUPED_LAUNCH_SHARE)
+    ("qwen3-30b-a3b", "dgx-h100", 8, 512, "torchtitan-2025", {}, "auto"),
 ]
 
 # DualPipe's schedule fixed: the compiled-estimate test draws these after the others; the

@@ -41,7 +41,8 @@ code, never from an end-to-end run:
   grouped_gemm library's default cuBLAS backend (tgale96/grouped_gemm, a loop of cuBLAS calls) and TE's
   GroupedLinear (cuBLAS per expert on several streams), torchtitan's 2024 MoE (a loop over experts).
   "grouped": one launch whose tiles share the waves (DeepGEMM's grouped kernels, CUTLASS grouped
-  GEMM, torch._grouped_mm): today's stacks (era=None).
+  GEMM): today's stacks (era=None). "grouped_mm": torch._grouped_mm (torchtitan 2025), one launch
+  at a measured share of DeepGEMM's rate (labs.core.engine.gemm.GROUPED_LAUNCH_SHARE).
 - fused_elementwise: Megatron's and TE's hand-fused norms, RoPE, bias-GeLU/SwiGLU and
   bias-dropout-add, or eager PyTorch ops (labs.core.engine.gemm.elementwise_bytes_per_token); a plan's
   torch_compile=True fuses them too.
@@ -437,7 +438,7 @@ class Era:
     cp_merge_bytes: tuple[float, float] = (10.0, 30.0)  # ring CP's merges, bytes per output element a step (forward, backward)
     fp8_scaling: str = "delayed"  # "delayed" (TE's DelayedScaling) or "current" (an amax pass before each cast)
     fp8_weight_cache: bool = True  # FP8 weights quantized once a step (TE, is_first_microbatch) or every micro-batch
-    grouped_gemm: str = "per_expert"  # MoE experts: "per_expert" (a GEMM call each) or "grouped" (one launch)
+    grouped_gemm: str = "per_expert"  # MoE experts: "per_expert" (a GEMM call each), "grouped" or "grouped_mm" (one launch)
     pp_grad_sync: str | None = None  # under pp > 1, grad_sync=None's meaning: None (the ZeRO stage's own) or "step"
     pp_keeps_outputs: bool = False  # a stage's output allocated until its backward (torch.distributed.pipelining)
     pp_frees_stage_inputs: bool = False  # each chunk's input freed after its forward (Llama 3)
@@ -517,7 +518,7 @@ FSDP_RESHARDS = ("never", "reducing", "every")  # Era.fsdp_reshard_after_backwar
 ACCUMULATED_GRAD_DTYPES = ("reduce", "param")  # Era.accumulated_grad_dtype
 HYBRID_SHARDINGS = ("all", "dense", "none")  # Era.hybrid_sharding
 FP8_SCALINGS = ("delayed", "current")  # Era.fp8_scaling (labs.core.engine.gemm.FP8_AMAX_READ_BYTES)
-GROUPED_GEMMS = ("per_expert", "grouped")  # Era.grouped_gemm
+GROUPED_GEMMS = ("per_expert", "grouped", "grouped_mm")  # Era.grouped_gemm
 GRAD_SYNCS = (None, "step", "microbatch")
 # Kernels a transformer layer's forward launches, counted from each stack's layer code (Llama-style
 # layer; a GPT layer differs by one or two): Megatron-LM 2021 (LayerNorm, QKV, two baddbmm and the
@@ -634,7 +635,7 @@ ERAS: dict[str, Era] = {
 # NCCL 2.25+ (pytorch/pytorch#146073: PAT); the rest as in 2024.
 ERAS["torchtitan-2025"] = replace(
     ERAS["pytorch-fsdp2-2024"], name="torchtitan-2025", precision=("bf16", "fp8", "mxfp8"), fp8_param_gather=True, nccl_pat=True,
-    grouped_gemm="grouped", unconfirmed=(
+    grouped_gemm="grouped_mm", unconfirmed=(
         "fp8_param_gather: torchao's float8 all-gather priced as Megatron's, 1 byte a layer weight; its one amax all-reduce a "
         "step (precompute_float8_dynamic_scale_for_fsdp) not priced",),
     source="pytorch/torchtitan (2025): docs/float8.md, torchao.float8.fsdp_utils, torchao.prototype.mx_formats")

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from labs.core.engine.gemm import gemm_time, grouped_gemm_time
+from labs.core.engine.gemm import GROUPED_LAUNCH_SHARE, gemm_time, grouped_gemm_time
 from labs.core.engine.hardware import NCCL_BASE_LATENCY_S, Cluster
 from labs.core.engine.models import Model
 from labs.core.engine.stages.xp import NUMPY
@@ -50,11 +50,12 @@ from labs.core.engine.topology import members_per_domain, scale_up_bytes_per_s
 from labs.core.engine.validation import check_positive
 
 
-def ffn_forward_time(model: Model, cluster: Cluster, tokens, tp, ep, capacity, fp8, xp=NUMPY, skew=1.0, grouped=True, dense_gemms=None):
+def ffn_forward_time(model: Model, cluster: Cluster, tokens, tp, ep, capacity, fp8, xp=NUMPY, skew=1.0, grouped="grouped", dense_gemms=None):
     """Forward seconds of one layer's FFN (averaged over dense and MoE layers) on one GPU: the
     busiest rank's, whose experts receive `skew` times the balanced load when nothing caps it;
-    its local experts in one grouped launch, or (grouped=False) a GEMM call each. dense_gemms:
-    dense_ffn_gemm_times, when the caller has them."""
+    its local experts as the stack runs them (`grouped`: Era.grouped_gemm): one grouped launch at
+    its kernel's share (gemm.GROUPED_LAUNCH_SHARE), or ("per_expert") a GEMM call each.
+    dense_gemms: dense_ffn_gemm_times, when the caller has them."""
     gpu, h = cluster.gpu, model.hidden
     fc1, fc2 = dense_ffn_gemm_times(model, cluster, tokens, tp, fp8, xp) if dense_gemms is None else dense_gemms
     dense = fc1 + fc2
@@ -64,9 +65,9 @@ def ffn_forward_time(model: Model, cluster: Cluster, tokens, tp, ep, capacity, f
     per_expert = local * model.experts_per_token * ep / model.experts * xp.where(capacity > 0, capacity, skew)
     local_experts = model.experts / ep
     f = model.expert_ffn
-    if grouped:
+    if grouped != "per_expert":
         routed = (grouped_gemm_time(gpu, per_expert, 2 * f, h, local_experts, fp8, xp)
-                  + grouped_gemm_time(gpu, per_expert, h, f, local_experts, fp8, xp))
+                  + grouped_gemm_time(gpu, per_expert, h, f, local_experts, fp8, xp)) / GROUPED_LAUNCH_SHARE[grouped]
     else:
         routed = gemm_time(gpu, per_expert, 2 * f, h, local_experts, fp8, xp) + gemm_time(gpu, per_expert, h, f, local_experts, fp8, xp)
     shared_width = model.shared_experts * f

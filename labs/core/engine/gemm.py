@@ -127,6 +127,12 @@ PRECISION_KERNELS = {
     ("hopper", "fp8_blockwise"): (GemmKernel(128, 128, 448, 4.0e-6, 0.805, "gemm_deepgemm_h800_fp8blk_4096x* (6 rows)"), "fp8_flops"),
 }
 ROOFLINE_NORM = 3.0
+# How an MoE layer's experts run (labs.core.engine.eras.Era.grouped_gemm), as a share of the one grouped
+# launch priced here: "grouped" is that launch (within 1.2% of DeepGEMM's BF16 grouped GEMM on H200 at
+# GLM-5's up-projection, rows ggemm_h200_glm_up_deepgemm_*, tile-ai/TileOPs PR #1567); torch._grouped_mm
+# ran 0.909-0.931 of DeepGEMM's rate in the same table (ggemm_h200_glm_up_torch_* over _deepgemm_*, 1,024
+# to 8,192 tokens an expert): their mean, 0.92, on every GPU (unconfirmed off Hopper).
+GROUPED_LAUNCH_SHARE = {"grouped": 1.0, "grouped_mm": 0.92}
 # The fixed cost per call of the GEMMs that the stages split themselves (labs.core.engine.stages.parallel:
 # AsyncTP's per-step GEMMs): Hopper's, where AsyncTP runs.
 GEMM_FIXED_S = GEMM_KERNELS["hopper"].fixed_s

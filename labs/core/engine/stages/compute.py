@@ -165,7 +165,7 @@ def layer_kernels(model, cluster, stack, p, xp) -> SimpleNamespace:
     # re-gather of their inputs runs beside (labs.core.engine.stages.parallel): QKV, a dense FFN's first
     dense_ffn = dense_ffn_gemm_times(model, cluster, tokens, tp, fp8, xp)
     # the busiest rank's experts, at p.expert_skew times the balanced load (labs.core.engine.experts)
-    gemm_f = attention_gemms + ffn_forward_time(model, cluster, tokens, tp, p.ep, p.capacity, fp8, xp, p.expert_skew, stack.grouped_gemm == "grouped", dense_ffn)
+    gemm_f = attention_gemms + ffn_forward_time(model, cluster, tokens, tp, p.ep, p.capacity, fp8, xp, p.expert_skew, stack.grouped_gemm, dense_ffn)
     # MoE's router, permute, sort and unpermute kernels, forward and again in the backward; the
     # busiest rank sorts and unsorts its received load (labs.core.engine.experts: received_load).
     moe_passes = moe_pass_time(model, cluster, tokens, tp, p.ep, xp, received_load(p.capacity, p.expert_skew, xp)) if model.experts else 0.0
