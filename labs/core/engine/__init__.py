@@ -22,7 +22,8 @@ ENGINE_VERSION = "0.4.6"  # engine v4 (Blackwell, NVLink domains, kernels by sha
 # 0.4.6: Instinct's GEMMs by shape fitted on MI300X's hipBLASLt FP8 rows (GEMM_KERNELS['cdna3'], was Hopper's), and
 # RCCL's 8-channel all-pairs all-reduce at 0.735 of the ring's bandwidth (rccl-tests rows): Instinct plans moved; no lab
 # prices an Instinct plan (problem set 9's MI300X ridge reads the MAMF, unchanged)
-# 0.4.6 also: torchtitan 2025's experts run torch._grouped_mm at 0.92 of the one grouped launch (H200 kernel rows): its MoE plans moved
+# 0.4.6 also: torchtitan 2025's experts run torch._grouped_mm at 0.92 of the one grouped launch (H200 kernel rows), and a
+# per-expert loop of GEMM calls pays 7.1 us a call beside its kernels (grouped_gemm's cuBLAS loop on H100): MoE plans of those stacks moved
 
 # Each public name from the module that defines it, imported when first read (PEP 562): a page
 # whose first question needs the step model alone does not load the search (sweep) with it.

@@ -37,7 +37,8 @@ code, never from an end-to-end run:
   Float8Linear (2024-25): dynamic (current) tensor-wise scaling, an amax pass before each cast, and
   the weights quantized in every forward.
 - grouped_gemm: how an MoE layer's local experts run (labs.core.engine.experts). "per_expert": one
-  GEMM call an expert, each with its own waves and fixed cost: Megatron-Core 2024's GroupedMLP on the
+  GEMM call an expert, each with its own waves and fixed cost and the loop's host time between
+  calls (labs.core.engine.experts.PER_EXPERT_CALL_S): Megatron-Core 2024's GroupedMLP on the
   grouped_gemm library's default cuBLAS backend (tgale96/grouped_gemm, a loop of cuBLAS calls) and TE's
   GroupedLinear (cuBLAS per expert on several streams), torchtitan's 2024 MoE (a loop over experts).
   "grouped": one launch whose tiles share the waves (DeepGEMM's grouped kernels, CUTLASS grouped

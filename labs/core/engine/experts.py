@@ -49,12 +49,22 @@ from labs.core.engine.stages.xp import NUMPY
 from labs.core.engine.topology import members_per_domain, scale_up_bytes_per_s
 from labs.core.engine.validation import check_positive
 
+# A stack that runs its experts as a loop of GEMM calls (Era.grouped_gemm "per_expert": the grouped_gemm
+# library's cuBLAS backend, TE's GroupedLinear) leaves the GPU idle between the small GEMMs beside each
+# kernel's own fixed cost (labs.core.engine.gemm.GemmKernel.fixed_s): the loop's host work. Fitted on the one
+# row that times such a loop, tgale96/grouped_gemm PR #37's cuBLAS backend on H100 at Qwen3-30B-A3B's
+# up-projection (ggemm_h100_qwen3_upproj_cublas_base_uniform: 128 calls of 512 x 1,536 x 2,048 at 129.5
+# TFLOP/s, 24.9 us a call, against the engine's kernel alone, 17.8 us): 7.1 us a call, taken for every
+# GPU and precision (unconfirmed: no second row times a per-expert loop).
+PER_EXPERT_CALL_S = 7.1e-6
+
 
 def ffn_forward_time(model: Model, cluster: Cluster, tokens, tp, ep, capacity, fp8, xp=NUMPY, skew=1.0, grouped="grouped", dense_gemms=None):
     """Forward seconds of one layer's FFN (averaged over dense and MoE layers) on one GPU: the
     busiest rank's, whose experts receive `skew` times the balanced load when nothing caps it;
     its local experts as the stack runs them (`grouped`: Era.grouped_gemm): one grouped launch at
-    its kernel's share (gemm.GROUPED_LAUNCH_SHARE), or ("per_expert") a GEMM call each.
+    its kernel's share (gemm.GROUPED_LAUNCH_SHARE), or ("per_expert") a GEMM call each with the
+    loop's PER_EXPERT_CALL_S beside it.
     dense_gemms: dense_ffn_gemm_times, when the caller has them."""
     gpu, h = cluster.gpu, model.hidden
     fc1, fc2 = dense_ffn_gemm_times(model, cluster, tokens, tp, fp8, xp) if dense_gemms is None else dense_gemms
@@ -69,7 +79,8 @@ def ffn_forward_time(model: Model, cluster: Cluster, tokens, tp, ep, capacity, f
         routed = (grouped_gemm_time(gpu, per_expert, 2 * f, h, local_experts, fp8, xp)
                   + grouped_gemm_time(gpu, per_expert, h, f, local_experts, fp8, xp)) / GROUPED_LAUNCH_SHARE[grouped]
     else:
-        routed = gemm_time(gpu, per_expert, 2 * f, h, local_experts, fp8, xp) + gemm_time(gpu, per_expert, h, f, local_experts, fp8, xp)
+        routed = (gemm_time(gpu, per_expert, 2 * f, h, local_experts, fp8, xp) + gemm_time(gpu, per_expert, h, f, local_experts, fp8, xp)
+                  + 2 * local_experts * PER_EXPERT_CALL_S)
     shared_width = model.shared_experts * f
     shared = xp.where(shared_width > 0, gemm_time(gpu, local, 2 * shared_width, h, fp8=fp8, xp=xp) + gemm_time(gpu, local, h, shared_width, fp8=fp8, xp=xp), 0.0)
     router = gemm_time(gpu, local, model.experts, h, xp=xp)
