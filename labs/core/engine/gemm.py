@@ -63,7 +63,7 @@ class GemmKernel:
     fixed_s: float  # seconds a call pays beside its waves
     share: float | None  # of the FP8 MAMF a long run sustains; None: LAYER_GEMM_SHARE (Ampere's fit)
     rows: str
-    bf16_share: float | None = None  # of the BF16 MAMF; None: LAYER_GEMM_SHARE, where no BF16 row fits one
+    bf16_share: float | None = None  # of the BF16 MAMF; None: LAYER_GEMM_SHARE (Ampere's layer fit), where no BF16 row fits one
 
 
 # Fitted by least squares on log(rate) over a grid (tile 128x128, 128x256, 256x128 or 256x256; k_tail
@@ -74,16 +74,24 @@ class GemmKernel:
 # - hopper: the 18 cuBLASLt FP8 rows of H100 and H200 (kernel_benchmarks_v4.json
 #   gemm_azure_h100_fp8_* and gemm_azure_h200_fp8_*: 1024^3 .. 32768^3, 1024x2145x1024,
 #   6144x12288x12288, 802816x192x768), 10,000 warm-ups: a sustained rate, 0.96 of each part's FP8 MAMF
-#   (mamf_h100_fp8, mamf_h200_fp8). BF16 on Hopper: the same kernel constants, and the share fitted
-#   on A100's layer (LAYER_GEMM_SHARE), as engine v3 priced every BF16 GEMM, until a BF16
-#   GEMM-by-shape row on Hopper is stored (unconfirmed: taking the FP8 rows' 0.96 instead would raise
-#   every BF16 Hopper layer's rate by 14% on no BF16 measurement).
+#   (mamf_h100_fp8, mamf_h200_fp8). BF16 on Hopper: the same kernel constants, 0.85 of the BF16 MAMF,
+#   fitted on DeepGEMM's BF16 grouped GEMMs on H200 at GLM-5's expert up-projection
+#   (ggemm_h200_glm_up_deepgemm_*: 256 experts of 1,024 to 8,192 tokens, N 4,096, K 6,144, each
+#   expert's GEMM large enough to fill its waves; tile-ai/TileOPs PR #1567, kernel-only timing with
+#   the GPU at its power limit): rows -0.9% .. +1.2%. It is the share engine v3 took from A100's layer
+#   fit (LAYER_GEMM_SHARE), now resting on Hopper's own rows (unconfirmed for cuBLAS's dense BF16
+#   GEMMs: no dense BF16 row by shape on Hopper is stored). The FP8 rows' 0.96 of the FP8 MAMF would
+#   have put these rows 13% fast.
 # - blackwell: the 9 cuBLASLt FP8 rows of GB200 (gemm_azure_gb200_fp8_*), 0.83 of mamf_gb200_fp8;
 #   B200/B300/GB300 and BF16 take them (unconfirmed: no by-shape row for those).
 # - ampere: tile, tail and fixed cost fitted (same grid) on Calculon's A100 GEMM table
 #   (calculon-ai/calculon systems/a100_80g.json, gflops_efficiency: square GEMMs of 1 and 16 GFLOP at
 #   0.632 and 0.947 of the 128-GFLOP one; tests/data/gemm_microbenchmarks.json size_curve: a
-#   modelling table, no A100 GEMM-by-shape measurement is stored): 128 x 64 tiles, no tail, 1 us. Its
+#   modelling table): 128 x 64 tiles, no tail, 1 us. Azure's cuBLASLt FP16 rows by shape on A100
+#   (gemm_azure_a100_fp16_*, 10,000 warm-ups) are reported against it, not fitted: the cubes and
+#   6144x12288x12288 within 11% (-10.3% at 16384^3 .. +7.2% at 1024^3), the thin and odd shapes 26%
+#   and 37% fast (802816x192x768, 1024x2145x1024):
+#   refitting the tiles on them would move the layer fit below and every A100 number with it. Its
 #   share is LAYER_GEMM_SHARE, fitted on Korthikanti et al. 2022 Table 4 (22B layer, TP=8, A100; rows
 #   korthikanti_t4_baseline_no_recompute forward and backward, and korthikanti_t5_22B) together with
 #   ELEMENTWISE_TRAFFIC in labs.core.engine.stages.compute: labs.core.engine.calibration.fit_layer_constants,
@@ -100,7 +108,8 @@ class GemmKernel:
 #   tiles with LAYER_GEMM_SHARE (unconfirmed: no BF16 row by shape); cdna4 (MI355X) takes cdna3's
 #   (unconfirmed: no MI355X row by shape).
 GEMM_KERNELS = {
-    "hopper": GemmKernel(128, 128, 96, 4.0e-6, 0.96, "gemm_azure_h100_fp8_*, gemm_azure_h200_fp8_* (18 rows)"),
+    "hopper": GemmKernel(128, 128, 96, 4.0e-6, 0.96, "gemm_azure_h100_fp8_*, gemm_azure_h200_fp8_* (18 rows); BF16: ggemm_h200_glm_up_deepgemm_* (4 rows)",
+                         bf16_share=0.85),
     "blackwell": GemmKernel(128, 256, 32, 1.0e-6, 0.83, "gemm_azure_gb200_fp8_* (9 rows)", bf16_share=0.83),
     "cdna3": GemmKernel(128, 128, 192, 0.0, 0.85, "gemm_azure_mi300x_fp8_* from 4096^3 (6 rows)"),
 }

@@ -116,7 +116,7 @@ def mechanism_checks() -> list[tuple[str, str]]:
 
 # ---- Engine v4: each GPU constant beside the kernel-benchmark and datasheet rows it rests on ----
 KERNEL_ROWS = "kernel_benchmarks_v4.json"  # tests/data/ (not packaged in the wheel: the labs never read it)
-ROW_GPUS = {"H100": "h100-sxm", "H800": "h800-sxm", "H200": "h200-sxm", "B200": "b200", "B300": "b300", "GB200": "gb200", "GB300": "gb300",
+ROW_GPUS = {"A100": "a100-sxm-80gb", "H100": "h100-sxm", "H800": "h800-sxm", "H200": "h200-sxm", "B200": "b200", "B300": "b300", "GB200": "gb200", "GB300": "gb300",
             "MI300X": "mi300x", "MI325X": "mi325x", "MI355X": "mi355x"}
 # A datasheet row's id ending -> (the GPU field it gives, that field in the row's unit)
 _DATASHEET_FIELDS = (
@@ -168,8 +168,8 @@ def gpu_row_checks(rows=None) -> list[dict]:
             m, n, k = (c["M"], c["N"], c["K"]) if "M" in c else map(int, c["best_shape_MxNxK"].split("x"))
             dtype = c["dtype"]
             what = f"{dtype} GEMM {m}x{n}x{k}" + (" (MAMF)" if row["id"].startswith("mamf_") else "")
-            if dtype in ("bf16", "fp8", "fp8_e4m3"):
-                model = gemm_rate(gpu, m, n, k, fp8=dtype != "bf16") / 1e12
+            if dtype in ("bf16", "fp16", "fp8", "fp8_e4m3"):  # FP16 runs at BF16's tensor rate
+                model = gemm_rate(gpu, m, n, k, fp8=dtype not in ("bf16", "fp16")) / 1e12
             elif dtype in _BLOCK_SCALED_ROWS and gpu.arch in GEMM_PRECISIONS[_BLOCK_SCALED_ROWS[dtype]].archs:
                 model = 2.0 * m * n * k / float(precision_gemm_time(gpu, m, n, k, _BLOCK_SCALED_ROWS[dtype])) / 1e12
         elif row["kind"] == "attention":
