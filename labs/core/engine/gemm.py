@@ -90,8 +90,10 @@ class GemmKernel:
 #   modelling table): 128 x 64 tiles, no tail, 1 us. Azure's cuBLASLt FP16 rows by shape on A100
 #   (gemm_azure_a100_fp16_*, 10,000 warm-ups) are reported against it, not fitted: the cubes and
 #   6144x12288x12288 within 11% (-10.3% at 16384^3 .. +7.2% at 1024^3), the thin and odd shapes 26%
-#   and 37% fast (802816x192x768, 1024x2145x1024):
-#   refitting the tiles on them would move the layer fit below and every A100 number with it. Its
+#   and 37% fast (802816x192x768, 1024x2145x1024). The grid's best fit on all eight (64 x 64 tiles,
+#   k_tail 416, 3.5 us, 0.975 of the MAMF; rows -10% .. +4.4%) leaves Korthikanti's 22B layer 10-15%
+#   slow even at a layer share of 1.0: these 2024 kernels (228 TFLOP/s at 4096^3) and that 2022
+#   layer do not reconcile under one tile model, so the tiles stay Calculon's (unconfirmed). Its
 #   share is LAYER_GEMM_SHARE, fitted on Korthikanti et al. 2022 Table 4 (22B layer, TP=8, A100; rows
 #   korthikanti_t4_baseline_no_recompute forward and backward, and korthikanti_t5_22B) together with
 #   ELEMENTWISE_TRAFFIC in labs.core.engine.stages.compute: labs.core.engine.calibration.fit_layer_constants,
