@@ -23,7 +23,8 @@ ENGINE_VERSION = "0.4.6"  # engine v4 (Blackwell, NVLink domains, kernels by sha
 # RCCL's 8-channel all-pairs all-reduce at 0.735 of the ring's bandwidth (rccl-tests rows): Instinct plans moved; no lab
 # prices an Instinct plan (problem set 9's MI300X ridge reads the MAMF, unchanged)
 # 0.4.6 also: torchtitan 2025's experts run torch._grouped_mm at 0.92 of the one grouped launch (H200 kernel rows), and a
-# per-expert loop of GEMM calls pays 7.1 us a call beside its kernels (grouped_gemm's cuBLAS loop on H100): MoE plans of those stacks moved
+# per-expert loop of GEMM calls pays 7.1 us a call beside its kernels (grouped_gemm's cuBLAS loop on H100): MoE plans of those stacks moved;
+# B200's and GB200's HBM reach B300's measured 6.567 TB/s (was H100's 0.90 share): their memory-bound kernels moved
 
 # Each public name from the module that defines it, imported when first read (PEP 562): a page
 # whose first question needs the step model alone does not load the search (sweep) with it.

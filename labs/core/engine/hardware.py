@@ -339,6 +339,12 @@ _H100_CUDNN_OVER_MAMF = 0.50 * 989.4 / 794.5
 # BabelStream triad 3.948 with all 8 GPUs at once, hbm_amd_mi300x_babelstream_triad); MI325X (the same CDNA 3
 # dies and memory controllers with HBM3e) is assumed to reach the same share.
 _CDNA3_HBM_EFF = 4.09 / 5.3
+# Blackwell's HBM3e (B200, B300, GB200, GB300: eight stacks, 7,680 bits at ~4 GHz, 7.67 TB/s as the B300
+# device reports it): BabelStream triad reached 6.567 TB/s on B300 (median of 7 GPUs,
+# hbm_babelstream_b300_triad). Each part's efficiency is that achieved rate over its datasheet rate
+# (unconfirmed on B200, GB200 and GB300: no STREAM row of theirs; H100's 0.90 share had put B200 and GB200
+# at 6.93 and 7.2 TB/s, 6% and 10% above the one Blackwell measurement).
+_BLACKWELL_HBM_ACHIEVED = 6.5672e12
 # B200's measured attention rates, FLOP/s of the executed (causal) work, forward (kernel_benchmarks_v4.json):
 _B200_ATTENTION = (
     ("cudnn", 977e12),  # attn_cudnn_b200_hd64_causal_s4096: causal, head dim 64, 4K (826 at 2K, 1,071 at 8K; flash-attention PR #2605)
@@ -483,7 +489,7 @@ GPUS: dict[str, GPU] = {
         7700 * GB,  # ds_b200_hbm_tbs_nvidia (NVIDIA Blackwell datasheet, HGX B200); ml-engineering says 8.0 (ds_b200_hbm_tbs)
         "nvlink5",
         1745e12,  # mamf_b200_bf16: 77.6% of 2,250 at 1792x16128x3072, torch 2.7.1+cu128
-        "blackwell", 148, _HBM_EFF, True,  # 148 SMs: ds_b200_sms (device query, pytorch/ao #4002: "Number of SMs: 148")
+        "blackwell", 148, _BLACKWELL_HBM_ACHIEVED / (7700 * GB), True,  # 148 SMs: ds_b200_sms (device query, pytorch/ao #4002: "Number of SMs: 148")
         "NVIDIA Blackwell datasheet (HGX B200: 180 GB HBM3e, 7.7 TB/s, 1,000 W) and the ml-engineering TFLOPS and "
         "MAMF tables (kernel_benchmarks_v4.json rows ds_b200_*, mamf_b200_bf16, mamf_b200_fp8); attention from "
         "Dao-AILab/flash-attention PR #2605 (cuDNN, FA4) and #1589 (FA2 2.7.4).",
@@ -493,7 +499,8 @@ GPUS: dict[str, GPU] = {
         fp4_flops=9e15,  # ds_b200_fp4_dense_peak (the table's NVFP4 column: 10,000)
         attention_flops=_B200_ATTENTION,  # cuDNN, FA4, FA2 rows (see _B200_ATTENTION)
         unconfirmed=(
-            "hbm_efficiency: no STREAM row for B200; the catalog's 0.90 assumed (H100's measured triad share: 0.89, hbm_azure_h100_triad)",
+            "hbm_efficiency: no STREAM row for B200; B300's BabelStream triad (6.567 TB/s, the same HBM3e interface, "
+            "hbm_babelstream_b300_triad) taken as its achieved rate: 0.853 of 7.7 TB/s (was H100's 0.90 share)",
             "attention_flops: forward rows only, the backward assumed at the forward's rate (H100 cuDNN's is within 5%, "
             "FA3 paper Fig. 5/7); head dim 64 rows (cuDNN ran 1,428 TFLOP/s at head dim 128 non-causal 1K against 980 at 64: "
             "head-dim-128 models may run faster); FA2's rows are non-causal, causal assumed as fast",
@@ -511,7 +518,7 @@ GPUS: dict[str, GPU] = {
         # reads 148); the published 2,250 TFLOP/s is "what all 148 SMs deliver together". 160 is the full die (was assumed).
         # HBM efficiency: BabelStream triad 6.567 TB/s (median of 7 GPUs, hbm_babelstream_b300_triad) over the 8 TB/s
         # peak (was H100's assumed 0.90: 7.2 TB/s, +9.6%).
-        "blackwell", 148, 6.5672 / 8.0, True,
+        "blackwell", 148, _BLACKWELL_HBM_ACHIEVED / (8000 * GB), True,
         "ml-engineering TFLOPS and MAMF tables (DGX B300 datasheet; rows ds_b300_*, mamf_b300_bf16, mamf_b300_fp8); "
         "148 SMs, 275,040 MiB and a 1,100 W power limit as the device and nvidia-smi report them (ds_b300_sms, "
         "ds_b300_smi_mib, ds_b300_power_limit_smi); HBM efficiency from BabelStream (hbm_babelstream_b300_triad).",
@@ -534,7 +541,7 @@ GPUS: dict[str, GPU] = {
         8000 * GB,  # ds_gb200_hbm_tbs (NVIDIA datasheet: 8 TB/s)
         "nvlink5",
         1822e12,  # mamf_gb200_bf16: 72.9% of 2,500 at 4096x9728x2048, torch 2.10 nightly + cu130
-        "blackwell", 148, _HBM_EFF, True,
+        "blackwell", 148, _BLACKWELL_HBM_ACHIEVED / (8000 * GB), True,
         "NVIDIA Blackwell datasheet (GB200 NVL72: 186 GB, 8 TB/s, 1,200 W per GPU) and the ml-engineering TFLOPS and "
         "MAMF tables (rows ds_gb200_*, mamf_gb200_*); FA2 from Azure/AI-benchmarking-guide (ND GB200 v6).",
         3615.6e12,  # mamf_gb200_fp8: 19456x5120x1536
@@ -550,7 +557,8 @@ GPUS: dict[str, GPU] = {
         unconfirmed=(
             "hbm_bytes: the datasheet's 186 GB; no nvidia-smi reading stored",
             "sms: 148 SMs (the B200 die; no stored row)",
-            "hbm_efficiency: no STREAM row for GB200; the catalog's 0.90 assumed (H100's measured triad share: 0.89)",
+            "hbm_efficiency: no STREAM row for GB200; B300's BabelStream triad (6.567 TB/s, the same HBM3e interface, "
+            "hbm_babelstream_b300_triad) taken as its achieved rate: 0.821 of 8 TB/s (was H100's 0.90 share)",
             "attention_flops: cuDNN and FA4 not measured on GB200: B200's rows scaled by the MAMF ratio 1,822 / 1,745; "
             "FA2's row does not say whether it is causal",
         ),
@@ -563,7 +571,7 @@ GPUS: dict[str, GPU] = {
         8000 * GB,  # ds_gb300_hbm_tbs: NVIDIA's GB300 NVL72 rack, 576 TB/s over 72 GPUs (derived)
         "nvlink5",
         1769e12 * 1822 / 1745,  # mamf_b300_bf16 x GB200 / B200 (mamf_gb200_bf16 / mamf_b200_bf16): no GB300 MAMF row
-        "blackwell", 148, 6.5672 / 8.0, True,
+        "blackwell", 148, _BLACKWELL_HBM_ACHIEVED / (8000 * GB), True,
         "ml-engineering TFLOPS table (GB300 NVL72 datasheet; rows ds_gb300_*); HBM bandwidth the NVL72 rack's 576 TB/s "
         "over 72 GPUs (ds_gb300_hbm_tbs); memory capacity and matmul rates B300's (see unconfirmed); 1,400 W per GPU "
         "from NVIDIA's Mission Control rack-planning example (ds_gb300_max_power).",
