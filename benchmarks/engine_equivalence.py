@@ -1,13 +1,14 @@
 """Equivalence harness for refactoring the engine: dump the step model's outputs from one source
 tree, then compare another tree's against them.
 
-It evaluates labs.core.engine.step.evaluate on ~2.4 million plan rows (search's plan spaces for the 18
+It evaluates labs.core.engine.step.evaluate on ~3.4 million plan rows (search's plan spaces for the 21
 model / cluster / era / option combinations of benchmarks/plan_combos.py, 8 draws each; all but
 the first draw of every third combination vary every column the sweep leaves fixed: offload, rank
 order, hybrid sharding, grad_sync, recompute grains and layers, ZB-H2, bucket size, first/last
 stage layers, micro-batch group size, capacity factor, node-limited routing, optimizer state) and
-estimate() on ~2,900 valid plans (every field of the Estimate, warnings and the communication map
-included), and prints the worst relative difference (nan equal to nan).
+estimate() on ~3,300 valid plans (every field of the Estimate, warnings and the communication map
+included), and prints, per combination, how many rows moved and the step time's signed move (median,
+range), then the worst relative difference (nan equal to nan).
 
     git archive <commit> labs | tar -x -C /tmp/base
     python benchmarks/engine_equivalence.py /tmp/base dump /tmp/eqv     # ~1.7 GB of .npz
