@@ -11,7 +11,7 @@ included), and prints, per combination, how many rows moved and the step time's 
 range), then the worst relative difference (nan equal to nan).
 
     git archive <commit> labs | tar -x -C /tmp/base
-    python benchmarks/engine_equivalence.py /tmp/base dump /tmp/eqv     # ~1.7 GB of .npz
+    python benchmarks/engine_equivalence.py /tmp/base dump /tmp/eqv     # ~2.3 GB of .npz
     python benchmarks/engine_equivalence.py . cmp /tmp/eqv
     (a fourth argument, "quick": 3,000 rows a combination and 60 plans, for a first check)
 """
