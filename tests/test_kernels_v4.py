@@ -258,7 +258,7 @@ def test_one_grouped_launch_against_torch_and_deepgemm_on_h200(row):
 def test_torch_grouped_mm_at_its_share_of_the_launch(row):
     """torchtitan 2025's experts (Era.grouped_gemm "grouped_mm": torch._grouped_mm) at
     gemm.GROUPED_LAUNCH_SHARE of the one launch: each torch._grouped_mm row within 3% (measured
-    -1.4% .. +2.5%; at the launch's full rate, +6.5% .. +11.4%)."""
+    -2.1% .. +2.4%; at the launch's full rate, +6.5% .. +11.4%)."""
     assert ERAS["torchtitan-2025"].grouped_gemm == "grouped_mm"
     c = ROWS[row]["conditions"]
     engine = _gemm_rate(GPUS["h200-sxm"], c["tokens_per_group"], c["N"], c["K"], False, c["groups"]) * gemm.GROUPED_LAUNCH_SHARE["grouped_mm"]
